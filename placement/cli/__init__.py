@@ -1,0 +1,84 @@
+"""The ``placement`` command line.
+
+Each command group lives in its own module and is imported only when used, so ``placement plan`` never pays for
+PySpark or fabric. Every expected failure is a :class:`placement.errors.PlacementError`; :func:`main` prints it on one
+line (``error: <file>: <field>: <message>``) and exits with its code, without a traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from placement import __version__
+from placement.errors import EXIT_BAD_INPUT, PlacementError
+
+# command name -> "module:attribute"
+COMMANDS = {
+    "plan": "placement.cli.plan_cmd:plan",
+    "inventory": "placement.cli.inventory_cmd:inventory",
+    "metrics": "placement.cli.metrics_cmd:metrics",
+    "profile": "placement.cli.profile_cmd:profile",
+    "netem": "placement.cli.netem_cmd:netem",
+    "lab": "placement.cli.lab_cmd:lab",
+    "apply": "placement.cli.apply_cmd:apply",
+}
+
+HELP = {
+    "plan": "Compute an optimal placement and write plan.json, schedulercfg, redeploy script, picture.",
+    "inventory": "Validate an inventory or export it for Ansible.",
+    "metrics": "Collect per-subtask metrics from a running Flink job.",
+    "profile": "Turn collected metrics into a job profile (PySpark).",
+    "netem": "Shape WAN links from the inventory with tc.",
+    "lab": "A real Flink edge lab on this machine (namespaces, shaped veths, cgroups).",
+    "apply": "Put a plan into effect on a running job over SSH and REST.",
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [name for name in COMMANDS if self._available(name)]
+
+    @staticmethod
+    def _available(name: str) -> bool:
+        module = COMMANDS[name].split(":")[0]
+        return importlib.util.find_spec(module) is not None
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS or not self._available(name):
+            return None
+        module, attr = COMMANDS[name].split(":")
+        return getattr(importlib.import_module(module), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, HELP[name]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.version_option(__version__, prog_name="placement")
+def cli() -> None:
+    """Plan, prove and apply operator placement for Flink jobs across a server and edge task managers.
+
+    From bare hosts to a placed job: inventory -> ansible -> netem -> metrics collect -> profile -> plan -> apply.
+    """
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        cli.main(args=argv, prog_name="placement", standalone_mode=False)
+    except PlacementError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:  # usage errors: one line, exit 2
+        click.echo(f"error: {exc.format_message()}", err=True)
+        sys.exit(exc.exit_code if exc.exit_code else EXIT_BAD_INPUT)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    sys.exit(0)

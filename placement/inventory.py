@@ -1,0 +1,297 @@
+"""The inventory: hosts, WAN links, the Flink cluster, source pins and planning policy.
+
+One YAML file drives every stage (plan, apply, netem, ansible, lab). See ``inventory/README.md`` for the format.
+Models are validated with pydantic; :func:`load_inventory` turns every problem into a one-line error naming the file
+and field. Derived figures (a Raspberry Pi's cores, memory and speed) are filled from :data:`HOST_MODELS` unless the
+host overrides them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from placement.loading import FieldError, load_model
+from placement.units import parse_percent, parse_rate_mbit, parse_size_mib, parse_time_ms
+
+NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]*$"  # also a Flink external-resource name and a resource-id: no dots, no spaces
+
+
+class HostModel(BaseModel):
+    """Defaults a host model gives (``speed`` is per-core throughput relative to a server core)."""
+
+    model_config = ConfigDict(frozen=True)
+    cores: float | None
+    memory_mib: float | None
+    speed: float
+    description: str
+
+
+HOST_MODELS: dict[str, HostModel] = {
+    # Cortex-A72 @ 1.5 GHz: about a third of a current x86 server core on Flink's record-at-a-time work.
+    "rpi4b": HostModel(cores=4, memory_mib=4096, speed=0.3, description="Raspberry Pi 4 Model B, 4 GiB"),
+    "rpi4b-8g": HostModel(cores=4, memory_mib=8192, speed=0.3, description="Raspberry Pi 4 Model B, 8 GiB"),
+    "rpi5": HostModel(cores=4, memory_mib=8192, speed=0.5, description="Raspberry Pi 5, 8 GiB"),
+    "generic": HostModel(cores=None, memory_mib=None, speed=1.0, description="any host; give cores and memory"),
+}
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class SshSettings(Strict):
+    """How to reach a host over SSH. Keys only; no passwords are ever read from the inventory."""
+
+    user: str | None = None
+    port: int = Field(22, ge=1, le=65535)
+    key: str | None = Field(None, description="private key path; the SSH agent is used when absent")
+    known_hosts: str | None = Field(None, description="known_hosts file; default ~/.ssh/known_hosts")
+    sudo: bool = Field(False, description="commands that need root are run with sudo")
+
+
+class Host(Strict):
+    name: str = Field(pattern=NAME_PATTERN, max_length=63)
+    address: str
+    role: Literal["server", "edge"]
+    model: str = "generic"
+    cores: float | None = Field(None, gt=0)
+    memory: float | None = Field(None, description="MiB after parsing; '4GiB' accepted")
+    task_slots: int | None = Field(None, ge=1)
+    speed: float | None = Field(None, gt=0, le=100)
+    interface: str | None = Field(None, pattern=r"^[A-Za-z0-9_.@-]{1,15}$")
+    arch: Literal["x86_64", "aarch64"] | None = None
+    ssh: SshSettings | None = None
+    allow_stateful: bool | None = Field(None, description="may stateful operators run here (default: servers only)")
+    allow_sinks: bool | None = Field(None, description="may sinks run here (default: servers only)")
+
+    @field_validator("address")
+    @classmethod
+    def _address(cls, v: str) -> str:
+        # ';' separates fields in schedulercfg; whitespace would break tc filters and ssh.
+        if not v or re.search(r"[\s;]", v):
+            raise ValueError(f"{v!r} is not a host address (no spaces or ';')")
+        return v
+
+    @field_validator("memory", mode="before")
+    @classmethod
+    def _memory(cls, v: object) -> float | None:
+        return None if v is None else parse_size_mib(v)
+
+    @model_validator(mode="after")
+    def _fill_from_model(self) -> Host:
+        if self.model not in HOST_MODELS:
+            raise FieldError("model", f"unknown host model {self.model!r} (known: {', '.join(sorted(HOST_MODELS))})")
+        m = HOST_MODELS[self.model]
+        if self.cores is None:
+            if m.cores is None:
+                raise FieldError("cores", f"host {self.name!r} of model {self.model!r} needs 'cores'")
+            self.cores = m.cores
+        if self.memory is None:
+            if m.memory_mib is None:
+                raise FieldError("memory", f"host {self.name!r} of model {self.model!r} needs 'memory'")
+            self.memory = m.memory_mib
+        if self.speed is None:
+            self.speed = m.speed
+        if self.task_slots is None:
+            self.task_slots = max(1, int(self.cores))
+        if self.arch is None:
+            self.arch = "aarch64" if self.model.startswith("rpi") else "x86_64"
+        if self.allow_stateful is None:
+            self.allow_stateful = self.role == "server"
+        if self.allow_sinks is None:
+            self.allow_sinks = self.role == "server"
+        return self
+
+    @property
+    def memory_mib(self) -> float:
+        return float(self.memory or 0)
+
+
+class Link(Strict):
+    """A WAN link from an edge host up to a server: shaped on the edge host's egress towards the server."""
+
+    from_: str = Field(alias="from")
+    to: str
+    bandwidth: float = Field(description="Mbit/s after parsing; '50mbit' accepted")
+    delay: float = Field(0.0, description="one-way delay, ms")
+    jitter: float = Field(0.0, description="ms")
+    loss: float = Field(0.0, description="percent")
+    correlation: float = Field(0.0, description="percent; netem correlation for jitter and loss")
+    profile: str | None = Field(None, description="a named WAN profile from netem/ whose figures this link takes")
+
+    @field_validator("bandwidth", mode="before")
+    @classmethod
+    def _bw(cls, v: object) -> float:
+        mbit = parse_rate_mbit(v)
+        if mbit <= 0:
+            raise ValueError("bandwidth must be positive")
+        return mbit
+
+    @field_validator("delay", "jitter", mode="before")
+    @classmethod
+    def _time(cls, v: object) -> float:
+        return parse_time_ms(v)
+
+    @field_validator("loss", "correlation", mode="before")
+    @classmethod
+    def _pct(cls, v: object) -> float:
+        return parse_percent(v)
+
+    @property
+    def name(self) -> str:
+        return f"{self.from_}→{self.to}"
+
+
+class JobSettings(Strict):
+    """The job to redeploy: what the redeploy script and `placement apply` resubmit."""
+
+    name: str | None = None
+    jar: str | None = Field(None, description="path of the job jar on the machine that runs apply")
+    entry_class: str | None = None
+    program_args: list[str] = Field(default_factory=list)
+
+
+class FlinkCluster(Strict):
+    rest_url: str = Field(pattern=r"^https?://[^\s/]+(:\d+)?/?$")
+    home: str = "/opt/flink"
+    version: str = "2.3.0"
+    jobmanager: str | None = Field(None, description="host running the JobManager (default: the first server)")
+    placement_mode: Literal["custom", "vanilla"] = "custom"
+    schedulercfg_path: str | None = Field(None, description="default: <home>/scripts/schedulercfg")
+    savepoint_dir: str = "file:///tmp/flink-savepoints"
+    slot_sharing: bool = Field(True, description="subtasks of different vertices share a slot (Flink's default)")
+    archive_url: str | None = Field(None, description="Flink distribution tarball for ansible")
+    archive_sha512: str | None = None
+
+    @property
+    def schedulercfg(self) -> str:
+        return self.schedulercfg_path or f"{self.home.rstrip('/')}/scripts/schedulercfg"
+
+
+class Pins(Strict):
+    """Where data is born and what the user insists on. Keys are vertex names (or ids) from the profile."""
+
+    sources: dict[str, str | list[str]] = Field(
+        default_factory=dict,
+        description="source vertex -> host of every subtask, or a list giving subtask i's host",
+    )
+    operators: dict[str, str | list[str]] = Field(default_factory=dict, description="vertex -> allowed host(s)")
+    forbid: dict[str, str | list[str]] = Field(default_factory=dict, description="vertex -> forbidden host(s)")
+
+
+class Weights(Strict):
+    wan: float = Field(1.0, ge=0)
+    server_cpu: float = Field(1.0, ge=0)
+    latency: float = Field(0.001, ge=0)
+
+
+class Policy(Strict):
+    """Planning policy: utilisation targets, headroom and the objective."""
+
+    cpu_utilisation_target: float = Field(0.8, gt=0, le=1, description="usable share of a host's cores")
+    wan_headroom: float = Field(0.9, gt=0, le=1, description="usable share of a link's bandwidth")
+    memory_per_subtask: float = Field(256.0, description="MiB a subtask needs besides its state")
+    memory_utilisation_target: float = Field(0.8, gt=0, le=1)
+    objective: Literal["lexicographic", "weighted"] = "lexicographic"
+    weights: Weights = Field(default_factory=Weights)
+    lexicographic_tolerance: float = Field(1e-6, ge=0, le=0.5, description="relative slack kept on earlier stages")
+
+    @field_validator("memory_per_subtask", mode="before")
+    @classmethod
+    def _mem(cls, v: object) -> float:
+        return parse_size_mib(v)
+
+
+class Inventory(Strict):
+    version: Literal[1] = 1
+    name: str = "inventory"
+    ssh: SshSettings = Field(default_factory=SshSettings, description="defaults for every host's ssh settings")
+    hosts: list[Host] = Field(min_length=1)
+    links: list[Link] = Field(default_factory=list)
+    flink: FlinkCluster
+    job: JobSettings = Field(default_factory=JobSettings)
+    pins: Pins = Field(default_factory=Pins)
+    policy: Policy = Field(default_factory=Policy)
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> Inventory:
+        names: dict[str, int] = {}
+        for i, h in enumerate(self.hosts):
+            if h.name in names:
+                raise FieldError(f"hosts[{i}].name", f"duplicate host name {h.name!r}")
+            names[h.name] = i
+        if not any(h.role == "server" for h in self.hosts):
+            raise FieldError("hosts", "at least one host must have role 'server'")
+        seen_uplink: dict[str, int] = {}
+        for i, link in enumerate(self.links):
+            for end, value in (("from", link.from_), ("to", link.to)):
+                if value not in names:
+                    raise FieldError(f"links[{i}].{end}", f"unknown host {value!r}")
+            if self.host(link.from_).role != "edge":
+                raise FieldError(f"links[{i}].from", f"{link.from_!r} is not an edge host; links go edge→server")
+            if self.host(link.to).role != "server":
+                raise FieldError(f"links[{i}].to", f"{link.to!r} is not a server; links go edge→server")
+            if link.from_ in seen_uplink:
+                raise FieldError(f"links[{i}].from", f"edge host {link.from_!r} already has an uplink (links[{seen_uplink[link.from_]}])")
+            seen_uplink[link.from_] = i
+        for i, h in enumerate(self.hosts):
+            if h.role == "edge" and h.name not in seen_uplink:
+                raise FieldError(f"hosts[{i}]", f"edge host {h.name!r} has no link to a server")
+        if self.flink.jobmanager is not None and self.flink.jobmanager not in names:
+            raise FieldError("flink.jobmanager", f"unknown host {self.flink.jobmanager!r}")
+        for section in ("sources", "operators", "forbid"):
+            for vertex, hosts in getattr(self.pins, section).items():
+                for h in [hosts] if isinstance(hosts, str) else hosts:
+                    if h not in names:
+                        raise FieldError(f"pins.{section}.{vertex}", f"unknown host {h!r}")
+        return self
+
+    # ---- lookups -------------------------------------------------------------------------------------------------
+
+    def host(self, name: str) -> Host:
+        for h in self.hosts:
+            if h.name == name:
+                return h
+        raise KeyError(name)
+
+    @property
+    def servers(self) -> list[Host]:
+        return [h for h in self.hosts if h.role == "server"]
+
+    @property
+    def edges(self) -> list[Host]:
+        return [h for h in self.hosts if h.role == "edge"]
+
+    @property
+    def jobmanager_host(self) -> Host:
+        return self.host(self.flink.jobmanager) if self.flink.jobmanager else self.servers[0]
+
+    def uplink(self, edge_host: str) -> Link:
+        for link in self.links:
+            if link.from_ == edge_host:
+                return link
+        raise KeyError(edge_host)
+
+    def ssh_for(self, host: Host) -> SshSettings:
+        """The host's ssh settings with the inventory-wide defaults filled in."""
+        if host.ssh is None:
+            return self.ssh
+        merged = self.ssh.model_dump()
+        merged.update(host.ssh.model_dump(exclude_unset=True))
+        return SshSettings.model_validate(merged)
+
+    def digest(self) -> str:
+        """sha256 of the validated inventory's canonical JSON: formatting and comments do not change it."""
+        canonical = json.dumps(self.model_dump(mode="json", by_alias=True), sort_keys=True, separators=(",", ":"))
+        return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def load_inventory(path: str | Path) -> Inventory:
+    """Load and validate an inventory file (YAML or JSON)."""
+    return load_model(path, Inventory)

@@ -1,0 +1,80 @@
+"""Parsing of the human units used in inventories and WAN profiles.
+
+Rates follow tc's spelling (``50mbit``, ``512kbit``, ``1gbit``; ``Mbit/s`` and ``mbps`` are accepted too) and are
+returned in Mbit/s. Times (``50ms``, ``1s``, ``200us``) are returned in milliseconds, sizes (``4GiB``, ``512MiB``,
+``4G``) in MiB, percentages (``0.5%``) as a percentage number. A bare number means the returned unit.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+_NUMBER = r"(?P<value>[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*"
+
+_RATE_UNITS = {  # -> Mbit/s
+    "bit": 1e-6, "kbit": 1e-3, "mbit": 1.0, "gbit": 1e3, "tbit": 1e6,
+    "bps": 8e-6, "kbps": 8e-3, "mbps": 8.0, "gbps": 8e3,  # tc: bps = bytes per second
+    "kibit": 1024 / 1e6, "mibit": 1024**2 / 1e6, "gibit": 1024**3 / 1e6,
+}
+_RATE_ALIASES = {"mbit/s": "mbit", "kbit/s": "kbit", "gbit/s": "gbit", "bit/s": "bit"}
+_TIME_UNITS = {"us": 1e-3, "usec": 1e-3, "ms": 1.0, "msec": 1.0, "s": 1000.0, "sec": 1000.0}
+_SIZE_UNITS = {  # -> MiB
+    "b": 1 / 1024**2, "k": 1 / 1024, "kb": 1e3 / 1024**2, "kib": 1 / 1024,
+    "m": 1.0, "mb": 1e6 / 1024**2, "mib": 1.0,
+    "g": 1024.0, "gb": 1e9 / 1024**2, "gib": 1024.0, "t": 1024.0**2, "tib": 1024.0**2,
+}
+
+
+def _parse(text: object, units: dict[str, float], what: str, example: str, aliases: dict[str, str] | None = None) -> float:
+    if isinstance(text, bool):
+        raise ValueError(f"{text!r} is not a {what} like {example!r}")
+    if isinstance(text, (int, float)):
+        value = float(text)
+    else:
+        m = re.fullmatch(_NUMBER + r"(?P<unit>[A-Za-z/%]*)", str(text).strip())
+        if not m:
+            raise ValueError(f"{text!r} is not a {what} like {example!r}")
+        unit = m.group("unit").lower()
+        unit = (aliases or {}).get(unit, unit)
+        if unit and unit not in units:
+            raise ValueError(f"{text!r} has unknown unit {m.group('unit')!r} for a {what} (e.g. {example!r})")
+        value = float(m.group("value")) * (units[unit] if unit else 1.0)
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{text!r} must be a finite, non-negative {what}")
+    return value
+
+
+def parse_rate_mbit(text: object) -> float:
+    """``'50mbit'`` -> 50.0 (Mbit/s)."""
+    return _parse(text, _RATE_UNITS, "rate", "50mbit", _RATE_ALIASES)
+
+
+def parse_time_ms(text: object) -> float:
+    """``'50ms'`` -> 50.0, ``'1s'`` -> 1000.0 (milliseconds)."""
+    return _parse(text, _TIME_UNITS, "time", "50ms")
+
+
+def parse_size_mib(text: object) -> float:
+    """``'4GiB'`` -> 4096.0 (MiB)."""
+    return _parse(text, _SIZE_UNITS, "size", "4GiB")
+
+
+def parse_percent(text: object) -> float:
+    """``'0.5%'`` -> 0.5; a percentage must lie in [0, 100]."""
+    value = _parse(text, {"%": 1.0}, "percentage", "0.5%")
+    if value > 100:
+        raise ValueError(f"{text!r} is more than 100%")
+    return value
+
+
+def format_rate(mbit: float) -> str:
+    """Mbit/s -> tc's spelling, exact to the kbit (``50.0`` -> ``'50mbit'``, ``0.5`` -> ``'500kbit'``)."""
+    kbit = round(mbit * 1000)
+    return f"{kbit // 1000}mbit" if kbit % 1000 == 0 else f"{kbit}kbit"
+
+
+def format_time(ms: float) -> str:
+    """milliseconds -> tc's spelling (``50.0`` -> ``'50ms'``, ``0.25`` -> ``'250us'``)."""
+    us = round(ms * 1000)
+    return f"{us // 1000}ms" if us % 1000 == 0 else f"{us}us"
