@@ -1,4 +1,4 @@
-"""``placement inventory``: validate an inventory (and, later, export it for Ansible)."""
+"""``placement inventory``: validate an inventory and export it for Ansible."""
 
 from __future__ import annotations
 
@@ -36,3 +36,71 @@ def validate(file: str, as_json: bool) -> None:
         table.add_row(h.name, h.role, h.model, h.address, f"{h.cores:g}", f"{h.memory_mib:g}", str(h.task_slots), f"{h.speed:g}", uplink)
     Console().print(table)
     click.echo(f"placement mode: {inv.flink.placement_mode}; digest {inv.digest()}")
+
+
+@inventory.command("ansible")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--out", "out", type=click.Path(dir_okay=False), help="write here instead of standard output")
+@click.option(
+    "--flink-archive",
+    type=click.Path(dir_okay=False),
+    help="a Flink distribution (.tgz) on this machine to copy to the hosts instead of downloading flink.archive_url",
+)
+@click.option(
+    "--rate-only",
+    is_flag=True,
+    help="shape bandwidth only, without netem delay/loss leaves (for kernels without sch_netem)",
+)
+@click.option("--wan-profile", help="shape every link like this named WAN profile (as `placement netem apply --profile`)")
+def ansible(file: str, out: str | None, flink_archive: str | None, rate_only: bool, wan_profile: str | None) -> None:
+    """Export FILE as an Ansible inventory for ansible/site.yml, stop.yml and netem.yml.
+
+    Relative ssh key and known_hosts paths are taken relative to FILE's directory.
+    """
+    from pathlib import Path
+
+    from placement.ansible_export import LocalArchive, ansible_inventory, file_sha512, render
+    from placement.errors import BadInput
+
+    inv = load_inventory(file)
+    profile = None
+    if wan_profile is not None:
+        from placement.netem.profiles import load_profile
+
+        profile = load_profile(wan_profile, field="--wan-profile")
+    archive = None
+    if flink_archive is not None:
+        path = Path(flink_archive)
+        if not path.is_file():
+            raise BadInput("file not found", source=flink_archive, field="--flink-archive")
+        sha512 = file_sha512(path)
+        expected = inv.flink.archive_sha512
+        if expected and expected.lower() != sha512:
+            raise BadInput(
+                f"sha512 of {flink_archive} is {sha512[:16]}…, not the {expected[:16]}… the inventory expects",
+                source=file,
+                field="flink.archive_sha512",
+            )
+        archive = LocalArchive(path=str(path.resolve()), sha512=sha512)
+    text = render(
+        ansible_inventory(
+            inv,
+            base_dir=Path(file).resolve().parent,
+            archive=archive,
+            with_netem=not rate_only,
+            wan_profile=profile,
+            source=file,
+        ),
+        source=file,
+    )
+    if out is None:
+        click.echo(text, nl=False)
+        return
+    target = Path(out)
+    if not target.parent.is_dir():
+        raise BadInput("directory does not exist", source=out, field="--out")
+    # write-then-rename: an interrupted export never leaves half an inventory behind
+    partial = target.with_name(f".{target.name}.partial")
+    partial.write_text(text, encoding="utf-8")
+    partial.replace(target)
+    click.echo(f"wrote {out}: {len(inv.servers)} server(s), {len(inv.edges)} edge host(s)", err=True)

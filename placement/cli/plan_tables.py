@@ -1,0 +1,80 @@
+"""Rich tables for ``placement plan`` (presentation only)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from rich.table import Table
+
+from placement.costmodel.model import PlacementProblem
+from placement.solver.result import PlanResult
+
+
+def summary_line(result: PlanResult) -> str:
+    if result.cost is None:
+        return f"[bold red]{result.status}[/]: {result.reason}"
+    c = result.cost
+    solver = ""
+    if result.stages:
+        gap = f"{result.gap:.2%}" if result.gap is not None else "n/a"
+        solver = (f" ({result.solver}, {result.objective_mode}, {len(result.stages)} stage"
+                  f"{'s' if len(result.stages) > 1 else ''}, {result.seconds:.2f} s, gap {gap})")
+    colour = "green" if result.status in ("optimal", "feasible") else "red"
+    return (f"[bold {colour}]{result.status}[/]{solver}\n"
+            f"WAN {c.wan_mbit:.2f} Mbit/s · server {c.server_cores:.2f} cores · edge {c.edge_cores:.2f} cores · "
+            f"latency term {c.latency_ms:.1f} ms")
+
+
+def links_table(result: PlanResult) -> Table:
+    t = Table(title="WAN links")
+    for col in ("link", "Mbit/s", "bandwidth", "usable", "utilisation", "delay ms"):
+        t.add_column(col, justify="right" if col != "link" else "left")
+    assert result.cost is not None
+    for link in result.cost.links:
+        style = "red" if link.mbit > link.usable_mbit + 1e-6 else None
+        t.add_row(link.name, f"{link.mbit:.2f}", f"{link.bandwidth_mbit:g}", f"{link.usable_mbit:.1f}",
+                  f"{link.utilisation:.0%}", f"{link.delay_ms:g}", style=style)
+    return t
+
+
+def hosts_table(result: PlanResult) -> Table:
+    t = Table(title="Hosts")
+    for col in ("host", "role", "cores used", "usable", "slots", "memory MiB", "subtasks"):
+        t.add_column(col, justify="left" if col in ("host", "role") else "right")
+    assert result.cost is not None
+    for h in result.cost.hosts:
+        t.add_row(h.host, h.role, f"{h.cores_used:.2f}", f"{h.cores_usable:.2f}", f"{h.slots_used}/{h.slots}",
+                  f"{h.memory_mib_used:.0f}/{h.memory_mib_usable:.0f}", str(h.subtasks))
+    return t
+
+
+def placement_table(problem: PlacementProblem, result: PlanResult) -> Table:
+    t = Table(title="Placement")
+    t.add_column("vertex")
+    t.add_column("parallelism", justify="right")
+    t.add_column("hosts")
+    assert result.assignment is not None
+    for vid in problem.vertex_order:
+        subtasks = problem.by_vertex[vid]
+        counts = Counter(result.assignment[s.key] for s in subtasks)
+        where = ", ".join(f"{h} ×{n}" if n > 1 else h for h, n in counts.items())
+        t.add_row(problem.vertex_names[vid], str(len(subtasks)), where)
+    return t
+
+
+def compare_table(problem: PlacementProblem, results: list[PlanResult]) -> Table:
+    t = Table(title="Strategies compared")
+    t.add_column("strategy")
+    t.add_column("status")
+    for h in problem.edges:
+        t.add_column(f"{h.name}→{h.uplink_to} Mbit/s", justify="right")
+    for col in ("WAN total", "server cores", "edge cores", "latency ms", "feasible"):
+        t.add_column(col, justify="right")
+    for r in results:
+        if r.cost is None:
+            t.add_row(r.strategy, r.status, *["–"] * len(problem.edges), "–", "–", "–", "–", "no")
+            continue
+        links = [f"{r.cost.link(h.name).mbit:.2f}" for h in problem.edges]
+        t.add_row(r.strategy, r.status, *links, f"{r.cost.wan_mbit:.2f}", f"{r.cost.server_cores:.2f}",
+                  f"{r.cost.edge_cores:.2f}", f"{r.cost.latency_ms:.1f}", "yes" if r.cost.feasible else "[red]no[/]")
+    return t

@@ -1,0 +1,218 @@
+"""On-disk layout of a metric history: typed Parquet samples partitioned by job and run, plus one manifest per run.
+
+::
+
+    DIR/
+      job_id=<flink job id>/
+        run_id=<run id>/
+          part-00000.parquet      samples (SAMPLE_SCHEMA), one row = one subtask at one sampling instant
+          part-00001.parquet      the collector flushes a new part every --flush seconds, so Ctrl-C loses little
+          _manifest.json          RunManifest: the job graph, where each subtask ran, state sizes, TaskManagers
+
+Hive-style ``key=value`` directories let Spark and pyarrow prune whole jobs and runs by path; files starting with
+``_`` are ignored by both when they list data files, so the manifest can live beside its samples and a run directory
+is self-contained (copy it and you have everything). Columns are typed and narrow (no JSON blobs, no strings per
+metric) so a reader only decodes the columns it needs. A metric Flink did not report, or reported as NaN, is null.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Literal
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from placement.errors import BadInput
+from placement.loading import describe_validation_error
+
+MANIFEST_FORMAT = "placement.metrics/v1"
+MANIFEST_NAME = "_manifest.json"
+
+# Flink metric name -> column. The names are the real Flink 2.x task metrics (see shared notes).
+RATE_METRICS: dict[str, str] = {
+    "busyTimeMsPerSecond": "busy_ms_per_s",
+    "idleTimeMsPerSecond": "idle_ms_per_s",
+    "backPressuredTimeMsPerSecond": "backpressured_ms_per_s",
+    "numRecordsInPerSecond": "records_in_per_s",
+    "numRecordsOutPerSecond": "records_out_per_s",
+    "numBytesInPerSecond": "bytes_in_per_s",
+    "numBytesOutPerSecond": "bytes_out_per_s",
+}
+METRIC_COLUMNS = list(RATE_METRICS.values())
+
+SAMPLE_SCHEMA = pa.schema(
+    [
+        pa.field("ts_ms", pa.int64(), nullable=False),  # sampling instant, epoch ms
+        pa.field("vertex_id", pa.string(), nullable=False),
+        pa.field("subtask", pa.int32(), nullable=False),  # 0-based index
+        pa.field("attempt", pa.int32()),  # execution attempt; grows with every restart
+        pa.field("attempt_start_ms", pa.int64()),  # when that attempt started: warm-up is measured from here
+        pa.field("running", pa.bool_(), nullable=False),  # subtask status was RUNNING when sampled
+        *[pa.field(col, pa.float64()) for col in METRIC_COLUMNS],
+    ]
+)
+PARTITION_COLUMNS = ("job_id", "run_id")
+
+_ID_PATTERN = re.compile(r"^[A-Za-z0-9_.:-]+$")  # ids become directory names
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class VertexInfo(Strict):
+    id: str
+    name: str
+    parallelism: int = Field(ge=1)
+    state_bytes: float | None = Field(None, ge=0, description="latest completed checkpoint, all subtasks; null = unknown")
+    max_parallelism: int | None = None
+
+
+class EdgeInfo(Strict):
+    source: str
+    target: str
+    ship_strategy: str
+
+
+class SubtaskLocation(Strict):
+    vertex_id: str
+    subtask: int = Field(ge=0)
+    taskmanager_id: str | None = None
+    host: str | None = Field(None, description="host part of the TaskManager endpoint")
+    attempt: int | None = None
+
+
+class TaskManagerInfo(Strict):
+    id: str
+    host: str | None = None
+    slots: int | None = None
+    cpu_cores: float | None = None
+    physical_memory_bytes: float | None = None
+    task_heap_bytes: float | None = None
+    managed_memory_bytes: float | None = None
+
+
+class RunManifest(Strict):
+    format: Literal["placement.metrics/v1"] = MANIFEST_FORMAT
+    job_id: str = Field(pattern=_ID_PATTERN.pattern)
+    job_name: str
+    run_id: str = Field(pattern=_ID_PATTERN.pattern)
+    origin: Literal["collected", "synthetic"] = "collected"
+    rest_url: str | None = None
+    started_ms: int
+    ended_ms: int | None = None
+    interval_s: float = Field(gt=0)
+    requested_duration_s: float | None = None
+    stopped: Literal["running", "completed", "interrupted", "job-ended"] = "running"
+    samples: int = Field(0, ge=0)
+    files: list[str] = Field(default_factory=list)
+    metrics: list[str] = Field(default_factory=lambda: list(RATE_METRICS))
+    vertices: list[VertexInfo] = Field(min_length=1)
+    edges: list[EdgeInfo] = Field(default_factory=list)
+    locations: list[SubtaskLocation] = Field(default_factory=list)
+    taskmanagers: list[TaskManagerInfo] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    truth: dict[str, dict[str, float]] | None = Field(None, description="synthetic histories: the true figures per vertex")
+
+    def vertex(self, vertex_id: str) -> VertexInfo:
+        for v in self.vertices:
+            if v.id == vertex_id:
+                return v
+        raise KeyError(vertex_id)
+
+
+def run_dir(root: str | Path, job_id: str, run_id: str) -> Path:
+    return Path(root) / f"job_id={job_id}" / f"run_id={run_id}"
+
+
+def write_manifest(root: str | Path, manifest: RunManifest) -> Path:
+    """Write atomically (temp file + rename) so a reader never sees half a manifest, even after Ctrl-C."""
+    d = run_dir(root, manifest.job_id, manifest.run_id)
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / MANIFEST_NAME
+    tmp = d / (MANIFEST_NAME + ".tmp")
+    tmp.write_text(json.dumps(manifest.model_dump(mode="json"), indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def read_manifest(path: str | Path) -> RunManifest:
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"cannot read run manifest: {exc}", source=str(p)) from None
+    except json.JSONDecodeError as exc:
+        raise BadInput(f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", source=str(p)) from None
+    if not isinstance(data, dict):
+        raise BadInput("a run manifest must be a JSON object", source=str(p))
+    try:
+        return RunManifest.model_validate(data)
+    except ValidationError as err:
+        raise describe_validation_error(err, str(p)) from None
+
+
+def find_manifests(root: str | Path) -> list[tuple[Path, RunManifest]]:
+    """Every run under ``root`` (sorted by start time). Errors name the directory or manifest at fault."""
+    r = Path(root)
+    if not r.exists():
+        raise BadInput("metrics directory not found", source=str(r))
+    if not r.is_dir():
+        raise BadInput("not a directory (expected a metrics directory written by `placement metrics collect`)", source=str(r))
+    found = []
+    for path in sorted(r.glob(f"job_id=*/run_id=*/{MANIFEST_NAME}")):
+        found.append((path.parent, read_manifest(path)))
+    if not found:
+        raise BadInput(
+            f"no runs found (expected job_id=<id>/run_id=<id>/{MANIFEST_NAME}; is this a metrics directory?)", source=str(r)
+        )
+    for d, m in found:
+        if d.name != f"run_id={m.run_id}" or d.parent.name != f"job_id={m.job_id}":
+            raise BadInput(f"manifest says job {m.job_id} run {m.run_id} but lives in {d.parent.name}/{d.name}", source=str(d / MANIFEST_NAME))
+    return sorted(found, key=lambda item: (item[1].started_ms, item[1].run_id))
+
+
+def _nullable(value: float | None) -> float | None:
+    if value is None:
+        return None
+    f = float(value)
+    return None if math.isnan(f) or math.isinf(f) else f
+
+
+def rows_to_table(rows: Iterable[Mapping[str, object]]) -> pa.Table:
+    """Typed rows (dicts with SAMPLE_SCHEMA keys) -> an Arrow table; NaN/inf metrics become null."""
+    cols: dict[str, list] = {f.name: [] for f in SAMPLE_SCHEMA}
+    for row in rows:
+        for f in SAMPLE_SCHEMA:
+            v = row.get(f.name)
+            cols[f.name].append(_nullable(v) if f.name in METRIC_COLUMNS else v)  # type: ignore[arg-type]
+    return pa.table(cols, schema=SAMPLE_SCHEMA)
+
+
+class PartWriter:
+    """Writes sample tables of one run as numbered Parquet part files (each file complete on its own)."""
+
+    def __init__(self, root: str | Path, job_id: str, run_id: str, *, compression: str = "zstd"):
+        self.dir = run_dir(root, job_id, run_id)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.compression = compression
+        self.files: list[str] = []
+        self.rows = 0
+
+    def write(self, table: pa.Table, *, row_group_size: int = 1 << 20) -> Path | None:
+        if table.num_rows == 0:
+            return None
+        name = f"part-{len(self.files):05d}.parquet"
+        tmp = self.dir / ("." + name + ".tmp")  # hidden while being written: readers skip '.' files
+        pq.write_table(table.cast(SAMPLE_SCHEMA), tmp, compression=self.compression, row_group_size=row_group_size)
+        os.replace(tmp, self.dir / name)
+        self.files.append(name)
+        self.rows += table.num_rows
+        return self.dir / name

@@ -1,0 +1,59 @@
+"""CPU and memory demand of one subtask.
+
+**The busy-time rule.** Flink reports ``busyTimeMsPerSecond`` per subtask. Two readings cannot be used as they are:
+
+* **NaN / missing** (Flink cannot tell, e.g. the metric was not yet sampled): the Flink autoscaler skips such
+  readings. We do the same within a vertex: the subtask borrows the vertex's busy time per input record from its
+  measured siblings (``busy_per_record · records_in``). If no sibling was measured, it falls back to
+  :data:`MIN_CORES` and the plan marks the figure as an estimate.
+* **0 while records flow** (the operator was so lightly loaded that busy time rounds to 0): the autoscaler reads this
+  as infinite capacity. A plan must not: the subtask is charged :data:`MIN_CORES`.
+
+Every subtask costs at least :data:`MIN_CORES` server cores — thread scheduling, timers and watermarks are never free.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from placement.profile.format import SubtaskProfile, VertexProfile
+
+MIN_CORES = 0.005  # half a percent of a server core
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class CpuDemand:
+    server_cores: float  # cores of a speed-1.0 host
+    estimated: bool  # True when the busy-time rule had to fill in
+
+
+def _busy_per_record(vertex: VertexProfile) -> float | None:
+    """Mean server-core-seconds per input record over subtasks with a usable reading (None if there are none)."""
+    busy = records = 0.0
+    for s in vertex.subtasks:
+        rate = s.records_in_per_s or s.records_out_per_s
+        if s.busy_ms_per_s and rate > 0:
+            busy += s.busy_ms_per_s / 1000 * s.host_speed
+            records += rate
+    return busy / records if records > 0 else None
+
+
+def server_cores(vertex: VertexProfile, subtask: SubtaskProfile, rate_scale: float = 1.0) -> CpuDemand:
+    """Server cores subtask needs at ``rate_scale`` × the measured rate (the busy-time rule above)."""
+    if subtask.busy_ms_per_s is not None and subtask.busy_ms_per_s > 0:
+        cores = subtask.busy_ms_per_s / 1000 * subtask.host_speed * rate_scale
+        return CpuDemand(max(cores, MIN_CORES), estimated=not subtask.confident)
+    rate = subtask.records_in_per_s or subtask.records_out_per_s
+    if subtask.busy_ms_per_s is None:
+        per_record = _busy_per_record(vertex)
+        if per_record is not None and rate > 0:
+            return CpuDemand(max(per_record * rate * rate_scale, MIN_CORES), estimated=True)
+        return CpuDemand(MIN_CORES, estimated=True)
+    # busy == 0: lightly loaded; charge the floor. Only an estimate if records actually flowed.
+    return CpuDemand(MIN_CORES, estimated=rate > 0)
+
+
+def memory_mib(vertex: VertexProfile, memory_per_subtask_mib: float) -> float:
+    """``memory_per_subtask + state_bytes / parallelism`` in MiB."""
+    return memory_per_subtask_mib + vertex.state_bytes / vertex.parallelism / MIB

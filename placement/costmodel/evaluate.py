@@ -1,0 +1,169 @@
+"""What an assignment costs and which rules or capacities it breaks — the independent check of every plan.
+
+The solver encodes the same rules as linear constraints; this module computes them directly from an assignment, so
+tests (and ``placement plan --compare``) can hold the solver and the baselines to the same account.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from placement.costmodel.model import Assignment, Channel, PlacementProblem
+from placement.profile.format import ShipStrategy
+
+EPS = 1e-6
+
+
+@dataclass(frozen=True)
+class LinkLoad:
+    host: str  # the edge host whose uplink this is
+    to: str
+    mbit: float
+    bandwidth_mbit: float
+    usable_mbit: float
+    delay_ms: float
+
+    @property
+    def name(self) -> str:
+        return f"{self.host}→{self.to}"
+
+    @property
+    def utilisation(self) -> float:
+        return self.mbit / self.bandwidth_mbit
+
+
+@dataclass(frozen=True)
+class HostLoad:
+    host: str
+    role: str
+    cores_used: float
+    cores_usable: float
+    cores: float
+    slots_used: int
+    slots: int
+    memory_mib_used: float
+    memory_mib_usable: float
+    subtasks: int
+
+
+@dataclass(frozen=True)
+class PlanCost:
+    links: tuple[LinkLoad, ...]
+    hosts: tuple[HostLoad, ...]
+    wan_mbit: float
+    server_cores: float
+    edge_cores: float
+    latency_ms: float
+    violations: tuple[str, ...]
+
+    @property
+    def feasible(self) -> bool:
+        return not self.violations
+
+    def link(self, host: str) -> LinkLoad:
+        return next(link for link in self.links if link.host == host)
+
+    def host(self, name: str) -> HostLoad:
+        return next(h for h in self.hosts if h.host == name)
+
+
+def _channel_crossings(problem: PlacementProblem, ch: Channel, assignment: Assignment, links: dict[str, float],
+                       violations: list[str]) -> float:
+    """Add the channel's WAN traffic to ``links``; record inbound-to-edge violations; return its worst crossing delay."""
+    hosts = problem.host_by_name
+    up = [assignment[(ch.source, i)] for i in range(ch.n_up)]
+    down = [assignment[(ch.target, j)] for j in range(ch.n_down)]
+    down_count = Counter(down)
+    up_count = Counter(up)
+    worst_delay = 0.0
+    for i, hu in enumerate(up):
+        if not hosts[hu].is_edge:
+            continue
+        if ch.strategy is ShipStrategy.FORWARD:
+            away = 0.0 if down[i] == hu else 1.0
+        elif ch.strategy is ShipStrategy.GLOBAL:
+            away = 0.0 if down[0] == hu else 1.0
+        elif ch.strategy is ShipStrategy.BROADCAST:
+            away = float(ch.n_down - down_count[hu])
+        else:
+            away = (ch.n_down - down_count[hu]) / ch.n_down
+        if away > 0:
+            links[hu] += ch.up_out_mbit[i] * away
+            worst_delay = max(worst_delay, hosts[hu].uplink_delay_ms)
+    # Inbound to an edge host: every sender of v_j must sit on v_j's host.
+    name = problem.vertex_names
+    for j, hv in enumerate(down):
+        if not hosts[hv].is_edge:
+            continue
+        if ch.strategy is ShipStrategy.FORWARD:
+            bad = [j] if up[j] != hv else []
+        elif ch.strategy is ShipStrategy.GLOBAL:
+            bad = [i for i in range(ch.n_up) if up[i] != hv] if j == 0 else []
+        else:
+            bad = [] if up_count[hv] == ch.n_up else [i for i in range(ch.n_up) if up[i] != hv]
+        if bad:
+            i = bad[0]
+            violations.append(
+                f"data flows down into edge host {hv}: {name[ch.target]} ({j + 1}/{ch.n_down}) receives from "
+                f"{name[ch.source]} ({i + 1}/{ch.n_up}) on {up[i]}"
+            )
+            worst_delay = max(worst_delay, hosts[hv].uplink_delay_ms)
+    return worst_delay
+
+
+def evaluate(problem: PlacementProblem, assignment: Assignment) -> PlanCost:
+    """Cost of ``assignment`` (every subtask -> host name) under the cost model, with every violated rule."""
+    missing = [s.label for s in problem.subtasks if s.key not in assignment]
+    if missing:
+        raise ValueError(f"assignment misses {len(missing)} subtasks, e.g. {missing[0]}")
+    violations: list[str] = []
+    hosts = problem.host_by_name
+    for s in problem.subtasks:
+        h = assignment[s.key]
+        if h not in hosts:
+            raise ValueError(f"{s.label} assigned to unknown host {h!r}")
+        allowed = problem.allowed_hosts(s)
+        if h not in allowed:
+            why = f"born on {s.birth}" if s.birth else f"allowed: {', '.join(sorted(allowed)) or 'none'}"
+            violations.append(f"{s.label} on {h}, which the rules forbid ({why})")
+
+    links = {h.name: 0.0 for h in problem.edges}
+    latency = 0.0
+    for ch in problem.channels:
+        latency += ch.path_weight * _channel_crossings(problem, ch, assignment, links, violations)
+
+    host_loads = []
+    for h in problem.hosts:
+        placed = [s for s in problem.subtasks if assignment[s.key] == h.name]
+        cores = sum(s.cores_on(h) for s in placed)
+        memory = sum(s.memory_mib for s in placed)
+        per_vertex = Counter(s.vertex_id for s in placed)
+        slots = (max(per_vertex.values(), default=0)) if problem.slot_sharing else len(placed)
+        load = HostLoad(
+            host=h.name, role=h.role, cores_used=cores, cores_usable=problem.usable_cores(h), cores=h.cores,
+            slots_used=slots, slots=h.slots, memory_mib_used=memory, memory_mib_usable=problem.usable_memory(h),
+            subtasks=len(placed),
+        )
+        host_loads.append(load)
+        if cores > load.cores_usable + EPS:
+            violations.append(f"host {h.name} needs {cores:.2f} cores, has {load.cores_usable:.2f} usable of {h.cores:g}")
+        if slots > h.slots:
+            violations.append(f"host {h.name} needs {slots} task slots, has {h.slots}")
+        if memory > load.memory_mib_usable + EPS:
+            violations.append(f"host {h.name} needs {memory:.0f} MiB, has {load.memory_mib_usable:.0f} usable")
+
+    link_loads = []
+    for h in problem.edges:
+        load = LinkLoad(host=h.name, to=h.uplink_to or "", mbit=links[h.name], bandwidth_mbit=h.uplink_mbit or 0.0,
+                        usable_mbit=problem.usable_mbit(h), delay_ms=h.uplink_delay_ms)
+        link_loads.append(load)
+        if load.mbit > load.usable_mbit + EPS:
+            violations.append(f"link {load.name} needs {load.mbit:.1f} Mbit/s, has {load.bandwidth_mbit:g} "
+                              f"({load.usable_mbit:.1f} usable at {problem.policy.wan_headroom:.0%})")
+    server_cores = sum(hl.cores_used * problem.host_by_name[hl.host].speed for hl in host_loads if hl.role == "server")
+    edge_cores = sum(hl.cores_used for hl in host_loads if hl.role == "edge")
+    return PlanCost(
+        links=tuple(link_loads), hosts=tuple(host_loads), wan_mbit=sum(links.values()), server_cores=server_cores,
+        edge_cores=edge_cores, latency_ms=latency, violations=tuple(violations),
+    )

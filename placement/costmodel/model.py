@@ -1,0 +1,324 @@
+"""The placement problem as typed values: hosts, subtasks, channels — built from an inventory and a profile.
+
+:func:`build_problem` is the only place that reads the inventory and profile models; everything downstream (solver,
+baselines, writers) works on :class:`PlacementProblem`. It resolves the pins (where a source's data is born, the user's
+pins and forbids) onto each :class:`Subtask`; :meth:`PlacementProblem.allowed_hosts` combines them with the server-only
+defaults for sinks and stateful operators. The reachability rule (no data flows down into an edge host) depends on the
+assignment and is enforced by the solver and checked by :func:`placement.costmodel.evaluate`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import networkx as nx
+
+from placement.costmodel import demand, traffic
+from placement.errors import BadInput
+from placement.inventory import Inventory, Policy
+from placement.profile.format import JobProfile, ShipStrategy, VertexProfile
+
+SubtaskKey = tuple[str, int]  # (vertex id, 0-based subtask index)
+Assignment = Mapping[SubtaskKey, str]  # subtask -> host name
+
+
+@dataclass(frozen=True)
+class HostSpec:
+    name: str
+    address: str
+    role: str  # "server" | "edge"
+    cores: float
+    speed: float
+    slots: int
+    memory_mib: float
+    uplink_mbit: float | None = None  # edge hosts: link bandwidth
+    uplink_delay_ms: float = 0.0
+    uplink_to: str | None = None
+    allow_stateful: bool = False
+    allow_sinks: bool = False
+
+    @property
+    def is_edge(self) -> bool:
+        return self.role == "edge"
+
+
+@dataclass(frozen=True)
+class Subtask:
+    vertex_id: str
+    vertex_name: str
+    index: int
+    parallelism: int
+    stateful: bool
+    is_source: bool
+    is_sink: bool
+    out_mbit: float  # what it emits, Mbit/s
+    records_in_per_s: float
+    records_out_per_s: float
+    server_cores: float  # CPU demand in server cores (see costmodel.demand)
+    cpu_estimated: bool
+    memory_mib: float
+    birth: str | None = None  # sources: the host its data is born on (None: born at the server side)
+    pinned_to: frozenset[str] | None = None  # user pin: only these hosts
+    forbidden: frozenset[str] = frozenset()  # user forbid
+
+    @property
+    def key(self) -> SubtaskKey:
+        return (self.vertex_id, self.index)
+
+    @property
+    def label(self) -> str:
+        """Flink's ``getTaskNameWithSubtaskIndex()`` without the attempt: ``Name (i/n)``, i 1-based."""
+        return f"{self.vertex_name} ({self.index + 1}/{self.parallelism})"
+
+    def cores_on(self, host: HostSpec) -> float:
+        """``c(s, h) = c(s) / σ_h``."""
+        return self.server_cores / host.speed
+
+
+@dataclass(frozen=True)
+class Channel:
+    """A job edge U → V with its ship strategy and each upstream subtask's output."""
+
+    source: str
+    target: str
+    strategy: ShipStrategy
+    n_up: int
+    n_down: int
+    up_out_mbit: tuple[float, ...]  # o(u_i)
+    path_weight: float  # share of source→sink paths that use this edge
+
+    @property
+    def all_to_all(self) -> bool:
+        return self.strategy in traffic.ALL_TO_ALL
+
+    def share(self, i: int, j: int) -> float:
+        return traffic.share(self.strategy, i, j, self.n_down)
+
+    def pairs(self):
+        """(i, j, Mbit/s) for every pair that carries data."""
+        for i in range(self.n_up):
+            for j in traffic.receivers(self.strategy, i, self.n_down):
+                yield i, j, self.up_out_mbit[i] * self.share(i, j)
+
+    def received_mbit(self, j: int) -> float:
+        """Mbit/s downstream subtask j receives over this channel."""
+        return sum(self.up_out_mbit[i] * self.share(i, j) for i in traffic.senders(self.strategy, j, self.n_up))
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    rate_scale: float = 1.0  # plan for this multiple of the measured rates
+
+
+@dataclass(frozen=True)
+class PlacementProblem:
+    hosts: tuple[HostSpec, ...]
+    subtasks: tuple[Subtask, ...]
+    channels: tuple[Channel, ...]
+    vertex_order: tuple[str, ...]  # topological
+    vertex_names: Mapping[str, str]
+    policy: Policy
+    slot_sharing: bool = True
+    rate_scale: float = 1.0
+    warnings: tuple[str, ...] = field(default=())
+
+    @cached_property
+    def host_by_name(self) -> dict[str, HostSpec]:
+        return {h.name: h for h in self.hosts}
+
+    @cached_property
+    def subtask_by_key(self) -> dict[SubtaskKey, Subtask]:
+        return {s.key: s for s in self.subtasks}
+
+    def allowed_hosts(self, s: Subtask) -> frozenset[str]:
+        """Hosts the rules allow for ``s`` (reachability aside):
+
+        * a source runs where its data is born (unpinned sources: on a server);
+        * sinks and stateful operators run on servers unless the host allows them (``allow_sinks``/``allow_stateful``);
+        * a user pin replaces that default; a user forbid removes hosts.
+        """
+        if s.is_source:
+            allowed = {s.birth} if s.birth else {h.name for h in self.servers}
+        else:
+            allowed = {h.name for h in self.hosts if self.rules_allow_on(s, h)}
+        if s.pinned_to is not None:
+            allowed = set(s.pinned_to)
+        return frozenset(allowed - s.forbidden)
+
+    @staticmethod
+    def rules_allow_on(s: Subtask, h: HostSpec) -> bool:
+        """Server-only defaults: sinks and stateful operators stay off edge hosts that do not allow them."""
+        if not h.is_edge:
+            return True
+        return (not s.stateful or h.allow_stateful) and (not s.is_sink or h.allow_sinks)
+
+    @cached_property
+    def by_vertex(self) -> dict[str, list[Subtask]]:
+        out: dict[str, list[Subtask]] = {v: [] for v in self.vertex_order}
+        for s in self.subtasks:
+            out[s.vertex_id].append(s)
+        return out
+
+    @cached_property
+    def inputs(self) -> dict[str, list[Channel]]:
+        out: dict[str, list[Channel]] = {v: [] for v in self.vertex_order}
+        for c in self.channels:
+            out[c.target].append(c)
+        return out
+
+    @property
+    def servers(self) -> list[HostSpec]:
+        return [h for h in self.hosts if not h.is_edge]
+
+    @property
+    def edges(self) -> list[HostSpec]:
+        return [h for h in self.hosts if h.is_edge]
+
+    def usable_cores(self, h: HostSpec) -> float:
+        return h.cores * self.policy.cpu_utilisation_target
+
+    def usable_mbit(self, h: HostSpec) -> float:
+        return (h.uplink_mbit or 0.0) * self.policy.wan_headroom
+
+    def usable_memory(self, h: HostSpec) -> float:
+        return h.memory_mib * self.policy.memory_utilisation_target
+
+
+# ---- building ---------------------------------------------------------------------------------------------------
+
+
+def _hosts(inv: Inventory) -> tuple[HostSpec, ...]:
+    specs = []
+    for h in inv.hosts:
+        link = inv.uplink(h.name) if h.role == "edge" else None
+        specs.append(HostSpec(
+            name=h.name, address=h.address, role=h.role, cores=float(h.cores or 0), speed=float(h.speed or 1),
+            slots=int(h.task_slots or 1), memory_mib=h.memory_mib,
+            uplink_mbit=link.bandwidth if link else None, uplink_delay_ms=link.delay if link else 0.0,
+            uplink_to=link.to if link else None, allow_stateful=bool(h.allow_stateful), allow_sinks=bool(h.allow_sinks),
+        ))
+    return tuple(specs)
+
+
+def _match_vertex(profile: JobProfile, key: str) -> VertexProfile | None:
+    for v in profile.vertices:
+        if key in (v.name, v.id):
+            return v
+    return None
+
+
+def _as_list(value: str | list[str]) -> list[str]:
+    return [value] if isinstance(value, str) else list(value)
+
+
+def _resolve_pins(inv: Inventory, profile: JobProfile, source: str, warnings: list[str]):
+    """Source births, user allow-lists and forbids per vertex id; pins naming no vertex of this job are reported."""
+    unmatched: list[str] = []
+    births: dict[str, list[str]] = {}
+    allow: dict[str, set[str]] = {}
+    forbid: dict[str, set[str]] = {}
+    is_source = {v.id for v in profile.sources()}
+    for section, target in (("sources", births), ("operators", allow), ("forbid", forbid)):
+        for key, hosts in getattr(inv.pins, section).items():
+            v = _match_vertex(profile, key)
+            if v is None:
+                unmatched.append(f"pins.{section}.{key}")
+                continue
+            hosts = _as_list(hosts)
+            if section == "sources":
+                if v.id not in is_source:
+                    raise BadInput(f"{v.name!r} is not a source of job {profile.job.name!r}", source=source, field=f"pins.sources.{key}")
+                if len(hosts) not in (1, v.parallelism):
+                    raise BadInput(
+                        f"lists {len(hosts)} hosts but {v.name!r} has parallelism {v.parallelism}",
+                        source=source, field=f"pins.sources.{key}",
+                    )
+                target[v.id] = hosts * v.parallelism if len(hosts) == 1 else hosts
+            else:
+                target.setdefault(v.id, set()).update(hosts)  # type: ignore[union-attr]
+    if unmatched:  # a shared inventory pins several jobs' sources; a typo shows up here too
+        warnings.append(f"{len(unmatched)} pins name no vertex of job {profile.job.name!r} and are ignored: "
+                        + ", ".join(unmatched))
+    for vid in births:
+        if vid in allow:
+            raise BadInput("a source's host is where its data is born: pin it under pins.sources only", source=source,
+                           field=f"pins.operators.{profile.vertex(vid).name}")
+    return births, allow, forbid
+
+
+def _path_weights(profile: JobProfile) -> dict[tuple[str, str], float]:
+    """Share of source→sink paths through each edge: ``P_in(U)·P_out(V)/P`` (dynamic programming, no enumeration)."""
+    g = profile.graph()
+    order = list(nx.topological_sort(g))
+    p_in = {v: 1.0 if g.in_degree(v) == 0 else 0.0 for v in order}
+    for v in order:
+        for w in g.successors(v):
+            p_in[w] += p_in[v]
+    p_out = {v: 1.0 if g.out_degree(v) == 0 else 0.0 for v in order}
+    for v in reversed(order):
+        for w in g.successors(v):
+            p_out[v] += p_out[w]
+    total = sum(p_out[v] for v in order if g.in_degree(v) == 0)
+    return {(u, w): p_in[u] * p_out[w] / total for u, w in g.edges}
+
+
+def build_problem(
+    inv: Inventory,
+    profile: JobProfile,
+    options: PlanOptions = PlanOptions(),
+    *,
+    inventory_source: str = "inventory",
+    policy: Policy | None = None,
+) -> PlacementProblem:
+    """Resolve inventory + profile into a :class:`PlacementProblem` (pure; raises BadInput on inconsistent pins)."""
+    warnings: list[str] = []
+    policy = policy or inv.policy
+    hosts = _hosts(inv)
+    host_by_name = {h.name: h for h in hosts}
+    births, allow, forbid = _resolve_pins(inv, profile, inventory_source, warnings)
+    g = profile.graph()
+
+    subtasks: list[Subtask] = []
+    out_by_vertex: dict[str, tuple[float, ...]] = {}
+    for v in profile.topological_vertices():
+        is_source, is_sink = g.in_degree(v.id) == 0, g.out_degree(v.id) == 0
+        outs = []
+        for sp in v.subtasks:
+            cpu = demand.server_cores(v, sp, options.rate_scale)
+            out = traffic.output_mbit(sp.records_out_per_s, v.bytes_per_record_out, options.rate_scale)
+            outs.append(out)
+            birth = births[v.id][sp.index] if v.id in births else None
+            if birth is not None and birth in forbid.get(v.id, set()):
+                raise BadInput(f"source {v.name!r} is both born on and forbidden on {birth!r}", source=inventory_source,
+                               field=f"pins.forbid.{v.name}")
+            subtasks.append(Subtask(
+                vertex_id=v.id, vertex_name=v.name, index=sp.index, parallelism=v.parallelism, stateful=v.stateful,
+                is_source=is_source, is_sink=is_sink, out_mbit=out, records_in_per_s=sp.records_in_per_s * options.rate_scale,
+                records_out_per_s=sp.records_out_per_s * options.rate_scale, server_cores=cpu.server_cores,
+                cpu_estimated=cpu.estimated, memory_mib=demand.memory_mib(v, policy.memory_per_subtask), birth=birth,
+                pinned_to=frozenset(allow[v.id]) if v.id in allow else None, forbidden=frozenset(forbid.get(v.id, ())),
+            ))
+            if birth is not None and host_by_name[birth].role != "edge":
+                warnings.append(f"source {v.name!r} subtask {sp.index} is born on server {birth!r}")
+        out_by_vertex[v.id] = tuple(outs)
+
+    weights = _path_weights(profile)
+    channels = tuple(
+        Channel(
+            source=e.source, target=e.target, strategy=e.ship_strategy,
+            n_up=profile.vertex(e.source).parallelism, n_down=profile.vertex(e.target).parallelism,
+            # a vertex with several outgoing edges sends every record along each of them
+            up_out_mbit=out_by_vertex[e.source],
+            path_weight=weights[(e.source, e.target)],
+        )
+        for e in profile.edges
+    )
+    return PlacementProblem(
+        hosts=hosts, subtasks=tuple(subtasks), channels=channels,
+        vertex_order=tuple(v.id for v in profile.topological_vertices()),
+        vertex_names={v.id: v.name for v in profile.vertices}, policy=policy,
+        slot_sharing=inv.flink.slot_sharing, rate_scale=options.rate_scale, warnings=tuple(warnings),
+    )
+

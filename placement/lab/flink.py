@@ -1,0 +1,524 @@
+"""Start and stop a real Flink 2.x standalone cluster with plain ``java`` (no bin/*.sh, no Maven).
+
+The apache-flink-libraries wheel ships Flink's jars but neither the start scripts nor a ``conf/`` dir, so this module
+does what ``jobmanager.sh``/``taskmanager.sh`` would: it writes one conf dir per process (Flink 2.x ``config.yaml`` and
+a log4j properties file), asks ``BashJavaUtils`` for the JVM memory flags Flink derives from that config, and starts
+each JVM in its own process group so :meth:`RunningCluster.stop` can end it and everything it spawned.
+
+Pipeline: :class:`ClusterSpec` (pure, typed) -> :func:`render_*` / :func:`*_argv` (pure command/config builders, tested
+without a cluster) -> :func:`start_cluster` (the only side effects) -> :class:`RunningCluster` (what runs, where its
+REST endpoint and logs are; :meth:`~RunningCluster.stop`).
+
+A TaskManager can be started through a wrapper argv (e.g. ``ip netns exec pl-rpi1`` or a cgroup launcher), which is how
+the lab puts an "edge" TaskManager into its own network namespace and CPU budget.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import yaml
+
+from placement.errors import PlacementError
+
+# Flink's own scripts pass these to every JVM on Java 17+ (env.java.opts.all); without them a job fails at submit
+# with InaccessibleObjectException (Kryo/reflection into java.util etc.).
+JAVA17_FLAGS: tuple[str, ...] = (
+    *(
+        f"--add-opens=java.base/{pkg}=ALL-UNNAMED"
+        for pkg in (
+            "java.util", "java.lang", "java.lang.reflect", "java.io", "java.net", "java.nio", "sun.nio.ch",
+            "java.text", "java.time", "java.util.concurrent", "java.util.concurrent.atomic",
+            "java.util.concurrent.locks",
+        )
+    ),
+    "--add-exports=java.base/sun.net.util=ALL-UNNAMED",
+)
+
+JOBMANAGER_MAIN = "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint"
+TASKMANAGER_MAIN = "org.apache.flink.runtime.taskexecutor.TaskManagerRunner"
+BASH_JAVA_UTILS_MAIN = "org.apache.flink.runtime.util.bash.BashJavaUtils"
+_BJU_PREFIX = "BASH_JAVA_UTILS_EXEC_RESULT:"
+
+LOG4J_PROPERTIES = """\
+# Written by placement.lab.flink: one log file per JVM, named by -Dlog.file.
+monitorInterval = 0
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = MainAppender
+appender.main.name = MainAppender
+appender.main.type = File
+appender.main.append = true
+appender.main.fileName = ${sys:log.file}
+appender.main.layout.type = PatternLayout
+appender.main.layout.pattern = %d{yyyy-MM-dd HH:mm:ss,SSS} %-5p %-60c %x - %m%n
+# Flink warns at INFO about every missing external-resource driver and about many harmless things; keep them.
+logger.pekko.name = org.apache.pekko
+logger.pekko.level = WARN
+logger.zookeeper.name = org.apache.zookeeper
+logger.zookeeper.level = WARN
+logger.netty.name = org.jboss.netty.channel.DefaultChannelPipeline
+logger.netty.level = ERROR
+"""
+
+
+# ---- finding Flink -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FlinkHome:
+    """A Flink installation: ``lib/`` with flink-dist, and where ``bash-java-utils.jar`` lives."""
+
+    path: Path
+
+    @property
+    def lib(self) -> Path:
+        return self.path / "lib"
+
+    @property
+    def classpath(self) -> str:
+        # Java expands "dir/*" itself; it must not be shell-globbed.
+        return str(self.lib / "*")
+
+    @property
+    def bash_java_utils(self) -> Path:
+        for candidate in (self.path / "bin" / "bash-java-utils.jar", *sorted(self.lib.glob("bash-java-utils*.jar"))):
+            if candidate.is_file():
+                return candidate
+        raise PlacementError(f"{self.path}: no bin/bash-java-utils.jar (needed to size TaskManager memory)")
+
+    @property
+    def version(self) -> str | None:
+        for jar in self.lib.glob("flink-dist*.jar"):
+            stem = jar.stem  # flink-dist-2.3.0 or flink-dist_2.12-1.17.0
+            return stem.rsplit("-", 1)[-1]
+        return None
+
+
+def _has_flink_dist(path: Path) -> bool:
+    return any((path / "lib").glob("flink-dist*.jar"))
+
+
+def find_flink_home(explicit: str | os.PathLike[str] | None = None) -> FlinkHome:
+    """``explicit``, else ``$FLINK_HOME`` (if it has lib/flink-dist*.jar), else the installed pyflink wheel."""
+    tried: list[str] = []
+    for candidate in (explicit, os.environ.get("FLINK_HOME")):
+        if candidate:
+            path = Path(candidate).expanduser()
+            if _has_flink_dist(path):
+                return FlinkHome(path.resolve())
+            tried.append(str(path))
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec("pyflink")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None and spec.submodule_search_locations:
+        path = Path(next(iter(spec.submodule_search_locations)))
+        if _has_flink_dist(path):
+            return FlinkHome(path.resolve())
+        tried.append(str(path))
+    where = f" (looked in {', '.join(tried)})" if tried else ""
+    raise PlacementError(
+        f"no Flink found{where}: set FLINK_HOME to a Flink 2.x dir with lib/, or pip install apache-flink-libraries"
+    )
+
+
+# ---- specs ---------------------------------------------------------------------------------------------------------
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port free right now on ``host`` (the kernel picks it, so concurrent clusters do not collide)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass(frozen=True)
+class TaskManagerSpec:
+    """One TaskManager. ``resource_id`` becomes ``taskmanager.resource-id`` (what REST shows as taskmanager-id)."""
+
+    resource_id: str
+    slots: int = 2
+    address: str = "127.0.0.1"  # bind host and the address the TM announces to the JobManager
+    external_resource: str | None = None  # a resource only this TM has: the vanilla-placement pin
+    external_resource_amount: int = 0  # how many subtask slots may request it (>= largest parallelism placed here)
+    wrapper: tuple[str, ...] = ()  # argv prefix, e.g. ("ip", "netns", "exec", "pl-rpi1")
+    task_heap_mib: int = 192
+    managed_mib: int = 32
+    network_mib: int = 64
+    extra_config: Mapping[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """A whole standalone cluster. ``rest_port``/``rpc_port`` of 0 mean "pick a free one at start"."""
+
+    work_dir: Path
+    taskmanagers: tuple[TaskManagerSpec, ...]
+    jobmanager_address: str = "127.0.0.1"  # rpc address; TMs in namespaces must be able to reach it
+    rest_address: str = "127.0.0.1"
+    rest_port: int = 0
+    rpc_port: int = 0
+    jobmanager_heap_mib: int = 256
+    flink_home: Path | None = None
+    extra_config: Mapping[str, object] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        ids = [tm.resource_id for tm in self.taskmanagers]
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        if dupes:
+            raise PlacementError(f"duplicate TaskManager resource id(s): {', '.join(dupes)}")
+
+
+# ---- pure builders -------------------------------------------------------------------------------------------------
+
+
+def nest(flat: Mapping[str, object]) -> dict[str, object]:
+    """Flink 2.x's nested config.yaml from dotted keys: ``{"rest.port": 1}`` -> ``{"rest": {"port": 1}}``.
+
+    Where a key is both a leaf and a prefix of another key (``a.b: 1`` and ``a.b.c: 2``) the longer one stays
+    dotted under the common parent, which Flink's YAML loader flattens back the same way.
+    """
+    out: dict[str, object] = {}
+    for key in sorted(flat):
+        node = out
+        parts = key.split(".")
+        for i, part in enumerate(parts[:-1]):
+            child = node.get(part)
+            if child is None:
+                child = node[part] = {}
+            if not isinstance(child, dict):  # an earlier leaf: keep the rest of this key dotted
+                node[".".join(parts[i:])] = flat[key]
+                break
+            node = child
+        else:
+            leaf = parts[-1]
+            if isinstance(node.get(leaf), dict):
+                raise PlacementError(f"config key {key!r} is also a prefix of other keys")
+            node[leaf] = flat[key]
+    return out
+
+
+def common_config(spec: ClusterSpec, rest_port: int, rpc_port: int) -> dict[str, object]:
+    return {
+        "jobmanager.rpc.address": spec.jobmanager_address,
+        "jobmanager.rpc.port": rpc_port,
+        "rest.address": spec.rest_address,
+        "rest.port": rest_port,
+        "env.java.opts.all": " ".join(JAVA17_FLAGS),
+        # The default scheduler honours fine-grained slot sharing groups; the adaptive one ignores them.
+        "jobmanager.scheduler": "default",
+        "execution.checkpointing.interval": "10 s",
+        "state.backend.type": "hashmap",
+        # Fail fast instead of restarting forever when a pinned subtask can never be scheduled.
+        "restart-strategy.type": "fixed-delay",
+        "restart-strategy.fixed-delay.attempts": 3,
+        "restart-strategy.fixed-delay.delay": "2 s",
+        "slot.request.timeout": "60 s",
+        "metrics.fetcher.update-interval": "2000",
+        "web.submit.enable": True,
+        "web.cancel.enable": True,
+        **spec.extra_config,
+    }
+
+
+def jobmanager_config(spec: ClusterSpec, rest_port: int, rpc_port: int) -> dict[str, object]:
+    return {
+        **common_config(spec, rest_port, rpc_port),
+        "jobmanager.bind-host": spec.jobmanager_address,
+        "rest.bind-address": spec.rest_address,
+        "jobmanager.memory.heap.size": f"{spec.jobmanager_heap_mib}m",
+        "jobmanager.memory.off-heap.size": "64m",
+        "jobmanager.memory.jvm-metaspace.size": "192m",
+        "jobmanager.memory.jvm-overhead.min": "64m",
+        "web.upload.dir": str(spec.work_dir / "jobmanager" / "upload"),
+        "io.tmp.dirs": str(spec.work_dir / "jobmanager" / "tmp"),
+        "blob.storage.directory": str(spec.work_dir / "jobmanager" / "blob"),
+    }
+
+
+def taskmanager_config(spec: ClusterSpec, tm: TaskManagerSpec, rest_port: int, rpc_port: int) -> dict[str, object]:
+    tm_dir = spec.work_dir / f"tm-{tm.resource_id}"
+    conf: dict[str, object] = {
+        **common_config(spec, rest_port, rpc_port),
+        "taskmanager.resource-id": tm.resource_id,
+        "taskmanager.numberOfTaskSlots": tm.slots,
+        "taskmanager.bind-host": tm.address,
+        "taskmanager.host": tm.address,
+        "taskmanager.memory.task.heap.size": f"{tm.task_heap_mib}m",
+        "taskmanager.memory.managed.size": f"{tm.managed_mib}m",
+        "taskmanager.memory.network.min": f"{tm.network_mib}m",
+        "taskmanager.memory.network.max": f"{tm.network_mib}m",
+        "taskmanager.memory.framework.heap.size": "64m",
+        "taskmanager.memory.framework.off-heap.size": "64m",
+        "taskmanager.memory.jvm-metaspace.size": "192m",
+        "taskmanager.memory.jvm-overhead.min": "64m",
+        "taskmanager.memory.jvm-overhead.max": "128m",
+        "io.tmp.dirs": str(tm_dir / "tmp"),
+        "blob.storage.directory": str(tm_dir / "blob"),
+    }
+    if tm.external_resource:
+        conf["external-resources"] = [tm.external_resource]
+        conf[f"external-resource.{tm.external_resource}.amount"] = tm.external_resource_amount
+    conf.update(tm.extra_config)
+    return conf
+
+
+def jvm_base_flags(log_file: Path, conf_dir: Path) -> list[str]:
+    return [
+        *JAVA17_FLAGS,
+        f"-Dlog.file={log_file}",
+        f"-Dlog4j.configurationFile=file:{conf_dir / 'log4j.properties'}",
+        "-XX:+UseSerialGC",  # two shared cores: no parallel GC threads fighting the other JVMs
+    ]
+
+
+def jobmanager_argv(home: FlinkHome, conf_dir: Path, log_file: Path, jvm_mem: Sequence[str], dyn: Sequence[str]) -> list[str]:
+    return [
+        "java", *jvm_base_flags(log_file, conf_dir), *jvm_mem, "-cp", home.classpath, JOBMANAGER_MAIN,
+        "-c", str(conf_dir), *dyn,
+    ]
+
+
+def taskmanager_argv(
+    home: FlinkHome, tm: TaskManagerSpec, conf_dir: Path, log_file: Path, jvm_mem: Sequence[str], dyn: Sequence[str]
+) -> list[str]:
+    return [
+        *tm.wrapper, "java", *jvm_base_flags(log_file, conf_dir), *jvm_mem, "-cp", home.classpath, TASKMANAGER_MAIN,
+        "-c", str(conf_dir), *dyn,
+    ]
+
+
+def bash_java_utils_argv(home: FlinkHome, command: str, conf_dir: Path) -> list[str]:
+    return [
+        "java", "-cp", f"{home.bash_java_utils}:{home.classpath}", BASH_JAVA_UTILS_MAIN, command, "-c", str(conf_dir),
+    ]
+
+
+def parse_bash_java_utils(stdout: str) -> tuple[list[str], list[str]]:
+    """The JVM flags and ``-D`` dynamic properties BashJavaUtils printed (last two result lines)."""
+    results = [line[len(_BJU_PREFIX):] for line in stdout.splitlines() if line.startswith(_BJU_PREFIX)]
+    if len(results) < 2:
+        raise PlacementError(f"BashJavaUtils printed no memory settings: {stdout.strip()[-300:]!r}")
+    jvm, dyn = results[-2].split(), results[-1].split()
+    return jvm, dyn
+
+
+# ---- side effects --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class FlinkProcess:
+    """One JVM the cluster started: its role, process (group) id and log file."""
+
+    name: str
+    pid: int
+    log_file: Path
+    stdout_file: Path
+    argv: list[str]
+    popen: subprocess.Popen[bytes] | None = field(default=None, repr=False, compare=False)
+
+    def alive(self) -> bool:
+        if self.popen is not None:
+            return self.popen.poll() is None
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+    def log_tail(self, lines: int = 5) -> str:
+        texts = []
+        for path in (self.stdout_file, self.log_file):
+            if path.is_file():
+                texts.extend(path.read_text(errors="replace").splitlines())
+        interesting = [t for t in texts if "ERROR" in t or "Exception" in t] or texts
+        return " | ".join(t.strip() for t in interesting[-lines:])
+
+
+@dataclass
+class RunningCluster:
+    """A started cluster: its REST URL, the processes, and :meth:`stop`. Also a context manager."""
+
+    spec: ClusterSpec
+    home: FlinkHome
+    rest_url: str
+    rest_port: int
+    rpc_port: int
+    jobmanager: FlinkProcess
+    taskmanagers: dict[str, FlinkProcess]
+
+    @property
+    def processes(self) -> list[FlinkProcess]:
+        return [*self.taskmanagers.values(), self.jobmanager]
+
+    @property
+    def state_file(self) -> Path:
+        return self.spec.work_dir / "cluster.json"
+
+    def save_state(self) -> Path:
+        """Record pids and the REST URL so another process (``placement lab down``) can stop this cluster."""
+        state = {
+            "rest_url": self.rest_url,
+            "processes": [{"name": p.name, "pid": p.pid, "log_file": str(p.log_file)} for p in self.processes],
+        }
+        self.state_file.write_text(json.dumps(state, indent=2))
+        return self.state_file
+
+    def stop(self, timeout: float = 20.0) -> None:
+        """SIGTERM every process group (TaskManagers first), SIGKILL what is left after ``timeout``."""
+        stop_processes(self.processes, timeout)
+        self.state_file.unlink(missing_ok=True)
+
+    def __enter__(self) -> RunningCluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)  # started with start_new_session: pgid == pid
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def stop_processes(processes: Sequence[FlinkProcess], timeout: float = 20.0) -> None:
+    for p in processes:
+        _signal_group(p.pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    for p in processes:
+        while p.alive() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if p.alive():
+            _signal_group(p.pid, signal.SIGKILL)
+        if p.popen is not None:
+            try:
+                p.popen.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+
+
+def stop_from_state(work_dir: Path, timeout: float = 20.0) -> bool:
+    """Stop a cluster another process started (from its ``cluster.json``); False when there is none."""
+    state_file = Path(work_dir) / "cluster.json"
+    if not state_file.is_file():
+        return False
+    state = json.loads(state_file.read_text())
+    procs = [FlinkProcess(p["name"], p["pid"], Path(p["log_file"]), Path(p["log_file"]), []) for p in state["processes"]]
+    stop_processes(procs, timeout)
+    state_file.unlink(missing_ok=True)
+    return True
+
+
+def _write_conf_dir(conf_dir: Path, conf: Mapping[str, object]) -> None:
+    conf_dir.mkdir(parents=True, exist_ok=True)
+    (conf_dir / "config.yaml").write_text(yaml.safe_dump(nest(conf), sort_keys=True))
+    (conf_dir / "log4j.properties").write_text(LOG4J_PROPERTIES)
+
+
+def _memory_flags(home: FlinkHome, command: str, conf_dir: Path) -> tuple[list[str], list[str]]:
+    proc = subprocess.run(bash_java_utils_argv(home, command, conf_dir), capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0:
+        last = (proc.stdout + proc.stderr).strip().splitlines()
+        raise PlacementError(f"{conf_dir / 'config.yaml'}: Flink rejected the memory settings: {last[-1] if last else proc.returncode}")
+    return parse_bash_java_utils(proc.stdout)
+
+
+def _launch(name: str, argv: list[str], log_file: Path, die_with_parent: bool) -> FlinkProcess:
+    stdout_file = log_file.with_suffix(".out")
+    if die_with_parent:
+        # If the Python process dies without its teardown (kill -9, crash) the JVMs go with it instead of lingering.
+        argv = ["setpriv", "--pdeathsig", "KILL", "--", *argv]
+    with open(stdout_file, "ab") as out:
+        try:
+            popen = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        except FileNotFoundError as exc:
+            raise PlacementError(f"cannot start {name}: {exc.filename} not found") from None
+    return FlinkProcess(name=name, pid=popen.pid, log_file=log_file, stdout_file=stdout_file, argv=argv, popen=popen)
+
+
+def start_cluster(spec: ClusterSpec, *, timeout: float = 120.0, die_with_parent: bool = False) -> RunningCluster:
+    """Start the JobManager and every TaskManager, wait until REST answers and all TMs registered.
+
+    On any failure everything already started is stopped again before the error is raised (nothing half-up).
+    ``die_with_parent`` ties the JVMs' lives to this Python process (for tests); ``placement lab up`` leaves it off.
+    """
+    from placement.flink_rest import FlinkRest  # the REST client is also used without a lab
+
+    home = FlinkHome(Path(spec.flink_home)) if spec.flink_home else find_flink_home()
+    spec.work_dir.mkdir(parents=True, exist_ok=True)
+    rest_port = spec.rest_port or free_port(spec.rest_address)
+    rpc_port = spec.rpc_port or free_port(spec.jobmanager_address)
+    started: list[FlinkProcess] = []
+    try:
+        jm_conf_dir = spec.work_dir / "jobmanager" / "conf"
+        _write_conf_dir(jm_conf_dir, jobmanager_config(spec, rest_port, rpc_port))
+        jvm, dyn = _memory_flags(home, "GET_JM_RESOURCE_PARAMS", jm_conf_dir)
+        jm_log = spec.work_dir / "jobmanager" / "jobmanager.log"
+        jobmanager = _launch("jobmanager", jobmanager_argv(home, jm_conf_dir, jm_log, jvm, dyn), jm_log, die_with_parent)
+        started.append(jobmanager)
+
+        taskmanagers: dict[str, FlinkProcess] = {}
+        for tm in spec.taskmanagers:
+            tm_dir = spec.work_dir / f"tm-{tm.resource_id}"
+            conf_dir = tm_dir / "conf"
+            _write_conf_dir(conf_dir, taskmanager_config(spec, tm, rest_port, rpc_port))
+            jvm, dyn = _memory_flags(home, "GET_TM_RESOURCE_PARAMS", conf_dir)
+            log = tm_dir / "taskmanager.log"
+            proc = _launch(f"taskmanager {tm.resource_id}", taskmanager_argv(home, tm, conf_dir, log, jvm, dyn), log, die_with_parent)
+            started.append(proc)
+            taskmanagers[tm.resource_id] = proc
+
+        cluster = RunningCluster(spec, home, f"http://{spec.rest_address}:{rest_port}", rest_port, rpc_port, jobmanager, taskmanagers)
+        _wait_until_ready(cluster, FlinkRest(cluster.rest_url, timeout=5), timeout)
+        cluster.save_state()
+        return cluster
+    except BaseException:
+        stop_processes(list(reversed(started)))
+        raise
+
+
+def _wait_until_ready(cluster: RunningCluster, rest: object, timeout: float) -> None:
+    from placement.flink_rest import FlinkRest
+
+    assert isinstance(rest, FlinkRest)
+    wanted = set(cluster.taskmanagers)
+    deadline = time.monotonic() + timeout
+    registered: set[str] = set()
+    while time.monotonic() < deadline:
+        for p in cluster.processes:
+            if not p.alive():
+                raise PlacementError(f"{p.name} exited during start (log {p.log_file}): {p.log_tail()}")
+        try:
+            registered = {tm.id for tm in rest.taskmanagers()}
+        except PlacementError:
+            registered = set()
+        if wanted <= registered:
+            return
+        time.sleep(0.5)
+    missing = ", ".join(sorted(wanted - registered)) or "REST endpoint"
+    raise PlacementError(f"Flink cluster at {cluster.rest_url} not ready after {timeout:.0f}s: waiting for {missing} (logs in {cluster.spec.work_dir})")
+
+
+def describe(cluster: RunningCluster) -> dict[str, object]:
+    """A JSON-able summary (for ``lab status`` and debugging)."""
+    return {
+        "rest_url": cluster.rest_url,
+        "flink_home": str(cluster.home.path),
+        "work_dir": str(cluster.spec.work_dir),
+        "processes": {p.name: {"pid": p.pid, "alive": p.alive(), "log": str(p.log_file)} for p in cluster.processes},
+        "taskmanagers": [asdict(tm) | {"wrapper": list(tm.wrapper)} for tm in cluster.spec.taskmanagers],
+    }

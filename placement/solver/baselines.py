@@ -1,0 +1,101 @@
+"""The strategies the ILP is compared with.
+
+* **all-on-server** — sources stay where their data is born, every other subtask goes to a server (the server with
+  the most spare CPU first). What a Flink job does when nobody places it.
+* **greedy** — the seed projects' heuristic: starting from all-on-server, offload subtasks of light stateless operators
+  to the edge host their input comes from, trying operators with the highest trueOutputProcessingRate
+  (records out per busy second) first, as long as the host's CPU, memory and slots allow. It does not look at the
+  WAN: an operator that makes records bigger can be offloaded and make the link worse.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from placement.costmodel.evaluate import evaluate
+from placement.costmodel.model import PlacementProblem, Subtask, SubtaskKey
+from placement.costmodel.traffic import senders
+from placement.solver.result import PlanResult
+
+
+def _result(strategy: str, problem: PlacementProblem, assignment: dict[SubtaskKey, str]) -> PlanResult:
+    cost = evaluate(problem, assignment)
+    return PlanResult(strategy, "feasible" if cost.feasible else "infeasible", assignment, cost,
+                      reason=None if cost.feasible else "; ".join(cost.violations))
+
+
+def _all_on_server(problem: PlacementProblem) -> dict[SubtaskKey, str]:
+    spare = {h.name: problem.usable_cores(h) for h in problem.servers}
+    assignment: dict[SubtaskKey, str] = {}
+    for vid in problem.vertex_order:
+        for s in problem.by_vertex[vid]:
+            allowed = problem.allowed_hosts(s)
+            servers = [h for h in spare if h in allowed]
+            if s.birth is not None:
+                assignment[s.key] = s.birth
+            elif servers:
+                best = max(servers, key=lambda h: spare[h])  # max() keeps the first of equals: deterministic
+                spare[best] -= s.cores_on(problem.host_by_name[best])
+                assignment[s.key] = best
+            else:  # a user pin keeps it off every server
+                assignment[s.key] = sorted(allowed)[0] if allowed else problem.servers[0].name
+    return assignment
+
+
+def all_on_server(problem: PlacementProblem) -> PlanResult:
+    return _result("all-on-server", problem, _all_on_server(problem))
+
+
+def true_output_rate(subtasks: list[Subtask]) -> float:
+    """trueOutputProcessingRate of a vertex: records out per second of busy time (server cores)."""
+    busy = sum(s.server_cores for s in subtasks)
+    return sum(s.records_out_per_s for s in subtasks) / busy if busy > 0 else 0.0
+
+
+def greedy(problem: PlacementProblem) -> PlanResult:
+    assignment = _all_on_server(problem)
+    used_cores: dict[str, float] = defaultdict(float)
+    used_memory: dict[str, float] = defaultdict(float)
+    per_vertex: dict[str, Counter] = defaultdict(Counter)
+    for s in problem.subtasks:
+        h = problem.host_by_name[assignment[s.key]]
+        used_cores[h.name] += s.cores_on(h)
+        used_memory[h.name] += s.memory_mib
+        per_vertex[h.name][s.vertex_id] += 1
+
+    def fits(s: Subtask, host: str) -> bool:
+        h = problem.host_by_name[host]
+        slots = per_vertex[host][s.vertex_id] + 1 if problem.slot_sharing else sum(per_vertex[host].values()) + 1
+        return (used_cores[host] + s.cores_on(h) <= problem.usable_cores(h) + 1e-9
+                and used_memory[host] + s.memory_mib <= problem.usable_memory(h) + 1e-9
+                and slots <= h.slots)
+
+    def input_host(s: Subtask) -> str | None:
+        hosts = {assignment[(ch.source, i)] for ch in problem.inputs[s.vertex_id]
+                 for i in senders(ch.strategy, s.index, ch.n_up)}
+        return hosts.pop() if len(hosts) == 1 else None
+
+    candidates = [vid for vid in problem.vertex_order
+                  if not any(s.is_source or s.is_sink or s.stateful for s in problem.by_vertex[vid])]
+    candidates.sort(key=lambda vid: -true_output_rate(problem.by_vertex[vid]))
+    moved = True
+    while moved:  # an offloaded operator can make its successor offloadable
+        moved = False
+        for vid in candidates:
+            for s in problem.by_vertex[vid]:
+                current, target = assignment[s.key], input_host(s)
+                if target is None or target == current or not problem.host_by_name[target].is_edge:
+                    continue
+                if target not in problem.allowed_hosts(s) or not fits(s, target):
+                    continue
+                old = problem.host_by_name[current]
+                used_cores[current] -= s.cores_on(old)
+                used_memory[current] -= s.memory_mib
+                per_vertex[current][s.vertex_id] -= 1
+                new = problem.host_by_name[target]
+                used_cores[target] += s.cores_on(new)
+                used_memory[target] += s.memory_mib
+                per_vertex[target][s.vertex_id] += 1
+                assignment[s.key] = target
+                moved = True
+    return _result("greedy", problem, assignment)

@@ -1,0 +1,105 @@
+"""Constraint families of the placement ILP, one function each; the docstring states the inequality.
+
+Notation: ``x[s, h]`` binary; ``c(s)`` server cores (``c(s)/σ_h`` on host ``h``), ``m(s)`` MiB, ``o(u_i)`` Mbit/s out;
+``ρ`` cpu_utilisation_target, ``μ`` memory_utilisation_target, ``η`` wan_headroom (see :class:`placement.inventory.Policy`).
+With ``elastic=True`` each capacity row gets a slack ``σ ≥ 0`` on its right-hand side (used to explain infeasibility).
+Rows that cannot bind (even all candidates together fit) are not added.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pulp
+
+from placement.costmodel.traffic import senders
+from placement.profile.format import ShipStrategy
+from placement.solver import objectives
+from placement.solver.model import IlpModel
+
+
+def one_host_per_subtask(m: IlpModel) -> None:
+    """``Σ_h x[s, h] = 1`` for every subtask ``s``."""
+    for s in m.problem.subtasks:
+        m.lp += pulp.lpSum(m.x[(s.key, h)] for h in m.domain[s.key]) == 1, f"one_host_{len(m.lp.constraints)}"
+
+
+def task_slots(m: IlpModel) -> None:
+    """With slot sharing (Flink's default): ``Σ_i x[(v, i), h] ≤ slots(h)`` for every vertex ``v`` and host ``h`` —
+    one slot holds one subtask of each vertex. Without: ``Σ_s x[s, h] ≤ slots(h)``."""
+    for h in m.problem.hosts:
+        placed = m.on_host(h.name)
+        groups: dict[str, list] = defaultdict(list)
+        for s, var in placed:
+            groups[s.vertex_id if m.problem.slot_sharing else "all"].append(var)
+        for group, vars_ in groups.items():
+            if len(vars_) > h.slots:
+                slack = m.add_slack(("slots", h.name, group), h.slots)
+                m.lp += pulp.lpSum(vars_) <= h.slots + slack, f"slots_{h.name}_{len(m.lp.constraints)}"
+
+
+def cpu_capacity(m: IlpModel) -> None:
+    """``Σ_s c(s)/σ_h · x[s, h] ≤ ρ · cores(h)`` for every host ``h``."""
+    for h in m.problem.hosts:
+        placed = m.on_host(h.name)
+        cap = m.problem.usable_cores(h)
+        if sum(s.cores_on(h) for s, _ in placed) > cap:
+            slack = m.add_slack(("cpu", h.name), cap)
+            m.lp += pulp.lpSum(s.cores_on(h) * var for s, var in placed) <= cap + slack, f"cpu_{h.name}"
+
+
+def memory_capacity(m: IlpModel) -> None:
+    """``Σ_s m(s) · x[s, h] ≤ μ · memory(h)`` for every host ``h``."""
+    for h in m.problem.hosts:
+        placed = m.on_host(h.name)
+        cap = m.problem.usable_memory(h)
+        if sum(s.memory_mib for s, _ in placed) > cap:
+            slack = m.add_slack(("memory", h.name), cap)
+            m.lp += pulp.lpSum(s.memory_mib * var for s, var in placed) <= cap + slack, f"memory_{h.name}"
+
+
+def wan_bandwidth(m: IlpModel) -> None:
+    """``W_h(x) ≤ η · bandwidth(h)`` for every edge host ``h``, with ``W_h`` the uplink traffic of
+    :func:`placement.solver.objectives.wan_mbit` (exact given :func:`no_data_down_to_edge`)."""
+    for h in m.problem.edges:
+        cap = m.problem.usable_mbit(h)
+        expr = objectives.wan_mbit(m, h.name)
+        if expr is not None:
+            slack = m.add_slack(("link", h.name), cap)
+            m.lp += expr <= cap + slack, f"wan_{h.name}"
+
+
+def no_data_down_to_edge(m: IlpModel) -> None:
+    """``x[v_j, h] ≤ x[u_i, h]`` for every edge host ``h`` and every pair ``u_i → v_j`` that carries data: a subtask runs
+    on an edge host only if all its senders run there too (nothing is sent from the server, or another edge host, down
+    to an edge host).
+
+    For all-to-all edges (HASH, REBALANCE, RESCALE, BROADCAST) the ``n_U · n_V`` pairs are written with one continuous
+    ``a[U→V, h] ∈ [0, 1]`` ("all of U is on h"): ``x[v_j, h] ≤ a ≤ x[u_i, h]`` — ``n_U + n_V`` rows, same integer hull."""
+    edge = {h.name for h in m.problem.edges}
+    for n, ch in enumerate(m.problem.channels):
+        for h in edge:
+            down = [(j, m.var((ch.target, j), h)) for j in range(ch.n_down)]
+            down = [(j, v) for j, v in down if v is not None]
+            if not down:
+                continue
+            if ch.strategy is ShipStrategy.FORWARD or ch.strategy is ShipStrategy.GLOBAL:
+                for j, v in down:
+                    for i in senders(ch.strategy, j, ch.n_up):
+                        u = m.var((ch.source, i), h)
+                        m.lp += v <= (u if u is not None else 0), f"down_{n}_{h}_{i}_{j}"
+            else:
+                a = pulp.LpVariable(f"all_{n}_{h}", lowBound=0, upBound=1)
+                for i in range(ch.n_up):
+                    u = m.var((ch.source, i), h)
+                    m.lp += a <= (u if u is not None else 0), f"all_up_{n}_{h}_{i}"
+                for j, v in down:
+                    m.lp += v <= a, f"all_down_{n}_{h}_{j}"
+
+
+ROW_FAMILIES = (one_host_per_subtask, no_data_down_to_edge, task_slots, cpu_capacity, memory_capacity, wan_bandwidth)
+
+
+def add_all(m: IlpModel) -> None:
+    for family in ROW_FAMILIES:
+        family(m)

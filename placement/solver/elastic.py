@@ -1,0 +1,55 @@
+"""When nothing fits: re-solve with a slack on every capacity row and report which link or host is short, by how much.
+
+The elastic model keeps the hard rules (one host per subtask, where data is born, what may run where, no data down to
+an edge host) and lets every capacity — link bandwidth, CPU, memory, slots — stretch by a slack ``σ ≥ 0``. It
+minimises ``Σ σ / capacity`` (each shortfall relative to what is there), so the report names the smallest set of
+shortfalls that would make the job fit.
+"""
+
+from __future__ import annotations
+
+import pulp
+
+from placement.costmodel.model import PlacementProblem
+from placement.solver import backends, constraints
+from placement.solver.domains import Domain
+from placement.solver.model import new_model
+from placement.solver.result import Shortage, SolverOptions
+
+EPS = 1e-6
+
+
+def diagnose(problem: PlacementProblem, domain: Domain, options: SolverOptions) -> tuple[tuple[Shortage, ...], str]:
+    """(shortages, one-line reason) for an infeasible problem."""
+    m = new_model(problem, domain, elastic=True)
+    constraints.add_all(m)
+    if not m.slack:
+        return (), "the placement rules contradict each other (no capacity is involved)"
+    m.lp.setObjective(pulp.lpSum(var * (1.0 / m.slack_scale[name]) for name, var in m.slack.items()))
+    info = backends.run(m.lp, options.solver, time_limit=options.time_limit, gap=options.gap, threads=options.threads)
+    if info.objective is None:
+        return (), f"no placement fits, and the elastic re-solve found no explanation ({info.status})"
+    hosts = problem.host_by_name
+    shortages = []
+    for name, var in m.slack.items():
+        over = var.value() or 0.0
+        if over <= EPS:
+            continue
+        kind, host = name[0], name[1]
+        h = hosts[host]
+        if kind == "link":
+            usable = problem.usable_mbit(h)
+            shortages.append(Shortage("link", f"{host}→{h.uplink_to}", usable + over, usable, h.uplink_mbit or 0.0))
+        elif kind == "cpu":
+            usable = problem.usable_cores(h)
+            shortages.append(Shortage("cpu", host, usable + over, usable, h.cores))
+        elif kind == "memory":
+            usable = problem.usable_memory(h)
+            shortages.append(Shortage("memory", host, usable + over, usable, h.memory_mib))
+        else:
+            group = name[2]
+            detail = f" for {problem.vertex_names[group]}" if group in problem.vertex_names else ""
+            shortages.append(Shortage("slots", host, h.slots + over, h.slots, h.slots, detail))
+    shortages.sort(key=lambda s: -(s.needed - s.usable) / max(s.usable, EPS))
+    reason = "; ".join(s.message for s in shortages) or "no placement fits"
+    return tuple(shortages), reason

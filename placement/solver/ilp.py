@@ -1,0 +1,80 @@
+"""Solving the placement ILP: build the model from the constraint families, optimise the objective stages, read back.
+
+The assignment the solver returns is re-checked by :func:`placement.costmodel.evaluate` — an independent computation
+of the same rules — so a modelling bug cannot silently produce a plan that breaks a link or a host.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pulp
+
+from placement.costmodel.evaluate import evaluate
+from placement.costmodel.model import PlacementProblem, SubtaskKey
+from placement.errors import Infeasible, PlacementError
+from placement.solver import backends, constraints, objectives
+from placement.solver.domains import restricted_domain
+from placement.solver.elastic import diagnose
+from placement.solver.model import IlpModel, new_model
+from placement.solver.result import PlanResult, SolverOptions, Stage
+
+
+def _assignment(m: IlpModel) -> dict[SubtaskKey, str]:
+    out = {}
+    for s in m.problem.subtasks:
+        values = [(m.x[(s.key, h)].value() or 0.0, h) for h in m.domain[s.key]]
+        out[s.key] = max(values)[1]
+    return out
+
+
+def _remaining(deadline: float | None) -> float | None:
+    return None if deadline is None else max(1.0, deadline - time.monotonic())
+
+
+def solve(problem: PlacementProblem, options: SolverOptions = SolverOptions()) -> PlanResult:
+    """Optimal placement of ``problem`` (see :mod:`placement.solver.objectives` for the objective)."""
+    mode = options.objective or problem.policy.objective
+    try:
+        domain = restricted_domain(problem)
+    except Infeasible as exc:
+        return PlanResult("ilp", "infeasible", None, None, reason=str(exc), objective_mode=mode)
+    m = new_model(problem, domain)
+    constraints.add_all(m)
+    deadline = None if options.time_limit is None else time.monotonic() + options.time_limit
+    run = lambda: backends.run(m.lp, options.solver, time_limit=_remaining(deadline), gap=options.gap,  # noqa: E731
+                               threads=options.threads)
+    wan = objectives.total_wan_mbit(m)
+    cpu = objectives.server_cores(m)
+    stages: list[Stage] = []
+    if mode == "weighted":
+        w = problem.policy.weights
+        m.lp.setObjective(w.wan * wan + w.server_cpu * cpu + w.latency * objectives.latency_ms(m))
+        stages.append(Stage("weighted", run()))
+    else:
+        tol = problem.policy.lexicographic_tolerance
+        for name, expr in (("wan", wan), ("server_cpu", cpu), ("latency", None)):
+            expr = objectives.latency_ms(m) if expr is None else expr
+            m.lp.setObjective(expr if isinstance(expr, pulp.LpAffineExpression) else pulp.lpSum(expr))
+            info = run()
+            stages.append(Stage(name, info))
+            if info.objective is None:
+                break
+            # keep this stage's optimum while the next stages optimise
+            m.lp += expr <= info.objective + tol * abs(info.objective) + 1e-6, f"keep_{name}"
+    first = stages[0].info
+    if first.status == "infeasible":
+        shortages, reason = diagnose(problem, domain, options)
+        return PlanResult("ilp", "infeasible", None, None, stages=tuple(stages), shortages=shortages, reason=reason,
+                          objective_mode=mode)
+    if any(st.info.objective is None for st in stages):
+        bad = next(st for st in stages if st.info.objective is None)
+        raise PlacementError(f"solver {bad.info.solver} returned no solution for stage {bad.name} ({bad.info.status}); "
+                             f"raise --time-limit")
+    # The last stage's solution satisfies every earlier stage's bound, so it is the plan.
+    assignment = _assignment(m)
+    cost = evaluate(problem, assignment)
+    if not cost.feasible:
+        raise PlacementError(f"internal error: the solver's plan breaks a rule the model should enforce: {cost.violations[0]}")
+    status = "optimal" if all(st.info.status == "optimal" for st in stages) else "feasible"
+    return PlanResult("ilp", status, assignment, cost, stages=tuple(stages), objective_mode=mode)

@@ -1,0 +1,47 @@
+"""The ILP's variables: ``x[s, h] ∈ {0, 1}`` — subtask ``s`` runs on host ``h`` — for ``h`` in ``s``'s domain only."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pulp
+
+from placement.costmodel.model import PlacementProblem, SubtaskKey
+from placement.solver.domains import Domain
+
+
+@dataclass
+class IlpModel:
+    problem: PlacementProblem
+    domain: Domain
+    lp: pulp.LpProblem
+    x: dict[tuple[SubtaskKey, str], pulp.LpVariable]
+    elastic: bool = False  # capacity rows get a slack variable (infeasibility diagnosis)
+    slack: dict[tuple[str, ...], pulp.LpVariable] = field(default_factory=dict)
+    slack_scale: dict[tuple[str, ...], float] = field(default_factory=dict)  # the capacity each slack is relative to
+    aux: dict[tuple, pulp.LpVariable] = field(default_factory=dict)
+
+    def var(self, key: SubtaskKey, host: str) -> pulp.LpVariable | None:
+        return self.x.get((key, host))
+
+    def on_host(self, host: str):
+        """(subtask, variable) pairs that may run on ``host``."""
+        return [(s, self.x[(s.key, host)]) for s in self.problem.subtasks if (s.key, host) in self.x]
+
+    def add_slack(self, name: tuple[str, ...], capacity: float) -> pulp.LpAffineExpression | float:
+        """A non-negative slack for a capacity row when elastic, else 0."""
+        if not self.elastic:
+            return 0.0
+        var = pulp.LpVariable("slack_" + "_".join(name).replace(" ", "_"), lowBound=0)
+        self.slack[name] = var
+        self.slack_scale[name] = max(capacity, 1e-9)
+        return var
+
+
+def new_model(problem: PlacementProblem, domain: Domain, *, elastic: bool = False) -> IlpModel:
+    lp = pulp.LpProblem("placement", pulp.LpMinimize)
+    x = {}
+    for n, s in enumerate(problem.subtasks):
+        for h in domain[s.key]:
+            x[(s.key, h)] = pulp.LpVariable(f"x_{n}_{h}", cat=pulp.LpBinary)
+    return IlpModel(problem=problem, domain=domain, lp=lp, x=x, elastic=elastic)

@@ -1,0 +1,62 @@
+"""The plan directory: every artifact of one plan, rendered purely and then written in one place.
+
+``plan.json``, ``schedulercfg``, ``redeploy.sh`` (executable), ``placement.json`` (the vanilla-mode mapping),
+``plan.dot``/``plan.svg``/``plan.png``. Files are written to a temporary name and renamed, so a directory never holds a
+half-written artifact.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from placement.costmodel.model import PlacementProblem
+from placement.inventory import Inventory
+from placement.writers.picture import plan_graph, render_images
+from placement.writers.planjson import PlanDocument, render_plan_json
+from placement.writers.redeploy import render_redeploy
+from placement.writers.schedulercfg import label_collisions, render_schedulercfg
+
+
+@dataclass(frozen=True)
+class Artifacts:
+    files: dict[str, bytes]  # file name -> content
+    executable: frozenset[str]
+    warnings: tuple[str, ...]
+
+
+def render_artifacts(problem: PlacementProblem, plan: PlanDocument, inv: Inventory) -> Artifacts:
+    """Every file of the plan directory, in memory (pure apart from Graphviz's renderer)."""
+    warnings: list[str] = []
+    strict = plan.placement_mode == "custom"
+    if not strict and label_collisions(plan.assignment):
+        warnings.append("schedulercfg has labels that are substrings of other task names (harmless in vanilla mode)")
+    files = {
+        "schedulercfg": render_schedulercfg(plan.assignment, problem.vertex_order, strict=strict).encode(),
+        "redeploy.sh": render_redeploy(plan, inv).encode(),
+        "placement.json": (json.dumps(plan.mapping(), indent=2) + "\n").encode(),
+    }
+    title = f"{plan.job}: {plan.objective.wan_mbit:.2f} Mbit/s over the WAN ({plan.solver.status})"
+    assignment = {(a.vertex_id, a.subtask): a.host for a in plan.assignment}
+    images, warning = render_images(plan_graph(problem, assignment, title))
+    if warning:
+        warnings.append(warning)
+    files.update({f"plan.{fmt}": data for fmt, data in images.items()})
+    plan = plan.model_copy(update={"warnings": plan.warnings + warnings})
+    files["plan.json"] = render_plan_json(plan).encode()
+    return Artifacts(files=files, executable=frozenset({"redeploy.sh"}), warnings=tuple(warnings))
+
+
+def write_plan_dir(out_dir: Path, artifacts: Artifacts) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, data in artifacts.files.items():
+        target = out_dir / name
+        tmp = out_dir / f".{name}.tmp"
+        tmp.write_bytes(data)
+        os.chmod(tmp, 0o755 if name in artifacts.executable else 0o644)
+        tmp.replace(target)
+        written.append(target)
+    return written

@@ -1,0 +1,160 @@
+"""plan.json — the contract between ``placement plan`` and ``placement apply`` / the lab.
+
+Versioned by ``format``. ``apply`` refuses a plan whose ``inventory.digest`` differs from the inventory it is given,
+or whose vertices (names, parallelism) differ from the running job's.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from placement import __version__
+from placement.costmodel.model import PlacementProblem
+from placement.loading import load_model
+from placement.solver.result import PlanResult
+
+PLAN_FORMAT = "placement.plan/v1"
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SourceRef(Strict):
+    path: str
+    digest: str
+    name: str | None = None
+
+
+class SubtaskAssignment(Strict):
+    vertex_id: str
+    vertex: str
+    subtask: int = Field(ge=0, description="0-based")
+    parallelism: int
+    label: str = Field(description="'<task name> (<i>/<n>)', i 1-based, as the patched scheduler matches it")
+    host: str
+    address: str
+
+
+class LinkPrediction(Strict):
+    link: str
+    source: str = Field(alias="from")
+    to: str
+    mbit: float
+    bandwidth_mbit: float
+    usable_mbit: float
+    utilisation: float
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class HostPrediction(Strict):
+    host: str
+    role: str
+    address: str
+    cores_used: float
+    cores: float
+    slots_used: int
+    slots: int
+    memory_mib_used: float
+    subtasks: int
+
+
+class Objective(Strict):
+    wan_mbit: float
+    server_cores: float
+    edge_cores: float
+    latency_ms: float
+
+
+class StageInfo(Strict):
+    name: str
+    status: str
+    objective: float | None
+    bound: float | None
+    gap: float | None
+    seconds: float
+
+
+class SolverInfo(Strict):
+    name: str | None
+    status: str
+    objective_mode: str | None
+    gap: float | None
+    seconds: float
+    stages: list[StageInfo]
+
+
+class PlanDocument(Strict):
+    format: Literal["placement.plan/v1"] = PLAN_FORMAT
+    created_at: str
+    tool: str
+    job: str
+    inventory: SourceRef
+    profile: SourceRef
+    placement_mode: Literal["custom", "vanilla"]
+    rate_scale: float
+    objective: Objective
+    solver: SolverInfo
+    assignment: list[SubtaskAssignment]
+    links: list[LinkPrediction]
+    hosts: list[HostPrediction]
+    warnings: list[str] = Field(default_factory=list)
+
+    def mapping(self) -> dict[str, list[str]]:
+        """vertex name -> host of each subtask (the vanilla-mode placement argument)."""
+        out: dict[str, list[str]] = {}
+        for a in sorted(self.assignment, key=lambda a: a.subtask):
+            out.setdefault(a.vertex, []).append(a.host)
+        return out
+
+
+def build_plan_document(
+    problem: PlacementProblem, result: PlanResult, *, job: str, inventory: SourceRef, profile: SourceRef,
+    placement_mode: Literal["custom", "vanilla"], warnings: list[str] | None = None, now: datetime | None = None,
+) -> PlanDocument:
+    """The plan document of a solved ``result`` (pure: the timestamp can be given)."""
+    assert result.assignment is not None and result.cost is not None, "only solved plans have a document"
+    hosts = problem.host_by_name
+    cost = result.cost
+    return PlanDocument(
+        created_at=(now or datetime.now(timezone.utc)).isoformat(timespec="seconds"),
+        tool=f"placement {__version__}",
+        job=job, inventory=inventory, profile=profile, placement_mode=placement_mode, rate_scale=problem.rate_scale,
+        objective=Objective(wan_mbit=cost.wan_mbit, server_cores=cost.server_cores, edge_cores=cost.edge_cores,
+                            latency_ms=cost.latency_ms),
+        solver=SolverInfo(
+            name=result.solver, status=result.status, objective_mode=result.objective_mode, gap=result.gap,
+            seconds=result.seconds,
+            stages=[StageInfo(name=s.name, status=s.info.status, objective=s.info.objective, bound=s.info.bound,
+                              gap=s.info.gap, seconds=s.info.seconds) for s in result.stages],
+        ),
+        assignment=[
+            SubtaskAssignment(vertex_id=s.vertex_id, vertex=s.vertex_name, subtask=s.index, parallelism=s.parallelism,
+                              label=s.label, host=result.assignment[s.key], address=hosts[result.assignment[s.key]].address)
+            for s in problem.subtasks
+        ],
+        links=[LinkPrediction(link=link.name, source=link.host, to=link.to, mbit=link.mbit, bandwidth_mbit=link.bandwidth_mbit,
+                              usable_mbit=link.usable_mbit, utilisation=link.utilisation) for link in cost.links],
+        hosts=[HostPrediction(host=h.host, role=h.role, address=hosts[h.host].address, cores_used=h.cores_used, cores=h.cores,
+                              slots_used=h.slots_used, slots=h.slots, memory_mib_used=h.memory_mib_used, subtasks=h.subtasks)
+               for h in cost.hosts],
+        warnings=list(warnings or []),
+    )
+
+
+def render_plan_json(doc: PlanDocument) -> str:
+    return json.dumps(doc.model_dump(mode="json", by_alias=True), indent=2) + "\n"
+
+
+def load_plan(path: str | Path) -> PlanDocument:
+    """Read plan.json (a plan directory is accepted too); errors name the file and field."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "plan.json"
+    return load_model(p, PlanDocument)

@@ -1,0 +1,56 @@
+"""The redeploy script: stop with a savepoint, install the placement, resubmit from the savepoint, wait for RUNNING.
+
+Rendered from ``deploy/templates/redeploy.sh.tmpl`` with :class:`string.Template`. In ``custom`` mode the placement
+is the schedulercfg, copied to the JobManager host (the previous one kept as ``.prev``); in ``vanilla`` mode it is the
+``--placement`` program argument the lab jobs read. The run request is a raw REST body with ``programArgsList``
+(Flink 2.3 ignores ``programArgs``).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from string import Template
+
+from placement.inventory import Inventory
+from placement.resources import repo_dir
+from placement.writers.planjson import PlanDocument
+
+CUSTOM_INSTALL = """echo "2/4 installing schedulercfg on the JobManager host {target}"
+scp -P {port} -o StrictHostKeyChecking=yes "$HERE/schedulercfg" {target}:{path_new}
+ssh -p {port} -o StrictHostKeyChecking=yes {target} {remote}"""
+
+VANILLA_INSTALL = """echo "2/4 vanilla placement: the mapping travels in programArgsList (--placement)\""""
+
+
+def run_body(plan: PlanDocument, inv: Inventory) -> dict:
+    """The REST body for ``POST /jars/<id>/run`` (``savepointPath`` is filled in by the script)."""
+    args = list(inv.job.program_args)
+    if plan.placement_mode == "vanilla":
+        args += ["--placement", json.dumps(plan.mapping(), separators=(",", ":"))]
+    body: dict = {"programArgsList": args, "allowNonRestoredState": False}
+    if inv.job.entry_class:
+        body["entryClass"] = inv.job.entry_class
+    return body
+
+
+def render_redeploy(plan: PlanDocument, inv: Inventory) -> str:
+    jm = inv.jobmanager_host
+    ssh = inv.ssh_for(jm)
+    if plan.placement_mode == "custom":
+        target = shlex.quote(f"{ssh.user}@{jm.address}" if ssh.user else jm.address)
+        path = inv.flink.schedulercfg
+        remote = shlex.quote(
+            f"set -e; [ -f {shlex.quote(path)} ] && cp -p {shlex.quote(path)} {shlex.quote(path + '.prev')}; "
+            f"mv -f {shlex.quote(path + '.new')} {shlex.quote(path)}"
+        )
+        install = CUSTOM_INSTALL.format(target=target, port=ssh.port, path_new=shlex.quote(path + ".new"), remote=remote)
+    else:
+        install = VANILLA_INSTALL
+    template = Template((repo_dir("deploy") / "templates" / "redeploy.sh.tmpl").read_text(encoding="utf-8"))
+    return template.substitute(
+        job=plan.job, tool=plan.tool, created_at=plan.created_at, mode=plan.placement_mode, rest_url=inv.flink.rest_url.rstrip("/"),
+        savepoint_dir=inv.flink.savepoint_dir, install_block=install,
+        install_step="put schedulercfg on the JobManager host" if plan.placement_mode == "custom" else "pass the mapping",
+        run_body=json.dumps(run_body(plan, inv)),
+    )

@@ -1,0 +1,107 @@
+"""The pure parts of the cluster launcher and REST client: config, argv and request builders (no JVM started)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from placement.errors import PlacementError
+from placement.flink_rest import run_request_body
+from placement.lab import flink as lf
+
+
+def spec(tmp_path: Path, **kw) -> lf.ClusterSpec:
+    tms = (
+        lf.TaskManagerSpec("server", slots=4, external_resource="server", external_resource_amount=8),
+        lf.TaskManagerSpec("rpi1", slots=2, address="10.203.0.2", wrapper=("ip", "netns", "exec", "pl-rpi1")),
+    )
+    return lf.ClusterSpec(work_dir=tmp_path, taskmanagers=tms, **kw)
+
+
+def test_nest_builds_flink2_nested_yaml_and_keeps_leaf_prefix_conflicts_dotted():
+    nested = lf.nest({"rest.port": 8081, "rest.address": "127.0.0.1", "a.b": 1, "a.b.c": 2, "x": True})
+    assert nested == {"rest": {"port": 8081, "address": "127.0.0.1"}, "a": {"b": 1, "b.c": 2}, "x": True}
+
+
+def test_taskmanager_config_carries_resource_id_slots_address_and_external_resource(tmp_path):
+    s = spec(tmp_path)
+    server = lf.taskmanager_config(s, s.taskmanagers[0], rest_port=18081, rpc_port=16123)
+    assert server["taskmanager.resource-id"] == "server"
+    assert server["taskmanager.numberOfTaskSlots"] == 4
+    assert server["external-resources"] == ["server"]
+    assert server["external-resource.server.amount"] == 8
+    assert server["rest.port"] == 18081 and server["jobmanager.rpc.port"] == 16123
+    edge = lf.taskmanager_config(s, s.taskmanagers[1], 18081, 16123)
+    assert edge["taskmanager.host"] == edge["taskmanager.bind-host"] == "10.203.0.2"
+    assert "external-resources" not in edge
+    # the file Flink reads: nested YAML that flattens back to the same keys
+    text = yaml.safe_dump(lf.nest(server))
+    loaded = yaml.safe_load(text)
+    assert loaded["taskmanager"]["resource-id"] == "server"
+    assert loaded["external-resource"]["server"]["amount"] == 8
+
+
+def test_java17_flags_are_on_every_jvm_and_wrapper_prefixes_only_the_taskmanager(tmp_path):
+    s = spec(tmp_path)
+    home = lf.FlinkHome(tmp_path / "flink")
+    conf = tmp_path / "conf"
+    tm = lf.taskmanager_argv(home, s.taskmanagers[1], conf, tmp_path / "tm.log", ["-Xmx100m"], ["-Dx=y"])
+    assert tm[:5] == ["ip", "netns", "exec", "pl-rpi1", "java"]
+    assert "--add-opens=java.base/java.util=ALL-UNNAMED" in tm
+    assert "--add-exports=java.base/sun.net.util=ALL-UNNAMED" in tm
+    assert tm.index("-Xmx100m") < tm.index(lf.TASKMANAGER_MAIN) < tm.index("-Dx=y")
+    assert tm[tm.index("-cp") + 1] == str(tmp_path / "flink" / "lib" / "*")
+    jm = lf.jobmanager_argv(home, conf, tmp_path / "jm.log", [], [])
+    assert jm[0] == "java" and lf.JOBMANAGER_MAIN in jm and "--add-opens=java.base/java.lang=ALL-UNNAMED" in jm
+    assert f"-Dlog.file={tmp_path / 'jm.log'}" in jm
+
+
+def test_parse_bash_java_utils_takes_the_last_two_result_lines():
+    out = (
+        "INFO some log line\n"
+        "BASH_JAVA_UTILS_EXEC_RESULT:-Xmx268435456 -Xms268435456 -XX:MaxMetaspaceSize=201326592\n"
+        "BASH_JAVA_UTILS_EXEC_RESULT:-D taskmanager.memory.network.min=67108864b -D taskmanager.cpu.cores=4.0\n"
+    )
+    jvm, dyn = lf.parse_bash_java_utils(out)
+    assert jvm == ["-Xmx268435456", "-Xms268435456", "-XX:MaxMetaspaceSize=201326592"]
+    assert dyn == ["-D", "taskmanager.memory.network.min=67108864b", "-D", "taskmanager.cpu.cores=4.0"]
+    with pytest.raises(PlacementError, match="no memory settings"):
+        lf.parse_bash_java_utils("Exception in thread main")
+
+
+def test_duplicate_resource_ids_are_rejected(tmp_path):
+    with pytest.raises(PlacementError, match="duplicate TaskManager resource id"):
+        lf.ClusterSpec(tmp_path, (lf.TaskManagerSpec("rpi1"), lf.TaskManagerSpec("rpi1")))
+
+
+def test_find_flink_home_prefers_flink_home_with_lib_and_falls_back_to_the_wheel(tmp_path, monkeypatch):
+    home = tmp_path / "flink-2.3.0"
+    (home / "lib").mkdir(parents=True)
+    (home / "lib" / "flink-dist-2.3.0.jar").write_bytes(b"")
+    monkeypatch.setenv("FLINK_HOME", str(home))
+    found = lf.find_flink_home()
+    assert found.path == home.resolve() and found.version == "2.3.0"
+    monkeypatch.setenv("FLINK_HOME", str(tmp_path / "nothing-here"))
+    wheel = lf.find_flink_home()
+    assert wheel.path.name == "pyflink" and any(wheel.lib.glob("flink-dist*.jar"))
+    assert wheel.bash_java_utils.is_file()
+
+
+def test_free_ports_differ_so_clusters_can_coexist():
+    ports = {lf.free_port() for _ in range(5)}
+    assert len(ports) >= 4 and all(1024 < p < 65536 for p in ports)
+
+
+def test_run_request_body_uses_the_keys_flink_2_3_reads():
+    body = run_request_body(entry_class="placement.lab.IotSensorJob", program_args=["--rate", 5], parallelism=2,
+                            savepoint_path="file:///tmp/sp", allow_non_restored_state=True)
+    assert body == {
+        "entryClass": "placement.lab.IotSensorJob",
+        "programArgsList": ["--rate", "5"],
+        "parallelism": 2,
+        "savepointPath": "file:///tmp/sp",
+        "allowNonRestoredState": True,
+    }
+    assert run_request_body() == {"programArgsList": []}

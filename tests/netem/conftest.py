@@ -1,0 +1,25 @@
+"""Fixtures for the netem tests (helpers live in netem_helpers.py). Namespaces are named ``pn-...``, interfaces
+``pn...``, addresses lie in 10.201.0.0/16."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from placement.netns import Namespaces, VethPair, netns_available
+
+
+@pytest.fixture
+def netns_or_skip() -> None:
+    reason = netns_available()
+    if reason:
+        pytest.skip(reason)
+
+
+@pytest.fixture
+def wire(netns_or_skip: None, request: pytest.FixtureRequest) -> Iterator[VethPair]:
+    """A namespace "server" joined to the root namespace (the "edge") by a veth; removed afterwards, even on failure."""
+    subnet = getattr(request, "param", 1)
+    with Namespaces("pn-t") as nets:
+        yield nets.add("srv", f"10.201.{subnet}.1", f"10.201.{subnet}.2")

@@ -1,0 +1,109 @@
+"""Helpers for the netem tests: the CLI in-process, inventories for namespace "hosts", real TCP transfers.
+
+Namespaces are named ``pn-...``, interfaces ``pn...`` and addresses lie in 10.201.0.0/16 (this area's share).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from placement.cli import main
+from placement.netns import Namespaces, netns_available, ns_exec, run
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """``placement <args>`` in this process through main(), which maps errors to one line and an exit code."""
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        main(list(args))
+    out, err = capsys.readouterr()
+    return int(exit_info.value.code or 0), out, err
+
+
+def write_inventory(path: Path, *, edges: list[dict], server_address: str, server_interface: str | None = None) -> Path:
+    """An inventory with one server and the given edge hosts (each dict: name, address, interface, link fields)."""
+    hosts = [{"name": "server", "address": server_address, "role": "server", "cores": 2, "memory": "1GiB",
+              **({"interface": server_interface} if server_interface else {})}]
+    links = []
+    for e in edges:
+        host = {"name": e["name"], "address": e["address"], "role": "edge", "model": "rpi4b"}
+        if e.get("interface") is not None:
+            host["interface"] = e["interface"]
+        hosts.append(host)
+        links.append({"from": e["name"], "to": "server", **e.get("link", {"bandwidth": "20mbit"})})
+    doc = {"version": 1, "name": "netem-test", "hosts": hosts, "links": links,
+           "flink": {"rest_url": "http://127.0.0.1:8081"}}
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def root_qdisc(interface: str, ns: str | None = None) -> tuple[str, str]:
+    out = run(ns_exec(ns, ["tc", "-j", "qdisc", "show", "dev", interface, "root"])).stdout
+    q = json.loads(out)[0]
+    return q["kind"], q["handle"]
+
+
+def iperf_transfer(server_ns: str | None, server_addr: str, *, client_ns: str | None = None, seconds: float | None = None,
+                   nbytes: int | None = None, omit: int = 0, port: int = 5201) -> dict:
+    """A real TCP transfer client -> server with iperf3; returns iperf3's JSON ``end`` section."""
+    server = subprocess.Popen(ns_exec(server_ns, ["iperf3", "-s", "-1", "-B", server_addr, "-p", str(port)]),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 5
+        argv = ["iperf3", "-c", server_addr, "-p", str(port), "-J"]
+        argv += ["-t", str(seconds)] if seconds else ["-n", str(nbytes)]
+        if omit:
+            argv += ["-O", str(omit)]
+        while True:  # the server needs a moment to listen
+            proc = subprocess.run(ns_exec(client_ns, argv), capture_output=True, text=True, timeout=60)
+            if proc.returncode == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert proc.returncode == 0, proc.stdout[-500:] + proc.stderr[-500:]
+        return json.loads(proc.stdout)["end"]
+    finally:
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def connect_rtt_ms(addr: str, port: int = 9, samples: int = 7) -> float:
+    """Median time for a TCP connect to a closed port to be refused: one round trip."""
+    times = []
+    for _ in range(samples):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.settimeout(5)
+            t0 = time.perf_counter()
+            try:
+                s.connect((addr, port))
+            except ConnectionRefusedError:
+                pass
+            times.append((time.perf_counter() - t0) * 1000)
+    return sorted(times)[len(times) // 2]
+
+
+_NETEM_PROBE: list[str | None] = []
+
+
+def netem_missing_reason() -> str | None:
+    """Probe the kernel for sch_netem for real, on a veth of our own: None when it works, else tc's complaint."""
+    if not _NETEM_PROBE:
+        reason = netns_available()
+        if reason is None:
+            with Namespaces("pn-probe") as nets:
+                pair = nets.add("p", "10.201.250.1", "10.201.250.2")
+                proc = run(["tc", "qdisc", "add", "dev", pair.host_if, "root", "netem", "delay", "1ms"], check=False)
+                reason = None if proc.returncode == 0 else f"kernel has no netem qdisc: {proc.stderr.strip()}"
+        _NETEM_PROBE.append(reason)
+    return _NETEM_PROBE[0]
