@@ -38,7 +38,9 @@ def describe_validation_error(err: ValidationError, source: str) -> BadInput:
     errors = err.errors(include_url=False)
     first = errors[0]
     ctx_error = (first.get("ctx") or {}).get("error")
-    field = ctx_error.field if isinstance(ctx_error, FieldError) else field_path(first["loc"])
+    field = field_path(first["loc"])
+    if isinstance(ctx_error, FieldError):  # raised by a model validator: its field is relative to that model's place
+        field = f"{field}.{ctx_error.field}" if field else ctx_error.field
     message = str(ctx_error) if isinstance(ctx_error, ValueError) else first["msg"]
     if first["type"] == "missing":
         message = "required field is missing"

@@ -20,8 +20,8 @@ from placement.solver.model import IlpModel
 
 def one_host_per_subtask(m: IlpModel) -> None:
     """``Σ_h x[s, h] = 1`` for every subtask ``s``."""
-    for s in m.problem.subtasks:
-        m.lp += pulp.lpSum(m.x[(s.key, h)] for h in m.domain[s.key]) == 1, f"one_host_{len(m.lp.constraints)}"
+    for n, s in enumerate(m.problem.subtasks):
+        m.lp += pulp.lpSum(m.x[(s.key, h)] for h in m.domain[s.key]) == 1, f"one_host_{n}"
 
 
 def task_slots(m: IlpModel) -> None:
@@ -32,10 +32,10 @@ def task_slots(m: IlpModel) -> None:
         groups: dict[str, list] = defaultdict(list)
         for s, var in placed:
             groups[s.vertex_id if m.problem.slot_sharing else "all"].append(var)
-        for group, vars_ in groups.items():
+        for n, (group, vars_) in enumerate(groups.items()):
             if len(vars_) > h.slots:
                 slack = m.add_slack(("slots", h.name, group), h.slots)
-                m.lp += pulp.lpSum(vars_) <= h.slots + slack, f"slots_{h.name}_{len(m.lp.constraints)}"
+                m.lp += pulp.lpSum(vars_) <= h.slots + slack, f"slots_{h.name}_{n}"
 
 
 def cpu_capacity(m: IlpModel) -> None:
@@ -89,7 +89,7 @@ def no_data_down_to_edge(m: IlpModel) -> None:
                         u = m.var((ch.source, i), h)
                         m.lp += v <= (u if u is not None else 0), f"down_{n}_{h}_{i}_{j}"
             else:
-                a = pulp.LpVariable(f"all_{n}_{h}", lowBound=0, upBound=1)
+                a = m.lp.add_variable(f"all_{n}_{h}", lowBound=0, upBound=1)
                 for i in range(ch.n_up):
                     u = m.var((ch.source, i), h)
                     m.lp += a <= (u if u is not None else 0), f"all_up_{n}_{h}_{i}"

@@ -32,7 +32,7 @@ class IlpModel:
         """A non-negative slack for a capacity row when elastic, else 0."""
         if not self.elastic:
             return 0.0
-        var = pulp.LpVariable("slack_" + "_".join(name).replace(" ", "_"), lowBound=0)
+        var = self.lp.add_variable("slack_" + "_".join(name).replace(" ", "_"), lowBound=0)
         self.slack[name] = var
         self.slack_scale[name] = max(capacity, 1e-9)
         return var
@@ -43,5 +43,5 @@ def new_model(problem: PlacementProblem, domain: Domain, *, elastic: bool = Fals
     x = {}
     for n, s in enumerate(problem.subtasks):
         for h in domain[s.key]:
-            x[(s.key, h)] = pulp.LpVariable(f"x_{n}_{h}", cat=pulp.LpBinary)
+            x[(s.key, h)] = lp.add_variable(f"x_{n}_{h}", lowBound=0, upBound=1, cat=pulp.LpBinary)
     return IlpModel(problem=problem, domain=domain, lp=lp, x=x, elastic=elastic)

@@ -69,10 +69,10 @@ def latency_ms(m: IlpModel) -> pulp.LpAffineExpression:
             if not ups or delay <= 0:
                 continue
             if d is None:
-                d = pulp.LpVariable(f"delay_{n}", lowBound=0)
+                d = m.lp.add_variable(f"delay_{n}", lowBound=0)
             if ch.all_to_all:
                 downs = [m.var((ch.target, j), h.name) for j in range(ch.n_down)]
-                b = pulp.LpVariable(f"allv_{n}_{h.name}", lowBound=0, upBound=1)
+                b = m.lp.add_variable(f"allv_{n}_{h.name}", lowBound=0, upBound=1)
                 for j, v in enumerate(downs):
                     m.lp += b <= (v if v is not None else 0), f"allv_{n}_{h.name}_{j}"
                 for i, u in ups:

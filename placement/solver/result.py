@@ -25,6 +25,11 @@ class Stage:
     info: SolveInfo
 
 
+def _num(x: float) -> str:
+    """71.3 for large figures, 0.45 for small ones: three significant digits at most."""
+    return f"{x:.1f}" if abs(x) >= 10 else f"{x:.3g}"
+
+
 @dataclass(frozen=True)
 class Shortage:
     kind: Literal["link", "cpu", "memory", "slots"]
@@ -37,8 +42,8 @@ class Shortage:
     @property
     def message(self) -> str:
         if self.kind == "link":
-            return (f"link {self.resource} needs {self.needed:.1f} Mbit/s, has {self.capacity:g} "
-                    f"({self.usable:.1f} usable)")
+            return (f"link {self.resource} needs {_num(self.needed)} Mbit/s, has {self.capacity:g} "
+                    f"({_num(self.usable)} usable)")
         if self.kind == "cpu":
             return f"host {self.resource} needs {self.needed:.2f} cores, has {self.capacity:g} ({self.usable:.2f} usable)"
         if self.kind == "memory":

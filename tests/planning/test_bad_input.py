@@ -1,0 +1,177 @@
+"""Malformed inventories, profiles and options: each is one line on stderr naming the file and field, exit code 2,
+and no plan directory."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from placement.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+INVENTORY = yaml.safe_load((REPO / "inventory" / "edge-lab.yaml").read_text())
+PROFILE = json.loads((REPO / "examples" / "profiles" / "iot-sensors.json").read_text())
+
+
+def _set(path: str, value):
+    def mutate(doc):
+        *parents, last = path.split(".")
+        node = doc
+        for p in parents:
+            node = node[int(p)] if isinstance(node, list) else node[p]
+        if value is DELETE:
+            del node[int(last) if isinstance(node, list) else last]
+        else:
+            node[int(last) if isinstance(node, list) else last] = value
+    return mutate
+
+
+DELETE = object()
+
+INVENTORY_CASES = {
+    "unknown field": (_set("hosts.0.colour", "red"), "hosts[0].colour: unknown field"),
+    "missing address": (_set("hosts.1.address", DELETE), "hosts[1].address: required field is missing"),
+    "bandwidth fast": (_set("links.0.bandwidth", "fast"), "links[0].bandwidth: 'fast' is not a rate like '50mbit'"),
+    "negative delay": (_set("links.0.delay", "-5ms"), "links[0].delay: '-5ms' is not a time"),
+    "loss over 100%": (_set("links.1.loss", "150%"), "links[1].loss: '150%' is more than 100%"),
+    "unit typo": (_set("links.0.bandwidth", "50mbits"), "links[0].bandwidth: '50mbits' has unknown unit"),
+    "unknown model": (_set("hosts.2.model", "rpi9"), "hosts[2].model: unknown host model 'rpi9'"),
+    "duplicate host": (_set("hosts.2.name", "rpi1"), "hosts[2].name: duplicate host name 'rpi1'"),
+    "link from unknown": (_set("links.0.from", "rpi7"), "links[0].from: unknown host 'rpi7'"),
+    "link from server": (_set("links.0.from", "server"), "links[0].from: 'server' is not an edge host"),
+    "edge without link": (_set("links.2", DELETE), "hosts[3]: edge host 'rpi3' has no link to a server"),
+    "no server": (_set("hosts.0.role", "edge"), "hosts: at least one host must have role 'server'"),
+    "bad role": (_set("hosts.1.role", "cloud"), "hosts[1].role: Input should be 'server' or 'edge'"),
+    "generic without cores": (_set("hosts.0.cores", DELETE), "hosts[0].cores: host 'server' of model 'generic' needs 'cores'"),
+    "memory lots": (_set("hosts.0.memory", "lots"), "hosts[0].memory: 'lots' is not a size"),
+    "bad rest url": (_set("flink.rest_url", "localhost:8081"), "flink.rest_url: String should match pattern"),
+    "cpu target": (_set("policy.cpu_utilisation_target", 1.5), "policy.cpu_utilisation_target: Input should be less than or equal to 1"),
+    "pin unknown host": (_set("pins.sources.Source: Sensors", ["rpi1", "rpi9", "rpi3"]), "pins.sources.Source: Sensors: unknown host 'rpi9'"),
+    "pin count": (_set("pins.sources.Source: Sensors", ["rpi1", "rpi2"]), "pins.sources.Source: Sensors: lists 2 hosts but 'Source: Sensors' has parallelism 3"),
+    "pin non-source": (_set("pins.sources.Parse", "rpi1"), "pins.sources.Parse: 'Parse' is not a source"),
+    "jobmanager unknown": (_set("flink.jobmanager", "nas"), "flink.jobmanager: unknown host 'nas'"),
+    "bad mode": (_set("flink.placement_mode", "magic"), "flink.placement_mode: Input should be 'custom' or 'vanilla'"),
+    "bad interface": (_set("hosts.1.interface", "eth0; rm -rf /"), "hosts[1].interface: String should match pattern"),
+    "address with semicolon": (_set("hosts.1.address", "10.0.0.1;x"), "hosts[1].address: '10.0.0.1;x' is not a host address"),
+}
+
+PROFILE_CASES = {
+    "forward parallelism": (_set("vertices.4.parallelism", 3), "vertices[4].subtasks: vertex 'Window Aggregate' has parallelism 3 but 2 subtasks"),
+    "unknown vertex": (_set("edges.0.target", "nope"), "edges[0].target: unknown vertex id 'nope'"),
+    "unknown strategy": (_set("edges.1.ship_strategy", "TELEPORT"), "edges[1].ship_strategy: unknown ship strategy 'TELEPORT'"),
+    "negative rate": (_set("vertices.1.subtasks.0.records_in_per_s", -3), "vertices[1].subtasks[0].records_in_per_s: Input should be greater than or equal to 0"),
+    "busy over 1000": (_set("vertices.1.subtasks.0.busy_ms_per_s", 1200), "vertices[1].subtasks[0].busy_ms_per_s: Input should be less than or equal to 1000"),
+    "wrong format": (_set("format", "other/v9"), "format: Input should be 'placement.profile/v1'"),
+    "no vertices": (_set("vertices", []), "vertices: List should have at least 1 item"),
+}
+
+
+def run(argv, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main([str(a) for a in argv])
+    return exit_info.value.code, *capsys.readouterr()
+
+
+def assert_one_line_error(code, out, err, *fragments):
+    assert code == 2, (code, err)
+    assert err.count("\n") == 1 and err.startswith("error: "), err
+    assert "Traceback" not in err
+    for fragment in fragments:
+        assert fragment in err, (fragment, err)
+
+
+@pytest.mark.parametrize("case", sorted(INVENTORY_CASES))
+def test_malformed_inventory(case, tmp_path, capsys):
+    mutate, expected = INVENTORY_CASES[case]
+    doc = copy.deepcopy(INVENTORY)
+    mutate(doc)
+    inv = tmp_path / "inv.yaml"
+    inv.write_text(yaml.safe_dump(doc, allow_unicode=True))
+    code, out, err = run(["plan", "--inventory", inv, "--profile", REPO / "examples/profiles/iot-sensors.json",
+                          "--out", tmp_path / "out"], capsys)
+    assert_one_line_error(code, out, err, str(inv), expected)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("case", sorted(PROFILE_CASES))
+def test_malformed_profile(case, tmp_path, capsys):
+    mutate, expected = PROFILE_CASES[case]
+    doc = copy.deepcopy(PROFILE)
+    mutate(doc)
+    prof = tmp_path / "profile.json"
+    prof.write_text(json.dumps(doc))
+    code, out, err = run(["plan", "--inventory", REPO / "inventory/edge-lab.yaml", "--profile", prof,
+                          "--out", tmp_path / "out"], capsys)
+    assert_one_line_error(code, out, err, str(prof), expected)
+    assert not (tmp_path / "out").exists()
+
+
+def test_cycle_in_profile(tmp_path, capsys):
+    doc = copy.deepcopy(PROFILE)
+    doc["edges"].append({"source": doc["vertices"][2]["id"], "target": doc["vertices"][1]["id"], "ship_strategy": "REBALANCE"})
+    prof = tmp_path / "cycle.json"
+    prof.write_text(json.dumps(doc))
+    code, out, err = run(["plan", "--inventory", REPO / "inventory/edge-lab.yaml", "--profile", prof, "--out", tmp_path / "o"],
+                         capsys)
+    assert_one_line_error(code, out, err, str(prof), "edges: the job graph has a cycle")
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("hosts: [\n  - name: a\n   bad", "invalid YAML at line"),
+    ("- just\n- a list\n", "expected a mapping at the top level"),
+    ("", "expected a mapping at the top level, found NoneType"),
+])
+def test_unparseable_inventory(text, expected, tmp_path, capsys):
+    inv = tmp_path / "broken.yaml"
+    inv.write_text(text)
+    code, out, err = run(["inventory", "validate", inv], capsys)
+    assert_one_line_error(code, out, err, str(inv), expected)
+
+
+def test_unparseable_profile_and_missing_files(tmp_path, capsys):
+    prof = tmp_path / "p.json"
+    prof.write_text("{ not json")
+    code, out, err = run(["plan", "--inventory", REPO / "inventory/edge-lab.yaml", "--profile", prof, "--out", tmp_path / "o"], capsys)
+    assert_one_line_error(code, out, err, str(prof), "invalid JSON at line 1 column 3")
+    code, out, err = run(["plan", "--inventory", tmp_path / "none.yaml", "--profile", prof, "--out", tmp_path / "o"], capsys)
+    assert_one_line_error(code, out, err, "none.yaml: file not found")
+    code, out, err = run(["inventory", "validate", tmp_path], capsys)
+    assert code == 2 and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("args,expected", [
+    (["--time-limit", "0"], "Invalid value for '--time-limit'"),
+    (["--solver", "gurobi"], "Invalid value for '--solver'"),
+    (["--rate-scale", "-1"], "Invalid value for '--rate-scale'"),
+    (["--gap", "1.5"], "Invalid value for '--gap'"),
+    (["--objective", "fastest"], "Invalid value for '--objective'"),
+    (["--bogus"], "No such option '--bogus'"),
+])
+def test_bad_options(args, expected, tmp_path, capsys):
+    code, out, err = run(["plan", "--inventory", REPO / "inventory/edge-lab.yaml", "--profile",
+                          REPO / "examples/profiles/iot-sensors.json", "--out", tmp_path / "o", *args], capsys)
+    assert_one_line_error(code, out, err, expected)
+
+
+def test_missing_required_option(capsys):
+    code, out, err = run(["plan", "--inventory", REPO / "inventory/edge-lab.yaml"], capsys)
+    assert_one_line_error(code, out, err, "Missing option '--profile'")
+
+
+def test_label_collision_refused_in_custom_mode(tmp_path, capsys):
+    doc = copy.deepcopy(PROFILE)
+    doc["vertices"][1]["name"] = "Map"  # "Map (1/3)" is part of "FlatMap (1/3)"
+    doc["vertices"][2]["name"] = "FlatMap"
+    prof = tmp_path / "clash.json"
+    prof.write_text(json.dumps(doc))
+    code, out, err = run(["plan", "--inventory", REPO / "inventory/edge-lab.yaml", "--profile", prof, "--out", tmp_path / "o"],
+                         capsys)
+    assert_one_line_error(code, out, err, "schedulercfg: label 'Map (1/3)' is part of task name 'FlatMap (1/3)'")
+    assert not (tmp_path / "o").exists()
+    code, out, err = run(["plan", "--inventory", REPO / "inventory/edge-lab.yaml", "--profile", prof, "--out", tmp_path / "v",
+                          "--mode", "vanilla"], capsys)
+    assert code == 0 and "substrings of other task names" in out
