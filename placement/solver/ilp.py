@@ -7,6 +7,7 @@ of the same rules — so a modelling bug cannot silently produce a plan that bre
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import pulp
 
@@ -17,6 +18,7 @@ from placement.solver import backends, constraints, objectives
 from placement.solver.domains import restricted_domain
 from placement.solver.elastic import diagnose
 from placement.solver.model import IlpModel, new_model
+from placement.solver.pooling import pool_servers, unpool
 from placement.solver.result import PlanResult, SolverOptions, Stage
 
 
@@ -33,7 +35,26 @@ def _remaining(deadline: float | None) -> float | None:
 
 
 def solve(problem: PlacementProblem, options: SolverOptions = SolverOptions()) -> PlanResult:
-    """Optimal placement of ``problem`` (see :mod:`placement.solver.objectives` for the objective)."""
+    """Optimal placement of ``problem`` (see :mod:`placement.solver.objectives` for the objective).
+
+    Identical servers are first solved as one pool (:mod:`placement.solver.pooling`); the full model is solved only
+    when the pool's plan cannot be packed onto them, or when the pooled model is infeasible.
+    """
+    pooled = pool_servers(problem)
+    if pooled is not None:
+        pooled_problem, pools = pooled
+        result = _solve(pooled_problem, options)
+        if result.assignment is not None:
+            assignment = unpool(problem, result.assignment, pools)
+            if assignment is not None:
+                cost = evaluate(problem, assignment)
+                if cost.feasible:
+                    note = f"identical servers solved as pools: {', '.join(pools)}"
+                    return replace(result, assignment=assignment, cost=cost, notes=result.notes + (note,))
+    return _solve(problem, options)
+
+
+def _solve(problem: PlacementProblem, options: SolverOptions) -> PlanResult:
     mode = options.objective or problem.policy.objective
     try:
         domain = restricted_domain(problem)

@@ -1,0 +1,30 @@
+# The two commands the README starts with: `make demo` and `make test`.
+PY := .venv/bin/python
+OUT ?= out
+
+.PHONY: setup setup-full demo test test-quick bench clean
+
+setup:
+	@scripts/setup.sh
+
+setup-full:
+	@scripts/setup.sh --full
+
+## Plan the shipped IoT example on the 1 server + 3 Raspberry Pi inventory, with the baselines compared.
+demo: setup
+	.venv/bin/placement plan --inventory inventory/edge-lab.yaml --profile examples/profiles/iot-sensors.json \
+	  --out $(OUT)/iot-sensors --compare
+
+## Everything, with real Flink, PySpark, sshd, tc and Ansible (needs root for namespaces; CI runs this).
+test: setup-full
+	.venv/bin/pytest -q -p no:cacheprovider --timeout=900
+
+## The fast part: no Flink cluster, no Spark, no Ansible.
+test-quick: setup
+	.venv/bin/pytest -q -m "not flink and not spark and not ansible"
+
+bench: setup-full
+	$(PY) benchmarks/solver_scaling.py
+
+clean:
+	rm -rf $(OUT) .pytest_cache
