@@ -1,7 +1,7 @@
 """The plan directory: every artifact of one plan, rendered purely and then written in one place.
 
 ``plan.json``, ``schedulercfg``, ``redeploy.sh`` (executable), ``placement.json`` (the vanilla-mode mapping),
-``plan.dot``/``plan.svg``/``plan.png``. Files are written to a temporary name and renamed, so a directory never holds a
+``vanilla/<host>.yaml`` (TaskManager keys for vanilla placement), ``plan.dot``/``plan.svg``/``plan.png``. Files are written to a temporary name and renamed, so a directory never holds a
 half-written artifact.
 """
 
@@ -18,6 +18,7 @@ from placement.writers.picture import plan_graph, render_images
 from placement.writers.planjson import PlanDocument, render_plan_json
 from placement.writers.redeploy import render_redeploy
 from placement.writers.schedulercfg import label_collisions, render_schedulercfg
+from placement.writers.vanilla import render_taskmanager_configs
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,7 @@ def render_artifacts(problem: PlacementProblem, plan: PlanDocument, inv: Invento
         "schedulercfg": render_schedulercfg(plan.assignment, problem.vertex_order, strict=strict).encode(),
         "redeploy.sh": render_redeploy(plan, inv).encode(),
         "placement.json": (json.dumps(plan.mapping(), indent=2) + "\n").encode(),
+        **{name: text.encode() for name, text in render_taskmanager_configs(plan, inv).items()},
     }
     title = f"{plan.job}: {plan.objective.wan_mbit:.2f} Mbit/s over the WAN ({plan.solver.status})"
     assignment = {(a.vertex_id, a.subtask): a.host for a in plan.assignment}
@@ -54,7 +56,8 @@ def write_plan_dir(out_dir: Path, artifacts: Artifacts) -> list[Path]:
     written = []
     for name, data in artifacts.files.items():
         target = out_dir / name
-        tmp = out_dir / f".{name}.tmp"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.tmp")
         tmp.write_bytes(data)
         os.chmod(tmp, 0o755 if name in artifacts.executable else 0o644)
         tmp.replace(target)

@@ -15,6 +15,7 @@ from string import Template
 from placement.inventory import Inventory
 from placement.resources import repo_dir
 from placement.writers.planjson import PlanDocument
+from placement.writers.vanilla import placement_args
 
 CUSTOM_INSTALL = """echo "2/4 installing schedulercfg on the JobManager host {target}"
 scp -P {port} -o StrictHostKeyChecking=yes "$HERE/schedulercfg" {target}:{path_new}
@@ -27,7 +28,7 @@ def run_body(plan: PlanDocument, inv: Inventory) -> dict:
     """The REST body for ``POST /jars/<id>/run`` (``savepointPath`` is filled in by the script)."""
     args = list(inv.job.program_args)
     if plan.placement_mode == "vanilla":
-        args += ["--placement", json.dumps(plan.mapping(), separators=(",", ":"))]
+        args += placement_args(plan)
     body: dict = {"programArgsList": args, "allowNonRestoredState": False}
     if inv.job.entry_class:
         body["entryClass"] = inv.job.entry_class

@@ -31,7 +31,8 @@ def test_plan_writes_every_artifact_and_is_optimal(profile, tmp_path, capsys):
     assert code == 0, err
     summary = json.loads(out)
     assert summary["results"][0]["status"] == "optimal"
-    for name in ("plan.json", "schedulercfg", "redeploy.sh", "placement.json", "plan.svg", "plan.png", "plan.dot"):
+    for name in ("plan.json", "schedulercfg", "redeploy.sh", "placement.json", "plan.svg", "plan.png", "plan.dot",
+                 "vanilla/server.yaml"):
         assert (tmp_path / name).stat().st_size > 0, name
     plan = load_plan(tmp_path)
     assert plan.solver.status == "optimal" and plan.solver.gap == pytest.approx(0, abs=1e-4)
@@ -52,6 +53,8 @@ def test_plan_writes_every_artifact_and_is_optimal(profile, tmp_path, capsys):
     assert "Mbit/s" in svg and all(h in svg for h in ("rpi1", "server"))
     assert (tmp_path / "redeploy.sh").stat().st_mode & 0o111
     assert subprocess.run(["bash", "-n", str(tmp_path / "redeploy.sh")]).returncode == 0
+    server_tm = yaml.safe_load((tmp_path / "vanilla" / "server.yaml").read_text())
+    assert server_tm["external-resources"] == "server" and server_tm["external-resource.server.amount"] == 8
 
 
 def test_plan_tables_and_compare(tmp_path, capsys):
