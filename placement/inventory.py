@@ -17,7 +17,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from placement.loading import FieldError, load_model
-from placement.units import parse_percent, parse_rate_mbit, parse_size_mib, parse_time_ms
+from placement.units import MiB, Millis, Percent, RateMbit
 
 NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]*$"  # also a Flink external-resource name and a resource-id: no dots, no spaces
 
@@ -61,7 +61,7 @@ class Host(Strict):
     role: Literal["server", "edge"]
     model: str = "generic"
     cores: float | None = Field(None, gt=0)
-    memory: float | None = Field(None, description="MiB after parsing; '4GiB' accepted")
+    memory: MiB | None = Field(None, description="MiB after parsing; '4GiB' accepted")
     task_slots: int | None = Field(None, ge=1)
     speed: float | None = Field(None, gt=0, le=100)
     interface: str | None = Field(None, pattern=r"^[A-Za-z0-9_.@-]{1,15}$")
@@ -77,11 +77,6 @@ class Host(Strict):
         if not v or re.search(r"[\s;]", v):
             raise ValueError(f"{v!r} is not a host address (no spaces or ';')")
         return v
-
-    @field_validator("memory", mode="before")
-    @classmethod
-    def _memory(cls, v: object) -> float | None:
-        return None if v is None else parse_size_mib(v)
 
     @model_validator(mode="after")
     def _fill_from_model(self) -> Host:
@@ -118,30 +113,12 @@ class Link(Strict):
 
     from_: str = Field(alias="from")
     to: str
-    bandwidth: float = Field(description="Mbit/s after parsing; '50mbit' accepted")
-    delay: float = Field(0.0, description="one-way delay, ms")
-    jitter: float = Field(0.0, description="ms")
-    loss: float = Field(0.0, description="percent")
-    correlation: float = Field(0.0, description="percent; netem correlation for jitter and loss")
+    bandwidth: RateMbit = Field(description="Mbit/s after parsing; '50mbit' accepted")
+    delay: Millis = Field(0.0, description="one-way delay, ms")
+    jitter: Millis = Field(0.0, description="ms")
+    loss: Percent = Field(0.0, description="percent")
+    correlation: Percent = Field(0.0, description="percent; netem correlation for jitter and loss")
     profile: str | None = Field(None, description="a named WAN profile from netem/ whose figures this link takes")
-
-    @field_validator("bandwidth", mode="before")
-    @classmethod
-    def _bw(cls, v: object) -> float:
-        mbit = parse_rate_mbit(v)
-        if mbit <= 0:
-            raise ValueError("bandwidth must be positive")
-        return mbit
-
-    @field_validator("delay", "jitter", mode="before")
-    @classmethod
-    def _time(cls, v: object) -> float:
-        return parse_time_ms(v)
-
-    @field_validator("loss", "correlation", mode="before")
-    @classmethod
-    def _pct(cls, v: object) -> float:
-        return parse_percent(v)
 
     @property
     def name(self) -> str:
@@ -196,16 +173,11 @@ class Policy(Strict):
 
     cpu_utilisation_target: float = Field(0.8, gt=0, le=1, description="usable share of a host's cores")
     wan_headroom: float = Field(0.9, gt=0, le=1, description="usable share of a link's bandwidth")
-    memory_per_subtask: float = Field(256.0, description="MiB a subtask needs besides its state")
+    memory_per_subtask: MiB = Field(256.0, description="MiB a subtask needs besides its state")
     memory_utilisation_target: float = Field(0.8, gt=0, le=1)
     objective: Literal["lexicographic", "weighted"] = "lexicographic"
     weights: Weights = Field(default_factory=Weights)
     lexicographic_tolerance: float = Field(1e-6, ge=0, le=0.5, description="relative slack kept on earlier stages")
-
-    @field_validator("memory_per_subtask", mode="before")
-    @classmethod
-    def _mem(cls, v: object) -> float:
-        return parse_size_mib(v)
 
 
 class Inventory(Strict):

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Annotated
+
+from pydantic import BeforeValidator
 
 _NUMBER = r"(?P<value>[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*"
 
@@ -78,3 +81,17 @@ def format_time(ms: float) -> str:
     """milliseconds -> tc's spelling (``50.0`` -> ``'50ms'``, ``0.25`` -> ``'250us'``)."""
     us = round(ms * 1000)
     return f"{us // 1000}ms" if us % 1000 == 0 else f"{us}us"
+
+
+def parse_positive_rate_mbit(text: object) -> float:
+    mbit = parse_rate_mbit(text)
+    if mbit <= 0:
+        raise ValueError("bandwidth must be positive")
+    return mbit
+
+
+# Field types for pydantic models: accept the human spelling, store the number in the named unit.
+RateMbit = Annotated[float, BeforeValidator(parse_positive_rate_mbit)]  # '50mbit' -> 50.0
+Millis = Annotated[float, BeforeValidator(parse_time_ms)]  # '50ms' -> 50.0
+Percent = Annotated[float, BeforeValidator(parse_percent)]  # '0.5%' -> 0.5
+MiB = Annotated[float, BeforeValidator(parse_size_mib)]  # '4GiB' -> 4096.0
