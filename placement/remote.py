@@ -100,7 +100,7 @@ class LocalExecutor(Executor):
         if privileged and self.sudo and os.geteuid() != 0:
             full = ["sudo", "-n", *full]
         try:
-            proc = subprocess.run(full, capture_output=True, text=True, timeout=timeout)
+            proc = subprocess.run(full, capture_output=True, text=True, timeout=timeout, check=False)
         except FileNotFoundError:
             return CommandResult(self.host, tuple(argv), 127, stderr=f"{full[0]}: command not found")
         except subprocess.TimeoutExpired:
@@ -193,7 +193,7 @@ class SshExecutor(Executor):
             command = "sudo -n " + command  # -n: fail rather than wait for a password nobody will type
         try:
             res = conn.run(command, hide=True, warn=True, in_stream=False, timeout=timeout)
-        except Exception as exc:  # invoke's CommandTimedOut and transport errors: one line, no traceback
+        except Exception as exc:  # noqa: BLE001  invoke's CommandTimedOut, transport errors: one line, no traceback
             return CommandResult(self.host, tuple(argv), 255, stderr=f"{type(exc).__name__}: {str(exc).strip()}")
         return CommandResult(self.host, tuple(argv), res.exited, res.stdout, res.stderr)
 

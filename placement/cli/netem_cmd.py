@@ -17,7 +17,7 @@ from rich.table import Table
 from placement.errors import BadInput, PlacementError
 from placement.inventory import Inventory, load_inventory
 from placement.netem import ops
-from placement.netem.plan import host_index, shapes_for_host, shaped_hosts
+from placement.netem.plan import host_index, shaped_hosts, shapes_for_host
 from placement.netem.profiles import WanProfile, load_profile
 from placement.netem.status import InterfaceStatus
 from placement.netem.tc import Shape
@@ -108,15 +108,16 @@ def netem() -> None:
 @_common
 @click.option("--profile", "profile_name", metavar="NAME", help="a WAN profile from netem/ overriding every link's figures")
 @click.option("--require-delay", is_flag=True,
-              help="fail (and apply nothing on that host) when the kernel has no netem for delay/jitter/loss")
+              help="fail, leaving that host unshaped, when its kernel has no netem for delay/jitter/loss")
 def apply_cmd(inventory_file: str, hosts: tuple[str, ...], dry_run: bool, force_local: bool, accept_new_host_keys: bool,
               profile_name: str | None, require_delay: bool) -> None:
     """Install each link's rate limit (and delay, jitter, loss) on the sending host; replaces an earlier apply."""
     inv = load_inventory(inventory_file)
     profile = load_profile(profile_name, field="--profile") if profile_name else None
     targets = _targets(inv, inventory_file, hosts, profile, need_shapes=True)
+    for name in sorted(set(hosts) - {t.host for t in targets}):
+        click.echo(f"{name}: no link leaves this host; nothing to shape")
     if not targets:
-        click.echo("nothing to shape: no selected host sends over a link")
         return
     factory = _factory(inv, dry_run, force_local, accept_new_host_keys)
     applied: list[tuple[Executor, Target]] = []
@@ -129,7 +130,10 @@ def apply_cmd(inventory_file: str, hosts: tuple[str, ...], dry_run: bool, force_
             except PlacementError:
                 # hosts changed earlier in this run are reset too: a multi-host apply is all or nothing
                 for done_ex, done in applied:
-                    ops.clear_host(done_ex, done.interface)
+                    try:
+                        ops.clear_host(done_ex, done.interface)
+                    except PlacementError as exc:
+                        click.echo(f"warning: could not undo {done.host}: {exc}", err=True)
                 raise
             applied.append((ex, t))
             verb = "would shape" if outcome.dry_run else ("reshaped" if outcome.replaced else "shaped")
@@ -143,16 +147,17 @@ def apply_cmd(inventory_file: str, hosts: tuple[str, ...], dry_run: bool, force_
 
 
 def _status_table(host: str, status: InterfaceStatus) -> Table:
-    table = Table(title=f"{host} {status.interface}: htb {status.root.handle if status.root else ''}")
-    for col in ("dest", "class", "rate Mbit/s", "delay ms", "jitter ms", "loss %", "sent bytes", "packets", "drops",
-                "overlimits"):
-        table.add_column(col, justify="right" if col not in ("dest", "class") else "left")
+    table = Table(title=f"{host} {status.interface}: htb {status.root.handle if status.root else ''}, "
+                        f"{status.unshaped_packets} packets unshaped")
+    for col in ("dest", "Mbit/s", "delay ms", "loss %", "sent bytes", "drops", "overlimits"):
+        # fold, never truncate: a counter cut to "3137…" would be worse than a wrapped one
+        table.add_column(col, justify="left" if col == "dest" else "right", overflow="fold")
     for c in status.classes:
+        delay = "-" if c.delay_ms is None else f"{c.delay_ms:g}" + (f"±{c.jitter_ms:g}" if c.jitter_ms else "")
         table.add_row(
-            c.dest or "?", c.classid, f"{c.rate_mbit:g}" if c.rate_mbit is not None else "?",
-            f"{c.delay_ms:g}" if c.delay_ms is not None else "-", f"{c.jitter_ms:g}" if c.jitter_ms is not None else "-",
-            f"{c.loss_pct:g}" if c.loss_pct is not None else "-", str(c.bytes), str(c.packets),
-            str(c.drops + c.leaf_drops), str(c.overlimits),
+            c.dest or c.classid, f"{c.rate_mbit:g}" if c.rate_mbit is not None else "?", delay,
+            f"{c.loss_pct:g}" if c.loss_pct is not None else "-", str(c.bytes), str(c.drops + c.leaf_drops),
+            str(c.overlimits),
         )
     return table
 

@@ -109,7 +109,7 @@ def apply_host(ex: Executor, interface: str, shapes: Sequence[tc.Shape], *, requ
                 if require_delay:
                     raise NetemUnavailable(
                         f"{ex.host}: the kernel has no netem qdisc (sch_netem): {res.message}; "
-                        "--require-delay given, so nothing was applied"
+                        f"--require-delay given, so {interface} was left unshaped"
                     )
             else:
                 _tc(ex, cmd)

@@ -11,11 +11,12 @@ import os
 import re
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from placement.errors import BadInput
 from placement.loading import load_model
-from placement.units import parse_percent, parse_rate_mbit, parse_time_ms
+from placement.resources import repo_dir
+from placement.units import Millis, Percent, RateMbit
 
 ENV_VAR = "PLACEMENT_NETEM_PROFILES"
 PROFILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # a file stem: no '/' or '..' can leave the directory
@@ -28,36 +29,18 @@ class WanProfile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: str | None = Field(None, description="defaults to the file name without .yaml")
     description: str = ""
-    bandwidth: float = Field(description="Mbit/s after parsing; '50mbit' accepted")
-    delay: float = Field(0.0, description="one-way delay added on the edge's egress, ms")
-    jitter: float = Field(0.0, description="ms")
-    loss: float = Field(0.0, description="percent")
-    correlation: float = Field(0.0, description="percent; netem correlation for jitter and loss")
-
-    @field_validator("bandwidth", mode="before")
-    @classmethod
-    def _bw(cls, v: object) -> float:
-        mbit = parse_rate_mbit(v)
-        if mbit <= 0:
-            raise ValueError("bandwidth must be positive")
-        return mbit
-
-    @field_validator("delay", "jitter", mode="before")
-    @classmethod
-    def _time(cls, v: object) -> float:
-        return parse_time_ms(v)
-
-    @field_validator("loss", "correlation", mode="before")
-    @classmethod
-    def _pct(cls, v: object) -> float:
-        return parse_percent(v)
+    bandwidth: RateMbit = Field(description="Mbit/s after parsing; '50mbit' accepted")
+    delay: Millis = Field(0.0, description="one-way delay added on the edge's egress, ms")
+    jitter: Millis = Field(0.0, description="ms")
+    loss: Percent = Field(0.0, description="percent")
+    correlation: Percent = Field(0.0, description="percent; netem correlation for jitter and loss")
 
 
 def profiles_dir() -> Path:
     env = os.environ.get(ENV_VAR)
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[2] / "netem"
+    return repo_dir("netem")
 
 
 def list_profiles(directory: Path | None = None) -> list[str]:

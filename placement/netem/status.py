@@ -89,7 +89,7 @@ def parse_root(qdisc_json: str) -> RootQdisc | None:
     return None
 
 
-_CLASS_HEAD = re.compile(r"^class htb (?P<id>\S+) .*?\brate (?P<rate>\S+) ceil (?P<ceil>\S+)", re.M)
+_CLASS_HEAD = re.compile(r"^class htb (?P<id>\S+) .*?\brate (?P<rate>\S+) ceil (?P<ceil>\S+)", re.MULTILINE)
 _SENT = re.compile(r"Sent (?P<bytes>\d+) bytes (?P<pkts>\d+) pkt \(dropped (?P<drops>\d+), overlimits (?P<over>\d+)")
 
 

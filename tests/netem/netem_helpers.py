@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -18,6 +19,9 @@ from placement.cli import main
 from placement.netns import Namespaces, netns_available, ns_exec, run
 
 REPO = Path(__file__).resolve().parents[2]
+# the shared helpers in tests/support are imported as `support.*` (tests/ is not a package; see tests/ansible)
+if str(REPO / "tests") not in sys.path:
+    sys.path.insert(0, str(REPO / "tests"))
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -64,12 +68,17 @@ def iperf_transfer(server_ns: str | None, server_addr: str, *, client_ns: str | 
         if omit:
             argv += ["-O", str(omit)]
         while True:  # the server needs a moment to listen
-            proc = subprocess.run(ns_exec(client_ns, argv), capture_output=True, text=True, timeout=60)
-            if proc.returncode == 0 or time.monotonic() > deadline:
+            proc = subprocess.run(ns_exec(client_ns, argv), capture_output=True, text=True, timeout=60, check=False)
+            try:
+                report = json.loads(proc.stdout)
+            except json.JSONDecodeError:
+                report = {"error": proc.stderr.strip() or f"exit {proc.returncode}"}
+            # iperf3 3.12 exits 0 even when it could not connect; the JSON carries the error
+            if "error" not in report or time.monotonic() > deadline:
                 break
             time.sleep(0.1)
-        assert proc.returncode == 0, proc.stdout[-500:] + proc.stderr[-500:]
-        return json.loads(proc.stdout)["end"]
+        assert "error" not in report, report["error"]
+        return report["end"]
     finally:
         try:
             server.wait(timeout=10)
@@ -107,3 +116,42 @@ def netem_missing_reason() -> str | None:
                 reason = None if proc.returncode == 0 else f"kernel has no netem qdisc: {proc.stderr.strip()}"
         _NETEM_PROBE.append(reason)
     return _NETEM_PROBE[0]
+
+
+_RECEIVER = """
+import socket, sys
+srv = socket.create_server((sys.argv[1], int(sys.argv[2])))
+conn, _ = srv.accept()
+total = 0
+while chunk := conn.recv(1 << 16):
+    total += len(chunk)
+print(total, flush=True)
+"""
+
+
+def socket_transfer(server_ns: str | None, server_addr: str, nbytes: int, *, port: int = 5301) -> int:
+    """Send exactly ``nbytes`` over one TCP connection to a receiver in ``server_ns``; returns what it received."""
+    receiver = subprocess.Popen(ns_exec(server_ns, [sys.executable, "-c", _RECEIVER, server_addr, str(port)]),
+                                stdout=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                sock = socket.create_connection((server_addr, port), timeout=30)
+                break
+            except ConnectionRefusedError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        with sock:
+            block = b"x" * (1 << 16)
+            left = nbytes
+            while left:
+                left -= sock.send(block[: min(left, len(block))])
+            sock.shutdown(socket.SHUT_WR)
+        out, _ = receiver.communicate(timeout=60)
+        return int(out.strip())
+    finally:
+        if receiver.poll() is None:
+            receiver.kill()
+            receiver.wait()

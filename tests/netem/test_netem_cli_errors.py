@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from netem_helpers import REPO, run_cli, write_inventory
 
 
@@ -74,7 +73,7 @@ def test_installed_entry_point_maps_errors_to_exit_2(tmp_path: Path) -> None:
     inv = _inv(tmp_path, bandwidth="fast")
     exe = Path(sys.executable).with_name("placement")
     proc = subprocess.run([str(exe), "netem", "apply", "--inventory", str(inv)], capture_output=True, text=True,
-                          timeout=60)
+                          timeout=60, check=False)
     _assert_one_line_error(proc.returncode, proc.stdout, proc.stderr, "links[0].bandwidth")
 
 
