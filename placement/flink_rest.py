@@ -149,6 +149,30 @@ class FlinkRest:
             for tm in body.get("taskmanagers", [])
         ]
 
+    def jobmanager_config(self) -> dict[str, str]:
+        """The running JobManager's effective configuration (``GET /jobmanager/config``), key -> value."""
+        return {e["key"]: e.get("value", "") for e in self.get("/jobmanager/config")}
+
+    def wait_for_taskmanagers(self, wanted: Mapping[str, str | None], timeout: float = 120.0) -> list[TaskManagerInfo]:
+        """Wait until a TaskManager with each resource id in ``wanted`` is registered; a non-None value is an
+        external resource that TaskManager must declare (``totalResource.extendedResources``)."""
+        deadline = time.monotonic() + timeout
+        missing = sorted(wanted)
+        while time.monotonic() < deadline:
+            try:
+                tms = {tm.id: tm for tm in self.taskmanagers()}
+            except FlinkRestError:
+                tms = {}
+            missing = [
+                tm_id for tm_id, resource in sorted(wanted.items())
+                if tm_id not in tms
+                or (resource is not None and resource not in (tms[tm_id].total_resource.get("extendedResources") or {}))
+            ]
+            if not missing:
+                return list(tms.values())
+            time.sleep(0.5)
+        raise PlacementError(f"TaskManager(s) {', '.join(missing)} not registered (with their resource) after {timeout:.0f}s")
+
     # ---- jars --------------------------------------------------------------------------------------------------
 
     def upload_jar(self, jar: str | Path) -> str:
@@ -163,6 +187,10 @@ class FlinkRest:
         if body.get("status") != "success" or not body.get("filename"):
             raise FlinkRestError(f"Flink REST POST {self.url}/jars/upload: unexpected answer {body}")
         return Path(body["filename"]).name
+
+    def jar_ids(self) -> list[str]:
+        """Ids of the jars uploaded to this JobManager (``GET /jars``)."""
+        return [f["id"] for f in self.get("/jars").get("files", [])]
 
     def delete_jar(self, jar_id: str) -> None:
         self.request("DELETE", f"/jars/{jar_id}")
@@ -251,10 +279,42 @@ class FlinkRest:
         text = body.get("root-exception") or (history[0].get("stacktrace") if history else None)
         return text.strip().splitlines()[0] if text else None
 
-    def vertex_metrics(self, job_id: str, vertex_id: str, names: Sequence[str], agg: str = "sum") -> dict[str, float]:
-        """Aggregated subtask metrics of one vertex, e.g. ``{"numRecordsOut": 1234.0}`` (absent ones left out)."""
-        body = self.get(f"/jobs/{job_id}/vertices/{vertex_id}/subtasks/metrics", params={"get": ",".join(names), "agg": agg})
+    def vertex_metrics(
+        self, job_id: str, vertex_id: str, names: Sequence[str], agg: str = "sum", *, refresh: float = 0.0
+    ) -> dict[str, float]:
+        """Aggregated subtask metrics of one vertex, e.g. ``{"numRecordsOut": 1234.0}`` (absent ones left out).
+
+        The JobManager fetches metrics from the TaskManagers lazily: a request starts a fetch (if the last one is
+        older than ``metrics.fetcher.update-interval``) but is answered from the store as it was *before* that fetch.
+        After a quiet spell the answer is as old as the previous request. ``refresh`` > 0 sends a priming request and
+        waits that many seconds before the one whose answer is returned.
+        """
+        path = f"/jobs/{job_id}/vertices/{vertex_id}/subtasks/metrics"
+        params = {"get": ",".join(names), "agg": agg}
+        if refresh > 0:
+            self.get(path, params=params)
+            time.sleep(refresh)
+        body = self.get(path, params=params)
         return {m["id"]: float(m[agg]) for m in body if agg in m}
+
+    def trigger_stop_with_savepoint(self, job_id: str, target_directory: str, *, drain: bool = False) -> str:
+        """Ask for stop-with-savepoint; returns the trigger id (see :meth:`savepoint_status`)."""
+        answer = self.request("POST", f"/jobs/{job_id}/stop", json={"targetDirectory": target_directory, "drain": drain})
+        trigger = answer.get("request-id")
+        if not trigger:
+            raise FlinkRestError(f"Flink REST POST {self.url}/jobs/{job_id}/stop: no request-id in {answer}")
+        return trigger
+
+    def savepoint_status(self, job_id: str, trigger: str) -> tuple[str, str | None, str | None]:
+        """(status, location, failure) of a savepoint trigger; status is IN_PROGRESS or COMPLETED."""
+        body = self.get(f"/jobs/{job_id}/savepoints/{trigger}")
+        status = body.get("status", {}).get("id", "?")
+        operation = body.get("operation") or {}
+        failure = None
+        if status == "COMPLETED" and "location" not in operation:
+            cause = (operation.get("failure-cause") or {}).get("stack-trace", "") or str(operation)
+            failure = cause.strip().splitlines()[0] if cause.strip() else "unknown failure"
+        return status, operation.get("location"), failure
 
     def cancel(self, job_id: str) -> None:
         self.request("PATCH", f"/jobs/{job_id}", params={"mode": "cancel"})

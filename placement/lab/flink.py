@@ -165,6 +165,7 @@ class ClusterSpec:
     work_dir: Path
     taskmanagers: tuple[TaskManagerSpec, ...]
     jobmanager_address: str = "127.0.0.1"  # rpc address; TMs in namespaces must be able to reach it
+    jobmanager_bind_host: str | None = None  # default: jobmanager_address; "0.0.0.0" to accept on every interface
     rest_address: str = "127.0.0.1"
     rest_port: int = 0
     rpc_port: int = 0
@@ -234,7 +235,7 @@ def common_config(spec: ClusterSpec, rest_port: int, rpc_port: int) -> dict[str,
 def jobmanager_config(spec: ClusterSpec, rest_port: int, rpc_port: int) -> dict[str, object]:
     return {
         **common_config(spec, rest_port, rpc_port),
-        "jobmanager.bind-host": spec.jobmanager_address,
+        "jobmanager.bind-host": spec.jobmanager_bind_host or spec.jobmanager_address,
         "rest.bind-address": spec.rest_address,
         "jobmanager.memory.heap.size": f"{spec.jobmanager_heap_mib}m",
         "jobmanager.memory.off-heap.size": "64m",
@@ -271,6 +272,16 @@ def taskmanager_config(spec: ClusterSpec, tm: TaskManagerSpec, rest_port: int, r
         conf[f"external-resource.{tm.external_resource}.amount"] = tm.external_resource_amount
     conf.update(tm.extra_config)
     return conf
+
+
+def memory_sizing_key(conf: Mapping[str, object]) -> str:
+    """What BashJavaUtils' answer depends on: memory options, slots, CPU cores and the external resources (its
+    dynamic properties carry the TM's whole resource spec, extended resources included)."""
+    keys = sorted(
+        k for k in conf
+        if k.startswith(("taskmanager.memory.", "external-resource")) or k in ("taskmanager.numberOfTaskSlots", "taskmanager.cpu.cores")
+    )
+    return json.dumps({k: conf[k] for k in keys}, sort_keys=True, default=str)
 
 
 def jvm_base_flags(log_file: Path, conf_dir: Path) -> list[str]:
@@ -349,7 +360,7 @@ class FlinkProcess:
 
 @dataclass
 class RunningCluster:
-    """A started cluster: its REST URL, the processes, and :meth:`stop`. Also a context manager."""
+    """A started cluster: its REST URL, the processes, and :meth:`stop`."""
 
     spec: ClusterSpec
     home: FlinkHome
@@ -380,12 +391,6 @@ class RunningCluster:
         """SIGTERM every process group (TaskManagers first), SIGKILL what is left after ``timeout``."""
         stop_processes(self.processes, timeout)
         self.state_file.unlink(missing_ok=True)
-
-    def __enter__(self) -> RunningCluster:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def _signal_group(pid: int, sig: int) -> None:
@@ -430,7 +435,7 @@ def _write_conf_dir(conf_dir: Path, conf: Mapping[str, object]) -> None:
 
 
 def _memory_flags(home: FlinkHome, command: str, conf_dir: Path) -> tuple[list[str], list[str]]:
-    proc = subprocess.run(bash_java_utils_argv(home, command, conf_dir), capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(bash_java_utils_argv(home, command, conf_dir), capture_output=True, text=True, timeout=120, check=False)
     if proc.returncode != 0:
         last = (proc.stdout + proc.stderr).strip().splitlines()
         raise PlacementError(f"{conf_dir / 'config.yaml'}: Flink rejected the memory settings: {last[-1] if last else proc.returncode}")
@@ -456,7 +461,9 @@ def start_cluster(spec: ClusterSpec, *, timeout: float = 120.0, die_with_parent:
     On any failure everything already started is stopped again before the error is raised (nothing half-up).
     ``die_with_parent`` ties the JVMs' lives to this Python process (for tests); ``placement lab up`` leaves it off.
     """
-    from placement.flink_rest import FlinkRest  # the REST client is also used without a lab
+    from placement.flink_rest import (
+        FlinkRest,  # the REST client is also used without a lab
+    )
 
     home = FlinkHome(Path(spec.flink_home)) if spec.flink_home else find_flink_home()
     spec.work_dir.mkdir(parents=True, exist_ok=True)
@@ -472,11 +479,17 @@ def start_cluster(spec: ClusterSpec, *, timeout: float = 120.0, die_with_parent:
         started.append(jobmanager)
 
         taskmanagers: dict[str, FlinkProcess] = {}
+        flags_by_sizing: dict[str, tuple[list[str], list[str]]] = {}
         for tm in spec.taskmanagers:
             tm_dir = spec.work_dir / f"tm-{tm.resource_id}"
             conf_dir = tm_dir / "conf"
-            _write_conf_dir(conf_dir, taskmanager_config(spec, tm, rest_port, rpc_port))
-            jvm, dyn = _memory_flags(home, "GET_TM_RESOURCE_PARAMS", conf_dir)
+            conf = taskmanager_config(spec, tm, rest_port, rpc_port)
+            _write_conf_dir(conf_dir, conf)
+            # BashJavaUtils is a JVM start of its own (seconds on a busy machine): ask once per distinct sizing
+            sizing = memory_sizing_key(conf)
+            if sizing not in flags_by_sizing:
+                flags_by_sizing[sizing] = _memory_flags(home, "GET_TM_RESOURCE_PARAMS", conf_dir)
+            jvm, dyn = flags_by_sizing[sizing]
             log = tm_dir / "taskmanager.log"
             proc = _launch(f"taskmanager {tm.resource_id}", taskmanager_argv(home, tm, conf_dir, log, jvm, dyn), log, die_with_parent)
             started.append(proc)
@@ -503,7 +516,8 @@ def _wait_until_ready(cluster: RunningCluster, rest: object, timeout: float) -> 
             if not p.alive():
                 raise PlacementError(f"{p.name} exited during start (log {p.log_file}): {p.log_tail()}")
         try:
-            registered = {tm.id for tm in rest.taskmanagers()}
+            # a TM counts once its slots are reported too (registration and the slot report are separate steps)
+            registered = {tm.id for tm in rest.taskmanagers() if tm.slots > 0}
         except PlacementError:
             registered = set()
         if wanted <= registered:

@@ -27,6 +27,11 @@ NEXMARK_BIDS_JOB = "placement.lab.NexmarkBidsJob"
 BRANCHING_JOB = "placement.lab.BranchingJob"
 
 IOT_VERTICES = ("Source: Sensors", "Parse", "Filter", "Enrich", "Window Aggregate", "Sink: Readings")
+NEXMARK_VERTICES = ("Source: Bids", "Parse Bids", "Currency Convert", "Filter Auctions", "Hot Items", "Sink: HotItems")
+BRANCHING_VERTICES = (
+    "Source: Cameras", "Detect Objects", "Source: Meters", "Parse Meters", "Join Frames Meters", "Sink: Alerts",
+)
+# With `--sink v2` the sink vertex is "<name>: Writer" instead of "Sink: <name>" (Flink 2.3's Sink v2 naming).
 
 
 @dataclass(frozen=True)
@@ -56,7 +61,7 @@ def jar_argv(jar: Path, manifest: Path, classes_dir: Path) -> list[str]:
 
 
 def _run(argv: list[str], what: str) -> None:
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
     if proc.returncode != 0:
         errors = [line for line in (proc.stderr + proc.stdout).splitlines() if "error" in line] or (proc.stderr + proc.stdout).splitlines()
         raise PlacementError(f"{what} failed: {errors[0].strip() if errors else f'exit {proc.returncode}'}")
@@ -95,3 +100,29 @@ def build_jobs_jar(
         _run(jar_argv(partial, manifest, classes), "jar of the lab jobs")
         os.replace(partial, jar)  # atomic: a concurrent builder sees either no jar or a whole one
     return JobsJar(jar, digest)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m placement.lab.jobs [--out PATH]``: build the jar (and copy it to PATH); prints its path."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m placement.lab.jobs", description=main.__doc__)
+    parser.add_argument("--out", type=Path, help="also copy the jar here (e.g. deploy/jobs/placement-lab-jobs.jar)")
+    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
+    args = parser.parse_args(argv)
+    try:
+        built = build_jobs_jar(args.cache)
+        path = built.path
+        if args.out:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(built.path, args.out)
+            path = args.out
+    except PlacementError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    print(path)
+
+
+if __name__ == "__main__":
+    main()

@@ -33,6 +33,10 @@ def test_taskmanager_config_carries_resource_id_slots_address_and_external_resou
     assert server["external-resources"] == ["server"]
     assert server["external-resource.server.amount"] == 8
     assert server["rest.port"] == 18081 and server["jobmanager.rpc.port"] == 16123
+    assert lf.jobmanager_config(s, 18081, 16123)["jobmanager.bind-host"] == "127.0.0.1"
+    wide = lf.ClusterSpec(tmp_path, s.taskmanagers, jobmanager_address="10.203.0.1", jobmanager_bind_host="0.0.0.0")
+    assert lf.jobmanager_config(wide, 1, 2)["jobmanager.bind-host"] == "0.0.0.0"
+    assert lf.jobmanager_config(wide, 1, 2)["jobmanager.rpc.address"] == "10.203.0.1"
     edge = lf.taskmanager_config(s, s.taskmanagers[1], 18081, 16123)
     assert edge["taskmanager.host"] == edge["taskmanager.bind-host"] == "10.203.0.2"
     assert "external-resources" not in edge
@@ -105,3 +109,16 @@ def test_run_request_body_uses_the_keys_flink_2_3_reads():
         "allowNonRestoredState": True,
     }
     assert run_request_body() == {"programArgsList": []}
+
+
+def test_taskmanagers_sized_alike_share_one_memory_computation_and_others_do_not(tmp_path):
+    s = spec(tmp_path)
+    a = lf.taskmanager_config(s, lf.TaskManagerSpec("rpi1", slots=4), 1, 2)
+    b = lf.taskmanager_config(s, lf.TaskManagerSpec("rpi2", slots=4, address="10.203.0.6"), 1, 2)
+    c = lf.taskmanager_config(s, lf.TaskManagerSpec("rpi3", slots=2), 1, 2)
+    d = lf.taskmanager_config(s, lf.TaskManagerSpec("rpi4", slots=4, task_heap_mib=256), 1, 2)
+    # BashJavaUtils' dynamic properties carry the external resources: a TM must never get another TM's pin
+    e = lf.taskmanager_config(s, lf.TaskManagerSpec("rpi5", slots=4, external_resource="rpi5", external_resource_amount=4), 1, 2)
+    f = lf.taskmanager_config(s, lf.TaskManagerSpec("rpi6", slots=4, external_resource="rpi6", external_resource_amount=4), 1, 2)
+    assert lf.memory_sizing_key(a) == lf.memory_sizing_key(b)
+    assert len({lf.memory_sizing_key(x) for x in (a, c, d, e, f)}) == 5

@@ -11,8 +11,13 @@ Use them from any test module (or a conftest) by importing them::
         iot_job.vertex_ids    # {"Source: Sensors": "<vertex id>", "Parse": ..., "Sink: Readings": ...}
         iot_job.rest_url      # e.g. "http://127.0.0.1:41233"
 
-(``tests`` must be importable: run pytest from the repository root with ``pythonpath = ["."]`` in the pytest
-settings, or put the repository root on ``sys.path`` in a conftest, as ``tests/lab/conftest.py`` does.)
+Importing: flink-rest-client 1.0.8 installs a top-level ``tests`` package into site-packages, and that regular
+package wins over this repository's ``tests`` directory (which has no ``__init__.py``), so ``import tests.support``
+fails until the repository's ``tests/__init__.py`` exists and the root is on sys.path (pytest ``pythonpath = ["."]``).
+Meanwhile, load this file by path in your conftest as ``tests/lab/conftest.py`` does (and re-export the fixtures).
+
+The JobManager answers metric requests from its *previous* lazy fetch, so after a quiet spell a value is stale by the
+length of that spell: use ``rest.vertex_metrics(..., refresh=1.0)`` (priming request + wait) when freshness matters.
 
 Fixtures
 --------
@@ -50,7 +55,12 @@ import pytest
 
 from placement.errors import PlacementError
 from placement.flink_rest import FlinkRest, JobDetails
-from placement.lab.flink import ClusterSpec, RunningCluster, TaskManagerSpec, start_cluster
+from placement.lab.flink import (
+    ClusterSpec,
+    RunningCluster,
+    TaskManagerSpec,
+    start_cluster,
+)
 from placement.lab.jobs import IOT_SENSOR_JOB, build_jobs_jar
 
 TASKMANAGERS: tuple[TaskManagerSpec, ...] = (
@@ -137,9 +147,27 @@ def cancel_job(job: RunningJob | str, rest: FlinkRest | None = None, timeout: fl
 
 
 @pytest.fixture(scope="session")
-def flink_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCluster]:
-    with start_flink(tmp_path_factory.mktemp("flink-cluster")) as cluster:
-        yield cluster
+def flink_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCluster]:
+    # Several conftests re-export this fixture, and pytest makes each re-export a fixture of its own; share one
+    # cluster per test session (kept on the session's config, which every copy of this module sees) and stop it
+    # when the last user is done.
+    shared = getattr(request.config, _SHARED_ATTR, None)
+    if shared is None:
+        stack = contextlib.ExitStack()
+        cluster = stack.enter_context(start_flink(tmp_path_factory.mktemp("flink-cluster")))
+        shared = {"cluster": cluster, "users": 0, "stack": stack}
+        setattr(request.config, _SHARED_ATTR, shared)
+    shared["users"] += 1
+    try:
+        yield shared["cluster"]
+    finally:
+        shared["users"] -= 1
+        if shared["users"] == 0:
+            delattr(request.config, _SHARED_ATTR)
+            shared["stack"].close()
+
+
+_SHARED_ATTR = "_placement_shared_flink_cluster"
 
 
 @pytest.fixture(scope="session")

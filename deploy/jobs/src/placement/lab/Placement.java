@@ -35,7 +35,8 @@ import org.apache.flink.util.ParameterTool;
  * <p>Vanilla Flink pins a whole operator to one group. Where a plan spreads the subtasks of a FORWARD chain that starts
  * at a source over several hosts, {@link #lanes} splits that chain into lanes: subtasks whose hosts are the same at
  * every stage of the chain form one lane, and the job builds one copy of the chain per lane (parallelism = lane size,
- * each stage in its host's group, uid {@code <uid>-<lane tag>}). The copies keep the vertex's name, so the actual
+ * each stage in its host's group, uid {@code <uid>-<host>}, or {@code <uid>-<host 1>~<host 2>~...} with one host per
+ * stage when the lane changes host along the chain). The copies keep the vertex's name, so the actual
  * placement per (vertex name, host) is the sum over all vertices of that name; lanes are unioned before the first
  * all-to-all (HASH) edge. Operators after that edge must be on a single host.
  */
@@ -172,8 +173,9 @@ public final class Placement {
         }
         List<Lane> lanes = new ArrayList<>();
         for (Map.Entry<List<String>, Integer> e : counts.entrySet()) {
+            // "-rpi1" when the whole lane is on one host, else every stage's host: "-rpi1~rpi1~server~server"
             Set<String> distinct = new LinkedHashSet<>(e.getKey());
-            String tag = "-" + String.join("~", distinct);
+            String tag = "-" + String.join("~", distinct.size() == 1 ? distinct : e.getKey());
             lanes.add(new Lane(lanes.size(), e.getKey(), e.getValue(), tag));
         }
         return lanes;
