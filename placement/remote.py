@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import posixpath
 import shlex
 import socket
 import subprocess
@@ -77,6 +78,35 @@ class Executor(ABC):
     @abstractmethod
     def _run(self, argv: list[str], *, privileged: bool, mutates: bool, timeout: float) -> CommandResult: ...
 
+    @abstractmethod
+    def _put(self, data: bytes, path: str, mode: int) -> None:
+        """Write ``data`` to ``path`` on the host (a plain write; callers make it atomic)."""
+
+    def read_text(self, path: str, *, timeout: float = 30.0) -> str | None:
+        """The file's text, or None when it does not exist. A read: a dry run may still answer it."""
+        result = self.run(["sh", "-c", 'if [ -e "$1" ]; then cat -- "$1"; else exit 3; fi', "sh", path], check=False,
+                          mutates=False, timeout=timeout)
+        if result.returncode == 3:
+            return None
+        if not result.ok:
+            raise CommandFailed(result)
+        return result.stdout
+
+    def upload_atomic(self, path: str, content: str | bytes, *, mode: int = 0o644, keep_previous: bool = True) -> CommandResult:
+        """Put ``content`` at ``path`` atomically: write ``<path>.new``, copy the old file to ``<path>.prev``, rename.
+
+        Readers of ``path`` see the old or the new file, never a partial one; ``<path>.prev`` keeps the copy
+        :meth:`restore_previous` puts back. Directories are created as needed.
+        """
+        data = content.encode() if isinstance(content, str) else content
+        self.run(["mkdir", "-p", "--", posixpath.dirname(path) or "."])
+        self._put(data, path + ".new", mode)
+        return self.run(install_new_argv(path, keep_previous=keep_previous))
+
+    def restore_previous(self, path: str) -> CommandResult:
+        """Put ``<path>.prev`` back as ``path`` (atomic rename of a copy); without a ``.prev`` the file is removed."""
+        return self.run(restore_previous_argv(path))
+
     def close(self) -> None:
         """Release connections; running commands afterwards reconnects."""
 
@@ -85,6 +115,19 @@ class Executor(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def install_new_argv(path: str, *, keep_previous: bool = True) -> list[str]:
+    """The command that moves ``<path>.new`` over ``path``, keeping the old one as ``<path>.prev``."""
+    keep = 'if [ -e "$1" ]; then cp -p -- "$1" "$1.prev"; fi; ' if keep_previous else ""
+    return ["sh", "-c", f'set -e; {keep}mv -f -- "$1.new" "$1"', "sh", path]
+
+
+def restore_previous_argv(path: str) -> list[str]:
+    """The command that puts ``<path>.prev`` back (a copy renamed into place), or removes ``path`` if there is none."""
+    script = ('set -e; if [ -e "$1.prev" ]; then cp -p -- "$1.prev" "$1.rollback"; mv -f -- "$1.rollback" "$1"; '
+              'else rm -f -- "$1"; fi')
+    return ["sh", "-c", script, "sh", path]
 
 
 class LocalExecutor(Executor):
@@ -106,6 +149,13 @@ class LocalExecutor(Executor):
         except subprocess.TimeoutExpired:
             return CommandResult(self.host, tuple(argv), 124, stderr=f"timed out after {timeout:g} s")
         return CommandResult(self.host, tuple(argv), proc.returncode, proc.stdout, proc.stderr)
+
+    def _put(self, data: bytes, path: str, mode: int) -> None:
+        # Namespaces share the filesystem, so a local write is the same for every netns.
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(path, mode)
 
 
 class DryRunExecutor(Executor):
@@ -129,6 +179,11 @@ class DryRunExecutor(Executor):
             if self.echo is not None:
                 self.echo(f"{self.host}: {shlex.join(argv)}")
         return CommandResult(self.host, tuple(argv), 0, dry_run=True)
+
+    def _put(self, data: bytes, path: str, mode: int) -> None:
+        self.commands.append(["put", path])
+        if self.echo is not None:
+            self.echo(f"{self.host}: upload {len(data)} bytes -> {path} (mode {mode:o})")
 
     def close(self) -> None:
         if self.reader is not None:
@@ -196,6 +251,16 @@ class SshExecutor(Executor):
         except Exception as exc:  # noqa: BLE001  invoke's CommandTimedOut, transport errors: one line, no traceback
             return CommandResult(self.host, tuple(argv), 255, stderr=f"{type(exc).__name__}: {str(exc).strip()}")
         return CommandResult(self.host, tuple(argv), res.exited, res.stdout, res.stderr)
+
+    def _put(self, data: bytes, path: str, mode: int) -> None:
+        conn = self._connection()
+        try:
+            sftp = conn.sftp()
+            with sftp.open(path, "wb") as fh:
+                fh.write(data)
+            sftp.chmod(path, mode)
+        except Exception as exc:  # noqa: BLE001  IOError, paramiko's SSHException/SFTPError: one line, no traceback
+            raise CommandFailed(CommandResult(self.host, ("sftp-put", path), 1, stderr=f"upload to {path} failed: {exc}")) from None
 
     def close(self) -> None:
         if self._conn is not None:

@@ -1,0 +1,241 @@
+"""Typed values of ``placement apply``: what was observed, and the actions a plan is made of.
+
+Pipeline: :func:`placement.apply.preflight.observe` (reads only) -> :class:`ClusterView` ->
+:func:`placement.apply.planner.plan_apply` (pure) -> :class:`ApplyPlan` (steps + rollback) ->
+:func:`placement.apply.runner.run_apply` (the only side effects; audit log, roll back).
+
+Every action knows how to describe itself as the SSH command or REST call it makes, which is what ``--dry-run`` prints.
+Values only a run can know (the savepoint path, the new job id, the uploaded jar id) are written ``<savepoint>``,
+``<new job>``, ``<jar>`` in descriptions and filled in by the runner.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass, field
+from typing import Literal
+
+from placement.remote import install_new_argv, restore_previous_argv
+
+Counts = dict[tuple[str, str], int]  # (vertex name, host) -> subtasks
+
+
+# ---- what preflight saw ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TaskManagerView:
+    id: str
+    slots: int
+    free_slots: int
+    total: dict
+    free: dict
+
+    def extended(self, name: str, *, free: bool = False) -> float:
+        return float(((self.free if free else self.total).get("extendedResources") or {}).get(name, 0.0))
+
+
+@dataclass(frozen=True)
+class HostConfigView:
+    """A host's Flink config file as read over SSH (None: the file does not exist)."""
+
+    host: str
+    path: str
+    text: str | None
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    """Everything preflight read: the running job, its placement, the TaskManagers, remote files."""
+
+    job_id: str
+    job_name: str
+    job_state: str
+    vertices: dict[str, int]  # vertex name -> parallelism (split copies summed)
+    actual: Counts  # (vertex name, taskmanager-id) -> subtasks
+    taskmanagers: dict[str, TaskManagerView]
+    other_jobs: tuple[str, ...]  # ids of other non-terminal jobs on the cluster
+    jar_ids: tuple[str, ...]
+    state_record: dict | None  # the state file on the JobManager host (what was last applied)
+    schedulercfg: str | None  # current schedulercfg on the JobManager host (custom mode)
+    jobmanager_config: HostConfigView | None  # custom mode
+    taskmanager_configs: dict[str, HostConfigView] = field(default_factory=dict)  # vanilla mode, hosts needing a look
+
+
+# ---- actions -----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SshCommand:
+    host: str
+    argv: tuple[str, ...]
+    why: str
+    privileged: bool = False
+    timeout: float = 120.0
+    kind: Literal["ssh"] = "ssh"
+
+    def describe(self) -> str:
+        return f"ssh {self.host}: {'sudo -n ' if self.privileged else ''}{shlex.join(self.argv)}"
+
+
+@dataclass(frozen=True)
+class UploadFile:
+    """Atomic upload: ``<path>.new``, old copy kept as ``<path>.prev``, rename."""
+
+    host: str
+    path: str
+    content: str
+    why: str
+    mode: int = 0o644
+    kind: Literal["upload"] = "upload"
+
+    def describe(self) -> str:
+        return (f"ssh {self.host}: sftp put {len(self.content.encode())} bytes -> {self.path}.new; "
+                f"{shlex.join(install_new_argv(self.path))}")
+
+
+@dataclass(frozen=True)
+class RestoreFile:
+    host: str
+    path: str
+    why: str
+    kind: Literal["restore"] = "restore"
+
+    def describe(self) -> str:
+        return f"ssh {self.host}: {shlex.join(restore_previous_argv(self.path))}"
+
+
+@dataclass(frozen=True)
+class AcquireLock:
+    host: str
+    path: str
+    holder: str
+    stale_after_s: float
+    kind: Literal["lock"] = "lock"
+
+    def describe(self) -> str:
+        return (f"ssh {self.host}: sh -c 'set -C; cat > {self.path}'  (holder {self.holder}; a lock older than "
+                f"{self.stale_after_s:.0f}s or whose holder process is gone is broken)")
+
+
+@dataclass(frozen=True)
+class ReleaseLock:
+    host: str
+    path: str
+    kind: Literal["unlock"] = "unlock"
+
+    def describe(self) -> str:
+        return f"ssh {self.host}: rm -f {self.path}"
+
+
+@dataclass(frozen=True)
+class UploadJar:
+    path: str
+    kind: Literal["upload-jar"] = "upload-jar"
+
+    def describe(self) -> str:
+        return f"REST POST /jars/upload ({self.path}) -> <jar>"
+
+
+@dataclass(frozen=True)
+class StopWithSavepoint:
+    job_id: str
+    target_directory: str
+    timeout: float = 180.0
+    kind: Literal["stop"] = "stop"
+
+    def describe(self) -> str:
+        body = json.dumps({"targetDirectory": self.target_directory, "drain": False})
+        return (f"REST POST /jobs/{self.job_id}/stop {body}; poll GET /jobs/{self.job_id}/savepoints/<trigger> "
+                f"until COMPLETED -> <savepoint>")
+
+
+@dataclass(frozen=True)
+class SubmitJob:
+    jar_id: str | None  # None: the jar uploaded by an earlier UploadJar
+    entry_class: str | None
+    program_args: tuple[str, ...]
+    allow_non_restored_state: bool
+    why: str
+    kind: Literal["submit"] = "submit"
+
+    def body(self, savepoint: str = "<savepoint>") -> dict:
+        from placement.flink_rest import run_request_body
+
+        return run_request_body(entry_class=self.entry_class, program_args=self.program_args, savepoint_path=savepoint,
+                                allow_non_restored_state=self.allow_non_restored_state)
+
+    def describe(self) -> str:
+        return f"REST POST /jars/{self.jar_id or '<jar>'}/run {json.dumps(self.body())} -> <new job>"
+
+
+@dataclass(frozen=True)
+class WaitRunning:
+    timeout: float = 120.0
+    job_id: str | None = None  # None: the job the last SubmitJob started
+    kind: Literal["wait"] = "wait"
+
+    def describe(self) -> str:
+        job = self.job_id or "<new job>"
+        return f"REST GET /jobs/{job} until the job and every vertex are RUNNING (at most {self.timeout:.0f}s)"
+
+
+@dataclass(frozen=True)
+class WaitTaskManagers:
+    wanted: tuple[tuple[str, str | None], ...]  # (resource id, external resource or None)
+    timeout: float = 120.0
+    kind: Literal["wait-tms"] = "wait-tms"
+
+    def describe(self) -> str:
+        ids = ", ".join(f"{tm}" + (f" with resource {r}" if r else "") for tm, r in self.wanted)
+        return f"REST GET /taskmanagers until {ids} registered"
+
+
+@dataclass(frozen=True)
+class VerifyPlacement:
+    planned: tuple[tuple[str, str, int], ...]  # (vertex, host, subtasks)
+    kind: Literal["verify"] = "verify"
+
+    def describe(self) -> str:
+        return "REST GET /jobs/<new job> and /jobs/<new job>/vertices/<id> for each vertex: taskmanager-id == planned host"
+
+
+@dataclass(frozen=True)
+class RecordState:
+    host: str
+    path: str
+    record: dict  # job_id / savepoint are added by the runner
+    kind: Literal["record"] = "record"
+
+    def describe(self) -> str:
+        return f"ssh {self.host}: sftp put the applied state (plan, mapping, <new job>, <savepoint>) -> {self.path} (atomic)"
+
+
+Action = (SshCommand | UploadFile | RestoreFile | AcquireLock | ReleaseLock | UploadJar | StopWithSavepoint | SubmitJob
+          | WaitRunning | WaitTaskManagers | VerifyPlacement | RecordState)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One action and where it sits: ``after_stop`` steps are undone by the rollback when something fails."""
+
+    action: Action
+    phase: Literal["prepare", "stop", "install", "redeploy", "verify", "finish"]
+
+    def describe(self) -> str:
+        return self.action.describe()
+
+
+@dataclass(frozen=True)
+class ApplyPlan:
+    """What apply will do. ``noop`` when the plan is already in effect (``steps`` then empty)."""
+
+    job_id: str
+    mode: str
+    steps: tuple[Step, ...]
+    rollback: tuple[Step, ...]
+    notes: tuple[str, ...]
+    noop: bool = False
+    noop_reason: str = ""
+    restarts: tuple[str, ...] = ()  # processes the apply restarts (need --yes)

@@ -1,0 +1,196 @@
+"""The apply planner: request + what preflight saw -> the ordered steps and their roll back (pure, no I/O).
+
+Order (custom | vanilla)::
+
+    prepare   lock on the JobManager host; upload the jar
+    stop      stop with savepoint                         <- a failure up to here leaves the job running untouched
+    install   custom: schedulercfg (atomic, .prev kept); JobManager config + restart if it is not Custom (--yes)
+              vanilla: TaskManager config + restart where its external resource is missing (--yes)
+    redeploy  resubmit from the savepoint (raw REST body: entryClass, programArgsList [+ --placement]); wait RUNNING
+    verify    every subtask on its planned TaskManager (taskmanager-id == host name)
+    finish    record what was applied (state file on the JobManager host); unlock
+
+The roll back (run on any failure after the stop) restores every file the install step replaced from its ``.prev``,
+restarts what was restarted, and resubmits the previous program arguments from the same savepoint.
+"""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+
+from placement.apply.model import (
+    AcquireLock,
+    ApplyPlan,
+    ClusterView,
+    RecordState,
+    ReleaseLock,
+    RestoreFile,
+    SshCommand,
+    Step,
+    StopWithSavepoint,
+    SubmitJob,
+    UploadFile,
+    UploadJar,
+    VerifyPlacement,
+    WaitRunning,
+    WaitTaskManagers,
+)
+from placement.apply.preflight import (
+    config_satisfies,
+    jobmanager_scheduler,
+    parse_config,
+    planned_counts,
+)
+from placement.apply.request import ApplyRequest, flatten
+from placement.lab.flink import nest
+from placement.writers.vanilla import placement_args
+
+STATE_FORMAT = "placement.apply-state/v1"
+
+
+def new_program_args(req: ApplyRequest) -> list[str]:
+    args = list(req.inventory.job.program_args)
+    if req.mode == "vanilla":
+        args += placement_args(req.plan)
+    return args
+
+
+def previous_program_args(req: ApplyRequest, view: ClusterView) -> tuple[list[str], str | None]:
+    """The arguments the running job was started with, as far as apply knows, and a note when it does not know."""
+    record = view.state_record or {}
+    if record.get("job_id") == view.job_id and isinstance(record.get("program_args"), list):
+        return [str(a) for a in record["program_args"]], None
+    return list(req.inventory.job.program_args), (
+        f"no apply record for job {view.job_id}: a roll back resubmits it with the inventory's job.program_args "
+        f"{json.dumps(list(req.inventory.job.program_args))}")
+
+
+def in_effect(req: ApplyRequest, view: ClusterView) -> tuple[bool, str]:
+    """Is the plan already what runs? (the placement matches and apply itself started this job with this plan)"""
+    if view.actual != planned_counts(req):
+        return False, "the running placement differs from the plan"
+    record = view.state_record or {}
+    if record.get("job_id") != view.job_id or record.get("plan") != req.plan_fingerprint:
+        return False, "the placement matches, but this job was not started by `placement apply` with this plan (redeploying pins it)"
+    if record.get("program_args") != new_program_args(req):
+        return False, "the job runs with other program arguments than this plan needs"
+    if req.mode == "custom" and view.schedulercfg != req.schedulercfg:
+        return False, "the schedulercfg on the JobManager host differs from the plan's"
+    return True, f"plan already in effect: job {view.job_id} runs every subtask on its planned TaskManager; nothing to do"
+
+
+def _set_key(text: str | None, key: str, value: object) -> str:
+    data = yaml.safe_load(text or "") or {}
+    flat = flatten(data)
+    flat[key] = value
+    return yaml.safe_dump(nest(flat), sort_keys=True)
+
+
+def _merge_keys(text: str | None, wanted: dict[str, object]) -> str:
+    flat = flatten(yaml.safe_load(text or "") or {})
+    for key, value in wanted.items():
+        if key == "external-resources":
+            have = flat.get(key)
+            names = list(have) if isinstance(have, list) else [s.strip() for s in str(have or "").split(";") if s.strip()]
+            for name in str(value).split(";"):
+                if name.strip() and name.strip() not in names:
+                    names.append(name.strip())
+            flat[key] = names
+        else:
+            flat[key] = value
+    return yaml.safe_dump(nest(flat), sort_keys=True)
+
+
+def plan_apply(req: ApplyRequest, view: ClusterView, *, holder: str) -> ApplyPlan:
+    inv = req.inventory
+    paths = req.paths
+    jm = inv.jobmanager_host.name
+    done, why = in_effect(req, view)
+    if done:
+        return ApplyPlan(job_id=view.job_id, mode=req.mode, steps=(), rollback=(), notes=(), noop=True, noop_reason=why)
+
+    notes: list[str] = [why]
+    steps: list[Step] = [Step(AcquireLock(jm, paths.lock, holder, req.stale_lock_after_s), "prepare")]
+    jar_id = req.jar_id
+    if jar_id is None and req.jar_path is not None:
+        steps.append(Step(UploadJar(str(req.jar_path)), "prepare"))
+    steps.append(Step(StopWithSavepoint(view.job_id, inv.flink.savepoint_dir), "stop"))
+
+    install: list[Step] = []
+    restarts: list[str] = []
+    undo_restarts: list[Step] = []
+    wait_tms: list[tuple[str, str | None]] = []
+    if req.mode == "custom":
+        assert req.schedulercfg is not None
+        install.append(Step(UploadFile(jm, paths.schedulercfg, req.schedulercfg, "the plan's schedulercfg for the Custom scheduler"), "install"))
+        scheduler = jobmanager_scheduler(view.jobmanager_config)
+        if (scheduler or "").lower() != "custom":
+            text = view.jobmanager_config.text if view.jobmanager_config else None
+            install.append(Step(UploadFile(jm, paths.config, _set_key(text, "jobmanager.scheduler", "Custom"),
+                                           "jobmanager.scheduler: Custom"), "install"))
+            restart = [Step(SshCommand(jm, (paths.daemon("jobmanager"), "stop"), "restart the JobManager"), "install"),
+                       Step(SshCommand(jm, (paths.daemon("jobmanager"), "start"), "restart the JobManager"), "install")]
+            install += restart
+            undo_restarts += restart
+            restarts.append(f"JobManager on {jm}")
+            wait_tms += [(h, None) for h in sorted({a.host for a in req.plan.assignment})]
+            notes.append(f"the JobManager on {jm} is restarted to load jobmanager.scheduler: Custom")
+            if req.jar_path is None:
+                notes.append("the JobManager restart forgets uploaded jars: give --jar so apply can upload it again")
+    else:
+        for host, cfg in sorted(view.taskmanager_configs.items()):
+            wanted = req.vanilla_configs.get(host, {})
+            if config_satisfies(parse_config(cfg), wanted):
+                install.append(Step(UploadFile(host, paths.config, _merge_keys(cfg.text, wanted),
+                                               f"TaskManager {host} declares external resource {host!r}"), "install"))
+            restart = [Step(SshCommand(host, (paths.daemon("taskmanager"), "stop"), f"restart the TaskManager on {host}"), "install"),
+                       Step(SshCommand(host, (paths.daemon("taskmanager"), "start"), f"restart the TaskManager on {host}"), "install")]
+            install += restart
+            undo_restarts += restart
+            restarts.append(f"TaskManager on {host}")
+            wait_tms.append((host, host))
+    if wait_tms:
+        install.append(Step(WaitTaskManagers(tuple(wait_tms)), "install"))
+    if any(s.action.kind == "ssh" and "jobmanager" in str(s.action.argv[0]) for s in install) and req.jar_path is not None:
+        install.append(Step(UploadJar(str(req.jar_path)), "install"))
+        jar_id = None
+    steps += install
+
+    allow_nrs = req.mode == "vanilla"  # lane copies of a split chain get new uids when the mapping changes
+    if allow_nrs:
+        notes.append("vanilla mode resubmits with allowNonRestoredState: a source chain split into other lanes gets new "
+                     "operator uids (its split state restarts); keyed state after the first all-to-all edge is restored")
+    args = new_program_args(req)
+    steps.append(Step(SubmitJob(jar_id, inv.job.entry_class, tuple(args), allow_nrs, "the planned placement"), "redeploy"))
+    steps.append(Step(WaitRunning(), "redeploy"))
+    order = {v: i for i, v in enumerate(dict.fromkeys(a.vertex for a in req.plan.assignment))}
+    planned = tuple(sorted(((v, h, n) for (v, h), n in planned_counts(req).items()), key=lambda t: (order[t[0]], t[1])))
+    steps.append(Step(VerifyPlacement(planned), "verify"))
+    record = {
+        "format": STATE_FORMAT, "plan": req.plan_fingerprint, "plan_dir": str(req.plan_dir.resolve()),
+        "inventory_digest": inv.digest(), "mode": req.mode, "job_name": view.job_name,
+        "entry_class": inv.job.entry_class, "program_args": args, "mapping": req.plan.mapping(),
+        "previous": {"job_id": view.job_id, "program_args": previous_program_args(req, view)[0]},
+    }
+    steps.append(Step(RecordState(jm, paths.state, record), "finish"))
+    steps.append(Step(ReleaseLock(jm, paths.lock), "finish"))
+
+    prev_args, unknown = previous_program_args(req, view)
+    if unknown:
+        notes.append(unknown)
+    rollback: list[Step] = []
+    for s in reversed(install):
+        if isinstance(s.action, UploadFile):
+            rollback.append(Step(RestoreFile(s.action.host, s.action.path, f"undo: {s.action.why}"), "install"))
+    rollback += undo_restarts
+    if wait_tms:
+        rollback.append(Step(WaitTaskManagers(tuple((h, None) for h, _ in wait_tms)), "install"))
+    # Unknown previous arguments may build other operator uids than the savepoint has: better the job running with
+    # its keyed state (stable uids) than stopped for a source split's state.
+    rollback.append(Step(SubmitJob(jar_id, inv.job.entry_class, tuple(prev_args), allow_nrs or unknown is not None,
+                                   "roll back: the previous placement"), "redeploy"))
+    rollback.append(Step(WaitRunning(), "redeploy"))
+    return ApplyPlan(job_id=view.job_id, mode=req.mode, steps=tuple(steps), rollback=tuple(rollback), notes=tuple(notes),
+                     restarts=tuple(restarts))

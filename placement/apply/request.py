@@ -1,0 +1,174 @@
+"""The inputs of ``placement apply``, read and checked before anything touches the cluster.
+
+:func:`load_request` reads the plan directory (plan.json, and schedulercfg or vanilla/<host>.yaml as the plan's mode
+needs) and the inventory; every problem is a one-line :class:`~placement.errors.BadInput` naming the file and field.
+Where things live on the hosts is derived here from the inventory (:class:`RemotePaths`), in one place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlparse
+
+import yaml
+
+from placement.errors import BadInput
+from placement.inventory import Inventory, load_inventory
+from placement.writers.planjson import PlanDocument, load_plan
+
+
+@dataclass(frozen=True)
+class RemotePaths:
+    """Files apply reads and writes on the hosts (all under the Flink home of the inventory)."""
+
+    home: str
+    schedulercfg: str
+    savepoint_dir: str  # the inventory's URI, e.g. file:///opt/flink/savepoints
+
+    @property
+    def state_dir(self) -> str:
+        return posixpath.join(self.home, "placement")
+
+    @property
+    def lock(self) -> str:
+        return posixpath.join(self.state_dir, "apply.lock")
+
+    @property
+    def state(self) -> str:
+        return posixpath.join(self.state_dir, "state.json")
+
+    @property
+    def config(self) -> str:
+        """The Flink 2.x config file of the JobManager or TaskManager on a host."""
+        return posixpath.join(self.home, "conf", "config.yaml")
+
+    def daemon(self, which: str) -> str:
+        return posixpath.join(self.home, "bin", f"{which}.sh")
+
+    @property
+    def savepoint_path(self) -> str | None:
+        """The local path of a ``file://`` savepoint directory (None for other schemes, e.g. s3://)."""
+        uri = urlparse(self.savepoint_dir)
+        if uri.scheme in ("", "file"):
+            return uri.path or None
+        return None
+
+    @classmethod
+    def of(cls, inv: Inventory) -> RemotePaths:
+        return cls(home=inv.flink.home.rstrip("/") or "/", schedulercfg=inv.flink.schedulercfg, savepoint_dir=inv.flink.savepoint_dir)
+
+
+@dataclass(frozen=True)
+class JobSelector:
+    job_id: str | None = None
+    job_name: str | None = None
+
+
+@dataclass(frozen=True)
+class ApplyRequest:
+    plan: PlanDocument
+    plan_dir: Path
+    plan_fingerprint: str  # sha256 of plan.json's bytes: what the state file records
+    inventory: Inventory
+    inventory_path: Path
+    selector: JobSelector
+    jar_path: Path | None
+    jar_id: str | None
+    consent: bool  # --yes: restarts allowed
+    schedulercfg: str | None  # DIR/schedulercfg (custom mode)
+    vanilla_configs: dict[str, dict[str, object]] = field(default_factory=dict)  # host -> DIR/vanilla/<host>.yaml keys
+    stale_lock_after_s: float = 1800.0
+
+    @property
+    def paths(self) -> RemotePaths:
+        return RemotePaths.of(self.inventory)
+
+    @property
+    def mode(self) -> str:
+        return self.plan.placement_mode
+
+
+def load_request(
+    plan_dir: str | Path,
+    inventory_path: str | Path,
+    *,
+    job_id: str | None = None,
+    job_name: str | None = None,
+    jar: str | None = None,
+    jar_id: str | None = None,
+    consent: bool = False,
+) -> ApplyRequest:
+    plan_dir = Path(plan_dir)
+    if not plan_dir.exists():
+        raise BadInput("no such plan directory", source=str(plan_dir))
+    plan_file = plan_dir / "plan.json" if plan_dir.is_dir() else plan_dir
+    if plan_file.is_file() is False:
+        raise BadInput("no plan.json in the plan directory (run `placement plan --out DIR`)", source=str(plan_dir))
+    plan_dir = plan_file.parent
+    inventory = load_inventory(inventory_path)
+    plan = load_plan(plan_file)
+    if job_id and job_name:
+        raise BadInput("give --job or --job-name, not both")
+    if jar and jar_id:
+        raise BadInput("give --jar or --jar-id, not both")
+    jar_path = _jar_path(jar, inventory, Path(inventory_path)) if not jar_id else None
+
+    known_hosts = {h.name for h in inventory.hosts}
+    for i, a in enumerate(plan.assignment):
+        if a.host not in known_hosts:
+            raise BadInput(f"host {a.host!r} is not in the inventory", source=str(plan_file), field=f"assignment[{i}].host")
+
+    schedulercfg = None
+    vanilla: dict[str, dict[str, object]] = {}
+    if plan.placement_mode == "custom":
+        cfg = plan_dir / "schedulercfg"
+        if not cfg.is_file():
+            raise BadInput("missing (custom mode needs the schedulercfg written by `placement plan`)", source=str(cfg))
+        schedulercfg = cfg.read_text(encoding="utf-8")
+    else:
+        for host in sorted({a.host for a in plan.assignment}):
+            path = plan_dir / "vanilla" / f"{host}.yaml"
+            if not path.is_file():
+                raise BadInput("missing (vanilla mode needs each host's TaskManager config written by `placement plan`)",
+                               source=str(path))
+            try:
+                data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            except yaml.YAMLError as exc:
+                raise BadInput(f"not valid YAML: {str(exc).splitlines()[0]}", source=str(path)) from None
+            if not isinstance(data, dict):
+                raise BadInput("expected a mapping of Flink config keys", source=str(path))
+            vanilla[host] = flatten(data)
+    return ApplyRequest(
+        plan=plan, plan_dir=plan_dir, plan_fingerprint="sha256:" + hashlib.sha256(plan_file.read_bytes()).hexdigest(),
+        inventory=inventory, inventory_path=Path(inventory_path), selector=JobSelector(job_id, job_name),
+        jar_path=jar_path, jar_id=jar_id, consent=consent, schedulercfg=schedulercfg, vanilla_configs=vanilla,
+    )
+
+
+def _jar_path(jar: str | None, inv: Inventory, inventory_path: Path) -> Path | None:
+    if jar:
+        path = Path(jar).expanduser()
+        if not path.is_file():
+            raise BadInput("no such jar", source=str(path), field="--jar")
+        return path
+    if inv.job.jar:
+        for candidate in (Path(inv.job.jar).expanduser(), inventory_path.parent / inv.job.jar):
+            if candidate.is_file():
+                return candidate
+        raise BadInput(f"no such jar {inv.job.jar!r} (give --jar PATH or --jar-id ID)", source=str(inventory_path), field="job.jar")
+    return None  # preflight says that a jar is needed
+
+
+def flatten(data: dict, prefix: str = "") -> dict[str, object]:
+    """Flink's nested config.yaml as dotted keys (``{"a": {"b": 1}}`` -> ``{"a.b": 1}``)."""
+    out: dict[str, object] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(flatten(value, name + "."))
+        else:
+            out[name] = value
+    return out

@@ -1,0 +1,363 @@
+"""The thin executor of an :class:`~placement.apply.model.ApplyPlan`: runs its steps, logs each, rolls back.
+
+Failure handling, by where it happens:
+
+* before the stop (lock, jar upload): nothing was changed but the lock, which is released; the job runs untouched.
+* the stop with savepoint itself: Flink keeps the job (it may restart it from its last checkpoint: a failed
+  stop-with-savepoint triggers a failover); the runner waits until it is RUNNING again and says so.
+* after the stop (install, resubmit, wait, verify): a job the apply started is cancelled, the plan's roll back runs
+  (files back from ``.prev``, restarts, the previous arguments resubmitted from the same savepoint) and the state file
+  records the rolled-back job. If the roll back fails too, the outcome says exactly what is stopped and where the
+  savepoint is.
+
+The lock is released whatever happens once it was taken.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from placement.apply.audit import AuditLog
+from placement.apply.model import (
+    AcquireLock,
+    Action,
+    ApplyPlan,
+    RecordState,
+    ReleaseLock,
+    RestoreFile,
+    SshCommand,
+    Step,
+    StopWithSavepoint,
+    SubmitJob,
+    UploadFile,
+    UploadJar,
+    VerifyPlacement,
+    WaitRunning,
+    WaitTaskManagers,
+)
+from placement.apply.verify import VerifyRow, all_ok, compare
+from placement.errors import PlacementError
+from placement.flink_rest import TERMINAL_STATES, FlinkRest
+from placement.remote import CommandFailed, Executor
+
+
+class LockHeld(PlacementError):
+    """Another apply holds the lock."""
+
+
+class StopFailed(PlacementError):
+    pass
+
+
+class VerifyFailed(PlacementError):
+    def __init__(self, rows: list[VerifyRow]):
+        self.rows = rows
+        wrong = [f"{r.vertex}@{r.host} planned {r.planned} actual {r.actual}" for r in rows if not r.ok]
+        super().__init__("verify failed: " + "; ".join(wrong))
+
+
+class ApplyFailed(PlacementError):
+    """The apply did not put the plan into effect; ``outcome`` says what state things are in."""
+
+    def __init__(self, outcome: ApplyOutcome):
+        self.outcome = outcome
+        super().__init__(outcome.message)
+
+
+@dataclass
+class RunContext:
+    jar_id: str | None = None
+    savepoint: str | None = None
+    new_job_id: str | None = None
+    stopped: bool = False
+    lock: tuple[str, str] | None = None  # (host, path) while held
+    lock_note: str | None = None
+
+
+@dataclass(frozen=True)
+class ApplyOutcome:
+    status: str  # applied | noop | failed-before-stop | stop-failed | rolled-back | rollback-failed
+    message: str
+    job_id: str | None  # the job running now (None when none is)
+    savepoint: str | None = None
+    rows: tuple[VerifyRow, ...] = ()
+    downtime_s: float | None = None  # stop requested -> RUNNING again
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def holder_string() -> str:
+    return f"{os.environ.get('USER') or os.getuid()}@{socket.gethostname()} pid {os.getpid()}"
+
+
+def lock_argv(path: str, content: str) -> list[str]:
+    # set -C: the redirection fails if the file exists (O_EXCL): two applies cannot both create it
+    return ["sh", "-c", 'set -C; mkdir -p -- "$(dirname -- "$1")" && printf "%s\\n" "$2" > "$1"', "sh", path, content]
+
+
+def lock_is_stale(record: dict, *, now: float, stale_after_s: float, machine: str) -> str | None:
+    """Why an existing lock may be broken, or None when it must be respected."""
+    since = record.get("since_epoch")
+    if not isinstance(since, (int, float)):
+        return "its content is unreadable"
+    if now - since > stale_after_s:
+        return f"it is {now - since:.0f}s old (stale after {stale_after_s:.0f}s)"
+    if record.get("machine") == machine and isinstance(record.get("pid"), int):
+        try:
+            os.kill(record["pid"], 0)
+        except ProcessLookupError:
+            return f"its holder (pid {record['pid']} on {machine}) is gone"
+        except PermissionError:
+            pass
+    return None
+
+
+class Runner:
+    def __init__(self, plan: ApplyPlan, rest: FlinkRest, executors: dict[str, Executor], audit: AuditLog,
+                 echo: Callable[[str], None] = print, *, jar_id: str | None = None):
+        self.plan = plan
+        self.rest = rest
+        self.executors = executors
+        self.audit = audit
+        self.echo = echo
+        self.ctx = RunContext(jar_id=jar_id)
+        self.stop_requested_at: float | None = None
+        self.running_again_at: float | None = None
+        self.rows: list[VerifyRow] = []
+
+    # ---- one step -------------------------------------------------------------------------------------------------
+
+    def _step(self, index: int, step: Step, label: str) -> None:
+        a = step.action
+        self.echo(f"[{label} {index}] {step.phase}: {self._describe(a)}")
+        self.audit.write("start", step=index, seq=label, phase=step.phase, kind=a.kind, action=self._describe(a))
+        t0 = time.monotonic()
+        try:
+            detail = self._do(a)
+        except Exception as exc:
+            self.audit.write("failed", step=index, seq=label, kind=a.kind, seconds=round(time.monotonic() - t0, 3),
+                             error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+            raise
+        self.audit.write("ok", step=index, seq=label, kind=a.kind, seconds=round(time.monotonic() - t0, 3), **(detail or {}))
+
+    def _describe(self, a: Action) -> str:
+        text = a.describe()
+        for placeholder, value in (("<savepoint>", self.ctx.savepoint), ("<new job>", self.ctx.new_job_id), ("<jar>", self.ctx.jar_id)):
+            if value:
+                text = text.replace(placeholder, value)
+        return text
+
+    def _do(self, a: Action) -> dict | None:
+        if isinstance(a, SshCommand):
+            self.executors[a.host].run(list(a.argv), privileged=a.privileged, timeout=a.timeout)
+        elif isinstance(a, UploadFile):
+            self.executors[a.host].upload_atomic(a.path, a.content, mode=a.mode)
+            return {"bytes": len(a.content.encode())}
+        elif isinstance(a, RestoreFile):
+            self.executors[a.host].restore_previous(a.path)
+        elif isinstance(a, AcquireLock):
+            self._lock(a)
+            return {"note": self.ctx.lock_note} if self.ctx.lock_note else None
+        elif isinstance(a, ReleaseLock):
+            self._unlock()
+        elif isinstance(a, UploadJar):
+            self.ctx.jar_id = self.rest.upload_jar(a.path)
+            return {"jar_id": self.ctx.jar_id}
+        elif isinstance(a, StopWithSavepoint):
+            self._stop(a)
+            return {"savepoint": self.ctx.savepoint}
+        elif isinstance(a, SubmitJob):
+            jar = a.jar_id or self.ctx.jar_id
+            if not jar:
+                raise PlacementError("no jar id to resubmit")
+            self.ctx.new_job_id = self.rest.run_jar(jar, entry_class=a.entry_class, program_args=list(a.program_args),
+                                                    savepoint_path=self.ctx.savepoint,
+                                                    allow_non_restored_state=a.allow_non_restored_state)
+            return {"job_id": self.ctx.new_job_id}
+        elif isinstance(a, WaitRunning):
+            job = a.job_id or self.ctx.new_job_id
+            assert job
+            self.rest.wait_until_running(job, timeout=a.timeout)
+            self.running_again_at = time.monotonic()
+        elif isinstance(a, WaitTaskManagers):
+            self.rest.wait_for_taskmanagers(dict(a.wanted), timeout=a.timeout)
+        elif isinstance(a, VerifyPlacement):
+            assert self.ctx.new_job_id
+            planned = {(v, h): n for v, h, n in a.planned}
+            order = list(dict.fromkeys(v for v, _, _ in a.planned))
+            self.rows = compare(planned, self.rest.placement_counts(self.ctx.new_job_id), order)
+            if not all_ok(self.rows):
+                raise VerifyFailed(self.rows)
+        elif isinstance(a, RecordState):
+            self._record(a.host, a.path, a.record)
+        else:  # pragma: no cover - every action kind is handled above
+            raise TypeError(f"unknown action {a!r}")
+        return None
+
+    def _lock(self, a: AcquireLock) -> None:
+        ex = self.executors[a.host]
+        machine = socket.gethostname()
+        for attempt in (1, 2):
+            now = time.time()
+            content = json.dumps({"holder": a.holder, "machine": machine, "pid": os.getpid(), "apply": self.audit.apply_id,
+                                  "since": datetime.fromtimestamp(now, timezone.utc).isoformat(timespec="seconds"),
+                                  "since_epoch": now, "job": self.plan.job_id})
+            result = ex.run(lock_argv(a.path, content), check=False)
+            if result.ok:
+                self.ctx.lock = (a.host, a.path)
+                return
+            existing = ex.read_text(a.path)
+            if existing is None:
+                if attempt == 2:
+                    raise CommandFailed(result)
+                continue  # released between our try and our look
+            try:
+                record = json.loads(existing)
+            except ValueError:
+                record = {}
+            stale = lock_is_stale(record, now=now, stale_after_s=a.stale_after_s, machine=machine)
+            if stale is None or attempt == 2:
+                raise LockHeld(f"another apply holds the lock {a.host}:{a.path}: {record.get('holder', '?')} since "
+                               f"{record.get('since', '?')} (job {record.get('job', '?')}); nothing was changed")
+            self.ctx.lock_note = f"broke a stale lock held by {record.get('holder', '?')} since {record.get('since', '?')}: {stale}"
+            self.echo(f"  {self.ctx.lock_note}")
+            ex.run(["rm", "-f", "--", a.path])
+
+    def _unlock(self) -> None:
+        if self.ctx.lock is None:
+            return
+        host, path = self.ctx.lock
+        self.executors[host].run(["rm", "-f", "--", path])
+        self.ctx.lock = None
+
+    def _stop(self, a: StopWithSavepoint) -> None:
+        self.stop_requested_at = time.monotonic()
+        trigger = self.rest.trigger_stop_with_savepoint(a.job_id, a.target_directory)
+        deadline = time.monotonic() + a.timeout
+        while time.monotonic() < deadline:
+            status, location, failure = self.rest.savepoint_status(a.job_id, trigger)
+            if status == "COMPLETED":
+                if failure or not location:
+                    raise StopFailed(f"stop-with-savepoint of job {a.job_id} failed: {failure}")
+                self.ctx.savepoint = location
+                self.ctx.stopped = True
+                return
+            time.sleep(0.2)
+        raise StopFailed(f"stop-with-savepoint of job {a.job_id} did not complete within {a.timeout:.0f}s")
+
+    def _record(self, host: str, path: str, record: dict) -> None:
+        full = {**record, "job_id": self.ctx.new_job_id, "savepoint": self.ctx.savepoint,
+                "applied_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "apply": self.audit.apply_id}
+        self.executors[host].upload_atomic(path, json.dumps(full, indent=2) + "\n")
+
+    # ---- the whole plan -------------------------------------------------------------------------------------------
+
+    def run(self) -> ApplyOutcome:
+        self.audit.write("apply", job=self.plan.job_id, mode=self.plan.mode, steps=len(self.plan.steps))
+        try:
+            return self._run()
+        finally:
+            try:
+                self._unlock()
+            except PlacementError as exc:
+                self.echo(f"warning: could not release the lock: {exc}")
+                self.audit.write("failed", kind="unlock", error=str(exc))
+
+    def _downtime(self) -> float | None:
+        if self.stop_requested_at is None or self.running_again_at is None:
+            return None
+        return self.running_again_at - self.stop_requested_at
+
+    def _run(self) -> ApplyOutcome:
+        for i, step in enumerate(self.plan.steps, 1):
+            try:
+                self._step(i, step, "step")
+            except (PlacementError, OSError, KeyboardInterrupt) as exc:  # Ctrl-C after the stop rolls back too
+                return self._failed(step, exc if str(exc) else PlacementError("interrupted"))
+        self.audit.write("done", status="applied", job=self.ctx.new_job_id)
+        return ApplyOutcome("applied", f"applied: job {self.ctx.new_job_id} runs every subtask on its planned TaskManager",
+                            self.ctx.new_job_id, self.ctx.savepoint, tuple(self.rows), self._downtime(), self.plan.notes)
+
+    def _failed(self, step: Step, exc: Exception) -> ApplyOutcome:
+        reason = str(exc)
+        old = self.plan.job_id
+        if not self.ctx.stopped:
+            if isinstance(step.action, StopWithSavepoint):
+                state = self._settle(old)
+                outcome = ApplyOutcome("stop-failed", f"the stop with savepoint failed ({reason}); nothing was installed; "
+                                       f"job {old} is {state}", old if state == "RUNNING" else None)
+            else:
+                outcome = ApplyOutcome("failed-before-stop", f"{reason}; nothing was changed, job {old} runs untouched", old)
+            self.audit.write("done", status=outcome.status, job=outcome.job_id, error=reason)
+            return outcome
+        if isinstance(step.action, RecordState):  # the job runs as planned; only the record is missing
+            outcome = ApplyOutcome("applied", f"applied, but the state file could not be written ({reason}): the next apply "
+                                   "will not know this job's arguments", self.ctx.new_job_id, self.ctx.savepoint,
+                                   tuple(self.rows), self._downtime(), self.plan.notes)
+            self.audit.write("done", status="applied", job=self.ctx.new_job_id, warning=reason)
+            return outcome
+        return self._roll_back(reason)
+
+    def _settle(self, job_id: str, timeout: float = 120.0) -> str:
+        """After a failed stop: wait until Flink has the job RUNNING again (it may fail over first); its state."""
+        try:
+            return self.rest.wait_for_state(job_id, "RUNNING", timeout=timeout)
+        except PlacementError:
+            try:
+                return self.rest.job_raw(job_id)["state"]
+            except PlacementError:
+                return "unknown (REST unreachable)"
+
+    def _roll_back(self, reason: str) -> ApplyOutcome:
+        self.echo(f"failed after the stop: {reason}")
+        self.echo(f"rolling back from savepoint {self.ctx.savepoint}")
+        self.audit.write("rollback", reason=reason, savepoint=self.ctx.savepoint)
+        failed_job = self.ctx.new_job_id
+        if failed_job:
+            try:
+                if self.rest.job_raw(failed_job)["state"] not in TERMINAL_STATES:
+                    self.rest.cancel(failed_job)
+                    self.rest.wait_for_state(failed_job, ("CANCELED", "FAILED", "FINISHED"), timeout=60)
+                self.audit.write("ok", kind="cancel", job=failed_job)
+            except PlacementError as exc:
+                self.audit.write("failed", kind="cancel", job=failed_job, error=str(exc))
+        self.ctx.new_job_id = None
+        restored: list[str] = []
+        for i, step in enumerate(self.plan.rollback, 1):
+            try:
+                self._step(i, step, "rollback")
+            except (PlacementError, OSError) as exc:
+                state = (f"ROLL BACK FAILED at `{self._describe(step.action)}`: {exc}. State: job {self.plan.job_id} is "
+                         f"stopped; its savepoint is {self.ctx.savepoint}; files restored: {', '.join(restored) or 'none'}"
+                         + (f"; job {self.ctx.new_job_id} was submitted" if self.ctx.new_job_id else "; no job is running for it")
+                         + ". Resubmit by hand from the savepoint (see redeploy.sh in the plan directory).")
+                self.audit.write("done", status="rollback-failed", error=str(exc), savepoint=self.ctx.savepoint)
+                return ApplyOutcome("rollback-failed", f"apply failed ({reason}); {state}", self.ctx.new_job_id,
+                                    self.ctx.savepoint, tuple(self.rows), None, self.plan.notes)
+            if isinstance(step.action, RestoreFile):
+                restored.append(f"{step.action.host}:{step.action.path}")
+        self._record_rollback()
+        message = (f"apply failed ({reason}); rolled back: job {self.ctx.new_job_id} RUNNING from savepoint "
+                   f"{self.ctx.savepoint} with the previous placement"
+                   + (f"; restored {', '.join(restored)} from .prev" if restored else ""))
+        self.audit.write("done", status="rolled-back", job=self.ctx.new_job_id, savepoint=self.ctx.savepoint)
+        return ApplyOutcome("rolled-back", message, self.ctx.new_job_id, self.ctx.savepoint, tuple(self.rows), None, self.plan.notes)
+
+    def _record_rollback(self) -> None:
+        record_step = next((s for s in self.plan.steps if isinstance(s.action, RecordState)), None)
+        submit = next((s for s in self.plan.rollback if isinstance(s.action, SubmitJob)), None)
+        if record_step is None or submit is None:
+            return
+        a = record_step.action
+        assert isinstance(a, RecordState) and isinstance(submit.action, SubmitJob)
+        record = {**a.record, "plan": None, "program_args": list(submit.action.program_args), "mapping": None,
+                  "rolled_back": True}
+        try:
+            self._record(a.host, a.path, record)
+        except PlacementError as exc:
+            self.audit.write("failed", kind="record", error=str(exc))

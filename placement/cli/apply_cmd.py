@@ -1,0 +1,97 @@
+"""``placement apply PLAN_DIR --inventory FILE``: put a plan into effect on the running job (SSH + Flink REST).
+
+Preflight first (nothing changes until every check passes), then: lock, stop with savepoint, install the placement
+(custom: schedulercfg; vanilla: TaskManager resources + ``--placement``), resubmit from the savepoint, verify planned
+vs actual, record, unlock. Any failure after the stop rolls back. ``--dry-run`` prints every step and changes nothing.
+Exit codes: 0 applied or already in effect, 1 failed (rolled back or refused by preflight), 2 bad input or stale plan.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from placement.apply import ApplyFailed, Prepared, execute, prepare
+from placement.apply.preflight import describe_reads
+from placement.apply.request import load_request
+from placement.apply.verify import VerifyRow
+
+
+def _print_plan(console: Console, prepared: Prepared) -> None:
+    plan = prepared.plan
+    req = prepared.request
+    console.print(f"job {plan.job_id} ({prepared.view.job_name}), {plan.mode} mode, plan {req.plan_dir / 'plan.json'}")
+    for note in plan.notes:
+        console.print(f"  note: {note}", markup=False, highlight=False)
+    console.print("preflight read (done, changes nothing):")
+    for line in describe_reads(req):
+        console.print(f"      {line}", markup=False, highlight=False)
+    console.print("steps:")
+    for i, step in enumerate(plan.steps, 1):
+        console.print(f"  {i:2d}. [{step.phase}] {step.describe()}", markup=False, highlight=False)
+    console.print("on a failure after the stop, roll back:")
+    for i, step in enumerate(plan.rollback, 1):
+        console.print(f"  r{i}. [{step.phase}] {step.describe()}", markup=False, highlight=False)
+
+
+def _verify_table(rows: tuple[VerifyRow, ...] | list[VerifyRow]) -> Table:
+    table = Table(title="planned vs actual (subtasks per vertex and TaskManager)")
+    for col in ("vertex", "host", "planned", "actual", ""):
+        table.add_column(col, justify="right" if col in ("planned", "actual") else "left")
+    for r in rows:
+        table.add_row(r.vertex, r.host, str(r.planned), str(r.actual), "[green]ok[/green]" if r.ok else "[red]WRONG[/red]")
+    return table
+
+
+@click.command("apply")
+@click.argument("plan_dir", type=click.Path(path_type=Path))
+@click.option("--inventory", "inventory", required=True, type=click.Path(path_type=Path), help="inventory YAML the plan was made from")
+@click.option("--job", "job_id", help="id of the running job (default: the running job named job.name in the inventory)")
+@click.option("--job-name", help="name of the running job")
+@click.option("--jar", help="job jar to upload and resubmit (default: job.jar from the inventory)")
+@click.option("--jar-id", help="id of a jar already uploaded to the JobManager")
+@click.option("--dry-run", is_flag=True, help="print every SSH command and REST call in order; change nothing")
+@click.option("--yes", "consent", is_flag=True, help="allow restarting a JobManager or TaskManager where the config must change")
+@click.option("--accept-new-host-keys", is_flag=True, help="learn unknown SSH host keys (a changed key is always refused)")
+@click.option("--audit-log", type=click.Path(path_type=Path), help="JSON-lines audit log (default: PLAN_DIR/apply-audit.jsonl)")
+def apply(plan_dir: Path, inventory: Path, job_id: str | None, job_name: str | None, jar: str | None, jar_id: str | None,
+          dry_run: bool, consent: bool, accept_new_host_keys: bool, audit_log: Path | None) -> None:
+    """Put the plan in PLAN_DIR into effect on the running Flink job: savepoint, redeploy, verify, roll back."""
+    console = Console(highlight=False, soft_wrap=True)
+    req = load_request(plan_dir, inventory, job_id=job_id, job_name=job_name, jar=jar, jar_id=jar_id, consent=consent)
+    prepared = prepare(req, dry_run=dry_run, accept_new_host_keys=accept_new_host_keys)
+    try:
+        if prepared.plan.noop:
+            console.print(prepared.plan.noop_reason, markup=False)
+            rows = _current_rows(prepared)
+            console.print(_verify_table(rows))
+            if not dry_run:
+                execute(prepared, audit_path=audit_log or req.plan_dir / "apply-audit.jsonl", echo=lambda s: None)
+            return
+        _print_plan(console, prepared)
+        if dry_run:
+            console.print("dry run: preflight passed; nothing was changed")
+            return
+        try:
+            outcome = execute(prepared, audit_path=audit_log or req.plan_dir / "apply-audit.jsonl",
+                              echo=lambda s: console.print(s, markup=False, highlight=False))
+        except ApplyFailed as exc:
+            if exc.outcome.rows:
+                console.print(_verify_table(exc.outcome.rows))
+            raise
+        console.print(_verify_table(outcome.rows))
+        extra = f" (stop requested -> RUNNING again: {outcome.downtime_s:.1f} s)" if outcome.downtime_s is not None else ""
+        console.print(f"{outcome.message}; savepoint {outcome.savepoint}{extra}", markup=False)
+    finally:
+        prepared.close()
+
+
+def _current_rows(prepared: Prepared) -> list[VerifyRow]:
+    from placement.apply.preflight import planned_counts
+    from placement.apply.verify import compare
+
+    return compare(planned_counts(prepared.request), prepared.view.actual,
+                   list(dict.fromkeys(a.vertex for a in prepared.request.plan.assignment)))

@@ -1,0 +1,187 @@
+"""Helpers for the apply tests: inventories pointing at real sshd "hosts", plan directories, the keyed-count probe.
+
+The hosts ``server`` and ``rpi1`` are sshd servers in network namespaces ``pp-server`` / ``pp-rpi1`` (addresses in
+10.204.0.0/16); they share this machine's filesystem, so a file apply writes "on the JobManager host" is visible
+here. The Flink cluster is the shared test cluster (127.0.0.1) whose TaskManagers have the resource ids ``server``
+and ``rpi1`` and each the external resource of its own name.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO / "tests") not in sys.path:
+    sys.path.insert(0, str(REPO / "tests"))
+
+from support.sshd import SshHost
+
+from placement.flink_rest import FlinkRest
+from placement.inventory import load_inventory
+from placement.lab.jobs import IOT_SENSOR_JOB
+from placement.writers.planjson import (
+    Objective,
+    PlanDocument,
+    SolverInfo,
+    SourceRef,
+    SubtaskAssignment,
+    render_plan_json,
+)
+from placement.writers.schedulercfg import render_schedulercfg
+from placement.writers.vanilla import render_taskmanager_configs
+
+PLACEMENT = [str(Path(sys.executable).parent / "placement")]
+JOB_NAME = "pp-apply-iot"
+# 10 sensors, 2 source subtasks at 200/s, 1 s windows: ~12 alarms/s per sensor go into the keyed running totals.
+JOB_ARGS = ["--sensors", "10", "--window-ms", "1000", "--rate", "200", "--window-parallelism", "2", "--job-name", JOB_NAME]
+VERTICES = ["Source: Sensors", "Parse", "Filter", "Enrich", "Window Aggregate", "Sink: Readings"]
+PER_KEY_RATE_MAX = 16.0  # alarms/s one sensor gains at most (12 on average, ~13 for the busiest of 10): a fresh start's ceiling
+
+# The running job's graph: chain parallelism 2, window and sink 2.
+PLACED = {  # two lanes: (rpi1 x4) and (rpi1, rpi1, rpi1, server); keyed part on the server
+    "Source: Sensors": ["rpi1", "rpi1"], "Parse": ["rpi1", "rpi1"], "Filter": ["rpi1", "rpi1"],
+    "Enrich": ["rpi1", "server"], "Window Aggregate": ["server", "server"], "Sink: Readings": ["server", "server"],
+}
+MOVED = {  # everything on the server but the sources' first two stages
+    "Source: Sensors": ["rpi1", "rpi1"], "Parse": ["rpi1", "rpi1"], "Filter": ["server", "server"],
+    "Enrich": ["server", "server"], "Window Aggregate": ["server", "server"], "Sink: Readings": ["server", "server"],
+}
+ALL_SERVER = {v: ["server", "server"] for v in VERTICES}
+
+
+@dataclass(frozen=True)
+class SshLab:
+    hosts: dict[str, SshHost]  # host name -> sshd
+    known_hosts: Path  # all hosts' keys
+    client_key: Path
+    down_address: str  # an address of our own namespace where no sshd listens
+
+
+def write_inventory(path: Path, lab: SshLab, *, rest_url: str, home: Path, savepoint_dir: Path, mode: str = "vanilla",
+                    jar: Path | None = None, program_args: Sequence[str] = JOB_ARGS, known_hosts: Path | None = None,
+                    addresses: Mapping[str, str] | None = None, name: str = "pp-apply") -> Path:
+    addresses = {h: s.address for h, s in lab.hosts.items()} | dict(addresses or {})
+    doc = {
+        "version": 1, "name": name,
+        "ssh": {"user": "root", "port": 22, "key": str(lab.client_key), "known_hosts": str(known_hosts or lab.known_hosts)},
+        "hosts": [
+            {"name": "server", "address": addresses["server"], "role": "server", "cores": 4, "memory": "4GiB", "task_slots": 4},
+            {"name": "rpi1", "address": addresses["rpi1"], "role": "edge", "model": "rpi4b"},
+        ],
+        "links": [{"from": "rpi1", "to": "server", "bandwidth": "50mbit"}],
+        "flink": {"rest_url": rest_url, "home": str(home), "jobmanager": "server", "placement_mode": mode,
+                  "savepoint_dir": savepoint_dir.as_uri(), "schedulercfg_path": str(home / "scripts" / "schedulercfg")},
+        "job": {"name": JOB_NAME, "entry_class": IOT_SENSOR_JOB, "program_args": list(program_args),
+                **({"jar": str(jar)} if jar else {})},
+    }
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def write_plan_dir(out: Path, inventory_path: Path, mapping: Mapping[str, Sequence[str]], *, mode: str | None = None) -> Path:
+    """A plan directory as `placement plan --out` writes it (plan.json, schedulercfg, vanilla/<host>.yaml) for a mapping."""
+    inv = load_inventory(inventory_path)
+    mode = mode or inv.flink.placement_mode
+    assignment = []
+    for vertex, hosts in mapping.items():
+        for i, host in enumerate(hosts):
+            assignment.append(SubtaskAssignment(
+                vertex_id=vertex.lower().replace(" ", "-").replace(":", ""), vertex=vertex, subtask=i, parallelism=len(hosts),
+                label=f"{vertex} ({i + 1}/{len(hosts)})", host=host, address=inv.host(host).address))
+    doc = PlanDocument(
+        created_at="2026-11-21T20:00:00+00:00", tool="placement test", job=JOB_NAME,
+        inventory=SourceRef(path=str(inventory_path), digest=inv.digest()),
+        profile=SourceRef(path="(test mapping)", digest="sha256:" + "0" * 64), placement_mode=mode, rate_scale=1.0,
+        objective=Objective(wan_mbit=0, server_cores=0, edge_cores=0, latency_ms=0),
+        solver=SolverInfo(name="test", status="given", objective_mode=None, gap=None, seconds=0.0, stages=[]),
+        assignment=assignment, links=[], hosts=[],
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "plan.json").write_text(render_plan_json(doc))
+    order = list(dict.fromkeys(a.vertex_id for a in assignment))
+    (out / "schedulercfg").write_text(render_schedulercfg(assignment, order))
+    for rel, text in render_taskmanager_configs(doc, inv).items():
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out / rel).write_text(text)
+    return out
+
+
+def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*PLACEMENT, *args], capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def running_job(rest: FlinkRest, name: str = JOB_NAME) -> str:
+    jobs = [j for j in rest.running_jobs() if j.name == name]
+    assert len(jobs) == 1, jobs
+    return jobs[0].id
+
+
+def max_key_total(rest: FlinkRest, job_id: str) -> float:
+    """The Window Aggregate's gauge: the largest per-sensor running total in keyed state (0 until a window fired)."""
+    vertex = rest.job(job_id).vertex_named("Window Aggregate").id
+    listed = rest.get(f"/jobs/{job_id}/vertices/{vertex}/subtasks/metrics")
+    names = [m["id"] for m in listed if m["id"].endswith(".maxKeyTotal")]
+    if not names:
+        return 0.0
+    return rest.vertex_metrics(job_id, vertex, names[:1], agg="max", refresh=1.0).get(names[0], 0.0)
+
+
+def wait_key_total(rest: FlinkRest, job_id: str, at_least: float, timeout: float = 40.0) -> float:
+    deadline = time.monotonic() + timeout
+    value = 0.0
+    while time.monotonic() < deadline:
+        value = max_key_total(rest, job_id)
+        if value >= at_least:
+            return value
+        time.sleep(0.5)
+    return value
+
+
+def assert_keyed_state_continued(rest: FlinkRest, job_id: str, before: float, since: float) -> float:
+    """The running totals continue from ``before`` (taken before the redeploy at monotonic time ``since``).
+
+    A job started from scratch gains at most PER_KEY_RATE_MAX per second per sensor, so within the time elapsed
+    since ``since`` it could not have reached ``before``; the restored job is there at once (savepoint) or within
+    one checkpoint interval (a failover to the last checkpoint).
+    """
+    assert before > 0
+    value = wait_key_total(rest, job_id, before)
+    elapsed = time.monotonic() - since
+    assert value >= before, f"keyed totals restarted: {value} < {before}"
+    assert PER_KEY_RATE_MAX * elapsed < before, f"test too slow to tell a restore from a fresh start ({elapsed:.0f}s)"
+    return value
+
+
+def read_audit(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def job_age(rest: FlinkRest, job_id: str) -> float:
+    return time.time() - rest.job_raw(job_id)["start-time"] / 1000.0
+
+
+def let_totals_grow(rest: FlinkRest, job_id: str, min_total: float = 450.0, timeout: float = 90.0) -> float:
+    """Wait until the busiest sensor's running total is ``min_total`` (a fresh start would need ``min_total /
+    PER_KEY_RATE_MAX`` seconds to get there, far longer than a restore takes); returns it. A job restored from
+    an earlier test's savepoint is there at once."""
+    value = wait_key_total(rest, job_id, min_total, timeout=timeout)
+    assert value >= min_total, f"keyed totals grew to only {value} in {timeout:.0f}s"
+    return value
+
+
+def assert_in_order(text: str, marks: Sequence[str], start: str = "steps:") -> None:
+    """Every mark occurs in ``text`` after ``start`` and after the mark before it."""
+    at = text.find(start)
+    assert at >= 0, (start, text)
+    for mark in marks:
+        found = text.find(mark, at)
+        assert found >= 0, f"{mark!r} not found in order in:\n{text}"
+        at = found + len(mark)

@@ -1,0 +1,251 @@
+"""Faults, each caused for real, each ending with the job RUNNING and its keyed totals intact:
+
+* a host down at preflight (its sshd is not running) -> refused, nothing changed anywhere;
+* a wrong host key (refused) and an unknown one (refused unless --accept-new-host-keys);
+* a stale plan (inventory changed; job graph changed) -> refused with the reason, exit 2;
+* a savepoint directory that cannot be written: refused at preflight; one that fills up during the stop (a full
+  tmpfs) -> the stop fails, Flink keeps the job, apply says so;
+* a resubmit that fails (the job itself rejects the mapping at submit) -> rolled back from the same savepoint to the
+  previous placement;
+* a lock held by another apply -> refused; a stale lock -> broken and reported;
+* bad input: missing plan dir, corrupt plan.json -> one line, exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from apply_support import (
+    ALL_SERVER,
+    PLACED,
+    SshLab,
+    assert_keyed_state_continued,
+    let_totals_grow,
+    max_key_total,
+    read_audit,
+    run_cli,
+    running_job,
+    write_inventory,
+    write_plan_dir,
+)
+from support.sshd import generate_key, known_hosts_line
+
+pytestmark = [pytest.mark.flink, pytest.mark.netns, pytest.mark.timeout(600)]
+
+
+@dataclass(frozen=True)
+class Env:
+    inventory: Path
+    home: Path
+    work: Path
+    rest_url: str
+    jar: Path
+    lab: SshLab
+
+    def inventory_variant(self, name: str, **kwargs) -> Path:
+        args = {"rest_url": self.rest_url, "home": self.home, "savepoint_dir": self.work / "savepoints", "jar": self.jar} | kwargs
+        return write_inventory(self.work / f"{name}.yaml", self.lab, **args)
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory, ssh_lab: SshLab, flink_cluster, lab_jobs_jar, iot_job) -> Env:
+    work = tmp_path_factory.mktemp("pp-apply-faults")
+    home = work / "flink-home"
+    (home / "conf").mkdir(parents=True)
+    inv = write_inventory(work / "inventory.yaml", ssh_lab, rest_url=flink_cluster.rest_url, home=home,
+                          savepoint_dir=work / "savepoints", jar=lab_jobs_jar)
+    return Env(inv, home, work, flink_cluster.rest_url, lab_jobs_jar, ssh_lab)
+
+
+def one_line(text: str) -> bool:
+    return text.strip() != "" and "\n" not in text.strip() and "Traceback" not in text
+
+
+def assert_untouched(env: Env, rest, job: str, placement_before) -> None:
+    assert running_job(rest) == job and rest.job_raw(job)["state"] == "RUNNING"
+    assert rest.placement_counts(job) == placement_before
+    assert not (env.home / "placement" / "apply.lock").exists()
+    assert not (env.home / "placement" / "state.json").exists()
+
+
+def test_a_host_down_at_preflight_changes_nothing_anywhere(env: Env, flink_rest):
+    inv = env.inventory_variant("rpi1-down", addresses={"rpi1": env.lab.down_address})
+    plan = write_plan_dir(env.work / "plan-down", inv, PLACED)
+    job = running_job(flink_rest)
+    before = flink_rest.placement_counts(job)
+    result = run_cli("apply", str(plan), "--inventory", str(inv))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert one_line(result.stderr) and f"rpi1 ({env.lab.down_address}:22): cannot connect" in result.stderr
+    assert "nothing was changed" in result.stderr
+    assert_untouched(env, flink_rest, job, before)
+    assert not (env.work / "savepoints").exists() and not (plan / "apply-audit.jsonl").exists()
+
+
+def test_a_changed_host_key_is_refused_and_an_unknown_one_needs_consent(env: Env, flink_rest):
+    job = running_job(flink_rest)
+    before = flink_rest.placement_counts(job)
+    # a known_hosts that has another key for rpi1: a man in the middle, or a reinstalled host
+    impostor = generate_key(env.work / "impostor_host_key", "impostor")
+    server = env.lab.hosts["server"]
+    wrong = env.work / "known_hosts.wrong"
+    wrong.write_text(server.known_hosts.read_text() + known_hosts_line(env.lab.hosts["rpi1"].address, 22, Path(f"{impostor}.pub")))
+    inv = env.inventory_variant("wrong-key", known_hosts=wrong)
+    plan = write_plan_dir(env.work / "plan-wrong-key", inv, PLACED)
+    result = run_cli("apply", str(plan), "--inventory", str(inv), "--accept-new-host-keys")
+    assert result.returncode == 1 and one_line(result.stderr)
+    assert "rpi1 (10.204.0.6): host key CHANGED" in result.stderr
+    assert_untouched(env, flink_rest, job, before)
+
+    # unknown key: refused by default; learned (and then trusted) with --accept-new-host-keys
+    partial = env.work / "known_hosts.partial"
+    partial.write_text(server.known_hosts.read_text())
+    inv = env.inventory_variant("unknown-key", known_hosts=partial)
+    plan = write_plan_dir(env.work / "plan-unknown-key", inv, PLACED)
+    result = run_cli("apply", str(plan), "--inventory", str(inv))
+    assert result.returncode == 1 and "host key not in" in result.stderr and "--accept-new-host-keys" in result.stderr
+    result = run_cli("apply", str(plan), "--inventory", str(inv), "--dry-run", "--accept-new-host-keys")
+    assert result.returncode == 0, result.stderr
+    assert "10.204.0.6" in partial.read_text()
+    assert_untouched(env, flink_rest, job, before)
+
+
+def test_a_stale_plan_is_refused_with_the_reason(env: Env, flink_rest):
+    job = running_job(flink_rest)
+    before = flink_rest.placement_counts(job)
+    # the inventory changed after planning (a link got slower)
+    inv = env.inventory_variant("stale")
+    plan = write_plan_dir(env.work / "plan-stale", inv, PLACED)
+    inv.write_text(inv.read_text().replace("bandwidth: 50mbit", "bandwidth: 20mbit"))
+    result = run_cli("apply", str(plan), "--inventory", str(inv))
+    assert result.returncode == 2 and one_line(result.stderr)
+    assert "stale plan" in result.stderr and "the inventory changed since `placement plan`" in result.stderr
+    # the job's graph changed (the plan expects Parse with 3 subtasks)
+    plan = write_plan_dir(env.work / "plan-graph", env.inventory, {**PLACED, "Parse": ["rpi1", "rpi1", "server"]})
+    result = run_cli("apply", str(plan), "--inventory", str(env.inventory))
+    assert result.returncode == 2 and one_line(result.stderr)
+    assert "'Parse' plan 3 vs running 2" in result.stderr
+    assert_untouched(env, flink_rest, job, before)
+
+
+def test_bad_input_is_one_line_exit_2(env: Env, tmp_path):
+    result = run_cli("apply", str(tmp_path / "nope"), "--inventory", str(env.inventory))
+    assert result.returncode == 2 and one_line(result.stderr) and "nope: no such plan directory" in result.stderr
+    corrupt = tmp_path / "corrupt"
+    corrupt.mkdir()
+    (corrupt / "plan.json").write_text('{"format": "placement.plan/v1", "assignment": [')
+    result = run_cli("apply", str(corrupt), "--inventory", str(env.inventory))
+    assert result.returncode == 2 and one_line(result.stderr) and "corrupt/plan.json" in result.stderr
+    plan = write_plan_dir(tmp_path / "bad-field", env.inventory, PLACED)
+    doc = json.loads((plan / "plan.json").read_text())
+    doc["assignment"][0]["subtask"] = -1
+    (plan / "plan.json").write_text(json.dumps(doc))
+    result = run_cli("apply", str(plan), "--inventory", str(env.inventory))
+    assert result.returncode == 2 and one_line(result.stderr) and "plan.json: assignment[0].subtask" in result.stderr
+    result = run_cli("apply", str(plan), "--inventory", str(tmp_path / "missing.yaml"))
+    assert result.returncode == 2 and one_line(result.stderr) and "missing.yaml: file not found" in result.stderr
+
+
+def test_a_savepoint_directory_that_cannot_be_written_is_refused_at_preflight(env: Env, flink_rest):
+    job = running_job(flink_rest)
+    before = flink_rest.placement_counts(job)
+    blocker = env.work / "not-a-dir"
+    blocker.write_text("a file where the savepoint directory's parent should be")
+    inv = env.inventory_variant("sp-blocked", savepoint_dir=blocker / "savepoints")
+    plan = write_plan_dir(env.work / "plan-sp-blocked", inv, PLACED)
+    result = run_cli("apply", str(plan), "--inventory", str(inv))
+    assert result.returncode == 1 and one_line(result.stderr)
+    assert f"savepoint directory {(blocker / 'savepoints').as_uri()} on server is not writable" in result.stderr
+    assert_untouched(env, flink_rest, job, before)
+
+
+@pytest.fixture
+def full_tmpfs(env: Env):
+    """A 8 KiB tmpfs, filled: an empty probe file fits, a savepoint's _metadata does not (ENOSPC during the stop)."""
+    mount = env.work / "full-savepoints"
+    mount.mkdir(exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8k", "pp-apply-full", str(mount)], check=True)
+    try:
+        subprocess.run(["dd", "if=/dev/zero", f"of={mount}/filler", "bs=4k", "count=4"], capture_output=True, check=False)
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=False)
+
+
+def test_a_savepoint_that_cannot_be_written_leaves_the_job_running(env: Env, flink_rest, full_tmpfs: Path):
+    job = running_job(flink_rest)
+    placement = flink_rest.placement_counts(job)
+    inv = env.inventory_variant("sp-full", savepoint_dir=full_tmpfs)
+    plan = write_plan_dir(env.work / "plan-sp-full", inv, PLACED)
+    before = let_totals_grow(flink_rest, job)
+    t0 = time.monotonic()
+    result = run_cli("apply", str(plan), "--inventory", str(inv))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert one_line(result.stderr) and "the stop with savepoint failed" in result.stderr
+    assert "No space left on device" in result.stderr and "nothing was installed" in result.stderr
+    assert f"job {job} is RUNNING" in result.stderr
+    assert_untouched(env, flink_rest, job, placement)  # same job id, same placement, no lock, no state
+    assert_keyed_state_continued(flink_rest, job, before, t0)  # Flink failed over to its last checkpoint
+    audit = read_audit(plan / "apply-audit.jsonl")
+    assert [r["kind"] for r in audit if r["event"] == "failed"] == ["stop"]
+    assert audit[-1]["status"] == "stop-failed" and not any(r["event"] == "rollback" for r in audit)
+
+
+def test_a_resubmit_that_fails_is_rolled_back_to_the_previous_placement_from_the_same_savepoint(env: Env, flink_rest):
+    # first put the job under apply's control (all on the server), so the previous mapping is known
+    good = write_plan_dir(env.work / "plan-all-server", env.inventory, ALL_SERVER)
+    assert run_cli("apply", str(good), "--inventory", str(env.inventory)).returncode == 0
+    job = running_job(flink_rest)
+    placement = flink_rest.placement_counts(job)
+    # a stale lock left by a crashed apply on this machine: its pid is gone
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    lock = env.home / "placement" / "apply.lock"
+    lock.write_text(json.dumps({"holder": "crashed", "machine": socket.gethostname(), "pid": dead.pid,
+                                "since": "earlier", "since_epoch": time.time() - 5}))
+    # vanilla Flink cannot split a vertex after the all-to-all edge: the job's main() rejects this at submit
+    bad = write_plan_dir(env.work / "plan-split-window", env.inventory, {**ALL_SERVER, "Window Aggregate": ["server", "rpi1"]})
+    before = let_totals_grow(flink_rest, job)
+    t0 = time.monotonic()
+    result = run_cli("apply", str(bad), "--inventory", str(env.inventory))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "broke a stale lock held by crashed" in result.stdout and f"pid {dead.pid}" in result.stdout
+    assert one_line(result.stderr) and "vanilla Flink cannot split 'Window Aggregate'" in result.stderr
+    assert "rolled back: job" in result.stderr and "with the previous placement" in result.stderr
+    new = running_job(flink_rest)
+    assert new != job and flink_rest.placement_counts(new) == placement
+    assert_keyed_state_continued(flink_rest, new, before, t0)
+    state = json.loads((env.home / "placement" / "state.json").read_text())
+    assert state["job_id"] == new and state["rolled_back"] and state["plan"] is None
+    assert state["program_args"][-1] == json.dumps(ALL_SERVER, separators=(",", ":"))
+    assert not lock.exists()
+    audit = read_audit(bad / "apply-audit.jsonl")
+    assert [r["kind"] for r in audit if r["event"] == "failed"] == ["submit"]
+    rollback_ok = [r["kind"] for r in audit if r["event"] == "ok" and r.get("seq") == "rollback"]
+    assert rollback_ok == ["submit", "wait"] and audit[-1]["status"] == "rolled-back"
+
+
+def test_a_lock_held_by_a_live_apply_is_respected(env: Env, flink_rest):
+    job = running_job(flink_rest)
+    placement = flink_rest.placement_counts(job)
+    lock = env.home / "placement" / "apply.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.write_text(json.dumps({"holder": "alice@ops pid 4242", "machine": socket.gethostname(), "pid": os.getpid(),
+                                "since": "2026-11-21T20:00:00+00:00", "since_epoch": time.time()}))
+    try:
+        plan = write_plan_dir(env.work / "plan-locked", env.inventory, PLACED)
+        before = max_key_total(flink_rest, job)
+        result = run_cli("apply", str(plan), "--inventory", str(env.inventory))
+        assert result.returncode == 1 and one_line(result.stderr)
+        assert "another apply holds the lock" in result.stderr and "alice@ops pid 4242 since 2026-11-21T20:00:00+00:00" in result.stderr
+        assert running_job(flink_rest) == job and flink_rest.placement_counts(job) == placement
+        assert lock.exists() and "alice@ops" in lock.read_text()  # not ours to remove
+        assert max_key_total(flink_rest, job) >= before
+    finally:
+        lock.unlink(missing_ok=True)
