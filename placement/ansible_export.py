@@ -13,7 +13,6 @@ the netem role runs those argv lists as they are, so shaping through Ansible is 
 
 from __future__ import annotations
 
-import hashlib
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -76,11 +75,14 @@ def _netem_vars(inv: Inventory, host: Host, opts: _Options) -> dict[str, Any]:
     interface, shapes = shapes_for_host(inv, host.name, opts.wan_profile, source=opts.source)
     if not shapes:
         return {}
+    commands = tc.apply_commands(interface, shapes, with_netem=opts.with_netem)
     return {
         "netem_interface": interface,
         "netem_root_handle": tc.ROOT_HANDLE,
         "netem_query_command": tc.root_query_command(interface),
-        "netem_apply_commands": tc.apply_commands(interface, shapes, with_netem=opts.with_netem),
+        "netem_apply_commands": commands,
+        # the delay/loss leaves: a kernel without sch_netem refuses these, and only these may be skipped
+        "netem_delay_commands": [argv for argv in commands if tc.is_netem_command(argv)],
         "netem_clear_commands": tc.clear_commands(interface),
     }
 
@@ -201,11 +203,3 @@ def render(document: Mapping[str, Any], source: str | None = None) -> str:
     header += f" from {source}.\n" if source else ".\n"
     header += "# Regenerate it instead of editing it; per-host overrides belong in host_vars/<host>.yml next to it.\n"
     return header + yaml.dump(dict(document), Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=1000)
-
-
-def file_sha512(path: str | Path) -> str:
-    digest = hashlib.sha512()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+from pathlib import Path
 
 import click
 from rich.console import Console
 from rich.table import Table
 
+from placement.ansible_export import LocalArchive, ansible_inventory, render
+from placement.errors import BadInput
 from placement.inventory import load_inventory
+from placement.netem.profiles import load_profile
 
 
 @click.group()
@@ -57,23 +62,16 @@ def ansible(file: str, out: str | None, flink_archive: str | None, rate_only: bo
 
     Relative ssh key and known_hosts paths are taken relative to FILE's directory.
     """
-    from pathlib import Path
-
-    from placement.ansible_export import LocalArchive, ansible_inventory, file_sha512, render
-    from placement.errors import BadInput
-
     inv = load_inventory(file)
     profile = None
     if wan_profile is not None:
-        from placement.netem.profiles import load_profile
-
         profile = load_profile(wan_profile, field="--wan-profile")
     archive = None
     if flink_archive is not None:
         path = Path(flink_archive)
         if not path.is_file():
             raise BadInput("file not found", source=flink_archive, field="--flink-archive")
-        sha512 = file_sha512(path)
+        sha512 = _sha512(path)
         expected = inv.flink.archive_sha512
         if expected and expected.lower() != sha512:
             raise BadInput(
@@ -101,6 +99,18 @@ def ansible(file: str, out: str | None, flink_archive: str | None, rate_only: bo
         raise BadInput("directory does not exist", source=out, field="--out")
     # write-then-rename: an interrupted export never leaves half an inventory behind
     partial = target.with_name(f".{target.name}.partial")
-    partial.write_text(text, encoding="utf-8")
-    partial.replace(target)
+    try:
+        partial.write_text(text, encoding="utf-8")
+        partial.replace(target)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise BadInput(f"cannot write: {exc.strerror or exc}", source=out, field="--out") from None
     click.echo(f"wrote {out}: {len(inv.servers)} server(s), {len(inv.edges)} edge host(s)", err=True)
+
+
+def _sha512(path: Path) -> str:
+    digest = hashlib.sha512()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

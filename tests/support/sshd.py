@@ -15,7 +15,8 @@ What :func:`sshd_in_namespace` does, and undoes on exit (also when the body rais
   ``address`` (``[address]:port`` for ports other than 22), so clients keep strict host key checking ON;
 * runs ``/usr/sbin/sshd -D -e`` in the namespace, listening only on ``address:port``, keys only (no passwords, no
   PAM), logging to ``<workdir>/sshd.log``; waits until it accepts connections;
-* on exit stops that sshd (only the process it started) and deletes the files it wrote.
+* on exit stops that sshd (only the process it started) and deletes the files it wrote (and ``workdir`` when it
+  made it and nothing else is left in it).
 
 The namespace shares the machine's filesystem and users: a login as ``root`` (the default) sees the same files as
 the test. Needs root (for ``ip netns exec`` and sshd's privilege separation) — check
@@ -56,10 +57,23 @@ class SshHost:
     def ssh_argv(self, *command: str) -> list[str]:
         """``ssh`` with this host's key and known_hosts, host key checking on, batch mode (never prompts)."""
         return [
-            "ssh", "-i", str(self.client_key), "-p", str(self.port),
-            "-o", f"UserKnownHostsFile={self.known_hosts}", "-o", "StrictHostKeyChecking=yes",
-            "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-o", "ConnectTimeout=10",
-            f"{self.user}@{self.address}", *command,
+            "ssh",
+            "-i",
+            str(self.client_key),
+            "-p",
+            str(self.port),
+            "-o",
+            f"UserKnownHostsFile={self.known_hosts}",
+            "-o",
+            "StrictHostKeyChecking=yes",
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "IdentitiesOnly=yes",
+            "-o",
+            "ConnectTimeout=10",
+            f"{self.user}@{self.address}",
+            *command,
         ]
 
 
@@ -78,7 +92,9 @@ def generate_key(path: Path, comment: str) -> Path:
     """A fresh passphrase-less ed25519 key pair at ``path`` / ``path.pub``."""
     subprocess.run(
         ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)],
-        check=True, capture_output=True, timeout=30,
+        check=True,
+        capture_output=True,
+        timeout=30,
     )
     return path
 
@@ -145,6 +161,7 @@ def sshd_in_namespace(
     if reason:
         raise RuntimeError(reason)
     workdir = Path(workdir)
+    made_workdir = not workdir.exists()
     workdir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     proc: subprocess.Popen[bytes] | None = None
@@ -169,18 +186,28 @@ def sshd_in_namespace(
         with open(log, "wb") as log_fh:
             proc = subprocess.Popen(
                 ["ip", "netns", "exec", namespace, str(SSHD), "-D", "-e", "-f", str(config)],
-                stdout=log_fh, stderr=subprocess.STDOUT, start_new_session=True,
+                stdout=log_fh,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
         _wait_listening(proc, address, port, log, timeout)
         yield SshHost(
-            namespace=namespace, address=address, port=port, user=user, client_key=client_key,
-            known_hosts=known_hosts, host_public_key=Path(f"{host_key}.pub"), log=log,
+            namespace=namespace,
+            address=address,
+            port=port,
+            user=user,
+            client_key=client_key,
+            known_hosts=known_hosts,
+            host_public_key=Path(f"{host_key}.pub"),
+            log=log,
         )
     finally:
         if proc is not None:
             _stop(proc)
         for path in written:
             path.unlink(missing_ok=True)
+        if made_workdir and not any(workdir.iterdir()):
+            workdir.rmdir()
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
