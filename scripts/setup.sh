@@ -17,7 +17,7 @@ if [ "$FULL" = 1 ]; then
   command -v ip >/dev/null 2>&1 || missing+=(iproute2)
   command -v tc >/dev/null 2>&1 || missing+=(iproute2)
   command -v javac >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
-  python3 -c "import apt" >/dev/null 2>&1 || missing+=(python3-apt)   # Ansible's apt module, in the real role runs
+  /usr/bin/python3 -c "import apt" >/dev/null 2>&1 || missing+=(python3-apt)   # Ansible's apt module, in the real role runs
   if [ "${#missing[@]}" -gt 0 ]; then
     if [ "$(id -u)" != 0 ]; then
       echo "setup: need root to install: ${missing[*]}" >&2

@@ -93,7 +93,8 @@ class TaskManagerInfo(Strict):
     id: str
     host: str | None = None
     slots: int | None = None
-    cpu_cores: float | None = None
+    cpu_cores: float | None = Field(None, description="cores Flink gives the TaskManager (totalResource)")
+    hardware_cpu_cores: float | None = Field(None, description="cores of the machine it runs on")
     physical_memory_bytes: float | None = None
     task_heap_bytes: float | None = None
     managed_memory_bytes: float | None = None
@@ -119,7 +120,7 @@ class RunManifest(Strict):
     locations: list[SubtaskLocation] = Field(default_factory=list)
     taskmanagers: list[TaskManagerInfo] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
-    truth: dict[str, dict[str, float]] | None = Field(None, description="synthetic histories: the true figures per vertex")
+    truth: dict[str, dict[str, float | None]] | None = Field(None, description="synthetic histories: the true figures per vertex")
 
     def vertex(self, vertex_id: str) -> VertexInfo:
         for v in self.vertices:

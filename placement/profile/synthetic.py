@@ -16,6 +16,7 @@ visibly off. Generation is vectorised over (time x subtask) blocks, so 50M sampl
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -97,7 +98,7 @@ class SynthJob:
 class Shape:
     duration_s: float = 900.0
     interval_s: float = 1.0
-    warmup_s: float = 60.0  # after this long an attempt is warm (JIT, ramp and catch-up have decayed below 0.5 %)
+    warmup_s: float = 60.0  # after this long an attempt is warm (ramp and catch-up < 0.3 %, JIT < 2 %)
     metrics_delay_s: float = 10.0  # Flink's metric fetcher shows nothing for the first seconds of an attempt
     noise: float = 0.05  # relative sd of every reading
     load_wave: float = 0.15  # amplitude of a slow sinusoidal load variation
@@ -188,10 +189,10 @@ def _nominal(job: SynthJob) -> _Nominal:
     )
 
 
-def truth(job: SynthJob) -> dict[str, dict[str, float]]:
+def truth(job: SynthJob) -> dict[str, dict[str, float | None]]:
     """The figures a correct profile recovers, per vertex name (rates at nominal load, warm, unthrottled)."""
     nom = _nominal(job)
-    out: dict[str, dict[str, float]] = {}
+    out: dict[str, dict[str, float | None]] = {}
     start = 0
     for v in job.vertices:
         sl = slice(start, start + v.parallelism)
@@ -199,7 +200,7 @@ def truth(job: SynthJob) -> dict[str, dict[str, float]]:
         rin, rout = float(nom.records_in[sl].sum()), float(nom.records_out[sl].sum())
         out[v.name] = {
             "true_rate_server_core": v.true_rate,
-            "selectivity": (rout / rin) if rin > 0 else math.nan,
+            "selectivity": (rout / rin) if rin > 0 else None,  # sources: undefined
             "bytes_per_record_out": v.bytes_per_record_out,
             "records_in_per_s": rin,
             "records_out_per_s": rout,
@@ -226,7 +227,7 @@ def _schedule(shape: Shape, rng: np.random.Generator) -> _Schedule:
         edges = np.linspace(shape.warmup_s * 1.5, d - shape.episode_s, slots + 1)
         kinds = ["restart"] * shape.restarts + ["episode"] * shape.backpressure_episodes
         rng.shuffle(kinds)
-        for k, (lo, hi) in zip(kinds, zip(edges[:-1], edges[1:])):
+        for k, (lo, hi) in zip(kinds, itertools.pairwise(edges), strict=True):
             at = float(rng.uniform(lo, lo + max(0.0, (hi - lo) * 0.3)))
             if k == "restart":
                 sched.restarts.append(at)
@@ -266,7 +267,8 @@ def _block(
     demand = demand * np.where(attempt > 0, 1.0 + 1.5 * warm, 1.0)  # catch up on the backlog after a restart
     throttled = demand > nom.max_load
     load = np.minimum(demand, nom.max_load) * (1.0 - warm)  # ramp-up after (re)start
-    jit = 1.0 + 2.0 * warm  # cold code: more busy time per record
+    # Cold code: more busy time per record, decaying a bit slower than the ramp (about 2 % left at warmup_s).
+    jit = 1.0 + 3.0 * np.exp(-np.nan_to_num(age, nan=0.0) / (shape.warmup_s / 5.0))
 
     n_t, n_s = t.size, nom.busy.size
     L = load[:, None]
@@ -337,7 +339,7 @@ def write_run(
     uniq = list(dict.fromkeys(nom.vertex_ids))
     codes = np.array([uniq.index(v) for v in nom.vertex_ids], dtype=np.int32)
     dictionary = pa.array(uniq, type=pa.string())
-    n_ts = int(math.floor(shape.duration_s / shape.interval_s))
+    n_ts = math.floor(shape.duration_s / shape.interval_s)
     per_block = max(1, rows_per_part // nom.busy.size)
     for k0 in range(0, n_ts, per_block):
         t = np.arange(k0, min(n_ts, k0 + per_block)) * shape.interval_s
@@ -366,8 +368,12 @@ def write_run(
             for i in range(v.parallelism)
         ],
         taskmanagers=[TaskManagerInfo(id=t.id, host=t.host, slots=t.slots, cpu_cores=t.cpu_cores) for t in job.taskmanagers],
-        notes=[f"restarts at {', '.join(f'{r:.0f}s' for r in sched.restarts) or 'none'}; "
-               f"backpressure episodes at {', '.join(f'{a:.0f}-{b:.0f}s' for a, b in sched.episodes) or 'none'}"],
+        notes=[
+            (
+                f"restarts at {', '.join(f'{r:.0f}s' for r in sched.restarts) or 'none'}; "
+                f"backpressure episodes at {', '.join(f'{a:.0f}-{b:.0f}s' for a, b in sched.episodes) or 'none'}"
+            )
+        ],
         truth=truth(job),
     )
     write_manifest(root, manifest)
@@ -424,7 +430,7 @@ IOT_JOB = SynthJob(
         SynthVertex("Enrich", 3, true_rate=100_000, bytes_per_record_out=48),
         SynthVertex("Window Aggregate", 2, true_rate=30_000, selectivity=40 / 13_500, bytes_per_record_out=64,
                     state_bytes=24_000_000),
-        SynthVertex("Sink: Readings", 1, true_rate=20_000, bytes_per_record_out=0),
+        SynthVertex("Sink: Readings", 1, true_rate=20_000, selectivity=0.0, bytes_per_record_out=0),
     ),
     edges=(
         ("Source: Sensors", "Parse", "FORWARD"),
@@ -439,3 +445,24 @@ IOT_JOB = SynthJob(
 
 def sample_names(job: SynthJob) -> Sequence[str]:
     return [v.name for v in job.vertices]
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m placement.profile.synthetic --out DIR``: write a synthetic IoT history (what examples/metrics holds)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--duration", type=float, default=600.0, help="seconds per run")
+    ap.add_argument("--runs", type=int, default=2)
+    ap.add_argument("--restarts", type=int, default=1, help="restarts per run")
+    ap.add_argument("--scale", type=int, default=1, help="multiply every parallelism")
+    ap.add_argument("--seed", type=int, default=7)
+    a = ap.parse_args(argv)
+    job = scaled_job(IOT_JOB, a.scale) if a.scale > 1 else IOT_JOB
+    runs = write_history(job, Shape(duration_s=a.duration, restarts=a.restarts, seed=a.seed), a.out, runs=a.runs)
+    print(f"{sum(r.samples for r in runs)} samples in {len(runs)} run(s) under {a.out}")
+
+
+if __name__ == "__main__":
+    main()
