@@ -1,0 +1,65 @@
+"""``placement profile``: turn a collected metric history into the job profile ``placement plan`` reads."""
+
+from __future__ import annotations
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from placement.profile.rules import MIN_CONFIDENT_BUSY_MS
+
+
+def _fmt(x: object, spec: str = ",.0f") -> str:
+    return "—" if x is None else format(x, spec)
+
+
+@click.command()
+@click.argument("metrics_dir", metavar="DIR", type=click.Path(file_okay=True, dir_okay=True))
+@click.option("--out", "out", required=True, type=click.Path(), help="profile JSON to write")
+@click.option("--job", help="job name or id (needed when DIR holds several jobs)")
+@click.option("--run", "runs", multiple=True, help="use only this run id (repeatable); default: every run of the job")
+@click.option("--warmup", type=float, default=60.0, show_default=True,
+              help="seconds after each (re)start of a subtask whose samples are dropped")
+@click.option("--inventory", type=click.Path(dir_okay=False), help="inventory whose host speeds apply to the subtasks")
+@click.option("--stateful", multiple=True, metavar="NAME", help="treat this vertex as stateful (repeatable)")
+@click.option("--stateless", multiple=True, metavar="NAME", help="treat this vertex as stateless (repeatable)")
+@click.option("--spark-master", help="Spark master URL (default local[2]; ignored under spark-submit unless given)")
+@click.option("--engine", type=click.Choice(["spark", "pandas"]), default="spark", show_default=True,
+              help="pandas: single-threaded, no JVM; for small histories")
+@click.option("--details", type=click.Path(dir_okay=False),
+              help="also write every per-subtask figure (means, medians, p95s, counts, true rates) as CSV")
+@click.option("--quiet", is_flag=True, help="print nothing but errors")
+def profile(metrics_dir, out, job, runs, warmup, inventory, stateful, stateless, spark_master, engine, details, quiet) -> None:
+    """Compute per-subtask and per-vertex rates, true processing rates, selectivities and statefulness from the
+    samples in DIR (written by `placement metrics collect`) and write them as a profile (placement.profile/v1)."""
+    from placement.profile.pipeline import build_profile, write_profile
+
+    console = Console(stderr=True, quiet=quiet)
+    with console.status(f"profiling {metrics_dir} with {engine}…"):
+        prof = build_profile(
+            metrics_dir, job=job, runs=runs, warmup_s=warmup, engine=engine, spark_master=spark_master,
+            inventory=inventory, stateful=stateful, stateless=stateless, details=details,
+        )
+    write_profile(prof, out)
+    if quiet:
+        return
+    table = Table(title=f"{prof.job.name}: {out}")
+    for col in ("vertex", "p", "in/s", "out/s", "busy", "bp", "true rate", "sel.", "B/rec", "state", "ok"):
+        table.add_column(col, justify="left" if col in ("vertex", "state") else "right")
+    for v in prof.vertices:
+        busy = [s.busy_ms_per_s for s in v.subtasks if s.busy_ms_per_s is not None]
+        bp = [s.backpressured_ms_per_s for s in v.subtasks if s.backpressured_ms_per_s is not None]
+        rate = v.stats.get("true_processing_rate") or v.stats.get("true_output_processing_rate")
+        table.add_row(
+            v.name, str(v.parallelism), _fmt(v.records_in_per_s), _fmt(v.records_out_per_s),
+            _fmt(sum(busy) / len(busy) if busy else None, ".0f"), _fmt(sum(bp) / len(bp) if bp else None, ".0f"),
+            _fmt(rate), _fmt(v.stats.get("selectivity"), ".3g"), _fmt(v.bytes_per_record_out, ".0f"),
+            "stateful" if v.stateful else "-", "yes" if v.stats.get("confident") else "low",
+        )
+    screen = Console()
+    if not screen.is_terminal:  # logs and pipes: do not squeeze the table into 80 columns
+        screen = Console(width=140)
+    screen.print(table)
+    click.echo("busy/bp: ms per second, mean over subtasks; true rate: records per busy second of one subtask; "
+               f"ok=low: busy < {MIN_CONFIDENT_BUSY_MS:g} ms/s or too few samples")
+    click.echo(prof.job.note or "")

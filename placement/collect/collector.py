@@ -1,0 +1,268 @@
+"""The thin I/O loop of ``placement metrics collect``: poll a running job's REST API, write samples and a manifest.
+
+Everything that interprets Flink's answers lives in :mod:`placement.collect.shaping`; this module only decides
+when to ask and where to write. Transport is :class:`placement.flink_rest.FlinkRest` (plain ``requests`` with a
+timeout on every call; flink-rest-client 1.0.8 has no timeouts, no retries and opens a new connection per call, which
+matters at one poll per vertex per second) on a session whose adapter retries GETs with exponential backoff on
+connection errors and HTTP 502/503/504 (urllib3's ``Retry``).
+
+Stopping: after ``duration``, when the job reaches a terminal state, or on Ctrl-C. In every case the samples taken so
+far are flushed as a complete Parquet part and the manifest says how the run ended. Nothing is written before the
+job is found and reports the metrics, so a bad job id or a job without metrics leaves no directory behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import requests
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
+
+from placement.collect import shaping
+from placement.collect.layout import (
+    RATE_METRICS,
+    PartWriter,
+    RunManifest,
+    TaskManagerInfo,
+    VertexInfo,
+    rows_to_table,
+    write_manifest,
+)
+from placement.errors import BadInput, PlacementError
+from placement.flink_rest import TERMINAL_STATES, FlinkRest, FlinkRestError
+
+REQUIRED_METRIC = "busyTimeMsPerSecond"
+
+
+def retrying_session(retries: int = 5, backoff_s: float = 0.5) -> requests.Session:
+    """GETs retried on connection errors and 502/503/504, waiting backoff_s * 2**n between tries."""
+    retry = Retry(
+        total=retries,
+        connect=retries,
+        read=retries,
+        status=retries,
+        backoff_factor=backoff_s,
+        status_forcelist=(502, 503, 504),
+        allowed_methods=frozenset({"GET"}),
+        raise_on_status=False,  # the last answer goes back to FlinkRest, which turns it into a one-line error
+    )
+    s = requests.Session()
+    adapter = HTTPAdapter(max_retries=retry)
+    s.mount("http://", adapter)
+    s.mount("https://", adapter)
+    return s
+
+
+@dataclass
+class CollectOptions:
+    rest_url: str
+    out_dir: Path
+    job_id: str | None = None
+    job_name: str | None = None
+    duration_s: float = 60.0
+    interval_s: float = 1.0
+    flush_s: float = 30.0
+    metrics_timeout_s: float = 30.0  # Flink shows no metrics for the first ~10 s of a job
+    run_id: str | None = None
+    timeout_s: float = 10.0
+    retries: int = 5
+    backoff_s: float = 0.5
+
+
+@dataclass
+class Progress:
+    """What the loop reports after each sampling round (the CLI draws a bar from it)."""
+
+    elapsed_s: float
+    rounds: int
+    rows: int
+    nulls: int
+
+
+@dataclass
+class _Run:
+    manifest: RunManifest
+    writer: PartWriter
+    buffer: list[dict[str, Any]] = field(default_factory=list)
+    nulls: int = 0
+
+
+class Collector:
+    def __init__(self, options: CollectOptions, *, sleep: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = time.time):
+        self.o = options
+        self.rest = FlinkRest(options.rest_url, timeout=options.timeout_s,
+                              session=retrying_session(options.retries, options.backoff_s))
+        self.sleep = sleep
+        self.clock = clock
+
+    # ---- finding the job -----------------------------------------------------------------------------------------
+
+    def resolve_job(self) -> dict[str, Any]:
+        """The job's ``/jobs/<jid>`` body, by id or by the name of a running job."""
+        o = self.o
+        if o.job_id:
+            try:
+                return self.rest.job_raw(o.job_id)
+            except FlinkRestError as exc:
+                if exc.status in (400, 404):
+                    raise BadInput(f"no job {o.job_id} at {o.rest_url}", field="--job") from None
+                raise
+        running = [j for j in self.rest.jobs() if j.name == o.job_name and j.state not in TERMINAL_STATES]
+        if not running:
+            names = sorted({j.name for j in self.rest.running_jobs()})
+            raise BadInput(f"no running job named {o.job_name!r} at {o.rest_url} (running: {', '.join(names) or 'none'})",
+                           field="--job-name")
+        if len(running) > 1:
+            raise BadInput(f"{len(running)} running jobs are named {o.job_name!r} ({', '.join(j.id for j in running)}); use --job ID",
+                           field="--job-name")
+        return self.rest.job_raw(running[0].id)
+
+    def wait_for_metrics(self, job_id: str, vertices: list[VertexInfo]) -> list[str]:
+        """Wait until every vertex lists busyTimeMsPerSecond; returns the rate metrics Flink knows for the job."""
+        deadline = time.monotonic() + self.o.metrics_timeout_s
+        while True:
+            known: set[str] = set()
+            missing = []
+            for v in vertices:
+                names = {m["id"].split(".", 1)[-1] for m in self.rest.get(f"/jobs/{job_id}/vertices/{v.id}/metrics")}
+                known |= names
+                if REQUIRED_METRIC not in names:
+                    missing.append(v.name)
+            if not missing:
+                return [m for m in RATE_METRICS if m in known]
+            if time.monotonic() >= deadline:
+                raise BadInput(
+                    f"job {job_id} reports no {REQUIRED_METRIC} for {', '.join(missing)} after {self.o.metrics_timeout_s:g} s "
+                    "(metrics appear about 10 s after a job starts; is it running?)",
+                    source=self.o.rest_url, field="metrics",
+                )
+            self.sleep(1.0)
+
+    def state_sizes(self, job_id: str) -> dict[str, float] | None:
+        """Vertex id -> bytes in the latest completed checkpoint; None when there is none (checkpointing off/young)."""
+        try:
+            cid = shaping.latest_checkpoint_id(self.rest.get(f"/jobs/{job_id}/checkpoints"))
+            if cid is None:
+                return None
+            return shaping.state_sizes(self.rest.get(f"/jobs/{job_id}/checkpoints/details/{cid}"))
+        except FlinkRestError:
+            return None
+
+    def taskmanagers(self) -> list[TaskManagerInfo]:
+        return shaping.taskmanagers(self.rest.get("/taskmanagers"))
+
+    # ---- the loop ------------------------------------------------------------------------------------------------
+
+    def sample_vertex(self, job_id: str, v: VertexInfo) -> tuple[list[dict[str, Any]], list[shaping.SubtaskState]]:
+        ts = int(self.clock() * 1000)
+        states = shaping.subtask_states(self.rest.get(f"/jobs/{job_id}/vertices/{v.id}"))
+        metrics: dict[int, dict[str, float | None]] = {}
+        for query in shaping.metric_queries(len(states) or v.parallelism):
+            for idx, vals in shaping.parse_subtask_metrics(
+                self.rest.get(f"/jobs/{job_id}/vertices/{v.id}/metrics", params={"get": query})
+            ).items():
+                metrics.setdefault(idx, {}).update(vals)
+        return shaping.sample_rows(ts, v.id, states, metrics), states
+
+    def run(self, on_progress: Callable[[Progress], None] | None = None) -> RunManifest:
+        o = self.o
+        if o.interval_s <= 0:
+            raise BadInput("must be > 0", field="--interval")
+        if o.duration_s <= 0:
+            raise BadInput("must be > 0", field="--duration")
+        job = self.resolve_job()
+        job_id = job["jid"]
+        if job.get("state") in TERMINAL_STATES:
+            raise BadInput(f"job {job_id} is {job['state']}, not running", field="--job")
+        vertices, edges = shaping.job_graph(job, self.rest.get(f"/jobs/{job_id}/plan"))
+        if not vertices:
+            raise PlacementError(f"{o.rest_url}: job {job_id} has no vertices")
+        metric_names = self.wait_for_metrics(job_id, vertices)
+        sizes = self.state_sizes(job_id)
+        started = self.clock()
+        run_id = o.run_id or datetime.fromtimestamp(started, timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + secrets.token_hex(2)
+        manifest = RunManifest(
+            job_id=job_id, job_name=job.get("name", job_id), run_id=run_id, origin="collected", rest_url=o.rest_url,
+            started_ms=int(started * 1000), interval_s=o.interval_s, requested_duration_s=o.duration_s, stopped="running",
+            metrics=metric_names, vertices=[self._with_state(v, sizes) for v in vertices], edges=edges,
+            taskmanagers=self.taskmanagers(),
+        )
+        missing = [m for m in RATE_METRICS if m not in metric_names]
+        if missing:
+            manifest.notes.append(f"not reported by this job (recorded as null): {', '.join(missing)}")
+        run = _Run(manifest, PartWriter(o.out_dir, job_id, run_id))
+        write_manifest(o.out_dir, manifest)
+        rounds = 0
+        last_flush = time.monotonic()
+        locations: dict[tuple[str, int], Any] = {}
+        try:
+            while True:
+                tick = time.monotonic()
+                for v in vertices:
+                    rows, states = self.sample_vertex(job_id, v)
+                    run.buffer.extend(rows)
+                    run.nulls += sum(1 for r in rows for c in RATE_METRICS.values() if r[c] is None)
+                    for loc in shaping.locations(v.id, states):
+                        locations[(loc.vertex_id, loc.subtask)] = loc
+                rounds += 1
+                elapsed = self.clock() - started
+                if on_progress:
+                    on_progress(Progress(elapsed, rounds, run.writer.rows + len(run.buffer), run.nulls))
+                if time.monotonic() - last_flush >= o.flush_s:
+                    self._flush(run, locations)
+                    last_flush = time.monotonic()
+                if elapsed >= o.duration_s:
+                    run.manifest.stopped = "completed"
+                    break
+                state = self.rest.job_raw(job_id).get("state")
+                if state in TERMINAL_STATES:
+                    run.manifest.stopped = "job-ended"
+                    run.manifest.notes.append(f"job became {state}")
+                    break
+                self.sleep(max(0.0, o.interval_s - (time.monotonic() - tick)))
+        except KeyboardInterrupt:
+            run.manifest.stopped = "interrupted"
+        except PlacementError as exc:
+            # Keep what we have; say why we stopped. Retries with backoff are already behind this.
+            run.manifest.stopped = "interrupted"
+            run.manifest.notes.append(f"stopped by an error: {exc}")
+            self._finish(run, locations, job_id)
+            raise PlacementError(f"{exc} (kept {run.writer.rows} samples in {run.writer.dir})") from None
+        self._finish(run, locations, job_id)
+        return run.manifest
+
+    @staticmethod
+    def _with_state(v: VertexInfo, sizes: dict[str, float] | None) -> VertexInfo:
+        if sizes is None:
+            return v
+        return v.model_copy(update={"state_bytes": sizes.get(v.id, 0.0)})
+
+    def _flush(self, run: _Run, locations: dict[tuple[str, int], Any]) -> None:
+        if run.buffer:
+            run.writer.write(rows_to_table(run.buffer))
+            run.buffer.clear()
+        m = run.manifest
+        m.samples, m.files, m.ended_ms = run.writer.rows, list(run.writer.files), int(self.clock() * 1000)
+        m.locations = [locations[k] for k in sorted(locations)]
+        write_manifest(self.o.out_dir, m)
+
+    def _finish(self, run: _Run, locations: dict[tuple[str, int], Any], job_id: str) -> None:
+        # A Ctrl-C during the final flush must not leave a half-written state either: both writes are atomic renames.
+        with contextlib.suppress(PlacementError):
+            sizes = self.state_sizes(job_id)  # checkpoints taken while we collected
+            if sizes is not None:
+                run.manifest.vertices = [self._with_state(v, sizes) for v in run.manifest.vertices]
+        self._flush(run, locations)
+
+
+def collect(options: CollectOptions, on_progress: Callable[[Progress], None] | None = None) -> RunManifest:
+    return Collector(options).run(on_progress)

@@ -1,0 +1,236 @@
+"""Pure shaping of Flink REST answers (JSON, as parsed) into typed values and sample rows. No I/O here.
+
+Flink 2.3 shapes relied on (see the shared notes):
+
+* ``GET /jobs/<jid>`` -> ``vertices[]`` with plain ``id``, ``name``, ``parallelism``, ``maxParallelism``.
+* ``GET /jobs/<jid>/plan`` -> ``{"plan": {"nodes": [{"id", "parallelism", "description", "inputs": [{"id",
+  "ship_strategy"}]}]}}`` (older versions without the ``plan`` wrapper are accepted too).
+* ``GET /jobs/<jid>/vertices/<vid>`` -> ``subtasks[]`` with ``subtask``, ``status``, ``attempt``, ``start-time``,
+  ``endpoint`` (``host:port``) and ``taskmanager-id``.
+* ``GET /jobs/<jid>/vertices/<vid>/metrics?get=0.busyTimeMsPerSecond,...`` -> ``[{"id": "0.busyTimeMsPerSecond",
+  "value": "12.5"}]``; values are strings and may be ``"NaN"``; a metric not (yet) known is simply absent.
+* ``GET /jobs/<jid>/checkpoints`` -> ``latest.completed.id``; ``GET /jobs/<jid>/checkpoints/details/<id>`` ->
+  ``tasks{<vid>: {"state_size", "checkpointed_size"}}``.
+* ``GET /taskmanagers`` -> ``taskmanagers[]`` with ``id``, ``path`` (``pekko.tcp://flink@host:port/...``),
+  ``slotsNumber``, ``totalResource{cpuCores}``, ``hardware{cpuCores, physicalMemory, managedMemory}``,
+  ``memoryConfiguration{taskHeap}``.
+
+Real answers of a Flink 2.3 cluster running the lab IoT job are kept in ``tests/collect/data/flink-2.3/``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from placement.collect.layout import (
+    RATE_METRICS,
+    EdgeInfo,
+    SubtaskLocation,
+    TaskManagerInfo,
+    VertexInfo,
+)
+
+MAX_QUERY_CHARS = 3000  # Netty rejects request lines over 4096 bytes; split metric queries below that
+
+
+@dataclass(frozen=True)
+class SubtaskState:
+    index: int
+    status: str
+    attempt: int | None
+    start_ms: int | None
+    taskmanager_id: str | None
+    host: str | None
+
+    @property
+    def running(self) -> bool:
+        return self.status == "RUNNING"
+
+
+def _int(x: object) -> int | None:
+    try:
+        v = int(x)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return None
+    return v
+
+
+def parse_metric_value(value: object) -> float | None:
+    """Flink's metric value (a string, sometimes ``"NaN"``) -> float, or None when it is not a finite number."""
+    if value is None:
+        return None
+    try:
+        f = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(f) or math.isinf(f) else f
+
+
+def host_of_endpoint(endpoint: str | None) -> str | None:
+    """``"10.0.0.5:41231"`` -> ``"10.0.0.5"``; ``"[::1]:6121"`` -> ``"::1"``."""
+    if not endpoint:
+        return None
+    m = re.match(r"^\[([^\]]+)\](?::\d+)?$", endpoint)
+    if m:
+        return m.group(1)
+    return endpoint.rsplit(":", 1)[0] if endpoint.count(":") == 1 else endpoint
+
+
+def host_of_pekko_path(path: str | None) -> str | None:
+    """``"pekko.tcp://flink@127.0.0.1:35619/user/rpc/taskmanager_0"`` -> ``"127.0.0.1"``."""
+    if not path:
+        return None
+    m = re.search(r"@([^/]+?)(?::\d+)?/", path + "/")
+    return m.group(1).strip("[]") if m else None
+
+
+def clean_vertex_name(description: str) -> str:
+    """Plan descriptions carry HTML (``"Parse<br/>"``, ``"&gt;"``); keep the text."""
+    text = re.sub(r"<br\s*/?>", " ", description)
+    text = re.sub(r"<[^>]+>", "", text)
+    text = text.replace("&gt;", ">").replace("&lt;", "<").replace("&amp;", "&").replace("&nbsp;", " ")
+    return " ".join(text.split())
+
+
+def job_graph(job: Mapping[str, Any], plan: Mapping[str, Any]) -> tuple[list[VertexInfo], list[EdgeInfo]]:
+    """Vertices (plain names from ``/jobs/<jid>``) and edges with ship strategies (from the plan)."""
+    plan = plan.get("plan", plan)  # 2.3 wraps it
+    nodes = {n["id"]: n for n in plan.get("nodes", [])}
+    vertices = []
+    for v in job.get("vertices", []):
+        node = nodes.get(v["id"], {})
+        name = v.get("name") or clean_vertex_name(node.get("description", "")) or v["id"]
+        vertices.append(
+            VertexInfo(
+                id=v["id"],
+                name=name,
+                parallelism=int(v.get("parallelism") or node.get("parallelism") or 1),
+                max_parallelism=_int(v.get("maxParallelism")),
+            )
+        )
+    if not vertices:  # a plan without a job body: fall back to the plan's nodes
+        vertices = [
+            VertexInfo(id=n["id"], name=clean_vertex_name(n.get("description", "")) or n["id"], parallelism=int(n.get("parallelism", 1)))
+            for n in nodes.values()
+        ]
+    edges = [
+        EdgeInfo(source=i["id"], target=n["id"], ship_strategy=str(i.get("ship_strategy", "REBALANCE")))
+        for n in nodes.values()
+        for i in n.get("inputs", []) or []
+    ]
+    return vertices, edges
+
+
+def subtask_states(vertex_detail: Mapping[str, Any]) -> list[SubtaskState]:
+    out = []
+    for s in vertex_detail.get("subtasks", []):
+        start = _int(s.get("start-time", s.get("start_time")))
+        out.append(
+            SubtaskState(
+                index=int(s["subtask"]),
+                status=str(s.get("status", "")),
+                attempt=_int(s.get("attempt")),
+                start_ms=start if start is not None and start > 0 else None,
+                taskmanager_id=s.get("taskmanager-id") or None,
+                host=host_of_endpoint(s.get("endpoint") or s.get("host")),
+            )
+        )
+    return sorted(out, key=lambda s: s.index)
+
+
+def metric_queries(parallelism: int, metrics: Iterable[str] = RATE_METRICS, max_chars: int = MAX_QUERY_CHARS) -> list[str]:
+    """``get=`` values asking for every metric of every subtask, split so no request line gets too long."""
+    names = [f"{i}.{m}" for i in range(parallelism) for m in metrics]
+    out: list[str] = []
+    current: list[str] = []
+    length = 0
+    for n in names:
+        if current and length + len(n) + 1 > max_chars:
+            out.append(",".join(current))
+            current, length = [], 0
+        current.append(n)
+        length += len(n) + 1
+    if current:
+        out.append(",".join(current))
+    return out
+
+
+def parse_subtask_metrics(answer: Iterable[Mapping[str, Any]]) -> dict[int, dict[str, float | None]]:
+    """``[{"id": "2.busyTimeMsPerSecond", "value": "NaN"}]`` -> ``{2: {"busy_ms_per_s": None}}`` (known metrics only)."""
+    out: dict[int, dict[str, float | None]] = {}
+    for item in answer:
+        mid = str(item.get("id", ""))
+        idx, _, name = mid.partition(".")
+        if name not in RATE_METRICS or not idx.isdigit():
+            continue
+        out.setdefault(int(idx), {})[RATE_METRICS[name]] = parse_metric_value(item.get("value"))
+    return out
+
+
+def sample_rows(
+    ts_ms: int, vertex_id: str, states: Sequence[SubtaskState], metrics: Mapping[int, Mapping[str, float | None]]
+) -> list[dict[str, Any]]:
+    """One row per subtask; a metric Flink did not answer is None (null in Parquet), as is NaN."""
+    rows = []
+    for s in states:
+        m = metrics.get(s.index, {})
+        row: dict[str, Any] = {
+            "ts_ms": ts_ms,
+            "vertex_id": vertex_id,
+            "subtask": s.index,
+            "attempt": s.attempt,
+            "attempt_start_ms": s.start_ms,
+            "running": s.running,
+        }
+        for col in RATE_METRICS.values():
+            row[col] = m.get(col)
+        rows.append(row)
+    return rows
+
+
+def locations(vertex_id: str, states: Sequence[SubtaskState]) -> list[SubtaskLocation]:
+    return [
+        SubtaskLocation(vertex_id=vertex_id, subtask=s.index, taskmanager_id=s.taskmanager_id, host=s.host, attempt=s.attempt)
+        for s in states
+    ]
+
+
+def latest_checkpoint_id(checkpoints: Mapping[str, Any]) -> int | None:
+    completed = (checkpoints.get("latest") or {}).get("completed") or {}
+    return _int(completed.get("id"))
+
+
+def state_sizes(checkpoint_detail: Mapping[str, Any]) -> dict[str, float]:
+    """Vertex id -> full state size (bytes) of a completed checkpoint (``state_size``, else ``checkpointed_size``)."""
+    out: dict[str, float] = {}
+    for vid, task in (checkpoint_detail.get("tasks") or {}).items():
+        size = task.get("state_size", task.get("checkpointed_size"))
+        f = parse_metric_value(size)
+        if f is not None:
+            out[vid] = max(0.0, f)
+    return out
+
+
+def taskmanagers(answer: Mapping[str, Any]) -> list[TaskManagerInfo]:
+    out = []
+    for tm in answer.get("taskmanagers", []):
+        hw = tm.get("hardware") or {}
+        mem = tm.get("memoryConfiguration") or {}
+        total = tm.get("totalResource") or {}
+        out.append(
+            TaskManagerInfo(
+                id=str(tm["id"]),
+                host=host_of_pekko_path(tm.get("path")),
+                slots=_int(tm.get("slotsNumber")),
+                cpu_cores=parse_metric_value(total.get("cpuCores")),
+                hardware_cpu_cores=parse_metric_value(hw.get("cpuCores")),
+                physical_memory_bytes=parse_metric_value(hw.get("physicalMemory")),
+                task_heap_bytes=parse_metric_value(mem.get("taskHeap")),
+                managed_memory_bytes=parse_metric_value(hw.get("managedMemory") or mem.get("managedMemory")),
+            )
+        )
+    return out

@@ -1,0 +1,76 @@
+"""``placement profile`` end to end: select runs -> aggregate (Spark or pandas) -> assemble -> validated profile."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Literal
+
+from placement.errors import BadInput
+from placement.inventory import load_inventory
+from placement.profile.format import JobProfile
+from placement.profile.history import select_runs
+from placement.profile.rules import Options, assemble, subtask_details
+
+Engine = Literal["spark", "pandas"]
+
+
+def build_profile(
+    metrics_dir: str | Path,
+    *,
+    job: str | None = None,
+    runs: Iterable[str] = (),
+    warmup_s: float = 60.0,
+    engine: Engine = "spark",
+    spark_master: str | None = None,
+    spark=None,
+    inventory: str | Path | None = None,
+    stateful: Iterable[str] = (),
+    stateless: Iterable[str] = (),
+    details: str | Path | None = None,
+) -> JobProfile:
+    """Everything is checked (directory, manifests, Parquet footers, inventory, overrides) before the engine starts.
+
+    With ``details``, every per-subtask figure is also written there as CSV (see :func:`rules.subtask_details`).
+    """
+    if warmup_s < 0:
+        raise BadInput("must be >= 0", field="--warmup")
+    inv = load_inventory(inventory) if inventory is not None else None
+    selection = select_runs(metrics_dir, job, list(runs) or None)
+    options = Options(
+        warmup_s=warmup_s,
+        stateful=frozenset(stateful),
+        stateless=frozenset(stateless),
+        inventory=inv,
+        inventory_source=str(inventory) if inventory is not None else None,
+    )
+    if engine == "pandas":
+        from placement.profile.pandas_job import aggregate_pandas
+
+        aggregates = aggregate_pandas(selection, warmup_s)
+    else:
+        from placement.profile.spark_job import aggregate_spark, spark_session
+
+        aggregates = aggregate_spark(spark or spark_session(spark_master), selection, warmup_s)
+    profile = assemble([m for _, m in selection.runs], aggregates, options, source=str(metrics_dir))
+    if details is not None:
+        _write_atomically(Path(details), subtask_details(profile, aggregates).to_csv(index=False), "--details")
+    return profile
+
+
+def write_profile(profile: JobProfile, out: str | Path) -> Path:
+    """Write atomically: a failed run never leaves a half-written profile behind."""
+    p = Path(out)
+    _write_atomically(p, json.dumps(profile.model_dump(mode="json"), indent=2) + "\n", "--out")
+    return p
+
+
+def _write_atomically(p: Path, text: str, option: str) -> None:
+    if p.is_dir():
+        raise BadInput("is a directory, expected a file name", source=str(p), field=option)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name("." + p.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, p)

@@ -1,0 +1,359 @@
+"""The profiling rules, as pure functions over data (no Spark, no files): what counts as a usable sample and how
+per-subtask aggregates become a :class:`~placement.profile.format.JobProfile`.
+
+Both engines (:mod:`placement.profile.spark_job` and :mod:`placement.profile.pandas_job`) reduce the samples to one
+row per subtask with the columns in :data:`AGGREGATE_COLUMNS`; everything after that happens here.
+
+Rules (they follow the Flink Kubernetes autoscaler where it has one):
+
+* **Restarts.** A sample taken while its subtask was not RUNNING is dropped.
+* **Warm-up.** A sample taken less than ``warmup_s`` after its subtask's execution attempt started is dropped — so
+  warm-up is trimmed after *every* restart, not only at the start of a run; and collecting from a job that has been
+  running for hours trims nothing. A sample whose attempt start is unknown is kept.
+* **NaN.** A NaN/missing busy time is skipped (the autoscaler's rule): the sample still counts for the record and
+  byte rates, but not for busy time or the true rates. Other missing metrics are skipped per metric.
+* **True rates** are ratios of sums over the samples that have busy time and both record rates
+  (``Σ in / Σ busy/1000``), not means of per-sample ratios, which explode when busy time is small.
+* **Busy ≈ 0.** When a subtask's busy time sums to 0 its true rate is unbounded (the autoscaler's "infinite
+  capacity"): reported as null with ``true_rate_unbounded = true``. When its mean busy time is below
+  :data:`MIN_CONFIDENT_BUSY_MS` (or it has fewer than :data:`MIN_CONFIDENT_SAMPLES` usable samples) the subtask is
+  ``confident = false``: its rate is an extrapolation of very little work and should not drive a decision.
+* **Medians and p95s** are computed from a uniform random subset of the usable samples of at most about
+  :data:`PERCENTILE_SAMPLES_PER_SUBTASK` per subtask (both engines, same subset rule): at that size the sampling error of
+  a p95 is about half a percentile point, and it keeps the percentile sketches off the hot path for big histories.
+  Per vertex, rates report the sum of the subtasks' percentiles (``*_p50_sum``, ``*_p95_sum``: a conservative total)
+  and time shares the worst subtask's (``*_p50_max``, ``*_p95_max``).
+* **State.** A vertex is stateful when its latest checkpoint holds state (> 0 bytes). Without any checkpoint the state
+  is unknown and a vertex with a keyed (HASH) input is taken as stateful. ``--stateful``/``--stateless`` override both.
+* **Host speed.** With an inventory, a subtask's ``host_speed`` is the speed of the inventory host whose name equals
+  the TaskManager's resource id, or whose name or address equals the TaskManager's host; otherwise 1.0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from placement.collect.layout import METRIC_COLUMNS, RunManifest, SubtaskLocation
+from placement.errors import BadInput
+from placement.inventory import Inventory
+from placement.profile.format import (
+    PROFILE_FORMAT,
+    EdgeProfile,
+    JobInfo,
+    JobProfile,
+    ShipStrategy,
+    SubtaskProfile,
+    VertexProfile,
+)
+
+MIN_CONFIDENT_BUSY_MS = 10.0  # 1 % busy: below this a true rate multiplies measurement noise by > 100
+MIN_CONFIDENT_SAMPLES = 10
+PERCENTILE_SAMPLES_PER_SUBTASK = 2_000
+QUANTILES = (0.5, 0.95)
+RATE_COLUMNS = ("records_in_per_s", "records_out_per_s", "bytes_in_per_s", "bytes_out_per_s")
+TIME_COLUMNS = ("busy_ms_per_s", "idle_ms_per_s", "backpressured_ms_per_s")
+
+# One row per (vertex_id, subtask) from either engine.
+COUNT_COLUMNS = ("rows", "samples", "warmup_trimmed", "not_running", "busy_nan", "valid")
+SUM_COLUMNS = ("sum_busy_valid", "sum_in_valid", "sum_out_valid")
+AGGREGATE_COLUMNS = (
+    "vertex_id",
+    "subtask",
+    *COUNT_COLUMNS,
+    *SUM_COLUMNS,
+    *[f"{m}_{s}" for m in METRIC_COLUMNS for s in ("mean", "p50", "p95")],
+)
+
+
+def percentile_fraction(rows: int, subtasks: int, per_subtask: int = PERCENTILE_SAMPLES_PER_SUBTASK) -> float:
+    """Share of samples fed to the percentile estimators so each subtask gets about ``per_subtask`` of them."""
+    if rows <= 0:
+        return 1.0
+    return min(1.0, per_subtask * max(1, subtasks) / rows)
+
+
+@dataclass(frozen=True)
+class Options:
+    warmup_s: float = 60.0
+    stateful: frozenset[str] = frozenset()  # vertex names or ids forced stateful
+    stateless: frozenset[str] = frozenset()
+    inventory: Inventory | None = None
+    inventory_source: str | None = None
+
+
+@dataclass
+class _Notes:
+    items: list[str] = field(default_factory=list)
+
+    def add(self, text: str) -> None:
+        if text not in self.items:
+            self.items.append(text)
+
+
+def _f(x: object) -> float | None:
+    """pandas/NumPy scalar -> float, NaN/None -> None."""
+    if x is None:
+        return None
+    try:
+        v = float(x)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(v) or math.isinf(v) else v
+
+
+def _ratio(num: float | None, den: float | None, scale: float = 1.0) -> float | None:
+    if num is None or den is None or den <= 0:
+        return None
+    return num / den * scale
+
+
+def host_speed_for(loc: SubtaskLocation | None, inventory: Inventory | None) -> tuple[float, str | None]:
+    """(speed, inventory host name) of the host a subtask ran on; (1.0, None) when it cannot be matched."""
+    if inventory is None or loc is None:
+        return 1.0, None
+    tm = loc.taskmanager_id or ""
+    host = loc.host or ""
+    tm_host = tm.split(":")[0]  # default resource ids look like "10.0.0.5:41231-6a4f1c"
+    for h in inventory.hosts:
+        if h.name == tm:
+            return float(h.speed or 1.0), h.name
+    for h in inventory.hosts:
+        if host and host in (h.name, h.address):
+            return float(h.speed or 1.0), h.name
+    for h in inventory.hosts:
+        if tm_host and tm_host in (h.name, h.address):
+            return float(h.speed or 1.0), h.name
+    return 1.0, None
+
+
+def _locations(runs: Iterable[RunManifest]) -> tuple[dict[tuple[str, int], SubtaskLocation], set[tuple[str, int]]]:
+    """Newest known location per subtask, and the subtasks whose TaskManager changed between runs."""
+    latest: dict[tuple[str, int], SubtaskLocation] = {}
+    moved: set[tuple[str, int]] = set()
+    for m in runs:
+        for loc in m.locations:
+            key = (loc.vertex_id, loc.subtask)
+            prev = latest.get(key)
+            if prev is not None and (prev.taskmanager_id, prev.host) != (loc.taskmanager_id, loc.host):
+                moved.add(key)
+            latest[key] = loc
+    return latest, moved
+
+
+def _state(runs: list[RunManifest], vertex_id: str) -> float | None:
+    for m in reversed(runs):
+        for v in m.vertices:
+            if v.id == vertex_id and v.state_bytes is not None:
+                return v.state_bytes
+    return None
+
+
+def _ship(strategy: str, notes: _Notes) -> ShipStrategy:
+    try:
+        return ShipStrategy.parse(strategy)
+    except ValueError:
+        notes.add(f"ship strategy {strategy!r} planned as REBALANCE")
+        return ShipStrategy.REBALANCE
+
+
+def _sum(values: Iterable[float | None]) -> float | None:
+    vals = [v for v in values if v is not None]
+    return sum(vals) if vals else None
+
+
+def _max(values: Iterable[float | None]) -> float | None:
+    vals = [v for v in values if v is not None]
+    return max(vals) if vals else None
+
+
+def assemble(
+    runs: list[RunManifest], aggregates: pd.DataFrame, options: Options, *, source: str = "metrics"
+) -> JobProfile:
+    """Per-subtask aggregates (one row per subtask, :data:`AGGREGATE_COLUMNS`) + manifests -> the job profile."""
+    if not runs:
+        raise BadInput("no runs selected", source=source)
+    latest = runs[-1]
+    notes = _Notes()
+    by_key: dict[tuple[str, int], Mapping[str, object]] = {
+        (str(r["vertex_id"]), int(r["subtask"])): r for r in aggregates.to_dict("records")  # type: ignore[call-overload]
+    }
+    names = {v.id: v.name for v in latest.vertices}
+    for flag, wanted in (("--stateful", options.stateful), ("--stateless", options.stateless)):
+        for w in wanted:
+            if w not in names and w not in names.values():
+                raise BadInput(f"no vertex {w!r} in job {latest.job_name!r} (vertices: {', '.join(names.values())})", field=flag)
+    both = {names.get(w, w) for w in options.stateful} & {names.get(w, w) for w in options.stateless}
+    if both:
+        raise BadInput(f"vertex {min(both)!r} given as both --stateful and --stateless", field="--stateful")
+
+    locations, moved = _locations(runs)
+    keyed_targets = {e.target for e in latest.edges if e.ship_strategy.upper().startswith("HASH")}
+    unmatched: set[str] = set()
+    total = {c: 0 for c in COUNT_COLUMNS}
+    any_busy = False
+    vertices: list[VertexProfile] = []
+    for v in latest.vertices:
+        subtasks: list[SubtaskProfile] = []
+        stats: dict[str, float | int | str | bool | None] = {}
+        sums = {"in": 0.0, "out": 0.0, "busy": 0.0, "busy_speed": 0.0}
+        counts = {c: 0 for c in COUNT_COLUMNS}
+        pct: dict[str, list[float | None]] = {}
+        unbounded = False
+        for i in range(v.parallelism):
+            row = by_key.get((v.id, i), {})
+            for c in COUNT_COLUMNS:
+                counts[c] += int(_f(row.get(c)) or 0)
+            samples = int(_f(row.get("samples")) or 0)
+            valid = int(_f(row.get("valid")) or 0)
+            mean = {m: _f(row.get(f"{m}_mean")) for m in METRIC_COLUMNS}
+            for m in METRIC_COLUMNS:
+                for q in ("p50", "p95"):
+                    pct.setdefault(f"{m}_{q}", []).append(_f(row.get(f"{m}_{q}")))
+            busy = mean["busy_ms_per_s"]
+            if busy is not None:
+                any_busy = True
+            speed, matched = host_speed_for(locations.get((v.id, i)), options.inventory)
+            loc = locations.get((v.id, i))
+            if options.inventory is not None and matched is None and loc is not None:
+                unmatched.add(loc.taskmanager_id or loc.host or "?")
+            s_busy = _f(row.get("sum_busy_valid")) or 0.0
+            sums["in"] += _f(row.get("sum_in_valid")) or 0.0
+            sums["out"] += _f(row.get("sum_out_valid")) or 0.0
+            sums["busy"] += s_busy
+            sums["busy_speed"] += s_busy * speed
+            if valid > 0 and s_busy <= 0:
+                unbounded = True
+            confident = (
+                samples >= MIN_CONFIDENT_SAMPLES
+                and valid >= MIN_CONFIDENT_SAMPLES
+                and busy is not None
+                and busy >= MIN_CONFIDENT_BUSY_MS
+            )
+
+            def clip(x: float | None) -> float | None:
+                return None if x is None else min(1000.0, max(0.0, x))
+
+            subtasks.append(
+                SubtaskProfile(
+                    index=i,
+                    records_in_per_s=max(0.0, mean["records_in_per_s"] or 0.0),
+                    records_out_per_s=max(0.0, mean["records_out_per_s"] or 0.0),
+                    busy_ms_per_s=clip(busy),
+                    idle_ms_per_s=clip(mean["idle_ms_per_s"]),
+                    backpressured_ms_per_s=clip(mean["backpressured_ms_per_s"]),
+                    host_speed=speed,
+                    samples=samples,
+                    confident=confident,
+                )
+            )
+        for c in COUNT_COLUMNS:
+            total[c] += counts[c]
+
+        rin = sum(s.records_in_per_s for s in subtasks)
+        rout = sum(s.records_out_per_s for s in subtasks)
+        bout = _sum(_f(by_key.get((v.id, i), {}).get("bytes_out_per_s_mean")) for i in range(v.parallelism))
+        bin_ = _sum(_f(by_key.get((v.id, i), {}).get("bytes_in_per_s_mean")) for i in range(v.parallelism))
+        is_source = not any(e.target == v.id for e in latest.edges)
+        stats["samples"] = counts["samples"]
+        stats["samples_warmup_trimmed"] = counts["warmup_trimmed"]
+        stats["samples_not_running"] = counts["not_running"]
+        stats["samples_busy_nan"] = counts["busy_nan"]
+        stats["records_in_per_s"] = rin
+        stats["records_out_per_s"] = rout
+        stats["bytes_in_per_s"] = bin_
+        stats["bytes_out_per_s"] = bout
+        stats["selectivity"] = None if is_source else _ratio(rout, rin)
+        stats["true_processing_rate"] = None if is_source else _ratio(sums["in"], sums["busy"], 1000.0)
+        stats["true_output_processing_rate"] = _ratio(sums["out"], sums["busy"], 1000.0)
+        stats["true_processing_rate_server_core"] = None if is_source else _ratio(sums["in"], sums["busy_speed"], 1000.0)
+        stats["true_output_processing_rate_server_core"] = _ratio(sums["out"], sums["busy_speed"], 1000.0)
+        stats["true_rate_unbounded"] = unbounded
+        for col, share in (("busy_ms_per_s", "busy_share"), ("idle_ms_per_s", "idle_share"),
+                           ("backpressured_ms_per_s", "backpressured_share")):
+            vals = [getattr(s, col) for s in subtasks if getattr(s, col) is not None]
+            stats[share] = (sum(vals) / len(vals) / 1000.0) if vals else None
+        for m in RATE_COLUMNS:
+            stats[f"{m}_p50_sum"] = _sum(pct[f"{m}_p50"])
+            stats[f"{m}_p95_sum"] = _sum(pct[f"{m}_p95"])
+        for m in TIME_COLUMNS:
+            stats[f"{m}_p50_max"] = _max(pct[f"{m}_p50"])
+            stats[f"{m}_p95_max"] = _max(pct[f"{m}_p95"])
+        stats["confident"] = all(s.confident for s in subtasks)
+        if any((v.id, i) in moved for i in range(v.parallelism)):
+            stats["moved_between_runs"] = True
+            notes.add("some subtasks ran on different TaskManagers in different runs; host_speed is from the newest run")
+
+        state = _state(runs, v.id)
+        if v.name in options.stateful or v.id in options.stateful:
+            stateful, basis = True, "--stateful"
+        elif v.name in options.stateless or v.id in options.stateless:
+            stateful, basis = False, "--stateless"
+        elif state is not None:
+            stateful, basis = state > 0, "checkpoint"
+        else:
+            stateful, basis = v.id in keyed_targets, "keyed input (no checkpoint)" if v.id in keyed_targets else "no checkpoint"
+        stats["stateful_basis"] = basis
+        vertices.append(
+            VertexProfile(
+                id=v.id,
+                name=v.name,
+                parallelism=v.parallelism,
+                stateful=stateful,
+                state_bytes=state or 0.0,
+                bytes_per_record_out=(_ratio(bout, rout) or 0.0),
+                subtasks=subtasks,
+                stats=stats,
+            )
+        )
+    if total["samples"] == 0:
+        raise BadInput(
+            f"no usable samples for job {latest.job_name!r}: {total['rows']} samples, {total['warmup_trimmed']} in warm-up "
+            f"(--warmup {options.warmup_s:g} s), {total['not_running']} while not running",
+            source=source,
+        )
+    if not any_busy:
+        raise BadInput(f"busyTimeMsPerSecond is absent from every usable sample of job {latest.job_name!r}",
+                       source=source, field="busy_ms_per_s")
+    if unmatched:
+        notes.add(f"TaskManagers not in {options.inventory_source or 'the inventory'} (host_speed 1.0): {', '.join(sorted(unmatched))}")
+    edges = [EdgeProfile(source=e.source, target=e.target, ship_strategy=_ship(e.ship_strategy, notes)) for e in latest.edges]
+    origin = "synthetic" if all(m.origin == "synthetic" for m in runs) else "collected"
+    summary = (
+        f"{len(runs)} run(s), {total['samples']} of {total['rows']} samples used "
+        f"(warm-up {options.warmup_s:g} s trimmed {total['warmup_trimmed']}, not running {total['not_running']})"
+    )
+    return JobProfile(
+        format=PROFILE_FORMAT,
+        job=JobInfo(name=latest.job_name, id=latest.job_id, origin=origin, note="; ".join([summary, *notes.items])),
+        vertices=vertices,
+        edges=edges,
+    )
+
+
+def subtask_details(profile: JobProfile, aggregates: pd.DataFrame) -> pd.DataFrame:
+    """Every per-subtask figure (means, medians, p95s, counts, true rates) as a table: ``placement profile --details``.
+
+    The profile format keeps one mean per metric per subtask; this is the rest of what the engines computed.
+    """
+    rows = []
+    by_key = {(str(r["vertex_id"]), int(r["subtask"])): r for r in aggregates.to_dict("records")}
+    for v in profile.vertices:
+        for s in v.subtasks:
+            r = by_key.get((v.id, s.index), {})
+            busy = _f(r.get("sum_busy_valid"))
+            rows.append({
+                "vertex": v.name,
+                **{c: r.get(c) for c in AGGREGATE_COLUMNS},
+                "vertex_id": v.id,
+                "subtask": s.index,
+                "host_speed": s.host_speed,
+                "confident": s.confident,
+                "true_processing_rate": _ratio(_f(r.get("sum_in_valid")), busy, 1000.0),
+                "true_output_processing_rate": _ratio(_f(r.get("sum_out_valid")), busy, 1000.0),
+                "selectivity": _ratio(_f(r.get("records_out_per_s_mean")), _f(r.get("records_in_per_s_mean"))),
+            })
+    return pd.DataFrame.from_records(rows)

@@ -1,0 +1,172 @@
+"""``placement metrics collect`` against a real Flink 2.3 cluster running the lab IoT job (tests/support/flink.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.dataset as ds
+import pytest
+
+from placement.cli import main
+from placement.collect.layout import MANIFEST_NAME, find_manifests
+
+pytestmark = [pytest.mark.flink, pytest.mark.timeout(300)]
+
+IOT_NAMES = {"Source: Sensors", "Parse", "Filter", "Enrich", "Window Aggregate", "Sink: Readings"}
+
+
+def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    out, err = capsys.readouterr()
+    return int(exit_info.value.code or 0), out, err
+
+
+def samples(run_dir: Path):
+    return ds.dataset(run_dir, format="parquet").to_table().to_pandas()
+
+
+@pytest.fixture(scope="module")
+def collected(iot_job, tmp_path_factory):
+    """One 12-second collection of the running IoT job, shared by the assertions below."""
+    out = tmp_path_factory.mktemp("collected")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["metrics", "collect", "--rest", iot_job.rest_url, "--job", iot_job.job_id, "--duration", "12",
+              "--interval", "1", "--flush", "5", "--out", str(out), "--quiet"])
+    assert exit_info.value.code == 0
+    (run_dir, manifest), = find_manifests(out)
+    return out, run_dir, manifest
+
+
+def test_collect_records_the_job_graph_locations_and_taskmanagers(collected, iot_job):
+    _, run_dir, m = collected
+    assert m.stopped == "completed" and m.job_id == iot_job.job_id
+    assert {v.name for v in m.vertices} == IOT_NAMES
+    by_name = {v.name: v for v in m.vertices}
+    assert by_name["Source: Sensors"].parallelism == 2 and by_name["Window Aggregate"].parallelism == 1
+    ids = {v.id: v.name for v in m.vertices}
+    strategies = {(ids[e.source], ids[e.target]): e.ship_strategy for e in m.edges}
+    assert strategies[("Source: Sensors", "Parse")] == "FORWARD"
+    assert strategies[("Enrich", "Window Aggregate")].startswith("HASH")
+    # every subtask's TaskManager and host are known, and they are the cluster's TaskManagers
+    assert len(m.locations) == sum(v.parallelism for v in m.vertices)
+    assert {loc.taskmanager_id for loc in m.locations} <= {"server", "rpi1"}
+    assert all(loc.host for loc in m.locations)
+    assert {tm.id for tm in m.taskmanagers} == {"server", "rpi1"}
+    assert all((tm.cpu_cores or 0) > 0 and (tm.slots or 0) == 4 for tm in m.taskmanagers)
+    assert len(m.files) >= 2  # --flush 5 over 12 s: several complete parts
+    assert (run_dir / MANIFEST_NAME).exists()
+
+
+def test_collect_samples_every_subtask_with_real_rates(collected):
+    _, run_dir, m = collected
+    df = samples(run_dir)
+    subtasks = sum(v.parallelism for v in m.vertices)
+    assert len(df) == m.samples and len(df) % subtasks == 0 and len(df) // subtasks >= 10
+    assert df["running"].all()
+    assert (df["attempt_start_ms"] <= df["ts_ms"]).all()
+    names = {v.id: v.name for v in m.vertices}
+    df["name"] = df["vertex_id"].map(names)
+    src = df[df["name"] == "Source: Sensors"]
+    # the job emits 200 readings/s per source subtask; Flink's rate is a 60 s moving average that starts low
+    assert src["records_out_per_s"].max() > 20
+    assert src["records_out_per_s"].max() < 260
+    assert src["bytes_out_per_s"].max() > src["records_out_per_s"].max() * 50  # ~200-byte JSON readings
+    flt = df[df["name"] == "Filter"]
+    # 30 % of readings pass the filter
+    ratio = flt["records_out_per_s"].sum() / flt["records_in_per_s"].sum()
+    assert 0.2 < ratio < 0.4
+    for col in ("busy_ms_per_s", "idle_ms_per_s", "backpressured_ms_per_s"):
+        vals = df[col].dropna()
+        assert len(vals) > 0 and vals.between(0, 1000).all()
+
+
+def test_collect_reads_state_size_from_checkpoints(collected):
+    _, _, m = collected
+    by_name = {v.name: v for v in m.vertices}
+    # the lab cluster checkpoints every 10 s; the keyed window holds state, the maps do not
+    assert by_name["Window Aggregate"].state_bytes and by_name["Window Aggregate"].state_bytes > 0
+    assert by_name["Parse"].state_bytes == 0
+
+
+def test_profile_of_a_collected_history(collected, tmp_path, capsys):
+    out, _, _ = collected
+    prof = tmp_path / "p.json"
+    code, _, err = run_cli(["profile", str(out), "--out", str(prof), "--warmup", "0", "--engine", "pandas", "--quiet"], capsys)
+    assert code == 0, err
+    p = json.loads(prof.read_text())
+    by_name = {v["name"]: v for v in p["vertices"]}
+    assert set(by_name) == IOT_NAMES
+    assert by_name["Window Aggregate"]["stateful"] is True and by_name["Parse"]["stateful"] is False
+    assert by_name["Source: Sensors"]["stats"]["records_out_per_s"] > 0
+    assert 0.2 < by_name["Filter"]["stats"]["selectivity"] < 0.4
+
+
+def test_collect_by_job_name(iot_job, tmp_path, capsys):
+    name = iot_job.rest.job(iot_job.job_id).name
+    code, out, err = run_cli(["metrics", "collect", "--rest", iot_job.rest_url, "--job-name", name, "--duration", "2",
+                              "--out", str(tmp_path), "--quiet"], capsys)
+    assert code == 0, err
+    (_, m), = find_manifests(tmp_path)
+    assert m.job_id == iot_job.job_id and m.samples > 0
+    assert "done" in out
+
+
+def test_collect_unknown_job_is_a_one_line_error(iot_job, tmp_path, capsys):
+    out = tmp_path / "nothing"
+    code, _, err = run_cli(["metrics", "collect", "--rest", iot_job.rest_url, "--job", "0" * 32, "--duration", "2",
+                            "--out", str(out)], capsys)
+    assert code == 2
+    assert err.strip().count("\n") == 0 and "no job 00000000000000000000000000000000" in err and "--job" in err
+    assert not out.exists()  # nothing half-written
+
+
+def test_collect_unknown_job_name_lists_running_jobs(iot_job, tmp_path, capsys):
+    code, _, err = run_cli(["metrics", "collect", "--rest", iot_job.rest_url, "--job-name", "no-such-job", "--duration", "1",
+                            "--out", str(tmp_path / "x")], capsys)
+    assert code == 2 and err.startswith("error: --job-name: no running job named 'no-such-job'")
+    assert iot_job.rest.job(iot_job.job_id).name in err
+
+
+def test_collect_ctrl_c_keeps_what_was_collected(iot_job, tmp_path):
+    out = tmp_path / "m"
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "placement"), "metrics", "collect", "--rest", iot_job.rest_url, "--job", iot_job.job_id,
+         "--duration", "120", "--flush", "1000", "--out", str(out), "--quiet"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list(out.glob("job_id=*/run_id=*/_manifest.json")):
+        time.sleep(0.5)
+    time.sleep(5)  # a few sampling rounds, all still in memory (--flush 1000)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 0, stderr
+    assert "stopped by Ctrl-C" in stdout
+    (run_dir, m), = find_manifests(out)
+    assert m.stopped == "interrupted" and m.samples > 0
+    assert len(samples(run_dir)) == m.samples  # the in-memory rounds were flushed as a complete part
+
+
+def test_collect_job_whose_subtasks_never_start_has_no_metrics(flink_rest, lab_jobs_jar, tmp_path, capsys):
+    """A real job that asks for more slots than the cluster has: RUNNING, but its tasks never report metrics."""
+    from placement.lab.jobs import IOT_SENSOR_JOB
+
+    jar_id = flink_rest.upload_jar(lab_jobs_jar)
+    job_id = flink_rest.run_jar(jar_id, entry_class=IOT_SENSOR_JOB, program_args=["--parallelism", "40"])
+    try:
+        out = tmp_path / "none"
+        code, _, err = run_cli(["metrics", "collect", "--rest", flink_rest.url, "--job", job_id, "--duration", "2",
+                                "--metrics-timeout", "3", "--out", str(out)], capsys)
+        assert code == 2
+        assert err.strip().count("\n") == 0 and "reports no busyTimeMsPerSecond" in err
+        assert not out.exists()
+    finally:
+        flink_rest.cancel(job_id)
+        flink_rest.wait_for_state(job_id, ("CANCELED", "FAILED", "FINISHED"), timeout=60)

@@ -1,0 +1,208 @@
+"""The PySpark profiling job on synthetic histories with known true rates and selectivities (real local Spark)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from profile_support import EXAMPLE, INVENTORY, ROOT
+
+from placement.cli import main
+from placement.collect.layout import find_manifests
+from placement.profile.format import JobProfile, load_profile
+from placement.profile.history import select_runs
+from placement.profile.pandas_job import aggregate_pandas
+from placement.profile.pipeline import build_profile
+from placement.profile.spark_job import aggregate_spark
+from placement.profile.synthetic import IOT_JOB, truth
+
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
+
+TOLERANCE = 0.02
+
+
+def rel_err(got: float, want: float) -> float:
+    return abs(got / want - 1.0)
+
+
+def server_core_rate(v) -> float:
+    """Records per busy second of one subtask on a speed-1.0 core: what the generator's true_rate means."""
+    return v.stats["true_processing_rate_server_core"] or v.stats["true_output_processing_rate_server_core"]
+
+
+def assert_recovers_truth(profile: JobProfile, want: dict[str, dict[str, float]]) -> None:
+    for v in profile.vertices:
+        t = want[v.name]
+        assert rel_err(server_core_rate(v), t["true_rate_server_core"]) < TOLERANCE, v.name
+        if v.stats["selectivity"] is not None and t["selectivity"]:
+            assert rel_err(v.stats["selectivity"], t["selectivity"]) < TOLERANCE, v.name
+        if t["bytes_per_record_out"] > 0:
+            assert rel_err(v.bytes_per_record_out, t["bytes_per_record_out"]) < TOLERANCE, v.name
+        assert v.state_bytes == t["state_bytes"] and v.stateful == (t["state_bytes"] > 0)
+
+
+def test_example_history_profile_recovers_the_known_truth(spark):
+    (_, manifest), *_ = find_manifests(EXAMPLE)
+    prof = build_profile(EXAMPLE, spark=spark, inventory=INVENTORY)
+    assert_recovers_truth(prof, manifest.truth)
+    # the truth written with the sample is the generator's truth for the lab IoT job
+    assert manifest.truth == truth(IOT_JOB)
+
+
+def test_example_profile_matches_the_example_profile_shape(spark):
+    prof = build_profile(EXAMPLE, spark=spark, inventory=INVENTORY)
+    example = load_profile(ROOT / "examples" / "profiles" / "iot-sensors.json")
+    assert [v.name for v in prof.vertices] == [v.name for v in example.vertices]
+    assert [v.parallelism for v in prof.vertices] == [v.parallelism for v in example.vertices]
+    names = {v.id: v.name for v in prof.vertices}
+    assert [(names[e.source], names[e.target], e.ship_strategy) for e in prof.edges] == [
+        ({v.id: v.name for v in example.vertices}[e.source], {v.id: v.name for v in example.vertices}[e.target], e.ship_strategy)
+        for e in example.edges
+    ]
+
+
+def test_host_speed_comes_from_the_inventory_host_that_ran_the_subtask(spark):
+    with_inv = build_profile(EXAMPLE, spark=spark, inventory=INVENTORY)
+    without = build_profile(EXAMPLE, spark=spark)
+    src = {v.name: v for v in with_inv.vertices}["Source: Sensors"]
+    # the sources ran on TaskManagers rpi1..rpi3 (resource id = inventory host name): rpi4b speed 0.3
+    assert [s.host_speed for s in src.subtasks] == [0.3, 0.3, 0.3]
+    assert all(s.host_speed == 1.0 for v in with_inv.vertices if v.name != "Source: Sensors" for s in v.subtasks)
+    assert all(s.host_speed == 1.0 for v in without.vertices for s in v.subtasks)
+    # measured on a Pi: 1/0.3 as busy as on a server core, so busy x speed is the server-core time per second
+    t = truth(IOT_JOB)["Source: Sensors"]
+    for s in src.subtasks:
+        assert rel_err(s.busy_ms_per_s / 1000 * s.host_speed * t["true_rate_server_core"], s.records_out_per_s) < TOLERANCE
+    assert rel_err(src.stats["true_output_processing_rate"], t["true_rate_server_core"] * 0.3) < TOLERANCE
+
+
+def test_warmup_trimming_is_what_makes_the_estimate_right(spark):
+    """Without trimming, JIT warm-up and restart catch-up bias the true rates by several percent."""
+    (_, manifest), *_ = find_manifests(EXAMPLE)
+    untrimmed = build_profile(EXAMPLE, spark=spark, warmup_s=0, inventory=INVENTORY)
+    errors = [rel_err(server_core_rate(v), manifest.truth[v.name]["true_rate_server_core"]) for v in untrimmed.vertices]
+    assert min(errors) > 0.03
+    assert untrimmed.vertices[0].stats["samples_warmup_trimmed"] == 0
+
+
+def test_multi_job_multi_run_history_pools_all_runs_and_recovers_truth(spark, multi_history):
+    root, job = multi_history
+    prof = build_profile(root, spark=spark, inventory=INVENTORY)
+    assert_recovers_truth(prof, truth(job))
+    runs = find_manifests(root)
+    assert len(runs) == 4 and len({m.job_id for _, m in runs}) == 2
+    # every sample of the four runs was seen, and restarts were dropped
+    v = prof.vertices[0]
+    total = sum(m.samples for _, m in runs) // sum(x.parallelism for x in job.vertices) * v.parallelism
+    assert v.stats["samples"] + v.stats["samples_warmup_trimmed"] + v.stats["samples_not_running"] == total
+    assert v.stats["samples_not_running"] > 0
+    assert "4 run(s)" in (prof.job.note or "")
+
+
+def test_one_job_id_or_one_run_selects_only_those_samples(spark, multi_history):
+    root, _ = multi_history
+    runs = find_manifests(root)
+    one_job = runs[0][1].job_id
+    by_id = build_profile(root, spark=spark, job=one_job)
+    one_run = build_profile(root, spark=spark, runs=[runs[-1][1].run_id])
+    every = build_profile(root, spark=spark)
+    n = lambda p: sum(s.samples for s in p.vertices[0].subtasks)
+    assert n(by_id) * 2 == pytest.approx(n(every), rel=0.02)
+    assert n(one_run) * 4 == pytest.approx(n(every), rel=0.02)
+    assert by_id.job.id == one_job
+
+
+def test_spark_and_pandas_engines_agree(spark, multi_history):
+    root, _ = multi_history
+    sel = select_runs(root)
+    a = aggregate_spark(spark, sel, 60).sort_values(["vertex_id", "subtask"]).reset_index(drop=True)
+    b = aggregate_pandas(sel, 60).sort_values(["vertex_id", "subtask"]).reset_index(drop=True)
+    assert len(a) == sum(v.parallelism for v in sel.latest.vertices)
+    exact = [c for c in a.columns if c.endswith("_mean") or c.startswith("sum_") or c in
+             ("rows", "samples", "warmup_trimmed", "not_running", "busy_nan", "valid")]
+    pd.testing.assert_frame_equal(a[["vertex_id", "subtask", *exact]], b[["vertex_id", "subtask", *exact]],
+                                  check_dtype=False, rtol=1e-9)
+    # Percentiles come from independent random subsets of ~2k samples per subtask: close, not equal. Backpressure is
+    # bimodal (0, or hundreds of ms during an episode), so its p95 may sit on the edge: allow 3 % of the value plus
+    # 3 % of the column's largest value.
+    for c in [c for c in a.columns if c.endswith(("_p50", "_p95"))]:
+        both = pd.concat([a[c], b[c]], axis=1).dropna()
+        slack = 0.03 * both.iloc[:, 1].abs() + 0.03 * both.iloc[:, 1].abs().max() + 1e-9
+        assert ((both.iloc[:, 0] - both.iloc[:, 1]).abs() <= slack).all(), c
+
+
+def test_percentiles_from_a_random_subset_stay_close_to_the_full_ones(spark, multi_history):
+    """Big histories feed the percentile sketches a random subset; a 500-per-subtask subset is already close."""
+    root, _ = multi_history
+    sel = select_runs(root)
+    full = aggregate_spark(spark, sel, 60).set_index(["vertex_id", "subtask"]).sort_index()
+    part = aggregate_spark(spark, sel, 60, per_subtask=500).set_index(["vertex_id", "subtask"]).sort_index()
+    pd.testing.assert_series_equal(full["records_in_per_s_mean"], part["records_in_per_s_mean"])  # means use every sample
+    for c in ("records_out_per_s_p50", "busy_ms_per_s_p50", "records_out_per_s_p95"):
+        rel = ((part[c] - full[c]).abs() / full[c].abs()).dropna()
+        assert rel.max() < 0.05, c
+    assert not full["busy_ms_per_s_p95"].equals(part["busy_ms_per_s_p95"])  # it really was a different subset
+
+
+def test_percentiles_reflect_the_distribution(spark):
+    prof = build_profile(EXAMPLE, spark=spark)
+    w = {v.name: v for v in prof.vertices}["Window Aggregate"]
+    # backpressure episodes saturate the window operator: its p95 busy time is far above its mean
+    mean_busy = max(s.busy_ms_per_s for s in w.subtasks)
+    assert w.stats["busy_ms_per_s_p95_max"] > 1.5 * mean_busy
+    assert w.stats["busy_ms_per_s_p50_max"] < mean_busy * 1.1
+    src = {v.name: v for v in prof.vertices}["Source: Sensors"]
+    # upstream of the bottleneck: backpressured only during the episodes
+    assert src.stats["backpressured_share"] > 0 and src.stats["backpressured_ms_per_s_p50_max"] < 1.0
+    assert src.stats["records_out_per_s_p95_sum"] > src.stats["records_out_per_s_p50_sum"] > 0
+
+
+def test_cli_profile_then_plan_end_to_end(tmp_path, capsys):
+    prof = tmp_path / "iot.json"
+    with pytest.raises(SystemExit) as e:
+        main(["profile", str(EXAMPLE), "--out", str(prof), "--inventory", str(INVENTORY)])
+    out, err = capsys.readouterr()
+    assert e.value.code == 0, err
+    assert "Window Aggregate" in out and "13950 of 18000 samples used" in out
+    JobProfile.model_validate_json(prof.read_text())
+    with pytest.raises(SystemExit) as e:
+        main(["plan", "--profile", str(prof), "--inventory", str(INVENTORY), "--out", str(tmp_path / "plan")])
+    out, err = capsys.readouterr()
+    assert e.value.code == 0, err
+    plan = json.loads((tmp_path / "plan" / "plan.json").read_text())
+    text = json.dumps(plan)
+    # the inventory's source pins applied: the profile's vertex names matched them
+    assert "rpi1" in text and "Source: Sensors" in text
+
+
+def test_stateful_overrides(spark):
+    prof = build_profile(EXAMPLE, spark=spark, stateful=["Enrich"], stateless=["Window Aggregate"])
+    by = {v.name: v for v in prof.vertices}
+    assert by["Enrich"].stateful and by["Enrich"].stats["stateful_basis"] == "--stateful"
+    assert not by["Window Aggregate"].stateful and by["Window Aggregate"].state_bytes == 24_000_000
+
+
+def test_spark_submit_runs_the_profiling_module(tmp_path):
+    """The job is also a plain spark-submit application (same arguments as `placement profile`)."""
+    import pyspark
+
+    submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+    module = ROOT / "placement" / "profile" / "spark_job.py"
+    out = tmp_path / "p.json"
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    proc = subprocess.run(
+        [str(submit), "--master", "local[2]", "--driver-memory", "1g", "--conf", "spark.ui.enabled=false",
+         str(module), str(EXAMPLE), "--out", str(out), "--inventory", str(INVENTORY), "--quiet"],
+        capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    prof = load_profile(out)
+    (_, manifest), *_ = find_manifests(EXAMPLE)
+    assert_recovers_truth(prof, manifest.truth)
+    assert not math.isnan(prof.vertices[0].stats["records_out_per_s"])
