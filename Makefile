@@ -25,6 +25,8 @@ test-quick: setup
 
 bench: setup-full
 	$(PY) benchmarks/solver_scaling.py
+	$(PY) benchmarks/profile_throughput.py --sizes 10M,50M
+	$(PY) benchmarks/redeploy_downtime.py
 
 clean:
 	rm -rf $(OUT) .pytest_cache

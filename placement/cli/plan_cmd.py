@@ -74,6 +74,8 @@ def plan(inventory_path: str, profile_path: str, out_dir: str, solver: str, time
         for w in problem.warnings:
             console.print(f"[dim]note: {w}[/]", overflow="ignore", crop=False)
         console.print(plan_tables.summary_line(result))
+        for note in result.notes:
+            console.print(f"[dim]note: {note}[/]")
         if result.cost is not None:
             console.print(plan_tables.links_table(result))
             console.print(plan_tables.hosts_table(result))
@@ -87,7 +89,7 @@ def plan(inventory_path: str, profile_path: str, out_dir: str, solver: str, time
             problem, result, job=profile.job.name, placement_mode=placement_mode,  # type: ignore[arg-type]
             inventory=SourceRef(path=inventory_path, digest=inv.digest(), name=inv.name),
             profile=SourceRef(path=profile_path, digest=profile.digest(), name=profile.job.name),
-            warnings=list(problem.warnings),
+            warnings=list(problem.warnings) + list(result.notes),
         )
         artifacts = render_artifacts(problem, doc, inv)
         written = write_plan_dir(Path(out_dir), artifacts)

@@ -68,10 +68,14 @@ def _solve(problem: PlacementProblem, options: SolverOptions) -> PlanResult:
     wan = objectives.total_wan_mbit(m)
     cpu = objectives.server_cores(m)
     stages: list[Stage] = []
+    notes: list[str] = []
+    assignment: dict[SubtaskKey, str] | None = None
     if mode == "weighted":
         w = problem.policy.weights
         m.lp.setObjective(w.wan * wan + w.server_cpu * cpu + w.latency * objectives.latency_ms(m))
         stages.append(Stage("weighted", run()))
+        if stages[0].info.objective is not None:
+            assignment = _assignment(m)
     else:
         tol = problem.policy.lexicographic_tolerance
         for name, expr in (("wan", wan), ("server_cpu", cpu), ("latency", None)):
@@ -81,21 +85,22 @@ def _solve(problem: PlacementProblem, options: SolverOptions) -> PlanResult:
             stages.append(Stage(name, info))
             if info.objective is None:
                 break
-            # keep this stage's optimum while the next stages optimise
+            # Each stage's solution satisfies every earlier stage's bound: the latest one is the plan so far.
+            assignment = _assignment(m)
             m.lp += expr <= info.objective + tol * abs(info.objective) + 1e-6, f"keep_{name}"
     first = stages[0].info
     if first.status == "infeasible":
         shortages, reason = diagnose(problem, domain, options)
         return PlanResult("ilp", "infeasible", None, None, stages=tuple(stages), shortages=shortages, reason=reason,
                           objective_mode=mode)
-    if any(st.info.objective is None for st in stages):
-        bad = next(st for st in stages if st.info.objective is None)
-        raise PlacementError(f"solver {bad.info.solver} returned no solution for stage {bad.name} ({bad.info.status}); "
+    if assignment is None:
+        raise PlacementError(f"solver {first.solver} found no placement within the time limit ({first.status}); "
                              f"raise --time-limit")
-    # The last stage's solution satisfies every earlier stage's bound, so it is the plan.
-    assignment = _assignment(m)
+    unfinished = [st.name for st in stages if st.info.objective is None]
+    if unfinished:  # time ran out in a later stage: keep the earlier stages' plan and say so
+        notes.append(f"stage {unfinished[0]} found no solution within the time limit; the plan optimises the earlier stages")
     cost = evaluate(problem, assignment)
     if not cost.feasible:
         raise PlacementError(f"internal error: the solver's plan breaks a rule the model should enforce: {cost.violations[0]}")
     status = "optimal" if all(st.info.status == "optimal" for st in stages) else "feasible"
-    return PlanResult("ilp", status, assignment, cost, stages=tuple(stages), objective_mode=mode)
+    return PlanResult("ilp", status, assignment, cost, stages=tuple(stages), objective_mode=mode, notes=tuple(notes))
