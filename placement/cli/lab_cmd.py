@@ -1,0 +1,133 @@
+"""``placement lab``: a real Flink edge lab on this machine (namespaces, shaped veths, cgroups)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+WORKDIR = click.option("--workdir", "work_dir", type=click.Path(file_okay=False, path_type=Path),
+                       default="/tmp/placement-lab", show_default=True, help="state, logs and the lab inventory")
+
+
+def _console() -> Console:
+    return Console(width=None if sys.stdout.isatty() else 140)
+
+
+@click.group()
+def lab() -> None:
+    """Run the whole chain for real on one machine: JobManager and server TaskManager in the root namespace, one
+    TaskManager per edge host in its own network namespace behind an htb-shaped veth, CPU-throttled by a cgroup."""
+
+
+@lab.command("up")
+@click.option("--inventory", "inventory_path", required=True, type=click.Path(dir_okay=False),
+              help="inventory with one server and edge hosts (inventory/lab.yaml)")
+@WORKDIR
+@click.option("--timeout", type=float, default=300.0, show_default=True, help="seconds to wait for the TaskManagers")
+def up_cmd(inventory_path: str, work_dir: Path, timeout: float) -> None:
+    """Start the lab (idempotent: a lab that is up already is left as it is)."""
+    from placement.errors import BadInput
+    from placement.lab.runner import up
+
+    if not Path(inventory_path).is_file():
+        raise BadInput("no such file", source=inventory_path, field="--inventory")
+    result = up(inventory_path, work_dir, timeout=timeout)
+    state = result.state
+    click.echo(("lab already up" if result.already_up else "lab up") + f": REST {state['rest_url']}, "
+               f"lab inventory {state.get('lab_inventory')}")
+    for note in state.get("notes", []):
+        click.echo(f"note: {note}")
+
+
+@lab.command("down")
+@WORKDIR
+def down_cmd(work_dir: Path) -> None:
+    """Stop the JVMs and remove every namespace, veth and cgroup of the lab (also leftovers of a crashed run)."""
+    from placement.lab.runner import check_host, down
+
+    check_host()
+    removed = down(work_dir)
+    what = ", ".join(f"{len(v)} {k}" for k, v in removed.items() if v) or "nothing left over"
+    click.echo(f"lab down: removed {what}")
+
+
+@lab.command("status")
+@WORKDIR
+@click.option("--json", "as_json", is_flag=True)
+def status_cmd(work_dir: Path, as_json: bool) -> None:
+    """Hosts, TaskManagers registered, shaping and throttling."""
+    from placement.lab.runner import status
+
+    st = status(work_dir)
+    if as_json:
+        click.echo(json.dumps(st, indent=2, default=str))
+        return
+    if st.get("status") is None:
+        left = {k: v for k, v in st["leftovers"].items() if v}
+        click.echo(f"no lab in {work_dir}" + (f"; leftovers: {left} (run `placement lab down`)" if left else ""))
+        sys.exit(1)
+    console = _console()
+    console.print(f"lab {'[green]up[/]' if st['up'] else '[red]not healthy[/]'} ({st['status']}), REST {st['rest_url']}"
+                  + (f" — {st['rest_error']}" if st.get("rest_error") else ""))
+    table = Table()
+    for col in ("host", "role", "address", "namespace", "TM", "uplink", "not emulated", "CPU quota", "throttled"):
+        table.add_column(col)
+    for h in st["hosts"]:
+        quota = f"{h['cpu_quota_us'] / h['cpu_period_us']:.2f} cores" if h.get("cpu_quota_us") else "-"
+        throttled = f"{h.get('throttled_periods', 0)} periods, {h.get('throttled_s', 0):.1f}s" if h.get("cgroup") else "-"
+        shaped = f"htb {h['rate_mbit']:g} Mbit/s on {h['ns_if']}" if h.get("rate_mbit") else "-"
+        if h.get("qdisc") is not None and "htb" not in (h.get("qdisc") or ""):
+            shaped += " [red](qdisc missing)[/]"
+        table.add_row(h["name"], h["role"], h["address"], h.get("namespace") or "(root)",
+                      "registered" if h["registered"] else "[red]missing[/]", shaped,
+                      ", ".join(h.get("not_emulated") or []) or "-", quota, throttled)
+    console.print(table)
+    for note in st.get("notes", []):
+        console.print(f"note: {note}")
+    if not st["up"]:
+        sys.exit(1)
+
+
+@lab.command("measure")
+@WORKDIR
+@click.option("--duration", type=click.FloatRange(min=0.5), default=10.0, show_default=True,
+              help="seconds of the veth byte window")
+@click.option("--json", "as_json", is_flag=True, help="JSON on stdout instead of tables")
+def measure_cmd(work_dir: Path, duration: float, as_json: bool) -> None:
+    """WAN Mbit/s per uplink (veth counters), throughput, backpressure per vertex and where subtasks run."""
+    from placement.lab.measure import measure
+
+    m = measure(work_dir, duration)
+    if as_json:
+        click.echo(json.dumps(m.to_json(), indent=2))
+        return
+    console = _console()
+    links = Table(title=f"WAN over {m.seconds:.1f} s (namespace-side veth tx)")
+    for col in ("link", "interface", "bytes", "Mbit/s (wire)", "Mbit/s (job data)", "shaped at", "utilisation"):
+        links.add_column(col, justify="left" if col in ("link", "interface") else "right")
+    for lk in m.links:
+        links.add_row(f"{lk.host} -> server", lk.interface, f"{lk.bytes:,}", f"{lk.mbit:.3f}", f"{lk.data_mbit:.3f}",
+                      f"{lk.rate_mbit:g}" if lk.rate_mbit else "-", f"{lk.utilisation:.0%}" if lk.utilisation is not None else "-")
+    console.print(links)
+    for job in m.jobs:
+        t = Table(title=f"{job.name} ({job.job_id}): sources {job.source_records_per_s:,.0f} records/s")
+        for col in ("vertex", "p", "in/s", "out/s", "busy ms/s", "backpressured ms/s", "runs on"):
+            t.add_column(col, justify="left" if col in ("vertex", "runs on") else "right")
+        for v in job.vertices:
+            p = str(v.parallelism) if v.reporting >= v.parallelism else f"{v.parallelism} ({v.reporting} reporting)"
+            t.add_row(v.name, p, f"{v.records_in_per_s:,.0f}", f"{v.records_out_per_s:,.0f}",
+                      f"{v.busy_ms_per_s:.0f}", f"{v.backpressured_ms_per_s:.0f}",
+                      ", ".join(f"{h}×{n}" for h, n in sorted(v.hosts.items())))
+        console.print(t)
+    console.print("wire: all bytes the edge namespace sent (headers, records, Flink RPC); job data: TCP payload of the "
+                  "edge TaskManager's data connections (what the plan predicts)")
+    if any(v.reporting < v.parallelism for j in m.jobs for v in j.vertices):
+        console.print("some subtasks sent no metrics (a saturated uplink delays the TaskManager's metric dump): "
+                      "their rates read 0, so those rows are lower bounds")
+    if not m.jobs:
+        console.print("no running job")

@@ -1,0 +1,340 @@
+"""The thin executor of a :class:`~placement.lab.topology.LabPlan`: ``up``, ``down``, ``status``.
+
+``up`` writes ``<work_dir>/lab.json`` *before* it creates anything (every namespace, interface and cgroup it is about
+to make), then the pids once the JVMs run; ``down`` removes what that file lists and then scans for leftovers by
+prefix (namespaces ``pl-lab-*``, interfaces ``pllab*``, cgroups ``/sys/fs/cgroup/cpu/pl-lab-*``, and every process
+inside those namespaces/cgroups -- ``up`` starts the JobManager and server TaskManager in ``pl-lab-server``, a cgroup
+without a quota, so they are found whatever work dir they ran from -- or whose Java command line names the work dir), so a lab whose launcher was killed
+with ``kill -9`` half-way is still removed completely.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from placement.errors import PlacementError
+from placement.flink_rest import FlinkRest
+from placement.inventory import Inventory, load_inventory
+from placement.lab import topology as topo
+from placement.lab.flink import start_cluster, stop_from_state
+from placement.netem.tc import apply_commands
+from placement.netns import (
+    VethPair,
+    create_namespace,
+    create_veth,
+    list_namespaces,
+    netns_available,
+    ns_exec,
+    run,
+)
+from placement.remote import LocalExecutor
+
+DEFAULT_WORK_DIR = Path("/tmp/placement-lab")
+STATE_FILE = "lab.json"
+LAB_INVENTORY = "lab-inventory.yaml"
+
+
+class LabUnavailable(PlacementError):
+    """No root, no namespaces or no cgroup v1 cpu controller here."""
+
+
+def check_host() -> None:
+    reason = netns_available()
+    if reason:
+        raise LabUnavailable(f"placement lab needs root and network namespaces: {reason}")
+    if not (topo.CGROUP_ROOT / "cpu.cfs_quota_us").is_file():
+        raise LabUnavailable(f"placement lab needs the cgroup v1 cpu controller at {topo.CGROUP_ROOT}")
+
+
+def state_path(work_dir: Path) -> Path:
+    return Path(work_dir) / STATE_FILE
+
+
+def read_state(work_dir: Path) -> dict | None:
+    path = state_path(work_dir)
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except ValueError:
+        return {}
+
+
+def _write_state(work_dir: Path, state: dict) -> None:
+    path = state_path(work_dir)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(state, indent=2, default=str))
+    os.replace(tmp, path)
+
+
+def _plan_state(plan: topo.LabPlan, inventory_path: str) -> dict:
+    return {
+        "status": "starting",
+        "inventory": str(Path(inventory_path).resolve()),
+        "work_dir": str(plan.work_dir),
+        "launcher_pid": os.getpid(),
+        "cpu_scale": plan.cpu_scale,
+        "notes": list(plan.notes),
+        "hosts": [
+            {
+                "name": h.name, "role": h.role, "address": h.address, "slots": h.slots, "namespace": h.namespace,
+                "host_if": h.host_if, "ns_if": h.ns_if, "host_addr": h.host_addr,
+                "cgroup": str(h.cpu.cgroup) if h.cpu else None,
+                "cpu_quota_us": h.cpu.quota_us if h.cpu else None, "cpu_period_us": h.cpu.period_us if h.cpu else None,
+                "rate_mbit": h.shapes[0].rate_mbit if h.shapes else None, "not_emulated": list(h.not_emulated),
+            }
+            for h in plan.hosts
+        ],
+        "server_if": topo.SERVER_IF,
+    }
+
+
+# ---- up ------------------------------------------------------------------------------------------------------------
+
+
+def _make_server_side() -> None:
+    run(["ip", "link", "add", topo.SERVER_IF, "type", "veth", "peer", "name", topo.SERVER_PEER_IF])
+    run(["ip", "addr", "add", f"{topo.SERVER_ADDRESS}/32", "dev", topo.SERVER_IF])
+    run(["ip", "link", "set", topo.SERVER_PEER_IF, "up"])
+    run(["ip", "link", "set", topo.SERVER_IF, "up"])
+
+
+def _make_edge(h: topo.LabHost) -> None:
+    assert h.namespace and h.host_if and h.ns_if and h.host_addr and h.cpu
+    create_namespace(h.namespace)
+    create_veth(VethPair(ns=h.namespace, host_if=h.host_if, ns_if=h.ns_if, host_addr=h.host_addr, ns_addr=h.address))
+    run(ns_exec(h.namespace, ["ip", "route", "add", f"{topo.SERVER_ADDRESS}/32", "via", h.host_addr, "dev", h.ns_if]))
+    executor = LocalExecutor(h.name, netns=h.namespace)
+    for argv in apply_commands(h.ns_if, list(h.shapes), with_netem=False):
+        executor.run(argv)
+    h.cpu.cgroup.mkdir(exist_ok=True)
+    (h.cpu.cgroup / "cpu.cfs_period_us").write_text(str(h.cpu.period_us))
+    (h.cpu.cgroup / "cpu.cfs_quota_us").write_text(str(h.cpu.quota_us))
+
+
+def _join_cgroup(cgroup: Path) -> None:
+    """Move this process into ``cgroup``; the JVMs started afterwards inherit it (edge TMs move on to their own)."""
+    (cgroup / "cgroup.procs").write_text(str(os.getpid()))
+
+
+def _leave_lab_cgroup() -> None:
+    with contextlib.suppress(OSError):
+        own = Path(f"/proc/{os.getpid()}/cgroup").read_text()
+        if f":/{topo.NS_PREFIX}" in own:
+            _join_cgroup(topo.CGROUP_ROOT)
+
+
+def healthy(state: dict | None) -> bool:
+    """The recorded lab is up: REST answers and every host's TaskManager is registered."""
+    if not state or state.get("status") != "up":
+        return False
+    try:
+        ids = {tm.id for tm in FlinkRest(state["rest_url"], timeout=5).taskmanagers()}
+    except PlacementError:
+        return False
+    return {h["name"] for h in state["hosts"]} <= ids
+
+
+@dataclass
+class UpResult:
+    state: dict
+    already_up: bool
+
+
+def up(inventory_path: str, work_dir: Path = DEFAULT_WORK_DIR, *, timeout: float = 300.0) -> UpResult:
+    """Start the lab (or find it already up). Anything made is removed again when starting fails."""
+    inv: Inventory = load_inventory(inventory_path)
+    plan = topo.plan_lab(inv, Path(work_dir).resolve(), source=inventory_path)
+    check_host()
+    existing = read_state(work_dir)
+    if healthy(existing):
+        assert existing is not None
+        return UpResult(existing, already_up=True)
+    down(work_dir)  # a half-dead lab of an earlier run, or leftovers of a crash
+
+    plan.work_dir.mkdir(parents=True, exist_ok=True)
+    state = _plan_state(plan, inventory_path)
+    _write_state(plan.work_dir, state)
+    try:
+        topo.SERVER_CGROUP.mkdir(exist_ok=True)  # no quota: only so that `down` finds the server-side JVMs by name
+        _join_cgroup(topo.SERVER_CGROUP)
+        _make_server_side()
+        for h in plan.edges:
+            _make_edge(h)
+        from placement.lab.jobs import build_jobs_jar
+
+        jar = build_jobs_jar()
+        cluster = start_cluster(topo.cluster_spec(plan), timeout=timeout, die_with_parent=False)
+        state.update(
+            status="up", rest_url=cluster.rest_url, jar=str(jar.path),
+            processes={p.name: p.pid for p in cluster.processes},
+        )
+        lab_inv = topo.lab_inventory(inv, plan, cluster.rest_url)
+        lab_inv.setdefault("job", {})["jar"] = str(jar.path)
+        (plan.work_dir / LAB_INVENTORY).write_text(
+            "# written by `placement lab up`: what runs now (real addresses, REST URL)\n"
+            + yaml.safe_dump(lab_inv, sort_keys=False)
+        )
+        state["lab_inventory"] = str(plan.work_dir / LAB_INVENTORY)
+        _write_state(plan.work_dir, state)
+    except BaseException:
+        down(plan.work_dir)
+        raise
+    finally:
+        _leave_lab_cgroup()
+    return UpResult(state, already_up=False)
+
+
+# ---- down ----------------------------------------------------------------------------------------------------------
+
+
+def _kill_pids(pids: set[int], timeout: float = 15.0) -> None:
+    me = os.getpid()
+    pids.discard(me)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + (timeout if sig == signal.SIGTERM else 5)
+        while time.monotonic() < deadline and any(_alive(p) for p in pids):
+            time.sleep(0.2)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # a zombie is dead for our purposes
+    with contextlib.suppress(OSError):
+        if Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z"):
+            return False
+    return True
+
+
+def lab_namespaces() -> list[str]:
+    return [ns for ns in list_namespaces() if ns.startswith(topo.NS_PREFIX)]
+
+
+def lab_links() -> list[str]:
+    out = run(["ip", "-o", "link", "show"], check=False).stdout
+    names = []
+    for line in out.splitlines():
+        parts = line.split(": ")
+        if len(parts) > 1:
+            name = parts[1].split("@")[0]
+            if name.startswith(topo.IF_PREFIX):
+                names.append(name)
+    return names
+
+
+def lab_cgroups() -> list[Path]:
+    if not topo.CGROUP_ROOT.is_dir():
+        return []
+    return sorted(p for p in topo.CGROUP_ROOT.iterdir() if p.is_dir() and p.name.startswith(topo.NS_PREFIX))
+
+
+def lab_pids(work_dir: Path | None = None) -> set[int]:
+    """Processes of a lab: inside its namespaces or cgroups, or with the work dir on their command line."""
+    pids: set[int] = set()
+    for ns in lab_namespaces():
+        out = run(["ip", "netns", "pids", ns], check=False).stdout
+        pids |= {int(p) for p in out.split() if p.isdigit()}
+    for cg in lab_cgroups():
+        with contextlib.suppress(OSError):
+            pids |= {int(p) for p in (cg / "cgroup.procs").read_text().split()}
+    if work_dir is not None:
+        needle = str(Path(work_dir).resolve()).encode()
+        for proc in Path("/proc").iterdir():
+            if not proc.name.isdigit():
+                continue
+            with contextlib.suppress(OSError):
+                cmd = (proc / "cmdline").read_bytes()
+                if needle in cmd and b"java" in cmd:
+                    pids.add(int(proc.name))
+    pids.discard(os.getpid())
+    return pids
+
+
+def leftovers(work_dir: Path | None = DEFAULT_WORK_DIR) -> dict[str, list[str]]:
+    """What a lab left on this machine (empty lists = clean)."""
+    return {
+        "namespaces": lab_namespaces(),
+        "links": lab_links(),
+        "cgroups": [str(p) for p in lab_cgroups()],
+        "pids": sorted(str(p) for p in lab_pids(work_dir)),
+    }
+
+
+def down(work_dir: Path = DEFAULT_WORK_DIR) -> dict[str, list[str]]:
+    """Remove the lab of ``work_dir`` and every leftover of any lab by prefix; returns what it removed."""
+    work_dir = Path(work_dir).resolve()
+    _leave_lab_cgroup()
+    removed = leftovers(work_dir)
+    stop_from_state(work_dir / "flink", timeout=15)
+    _kill_pids(lab_pids(work_dir))
+    for ns in lab_namespaces():
+        run(["ip", "netns", "delete", ns], check=False)
+    for link in lab_links():
+        run(["ip", "link", "delete", link], check=False)
+    for cg in lab_cgroups():
+        for _ in range(50):  # rmdir fails while a (dying) task is still in it
+            try:
+                cg.rmdir()
+                break
+            except OSError:
+                _kill_pids({int(p) for p in (cg / "cgroup.procs").read_text().split() if p.strip()}, timeout=2)
+                time.sleep(0.2)
+    state_path(work_dir).unlink(missing_ok=True)
+    left = leftovers(work_dir)
+    if any(left.values()):
+        raise PlacementError(f"lab down could not remove: {json.dumps({k: v for k, v in left.items() if v})}")
+    return removed
+
+
+# ---- status --------------------------------------------------------------------------------------------------------
+
+
+def status(work_dir: Path = DEFAULT_WORK_DIR) -> dict:
+    """Hosts, registered TaskManagers, shaping and throttling of the lab (from its state file and the kernel)."""
+    state = read_state(work_dir)
+    if state is None:
+        return {"up": False, "work_dir": str(work_dir), "leftovers": leftovers(work_dir)}
+    registered: dict[str, str] = {}
+    rest_error = None
+    if state.get("rest_url"):
+        try:
+            registered = {tm.id: tm.path for tm in FlinkRest(state["rest_url"], timeout=5).taskmanagers()}
+        except PlacementError as exc:
+            rest_error = str(exc)
+    hosts = []
+    for h in state["hosts"]:
+        row = dict(h, registered=h["name"] in registered)
+        if h.get("namespace"):
+            row["qdisc"] = run(ns_exec(h["namespace"], ["tc", "qdisc", "show", "dev", h["ns_if"]]), check=False).stdout.strip()
+            row["classes"] = run(ns_exec(h["namespace"], ["tc", "class", "show", "dev", h["ns_if"]]), check=False).stdout.strip()
+            row["tx_bytes"] = veth_tx_bytes(h["namespace"], h["ns_if"])
+        if h.get("cgroup"):
+            with contextlib.suppress(OSError):
+                stat = dict(line.split() for line in (Path(h["cgroup"]) / "cpu.stat").read_text().splitlines())
+                row["throttled_periods"] = int(stat.get("nr_throttled", 0))
+                row["throttled_s"] = int(stat.get("throttled_time", 0)) / 1e9
+        hosts.append(row)
+    return {"up": healthy(state), "status": state.get("status"), "work_dir": str(work_dir), "rest_url": state.get("rest_url"),
+            "rest_error": rest_error, "cpu_scale": state.get("cpu_scale"), "notes": state.get("notes", []),
+            "lab_inventory": state.get("lab_inventory"), "hosts": hosts}
+
+
+def veth_tx_bytes(namespace: str, interface: str) -> int | None:
+    proc = run(ns_exec(namespace, ["cat", f"/sys/class/net/{interface}/statistics/tx_bytes"]), check=False)
+    return int(proc.stdout) if proc.returncode == 0 and proc.stdout.strip().isdigit() else None

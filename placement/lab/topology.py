@@ -1,0 +1,180 @@
+"""The lab's topology plan: pure, typed, tested without root.
+
+From an inventory (``inventory/lab.yaml``) this decides, per host, what ``placement lab up`` makes:
+
+* the **server side** lives in the root namespace on a veth pair used as a dummy interface (``pllabsrv`` ↔
+  ``pllabsrvp``, this kernel has no ``dummy`` driver) holding the server address ``10.203.0.1``; the JobManager RPC
+  and the server TaskManager bind to it, REST listens on 127.0.0.1;
+* each **edge host** ``i`` (1-based, inventory order) gets namespace ``pl-lab-<host>`` joined to the root namespace by
+  veth ``pllab<i>h`` (root side, ``10.203.<i>.1/30``) ↔ ``pllab<i>n`` (namespace side, ``10.203.<i>.2/30``), a route to
+  the server address via the root side, and its uplink shaped on ``pllab<i>n`` towards ``10.203.0.0/16`` (the server
+  address *and* the root-side veth address, which the server TaskManager's data connections to the edge come from)
+  with :mod:`placement.netem.tc` (htb rate = the link's bandwidth). Delay, jitter and loss are reported, not emulated:
+  this kernel has no ``sch_netem``;
+* each edge TaskManager runs in cgroup ``/sys/fs/cgroup/cpu/pl-lab-<host>`` (cgroup v1 cpu controller) with
+  ``cpu.cfs_period_us = 100000`` and ``cpu.cfs_quota_us = period × cores × speed × scale``: a Raspberry Pi 4B
+  (4 cores at 0.3 of a server core) is worth 1.2 server cores. ``scale`` = min(1, budget / Σ edge cores × speed) with
+  budget = half of this machine's cores, so the edges never take more than half the machine and the JobManager and
+  server TaskManager keep the rest; when ``scale < 1`` the plan says so (the lab's Pis are then slower than real ones,
+  by that factor) and the lab inventory written by ``up`` records the effective speed.
+
+Everything is named with the prefix ``pl-lab``/``pllab`` and addressed in 10.203.0.0/16 so ``lab down`` finds
+leftovers of a crashed run by name alone.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from placement.errors import BadInput
+from placement.inventory import Inventory
+from placement.lab.flink import ClusterSpec, TaskManagerSpec
+from placement.netem.tc import Shape
+
+NS_PREFIX = "pl-lab-"
+IF_PREFIX = "pllab"
+CGROUP_ROOT = Path("/sys/fs/cgroup/cpu")
+SERVER_IF = "pllabsrv"
+SERVER_PEER_IF = "pllabsrvp"
+SERVER_ADDRESS = "10.203.0.1"
+LAB_NETWORK = "10.203.0.0/16"  # what an edge's uplink shaping matches: every lab address on the server side
+EDGE_DATA_PORT = 6121  # edge TaskManagers' data port (each in its own namespace): the job's records leave from it
+SERVER_CGROUP = CGROUP_ROOT / f"{NS_PREFIX}server"  # JobManager and server TaskManager: no quota, found by name
+CFS_PERIOD_US = 100_000
+MIN_QUOTA_US = 1_000  # the kernel refuses less than 1 ms per period
+EDGE_SHARE_OF_MACHINE = 0.5
+MAX_EDGES = 250  # 10.203.<i>.0/30 with i in 1..250
+
+
+@dataclass(frozen=True)
+class CpuLimit:
+    cgroup: Path
+    period_us: int
+    quota_us: int
+
+    @property
+    def cores(self) -> float:
+        return self.quota_us / self.period_us
+
+
+@dataclass(frozen=True)
+class LabHost:
+    """One inventory host as the lab makes it."""
+
+    name: str
+    role: str
+    address: str  # the address its TaskManager binds to and the lab inventory lists
+    slots: int
+    namespace: str | None = None
+    host_if: str | None = None  # root-side veth
+    ns_if: str | None = None  # namespace-side veth (shaped, its tx_bytes are the uplink's WAN bytes)
+    host_addr: str | None = None
+    cpu: CpuLimit | None = None
+    shapes: tuple[Shape, ...] = ()
+    not_emulated: tuple[str, ...] = ()  # "delay 50ms", ... what this kernel cannot do
+    effective_speed: float | None = None
+
+
+@dataclass(frozen=True)
+class LabPlan:
+    name: str
+    work_dir: Path
+    hosts: tuple[LabHost, ...]
+    machine_cores: int
+    cpu_scale: float
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def edges(self) -> tuple[LabHost, ...]:
+        return tuple(h for h in self.hosts if h.role == "edge")
+
+    def host(self, name: str) -> LabHost:
+        return next(h for h in self.hosts if h.name == name)
+
+
+def cgroup_wrapper(cgroup: Path) -> tuple[str, ...]:
+    """argv prefix that moves the process into ``cgroup`` and then execs the rest (children inherit it)."""
+    return ("sh", "-c", f'echo $$ > {cgroup / "cgroup.procs"} && exec "$@"', "sh")
+
+
+def plan_lab(inv: Inventory, work_dir: Path, *, machine_cores: int | None = None, source: str | None = None) -> LabPlan:
+    """The lab for ``inv``: namespaces, veths, addresses, shapes and CPU quotas per host."""
+    machine_cores = machine_cores or os.cpu_count() or 1
+    servers = inv.servers
+    if len(servers) != 1:
+        raise BadInput(f"the lab runs exactly one server host, the inventory has {len(servers)}", source=source, field="hosts")
+    edges = inv.edges
+    if len(edges) > MAX_EDGES:
+        raise BadInput(f"at most {MAX_EDGES} edge hosts in the lab", source=source, field="hosts")
+    for i, h in enumerate(inv.hosts):
+        if len(NS_PREFIX + h.name) > 40:
+            raise BadInput(f"host name {h.name!r} too long for a lab namespace", source=source, field=f"hosts[{i}].name")
+
+    demand = sum(float(h.cores or 1) * float(h.speed or 1) for h in edges)
+    budget = machine_cores * EDGE_SHARE_OF_MACHINE
+    scale = min(1.0, budget / demand) if demand > 0 else 1.0
+    notes: list[str] = []
+    if scale < 1.0:
+        notes.append(
+            f"edge hosts ask for {demand:.2f} server cores, the lab gives them {budget:g} (half of {machine_cores} cores):"
+            f" every edge quota is scaled by {scale:.3f}"
+        )
+
+    server = servers[0]
+    hosts: list[LabHost] = [LabHost(server.name, "server", SERVER_ADDRESS, int(server.task_slots or 1))]
+    for i, h in enumerate(edges, start=1):
+        link = inv.uplink(h.name)
+        host_addr, ns_addr = f"10.203.{i}.1", f"10.203.{i}.2"
+        cores = float(h.cores or 1) * float(h.speed or 1) * scale
+        quota = max(MIN_QUOTA_US, round(cores * CFS_PERIOD_US))
+        missing = tuple(
+            f"{what} {value:g}{unit}" for what, value, unit in
+            (("delay", link.delay, "ms"), ("jitter", link.jitter, "ms"), ("loss", link.loss, "%")) if value > 0
+        )
+        hosts.append(LabHost(
+            name=h.name, role="edge", address=ns_addr, slots=int(h.task_slots or 1),
+            namespace=f"{NS_PREFIX}{h.name}", host_if=f"{IF_PREFIX}{i}h", ns_if=f"{IF_PREFIX}{i}n", host_addr=host_addr,
+            cpu=CpuLimit(CGROUP_ROOT / f"{NS_PREFIX}{h.name}", CFS_PERIOD_US, quota),
+            shapes=(Shape(dest=LAB_NETWORK, rate_mbit=link.bandwidth),),
+            not_emulated=missing, effective_speed=float(h.speed or 1) * scale,
+        ))
+        if missing:
+            notes.append(f"{h.name}: {', '.join(missing)} not emulated (no sch_netem in this kernel); rate only")
+    return LabPlan(inv.name, Path(work_dir), tuple(hosts), machine_cores, scale, tuple(notes))
+
+
+def cluster_spec(plan: LabPlan, *, flink_home: Path | None = None) -> ClusterSpec:
+    """The Flink cluster: JobManager and server TM on the server address, each edge TM in its namespace and cgroup."""
+    tms = []
+    for h in plan.hosts:
+        wrapper: tuple[str, ...] = ()
+        extra: dict[str, object] = {}
+        if h.role == "edge":
+            assert h.cpu is not None and h.namespace is not None
+            wrapper = (*cgroup_wrapper(h.cpu.cgroup), "ip", "netns", "exec", h.namespace)
+            extra = {"taskmanager.data.port": EDGE_DATA_PORT}
+        # one unit of the host's own external resource per slot: the vanilla pin (deploy/jobs/README.md)
+        tms.append(TaskManagerSpec(h.name, slots=h.slots, address=h.address, external_resource=h.name,
+                                   external_resource_amount=max(h.slots, 16), wrapper=wrapper,
+                                   extra_config=extra))
+    return ClusterSpec(work_dir=plan.work_dir / "flink", taskmanagers=tuple(tms), jobmanager_address=SERVER_ADDRESS,
+                       rest_address="127.0.0.1", flink_home=flink_home)
+
+
+def lab_inventory(inv: Inventory, plan: LabPlan, rest_url: str) -> dict[str, object]:
+    """The inventory of what runs: real addresses, interfaces, effective speeds, the REST URL, vanilla mode."""
+    data = inv.model_dump(mode="json", by_alias=True, exclude_none=True)
+    data["name"] = f"{inv.name}-running"
+    for host in data["hosts"]:  # type: ignore[union-attr]
+        lh = plan.host(host["name"])
+        host["address"] = lh.address
+        if lh.role == "edge":
+            host["interface"] = lh.ns_if
+            host["speed"] = round(lh.effective_speed or host.get("speed", 1.0), 4)
+    flink = dict(data["flink"])  # type: ignore[arg-type]
+    flink.update(rest_url=rest_url, placement_mode="vanilla", jobmanager=plan.hosts[0].name,
+                 savepoint_dir=(plan.work_dir / "savepoints").as_uri())
+    data["flink"] = flink
+    return data

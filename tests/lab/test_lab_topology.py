@@ -1,0 +1,101 @@
+"""The lab's topology plan (pure): namespaces, veths, addresses, shapes, CPU quotas and TaskManager specs per host."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from placement.errors import BadInput
+from placement.inventory import load_inventory
+from placement.lab import topology as topo
+from placement.lab.measure import parse_ss_bytes
+from placement.netem.tc import apply_commands
+
+ROOT = Path(__file__).resolve().parents[2]
+LAB = ROOT / "inventory" / "lab.yaml"
+LAB_3PI = ROOT / "inventory" / "lab-3pi.yaml"
+
+
+def test_lab_yaml_gives_each_pi_a_namespace_a_shaped_veth_and_a_third_of_a_core(tmp_path):
+    plan = topo.plan_lab(load_inventory(LAB), tmp_path, machine_cores=2)
+    assert [h.name for h in plan.hosts] == ["server", "rpi1", "rpi2"]
+    server, rpi1, rpi2 = plan.hosts
+    assert (server.namespace, server.address, server.cpu) == (None, "10.203.0.1", None)
+    assert (rpi1.namespace, rpi1.host_if, rpi1.ns_if, rpi1.host_addr, rpi1.address) == (
+        "pl-lab-rpi1", "pllab1h", "pllab1n", "10.203.1.1", "10.203.1.2")
+    assert (rpi2.namespace, rpi2.ns_if, rpi2.address) == ("pl-lab-rpi2", "pllab2n", "10.203.2.2")
+    # one core of a Pi 4B = 0.3 of a server core -> 30 ms per 100 ms period; 0.6 cores in all fit in half of 2 cores
+    assert rpi1.cpu is not None and (rpi1.cpu.period_us, rpi1.cpu.quota_us) == (100_000, 30_000)
+    assert rpi1.cpu.cgroup == Path("/sys/fs/cgroup/cpu/pl-lab-rpi1")
+    assert plan.cpu_scale == 1.0 and plan.notes == ()
+    assert [(s.dest, s.rate_mbit) for s in rpi1.shapes] == [("10.203.0.0/16", 2.0)]
+    # the shared tc builder turns it into one htb class at 2 Mbit/s matching the whole lab network
+    cmds = apply_commands(rpi1.ns_if, list(rpi1.shapes), with_netem=False)
+    assert ["rate", "2mbit"] == cmds[1][cmds[1].index("rate"):cmds[1].index("rate") + 2]
+    assert cmds[2][-4:] == ["dst", "10.203.0.0/16", "flowid", "ede:10"]
+
+
+def test_three_whole_pis_exceed_half_of_two_cores_and_are_scaled_down_saying_so(tmp_path):
+    inv = load_inventory(LAB_3PI)
+    plan = topo.plan_lab(inv, tmp_path, machine_cores=2)
+    # 3 x 4 cores x 0.3 = 3.6 server cores asked; the edges get 1.0 (half of 2): scale 1/3.6
+    assert plan.cpu_scale == pytest.approx(1 / 3.6)
+    assert [h.cpu.quota_us for h in plan.edges] == [33_333] * 3  # type: ignore[union-attr]
+    assert sum(h.cpu.cores for h in plan.edges) == pytest.approx(1.0, abs=1e-4)  # type: ignore[union-attr]
+    assert "scaled by 0.278" in plan.notes[0]
+    assert [h.effective_speed for h in plan.edges] == [pytest.approx(0.3 / 3.6)] * 3
+    # on a 16-core machine nothing is scaled
+    assert topo.plan_lab(inv, tmp_path, machine_cores=16).cpu_scale == 1.0
+
+
+def test_cluster_spec_runs_edge_taskmanagers_in_their_namespace_and_cgroup_with_their_own_resource(tmp_path):
+    plan = topo.plan_lab(load_inventory(LAB), tmp_path, machine_cores=2)
+    spec = topo.cluster_spec(plan)
+    assert spec.jobmanager_address == "10.203.0.1" and spec.rest_address == "127.0.0.1"
+    assert spec.work_dir == tmp_path / "flink"
+    tms = {tm.resource_id: tm for tm in spec.taskmanagers}
+    assert tms["server"].wrapper == () and tms["server"].address == "10.203.0.1"
+    assert tms["server"].external_resource == "server" and tms["server"].slots == 8
+    rpi1 = tms["rpi1"]
+    assert rpi1.address == "10.203.1.2" and rpi1.slots == 4 and rpi1.external_resource == "rpi1"
+    assert rpi1.external_resource_amount >= rpi1.slots
+    assert rpi1.wrapper[-4:] == ("ip", "netns", "exec", "pl-lab-rpi1")
+    assert "/sys/fs/cgroup/cpu/pl-lab-rpi1/cgroup.procs" in rpi1.wrapper[2]
+    assert rpi1.extra_config == {"taskmanager.data.port": topo.EDGE_DATA_PORT}
+
+
+def test_the_running_inventory_has_real_addresses_the_rest_url_and_vanilla_mode(tmp_path):
+    inv = load_inventory(LAB_3PI)
+    plan = topo.plan_lab(inv, tmp_path, machine_cores=2)
+    data = topo.lab_inventory(inv, plan, "http://127.0.0.1:40000")
+    hosts = {h["name"]: h for h in data["hosts"]}
+    assert hosts["rpi3"]["address"] == "10.203.3.2" and hosts["rpi3"]["interface"] == "pllab3n"
+    assert hosts["rpi3"]["speed"] == pytest.approx(0.3 / 3.6, abs=1e-4)
+    assert data["flink"]["rest_url"] == "http://127.0.0.1:40000" and data["flink"]["placement_mode"] == "vanilla"
+    from placement.inventory import Inventory
+
+    Inventory.model_validate(data)  # the planner can read it
+
+
+def test_an_inventory_with_two_servers_is_refused_naming_the_field(tmp_path):
+    inv = load_inventory(LAB)
+    data = inv.model_dump(mode="json", by_alias=True, exclude_none=True)
+    data["hosts"].append({**data["hosts"][0], "name": "server2"})
+    from placement.inventory import Inventory
+
+    with pytest.raises(BadInput, match="lab.yaml: hosts: the lab runs exactly one server host, the inventory has 2"):
+        topo.plan_lab(Inventory.model_validate(data), tmp_path, source="lab.yaml")
+
+
+def test_ss_output_is_summed_per_socket():
+    text = (
+        "0      0      [::ffff:10.203.1.2]:6121 [::ffff:10.203.1.1]:57606\n"
+        "\t cubic wscale:10,10 rto:204 bytes_sent:914236 bytes_retrans:170 bytes_acked:914066 bytes_received:32115\n"
+        "0      0      [::ffff:10.203.1.2]:6121 [::ffff:10.203.1.1]:57610\n"
+        "\t cubic bytes_acked:10 segs_out:3\n"
+    )
+    assert parse_ss_bytes(text) == {
+        "[::ffff:10.203.1.2]:6121 [::ffff:10.203.1.1]:57606": 914066,
+        "[::ffff:10.203.1.2]:6121 [::ffff:10.203.1.1]:57610": 10,
+    }
