@@ -26,8 +26,6 @@ VENV_BIN = Path(sys.executable).parent
 
 # tests/ is not a package and an unrelated `tests` package sits in site-packages, so the shared helpers are imported
 # as `support.*` from the tests directory.
-if str(REPO / "tests") not in sys.path:
-    sys.path.insert(0, str(REPO / "tests"))
 
 
 def tool(name: str) -> str | None:

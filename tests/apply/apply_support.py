@@ -19,8 +19,6 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
-if str(REPO / "tests") not in sys.path:
-    sys.path.insert(0, str(REPO / "tests"))
 
 from support.sshd import SshHost
 

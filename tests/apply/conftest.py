@@ -4,29 +4,10 @@ Flink cluster (TaskManagers ``server`` and ``rpi1``), and the IoT job running un
 from __future__ import annotations
 
 import contextlib
-import importlib.util
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-for p in (ROOT, ROOT / "tests"):
-    if str(p) not in sys.path:
-        sys.path.insert(0, str(p))
-
-support_flink = sys.modules.get("tests_support_flink")
-if support_flink is None:  # the same module object the lab conftest loads (one shared cluster per session)
-    _spec = importlib.util.spec_from_file_location("tests_support_flink", ROOT / "tests" / "support" / "flink.py")
-    support_flink = importlib.util.module_from_spec(_spec)
-    sys.modules["tests_support_flink"] = support_flink
-    _spec.loader.exec_module(support_flink)
-
-flink_cluster = support_flink.flink_cluster
-flink_rest = support_flink.flink_rest
-lab_jobs_jar = support_flink.lab_jobs_jar
-
 from apply_support import JOB_ARGS, SshLab
 from support.sshd import generate_key, sshd_available, sshd_in_namespace
 
@@ -34,10 +15,7 @@ from placement.errors import PlacementError
 from placement.lab.jobs import IOT_SENSOR_JOB
 from placement.netns import Namespaces, netns_available
 
-
-@pytest.fixture(scope="session")
-def flink_support():
-    return support_flink
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

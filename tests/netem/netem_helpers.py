@@ -20,8 +20,6 @@ from placement.netns import Namespaces, netns_available, ns_exec, run
 
 REPO = Path(__file__).resolve().parents[2]
 # the shared helpers in tests/support are imported as `support.*` (tests/ is not a package; see tests/ansible)
-if str(REPO / "tests") not in sys.path:
-    sys.path.insert(0, str(REPO / "tests"))
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

@@ -1,8 +1,8 @@
 """pytest fixtures: a real Flink 2.3 cluster (from the apache-flink-libraries wheel) and the lab jobs running on it.
 
-Use them from any test module (or a conftest) by importing them::
+Use them from any test module::
 
-    from tests.support.flink import flink_cluster, flink_rest, lab_jobs_jar, iot_job  # noqa: F401  (fixtures)
+    # tests/conftest.py already re-exports flink_cluster, flink_rest, lab_jobs_jar, iot_job for every test
 
     @pytest.mark.flink
     def test_collect(iot_job):
@@ -10,11 +10,6 @@ Use them from any test module (or a conftest) by importing them::
         iot_job.job_id        # the running IoT sensor job (every subtask RUNNING, source numRecordsOut > 0)
         iot_job.vertex_ids    # {"Source: Sensors": "<vertex id>", "Parse": ..., "Sink: Readings": ...}
         iot_job.rest_url      # e.g. "http://127.0.0.1:41233"
-
-Importing: flink-rest-client 1.0.8 installs a top-level ``tests`` package into site-packages, and that regular
-package wins over this repository's ``tests`` directory (which has no ``__init__.py``), so ``import tests.support``
-fails until the repository's ``tests/__init__.py`` exists and the root is on sys.path (pytest ``pythonpath = ["."]``).
-Meanwhile, load this file by path in your conftest as ``tests/lab/conftest.py`` does (and re-export the fixtures).
 
 The JobManager answers metric requests from its *previous* lazy fetch, so after a quiet spell a value is stale by the
 length of that spell: use ``rest.vertex_metrics(..., refresh=1.0)`` (priming request + wait) when freshness matters.
