@@ -12,6 +12,7 @@ import json
 import shlex
 from string import Template
 
+from placement.flink_rest import run_request_body
 from placement.inventory import Inventory
 from placement.resources import repo_dir
 from placement.writers.planjson import PlanDocument
@@ -29,9 +30,9 @@ def run_body(plan: PlanDocument, inv: Inventory) -> dict:
     args = list(inv.job.program_args)
     if plan.placement_mode == "vanilla":
         args += placement_args(plan)
-    body: dict = {"programArgsList": args, "allowNonRestoredState": False}
-    if inv.job.entry_class:
-        body["entryClass"] = inv.job.entry_class
+    body = run_request_body(entry_class=inv.job.entry_class, program_args=args)
+    # vanilla mode may split a source chain into per-host copies with new operator ids: their state cannot restore
+    body["allowNonRestoredState"] = plan.placement_mode == "vanilla"
     return body
 
 
