@@ -12,6 +12,12 @@ this script samples the resident memory of that process and all its children (th
 Targets (printed as PASS/FAIL next to the figures measured in the same run): Spark >= 2M samples/s on 2 cores,
 100M samples in < 2 min (measured with --sizes 100M, else extrapolated from the largest size), Spark >= 2x pandas.
 The machine's load average is printed too: on a shared 2-core box other work slows both engines.
+
+Both engines do the same work: they read the same validated part files (``Selection.parts``) and the same columns,
+apply the same rules, and compute the same statistics per subtask — counts, sums, the 7 metric means over every usable
+sample, and exact (linearly interpolated) medians and p95s of a random ~2,000-sample subset drawn by the same rule;
+all in float64. After the table the two profiles of each size are compared: means and true rates must agree to
+float rounding, percentiles to the subset's sampling error.
 """
 
 from __future__ import annotations
@@ -112,6 +118,24 @@ def measure(engine: str, history: Path, out: Path) -> dict:
     return {"engine": engine, "wall_s": wall, "peak_mib": peak / 2**20, **info}
 
 
+def compare_profiles(a: Path, b: Path) -> tuple[float, float]:
+    """Largest relative difference between two profiles: of means and true rates, and of percentile figures."""
+    pa_, pb = (json.loads(p.read_text()) for p in (a, b))
+    exact, pct = 0.0, 0.0
+    for va, vb in zip(pa_["vertices"], pb["vertices"], strict=True):
+        for k, x in va["stats"].items():
+            y = vb["stats"].get(k)
+            nums = all(isinstance(z, (int, float)) and not isinstance(z, bool) for z in (x, y))
+            if not nums or max(abs(x), abs(y)) < 1e-9:
+                continue
+            d = abs(x - y) / max(abs(x), abs(y))
+            if "_p50_" in k or "_p95_" in k:
+                pct = max(pct, d)
+            else:
+                exact = max(exact, d)
+    return exact, pct
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="10M,50M", help="comma-separated sample counts (multiples of 480)")
@@ -132,8 +156,9 @@ def main() -> None:
         disk = sum(p.stat().st_size for p in history.rglob("*.parquet")) / 2**20
         for engine in engines:
             console.print(f"[dim]{size:,} samples: {engine}…[/dim]")
-            r = measure(engine, history, a.work_dir / f"profile-{engine}-{size}.json")
-            results.append({**r, "size": r["rows"], "disk_mib": disk})
+            out = a.work_dir / f"profile-{engine}-{size}.json"
+            r = measure(engine, history, out)
+            results.append({**r, "size": r["rows"], "disk_mib": disk, "out": out})
 
     table = Table(title=f"placement profile throughput ({os.cpu_count()} cores; load average at start {load[0]:.1f})")
     for col in ("samples", "engine", "Parquet MiB", "end to end s", "samples/s", "aggregate s", "agg samples/s",
@@ -159,6 +184,12 @@ def main() -> None:
         how = "measured" if measured else f"extrapolated from {big['size']:,}"
         checks.append(("spark: 100M samples < 2 min", secs < TARGET_100M_S, f"{secs:.0f} s ({how})"))
     console.print(table)
+    for size in sorted({r["size"] for r in results}):
+        files = {r["engine"]: r["out"] for r in results if r["size"] == size}
+        if {"spark", "pandas"} <= files.keys():
+            exact, pct = compare_profiles(files["spark"], files["pandas"])
+            console.print(f"{size:,}: spark vs pandas profiles: means/true rates differ by <= {exact:.1e} (relative), "
+                          f"p50/p95 by <= {pct:.1%}")
     for name, ok, figure in checks:
         console.print(f"{'[green]PASS' if ok else '[red]FAIL'}[/] {name}: {figure}")
     console.print(f"load average now {os.getloadavg()[0]:.1f} (other work on this machine shares its {os.cpu_count()} cores)")
