@@ -27,6 +27,7 @@ bench: setup-full
 	$(PY) benchmarks/solver_scaling.py
 	$(PY) benchmarks/profile_throughput.py --sizes 10M,50M
 	$(PY) benchmarks/redeploy_downtime.py
+	$(PY) benchmarks/lab_placements.py --job all
 
 clean:
 	rm -rf $(OUT) .pytest_cache
