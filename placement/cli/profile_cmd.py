@@ -23,7 +23,7 @@ def _fmt(x: object, spec: str = ",.0f") -> str:
 @click.option("--inventory", type=click.Path(dir_okay=False), help="inventory whose host speeds apply to the subtasks")
 @click.option("--stateful", multiple=True, metavar="NAME", help="treat this vertex as stateful (repeatable)")
 @click.option("--stateless", multiple=True, metavar="NAME", help="treat this vertex as stateless (repeatable)")
-@click.option("--spark-master", help="Spark master URL (default local[2]; ignored under spark-submit unless given)")
+@click.option("--spark-master", help="Spark master URL (default local[*]; ignored under spark-submit unless given)")
 @click.option("--engine", type=click.Choice(["spark", "pandas"]), default="spark", show_default=True,
               help="pandas: single-threaded, no JVM; for small histories")
 @click.option("--details", type=click.Path(dir_okay=False),
@@ -41,6 +41,12 @@ def profile(metrics_dir, out, job, runs, warmup, inventory, stateful, stateless,
             inventory=inventory, stateful=stateful, stateless=stateless, details=details,
         )
     write_profile(prof, out)
+    if engine == "spark":
+        from placement.profile.spark_job import archive_pending, finish_spark
+
+        if archive_pending():
+            with console.status("saving a JVM class archive for faster Spark starts (once per Java and PySpark)…"):
+                finish_spark()
     if quiet:
         return
     table = Table(title=f"{prof.job.name}: {out}")

@@ -1,20 +1,24 @@
 """The profiling job on Spark: metric history (Parquet) -> one aggregate row per subtask -> job profile.
 
-Runs locally (``local[2]``) by default, on a cluster with ``--spark-master``, or under ``spark-submit``::
+Runs locally (``local[*]``: every core) by default, on a cluster with ``--spark-master``, or under ``spark-submit``::
 
     spark-submit --master spark://host:7077 "$(python -c 'import placement.profile.spark_job as m; print(m.__file__)')" \\
         DIR --out profile.json
 
 Designed for throughput on few cores: it reads exactly the part files the history check validated, only the
 columns it uses, with the schema given (no footer is opened to infer one), and makes **one** pass over them, with
-built-in expressions only (no Python UDFs). The pass is a
-code-generated hash aggregation of counts and sums over every sample, grouped by subtask *and* by a key that is null
-for most samples and unique for the ~2,000 per subtask drawn at random for the percentiles (see
-:mod:`placement.profile.rules`). Its output (one row per subtask plus one per drawn sample: ~240k rows for 120
-subtasks, however long the history) comes to the driver as Arrow batches, where :func:`finish_partials` adds the sums
-up and takes the medians and p95s of the drawn samples exactly as the pandas engine does. A percentile sketch over
-every sample would push the whole aggregation onto the slower ObjectHashAggregate path; a second scan for the
-subset would read every byte twice; Spark's own percentile over the 240k drawn rows cost 2-3 s (measured).
+built-in expressions only (no Python UDFs). The pass is a code-generated hash aggregation (stage 1) of a row count and
+one sum per metric, grouped by a 64-bit hash of the vertex id, the subtask, and a group code: negative codes carry a
+sample's category (usable, warm-up, not running) and which metrics it lacks, so every count and conditional sum the
+profile needs follows from the groups (stage 2, :func:`finish_partials`), and ~2,000 samples per subtask drawn at
+random for the percentiles (see :mod:`placement.profile.rules`) each get a unique non-negative code. All keys are
+fixed-width and never null, which keeps every sample on Spark's fast first-level hash map. The output (a few rows
+per subtask plus one per drawn sample: ~240k rows for 120 subtasks, however long the history) comes to the driver
+as Arrow batches, where stage 2 adds it up and takes the medians and p95s of the drawn samples exactly as the pandas
+engine does. A percentile sketch over every sample would push the whole aggregation onto the slower
+ObjectHashAggregate path; a second scan for the subset would read every byte twice; Spark's own percentile over the
+240k drawn rows cost 2-3 s (measured). Profiled with JFR, these choices took the 100M-sample benchmark from 57 s to
+38 s end to end (with the driver's class archive, :mod:`placement.profile.class_archive`).
 """
 
 from __future__ import annotations
@@ -26,10 +30,12 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from placement.collect.layout import METRIC_COLUMNS
 from placement.errors import PlacementError
+from placement.profile.class_archive import ClassArchive, class_archive, publish
 from placement.profile.history import Selection
 from placement.profile.rules import (
     AGGREGATE_COLUMNS,
@@ -40,6 +46,11 @@ from placement.profile.rules import (
 )
 
 SEED = 20_240_601
+# Sample categories in the group code (stage 1) and the number of missing-metric bit patterns (2^7 metrics).
+USABLE, WARMUP, NOT_RUNNING = 0, 1, 2
+_MISSING_CODES = 1 << len(METRIC_COLUMNS)
+# The class archive this process's driver JVM dumps when it exits (None: it maps an existing one, or none at all).
+_dumping: ClassArchive | None = None
 
 
 _LOG4J = """\
@@ -69,14 +80,21 @@ def spark_session(master: str | None = None, *, driver_memory: str = "1g", shuff
     Under ``spark-submit`` (a JVM is already there) master and memory are whatever spark-submit was given.
     """
     warnings.filterwarnings("ignore", message=".*pandas >= 3.0.0.*")  # pyspark's version nag; we pass no pandas through
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
+    global _dumping
     builder = SparkSession.builder.appName("placement-profile")
     if "PYSPARK_GATEWAY_PORT" not in os.environ:  # not under spark-submit
+        java_options = f"-Dlog4j2.configurationFile={_quiet_log4j()}"
+        archive = class_archive() if SparkContext._gateway is None else None  # only a JVM we are about to start
+        if archive is not None:
+            java_options += " " + archive.java_options()
+            _dumping = None if archive.path.is_file() else archive
         builder = (
-            builder.master(master or "local[2]")
+            builder.master(master or "local[*]")
             .config("spark.driver.memory", driver_memory)
-            .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={_quiet_log4j()}")
+            .config("spark.driver.extraJavaOptions", java_options)
         )
     elif master:
         builder = builder.master(master)
@@ -93,6 +111,27 @@ def spark_session(master: str | None = None, *, driver_memory: str = "1g", shuff
     )
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def archive_pending() -> bool:
+    """True when this process's driver JVM will dump a class archive (its first Spark run on this machine)."""
+    return _dumping is not None
+
+
+def finish_spark() -> bool:
+    """Stop Spark at the end of a process that started its JVM to dump a class archive, and publish the archive
+    (see :mod:`placement.profile.class_archive`). Returns True when one was published; a no-op otherwise, so the
+    CLI calls it after every Spark run. The JVM is gone afterwards: nothing in this process may use Spark again."""
+    global _dumping
+    archive, _dumping = _dumping, None
+    if archive is None:
+        return False
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    if SparkContext._active_spark_context is not None:
+        SparkContext._active_spark_context.stop()
+    return publish(archive, gateway) if gateway is not None else False
 
 
 def _read_schema():
@@ -129,33 +168,35 @@ def aggregate_spark(spark, selection: Selection, warmup_s: float, *, per_subtask
     # Exactly the part files history.check_parts validated (the ones the pandas engine reads), with a known schema:
     # no directory listing and no schema inference.
     df = spark.read.schema(_read_schema()).parquet(*[str(p) for p in selection.parts])
-    df = df.where(F.col("vertex_id").isin(selection.vertex_ids))
+    # Group by a 64-bit hash of the vertex id, not the 32-character string: with fixed-width keys the hash map's
+    # probe is a few integer compares instead of hashing and comparing 32 bytes per sample (half the CPU, per JFR).
+    # The hashes of the wanted ids come from Spark itself (same function); they map back to ids in Python.
+    by_hash = _vertex_hashes(spark, selection.vertex_ids)
+    vkey = F.xxhash64("vertex_id") if by_hash else F.col("vertex_id")
+    if not by_hash:
+        df = df.where(vkey.isin(selection.vertex_ids))
+    # else vertices outside the selection (an older graph's) are dropped after the aggregation: a filter here
+    # would hash every sample's id a second time.
 
-    running = F.col("running")
+    # Each sample's group code says everything the counts need: its category (usable, warm-up, not running) and which
+    # metrics it lacks (one bit each). Stage 1 then needs only a row count and one plain sum per metric per group —
+    # 8 aggregate buffers instead of 23 conditional ones (buffer null-bit upkeep was a fifth of the CPU, per JFR) —
+    # and stage 2 derives every count and conditional sum from the codes (see finish_partials).
+    running = F.coalesce(F.col("running"), F.lit(False))  # an unknown status counts as not running
     started = F.col("attempt_start_ms")
     keep = running & (started.isNull() | ((F.col("ts_ms") - started) >= F.lit(int(warmup_s * 1000))))
-    busy, rin, rout = F.col("busy_ms_per_s"), F.col("records_in_per_s"), F.col("records_out_per_s")
-    valid = keep & busy.isNotNull() & rin.isNotNull() & rout.isNotNull()
-    # The percentile subset: a uniform random subset of the usable samples, each kept in a group of its own (key `k`,
-    # null for every other sample). Stage 1 is then a single code-generated HashAggregate over every sample (fixed-size
-    # buffers only, no sketch), whose output is one row per drawn sample plus one per subtask: what comes back to
-    # Python is bounded by the subset size, not by the history's length. Stage 2 (finish_partials) runs on that.
+    category = F.when(~running, NOT_RUNNING).when(~keep, WARMUP).otherwise(USABLE)
+    missing = sum(F.when(F.col(m).isNull(), 1 << i).otherwise(0) for i, m in enumerate(METRIC_COLUMNS))
+    # The percentile subset: a uniform random subset of the usable samples, each kept in a group of its own (`k` is
+    # its unique id >= 0; every other sample has the negative code -1 - (category * 128 + missing-bits)). The
+    # stage is a single code-generated HashAggregate over every sample with fixed-size buffers and no sketch; its
+    # output is one row per drawn sample plus a few per subtask, so what comes back to Python is bounded by the
+    # subset size, not by the history's length. `k` is never null: Spark's fast first-level hash map only takes rows
+    # whose grouping keys are all non-null (a null there sent ~99.8 % of the samples to the slower map, per JFR).
     picked = keep & (F.rand(SEED) < F.lit(fraction)) if fraction < 1.0 else keep
-    k = F.when(picked, F.monotonically_increasing_id())
-    stage1 = [
-        F.count(F.lit(1)).alias("rows"),
-        F.count(F.when(keep, 1)).alias("samples"),
-        F.count(F.when(running & ~keep, 1)).alias("warmup_trimmed"),
-        F.count(F.when(~running, 1)).alias("not_running"),
-        F.count(F.when(keep & busy.isNull(), 1)).alias("busy_nan"),
-        F.count(F.when(valid, 1)).alias("valid"),
-        F.sum(F.when(valid, busy)).alias("sum_busy_valid"),
-        F.sum(F.when(valid, rin)).alias("sum_in_valid"),
-        F.sum(F.when(valid, rout)).alias("sum_out_valid"),
-        *[F.sum(F.when(keep, F.col(m))).alias(f"{m}_sum") for m in METRIC_COLUMNS],
-        *[F.count(F.when(keep, F.col(m))).alias(f"{m}_n") for m in METRIC_COLUMNS],
-    ]
-    partial = df.groupBy("vertex_id", "subtask", k.alias("k")).agg(*stage1)
+    k = F.when(picked, F.monotonically_increasing_id()).otherwise(-1 - (category * _MISSING_CODES + missing))
+    stage1 = [F.count(F.lit(1)).alias("n"), *[F.sum(m).alias(m) for m in METRIC_COLUMNS]]
+    partial = df.groupBy(vkey.alias("vertex_id"), "subtask", k.alias("k")).agg(*stage1)
 
     from py4j.protocol import Py4JError
     from pyspark.errors import PySparkException
@@ -172,30 +213,67 @@ def aggregate_spark(spark, selection: Selection, warmup_s: float, *, per_subtask
         raise PlacementError(f"{selection.root}: the Spark profiling job failed: {first[:300]}") from None
     finally:
         spark.conf.set(arrow, before)
+    if by_hash:
+        rows["vertex_id"] = rows["vertex_id"].map(by_hash)
+        rows = rows[rows["vertex_id"].notna()]
     return finish_partials(rows)
 
 
+def _vertex_hashes(spark, vertex_ids: Sequence[str]) -> dict[int, str]:
+    """``xxhash64(id) -> id`` for the wanted vertices, or ``{}`` if two of them share a hash (then the job groups
+    by the string itself). A vertex id of another job colliding with a wanted one is a 2^-64 event per pair."""
+    from pyspark.sql import functions as F
+
+    if not vertex_ids:
+        return {}
+    row = spark.range(1).select(*[F.xxhash64(F.lit(v)) for v in vertex_ids]).first()
+    hashes = {int(h): v for h, v in zip(row, vertex_ids, strict=True)}
+    return hashes if len(hashes) == len(set(vertex_ids)) else {}
+
+
 def finish_partials(rows: pd.DataFrame) -> pd.DataFrame:
-    """Stage 2 (at most ~2,000 rows per subtask, whatever the history's length): add the partial counts and sums up
-    per subtask, and take the medians and p95s of the drawn samples the way the pandas engine does (linear
-    interpolation). In a one-sample row (``k`` not null) each ``<metric>_sum`` is that sample's value, or null when
-    the metric is missing (ignored by the quantiles, as by the means)."""
+    """Stage 2 (a few rows per subtask plus at most ~2,000 drawn samples each, whatever the history's length): turn
+    the group codes into the counts and conditional sums, add them up per subtask, and take the medians and p95s of
+    the drawn samples the way the pandas engine does (linear interpolation). A drawn row (``k >= 0``) is one usable
+    sample: each metric column holds its value, or null when it is missing (ignored by the quantiles, as by the
+    means), and its missing-bits are read off those nulls."""
     keys = ["vertex_id", "subtask"]
     if rows.empty:
         return pd.DataFrame(columns=list(AGGREGATE_COLUMNS))
-    counts = [*COUNT_COLUMNS, *[f"{m}_n" for m in METRIC_COLUMNS]]
-    rows[counts] = rows[counts].fillna(0).astype("int64")
-    totals = rows.groupby(keys, sort=False).sum(min_count=1, numeric_only=True)
+    k = rows["k"].to_numpy(dtype=np.int64)
+    drawn = k >= 0
+    code = np.where(drawn, 0, -1 - k)
+    nulls = rows[METRIC_COLUMNS].isna().to_numpy()
+    missing = np.where(drawn, (nulls * (1 << np.arange(len(METRIC_COLUMNS)))).sum(axis=1), code % _MISSING_CODES)
+    category = np.where(drawn, USABLE, code // _MISSING_CODES)
+    lacks = {m: (missing & (1 << i)) != 0 for i, m in enumerate(METRIC_COLUMNS)}
+    usable = category == USABLE
+    valid = usable & ~lacks["busy_ms_per_s"] & ~lacks["records_in_per_s"] & ~lacks["records_out_per_s"]
+    n = rows["n"].to_numpy(dtype=np.int64)
+    frame = {
+        "rows": n,
+        "samples": n * usable,
+        "warmup_trimmed": n * (category == WARMUP),
+        "not_running": n * (category == NOT_RUNNING),
+        "busy_nan": n * (usable & lacks["busy_ms_per_s"]),
+        "valid": n * valid,
+        "sum_busy_valid": rows["busy_ms_per_s"].where(valid),
+        "sum_in_valid": rows["records_in_per_s"].where(valid),
+        "sum_out_valid": rows["records_out_per_s"].where(valid),
+        **{f"{m}_sum": rows[m].where(usable) for m in METRIC_COLUMNS},
+        **{f"{m}_n": n * (usable & ~lacks[m]) for m in METRIC_COLUMNS},
+    }
+    parts = pd.DataFrame({c: rows[c].to_numpy() for c in keys} | {c: np.asarray(v) for c, v in frame.items()})
+    totals = parts.groupby(keys, sort=False).sum(min_count=1)
     out = totals[[*COUNT_COLUMNS, *SUM_COLUMNS]].copy()
     for c in COUNT_COLUMNS:
         out[c] = out[c].fillna(0).astype("int64")
     for m in METRIC_COLUMNS:
         out[f"{m}_mean"] = totals[f"{m}_sum"] / totals[f"{m}_n"].where(totals[f"{m}_n"] > 0)
-    drawn = rows[rows["k"].notna()]
-    q = drawn.groupby(keys, sort=False)[[f"{m}_sum" for m in METRIC_COLUMNS]].quantile(list(QUANTILES))
+    q = rows[drawn].groupby(keys, sort=False)[list(METRIC_COLUMNS)].quantile(list(QUANTILES))
     for m in METRIC_COLUMNS:
         for qq, name in zip(QUANTILES, ("p50", "p95")):
-            out[f"{m}_{name}"] = q[f"{m}_sum"].xs(qq, level=-1) if len(q) else float("nan")
+            out[f"{m}_{name}"] = q[m].xs(qq, level=-1) if len(q) else float("nan")
     return out.reset_index()[list(AGGREGATE_COLUMNS)]
 
 

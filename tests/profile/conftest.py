@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="session")
 def spark():
-    """One local[2] session for every Spark test (starting a JVM costs ~10-30 s on a shared 2-core box)."""
+    """One local session for every Spark test (starting a JVM costs ~10-30 s on a shared 2-core box)."""
     from placement.profile.spark_job import spark_session
 
     session = spark_session()
