@@ -131,9 +131,10 @@ def measure(engine: str, history: Path, out: Path) -> dict:
 def prime_class_archive(history: Path, work: Path, console: Console) -> str:
     """Make sure the Spark driver's class archive exists before anything is timed (it is made once per Java and
     PySpark, by the first run on a machine: see placement.profile.class_archive). Returns what the table says."""
-    if os.environ.get("PLACEMENT_SPARK_CLASS_ARCHIVE", "1") == "0":
+    from placement.profile.class_archive import class_archive, enabled
+
+    if not enabled():
         return "off"
-    from placement.profile.class_archive import class_archive
 
     archive = class_archive()
     if archive is None:
@@ -180,7 +181,9 @@ def main() -> None:
     console = Console()
     load = os.getloadavg()
     if a.no_class_archive:
-        os.environ["PLACEMENT_SPARK_CLASS_ARCHIVE"] = "0"  # inherited by every engine process
+        from placement.profile.class_archive import ENV_SWITCH
+
+        os.environ[ENV_SWITCH] = "0"  # inherited by every engine process
     results = []
     archive = None
     for size in (parse_size(s) for s in a.sizes.split(",")):

@@ -9,13 +9,15 @@ import os
 
 import pytest
 
+import support.flink as support_flink
+from support.flink import flink_cluster, flink_rest, iot_job, lab_jobs_jar  # noqa: F401  (session/module fixtures)
+
+from placement.profile.class_archive import ENV_SWITCH
+
 # Spark sessions in tests start without the driver's class archive: a JVM that dumps one on exit would take ~15 s
 # more at the end of the run and, in-process, `placement profile` would stop the shared session to publish it.
 # tests/profile/test_class_archive.py turns it on in processes of its own.
-os.environ["PLACEMENT_SPARK_CLASS_ARCHIVE"] = "0"
-
-import support.flink as support_flink
-from support.flink import flink_cluster, flink_rest, iot_job, lab_jobs_jar  # noqa: F401  (session/module fixtures)
+os.environ[ENV_SWITCH] = "0"
 
 
 @pytest.fixture(scope="session")

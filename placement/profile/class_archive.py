@@ -61,13 +61,18 @@ def _java_binary() -> Path | None:
     return Path(found).resolve() if found and Path(found).exists() else None
 
 
+def enabled() -> bool:
+    """False when ``PLACEMENT_SPARK_CLASS_ARCHIVE`` is 0, false, no or off."""
+    return os.environ.get(ENV_SWITCH, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
 def class_archive() -> ClassArchive | None:
     """The archive for this Java and PySpark, or None when switched off or no java is found.
 
     The name digests what makes an archive valid: the java binary (path, size, mtime) and PySpark's location and
     version (its jars). Another pair gets another file rather than a mismatch the JVM would have to reject.
     """
-    if os.environ.get(ENV_SWITCH, "1").strip().lower() in ("0", "false", "no", "off"):
+    if not enabled():
         return None
     java = _java_binary()
     if java is None:

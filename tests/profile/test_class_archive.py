@@ -34,7 +34,7 @@ print(json.dumps({"pending": pending, "mapped": str(archive) in maps, "sum": cou
 
 
 def _driver(cache: Path) -> dict:
-    env = {**os.environ, "PLACEMENT_SPARK_CLASS_ARCHIVE": "1", "PLACEMENT_CACHE_DIR": str(cache)}
+    env = {**os.environ, ca.ENV_SWITCH: "1", ca.ENV_CACHE: str(cache)}
     r = subprocess.run([sys.executable, "-c", _DRIVER], env=env, cwd=ROOT, capture_output=True, text=True, timeout=400)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "cds" not in r.stdout + r.stderr, "the JVM's CDS warnings must stay off the terminal"
@@ -57,7 +57,7 @@ def test_first_run_publishes_a_complete_archive_and_the_next_maps_it(tmp_path):
 
 
 def test_switched_off_or_without_java_there_is_no_archive(monkeypatch, tmp_path):
-    monkeypatch.setenv("PLACEMENT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv(ca.ENV_CACHE, str(tmp_path))
     monkeypatch.setenv(ca.ENV_SWITCH, "0")
     assert ca.class_archive() is None
     monkeypatch.setenv(ca.ENV_SWITCH, "1")
@@ -69,7 +69,7 @@ def test_switched_off_or_without_java_there_is_no_archive(monkeypatch, tmp_path)
 def test_archive_name_follows_java_and_pyspark_and_options_follow_the_file(monkeypatch, tmp_path):
     import pyspark
 
-    monkeypatch.setenv("PLACEMENT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv(ca.ENV_CACHE, str(tmp_path / "cache"))
     monkeypatch.setenv(ca.ENV_SWITCH, "1")
     monkeypatch.delenv("JAVA_HOME", raising=False)
     a = ca.class_archive()
@@ -82,7 +82,7 @@ def test_archive_name_follows_java_and_pyspark_and_options_follow_the_file(monke
 
 
 def test_dumps_of_dead_processes_are_removed_and_a_live_ones_kept(monkeypatch, tmp_path):
-    monkeypatch.setenv("PLACEMENT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv(ca.ENV_CACHE, str(tmp_path))
     monkeypatch.setenv(ca.ENV_SWITCH, "1")
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()

@@ -145,6 +145,7 @@ def _exact_columns(frame: pd.DataFrame) -> list[str]:
 def test_samples_of_vertices_outside_the_latest_graph_are_left_out(spark, tmp_path):
     """An older submission's graph may hold a vertex the latest lacks: Spark drops it after the aggregation (it groups
     by a hash of the id and filters nothing per sample), and must agree with pandas, which filters first."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     from placement.collect.layout import PartWriter
@@ -154,13 +155,24 @@ def test_samples_of_vertices_outside_the_latest_graph_are_left_out(spark, tmp_pa
     run, manifest = find_manifests(tmp_path)[0]
     own = pq.read_table(next(run.glob("part-*.parquet"))).to_pandas()
     foreign = own.assign(vertex_id="0123456789abcdef0123456789abcdef")  # same shape, a vertex no manifest lists
-    PartWriter(tmp_path, manifest.job_id, manifest.run_id).write(pa_table(foreign), row_group_size=1 << 16)
+    table = pa.Table.from_pandas(foreign, preserve_index=False)  # PartWriter casts it to the sample schema
+    PartWriter(tmp_path, manifest.job_id, manifest.run_id).write(table, row_group_size=1 << 16)
     sel = select_runs(tmp_path)
     assert "0123456789abcdef0123456789abcdef" not in sel.vertex_ids
     a = aggregate_spark(spark, sel, 60).sort_values(["vertex_id", "subtask"]).reset_index(drop=True)
     b = aggregate_pandas(sel, 60).sort_values(["vertex_id", "subtask"]).reset_index(drop=True)
     assert set(a["vertex_id"]) == set(sel.vertex_ids) and len(a) == sel.subtask_count
     pd.testing.assert_frame_equal(a[_exact_columns(a)], b[_exact_columns(b)], check_dtype=False, rtol=1e-9)
+
+
+def test_vertex_hashes_are_the_ones_sparks_xxhash64_computes(spark, multi_history):
+    from pyspark.sql import functions as F
+
+    import placement.profile.spark_job as spark_job
+
+    ids = select_runs(multi_history[0]).vertex_ids
+    row = spark.range(1).select(*[F.xxhash64(F.lit(v)) for v in ids]).first()
+    assert spark_job._vertex_hashes(spark, ids) == {int(h): v for h, v in zip(row, ids, strict=True)}
 
 
 def test_string_key_path_gives_the_same_aggregates(spark, multi_history, monkeypatch):
@@ -173,14 +185,6 @@ def test_string_key_path_gives_the_same_aggregates(spark, multi_history, monkeyp
     monkeypatch.setattr(spark_job, "_vertex_hashes", lambda spark, ids: {})
     strings = aggregate_spark(spark, sel, 60).sort_values(["vertex_id", "subtask"]).reset_index(drop=True)
     pd.testing.assert_frame_equal(hashed[_exact_columns(hashed)], strings[_exact_columns(strings)], rtol=1e-12)
-
-
-def pa_table(frame: pd.DataFrame):
-    import pyarrow as pa
-
-    from placement.collect.layout import SAMPLE_SCHEMA
-
-    return pa.Table.from_pandas(frame, schema=SAMPLE_SCHEMA, preserve_index=False)
 
 
 def test_percentiles_from_a_random_subset_stay_close_to_the_full_ones(spark, multi_history):
