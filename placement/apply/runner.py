@@ -117,6 +117,10 @@ def lock_is_stale(record: dict, *, now: float, stale_after_s: float, machine: st
     return None
 
 
+# A task that took the synchronous savepoint fails within an RPC round trip of the abort; seconds are plenty.
+QUIET_AFTER_FAILED_STOP_S = 5.0
+
+
 class Runner:
     def __init__(self, plan: ApplyPlan, rest: FlinkRest, executors: dict[str, Executor], audit: AuditLog,
                  echo: Callable[[str], None] = print, *, jar_id: str | None = None):
@@ -127,6 +131,7 @@ class Runner:
         self.echo = echo
         self.ctx = RunContext(jar_id=jar_id)
         self.stop_requested_at: float | None = None
+        self.stop_requested_at_jm_ms: int | None = None  # the JobManager's clock, to tell a later restart from an earlier one
         self.running_again_at: float | None = None
         self.rows: list[VerifyRow] = []
 
@@ -237,6 +242,7 @@ class Runner:
 
     def _stop(self, a: StopWithSavepoint) -> None:
         self.stop_requested_at = time.monotonic()
+        self.stop_requested_at_jm_ms = self.rest.job_raw(a.job_id).get("now")
         trigger = self.rest.trigger_stop_with_savepoint(a.job_id, a.target_directory)
         deadline = time.monotonic() + a.timeout
         while time.monotonic() < deadline:
@@ -288,9 +294,10 @@ class Runner:
         old = self.plan.job_id
         if not self.ctx.stopped:
             if isinstance(step.action, StopWithSavepoint):
-                state = self._settle(old)
+                state, restarted = self._settle(old)
+                how = " again (Flink restarted it from its last checkpoint)" if restarted and state == "RUNNING" else ""
                 outcome = ApplyOutcome("stop-failed", f"the stop with savepoint failed ({reason}); nothing was installed; "
-                                       f"job {old} is {state}", old if state == "RUNNING" else None)
+                                       f"job {old} is {state}{how}", old if state == "RUNNING" else None)
             else:
                 outcome = ApplyOutcome("failed-before-stop", f"{reason}; nothing was changed, job {old} runs untouched", old)
             self.audit.write("done", status=outcome.status, job=outcome.job_id, error=reason)
@@ -303,15 +310,31 @@ class Runner:
             return outcome
         return self._roll_back(reason)
 
-    def _settle(self, job_id: str, timeout: float = 120.0) -> str:
-        """After a failed stop: wait until Flink has the job RUNNING again (it may fail over first); its state."""
-        try:
-            return self.rest.wait_for_state(job_id, "RUNNING", timeout=timeout)
-        except PlacementError:
+    def _settle(self, job_id: str, timeout: float = 120.0, quiet: float = QUIET_AFTER_FAILED_STOP_S) -> tuple[str, bool]:
+        """After a failed stop: the job's state once Flink is done with it, and whether it restarted meanwhile.
+
+        Flink fails every task that took the synchronous savepoint when the savepoint is aborted, and restarts the job
+        from its last checkpoint -- a moment *after* the REST status reports the failure, so a RUNNING read at once
+        may be about to restart. Settled: the job and all its vertices RUNNING, and either a restart that began after
+        the stop was triggered is over, or none began within ``quiet`` seconds.
+        """
+        deadline = time.monotonic() + timeout
+        quiet_until = time.monotonic() + quiet
+        since = self.stop_requested_at_jm_ms or 0
+        state, restarted = "unknown (REST unreachable)", False
+        while True:
             try:
-                return self.rest.job_raw(job_id)["state"]
+                body = self.rest.job_raw(job_id)
             except PlacementError:
-                return "unknown (REST unreachable)"
+                return state, restarted
+            state = body["state"]
+            restarted = restarted or int((body.get("timestamps") or {}).get("RESTARTING") or 0) >= since > 0
+            all_running = state == "RUNNING" and all(v.get("status") == "RUNNING" for v in body.get("vertices", []))
+            if (all_running and (restarted or time.monotonic() >= quiet_until)) or state in TERMINAL_STATES:
+                return state, restarted
+            if time.monotonic() >= deadline:
+                return state, restarted
+            time.sleep(0.25)
 
     def _roll_back(self, reason: str) -> ApplyOutcome:
         self.echo(f"failed after the stop: {reason}")
