@@ -1,7 +1,7 @@
 """Our inventory as an Ansible inventory: the same hosts, figures and WAN shaping, for ``ansible/site.yml``.
 
 Pure: :func:`ansible_inventory` maps a validated :class:`~placement.inventory.Inventory` to the YAML-shaped dict
-Ansible reads (groups ``jobmanager``, ``server`` and ``edge`` under ``all``) and :func:`render` turns that into text.
+Ansible reads (groups ``jobmanager``, ``servers`` and ``edges`` under ``all``) and :func:`render` turns that into text.
 Nothing here touches a host; the CLI (``placement inventory ansible``) reads the files and writes the result.
 
 Variable names follow the roles in ``ansible/roles``: ``placement_*`` are facts about a host taken from the inventory
@@ -177,10 +177,11 @@ def ansible_inventory(
         "all": {
             "vars": _cluster_vars(inv, archive),
             "children": {
-                # host vars live under server/edge; the jobmanager group only names its member
+                # host vars live under servers/edges; the jobmanager group only names its member. Plural names: a host
+                # called "server" (as in the example inventory) would otherwise clash with its group
                 "jobmanager": {"hosts": {jm.name: {}}},
-                "server": hosts(inv.servers),
-                "edge": hosts(inv.edges),
+                "servers": hosts(inv.servers),
+                "edges": hosts(inv.edges),
             },
         }
     }

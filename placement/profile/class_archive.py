@@ -43,8 +43,14 @@ class ClassArchive:
 
     def java_options(self) -> str:
         if self.path.is_file():
-            return f"-XX:SharedArchiveFile={self.path} {_QUIET}"
-        return f"-XX:ArchiveClassesAtExit={self.pending} {_QUIET}"
+            return f"-XX:SharedArchiveFile={spark_option_word(self.path)} {_QUIET}"
+        return f"-XX:ArchiveClassesAtExit={spark_option_word(self.pending)} {_QUIET}"
+
+
+def spark_option_word(path: Path | str) -> str:
+    """``path`` as one word of a Spark ``extraJavaOptions`` string (Spark's launcher splits it like a shell does,
+    honouring double quotes and backslash escapes), so a cache directory with spaces stays one option."""
+    return '"' + str(path).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def cache_dir() -> Path:

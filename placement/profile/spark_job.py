@@ -35,7 +35,7 @@ import pandas as pd
 
 from placement.collect.layout import METRIC_COLUMNS
 from placement.errors import PlacementError
-from placement.profile.class_archive import ClassArchive, class_archive, publish
+from placement.profile.class_archive import ClassArchive, class_archive, publish, spark_option_word
 from placement.profile.history import Selection
 from placement.profile.rules import (
     AGGREGATE_COLUMNS,
@@ -87,7 +87,7 @@ def spark_session(master: str | None = None, *, driver_memory: str = "1g", shuff
     global _dumping
     builder = SparkSession.builder.appName("placement-profile")
     if "PYSPARK_GATEWAY_PORT" not in os.environ:  # not under spark-submit
-        java_options = f"-Dlog4j2.configurationFile={_quiet_log4j()}"
+        java_options = f"-Dlog4j2.configurationFile={spark_option_word(_quiet_log4j())}"
         archive = class_archive() if SparkContext._gateway is None else None  # only a JVM we are about to start
         if archive is not None:
             java_options += " " + archive.java_options()

@@ -56,8 +56,8 @@ def test_edge_lab_groups_and_figures() -> None:
     doc = ansible_inventory(load_inventory(EDGE_LAB))
     children = doc["all"]["children"]
     assert list(children["jobmanager"]["hosts"]) == ["server"]
-    assert list(children["server"]["hosts"]) == ["server"]
-    assert list(children["edge"]["hosts"]) == ["rpi1", "rpi2", "rpi3"]
+    assert list(children["servers"]["hosts"]) == ["server"]
+    assert list(children["edges"]["hosts"]) == ["rpi1", "rpi2", "rpi3"]
 
     cluster = doc["all"]["vars"]
     assert cluster["flink_jobmanager_address"] == "192.168.1.180"
@@ -66,13 +66,13 @@ def test_edge_lab_groups_and_figures() -> None:
     assert cluster["flink_schedulercfg_path"] == "/opt/flink/scripts/schedulercfg"
     assert cluster["placement_memory_utilisation_target"] == 0.8
 
-    server = hostvars(doc, "server", "server")
+    server = hostvars(doc, "servers", "server")
     assert server["ansible_host"] == "192.168.1.180"
     assert server["flink_taskmanager_slots"] == 8 and server["placement_memory_mib"] == 16384
     assert server["placement_arch"] == "x86_64"
     assert "netem_apply_commands" not in server  # servers have no uplink to shape
 
-    pi = hostvars(doc, "edge", "rpi2")
+    pi = hostvars(doc, "edges", "rpi2")
     assert (pi["ansible_user"], pi["ansible_port"], pi["ansible_ssh_private_key_file"]) == (
         "flink",
         22,
@@ -86,7 +86,7 @@ def test_edge_lab_groups_and_figures() -> None:
 
 
 def test_edge_lab_netem_commands_shape_the_uplink_towards_the_server() -> None:
-    pi = hostvars(ansible_inventory(load_inventory(EDGE_LAB)), "edge", "rpi1")
+    pi = hostvars(ansible_inventory(load_inventory(EDGE_LAB)), "edges", "rpi1")
     assert pi["netem_interface"] == "eth0"
     assert pi["netem_query_command"] == ["tc", "-j", "qdisc", "show", "dev", "eth0", "root"]
     assert pi["netem_clear_commands"] == [
@@ -101,8 +101,8 @@ def test_edge_lab_netem_commands_shape_the_uplink_towards_the_server() -> None:
 
 def test_rate_only_leaves_out_netem_but_keeps_the_rate() -> None:
     inv = load_inventory(EDGE_LAB)
-    full = hostvars(ansible_inventory(inv), "edge", "rpi1")["netem_apply_commands"]
-    rate_only = hostvars(ansible_inventory(inv, with_netem=False), "edge", "rpi1")["netem_apply_commands"]
+    full = hostvars(ansible_inventory(inv), "edges", "rpi1")["netem_apply_commands"]
+    rate_only = hostvars(ansible_inventory(inv, with_netem=False), "edges", "rpi1")["netem_apply_commands"]
     assert len(rate_only) == len(full) - 1
     assert not any("netem" in argv for argv in rate_only)
     assert any("50mbit" in argv for argv in rate_only)
@@ -110,7 +110,7 @@ def test_rate_only_leaves_out_netem_but_keeps_the_rate() -> None:
 
 def test_wan_profile_replaces_the_link_figures() -> None:
     inv = minimal()
-    pi = hostvars(ansible_inventory(inv, wan_profile=load_profile("wan-50mbit-50ms")), "edge", "pi")
+    pi = hostvars(ansible_inventory(inv, wan_profile=load_profile("wan-50mbit-50ms")), "edges", "pi")
     commands = [" ".join(c) for c in pi["netem_apply_commands"]]
     assert any("rate 50mbit" in c for c in commands) and not any("20mbit" in c for c in commands)
     assert any("delay 50ms" in c for c in commands) and not any("loss" in c for c in commands)
@@ -118,7 +118,7 @@ def test_wan_profile_replaces_the_link_figures() -> None:
 
 def test_ssh_settings_become_ansible_connection_vars(tmp_path: Path) -> None:
     doc = ansible_inventory(minimal(), base_dir=tmp_path)
-    srv, pi = hostvars(doc, "server", "srv"), hostvars(doc, "edge", "pi")
+    srv, pi = hostvars(doc, "servers", "srv"), hostvars(doc, "edges", "pi")
     assert (srv["ansible_user"], srv["ansible_port"], srv["ansible_become"]) == ("admin", 22, True)
     assert srv["ansible_ssh_private_key_file"] == str(tmp_path / "keys" / "id_ed25519")
     # host key checking stays on, with the inventory's known_hosts (quoted: the path has a space)
@@ -141,7 +141,7 @@ def test_cluster_vars_for_vanilla_mode_and_archive() -> None:
     assert "flink_archive_src" not in cluster
     local = ansible_inventory(minimal(), archive=LocalArchive("/tmp/f.tgz", "CD" * 64))["all"]["vars"]
     assert (local["flink_archive_src"], local["flink_archive_sha512"]) == ("/tmp/f.tgz", "cd" * 64)
-    pi = hostvars(doc, "edge", "pi")
+    pi = hostvars(doc, "edges", "pi")
     assert pi["flink_taskmanager_slots"] == 4 and pi["placement_memory_mib"] == 4096
 
 
@@ -231,10 +231,12 @@ def test_ansible_reads_the_export_as_we_mean_it(tmp_path: Path) -> None:
         env={"ANSIBLE_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"},
     )
     assert proc.returncode == 0, proc.stderr
+    assert "WARNING" not in proc.stderr, proc.stderr  # e.g. a host named like its group ("server")
     listed = json.loads(proc.stdout)
     assert listed["jobmanager"]["hosts"] == ["server"]
-    assert sorted(listed["edge"]["hosts"]) == ["rpi1", "rpi2", "rpi3"]
+    assert listed["servers"]["hosts"] == ["server"]
+    assert sorted(listed["edges"]["hosts"]) == ["rpi1", "rpi2", "rpi3"]
     rpi3 = listed["_meta"]["hostvars"]["rpi3"]
-    expected = hostvars(ansible_inventory(load_inventory(EDGE_LAB)), "edge", "rpi3")
+    expected = hostvars(ansible_inventory(load_inventory(EDGE_LAB)), "edges", "rpi3")
     assert rpi3["netem_apply_commands"] == expected["netem_apply_commands"]
     assert rpi3["flink_home"] == "/opt/flink" and rpi3["ansible_host"] == "192.168.1.183"

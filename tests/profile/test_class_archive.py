@@ -44,6 +44,7 @@ def _driver(cache: Path) -> dict:
 @pytest.mark.spark
 @pytest.mark.timeout(900)
 def test_first_run_publishes_a_complete_archive_and_the_next_maps_it(tmp_path):
+    tmp_path = tmp_path / "a cache with spaces"  # the path must reach the JVM as one option
     first = _driver(tmp_path)
     assert first == {"pending": True, "mapped": False, "sum": 499500, "published": True}
     archives = sorted(tmp_path.glob("spark-driver-*.jsa"))
@@ -74,9 +75,10 @@ def test_archive_name_follows_java_and_pyspark_and_options_follow_the_file(monke
     monkeypatch.delenv("JAVA_HOME", raising=False)
     a = ca.class_archive()
     assert a is not None and a.path.parent == tmp_path / "cache"
-    assert a.java_options() == f"-XX:ArchiveClassesAtExit={a.path}.{os.getpid()}.tmp -Xlog:cds*=off"
+    assert a.java_options() == f'-XX:ArchiveClassesAtExit="{a.path}.{os.getpid()}.tmp" -Xlog:cds*=off'
     a.path.write_bytes(b"x")
-    assert a.java_options() == f"-XX:SharedArchiveFile={a.path} -Xlog:cds*=off"
+    assert a.java_options() == f'-XX:SharedArchiveFile="{a.path}" -Xlog:cds*=off'
+    assert ca.spark_option_word('/a "b"\\c') == '"/a \\"b\\"\\\\c"'  # Spark's launcher reads it back as one word
     monkeypatch.setattr(pyspark, "__version__", "0.0.0-other")
     assert ca.class_archive().path != a.path  # another PySpark gets its own archive, not a mismatch
 
