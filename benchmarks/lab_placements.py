@@ -73,6 +73,7 @@ class Source:
     parallelism_arg: str  # the job argument of its parallelism
     record_bytes: float  # serialized record (string + Flink's length prefix and framing), for the default target
     unit: str
+    default_rate: float | None = None  # a fixed default target instead of the saturating rate
 
 
 @dataclass(frozen=True)
@@ -85,12 +86,13 @@ class JobSpec:
     spread: bool  # True: one source parallel over every pinned Pi; False: one Pi per source (1 subtask each)
 
     def default_rates(self) -> dict[str, float]:
-        return {s.vertex: round(saturating_rate(s.record_bytes), -1) for s in self.sources}
+        return {s.vertex: s.default_rate or round(saturating_rate(s.record_bytes), -1) for s in self.sources}
 
 
 JOBS = {
     "iot": JobSpec("iot", "IoT job", IOT_SENSOR_JOB, "iot-sensors",
-                   (Source("Source: Sensors", "Parse", "--rate", "--parallelism", 185, "readings/s"),), spread=True),
+                   # the IoT job's historical target (1500/s per subtask: ~185 B serialized JSON -> 2.2 Mbit/s per link)
+                   (Source("Source: Sensors", "Parse", "--rate", "--parallelism", 185, "readings/s", 1500.0),), spread=True),
     "nexmark": JobSpec("nexmark", "Nexmark bids job", NEXMARK_BIDS_JOB, "nexmark-bids",
                        (Source("Source: Bids", "Parse Bids", "--rate", "--parallelism", 172, "bids/s"),), spread=True),
     "branching": JobSpec("branching", "Branching job", BRANCHING_JOB, "cameras-meters",
@@ -98,8 +100,6 @@ JOBS = {
                           Source("Source: Meters", "Parse Meters", "--meter-rate", "--meter-parallelism", 100, "meter readings/s")),
                          spread=False),
 }
-# the IoT job's historical target (1500/s per subtask: ~185 B serialized JSON -> 2.2 Mbit/s per link)
-IOT_DEFAULT_RATE = 1500.0
 
 
 def cli(*args: str) -> str:
@@ -153,8 +153,6 @@ def job_args(spec: JobSpec, rates: dict[str, float], parallelism: dict[str, int]
 
 def target_rates(spec: JobSpec, rate: float | None) -> dict[str, float]:
     rates = spec.default_rates()
-    if spec.key == "iot":
-        rates = {"Source: Sensors": IOT_DEFAULT_RATE}
     if rate is not None:
         first = spec.sources[0].vertex
         rates = {v: r * rate / rates[first] for v, r in rates.items()}
@@ -236,8 +234,6 @@ def print_table(console: Console, spec: JobSpec, inventory: str, params: dict, r
     console.width = max(console.width, 160 + 36 * len(hosts))  # three uplinks no longer wrap the cells
     target = ", ".join(f"{params['rates'][s.vertex]:g} {s.unit}" for s in spec.sources)
     per = "per source subtask" if len(spec.sources) == 1 else "per subtask"
-    if spec.key == "iot":
-        target = f"{params['rates']['Source: Sensors']:g} readings/s"
     table = Table(title=f"{spec.title} on {Path(inventory).name}: target {target} {per}")
     cols = ["strategy", "placed as planned"]
     for h in hosts:

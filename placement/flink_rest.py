@@ -73,6 +73,13 @@ class JobDetails:
     name: str
     state: str
     vertices: tuple[VertexInfo, ...]
+    now_ms: int = 0  # the JobManager's clock when it answered
+    restarting_since_ms: int = 0  # when the job last entered RESTARTING (JobManager clock; 0: never)
+
+    @property
+    def all_running(self) -> bool:
+        """The job and every one of its vertices RUNNING (a RUNNING job may still be scheduling subtasks)."""
+        return self.state == "RUNNING" and bool(self.vertices) and all(v.status == "RUNNING" for v in self.vertices)
 
     def vertex_named(self, name: str) -> VertexInfo:
         """The one vertex called ``name`` (an error when absent or split over several vertices)."""
@@ -237,7 +244,8 @@ class FlinkRest:
         vertices = tuple(
             VertexInfo(v["id"], v["name"], int(v["parallelism"]), v.get("status", "")) for v in body.get("vertices", [])
         )
-        return JobDetails(body["jid"], body.get("name", ""), body["state"], vertices)
+        return JobDetails(body["jid"], body.get("name", ""), body["state"], vertices, now_ms=int(body.get("now") or 0),
+                          restarting_since_ms=int((body.get("timestamps") or {}).get("RESTARTING") or 0))
 
     def subtasks(self, job_id: str, vertex_id: str) -> list[SubtaskInfo]:
         body = self.get(f"/jobs/{job_id}/vertices/{vertex_id}")
@@ -360,7 +368,7 @@ class FlinkRest:
             details = self.job(job_id)
             if details.state in TERMINAL_STATES:
                 break
-            if details.state == "RUNNING" and details.vertices and all(v.status == "RUNNING" for v in details.vertices):
+            if details.all_running:
                 return details
             time.sleep(0.5)
         why = self.root_exception(job_id)

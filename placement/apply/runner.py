@@ -242,7 +242,7 @@ class Runner:
 
     def _stop(self, a: StopWithSavepoint) -> None:
         self.stop_requested_at = time.monotonic()
-        self.stop_requested_at_jm_ms = self.rest.job_raw(a.job_id).get("now")
+        self.stop_requested_at_jm_ms = self.rest.job(a.job_id).now_ms
         trigger = self.rest.trigger_stop_with_savepoint(a.job_id, a.target_directory)
         deadline = time.monotonic() + a.timeout
         while time.monotonic() < deadline:
@@ -324,15 +324,13 @@ class Runner:
         state, restarted = "unknown (REST unreachable)", False
         while True:
             try:
-                body = self.rest.job_raw(job_id)
+                job = self.rest.job(job_id)
             except PlacementError:
                 return state, restarted
-            state = body["state"]
-            restarted = restarted or int((body.get("timestamps") or {}).get("RESTARTING") or 0) >= since > 0
-            all_running = state == "RUNNING" and all(v.get("status") == "RUNNING" for v in body.get("vertices", []))
-            if (all_running and (restarted or time.monotonic() >= quiet_until)) or state in TERMINAL_STATES:
-                return state, restarted
-            if time.monotonic() >= deadline:
+            state = job.state
+            restarted = restarted or job.restarting_since_ms >= since > 0
+            settled = job.all_running and (restarted or time.monotonic() >= quiet_until)
+            if settled or state in TERMINAL_STATES or time.monotonic() >= deadline:
                 return state, restarted
             time.sleep(0.25)
 

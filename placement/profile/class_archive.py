@@ -17,6 +17,7 @@ Set ``PLACEMENT_SPARK_CLASS_ARCHIVE=0`` to turn this off; ``PLACEMENT_CACHE_DIR`
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -115,10 +116,8 @@ def publish(archive: ClassArchive, gateway) -> bool:
     proc = getattr(gateway, "proc", None)
     if proc is None:
         return False
-    try:
+    with contextlib.suppress(Exception):  # py4j raises assorted errors on a gateway that is already closing
         gateway.shutdown()
-    except Exception:  # noqa: BLE001 - py4j raises assorted errors on a gateway that is already closing
-        pass
     try:
         if proc.stdin:
             proc.stdin.close()  # the PySpark gateway JVM exits when its stdin closes, and dumps the archive on exit

@@ -17,15 +17,12 @@ import pyarrow.parquet as pq
 from placement.collect.layout import METRIC_COLUMNS
 from placement.profile.history import Selection
 from placement.profile.rules import (
-    AGGREGATE_COLUMNS,
-    COUNT_COLUMNS,
     PERCENTILE_SAMPLES_PER_SUBTASK,
-    QUANTILES,
-    SUM_COLUMNS,
+    READ_COLUMNS,
+    SUBTASK_KEYS,
+    finish_aggregates,
     percentile_fraction,
 )
-
-_READ = ["ts_ms", "vertex_id", "subtask", "attempt_start_ms", "running", *METRIC_COLUMNS]
 
 
 def aggregate_pandas(selection: Selection, warmup_s: float, *, per_subtask: int | None = None, seed: int = 0) -> pd.DataFrame:
@@ -37,7 +34,7 @@ def aggregate_pandas(selection: Selection, warmup_s: float, *, per_subtask: int 
     partials: list[pd.DataFrame] = []
     picked: list[pd.DataFrame] = []
     for part in selection.parts:
-        t = pq.read_table(part, columns=_READ, use_threads=False)
+        t = pq.read_table(part, columns=list(READ_COLUMNS), use_threads=False)
         t = t.filter(pc.is_in(t["vertex_id"], value_set=wanted))
         df = t.to_pandas(use_threads=False)
         started = df["attempt_start_ms"]
@@ -64,18 +61,8 @@ def aggregate_pandas(selection: Selection, warmup_s: float, *, per_subtask: int 
             col = df[m].where(keep)
             frame[f"{m}_sum"] = col
             frame[f"{m}_n"] = col.notna().astype(np.int64)
-        partials.append(frame.groupby(["vertex_id", "subtask"], sort=False).sum(min_count=1))
+        partials.append(frame.groupby(SUBTASK_KEYS, sort=False).sum(min_count=1))
         pick = keep & (rng.random(len(df)) < fraction) if fraction < 1.0 else keep
-        picked.append(df.loc[pick, ["vertex_id", "subtask", *METRIC_COLUMNS]])
+        picked.append(df.loc[pick, [*SUBTASK_KEYS, *METRIC_COLUMNS]])
     totals = pd.concat(partials).groupby(level=[0, 1], sort=False).sum(min_count=1)
-    for c in COUNT_COLUMNS:
-        totals[c] = totals[c].fillna(0).astype(np.int64)
-    out = totals[[*COUNT_COLUMNS, *SUM_COLUMNS]].copy()
-    for m in METRIC_COLUMNS:
-        out[f"{m}_mean"] = totals[f"{m}_sum"] / totals[f"{m}_n"].where(totals[f"{m}_n"] > 0)
-    sub = pd.concat(picked) if picked else pd.DataFrame(columns=["vertex_id", "subtask", *METRIC_COLUMNS])
-    q = sub.groupby(["vertex_id", "subtask"], sort=False)[list(METRIC_COLUMNS)].quantile(list(QUANTILES))
-    for m in METRIC_COLUMNS:
-        for qq, name in zip(QUANTILES, ("p50", "p95")):
-            out[f"{m}_{name}"] = q[m].xs(qq, level=-1) if len(q) else np.nan
-    return out.reset_index()[list(AGGREGATE_COLUMNS)]
+    return finish_aggregates(totals, pd.concat(picked))

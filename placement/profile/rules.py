@@ -57,6 +57,10 @@ QUANTILES = (0.5, 0.95)
 RATE_COLUMNS = ("records_in_per_s", "records_out_per_s", "bytes_in_per_s", "bytes_out_per_s")
 TIME_COLUMNS = ("busy_ms_per_s", "idle_ms_per_s", "backpressured_ms_per_s")
 
+# The sample columns both engines read (a subset of the collector's SAMPLE_SCHEMA).
+READ_COLUMNS = ("ts_ms", "vertex_id", "subtask", "attempt_start_ms", "running", *METRIC_COLUMNS)
+SUBTASK_KEYS = ["vertex_id", "subtask"]
+
 # One row per (vertex_id, subtask) from either engine.
 COUNT_COLUMNS = ("rows", "samples", "warmup_trimmed", "not_running", "busy_nan", "valid")
 SUM_COLUMNS = ("sum_busy_valid", "sum_in_valid", "sum_out_valid")
@@ -67,6 +71,27 @@ AGGREGATE_COLUMNS = (
     *SUM_COLUMNS,
     *[f"{m}_{s}" for m in METRIC_COLUMNS for s in ("mean", "p50", "p95")],
 )
+
+
+def finish_aggregates(totals: pd.DataFrame, drawn: pd.DataFrame) -> pd.DataFrame:
+    """Both engines' last step: per-subtask totals and the drawn samples -> one row per subtask (AGGREGATE_COLUMNS).
+
+    ``totals`` is indexed by (vertex_id, subtask) and holds the COUNT_COLUMNS and SUM_COLUMNS plus, per metric,
+    ``<m>_sum`` and ``<m>_n`` over the usable samples that have it; ``drawn`` holds vertex_id, subtask and the
+    metrics of the percentile subset, one row per sample. Means are ``sum / n`` (null when n = 0); medians and p95s
+    interpolate linearly between the drawn samples.
+    """
+    out = totals[[*COUNT_COLUMNS, *SUM_COLUMNS]].copy()
+    for c in COUNT_COLUMNS:
+        out[c] = out[c].fillna(0).astype("int64")
+    for m in METRIC_COLUMNS:
+        n = totals[f"{m}_n"]
+        out[f"{m}_mean"] = totals[f"{m}_sum"] / n.where(n > 0)
+    q = drawn.groupby(SUBTASK_KEYS, sort=False)[list(METRIC_COLUMNS)].quantile(list(QUANTILES))
+    for m in METRIC_COLUMNS:
+        for qq, name in zip(QUANTILES, ("p50", "p95")):
+            out[f"{m}_{name}"] = q[m].xs(qq, level=-1) if len(q) else float("nan")
+    return out.reset_index()[list(AGGREGATE_COLUMNS)]
 
 
 def percentile_fraction(rows: int, subtasks: int, per_subtask: int = PERCENTILE_SAMPLES_PER_SUBTASK) -> float:

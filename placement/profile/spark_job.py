@@ -33,15 +33,20 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from placement.collect.layout import METRIC_COLUMNS
+from placement.collect.layout import METRIC_COLUMNS, SAMPLE_SCHEMA
 from placement.errors import PlacementError
-from placement.profile.class_archive import ClassArchive, class_archive, publish, spark_option_word
+from placement.profile.class_archive import (
+    ClassArchive,
+    class_archive,
+    publish,
+    spark_option_word,
+)
 from placement.profile.history import Selection
 from placement.profile.rules import (
     AGGREGATE_COLUMNS,
-    COUNT_COLUMNS,
-    QUANTILES,
-    SUM_COLUMNS,
+    READ_COLUMNS,
+    SUBTASK_KEYS,
+    finish_aggregates,
     percentile_fraction,
 )
 
@@ -107,7 +112,6 @@ def spark_session(master: str | None = None, *, driver_memory: str = "1g", shuff
         # About one Parquet row group (1M samples, ~40 MiB) per scan task: with 256 MiB splits a 10M history made 3
         # tasks of 4M, 5M and 1M samples, and one of the 2 cores sat idle for the last one; small splits balance.
         .config("spark.sql.files.maxPartitionBytes", str(32 << 20))
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
@@ -137,26 +141,10 @@ def finish_spark() -> bool:
 
 def _read_schema():
     """The columns the job reads, typed as the layout writes them: no footer is opened to infer a schema."""
-    from pyspark.sql.types import (
-        BooleanType,
-        DoubleType,
-        IntegerType,
-        LongType,
-        StringType,
-        StructField,
-        StructType,
-    )
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import from_arrow_schema
 
-    return StructType(
-        [
-            StructField("ts_ms", LongType()),
-            StructField("vertex_id", StringType()),
-            StructField("subtask", IntegerType()),
-            StructField("attempt_start_ms", LongType()),
-            StructField("running", BooleanType()),
-            *[StructField(m, DoubleType()) for m in METRIC_COLUMNS],
-        ]
-    )
+    return from_arrow_schema(pa.schema([SAMPLE_SCHEMA.field(c) for c in READ_COLUMNS]))
 
 
 def aggregate_spark(spark, selection: Selection, warmup_s: float, *, per_subtask: int | None = None) -> pd.DataFrame:
@@ -243,7 +231,6 @@ def finish_partials(rows: pd.DataFrame) -> pd.DataFrame:
     the drawn samples the way the pandas engine does (linear interpolation). A drawn row (``k >= 0``) is one usable
     sample: each metric column holds its value, or null when it is missing (ignored by the quantiles, as by the
     means), and its missing-bits are read off those nulls."""
-    keys = ["vertex_id", "subtask"]
     if rows.empty:
         return pd.DataFrame(columns=list(AGGREGATE_COLUMNS))
     k = rows["k"].to_numpy(dtype=np.int64)
@@ -269,18 +256,8 @@ def finish_partials(rows: pd.DataFrame) -> pd.DataFrame:
         **{f"{m}_sum": rows[m].where(usable) for m in METRIC_COLUMNS},
         **{f"{m}_n": n * (usable & ~lacks[m]) for m in METRIC_COLUMNS},
     }
-    parts = pd.DataFrame({c: rows[c].to_numpy() for c in keys} | {c: np.asarray(v) for c, v in frame.items()})
-    totals = parts.groupby(keys, sort=False).sum(min_count=1)
-    out = totals[[*COUNT_COLUMNS, *SUM_COLUMNS]].copy()
-    for c in COUNT_COLUMNS:
-        out[c] = out[c].fillna(0).astype("int64")
-    for m in METRIC_COLUMNS:
-        out[f"{m}_mean"] = totals[f"{m}_sum"] / totals[f"{m}_n"].where(totals[f"{m}_n"] > 0)
-    q = rows[drawn].groupby(keys, sort=False)[list(METRIC_COLUMNS)].quantile(list(QUANTILES))
-    for m in METRIC_COLUMNS:
-        for qq, name in zip(QUANTILES, ("p50", "p95")):
-            out[f"{m}_{name}"] = q[m].xs(qq, level=-1) if len(q) else float("nan")
-    return out.reset_index()[list(AGGREGATE_COLUMNS)]
+    parts = pd.DataFrame({c: rows[c].to_numpy() for c in SUBTASK_KEYS} | {c: np.asarray(v) for c, v in frame.items()})
+    return finish_aggregates(parts.groupby(SUBTASK_KEYS, sort=False).sum(min_count=1), rows[drawn])
 
 
 def main(argv: Sequence[str] | None = None) -> None:
