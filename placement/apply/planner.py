@@ -43,8 +43,8 @@ from placement.apply.preflight import (
     parse_config,
     planned_counts,
 )
-from placement.apply.request import ApplyRequest, flatten
-from placement.lab.flink import nest
+from placement.apply.request import ApplyRequest
+from placement.flink_config import flatten, nest
 from placement.writers.vanilla import placement_args
 
 STATE_FORMAT = "placement.apply-state/v1"

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import yaml
 
 from placement.apply.model import ClusterView, Counts, HostConfigView, TaskManagerView
-from placement.apply.request import ApplyRequest, flatten
+from placement.apply.request import ApplyRequest
+from placement.flink_config import flatten
 from placement.errors import BadInput, PlacementError
 from placement.flink_rest import TERMINAL_STATES, FlinkRest, FlinkRestError
 from placement.remote import CommandFailed, Executor, HostUnreachable

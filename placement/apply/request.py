@@ -16,6 +16,7 @@ from urllib.parse import urlparse
 import yaml
 
 from placement.errors import BadInput
+from placement.flink_config import flatten
 from placement.inventory import Inventory, load_inventory
 from placement.writers.planjson import PlanDocument, load_plan
 
@@ -160,15 +161,3 @@ def _jar_path(jar: str | None, inv: Inventory, inventory_path: Path) -> Path | N
                 return candidate
         raise BadInput(f"no such jar {inv.job.jar!r} (give --jar PATH or --jar-id ID)", source=str(inventory_path), field="job.jar")
     return None  # preflight says that a jar is needed
-
-
-def flatten(data: dict, prefix: str = "") -> dict[str, object]:
-    """Flink's nested config.yaml as dotted keys (``{"a": {"b": 1}}`` -> ``{"a.b": 1}``)."""
-    out: dict[str, object] = {}
-    for key, value in data.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            out.update(flatten(value, name + "."))
-        else:
-            out[name] = value
-    return out

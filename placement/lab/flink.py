@@ -28,6 +28,8 @@ from pathlib import Path
 import yaml
 
 from placement.errors import PlacementError
+from placement.flink_config import nest
+from placement.flink_home import FlinkHome, find_flink_home
 
 # Flink's own scripts pass these to every JVM on Java 17+ (env.java.opts.all); without them a job fails at submit
 # with InaccessibleObjectException (Kryo/reflection into java.util etc.).
@@ -67,69 +69,6 @@ logger.zookeeper.level = WARN
 logger.netty.name = org.jboss.netty.channel.DefaultChannelPipeline
 logger.netty.level = ERROR
 """
-
-
-# ---- finding Flink -------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class FlinkHome:
-    """A Flink installation: ``lib/`` with flink-dist, and where ``bash-java-utils.jar`` lives."""
-
-    path: Path
-
-    @property
-    def lib(self) -> Path:
-        return self.path / "lib"
-
-    @property
-    def classpath(self) -> str:
-        # Java expands "dir/*" itself; it must not be shell-globbed.
-        return str(self.lib / "*")
-
-    @property
-    def bash_java_utils(self) -> Path:
-        for candidate in (self.path / "bin" / "bash-java-utils.jar", *sorted(self.lib.glob("bash-java-utils*.jar"))):
-            if candidate.is_file():
-                return candidate
-        raise PlacementError(f"{self.path}: no bin/bash-java-utils.jar (needed to size TaskManager memory)")
-
-    @property
-    def version(self) -> str | None:
-        for jar in self.lib.glob("flink-dist*.jar"):
-            stem = jar.stem  # flink-dist-2.3.0 or flink-dist_2.12-1.17.0
-            return stem.rsplit("-", 1)[-1]
-        return None
-
-
-def _has_flink_dist(path: Path) -> bool:
-    return any((path / "lib").glob("flink-dist*.jar"))
-
-
-def find_flink_home(explicit: str | os.PathLike[str] | None = None) -> FlinkHome:
-    """``explicit``, else ``$FLINK_HOME`` (if it has lib/flink-dist*.jar), else the installed pyflink wheel."""
-    tried: list[str] = []
-    for candidate in (explicit, os.environ.get("FLINK_HOME")):
-        if candidate:
-            path = Path(candidate).expanduser()
-            if _has_flink_dist(path):
-                return FlinkHome(path.resolve())
-            tried.append(str(path))
-    try:
-        import importlib.util
-
-        spec = importlib.util.find_spec("pyflink")
-    except (ImportError, ValueError):
-        spec = None
-    if spec is not None and spec.submodule_search_locations:
-        path = Path(next(iter(spec.submodule_search_locations)))
-        if _has_flink_dist(path):
-            return FlinkHome(path.resolve())
-        tried.append(str(path))
-    where = f" (looked in {', '.join(tried)})" if tried else ""
-    raise PlacementError(
-        f"no Flink found{where}: set FLINK_HOME to a Flink 2.x dir with lib/, or pip install apache-flink-libraries"
-    )
 
 
 # ---- specs ---------------------------------------------------------------------------------------------------------
@@ -181,32 +120,6 @@ class ClusterSpec:
 
 
 # ---- pure builders -------------------------------------------------------------------------------------------------
-
-
-def nest(flat: Mapping[str, object]) -> dict[str, object]:
-    """Flink 2.x's nested config.yaml from dotted keys: ``{"rest.port": 1}`` -> ``{"rest": {"port": 1}}``.
-
-    Where a key is both a leaf and a prefix of another key (``a.b: 1`` and ``a.b.c: 2``) the longer one stays
-    dotted under the common parent, which Flink's YAML loader flattens back the same way.
-    """
-    out: dict[str, object] = {}
-    for key in sorted(flat):
-        node = out
-        parts = key.split(".")
-        for i, part in enumerate(parts[:-1]):
-            child = node.get(part)
-            if child is None:
-                child = node[part] = {}
-            if not isinstance(child, dict):  # an earlier leaf: keep the rest of this key dotted
-                node[".".join(parts[i:])] = flat[key]
-                break
-            node = child
-        else:
-            leaf = parts[-1]
-            if isinstance(node.get(leaf), dict):
-                raise PlacementError(f"config key {key!r} is also a prefix of other keys")
-            node[leaf] = flat[key]
-    return out
 
 
 def common_config(spec: ClusterSpec, rest_port: int, rpc_port: int) -> dict[str, object]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from placement.errors import PlacementError
-from placement.lab.flink import FlinkHome, find_flink_home
+from placement.flink_home import FlinkHome, find_flink_home
 
 JOBS_DIR = Path(__file__).resolve().parents[2] / "deploy" / "jobs"
 DEFAULT_CACHE = Path(tempfile.gettempdir()) / "placement-lab-jobs"

@@ -34,7 +34,8 @@ TM_CTL = '''"""Stand-in for Flink's bin/taskmanager.sh (stop|start) on a test "h
 import os, signal, subprocess, sys, time
 from pathlib import Path
 sys.path.insert(0, {repo!r})
-from placement.lab.flink import TaskManagerSpec, _memory_flags, find_flink_home, taskmanager_argv
+from placement.flink_home import find_flink_home
+from placement.lab.flink import TaskManagerSpec, _memory_flags, taskmanager_argv
 
 HOME = Path(__file__).resolve().parents[1]
 PIDFILE = HOME / "taskmanager.pid"

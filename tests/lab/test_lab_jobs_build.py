@@ -8,7 +8,7 @@ import zipfile
 import pytest
 
 from placement.errors import PlacementError
-from placement.lab.flink import find_flink_home
+from placement.flink_home import find_flink_home
 from placement.lab.jobs import JOBS_DIR, build_jobs_jar, source_files, source_hash
 
 pytestmark = pytest.mark.skipif(shutil.which("javac") is None, reason="needs a JDK (javac)")
