@@ -1,13 +1,17 @@
 """All-on-server vs greedy vs ILP on the real lab: measured WAN, throughput and backpressure per placement.
 
     .venv/bin/python benchmarks/lab_placements.py [--job iot|nexmark|branching|all] [--inventory inventory/lab.yaml]
-                                                  [--rate R] [--profile-rate R] [--keep]
+                                                  [--mode custom|vanilla] [--rate R] [--profile-rate R] [--keep]
 
-Steps: ``lab up`` -> per job: a copy of the running lab inventory with that job's source pins -> the job unpinned at
-the profile rates -> 60 s for Flink's rate meters -> ``metrics collect`` 60 s -> ``profile`` -> plans at the target
-rates (rate scale = target / profile rate) by the ILP, the greedy heuristic and all-on-server (sources stay pinned on
-the Pis where their data is born) -> for each: the job at the target rates with that placement, 60 s to settle, then
-``lab measure`` over ``--window`` s -> one table per job -> ``lab down``.
+Steps: ``lab up --mode M`` -> per job: a copy of the running lab inventory with that job's source pins and its
+target-rate arguments -> the job unpinned at the profile rates -> 60 s for Flink's rate meters -> ``metrics collect``
+60 s -> ``profile`` -> plans at the target rates (rate scale = target / profile rate) by the ILP, the greedy heuristic
+and all-on-server (sources stay pinned on the Pis where their data is born) -> for each: the job at the target rates
+with that placement, 60 s to settle, then ``lab measure`` over ``--window`` s -> one table per job -> ``lab down``.
+
+How a placement is put into effect: ``custom`` (the default) submits the job unmodified, writes the plan directory
+as ``placement plan`` does and runs ``placement apply`` with the lab inventory (savepoint, schedulercfg, the unchanged
+jar resubmitted, verify every subtask index); ``vanilla`` submits the job with the plan's ``--placement`` mapping.
 
 Jobs (``deploy/jobs/README.md``) and their default targets, chosen so that all-on-server offers ~2.4 Mbit/s of
 source records to a 2 Mbit/s uplink (1.2x its bandwidth), from each generator's serialized record size:
@@ -21,9 +25,11 @@ source records to a 2 Mbit/s uplink (1.2x its bandwidth), from each generator's 
 Profile rates are the targets / 3 unless ``--profile-rate`` is given. ``--rate`` / ``--profile-rate`` set the job's
 first source rate (readings, bids, frames); a second source (meters) keeps its ratio to the first.
 
-Baseline in the same run: all-on-server. Targets per job: the ILP sends >= 50 % less WAN traffic than all-on-server and
-holds the target rate (>= 95 % of it, sources backpressured < 10 % of the time) where all-on-server backpressures.
-Exit 1 when a target is missed for any job.
+Baseline in the same run: all-on-server. Targets per job: every placement runs as planned (custom mode: apply's
+verify table all green); the ILP sends >= 50 % less WAN traffic than all-on-server and holds the target rate (>= 95 %
+of it, sources backpressured < 10 % of the time) where all-on-server backpressures; every placement that holds its
+rate carries, per uplink, job data within ±15 % of its plan's prediction. Prints PASS or FAIL lines; exit 1 on any
+FAIL.
 """
 
 from __future__ import annotations
@@ -53,11 +59,15 @@ from placement.lab.measure import measure
 from placement.profile.format import load_profile
 from placement.solver import SolverOptions, solve
 from placement.solver.baselines import all_on_server, greedy
+from placement.writers.bundle import render_artifacts, write_plan_dir
+from placement.writers.planjson import SourceRef, build_plan_document
 
 PLACEMENT = str(Path(sys.executable).with_name("placement"))
 LINK_MBIT = 2.0  # the lab inventories' uplinks
 OVERLOAD = 1.2  # all-on-server offers this multiple of the uplink
 PROFILE_DIVISOR = 3.0  # profile at target / 3 (the IoT job's 500 vs 1500)
+DATA_TOLERANCE = 0.15  # measured job data per uplink vs the plan's prediction
+DATA_FLOOR_MBIT = 0.02  # below this a link's prediction is checked to this absolute tolerance instead
 
 
 def saturating_rate(record_bytes: float, subtasks_per_link: int = 1) -> float:
@@ -116,9 +126,10 @@ def mapping_of(problem, result) -> dict[str, list[str]]:
     return out
 
 
-def job_inventory(running_inv: str, spec: JobSpec, out: Path) -> tuple[str, dict[str, int]]:
-    """Write a copy of the running lab inventory whose ``pins.sources`` name ``spec``'s sources; returns its path and
-    each source's parallelism (a list pin gives one subtask per listed host).
+def job_inventory(running_inv: str, spec: JobSpec, out: Path, target_args=None) -> tuple[str, dict[str, int]]:
+    """Write a copy of the running lab inventory whose ``pins.sources`` name ``spec``'s sources and whose job is
+    ``spec``'s at the target rates (what ``placement apply`` resubmits); returns its path and each source's parallelism
+    (a list pin gives one subtask per listed host). ``target_args(parallelism)`` gives the job's arguments.
 
     Pins the shipped inventory already has for a source are kept; a missing one becomes every edge host (a spread
     source) or the i-th edge host (the i-th source of a job with one Pi per source).
@@ -138,7 +149,8 @@ def job_inventory(running_inv: str, spec: JobSpec, out: Path) -> tuple[str, dict
         parallelism[s.vertex] = len(hosts) if isinstance(hosts, list) else 1
     doc.setdefault("pins", {})
     doc["pins"] = {**(doc["pins"] or {}), "sources": pins}  # only this job's sources: no "pins name no vertex" warnings
-    doc["job"] = {**(doc.get("job") or {}), "name": spec.job_name, "entry_class": spec.entry_class}
+    doc["job"] = {**(doc.get("job") or {}), "name": spec.job_name, "entry_class": spec.entry_class,
+                  "program_args": list(target_args(parallelism)) if target_args else []}
     out.write_text(f"# written by benchmarks/lab_placements.py: {running_inv} with the {spec.key} job's source pins\n"
                    + yaml.safe_dump(doc, sort_keys=False))
     return str(out), parallelism
@@ -159,12 +171,35 @@ def target_rates(spec: JobSpec, rate: float | None) -> dict[str, float]:
     return rates
 
 
+def by_index(rest: FlinkRest, job_id: str) -> dict[str, list[str]]:
+    return {v.name: [s.taskmanager_id for s in sorted(rest.subtasks(job_id, v.id), key=lambda s: s.index)]
+            for v in rest.job(job_id).vertices}
+
+
+def apply_plan(rest: FlinkRest, jar: str, spec: JobSpec, args: list[str], plan_dir: Path, inventory: str,
+               mapping: dict[str, list[str]], console: Console) -> tuple[str, bool, float | None]:
+    """Custom mode: the job submitted unmodified, then ``placement apply`` of the plan directory; returns the placed
+    job, whether apply's verify was green AND every subtask index runs where the plan says (read from REST again),
+    and apply's wall time."""
+    job = chain.submit(rest, jar, spec.entry_class, args)
+    started = time.monotonic()
+    proc = subprocess.run([PLACEMENT, "apply", str(plan_dir), "--inventory", inventory, "--job", job, "--settle", "5"],
+                          check=False, capture_output=True, text=True, cwd=ROOT, timeout=900)
+    seconds = time.monotonic() - started
+    placed = next((j.id for j in rest.running_jobs() if j.name == spec.job_name), job)
+    green = proc.returncode == 0 and "WRONG" not in proc.stdout
+    if not green:
+        console.print(f"[red]apply failed[/] ({proc.returncode}): {proc.stderr.strip()[-500:]}")
+    return placed, green and by_index(rest, placed) == mapping, seconds
+
+
 def run_job(spec: JobSpec, args, work: Path, state: dict, console: Console) -> tuple[list[dict], dict]:
     """Profile, plan and measure one job on the lab that is up; returns the table rows and the run's parameters."""
     rest, jar = FlinkRest(state["rest_url"]), state["jar"]
     chain.cancel_all(rest)
-    lab_inv, parallelism = job_inventory(state["lab_inventory"], spec, work / f"{spec.key}-inventory.yaml")
     rates = target_rates(spec, args.rate)
+    lab_inv, parallelism = job_inventory(state["lab_inventory"], spec, work / f"{spec.key}-inventory.yaml",
+                                         lambda p: job_args(spec, rates, p))
     first = spec.sources[0].vertex
     profile_first = args.profile_rate if args.profile_rate is not None else rates[first] / PROFILE_DIVISOR
     scale = rates[first] / profile_first
@@ -194,7 +229,7 @@ def run_job(spec: JobSpec, args, work: Path, state: dict, console: Console) -> t
             console.print(f"  profile: {s.vertex} {v.bytes_per_record_out:.0f} B/record out "
                           f"(target assumed {s.record_bytes:g} B)")
     inv = load_inventory(lab_inv)
-    problem = build_problem(inv, profile, PlanOptions(rate_scale=scale), inventory_source=lab_inv)
+    problem = build_problem(inv, profile, PlanOptions(rate_scale=scale, placement_mode=args.mode), inventory_source=lab_inv)
     results = {"all-on-server": all_on_server(problem), "greedy": greedy(problem), "ilp": solve(problem, SolverOptions())}
     rows = []
     for name, result in results.items():
@@ -204,8 +239,17 @@ def run_job(spec: JobSpec, args, work: Path, state: dict, console: Console) -> t
         mapping = mapping_of(problem, result)
         predicted = {link.host: link.mbit for link in result.cost.links}
         console.print(f"{name}: {json.dumps({k: sorted(set(v)) for k, v in mapping.items()})}")
-        job = chain.submit(rest, jar, spec.entry_class, [*job_args(spec, rates, parallelism), *chain.mapping_args(mapping)])
-        placed_ok = rest.placement_counts(job) == chain.planned_counts(mapping)
+        if args.mode == "custom":
+            plan_dir = work / f"plan-{spec.key}-{name}"
+            doc = build_plan_document(problem, result, job=spec.job_name, placement_mode="custom",
+                                      inventory=SourceRef(path=lab_inv, digest=inv.digest(), name=inv.name),
+                                      profile=SourceRef(path=str(profile_path), digest=profile.digest(), name=profile.job.name))
+            write_plan_dir(plan_dir, render_artifacts(problem, doc, inv))
+            job, placed_ok, applied_s = apply_plan(rest, jar, spec, job_args(spec, rates, parallelism), plan_dir, lab_inv,
+                                                   mapping, console)
+        else:
+            job = chain.submit(rest, jar, spec.entry_class, [*job_args(spec, rates, parallelism), *chain.mapping_args(mapping)])
+            placed_ok, applied_s = rest.placement_counts(job) == chain.planned_counts(mapping), None
         time.sleep(args.settle)
         m = measure(work, args.window)
         j = m.jobs[0]
@@ -217,7 +261,7 @@ def run_job(spec: JobSpec, args, work: Path, state: dict, console: Console) -> t
         throughput = sum(max(by_name[s.vertex].records_out_per_s, by_name[s.next_vertex].records_in_per_s)
                          for s in spec.sources if s.vertex in by_name and s.next_vertex in by_name)
         rows.append({
-            "strategy": name, "status": result.status, "placed": placed_ok, "mapping": mapping,
+            "strategy": name, "status": result.status, "placed": placed_ok, "mapping": mapping, "apply_s": applied_s,
             "links": {lk.host: (predicted.get(lk.host, 0.0), lk.data_mbit, lk.mbit) for lk in m.links},
             "wan_wire": sum(lk.mbit for lk in m.links), "wan_data": sum(lk.data_mbit for lk in m.links),
             "wan_predicted": sum(predicted.values()),
@@ -235,7 +279,7 @@ def print_table(console: Console, spec: JobSpec, inventory: str, params: dict, r
     target = ", ".join(f"{params['rates'][s.vertex]:g} {s.unit}" for s in spec.sources)
     per = "per source subtask" if len(spec.sources) == 1 else "per subtask"
     table = Table(title=f"{spec.title} on {Path(inventory).name}: target {target} {per}")
-    cols = ["strategy", "placed as planned"]
+    cols = ["strategy", "placed as planned", "apply s"]
     for h in hosts:
         cols += [f"{h} pred", f"{h} data", f"{h} wire"]
     cols += ["WAN wire total", "vs all-on-server", "data/pred", "throughput / target", "source backpressure",
@@ -247,7 +291,7 @@ def print_table(console: Console, spec: JobSpec, inventory: str, params: dict, r
         if "wan_wire" not in r:
             table.add_row(r["strategy"], r["status"])
             continue
-        cells = [r["strategy"], "yes" if r["placed"] else "NO"]
+        cells = [r["strategy"], "yes" if r["placed"] else "NO", f"{r['apply_s']:.0f}" if r.get("apply_s") else "-"]
         for h in hosts:
             p, d, w = r["links"].get(h, (0, 0, 0))
             cells += [f"{p:.3f}", f"{d:.3f}", f"{w:.3f}"]
@@ -259,19 +303,39 @@ def print_table(console: Console, spec: JobSpec, inventory: str, params: dict, r
     console.print(table)
 
 
+def holds_rate(row: dict) -> bool:
+    return row["throughput"] >= 0.95 * row["target"] and row["source_bp"] <= 0.10
+
+
+def data_misses(row: dict) -> list[str]:
+    """Uplinks whose measured job data is off the plan's prediction by more than DATA_TOLERANCE."""
+    out = []
+    for host, (pred, data, _wire) in sorted(row["links"].items()):
+        allowed = max(DATA_TOLERANCE * pred, DATA_FLOOR_MBIT)
+        if abs(data - pred) > allowed:
+            out.append(f"{host} {data:.3f} vs predicted {pred:.3f} Mbit/s ({data / pred - 1:+.0%})" if pred
+                       else f"{host} {data:.3f} vs predicted 0")
+    return out
+
+
 def failures_of(rows: list[dict]) -> list[str]:
     base = next((r for r in rows if r["strategy"] == "all-on-server" and "wan_wire" in r), None)
     ilp = next((r for r in rows if r["strategy"] == "ilp" and "wan_wire" in r), None)
     failures = []
+    for r in rows:
+        if "wan_wire" in r and not r["placed"]:
+            failures.append(f"{r['strategy']} did not run as planned (verify not green / subtasks elsewhere)")
+        if "wan_wire" in r and holds_rate(r) and data_misses(r):
+            failures.append(f"{r['strategy']}: job data off the prediction: {'; '.join(data_misses(r))}")
     if not (ilp and base):
         failures.append("ILP or all-on-server did not run")
     else:
         if ilp["wan_wire"] > 0.5 * base["wan_wire"]:
             failures.append(f"ILP WAN {ilp['wan_wire']:.3f} is not <= 50 % of all-on-server's {base['wan_wire']:.3f}")
-        if ilp["throughput"] < 0.95 * ilp["target"] or ilp["source_bp"] > 0.10:
+        if not holds_rate(ilp):
             failures.append(f"ILP does not hold the target rate ({ilp['throughput']:.0f} of {ilp['target']:.0f}, "
                             f"sources backpressured {ilp['source_bp']:.0%})")
-        if base["throughput"] >= 0.95 * base["target"] and base["source_bp"] <= 0.10:
+        if holds_rate(base):
             failures.append("all-on-server did not backpressure: raise --rate")
         greedy_row = next((r for r in rows if r["strategy"] == "greedy" and "mapping" in r), None)
         if greedy_row and base.get("mapping") == ilp.get("mapping") == greedy_row.get("mapping"):
@@ -292,6 +356,8 @@ def main() -> None:
     ap.add_argument("--window", type=float, default=30.0, help="seconds of each WAN window")
     ap.add_argument("--settle", type=float, default=60.0, help="seconds after each start before measuring")
     ap.add_argument("--keep", action="store_true", help="leave the lab up")
+    ap.add_argument("--mode", choices=("custom", "vanilla"), default="custom",
+                    help="custom: `placement apply` places the unmodified job (default); vanilla: --placement mapping")
     args = ap.parse_args()
     keys = list(JOBS) if args.job == "all" else [k.strip() for k in args.job.split(",") if k.strip()]
     unknown = [k for k in keys if k not in JOBS]
@@ -303,7 +369,7 @@ def main() -> None:
     console = Console(width=220)
     done: list[tuple[JobSpec, dict, list[dict]]] = []
     try:
-        console.print(cli("lab", "up", "--inventory", args.inventory, "--workdir", str(work)).strip())
+        console.print(cli("lab", "up", "--inventory", args.inventory, "--workdir", str(work), "--mode", args.mode).strip())
         state = json.loads((work / "lab.json").read_text())
         for key in keys:
             rows, params = run_job(JOBS[key], args, work, state, console)
@@ -322,11 +388,15 @@ def main() -> None:
                        indent=2, default=str))
         for f in failures_of(rows):
             all_failures.append(f)
-            console.print(f"[red]{spec.key}: target missed:[/] {f}")
+            console.print(f"[red]FAIL[/] {spec.key}: {f}")
     console.print("Mbit/s per uplink: pred = plan's prediction, data = TCP payload of the edge TaskManager's data "
                   "connections, wire = all bytes the edge namespace sent (headers, RPC)")
-    if done and not all_failures:
-        console.print("[green]targets met[/]: ILP WAN <= 50 % of all-on-server, ILP holds the rate, all-on-server backpressures")
+    if len(done) < len(keys):
+        console.print(f"[red]FAIL[/] only {len(done)} of {len(keys)} jobs ran")
+    if done and not all_failures and len(done) == len(keys):
+        console.print(f"[green]PASS[/] ({args.mode} mode): every placement as planned, ILP WAN <= 50 % of all-on-server, "
+                      "ILP holds the rate where all-on-server backpressures, job data per uplink within ±15 % of the "
+                      "prediction wherever the rate is held")
     sys.exit(1 if all_failures or len(done) < len(keys) else 0)
 
 

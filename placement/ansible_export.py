@@ -26,6 +26,7 @@ from placement.inventory import Host, Inventory
 from placement.netem import tc
 from placement.netem.plan import shapes_for_host
 from placement.netem.profiles import WanProfile
+from placement.scheduler.naming import taskmanager_resource_name
 
 FLINK_REST_DEFAULT_PORT = 8081
 
@@ -102,8 +103,8 @@ def _host_vars(inv: Inventory, host: Host, opts: _Options) -> dict[str, Any]:
             "flink_taskmanager_slots": slots,
             "flink_taskmanager_cpu_cores": host.cores,
             "flink_taskmanager_resource_id": host.name,
-            # vanilla placement pins a slot sharing group to a TaskManager by this resource (shared notes)
-            "flink_external_resource": host.name,
+            # a placed slot (custom mode) or a slot sharing group (vanilla mode) requests one unit of this resource
+            "flink_external_resource": taskmanager_resource_name(host.name),
             "flink_external_resource_amount": slots,
         }
     )
@@ -134,7 +135,7 @@ def _cluster_vars(inv: Inventory, archive: LocalArchive | None) -> dict[str, Any
         "flink_version": flink.version,
         "flink_home": flink.home,
         "flink_placement_mode": flink.placement_mode,
-        "flink_schedulercfg_path": flink.schedulercfg,
+        "flink_scheduler_dir": flink.scheduler_directory,
         "flink_savepoint_dir": flink.savepoint_dir,
         "flink_jobmanager_host": jm.name,
         "flink_jobmanager_address": jm.address,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import posixpath
 import re
 from pathlib import Path
 from typing import Literal
@@ -140,15 +141,24 @@ class FlinkCluster(Strict):
     version: str = "2.3.0"
     jobmanager: str | None = Field(None, description="host running the JobManager (default: the first server)")
     placement_mode: Literal["custom", "vanilla"] = "custom"
-    schedulercfg_path: str | None = Field(None, description="default: <home>/scripts/schedulercfg")
+    scheduler_dir: str | None = Field(
+        None, description="JobManager host: the scheduler extension's dir (one schedulercfg per job, taskmanagers.cfg);"
+        " default <home>/placement/scheduler, or the directory of an older inventory's schedulercfg_path")
+    schedulercfg_path: str | None = Field(
+        None, description="obsolete (the patched-Flink era's single file): only its directory is used, as scheduler_dir")
     savepoint_dir: str = "file:///tmp/flink-savepoints"
     slot_sharing: bool = Field(True, description="subtasks of different vertices share a slot (Flink's default)")
     archive_url: str | None = Field(None, description="Flink distribution tarball for ansible")
     archive_sha512: str | None = None
 
     @property
-    def schedulercfg(self) -> str:
-        return self.schedulercfg_path or f"{self.home.rstrip('/')}/scripts/schedulercfg"
+    def scheduler_directory(self) -> str:
+        """Where the scheduler extension on the JobManager host reads each job's schedulercfg."""
+        if self.scheduler_dir:
+            return self.scheduler_dir.rstrip("/") or "/"
+        if self.schedulercfg_path:
+            return posixpath.dirname(self.schedulercfg_path.rstrip("/")) or "/"
+        return posixpath.join(self.home.rstrip("/") or "/", "placement", "scheduler")
 
 
 class Pins(Strict):
@@ -160,6 +170,19 @@ class Pins(Strict):
     )
     operators: dict[str, str | list[str]] = Field(default_factory=dict, description="vertex -> allowed host(s)")
     forbid: dict[str, str | list[str]] = Field(default_factory=dict, description="vertex -> forbidden host(s)")
+
+
+class ParallelismBounds(Strict):
+    """What ``placement plan --rescale`` may choose for one vertex (Flink's own limits apply as well)."""
+
+    min: int | None = Field(None, ge=1)
+    max: int | None = Field(None, ge=1)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ParallelismBounds:
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise FieldError("min", f"min {self.min} is above max {self.max}")
+        return self
 
 
 class Weights(Strict):
@@ -189,6 +212,8 @@ class Inventory(Strict):
     flink: FlinkCluster
     job: JobSettings = Field(default_factory=JobSettings)
     pins: Pins = Field(default_factory=Pins)
+    parallelism: dict[str, ParallelismBounds] = Field(
+        default_factory=dict, description="vertex name (or id) -> {min, max}: bounds for `placement plan --rescale`")
     policy: Policy = Field(default_factory=Policy)
 
     @model_validator(mode="after")
@@ -205,9 +230,9 @@ class Inventory(Strict):
             for end, value in (("from", link.from_), ("to", link.to)):
                 if value not in names:
                     raise FieldError(f"links[{i}].{end}", f"unknown host {value!r}")
-            if self.host(link.from_).role != "edge":
+            if self.hosts[names[link.from_]].role != "edge":  # by index: fleets have 10 000 links
                 raise FieldError(f"links[{i}].from", f"{link.from_!r} is not an edge host; links go edge→server")
-            if self.host(link.to).role != "server":
+            if self.hosts[names[link.to]].role != "server":
                 raise FieldError(f"links[{i}].to", f"{link.to!r} is not a server; links go edge→server")
             if link.from_ in seen_uplink:
                 raise FieldError(f"links[{i}].from", f"edge host {link.from_!r} already has an uplink (links[{seen_uplink[link.from_]}])")

@@ -13,6 +13,7 @@ Authentication is by key file or agent, never a password; nothing here logs the 
 from __future__ import annotations
 
 import ipaddress
+import logging
 import os
 import posixpath
 import shlex
@@ -212,6 +213,8 @@ class SshExecutor(Executor):
         import paramiko
         from fabric import Connection
 
+        quiet_ssh_library_loggers()
+
         connect_kwargs: dict[str, object] = {"allow_agent": True, "look_for_keys": self.settings.key is None}
         if self.settings.key:
             connect_kwargs["key_filename"] = os.path.expanduser(self.settings.key)
@@ -266,6 +269,17 @@ class SshExecutor(Executor):
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+
+
+def quiet_ssh_library_loggers() -> None:
+    """Keep paramiko's own log records (e.g. "Error reading SSH protocol banner" with a traceback, which Python's
+    last-resort handler would print on stderr) out of the output: every failure reaches the user as one line through
+    :class:`HostUnreachable` / :class:`CommandFailed` instead."""
+    for name in ("paramiko", "invoke", "fabric"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
+            logger.addHandler(logging.NullHandler())
+        logger.propagate = False
 
 
 def is_local_address(address: str) -> bool:

@@ -21,11 +21,20 @@ from pathlib import Path
 from placement.apply.audit import AuditLog, new_apply_id
 from placement.apply.model import ApplyPlan, ClusterView
 from placement.apply.planner import plan_apply
-from placement.apply.preflight import PreflightFailed, check, observe
+from placement.apply.preflight import (
+    PreflightFailed,
+    Problem,
+    check,
+    observe,
+    scheduler_fix,
+)
 from placement.apply.request import ApplyRequest
 from placement.apply.runner import ApplyFailed, ApplyOutcome, Runner, holder_string
+from placement.errors import PlacementError
+from placement.flink_home import find_flink_home
 from placement.flink_rest import FlinkRest
 from placement.remote import DryRunExecutor, Executor, ExecutorFactory
+from placement.scheduler import ExtensionJar, build_extension
 
 __all__ = ["ApplyFailed", "ApplyOutcome", "PreflightFailed", "Prepared", "connect", "execute", "prepare"]
 
@@ -60,15 +69,36 @@ def prepare(req: ApplyRequest, *, dry_run: bool = False, accept_new_host_keys: b
     executors, factory = connect(req, dry_run=dry_run, accept_new_host_keys=accept_new_host_keys)
     try:
         view, problems = observe(req, rest, executors)
+        extension = None
         if view is not None:
             problems += check(req, view)
+            if not problems:
+                extension, problem = extension_to_install(req, view)
+                problems += [problem] if problem else []
         if problems or view is None:
             raise PreflightFailed([p.message for p in problems], bad_input=any(p.stale_input for p in problems))
-        plan = plan_apply(req, view, holder=holder_string())
+        plan = plan_apply(req, view, holder=holder_string(), extension=extension)
     except BaseException:
         factory.close()
         raise
     return Prepared(req, view, plan, rest, executors, factory)
+
+
+def extension_to_install(req: ApplyRequest, view: ClusterView) -> tuple[ExtensionJar | None, Problem | None]:
+    """The scheduler extension to upload when the JobManager host has none: built here with javac against this
+    machine's Flink, which must be the cluster's version (the extension refuses any other)."""
+    if req.mode != "custom" or not scheduler_fix(req, view).install_jar:
+        return None, None
+    cluster = view.scheduler.flink_version if view.scheduler else None
+    try:
+        home = find_flink_home()
+        if cluster and home.version != cluster:
+            return None, Problem(f"the JobManager host has no scheduler extension and the Flink here ({home.path}) is "
+                                 f"{home.version}, the cluster's is {cluster}: install it on the JobManager host "
+                                 "(`placement scheduler install --flink-home <its Flink home>`, or the Ansible role)")
+        return build_extension(home), None
+    except PlacementError as exc:
+        return None, Problem(f"the JobManager host has no scheduler extension and it cannot be built here: {exc}")
 
 
 def execute(prepared: Prepared, *, audit_path: Path | None, echo: Callable[[str], None] = print) -> ApplyOutcome:

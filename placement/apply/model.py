@@ -16,6 +16,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Literal
 
+from placement.flink_rest import TaskManagerInfo, VertexInfo
 from placement.remote import install_new_argv, restore_previous_argv
 
 Counts = dict[tuple[str, str], int]  # (vertex name, host) -> subtasks
@@ -58,9 +59,23 @@ class ClusterView:
     other_jobs: tuple[str, ...]  # ids of other non-terminal jobs on the cluster
     jar_ids: tuple[str, ...]
     state_record: dict | None  # the state file on the JobManager host (what was last applied)
-    schedulercfg: str | None  # current schedulercfg on the JobManager host (custom mode)
+    schedulercfg: str | None  # this job's schedulercfg in the scheduler dir on the JobManager host (custom mode)
     jobmanager_config: HostConfigView | None  # custom mode
     taskmanager_configs: dict[str, HostConfigView] = field(default_factory=dict)  # vanilla mode, hosts needing a look
+    running_vertices: tuple[VertexInfo, ...] = ()  # the job's vertices as REST lists them
+    subtask_hosts: dict[str, tuple[str, ...]] = field(default_factory=dict)  # running vertex id -> TM of subtask 0, 1, ...
+    taskmanager_infos: tuple[TaskManagerInfo, ...] = ()  # GET /taskmanagers as read (for taskmanagers.cfg)
+    scheduler: SchedulerView | None = None  # custom mode: the extension on the JobManager
+
+
+@dataclass(frozen=True)
+class SchedulerView:
+    """What custom mode needs from the JobManager: the extension loaded (and winning), its config keys."""
+
+    active: bool | None  # GET /jobmanager/environment: the extension's jar before flink-dist (None: cannot tell)
+    settings: dict[str, str]  # GET /jobmanager/config: the running JobManager's effective configuration
+    installed_jars: tuple[str, ...] | None  # extension jars in <home>/lib on the JobManager host (None: not read)
+    flink_version: str | None  # the cluster's Flink version (GET /config)
 
 
 # ---- actions -----------------------------------------------------------------------------------------------------
@@ -85,14 +100,17 @@ class UploadFile:
 
     host: str
     path: str
-    content: str
+    content: str | bytes
     why: str
     mode: int = 0o644
     kind: Literal["upload"] = "upload"
 
+    @property
+    def size(self) -> int:
+        return len(self.content.encode() if isinstance(self.content, str) else self.content)
+
     def describe(self) -> str:
-        return (f"ssh {self.host}: sftp put {len(self.content.encode())} bytes -> {self.path}.new; "
-                f"{shlex.join(install_new_argv(self.path))}")
+        return f"ssh {self.host}: sftp put {self.size} bytes -> {self.path}.new; {shlex.join(install_new_argv(self.path))}"
 
 
 @dataclass(frozen=True)
@@ -193,12 +211,50 @@ class WaitTaskManagers:
 
 
 @dataclass(frozen=True)
+class CheckExtension:
+    """After a JobManager restart: the extension is loaded before flink-dist and has the scheduler dir."""
+
+    scheduler_dir: str
+    kind: Literal["check-extension"] = "check-extension"
+
+    def describe(self) -> str:
+        return (f"REST GET /jobmanager/environment (the extension's jar before flink-dist) and /jobmanager/config "
+                f"(placement.scheduler.dir == {self.scheduler_dir})")
+
+
+@dataclass(frozen=True)
+class PlannedSubtask:
+    vertex_id: str  # the plan's vertex id (the running vertex is found by id, else by normalised name)
+    vertex: str
+    subtask: int  # 0-based
+    parallelism: int
+    host: str
+
+
+@dataclass(frozen=True)
 class VerifyPlacement:
+    """``planned`` counts per (vertex name, host) (vanilla: lanes renumber subtasks); ``subtasks`` (custom mode):
+    every subtask index on its planned TaskManager."""
+
     planned: tuple[tuple[str, str, int], ...]  # (vertex, host, subtasks)
+    subtasks: tuple[PlannedSubtask, ...] = ()
     kind: Literal["verify"] = "verify"
 
     def describe(self) -> str:
-        return "REST GET /jobs/<new job> and /jobs/<new job>/vertices/<id> for each vertex: taskmanager-id == planned host"
+        what = "subtask i of each vertex (found by id) on its planned TaskManager" if self.subtasks else "taskmanager-id == planned host"
+        return f"REST GET /jobs/<new job> and /jobs/<new job>/vertices/<id> for each vertex: {what}"
+
+
+@dataclass(frozen=True)
+class WatchStable:
+    """The placed job stays RUNNING without a restart for ``seconds``: a placement the cluster cannot carry (a data
+    connection that cannot be made, a TaskManager that cannot take the slot) often fails only after RUNNING."""
+
+    seconds: float
+    kind: Literal["watch"] = "watch"
+
+    def describe(self) -> str:
+        return f"REST GET /jobs/<new job> for {self.seconds:g}s: still RUNNING, no restart"
 
 
 @dataclass(frozen=True)
@@ -213,7 +269,7 @@ class RecordState:
 
 
 Action = (SshCommand | UploadFile | RestoreFile | AcquireLock | ReleaseLock | UploadJar | StopWithSavepoint | SubmitJob
-          | WaitRunning | WaitTaskManagers | VerifyPlacement | RecordState)
+          | WaitRunning | WaitTaskManagers | CheckExtension | VerifyPlacement | WatchStable | RecordState)
 
 
 @dataclass(frozen=True)

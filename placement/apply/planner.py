@@ -4,10 +4,13 @@ Order (custom | vanilla)::
 
     prepare   lock on the JobManager host; upload the jar
     stop      stop with savepoint                         <- a failure up to here leaves the job running untouched
-    install   custom: schedulercfg (atomic, .prev kept); JobManager config + restart if it is not Custom (--yes)
+    install   custom: taskmanagers.cfg and the job's schedulercfg in the scheduler dir (atomic, .prev kept); where
+                      the extension is not in effect (--yes): its jar into lib/, the JobManager config, a restart
               vanilla: TaskManager config + restart where its external resource is missing (--yes)
-    redeploy  resubmit from the savepoint (raw REST body: entryClass, programArgsList [+ --placement]); wait RUNNING
-    verify    every subtask on its planned TaskManager (taskmanager-id == host name)
+    redeploy  resubmit from the savepoint (raw REST body: entryClass, programArgsList [+ --placement in vanilla
+              mode; custom mode resubmits the job unchanged]); wait RUNNING
+    verify    every subtask on its planned TaskManager (taskmanager-id == host name; custom mode index by index);
+              then the job stays RUNNING without a restart for a settle time (--settle)
     finish    record what was applied (state file on the JobManager host); unlock
 
 The roll back (run on any failure after the stop) restores every file the install step replaced from its ``.prev``,
@@ -17,13 +20,16 @@ restarts what was restarted, and resubmits the previous program arguments from t
 from __future__ import annotations
 
 import json
+import posixpath
 
 import yaml
 
 from placement.apply.model import (
     AcquireLock,
     ApplyPlan,
+    CheckExtension,
     ClusterView,
+    PlannedSubtask,
     RecordState,
     ReleaseLock,
     RestoreFile,
@@ -36,15 +42,23 @@ from placement.apply.model import (
     VerifyPlacement,
     WaitRunning,
     WaitTaskManagers,
+    WatchStable,
 )
 from placement.apply.preflight import (
     config_satisfies,
-    jobmanager_scheduler,
     parse_config,
     planned_counts,
+    scheduler_fix,
 )
 from placement.apply.request import ApplyRequest
+from placement.apply.vertices import (
+    match_vertices,
+    planned_subtask_hosts,
+    planned_vertices,
+    running_subtask_hosts,
+)
 from placement.flink_config import flatten, nest
+from placement.scheduler import ExtensionJar, render_taskmanagers
 from placement.writers.vanilla import placement_args
 
 STATE_FORMAT = "placement.apply-state/v1"
@@ -67,9 +81,24 @@ def previous_program_args(req: ApplyRequest, view: ClusterView) -> tuple[list[st
         f"{json.dumps(list(req.inventory.job.program_args))}")
 
 
+def planned_subtasks(req: ApplyRequest) -> tuple[PlannedSubtask, ...]:
+    """Every subtask of the plan with its host, in the plan's vertex order then index order."""
+    order = {v: i for i, v in enumerate(dict.fromkeys(a.vertex_id for a in req.plan.assignment))}
+    return tuple(PlannedSubtask(a.vertex_id, a.vertex, a.subtask, a.parallelism, a.host)
+                 for a in sorted(req.plan.assignment, key=lambda a: (order[a.vertex_id], a.subtask)))
+
+
+def placement_matches(req: ApplyRequest, view: ClusterView) -> bool:
+    """Does the running job run as planned? Custom mode: every subtask index on its host; vanilla: the counts."""
+    if req.mode != "custom":
+        return view.actual == planned_counts(req)
+    match = match_vertices(planned_vertices(req.plan.assignment), view.running_vertices)
+    return not match.missing and running_subtask_hosts(match, view.subtask_hosts) == planned_subtask_hosts(req.plan.assignment)
+
+
 def in_effect(req: ApplyRequest, view: ClusterView) -> tuple[bool, str]:
     """Is the plan already what runs? (the placement matches and apply itself started this job with this plan)"""
-    if view.actual != planned_counts(req):
+    if not placement_matches(req, view):
         return False, "the running placement differs from the plan"
     record = view.state_record or {}
     if record.get("job_id") != view.job_id or record.get("plan") != req.plan_fingerprint:
@@ -77,15 +106,10 @@ def in_effect(req: ApplyRequest, view: ClusterView) -> tuple[bool, str]:
     if record.get("program_args") != new_program_args(req):
         return False, "the job runs with other program arguments than this plan needs"
     if req.mode == "custom" and view.schedulercfg != req.schedulercfg:
-        return False, "the schedulercfg on the JobManager host differs from the plan's"
+        return False, "the job's schedulercfg on the JobManager host differs from the plan's"
+    if req.mode == "custom" and scheduler_fix(req, view).needed:
+        return False, "the scheduler extension is not in effect on the JobManager"
     return True, f"plan already in effect: job {view.job_id} runs every subtask on its planned TaskManager; nothing to do"
-
-
-def _set_key(text: str | None, key: str, value: object) -> str:
-    data = yaml.safe_load(text or "") or {}
-    flat = flatten(data)
-    flat[key] = value
-    return yaml.safe_dump(nest(flat), sort_keys=True)
 
 
 def _merge_keys(text: str | None, wanted: dict[str, object]) -> str:
@@ -103,7 +127,8 @@ def _merge_keys(text: str | None, wanted: dict[str, object]) -> str:
     return yaml.safe_dump(nest(flat), sort_keys=True)
 
 
-def plan_apply(req: ApplyRequest, view: ClusterView, *, holder: str) -> ApplyPlan:
+def plan_apply(req: ApplyRequest, view: ClusterView, *, holder: str, extension: ExtensionJar | None = None) -> ApplyPlan:
+    """The steps and roll back. ``extension``: the jar to install when the JobManager host has none (custom mode)."""
     inv = req.inventory
     paths = req.paths
     jm = inv.jobmanager_host.name
@@ -124,19 +149,28 @@ def plan_apply(req: ApplyRequest, view: ClusterView, *, holder: str) -> ApplyPla
     wait_tms: list[tuple[str, str | None]] = []
     if req.mode == "custom":
         assert req.schedulercfg is not None
-        install.append(Step(UploadFile(jm, paths.schedulercfg, req.schedulercfg, "the plan's schedulercfg for the Custom scheduler"), "install"))
-        scheduler = jobmanager_scheduler(view.jobmanager_config)
-        if (scheduler or "").lower() != "custom":
-            text = view.jobmanager_config.text if view.jobmanager_config else None
-            install.append(Step(UploadFile(jm, paths.config, _set_key(text, "jobmanager.scheduler", "Custom"),
-                                           "jobmanager.scheduler: Custom"), "install"))
+        table = render_taskmanagers(view.taskmanager_infos, {h.name: [h.address] for h in inv.hosts})
+        install.append(Step(UploadFile(jm, paths.taskmanagers_table, table,
+                                       "the TaskManager table (addresses, slot sizes) the extension places by"), "install"))
+        install.append(Step(UploadFile(jm, paths.schedulercfg_for(view.job_name), req.schedulercfg,
+                                       f"the plan's schedulercfg for job {view.job_name!r}"), "install"))
+        fix = scheduler_fix(req, view)
+        if fix.needed:
+            if fix.install_jar:
+                assert extension is not None, "preflight builds the extension when the JobManager host has none"
+                install.append(Step(UploadFile(jm, posixpath.join(paths.lib, extension.path.name), extension.path.read_bytes(),
+                                               f"the scheduler extension for Flink {extension.flink_version}"), "install"))
+            if fix.config:
+                text = view.jobmanager_config.text if view.jobmanager_config else None
+                install.append(Step(UploadFile(jm, paths.config, _merge_keys(text, fix.config),
+                                               ", ".join(f"{k}: {v}" for k, v in fix.config.items())), "install"))
             restart = [Step(SshCommand(jm, (paths.daemon("jobmanager"), "stop"), "restart the JobManager"), "install"),
                        Step(SshCommand(jm, (paths.daemon("jobmanager"), "start"), "restart the JobManager"), "install")]
             install += restart
             undo_restarts += restart
             restarts.append(f"JobManager on {jm}")
             wait_tms += [(h, None) for h in sorted({a.host for a in req.plan.assignment})]
-            notes.append(f"the JobManager on {jm} is restarted to load jobmanager.scheduler: Custom")
+            notes.append(f"the JobManager on {jm} is restarted to load the scheduler extension ({'; '.join(fix.reasons)})")
             if req.jar_path is None:
                 notes.append("the JobManager restart forgets uploaded jars: give --jar so apply can upload it again")
     else:
@@ -153,6 +187,8 @@ def plan_apply(req: ApplyRequest, view: ClusterView, *, holder: str) -> ApplyPla
             wait_tms.append((host, host))
     if wait_tms:
         install.append(Step(WaitTaskManagers(tuple(wait_tms)), "install"))
+    if req.mode == "custom" and restarts:
+        install.append(Step(CheckExtension(paths.scheduler_dir), "install"))
     if any(s.action.kind == "ssh" and "jobmanager" in str(s.action.argv[0]) for s in install) and req.jar_path is not None:
         install.append(Step(UploadJar(str(req.jar_path)), "install"))
         jar_id = None
@@ -167,7 +203,9 @@ def plan_apply(req: ApplyRequest, view: ClusterView, *, holder: str) -> ApplyPla
     steps.append(Step(WaitRunning(), "redeploy"))
     order = {v: i for i, v in enumerate(dict.fromkeys(a.vertex for a in req.plan.assignment))}
     planned = tuple(sorted(((v, h, n) for (v, h), n in planned_counts(req).items()), key=lambda t: (order[t[0]], t[1])))
-    steps.append(Step(VerifyPlacement(planned), "verify"))
+    steps.append(Step(VerifyPlacement(planned, planned_subtasks(req) if req.mode == "custom" else ()), "verify"))
+    if req.settle_s > 0:
+        steps.append(Step(WatchStable(req.settle_s), "verify"))
     record = {
         "format": STATE_FORMAT, "plan": req.plan_fingerprint, "plan_dir": str(req.plan_dir.resolve()),
         "inventory_digest": inv.digest(), "mode": req.mode, "job_name": view.job_name,

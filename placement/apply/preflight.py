@@ -2,8 +2,12 @@
 
 :func:`observe` connects to every host (host keys verified), reads the job, its placement, the TaskManagers and the
 files apply will replace; :func:`check` turns request + view into the list of problems that stop the apply. Nothing
-on any host or in Flink changes here: the only SSH commands are ``true``, ``cat`` and a writability probe of the
-savepoint directory (which creates and removes an empty temp file, the only honest test of "can be written").
+on any host or in Flink changes here: the only SSH commands are ``true``, ``cat``, ``ls`` (of the JobManager's
+``lib/``, custom mode) and a writability probe of the savepoint directory (which creates and removes an empty temp
+file, the only honest test of "can be written").
+
+Custom mode also asks the JobManager whether the scheduler extension is in effect (:func:`scheduler_fix`) and matches
+the plan's vertices to the running job's by id (:mod:`placement.apply.vertices`).
 """
 
 from __future__ import annotations
@@ -11,16 +15,32 @@ from __future__ import annotations
 import json
 import shlex
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import yaml
 
-from placement.apply.model import ClusterView, Counts, HostConfigView, TaskManagerView
+from placement.apply.model import (
+    ClusterView,
+    Counts,
+    HostConfigView,
+    SchedulerView,
+    TaskManagerView,
+)
 from placement.apply.request import ApplyRequest
-from placement.flink_config import flatten
+from placement.apply.vertices import match_vertices, parallelism_differences
+from placement.apply.vertices import planned_vertices as planned_vertex_list
 from placement.errors import BadInput, PlacementError
-from placement.flink_rest import TERMINAL_STATES, FlinkRest, FlinkRestError
+from placement.flink_config import flatten
+from placement.flink_rest import TERMINAL_STATES, FlinkRest, FlinkRestError, VertexInfo
 from placement.remote import CommandFailed, Executor, HostUnreachable
+from placement.scheduler import (
+    extension_active,
+    taskmanager_config,
+    taskmanager_resource_name,
+)
+from placement.scheduler import jobmanager_config as extension_jobmanager_config
+from placement.scheduler.build import JAR_PREFIX
 
 SLOT_CPU_DEFAULT = 0.25  # what the lab jobs' slot sharing groups request per slot (--slot-cpu)
 SLOT_HEAP_MB_DEFAULT = 16  # (--slot-heap-mb)
@@ -117,8 +137,10 @@ def observe(req: ApplyRequest, rest: FlinkRest, executors: dict[str, Executor]) 
     vertices: dict[str, int] = {}
     for v in details.vertices:
         vertices[v.name] = vertices.get(v.name, 0) + v.parallelism
-    actual = rest.placement_counts(job_id) if job_state == "RUNNING" else {}
-    tms = {t.id: TaskManagerView(t.id, t.slots, t.free_slots, dict(t.total_resource), dict(t.free_resource)) for t in rest.taskmanagers()}
+    subtask_hosts = read_subtask_hosts(rest, job_id, details.vertices) if job_state == "RUNNING" else {}
+    actual = hosts_by_name(details.vertices, subtask_hosts)
+    tm_infos = tuple(rest.taskmanagers())
+    tms = {t.id: TaskManagerView(t.id, t.slots, t.free_slots, dict(t.total_resource), dict(t.free_resource)) for t in tm_infos}
     others = tuple(j.id for j in rest.running_jobs() if j.id != job_id)
     jar_ids = tuple(rest.jar_ids())
 
@@ -126,6 +148,7 @@ def observe(req: ApplyRequest, rest: FlinkRest, executors: dict[str, Executor]) 
     jm_ex = executors[jm.name]
     state_record = schedulercfg = None
     jm_config = None
+    installed: tuple[str, ...] | None = None
     tm_configs: dict[str, HostConfigView] = {}
     if jm.name in reachable:
         try:
@@ -136,8 +159,11 @@ def observe(req: ApplyRequest, rest: FlinkRest, executors: dict[str, Executor]) 
                 except ValueError:
                     problems.append(Problem(f"{jm.name}:{paths.state}: not JSON (remove it, or fix it by hand)"))
             if req.mode == "custom":
-                schedulercfg = jm_ex.read_text(paths.schedulercfg)
+                schedulercfg = jm_ex.read_text(paths.schedulercfg_for(job_name))
                 jm_config = HostConfigView(jm.name, paths.config, jm_ex.read_text(paths.config))
+                listing = jm_ex.run(["sh", "-c", 'cd -- "$1" 2>/dev/null && ls -1 || true', "sh", paths.lib],
+                                    mutates=False, timeout=30)
+                installed = tuple(n for n in listing.stdout.split() if n.startswith(JAR_PREFIX + "-") and n.endswith(".jar"))
             sp = paths.savepoint_path
             if sp is not None:
                 probe = jm_ex.run(probe_writable_argv(sp), check=False, mutates=False, timeout=30)
@@ -157,12 +183,28 @@ def observe(req: ApplyRequest, rest: FlinkRest, executors: dict[str, Executor]) 
                     tm_configs[host] = HostConfigView(host, paths.config, executors[host].read_text(paths.config))
                 except CommandFailed as exc:
                     problems.append(Problem(str(exc)))
+    scheduler = None
+    if req.mode == "custom":
+        scheduler = SchedulerView(active=extension_active(rest), settings=rest.jobmanager_config(),
+                                  installed_jars=installed, flink_version=str(rest.config().get("flink-version") or "") or None)
     view = ClusterView(
         job_id=job_id, job_name=job_name, job_state=job_state, vertices=vertices, actual=actual, taskmanagers=tms,
         other_jobs=others, jar_ids=jar_ids, state_record=state_record, schedulercfg=schedulercfg,
-        jobmanager_config=jm_config, taskmanager_configs=tm_configs,
+        jobmanager_config=jm_config, taskmanager_configs=tm_configs, running_vertices=tuple(details.vertices),
+        subtask_hosts=subtask_hosts, taskmanager_infos=tm_infos, scheduler=scheduler,
     )
     return view, problems
+
+
+def read_subtask_hosts(rest: FlinkRest, job_id: str, vertices: Sequence[VertexInfo]) -> dict[str, tuple[str, ...]]:
+    """Running vertex id -> taskmanager-id of subtask 0, 1, ... (REST ``/jobs/<id>/vertices/<vid>``)."""
+    return {v.id: tuple(s.taskmanager_id for s in sorted(rest.subtasks(job_id, v.id), key=lambda s: s.index))
+            for v in vertices}
+
+
+def hosts_by_name(vertices: Sequence[VertexInfo], subtask_hosts: dict[str, tuple[str, ...]]) -> Counts:
+    """(vertex name, taskmanager-id) -> subtasks, summed over vertices sharing a name (vanilla lanes)."""
+    return dict(Counter((v.name, tm) for v in vertices for tm in subtask_hosts.get(v.id, ())))
 
 
 def _arg(args: list[str], name: str, default: float) -> float:
@@ -210,12 +252,6 @@ def parse_config(view: HostConfigView) -> dict[str, object]:
     return flatten(data)
 
 
-def jobmanager_scheduler(view: HostConfigView | None) -> str | None:
-    if view is None:
-        return None
-    return str(parse_config(view).get("jobmanager.scheduler", "") or "") or None
-
-
 def check(req: ApplyRequest, view: ClusterView) -> list[Problem]:
     """Problems that stop the apply (pure)."""
     problems: list[Problem] = []
@@ -228,15 +264,7 @@ def check(req: ApplyRequest, view: ClusterView) -> list[Problem]:
             f"stale plan: {req.plan_dir / 'plan.json'} was made from inventory {req.plan.inventory.digest[:19]}…, but "
             f"{req.inventory_path} is {digest[:19]}… (the inventory changed since `placement plan`; plan again)",
             stale_input=True))
-    planned = planned_vertices(req)
-    if planned != view.vertices:
-        diffs = []
-        for name in sorted(set(planned) | set(view.vertices)):
-            p, r = planned.get(name), view.vertices.get(name)
-            if p != r:
-                diffs.append(f"{name!r} plan {p if p is not None else 'absent'} vs running {r if r is not None else 'absent'}")
-        problems.append(Problem(f"stale plan: the running job's graph differs from the plan's (parallelism: {'; '.join(diffs)})",
-                                stale_input=True))
+    problems += graph_problems(req, view)
     if req.jar_id and req.jar_id not in view.jar_ids:
         problems.append(Problem(f"--jar-id {req.jar_id}: no such jar on the JobManager (uploaded: {', '.join(view.jar_ids) or 'none'})"))
     if not req.jar_id and req.jar_path is None:
@@ -273,9 +301,16 @@ def check(req: ApplyRequest, view: ClusterView) -> list[Problem]:
             if heap + 1e-9 < slots * slot_heap:
                 problems.append(Problem(f"TaskManager {host}: {heap:g} MiB task heap free, the plan's {slots} slot(s) need {slots * slot_heap:g}"))
         else:
-            free_slots = tm.slots if not view.other_jobs else tm.free_slots + own.get(host, 0)
-            if free_slots < slots:
-                problems.append(Problem(f"TaskManager {host}: {free_slots} slot(s) free, the plan needs {slots}"))
+            # a placed slot requests one unit of the TaskManager's own resource (and its slot size): units are slots
+            resource = taskmanager_resource_name(host)
+            if tm.extended(resource) < 1:
+                keys = ", ".join(f"{k}: {v}" for k, v in taskmanager_config(host, tm.slots or slots).items())
+                problems.append(Problem(f"TaskManager {host} declares no external resource {resource!r}, so no slot can be "
+                                        f"placed on it: set {keys} in its config and restart it"))
+                continue
+            have = available("", resource)
+            if have + 1e-9 < slots:
+                problems.append(Problem(f"TaskManager {host}: {have:g} slot(s) free, the plan needs {slots}"))
 
     if req.mode == "vanilla":
         for host, cfg in sorted(view.taskmanager_configs.items()):
@@ -291,19 +326,104 @@ def check(req: ApplyRequest, view: ClusterView) -> list[Problem]:
                 problems.append(Problem(f"TaskManager {host} does not declare external resource {host!r}: apply must {what}; "
                                         "pass --yes to allow the restart"))
     else:
+        problems += scheduler_problems(req, view)
+    return problems
+
+
+def graph_problems(req: ApplyRequest, view: ClusterView) -> list[Problem]:
+    """The running job's graph against the plan's. Custom mode finds each planned vertex by id, else by its name
+    without the SQL planner's ``[n]`` counters (a SQL job's names change with every submission); vanilla mode compares
+    names and parallelism summed over lane copies."""
+    if req.mode == "custom":
+        planned = planned_vertex_list(req.plan.assignment)
+        match = match_vertices(planned, view.running_vertices)
+        diffs = match.problems + parallelism_differences(match, planned)
+    else:
+        want = planned_vertices(req)
+        diffs = []
+        for name in sorted(set(want) | set(view.vertices)):
+            p, r = want.get(name), view.vertices.get(name)
+            if p != r:
+                diffs.append(f"{name!r} plan {p if p is not None else 'absent'} vs running {r if r is not None else 'absent'}")
+        diffs = [f"parallelism: {'; '.join(diffs)}"] if diffs else []
+    if not diffs:
+        return []
+    return [Problem(f"stale plan: the running job's graph differs from the plan's ({'; '.join(diffs)})", stale_input=True)]
+
+
+@dataclass(frozen=True)
+class SchedulerFix:
+    """What custom mode must change on the JobManager host before a placed job can run (empty: nothing)."""
+
+    reasons: tuple[str, ...]  # why the extension is not in effect, one clause each
+    config: dict[str, object]  # JobManager config keys to set
+    install_jar: bool  # the extension jar is missing from <home>/lib
+    fixable: bool  # a config change + restart (+ jar upload) can fix it
+
+    @property
+    def needed(self) -> bool:
+        return bool(self.reasons)
+
+
+def scheduler_fix(req: ApplyRequest, view: ClusterView) -> SchedulerFix:
+    """Is the scheduler extension in effect on the JobManager with the inventory's scheduler dir? (pure)"""
+    s = view.scheduler
+    if s is None:
+        return SchedulerFix((), {}, False, True)
+    jm, paths = req.inventory.jobmanager_host.name, req.paths
+    reasons: list[str] = []
+    fixable = True
+    install = s.installed_jars is not None and not s.installed_jars
+    if install:
+        reasons.append(f"no scheduler extension jar in {jm}:{paths.lib}")
+    elif s.installed_jars is not None and len(s.installed_jars) > 1:
+        reasons.append(f"several extension jars in {jm}:{paths.lib} ({', '.join(s.installed_jars)}); keep one")
+        fixable = False
+    if s.active is None:
+        reasons.append("the JobManager does not say whether it loaded the extension (GET /jobmanager/environment)")
+        fixable = False
+    elif s.active is False and not install:
+        reasons.append("the running JobManager's classpath has flink-dist before the extension (start it with "
+                       "bin/jobmanager.sh, whose bin/config.sh order lets lib/ win)")
+    config: dict[str, object] = {}
+    for key, value in extension_jobmanager_config(paths.scheduler_dir).items():
+        have = s.settings.get(key)
+        unset_ok = key == "jobmanager.scheduler" and have is None  # Flink's default scheduler
+        if not unset_ok and str(have or "").lower() != str(value).lower():
+            config[key] = value
+            reasons.append(f"{key} is {have if have is not None else 'unset'}, needs {value}")
+    return SchedulerFix(tuple(reasons), config, install, fixable)
+
+
+def scheduler_problems(req: ApplyRequest, view: ClusterView) -> list[Problem]:
+    fix = scheduler_fix(req, view)
+    if not fix.needed:
+        return []
+    inv, paths = req.inventory, req.paths
+    jm = inv.jobmanager_host.name
+    why = "; ".join(fix.reasons)
+    if not fix.fixable:
+        return [Problem(f"the JobManager on {jm} does not run the scheduler extension: {why}")]
+    problems = []
+    if fix.config and view.jobmanager_config is not None and view.jobmanager_config.text is None:
+        problems.append(Problem(f"{jm}:{paths.config}: no such file (flink.home in the inventory must be the JobManager's "
+                                "Flink home)"))
+    elif fix.config and view.jobmanager_config is not None:
         try:
-            scheduler = jobmanager_scheduler(view.jobmanager_config)
+            parse_config(view.jobmanager_config)
         except PlacementError as exc:
             problems.append(Problem(str(exc)))
-            scheduler = "?"
-        if view.jobmanager_config is not None and view.jobmanager_config.text is None:
-            problems.append(Problem(f"{inv.jobmanager_host.name}:{view.jobmanager_config.path}: no such file "
-                                    "(flink.home in the inventory must be the JobManager's Flink home)"))
-        elif (scheduler or "").lower() != "custom" and not req.consent:
-            problems.append(Problem(
-                f"the JobManager config {inv.jobmanager_host.name}:{req.paths.config} has jobmanager.scheduler: "
-                f"{scheduler or '(unset)'}, not Custom: apply must set it and restart the JobManager (the job is stopped "
-                "with a savepoint first); pass --yes to allow the restart"))
+    if view.other_jobs:
+        problems.append(Problem(f"the JobManager on {jm} must restart to load the scheduler extension ({why}), which "
+                                f"would end the other running job(s) {', '.join(view.other_jobs)}: stop them first"))
+    elif not req.consent:
+        todo = " and ".join(filter(None, [
+            f"install the extension jar into {jm}:{paths.lib}" if fix.install_jar else "",
+            f"set {', '.join(f'{k}: {v}' for k, v in fix.config.items())} in {jm}:{paths.config}" if fix.config else "",
+        ])) or "restart it"
+        problems.append(Problem(f"the JobManager on {jm} does not run the scheduler extension ({why}): apply must {todo} "
+                                "and restart the JobManager (the job is stopped with a savepoint first); pass --yes to "
+                                "allow the restart"))
     return problems
 
 
@@ -314,11 +434,12 @@ def describe_reads(req: ApplyRequest) -> list[str]:
     lines = [f"ssh {h.name}: true" for h in req.inventory.hosts]
     lines.append(f"ssh {jm}: cat {paths.state}")
     if req.mode == "custom":
-        lines += [f"ssh {jm}: cat {paths.schedulercfg}", f"ssh {jm}: cat {paths.config}"]
+        lines += [f"ssh {jm}: cat {paths.schedulercfg_for('<job name>')}", f"ssh {jm}: cat {paths.config}",
+                  f"ssh {jm}: ls {paths.lib}  (the scheduler extension's jar)"]
     if paths.savepoint_path:
         lines.append(f"ssh {jm}: {shlex.join(probe_writable_argv(paths.savepoint_path))}")
     lines.append("REST GET /overview, /jobs/overview (or /jobs/<id>), /jobs/<id>, /jobs/<id>/vertices/<vid> per vertex, "
-                 "/taskmanagers, /jars")
+                 "/taskmanagers, /jars" + (", /jobmanager/environment, /jobmanager/config, /config" if req.mode == "custom" else ""))
     if req.mode == "vanilla":
         lines.append(f"ssh <host>: cat {paths.config}  (only for a host whose TaskManager lacks its external resource)")
     return lines

@@ -18,16 +18,30 @@ import yaml
 from placement.errors import BadInput
 from placement.flink_config import flatten
 from placement.inventory import Inventory, load_inventory
+from placement.scheduler import TASKMANAGERS_FILENAME, schedulercfg_filename
 from placement.writers.planjson import PlanDocument, load_plan
+from placement.writers.schedulercfg import parse_schedulercfg
 
 
 @dataclass(frozen=True)
 class RemotePaths:
-    """Files apply reads and writes on the hosts (all under the Flink home of the inventory)."""
+    """Files apply reads and writes on the hosts (under the Flink home of the inventory, and the scheduler dir)."""
 
     home: str
-    schedulercfg: str
+    scheduler_dir: str  # the extension's dir on the JobManager host: <job>.schedulercfg files and taskmanagers.cfg
     savepoint_dir: str  # the inventory's URI, e.g. file:///opt/flink/savepoints
+
+    def schedulercfg_for(self, job_name: str) -> str:
+        """The file the extension reads for the job called ``job_name``."""
+        return posixpath.join(self.scheduler_dir, schedulercfg_filename(job_name))
+
+    @property
+    def taskmanagers_table(self) -> str:
+        return posixpath.join(self.scheduler_dir, TASKMANAGERS_FILENAME)
+
+    @property
+    def lib(self) -> str:
+        return posixpath.join(self.home, "lib")
 
     @property
     def state_dir(self) -> str:
@@ -59,7 +73,8 @@ class RemotePaths:
 
     @classmethod
     def of(cls, inv: Inventory) -> RemotePaths:
-        return cls(home=inv.flink.home.rstrip("/") or "/", schedulercfg=inv.flink.schedulercfg, savepoint_dir=inv.flink.savepoint_dir)
+        return cls(home=inv.flink.home.rstrip("/") or "/", scheduler_dir=inv.flink.scheduler_directory,
+                   savepoint_dir=inv.flink.savepoint_dir)
 
 
 @dataclass(frozen=True)
@@ -79,9 +94,10 @@ class ApplyRequest:
     jar_path: Path | None
     jar_id: str | None
     consent: bool  # --yes: restarts allowed
-    schedulercfg: str | None  # DIR/schedulercfg (custom mode)
+    schedulercfg: str | None  # DIR/schedulercfg (custom mode), checked: every planned subtask has its line
     vanilla_configs: dict[str, dict[str, object]] = field(default_factory=dict)  # host -> DIR/vanilla/<host>.yaml keys
     stale_lock_after_s: float = 1800.0
+    settle_s: float = 10.0  # after verify: the job must stay RUNNING, without a restart, this long
 
     @property
     def paths(self) -> RemotePaths:
@@ -101,6 +117,7 @@ def load_request(
     jar: str | None = None,
     jar_id: str | None = None,
     consent: bool = False,
+    settle_s: float = 10.0,
 ) -> ApplyRequest:
     plan_dir = Path(plan_dir)
     if not plan_dir.exists():
@@ -129,6 +146,7 @@ def load_request(
         if not cfg.is_file():
             raise BadInput("missing (custom mode needs the schedulercfg written by `placement plan`)", source=str(cfg))
         schedulercfg = cfg.read_text(encoding="utf-8")
+        check_schedulercfg(schedulercfg, plan, inventory, source=str(cfg))
     else:
         for host in sorted({a.host for a in plan.assignment}):
             path = plan_dir / "vanilla" / f"{host}.yaml"
@@ -146,6 +164,7 @@ def load_request(
         plan=plan, plan_dir=plan_dir, plan_fingerprint="sha256:" + hashlib.sha256(plan_file.read_bytes()).hexdigest(),
         inventory=inventory, inventory_path=Path(inventory_path), selector=JobSelector(job_id, job_name),
         jar_path=jar_path, jar_id=jar_id, consent=consent, schedulercfg=schedulercfg, vanilla_configs=vanilla,
+        settle_s=settle_s,
     )
 
 
@@ -161,3 +180,24 @@ def _jar_path(jar: str | None, inv: Inventory, inventory_path: Path) -> Path | N
                 return candidate
         raise BadInput(f"no such jar {inv.job.jar!r} (give --jar PATH or --jar-id ID)", source=str(inventory_path), field="job.jar")
     return None  # preflight says that a jar is needed
+
+
+def check_schedulercfg(text: str, plan: PlanDocument, inv: Inventory, *, source: str) -> None:
+    """The plan's schedulercfg is whole and names this inventory's hosts: every planned subtask has its line and
+    every line's TaskManager is an inventory host (by address or name). A partial or hand-edited file is refused
+    here, before anything changes (the extension would refuse it at submission, after the job was stopped)."""
+    if not text.strip():
+        raise BadInput("empty (custom mode needs one line per subtask: '<task name> (<i>/<n>); <TaskManager>')", source=source)
+    try:
+        lines = parse_schedulercfg(text)
+    except BadInput as exc:
+        raise BadInput(str(exc).split(": ", 1)[-1], source=source) from None
+    missing = [a.label for a in plan.assignment if a.label not in lines]
+    if missing:
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        raise BadInput(f"no line for {', '.join(repr(m) for m in missing[:5])}{more} (a partial file: every subtask of "
+                       "the plan needs its line; write it again with `placement plan`)", source=source)
+    known = {h.address for h in inv.hosts} | {h.name for h in inv.hosts}
+    for label, where in lines.items():
+        if where not in known:
+            raise BadInput(f"line {label!r} names TaskManager {where!r}, which is no host of the inventory", source=source)

@@ -28,6 +28,7 @@ from placement.apply.model import (
     AcquireLock,
     Action,
     ApplyPlan,
+    CheckExtension,
     RecordState,
     ReleaseLock,
     RestoreFile,
@@ -40,11 +41,15 @@ from placement.apply.model import (
     VerifyPlacement,
     WaitRunning,
     WaitTaskManagers,
+    WatchStable,
 )
-from placement.apply.verify import VerifyRow, all_ok, compare
+from placement.apply.preflight import read_subtask_hosts
+from placement.apply.verify import VerifyRow, all_ok, compare, compare_subtasks
+from placement.apply.vertices import PlannedVertex, match_vertices
 from placement.errors import PlacementError
 from placement.flink_rest import TERMINAL_STATES, FlinkRest
 from placement.remote import CommandFailed, Executor
+from placement.scheduler import SCHEDULER_DIR_KEY, extension_active
 
 
 class LockHeld(PlacementError):
@@ -162,7 +167,7 @@ class Runner:
             self.executors[a.host].run(list(a.argv), privileged=a.privileged, timeout=a.timeout)
         elif isinstance(a, UploadFile):
             self.executors[a.host].upload_atomic(a.path, a.content, mode=a.mode)
-            return {"bytes": len(a.content.encode())}
+            return {"bytes": a.size}
         elif isinstance(a, RestoreFile):
             self.executors[a.host].restore_previous(a.path)
         elif isinstance(a, AcquireLock):
@@ -191,18 +196,52 @@ class Runner:
             self.running_again_at = time.monotonic()
         elif isinstance(a, WaitTaskManagers):
             self.rest.wait_for_taskmanagers(dict(a.wanted), timeout=a.timeout)
+        elif isinstance(a, CheckExtension):
+            self._check_extension(a)
         elif isinstance(a, VerifyPlacement):
             assert self.ctx.new_job_id
-            planned = {(v, h): n for v, h, n in a.planned}
-            order = list(dict.fromkeys(v for v, _, _ in a.planned))
-            self.rows = compare(planned, self.rest.placement_counts(self.ctx.new_job_id), order)
+            self.rows = self._verify(a, self.ctx.new_job_id)
             if not all_ok(self.rows):
                 raise VerifyFailed(self.rows)
+        elif isinstance(a, WatchStable):
+            assert self.ctx.new_job_id
+            self._watch_stable(self.ctx.new_job_id, a.seconds)
         elif isinstance(a, RecordState):
             self._record(a.host, a.path, a.record)
         else:  # pragma: no cover - every action kind is handled above
             raise TypeError(f"unknown action {a!r}")
         return None
+
+    def _verify(self, a: VerifyPlacement, job_id: str) -> list[VerifyRow]:
+        if not a.subtasks:  # vanilla: counts per (vertex name, host)
+            planned = {(v, h): n for v, h, n in a.planned}
+            return compare(planned, self.rest.placement_counts(job_id), list(dict.fromkeys(v for v, _, _ in a.planned)))
+        vertices = self.rest.job(job_id).vertices
+        wanted = list({s.vertex_id: PlannedVertex(s.vertex_id, s.vertex, s.parallelism) for s in a.subtasks}.values())
+        match = match_vertices(wanted, vertices)
+        return compare_subtasks(a.subtasks, match, read_subtask_hosts(self.rest, job_id, list(match.matched.values())))
+
+    def _watch_stable(self, job_id: str, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while True:
+            job = self.rest.job(job_id)
+            if job.state != "RUNNING" or job.restarting_since_ms > 0:
+                cause = self.rest.root_exception(job_id) or "no exception recorded"
+                raise PlacementError(f"job {job_id} did not stay RUNNING after it was placed (now {job.state}"
+                                     f"{', it restarted' if job.restarting_since_ms else ''}): {cause}")
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(0.5)
+
+    def _check_extension(self, a: CheckExtension) -> None:
+        active = extension_active(self.rest)
+        if active is not True:
+            raise PlacementError("the restarted JobManager does not run the scheduler extension "
+                                 + ("(its classpath has flink-dist before the extension)" if active is False
+                                    else "(GET /jobmanager/environment does not say)"))
+        have = self.rest.jobmanager_config().get(SCHEDULER_DIR_KEY)
+        if have != a.scheduler_dir:
+            raise PlacementError(f"the restarted JobManager has {SCHEDULER_DIR_KEY}: {have or '(unset)'}, not {a.scheduler_dir}")
 
     def _lock(self, a: AcquireLock) -> None:
         ex = self.executors[a.host]

@@ -30,6 +30,7 @@ import yaml
 from placement.errors import PlacementError
 from placement.flink_config import nest
 from placement.flink_home import FlinkHome, find_flink_home
+from placement.scheduler.install import launcher_classpath
 
 # Flink's own scripts pass these to every JVM on Java 17+ (env.java.opts.all); without them a job fails at submit
 # with InaccessibleObjectException (Kryo/reflection into java.util etc.).
@@ -111,6 +112,8 @@ class ClusterSpec:
     jobmanager_heap_mib: int = 256
     flink_home: Path | None = None
     extra_config: Mapping[str, object] = field(default_factory=dict)
+    jobmanager_extra_config: Mapping[str, object] = field(default_factory=dict)  # only the JobManager's config.yaml
+    jobmanager_conf_dir: Path | None = None  # default <work_dir>/jobmanager/conf; the lab uses <flink home>/conf
 
     def __post_init__(self) -> None:
         ids = [tm.resource_id for tm in self.taskmanagers]
@@ -157,6 +160,7 @@ def jobmanager_config(spec: ClusterSpec, rest_port: int, rpc_port: int) -> dict[
         "web.upload.dir": str(spec.work_dir / "jobmanager" / "upload"),
         "io.tmp.dirs": str(spec.work_dir / "jobmanager" / "tmp"),
         "blob.storage.directory": str(spec.work_dir / "jobmanager" / "blob"),
+        **spec.jobmanager_extra_config,
     }
 
 
@@ -206,9 +210,13 @@ def jvm_base_flags(log_file: Path, conf_dir: Path) -> list[str]:
     ]
 
 
+# Every JVM gets bin/config.sh's classpath (sorted lib/*.jar, flink-dist last), not "lib/*": a class in a lib/ jar
+# (the scheduler extension) must win over flink-dist's copy, and "lib/*" leaves that order to the file system.
+
+
 def jobmanager_argv(home: FlinkHome, conf_dir: Path, log_file: Path, jvm_mem: Sequence[str], dyn: Sequence[str]) -> list[str]:
     return [
-        "java", *jvm_base_flags(log_file, conf_dir), *jvm_mem, "-cp", home.classpath, JOBMANAGER_MAIN,
+        "java", *jvm_base_flags(log_file, conf_dir), *jvm_mem, "-cp", launcher_classpath(home), JOBMANAGER_MAIN,
         "-c", str(conf_dir), *dyn,
     ]
 
@@ -217,14 +225,14 @@ def taskmanager_argv(
     home: FlinkHome, tm: TaskManagerSpec, conf_dir: Path, log_file: Path, jvm_mem: Sequence[str], dyn: Sequence[str]
 ) -> list[str]:
     return [
-        *tm.wrapper, "java", *jvm_base_flags(log_file, conf_dir), *jvm_mem, "-cp", home.classpath, TASKMANAGER_MAIN,
+        *tm.wrapper, "java", *jvm_base_flags(log_file, conf_dir), *jvm_mem, "-cp", launcher_classpath(home), TASKMANAGER_MAIN,
         "-c", str(conf_dir), *dyn,
     ]
 
 
 def bash_java_utils_argv(home: FlinkHome, command: str, conf_dir: Path) -> list[str]:
     return [
-        "java", "-cp", f"{home.bash_java_utils}:{home.classpath}", BASH_JAVA_UTILS_MAIN, command, "-c", str(conf_dir),
+        "java", "-cp", f"{home.bash_java_utils}:{launcher_classpath(home)}", BASH_JAVA_UTILS_MAIN, command, "-c", str(conf_dir),
     ]
 
 
@@ -295,7 +303,7 @@ class RunningCluster:
         """Record pids and the REST URL so another process (``placement lab down``) can stop this cluster."""
         state = {
             "rest_url": self.rest_url,
-            "processes": [{"name": p.name, "pid": p.pid, "log_file": str(p.log_file)} for p in self.processes],
+            "processes": [{"name": p.name, "pid": p.pid, "log_file": str(p.log_file), "argv": p.argv} for p in self.processes],
         }
         self.state_file.write_text(json.dumps(state, indent=2))
         return self.state_file
@@ -341,6 +349,26 @@ def stop_from_state(work_dir: Path, timeout: float = 20.0) -> bool:
     return True
 
 
+def relaunch_from_state(work_dir: Path, name: str, *, timeout: float = 20.0) -> int:
+    """End process ``name`` of the cluster recorded in ``<work_dir>/cluster.json`` (if it still runs) and start it
+    again with the argv it was started with (its wrapper included: namespace, cgroup); returns the new pid.
+
+    What a TaskManager's host does when its service restarts: same config, same resource id, a new JVM."""
+    state_file = Path(work_dir) / "cluster.json"
+    if not state_file.is_file():
+        raise PlacementError(f"no cluster recorded in {work_dir}")
+    state = json.loads(state_file.read_text())
+    entry = next((p for p in state["processes"] if p["name"] == name), None)
+    if entry is None or not entry.get("argv"):
+        raise PlacementError(f"{state_file}: no process {name!r} with a recorded command line")
+    old = FlinkProcess(name, int(entry["pid"]), Path(entry["log_file"]), Path(entry["log_file"]).with_suffix(".out"), entry["argv"])
+    stop_processes([old], timeout)
+    new = _launch(name, list(entry["argv"]), Path(entry["log_file"]), die_with_parent=False)
+    entry["pid"] = new.pid
+    state_file.write_text(json.dumps(state, indent=2))
+    return new.pid
+
+
 def _write_conf_dir(conf_dir: Path, conf: Mapping[str, object]) -> None:
     conf_dir.mkdir(parents=True, exist_ok=True)
     (conf_dir / "config.yaml").write_text(yaml.safe_dump(nest(conf), sort_keys=True))
@@ -384,10 +412,11 @@ def start_cluster(spec: ClusterSpec, *, timeout: float = 120.0, die_with_parent:
     rpc_port = spec.rpc_port or free_port(spec.jobmanager_address)
     started: list[FlinkProcess] = []
     try:
-        jm_conf_dir = spec.work_dir / "jobmanager" / "conf"
+        jm_conf_dir = spec.jobmanager_conf_dir or spec.work_dir / "jobmanager" / "conf"
         _write_conf_dir(jm_conf_dir, jobmanager_config(spec, rest_port, rpc_port))
         jvm, dyn = _memory_flags(home, "GET_JM_RESOURCE_PARAMS", jm_conf_dir)
         jm_log = spec.work_dir / "jobmanager" / "jobmanager.log"
+        jm_log.parent.mkdir(parents=True, exist_ok=True)
         jobmanager = _launch("jobmanager", jobmanager_argv(home, jm_conf_dir, jm_log, jvm, dyn), jm_log, die_with_parent)
         started.append(jobmanager)
 

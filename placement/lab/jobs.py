@@ -1,24 +1,24 @@
 """Build the lab jobs jar from the Java sources under ``deploy/jobs/src`` with ``javac`` and ``jar``.
 
 Maven is not reachable from the lab machines, and the lab jobs need nothing beyond Flink's own jars, so they are
-compiled against ``<flink>/lib/*`` at lab start. The jar is cached in a work dir under a name that carries the hash
-of the sources and of the Flink version, so an unchanged tree is compiled once.
+compiled against ``<flink>/lib/*`` at lab start (:mod:`placement.javabuild`, shared with the scheduler extension). The
+jar is cached in a work dir under a name that carries the hash of the sources and of the Flink version, so an
+unchanged tree is compiled once.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
 import shutil
-import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from placement.errors import PlacementError
 from placement.flink_home import FlinkHome, find_flink_home
+from placement.javabuild import build_jar, require_jdk, source_files, source_hash
+from placement.resources import repo_dir
 
-JOBS_DIR = Path(__file__).resolve().parents[2] / "deploy" / "jobs"
+JOBS_DIR = repo_dir("deploy") / "jobs"  # the clone's deploy/jobs, or the copy an installed package ships
 DEFAULT_CACHE = Path(tempfile.gettempdir()) / "placement-lab-jobs"
 
 # The lab jobs: main class and the vertex names Flink shows (what profiles, plans and --placement refer to).
@@ -40,33 +40,6 @@ class JobsJar:
     source_hash: str
 
 
-def source_files(src_dir: Path) -> list[Path]:
-    return sorted(p for p in src_dir.rglob("*.java") if p.is_file())
-
-
-def source_hash(files: list[Path], root: Path, flink_version: str | None) -> str:
-    digest = hashlib.sha256(f"flink={flink_version}\n".encode())
-    for path in files:
-        digest.update(str(path.relative_to(root)).encode() + b"\0")
-        digest.update(path.read_bytes() + b"\0")
-    return digest.hexdigest()[:16]
-
-
-def javac_argv(home: FlinkHome, classes_dir: Path, files: list[Path]) -> list[str]:
-    return ["javac", "-nowarn", "-encoding", "UTF-8", "--release", "17", "-cp", home.classpath, "-d", str(classes_dir), *map(str, files)]
-
-
-def jar_argv(jar: Path, manifest: Path, classes_dir: Path) -> list[str]:
-    return ["jar", "cfm", str(jar), str(manifest), "-C", str(classes_dir), "."]
-
-
-def _run(argv: list[str], what: str) -> None:
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
-    if proc.returncode != 0:
-        errors = [line for line in (proc.stderr + proc.stdout).splitlines() if "error" in line] or (proc.stderr + proc.stdout).splitlines()
-        raise PlacementError(f"{what} failed: {errors[0].strip() if errors else f'exit {proc.returncode}'}")
-
-
 def build_jobs_jar(
     cache_dir: Path | None = None,
     *,
@@ -75,31 +48,15 @@ def build_jobs_jar(
     main_class: str = IOT_SENSOR_JOB,
 ) -> JobsJar:
     """Compile ``deploy/jobs/src`` into ``<cache>/placement-lab-jobs-<hash>.jar`` unless that jar exists already."""
-    for tool in ("javac", "jar"):
-        if shutil.which(tool) is None:
-            raise PlacementError(f"`{tool}` not found: install a JDK 17 (e.g. apt-get install openjdk-17-jdk-headless)")
+    require_jdk()
     home = home or find_flink_home()
     src_dir = src_dir or JOBS_DIR / "src"
-    files = source_files(src_dir)
-    if not files:
-        raise PlacementError(f"{src_dir}: no Java sources")
-    cache_dir = Path(cache_dir or DEFAULT_CACHE)
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    digest = source_hash(files, src_dir, home.version)
-    jar = cache_dir / f"placement-lab-jobs-{digest}.jar"
-    if jar.is_file():
-        return JobsJar(jar, digest)
-
-    with tempfile.TemporaryDirectory(prefix="build-", dir=cache_dir) as tmp:
-        classes = Path(tmp) / "classes"
-        classes.mkdir()
-        _run(javac_argv(home, classes, files), "javac of the lab jobs")
-        manifest = Path(tmp) / "MANIFEST.MF"
-        manifest.write_text(f"Manifest-Version: 1.0\nMain-Class: {main_class}\nCreated-By: placement.lab.jobs\n")
-        partial = Path(tmp) / jar.name
-        _run(jar_argv(partial, manifest, classes), "jar of the lab jobs")
-        os.replace(partial, jar)  # atomic: a concurrent builder sees either no jar or a whole one
-    return JobsJar(jar, digest)
+    digest = source_hash(source_files(src_dir), src_dir, home.version)
+    built = build_jar(
+        src_dir=src_dir, classpath=home.classpath, cache_dir=Path(cache_dir or DEFAULT_CACHE), name="placement-lab-jobs",
+        what="the lab jobs", digest=digest, manifest={"Main-Class": main_class},
+    )
+    return JobsJar(built.path, built.digest)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -6,6 +6,11 @@ prefix (namespaces ``pl-lab-*``, interfaces ``pllab*``, cgroups ``/sys/fs/cgroup
 inside those namespaces/cgroups -- ``up`` starts the JobManager and server TaskManager in ``pl-lab-server``, a cgroup
 without a quota, so they are found whatever work dir they ran from -- or whose Java command line names the work dir), so a lab whose launcher was killed
 with ``kill -9`` half-way is still removed completely.
+
+``up --mode custom`` (the default) runs stock Flink with the scheduler extension in the lab's own Flink home
+(:mod:`placement.lab.home`); ``--mode vanilla`` runs stock Flink without it (jobs place themselves with the Placement
+helper). Either way every edge namespace gets an sshd (:mod:`placement.lab.sshd`) so ``placement apply`` reaches the
+lab's hosts over SSH with verified host keys, like real ones; the lab inventory says which mode runs.
 """
 
 from __future__ import annotations
@@ -21,10 +26,13 @@ from pathlib import Path
 import yaml
 
 from placement.errors import PlacementError
+from placement.flink_home import find_flink_home
 from placement.flink_rest import FlinkRest
 from placement.inventory import Inventory, load_inventory
+from placement.lab import sshd as lab_sshd
 from placement.lab import topology as topo
 from placement.lab.flink import start_cluster, stop_from_state
+from placement.lab.home import make_lab_home, scheduler_dir
 from placement.netem.tc import apply_commands
 from placement.netns import (
     VethPair,
@@ -36,6 +44,11 @@ from placement.netns import (
     run,
 )
 from placement.remote import LocalExecutor
+from placement.scheduler import (
+    TASKMANAGERS_FILENAME,
+    extension_active,
+    render_taskmanagers,
+)
 
 DEFAULT_WORK_DIR = Path("/tmp/placement-lab")
 STATE_FILE = "lab.json"
@@ -52,6 +65,9 @@ def check_host() -> None:
         raise LabUnavailable(f"placement lab needs root and network namespaces: {reason}")
     if not (topo.CGROUP_ROOT / "cpu.cfs_quota_us").is_file():
         raise LabUnavailable(f"placement lab needs the cgroup v1 cpu controller at {topo.CGROUP_ROOT}")
+    reason = lab_sshd.sshd_unavailable()
+    if reason:
+        raise LabUnavailable(f"placement lab: {reason}")
 
 
 def state_path(work_dir: Path) -> Path:
@@ -147,21 +163,50 @@ def healthy(state: dict | None) -> bool:
 class UpResult:
     state: dict
     already_up: bool
+    restarted_for_mode: str | None = None  # the mode of a lab that was up and was replaced
 
 
-def up(inventory_path: str, work_dir: Path = DEFAULT_WORK_DIR, *, timeout: float = 300.0) -> UpResult:
-    """Start the lab (or find it already up). Anything made is removed again when starting fails."""
+def _start_sshds(plan: topo.LabPlan) -> tuple[Path, Path, dict[str, int]]:
+    """An sshd in every edge namespace (the lab's key, host keys verified via the known_hosts it writes)."""
+    key = lab_sshd.client_key(plan.work_dir)
+    lines, pids = [], {}
+    for h in plan.edges:
+        assert h.namespace is not None
+        pid, line = lab_sshd.start_sshd(plan.work_dir, h.name, h.namespace, h.address, key)
+        pids[f"sshd {h.name}"] = pid
+        lines.append(line)
+    return key, lab_sshd.write_known_hosts(plan.work_dir, lines), pids
+
+
+def _write_taskmanager_table(rest: FlinkRest, home: Path, plan: topo.LabPlan) -> None:
+    """``taskmanagers.cfg`` in the scheduler dir (apply rewrites it with every schedulercfg; written here too so a
+    hand-written schedulercfg works at once)."""
+    table = render_taskmanagers(rest.taskmanagers(), {h.name: [h.address] for h in plan.hosts})
+    target = scheduler_dir(home) / TASKMANAGERS_FILENAME
+    tmp = target.with_suffix(".tmp")
+    tmp.write_text(table)
+    os.replace(tmp, target)
+
+
+def up(inventory_path: str, work_dir: Path = DEFAULT_WORK_DIR, *, timeout: float = 300.0,
+       mode: topo.Mode = "custom") -> UpResult:
+    """Start the lab in ``mode`` (or find it already up in that mode). Anything made is removed again when starting
+    fails; a lab up in the other mode is taken down and started again."""
     inv: Inventory = load_inventory(inventory_path)
     plan = topo.plan_lab(inv, Path(work_dir).resolve(), source=inventory_path)
     check_host()
     existing = read_state(work_dir)
+    replaced = None
     if healthy(existing):
         assert existing is not None
-        return UpResult(existing, already_up=True)
-    down(work_dir)  # a half-dead lab of an earlier run, or leftovers of a crash
+        if existing.get("mode", "vanilla") == mode:
+            return UpResult(existing, already_up=True)
+        replaced = existing.get("mode", "vanilla")
+    down(work_dir)  # a half-dead lab of an earlier run, leftovers of a crash, or a lab in the other mode
 
     plan.work_dir.mkdir(parents=True, exist_ok=True)
     state = _plan_state(plan, inventory_path)
+    state["mode"] = mode
     _write_state(plan.work_dir, state)
     try:
         topo.SERVER_CGROUP.mkdir(exist_ok=True)  # no quota: only so that `down` finds the server-side JVMs by name
@@ -169,18 +214,29 @@ def up(inventory_path: str, work_dir: Path = DEFAULT_WORK_DIR, *, timeout: float
         _make_server_side()
         for h in plan.edges:
             _make_edge(h)
+        key, known_hosts, sshd_pids = _start_sshds(plan)
         from placement.lab.jobs import build_jobs_jar
 
         jar = build_jobs_jar()
-        cluster = start_cluster(topo.cluster_spec(plan), timeout=timeout, die_with_parent=False)
+        home = make_lab_home(plan.work_dir, find_flink_home(), with_extension=mode == "custom")
+        cluster = start_cluster(topo.cluster_spec(plan, flink_home=home.path, mode=mode), timeout=timeout,
+                                die_with_parent=False)
+        rest = FlinkRest(cluster.rest_url)
+        if mode == "custom":
+            _write_taskmanager_table(rest, home.path, plan)
+            if extension_active(rest) is not True:
+                raise PlacementError(f"the lab's JobManager does not load the scheduler extension from {home.lib} "
+                                     f"(GET {cluster.rest_url}/jobmanager/environment: flink-dist comes first)")
         state.update(
-            status="up", rest_url=cluster.rest_url, jar=str(jar.path),
-            processes={p.name: p.pid for p in cluster.processes},
+            status="up", rest_url=cluster.rest_url, jar=str(jar.path), flink_home=str(home.path),
+            processes={p.name: p.pid for p in cluster.processes} | sshd_pids,
         )
-        lab_inv = topo.lab_inventory(inv, plan, cluster.rest_url)
+        access = topo.LabAccess(rest_url=cluster.rest_url, mode=mode, flink_home=home.path, ssh_user=lab_sshd.SSH_USER,
+                                ssh_key=key, known_hosts=known_hosts)
+        lab_inv = topo.lab_inventory(inv, plan, access)
         lab_inv.setdefault("job", {})["jar"] = str(jar.path)
         (plan.work_dir / LAB_INVENTORY).write_text(
-            "# written by `placement lab up`: what runs now (real addresses, REST URL)\n"
+            f"# written by `placement lab up` ({mode} mode): what runs now (real addresses, REST URL, SSH key)\n"
             + yaml.safe_dump(lab_inv, sort_keys=False)
         )
         state["lab_inventory"] = str(plan.work_dir / LAB_INVENTORY)
@@ -190,7 +246,7 @@ def up(inventory_path: str, work_dir: Path = DEFAULT_WORK_DIR, *, timeout: float
         raise
     finally:
         _leave_lab_cgroup()
-    return UpResult(state, already_up=False)
+    return UpResult(state, already_up=False, restarted_for_mode=replaced)
 
 
 # ---- down ----------------------------------------------------------------------------------------------------------
@@ -330,7 +386,8 @@ def status(work_dir: Path = DEFAULT_WORK_DIR) -> dict:
                 row["throttled_periods"] = int(stat.get("nr_throttled", 0))
                 row["throttled_s"] = int(stat.get("throttled_time", 0)) / 1e9
         hosts.append(row)
-    return {"up": healthy(state), "status": state.get("status"), "work_dir": str(work_dir), "rest_url": state.get("rest_url"),
+    return {"up": healthy(state), "status": state.get("status"), "mode": state.get("mode", "vanilla"),
+            "flink_home": state.get("flink_home"), "work_dir": str(work_dir), "rest_url": state.get("rest_url"),
             "rest_error": rest_error, "cpu_scale": state.get("cpu_scale"), "notes": state.get("notes", []),
             "lab_inventory": state.get("lab_inventory"), "hosts": hosts}
 

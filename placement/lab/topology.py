@@ -18,6 +18,11 @@ From an inventory (``inventory/lab.yaml``) this decides, per host, what ``placem
   server TaskManager keep the rest; when ``scale < 1`` the plan says so (the lab's Pis are then slower than real ones,
   by that factor) and the lab inventory written by ``up`` records the effective speed.
 
+Every TaskManager is named after its host and declares an external resource of that name (:func:`cluster_spec`);
+in custom mode the JobManager runs from the lab's own Flink home with the scheduler extension's keys, and
+:func:`lab_inventory` writes the running inventory (mode, Flink home, scheduler dir, the lab's SSH key and
+known_hosts) that ``placement apply`` uses like any other.
+
 Everything is named with the prefix ``pl-lab``/``pllab`` and addressed in 10.203.0.0/16 so ``lab down`` finds
 leftovers of a crashed run by name alone.
 """
@@ -27,11 +32,20 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from placement.errors import BadInput
 from placement.inventory import Inventory
 from placement.lab.flink import ClusterSpec, TaskManagerSpec
+from placement.lab.home import scheduler_dir
 from placement.netem.tc import Shape
+from placement.scheduler.naming import (
+    jobmanager_config,
+    taskmanager_config,
+    taskmanager_resource_name,
+)
+
+Mode = Literal["custom", "vanilla"]
 
 NS_PREFIX = "pl-lab-"
 IF_PREFIX = "pllab"
@@ -145,8 +159,13 @@ def plan_lab(inv: Inventory, work_dir: Path, *, machine_cores: int | None = None
     return LabPlan(inv.name, Path(work_dir), tuple(hosts), machine_cores, scale, tuple(notes))
 
 
-def cluster_spec(plan: LabPlan, *, flink_home: Path | None = None) -> ClusterSpec:
-    """The Flink cluster: JobManager and server TM on the server address, each edge TM in its namespace and cgroup."""
+def cluster_spec(plan: LabPlan, *, flink_home: Path | None = None, mode: Mode = "custom") -> ClusterSpec:
+    """The Flink cluster: JobManager and server TM on the server address, each edge TM in its namespace and cgroup.
+
+    Every TaskManager is named after its host (``taskmanager.resource-id``) and declares an external resource of
+    that name. ``custom``: one unit per slot (a placed slot requests one unit: :func:`placement.scheduler.taskmanager_config`),
+    and the JobManager gets the extension's keys, its conf dir being ``<flink home>/conf``. ``vanilla``: at least 16
+    units (the lab jobs' per-host slot sharing groups, deploy/jobs/README.md)."""
     tms = []
     for h in plan.hosts:
         wrapper: tuple[str, ...] = ()
@@ -155,26 +174,55 @@ def cluster_spec(plan: LabPlan, *, flink_home: Path | None = None) -> ClusterSpe
             assert h.cpu is not None and h.namespace is not None
             wrapper = (*cgroup_wrapper(h.cpu.cgroup), "ip", "netns", "exec", h.namespace)
             extra = {"taskmanager.data.port": EDGE_DATA_PORT}
-        # one unit of the host's own external resource per slot: the vanilla pin (deploy/jobs/README.md)
-        tms.append(TaskManagerSpec(h.name, slots=h.slots, address=h.address, external_resource=h.name,
-                                   external_resource_amount=max(h.slots, 16), wrapper=wrapper,
-                                   extra_config=extra))
+        if mode == "custom":
+            keys = taskmanager_config(h.name, h.slots)
+            resource = taskmanager_resource_name(h.name)
+            amount = int(keys[f"external-resource.{resource}.amount"])  # type: ignore[call-overload]
+        else:
+            resource, amount = h.name, max(h.slots, 16)
+        tms.append(TaskManagerSpec(h.name, slots=h.slots, address=h.address, external_resource=resource,
+                                   external_resource_amount=amount, wrapper=wrapper, extra_config=extra))
+    jm_extra: dict[str, object] = {}
+    jm_conf_dir = None
+    if flink_home is not None:
+        jm_conf_dir = Path(flink_home) / "conf"
+        if mode == "custom":
+            jm_extra = jobmanager_config(str(scheduler_dir(Path(flink_home))))
     return ClusterSpec(work_dir=plan.work_dir / "flink", taskmanagers=tuple(tms), jobmanager_address=SERVER_ADDRESS,
-                       rest_address="127.0.0.1", flink_home=flink_home)
+                       rest_address="127.0.0.1", flink_home=flink_home, jobmanager_extra_config=jm_extra,
+                       jobmanager_conf_dir=jm_conf_dir)
 
 
-def lab_inventory(inv: Inventory, plan: LabPlan, rest_url: str) -> dict[str, object]:
-    """The inventory of what runs: real addresses, interfaces, effective speeds, the REST URL, vanilla mode."""
+@dataclass(frozen=True)
+class LabAccess:
+    """How the running lab is reached: REST, SSH (key, known_hosts), its Flink home and placement mode."""
+
+    rest_url: str
+    mode: Mode
+    flink_home: Path
+    ssh_user: str
+    ssh_key: Path
+    known_hosts: Path
+
+
+def lab_inventory(inv: Inventory, plan: LabPlan, access: LabAccess) -> dict[str, object]:
+    """The inventory of what runs: real addresses, interfaces, effective speeds, the REST URL, the placement mode,
+    the lab's Flink home and scheduler dir, and the SSH key and known_hosts that reach the edge hosts' sshd."""
     data = inv.model_dump(mode="json", by_alias=True, exclude_none=True)
     data["name"] = f"{inv.name}-running"
+    data["ssh"] = {**dict(data.get("ssh") or {}), "user": access.ssh_user, "key": str(access.ssh_key),  # type: ignore[arg-type]
+                   "known_hosts": str(access.known_hosts)}
     for host in data["hosts"]:  # type: ignore[union-attr]
         lh = plan.host(host["name"])
         host["address"] = lh.address
+        host.pop("ssh", None)  # the lab's own sshd and key, not the shipped inventory's
         if lh.role == "edge":
             host["interface"] = lh.ns_if
             host["speed"] = round(lh.effective_speed or host.get("speed", 1.0), 4)
     flink = dict(data["flink"])  # type: ignore[arg-type]
-    flink.update(rest_url=rest_url, placement_mode="vanilla", jobmanager=plan.hosts[0].name,
+    flink.pop("schedulercfg_path", None)
+    flink.update(rest_url=access.rest_url, placement_mode=access.mode, jobmanager=plan.hosts[0].name,
+                 home=str(access.flink_home), scheduler_dir=str(scheduler_dir(access.flink_home)),
                  savepoint_dir=(plan.work_dir / "savepoints").as_uri())
     data["flink"] = flink
     return data

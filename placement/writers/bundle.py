@@ -31,11 +31,14 @@ class Artifacts:
 def render_artifacts(problem: PlacementProblem, plan: PlanDocument, inv: Inventory) -> Artifacts:
     """Every file of the plan directory, in memory (pure apart from Graphviz's renderer)."""
     warnings: list[str] = []
-    strict = plan.placement_mode == "custom"
-    if not strict and label_collisions(plan.assignment):
-        warnings.append("schedulercfg has labels that are substrings of other task names (harmless in vanilla mode)")
+    clashes = label_collisions(plan.assignment)
+    if clashes:
+        label, other = clashes[0]
+        warnings.append(f"schedulercfg: label {label!r} is part of task name {other!r}: the placement scheduler "
+                        "extension matches exactly and places both right; the seed projects' patched Flink (contains()) "
+                        "would not")
     files = {
-        "schedulercfg": render_schedulercfg(plan.assignment, problem.vertex_order, strict=strict).encode(),
+        "schedulercfg": render_schedulercfg(plan.assignment, problem.vertex_order).encode(),
         "redeploy.sh": render_redeploy(plan, inv).encode(),
         "placement.json": (json.dumps(plan.mapping(), indent=2) + "\n").encode(),
         **{name: text.encode() for name, text in render_taskmanager_configs(plan, inv).items()},

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
+from support import real_parts
 
 REPO = Path(__file__).resolve().parents[2]
 ANSIBLE_DIR = REPO / "ansible"
@@ -37,7 +37,7 @@ def tool(name: str) -> str | None:
 def require_tool(name: str) -> str:
     path = tool(name)
     if path is None:
-        pytest.skip(f"{name} is not installed (pip install -e '.[ansible]')")
+        real_parts.missing(f"{name} is not installed (pip install -e '.[ansible]')")
     return path
 
 
@@ -126,11 +126,11 @@ def build_flink_archive(target: Path, version: str = "2.3.0") -> FlinkArchive:
     try:
         import pyflink
     except ImportError:
-        pytest.skip("apache-flink-libraries is not installed")
+        real_parts.missing("apache-flink-libraries is not installed")
     root = Path(list(pyflink.__path__)[0])
     lib, utils = root / "lib", root / "bin" / "bash-java-utils.jar"
     if not (lib / f"flink-dist-{version}.jar").exists() or not utils.exists():
-        pytest.skip(f"the installed pyflink wheel is not Flink {version}")
+        real_parts.missing(f"the installed pyflink wheel is not Flink {version}")
     top = f"flink-{version}"
     with tarfile.open(target, "w:gz", compresslevel=0) as tar:
         for directory in ("lib", "bin", "conf"):
@@ -151,7 +151,7 @@ def placement_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedPr
     """The installed `placement` command, as a user runs it."""
     exe = tool("placement")
     if exe is None:
-        pytest.skip("the placement command is not installed (pip install -e .)")
+        real_parts.missing("the placement command is not installed (pip install -e .)")
     return subprocess.run([exe, *args], capture_output=True, text=True, timeout=120, cwd=cwd)
 
 

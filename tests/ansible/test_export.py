@@ -63,7 +63,7 @@ def test_edge_lab_groups_and_figures() -> None:
     assert cluster["flink_jobmanager_address"] == "192.168.1.180"
     assert (cluster["flink_rest_address"], cluster["flink_rest_port"]) == ("192.168.1.180", 8081)
     assert cluster["flink_placement_mode"] == "custom"
-    assert cluster["flink_schedulercfg_path"] == "/opt/flink/scripts/schedulercfg"
+    assert cluster["flink_scheduler_dir"] == "/opt/flink/placement/scheduler"
     assert cluster["placement_memory_utilisation_target"] == 0.8
 
     server = hostvars(doc, "servers", "server")
@@ -191,8 +191,8 @@ def test_cli_local_archive_is_checksummed(tmp_path: Path) -> None:
             "error: /nonexistent/flink.tgz: --flink-archive: file not found",
         ),
         (
-            [str(EDGE_LAB), "--out", "/nonexistent/dir/hosts.yml"],
-            "error: /nonexistent/dir/hosts.yml: --out: directory does not exist",
+            [str(EDGE_LAB), "--out", "/dev/null/dir/hosts.yml"],  # a missing folder is made; one under a file cannot be
+            "error: /dev/null/dir/hosts.yml: --out: cannot create its directory: Not a directory",
         ),
         ([str(EDGE_LAB), "--wan-profile", "no-such-profile"], "--wan-profile: unknown WAN profile 'no-such-profile'"),
     ],

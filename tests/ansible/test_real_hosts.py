@@ -25,6 +25,7 @@ import yaml
 from ansible_support import Ansible, FlinkArchive, PlaybookRun, placement_cli, recap_summary
 from placement.lab.flink import JAVA17_FLAGS
 from placement.netns import Namespaces, netns_available, ns_exec, run
+from support import real_parts
 from support.sshd import SshHost, sshd_available, sshd_in_namespace
 
 pytestmark = [pytest.mark.ansible, pytest.mark.netns, pytest.mark.timeout(900)]
@@ -112,7 +113,7 @@ class Lab:
             p = self.prefix(host)
             overrides = {
                 "flink_home": f"{p}/opt/flink",
-                "flink_schedulercfg_path": f"{p}/opt/flink/scripts/schedulercfg",
+                "flink_scheduler_dir": f"{p}/opt/flink/placement/scheduler",
                 "flink_download_dir": f"{p}/var/cache/flink",
                 "flink_log_dir": f"{p}/var/log/flink",
                 "flink_data_dir": f"{p}/var/lib/flink",
@@ -136,11 +137,8 @@ class Lab:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory, flink_archive: FlinkArchive) -> Iterator[Lab]:
-    for reason in (netns_available(), sshd_available()):
-        if reason:
-            pytest.skip(reason)
-    if not (JAVA_HOME / "bin" / "java").exists():
-        pytest.skip(f"needs Java 17 at {JAVA_HOME}")
+    real_parts.require(netns_available() or sshd_available())  # strict mode: a missing part fails
+    real_parts.require(None if (JAVA_HOME / "bin" / "java").exists() else f"needs Java 17 at {JAVA_HOME}")
     root = tmp_path_factory.mktemp("pa-ansible")
     runner = Ansible(root)
     with Namespaces("pa") as nets:
@@ -237,11 +235,12 @@ def test_site_installs_and_configures_flink_and_a_second_run_changes_nothing(lab
         assert cfg["rest"]["address"] == server_addr and cfg["rest"]["port"] == 8081
         assert cfg["taskmanager"]["resource-id"] == host
         assert cfg["external-resources"] == host
-        assert cfg["jobmanager"]["scheduler"] == "Custom"
+        assert cfg["jobmanager"]["scheduler"] == "default"  # stock Flink's; the extension does the placing
         assert cfg["env"]["java"]["home"] == str(JAVA_HOME)
         assert cfg["env"]["java"]["opts"]["all"].split() == list(JAVA17_FLAGS)
         assert cfg["execution"]["checkpointing"]["savepoint-dir"] == f"file://{lab.root}/savepoints"
-    assert server["placement"]["schedulercfg"] == f"{lab.prefix('server')}/opt/flink/scripts/schedulercfg"
+    scheduler_dir = lab.prefix("server") / "opt" / "flink" / "placement" / "scheduler"
+    assert server["placement"]["scheduler"]["dir"] == str(scheduler_dir)
     assert rpi1["taskmanager"]["host"] == rpi1_addr and server["taskmanager"]["host"] == server_addr
     # slots = cores; the external resource has one unit per slot
     assert server["taskmanager"]["numberOfTaskSlots"] == 2 and rpi1["taskmanager"]["numberOfTaskSlots"] == 4
@@ -253,9 +252,19 @@ def test_site_installs_and_configures_flink_and_a_second_run_changes_nothing(lab
     assert server["taskmanager"]["memory"]["process"]["size"] == "4928m"  # 8192 * 0.8 - 1600 = 4953.6 -> 4928
     assert rpi1["taskmanager"]["memory"]["process"]["size"] == "3264m"  # 4096 * 0.8 = 3276.8 -> 3264
 
-    # the schedulercfg exists (empty) where the JobManager runs, only there
-    assert (lab.prefix("server") / "opt" / "flink" / "scripts" / "schedulercfg").read_text() == ""
-    assert not (lab.prefix("rpi1") / "opt" / "flink" / "scripts").exists()
+    # the scheduler extension: built on the controller, installed into the JobManager's lib/ only, for Flink 2.3.0;
+    # its directory (empty until `placement apply` writes a schedulercfg) exists where the JobManager runs, only there
+    jars = sorted((lab.prefix("server") / "opt" / "flink" / "lib").glob("placement-scheduler-*.jar"))
+    assert len(jars) == 1 and jars[0].name.startswith("placement-scheduler-2.3.0-"), jars
+    assert not list((lab.prefix("rpi1") / "opt" / "flink" / "lib").glob("placement-scheduler-*.jar"))
+    status = placement_cli("scheduler", "status", "--flink-home", str(lab.prefix("server") / "opt" / "flink"))
+    assert status.returncode == 0 and "built for Flink 2.3.0" in status.stdout and ": ok" in status.stdout, status.stdout
+    assert scheduler_dir.is_dir() and not any(scheduler_dir.iterdir())
+    assert not (lab.prefix("rpi1") / "opt" / "flink" / "placement").exists()
+    # bin/config.sh's classpath (sorted lib/*.jar, flink-dist last) puts the extension before flink-dist
+    lib_jars = sorted(p.name for p in (lab.prefix("server") / "opt" / "flink" / "lib").glob("*.jar"))
+    order = [n for n in lib_jars if not n.startswith("flink-dist")] + [n for n in lib_jars if n.startswith("flink-dist")]
+    assert order.index(jars[0].name) < order.index("flink-dist-2.3.0.jar")
 
     units = {h: lab.prefix(h) / "etc" / "systemd" / "system" for h in HOSTS}
     assert sorted(p.name for p in units["server"].iterdir()) == [
@@ -295,13 +304,13 @@ def test_site_installs_and_configures_flink_and_a_second_run_changes_nothing(lab
     assert_ok(stop)
     assert recap_summary(stop, HOSTS) == {"server": 0, "rpi1": 0}, stop.describe()
 
-    # check mode on a configured host, with a changed inventory: vanilla mode drops the custom scheduler. Exactly one
-    # change per host (config.yaml), shown as a diff, and nothing written.
+    # check mode on a configured host, with a changed inventory: vanilla mode drops the extension's directory key.
+    # Exactly one change per host (config.yaml), shown as a diff, and nothing written.
     config_before = (lab.prefix("server") / "opt/flink/conf/config.yaml").read_text()
     vanilla = lab.ansible.playbook("site.yml", lab.export(placement_mode="vanilla"), "--check", "--diff")
     assert_ok(vanilla)
     assert recap_summary(vanilla, HOSTS) == {"server": 1, "rpi1": 1}, vanilla.describe()
-    assert re.search(r"^-\s+scheduler: Custom$", vanilla.stdout, re.MULTILINE), vanilla.describe()
+    assert re.search(r"^-\s+dir: .*/opt/flink/placement/scheduler$", vanilla.stdout, re.MULTILINE), vanilla.describe()
     assert (lab.prefix("server") / "opt/flink/conf/config.yaml").read_text() == config_before
 
 

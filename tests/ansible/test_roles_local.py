@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from ansible_support import ANSIBLE_DIR, Ansible, require_tool
+from support import real_parts
 
 pytestmark = pytest.mark.ansible
 
@@ -65,8 +66,10 @@ def choice(stdout: str) -> dict[str, str]:
 
 
 def test_this_x86_64_host_gets_the_amd64_runtime(tmp_path: Path) -> None:
-    if platform.machine() != "x86_64" or not Path("/usr/lib/jvm/java-17-openjdk-amd64/bin/java").exists():
-        pytest.skip("needs an x86_64 host with Debian's openjdk-17")
+    if platform.machine() != "x86_64":
+        real_parts.kernel_fact("machine-not-x86_64", platform.machine())
+    if not Path("/usr/lib/jvm/java-17-openjdk-amd64/bin/java").exists():
+        real_parts.missing("needs Debian's openjdk-17 (/usr/lib/jvm/java-17-openjdk-amd64)")
     proc = run_role(tmp_path, "java", "placement_arch=x86_64")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert choice(proc.stdout) == {"package": "openjdk-17-jre-headless", "home": "/usr/lib/jvm/java-17-openjdk-amd64"}
@@ -94,7 +97,7 @@ def test_32_bit_pi_os_is_refused(tmp_path: Path) -> None:
 def any_java_home() -> str:
     java = shutil.which("java")
     if java is None:
-        pytest.skip("needs a java runtime on PATH")
+        real_parts.missing("needs a java runtime on PATH")
     return str(Path(java).resolve().parents[1])
 
 

@@ -20,21 +20,11 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 
+from support import plan_dirs
 from support.sshd import SshHost
 
 from placement.flink_rest import FlinkRest
-from placement.inventory import load_inventory
 from placement.lab.jobs import IOT_SENSOR_JOB
-from placement.writers.planjson import (
-    Objective,
-    PlanDocument,
-    SolverInfo,
-    SourceRef,
-    SubtaskAssignment,
-    render_plan_json,
-)
-from placement.writers.schedulercfg import render_schedulercfg
-from placement.writers.vanilla import render_taskmanager_configs
 
 PLACEMENT = [str(Path(sys.executable).parent / "placement")]
 JOB_NAME = "pp-apply-iot"
@@ -76,7 +66,7 @@ def write_inventory(path: Path, lab: SshLab, *, rest_url: str, home: Path, savep
         ],
         "links": [{"from": "rpi1", "to": "server", "bandwidth": "50mbit"}],
         "flink": {"rest_url": rest_url, "home": str(home), "jobmanager": "server", "placement_mode": mode,
-                  "savepoint_dir": savepoint_dir.as_uri(), "schedulercfg_path": str(home / "scripts" / "schedulercfg")},
+                  "savepoint_dir": savepoint_dir.as_uri(), "scheduler_dir": str(home / "placement" / "scheduler")},
         "job": {"name": JOB_NAME, "entry_class": IOT_SENSOR_JOB, "program_args": list(program_args),
                 **({"jar": str(jar)} if jar else {})},
     }
@@ -84,32 +74,10 @@ def write_inventory(path: Path, lab: SshLab, *, rest_url: str, home: Path, savep
     return path
 
 
-def write_plan_dir(out: Path, inventory_path: Path, mapping: Mapping[str, Sequence[str]], *, mode: str | None = None) -> Path:
+def write_plan_dir(out: Path, inventory_path: Path, mapping: Mapping[str, Sequence[str]], *, mode: str | None = None,
+                   vertex_ids: Mapping[str, str] | None = None) -> Path:
     """A plan directory as `placement plan --out` writes it (plan.json, schedulercfg, vanilla/<host>.yaml) for a mapping."""
-    inv = load_inventory(inventory_path)
-    mode = mode or inv.flink.placement_mode
-    assignment = []
-    for vertex, hosts in mapping.items():
-        for i, host in enumerate(hosts):
-            assignment.append(SubtaskAssignment(
-                vertex_id=vertex.lower().replace(" ", "-").replace(":", ""), vertex=vertex, subtask=i, parallelism=len(hosts),
-                label=f"{vertex} ({i + 1}/{len(hosts)})", host=host, address=inv.host(host).address))
-    doc = PlanDocument(
-        created_at="2026-11-21T20:00:00+00:00", tool="placement test", job=JOB_NAME,
-        inventory=SourceRef(path=str(inventory_path), digest=inv.digest()),
-        profile=SourceRef(path="(test mapping)", digest="sha256:" + "0" * 64), placement_mode=mode, rate_scale=1.0,
-        objective=Objective(wan_mbit=0, server_cores=0, edge_cores=0, latency_ms=0),
-        solver=SolverInfo(name="test", status="given", objective_mode=None, gap=None, seconds=0.0, stages=[]),
-        assignment=assignment, links=[], hosts=[],
-    )
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "plan.json").write_text(render_plan_json(doc))
-    order = list(dict.fromkeys(a.vertex_id for a in assignment))
-    (out / "schedulercfg").write_text(render_schedulercfg(assignment, order))
-    for rel, text in render_taskmanager_configs(doc, inv).items():
-        (out / rel).parent.mkdir(parents=True, exist_ok=True)
-        (out / rel).write_text(text)
-    return out
+    return plan_dirs.write_plan_dir(out, inventory_path, mapping, job=JOB_NAME, mode=mode, vertex_ids=vertex_ids)
 
 
 def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -146,13 +114,13 @@ def wait_key_total(rest: FlinkRest, job_id: str, at_least: float, timeout: float
 def assert_keyed_state_continued(rest: FlinkRest, job_id: str, before: float, since: float) -> float:
     """The running totals continue from ``before`` (taken before the redeploy at monotonic time ``since``).
 
-    A job started from scratch gains at most PER_KEY_RATE_MAX per second per sensor, so within the time elapsed
-    since ``since`` it could not have reached ``before``; the restored job is there at once (savepoint) or within
-    one checkpoint interval (a failover to the last checkpoint).
+    A job started from scratch gains at most PER_KEY_RATE_MAX per second per sensor, so within the time it has run
+    (since its own start, and at most since ``since``) it could not have reached ``before``; the restored job is there
+    at once (savepoint) or within one checkpoint interval (a failover to the last checkpoint).
     """
     assert before > 0
     value = wait_key_total(rest, job_id, before)
-    elapsed = time.monotonic() - since
+    elapsed = min(time.monotonic() - since, job_age(rest, job_id))
     assert value >= before, f"keyed totals restarted: {value} < {before}"
     assert PER_KEY_RATE_MAX * elapsed < before, f"test too slow to tell a restore from a fresh start ({elapsed:.0f}s)"
     return value

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from apply_support import JOB_ARGS, SshLab
+from support import real_parts
 from support.sshd import generate_key, sshd_available, sshd_in_namespace
 
 from placement.errors import PlacementError
@@ -20,9 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def ssh_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshLab]:
-    reason = netns_available() or sshd_available()
-    if reason:
-        pytest.skip(reason)
+    real_parts.require(netns_available() or sshd_available())  # strict mode: missing is a failure
     work = tmp_path_factory.mktemp("pp-ssh")
     client_key = generate_key(work / "client_ed25519", "pp-apply-test")
     with Namespaces("pp") as nets, contextlib.ExitStack() as stack:

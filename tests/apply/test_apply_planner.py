@@ -19,15 +19,19 @@ from placement.apply.model import (
     ClusterView,
     HostConfigView,
     RestoreFile,
+    SchedulerView,
     SshCommand,
     SubmitJob,
     TaskManagerView,
     UploadFile,
 )
-from placement.apply.planner import new_program_args, plan_apply
+from placement.apply.planner import new_program_args, placement_matches, plan_apply
 from placement.apply.preflight import check, config_satisfies, slots_needed
 from placement.apply.request import load_request
+from placement.errors import BadInput
+from placement.flink_rest import TaskManagerInfo, VertexInfo
 from placement.lab.jobs import IOT_SENSOR_JOB
+from placement.scheduler import ExtensionJar
 
 
 def inventory(tmp: Path, mode: str = "vanilla") -> Path:
@@ -84,7 +88,8 @@ def test_a_taskmanager_without_its_resource_needs_consent_then_gets_config_and_r
     kinds = [(s.phase, s.action.kind) for s in plan.steps]
     assert kinds == [("prepare", "lock"), ("prepare", "upload-jar"), ("stop", "stop"), ("install", "upload"),
                      ("install", "ssh"), ("install", "ssh"), ("install", "wait-tms"), ("redeploy", "submit"),
-                     ("redeploy", "wait"), ("verify", "verify"), ("finish", "record"), ("finish", "unlock")]
+                     ("redeploy", "wait"), ("verify", "verify"), ("verify", "watch"), ("finish", "record"),
+                     ("finish", "unlock")]
     upload = plan.steps[3].action
     assert isinstance(upload, UploadFile) and upload.host == "rpi1" and upload.path == "/opt/flink/conf/config.yaml"
     written = yaml.safe_load(upload.content)
@@ -128,19 +133,129 @@ def test_noop_only_when_apply_itself_started_this_job_with_this_plan(request_):
     assert not plan_apply(req, elsewhere, holder="t").noop
 
 
-def test_custom_mode_plans_the_schedulercfg_and_a_jobmanager_restart_only_when_needed(request_):
-    req = request_(mode="custom", consent=True)
-    jm_default = HostConfigView("server", "/opt/flink/conf/config.yaml", "jobmanager:\n  scheduler: default\n")
-    plan = plan_apply(req, view(ALL_SERVER, jobmanager_config=jm_default), holder="t")
+EXT_DIR = "/opt/flink/placement/scheduler"
+ACTIVE = SchedulerView(active=True, settings={"placement.scheduler.dir": EXT_DIR, "jobmanager.scheduler": "default"},
+                       installed_jars=("placement-scheduler-2.3.0-abc.jar",), flink_version="2.3.0")
+
+
+def custom_view(mapping: dict[str, list[str]], *, scheduler: SchedulerView = ACTIVE, names: dict[str, str] | None = None,
+                ids: dict[str, str] | None = None, **kw) -> ClusterView:
+    """A custom-mode view: the job's vertices (ids as write_plan_dir makes them, unless ``ids`` renames them; names
+    as planned unless ``names`` renames them) and which TaskManager runs each subtask index."""
+    vid = {v: (ids or {}).get(v, v.lower().replace(" ", "-").replace(":", "")) for v in mapping}
+    running = tuple(VertexInfo(vid[v], (names or {}).get(v, v), len(h), "RUNNING") for v, h in mapping.items())
+    tm_infos = tuple(TaskManagerInfo(t, f"pekko.tcp://flink@10.204.9.{2 if t == 'server' else 6}:6122/user/rpc/taskmanager_0",
+                                     4, 4, {"cpuCores": 4.0, "taskHeapMemory": 192, "extendedResources": {t: 4.0}},
+                                     {"cpuCores": 4.0, "taskHeapMemory": 192, "extendedResources": {t: 4.0}})
+                     for t in ("server", "rpi1"))
+    base = dict(jobmanager_config=HostConfigView("server", "/opt/flink/conf/config.yaml", "jobmanager:\n  scheduler: default\n"),
+                running_vertices=running, subtask_hosts={vid[v]: tuple(h) for v, h in mapping.items()},
+                taskmanager_infos=tm_infos, scheduler=scheduler,
+                taskmanagers={"server": tm("server", 4), "rpi1": tm("rpi1", 4)})
+    return view(mapping, **(base | kw))
+
+
+def test_custom_mode_installs_the_job_file_and_the_taskmanager_table_and_resubmits_the_job_unchanged(request_):
+    req = request_(mode="custom")
+    plan = plan_apply(req, custom_view(ALL_SERVER), holder="t")
     uploads = [s.action for s in plan.steps if isinstance(s.action, UploadFile)]
-    assert [u.path for u in uploads] == ["/opt/flink/scripts/schedulercfg", "/opt/flink/conf/config.yaml"]
-    assert uploads[0].content == (req.plan_dir / "schedulercfg").read_text()
-    assert yaml.safe_load(uploads[1].content) == {"jobmanager": {"scheduler": "Custom"}}
+    assert [u.path for u in uploads] == [f"{EXT_DIR}/taskmanagers.cfg", f"{EXT_DIR}/{JOB_NAME}.schedulercfg"]
+    assert uploads[1].content == (req.plan_dir / "schedulercfg").read_text()
+    table = uploads[0].content
+    assert "rpi1; addresses=10.204.9.6; slots=4" in table and "server; addresses=10.204.9.2; slots=4" in table
+    assert plan.restarts == () and not any(isinstance(s.action, SshCommand) for s in plan.steps)
+    submit = next(s.action for s in plan.steps if isinstance(s.action, SubmitJob))
+    assert list(submit.program_args) == JOB_ARGS and not submit.allow_non_restored_state  # the job as it was
+    verify = next(s.action for s in plan.steps if s.action.kind == "verify")
+    assert [(s.vertex, s.subtask, s.host) for s in verify.subtasks][:3] == [
+        ("Source: Sensors", 0, "rpi1"), ("Source: Sensors", 1, "rpi1"), ("Parse", 0, "rpi1")]
+    # roll back: both files back from .prev (removed when there was none: the job then runs as stock Flink)
+    assert [s.action.path for s in plan.rollback if isinstance(s.action, RestoreFile)] == [
+        f"{EXT_DIR}/{JOB_NAME}.schedulercfg", f"{EXT_DIR}/taskmanagers.cfg"]
+
+
+def test_custom_mode_restarts_the_jobmanager_only_with_consent_and_only_where_the_extension_is_not_in_effect(request_, tmp_path):
+    inactive = SchedulerView(active=False, settings={}, installed_jars=(), flink_version="2.3.0")
+    v = custom_view(ALL_SERVER, scheduler=inactive)
+    messages = [p.message for p in check(request_(mode="custom"), v)]
+    assert len(messages) == 1 and messages[0].startswith("the JobManager on server does not run the scheduler extension ("
+                                                         "no scheduler extension jar in server:/opt/flink/lib; "
+                                                         "placement.scheduler.dir is unset, needs /opt/flink/placement/scheduler)")
+    assert "install the extension jar into server:/opt/flink/lib and set placement.scheduler.dir: " in messages[0]
+    assert messages[0].endswith("pass --yes to allow the restart")
+    # other jobs on the cluster: a restart would end them, refused even with --yes
+    busy = custom_view(ALL_SERVER, scheduler=inactive, other_jobs=("j2",))
+    assert [p.message for p in check(request_(mode="custom", consent=True), busy)][-1].endswith(
+        "would end the other running job(s) j2: stop them first")
+    # with consent: jar, config, restart, wait for the TaskManagers, check the extension, upload the job jar again
+    req = request_(mode="custom", consent=True)
+    assert check(req, v) == []
+    jar = tmp_path / "placement-scheduler-2.3.0-abc.jar"
+    jar.write_bytes(b"PK-ext")
+    plan = plan_apply(req, v, holder="t", extension=ExtensionJar(jar, "abc", "2.3.0"))
+    kinds = [s.action.kind for s in plan.steps if s.phase == "install"]
+    assert kinds == ["upload", "upload", "upload", "upload", "ssh", "ssh", "wait-tms", "check-extension", "upload-jar"]
+    uploads = [s.action for s in plan.steps if isinstance(s.action, UploadFile)]
+    assert uploads[2].path == "/opt/flink/lib/placement-scheduler-2.3.0-abc.jar" and uploads[2].content == b"PK-ext"
+    assert yaml.safe_load(uploads[3].content) == {"jobmanager": {"scheduler": "default"},
+                                                  "placement": {"scheduler": {"dir": EXT_DIR}}}
     assert plan.restarts == ("JobManager on server",)
-    jm_custom = HostConfigView("server", "/opt/flink/conf/config.yaml", "jobmanager.scheduler: Custom\n")
-    plan = plan_apply(req, view(ALL_SERVER, jobmanager_config=jm_custom), holder="t")
-    assert [s.action.path for s in plan.steps if isinstance(s.action, UploadFile)] == ["/opt/flink/scripts/schedulercfg"]
-    assert plan.restarts == () and not any("--placement" in s.describe() for s in plan.steps if isinstance(s.action, SubmitJob))
+    assert "jobmanager.scheduler: Custom" not in json.dumps([s.describe() for s in plan.steps])  # not a stock value
+    # a JobManager that runs the extension already: no restart
+    assert plan_apply(req, custom_view(ALL_SERVER), holder="t").restarts == ()
+
+
+def test_custom_mode_finds_a_sql_jobs_vertices_by_id_when_their_names_changed(request_):
+    """Calc[2] of the profiled submission is Calc[7] now: found by id; a plan with other ids falls back to the name
+    without the counter where that is unambiguous; a vertex that is not there is a stale plan."""
+    req = request_(mode="custom")
+    renamed = {"Parse": "Parse[7]", "Filter": "Filter[8]"}
+    assert check(req, custom_view(PLACED, names=renamed)) == []
+    other_ids = custom_view(PLACED, ids={v: f"other-{i}" for i, v in enumerate(PLACED)})
+    assert check(req, other_ids) == []
+    assert placement_matches(req, custom_view(PLACED, names=renamed))
+    gone = custom_view({k: v for k, v in PLACED.items() if k != "Enrich"})
+    messages = [p.message for p in check(req, gone)]
+    assert messages == ["stale plan: the running job's graph differs from the plan's (not in the running job: 'Enrich' "
+                        "(id enrich))"]
+
+
+def test_custom_mode_compares_subtask_indices_not_counts(request_):
+    req = request_(mode="custom")
+    swapped = {**PLACED, "Enrich": ["server", "rpi1"]}  # the same counts per host, the indices swapped
+    assert not placement_matches(req, custom_view(swapped))
+    assert placement_matches(req, custom_view(PLACED))
+
+
+def test_custom_mode_refuses_a_taskmanager_that_is_missing_or_has_no_resource(request_):
+    req = request_(mode="custom")
+    missing = custom_view(PLACED, taskmanagers={"server": tm("server", 4)})
+    assert [p.message for p in check(req, missing)] == [
+        "no TaskManager with resource id 'rpi1' is registered (registered: server)"]
+    bare = custom_view(PLACED, taskmanagers={"server": tm("server", 4), "rpi1": tm("rpi1", 0)})
+    assert [p.message for p in check(req, bare)] == [
+        "TaskManager rpi1 declares no external resource 'rpi1', so no slot can be placed on it: set "
+        "taskmanager.resource-id: rpi1, taskmanager.numberOfTaskSlots: 4, external-resources: ['rpi1'], "
+        "external-resource.rpi1.amount: 4 in its config and restart it"]
+
+
+def test_a_partial_or_malformed_schedulercfg_is_bad_input_naming_the_file(request_):
+    req = request_(mode="custom")
+    cfg = req.plan_dir / "schedulercfg"
+    full = cfg.read_text()
+    cfg.write_text("".join(full.splitlines(keepends=True)[:-2]))
+    with pytest.raises(BadInput, match=rf"^{cfg}: no line for 'Sink: Readings \(1/2\)', 'Sink: Readings \(2/2\)' "
+                                       r"\(a partial file"):
+        load_request(req.plan_dir, req.inventory_path)
+    cfg.write_text(full + "this is no line\n")
+    with pytest.raises(BadInput, match=rf"^{cfg}: line \d+ is not '<task name> \(<i>/<n>\); <address>'"):
+        load_request(req.plan_dir, req.inventory_path)
+    cfg.write_text(full.replace("10.204.9.6", "10.9.9.9"))
+    with pytest.raises(BadInput, match="names TaskManager '10.9.9.9', which is no host of the inventory"):
+        load_request(req.plan_dir, req.inventory_path)
+    cfg.write_text("")
+    with pytest.raises(BadInput, match=rf"^{cfg}: empty"):
+        load_request(req.plan_dir, req.inventory_path)
 
 
 def test_slot_and_config_arithmetic():

@@ -96,12 +96,12 @@ def test_full_apply_puts_every_subtask_on_its_planned_taskmanager_and_keeps_keye
     # audit log: every step started and finished ok, in order, ending "applied"; no key material in it
     audit = read_audit(plan / "apply-audit.jsonl")
     kinds = [r["kind"] for r in audit if r["event"] == "ok"]
-    assert kinds == ["lock", "upload-jar", "stop", "submit", "wait", "verify", "record", "unlock"]
+    assert kinds == ["lock", "upload-jar", "stop", "submit", "wait", "verify", "watch", "record", "unlock"]
     assert audit[-1]["event"] == "done" and audit[-1]["status"] == "applied"
     text = (plan / "apply-audit.jsonl").read_text()
     assert "PRIVATE KEY" not in text and str(env.inventory) not in text
     downtime = float(result.stdout.split("RUNNING again: ")[1].split(" s")[0])
-    assert 0 < downtime < 30
+    assert 0 < downtime <= 15.0  # the redeploy downtime target (benchmarks/redeploy_downtime.py measures it)
 
 
 def test_second_apply_of_the_same_plan_changes_nothing_and_says_so(env: Env, flink_rest):

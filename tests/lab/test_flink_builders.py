@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,10 @@ def test_taskmanager_config_carries_resource_id_slots_address_and_external_resou
 
 def test_java17_flags_are_on_every_jvm_and_wrapper_prefixes_only_the_taskmanager(tmp_path):
     s = spec(tmp_path)
+    lib = tmp_path / "flink" / "lib"
+    lib.mkdir(parents=True)
+    for name in ("flink-dist-2.3.0.jar", "zz-connector.jar", "placement-scheduler-ext.jar", "a-table.jar"):
+        (lib / name).write_bytes(b"")
     home = lf.FlinkHome(tmp_path / "flink")
     conf = tmp_path / "conf"
     tm = lf.taskmanager_argv(home, s.taskmanagers[1], conf, tmp_path / "tm.log", ["-Xmx100m"], ["-Dx=y"])
@@ -56,8 +61,11 @@ def test_java17_flags_are_on_every_jvm_and_wrapper_prefixes_only_the_taskmanager
     assert "--add-opens=java.base/java.util=ALL-UNNAMED" in tm
     assert "--add-exports=java.base/sun.net.util=ALL-UNNAMED" in tm
     assert tm.index("-Xmx100m") < tm.index(lf.TASKMANAGER_MAIN) < tm.index("-Dx=y")
-    assert tm[tm.index("-cp") + 1] == str(tmp_path / "flink" / "lib" / "*")
+    # bin/config.sh's order: the other lib/ jars sorted, flink-dist last (so a class in a lib/ jar wins)
+    order = ["a-table.jar", "placement-scheduler-ext.jar", "zz-connector.jar", "flink-dist-2.3.0.jar"]
+    assert tm[tm.index("-cp") + 1] == ":".join(str(lib / n) for n in order)
     jm = lf.jobmanager_argv(home, conf, tmp_path / "jm.log", [], [])
+    assert jm[jm.index("-cp") + 1] == tm[tm.index("-cp") + 1]
     assert jm[0] == "java" and lf.JOBMANAGER_MAIN in jm and "--add-opens=java.base/java.lang=ALL-UNNAMED" in jm
     assert f"-Dlog.file={tmp_path / 'jm.log'}" in jm
 
@@ -93,9 +101,25 @@ def test_find_flink_home_prefers_flink_home_with_lib_and_falls_back_to_the_wheel
     assert wheel.bash_java_utils.is_file()
 
 
-def test_free_ports_differ_so_clusters_can_coexist():
-    ports = {lf.free_port() for _ in range(5)}
-    assert len(ports) >= 4 and all(1024 < p < 65536 for p in ports)
+def test_free_port_never_hands_out_a_port_in_use_so_clusters_can_coexist():
+    # A cluster listens on its ports once started; the next cluster asks while they are in use. The kernel picks the
+    # port (bind to 0), so it comes from the ephemeral range and is never one somebody listens on: hold each port as
+    # it is handed out, and every later answer must be another port that can be bound at once. (Distinct answers
+    # while NOT held are not promised: a port freed again may come back, which is harmless.)
+    low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    held: list[socket.socket] = []
+    try:
+        for _ in range(20):
+            port = lf.free_port()
+            assert low <= port <= high, (port, low, high)
+            assert port not in {s.getsockname()[1] for s in held}
+            listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            held.append(listener)
+            listener.bind(("127.0.0.1", port))  # raises if the port was not free
+            listener.listen()
+    finally:
+        for listener in held:
+            listener.close()
 
 
 def test_run_request_body_uses_the_keys_flink_2_3_reads():

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from support import real_parts
 
 ROOT = Path(__file__).resolve().parents[2]
 PLACEMENT = str(Path(sys.executable).with_name("placement"))
@@ -40,7 +40,8 @@ def test_two_servers_are_refused_by_lab_up(tmp_path):
     assert proc.returncode == 2 and "hosts: the lab runs exactly one server host, the inventory has 2" in proc.stderr
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None, reason="needs root to drop to nobody")
+@real_parts.needs("needs root to drop to nobody" if os.geteuid() != 0 else
+                   None if shutil.which("setpriv") else "needs setpriv (util-linux) to drop to nobody")
 def test_without_root_lab_up_says_so_in_one_line_and_exits_non_zero(tmp_path):
     work = tmp_path / "w"
     tmp_path.chmod(0o777)

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import zipfile
+from pathlib import Path
 
 import pytest
+from support import real_parts
 
 from placement.errors import PlacementError
 from placement.flink_home import find_flink_home
 from placement.lab.jobs import JOBS_DIR, build_jobs_jar, source_files, source_hash
 
-pytestmark = pytest.mark.skipif(shutil.which("javac") is None, reason="needs a JDK (javac)")
+pytestmark = real_parts.needs(None if shutil.which("javac") else "needs a JDK (javac not found on PATH)")
 
 
 def test_build_compiles_every_lab_job_into_a_runnable_jar_and_caches_it(tmp_path):
@@ -27,16 +30,45 @@ def test_build_compiles_every_lab_job_into_a_runnable_jar_and_caches_it(tmp_path
     assert again == built and again.path.stat().st_mtime_ns == mtime
 
 
-def test_changed_sources_get_a_new_jar(tmp_path):
+def counting_javac(bin_dir: Path, log: Path) -> None:
+    """Put a ``javac`` first on PATH that notes each run in ``log`` and then runs the real javac."""
+    real = shutil.which("javac")
+    bin_dir.mkdir()
+    wrapper = bin_dir / "javac"
+    wrapper.write_text(f'#!/bin/sh\necho run >> "{log}"\nexec "{real}" "$@"\n')
+    wrapper.chmod(0o755)
+
+
+def class_bytes(jar: Path, name: str = "placement/lab/IotSensorJob.class") -> bytes:
+    return zipfile.ZipFile(jar).read(name)
+
+
+def test_a_source_change_rebuilds_and_no_change_does_not(tmp_path, monkeypatch):
     src = tmp_path / "src"
     shutil.copytree(JOBS_DIR / "src", src)
-    home = find_flink_home()
-    before = source_hash(source_files(src), src, home.version)
+    runs = tmp_path / "javac-runs.log"
+    counting_javac(tmp_path / "bin", runs)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    javac_runs = lambda: len(runs.read_text().splitlines()) if runs.exists() else 0  # noqa: E731
+    cache = tmp_path / "cache"
+
+    first = build_jobs_jar(cache, src_dir=src)
+    assert javac_runs() == 1
+    again = build_jobs_jar(cache, src_dir=src)  # nothing changed: the cached jar, javac not run
+    assert again == first and javac_runs() == 1
+
     job = src / "placement" / "lab" / "IotSensorJob.java"
-    job.write_text(job.read_text() + "\n// changed\n")
-    rebuilt = build_jobs_jar(tmp_path / "cache", src_dir=src)
-    assert rebuilt.source_hash != before and rebuilt.path.is_file()
-    assert rebuilt.source_hash == source_hash(source_files(src), src, home.version)
+    old_default = 'params.get("job-name", "iot-sensors")'
+    assert old_default in job.read_text()
+    job.write_text(job.read_text().replace(old_default, 'params.get("job-name", "iot-sensors-changed")'))
+    changed = build_jobs_jar(cache, src_dir=src)
+    assert javac_runs() == 2  # the change was compiled...
+    assert changed.source_hash != first.source_hash and changed.path != first.path
+    home = find_flink_home()
+    assert changed.source_hash == source_hash(source_files(src), src, home.version)
+    # ...into the new jar: the changed default job name is in its class file, and not in the old jar's
+    assert b"iot-sensors-changed" in class_bytes(changed.path) and b"iot-sensors-changed" not in class_bytes(first.path)
+    assert build_jobs_jar(cache, src_dir=src) == changed and javac_runs() == 2  # and is cached in turn
 
 
 def test_a_compile_error_is_one_line_naming_the_file(tmp_path):

@@ -51,7 +51,7 @@ def test_three_whole_pis_exceed_half_of_two_cores_and_are_scaled_down_saying_so(
 
 def test_cluster_spec_runs_edge_taskmanagers_in_their_namespace_and_cgroup_with_their_own_resource(tmp_path):
     plan = topo.plan_lab(load_inventory(LAB), tmp_path, machine_cores=2)
-    spec = topo.cluster_spec(plan)
+    spec = topo.cluster_spec(plan, mode="vanilla")
     assert spec.jobmanager_address == "10.203.0.1" and spec.rest_address == "127.0.0.1"
     assert spec.work_dir == tmp_path / "flink"
     tms = {tm.resource_id: tm for tm in spec.taskmanagers}
@@ -65,17 +65,39 @@ def test_cluster_spec_runs_edge_taskmanagers_in_their_namespace_and_cgroup_with_
     assert rpi1.extra_config == {"taskmanager.data.port": topo.EDGE_DATA_PORT}
 
 
-def test_the_running_inventory_has_real_addresses_the_rest_url_and_vanilla_mode(tmp_path):
+def test_custom_mode_gives_one_resource_unit_per_slot_and_the_jobmanager_the_extension_keys(tmp_path):
+    plan = topo.plan_lab(load_inventory(LAB), tmp_path, machine_cores=2)
+    home = tmp_path / "flink-home"
+    spec = topo.cluster_spec(plan, flink_home=home, mode="custom")
+    tms = {tm.resource_id: tm for tm in spec.taskmanagers}
+    assert {(tm.external_resource, tm.external_resource_amount) for tm in tms.values()} == {
+        ("server", 8), ("rpi1", 4), ("rpi2", 4)}
+    assert spec.jobmanager_conf_dir == home / "conf"  # what apply reads as <flink.home>/conf/config.yaml
+    assert spec.jobmanager_extra_config == {"placement.scheduler.dir": str(home / "placement" / "scheduler"),
+                                            "jobmanager.scheduler": "default"}
+    # without the extension the JobManager config has no scheduler keys
+    assert topo.cluster_spec(plan, flink_home=home, mode="vanilla").jobmanager_extra_config == {}
+
+
+@pytest.mark.parametrize("mode", ["custom", "vanilla"])
+def test_the_running_inventory_has_real_addresses_the_rest_url_the_mode_and_the_lab_ssh(tmp_path, mode):
     inv = load_inventory(LAB_3PI)
     plan = topo.plan_lab(inv, tmp_path, machine_cores=2)
-    data = topo.lab_inventory(inv, plan, "http://127.0.0.1:40000")
+    access = topo.LabAccess(rest_url="http://127.0.0.1:40000", mode=mode, flink_home=tmp_path / "flink-home",
+                            ssh_user="root", ssh_key=tmp_path / "ssh" / "lab_ed25519", known_hosts=tmp_path / "ssh" / "known_hosts")
+    data = topo.lab_inventory(inv, plan, access)
     hosts = {h["name"]: h for h in data["hosts"]}
     assert hosts["rpi3"]["address"] == "10.203.3.2" and hosts["rpi3"]["interface"] == "pllab3n"
     assert hosts["rpi3"]["speed"] == pytest.approx(0.3 / 3.6, abs=1e-4)
-    assert data["flink"]["rest_url"] == "http://127.0.0.1:40000" and data["flink"]["placement_mode"] == "vanilla"
+    assert data["flink"]["rest_url"] == "http://127.0.0.1:40000" and data["flink"]["placement_mode"] == mode
     from placement.inventory import Inventory
 
-    Inventory.model_validate(data)  # the planner can read it
+    running = Inventory.model_validate(data)  # the planner and apply can read it
+    assert running.flink.home == str(tmp_path / "flink-home")
+    assert running.flink.scheduler_directory == str(tmp_path / "flink-home" / "placement" / "scheduler")
+    ssh = running.ssh_for(running.host("rpi1"))
+    assert (ssh.user, ssh.key, ssh.known_hosts) == ("root", str(tmp_path / "ssh" / "lab_ed25519"),
+                                                     str(tmp_path / "ssh" / "known_hosts"))
 
 
 def test_an_inventory_with_two_servers_is_refused_naming_the_field(tmp_path):

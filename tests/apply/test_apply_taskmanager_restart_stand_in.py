@@ -1,4 +1,5 @@
-"""Vanilla mode where an edge TaskManager does not declare its external resource yet: apply changes that host's
+"""STAND-IN for Flink's bin/taskmanager.sh (the wheel ships none): vanilla mode where an edge TaskManager does not
+declare its external resource yet: apply changes that host's
 Flink config over SSH (atomic, ``.prev`` kept) and restarts its TaskManager with ``<home>/bin/taskmanager.sh`` — only
 with ``--yes`` — then redeploys and verifies.
 
@@ -21,7 +22,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-from apply_support import JOB_ARGS, PLACED, SshLab, run_cli, running_job, write_inventory, write_plan_dir
+from apply_support import (
+    JOB_ARGS,
+    PLACED,
+    SshLab,
+    run_cli,
+    running_job,
+    write_inventory,
+    write_plan_dir,
+)
 
 from placement.flink_rest import FlinkRest
 from placement.lab.flink import TaskManagerSpec
@@ -87,7 +96,7 @@ def install_taskmanager_script(home: Path, resource_id: str, pid: int) -> None:
     (home / "taskmanager.pid").write_text(str(pid))
 
 
-def test_a_taskmanager_without_its_resource_is_reconfigured_and_restarted_only_with_consent(
+def test_a_taskmanager_without_its_resource_is_reconfigured_and_restarted_only_with_consent_stand_in_script(
         tmp_path, ssh_lab: SshLab, lab_jobs_jar, flink_support):
     rpi1 = ssh_lab.hosts["rpi1"]
     root_side = "10.204.0.5"  # the root namespace's end of the pp-rpi1 veth: reachable from inside pp-rpi1

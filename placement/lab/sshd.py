@@ -1,0 +1,144 @@
+"""A real OpenSSH server per lab edge host, so ``placement apply`` reaches the lab's "hosts" the way it reaches real ones.
+
+The lab's edge hosts are network namespaces; apply talks to every inventory host over SSH with the host key verified
+(the server's address 10.203.0.1 is this machine's, so apply runs the server's commands locally, as it does on any
+JobManager host it runs on). ``lab up`` therefore gives each edge namespace an sshd listening on the namespace's
+address, port 22 (the namespace has its own network stack, so no system sshd is in the way):
+
+* one client key for the lab (``<workdir>/ssh/lab_ed25519``), authorised for ``root`` on every lab sshd;
+* one ed25519 host key per host and a ``known_hosts`` holding exactly those keys under the hosts' addresses, which
+  the lab inventory names (``ssh.known_hosts``) — strict host key checking stays on;
+* keys only (no passwords, no PAM), SFTP for apply's atomic uploads, a log per host (``<workdir>/ssh/<host>/sshd.log``).
+
+The sshd processes live in the edge namespaces, so ``lab down`` ends them with everything else in those namespaces.
+Pure builders (:func:`sshd_config`, :func:`known_hosts_line`) are tested without root.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from placement.errors import PlacementError
+from placement.netns import ns_exec
+
+SSHD = Path("/usr/sbin/sshd")
+SFTP_SERVERS = (Path("/usr/lib/openssh/sftp-server"), Path("/usr/libexec/openssh/sftp-server"))
+PRIVSEP_DIR = Path("/run/sshd")  # Debian's sshd refuses to start without it (a system dir: made if missing, kept)
+SSH_PORT = 22
+SSH_USER = "root"
+CLIENT_KEY = "lab_ed25519"
+KNOWN_HOSTS = "known_hosts"
+
+
+@dataclass(frozen=True)
+class LabSsh:
+    """What the lab inventory's ``ssh:`` section names."""
+
+    user: str
+    key: Path
+    known_hosts: Path
+    port: int = SSH_PORT
+
+
+def ssh_dir(work_dir: Path) -> Path:
+    return Path(work_dir) / "ssh"
+
+
+def sshd_unavailable() -> str | None:
+    """None when sshd can run here, else why not (one line)."""
+    if not SSHD.exists():
+        return f"{SSHD} is missing: the lab's hosts are reached over SSH (apt-get install openssh-server)"
+    if shutil.which("ssh-keygen") is None:
+        return "ssh-keygen is missing (apt-get install openssh-client)"
+    return None
+
+
+def sshd_config(*, address: str, port: int, host_key: Path, authorized_keys: Path, pid_file: Path) -> str:
+    sftp = next((p for p in SFTP_SERVERS if p.exists()), SFTP_SERVERS[0])
+    return "\n".join([
+        f"ListenAddress {address}:{port}",
+        f"HostKey {host_key}",
+        f"AuthorizedKeysFile {authorized_keys}",
+        f"PidFile {pid_file}",
+        "PermitRootLogin prohibit-password",
+        "PubkeyAuthentication yes",
+        "PasswordAuthentication no",
+        "KbdInteractiveAuthentication no",
+        "UsePAM no",
+        "StrictModes no",  # the lab's work dir may sit under /tmp, whose permissions sshd's checks would refuse
+        "LogLevel VERBOSE",
+        "MaxStartups 50",
+        f"Subsystem sftp {sftp}",
+    ]) + "\n"
+
+
+def known_hosts_line(address: str, port: int, host_public_key: str) -> str:
+    kind, key = host_public_key.split()[:2]
+    name = address if port == 22 else f"[{address}]:{port}"
+    return f"{name} {kind} {key}\n"
+
+
+def _keygen(path: Path, comment: str) -> Path:
+    for stale in (path, path.with_name(path.name + ".pub")):
+        stale.unlink(missing_ok=True)
+    proc = subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)],
+                          capture_output=True, text=True, timeout=30, check=False)
+    if proc.returncode != 0:
+        raise PlacementError(f"ssh-keygen for {path} failed: {(proc.stderr or proc.stdout).strip()}")
+    path.chmod(0o600)
+    return path
+
+
+def client_key(work_dir: Path) -> Path:
+    """The lab's client key (made once per lab start)."""
+    d = ssh_dir(work_dir)
+    d.mkdir(parents=True, exist_ok=True)
+    d.chmod(0o700)
+    return _keygen(d / CLIENT_KEY, "placement-lab")
+
+
+def start_sshd(work_dir: Path, host: str, namespace: str, address: str, key: Path, *, port: int = SSH_PORT,
+               timeout: float = 20.0) -> tuple[int, str]:
+    """Start sshd for ``host`` in ``namespace`` on ``address:port``; returns its pid and its ``known_hosts`` line."""
+    d = ssh_dir(work_dir) / host
+    d.mkdir(parents=True, exist_ok=True)
+    host_key = _keygen(d / "ssh_host_ed25519_key", f"sshd@{host}")
+    authorized = d / "authorized_keys"
+    authorized.write_text(key.with_name(key.name + ".pub").read_text())
+    authorized.chmod(0o600)
+    config = d / "sshd_config"
+    config.write_text(sshd_config(address=address, port=port, host_key=host_key, authorized_keys=authorized,
+                                  pid_file=d / "sshd.pid"))
+    PRIVSEP_DIR.mkdir(mode=0o755, exist_ok=True)
+    log = d / "sshd.log"
+    with open(log, "ab") as out:
+        # by absolute path (sshd re-executes itself); -D: no daemonising (its pid is ours to record), -e: log to stderr
+        proc = subprocess.Popen(ns_exec(namespace, [str(SSHD), "-D", "-e", "-f", str(config)]), stdout=out,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc.poll() is not None:
+            tail = log.read_text(errors="replace").strip().splitlines()
+            raise PlacementError(f"sshd for lab host {host} exited ({proc.returncode}): {tail[-1] if tail else log}")
+        try:
+            with socket.create_connection((address, port), timeout=1) as conn:
+                if conn.recv(4).startswith(b"SSH-"):
+                    break
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise PlacementError(f"sshd for lab host {host} does not answer on {address}:{port} (log {log})")
+        time.sleep(0.1)
+    return proc.pid, known_hosts_line(address, port, host_key.with_name(host_key.name + ".pub").read_text())
+
+
+def write_known_hosts(work_dir: Path, lines: list[str]) -> Path:
+    path = ssh_dir(work_dir) / KNOWN_HOSTS
+    path.write_text("".join(lines))
+    path.chmod(0o600)
+    return path

@@ -1,0 +1,135 @@
+"""Helpers for the scheduler extension's cluster tests: the cluster's shape and a handle on it (see conftest.py).
+
+Three TaskManagers of different slot sizes (``server``, ``rpi1``, ``rpi2``), each configured with
+:func:`placement.scheduler.taskmanager_config`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from support import real_parts
+
+from placement import scheduler as S
+from placement.errors import PlacementError
+from placement.flink_home import FlinkHome
+from placement.flink_rest import FlinkRest
+from placement.lab.flink import RunningCluster, TaskManagerSpec
+
+# resource id -> (slots, task heap MiB, managed MiB, network MiB): a server and two Pis of different sizes
+TASKMANAGERS: dict[str, tuple[int, int, int, int]] = {
+    "server": (6, 288, 96, 96),
+    "rpi1": (4, 128, 32, 64),
+    "rpi2": (2, 64, 16, 32),
+}
+FAKE_VERSION = "2.3.99-fake"  # a Flink version nobody runs: what a jar built for another Flink carries
+
+# the addresses the table gives besides the resource ids (as an inventory's address would be)
+ADDRESSES = {"rpi1": ["10.77.0.1"], "rpi2": ["10.77.0.2"]}
+
+CLUSTER_CONFIG: dict[str, object] = {
+    # a TaskManager killed and restarted must find the job still restarting, not FAILED after three attempts
+    "restart-strategy.fixed-delay.attempts": 200,
+    "restart-strategy.fixed-delay.delay": "1 s",
+    "heartbeat.interval": 2000,
+    "heartbeat.timeout": 12000,
+    # all TaskManagers are up before any test runs: unfulfillable slot requests may fail at once after 10 s
+    "resourcemanager.standalone.start-up-time": "10 s",
+}
+# The JobManager's config also sizes "a TaskManager", as a cluster-wide config.yaml does: the slot size the extension
+# falls back to for a job whose schedulercfg has no taskmanagers.cfg beside it.
+JOBMANAGER_CONFIG: dict[str, object] = {
+    "taskmanager.memory.task.heap.size": "48m",
+    "taskmanager.memory.managed.size": "16m",
+    "taskmanager.memory.network.min": "16m",
+    "taskmanager.memory.network.max": "16m",
+    "taskmanager.numberOfTaskSlots": 1,
+}
+
+
+def require_jdk() -> None:
+    missing = [tool for tool in ("java", "javac", "jar") if shutil.which(tool) is None]
+    if missing:
+        real_parts.missing(f"needs a JDK 17 ({', '.join(missing)} not found on PATH)")
+
+
+def taskmanager_specs() -> tuple[TaskManagerSpec, ...]:
+    return tuple(
+        TaskManagerSpec(tm, slots=slots, task_heap_mib=heap, managed_mib=managed, network_mib=network,
+                        extra_config=S.taskmanager_config(tm, slots))
+        for tm, (slots, heap, managed, network) in TASKMANAGERS.items()
+    )
+
+
+@dataclass
+class PlacedCluster:
+    cluster: RunningCluster
+    rest: FlinkRest
+    home: FlinkHome
+    scheduler_dir: Path
+    jobs_jar: Path
+    jar_id: str
+
+    def write_schedulercfg(self, job_name: str, text: str) -> Path:
+        path = self.scheduler_dir / S.schedulercfg_filename(job_name)
+        path.write_text(text)
+        return path
+
+    def run(self, entry_class: str, args: Sequence[str] = (), *, savepoint_path: str | None = None,
+            flink_configuration: Mapping[str, str] | None = None) -> str:
+        return self.rest.run_jar(self.jar_id, entry_class=entry_class, program_args=list(args),
+                                 savepoint_path=savepoint_path, flink_configuration=flink_configuration)
+
+    def run_until_running(self, entry_class: str, args: Sequence[str] = (), **kwargs: object) -> str:
+        job_id = self.run(entry_class, args, **kwargs)  # type: ignore[arg-type]
+        try:
+            self.rest.wait_until_running(job_id, timeout=150)
+        except PlacementError:
+            error = S.extension_error(self.rest, job_id) or self.rest.root_exception(job_id)
+            self.cancel(job_id)
+            raise AssertionError(f"job {job_id} did not run: {error}") from None
+        return job_id
+
+    def refusal(self, entry_class: str, args: Sequence[str] = (), *, timeout: float = 90.0,
+                flink_configuration: Mapping[str, str] | None = None) -> tuple[str, str | None]:
+        """Submit a job that must not run: the extension's message, and the job id when the submission was accepted
+        (the job then failed; None when the run request itself was refused)."""
+        try:
+            job_id = self.run(entry_class, args, flink_configuration=flink_configuration)
+        except PlacementError as exc:
+            message = S.extension_message(str(exc))
+            assert message is not None, f"submission refused without the extension's message: {exc}"
+            return message, None
+        try:
+            state = self.rest.wait_for_state(job_id, ("FAILED", "CANCELED", "FINISHED"), timeout=timeout)
+        finally:
+            self.cancel(job_id)
+        assert state == "FAILED", f"job {job_id} ended {state}, expected FAILED"
+        message = S.extension_error(self.rest, job_id)
+        assert message is not None, f"job {job_id} failed without the extension's message: {self.rest.root_exception(job_id)}"
+        return message, job_id
+
+    def cancel(self, job_id: str) -> None:
+        with contextlib.suppress(PlacementError):
+            if self.rest.job_raw(job_id)["state"] not in ("CANCELED", "FAILED", "FINISHED"):
+                self.rest.cancel(job_id)
+                self.rest.wait_for_state(job_id, ("CANCELED", "FAILED", "FINISHED"), timeout=60)
+
+    def jobmanager_log(self) -> str:
+        return self.cluster.jobmanager.log_file.read_text(errors="replace")
+
+
+def wait_for(predicate, timeout: float, what: str, interval: float = 0.5):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(interval)
