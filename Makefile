@@ -10,7 +10,8 @@ setup:
 setup-full:
 	@scripts/setup.sh --full
 
-## Plan the shipped IoT example on the 1 server + 3 Raspberry Pi inventory, with the baselines compared.
+## Plan the shipped IoT example on the 1 server + 3 Raspberry Pi inventory, with the baselines compared; setup brings
+## Graphviz for the pictures (as root; else it says how).
 demo: setup
 	.venv/bin/placement plan --inventory inventory/edge-lab.yaml --profile examples/profiles/iot-sensors.json \
 	  --out $(OUT)/iot-sensors --compare
@@ -19,9 +20,9 @@ demo: setup
 test: setup-full
 	.venv/bin/pytest -q -p no:cacheprovider --timeout=900
 
-## The fast part: no Flink cluster, no Spark, no Ansible.
+## The fast part: no Flink cluster, no Spark, no Ansible, no wheel build.
 test-quick: setup
-	.venv/bin/pytest -q -m "not flink and not spark and not ansible"
+	.venv/bin/pytest -q -m "not flink and not spark and not ansible and not packaging"
 
 bench: setup-full
 	$(PY) benchmarks/solver_scaling.py

@@ -105,6 +105,22 @@ def _first_error(response: requests.Response) -> str:
     return str(body)[:300]
 
 
+def _innermost_reason(exc: BaseException) -> str:
+    """What actually failed, whole: "Connection refused", "Name or service not known", "timed out". requests wraps it
+    in urllib3's retry error, whose text is a long nested repr (cutting it leaves half a word)."""
+    inner = exc
+    while True:
+        cause = getattr(inner, "reason", None)  # urllib3's MaxRetryError keeps the real error here
+        if not isinstance(cause, BaseException):
+            cause = inner.__cause__ or inner.__context__
+        if cause is None or cause is inner:
+            break
+        inner = cause
+    if isinstance(inner, OSError) and inner.strerror:
+        return inner.strerror
+    return " ".join(str(inner).split()) or type(inner).__name__
+
+
 class FlinkRest:
     """A Flink cluster's REST endpoint, e.g. ``FlinkRest("http://127.0.0.1:8081")``."""
 
@@ -120,7 +136,7 @@ class FlinkRest:
         try:
             response = self.session.request(method, url, timeout=timeout or self.timeout, **kwargs)
         except requests.RequestException as exc:
-            reason = str(exc).splitlines()[0][:200]
+            reason = _innermost_reason(exc)
             raise FlinkRestError(f"Flink REST {method} {url}: cannot reach the JobManager ({type(exc).__name__}: {reason})") from None
         if response.status_code not in ok:
             raise FlinkRestError(f"Flink REST {method} {url}: HTTP {response.status_code}: {_first_error(response)}", response.status_code)

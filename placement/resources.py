@@ -1,7 +1,9 @@
-"""Where the repository's data directories (``deploy/``, ``netem/``, ``inventory/``) are found at run time.
+"""Where the data the tool ships is found at run time: netem profiles, lab job and scheduler sources, templates, examples.
 
-``placement`` is installed from a clone (``pip install -e .``), so the directories sit next to the package. An
-environment variable ``PLACEMENT_<NAME>_DIR`` points elsewhere (e.g. a packaged install).
+The repository's top-level folders are the one source (``deploy/``, ``netem/``, ``inventory/``, ``examples/``,
+``scheduler/``). A wheel carries copies of them under ``placement/data/<name>/`` (``setup.py`` maps them in at build
+time, nothing is committed twice); a clone or an editable install reads them in place. ``PLACEMENT_<NAME>_DIR``
+(e.g. ``PLACEMENT_NETEM_DIR``) overrides both.
 """
 
 from __future__ import annotations
@@ -9,9 +11,23 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+PACKAGE_DATA = Path(__file__).resolve().parent / "data"  # a built wheel's copies
+REPO_ROOT = Path(__file__).resolve().parent.parent  # a clone's top level
+# The folders a wheel ships (setup.py reads this list).
+SHIPPED = ("deploy", "netem", "inventory", "examples", "scheduler")
+# Older names of an override, still honoured after the new one.
+LEGACY_ENV = {"netem": "PLACEMENT_NETEM_PROFILES"}
+
+
+def override_var(name: str) -> str:
+    """The environment variable that points ``name``'s folder elsewhere."""
+    return f"PLACEMENT_{name.upper()}_DIR"
 
 
 def repo_dir(name: str) -> Path:
-    override = os.environ.get(f"PLACEMENT_{name.upper()}_DIR")
-    return Path(override) if override else REPO_ROOT / name
+    """The folder ``name`` (one of :data:`SHIPPED`): the override, else the installed copy, else the clone's."""
+    for var in (override_var(name), LEGACY_ENV.get(name)):
+        if var and os.environ.get(var):
+            return Path(os.environ[var])
+    packaged = PACKAGE_DATA / name
+    return packaged if packaged.is_dir() else REPO_ROOT / name

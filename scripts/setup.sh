@@ -1,30 +1,46 @@
 #!/usr/bin/env bash
 # Install what placement needs on a fresh Debian machine. Idempotent: skips what is already there.
-#   scripts/setup.sh            python package only (enough for `placement plan`)
+#   scripts/setup.sh            the python package and Graphviz (`make demo`: `placement plan` and its pictures)
 #   scripts/setup.sh --full     plus Debian packages and extras the test suite uses: openssh-server (real sshd in
 #                               network namespaces), graphviz (plan pictures), iperf3 (link tests), a JDK (lab jobs),
-#                               the Flink 2.3 wheel, PySpark, Ansible.
+#                               prometheus (metric histories from Prometheus), the Flink 2.3 wheel, PySpark, Ansible.
+#   scripts/setup.sh --check    only print the Debian packages that would be installed (with --full: for the tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FULL=0
-[ "${1:-}" = "--full" ] && FULL=1
+CHECK=0
+for arg in "$@"; do
+  case "$arg" in
+    --full) FULL=1 ;;
+    --check) CHECK=1 ;;
+    *) echo "usage: scripts/setup.sh [--full] [--check]" >&2; exit 2 ;;
+  esac
+done
 
+missing=()
+command -v dot >/dev/null 2>&1 || missing+=(graphviz)   # plan.svg/png: the README's first command draws them
 if [ "$FULL" = 1 ]; then
-  missing=()
   command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
-  command -v dot >/dev/null 2>&1 || missing+=(graphviz)
   command -v iperf3 >/dev/null 2>&1 || missing+=(iperf3)
+  command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)   # tests/collect/test_prometheus.py scrapes a real Flink
   command -v ip >/dev/null 2>&1 || missing+=(iproute2)
   command -v tc >/dev/null 2>&1 || missing+=(iproute2)
   command -v javac >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
   /usr/bin/python3 -c "import apt" >/dev/null 2>&1 || missing+=(python3-apt)   # Ansible's apt module, in the real role runs
-  if [ "${#missing[@]}" -gt 0 ]; then
-    if [ "$(id -u)" != 0 ]; then
-      echo "setup: need root to install: ${missing[*]}" >&2
-      exit 1
-    fi
+fi
+if [ "$CHECK" = 1 ]; then
+  echo "missing Debian packages: ${missing[*]:-none}"
+  exit 0
+fi
+if [ "${#missing[@]}" -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  elif [ "$FULL" = 1 ]; then
+    echo "setup: need root (and apt-get) to install: ${missing[*]}" >&2
+    exit 1
+  else  # the demo still plans; only the pictures wait for Graphviz
+    echo "setup: plan pictures need Graphviz: as root, apt-get install graphviz (until then plans come with plan.dot only)" >&2
   fi
 fi
 
@@ -33,8 +49,10 @@ if [ ! -x .venv/bin/python ]; then
 fi
 extras="test"
 [ "$FULL" = 1 ] && extras="test,lab,ansible"
-stamp=".venv/.installed-$extras-$(sha256sum pyproject.toml | cut -c1-12)"
-if [ ! -f "$stamp" ]; then
+digest="$(sha256sum pyproject.toml | cut -c1-12)"
+stamp=".venv/.installed-$extras-$digest"
+full_stamp=".venv/.installed-test,lab,ansible-$digest"   # the full install holds the basic one
+if [ ! -f "$stamp" ] && ! { [ "$FULL" = 0 ] && [ -f "$full_stamp" ]; }; then
   .venv/bin/pip install -q --upgrade pip >/dev/null
   .venv/bin/pip install -q -e ".[$extras]"
   rm -f .venv/.installed-*

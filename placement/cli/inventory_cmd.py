@@ -95,8 +95,10 @@ def ansible(file: str, out: str | None, flink_archive: str | None, rate_only: bo
         click.echo(text, nl=False)
         return
     target = Path(out)
-    if not target.parent.is_dir():
-        raise BadInput("directory does not exist", source=out, field="--out")
+    try:  # like `plan --out`: the folder is made when missing
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BadInput(f"cannot create its directory: {exc.strerror or exc}", source=out, field="--out") from None
     # write-then-rename: an interrupted export never leaves half an inventory behind
     partial = target.with_name(f".{target.name}.partial")
     try:

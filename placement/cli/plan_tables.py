@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from rich.markup import escape
 from rich.table import Table
 
 from placement.costmodel.model import PlacementProblem
@@ -11,8 +12,8 @@ from placement.solver.result import PlanResult
 
 
 def summary_line(result: PlanResult) -> str:
-    if result.cost is None:
-        return f"[bold red]{result.status}[/]: {result.reason}"
+    if result.cost is None:  # the reason goes to the one-line error (and the shortfalls to their table): said once
+        return f"[bold red]{result.status}[/]"
     c = result.cost
     solver = ""
     if result.stages:
@@ -23,6 +24,35 @@ def summary_line(result: PlanResult) -> str:
     return (f"[bold {colour}]{result.status}[/]{solver}\n"
             f"WAN {c.wan_mbit:.2f} Mbit/s · server {c.server_cores:.2f} cores · edge {c.edge_cores:.2f} cores · "
             f"latency term {c.latency_ms:.1f} ms")
+
+
+def shortfalls_table(result: PlanResult) -> Table:
+    t = Table(title="What is short")
+    for col in ("resource", "needs", "has", "usable", "short by"):
+        t.add_column(col, justify="left" if col == "resource" else "right")
+    for s in result.shortages:
+        needed, usable = s.figures
+        unit = {"link": " Mbit/s", "cpu": " cores", "memory": " MiB", "slots": " slots"}[s.kind]
+        name = escape(f"{'link' if s.kind == 'link' else 'host'} {s.resource}{s.detail}")
+        t.add_row(name, needed + unit, f"{s.capacity:g}", usable, f"{s.needed - s.usable:.3g}{unit}")
+    return t
+
+
+def infeasible_error(result: PlanResult) -> str:
+    """The one-line error after the table: the largest shortfall and the first structural cause, counting the rest."""
+    if not result.shortages:
+        return f"no placement fits: {result.reason}"
+    more = len(result.shortages) - 1
+    text = f"no placement fits: {result.shortages[0].message}" + (f" and {_count(more, 'more shortfall')} (table above)"
+                                                                    if more else "")
+    if result.causes:
+        text += f"; {result.causes[0]}" + (f" ({_count(len(result.causes) - 1, 'more cause')} above)"
+                                           if len(result.causes) > 1 else "")
+    return text
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def links_table(result: PlanResult) -> Table:
@@ -58,7 +88,7 @@ def placement_table(problem: PlacementProblem, result: PlanResult) -> Table:
         subtasks = problem.by_vertex[vid]
         counts = Counter(result.assignment[s.key] for s in subtasks)
         where = ", ".join(f"{h} ×{n}" if n > 1 else h for h, n in counts.items())
-        t.add_row(problem.vertex_names[vid], str(len(subtasks)), where)
+        t.add_row(escape(problem.vertex_names[vid]), str(len(subtasks)), where)
     return t
 
 

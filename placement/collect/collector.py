@@ -29,6 +29,7 @@ from urllib3.util.retry import Retry
 from placement.collect import shaping
 from placement.collect.layout import (
     RATE_METRICS,
+    CheckpointConfig,
     PartWriter,
     RunManifest,
     TaskManagerInfo,
@@ -147,13 +148,29 @@ class Collector:
                 )
             self.sleep(1.0)
 
-    def state_sizes(self, job_id: str) -> dict[str, float] | None:
-        """Vertex id -> bytes in the latest completed checkpoint; None when there is none (checkpointing off/young)."""
+    def checkpoint_sizes(self, job_id: str) -> tuple[dict[str, float], dict[str, float]] | None:
+        """Vertex id -> (full state, what was written) in bytes, of the latest completed checkpoint; None when there is
+        none (checkpointing off or young)."""
         try:
             cid = shaping.latest_checkpoint_id(self.rest.get(f"/jobs/{job_id}/checkpoints"))
             if cid is None:
                 return None
-            return shaping.state_sizes(self.rest.get(f"/jobs/{job_id}/checkpoints/details/{cid}"))
+            detail = self.rest.get(f"/jobs/{job_id}/checkpoints/details/{cid}")
+            return shaping.state_sizes(detail), shaping.checkpointed_sizes(detail)
+        except FlinkRestError:
+            return None
+
+    def checkpoint_config(self, job_id: str) -> CheckpointConfig | None:
+        """The job's checkpoint interval and pause; None when checkpointing is off (Flink answers 404) or unknown."""
+        try:
+            return shaping.checkpoint_config(self.rest.get(f"/jobs/{job_id}/checkpoints/config"))
+        except FlinkRestError:
+            return None
+
+    def buffer_timeout(self, job_id: str) -> float | None:
+        """``execution.buffer-timeout`` of the configuration the job runs with; None when it is not set (or unknown)."""
+        try:
+            return shaping.buffer_timeout_ms(self.rest.get(f"/jobs/{job_id}/jobmanager/config"))
         except FlinkRestError:
             return None
 
@@ -187,14 +204,15 @@ class Collector:
         if not vertices:
             raise PlacementError(f"{o.rest_url}: job {job_id} has no vertices")
         metric_names = self.wait_for_metrics(job_id, vertices)
-        sizes = self.state_sizes(job_id)
+        sizes = self.checkpoint_sizes(job_id)
         started = self.clock()
         run_id = o.run_id or datetime.fromtimestamp(started, timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + secrets.token_hex(2)
         manifest = RunManifest(
             job_id=job_id, job_name=job.get("name", job_id), run_id=run_id, origin="collected", rest_url=o.rest_url,
             started_ms=int(started * 1000), interval_s=o.interval_s, requested_duration_s=o.duration_s, stopped="running",
             metrics=metric_names, vertices=[self._with_state(v, sizes) for v in vertices], edges=edges,
-            taskmanagers=self.taskmanagers(),
+            taskmanagers=self.taskmanagers(), checkpoints=self.checkpoint_config(job_id),
+            buffer_timeout_ms=self.buffer_timeout(job_id),
         )
         missing = [m for m in RATE_METRICS if m not in metric_names]
         if missing:
@@ -241,10 +259,11 @@ class Collector:
         return run.manifest
 
     @staticmethod
-    def _with_state(v: VertexInfo, sizes: dict[str, float] | None) -> VertexInfo:
+    def _with_state(v: VertexInfo, sizes: tuple[dict[str, float], dict[str, float]] | None) -> VertexInfo:
         if sizes is None:
             return v
-        return v.model_copy(update={"state_bytes": sizes.get(v.id, 0.0)})
+        state, written = sizes
+        return v.model_copy(update={"state_bytes": state.get(v.id, 0.0), "checkpointed_bytes": written.get(v.id, 0.0)})
 
     def _flush(self, run: _Run, locations: dict[tuple[str, int], Any]) -> None:
         if run.buffer:
@@ -258,7 +277,7 @@ class Collector:
     def _finish(self, run: _Run, locations: dict[tuple[str, int], Any], job_id: str) -> None:
         # A Ctrl-C during the final flush must not leave a half-written state either: both writes are atomic renames.
         with contextlib.suppress(PlacementError):
-            sizes = self.state_sizes(job_id)  # checkpoints taken while we collected
+            sizes = self.checkpoint_sizes(job_id)  # checkpoints taken while we collected
             if sizes is not None:
                 run.manifest.vertices = [self._with_state(v, sizes) for v in run.manifest.vertices]
         self._flush(run, locations)

@@ -72,6 +72,8 @@ class VertexInfo(Strict):
     name: str
     parallelism: int = Field(ge=1)
     state_bytes: float | None = Field(None, ge=0, description="latest completed checkpoint, all subtasks; null = unknown")
+    checkpointed_bytes: float | None = Field(
+        None, ge=0, description="what that checkpoint uploaded (incremental: the delta); null = unknown")
     max_parallelism: int | None = None
 
 
@@ -87,6 +89,21 @@ class SubtaskLocation(Strict):
     taskmanager_id: str | None = None
     host: str | None = Field(None, description="host part of the TaskManager endpoint")
     attempt: int | None = None
+
+
+class CheckpointConfig(Strict):
+    """``GET /jobs/<jid>/checkpoints/config`` (absent when checkpointing is off)."""
+
+    interval_ms: float = Field(gt=0)
+    min_pause_ms: float = Field(0.0, ge=0)
+    mode: str | None = None
+    state_backend: str | None = None
+    checkpoint_storage: str | None = None
+
+    @property
+    def period_ms(self) -> float:
+        """Time from one checkpoint to the next, at least: a new one starts ``min_pause`` after the last ended."""
+        return max(self.interval_ms, self.min_pause_ms)
 
 
 class TaskManagerInfo(Strict):
@@ -119,6 +136,9 @@ class RunManifest(Strict):
     edges: list[EdgeInfo] = Field(default_factory=list)
     locations: list[SubtaskLocation] = Field(default_factory=list)
     taskmanagers: list[TaskManagerInfo] = Field(default_factory=list)
+    checkpoints: CheckpointConfig | None = Field(None, description="the job's checkpointing; null: off or unknown")
+    buffer_timeout_ms: float | None = Field(
+        None, ge=0, description="execution.buffer-timeout from the job's configuration; null: not set (Flink's default)")
     notes: list[str] = Field(default_factory=list)
     truth: dict[str, dict[str, float | None]] | None = Field(None, description="synthetic histories: the true figures per vertex")
 

@@ -10,7 +10,12 @@ Flink 2.3 shapes relied on (see the shared notes):
 * ``GET /jobs/<jid>/vertices/<vid>/metrics?get=0.busyTimeMsPerSecond,...`` -> ``[{"id": "0.busyTimeMsPerSecond",
   "value": "12.5"}]``; values are strings and may be ``"NaN"``; a metric not (yet) known is simply absent.
 * ``GET /jobs/<jid>/checkpoints`` -> ``latest.completed.id``; ``GET /jobs/<jid>/checkpoints/details/<id>`` ->
-  ``tasks{<vid>: {"state_size", "checkpointed_size"}}``.
+  ``tasks{<vid>: {"state_size", "checkpointed_size"}}`` (``checkpointed_size``: what that checkpoint wrote, the delta
+  when incremental).
+* ``GET /jobs/<jid>/checkpoints/config`` -> ``{"interval", "min_pause", "mode", "state_backend", "checkpoint_storage",
+  ...}`` in ms; 404 "Checkpointing is not enabled" when it is off (a disabled interval may also read as ``Long.MAX``).
+* ``GET /jobs/<jid>/jobmanager/config`` -> ``[{"key", "value"}]``: the configuration the job runs with (the cluster's
+  plus what was submitted with it); ``execution.buffer-timeout.interval`` when set (``"100 ms"``, ``"100"``...).
 * ``GET /taskmanagers`` -> ``taskmanagers[]`` with ``id``, ``path`` (``pekko.tcp://flink@host:port/...``),
   ``slotsNumber``, ``totalResource{cpuCores}``, ``hardware{cpuCores, physicalMemory, managedMemory}``,
   ``memoryConfiguration{taskHeap}``.
@@ -28,6 +33,7 @@ from typing import Any
 
 from placement.collect.layout import (
     RATE_METRICS,
+    CheckpointConfig,
     EdgeInfo,
     SubtaskLocation,
     TaskManagerInfo,
@@ -213,6 +219,56 @@ def state_sizes(checkpoint_detail: Mapping[str, Any]) -> dict[str, float]:
         if f is not None:
             out[vid] = max(0.0, f)
     return out
+
+
+def checkpointed_sizes(checkpoint_detail: Mapping[str, Any]) -> dict[str, float]:
+    """Vertex id -> bytes that checkpoint wrote (``checkpointed_size``: the delta for incremental checkpoints)."""
+    out: dict[str, float] = {}
+    for vid, task in (checkpoint_detail.get("tasks") or {}).items():
+        f = parse_metric_value(task.get("checkpointed_size", task.get("state_size")))
+        if f is not None:
+            out[vid] = max(0.0, f)
+    return out
+
+
+NEVER_MS = 2**63 - 1  # Long.MAX_VALUE: Flink's "never" interval
+
+
+def checkpoint_config(answer: Mapping[str, Any]) -> CheckpointConfig | None:
+    """The job's checkpointing from ``/checkpoints/config``; None when it is off (no or a "never" interval)."""
+    interval = parse_metric_value(answer.get("interval"))
+    if interval is None or interval <= 0 or interval >= NEVER_MS:
+        return None
+    pause = parse_metric_value(answer.get("min_pause"))
+    return CheckpointConfig(
+        interval_ms=interval, min_pause_ms=max(0.0, pause or 0.0), mode=_text(answer.get("mode")),
+        state_backend=_text(answer.get("state_backend")), checkpoint_storage=_text(answer.get("checkpoint_storage")),
+    )
+
+
+_DURATION_UNITS_MS = {"": 1.0, "ms": 1.0, "milli": 1.0, "millis": 1.0, "millisecond": 1.0, "milliseconds": 1.0,
+                      "s": 1000.0, "sec": 1000.0, "secs": 1000.0, "second": 1000.0, "seconds": 1000.0,
+                      "min": 60_000.0, "m": 60_000.0, "minute": 60_000.0, "minutes": 60_000.0}
+
+
+def buffer_timeout_ms(config: Iterable[Mapping[str, Any]]) -> float | None:
+    """The network flush interval in ms from a ``[{"key", "value"}]`` configuration: ``execution.buffer-timeout.interval``
+    (``execution.buffer-timeout`` before 2.0). Flushing only full buffers (``execution.buffer-timeout.enabled: false``,
+    or a negative timeout before 2.0) reads as :data:`NEVER_MS`. None when the configuration does not set it (the job
+    runs with Flink's default, or set it in its code, which REST does not show)."""
+    values = {str(item.get("key")): str(item.get("value", "")) for item in config}
+    if values.get("execution.buffer-timeout.enabled", "true").strip().lower() == "false":
+        return float(NEVER_MS)
+    text = values.get("execution.buffer-timeout.interval", values.get("execution.buffer-timeout"))
+    m = re.fullmatch(r"\s*(-?[0-9.]+)\s*([a-z]*)\s*", (text or "").lower())
+    if not m or m.group(2) not in _DURATION_UNITS_MS:
+        return None
+    value = float(m.group(1)) * _DURATION_UNITS_MS[m.group(2)]
+    return float(NEVER_MS) if value < 0 else value
+
+
+def _text(x: object) -> str | None:
+    return None if x is None else str(x)
 
 
 def taskmanagers(answer: Mapping[str, Any]) -> list[TaskManagerInfo]:

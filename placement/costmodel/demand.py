@@ -54,6 +54,19 @@ def server_cores(vertex: VertexProfile, subtask: SubtaskProfile, rate_scale: flo
     return CpuDemand(MIN_CORES, estimated=rate > 0)
 
 
+def checkpoint_mbit(vertex: VertexProfile, interval_ms: float | None) -> float:
+    """Mbit/s one subtask's checkpoints upload: ``checkpointed_bytes / parallelism · 8 / interval``.
+
+    Checkpoint storage (a distributed file system, an object store, or the JobManager's memory) is at the server side,
+    so a subtask on an edge host uploads every checkpoint over its uplink. ``checkpointed_bytes`` is what the latest
+    checkpoint wrote (the delta for incremental checkpoints), else the whole state; ``interval`` is the job's time
+    between checkpoints. No checkpointing (interval unknown): nothing."""
+    if not interval_ms or interval_ms <= 0:
+        return 0.0
+    size = vertex.checkpointed_bytes if vertex.checkpointed_bytes is not None else vertex.state_bytes
+    return size / vertex.parallelism * 8 / (interval_ms / 1000.0) / 1e6
+
+
 def memory_mib(vertex: VertexProfile, memory_per_subtask_mib: float) -> float:
     """``memory_per_subtask + state_bytes / parallelism`` in MiB."""
     return memory_per_subtask_mib + vertex.state_bytes / vertex.parallelism / MIB

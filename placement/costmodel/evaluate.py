@@ -10,7 +10,6 @@ from collections import Counter
 from dataclasses import dataclass
 
 from placement.costmodel.model import Assignment, Channel, PlacementProblem
-from placement.profile.format import ShipStrategy
 
 EPS = 1e-6
 
@@ -23,6 +22,12 @@ class LinkLoad:
     bandwidth_mbit: float
     usable_mbit: float
     delay_ms: float
+    checkpoint_mbit: float = 0.0  # of ``mbit``: checkpoint uploads; the rest is the job's data plane
+
+    @property
+    def data_mbit(self) -> float:
+        """The job's records and their network framing (what ``placement lab measure`` reports as job data)."""
+        return self.mbit - self.checkpoint_mbit
 
     @property
     def name(self) -> str:
@@ -70,38 +75,27 @@ class PlanCost:
 
 def _channel_crossings(problem: PlacementProblem, ch: Channel, assignment: Assignment, links: dict[str, float],
                        violations: list[str]) -> float:
-    """Add the channel's WAN traffic to ``links``; record inbound-to-edge violations; return its worst crossing delay."""
+    """Add the channel's WAN traffic to ``links``; record inbound-to-edge violations; return its worst crossing delay.
+
+    Upstream subtask ``u_i`` on edge host ``e`` adds ``Σ_{j: v_j not on e} flow(i, j)`` to ``e``'s uplink: every pair
+    of :meth:`Channel.pairs` is charged on its own, so skewed keys, pointwise RESCALE and framing come out exact."""
     hosts = problem.host_by_name
     up = [assignment[(ch.source, i)] for i in range(ch.n_up)]
     down = [assignment[(ch.target, j)] for j in range(ch.n_down)]
-    down_count = Counter(down)
-    up_count = Counter(up)
     worst_delay = 0.0
     for i, hu in enumerate(up):
         if not hosts[hu].is_edge:
             continue
-        if ch.strategy is ShipStrategy.FORWARD:
-            away = 0.0 if down[i] == hu else 1.0
-        elif ch.strategy is ShipStrategy.GLOBAL:
-            away = 0.0 if down[0] == hu else 1.0
-        elif ch.strategy is ShipStrategy.BROADCAST:
-            away = float(ch.n_down - down_count[hu])
-        else:
-            away = (ch.n_down - down_count[hu]) / ch.n_down
+        away = sum(ch.flow_mbit(i, j) for j in ch.receivers(i) if down[j] != hu)
         if away > 0:
-            links[hu] += ch.up_out_mbit[i] * away
+            links[hu] += away
             worst_delay = max(worst_delay, hosts[hu].uplink_delay_ms)
     # Inbound to an edge host: every sender of v_j must sit on v_j's host.
     name = problem.vertex_names
     for j, hv in enumerate(down):
         if not hosts[hv].is_edge:
             continue
-        if ch.strategy is ShipStrategy.FORWARD:
-            bad = [j] if up[j] != hv else []
-        elif ch.strategy is ShipStrategy.GLOBAL:
-            bad = [i for i in range(ch.n_up) if up[i] != hv] if j == 0 else []
-        else:
-            bad = [] if up_count[hv] == ch.n_up else [i for i in range(ch.n_up) if up[i] != hv]
+        bad = [i for i in ch.senders(j) if up[i] != hv]
         if bad:
             i = bad[0]
             violations.append(
@@ -112,8 +106,12 @@ def _channel_crossings(problem: PlacementProblem, ch: Channel, assignment: Assig
     return worst_delay
 
 
-def evaluate(problem: PlacementProblem, assignment: Assignment) -> PlanCost:
-    """Cost of ``assignment`` (every subtask -> host name) under the cost model, with every violated rule."""
+def evaluate(problem: PlacementProblem, assignment: Assignment, *, keep_up: bool = False) -> PlanCost:
+    """Cost of ``assignment`` (every subtask -> host name) under the cost model, with every violated rule.
+
+    ``keep_up`` adds the per-instance rate row of ``placement plan --rescale``: a subtask is one thread, so it keeps up
+    with its input on host ``h`` only if it needs at most ``ρ`` of one core there, ``c(s)/σ_h ≤ ρ`` — the same as
+    ``records_in ≤ λ_v·σ_h·ρ`` (see :mod:`placement.costmodel.rates`)."""
     missing = [s.label for s in problem.subtasks if s.key not in assignment]
     if missing:
         raise ValueError(f"assignment misses {len(missing)} subtasks, e.g. {missing[0]}")
@@ -123,19 +121,37 @@ def evaluate(problem: PlacementProblem, assignment: Assignment) -> PlanCost:
         h = assignment[s.key]
         if h not in hosts:
             raise ValueError(f"{s.label} assigned to unknown host {h!r}")
-        allowed = problem.allowed_hosts(s)
-        if h not in allowed:
+        if not problem.allows(s, h):
+            allowed = problem.allowed_hosts(s)
             why = f"born on {s.birth}" if s.birth else f"allowed: {', '.join(sorted(allowed)) or 'none'}"
             violations.append(f"{s.label} on {h}, which the rules forbid ({why})")
+        if keep_up and s.cores_on(hosts[h]) > problem.policy.cpu_utilisation_target + EPS:
+            violations.append(f"{s.label} cannot keep up on {h}: one thread would need {s.cores_on(hosts[h]):.2f} cores, "
+                              f"{problem.policy.cpu_utilisation_target:.2f} usable")
+
+    for vid in sorted(problem.whole_vertices):
+        split = sorted({assignment[s.key] for s in problem.subtasks if s.vertex_id == vid})
+        if len(split) > 1:
+            violations.append(f"{problem.vertex_names[vid]} is split over {', '.join(split)}, which vanilla placement "
+                              "cannot do (a whole operator per host after the source chain; custom mode can)")
 
     links = {h.name: 0.0 for h in problem.edges}
     latency = 0.0
     for ch in problem.channels:
         latency += ch.path_weight * _channel_crossings(problem, ch, assignment, links, violations)
+    checkpoints = {h.name: 0.0 for h in problem.edges}
+    for s in problem.subtasks:  # checkpoints of subtasks on an edge host go up its uplink
+        if assignment[s.key] in checkpoints:
+            checkpoints[assignment[s.key]] += s.checkpoint_mbit
+    for h, mbit in checkpoints.items():
+        links[h] += mbit
 
     host_loads = []
+    by_host: dict[str, list] = {h.name: [] for h in problem.hosts}  # one pass: fleets have 10 000 hosts
+    for s in problem.subtasks:
+        by_host[assignment[s.key]].append(s)
     for h in problem.hosts:
-        placed = [s for s in problem.subtasks if assignment[s.key] == h.name]
+        placed = by_host[h.name]
         cores = sum(s.cores_on(h) for s in placed)
         memory = sum(s.memory_mib for s in placed)
         per_vertex = Counter(s.vertex_id for s in placed)
@@ -156,7 +172,8 @@ def evaluate(problem: PlacementProblem, assignment: Assignment) -> PlanCost:
     link_loads = []
     for h in problem.edges:
         load = LinkLoad(host=h.name, to=h.uplink_to or "", mbit=links[h.name], bandwidth_mbit=h.uplink_mbit or 0.0,
-                        usable_mbit=problem.usable_mbit(h), delay_ms=h.uplink_delay_ms)
+                        usable_mbit=problem.usable_mbit(h), delay_ms=h.uplink_delay_ms,
+                        checkpoint_mbit=checkpoints[h.name])
         link_loads.append(load)
         if load.mbit > load.usable_mbit + EPS:
             violations.append(f"link {load.name} needs {load.mbit:.1f} Mbit/s, has {load.bandwidth_mbit:g} "

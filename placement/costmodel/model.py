@@ -9,6 +9,7 @@ assignment and is enforced by the solver and checked by :func:`placement.costmod
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -18,7 +19,14 @@ import networkx as nx
 from placement.costmodel import demand, traffic
 from placement.errors import BadInput
 from placement.inventory import Inventory, Policy
-from placement.profile.format import JobProfile, ShipStrategy, VertexProfile
+from placement.profile.format import (
+    EdgeProfile,
+    JobProfile,
+    ShipStrategy,
+    VertexProfile,
+    copies,
+    edge_output,
+)
 
 SubtaskKey = tuple[str, int]  # (vertex id, 0-based subtask index)
 Assignment = Mapping[SubtaskKey, str]  # subtask -> host name
@@ -53,7 +61,7 @@ class Subtask:
     stateful: bool
     is_source: bool
     is_sink: bool
-    out_mbit: float  # what it emits, Mbit/s
+    out_mbit: float  # what it emits over all its output edges (payload, every copy), Mbit/s
     records_in_per_s: float
     records_out_per_s: float
     server_cores: float  # CPU demand in server cores (see costmodel.demand)
@@ -62,6 +70,7 @@ class Subtask:
     birth: str | None = None  # sources: the host its data is born on (None: born at the server side)
     pinned_to: frozenset[str] | None = None  # user pin: only these hosts
     forbidden: frozenset[str] = frozenset()  # user forbid
+    checkpoint_mbit: float = 0.0  # what its checkpoints upload (see costmodel.demand.checkpoint_mbit), Mbit/s
 
     @property
     def key(self) -> SubtaskKey:
@@ -79,37 +88,77 @@ class Subtask:
 
 @dataclass(frozen=True)
 class Channel:
-    """A job edge U → V with its ship strategy and each upstream subtask's output."""
+    """A job edge U → V: its ship strategy, what each upstream subtask puts on it, and what every pair of subtasks
+    sends over the wire (:mod:`.traffic`)."""
 
     source: str
     target: str
     strategy: ShipStrategy
     n_up: int
     n_down: int
-    up_out_mbit: tuple[float, ...]  # o(u_i)
+    up_out_mbit: tuple[float, ...]  # o(u_i, e): payload u_i puts on this edge, one copy of each record
     path_weight: float  # share of source→sink paths that use this edge
+    bytes_per_record: float = 0.0  # serialized size of one record on this edge (0: unknown)
+    receiver_shares: tuple[float, ...] | None = None  # HASH: measured share of each downstream subtask (key skew)
+    flushes_per_s: float | None = None  # network flushes/s of a busy channel; None: framing not charged
 
     @property
     def all_to_all(self) -> bool:
         return self.strategy in traffic.ALL_TO_ALL
 
+    @property
+    def shares(self) -> tuple[float, ...] | None:
+        """The measured receiver shares, when they fit this channel's downstream parallelism (a channel rebuilt at
+        another parallelism spreads evenly: shares are per measured subtask, not per key group)."""
+        if self.receiver_shares is not None and len(self.receiver_shares) == self.n_down:
+            return self.receiver_shares
+        return None
+
+    def receivers(self, i: int) -> range:
+        return traffic.receivers(self.strategy, i, self.n_up, self.n_down)
+
+    def senders(self, j: int) -> range:
+        return traffic.senders(self.strategy, j, self.n_up, self.n_down)
+
     def share(self, i: int, j: int) -> float:
-        return traffic.share(self.strategy, i, j, self.n_down)
+        return traffic.share(self.strategy, i, j, self.n_up, self.n_down, self.shares)
+
+    def flow_mbit(self, i: int, j: int) -> float:
+        """Mbit/s on the wire from u_i to v_j: ``o(u_i, e)·share(i, j)`` plus the network framing of that channel."""
+        payload = self.up_out_mbit[i] * self.share(i, j)
+        if self.flushes_per_s is None:
+            return payload
+        return payload + traffic.framing_mbit(payload, self.bytes_per_record, self.flushes_per_s)
 
     def pairs(self):
         """(i, j, Mbit/s) for every pair that carries data."""
         for i in range(self.n_up):
-            for j in traffic.receivers(self.strategy, i, self.n_down):
-                yield i, j, self.up_out_mbit[i] * self.share(i, j)
+            for j in self.receivers(i):
+                yield i, j, self.flow_mbit(i, j)
+
+    @cached_property
+    def _flows(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        sent = [0.0] * self.n_up
+        received = [0.0] * self.n_down
+        for i, j, mbit in self.pairs():
+            sent[i] += mbit
+            received[j] += mbit
+        return tuple(sent), tuple(received)
+
+    def sent_mbit(self, i: int) -> float:
+        """Mbit/s upstream subtask i sends over this channel, to all its receivers together."""
+        return self._flows[0][i]
 
     def received_mbit(self, j: int) -> float:
         """Mbit/s downstream subtask j receives over this channel."""
-        return sum(self.up_out_mbit[i] * self.share(i, j) for i in traffic.senders(self.strategy, j, self.n_up))
+        return self._flows[1][j]
 
 
 @dataclass(frozen=True)
 class PlanOptions:
     rate_scale: float = 1.0  # plan for this multiple of the measured rates
+    # custom: the scheduler extension places every subtask anywhere; vanilla: the Placement helper's lanes (below)
+    placement_mode: str = "custom"
 
 
 @dataclass(frozen=True)
@@ -123,6 +172,7 @@ class PlacementProblem:
     slot_sharing: bool = True
     rate_scale: float = 1.0
     warnings: tuple[str, ...] = field(default=())
+    whole_vertices: frozenset[str] = frozenset()  # vertex ids whose subtasks must share one host (vanilla mode)
 
     @cached_property
     def host_by_name(self) -> dict[str, HostSpec]:
@@ -146,6 +196,16 @@ class PlacementProblem:
         if s.pinned_to is not None:
             allowed = set(s.pinned_to)
         return frozenset(allowed - s.forbidden)
+
+    def allows(self, s: Subtask, host: str) -> bool:
+        """``host in allowed_hosts(s)`` without building the set (a fleet has 10 000 hosts)."""
+        if host in s.forbidden:
+            return False
+        if s.pinned_to is not None:
+            return host in s.pinned_to
+        if s.is_source:
+            return host == s.birth if s.birth else not self.host_by_name[host].is_edge
+        return self.rules_allow_on(s, self.host_by_name[host])
 
     @staticmethod
     def rules_allow_on(s: Subtask, h: HostSpec) -> bool:
@@ -191,8 +251,9 @@ class PlacementProblem:
 
 def _hosts(inv: Inventory) -> tuple[HostSpec, ...]:
     specs = []
+    uplinks = {link.from_: link for link in inv.links}  # one pass: inv.uplink() scans the links (fleets: 10 000)
     for h in inv.hosts:
-        link = inv.uplink(h.name) if h.role == "edge" else None
+        link = uplinks[h.name] if h.role == "edge" else None
         specs.append(HostSpec(
             name=h.name, address=h.address, role=h.role, cores=float(h.cores or 0), speed=float(h.speed or 1),
             slots=int(h.task_slots or 1), memory_mib=h.memory_mib,
@@ -238,14 +299,29 @@ def _resolve_pins(inv: Inventory, profile: JobProfile, source: str, warnings: li
                 target[v.id] = hosts * v.parallelism if len(hosts) == 1 else hosts
             else:
                 target.setdefault(v.id, set()).update(hosts)  # type: ignore[union-attr]
-    if unmatched:  # a shared inventory pins several jobs' sources; a typo shows up here too
-        warnings.append(f"{len(unmatched)} pins name no vertex of job {profile.job.name!r} and are ignored: "
-                        + ", ".join(unmatched))
-    for vid in births:
-        if vid in allow:
+    warnings.extend(_unmatched_pin_notes(unmatched, profile, births))
+    for vid in allow:  # born or not: an unborn source runs at the server side, a pin cannot move it to an edge host
+        if vid in is_source:
             raise BadInput("a source's host is where its data is born: pin it under pins.sources only", source=source,
                            field=f"pins.operators.{profile.vertex(vid).name}")
     return births, allow, forbid
+
+
+def _unmatched_pin_notes(unmatched: list[str], profile: JobProfile, births: dict[str, list[str]]) -> list[str]:
+    """Notes on pins naming no vertex of this job. A shared inventory pins several jobs' sources (the shipped
+    edge-lab.yaml pins all three example jobs'), so an unmatched pin alone is no news; it is when it looks like a typo of
+    one of this job's vertices, or when this job has a source left without a birth pin."""
+    names = [v.name for v in profile.vertices]
+    typos = {pin: close[0] for pin in unmatched
+             if (close := difflib.get_close_matches(pin.split(".", 2)[2], names, n=1, cutoff=0.85))}
+    notes = [f"{pin} names no vertex of job {profile.job.name!r} and is ignored; did you mean {name!r}?"
+             for pin, name in typos.items()]
+    unborn = [v.name for v in profile.sources() if v.id not in births]
+    others = [pin for pin in unmatched if pin not in typos]
+    if others and (unborn or any(not p.startswith("pins.sources.") for p in others)):
+        notes.append(f"{len(others)} pins name no vertex of job {profile.job.name!r} and are ignored: {', '.join(others)}"
+                     + (f" (sources without a birth pin, run at the server side: {', '.join(unborn)})" if unborn else ""))
+    return notes
 
 
 def _path_weights(profile: JobProfile) -> dict[tuple[str, str], float]:
@@ -264,6 +340,22 @@ def _path_weights(profile: JobProfile) -> dict[tuple[str, str], float]:
     return {(u, w): p_in[u] * p_out[w] / total for u, w in g.edges}
 
 
+def _channel(profile: JobProfile, e: EdgeProfile, path_weight: float, options: PlanOptions) -> Channel:
+    """One job edge with what each upstream subtask puts on it: the profile's per-edge figures, or the fan-out rule
+    for a profile without them (:func:`placement.profile.format.edge_output`)."""
+    out = edge_output(profile, e)
+    records, sent = sum(out.records_per_s), sum(out.bytes_per_s)
+    return Channel(
+        source=e.source, target=e.target, strategy=e.ship_strategy,
+        n_up=profile.vertex(e.source).parallelism, n_down=profile.vertex(e.target).parallelism,
+        up_out_mbit=tuple(traffic.output_mbit(b, 1.0, options.rate_scale) for b in out.bytes_per_s),
+        path_weight=path_weight,
+        bytes_per_record=sent / records if records > 0 else 0.0,
+        receiver_shares=tuple(e.receiver_shares) if e.receiver_shares else None,
+        flushes_per_s=None if profile.job.buffer_timeout_ms is None else traffic.flushes_per_s(profile.job.buffer_timeout_ms),
+    )
+
+
 def build_problem(
     inv: Inventory,
     profile: JobProfile,
@@ -280,15 +372,19 @@ def build_problem(
     births, allow, forbid = _resolve_pins(inv, profile, inventory_source, warnings)
     g = profile.graph()
 
+    weights = _path_weights(profile)
+    channels = tuple(_channel(profile, e, weights[(e.source, e.target)], options) for e in profile.edges)
+    emitted: dict[str, list[float]] = {v.id: [0.0] * v.parallelism for v in profile.vertices}
+    for ch in channels:  # every copy a subtask puts on any of its edges
+        for i in range(ch.n_up):
+            emitted[ch.source][i] += ch.up_out_mbit[i] * copies(ch.strategy, ch.n_down)
+
     subtasks: list[Subtask] = []
-    out_by_vertex: dict[str, tuple[float, ...]] = {}
     for v in profile.topological_vertices():
         is_source, is_sink = g.in_degree(v.id) == 0, g.out_degree(v.id) == 0
-        outs = []
         for sp in v.subtasks:
             cpu = demand.server_cores(v, sp, options.rate_scale)
-            out = traffic.output_mbit(sp.records_out_per_s, v.bytes_per_record_out, options.rate_scale)
-            outs.append(out)
+            out = emitted[v.id][sp.index]
             birth = births[v.id][sp.index] if v.id in births else None
             if birth is not None and birth in forbid.get(v.id, set()):
                 raise BadInput(f"source {v.name!r} is both born on and forbidden on {birth!r}", source=inventory_source,
@@ -299,26 +395,33 @@ def build_problem(
                 records_out_per_s=sp.records_out_per_s * options.rate_scale, server_cores=cpu.server_cores,
                 cpu_estimated=cpu.estimated, memory_mib=demand.memory_mib(v, policy.memory_per_subtask), birth=birth,
                 pinned_to=frozenset(allow[v.id]) if v.id in allow else None, forbidden=frozenset(forbid.get(v.id, ())),
+                checkpoint_mbit=demand.checkpoint_mbit(v, profile.job.checkpoint_interval_ms),
             ))
             if birth is not None and host_by_name[birth].role != "edge":
                 warnings.append(f"source {v.name!r} subtask {sp.index} is born on server {birth!r}")
-        out_by_vertex[v.id] = tuple(outs)
-
-    weights = _path_weights(profile)
-    channels = tuple(
-        Channel(
-            source=e.source, target=e.target, strategy=e.ship_strategy,
-            n_up=profile.vertex(e.source).parallelism, n_down=profile.vertex(e.target).parallelism,
-            # a vertex with several outgoing edges sends every record along each of them
-            up_out_mbit=out_by_vertex[e.source],
-            path_weight=weights[(e.source, e.target)],
-        )
-        for e in profile.edges
-    )
     return PlacementProblem(
         hosts=hosts, subtasks=tuple(subtasks), channels=channels,
         vertex_order=tuple(v.id for v in profile.topological_vertices()),
         vertex_names={v.id: v.name for v in profile.vertices}, policy=policy,
         slot_sharing=inv.flink.slot_sharing, rate_scale=options.rate_scale, warnings=tuple(warnings),
+        whole_vertices=vanilla_whole_vertices(profile) if options.placement_mode == "vanilla" else frozenset(),
     )
+
+
+def vanilla_whole_vertices(profile: JobProfile) -> frozenset[str]:
+    """The vertices vanilla placement cannot split over hosts.
+
+    Vanilla Flink pins a whole operator to one slot sharing group; the lab jobs' Placement helper splits only a
+    FORWARD chain that starts at a source, into one copy per lane. So a vertex may be split when it is a source, or
+    its only input is a FORWARD edge from a vertex that may be split; every other vertex runs on one host. Custom mode
+    (the scheduler extension) has no such limit."""
+    inputs: dict[str, list[EdgeProfile]] = {v.id: [] for v in profile.vertices}
+    for e in profile.edges:
+        inputs[e.target].append(e)
+    splittable: set[str] = set()
+    for v in profile.topological_vertices():
+        ins = inputs[v.id]
+        if not ins or (len(ins) == 1 and ins[0].ship_strategy is ShipStrategy.FORWARD and ins[0].source in splittable):
+            splittable.add(v.id)
+    return frozenset(v.id for v in profile.vertices if v.id not in splittable)
 

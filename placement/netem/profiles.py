@@ -1,13 +1,13 @@
 """Named WAN profiles: YAML files in the repository's ``netem/`` directory (format: ``netem/README.md``).
 
 A profile gives a link's figures (bandwidth, delay, jitter, loss, correlation) under a name such as ``lte``, so an
-experiment can say "run this over 3G" without editing the inventory. The directory is ``$PLACEMENT_NETEM_PROFILES``
-when set, else ``<repo>/netem`` next to the ``placement`` package.
+experiment can say "run this over 3G" without editing the inventory. The directory is ``$PLACEMENT_NETEM_DIR`` when set
+(the older ``$PLACEMENT_NETEM_PROFILES`` still works), else the copy an installed package ships, else the clone's
+``netem/`` (:func:`placement.resources.repo_dir`).
 """
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -15,10 +15,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from placement.errors import BadInput
 from placement.loading import load_model
-from placement.resources import repo_dir
+from placement.resources import override_var, repo_dir
 from placement.units import Millis, Percent, RateMbit
 
-ENV_VAR = "PLACEMENT_NETEM_PROFILES"
+ENV_VAR = override_var("netem")
 PROFILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # a file stem: no '/' or '..' can leave the directory
 SUFFIXES = (".yaml", ".yml")
 
@@ -37,9 +37,6 @@ class WanProfile(BaseModel):
 
 
 def profiles_dir() -> Path:
-    env = os.environ.get(ENV_VAR)
-    if env:
-        return Path(env)
     return repo_dir("netem")
 
 

@@ -3,16 +3,29 @@
 A profile is the contract between ``placement profile`` (which computes it from collected metrics) and
 ``placement plan`` (which reads it). It is JSON, documented in ``examples/profiles/README.md``:
 
-* ``format`` — ``"placement.profile/v1"``.
+* ``format`` — ``"placement.profile/v2"`` (``"placement.profile/v1"`` still loads).
 * ``job`` — name (and optionally id) of the Flink job.
 * ``vertices`` — one per Flink job vertex (a chain of operators), in any order: ``id``, ``name`` (the task name Flink
-  shows, e.g. ``"Source: Sensors"`` or ``"Parse -> Filter"``), ``parallelism``, ``stateful``, ``state_bytes``,
+  shows, e.g. ``"Source: Sensors"`` or ``"Parse -> Filter"``), ``parallelism``, ``max_parallelism`` (optional), ``stateful``, ``state_bytes``,
   ``bytes_per_record_out`` and ``subtasks``; each subtask carries its mean ``records_in_per_s``, ``records_out_per_s``,
   ``busy_ms_per_s``, ``idle_ms_per_s``, ``backpressured_ms_per_s`` and the ``host_speed`` of the host it was measured on
   (1.0 = a server core). ``busy_ms_per_s`` may be ``null`` (NaN in Flink) — see :mod:`placement.costmodel.demand`.
-* ``edges`` — ``source``/``target`` vertex ids and Flink's ``ship_strategy``.
+* ``edges`` — ``source``/``target`` vertex ids and Flink's ``ship_strategy``; since v2 also what travels along the
+  edge: per upstream subtask the ``records_per_s`` and ``bytes_per_s`` it puts on this edge (one copy: a broadcast
+  record counts once, not once per receiver), for HASH edges the measured ``receiver_shares`` (key skew), and the
+  ``basis`` of the figures (see :mod:`placement.profile.edge_flows`).
+* ``job`` — since v2 also ``checkpoint_interval_ms`` (null: checkpointing off or unknown) and ``buffer_timeout_ms``
+  (Flink's network flush interval, which sets how much network framing a channel adds; null: framing is not
+  charged); vertices carry ``checkpointed_bytes`` (what one
+  checkpoint uploads; null: the whole ``state_bytes``).
 
 Sources are vertices without inputs, sinks vertices without outputs.
+
+**Versions.** v1 profiles (no per-edge figures) still load, with v1's meaning (:func:`edge_output`): each vertex
+sends every record, of ``bytes_per_record_out`` bytes, along each outgoing edge. That holds for hand-written
+profiles; a v1 profile made by ``placement profile`` took ``bytes_per_record_out`` from Flink's task-level
+``numBytesOut / numRecordsOut``, which sums all outputs, so it over-counts fan-outs and broadcasts: profile its
+metric history again to get v2's per-edge figures.
 """
 
 from __future__ import annotations
@@ -20,16 +33,18 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Literal
 
 import networkx as nx
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from placement.loading import FieldError, load_model
 
-PROFILE_FORMAT = "placement.profile/v1"
+PROFILE_FORMAT = "placement.profile/v2"
+PROFILE_FORMATS = ("placement.profile/v1", PROFILE_FORMAT)  # v1: no per-edge figures (still loads)
 
 
 class ShipStrategy(str, Enum):
@@ -38,7 +53,7 @@ class ShipStrategy(str, Enum):
     FORWARD = "FORWARD"  # subtask i -> subtask i; needs equal parallelism
     HASH = "HASH"  # keyed: every upstream subtask to every downstream subtask, by key
     REBALANCE = "REBALANCE"  # round-robin over all downstream subtasks
-    RESCALE = "RESCALE"  # round-robin over a subset; planned like REBALANCE (an upper bound on fan-out)
+    RESCALE = "RESCALE"  # pointwise: round-robin over the downstream subtasks Flink connects to each upstream one
     BROADCAST = "BROADCAST"  # every record to every downstream subtask
     GLOBAL = "GLOBAL"  # everything to downstream subtask 0
 
@@ -80,9 +95,14 @@ class VertexProfile(Strict):
     id: str = Field(min_length=1)
     name: str = Field(min_length=1)
     parallelism: int = Field(ge=1)
+    max_parallelism: int | None = Field(
+        None, ge=1, description="Flink's max parallelism (key groups); absent: Flink's default for the parallelism")
     stateful: bool = False
     state_bytes: float = Field(0.0, ge=0, description="checkpointed state, all subtasks together")
-    bytes_per_record_out: float = Field(0.0, ge=0)
+    checkpointed_bytes: float | None = Field(
+        None, ge=0, description="what one checkpoint uploads, all subtasks (incremental: the delta); null: state_bytes")
+    bytes_per_record_out: float = Field(
+        0.0, ge=0, description="bytes of one record it emits (its edges' mean); planned on edges without own figures")
     subtasks: list[SubtaskProfile]
     stats: dict[str, float | int | str | bool | None] = Field(
         default_factory=dict, description="extra figures from the profiling job (p95s, selectivity, ...)"
@@ -90,6 +110,9 @@ class VertexProfile(Strict):
 
     @model_validator(mode="after")
     def _subtasks_match(self) -> VertexProfile:
+        if self.max_parallelism is not None and self.max_parallelism < self.parallelism:
+            raise FieldError("max_parallelism", f"vertex {self.name!r} has parallelism {self.parallelism} above its max "
+                                                f"parallelism {self.max_parallelism}")
         if len(self.subtasks) != self.parallelism:
             raise FieldError("subtasks", f"vertex {self.name!r} has parallelism {self.parallelism} but {len(self.subtasks)} subtasks")
         if sorted(s.index for s in self.subtasks) != list(range(self.parallelism)):
@@ -106,10 +129,40 @@ class VertexProfile(Strict):
         return sum(s.records_out_per_s for s in self.subtasks)
 
 
+EdgeBasis = Literal["producer", "consumer", "remainder", "fan-out rule"]
+
+
 class EdgeProfile(Strict):
     source: str
     target: str
     ship_strategy: ShipStrategy
+    records_per_s: list[float] | None = Field(
+        None, description="per upstream subtask: records it puts on this edge (one copy; null: derive by the fan-out rule)")
+    bytes_per_s: list[float] | None = Field(
+        None, description="per upstream subtask: serialized bytes it puts on this edge (one copy)")
+    receiver_shares: list[float] | None = Field(
+        None, description="HASH: share of the edge's records each downstream subtask receives (key skew); null: even")
+    basis: EdgeBasis | None = Field(None, description="where the figures come from (placement.profile.edge_flows)")
+
+    @field_validator("records_per_s", "bytes_per_s", "receiver_shares")
+    @classmethod
+    def _non_negative(cls, v: list[float] | None) -> list[float] | None:
+        if v is not None and any(not math.isfinite(x) or x < 0 for x in v):
+            raise ValueError("values must be finite and >= 0")
+        return v
+
+    @model_validator(mode="after")
+    def _figures_together(self) -> EdgeProfile:
+        if (self.records_per_s is None) != (self.bytes_per_s is None):
+            raise FieldError("bytes_per_s", "records_per_s and bytes_per_s come together (both or neither)")
+        if self.receiver_shares is not None:
+            if self.ship_strategy is not ShipStrategy.HASH:
+                raise FieldError("receiver_shares", f"only HASH edges have receiver shares, not {self.ship_strategy.value}")
+            total = sum(self.receiver_shares)
+            if total <= 0:
+                raise FieldError("receiver_shares", "shares must not all be 0")
+            self.receiver_shares = [x / total for x in self.receiver_shares]  # tolerate rounding: normalise
+        return self
 
     @field_validator("ship_strategy", mode="before")
     @classmethod
@@ -129,10 +182,14 @@ class JobInfo(Strict):
     id: str | None = None
     origin: Literal["example", "synthetic", "collected"] = "collected"
     note: str | None = None
+    checkpoint_interval_ms: float | None = Field(
+        None, gt=0, description="time between checkpoints (max of interval and min pause); null: off or unknown")
+    buffer_timeout_ms: float | None = Field(
+        None, ge=0, description="Flink's network flush interval (execution.buffer-timeout); null: framing not charged")
 
 
 class JobProfile(Strict):
-    format: Literal["placement.profile/v1"] = PROFILE_FORMAT
+    format: Literal["placement.profile/v1", "placement.profile/v2"] = PROFILE_FORMAT
     job: JobInfo
     vertices: list[VertexProfile] = Field(min_length=1)
     edges: list[EdgeProfile] = Field(default_factory=list)
@@ -152,23 +209,35 @@ class JobProfile(Strict):
             for end in ("source", "target"):
                 if getattr(e, end) not in ids:
                     raise FieldError(f"edges[{i}].{end}", f"unknown vertex id {getattr(e, end)!r}")
-            if e.ship_strategy is ShipStrategy.FORWARD:
-                up, down = self.vertex(e.source), self.vertex(e.target)
-                if up.parallelism != down.parallelism:
-                    raise FieldError(
-                        f"edges[{i}].ship_strategy",
-                        f"FORWARD needs equal parallelism, {up.name!r} has {up.parallelism} and {down.name!r} {down.parallelism}",
-                    )
+            up, down = self.vertices[ids[e.source]], self.vertices[ids[e.target]]
+            for name, values, n in (("records_per_s", e.records_per_s, up.parallelism),
+                                    ("bytes_per_s", e.bytes_per_s, up.parallelism),
+                                    ("receiver_shares", e.receiver_shares, down.parallelism)):
+                if values is not None and len(values) != n:
+                    end = "upstream" if name != "receiver_shares" else "downstream"
+                    raise FieldError(f"edges[{i}].{name}", f"has {len(values)} values for {n} {end} subtasks")
+            if e.ship_strategy is ShipStrategy.FORWARD and up.parallelism != down.parallelism:
+                raise FieldError(
+                    f"edges[{i}].ship_strategy",
+                    f"FORWARD needs equal parallelism, {up.name!r} has {up.parallelism} and {down.name!r} {down.parallelism}",
+                )
         if not nx.is_directed_acyclic_graph(self.graph()):
             cycle = nx.find_cycle(self.graph())
             raise FieldError("edges", f"the job graph has a cycle through {cycle[0][0]!r}")
         return self
 
+    _vertex_index: tuple[int, dict[str, VertexProfile]] | None = PrivateAttr(default=None)
+
     def vertex(self, vertex_id: str) -> VertexProfile:
-        for v in self.vertices:
-            if v.id == vertex_id:
-                return v
-        raise KeyError(vertex_id)
+        """The vertex with this id, from an index built on first use (a fleet job has thousands of vertices, and
+        building its problem looks one up per edge); rebuilt when ``vertices`` is another list."""
+        cached = self._vertex_index
+        if cached is None or cached[0] != id(self.vertices) or len(cached[1]) != len(self.vertices):
+            cached = self._vertex_index = (id(self.vertices), {v.id: v for v in self.vertices})
+        v = cached[1].get(vertex_id)
+        if v is None or v.id != vertex_id:
+            raise KeyError(vertex_id)
+        return v
 
     def graph(self) -> nx.DiGraph:
         g = nx.DiGraph()
@@ -193,6 +262,31 @@ class JobProfile(Strict):
     def digest(self) -> str:
         canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
         return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def copies(strategy: ShipStrategy, n_down: int) -> int:
+    """Copies of each record an edge delivers: ``n_down`` for BROADCAST (Flink's numBytesOut counts each), else 1."""
+    return n_down if strategy is ShipStrategy.BROADCAST else 1
+
+
+@dataclass(frozen=True)
+class EdgeOutput:
+    """What each upstream subtask puts on one edge (one copy per record), and where the figures come from."""
+
+    records_per_s: tuple[float, ...]
+    bytes_per_s: tuple[float, ...]
+    basis: str
+
+
+def edge_output(profile: JobProfile, edge: EdgeProfile) -> EdgeOutput:
+    """The edge's own figures when the profile has them; otherwise (v1 profiles, hand-written ones) every record the
+    upstream subtask emits, at ``bytes_per_record_out`` each — the v1 contract: a vertex sends each of its records,
+    of that size, along every outgoing edge (one copy per receiver on a BROADCAST edge)."""
+    if edge.records_per_s is not None and edge.bytes_per_s is not None:
+        return EdgeOutput(tuple(edge.records_per_s), tuple(edge.bytes_per_s), edge.basis or "profile")
+    up = profile.vertex(edge.source)
+    return EdgeOutput(tuple(s.records_out_per_s for s in up.subtasks),
+                      tuple(s.records_out_per_s * up.bytes_per_record_out for s in up.subtasks), "bytes_per_record_out")
 
 
 def load_profile(path: str | Path) -> JobProfile:

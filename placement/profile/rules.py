@@ -25,6 +25,12 @@ Rules (they follow the Flink Kubernetes autoscaler where it has one):
   and time shares the worst subtask's (``*_p50_max``, ``*_p95_max``).
 * **State.** A vertex is stateful when its latest checkpoint holds state (> 0 bytes). Without any checkpoint the state
   is unknown and a vertex with a keyed (HASH) input is taken as stateful. ``--stateful``/``--stateless`` override both.
+* **Edges.** What each upstream subtask puts on each job edge is resolved from the producer's and the consumers'
+  figures by the rules of :mod:`placement.profile.edge_flows` (Flink reports nothing per edge); HASH edges carry the
+  measured share of each downstream subtask (key skew).
+* **Checkpoints.** The profile keeps the job's checkpoint interval (the larger of interval and minimum pause) and,
+  per vertex, what its latest checkpoint uploaded (``checkpointed_size``: the delta when incremental), so the planner
+  can charge an edge host's uplink for the checkpoints of stateful subtasks placed there.
 * **Host speed.** With an inventory, a subtask's ``host_speed`` is the speed of the inventory host whose name equals
   the TaskManager's resource id, or whose name or address equals the TaskManager's host; otherwise 1.0.
 """
@@ -40,6 +46,8 @@ import pandas as pd
 from placement.collect.layout import METRIC_COLUMNS, RunManifest, SubtaskLocation
 from placement.errors import BadInput
 from placement.inventory import Inventory
+from placement.profile import edge_flows
+from placement.profile.edge_flows import DEFAULT_BUFFER_TIMEOUT_MS
 from placement.profile.format import (
     PROFILE_FORMAT,
     EdgeProfile,
@@ -48,6 +56,7 @@ from placement.profile.format import (
     ShipStrategy,
     SubtaskProfile,
     VertexProfile,
+    copies,
 )
 
 MIN_CONFIDENT_BUSY_MS = 10.0  # 1 % busy: below this a true rate multiplies measurement noise by > 100
@@ -169,12 +178,63 @@ def _locations(runs: Iterable[RunManifest]) -> tuple[dict[tuple[str, int], Subta
     return latest, moved
 
 
-def _state(runs: list[RunManifest], vertex_id: str) -> float | None:
+def _state(runs: list[RunManifest], vertex_id: str, attr: str = "state_bytes") -> float | None:
+    """The newest run's checkpoint figure of a vertex (``state_bytes`` or ``checkpointed_bytes``) that some run has."""
     for m in reversed(runs):
         for v in m.vertices:
-            if v.id == vertex_id and v.state_bytes is not None:
-                return v.state_bytes
+            if v.id == vertex_id and getattr(v, attr) is not None:
+                return getattr(v, attr)
     return None
+
+
+def _newest(runs: list[RunManifest], attr: str):
+    """The newest run's value of a job-level setting (checkpointing, buffer timeout) that some run recorded."""
+    return next((getattr(m, attr) for m in reversed(runs) if getattr(m, attr) is not None), None)
+
+
+def _buffer_timeout(runs: list[RunManifest]) -> float:
+    """The job's network flush interval: as its configuration set it, else Flink's default."""
+    timeout = _newest(runs, "buffer_timeout_ms")
+    return DEFAULT_BUFFER_TIMEOUT_MS if timeout is None else timeout
+
+
+def _subtask_io(row: Mapping[str, object]) -> edge_flows.SubtaskIO:
+    return edge_flows.SubtaskIO(
+        records_in=_f(row.get("records_in_per_s_mean")), records_out=_f(row.get("records_out_per_s_mean")),
+        bytes_in=_f(row.get("bytes_in_per_s_mean")), bytes_out=_f(row.get("bytes_out_per_s_mean")),
+    )
+
+
+def _edges(latest: RunManifest, vertices: list[VertexProfile], by_key: Mapping[tuple[str, int], Mapping[str, object]],
+           notes: _Notes) -> list[EdgeProfile]:
+    """The job's edges with what each upstream subtask put on them (:mod:`placement.profile.edge_flows`)."""
+    strategies = [_ship(e.ship_strategy, notes) for e in latest.edges]
+    io = {v.id: [_subtask_io(by_key.get((v.id, i), {})) for i in range(v.parallelism)] for v in vertices}
+    figures = edge_flows.attribute(
+        {v.id: v.parallelism for v in vertices}, io,
+        [edge_flows.Edge(e.source, e.target, st) for e, st in zip(latest.edges, strategies, strict=True)])
+    out = []
+    for e, st, fig in zip(latest.edges, strategies, figures, strict=True):
+        extra = {} if fig is None else {
+            "records_per_s": list(fig.records_per_s), "bytes_per_s": list(fig.bytes_per_s), "basis": fig.basis,
+            "receiver_shares": list(fig.receiver_shares) if fig.receiver_shares else None}
+        out.append(EdgeProfile(source=e.source, target=e.target, ship_strategy=st, **extra))
+    if any(f is not None and f.basis == "fan-out rule" for f in figures):
+        notes.add("some edges' bytes follow the fan-out rule (their consumers have other inputs too)")
+    return out
+
+
+def _record_sizes(vertices: list[VertexProfile], edges: list[EdgeProfile]) -> None:
+    """``bytes_per_record_out`` of a vertex whose edges have figures: the bytes of one record on its edges (what they
+    carry over the records they carry, every copy counted), not Flink's ``numBytesOut / numRecordsOut``, which counts a
+    record once but its bytes once per output partition (and receiver)."""
+    par = {v.id: v.parallelism for v in vertices}
+    for v in vertices:
+        own = [e for e in edges if e.source == v.id and e.bytes_per_s is not None and e.records_per_s is not None]
+        sent = sum(sum(e.bytes_per_s) * copies(e.ship_strategy, par[e.target]) for e in own)  # type: ignore[arg-type]
+        records = sum(sum(e.records_per_s) * copies(e.ship_strategy, par[e.target]) for e in own)  # type: ignore[arg-type]
+        if records > 0:
+            v.bytes_per_record_out = sent / records
 
 
 def _ship(strategy: str, notes: _Notes) -> ShipStrategy:
@@ -327,8 +387,10 @@ def assemble(
                 id=v.id,
                 name=v.name,
                 parallelism=v.parallelism,
+                max_parallelism=v.max_parallelism if v.max_parallelism and v.max_parallelism >= v.parallelism else None,
                 stateful=stateful,
                 state_bytes=state or 0.0,
+                checkpointed_bytes=_state(runs, v.id, "checkpointed_bytes"),
                 bytes_per_record_out=(_ratio(bout, rout) or 0.0),
                 subtasks=subtasks,
                 stats=stats,
@@ -345,7 +407,9 @@ def assemble(
                        source=source, field="busy_ms_per_s")
     if unmatched:
         notes.add(f"TaskManagers not in {options.inventory_source or 'the inventory'} (host_speed 1.0): {', '.join(sorted(unmatched))}")
-    edges = [EdgeProfile(source=e.source, target=e.target, ship_strategy=_ship(e.ship_strategy, notes)) for e in latest.edges]
+    edges = _edges(latest, vertices, by_key, notes)
+    _record_sizes(vertices, edges)
+    checkpoints = _newest(runs, "checkpoints")
     origin = "synthetic" if all(m.origin == "synthetic" for m in runs) else "collected"
     summary = (
         f"{len(runs)} run(s), {total['samples']} of {total['rows']} samples used "
@@ -353,7 +417,9 @@ def assemble(
     )
     return JobProfile(
         format=PROFILE_FORMAT,
-        job=JobInfo(name=latest.job_name, id=latest.job_id, origin=origin, note="; ".join([summary, *notes.items])),
+        job=JobInfo(name=latest.job_name, id=latest.job_id, origin=origin, note="; ".join([summary, *notes.items]),
+                    checkpoint_interval_ms=checkpoints.period_ms if checkpoints else None,
+                    buffer_timeout_ms=_buffer_timeout(runs)),
         vertices=vertices,
         edges=edges,
     )

@@ -8,6 +8,11 @@ first seconds, rates ramping up, busy time inflated while the JIT warms), load s
 and backpressure everything upstream of it, restarts (subtasks not RUNNING, then a new attempt that catches up on
 its backlog) and NaN busy readings.
 
+Edges carry what Flink's metrics show (:class:`SynthEdge`): a producer's ``numBytesOut`` sums every edge it feeds
+(a broadcast edge once per receiver), its ``numRecordsOut`` counts each record once; a side output carries a share of
+the records at a size of its own; a HASH edge may give its downstream subtasks unequal shares (key skew); RESCALE is
+wired pointwise like Flink. :func:`edge_truth` gives the per-edge figures a profile must recover.
+
 Everything that is not warm-up or a restart obeys ``busy = records_in / true_rate`` (sources: ``records_out``), so a
 profile that trims warm-up and drops restarts must recover ``true_rate`` and the selectivities; one that does not is
 visibly off. Generation is vectorised over (time x subtask) blocks, so 50M samples take about a minute.
@@ -29,6 +34,7 @@ import pyarrow as pa
 from placement.collect.layout import (
     METRIC_COLUMNS,
     SAMPLE_SCHEMA,
+    CheckpointConfig,
     EdgeInfo,
     PartWriter,
     RunManifest,
@@ -37,6 +43,7 @@ from placement.collect.layout import (
     VertexInfo,
     write_manifest,
 )
+from placement.profile.edge_flows import pointwise_receivers
 
 
 def stable_id(*parts: str) -> str:
@@ -62,6 +69,18 @@ class SynthVertex:
 
 
 @dataclass(frozen=True)
+class SynthEdge:
+    """A job edge and what travels along it."""
+
+    source: str
+    target: str
+    strategy: str
+    records_share: float = 1.0  # share of the source's records on this edge (a fan-out: 1 on each; side outputs < 1)
+    bytes_per_record: float | None = None  # size of a record on this edge; default the source's bytes_per_record_out
+    key_shares: tuple[float, ...] | None = None  # HASH: share of the records each downstream subtask gets (skew)
+
+
+@dataclass(frozen=True)
 class SynthTaskManager:
     id: str
     host: str
@@ -74,16 +93,24 @@ class SynthTaskManager:
 class SynthJob:
     name: str
     vertices: tuple[SynthVertex, ...]
-    edges: tuple[tuple[str, str, str], ...]  # (source name, target name, ship strategy)
+    edges: tuple[tuple[str, str, str] | SynthEdge, ...]  # (source name, target name, ship strategy) or a SynthEdge
     taskmanagers: tuple[SynthTaskManager, ...] = (SynthTaskManager("server", "127.0.0.1"),)
+    checkpoint_interval_ms: float | None = None  # checkpointing (full snapshots: each writes the whole state)
 
     def vertex(self, name: str) -> SynthVertex:
         return next(v for v in self.vertices if v.name == name)
 
+    @property
+    def edge_specs(self) -> list[SynthEdge]:
+        return [e if isinstance(e, SynthEdge) else SynthEdge(*e) for e in self.edges]
+
+    def edge_bytes_per_record(self, e: SynthEdge) -> float:
+        return self.vertex(e.source).bytes_per_record_out if e.bytes_per_record is None else e.bytes_per_record
+
     def graph(self) -> nx.DiGraph:
         g = nx.DiGraph()
         g.add_nodes_from(v.name for v in self.vertices)
-        g.add_edges_from((a, b) for a, b, _ in self.edges)
+        g.add_edges_from((e.source, e.target) for e in self.edge_specs)
         return g
 
     def tm(self, tm_id: str) -> SynthTaskManager:
@@ -133,9 +160,8 @@ def _nominal(job: SynthJob) -> _Nominal:
     if not nx.is_directed_acyclic_graph(g):
         raise ValueError("synthetic job graph has a cycle")
     out_rate: dict[str, np.ndarray] = {}
-    out_bytes: dict[str, np.ndarray] = {}
     per_vertex: list[tuple[SynthVertex, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
-    strategies = {(a, b): s.upper() for a, b, s in job.edges}
+    specs = job.edge_specs
     for name in nx.lexicographical_topological_sort(g, key=lambda n: [v.name for v in job.vertices].index(n)):
         v = job.vertex(name)
         p = v.parallelism
@@ -150,25 +176,19 @@ def _nominal(job: SynthJob) -> _Nominal:
             work = rout
         else:
             rin, bin_ = np.zeros(p), np.zeros(p)
-            for u in ups:
-                s = strategies[(u, name)]
-                if s == "FORWARD":
-                    rin += out_rate[u]
-                    bin_ += out_bytes[u]
-                elif s == "GLOBAL":
-                    rin[0] += out_rate[u].sum()
-                    bin_[0] += out_bytes[u].sum()
-                elif s == "BROADCAST":
-                    rin += out_rate[u].sum()
-                    bin_ += out_bytes[u].sum()
-                else:  # HASH / REBALANCE / RESCALE: spread evenly
-                    rin += out_rate[u].sum() / p
-                    bin_ += out_bytes[u].sum() / p
+            for e in (e for e in specs if e.target == name):
+                received = _received(e, out_rate[e.source] * e.records_share, p)
+                rin += received
+                bin_ += received * job.edge_bytes_per_record(e)
             rout = rin * v.selectivity
             work = rin
-        bout = rout * v.bytes_per_record_out
+        outs = [e for e in specs if e.source == name]
+        if outs:  # Flink's numBytesOut: every edge's bytes, a broadcast edge's once per receiver
+            bout = sum(rout * e.records_share * job.edge_bytes_per_record(e) * _copies(job, e) for e in outs)
+        else:
+            bout = rout * v.bytes_per_record_out
         busy = work / (v.true_rate * speed) * 1000.0
-        out_rate[name], out_bytes[name] = rout, bout
+        out_rate[name] = rout
         per_vertex.append((v, rin, rout, bin_, bout, busy))
     order = {v.name: i for i, v in enumerate(job.vertices)}
     per_vertex.sort(key=lambda item: order[item[0].name])
@@ -189,6 +209,59 @@ def _nominal(job: SynthJob) -> _Nominal:
     )
 
 
+def _copies(job: SynthJob, e: SynthEdge) -> int:
+    return job.vertex(e.target).parallelism if e.strategy.upper() == "BROADCAST" else 1
+
+
+def _received(e: SynthEdge, sent: np.ndarray, p: int) -> np.ndarray:
+    """Records/s each of the ``p`` downstream subtasks receives over ``e`` when upstream subtask i sends ``sent[i]``."""
+    s = e.strategy.upper()
+    out = np.zeros(p)
+    if s in ("FORWARD", "RESCALE"):  # pointwise, like Flink; round-robin within a block
+        for i, x in enumerate(sent):
+            block = pointwise_receivers(i, len(sent), p)
+            out[block.start:block.stop] += x / len(block)
+    elif s == "GLOBAL":
+        out[0] = sent.sum()
+    elif s == "BROADCAST":
+        out += sent.sum()
+    elif s == "HASH" and e.key_shares is not None:
+        out += sent.sum() * np.asarray(e.key_shares) / sum(e.key_shares)
+    else:  # REBALANCE, HASH with uniform keys
+        out += sent.sum() / p
+    return out
+
+
+def edge_truth(job: SynthJob) -> list[dict[str, object]]:
+    """Per edge (in ``job.edges`` order): what each upstream subtask puts on it at nominal load (one copy per record)
+    and, for HASH, the downstream subtasks' shares — the figures a profile must recover."""
+    nom = _nominal(job)
+    start, rout = 0, {}
+    for v in job.vertices:
+        rout[v.name] = nom.records_out[start:start + v.parallelism]
+        start += v.parallelism
+    out = []
+    for e in job.edge_specs:
+        records = rout[e.source] * e.records_share
+        shares = None
+        if e.strategy.upper() == "HASH":
+            shares = [float(x) / sum(e.key_shares) for x in e.key_shares] if e.key_shares else \
+                [1.0 / job.vertex(e.target).parallelism] * job.vertex(e.target).parallelism
+        out.append({"source": e.source, "target": e.target, "records_per_s": [float(x) for x in records],
+                    "bytes_per_s": [float(x) * job.edge_bytes_per_record(e) for x in records],
+                    "receiver_shares": shares})
+    return out
+
+
+def _record_size(job: SynthJob, v: SynthVertex) -> float:
+    """Bytes of one record the vertex emits, over its edges (every copy counted): the profile's bytes_per_record_out."""
+    outs = [e for e in job.edge_specs if e.source == v.name]
+    records = sum(e.records_share * _copies(job, e) for e in outs)
+    if not outs or records <= 0:
+        return v.bytes_per_record_out
+    return sum(e.records_share * _copies(job, e) * job.edge_bytes_per_record(e) for e in outs) / records
+
+
 def truth(job: SynthJob) -> dict[str, dict[str, float | None]]:
     """The figures a correct profile recovers, per vertex name (rates at nominal load, warm, unthrottled)."""
     nom = _nominal(job)
@@ -201,7 +274,7 @@ def truth(job: SynthJob) -> dict[str, dict[str, float | None]]:
         out[v.name] = {
             "true_rate_server_core": v.true_rate,
             "selectivity": (rout / rin) if rin > 0 else None,  # sources: undefined
-            "bytes_per_record_out": v.bytes_per_record_out,
+            "bytes_per_record_out": _record_size(job, v),
             "records_in_per_s": rin,
             "records_out_per_s": rout,
             "busy_ms_per_s": float(nom.busy[sl].mean()),
@@ -358,10 +431,13 @@ def write_run(
         samples=writer.rows,
         files=writer.files,
         vertices=[
-            VertexInfo(id=v.id, name=v.name, parallelism=v.parallelism, state_bytes=states.get(v.name, v.state_bytes))
+            VertexInfo(id=v.id, name=v.name, parallelism=v.parallelism, state_bytes=states.get(v.name, v.state_bytes),
+                       checkpointed_bytes=states.get(v.name, v.state_bytes) if job.checkpoint_interval_ms else None)
             for v in job.vertices
         ],
-        edges=[EdgeInfo(source=job.vertex(a).id, target=job.vertex(b).id, ship_strategy=s) for a, b, s in job.edges],
+        checkpoints=CheckpointConfig(interval_ms=job.checkpoint_interval_ms) if job.checkpoint_interval_ms else None,
+        edges=[EdgeInfo(source=job.vertex(e.source).id, target=job.vertex(e.target).id, ship_strategy=e.strategy)
+               for e in job.edge_specs],
         locations=[
             SubtaskLocation(vertex_id=v.id, subtask=i, taskmanager_id=job.subtask_tm(v, i).id, host=job.subtask_tm(v, i).host)
             for v in job.vertices
@@ -407,6 +483,7 @@ def scaled_job(job: SynthJob, factor: int) -> SynthJob:
         ),
         edges=job.edges,
         taskmanagers=job.taskmanagers,
+        checkpoint_interval_ms=job.checkpoint_interval_ms,
     )
 
 
@@ -440,6 +517,50 @@ IOT_JOB = SynthJob(
         ("Window Aggregate", "Sink: Readings", "REBALANCE"),
     ),
     taskmanagers=EDGE_LAB_TASKMANAGERS,
+)
+
+
+# ---- the shapes the cost model must get right edge by edge (like the lab's ShapesJob) ---------------------------------
+
+SHAPES_JOB = SynthJob(
+    name="shapes",
+    vertices=(
+        SynthVertex("Source: Clicks", 2, true_rate=200_000, bytes_per_record_out=250, source_rate=1_000,
+                    skew=(1.0, 0.6), taskmanagers=("rpi1",)),
+        SynthVertex("Parse Clicks", 2, true_rate=100_000, bytes_per_record_out=50, taskmanagers=("rpi1",)),
+        SynthVertex("Sink: Archive", 1, true_rate=200_000, selectivity=0.0, bytes_per_record_out=0),
+        SynthVertex("Click Counts", 2, true_rate=50_000, selectivity=0.1, bytes_per_record_out=30, state_bytes=4e6),
+        SynthVertex("Source: Rules", 1, true_rate=200_000, bytes_per_record_out=300, source_rate=200,
+                    taskmanagers=("rpi2",)),
+        SynthVertex("Parse Rules", 1, true_rate=100_000, bytes_per_record_out=40),
+        SynthVertex("Apply Rules", 3, true_rate=100_000, bytes_per_record_out=20),
+        SynthVertex("Sink: Hits", 1, true_rate=200_000, selectivity=0.0, bytes_per_record_out=0),
+        SynthVertex("Source: Orders", 1, true_rate=200_000, bytes_per_record_out=600, source_rate=500),
+        SynthVertex("Split Orders", 1, true_rate=100_000, selectivity=1.2, bytes_per_record_out=20),
+        SynthVertex("Sink: Summaries", 1, true_rate=200_000, selectivity=0.0, bytes_per_record_out=0),
+        SynthVertex("Sink: Large Orders", 1, true_rate=200_000, selectivity=0.0, bytes_per_record_out=0),
+        SynthVertex("Source: Ticks", 2, true_rate=200_000, bytes_per_record_out=180, source_rate=300, skew=(1.0, 0.5)),
+        SynthVertex("Normalize", 4, true_rate=100_000, bytes_per_record_out=30),
+        SynthVertex("Join", 2, true_rate=50_000, selectivity=0.05, bytes_per_record_out=60),
+        SynthVertex("Sink: Joined", 1, true_rate=200_000, selectivity=0.0, bytes_per_record_out=0),
+    ),
+    edges=(
+        ("Source: Clicks", "Parse Clicks", "FORWARD"),
+        SynthEdge("Parse Clicks", "Sink: Archive", "REBALANCE"),  # a fan-out: the same records twice ...
+        SynthEdge("Parse Clicks", "Click Counts", "HASH", key_shares=(0.8, 0.2)),  # ... keyed, with a hot key
+        ("Source: Rules", "Parse Rules", "FORWARD"),
+        ("Parse Rules", "Apply Rules", "BROADCAST"),
+        ("Apply Rules", "Sink: Hits", "REBALANCE"),
+        ("Source: Orders", "Split Orders", "FORWARD"),
+        SynthEdge("Split Orders", "Sink: Summaries", "FORWARD", records_share=1 / 1.2),  # main output: summaries
+        SynthEdge("Split Orders", "Sink: Large Orders", "FORWARD", records_share=0.2 / 1.2, bytes_per_record=600),
+        ("Source: Ticks", "Normalize", "RESCALE"),  # pointwise 2 -> 4
+        SynthEdge("Normalize", "Join", "HASH", key_shares=(0.5, 0.5)),
+        SynthEdge("Click Counts", "Join", "HASH", key_shares=(0.7, 0.3)),
+        ("Join", "Sink: Joined", "REBALANCE"),
+    ),
+    taskmanagers=EDGE_LAB_TASKMANAGERS,
+    checkpoint_interval_ms=10_000,
 )
 
 

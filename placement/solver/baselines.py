@@ -14,7 +14,6 @@ from collections import Counter, defaultdict
 
 from placement.costmodel.evaluate import evaluate
 from placement.costmodel.model import PlacementProblem, Subtask, SubtaskKey
-from placement.costmodel.traffic import senders
 from placement.solver.result import PlanResult
 
 
@@ -72,7 +71,7 @@ def greedy(problem: PlacementProblem) -> PlanResult:
 
     def input_host(s: Subtask) -> str | None:
         hosts = {assignment[(ch.source, i)] for ch in problem.inputs[s.vertex_id]
-                 for i in senders(ch.strategy, s.index, ch.n_up)}
+                 for i in ch.senders(s.index)}
         return hosts.pop() if len(hosts) == 1 else None
 
     candidates = [vid for vid in problem.vertex_order

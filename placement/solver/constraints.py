@@ -12,8 +12,6 @@ from collections import defaultdict
 
 import pulp
 
-from placement.costmodel.traffic import senders
-from placement.profile.format import ShipStrategy
 from placement.solver import objectives
 from placement.solver.model import IlpModel
 
@@ -74,18 +72,17 @@ def no_data_down_to_edge(m: IlpModel) -> None:
     on an edge host only if all its senders run there too (nothing is sent from the server, or another edge host, down
     to an edge host).
 
-    For all-to-all edges (HASH, REBALANCE, RESCALE, BROADCAST) the ``n_U · n_V`` pairs are written with one continuous
+    For all-to-all edges (HASH, REBALANCE, BROADCAST) the ``n_U · n_V`` pairs are written with one continuous
     ``a[U→V, h] ∈ [0, 1]`` ("all of U is on h"): ``x[v_j, h] ≤ a ≤ x[u_i, h]`` — ``n_U + n_V`` rows, same integer hull."""
     edge = {h.name for h in m.problem.edges}
     for n, ch in enumerate(m.problem.channels):
         for h in edge:
-            down = [(j, m.var((ch.target, j), h)) for j in range(ch.n_down)]
-            down = [(j, v) for j, v in down if v is not None]
+            down = m.placed(ch.target, h)
             if not down:
                 continue
-            if ch.strategy is ShipStrategy.FORWARD or ch.strategy is ShipStrategy.GLOBAL:
+            if not ch.all_to_all:  # FORWARD, RESCALE (pointwise) and GLOBAL: pair by pair
                 for j, v in down:
-                    for i in senders(ch.strategy, j, ch.n_up):
+                    for i in ch.senders(j):
                         u = m.var((ch.source, i), h)
                         m.lp += v <= (u if u is not None else 0), f"down_{n}_{h}_{i}_{j}"
             else:
@@ -97,7 +94,22 @@ def no_data_down_to_edge(m: IlpModel) -> None:
                     m.lp += v <= a, f"all_down_{n}_{h}_{j}"
 
 
-ROW_FAMILIES = (one_host_per_subtask, no_data_down_to_edge, task_slots, cpu_capacity, memory_capacity, wan_bandwidth)
+def vanilla_whole_vertices(m: IlpModel) -> None:
+    """``x[(v, i), h] = x[(v, 0), h]`` for every host ``h`` and subtask ``i > 0`` of a vertex ``v`` vanilla placement
+    cannot split (:func:`placement.costmodel.model.vanilla_whole_vertices`; none in custom mode)."""
+    for vid in sorted(m.problem.whole_vertices):
+        subtasks = m.problem.by_vertex[vid]
+        first = subtasks[0]
+        for h in m.problem.hosts:
+            x0 = m.var(first.key, h.name)
+            for s in subtasks[1:]:
+                xi = m.var(s.key, h.name)
+                if x0 is not None or xi is not None:
+                    m.lp += (xi if xi is not None else 0) == (x0 if x0 is not None else 0), f"whole_{vid}_{s.index}_{h.name}"
+
+
+ROW_FAMILIES = (one_host_per_subtask, no_data_down_to_edge, task_slots, cpu_capacity, memory_capacity, wan_bandwidth,
+                vanilla_whole_vertices)
 
 
 def add_all(m: IlpModel) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from placement.costmodel.model import PlacementProblem, SubtaskKey
-from placement.costmodel.traffic import senders
 from placement.errors import Infeasible
 
 Domain = dict[SubtaskKey, list[str]]
@@ -59,7 +58,7 @@ def reachable_edge_hosts(problem: PlacementProblem, domain: Domain) -> Domain:
         for s in problem.by_vertex[vid]:
             hosts = out[s.key]
             for ch in problem.inputs[vid]:
-                for i in senders(ch.strategy, s.index, ch.n_up):
+                for i in ch.senders(s.index):
                     up = set(out[(ch.source, i)])
                     hosts = [h for h in hosts if h not in edge or h in up]
             out[s.key] = hosts

@@ -23,16 +23,29 @@ def diagnose(problem: PlacementProblem, domain: Domain, options: SolverOptions) 
     """(shortages, one-line reason) for an infeasible problem."""
     m = new_model(problem, domain, elastic=True)
     constraints.add_all(m)
-    if not m.slack:
+    return least_stretch(problem, m.lp, m.slack, m.slack_scale, options)
+
+
+def least_stretch(problem: PlacementProblem, lp: pulp.LpProblem, slack: dict[tuple[str, ...], pulp.LpVariable],
+                  scale: dict[tuple[str, ...], float], options: SolverOptions,
+                  what: str = "no placement fits") -> tuple[tuple[Shortage, ...], str]:
+    """Minimise ``Σ σ / capacity`` over an elastic model's slacks and name what is short (any elastic model: the
+    placement ILP's, the rescale ILP's)."""
+    if not slack:
         return (), "the placement rules contradict each other (no capacity is involved)"
-    m.lp.setObjective(pulp.lpSum(var * (1.0 / m.slack_scale[name]) for name, var in m.slack.items()))
-    info = backends.run(m.lp, options.solver, time_limit=options.time_limit, gap=options.gap, threads=options.threads)
+    lp.setObjective(pulp.lpSum(var * (1.0 / scale[name]) for name, var in slack.items()))
+    info = backends.run(lp, options.solver, time_limit=options.time_limit, gap=options.gap, threads=options.threads)
     if info.objective is None:
-        return (), f"no placement fits, and the elastic re-solve found no explanation ({info.status})"
+        return (), f"{what}, and the elastic re-solve found no explanation ({info.status})"
+    return shortages_from_slack(problem, {name: var.value() or 0.0 for name, var in slack.items()})
+
+
+def shortages_from_slack(problem: PlacementProblem, slack: dict[tuple[str, ...], float]) -> tuple[tuple[Shortage, ...], str]:
+    """(shortages, one-line reason) from the elastic re-solve's slack values, largest relative shortfall first
+    (slack names: ``("link"|"cpu"|"memory", host)`` or ``("slots", host, vertex id | "all")``)."""
     hosts = problem.host_by_name
     shortages = []
-    for name, var in m.slack.items():
-        over = var.value() or 0.0
+    for name, over in slack.items():
         if over <= EPS:
             continue
         kind, host = name[0], name[1]

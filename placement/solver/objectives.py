@@ -1,10 +1,13 @@
 """Objective terms as linear expressions over ``x``.
 
 * WAN (Mbit/s) — ``W = Σ_{edge h} W_h`` with
-  ``W_h = Σ_{U→V} ( Σ_i o(u_i)·F_i·x[u_i, h] − Σ_j r(v_j)·x[v_j, h] )``, where ``F_i = Σ_j share(i, j)`` is what ``u_i``
-  sends in total per unit of output (1, or ``n_V`` for BROADCAST) and ``r(v_j) = Σ_i o(u_i)·share(i, j)`` what ``v_j``
-  receives. This equals ``Σ_{i,j} o(u_i)·share(i,j)·[u_i on h][v_j not on h]`` exactly because
-  ``x[v_j, h] ≤ x[u_i, h]`` holds (:func:`placement.solver.constraints.no_data_down_to_edge`) — no product terms needed.
+  ``W_h = Σ_{U→V} ( Σ_i S(u_i)·x[u_i, h] − Σ_j R(v_j)·x[v_j, h] ) + Σ_s k(s)·x[s, h]``, where ``f(i, j)`` is what the
+  pair ``u_i → v_j`` puts on the wire (:meth:`placement.costmodel.model.Channel.flow_mbit`: the edge's own bytes,
+  the measured key shares, Flink's pointwise RESCALE wiring, network framing), ``S(u_i) = Σ_j f(i, j)`` what ``u_i``
+  sends over the edge, ``R(v_j) = Σ_i f(i, j)`` what ``v_j`` receives, and ``k(s)`` the checkpoint upload of a subtask
+  on an edge host (:func:`placement.costmodel.demand.checkpoint_mbit`). This equals
+  ``Σ_{i,j} f(i, j)·[u_i on h][v_j not on h]`` exactly because ``x[v_j, h] ≤ x[u_i, h]`` holds for every pair that
+  carries data (:func:`placement.solver.constraints.no_data_down_to_edge`) — no product terms needed.
 * Server CPU (server cores) — ``Σ_{server h} Σ_s c(s)·x[s, h]``.
 * Latency (ms) — ``Σ_{U→V} w(U→V)·d(U→V)`` with path weight ``w`` (share of source→sink paths through the edge) and
   ``d ≥ delay(h)·(x[u_i, h] − x[v_j, h])`` for every pair and edge host ``h`` (for all-to-all edges via
@@ -28,17 +31,16 @@ def wan_mbit(m: IlpModel, host: str) -> pulp.LpAffineExpression | None:
     """Uplink traffic of edge host ``host`` (None when nothing can run there)."""
     terms: dict[pulp.LpVariable, float] = defaultdict(float)  # a subtask appears once per adjacent channel: add up
     for ch in m.problem.channels:
-        fanout = float(ch.n_down) if ch.strategy.value == "BROADCAST" else 1.0
-        for i in range(ch.n_up):
-            u = m.var((ch.source, i), host)
-            if u is not None and ch.up_out_mbit[i] > 0:
-                terms[u] += ch.up_out_mbit[i] * fanout
-        for j in range(ch.n_down):
-            v = m.var((ch.target, j), host)
-            if v is not None:
-                received = ch.received_mbit(j)
-                if received > 0:
-                    terms[v] -= received
+        for i, u in m.placed(ch.source, host):
+            if ch.sent_mbit(i) > 0:
+                terms[u] += ch.sent_mbit(i)
+        for j, v in m.placed(ch.target, host):
+            received = ch.received_mbit(j)
+            if received > 0:
+                terms[v] -= received
+    for s, var in m.on_host(host):
+        if s.checkpoint_mbit > 0:
+            terms[var] += s.checkpoint_mbit
     if not terms:
         return None
     return pulp.LpAffineExpression(list(terms.items()))
@@ -64,8 +66,7 @@ def latency_ms(m: IlpModel) -> pulp.LpAffineExpression:
         d = None
         for h in m.problem.edges:
             delay = h.uplink_delay_ms
-            ups = [(i, m.var((ch.source, i), h.name)) for i in range(ch.n_up)]
-            ups = [(i, u) for i, u in ups if u is not None]
+            ups = m.placed(ch.source, h.name)
             if not ups or delay <= 0:
                 continue
             if d is None:
@@ -77,11 +78,11 @@ def latency_ms(m: IlpModel) -> pulp.LpAffineExpression:
                     m.lp += b <= (v if v is not None else 0), f"allv_{n}_{h.name}_{j}"
                 for i, u in ups:
                     m.lp += d >= delay * (u - b), f"lat_{n}_{h.name}_{i}"
-            else:
+            else:  # pointwise (FORWARD, RESCALE) and GLOBAL: each pair on its own
                 for i, u in ups:
-                    j = i if ch.strategy.value == "FORWARD" else 0
-                    v = m.var((ch.target, j), h.name)
-                    m.lp += d >= delay * (u - (v if v is not None else 0)), f"lat_{n}_{h.name}_{i}"
+                    for j in ch.receivers(i):
+                        v = m.var((ch.target, j), h.name)
+                        m.lp += d >= delay * (u - (v if v is not None else 0)), f"lat_{n}_{h.name}_{i}_{j}"
         if d is not None:
             terms.append((d, ch.path_weight))
     expr = pulp.LpAffineExpression(terms)

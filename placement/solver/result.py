@@ -30,6 +30,16 @@ def _num(x: float) -> str:
     return f"{x:.1f}" if abs(x) >= 10 else f"{x:.3g}"
 
 
+def _apart(needed: float, usable: float, decimals: int) -> tuple[str, str]:
+    """Both figures with ``decimals`` decimals, or with as many more as it takes to tell them apart (a shortfall of
+    0.003 cores must not read "needs 0.80, 0.80 usable")."""
+    for d in range(decimals, decimals + 8):
+        a, b = f"{needed:.{d}f}", f"{usable:.{d}f}"
+        if a != b:
+            break
+    return a, b
+
+
 @dataclass(frozen=True)
 class Shortage:
     kind: Literal["link", "cpu", "memory", "slots"]
@@ -40,14 +50,22 @@ class Shortage:
     detail: str = ""
 
     @property
-    def message(self) -> str:
+    def figures(self) -> tuple[str, str]:
+        """Needed and usable, printed with the digits that tell them apart."""
         if self.kind == "link":
-            return (f"link {self.resource} needs {_num(self.needed)} Mbit/s, has {self.capacity:g} "
-                    f"({_num(self.usable)} usable)")
+            needed, usable = _num(self.needed), _num(self.usable)
+            return (needed, usable) if needed != usable else _apart(self.needed, self.usable, 2)
+        return _apart(self.needed, self.usable, {"cpu": 2, "memory": 0}.get(self.kind, 0))
+
+    @property
+    def message(self) -> str:
+        needed, usable = self.figures
+        if self.kind == "link":
+            return f"link {self.resource} needs {needed} Mbit/s, has {self.capacity:g} ({usable} usable)"
         if self.kind == "cpu":
-            return f"host {self.resource} needs {self.needed:.2f} cores, has {self.capacity:g} ({self.usable:.2f} usable)"
+            return f"host {self.resource} needs {needed} cores, has {self.capacity:g} ({usable} usable)"
         if self.kind == "memory":
-            return f"host {self.resource} needs {self.needed:.0f} MiB, has {self.capacity:.0f} ({self.usable:.0f} usable)"
+            return f"host {self.resource} needs {needed} MiB, has {self.capacity:.0f} ({usable} usable)"
         return f"host {self.resource} needs {self.needed:.0f} task slots{self.detail}, has {self.capacity:g}"
 
 
@@ -59,6 +77,7 @@ class PlanResult:
     cost: PlanCost | None
     stages: tuple[Stage, ...] = ()
     shortages: tuple[Shortage, ...] = ()
+    causes: tuple[str, ...] = ()  # infeasible: operators the rules keep off the edge where their input is (solver.causes)
     reason: str | None = None
     objective_mode: str | None = None
     notes: tuple[str, ...] = field(default=())

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
@@ -31,12 +32,14 @@ class FakeJobManager:
     """Serves the recorded answers; ``fail_metrics`` 503s before answering, ``broken_after`` rounds then 500s."""
 
     def __init__(self, *, fail_metrics: int = 0, broken_after: int | None = None, finish_after: int | None = None,
-                 nan_busy: bool = False):
+                 nan_busy: bool = False, checkpointing: bool = True):
+        self.checkpointing = checkpointing
         self.fail_metrics = fail_metrics
         self.broken_after = broken_after
         self.finish_after = finish_after
         self.nan_busy = nan_busy
         self.failed = 0
+        self.metric_requests: list[float] = []  # monotonic time of every metric-values request (503s included)
         self.rounds = 0  # GET /jobs/<jid> calls made by the loop (one per round) after the first
         self.requests: list[str] = []
         names = {v["id"]: v["name"].replace(" ", "_").replace(":", "") for v in JOB["vertices"]}
@@ -77,6 +80,13 @@ class FakeJobManager:
             return 200, json.loads((DATA / "checkpoints.json").read_text())
         if path.startswith(f"/jobs/{JID}/checkpoints/details/"):
             return 200, json.loads((DATA / "checkpoint_details.json").read_text())
+        if path == f"/jobs/{JID}/checkpoints/config":
+            if not self.checkpointing:  # what Flink answers for a job without checkpointing
+                return 404, {"errors": ["Checkpointing is not enabled for this job (" + JID + ")."]}
+            return 200, json.loads((DATA / "checkpoint_config.json").read_text())
+        if path == f"/jobs/{JID}/jobmanager/config":
+            config = json.loads((DATA / "jobmanager_config.json").read_text())
+            return 200, config + [{"key": "execution.buffer-timeout.interval", "value": "20 ms"}]
         if path == "/taskmanagers":
             return 200, json.loads((DATA / "taskmanagers.json").read_text())
         if path == "/jobs/overview":
@@ -89,6 +99,7 @@ class FakeJobManager:
             if parts[4] == "metrics":
                 if "get" not in query:
                     return 200, [{"id": m["id"]} for m in self.metrics[vid]]
+                self.metric_requests.append(time.monotonic())
                 if self.failed < self.fail_metrics:
                     self.failed += 1
                     return 503, {"errors": ["Service temporarily unavailable"]}
@@ -120,10 +131,21 @@ def table(out: Path):
     return manifest, ds.dataset(run_dir, format="parquet").to_table().to_pandas()
 
 
+BACKOFF_S = 0.25
+
+
 def test_collect_fake_transient_503s_are_retried_with_backoff(tmp_path):
+    schedule = (0.0, 2 * BACKOFF_S, 4 * BACKOFF_S, 8 * BACKOFF_S)
     with FakeJobManager(fail_metrics=4) as fake:
-        m = Collector(options(fake, tmp_path)).run()
+        m = Collector(options(fake, tmp_path, backoff_s=BACKOFF_S, duration_s=2.5 + sum(schedule))).run()
     assert fake.failed == 4  # four 503s were answered, and retried behind the scenes
+    # The schedule (urllib3's Retry, backoff_factor = backoff_s): the first retry at once, then backoff_s x 2, x 4,
+    # x 8 — the waits between the five tries of the first request. A wait is never shorter than asked (sleep does not
+    # return early) and, with the request's own time on a loaded machine, stays short of the schedule's next step:
+    # no backoff, a constant one or a wrong factor land outside.
+    waits = [b - a for a, b in zip(fake.metric_requests[:5], fake.metric_requests[1:5])]
+    for wait, want, step in zip(waits, schedule, (*schedule[1:], 2 * schedule[-1]), strict=True):
+        assert want - 0.01 <= wait < step, (waits, want)
     manifest, df = table(tmp_path)
     assert m.stopped == "completed" and manifest.samples == len(df)
     rounds = len(df) // SUBTASKS
@@ -166,7 +188,17 @@ def test_collect_fake_state_sizes_and_locations_in_the_manifest(tmp_path):
     manifest, _ = table(tmp_path)
     by_name = {v.name: v for v in manifest.vertices}
     assert by_name["Window Aggregate"].state_bytes == 11407 and by_name["Parse"].state_bytes == 0
+    assert by_name["Window Aggregate"].checkpointed_bytes == 11407 and by_name["Parse"].checkpointed_bytes == 0
+    assert manifest.checkpoints is not None and manifest.checkpoints.interval_ms == 10_000
+    assert manifest.buffer_timeout_ms == 20.0
     assert len(manifest.locations) == SUBTASKS and {loc.taskmanager_id for loc in manifest.locations} <= {"server", "rpi1"}
+
+
+def test_collect_fake_job_without_checkpointing_records_none(tmp_path):
+    with FakeJobManager(checkpointing=False) as fake:
+        Collector(options(fake, tmp_path, duration_s=0.5)).run()
+    manifest, _ = table(tmp_path)
+    assert manifest.checkpoints is None and manifest.buffer_timeout_ms == 20.0
 
 
 def test_bad_collect_options_are_one_line_errors(tmp_path, capsys):

@@ -121,6 +121,38 @@ def test_state_sizes_from_the_latest_completed_checkpoint():
     assert shaping.latest_checkpoint_id({"latest": {"completed": None}}) is None
 
 
+def test_checkpointed_sizes_are_what_the_checkpoint_wrote():
+    written = shaping.checkpointed_sizes(load("checkpoint_details"))
+    vertices, _ = shaping.job_graph(load("job"), load("plan"))
+    by_name = {v.name: written[v.id] for v in vertices}
+    assert by_name["Window Aggregate"] == 11407 and by_name["Parse"] == 0  # full snapshots: all of the state
+    incremental = {"tasks": {"w": {"checkpointed_size": 512, "state_size": 40960}, "x": {"state_size": "NaN"}}}
+    assert shaping.checkpointed_sizes(incremental) == {"w": 512.0}  # the delta, not the whole state
+
+
+def test_checkpoint_config_of_a_real_answer_and_when_checkpointing_is_off():
+    cfg = shaping.checkpoint_config(load("checkpoint_config"))  # the lab cluster: every 10 s, hashmap backend
+    assert cfg is not None and cfg.interval_ms == 10_000 and cfg.min_pause_ms == 0 and cfg.period_ms == 10_000
+    assert cfg.state_backend == "HashMapStateBackend" and cfg.checkpoint_storage == "JobManagerCheckpointStorage"
+    assert shaping.checkpoint_config({**load("checkpoint_config"), "min_pause": 30_000}).period_ms == 30_000
+    assert shaping.checkpoint_config({"interval": 2**63 - 1, "min_pause": 0}) is None  # Flink's "never"
+    assert shaping.checkpoint_config({"errors": ["Checkpointing is not enabled for this job"]}) is None
+
+
+@pytest.mark.parametrize("entries,ms", [
+    ([], None),  # the recorded lab answer sets none: Flink's default applies
+    ([{"key": "execution.buffer-timeout.interval", "value": "50 ms"}], 50.0),
+    ([{"key": "execution.buffer-timeout.interval", "value": "1 s"}], 1000.0),
+    ([{"key": "execution.buffer-timeout", "value": "10"}], 10.0),
+    ([{"key": "execution.buffer-timeout", "value": "-1"}], float(shaping.NEVER_MS)),
+    ([{"key": "execution.buffer-timeout.enabled", "value": "false"}], float(shaping.NEVER_MS)),
+    ([{"key": "execution.buffer-timeout.interval", "value": "soon"}], None),
+])
+def test_buffer_timeout_from_the_job_configuration(entries, ms):
+    assert shaping.buffer_timeout_ms(entries) == ms
+    assert shaping.buffer_timeout_ms(load("jobmanager_config")) is None
+
+
 def test_taskmanagers_resources_and_host():
     tms = {tm.id: tm for tm in shaping.taskmanagers(load("taskmanagers"))}
     assert set(tms) == {"server", "rpi1"}

@@ -6,19 +6,19 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from support import real_parts
 
 from placement.netns import Namespaces, VethPair, netns_available
 
 
 @pytest.fixture
-def netns_or_skip() -> None:
-    reason = netns_available()
-    if reason:
-        pytest.skip(reason)
+def netns_required() -> None:
+    """Namespaces are a real part: missing, the test fails under strict mode, else skips (support/real_parts.py)."""
+    real_parts.require(netns_available())
 
 
 @pytest.fixture
-def wire(netns_or_skip: None, request: pytest.FixtureRequest) -> Iterator[VethPair]:
+def wire(netns_required: None, request: pytest.FixtureRequest) -> Iterator[VethPair]:
     """A namespace "server" joined to the root namespace (the "edge") by a veth; removed afterwards, even on failure."""
     subnet = getattr(request, "param", 1)
     with Namespaces("pn-t") as nets:

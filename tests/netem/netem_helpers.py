@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from support import real_parts
 
 from placement.cli import main
 from placement.netns import Namespaces, netns_available, ns_exec, run
@@ -103,16 +104,22 @@ def connect_rtt_ms(addr: str, port: int = 9, samples: int = 7) -> float:
 _NETEM_PROBE: list[str | None] = []
 
 
+NETEM_UNKNOWN = "qdisc kind is unknown"  # tc's answer when the kernel has no sch_netem: a kernel-level fact
+
+
 def netem_missing_reason() -> str | None:
-    """Probe the kernel for sch_netem for real, on a veth of our own: None when it works, else tc's complaint."""
+    """Probe the kernel for sch_netem for real, on a veth of our own: None when it works, else tc's complaint.
+
+    Only tc's "unknown qdisc kind" answer is the kernel fact; a probe that cannot run (no namespaces) or fails
+    otherwise is a missing real part (support/real_parts.py: a failure under strict mode)."""
     if not _NETEM_PROBE:
-        reason = netns_available()
-        if reason is None:
-            with Namespaces("pn-probe") as nets:
-                pair = nets.add("p", "10.201.250.1", "10.201.250.2")
-                proc = run(["tc", "qdisc", "add", "dev", pair.host_if, "root", "netem", "delay", "1ms"], check=False)
-                reason = None if proc.returncode == 0 else f"kernel has no netem qdisc: {proc.stderr.strip()}"
-        _NETEM_PROBE.append(reason)
+        real_parts.require(netns_available())
+        with Namespaces("pn-probe") as nets:
+            pair = nets.add("p", "10.201.250.1", "10.201.250.2")
+            proc = run(["tc", "qdisc", "add", "dev", pair.host_if, "root", "netem", "delay", "1ms"], check=False)
+        if proc.returncode != 0 and NETEM_UNKNOWN not in proc.stderr:
+            real_parts.missing(f"tc cannot probe for netem: {proc.stderr.strip()}")
+        _NETEM_PROBE.append(None if proc.returncode == 0 else f"kernel has no netem qdisc: {proc.stderr.strip()}")
     return _NETEM_PROBE[0]
 
 

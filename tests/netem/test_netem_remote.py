@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from netem_helpers import iperf_transfer, root_qdisc, run_cli, write_inventory
+from support import real_parts
 from support.sshd import SshHost, sshd_available, sshd_in_namespace
 
 from placement.inventory import SshSettings, load_inventory
@@ -107,11 +108,9 @@ def _keygen(path: Path) -> None:
 
 
 @pytest.fixture
-def ssh_lab(netns_or_skip: None, tmp_path: Path) -> Iterator[SshLab]:
+def ssh_lab(netns_required: None, tmp_path: Path) -> Iterator[SshLab]:
     """A real sshd (tests/support/sshd.py) in a namespace joined to this one by a veth."""
-    reason = sshd_available()
-    if reason:
-        pytest.skip(reason)
+    real_parts.require(sshd_available())
     with Namespaces("pn-ssh") as nets:
         wire = nets.add("edge", "10.201.4.1", "10.201.4.2")
         with sshd_in_namespace(wire.ns, wire.ns_addr, tmp_path / "sshd", port=SSH_PORT) as sshd:

@@ -19,6 +19,7 @@ from netem_helpers import (
     socket_transfer,
     write_inventory,
 )
+from support import real_parts
 
 from placement.netem import ops, tc
 from placement.netns import Namespaces, VethPair, run
@@ -126,7 +127,7 @@ def test_a_bad_host_later_in_the_list_changes_no_host(wire: VethPair, tmp_path: 
 def test_without_netem_the_rate_limit_still_applies(wire: VethPair, tmp_path: Path,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     if netem_missing_reason() is None:
-        pytest.skip("this kernel has sch_netem; the delay tests cover it")
+        real_parts.kernel_fact("has-sch-netem")
     inv = _inventory(tmp_path, wire, bandwidth="20mbit", delay="50ms", loss="1%")
     code, out, err = run_cli(capsys, "netem", "apply", "--inventory", str(inv))
     assert code == 0, err
@@ -147,7 +148,7 @@ def test_without_netem_the_rate_limit_still_applies(wire: VethPair, tmp_path: Pa
 def test_delay_is_added_to_the_round_trip(wire: VethPair, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     reason = netem_missing_reason()
     if reason:
-        pytest.skip(reason)
+        real_parts.kernel_fact("no-sch-netem", reason)
     base = connect_rtt_ms(wire.ns_addr)
     inv = _inventory(tmp_path, wire, bandwidth="20mbit", delay="40ms")
     code, out, err = run_cli(capsys, "netem", "apply", "--inventory", str(inv), "--require-delay")
@@ -174,7 +175,7 @@ def test_executor_inside_a_namespace_shapes_that_namespace(wire: VethPair) -> No
     assert cleared.removed and cleared.root_after is not None and cleared.root_after.describe() == "noqueue 0:"
 
 
-def test_a_failure_on_a_later_host_undoes_the_earlier_ones(netns_or_skip: None, tmp_path: Path,
+def test_a_failure_on_a_later_host_undoes_the_earlier_ones(netns_required: None, tmp_path: Path,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     with Namespaces("pn-m") as nets:
         first = nets.add("a", "10.201.5.1", "10.201.5.2")

@@ -1,6 +1,7 @@
 """Reading tc's output back (pure). The samples are verbatim output of iproute2 6.1 on this machine's kernel, except
-the netem leaf, whose JSON layout follows iproute2's q_netem.c (delay/jitter in seconds, percentages as fractions)
-because this kernel cannot create a netem qdisc."""
+the netem leaf: a stand-in written by hand, whose JSON layout follows iproute2's q_netem.c (delay/jitter in seconds,
+percentages as fractions), because this kernel cannot create a netem qdisc. The test that reads it says so in its
+name (``..._stand_in``); test_netem_shaping.py reads a real netem leaf back on kernels that have sch_netem."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ FILTERS = ('[{"protocol":"ip","pref":1,"kind":"u32","chain":0},{"protocol":"ip",
            '{"value":"ac90902","mask":"ffffffff","offmask":"","off":16}}},{"protocol":"ip","pref":1,"kind":"u32",'
            '"chain":0,"options":{"fh":"800::801","order":2049,"key_ht":"800","bkt":"0","flowid":"ede:11",'
            '"not_in_hw":true,"match":{"value":"ac94d00","mask":"ffffff00","offmask":"","off":16}}}]\n')
-NETEM_LEAF = ('{"kind":"netem","handle":"10:","parent":"ede:10","options":{"limit":1000,"delay":{"delay":0.05,'
+NETEM_LEAF_STAND_IN = ('{"kind":"netem","handle":"10:","parent":"ede:10","options":{"limit":1000,"delay":{"delay":0.05,'
               '"jitter":0.01,"correlation":0.25},"loss-random":{"loss":0.01,"correlation":0.25},"ecn":false,"gap":0},'
               '"bytes":10227100,"packets":6770,"drops":5,"overlimits":0,"requeues":0,"backlog":0,"qlen":0}')
 
@@ -49,8 +50,8 @@ def test_filters_give_each_class_its_destination() -> None:
     assert parse_filters(FILTERS) == {"ede:10": "10.201.9.2", "ede:11": "10.201.77.0/24"}
 
 
-def test_status_joins_classes_filters_and_netem_leaves() -> None:
-    qdiscs = QDISCS.strip()[:-1] + "," + NETEM_LEAF + "]"
+def test_status_joins_classes_filters_and_netem_leaves_stand_in() -> None:
+    qdiscs = QDISCS.strip()[:-1] + "," + NETEM_LEAF_STAND_IN + "]"
     status = parse_status("eth0", qdiscs, CLASSES, FILTERS)
     assert status.installed and status.unshaped_packets == 3
     by_id = {c.classid: c for c in status.classes}

@@ -162,16 +162,35 @@ def test_missing_required_option(capsys):
     assert_one_line_error(code, out, err, "Missing option '--profile'")
 
 
-def test_label_collision_refused_in_custom_mode(tmp_path, capsys):
+def test_label_collision_is_a_warning_in_both_modes(tmp_path, capsys):
+    """The scheduler extension matches labels exactly before any substring: "Map (1/3)" places Map, not FlatMap.
+    The seed projects' contains() would not, so the plan says so."""
     doc = copy.deepcopy(PROFILE)
     doc["vertices"][1]["name"] = "Map"  # "Map (1/3)" is part of "FlatMap (1/3)"
     doc["vertices"][2]["name"] = "FlatMap"
     prof = tmp_path / "clash.json"
     prof.write_text(json.dumps(doc))
-    code, out, err = run(["plan", "--inventory", REPO / "inventory/edge-lab.yaml", "--profile", prof, "--out", tmp_path / "o"],
-                         capsys)
-    assert_one_line_error(code, out, err, "schedulercfg: label 'Map (1/3)' is part of task name 'FlatMap (1/3)'")
-    assert not (tmp_path / "o").exists()
-    code, out, err = run(["plan", "--inventory", REPO / "inventory/edge-lab.yaml", "--profile", prof, "--out", tmp_path / "v",
-                          "--mode", "vanilla"], capsys)
-    assert code == 0 and "substrings of other task names" in out
+    for mode in ("custom", "vanilla"):
+        code, _out, err = run(["plan", "--inventory", REPO / "inventory/edge-lab.yaml", "--profile", prof, "--out",
+                              tmp_path / mode, "--mode", mode], capsys)
+        assert code == 0, err
+        plan = json.loads((tmp_path / mode / "plan.json").read_text())
+        assert any("label 'Map (1/3)' is part of task name 'FlatMap (1/3)'" in w for w in plan["warnings"])
+        lines = (tmp_path / mode / "schedulercfg").read_text().splitlines()
+        assert any(line.startswith("Map (1/3); ") for line in lines) and any(line.startswith("FlatMap (1/3); ") for line in lines)
+
+
+@pytest.mark.parametrize("births,expected", [
+    ({"Source: Sensors": ["rpi1", "rpi2", "rpi3"]}, "pins.operators.Source: Sensors: a source's host is where its data is born"),
+    ({}, "pins.operators.Source: Sensors: a source's host is where its data is born"),  # no birth pin: same rule
+], ids=["born-on-the-pis", "no-birth-pin"])
+def test_operator_pin_on_a_source_is_bad_input(births, expected, tmp_path, capsys):
+    doc = copy.deepcopy(INVENTORY)
+    doc["pins"] = {"sources": births, "operators": {"Source: Sensors": "rpi1"}}
+    inv = tmp_path / "inv.yaml"
+    inv.write_text(yaml.safe_dump(doc, allow_unicode=True))
+    for extra in ([], ["--compare"]):  # the baselines are never asked about a pin the solver refuses
+        code, out, err = run(["plan", "--inventory", inv, "--profile", REPO / "examples/profiles/iot-sensors.json",
+                              "--out", tmp_path / "out", *extra], capsys)
+        assert_one_line_error(code, out, err, str(inv), expected, "pins.sources")
+        assert not (tmp_path / "out").exists()

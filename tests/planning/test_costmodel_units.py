@@ -53,10 +53,14 @@ def test_nan_busy_without_siblings_and_zero_busy_get_the_floor():
 
 
 def test_traffic_shares_by_ship_strategy():
-    assert [share(ShipStrategy.FORWARD, 1, j, 3) for j in range(3)] == [0, 1, 0]
-    assert [share(ShipStrategy.HASH, 0, j, 4) for j in range(4)] == [0.25] * 4
-    assert [share(ShipStrategy.BROADCAST, 0, j, 3) for j in range(3)] == [1, 1, 1]
-    assert [share(ShipStrategy.GLOBAL, 2, j, 3) for j in range(3)] == [1, 0, 0]
+    assert [share(ShipStrategy.FORWARD, 1, j, 3, 3) for j in range(3)] == [0, 1, 0]
+    assert [share(ShipStrategy.HASH, 0, j, 4, 4) for j in range(4)] == [0.25] * 4
+    assert [share(ShipStrategy.HASH, 0, j, 4, 4, (0.7, 0.1, 0.1, 0.1)) for j in range(4)] == [0.7, 0.1, 0.1, 0.1]
+    assert [share(ShipStrategy.BROADCAST, 0, j, 3, 3) for j in range(3)] == [1, 1, 1]
+    assert [share(ShipStrategy.GLOBAL, 2, j, 3, 3) for j in range(3)] == [1, 0, 0]
+    # RESCALE is pointwise: 2 -> 4 feeds {0, 1} and {2, 3}; 4 -> 2 pairs {0, 1} -> 0 and {2, 3} -> 1
+    assert [share(ShipStrategy.RESCALE, 1, j, 2, 4) for j in range(4)] == [0, 0, 0.5, 0.5]
+    assert [share(ShipStrategy.RESCALE, 3, j, 4, 2) for j in range(2)] == [0, 1]
     assert output_mbit(1000, 125) == pytest.approx(1.0)
     assert ShipStrategy.parse("HASH[key]") is ShipStrategy.HASH
 

@@ -57,6 +57,7 @@ from placement.lab.flink import (
     start_cluster,
 )
 from placement.lab.jobs import IOT_SENSOR_JOB, build_jobs_jar
+from support import real_parts
 
 TASKMANAGERS: tuple[TaskManagerSpec, ...] = (
     TaskManagerSpec("server", slots=4, external_resource="server", external_resource_amount=16),
@@ -81,9 +82,10 @@ class RunningJob:
 
 
 def _require_java() -> None:
+    """A JDK is a real part: without it the test fails under strict mode (support/real_parts.py), else it skips."""
     missing = [tool for tool in ("java", "javac", "jar") if shutil.which(tool) is None]
     if missing:
-        pytest.skip(f"needs a JDK 17 ({', '.join(missing)} not found)")
+        real_parts.missing(f"needs a JDK 17 ({', '.join(missing)} not found on PATH)")
 
 
 @contextlib.contextmanager

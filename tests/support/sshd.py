@@ -15,8 +15,8 @@ What :func:`sshd_in_namespace` does, and undoes on exit (also when the body rais
   ``address`` (``[address]:port`` for ports other than 22), so clients keep strict host key checking ON;
 * runs ``/usr/sbin/sshd -D -e`` in the namespace, listening only on ``address:port``, keys only (no passwords, no
   PAM), logging to ``<workdir>/sshd.log``; waits until it accepts connections;
-* on exit stops that sshd (only the process it started) and deletes the files it wrote (and ``workdir`` when it
-  made it and nothing else is left in it).
+* on exit stops that sshd and every session it served (also sessions whose client is still connected; nothing
+  else) and deletes the files it wrote (and ``workdir`` when it made it and nothing else is left in it).
 
 The namespace shares the machine's filesystem and users: a login as ``root`` (the default) sees the same files as
 the test. Needs root (for ``ip netns exec`` and sshd's privilege separation) — check
@@ -35,6 +35,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+import psutil
 
 SSHD = Path("/usr/sbin/sshd")
 SFTP_SERVER_CANDIDATES = (Path("/usr/lib/openssh/sftp-server"), Path("/usr/libexec/openssh/sftp-server"))
@@ -203,22 +205,58 @@ def sshd_in_namespace(
         )
     finally:
         if proc is not None:
-            _stop(proc)
+            _stop(proc, namespace, port)
         for path in written:
             path.unlink(missing_ok=True)
         if made_workdir and not any(workdir.iterdir()):
             workdir.rmdir()
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """End the sshd we started and the sessions it forked (they share its process group)."""
+def _stop(proc: subprocess.Popen[bytes], namespace: str, port: int) -> None:
+    """End the sshd we started and every session it served.
+
+    A connection's sshd calls setsid(): it leaves the listener's process group, so killing the group misses it, and
+    once the listener is gone it is re-parented to init. A session whose client never closed (its veth is deleted
+    with the namespace) would then live on as ``sshd: root@notty``. So the sessions are found before the listener
+    stops — its descendants, plus any sshd in the namespace holding a TCP socket on our port (already orphaned) —
+    and ended with it."""
+    sessions = _sessions(proc, namespace, port)
     if proc.poll() is None:
         try:
             os.killpg(proc.pid, signal.SIGTERM)
         except ProcessLookupError:
-            return
+            pass
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
+    for p in sessions:
+        try:
+            p.terminate()
+        except psutil.NoSuchProcess:
+            pass
+    _, alive = psutil.wait_procs(sessions, timeout=5)
+    for p in alive:
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(alive, timeout=5)
+
+
+def _sessions(proc: subprocess.Popen[bytes], namespace: str, port: int) -> list[psutil.Process]:
+    found: dict[int, psutil.Process] = {}
+    try:
+        found.update((p.pid, p) for p in psutil.Process(proc.pid).children(recursive=True))
+    except psutil.NoSuchProcess:
+        pass
+    listed = subprocess.run(["ip", "netns", "pids", namespace], capture_output=True, text=True, timeout=10)
+    for pid in map(int, listed.stdout.split()):
+        try:
+            p = psutil.Process(pid)
+            if pid != proc.pid and p.exe() == str(SSHD) and any(c.laddr.port == port for c in p.net_connections("tcp")):
+                found[pid] = p
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return list(found.values())
