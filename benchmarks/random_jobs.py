@@ -94,3 +94,18 @@ def instance(subtasks: int, hosts: int, seed: int = 1) -> tuple[Inventory, JobPr
     profile, births = job(subtasks, inv, seed)
     inv = inv.model_copy(update={"pins": inv.pins.model_copy(update={"sources": births})})
     return inv, profile
+
+
+def edge_rescalable(inv: Inventory, profile: JobProfile) -> tuple[Inventory, JobProfile]:
+    """The same job with every source born on one Pi (its first birth host) and the FORWARD edges out of the sources
+    turned into REBALANCE: the operators after a source may then run — at a parallelism of their own — on its Pi,
+    which is where a rescale has choices to make (``placement plan --rescale`` rows of solver_scaling.py). Plan it
+    with each source's target at ``1/parallelism`` of its measured rate to keep what one Pi is born as generated."""
+    births = {name: [hosts[0]] * len(hosts) for name, hosts in inv.pins.sources.items()}
+    doc = profile.model_dump(mode="json")
+    sources = {v["id"] for v in doc["vertices"]} - {e["target"] for e in doc["edges"]}
+    for e in doc["edges"]:
+        if e["source"] in sources and e["ship_strategy"] == "FORWARD":
+            e["ship_strategy"] = "REBALANCE"
+    inv = inv.model_copy(update={"pins": inv.pins.model_copy(update={"sources": births})})
+    return inv, JobProfile.model_validate(doc)

@@ -8,6 +8,7 @@ line (``error: <file>: <field>: <message>``) and exits with its code, without a 
 from __future__ import annotations
 
 import importlib
+import importlib.util  # a submodule: `import importlib` alone does not load it (only an editable install's finder did)
 import sys
 
 import click
@@ -24,6 +25,8 @@ COMMANDS = {
     "netem": "placement.cli.netem_cmd:netem",
     "lab": "placement.cli.lab_cmd:lab",
     "apply": "placement.cli.apply_cmd:apply",
+    "scheduler": "placement.cli.scheduler_cmd:scheduler",
+    "examples": "placement.cli.examples_cmd:examples",
 }
 
 HELP = {
@@ -34,6 +37,8 @@ HELP = {
     "netem": "Shape WAN links from the inventory with tc.",
     "lab": "A real Flink edge lab on this machine (namespaces, shaped veths, cgroups).",
     "apply": "Put a plan into effect on a running job over SSH and REST.",
+    "scheduler": "Build, install and check the scheduler extension (stock Flink reading schedulercfgs).",
+    "examples": "Where the shipped example inventories and profiles are (--copy DIR to edit them).",
 }
 
 

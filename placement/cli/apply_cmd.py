@@ -38,11 +38,14 @@ def _print_plan(console: Console, prepared: Prepared) -> None:
 
 
 def _verify_table(rows: tuple[VerifyRow, ...] | list[VerifyRow]) -> Table:
-    table = Table(title="planned vs actual (subtasks per vertex and TaskManager)")
+    by_index = any(r.planned_subtasks is not None for r in rows)
+    what = "subtask indices" if by_index else "subtasks"
+    table = Table(title=f"planned vs actual ({what} per vertex and TaskManager)")
     for col in ("vertex", "host", "planned", "actual", ""):
         table.add_column(col, justify="right" if col in ("planned", "actual") else "left")
     for r in rows:
-        table.add_row(r.vertex, r.host, str(r.planned), str(r.actual), "[green]ok[/green]" if r.ok else "[red]WRONG[/red]")
+        planned, actual = r.cells()
+        table.add_row(r.vertex, r.host, planned, actual, "[green]ok[/green]" if r.ok else "[red]WRONG[/red]")
     return table
 
 
@@ -57,11 +60,14 @@ def _verify_table(rows: tuple[VerifyRow, ...] | list[VerifyRow]) -> Table:
 @click.option("--yes", "consent", is_flag=True, help="allow restarting a JobManager or TaskManager where the config must change")
 @click.option("--accept-new-host-keys", is_flag=True, help="learn unknown SSH host keys (a changed key is always refused)")
 @click.option("--audit-log", type=click.Path(path_type=Path), help="JSON-lines audit log (default: PLAN_DIR/apply-audit.jsonl)")
+@click.option("--settle", "settle_s", type=click.FloatRange(min=0), default=10.0, show_default=True,
+              help="seconds the placed job must stay RUNNING without a restart before apply calls it done (0: no wait)")
 def apply(plan_dir: Path, inventory: Path, job_id: str | None, job_name: str | None, jar: str | None, jar_id: str | None,
-          dry_run: bool, consent: bool, accept_new_host_keys: bool, audit_log: Path | None) -> None:
+          dry_run: bool, consent: bool, accept_new_host_keys: bool, audit_log: Path | None, settle_s: float) -> None:
     """Put the plan in PLAN_DIR into effect on the running Flink job: savepoint, redeploy, verify, roll back."""
     console = Console(highlight=False, soft_wrap=True)
-    req = load_request(plan_dir, inventory, job_id=job_id, job_name=job_name, jar=jar, jar_id=jar_id, consent=consent)
+    req = load_request(plan_dir, inventory, job_id=job_id, job_name=job_name, jar=jar, jar_id=jar_id, consent=consent,
+                       settle_s=settle_s)
     prepared = prepare(req, dry_run=dry_run, accept_new_host_keys=accept_new_host_keys)
     try:
         if prepared.plan.noop:
@@ -90,8 +96,13 @@ def apply(plan_dir: Path, inventory: Path, job_id: str | None, job_name: str | N
 
 
 def _current_rows(prepared: Prepared) -> list[VerifyRow]:
+    from placement.apply.planner import planned_subtasks
     from placement.apply.preflight import planned_counts
-    from placement.apply.verify import compare
+    from placement.apply.verify import compare, compare_subtasks
+    from placement.apply.vertices import match_vertices, planned_vertices
 
-    return compare(planned_counts(prepared.request), prepared.view.actual,
-                   list(dict.fromkeys(a.vertex for a in prepared.request.plan.assignment)))
+    req, view = prepared.request, prepared.view
+    if req.mode == "custom":
+        match = match_vertices(planned_vertices(req.plan.assignment), view.running_vertices)
+        return compare_subtasks(planned_subtasks(req), match, view.subtask_hosts)
+    return compare(planned_counts(req), view.actual, list(dict.fromkeys(a.vertex for a in req.plan.assignment)))

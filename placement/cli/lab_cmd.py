@@ -29,17 +29,22 @@ def lab() -> None:
               help="inventory with one server and edge hosts (inventory/lab.yaml)")
 @WORKDIR
 @click.option("--timeout", type=float, default=300.0, show_default=True, help="seconds to wait for the TaskManagers")
-def up_cmd(inventory_path: str, work_dir: Path, timeout: float) -> None:
-    """Start the lab (idempotent: a lab that is up already is left as it is)."""
+@click.option("--mode", type=click.Choice(["custom", "vanilla"]), default="custom", show_default=True,
+              help="custom: stock Flink + the scheduler extension, jobs placed unmodified by `placement apply`; "
+                   "vanilla: stock Flink only, jobs place themselves with the Placement helper (--placement)")
+def up_cmd(inventory_path: str, work_dir: Path, timeout: float, mode: str) -> None:
+    """Start the lab (idempotent: a lab that is up already in this mode is left as it is)."""
     from placement.errors import BadInput
     from placement.lab.runner import up
 
     if not Path(inventory_path).is_file():
         raise BadInput("no such file", source=inventory_path, field="--inventory")
-    result = up(inventory_path, work_dir, timeout=timeout)
+    result = up(inventory_path, work_dir, timeout=timeout, mode=mode)  # type: ignore[arg-type]
     state = result.state
-    click.echo(("lab already up" if result.already_up else "lab up") + f": REST {state['rest_url']}, "
-               f"lab inventory {state.get('lab_inventory')}")
+    if result.restarted_for_mode:
+        click.echo(f"note: the lab was up in {result.restarted_for_mode} mode; restarted in {mode} mode")
+    click.echo(("lab already up" if result.already_up else "lab up") + f" ({state.get('mode', 'vanilla')} mode): "
+               f"REST {state['rest_url']}, lab inventory {state.get('lab_inventory')}")
     for note in state.get("notes", []):
         click.echo(f"note: {note}")
 
@@ -72,7 +77,7 @@ def status_cmd(work_dir: Path, as_json: bool) -> None:
         click.echo(f"no lab in {work_dir}" + (f"; leftovers: {left} (run `placement lab down`)" if left else ""))
         sys.exit(1)
     console = _console()
-    console.print(f"lab {'[green]up[/]' if st['up'] else '[red]not healthy[/]'} ({st['status']}), REST {st['rest_url']}"
+    console.print(f"lab {'[green]up[/]' if st['up'] else '[red]not healthy[/]'} ({st['status']}, {st['mode']} mode), REST {st['rest_url']}"
                   + (f" — {st['rest_error']}" if st.get("rest_error") else ""))
     table = Table()
     for col in ("host", "role", "address", "namespace", "TM", "uplink", "not emulated", "CPU quota", "throttled"):

@@ -100,7 +100,7 @@ def netem() -> None:
     """Shape the inventory's edge→server WAN links with tc (htb rate + netem delay/jitter/loss).
 
     Hosts whose address is on this machine are shaped locally, others over SSH (host keys verified).
-    Named WAN profiles live in the repository's netem/ directory ($PLACEMENT_NETEM_PROFILES overrides it).
+    Named WAN profiles: `placement examples` lists them ($PLACEMENT_NETEM_DIR points elsewhere).
     """
 
 

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
-from placement.errors import BadInput
+from placement.errors import BadInput, PlacementError
 from placement.inventory import load_inventory
 from placement.profile.format import JobProfile
 from placement.profile.history import select_runs
@@ -70,7 +70,12 @@ def write_profile(profile: JobProfile, out: str | Path) -> Path:
 def _write_atomically(p: Path, text: str, option: str) -> None:
     if p.is_dir():
         raise BadInput("is a directory, expected a file name", source=str(p), field=option)
-    p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_name("." + p.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, p)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, p)  # the whole new file, or the old one: never a half-written one
+    except OSError as exc:
+        if tmp.is_file():
+            tmp.unlink()
+        raise PlacementError(f"{p}: {option}: cannot write: {exc.strerror or exc}") from None

@@ -15,10 +15,11 @@ from placement.costmodel.evaluate import evaluate
 from placement.costmodel.model import PlacementProblem, SubtaskKey
 from placement.errors import Infeasible, PlacementError
 from placement.solver import backends, constraints, objectives
+from placement.solver.causes import structural_causes
 from placement.solver.domains import restricted_domain
 from placement.solver.elastic import diagnose
 from placement.solver.model import IlpModel, new_model
-from placement.solver.pooling import pool_servers, unpool
+from placement.solver.server_pools import pooled_problem, server_pools, unpool
 from placement.solver.result import PlanResult, SolverOptions, Stage
 
 
@@ -37,19 +38,21 @@ def _remaining(deadline: float | None) -> float | None:
 def solve(problem: PlacementProblem, options: SolverOptions = SolverOptions()) -> PlanResult:
     """Optimal placement of ``problem`` (see :mod:`placement.solver.objectives` for the objective).
 
-    Identical servers are first solved as one pool (:mod:`placement.solver.pooling`); the full model is solved only
-    when the pool's plan cannot be packed onto them, or when the pooled model is infeasible.
+    Servers the rules cannot tell apart are first solved as one pool each (:mod:`placement.solver.server_pools`);
+    the full model is solved only when the pool's plan cannot be packed onto them, or when the pooled model is
+    infeasible.
     """
-    pooled = pool_servers(problem)
-    if pooled is not None:
-        pooled_problem, pools = pooled
-        result = _solve(pooled_problem, options)
+    pools = server_pools(problem)
+    if pools:
+        start = time.monotonic()
+        result = _solve(pooled_problem(problem, pools), options)
         if result.assignment is not None:
-            assignment = unpool(problem, result.assignment, pools)
+            left = None if options.time_limit is None else max(1.0, options.time_limit - (time.monotonic() - start))
+            assignment = unpool(problem, result.assignment, pools, time_limit=left)
             if assignment is not None:
                 cost = evaluate(problem, assignment)
                 if cost.feasible:
-                    note = f"identical servers solved as pools: {', '.join(pools)}"
+                    note = f"servers solved as pools: {', '.join(p.name for p in pools)}"
                     return replace(result, assignment=assignment, cost=cost, notes=result.notes + (note,))
     return _solve(problem, options)
 
@@ -91,8 +94,9 @@ def _solve(problem: PlacementProblem, options: SolverOptions) -> PlanResult:
     first = stages[0].info
     if first.status == "infeasible":
         shortages, reason = diagnose(problem, domain, options)
-        return PlanResult("ilp", "infeasible", None, None, stages=tuple(stages), shortages=shortages, reason=reason,
-                          objective_mode=mode)
+        causes = structural_causes(problem, domain, shortages)
+        return PlanResult("ilp", "infeasible", None, None, stages=tuple(stages), shortages=shortages, causes=causes,
+                          reason="; ".join((reason, *causes)), objective_mode=mode)
     if assignment is None:
         raise PlacementError(f"solver {first.solver} found no placement within the time limit ({first.status}); "
                              f"raise --time-limit")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import pulp
 
@@ -26,7 +28,25 @@ class IlpModel:
 
     def on_host(self, host: str):
         """(subtask, variable) pairs that may run on ``host``."""
-        return [(s, self.x[(s.key, host)]) for s in self.problem.subtasks if (s.key, host) in self.x]
+        return self._index[0].get(host, [])
+
+    def placed(self, vertex_id: str, host: str) -> list[tuple[int, pulp.LpVariable]]:
+        """(subtask index, variable) of the subtasks of ``vertex_id`` that may run on ``host``, by index."""
+        return self._index[1].get((vertex_id, host), [])
+
+    @cached_property
+    def _index(self):
+        """The variables by host and by (vertex, host), built once: the row families ask per host, and scanning every
+        subtask for each of 200 hosts was most of the model's build time."""
+        by_host: dict[str, list] = defaultdict(list)
+        by_vertex: dict[tuple[str, str], list] = defaultdict(list)
+        for s in self.problem.subtasks:
+            for h in self.domain[s.key]:
+                var = self.x.get((s.key, h))
+                if var is not None:
+                    by_host[h].append((s, var))
+                    by_vertex[(s.vertex_id, h)].append((s.index, var))
+        return by_host, by_vertex
 
     def add_slack(self, name: tuple[str, ...], capacity: float) -> pulp.LpAffineExpression | float:
         """A non-negative slack for a capacity row when elastic, else 0."""

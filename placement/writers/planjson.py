@@ -90,6 +90,15 @@ class SolverInfo(Strict):
     stages: list[StageInfo]
 
 
+class RescaleInfo(Strict):
+    """What ``placement plan --rescale`` changed: the plan's parallelism was chosen, not taken from the profile."""
+
+    profiled_parallelism: dict[str, int] = Field(description="vertex id -> parallelism in the profile")
+    target_records_per_s: dict[str, float] = Field(description="source vertex id -> target records/s")
+    changed: dict[str, list[int]] = Field(default_factory=dict,
+                                          description="vertex name -> [profiled, planned] where they differ")
+
+
 class PlanDocument(Strict):
     format: Literal["placement.plan/v1"] = PLAN_FORMAT
     created_at: str
@@ -105,6 +114,10 @@ class PlanDocument(Strict):
     links: list[LinkPrediction]
     hosts: list[HostPrediction]
     warnings: list[str] = Field(default_factory=list)
+    parallelism: dict[str, int] = Field(
+        default_factory=dict, description="vertex id -> parallelism the plan runs it at (absent in older plans: read "
+        "it from the assignment); `placement apply` sets what differs from the running job")
+    rescale: RescaleInfo | None = Field(None, description="set by `placement plan --rescale`")
 
     def mapping(self) -> dict[str, list[str]]:
         """vertex name -> host of each subtask (the vanilla-mode placement argument)."""
@@ -117,6 +130,7 @@ class PlanDocument(Strict):
 def build_plan_document(
     problem: PlacementProblem, result: PlanResult, *, job: str, inventory: SourceRef, profile: SourceRef,
     placement_mode: Literal["custom", "vanilla"], warnings: list[str] | None = None, now: datetime | None = None,
+    rescale: RescaleInfo | None = None,
 ) -> PlanDocument:
     """The plan document of a solved ``result`` (pure: the timestamp can be given)."""
     assert result.assignment is not None and result.cost is not None, "only solved plans have a document"
@@ -145,6 +159,8 @@ def build_plan_document(
                               slots_used=h.slots_used, slots=h.slots, memory_mib_used=h.memory_mib_used, subtasks=h.subtasks)
                for h in cost.hosts],
         warnings=list(warnings or []),
+        parallelism={vid: problem.by_vertex[vid][0].parallelism for vid in problem.vertex_order},
+        rescale=rescale,
     )
 
 

@@ -73,3 +73,15 @@ def brute_force(pr: PlacementProblem):
 
 def close(a: float, b: float, rel: float = 1e-5) -> bool:
     return math.isclose(a, b, rel_tol=rel, abs_tol=1e-6)
+
+
+def cli_run(argv: list, capsys) -> tuple[int, str, str]:
+    """``placement`` with ``argv`` in-process: (exit code, stdout, stderr)."""
+    import pytest
+
+    from placement.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return exit_info.value.code, out, err

@@ -103,7 +103,8 @@ def test_wan_bandwidth_is_a_hard_limit_and_infeasibility_names_the_link():
     assert failed.status == "infeasible" and failed.assignment is None
     assert [s.kind for s in failed.shortages] == ["link"]
     assert failed.shortages[0].needed == pytest.approx(0.8)
-    assert failed.reason == "link rpi1→server needs 0.8 Mbit/s, has 0.5 (0.45 usable)"
+    assert failed.reason == ("link rpi1→server needs 0.8 Mbit/s, has 0.5 (0.45 usable); "
+                             "A is forbidden on rpi1 (pins.forbid), where its input is: drop the forbid to process it there")
 
 
 def test_cpu_shortage_is_named_when_the_pinned_source_does_not_fit():

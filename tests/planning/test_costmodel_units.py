@@ -122,7 +122,8 @@ def test_redeploy_script_custom_and_vanilla():
     inv, doc = _plan("custom")
     script = render_redeploy(doc, inv)
     assert "scp -P 22 -o StrictHostKeyChecking=yes" in script and "flink@192.168.1.180" in script
-    assert "/opt/flink/scripts/schedulercfg.prev" in script and '"$REST/jobs/$JOB_ID/stop"' in script
+    # the job's own file in the scheduler extension's dir, the previous one kept
+    assert "/opt/flink/placement/scheduler/iot-sensors.schedulercfg.prev" in script and '"$REST/jobs/$JOB_ID/stop"' in script
     assert json.loads(json.dumps(run_body(doc, inv)))["entryClass"] == "placement.lab.IotSensorJob"
     inv, doc = _plan("vanilla")
     body = run_body(doc, inv)

@@ -1,18 +1,21 @@
 """Property-based tests: on random jobs and clusters, every ILP plan satisfies every rule and capacity (checked by
 the independent evaluator), is never worse than the greedy heuristic or all-on-server, and on instances small enough
-to enumerate equals the brute-force optimum."""
+to enumerate equals the brute-force optimum.
+
+Derandomized: every run draws the same examples (CI cannot pass one day and fail the next on the same code), and the
+examples random runs once found are pinned with ``@example`` (FOUND below). The objective's terms are pinned one by
+one by fixed cases in test_objective_terms.py; these properties are the wide net around them."""
 
 from __future__ import annotations
 
-import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from planning_factories import brute_force, close, inventory, problem, profile, vertex
 from placement.solver import solve
 from placement.solver.baselines import all_on_server, greedy
 
-STRATEGIES = ["HASH", "REBALANCE", "BROADCAST", "FORWARD"]
+STRATEGIES = ["HASH", "REBALANCE", "RESCALE", "BROADCAST", "FORWARD", "GLOBAL"]
 
 
 @st.composite
@@ -41,10 +44,27 @@ def instances(draw, max_vertices: int = 5, max_parallelism: int = 2, max_edges: 
     return problem(inv, profile(vs, es))
 
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+
+# Examples random runs found (2 of 6 runs caught a BROADCAST fan-out coefficient of 1 with the first): kept for good.
+FOUND = [
+    # source -FORWARD-> operator -BROADCAST x2-> sink: optimum 0.8 Mbit/s (operator on the server); with fan-out 1
+    # the ILP ties the two and puts the operator on the Pi, 1.6 Mbit/s
+    problem(inventory([{"name": "rpi1"}], pins={"sources": {"Source: S": "rpi1"}}),
+            profile([vertex("Source: S", rin=0, rout=1000, busy=100), vertex("V1", rout=1000, busy=100),
+                     vertex("V2", 2, rout=0, busy=10)],
+                    [("Source: S", "V1", "FORWARD"), ("V1", "V2", "BROADCAST")])),
+]
+
+
+def pinned(test):
+    for case in FOUND:
+        test = example(case)(test)
+    return test
 
 
 @SETTINGS
+@pinned
 @given(instances())
 def test_ilp_plans_are_feasible_and_never_worse_than_the_baselines(pr):
     result = solve(pr)
@@ -60,11 +80,12 @@ def test_ilp_plans_are_feasible_and_never_worse_than_the_baselines(pr):
             assert result.cost.wan_mbit <= b.cost.wan_mbit + 1e-6, (b.strategy, b.cost.wan_mbit, result.cost.wan_mbit)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@pinned
 @given(instances(max_vertices=4, max_parallelism=2, max_edges=1))
 def test_ilp_equals_brute_force_optimum(pr):
-    if 2 ** len(pr.subtasks) > 4096:
-        pytest.skip("too big to enumerate")  # hypothesis keeps drawing; this keeps each example fast
+    # too big to enumerate: reject this example only (pytest.skip here would skip the whole test)
+    assume(len(pr.hosts) ** len(pr.subtasks) <= 4096)
     best, feasible = brute_force(pr)
     result = solve(pr)
     if feasible == 0:

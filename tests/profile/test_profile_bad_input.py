@@ -156,12 +156,23 @@ def test_bad_inventory_and_warmup(tmp_path, capsys):
 def test_pandas_engine_profile_validates_and_is_written_atomically(tmp_path, capsys):
     out = tmp_path / "deep" / "p.json"
     details = tmp_path / "deep" / "subtasks.csv"
+    # Earlier files, each with a second name (a hard link) that keeps its inode in view: an atomic write puts a whole
+    # new file in place with a rename, so the old inode keeps the old bytes; writing into the file in place would
+    # truncate and rewrite that very inode, and a reader could see it half-written.
+    out.parent.mkdir()
+    for path in (out, details):
+        path.write_text("earlier run\n")
+        (path.parent / f"{path.name}.earlier").hardlink_to(path)
     code, err = run_profile([str(EXAMPLE), "--out", str(out), "--engine", "pandas", "--inventory", str(INVENTORY),
                              "--details", str(details), "--quiet"], capsys)
     assert code == 0, err
+    for path in (out, details):
+        earlier = path.parent / f"{path.name}.earlier"
+        assert earlier.read_text() == "earlier run\n" and path.stat().st_ino != earlier.stat().st_ino
     prof = json.loads(out.read_text())
-    assert prof["format"] == "placement.profile/v1"
-    assert sorted(p.name for p in out.parent.iterdir()) == ["p.json", "subtasks.csv"]  # no temp files left behind
+    assert prof["format"] == "placement.profile/v2"
+    assert sorted(p.name for p in out.parent.iterdir()) == [  # no temp files left behind
+        "p.json", "p.json.earlier", "subtasks.csv", "subtasks.csv.earlier"]
     table = pd.read_csv(details)
     assert len(table) == sum(v["parallelism"] for v in prof["vertices"])
     win = table[table["vertex"] == "Window Aggregate"]
@@ -170,3 +181,15 @@ def test_pandas_engine_profile_validates_and_is_written_atomically(tmp_path, cap
     src = table[table["vertex"] == "Source: Sensors"]
     assert list(src["host_speed"]) == [0.3, 0.3, 0.3] and (src["true_processing_rate"] == 0).all()
     assert (src["true_output_processing_rate"] > 0).all()
+
+
+def test_a_profile_that_cannot_be_written_leaves_the_earlier_one_whole(tmp_path, capsys):
+    out = tmp_path / "p.json"
+    out.write_text("earlier run\n")
+    (tmp_path / ".p.json.tmp").mkdir()  # where the new profile would be written first: the write fails for real
+    with pytest.raises(SystemExit) as e:
+        main(["profile", str(EXAMPLE), "--out", str(out), "--engine", "pandas", "--quiet"])
+    _, err = capsys.readouterr()
+    assert e.value.code == 1 and err == f"error: {out}: --out: cannot write: Is a directory\n"
+    assert out.read_text() == "earlier run\n"  # nothing half-applied
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".p.json.tmp", "p.json"]

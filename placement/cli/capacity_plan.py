@@ -1,0 +1,96 @@
+"""``placement plan --max-rate`` and the what-if options (``--add-host``, ``--link``): the CLI side of
+:mod:`placement.solver.capacity` and :mod:`placement.inventory_whatif` (presentation and option checks only)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from placement.costmodel.model import PlacementProblem, PlanOptions, build_problem
+from placement.errors import BadInput, Infeasible
+from placement.inventory import Inventory
+from placement.inventory_whatif import apply_whatif, parse_add_host, parse_link
+from placement.profile.format import JobProfile
+from placement.solver.capacity import Capacity, binding_constraints, max_scale
+from placement.solver.methods import Method, solve_with
+from placement.solver.result import PlanResult, SolverOptions
+
+
+def check_options(max_rate: bool, rescale: bool, rate_scale: float, method: str) -> None:
+    if max_rate and rescale:
+        raise BadInput("finds the highest rate at today's parallelism; --rescale chooses parallelism for a given rate: "
+                       "use one of them", field="--max-rate")
+    if max_rate and rate_scale != 1.0:
+        raise BadInput("finds the scale of the rates itself: drop --rate-scale", field="--max-rate")
+    if rescale and method == "decompose":
+        raise BadInput("the decomposition places at the profiled parallelism; --rescale chooses it: use --method exact "
+                       "or auto with --rescale", field="--method")
+
+
+def whatif(inv: Inventory, profile: JobProfile, add_host: tuple[str, ...],
+           link: tuple[str, ...]) -> tuple[Inventory, list[str]]:
+    """The inventory with ``--add-host``/``--link`` applied; added Pis take over births of this job's sources."""
+    adds = [parse_add_host(text) for text in add_host]
+    links = [parse_link(text) for text in link]
+    sources = {key: v.parallelism for v in profile.sources() for key in (v.name, v.id)}
+    return apply_whatif(inv, adds, links, sources)
+
+
+def _apart(a: float, b: float) -> tuple[str, str]:
+    """Both scales with 4 significant digits, or as many more as it takes to tell them apart."""
+    for digits in range(4, 13):
+        x, y = f"{a:.{digits}g}", f"{b:.{digits}g}"
+        if x != y:
+            return x, y
+    return x, y
+
+
+@dataclass(frozen=True)
+class MaxRate:
+    capacity: Capacity
+    problem: PlacementProblem | None  # the problem at the scale found (None: unbounded or nothing fits)
+    result: PlanResult | None
+
+    @property
+    def line(self) -> str:
+        c = self.capacity
+        if c.status == "unbounded":
+            return f"max rate: unbounded — {c.note}"
+        if c.status == "infeasible":
+            return f"max rate: none — {c.note}"
+        assert c.scale is not None and c.upper is not None
+        scale, upper = _apart(c.scale, c.upper)
+        text = (f"max rate: {scale}× the profiled source rates (the plan below; {upper}× does not fit; "
+                f"{c.method}, {c.oracle_calls} feasibility solves)")
+        if c.binding:
+            text += f"\nbeyond {scale}× the first to run out: {c.binding[0].message}"
+            if len(c.binding) > 1:
+                text += f" (and {len(c.binding) - 1} more: {'; '.join(s.message for s in c.binding[1:3])})"
+        if c.note:
+            text += f"\nnote: {c.note}"
+        return text
+
+    def json(self) -> dict:
+        c = self.capacity
+        return {"status": c.status, "scale": c.scale, "upper": c.upper, "method": c.method,
+                "oracle_calls": c.oracle_calls, "note": c.note or None,
+                "binding": [{"kind": s.kind, "resource": s.resource, "needed": s.needed, "usable": s.usable,
+                             "capacity": s.capacity, "message": s.message} for s in c.binding]}
+
+
+def plan_max_rate(inv: Inventory, profile: JobProfile, *, placement_mode: str, inventory_source: str,
+                  options: SolverOptions, method: Method) -> MaxRate:
+    """The highest uniform scale of the source rates, what binds just above it, and the optimal plan at it."""
+    def build(scale: float) -> PlacementProblem:
+        return build_problem(inv, profile, PlanOptions(rate_scale=scale, placement_mode=placement_mode),
+                             inventory_source=inventory_source)
+
+    capacity = max_scale(build, options)
+    if capacity.status == "infeasible":
+        raise Infeasible(f"no placement fits at any rate: {capacity.note}; plan at --rate-scale 1 for the shortfalls")
+    if capacity.status != "bounded" or capacity.scale is None:
+        return MaxRate(capacity, None, None)
+    from dataclasses import replace
+
+    capacity = replace(capacity, binding=binding_constraints(build, capacity.scale, options))
+    problem = build(capacity.scale)
+    return MaxRate(capacity, problem, solve_with(problem, options, method))

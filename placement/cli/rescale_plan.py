@@ -1,0 +1,102 @@
+"""``placement plan --rescale``: the joint plan (parallelism and placement), its baselines, and their tables."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from rich.table import Table
+
+from placement.costmodel.model import PlacementProblem
+from placement.costmodel.rates import parse_target_rates
+from placement.costmodel.rescaled import RescaleSpace, build_space
+from placement.errors import BadInput
+from placement.inventory import Inventory
+from placement.profile.format import JobProfile
+from placement.solver.rescale import (
+    RescaleResult,
+    ds2_parallelism,
+    ds2_then_place,
+    placement_alone,
+    solve_rescale,
+)
+from placement.solver.result import PlanResult, SolverOptions
+from placement.writers.planjson import RescaleInfo
+
+
+@dataclass(frozen=True)
+class RescalePlan:
+    space: RescaleSpace
+    joint: RescaleResult
+    baselines: tuple[RescaleResult, ...]
+
+    @property
+    def problem(self) -> PlacementProblem:
+        """The joint plan's problem, or the profiled parallelism's when nothing fits (for the headers)."""
+        return self.joint.problem or self.space.problem_at(self.space.profiled_parallelism())
+
+    @property
+    def results(self) -> list[PlanResult]:
+        return [self.joint.plan] + [b.plan for b in self.baselines]
+
+    def info(self) -> RescaleInfo:
+        assert self.joint.parallelism is not None
+        profiled = self.space.profiled_parallelism()
+        names = {v.id: v.name for v in self.space.profile.vertices}
+        return RescaleInfo(
+            profiled_parallelism=profiled, target_records_per_s=dict(self.space.targets),
+            changed={names[vid]: [profiled[vid], p] for vid, p in self.joint.parallelism.items() if p != profiled[vid]},
+        )
+
+
+def plan_rescaled(inv: Inventory, profile: JobProfile, *, inventory_source: str, rate_scale: float,
+                  target_rate: str | None, options: SolverOptions, compare: bool,
+                  placement_mode: str = "custom") -> RescalePlan:
+    targets = parse_target_rates(target_rate) if target_rate is not None else None
+    space = build_space(inv, profile, rate_scale=rate_scale, target_rates=targets, inventory_source=inventory_source,
+                        placement_mode=placement_mode)
+    joint = solve_rescale(space, options)
+    baselines = (placement_alone(space, options), ds2_then_place(space, options)) if compare else ()
+    return RescalePlan(space, joint, baselines)
+
+
+def check_options(rescale: bool, target_rate: str | None) -> None:
+    if target_rate is not None and not rescale:
+        raise BadInput("needs --rescale (the target rate is what the parallelism is chosen for)", field="--target-rate")
+
+
+def targets_line(space: RescaleSpace) -> str:
+    parts = []
+    for vid, rate in space.targets.items():
+        v = space.profile.vertex(vid)
+        measured = v.records_out_per_s
+        scale = f" ({rate / measured:.3g}× measured)" if measured > 0 else ""
+        parts.append(f"{v.name} {rate:,.0f} records/s{scale}")
+    return "target: " + "; ".join(parts)
+
+
+def parallelism_table(plan: RescalePlan) -> Table:
+    """Per vertex: today's parallelism, DS2's, the joint plan's, and where the joint plan puts the instances."""
+    space = plan.space
+    t = Table(title="Parallelism")
+    for col in ("vertex", "today", "DS2", "joint", "joint hosts", "why fixed"):
+        t.add_column(col, justify="right" if col in ("today", "DS2", "joint") else "left")
+    ds2 = ds2_parallelism(space)
+    joint = plan.joint
+    for vid in space.vertex_order:
+        group = space.group_of[vid]
+        where = ""
+        if joint.plan.assignment is not None and joint.problem is not None:
+            counts = Counter(joint.plan.assignment[s.key] for s in joint.problem.by_vertex[vid])
+            where = ", ".join(f"{h} ×{n}" if n > 1 else h for h, n in counts.items())
+        planned = str(joint.parallelism[vid]) if joint.parallelism else "–"
+        t.add_row(space.profile.vertex(vid).name, str(space.profiled(vid)),
+                  str(ds2.get(group.id, space.profiled(vid))), planned, where, group.reason or "")
+    return t
+
+
+def result_parallelism(plan: RescalePlan) -> dict[str, dict[str, int] | None]:
+    """strategy -> vertex name -> parallelism (for the JSON summary)."""
+    names = {v.id: v.name for v in plan.space.profile.vertices}
+    return {r.strategy: ({names[vid]: p for vid, p in r.parallelism.items()} if r.parallelism else None)
+            for r in (plan.joint, *plan.baselines)}

@@ -1,0 +1,250 @@
+"""Capacity: the highest uniform scale of the profiled source rates the inventory can sustain (``plan --max-rate``).
+
+Planning at ``X×`` the rates (:class:`placement.costmodel.model.PlanOptions` ``rate_scale``) multiplies every rate:
+a subtask's CPU (``busy × X``, floored at :data:`placement.costmodel.demand.MIN_CORES`) and the payload of every pair
+of subtasks (plus network framing, which grows with the records up to one message per flush). Memory, slots and
+checkpoint uploads do not change. Every capacity row's left-hand side is therefore non-decreasing in ``X`` for a
+fixed assignment, so *feasibility is monotone*: if a plan fits at ``X`` it fits below ``X``. Two exact ways to find
+the largest ``X``:
+
+* **bisection** (:func:`max_scale_bisection`) — the exact ILP as a yes/no oracle at each scale (it rebuilds the
+  problem at that scale, so every term of the cost model is honoured); ``log2(range/tolerance)`` solves.
+* **direct** (:func:`max_scale`) — one MILP that maximises ``X`` itself. Within an interval where every rate-dependent
+  figure is affine in ``X`` (``a + b·X``; the floors and framing make them piecewise affine), a row
+  ``Σ_j (a_j + b_j·X)·x_j ≤ cap`` is linear in ``x`` and ``w_j = X·x_j``, and ``w_j`` is exact for binary ``x_j`` with
+  ``w ≤ X_hi·x``, ``w ≥ X_lo·x``, ``w ≤ X``, ``w ≥ X − X_hi·(1 − x)`` (McCormick). The interval comes from a few
+  oracle calls (doubling from the profiled rate); it is split where a figure is not affine (its midpoint is not the
+  mean of its ends), and the pieces are solved from the top down — the first that has a plan holds the answer. The
+  result is then checked: the plan fits at ``X*`` (:func:`placement.costmodel.evaluate`), and the oracle finds nothing
+  at ``X*·(1 + tolerance)``; if that check fails, bisection takes over.
+
+What runs out first is what the elastic re-solve (:mod:`placement.solver.elastic`) names just above ``X*``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Literal
+
+import pulp
+
+from placement.costmodel.evaluate import evaluate
+from placement.costmodel.model import PlacementProblem, SubtaskKey
+from placement.errors import Infeasible, PlacementError
+from placement.solver import backends, constraints, objectives
+from placement.solver.domains import restricted_domain
+from placement.solver.ilp import solve
+from placement.solver.model import IlpModel, new_model
+from placement.solver.result import PlanResult, Shortage, SolverOptions
+
+MAX_SCALE = 1e6  # feasible this far up: nothing binds as the rates grow
+MIN_SCALE = 1e-6  # infeasible this far down: nothing fits at any rate
+MAX_PIECES = 64  # affine pieces the direct method will solve before leaving it to bisection
+Builder = Callable[[float], PlacementProblem]
+
+
+@dataclass(frozen=True)
+class Capacity:
+    status: Literal["bounded", "unbounded", "infeasible"]
+    scale: float | None  # the highest scale that fits (bounded)
+    upper: float | None  # a scale shown not to fit (bounded: scale < upper ≤ scale·(1 + tolerance))
+    method: Literal["direct", "bisection"]
+    oracle_calls: int
+    assignment: dict[SubtaskKey, str] | None = None  # a plan that fits at ``scale``
+    binding: tuple[Shortage, ...] = ()  # what is short just above ``scale`` (largest relative shortfall first)
+    note: str = ""
+
+
+class _Oracle:
+    """``fits(X)``: does any plan fit at scale ``X`` (the exact ILP with no objective)."""
+
+    def __init__(self, build: Builder, options: SolverOptions):
+        self.build, self.options, self.calls = build, options, 0
+        self.cache: dict[float, bool] = {}
+
+    def __call__(self, scale: float) -> bool:
+        if scale in self.cache:
+            return self.cache[scale]
+        self.calls += 1
+        problem = self.build(scale)
+        try:
+            domain = restricted_domain(problem)
+        except Infeasible:
+            self.cache[scale] = False
+            return False
+        m = new_model(problem, domain)
+        constraints.add_all(m)
+        m.lp.setObjective(pulp.LpAffineExpression())
+        info = backends.run(m.lp, self.options.solver, time_limit=self.options.time_limit, gap=1.0,
+                            threads=self.options.threads)
+        if info.status not in ("optimal", "feasible", "infeasible"):
+            raise PlacementError(f"the solver could not tell within the time limit whether {scale:g}× the rates fit "
+                                 f"({info.status}); raise --time-limit")
+        self.cache[scale] = info.status != "infeasible"
+        return self.cache[scale]
+
+
+def _bracket(fits: _Oracle) -> tuple[float, float] | Capacity:
+    """(lo, hi) with ``fits(lo)`` and not ``fits(hi)``, hi = 2·lo; or the unbounded/infeasible answer."""
+    if fits(1.0):
+        lo = 1.0
+        while fits(lo * 2):
+            lo *= 2
+            if lo >= MAX_SCALE:
+                return Capacity("unbounded", None, None, "bisection", fits.calls,
+                                note=f"still fits at {lo:g}× the rates: nothing binds as they grow")
+        return lo, lo * 2
+    hi = 1.0
+    while not fits(hi / 2):
+        hi /= 2
+        if hi <= MIN_SCALE:
+            return Capacity("infeasible", None, None, "bisection", fits.calls,
+                            note=f"nothing fits even at {hi:g}× the rates")
+    return hi / 2, hi
+
+
+def max_scale_bisection(build: Builder, options: SolverOptions = SolverOptions(), *, tolerance: float = 1e-4) -> Capacity:
+    """The highest scale by bisection with the exact ILP as oracle, to ``tolerance`` (relative)."""
+    fits = _Oracle(build, options)
+    bracket = _bracket(fits)
+    if isinstance(bracket, Capacity):
+        return bracket
+    return _bisect(fits, *bracket, tolerance)
+
+
+def _bisect(fits: _Oracle, lo: float, hi: float, tolerance: float, method: str = "bisection") -> Capacity:
+    while hi - lo > tolerance * lo:
+        mid = math.sqrt(lo * hi) if hi / lo > 2 else (lo + hi) / 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    return Capacity("bounded", lo, hi, method, fits.calls)  # type: ignore[arg-type]
+
+
+# ---- direct ---------------------------------------------------------------------------------------------------------
+
+
+def _figures(problem: PlacementProblem) -> list[float]:
+    """Every rate-dependent figure of the problem: CPU per subtask, what each subtask sends and receives per edge."""
+    out = [s.server_cores for s in problem.subtasks]
+    for ch in problem.channels:
+        out += [ch.sent_mbit(i) for i in range(ch.n_up)] + [ch.received_mbit(j) for j in range(ch.n_down)]
+    return out
+
+
+def _affine(a: list[float], m: list[float], b: list[float]) -> bool:
+    return all(math.isclose(y, (x + z) / 2, rel_tol=1e-9, abs_tol=1e-12) for x, y, z in zip(a, m, b))
+
+
+def _pieces(build: Builder, lo: float, hi: float) -> list[tuple[float, float]] | None:
+    """[lo, hi] split where some figure is not affine; None when it takes more than MAX_PIECES."""
+    figures: dict[float, list[float]] = {}
+
+    def fig(x: float) -> list[float]:
+        if x not in figures:
+            figures[x] = _figures(build(x))
+        return figures[x]
+
+    todo, done = [(lo, hi)], []
+    while todo:
+        a, b = todo.pop()
+        mid = (a + b) / 2
+        if _affine(fig(a), fig(mid), fig(b)) or b - a <= 1e-9 * b:
+            done.append((a, b))
+        else:
+            todo += [(a, mid), (mid, b)]
+        if len(done) + len(todo) > MAX_PIECES:
+            return None
+    return sorted(done, reverse=True)
+
+
+def _direct_piece(build: Builder, lo: float, hi: float, options: SolverOptions) -> tuple[float, dict] | None:
+    """max X on [lo, hi] with every rate-dependent coefficient affine there: (X*, plan) or None if nothing fits."""
+    pa, pb = build(lo), build(hi)
+    try:
+        domain = restricted_domain(pa)
+    except Infeasible:
+        return None
+    m = new_model(pa, domain)
+    mb = IlpModel(problem=pb, domain=domain, lp=m.lp, x=m.x)
+    for family in (constraints.one_host_per_subtask, constraints.no_data_down_to_edge, constraints.task_slots,
+                   constraints.memory_capacity, constraints.vanilla_whole_vertices):
+        family(m)
+    scale = m.lp.add_variable("scale", lowBound=lo, upBound=hi)
+    w: dict = {}
+
+    def product(var: pulp.LpVariable) -> pulp.LpVariable:
+        """``w = X·x`` for binary ``x`` (McCormick, exact at 0/1)."""
+        if var.name not in w:
+            p = m.lp.add_variable(f"w_{var.name}", lowBound=0, upBound=hi)
+            m.lp += p <= hi * var
+            m.lp += p >= lo * var
+            m.lp += p <= scale
+            m.lp += p >= scale - hi * (1 - var)
+            w[var.name] = p
+        return w[var.name]
+
+    def scaled_row(at_lo: dict, at_hi: dict, capacity: float, name: str) -> None:
+        terms = []
+        for var in at_lo.keys() | at_hi.keys():
+            a, b = at_lo.get(var, 0.0), at_hi.get(var, 0.0)
+            slope = (b - a) / (hi - lo) if hi > lo else 0.0
+            base = a - slope * lo  # coefficient a + slope·(X − lo) = base + slope·X
+            if base:
+                terms.append(base * var)
+            if slope:
+                terms.append(slope * product(var))
+        if terms:
+            m.lp += pulp.lpSum(terms) <= capacity, name
+
+    for h in pa.hosts:  # CPU: c(s, X)/σ_h
+        at_lo = {var: s.cores_on(h) for s, var in m.on_host(h.name)}
+        at_hi = {var: pb.subtask_by_key[s.key].cores_on(h) for s, var in m.on_host(h.name)}
+        scaled_row(at_lo, at_hi, pa.usable_cores(h), f"cpu_{h.name}")
+    for h in pa.edges:  # uplink W_h(X)
+        ea, eb = objectives.wan_mbit(m, h.name), objectives.wan_mbit(mb, h.name)
+        if ea is not None or eb is not None:
+            scaled_row(dict(ea.items()) if ea is not None else {}, dict(eb.items()) if eb is not None else {},
+                       pa.usable_mbit(h), f"wan_{h.name}")
+    m.lp.setObjective(-1.0 * scale)
+    info = backends.run(m.lp, options.solver, time_limit=options.time_limit, gap=1e-9, threads=options.threads)
+    if info.status == "infeasible":
+        return None
+    if info.objective is None:
+        raise PlacementError(f"the solver found no answer within the time limit ({info.status}); raise --time-limit")
+    assignment = {s.key: max(domain[s.key], key=lambda h: m.x[(s.key, h)].value() or 0.0) for s in pa.subtasks}
+    return scale.value(), assignment
+
+
+def max_scale(build: Builder, options: SolverOptions = SolverOptions(), *, tolerance: float = 1e-4) -> Capacity:
+    """The highest scale, by the direct MILP where the figures are piecewise affine (see the module doc), checked by
+    the oracle; bisection when the check fails or the pieces are too many."""
+    fits = _Oracle(build, options)
+    bracket = _bracket(fits)
+    if isinstance(bracket, Capacity):
+        return bracket
+    lo, hi = bracket
+    pieces = _pieces(build, lo, hi)
+    if pieces is None:
+        return replace(_bisect(fits, lo, hi, tolerance), note="the rates' figures have too many kinks here: bisection")
+    for a, b in pieces:
+        found = _direct_piece(build, a, b, options)
+        if found is None:
+            continue
+        best, assignment = found
+        best = max(lo, min(best, hi))
+        safe = best * (1 - 1e-9)
+        if evaluate(build(safe), assignment).feasible and not fits(best * (1 + tolerance)):
+            return Capacity("bounded", safe, best * (1 + tolerance), "direct", fits.calls, assignment=assignment)
+        break
+    return replace(_bisect(fits, lo, hi, tolerance),  # the check failed: the oracle alone
+                   note="the direct model's answer did not check out: bisection")
+
+
+def binding_constraints(build: Builder, scale: float, options: SolverOptions, *, step: float = 1e-3) -> tuple[Shortage, ...]:
+    """What is short just above ``scale`` (at ``scale·(1 + step)``): the elastic re-solve's shortfalls."""
+    result: PlanResult = solve(build(scale * (1 + step)), options)
+    return result.shortages

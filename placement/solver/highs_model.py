@@ -1,0 +1,117 @@
+"""A MILP built straight into HiGHS from numpy arrays — for models too big for PuLP's one-object-per-term build.
+
+PuLP builds an expression object per term and hands HiGHS one column and one row at a time (and marks each integer
+column in its own call); at 100 000 subtasks that is most of the time. :class:`SparseMip` collects columns and rows as
+arrays, sums duplicate entries, and passes the whole model in one call; :meth:`SparseMip.solve` runs it and returns
+the same :class:`~placement.solver.backends.SolveInfo` the PuLP path does (status, objective, MIP dual bound, gap).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import highspy
+import numpy as np
+
+from placement.solver.backends import SolveInfo
+
+INF = highspy.kHighsInf
+
+
+@dataclass
+class SparseMip:
+    col_lower: list[np.ndarray] = field(default_factory=list)
+    col_upper: list[np.ndarray] = field(default_factory=list)
+    col_integer: list[np.ndarray] = field(default_factory=list)
+    row_lower: list[np.ndarray] = field(default_factory=list)
+    row_upper: list[np.ndarray] = field(default_factory=list)
+    entries: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)  # (row, col, value)
+    n_cols: int = 0
+    n_rows: int = 0
+    highs: highspy.Highs | None = None
+
+    def add_cols(self, n: int, lower: float = 0.0, upper: float = 1.0, integer: bool = True) -> np.ndarray:
+        """``n`` new columns; returns their indices."""
+        self.col_lower.append(np.full(n, lower, dtype=float))
+        self.col_upper.append(np.full(n, upper, dtype=float))
+        self.col_integer.append(np.full(n, integer, dtype=bool))
+        first = self.n_cols
+        self.n_cols += n
+        return np.arange(first, first + n)
+
+    def add_rows(self, n: int, lower, upper, row, col, value) -> np.ndarray:
+        """``n`` rows ``lower ≤ Σ value·x[col] ≤ upper``; ``row`` numbers them from 0 (one entry per term), ``lower``
+        and ``upper`` are per row or shared scalars. Returns the new rows' indices."""
+        self.row_lower.append(np.broadcast_to(np.asarray(lower, dtype=float), (n,)).copy())
+        self.row_upper.append(np.broadcast_to(np.asarray(upper, dtype=float), (n,)).copy())
+        self.entries.append((np.asarray(row, dtype=np.int64) + self.n_rows, np.asarray(col, dtype=np.int64),
+                             np.asarray(value, dtype=float)))
+        first = self.n_rows
+        self.n_rows += n
+        return np.arange(first, first + n)
+
+    def build(self, cost: np.ndarray, offset: float = 0.0) -> highspy.Highs:
+        """Pass the model (minimise ``cost·x + offset``) to a new silent HiGHS instance."""
+        lp = highspy.HighsLp()
+        lp.num_col_, lp.num_row_ = self.n_cols, self.n_rows
+        lp.col_cost_ = np.asarray(cost, dtype=float)
+        lp.offset_ = float(offset)
+        lp.col_lower_ = np.concatenate(self.col_lower) if self.col_lower else np.zeros(0)
+        lp.col_upper_ = np.concatenate(self.col_upper) if self.col_upper else np.zeros(0)
+        lp.row_lower_ = np.concatenate(self.row_lower) if self.row_lower else np.zeros(0)
+        lp.row_upper_ = np.concatenate(self.row_upper) if self.row_upper else np.zeros(0)
+        rows = np.concatenate([e[0] for e in self.entries]) if self.entries else np.zeros(0, dtype=np.int64)
+        cols = np.concatenate([e[1] for e in self.entries]) if self.entries else np.zeros(0, dtype=np.int64)
+        vals = np.concatenate([e[2] for e in self.entries]) if self.entries else np.zeros(0)
+        key = rows * max(self.n_cols, 1) + cols  # sum duplicate (row, col) terms; drop zeros
+        unique, inverse = np.unique(key, return_inverse=True)
+        summed = np.bincount(inverse, weights=vals, minlength=len(unique))
+        keep = summed != 0
+        unique, summed = unique[keep], summed[keep]
+        r, c = unique // max(self.n_cols, 1), unique % max(self.n_cols, 1)
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+        lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = self.n_cols, self.n_rows
+        lp.a_matrix_.start_ = np.searchsorted(r, np.arange(self.n_rows + 1)).astype(np.int32)
+        lp.a_matrix_.index_ = c.astype(np.int32)
+        lp.a_matrix_.value_ = summed
+        integer = np.concatenate(self.col_integer) if self.col_integer else np.zeros(0, dtype=bool)
+        lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous for i in integer]
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.passModel(lp)
+        self.highs = h
+        return h
+
+
+def solve(h: highspy.Highs, *, time_limit: float | None, gap: float, threads: int | None = None) -> SolveInfo:
+    """Run HiGHS on the model as it stands and read status, objective, bound and relative gap."""
+    if time_limit is not None:
+        h.setOptionValue("time_limit", float(max(time_limit, 0.1)))
+    h.setOptionValue("mip_rel_gap", float(gap))
+    if threads:
+        h.setOptionValue("threads", int(threads))
+    start = time.perf_counter()
+    h.run()
+    seconds = time.perf_counter() - start
+    status = h.getModelStatus()
+    info = h.getInfo()
+    has_solution = info.primal_solution_status == 2  # kSolutionStatusFeasible
+    if status == highspy.HighsModelStatus.kOptimal:
+        name = "optimal"
+    elif status == highspy.HighsModelStatus.kInfeasible:
+        name = "infeasible"
+    elif status == highspy.HighsModelStatus.kUnbounded:
+        name = "unbounded"
+    else:
+        name = "feasible" if has_solution else "not solved"
+    objective = info.objective_function_value if name in ("optimal", "feasible") else None
+    bound = None
+    if objective is not None:
+        dual = info.mip_dual_bound
+        finite = dual is not None and abs(dual) != INF and abs(dual) < 1e300
+        bound = dual if finite else (objective if name == "optimal" else None)
+    rel = None
+    if objective is not None and bound is not None:
+        rel = abs(objective - bound) / max(abs(objective), 1e-9) if abs(objective - bound) > 1e-9 else 0.0
+    return SolveInfo("highs", name, objective, bound, rel, seconds)

@@ -1,0 +1,44 @@
+"""Which planner solves a problem: the exact model, or the fleet decomposition (``placement plan --method``).
+
+* ``exact`` — :func:`placement.solver.ilp.solve`, a variable per subtask and host: the reference.
+* ``decompose`` — :func:`placement.solver.fleet.solve_decomposed`, the Pi-local model over server pools: the same
+  optimum wherever its pools' plan packs onto the servers (tests hold it to the exact model), with a bound it proves;
+  built for 10 000 Pis, where the exact model no longer fits in memory or time.
+* ``auto`` (default) — ``decompose`` above :data:`AUTO_SUBTASKS` subtasks or :data:`AUTO_HOSTS` hosts, else
+  ``exact``; always ``exact`` in vanilla mode or with ``--solver cbc`` (the decomposition needs HiGHS).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from placement.costmodel.model import PlacementProblem
+from placement.errors import BadInput
+from placement.solver.fleet import solve_decomposed
+from placement.solver.ilp import solve
+from placement.solver.result import PlanResult, SolverOptions
+
+Method = Literal["auto", "exact", "decompose"]
+AUTO_SUBTASKS = 5_000
+AUTO_HOSTS = 500
+
+
+def choose_method(problem: PlacementProblem, method: Method, options: SolverOptions) -> Literal["exact", "decompose"]:
+    if method == "decompose":
+        if problem.whole_vertices:
+            raise BadInput("the decomposition does not cover vanilla placement mode (an operator whole on one host "
+                           "ties Pis and servers together): use --method exact or auto", field="--method")
+        if options.solver != "highs":
+            raise BadInput("the decomposition runs on HiGHS: use --solver highs, or --method exact", field="--method")
+        return "decompose"
+    if method == "exact":
+        return "exact"
+    big = len(problem.subtasks) > AUTO_SUBTASKS or len(problem.hosts) > AUTO_HOSTS
+    return "decompose" if big and not problem.whole_vertices and options.solver == "highs" else "exact"
+
+
+def solve_with(problem: PlacementProblem, options: SolverOptions = SolverOptions(), method: Method = "auto") -> PlanResult:
+    """Plan ``problem`` with the chosen method (see the module doc)."""
+    if choose_method(problem, method, options) == "decompose":
+        return solve_decomposed(problem, options)
+    return solve(problem, options)

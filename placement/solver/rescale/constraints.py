@@ -1,0 +1,183 @@
+"""Row families of the rescale ILP, one function each; the docstring states the inequality.
+
+Notation of :mod:`.model` and :mod:`placement.solver.constraints`: ``c_v(p)`` server cores and ``m_v(p)`` MiB of one
+of ``p`` instances, ``σ_h`` host speed, ``ρ``/``μ``/``η`` the policy's CPU, memory and WAN targets. With
+``elastic=True`` each capacity row gets a slack ``σ ≥ 0`` (used to explain infeasibility). Rows that cannot bind are
+not added. The per-instance rate row (an instance keeps up with its share of the input on its host) is a domain family:
+:func:`.domains.instances_keep_up`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pulp
+
+from placement.costmodel.rescaled import pointwise
+from placement.solver.rescale import objectives
+from placement.solver.rescale.model import RescaleModel, or_zero
+
+
+def one_parallelism_per_group(m: RescaleModel) -> None:
+    """``Σ_p y[g, p] = 1`` for every forward group ``g`` with a choice."""
+    for g in m.space.groups:
+        ys = [m.y[(g.id, p)] for p in m.choices.get(g.id, ()) if (g.id, p) in m.y]
+        if ys:
+            m.lp += pulp.lpSum(ys) == 1, f"one_p_{m._tag(g.id)}"
+
+
+def every_instance_placed(m: RescaleModel) -> None:
+    """``Σ_h z[v, p, h] = p·y[g(v), p]`` for every rescalable ``v`` and ``p`` (``p`` instances at ``p``, none
+    otherwise); ``Σ_h x[s, h] = 1`` for every subtask of a per-subtask vertex."""
+    for n, key in enumerate(m.domain_x):
+        m.lp += pulp.lpSum(m.x[(key, h)] for h in m.domain_x[key]) == 1, f"one_host_{n}"
+    for (vid, p), hosts in m.domain_z.items():
+        if any(m.z[(vid, p, h)][1] == 1 for h in hosts):  # else z = p·y by substitution
+            m.lp += pulp.lpSum(m.z_of(vid, p, h) for h in hosts) == p * m.y_of(vid, p), f"placed_{m._tag(vid)}_{p}"
+
+
+def slots_bound_counts(m: RescaleModel) -> None:
+    """``z[v, p, h] ≤ min(p, slots(h))·y[g(v), p]`` where a host has fewer slots than ``p`` (a slot holds at most one
+    instance of a vertex, with slot sharing or without): implied by the slot rows and the sum above for integer
+    ``y``, it keeps the LP relaxation from parking a fraction of a choice on a small Pi."""
+    if m.elastic:
+        return
+    for (vid, p, h), var, multiple in m.z_items():
+        slots = m.host(h).slots
+        if multiple == 1 and slots < p and (m.space.group_of[vid].id, p) in m.y:
+            m.lp += var <= slots * m.y[(m.space.group_of[vid].id, p)], f"vub_{m._tag(vid)}_{p}_{h}"
+
+
+def no_data_down_to_edge(m: RescaleModel) -> None:
+    """Nothing flows from a server, or another edge host, down into an edge host ``h``:
+
+    * FORWARD ``u → v``: ``z[v, p, h] ≤ z[u, p, h]`` for every ``p`` (rescalable: as many ``v`` as ``u`` instances
+      there at most — they pair up there, see :mod:`.realize`); pointwise between per-subtask vertices (FORWARD,
+      RESCALE): ``x[v_j, h] ≤ x[u_i, h]`` for every sender ``u_i`` of ``v_j``;
+    * any other edge: ``v`` may be on ``h`` only if all of ``u`` is: ``any[v, h] ≤ a ≤ frac[u, h]`` with a continuous
+      ``a[U→V, h] ∈ [0, 1]`` and binary ``any`` (``frac = 1`` exactly when every instance of ``u`` is on ``h``);
+      for a per-subtask ``v``: ``x[v_j, h] ≤ a ≤ x[u_i, h]`` as in the plain ILP."""
+    edge = [h.name for h in m.ref.edges]
+    for n, ch in enumerate(m.ref.channels):
+        u, v = ch.source, ch.target
+        for h in edge:
+            if h not in m.hosts_of(v):
+                continue
+            if pointwise(ch.strategy):
+                if m.is_rescalable(v):
+                    for p in m.parallelisms(v):
+                        down = m.z_of(v, p, h)
+                        if down is not None:
+                            m.lp += down <= or_zero(m.z_of(u, p, h)), f"fwd_{n}_{h}_{p}"
+                else:
+                    for s in m.subtasks(v):
+                        down = m.x_of(s.key, h)
+                        if down is not None:
+                            for i in ch.senders(s.index):
+                                m.lp += down <= or_zero(m.x_of((u, i), h)), f"fwd_{n}_{h}_{i}_{s.index}"
+                continue
+            a = m.lp.add_variable(f"all_up_{n}_{h}", lowBound=0, upBound=1)
+            if m.is_rescalable(u):
+                m.lp += a <= m.fraction(u, h), f"all_up_{n}_{h}"
+            else:
+                for s in m.subtasks(u):
+                    m.lp += a <= or_zero(m.x_of(s.key, h)), f"all_up_{n}_{h}_{s.index}"
+            if m.is_rescalable(v):
+                m.lp += m.occupied(v, h) <= a, f"all_down_{n}_{h}"
+            else:
+                for s in m.subtasks(v):
+                    down = m.x_of(s.key, h)
+                    if down is not None and len(ch.senders(s.index)) > 0:
+                        m.lp += down <= a, f"all_down_{n}_{h}_{s.index}"
+
+
+def _placed(m: RescaleModel, host: str):
+    """(instance figures, variable, instances per unit of the variable) of everything that may run on ``host``."""
+    index = m.aux.get(("placed",))
+    if index is None:
+        index = defaultdict(list)
+        for (key, h), var in m.x.items():
+            index[h].append((m.ref.subtask_by_key[key], var, 1))
+        for (vid, p, h), var, multiple in m.z_items():
+            index[h].append((m.instance(vid, p), var, multiple))
+        m.aux[("placed",)] = index
+    return index.get(host, [])
+
+
+def task_slots(m: RescaleModel) -> None:
+    """With slot sharing: ``n[v, h] ≤ slots(h)`` for every vertex and host (a slot holds one subtask of each vertex);
+    without: ``Σ_v n[v, h] ≤ slots(h)``."""
+    for h in m.ref.hosts:
+        groups: dict[str, list] = defaultdict(list)
+        bound: dict[str, int] = defaultdict(int)
+        for s, var, multiple in _placed(m, h.name):
+            group = s.vertex_id if m.ref.slot_sharing else "all"
+            groups[group].append(multiple * var)
+        for group in groups:
+            members = [group] if m.ref.slot_sharing else list(m.ref.vertex_order)
+            bound[group] = sum(m.most(vid, h.name) for vid in members)
+        for n, (group, vars_) in enumerate(groups.items()):
+            if bound[group] > h.slots:
+                slack = m.add_slack(("slots", h.name, group), h.slots)
+                m.lp += pulp.lpSum(vars_) <= h.slots + slack, f"slots_{h.name}_{n}"
+
+
+def _capacity(m: RescaleModel, kind: str, figure, usable) -> None:
+    for h in m.ref.hosts:
+        placed = [(figure(s, h) * multiple, var) for s, var, multiple in _placed(m, h.name)]
+        cap = usable(h)
+        worst = sum(c * var.upBound for c, var in placed)  # every candidate at its largest count
+        if worst > cap + 1e-9:
+            slack = m.add_slack((kind, h.name), cap)
+            m.lp += pulp.lpSum(c * var for c, var in placed) <= cap + slack, f"{kind}_{h.name}"
+
+
+def cpu_capacity(m: RescaleModel) -> None:
+    """``Σ_s c(s)/σ_h·x[s, h] + Σ_{v,p} c_v(p)/σ_h·z[v, p, h] ≤ ρ·cores(h)`` for every host ``h``."""
+    _capacity(m, "cpu", lambda s, h: s.cores_on(h), m.ref.usable_cores)
+
+
+def memory_capacity(m: RescaleModel) -> None:
+    """``Σ_s m(s)·x[s, h] + Σ_{v,p} m_v(p)·z[v, p, h] ≤ μ·memory(h)`` for every host ``h``."""
+    _capacity(m, "memory", lambda s, h: s.memory_mib, m.ref.usable_memory)
+
+
+def wan_bandwidth(m: RescaleModel) -> None:
+    """``W_h ≤ η·bandwidth(h)`` for every edge host ``h`` (``W_h`` of :func:`.objectives.wan_mbit`)."""
+    for h in m.ref.edges:
+        expr = objectives.wan_mbit(m, h.name)
+        if expr is not None:
+            cap = m.ref.usable_mbit(h)
+            slack = m.add_slack(("link", h.name), cap)
+            m.lp += expr <= cap + slack, f"wan_{h.name}"
+
+
+def vanilla_whole_vertices(m: RescaleModel) -> None:
+    """Vanilla placement mode (:func:`placement.costmodel.model.vanilla_whole_vertices`): a vertex it cannot split
+    runs on one host — ``x[(v, i), h] = x[(v, 0), h]`` for a per-subtask vertex; for a rescalable one a binary
+    ``o[v, h]`` with ``Σ_h o[v, h] = 1`` and ``z[v, p, h] ≤ p·o[v, h]``. None in custom mode."""
+    for vid in sorted(m.ref.whole_vertices):
+        tag = m._tag(vid)
+        if not m.is_rescalable(vid):
+            first, *rest = m.subtasks(vid)
+            for h in m.hosts_of(vid):
+                for s in rest:
+                    m.lp += or_zero(m.x_of(s.key, h)) == or_zero(m.x_of(first.key, h)), f"whole_{tag}_{s.index}_{h}"
+            continue
+        hosts = sorted(m.hosts_of(vid))
+        one = {h: m.lp.add_variable(f"whole_{tag}_{h}", cat=pulp.LpBinary) for h in hosts}
+        m.lp += pulp.lpSum(one.values()) == 1, f"whole_{tag}"
+        for p in m.parallelisms(vid):
+            for h in hosts:
+                z = m.z_of(vid, p, h)
+                if z is not None:
+                    m.lp += z <= p * one[h], f"whole_{tag}_{p}_{h}"
+
+
+ROW_FAMILIES = (one_parallelism_per_group, every_instance_placed, slots_bound_counts, no_data_down_to_edge, task_slots,
+                cpu_capacity, memory_capacity, wan_bandwidth, vanilla_whole_vertices)
+
+
+def add_all(m: RescaleModel) -> None:
+    for family in ROW_FAMILIES:
+        family(m)
