@@ -146,7 +146,7 @@ def column_form(problem: PlacementProblem, hm: Homes, pools: list[Pool], shrink:
         return out
 
     decided = sum(1 for z in z_of if z is None)
-    detail = f", {sum(len(p.keep) for p in plans)} plans for {len(plans)} edge hosts, {decided} decided alone"
+    detail = f": {sum(len(p.keep) for p in plans)} plans for {len(plans)} Pis, {decided} of them decided alone"
     return Built(mip, staged(problem, mode, (wan, const["wan"]), (cpu, const["cpu"]), latc), decode, "column",
                   detail)
 

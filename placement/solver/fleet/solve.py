@@ -61,9 +61,8 @@ def solve_decomposed(problem: PlacementProblem, options: SolverOptions = SolverO
         pooled = built.decode(values)
         assignment, failed = _unpack(problem, pooled, pools, deadline)
         if assignment is not None:
-            notes.append(f"decomposed ({built.form} form{built.detail}): {len(problem.edges)} edge hosts planned over "
-                         f"{_count(len(pools), 'server pool')}, then packed onto the servers (model {t1 - t0:.1f} s, "
-                         f"stages {t2 - t1:.1f} s, packing {time.perf_counter() - t2:.1f} s)")
+            notes.append(f"decomposed ({built.form} form{built.detail}; {_count(len(pools), 'server pool')}; "
+                         f"model {t1 - t0:.1f} s, stages {t2 - t1:.1f} s, packing {time.perf_counter() - t2:.1f} s)")
             return _result(problem, assignment, stages, first_bounds, mode, notes, attempt)
         if len(problem.subtasks) <= EXACT_FALLBACK_SUBTASKS:  # small enough for the reference: it settles it
             result = solve(problem, options)
