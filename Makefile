@@ -18,7 +18,7 @@ demo: setup
 
 ## Everything, with real Flink, PySpark, sshd, tc and Ansible (needs root for namespaces; CI runs this).
 test: setup-full
-	.venv/bin/pytest -q -p no:cacheprovider --timeout=900
+	.venv/bin/pytest -q -p no:cacheprovider --timeout=900 --durations=30
 
 ## The fast part: no Flink cluster, no Spark, no Ansible, no wheel build.
 test-quick: setup

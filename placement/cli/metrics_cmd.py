@@ -100,7 +100,12 @@ def _from_prometheus(ctx: click.Context, url: str, quiet: bool) -> None:
     """``collect --prometheus``: the history of --since..--until from Prometheus (placement.collect.prometheus)."""
     import time
 
-    from placement.collect.prometheus import PromOptions, collect_prometheus, parse_duration, parse_time
+    from placement.collect.prometheus import (
+        PromOptions,
+        collect_prometheus,
+        parse_duration,
+        parse_time,
+    )
     from placement.errors import BadInput
 
     p = ctx.params

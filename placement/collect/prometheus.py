@@ -135,7 +135,7 @@ def parse_time(text: str, *, now: float, field: str) -> float:
     t = text.strip()
     if t.lower() == "now":
         return now
-    m = re.fullmatch(r"now\s*-\s*(\S+)", t, flags=re.I)
+    m = re.fullmatch(r"now\s*-\s*(\S+)", t, flags=re.IGNORECASE)
     if m:
         return now - parse_duration(m.group(1), field=field)
     with contextlib.suppress(ValueError):
@@ -295,7 +295,7 @@ def _on_grid(values: Iterable[Sequence[Any]], start: float, step: float, n: int)
     out = np.full(n, np.nan)
     present = np.zeros(n, dtype=bool)
     for t, v in values:
-        i = int(round((float(t) - start) / step))
+        i = round((float(t) - start) / step)
         if 0 <= i < n:
             present[i] = True
             f = shaping.parse_metric_value(v)
@@ -334,7 +334,7 @@ class _JobReader:
                     getattr(self.known[(key[0], key[1])], into).setdefault(key[2], float(finite[-1]))
 
     def grid(self) -> np.ndarray:
-        return self.start + self.step * np.arange(int(math.floor((self.o.until_s - self.start) / self.step)) + 1)
+        return self.start + self.step * np.arange(math.floor((self.o.until_s - self.start) / self.step) + 1)
 
     def alive_span(self) -> tuple[float, float] | None:
         """First and last step at which the job has any series (its life inside the window, as Prometheus saw it)."""
@@ -364,7 +364,7 @@ class _JobReader:
                                f"as {parallelism[key[0]]}", source=self.graph.source, field="--graph")
 
     def table(self, c0: float, c1: float, alive: tuple[float, float]) -> pa.Table:
-        n = int(round((c1 - c0) / self.step)) + 1
+        n = round((c1 - c0) / self.step) + 1
         times = c0 + self.step * np.arange(n)
         per_metric: dict[str, dict[tuple[str, int, int], np.ndarray]] = {}
         presence: dict[tuple[str, int, int], np.ndarray] = {}

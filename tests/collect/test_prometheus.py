@@ -121,6 +121,10 @@ def _starts(history: Path) -> dict[tuple[str, int], int]:
     return {(r["vertex_id"], r["subtask"]): r["attempt_start_ms"] for r in t}
 
 
+def _rel(x: float, y: float) -> float:
+    return 0.0 if max(abs(x), abs(y)) < 1e-12 else (y - x) / max(abs(x), abs(y))
+
+
 def _window(s) -> list[str]:
     return ["--since", f"{s.manifest.started_ms / 1000:.3f}", "--until", f"{s.manifest.ended_ms / 1000:.3f}"]
 
@@ -133,7 +137,7 @@ def test_profile_from_prometheus_agrees_with_rest_collection_per_vertex(scraped,
     code, stdout, err = run_cli(["metrics", "collect", "--prometheus", s.prom.url, "--job-name", "iot-sensors",
                                  *_window(s), "--rest", s.cluster.rest_url, "--out", str(out), "--quiet"], capsys)
     assert code == 0, err
-    (run, manifest), = find_manifests(out)
+    (_, manifest), = find_manifests(out)
     assert manifest.job_id == s.job.job_id and manifest.run_id.startswith("prom-")
     assert manifest.interval_s == 1.0  # no --step: the scrape interval Prometheus reports for the job's targets
     assert [(v.id, v.name, v.parallelism) for v in manifest.vertices] == [
@@ -177,8 +181,10 @@ def test_profile_from_prometheus_agrees_with_rest_collection_per_vertex(scraped,
             assert abs(y - x) <= AGREEMENT * max(abs(x), abs(y)), (a.name, key, x, y)
             compared += 1
     assert compared >= 2 * len(from_rest.vertices) and busy_compared >= 1  # figures of every vertex were compared
-    print(json.dumps({v.name: {k: (round(v.stats[k], 3) if isinstance(v.stats[k], float) else v.stats[k])
-                                for k in ("records_out_per_s", "busy_share", "confident")} for v in from_prom.vertices}))
+    for a, b in zip(from_rest.vertices, from_prom.vertices, strict=True):  # the figures, for the record (pytest -s)
+        print(f"{a.name:18s}" + "  ".join(
+            f"{key} REST {a.stats[key]:.4g} Prometheus {b.stats[key]:.4g} ({_rel(a.stats[key], b.stats[key]):+.2%})"
+            for key in ("records_out_per_s", "bytes_out_per_s", "busy_share")))
 
 
 @pytest.mark.flink

@@ -22,7 +22,7 @@ from placement.profile.history import select_runs
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(1200)]
 
 PLACEMENT = Path(sys.executable).parent / "placement"
-CHATTER = re.compile(r"incubator modules|Setting default log level|To adjust logging level|log4j|WARN", re.I)
+CHATTER = re.compile(r"incubator modules|Setting default log level|To adjust logging level|log4j|WARN", re.IGNORECASE)
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,6 @@ import contextlib
 import json
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import urllib.request
@@ -27,13 +26,8 @@ from pathlib import Path
 
 import yaml
 
+from placement.lab.flink import free_port
 from support import real_parts
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -75,7 +69,7 @@ def start_prometheus(work_dir: Path, targets: Sequence[str], *, scrape_interval:
     }))
     data = work_dir / "prometheus-data"
     log = work_dir / "prometheus.log"
-    url = f"http://127.0.0.1:{_free_port()}"
+    url = f"http://127.0.0.1:{free_port()}"
     argv = ["setpriv", "--pdeathsig", "KILL", "--", str(binary), f"--config.file={config}",
             f"--storage.tsdb.path={data}", f"--web.listen-address={url.removeprefix('http://')}"]
     with open(log, "ab") as out:
@@ -87,10 +81,9 @@ def start_prometheus(work_dir: Path, targets: Sequence[str], *, scrape_interval:
         while True:
             if proc.poll() is not None:
                 raise RuntimeError(f"prometheus exited during start: {log.read_text(errors='replace')[-500:]}")
-            with contextlib.suppress(OSError):
-                with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as answer:
-                    if answer.status == 200:
-                        break
+            with contextlib.suppress(OSError), urllib.request.urlopen(f"{url}/-/ready", timeout=2) as answer:
+                if answer.status == 200:
+                    break
             if time.monotonic() > deadline:
                 raise RuntimeError(f"prometheus not ready after {timeout:.0f} s (log {log})")
             time.sleep(0.3)
@@ -128,7 +121,7 @@ def with_prometheus_reporter(taskmanagers, work_dir: Path):
         link.symlink_to(source)
     specs, targets = [], []
     for tm in taskmanagers:
-        port = _free_port()
+        port = free_port()
         targets.append(f"127.0.0.1:{port}")
         specs.append(dataclasses.replace(
             tm, wrapper=("env", f"FLINK_PLUGINS_DIR={plugins}", *tm.wrapper),

@@ -19,7 +19,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 import urllib.request
@@ -27,14 +26,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from placement.lab.flink import free_port
+
 MASTER_MAIN = "org.apache.spark.deploy.master.Master"
 WORKER_MAIN = "org.apache.spark.deploy.worker.Worker"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def spark_home() -> Path:
