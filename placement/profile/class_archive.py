@@ -15,9 +15,9 @@ truncated one crashes it (SIGBUS, seen here), so a half-written archive must nev
 measured here, an archive dumped with Spark's jars in ``A/jars`` mapped 1,285 classes for ``A`` and none for a
 byte-identical copy in ``B`` (``cp -a``, same mtimes), so jars with the same contents in another virtualenv cannot
 share it. The name therefore digests the JVM build (``release``, ``libjvm.so`` and ``classes.jsa`` sizes and times —
-not the java path: a relocated JDK of the same build keeps its archive) and the driver's jars (``$SPARK_HOME/jars``:
-directory, and each jar's name, size and mtime) — exactly what the JVM validates, so a name never points at an
-archive the JVM would reject, and an upgrade in place (new jars, same path) gets a new archive.
+not the java path: a relocated JDK of the same build keeps its archive), the driver's jars (``$SPARK_HOME/jars``:
+directory, and each jar's name, size and mtime) and the driver's JVM flags — what the JVM validates, so a name never
+points at an archive the JVM would reject, and an upgrade in place (new jars, same path) gets a new archive.
 
 **The cache is bounded.** Every archive has a small sidecar (``.json``: the jars directory it was made for; its
 mtime is the archive's last use). Each run prunes: dumps of dead processes, archives of an older placement (no
@@ -124,8 +124,10 @@ def classpath_identity(jars: Path) -> str:
     return "\n".join([str(jars), *sorted(_stat_word(j) for j in jars.glob("*.jar"))])
 
 
-def archive_key(java_home: Path, jars: Path) -> str:
-    material = jvm_identity(java_home) + "\n--\n" + classpath_identity(jars)
+def archive_key(java_home: Path, jars: Path, jvm_flags: str = "") -> str:
+    """The digest of what the archive is valid for; ``jvm_flags`` are the driver's (a GC or JIT setting the dump was
+    made with is part of what the JVM checks, or at least of what the archive holds)."""
+    material = jvm_identity(java_home) + "\n--\n" + classpath_identity(jars) + "\n--\n" + jvm_flags
     return hashlib.sha256(material.encode()).hexdigest()[:16]
 
 
@@ -134,8 +136,9 @@ def enabled() -> bool:
     return os.environ.get(ENV_SWITCH, "1").strip().lower() not in ("0", "false", "no", "off")
 
 
-def class_archive() -> ClassArchive | None:
-    """The archive for this JVM build and Spark's jars, or None when switched off or java/Spark's jars are not found.
+def class_archive(jvm_flags: str = "") -> ClassArchive | None:
+    """The archive for this JVM build, Spark's jars and the driver's ``jvm_flags``, or None when switched off or
+    java/Spark's jars are not found.
 
     Prunes the cache first (see the module doc) and marks this archive as just used.
     """
@@ -149,7 +152,7 @@ def class_archive() -> ClassArchive | None:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError:
         return None  # an unwritable cache only costs speed
-    archive = ClassArchive(directory / f"{_PREFIX}{archive_key(java.parent.parent, jars)}.jsa", jars)
+    archive = ClassArchive(directory / f"{_PREFIX}{archive_key(java.parent.parent, jars, jvm_flags)}.jsa", jars)
     with contextlib.suppress(OSError):  # a read-only or shared cache only costs its upkeep
         prune(directory, current=archive.path)
         if archive.path.is_file() and archive.sidecar.is_file():

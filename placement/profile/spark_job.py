@@ -3,24 +3,26 @@
 Runs locally (``local[*]``: every core) by default, on a cluster with ``--spark-master``, or under ``spark-submit``
 (:mod:`placement.cli.spark_submit`).
 
-Designed for throughput on few cores: it reads exactly the part files the history check validated, only the
-columns it uses, with the schema given (no footer is opened to infer one), and makes **one** pass over them, with
-built-in expressions only (no Python UDFs). The pass is a code-generated hash aggregation (stage 1) of a row count and
-one sum per metric, grouped by a 64-bit hash of the vertex id, the subtask, and a group code: negative codes carry a
-sample's category (usable, warm-up, not running) and which metrics it lacks, so every count and conditional sum the
-profile needs follows from the groups (stage 2, :func:`finish_partials`), and ~2,000 samples per subtask drawn at
-random for the percentiles (see :mod:`placement.profile.rules`) each get a unique non-negative code. All keys are
-fixed-width and never null, which keeps every sample on Spark's fast first-level hash map. The output (a few rows
-per subtask plus one per drawn sample: ~240k rows for 120 subtasks, however long the history) comes to the driver
-as Arrow batches, where stage 2 adds it up and takes the medians and p95s of the drawn samples exactly as the pandas
-engine does. A percentile sketch over every sample would push the whole aggregation onto the slower
-ObjectHashAggregate path; a second scan for the subset would read every byte twice; Spark's own percentile over the
-240k drawn rows cost 2-3 s (measured). Profiled with JFR, these choices took the 100M-sample benchmark from 57 s to
-38 s end to end (with the driver's class archive, :mod:`placement.profile.class_archive`).
+Spark distributes the part files; the reduction itself is the one the pandas engine runs
+(:mod:`placement.profile.partials`): each task's Python worker reads its files with PyArrow (only the columns the
+profile uses, one row group at a time, one thread) and reduces them with NumPy to a few rows per subtask plus the
+drawn percentile samples, and the driver adds those up. Why not Spark SQL: its Parquet scan and row-at-a-time hash
+aggregation cost more than the whole vectorised reduction. Measured on 2 cores at 50M samples (quiet machine), the
+earlier one-pass Spark SQL aggregation (group codes, 64-bit key hashes, one split per row group, tuned with JFR) took
+20 s; a plain ``groupBy(vertex_id, subtask)`` with a count and seven sums over the same files, the floor of any Spark
+SQL plan, 12.8 s; the NumPy-over-PyArrow reduction takes 6-7.5 CPU-seconds for all of it (over half of that is
+Parquet decoding and ZSTD), which two workers do in 4-6 s. What remains of a run is fixed: the JVM's start (2.5-3 s,
+C1 only: see DRIVER_JVM_FLAGS) and the Python workers' (1.5-2 s).
+
+Executors need Python with NumPy and PyArrow (the stage-1 functions travel by value: not this package) at the
+driver's interpreter path unless ``PYSPARK_PYTHON`` names another, and they read the part files by the paths the
+driver gives them.
 """
 
 from __future__ import annotations
 
+import functools
+import heapq
 import os
 import re
 import subprocess
@@ -31,10 +33,9 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
-from placement.collect.layout import METRIC_COLUMNS, SAMPLE_SCHEMA
+from placement.collect.layout import SAMPLE_SCHEMA
 from placement.errors import PlacementError
 from placement.profile.class_archive import (
     ClassArchive,
@@ -43,19 +44,13 @@ from placement.profile.class_archive import (
     spark_option_word,
 )
 from placement.profile.history import Selection
-from placement.profile.rules import (
-    AGGREGATE_COLUMNS,
-    READ_COLUMNS,
-    SUBTASK_KEYS,
-    finish_aggregates,
-    percentile_fraction,
-)
+from placement.profile.partials import finish_partials, partials_job
+from placement.profile.rules import READ_COLUMNS
 
-SEED = 20_240_601
-# Sample categories in the group code (stage 1) and the number of missing-metric bit patterns (2^7 metrics).
-USABLE, WARMUP, NOT_RUNNING = 0, 1, 2
-_MISSING_CODES = 1 << len(METRIC_COLUMNS)
-_XXHASH64_SEED = 42  # the seed Spark's xxhash64() uses
+# Tasks per executor core: two, so a core that finishes early takes another instead of idling while the last big
+# task runs; not more, as each PySpark task costs its own overhead (measured on 2 busy cores: 16 empty tasks 0.5-1 s,
+# 64 2.8 s, against ~0.15 s for 4).
+TASKS_PER_SLOT = 2
 # The class archive this process's driver JVM dumps when it exits (None: it maps an existing one, or none at all).
 _dumping: ClassArchive | None = None
 
@@ -72,10 +67,30 @@ appender.console.layout.pattern = spark: %p %c{1}: %m%n
 # level to WARN" and how to change it
 logger.repl.name = org.apache.spark.repl.Main
 logger.repl.level = error
+# A failed task's exception (a Python worker's traceback, the JVM stack) is what the job's one-line error reports
+logger.executor.name = org.apache.spark.executor.Executor
+logger.executor.level = off
+logger.tasks.name = org.apache.spark.scheduler.TaskSetManager
+logger.tasks.level = off
 """
 # What the driver JVM prints on its own stderr at start-up that no log4j setting reaches: the JVM's note about the
 # incubator Vector API module Spark's launcher adds, and Spark's shell banner (should its logger config be ignored).
 _JVM_CHATTER = re.compile(rb"^(WARNING: Using incubator modules|Setting default log level|To adjust logging level)")
+
+
+# JIT and GC for the profile's driver JVM (local mode: also the executors'): it starts Spark, schedules a few Python
+# tasks and passes their results on; the reduction runs in the Python workers, so the JVM has no hot loop of its own.
+# C1 alone compiles what that needs, and C2 only took CPU from the workers on 2 cores: measured at 50M samples, the C2
+# threads used 1.3-1.5 CPU-s per run, 0.4-0.6 of it while the workers ran, and JVM start took 2.5-2.7 s instead of
+# 3-5 s. The serial collector spends no concurrent GC threads on 2 cores.
+DRIVER_JVM_FLAGS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
+# For a driver JVM that runs Spark SQL's scan loop itself (the benchmark's floor: a plain scan + groupBy): it runs
+# Spark's planning and code generation once (thousands of methods, each called a few thousand times) and then one hot
+# scan loop for seconds. With the default thresholds C2 compiled much of that start-up code too (7-9 CPU-s beside
+# 10-13 of work at 50M samples, on 2 cores); raising the C2 (tier 4) thresholds leaves it to C1 while the scan loop
+# still reaches C2 (its loop back-edges trigger it): the whole JVM 20-24 CPU-s instead of 25-29.
+SQL_SCAN_JVM_FLAGS = ("-XX:+UseSerialGC -XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=20000 "
+                      "-XX:Tier4CompileThreshold=60000")
 
 
 def _quiet_log4j() -> str:
@@ -106,8 +121,10 @@ def _start_driver(conf) -> None:
     SparkContext(conf=conf, gateway=gateway)
 
 
-def spark_session(master: str | None = None, *, driver_memory: str = "1g", shuffle_partitions: int = 4):
-    """A small session for 2 cores: few shuffle partitions, modest driver memory, no UI, quiet logs.
+def spark_session(master: str | None = None, *, driver_memory: str = "1g", shuffle_partitions: int = 4,
+                  jvm_flags: str = DRIVER_JVM_FLAGS):
+    """A small session for 2 cores: few shuffle partitions, modest driver memory, no UI, quiet logs; ``jvm_flags``
+    for the driver JVM if this call starts it.
 
     Under ``spark-submit`` (a JVM is already there) master and memory are whatever spark-submit was given.
     """
@@ -122,18 +139,22 @@ def spark_session(master: str | None = None, *, driver_memory: str = "1g", shuff
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.shuffle.partitions": str(shuffle_partitions),
         "spark.sql.sources.partitionColumnTypeInference.enabled": "false",  # run ids stay strings
-        # About one Parquet row group (1M samples, ~40 MiB) per scan task: with 256 MiB splits a 10M history made 3
-        # tasks of 4M, 5M and 1M samples, and one of the 2 cores sat idle for the last one; small splits balance.
+        # Spark SQL scans (read_samples: the benchmark's floor) in splits of about one Parquet row group: with 256 MiB
+        # splits a 10M history made 3 tasks of 4M, 5M and 1M samples, and one of the 2 cores sat idle for the last.
         "spark.sql.files.maxPartitionBytes": str(32 << 20),
     }
+    # The Python workers run stage 1 with NumPy/PyArrow: this interpreter, unless the user named another (PySpark's
+    # default, "python3" on the PATH, need not have them).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if "PYSPARK_GATEWAY_PORT" in os.environ:  # under spark-submit
         if master:
             options["spark.master"] = master
     elif SparkContext._active_spark_context is None:
         options["spark.master"] = master or "local[*]"
         options["spark.driver.memory"] = driver_memory
-        java_options = f"-Dlog4j2.configurationFile={spark_option_word(_quiet_log4j())}"
-        archive = class_archive() if SparkContext._gateway is None else None  # only a JVM we are about to start
+        java_options = f"-Dlog4j2.configurationFile={spark_option_word(_quiet_log4j())} {jvm_flags}"
+        # only for a JVM we are about to start; its flags are part of what the archive must match
+        archive = class_archive(jvm_flags) if SparkContext._gateway is None else None
         if archive is not None:
             java_options += " " + archive.java_options()
             _dumping = None if archive.path.is_file() else archive
@@ -180,116 +201,68 @@ def read_samples(spark, parts: Sequence[Path]):
 
 
 def aggregate_spark(spark, selection: Selection, warmup_s: float, *, per_subtask: int | None = None) -> pd.DataFrame:
-    """One row per (vertex_id, subtask) with :data:`~placement.profile.rules.AGGREGATE_COLUMNS`, in one scan."""
-    from pyspark.sql import functions as F
+    """One row per (vertex_id, subtask) with :data:`~placement.profile.rules.AGGREGATE_COLUMNS`.
 
-    from placement.profile.rules import PERCENTILE_SAMPLES_PER_SUBTASK
-
-    fraction = percentile_fraction(selection.rows, selection.subtask_count, per_subtask or PERCENTILE_SAMPLES_PER_SUBTASK)
-    df = read_samples(spark, selection.parts)  # exactly the files the history check validated (pandas reads them too)
-    # Group by a 64-bit hash of the vertex id, not the 32-character string: with fixed-width keys the hash map's
-    # probe is a few integer compares instead of hashing and comparing 32 bytes per sample (half the CPU, per JFR).
-    # The hashes of the wanted ids come from Spark itself (same function); they map back to ids in Python.
-    by_hash = _vertex_hashes(spark, selection.vertex_ids)
-    vkey = F.xxhash64("vertex_id") if by_hash else F.col("vertex_id")
-    if not by_hash:
-        df = df.where(vkey.isin(selection.vertex_ids))
-    # else vertices outside the selection (an older graph's) are dropped after the aggregation: a filter here
-    # would hash every sample's id a second time.
-
-    # Each sample's group code says everything the counts need: its category (usable, warm-up, not running) and which
-    # metrics it lacks (one bit each). Stage 1 then needs only a row count and one plain sum per metric per group —
-    # 8 aggregate buffers instead of 23 conditional ones (buffer null-bit upkeep was a fifth of the CPU, per JFR) —
-    # and stage 2 derives every count and conditional sum from the codes (see finish_partials).
-    running = F.coalesce(F.col("running"), F.lit(False))  # an unknown status counts as not running
-    started = F.col("attempt_start_ms")
-    keep = running & (started.isNull() | ((F.col("ts_ms") - started) >= F.lit(int(warmup_s * 1000))))
-    category = F.when(~running, NOT_RUNNING).when(~keep, WARMUP).otherwise(USABLE)
-    missing = sum(F.when(F.col(m).isNull(), 1 << i).otherwise(0) for i, m in enumerate(METRIC_COLUMNS))
-    # The percentile subset: a uniform random subset of the usable samples, each kept in a group of its own (`k` is
-    # its unique id >= 0; every other sample has the negative code -1 - (category * 128 + missing-bits)). The
-    # stage is a single code-generated HashAggregate over every sample with fixed-size buffers and no sketch; its
-    # output is one row per drawn sample plus a few per subtask, so what comes back to Python is bounded by the
-    # subset size, not by the history's length. `k` is never null: Spark's fast first-level hash map only takes rows
-    # whose grouping keys are all non-null (a null there sent ~99.8 % of the samples to the slower map, per JFR).
-    picked = keep & (F.rand(SEED) < F.lit(fraction)) if fraction < 1.0 else keep
-    k = F.when(picked, F.monotonically_increasing_id()).otherwise(-1 - (category * _MISSING_CODES + missing))
-    # Sums of non-null inputs: a missing metric adds 0 (its group's code says it is missing, so the 0 is never read)
-    # and a drawn sample's missing metric is NaN (stage 2 reads the drawn rows' NaNs as missing). Without a null to
-    # test per row the generated update is a plain add (measured: 10-15 % less CPU for stage 1).
-    filler = F.when(picked, F.lit(float("nan"))).otherwise(F.lit(0.0))
-    stage1 = [F.count(F.lit(1)).alias("n"), *[F.sum(F.coalesce(F.col(m), filler)).alias(m) for m in METRIC_COLUMNS]]
-    partial = df.groupBy(vkey.alias("vertex_id"), "subtask", k.alias("k")).agg(*stage1)
-
+    The executors' Python workers run stage 1 (:func:`~placement.profile.partials.file_partials`) on the part files,
+    by the paths the history check validated; the driver adds up what they send back (stage 2)."""
     from py4j.protocol import Py4JError
+    from pyspark import cloudpickle
     from pyspark.errors import PySparkException
 
-    arrow = "spark.sql.execution.arrow.pyspark.enabled"
-    before = spark.conf.get(arrow, "false")
-    spark.conf.set(arrow, "true")  # the partial rows come over as Arrow batches, not one Python object per value
+    from placement.profile import partials
+
+    job = partials_job(selection, warmup_s, per_subtask)
+    sc = spark.sparkContext
+    tasks = file_tasks(selection.parts, sc.defaultParallelism * TASKS_PER_SLOT)
+    cloudpickle.register_pickle_by_value(partials)  # executors need NumPy and PyArrow, not this package
     try:
-        with warnings.catch_warnings():  # pyspark's nags about pandas 3 (nothing here depends on what they warn of)
-            warnings.simplefilter("ignore")
-            rows = partial.toPandas()
-    except (PySparkException, Py4JError) as exc:  # keep the first line, not the JVM stack
-        first = next((ln for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
-        raise PlacementError(f"{selection.root}: the Spark profiling job failed: {first[:300]}") from None
+        results = sc.parallelize(tasks, len(tasks)).mapPartitions(functools.partial(partials.task_partials, job=job)
+                                                                 ).collect()
+    except (PySparkException, Py4JError) as exc:  # one line, not the JVM stack or a worker's traceback
+        raise PlacementError(f"{selection.root}: the Spark profiling job failed: {_reason(exc)}") from None
     finally:
-        spark.conf.set(arrow, before)
-    if by_hash:
-        rows["vertex_id"] = rows["vertex_id"].map(by_hash)
-        rows = rows[rows["vertex_id"].notna()]
-    return finish_partials(rows)
+        cloudpickle.unregister_pickle_by_value(partials)
+    failed = [r for r in results if isinstance(r, partials.ReadFailure)]
+    if failed:
+        f = failed[0]
+        raise PlacementError(f"{f.path}: a Spark executor on {f.host} could not read it ({f.error}); executors read "
+                             "the history at the paths the driver sees, so it must be mounted there on every worker")
+    return finish_partials([r for r in results if not isinstance(r, partials.ReadFailure)], job.vertex_ids)
 
 
-def _vertex_hashes(spark, vertex_ids: Sequence[str]) -> dict[int, str]:
-    """``xxhash64(id) -> id`` for the wanted vertices, or ``{}`` if two of them share a hash (then the job groups
-    by the string itself). A vertex id of another job colliding with a wanted one is a 2^-64 event per pair.
-
-    The hashes come from the JVM function behind ``xxhash64`` (``XXH64.hashUTF8String`` with Spark's seed 42),
-    called directly: the same numbers as a ``select(xxhash64(lit(id)))`` query (tested), without a Spark job on the
-    start path (that query cost 1.3 s in a fresh session, 10 ms this way).
-    """
-    if not vertex_ids:
-        return {}
-    jvm = spark.sparkContext._jvm
-    utf8 = jvm.org.apache.spark.unsafe.types.UTF8String
-    xxh64 = jvm.org.apache.spark.sql.catalyst.expressions.XXH64
-    hashes = {int(xxh64.hashUTF8String(utf8.fromString(v), _XXHASH64_SEED)): v for v in vertex_ids}
-    return hashes if len(hashes) == len(set(vertex_ids)) else {}
+_PYTHON_ERROR = re.compile(r"^(?!org\.|java\.)[\w.]*(Error|Exception): ")
 
 
-def finish_partials(rows: pd.DataFrame) -> pd.DataFrame:
-    """Stage 2 (a few rows per subtask plus at most ~2,000 drawn samples each, whatever the history's length): turn
-    the group codes into the counts and conditional sums, add them up per subtask, and take the medians and p95s of
-    the drawn samples the way the pandas engine does (linear interpolation). A drawn row (``k >= 0``) is one usable
-    sample: each metric column holds its value, or NaN when it is missing (ignored by the quantiles, as by the
-    means), and its missing-bits are read off those NaNs. A row of a group code holds 0 for a metric its code says
-    is missing."""
-    if rows.empty:
-        return pd.DataFrame(columns=list(AGGREGATE_COLUMNS))
-    k = rows["k"].to_numpy(dtype=np.int64)
-    drawn = k >= 0
-    code = np.where(drawn, 0, -1 - k)
-    nulls = rows[METRIC_COLUMNS].isna().to_numpy()
-    missing = np.where(drawn, (nulls * (1 << np.arange(len(METRIC_COLUMNS)))).sum(axis=1), code % _MISSING_CODES)
-    category = np.where(drawn, USABLE, code // _MISSING_CODES)
-    lacks = {m: (missing & (1 << i)) != 0 for i, m in enumerate(METRIC_COLUMNS)}
-    usable = category == USABLE
-    valid = usable & ~lacks["busy_ms_per_s"] & ~lacks["records_in_per_s"] & ~lacks["records_out_per_s"]
-    n = rows["n"].to_numpy(dtype=np.int64)
-    frame = {
-        "rows": n,
-        "samples": n * usable,
-        "warmup_trimmed": n * (category == WARMUP),
-        "not_running": n * (category == NOT_RUNNING),
-        "busy_nan": n * (usable & lacks["busy_ms_per_s"]),
-        "valid": n * valid,
-        "sum_busy_valid": rows["busy_ms_per_s"].where(valid),
-        "sum_in_valid": rows["records_in_per_s"].where(valid),
-        "sum_out_valid": rows["records_out_per_s"].where(valid),
-        **{f"{m}_sum": rows[m].where(usable) for m in METRIC_COLUMNS},
-        **{f"{m}_n": n * (usable & ~lacks[m]) for m in METRIC_COLUMNS},
-    }
-    parts = pd.DataFrame({c: rows[c].to_numpy() for c in SUBTASK_KEYS} | {c: np.asarray(v) for c, v in frame.items()})
-    return finish_aggregates(parts.groupby(SUBTASK_KEYS, sort=False).sum(min_count=1), rows[drawn])
+def _reason(exc: Exception) -> str:
+    """What went wrong, in one line: a Python worker's exception (the last line of its traceback: say, NumPy missing
+    on the executors), else the first line of the message."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    python = [ln for ln in lines if _PYTHON_ERROR.match(ln)]
+    reason = (python[-1] if python else lines[0] if lines else type(exc).__name__)[:300]
+    if python and "ModuleNotFoundError" in reason:
+        reason += " (the executors' Python needs NumPy and PyArrow; PYSPARK_PYTHON names it)"
+    return reason
+
+
+def file_tasks(parts: Sequence[Path], slots: int) -> list[list[str]]:
+    """The part files in at most ``slots`` tasks of about equal bytes, largest first.
+
+    Spark starts tasks in order as cores come free, so the big ones go first and the small ones fill the gaps at the
+    end. Files, not row groups, are the unit: stage 1 seeds its draw per file and row group, so the tasks' cut
+    changes nothing in the result; a collector's many small parts share a task instead of paying one each."""
+    sized = sorted(((_size(p), str(p)) for p in parts), reverse=True)
+    tasks: list[list[str]] = [[] for _ in range(max(1, min(slots, len(sized))))]
+    lightest = [(0, i) for i in range(len(tasks))]  # a heap of (bytes so far, task)
+    for size, path in sized:  # each file to the lightest task so far (greedy, largest first)
+        load, i = heapq.heappop(lightest)
+        tasks[i].append(path)
+        heapq.heappush(lightest, (load + size, i))
+    return [tasks[i] for _, i in sorted(lightest, key=lambda t: (-t[0], t[1])) if tasks[i]]
+
+
+def _size(path: Path) -> int:
+    """Bytes of a part file; 0 if it vanished since the history check (its task then reports it, by name)."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0

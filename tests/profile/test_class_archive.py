@@ -24,10 +24,10 @@ ROOT = Path(__file__).resolve().parents[2]
 # One driver JVM: report whether it dumps or maps an archive (read off /proc/<jvm>/maps), run a query, finish.
 _DRIVER = r"""
 import json, psutil
-from placement.profile.spark_job import archive_pending, finish_spark, spark_session
+from placement.profile.spark_job import DRIVER_JVM_FLAGS, archive_pending, finish_spark, spark_session
 from placement.profile.class_archive import class_archive
 spark = spark_session()
-archive = class_archive().path
+archive = class_archive(DRIVER_JVM_FLAGS).path
 jvm = next(p for p in psutil.Process().children(recursive=True) if p.name() == "java")
 maps = open(f"/proc/{jvm.pid}/maps").read()
 pending = archive_pending()
@@ -35,12 +35,13 @@ count = spark.range(1000).selectExpr("sum(id) AS s").first()["s"]
 print(json.dumps({"pending": pending, "mapped": str(archive) in maps, "sum": count, "published": finish_spark()}))
 """
 # what the JVM and Spark print at start-up unless placement keeps it off the terminal
-_CHATTER = re.compile(r"incubator modules|Setting default log level|To adjust logging level|cds", re.I)
+_CHATTER = re.compile(r"incubator modules|Setting default log level|To adjust logging level|cds", re.IGNORECASE)
 
 
 def _driver(cache: Path) -> dict:
     env = {**os.environ, ca.ENV_SWITCH: "1", ca.ENV_CACHE: str(cache)}
-    r = subprocess.run([sys.executable, "-c", _DRIVER], env=env, cwd=ROOT, capture_output=True, text=True, timeout=400)
+    r = subprocess.run([sys.executable, "-c", _DRIVER], env=env, cwd=ROOT, capture_output=True, text=True, timeout=400,
+                       check=False)
     assert r.returncode == 0, r.stderr[-2000:]
     assert not _CHATTER.search(r.stdout + r.stderr), (r.stdout + r.stderr)[:500]
     return json.loads(r.stdout.strip().splitlines()[-1])
@@ -99,6 +100,7 @@ def test_the_name_follows_what_the_jvm_validates_not_where_the_jdk_lives(tmp_pat
     jdk, jars = _jdk(tmp_path / "jdk"), _jars(tmp_path / "venv-a" / "jars")
     key = ca.archive_key(jdk, jars)
     assert re.fullmatch(r"[0-9a-f]{16}", key) and ca.archive_key(jdk, jars) == key  # stable
+    assert ca.archive_key(jdk, jars, "-XX:+UseSerialGC") != key  # dumped with other driver flags: another archive
 
     moved = tmp_path / "elsewhere" / "jdk"
     shutil.copytree(jdk, moved)  # copy2: same contents, sizes and times

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -121,22 +122,46 @@ def test_one_job_id_or_one_run_selects_only_those_samples(spark, multi_history):
     assert by_id.job.id == one_job
 
 
-def test_spark_and_pandas_engines_agree(spark, multi_history):
+def test_spark_and_pandas_engines_agree_with_a_plain_computation(spark, multi_history):
+    """Both engines run the same per-file reduction (placement.profile.partials), distributed differently; the counts,
+    sums and means of both are held to a plain pandas computation over every sample, written here without it."""
     root, _ = multi_history
     sel = select_runs(root)
     a = aggregate_spark(spark, sel, 60).sort_values(["vertex_id", "subtask"]).reset_index(drop=True)
     b = aggregate_pandas(sel, 60).sort_values(["vertex_id", "subtask"]).reset_index(drop=True)
+    want = reference_aggregates(sel, 60)
     assert len(a) == sum(v.parallelism for v in sel.latest.vertices)
-    exact = [c for c in a.columns if c.endswith("_mean") or c.startswith("sum_") or c in
-             ("rows", "samples", "warmup_trimmed", "not_running", "busy_nan", "valid")]
-    pd.testing.assert_frame_equal(a[["vertex_id", "subtask", *exact]], b[["vertex_id", "subtask", *exact]],
-                                  check_dtype=False, rtol=1e-9)
-    # Percentiles come from independent random subsets of ~2k samples per subtask: close, not equal. Each engine's
-    # p50/p95 is held to the full usable sample set in rank space (see assert_quantiles_within_sampling_error).
-    samples = usable_samples(sel, 60)
-    fraction = percentile_fraction(sel.rows, sel.subtask_count)
-    assert_quantiles_within_sampling_error(a, samples, fraction)
-    assert_quantiles_within_sampling_error(b, samples, fraction)
+    for got in (a, b):
+        pd.testing.assert_frame_equal(got[_exact_columns(got)], want[_exact_columns(got)], check_dtype=False, rtol=1e-9)
+    # The percentile subset is drawn per file and row group with a fixed seed: the same samples in either engine.
+    # Each p50/p95 is held to the full usable sample set in rank space (see assert_quantiles_within_sampling_error).
+    pd.testing.assert_frame_equal(a, b, check_dtype=False, rtol=1e-12)
+    assert_quantiles_within_sampling_error(a, usable_samples(sel, 60), percentile_fraction(sel.rows, sel.subtask_count))
+
+
+def reference_aggregates(selection, warmup_s: float) -> pd.DataFrame:
+    """The exact aggregate columns, straight from the rules (placement.profile.rules) over every sample in one frame:
+    a sample is usable when RUNNING (unknown: not) and past the warm-up of its attempt (unknown start: kept); a null
+    or NaN metric is missing; true-rate sums take the samples with busy time and both record rates."""
+    import pyarrow.parquet as pq
+
+    df = pd.concat([pq.read_table(p).to_pandas() for p in selection.parts], ignore_index=True)
+    df = df[df["vertex_id"].isin(selection.vertex_ids)]
+    running = df["running"].fillna(False).astype(bool)
+    started = df["attempt_start_ms"]
+    keep = running & (started.isna() | (df["ts_ms"] - started >= warmup_s * 1000))
+    busy, rin, rout = df["busy_ms_per_s"], df["records_in_per_s"], df["records_out_per_s"]
+    valid = keep & busy.notna() & rin.notna() & rout.notna()
+    frame = df[["vertex_id", "subtask"]].assign(
+        rows=1, samples=keep, warmup_trimmed=running & ~keep, not_running=~running, busy_nan=keep & busy.isna(),
+        valid=valid, sum_busy_valid=busy.where(valid), sum_in_valid=rin.where(valid), sum_out_valid=rout.where(valid),
+        **{f"{m}_mean": df[m].where(keep) for m in METRIC_COLUMNS})
+    groups = frame.groupby(["vertex_id", "subtask"])
+    counts = groups[["rows", "samples", "warmup_trimmed", "not_running", "busy_nan", "valid"]].sum()
+    sums = groups[["sum_busy_valid", "sum_in_valid", "sum_out_valid"]].sum(min_count=1)
+    means = groups[[f"{m}_mean" for m in METRIC_COLUMNS]].mean()
+    return pd.concat([counts, sums, means], axis=1).reset_index().sort_values(["vertex_id", "subtask"]).reset_index(
+        drop=True)
 
 
 def usable_samples(selection, warmup_s: float) -> pd.DataFrame:
@@ -189,8 +214,8 @@ def _exact_columns(frame: pd.DataFrame) -> list[str]:
 
 
 def test_samples_of_vertices_outside_the_latest_graph_are_left_out(spark, tmp_path):
-    """An older submission's graph may hold a vertex the latest lacks: Spark drops it after the aggregation (it groups
-    by a hash of the id and filters nothing per sample), and must agree with pandas, which filters first."""
+    """An older submission's graph may hold a vertex the latest lacks: its samples are left out of every count, sum
+    and percentile subset (as the plain reference computation leaves them out)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -208,29 +233,37 @@ def test_samples_of_vertices_outside_the_latest_graph_are_left_out(spark, tmp_pa
     a = aggregate_spark(spark, sel, 60).sort_values(["vertex_id", "subtask"]).reset_index(drop=True)
     b = aggregate_pandas(sel, 60).sort_values(["vertex_id", "subtask"]).reset_index(drop=True)
     assert set(a["vertex_id"]) == set(sel.vertex_ids) and len(a) == sel.subtask_count
-    pd.testing.assert_frame_equal(a[_exact_columns(a)], b[_exact_columns(b)], check_dtype=False, rtol=1e-9)
+    want = reference_aggregates(sel, 60)
+    for got in (a, b):
+        pd.testing.assert_frame_equal(got[_exact_columns(got)], want[_exact_columns(got)], check_dtype=False, rtol=1e-9)
 
 
-def test_vertex_hashes_are_the_ones_sparks_xxhash64_computes(spark, multi_history):
-    from pyspark.sql import functions as F
+def test_nan_and_null_metrics_are_missing_alike(spark, tmp_path):
+    """Flink reports NaN busy time on some subtasks; a metric can also be absent (null). Both are skipped per metric
+    (the autoscaler's rule), NaN values never poison a sum."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
-    import placement.profile.spark_job as spark_job
+    from placement.profile.synthetic import Shape, write_history
 
-    ids = select_runs(multi_history[0]).vertex_ids
-    row = spark.range(1).select(*[F.xxhash64(F.lit(v)) for v in ids]).first()
-    assert spark_job._vertex_hashes(spark, ids) == {int(h): v for h, v in zip(row, ids, strict=True)}
-
-
-def test_string_key_path_gives_the_same_aggregates(spark, multi_history, monkeypatch):
-    """Two wanted vertex ids sharing a 64-bit hash (which cannot be made on demand: the path is forced here) make the
-    job group by the id string itself; the figures must not depend on the path taken."""
-    import placement.profile.spark_job as spark_job
-
-    sel = select_runs(multi_history[0])
-    hashed = aggregate_spark(spark, sel, 60).sort_values(["vertex_id", "subtask"]).reset_index(drop=True)
-    monkeypatch.setattr(spark_job, "_vertex_hashes", lambda spark, ids: {})
-    strings = aggregate_spark(spark, sel, 60).sort_values(["vertex_id", "subtask"]).reset_index(drop=True)
-    pd.testing.assert_frame_equal(hashed[_exact_columns(hashed)], strings[_exact_columns(strings)], rtol=1e-12)
+    write_history(IOT_JOB, Shape(duration_s=300, restarts=1, seed=7), tmp_path, runs=1, jobs=1)
+    for part in sorted(tmp_path.rglob("part-*.parquet")):
+        table = pq.read_table(part)
+        rows = np.arange(table.num_rows)
+        busy = table["busy_ms_per_s"].to_numpy(zero_copy_only=False).copy()
+        busy[rows % 7 == 0] = np.nan  # NaN values, not nulls
+        records_in = pa.array(table["records_in_per_s"].to_numpy(zero_copy_only=False), mask=rows % 11 == 0)
+        table = table.set_column(table.schema.get_field_index("busy_ms_per_s"), "busy_ms_per_s", pa.array(busy))
+        table = table.set_column(table.schema.get_field_index("records_in_per_s"), "records_in_per_s", records_in)
+        assert table["busy_ms_per_s"].null_count == 0 and table["records_in_per_s"].null_count > 0
+        pq.write_table(table, part, row_group_size=4096)
+    sel = select_runs(tmp_path)
+    want = reference_aggregates(sel, 60)
+    assert want["busy_nan"].sum() > 0 and want["valid"].sum() < want["samples"].sum()
+    for got in (aggregate_spark(spark, sel, 60), aggregate_pandas(sel, 60)):
+        got = got.sort_values(["vertex_id", "subtask"]).reset_index(drop=True)
+        assert got["busy_ms_per_s_mean"].notna().all() and got["busy_ms_per_s_p95"].notna().all()
+        pd.testing.assert_frame_equal(got[_exact_columns(got)], want[_exact_columns(got)], check_dtype=False, rtol=1e-9)
 
 
 def test_percentiles_from_a_random_subset_stay_close_to_the_full_ones(spark, multi_history):
@@ -303,3 +336,38 @@ def test_spark_submit_runs_the_profiling_module(tmp_path):
     (_, manifest), *_ = find_manifests(EXAMPLE)
     assert_recovers_truth(prof, manifest.truth)
     assert not math.isnan(prof.vertices[0].stats["records_out_per_s"])
+
+
+def test_a_part_file_the_executors_cannot_read_is_named_in_one_line(spark, tmp_path):
+    """The executors read the files by the driver's paths: one missing where they run (here: deleted after the
+    history check) fails the job with a one-line error naming it, not a Python traceback from a worker."""
+    from placement.errors import PlacementError
+    from placement.profile.synthetic import Shape, write_history
+
+    write_history(IOT_JOB, Shape(duration_s=120, seed=9), tmp_path, runs=1, jobs=1)
+    sel = select_runs(tmp_path)
+    gone = sel.parts[-1]
+    gone.unlink()
+    with pytest.raises(PlacementError) as failed:
+        aggregate_spark(spark, sel, 60)
+    message = str(failed.value)
+    assert message.startswith(f"{gone}: a Spark executor on ") and "FileNotFoundError" in message
+    assert "\n" not in message and "Traceback" not in message
+
+
+def test_executors_without_numpy_or_pyarrow_fail_in_one_line_that_says_so(tmp_path):
+    """The executors' Python runs the per-file reduction (NumPy, PyArrow). A Python without them (a bare venv of the
+    same version, named by PYSPARK_PYTHON as a user would) fails `placement profile` with one line naming what is
+    missing, not a worker's traceback."""
+    import venv
+
+    bare = tmp_path / "bare"
+    venv.create(bare, with_pip=False)
+    env = {**os.environ, "PYSPARK_PYTHON": str(bare / "bin" / "python")}
+    placement = Path(sys.executable).parent / "placement"
+    proc = subprocess.run([str(placement), "profile", str(EXAMPLE), "--out", str(tmp_path / "p.json")],
+                          capture_output=True, text=True, timeout=300, env=env, cwd=ROOT, check=False)
+    assert proc.returncode != 0 and not (tmp_path / "p.json").exists()
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, proc.stderr[-2000:]
+    assert re.search(r"No module named '(numpy|pyarrow)'.*PYSPARK_PYTHON", lines[0]), lines[0]

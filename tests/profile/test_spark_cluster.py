@@ -27,10 +27,13 @@ CHATTER = re.compile(r"incubator modules|Setting default log level|To adjust log
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    with spark_cluster(tmp_path_factory.mktemp("spark-cluster"), workers=2, cores=1) as running:
-        assert running.alive_workers() == 2
-        yield running
-        pids = running.pids()
+    with pytest.MonkeyPatch.context() as env:
+        # inherited by the daemons, their executors and those Python workers: each logs the files it reads
+        env.setenv("PLACEMENT_PROFILE_TRACE", "1")
+        with spark_cluster(tmp_path_factory.mktemp("spark-cluster"), workers=2, cores=1) as running:
+            assert running.alive_workers() == 2
+            yield running
+            pids = running.pids()
     assert pids and not [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
 
 
@@ -66,10 +69,10 @@ def test_cluster_profile_equals_the_local_one_and_the_executors_read_the_history
         assert not CHATTER.search(run.stderr), run.stderr[:500]
         assert "Window Aggregate" in run.stdout  # the table is still printed
 
-    # the executors on the two workers read every part file of the history, by the path the driver gave them
-    read = {m for log in cluster.executor_logs() for m in re.findall(r"Reading File path: file:(\S+?),", log.read_text())}
-    wanted = {str(p) for p in select_runs(root).parts}
-    assert {os.path.normpath("/" + r.lstrip("/")) for r in read} == wanted
+    # the executors' Python workers on the two workers read every part file of the history, once, by the path the
+    # driver gave them
+    read = [m for log in cluster.executor_logs() for m in re.findall(r"placement: read (\S+) in pid", log.read_text())]
+    assert sorted(read) == sorted(str(p) for p in select_runs(root).parts)
     workers_used = {log.parts[-5] for log in cluster.executor_logs() if "Running task" in log.read_text()}
     assert workers_used == {"worker-0", "worker-1"}
 
