@@ -12,6 +12,20 @@ from pathlib import Path
 
 from placement.errors import PlacementError
 
+# Flink's own scripts pass these to every JVM on Java 17+ (env.java.opts.all); without them a job fails at submit
+# with InaccessibleObjectException (Kryo/reflection into java.util etc.). The lab's JVMs and the JobGraph submitter.
+JAVA17_FLAGS: tuple[str, ...] = (
+    *(
+        f"--add-opens=java.base/{pkg}=ALL-UNNAMED"
+        for pkg in (
+            "java.util", "java.lang", "java.lang.reflect", "java.io", "java.net", "java.nio", "sun.nio.ch",
+            "java.text", "java.time", "java.util.concurrent", "java.util.concurrent.atomic",
+            "java.util.concurrent.locks",
+        )
+    ),
+    "--add-exports=java.base/sun.net.util=ALL-UNNAMED",
+)
+
 
 @dataclass(frozen=True)
 class FlinkHome:

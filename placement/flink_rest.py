@@ -378,7 +378,8 @@ class FlinkRest:
 
     def wait_until_running(self, job_id: str, timeout: float = 90.0) -> JobDetails:
         """Wait until the job and every one of its subtasks are RUNNING (a RUNNING job may still be scheduling)."""
-        deadline = time.monotonic() + timeout
+        start = time.monotonic()
+        deadline = start + timeout
         details = None
         while time.monotonic() < deadline:
             details = self.job(job_id)
@@ -390,10 +391,10 @@ class FlinkRest:
         why = self.root_exception(job_id)
         pending = "" if details is None else ", ".join(f"{v.name}={v.status}" for v in details.vertices if v.status != "RUNNING")
         state = details.state if details else "?"
-        raise PlacementError(
-            f"job {job_id} not fully RUNNING after {timeout:.0f}s (job {state}" + (f"; {pending}" if pending else "") + ")"
-            + (f": {why}" if why else "")
-        )
+        # a job that ended (FAILED, CANCELED) stopped the wait early: say so, not that the timeout ran out
+        head = (f"job {job_id} is {state} after {time.monotonic() - start:.0f}s" if state in TERMINAL_STATES
+                else f"job {job_id} not fully RUNNING after {timeout:.0f}s (job {state}" + (f"; {pending}" if pending else "") + ")")
+        raise PlacementError(head + (f": {why}" if why else ""))
 
 
 def run_request_body(

@@ -14,7 +14,7 @@ from pathlib import Path
 PACKAGE_DATA = Path(__file__).resolve().parent / "data"  # a built wheel's copies
 REPO_ROOT = Path(__file__).resolve().parent.parent  # a clone's top level
 # The folders a wheel ships (setup.py reads this list).
-SHIPPED = ("deploy", "netem", "inventory", "examples", "scheduler")
+SHIPPED = ("deploy", "netem", "inventory", "examples", "scheduler", "submitter")
 # Older names of an override, still honoured after the new one.
 LEGACY_ENV = {"netem": "PLACEMENT_NETEM_PROFILES"}
 

@@ -7,7 +7,9 @@ Stages (see each module):
   with nothing changed;
 * :mod:`~placement.apply.planner` — pure: the ordered steps (lock, stop with savepoint, install, resubmit, verify,
   record, unlock) and the roll back; ``--dry-run`` prints them;
-* :mod:`~placement.apply.runner` — runs the steps, writes the audit log, rolls back on failure after the stop.
+* :mod:`~placement.apply.runner` — runs the steps, writes the audit log, rolls back on failure after the stop;
+* :mod:`~placement.apply.rescale` — custom mode, a plan that changes parallelism: resubmitted through the JobGraph
+  submitter on the JobManager host (:mod:`placement.submitter`), the roll back too.
 
 :func:`prepare` and :func:`execute` are the two halves the CLI (and tests) call.
 """
@@ -35,6 +37,7 @@ from placement.flink_home import find_flink_home
 from placement.flink_rest import FlinkRest
 from placement.remote import DryRunExecutor, Executor, ExecutorFactory
 from placement.scheduler import ExtensionJar, build_extension
+from placement.submitter import SubmitterJar, build_submitter
 
 __all__ = ["ApplyFailed", "ApplyOutcome", "PreflightFailed", "Prepared", "connect", "execute", "prepare"]
 
@@ -69,15 +72,18 @@ def prepare(req: ApplyRequest, *, dry_run: bool = False, accept_new_host_keys: b
     executors, factory = connect(req, dry_run=dry_run, accept_new_host_keys=accept_new_host_keys)
     try:
         view, problems = observe(req, rest, executors)
-        extension = None
+        extension = submitter = None
         if view is not None:
             problems += check(req, view)
             if not problems:
                 extension, problem = extension_to_install(req, view)
                 problems += [problem] if problem else []
+            if not problems:
+                submitter, problem = submitter_to_install(view)
+                problems += [problem] if problem else []
         if problems or view is None:
             raise PreflightFailed([p.message for p in problems], bad_input=any(p.stale_input for p in problems))
-        plan = plan_apply(req, view, holder=holder_string(), extension=extension)
+        plan = plan_apply(req, view, holder=holder_string(), extension=extension, submitter=submitter)
     except BaseException:
         factory.close()
         raise
@@ -99,6 +105,25 @@ def extension_to_install(req: ApplyRequest, view: ClusterView) -> tuple[Extensio
         return build_extension(home), None
     except PlacementError as exc:
         return None, Problem(f"the JobManager host has no scheduler extension and it cannot be built here: {exc}")
+
+
+def submitter_to_install(view: ClusterView) -> tuple[SubmitterJar | None, Problem | None]:
+    """The JobGraph submitter to upload when a rescale needs it and the JobManager host lacks it: built here with javac
+    against this machine's Flink, which must be the cluster's version (the jar's name carries version and digest)."""
+    if view.submitter is None or view.submitter.submitter_installed:
+        return None, None
+    cluster = view.scheduler.flink_version if view.scheduler else None
+    where = view.submitter.submitter_path
+    try:
+        home = find_flink_home()
+        if not cluster or home.version != cluster:
+            return None, Problem(f"the JobManager host has no JobGraph submitter ({where}) and the Flink here "
+                                 f"({home.path}) is {home.version}, the cluster's is {cluster or 'unknown'}: run apply "
+                                 "where a JDK and the cluster's Flink version are, or build it there "
+                                 "(python -m placement.submitter --flink-home <its Flink home>) and copy it to that path")
+        return build_submitter(home), None
+    except PlacementError as exc:
+        return None, Problem(f"the JobManager host has no JobGraph submitter ({where}) and it cannot be built here: {exc}")
 
 
 def execute(prepared: Prepared, *, audit_path: Path | None, echo: Callable[[str], None] = print) -> ApplyOutcome:

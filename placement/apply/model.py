@@ -18,6 +18,7 @@ from typing import Literal
 
 from placement.flink_rest import TaskManagerInfo, VertexInfo
 from placement.remote import install_new_argv, restore_previous_argv
+from placement.submitter import SubmitCall
 
 Counts = dict[tuple[str, str], int]  # (vertex name, host) -> subtasks
 
@@ -66,6 +67,8 @@ class ClusterView:
     subtask_hosts: dict[str, tuple[str, ...]] = field(default_factory=dict)  # running vertex id -> TM of subtask 0, 1, ...
     taskmanager_infos: tuple[TaskManagerInfo, ...] = ()  # GET /taskmanagers as read (for taskmanagers.cfg)
     scheduler: SchedulerView | None = None  # custom mode: the extension on the JobManager
+    max_parallelism: dict[str, int] = field(default_factory=dict)  # running vertex id -> maxParallelism (REST)
+    submitter: SubmitterView | None = None  # custom mode, resubmitted through the JobGraph submitter
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,19 @@ class SchedulerView:
     settings: dict[str, str]  # GET /jobmanager/config: the running JobManager's effective configuration
     installed_jars: tuple[str, ...] | None  # extension jars in <home>/lib on the JobManager host (None: not read)
     flink_version: str | None  # the cluster's Flink version (GET /config)
+
+
+@dataclass(frozen=True)
+class SubmitterView:
+    """What the JobManager host has for a resubmission through the JobGraph submitter (custom mode, a plan that
+    changes parallelism): the submitter jar, the job jar, and a Java that runs."""
+
+    submitter_path: str  # where the submitter jar for the cluster's Flink is (or goes) on the JobManager host
+    submitter_installed: bool
+    job_jar_path: str | None  # the job jar on the JobManager host (None: not found there and no local jar to upload)
+    job_jar_installed: bool  # False: apply uploads the local jar (--jar / job.jar) to job_jar_path first
+    java_home: str | None  # env.java.home in the JobManager's config (else `java` on the SSH session's PATH)
+    java_error: str | None  # why `java -version` did not run on the JobManager host (None: it ran)
 
 
 # ---- actions -----------------------------------------------------------------------------------------------------
@@ -189,6 +205,21 @@ class SubmitJob:
 
 
 @dataclass(frozen=True)
+class SubmitJobGraph:
+    """Resubmit through the submitter on the JobManager host: the job's JobGraph compiled there at the planned
+    per-vertex parallelism (``pipeline.jobvertex-parallelism-overrides``) from the savepoint, submitted over REST."""
+
+    host: str
+    call: SubmitCall
+    why: str
+    timeout: float = 300.0
+    kind: Literal["submit-graph"] = "submit-graph"
+
+    def describe(self) -> str:
+        return f"ssh {self.host}: {shlex.join(self.call.argv('<savepoint>'))} -> <new job>"
+
+
+@dataclass(frozen=True)
 class WaitRunning:
     timeout: float = 120.0
     job_id: str | None = None  # None: the job the last SubmitJob started
@@ -269,7 +300,7 @@ class RecordState:
 
 
 Action = (SshCommand | UploadFile | RestoreFile | AcquireLock | ReleaseLock | UploadJar | StopWithSavepoint | SubmitJob
-          | WaitRunning | WaitTaskManagers | CheckExtension | VerifyPlacement | WatchStable | RecordState)
+          | SubmitJobGraph | WaitRunning | WaitTaskManagers | CheckExtension | VerifyPlacement | WatchStable | RecordState)
 
 
 @dataclass(frozen=True)

@@ -8,13 +8,17 @@ Order (custom | vanilla)::
                       the extension is not in effect (--yes): its jar into lib/, the JobManager config, a restart
               vanilla: TaskManager config + restart where its external resource is missing (--yes)
     redeploy  resubmit from the savepoint (raw REST body: entryClass, programArgsList [+ --placement in vanilla
-              mode; custom mode resubmits the job unchanged]); wait RUNNING
+              mode; custom mode resubmits the job unchanged]); wait RUNNING. Custom mode with a plan that changes
+              parallelism (or a job an earlier apply rescaled): the JobGraph submitter on the JobManager host
+              instead (per-vertex parallelism overrides + the savepoint; its jar and the job's jar uploaded there in
+              ``prepare`` when missing; see :mod:`placement.apply.rescale`)
     verify    every subtask on its planned TaskManager (taskmanager-id == host name; custom mode index by index);
               then the job stays RUNNING without a restart for a settle time (--settle)
     finish    record what was applied (state file on the JobManager host); unlock
 
 The roll back (run on any failure after the stop) restores every file the install step replaced from its ``.prev``,
-restarts what was restarted, and resubmits the previous program arguments from the same savepoint.
+restarts what was restarted, and resubmits the previous program arguments from the same savepoint (through the
+submitter at the previous job's parallelism, vertex by vertex, when the apply used it).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import posixpath
 
 import yaml
 
+from placement.apply import rescale
 from placement.apply.model import (
     AcquireLock,
     ApplyPlan,
@@ -37,6 +42,8 @@ from placement.apply.model import (
     Step,
     StopWithSavepoint,
     SubmitJob,
+    SubmitJobGraph,
+    SubmitterView,
     UploadFile,
     UploadJar,
     VerifyPlacement,
@@ -59,6 +66,7 @@ from placement.apply.vertices import (
 )
 from placement.flink_config import flatten, nest
 from placement.scheduler import ExtensionJar, render_taskmanagers
+from placement.submitter import SubmitterJar
 from placement.writers.vanilla import placement_args
 
 STATE_FORMAT = "placement.apply-state/v1"
@@ -127,8 +135,10 @@ def _merge_keys(text: str | None, wanted: dict[str, object]) -> str:
     return yaml.safe_dump(nest(flat), sort_keys=True)
 
 
-def plan_apply(req: ApplyRequest, view: ClusterView, *, holder: str, extension: ExtensionJar | None = None) -> ApplyPlan:
-    """The steps and roll back. ``extension``: the jar to install when the JobManager host has none (custom mode)."""
+def plan_apply(req: ApplyRequest, view: ClusterView, *, holder: str, extension: ExtensionJar | None = None,
+               submitter: SubmitterJar | None = None) -> ApplyPlan:
+    """The steps and roll back. ``extension``: the jar to install when the JobManager host has none (custom mode);
+    ``submitter``: the JobGraph submitter's jar to install there when a rescale needs it and it is missing."""
     inv = req.inventory
     paths = req.paths
     jm = inv.jobmanager_host.name
@@ -139,7 +149,12 @@ def plan_apply(req: ApplyRequest, view: ClusterView, *, holder: str, extension: 
     notes: list[str] = [why]
     steps: list[Step] = [Step(AcquireLock(jm, paths.lock, holder, req.stale_lock_after_s), "prepare")]
     jar_id = req.jar_id
-    if jar_id is None and req.jar_path is not None:
+    graph = view.submitter if rescale.needs_submitter(req, view) else None
+    if graph is not None:
+        steps += submitter_uploads(req, graph, submitter)
+        notes.append("parallelism changes (" + ("; ".join(rescale.changes(req, view)) or "kept as an earlier apply set it")
+                     + f"): resubmitted through the JobGraph submitter on {jm} (a REST jar run keeps the job's own)")
+    elif jar_id is None and req.jar_path is not None:
         steps.append(Step(UploadJar(str(req.jar_path)), "prepare"))
     steps.append(Step(StopWithSavepoint(view.job_id, inv.flink.savepoint_dir), "stop"))
 
@@ -189,7 +204,8 @@ def plan_apply(req: ApplyRequest, view: ClusterView, *, holder: str, extension: 
         install.append(Step(WaitTaskManagers(tuple(wait_tms)), "install"))
     if req.mode == "custom" and restarts:
         install.append(Step(CheckExtension(paths.scheduler_dir), "install"))
-    if any(s.action.kind == "ssh" and "jobmanager" in str(s.action.argv[0]) for s in install) and req.jar_path is not None:
+    if (graph is None and req.jar_path is not None
+            and any(s.action.kind == "ssh" and "jobmanager" in str(s.action.argv[0]) for s in install)):
         install.append(Step(UploadJar(str(req.jar_path)), "install"))
         jar_id = None
     steps += install
@@ -199,7 +215,12 @@ def plan_apply(req: ApplyRequest, view: ClusterView, *, holder: str, extension: 
         notes.append("vanilla mode resubmits with allowNonRestoredState: a source chain split into other lanes gets new "
                      "operator uids (its split state restarts); keyed state after the first all-to-all edge is restored")
     args = new_program_args(req)
-    steps.append(Step(SubmitJob(jar_id, inv.job.entry_class, tuple(args), allow_nrs, "the planned placement"), "redeploy"))
+    overrides = rescale.new_overrides(req, view) if graph is not None else {}
+    if graph is not None:
+        steps.append(Step(SubmitJobGraph(jm, rescale.submit_call(req, view, graph, overrides, args),
+                                         "the planned parallelism and placement"), "redeploy"))
+    else:
+        steps.append(Step(SubmitJob(jar_id, inv.job.entry_class, tuple(args), allow_nrs, "the planned placement"), "redeploy"))
     steps.append(Step(WaitRunning(), "redeploy"))
     order = {v: i for i, v in enumerate(dict.fromkeys(a.vertex for a in req.plan.assignment))}
     planned = tuple(sorted(((v, h, n) for (v, h), n in planned_counts(req).items()), key=lambda t: (order[t[0]], t[1])))
@@ -210,7 +231,9 @@ def plan_apply(req: ApplyRequest, view: ClusterView, *, holder: str, extension: 
         "format": STATE_FORMAT, "plan": req.plan_fingerprint, "plan_dir": str(req.plan_dir.resolve()),
         "inventory_digest": inv.digest(), "mode": req.mode, "job_name": view.job_name,
         "entry_class": inv.job.entry_class, "program_args": args, "mapping": req.plan.mapping(),
-        "previous": {"job_id": view.job_id, "program_args": previous_program_args(req, view)[0]},
+        "previous": {"job_id": view.job_id, "program_args": previous_program_args(req, view)[0],
+                     "parallelism": {v.name: v.parallelism for v in view.running_vertices}},
+        rescale.RECORD_KEY: overrides or None,
     }
     steps.append(Step(RecordState(jm, paths.state, record), "finish"))
     steps.append(Step(ReleaseLock(jm, paths.lock), "finish"))
@@ -227,8 +250,29 @@ def plan_apply(req: ApplyRequest, view: ClusterView, *, holder: str, extension: 
         rollback.append(Step(WaitTaskManagers(tuple((h, None) for h, _ in wait_tms)), "install"))
     # Unknown previous arguments may build other operator uids than the savepoint has: better the job running with
     # its keyed state (stable uids) than stopped for a source split's state.
-    rollback.append(Step(SubmitJob(jar_id, inv.job.entry_class, tuple(prev_args), allow_nrs or unknown is not None,
-                                   "roll back: the previous placement"), "redeploy"))
+    if graph is not None:  # the previous job at the parallelism it ran at, vertex by vertex
+        call = rescale.submit_call(req, view, graph, rescale.previous_overrides(view), prev_args,
+                                   allow_non_restored_state=unknown is not None)
+        rollback.append(Step(SubmitJobGraph(jm, call, "roll back: the previous parallelism and placement"), "redeploy"))
+    else:
+        rollback.append(Step(SubmitJob(jar_id, inv.job.entry_class, tuple(prev_args), allow_nrs or unknown is not None,
+                                       "roll back: the previous placement"), "redeploy"))
     rollback.append(Step(WaitRunning(), "redeploy"))
     return ApplyPlan(job_id=view.job_id, mode=req.mode, steps=tuple(steps), rollback=tuple(rollback), notes=tuple(notes),
                      restarts=tuple(restarts))
+
+
+def submitter_uploads(req: ApplyRequest, graph: SubmitterView, jar: SubmitterJar | None) -> list[Step]:
+    """Before the stop: the submitter's jar and the job's jar onto the JobManager host where missing (named by their
+    contents, so they stay for the roll back and the next apply)."""
+    jm = req.inventory.jobmanager_host.name
+    steps = []
+    if not graph.submitter_installed:
+        assert jar is not None, "preflight builds the submitter when the JobManager host has none"
+        steps.append(Step(UploadFile(jm, graph.submitter_path, jar.path.read_bytes(),
+                                     f"the JobGraph submitter for Flink {jar.flink_version}"), "prepare"))
+    if not graph.job_jar_installed:
+        assert req.jar_path is not None and graph.job_jar_path is not None
+        steps.append(Step(UploadFile(jm, graph.job_jar_path, req.jar_path.read_bytes(),
+                                     f"the job's jar {req.jar_path.name} for the submitter"), "prepare"))
+    return steps

@@ -12,7 +12,9 @@ the plan's vertices to the running job's by id (:mod:`placement.apply.vertices`)
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import posixpath
 import shlex
 from collections import Counter
 from collections.abc import Sequence
@@ -25,10 +27,18 @@ from placement.apply.model import (
     Counts,
     HostConfigView,
     SchedulerView,
+    SubmitterView,
     TaskManagerView,
 )
 from placement.apply.request import ApplyRequest
-from placement.apply.vertices import match_vertices, parallelism_differences
+from placement.apply.rescale import (
+    above_max_parallelism,
+    changes,
+    job_jar_remote_path,
+    needs_submitter,
+    submitter_remote_path,
+)
+from placement.apply.vertices import match_vertices
 from placement.apply.vertices import planned_vertices as planned_vertex_list
 from placement.errors import BadInput, PlacementError
 from placement.flink_config import flatten
@@ -41,6 +51,7 @@ from placement.scheduler import (
 )
 from placement.scheduler import jobmanager_config as extension_jobmanager_config
 from placement.scheduler.build import JAR_PREFIX
+from placement.submitter import java_launcher
 
 SLOT_CPU_DEFAULT = 0.25  # what the lab jobs' slot sharing groups request per slot (--slot-cpu)
 SLOT_HEAP_MB_DEFAULT = 16  # (--slot-heap-mb)
@@ -187,13 +198,62 @@ def observe(req: ApplyRequest, rest: FlinkRest, executors: dict[str, Executor]) 
     if req.mode == "custom":
         scheduler = SchedulerView(active=extension_active(rest), settings=rest.jobmanager_config(),
                                   installed_jars=installed, flink_version=str(rest.config().get("flink-version") or "") or None)
+    max_parallelism = {str(v["id"]): int(v.get("maxParallelism") or 0) for v in rest.job_raw(job_id).get("vertices", [])}
     view = ClusterView(
         job_id=job_id, job_name=job_name, job_state=job_state, vertices=vertices, actual=actual, taskmanagers=tms,
         other_jobs=others, jar_ids=jar_ids, state_record=state_record, schedulercfg=schedulercfg,
         jobmanager_config=jm_config, taskmanager_configs=tm_configs, running_vertices=tuple(details.vertices),
-        subtask_hosts=subtask_hosts, taskmanager_infos=tm_infos, scheduler=scheduler,
+        subtask_hosts=subtask_hosts, taskmanager_infos=tm_infos, scheduler=scheduler, max_parallelism=max_parallelism,
     )
+    if jm.name in reachable and needs_submitter(req, view):
+        try:
+            view = dataclasses.replace(view, submitter=observe_submitter(req, view, jm_ex))
+        except CommandFailed as exc:
+            problems.append(Problem(str(exc)))
     return view, problems
+
+
+def observe_submitter(req: ApplyRequest, view: ClusterView, jm_ex: Executor) -> SubmitterView:
+    """One read-only command on the JobManager host: is the submitter jar there, the job jar, does `java` run."""
+    settings = view.scheduler.settings if view.scheduler else {}
+    version = view.scheduler.flink_version if view.scheduler else None
+    submitter = submitter_remote_path(req, version or "unknown")
+    java_home = settings.get("env.java.home") or None
+    if req.jar_path is not None:
+        candidates = [job_jar_remote_path(req, None)]
+    elif req.jar_id:  # uploaded over REST: look where the JobManager keeps uploads
+        candidates = upload_candidates(settings, req.jar_id)
+    else:
+        candidates = []
+    out = jm_ex.run(submitter_probe_argv(submitter, candidates, java_launcher(java_home)), mutates=False, timeout=60).stdout
+    have = {line[5:] for line in out.splitlines() if line.startswith("have ")}
+    found = next((c for c in have if c != submitter), None)
+    java_error = next((line[11:] for line in out.splitlines() if line.startswith("java-error ")), None)
+    return SubmitterView(
+        submitter_path=submitter, submitter_installed=submitter in have,
+        job_jar_path=found or (candidates[0] if req.jar_path is not None else None),
+        job_jar_installed=found is not None, java_home=java_home, java_error=java_error,
+    )
+
+
+def upload_candidates(settings: dict[str, str], jar_id: str) -> list[str]:
+    """Where a JobManager keeps a jar uploaded over REST: ``web.upload.dir`` if set, else a ``flink-web-<uuid>`` dir
+    under ``web.tmpdir`` (or /tmp). Patterns: the probe lets the host's shell expand them."""
+    if settings.get("web.upload.dir"):
+        base = settings["web.upload.dir"]
+        return [posixpath.join(base, jar_id), posixpath.join(base, "flink-web-upload", jar_id)]
+    return [posixpath.join(settings.get("web.tmpdir") or "/tmp", "flink-web-*", "flink-web-upload", jar_id)]
+
+
+def submitter_probe_argv(submitter: str, candidates: Sequence[str], java: str) -> list[str]:
+    """``have <path>`` for each existing file (candidates may hold ``*``), ``java-error <why>`` when java does not run."""
+    def quoted_glob(path: str) -> str:
+        return "*".join(shlex.quote(part) for part in path.split("*"))
+
+    files = " ".join([shlex.quote(submitter), *map(quoted_glob, candidates)])
+    script = (f'for f in {files}; do [ -f "$f" ] && echo "have $f"; done; '
+              'if v=$("$1" -version 2>&1); then :; else echo "java-error $(printf %s "$v" | head -n 1)"; fi; exit 0')
+    return ["sh", "-c", script, "sh", java]
 
 
 def read_subtask_hosts(rest: FlinkRest, job_id: str, vertices: Sequence[VertexInfo]) -> dict[str, tuple[str, ...]]:
@@ -327,6 +387,33 @@ def check(req: ApplyRequest, view: ClusterView) -> list[Problem]:
                                         "pass --yes to allow the restart"))
     else:
         problems += scheduler_problems(req, view)
+        problems += rescale_problems(req, view)
+    return problems
+
+
+def rescale_problems(req: ApplyRequest, view: ClusterView) -> list[Problem]:
+    """Custom mode, resubmitted through the submitter: what can be checked before the stop."""
+    problems = [Problem(f"{what} (Flink refuses such a job: plan again within it)")
+                for what in above_max_parallelism(req, view)]
+    sub = view.submitter
+    jm = req.inventory.jobmanager_host.name
+    if sub is None:
+        if needs_submitter(req, view):
+            problems.append(Problem(f"the plan changes parallelism, and what the JobManager host {jm} has for the "
+                                    "JobGraph submitter could not be read"))
+        return problems
+    if sub.java_error is not None:
+        java = f"{sub.java_home}/bin/java" if sub.java_home else "`java` on the SSH session's PATH"
+        problems.append(Problem(f"the plan changes parallelism ({'; '.join(changes(req, view)) or 'as applied before'}), "
+                                f"which apply resubmits through the JobGraph submitter on the JobManager host {jm}, but "
+                                f"{java} does not run there ({sub.java_error}); set env.java.home in its config.yaml"))
+    if sub.job_jar_path is None:
+        problems.append(Problem(f"the plan changes parallelism: the submitter on {jm} needs the job's jar there, and jar "
+                                f"{req.jar_id} is not in the JobManager's upload directory; give --jar PATH (apply "
+                                "uploads it)"))
+    if req.mode == "custom" and view.jobmanager_config is not None and view.jobmanager_config.text is None:
+        problems.append(Problem(f"{jm}:{req.paths.config}: no such file (the submitter compiles the job with the "
+                                "JobManager's config, as a jar run does; flink.home must be the JobManager's Flink home)"))
     return problems
 
 
@@ -334,10 +421,9 @@ def graph_problems(req: ApplyRequest, view: ClusterView) -> list[Problem]:
     """The running job's graph against the plan's. Custom mode finds each planned vertex by id, else by its name
     without the SQL planner's ``[n]`` counters (a SQL job's names change with every submission); vanilla mode compares
     names and parallelism summed over lane copies."""
-    if req.mode == "custom":
+    if req.mode == "custom":  # a parallelism change is a rescale, resubmitted through the submitter
         planned = planned_vertex_list(req.plan.assignment)
-        match = match_vertices(planned, view.running_vertices)
-        diffs = match.problems + parallelism_differences(match, planned)
+        diffs = match_vertices(planned, view.running_vertices).problems
     else:
         want = planned_vertices(req)
         diffs = []
@@ -346,6 +432,12 @@ def graph_problems(req: ApplyRequest, view: ClusterView) -> list[Problem]:
             if p != r:
                 diffs.append(f"{name!r} plan {p if p is not None else 'absent'} vs running {r if r is not None else 'absent'}")
         diffs = [f"parallelism: {'; '.join(diffs)}"] if diffs else []
+        rescaled = req.plan.rescale is not None and req.plan.rescale.changed
+        if rescaled and set(want) == set(view.vertices):
+            changed = ", ".join(f"{name} {a}→{b}" for name, (a, b) in req.plan.rescale.changed.items())
+            return [Problem(f"the plan changes parallelism ({changed}), which vanilla mode cannot apply: it resubmits "
+                            "by a REST jar run, which keeps the job's own parallelism; plan it for custom mode "
+                            "(placement plan --rescale --mode custom)")]
     if not diffs:
         return []
     return [Problem(f"stale plan: the running job's graph differs from the plan's ({'; '.join(diffs)})", stale_input=True)]

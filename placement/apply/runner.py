@@ -36,6 +36,7 @@ from placement.apply.model import (
     Step,
     StopWithSavepoint,
     SubmitJob,
+    SubmitJobGraph,
     UploadFile,
     UploadJar,
     VerifyPlacement,
@@ -50,6 +51,7 @@ from placement.errors import PlacementError
 from placement.flink_rest import TERMINAL_STATES, FlinkRest
 from placement.remote import CommandFailed, Executor
 from placement.scheduler import SCHEDULER_DIR_KEY, extension_active
+from placement.submitter import job_id_from
 
 
 class LockHeld(PlacementError):
@@ -188,6 +190,12 @@ class Runner:
             self.ctx.new_job_id = self.rest.run_jar(jar, entry_class=a.entry_class, program_args=list(a.program_args),
                                                     savepoint_path=self.ctx.savepoint,
                                                     allow_non_restored_state=a.allow_non_restored_state)
+            return {"job_id": self.ctx.new_job_id}
+        elif isinstance(a, SubmitJobGraph):
+            if not self.ctx.savepoint:
+                raise PlacementError("no savepoint to resubmit from")
+            result = self.executors[a.host].run(a.call.argv(self.ctx.savepoint), check=False, timeout=a.timeout)
+            self.ctx.new_job_id = job_id_from(result.stdout, result.stderr, result.returncode)
             return {"job_id": self.ctx.new_job_id}
         elif isinstance(a, WaitRunning):
             job = a.job_id or self.ctx.new_job_id
@@ -410,13 +418,15 @@ class Runner:
 
     def _record_rollback(self) -> None:
         record_step = next((s for s in self.plan.steps if isinstance(s.action, RecordState)), None)
-        submit = next((s for s in self.plan.rollback if isinstance(s.action, SubmitJob)), None)
+        submit = next((s.action for s in self.plan.rollback if isinstance(s.action, (SubmitJob, SubmitJobGraph))), None)
         if record_step is None or submit is None:
             return
         a = record_step.action
-        assert isinstance(a, RecordState) and isinstance(submit.action, SubmitJob)
-        record = {**a.record, "plan": None, "program_args": list(submit.action.program_args), "mapping": None,
-                  "rolled_back": True}
+        assert isinstance(a, RecordState)
+        args = submit.call.program_args if isinstance(submit, SubmitJobGraph) else submit.program_args
+        overrides = dict(submit.call.overrides) if isinstance(submit, SubmitJobGraph) else None
+        record = {**a.record, "plan": None, "program_args": list(args), "mapping": None, "rolled_back": True,
+                  "parallelism_overrides": overrides}
         try:
             self._record(a.host, a.path, record)
         except PlacementError as exc:

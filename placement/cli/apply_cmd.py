@@ -4,6 +4,10 @@ Preflight first (nothing changes until every check passes), then: lock, stop wit
 (custom: schedulercfg; vanilla: TaskManager resources + ``--placement``), resubmit from the savepoint, verify planned
 vs actual, record, unlock. Any failure after the stop rolls back. ``--dry-run`` prints every step and changes nothing.
 Exit codes: 0 applied or already in effect, 1 failed (rolled back or refused by preflight), 2 bad input or stale plan.
+
+A plan that changes parallelism (``placement plan --rescale``; custom mode) is resubmitted through the JobGraph
+submitter on the JobManager host (see the README's apply section): a REST jar run cannot change an unmodified job's
+parallelism on Flink 2.3.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from placement.apply import ApplyFailed, Prepared, execute, prepare
 from placement.apply.preflight import describe_reads
 from placement.apply.request import load_request
 from placement.apply.verify import VerifyRow
+from placement.errors import BadInput
 
 
 def _print_plan(console: Console, prepared: Prepared) -> None:
@@ -50,7 +55,9 @@ def _verify_table(rows: tuple[VerifyRow, ...] | list[VerifyRow]) -> Table:
 
 
 @click.command("apply")
-@click.argument("plan_dir", type=click.Path(path_type=Path))
+@click.argument("plan_dir", type=click.Path(path_type=Path), required=False)
+@click.option("--plan", "plan_file", type=click.Path(path_type=Path),
+              help="the plan: DIR/plan.json as `placement plan --out DIR` wrote it (or DIR); instead of PLAN_DIR")
 @click.option("--inventory", "inventory", required=True, type=click.Path(path_type=Path), help="inventory YAML the plan was made from")
 @click.option("--job", "job_id", help="id of the running job (default: the running job named job.name in the inventory)")
 @click.option("--job-name", help="name of the running job")
@@ -62,9 +69,21 @@ def _verify_table(rows: tuple[VerifyRow, ...] | list[VerifyRow]) -> Table:
 @click.option("--audit-log", type=click.Path(path_type=Path), help="JSON-lines audit log (default: PLAN_DIR/apply-audit.jsonl)")
 @click.option("--settle", "settle_s", type=click.FloatRange(min=0), default=10.0, show_default=True,
               help="seconds the placed job must stay RUNNING without a restart before apply calls it done (0: no wait)")
-def apply(plan_dir: Path, inventory: Path, job_id: str | None, job_name: str | None, jar: str | None, jar_id: str | None,
-          dry_run: bool, consent: bool, accept_new_host_keys: bool, audit_log: Path | None, settle_s: float) -> None:
-    """Put the plan in PLAN_DIR into effect on the running Flink job: savepoint, redeploy, verify, roll back."""
+def apply(plan_dir: Path | None, plan_file: Path | None, inventory: Path, job_id: str | None, job_name: str | None,
+          jar: str | None, jar_id: str | None, dry_run: bool, consent: bool, accept_new_host_keys: bool,
+          audit_log: Path | None, settle_s: float) -> None:
+    """Put the plan in PLAN_DIR (or --plan DIR/plan.json) into effect on the running Flink job: savepoint, redeploy,
+    verify, roll back.
+
+    \b
+    Custom mode applies a plan that changes parallelism (placement plan --rescale): the job is resubmitted from the
+    savepoint through the JobGraph submitter, which apply installs and runs on the JobManager host (it needs Java
+    there, as Flink does; the job's jar is uploaded there from --jar/job.jar, or found in the JobManager's upload
+    directory for --jar-id). Vanilla mode refuses such a plan."""
+    if (plan_dir is None) == (plan_file is None):
+        raise BadInput("give the plan once: PLAN_DIR or --plan DIR/plan.json", field="--plan")
+    plan_dir = plan_dir or plan_file
+    assert plan_dir is not None
     console = Console(highlight=False, soft_wrap=True)
     req = load_request(plan_dir, inventory, job_id=job_id, job_name=job_name, jar=jar, jar_id=jar_id, consent=consent,
                        settle_s=settle_s)

@@ -29,22 +29,8 @@ import yaml
 
 from placement.errors import PlacementError
 from placement.flink_config import nest
-from placement.flink_home import FlinkHome, find_flink_home
+from placement.flink_home import JAVA17_FLAGS, FlinkHome, find_flink_home
 from placement.scheduler.install import launcher_classpath
-
-# Flink's own scripts pass these to every JVM on Java 17+ (env.java.opts.all); without them a job fails at submit
-# with InaccessibleObjectException (Kryo/reflection into java.util etc.).
-JAVA17_FLAGS: tuple[str, ...] = (
-    *(
-        f"--add-opens=java.base/{pkg}=ALL-UNNAMED"
-        for pkg in (
-            "java.util", "java.lang", "java.lang.reflect", "java.io", "java.net", "java.nio", "sun.nio.ch",
-            "java.text", "java.time", "java.util.concurrent", "java.util.concurrent.atomic",
-            "java.util.concurrent.locks",
-        )
-    ),
-    "--add-exports=java.base/sun.net.util=ALL-UNNAMED",
-)
 
 JOBMANAGER_MAIN = "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint"
 TASKMANAGER_MAIN = "org.apache.flink.runtime.taskexecutor.TaskManagerRunner"

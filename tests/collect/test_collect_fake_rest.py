@@ -213,3 +213,15 @@ def test_bad_collect_options_are_one_line_errors(tmp_path, capsys):
     with FakeJobManager() as fake, pytest.raises(PlacementError, match="--interval"):
         Collector(options(fake, tmp_path, interval_s=0)).run()
     assert not list(tmp_path.glob("job_id=*"))
+
+
+def test_collect_fake_wait_for_a_job_that_ended_says_it_ended_not_that_time_ran_out(tmp_path):
+    from placement.flink_rest import FlinkRest
+
+    with FakeJobManager(finish_after=0) as fake:  # FINISHED from the first answer
+        started = time.monotonic()
+        with pytest.raises(PlacementError) as err:
+            FlinkRest(fake.url).wait_until_running(JID, timeout=60)
+        waited = time.monotonic() - started
+    assert f"job {JID} is FINISHED after" in str(err.value) and "60s" not in str(err.value), str(err.value)
+    assert waited < 30  # the ended job stopped the wait; it did not run out the 60 s
