@@ -27,6 +27,7 @@ COMMANDS = {
     "apply": "placement.cli.apply_cmd:apply",
     "scheduler": "placement.cli.scheduler_cmd:scheduler",
     "examples": "placement.cli.examples_cmd:examples",
+    "watch": "placement.cli.watch_cmd:watch",
 }
 
 HELP = {
@@ -39,6 +40,7 @@ HELP = {
     "apply": "Put a plan into effect on a running job over SSH and REST.",
     "scheduler": "Build, install and check the scheduler extension (stock Flink reading schedulercfgs).",
     "examples": "Where the shipped example inventories and profiles are (--copy DIR to edit them).",
+    "watch": "Keep a running job placed right as its load moves: rolling profile, drift, re-plan, apply.",
 }
 
 

@@ -26,7 +26,7 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
-from placement.collect import shaping
+from placement.collect import rolling, shaping
 from placement.collect.layout import (
     RATE_METRICS,
     CheckpointConfig,
@@ -76,6 +76,10 @@ class CollectOptions:
     timeout_s: float = 10.0
     retries: int = 5
     backoff_s: float = 0.5
+    # A rolling history (``placement watch``): after every flush the oldest parts under out_dir are dropped beyond
+    # these bounds (placement.collect.rolling.prune); None keeps everything.
+    keep_s: float | None = None
+    keep_bytes: int | None = None
 
 
 @dataclass
@@ -271,6 +275,10 @@ class Collector:
             run.buffer.clear()
         m = run.manifest
         m.samples, m.files, m.ended_ms = run.writer.rows, list(run.writer.files), int(self.clock() * 1000)
+        if self.o.keep_s is not None or self.o.keep_bytes is not None:
+            rolling.prune(self.o.out_dir, now_ms=m.ended_ms, max_age_s=self.o.keep_s, max_bytes=self.o.keep_bytes,
+                          keep_runs=frozenset({run.writer.dir}))
+            m.files = [f for f in m.files if (run.writer.dir / f).exists()]  # samples: all written, kept or not
         m.locations = [locations[k] for k in sorted(locations)]
         write_manifest(self.o.out_dir, m)
 

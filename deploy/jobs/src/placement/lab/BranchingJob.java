@@ -9,7 +9,6 @@ import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.Types;
-import org.apache.flink.api.connector.source.util.ratelimit.RateLimiterStrategy;
 import org.apache.flink.connector.datagen.source.DataGeneratorSource;
 import org.apache.flink.connector.datagen.source.GeneratorFunction;
 import org.apache.flink.streaming.api.datastream.DataStream;
@@ -56,7 +55,7 @@ public final class BranchingJob {
         List<DataStream<Detection>> cameras = new ArrayList<>();
         for (Placement.Lane lane : placement.lanes(params.getInt("camera-parallelism", 1), CAMERA_CHAIN)) {
             DataGeneratorSource<String> source = new DataGeneratorSource<>(new FrameGenerator(zones, lane.ordinal), Long.MAX_VALUE,
-                    RateLimiterStrategy.perSecond(params.getDouble("camera-rate", 20) * lane.parallelism), Types.STRING);
+                    RateSchedule.fromArgs(params, "camera-rate", 20, lane.parallelism), Types.STRING);
             SingleOutputStreamOperator<String> frames =
                     lane.place(env.fromSource(source, WatermarkStrategy.noWatermarks(), "Cameras"), 0, "cameras");
             cameras.add(lane.place(frames.map(BranchingJob::detect).name("Detect Objects"), 1, "detect-objects"));
@@ -64,7 +63,7 @@ public final class BranchingJob {
         List<DataStream<Power>> meters = new ArrayList<>();
         for (Placement.Lane lane : placement.lanes(params.getInt("meter-parallelism", 1), METER_CHAIN)) {
             DataGeneratorSource<String> source = new DataGeneratorSource<>(new MeterGenerator(zones, lane.ordinal), Long.MAX_VALUE,
-                    RateLimiterStrategy.perSecond(params.getDouble("meter-rate", 100) * lane.parallelism), Types.STRING);
+                    RateSchedule.fromArgs(params, "meter-rate", 100, lane.parallelism), Types.STRING);
             SingleOutputStreamOperator<String> lines =
                     lane.place(env.fromSource(source, WatermarkStrategy.noWatermarks(), "Meters"), 0, "meters");
             meters.add(lane.place(lines.map(BranchingJob::parsePower).name("Parse Meters"), 1, "parse-meters"));

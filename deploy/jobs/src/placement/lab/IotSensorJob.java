@@ -10,7 +10,6 @@ import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.Types;
-import org.apache.flink.api.connector.source.util.ratelimit.RateLimiterStrategy;
 import org.apache.flink.connector.datagen.source.DataGeneratorSource;
 import org.apache.flink.connector.datagen.source.GeneratorFunction;
 import org.apache.flink.streaming.api.datastream.DataStream;
@@ -34,7 +33,8 @@ import org.apache.flink.util.ParameterTool;
  * sensor over a tumbling processing-time window and keeps a per-sensor running total in keyed state across windows
  * (its gauge {@code maxKeyTotal} shows state surviving a savepoint restore).
  *
- * <p>Arguments: {@code --rate} readings/s per source subtask (default 200), {@code --parallelism} of the source chain
+ * <p>Arguments: {@code --rate} readings/s per source subtask (default 200; or {@code --rate-schedule}, see
+ * {@link RateSchedule}), {@code --parallelism} of the source chain
  * (default 2), {@code --window-parallelism} (default 1), {@code --window-ms} (default 2000), {@code --sensors} (default
  * 100), {@code --sink legacy|v2}, {@code --placement '<json>'} (see {@link Placement}).
  */
@@ -50,7 +50,6 @@ public final class IotSensorJob {
     public static void main(String[] args) throws Exception {
         ParameterTool params = ParameterTool.fromArgs(args);
         Placement placement = Placement.fromArgs(params);
-        double rate = params.getDouble("rate", 200);
         int parallelism = params.getInt("parallelism", 2);
         int sensors = params.getInt("sensors", 100);
         long windowMs = params.getLong("window-ms", 2000);
@@ -66,7 +65,7 @@ public final class IotSensorJob {
             DataGeneratorSource<String> source = new DataGeneratorSource<>(
                     new SensorGenerator(sensors, lane.ordinal),
                     Long.MAX_VALUE,
-                    RateLimiterStrategy.perSecond(rate * lane.parallelism), // the strategy splits it over subtasks
+                    RateSchedule.fromArgs(params, "rate", 200, lane.parallelism), // per subtask; --rate-schedule: steps
                     Types.STRING);
             SingleOutputStreamOperator<String> raw =
                     lane.place(env.fromSource(source, WatermarkStrategy.noWatermarks(), "Sensors"), 0, "sensors");

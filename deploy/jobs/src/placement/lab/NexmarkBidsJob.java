@@ -7,7 +7,6 @@ import java.util.Locale;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.AggregateFunction;
 import org.apache.flink.api.common.typeinfo.Types;
-import org.apache.flink.api.connector.source.util.ratelimit.RateLimiterStrategy;
 import org.apache.flink.connector.datagen.source.DataGeneratorSource;
 import org.apache.flink.connector.datagen.source.GeneratorFunction;
 import org.apache.flink.streaming.api.datastream.DataStream;
@@ -30,7 +29,8 @@ import org.apache.flink.util.ParameterTool;
  * Filter Auctions keeps the auctions whose id is divisible by {@code --auction-modulus} (default 5, ~20%); Hot Items
  * counts bids per auction in a tumbling processing-time window.
  *
- * <p>Arguments: {@code --rate} bids/s per source subtask (default 500), {@code --parallelism} (default 2),
+ * <p>Arguments: {@code --rate} bids/s per source subtask (default 500; or {@code --rate-schedule}, see
+ * {@link RateSchedule}), {@code --parallelism} (default 2),
  * {@code --window-parallelism} (default 1), {@code --window-ms} (default 2000), {@code --auctions} (default 1000),
  * {@code --sink legacy|v2}, {@code --placement '<json>'} (see {@link Placement}).
  */
@@ -42,7 +42,6 @@ public final class NexmarkBidsJob {
     public static void main(String[] args) throws Exception {
         ParameterTool params = ParameterTool.fromArgs(args);
         Placement placement = Placement.fromArgs(params);
-        double rate = params.getDouble("rate", 500);
         int auctions = params.getInt("auctions", 1000);
         int modulus = params.getInt("auction-modulus", 5);
         String sinkMode = params.get("sink", "legacy");
@@ -54,7 +53,7 @@ public final class NexmarkBidsJob {
         List<DataStream<Bid>> lanes = new ArrayList<>();
         for (Placement.Lane lane : placement.lanes(params.getInt("parallelism", 2), CHAIN)) {
             DataGeneratorSource<String> source = new DataGeneratorSource<>(new BidGenerator(auctions, lane.ordinal),
-                    Long.MAX_VALUE, RateLimiterStrategy.perSecond(rate * lane.parallelism), Types.STRING);
+                    Long.MAX_VALUE, RateSchedule.fromArgs(params, "rate", 500, lane.parallelism), Types.STRING);
             SingleOutputStreamOperator<String> raw =
                     lane.place(env.fromSource(source, WatermarkStrategy.noWatermarks(), "Bids"), 0, "bids");
             SingleOutputStreamOperator<Bid> bids = lane.place(raw.map(NexmarkBidsJob::parse).name("Parse Bids"), 1, "parse-bids");

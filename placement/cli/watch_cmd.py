@@ -1,0 +1,187 @@
+"""``placement watch``: keep a job's placement right while its workload moves (collect -> profile -> plan -> apply).
+
+The loop is :class:`placement.watch.loop.Watch`; this module gives it the planner (``placement plan`` itself, run as
+a function with ``--json``), a prompt for ``--apply ask``, a live status (rich) and a clean stop on Ctrl-C/SIGTERM.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import signal
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from placement.watch.loop import (
+    PlanFn,
+    PlanOutcome,
+    Status,
+    Watch,
+    WatchOptions,
+    peak_use,
+)
+from placement.watch.policy import PolicyConfig
+from placement.watch.signals import DriftThresholds
+
+
+def plan_command(inventory: Path, *, rescale: bool) -> PlanFn:
+    """The planner the loop calls on drift: ``placement plan --inventory INV --profile P --out DIR --json
+    [--rescale] --rate-scale S``, the command itself, so watch plans exactly as a user would."""
+    from placement.cli.plan_cmd import plan
+    from placement.writers.planjson import load_plan
+
+    def run(profile: Path, out_dir: Path, rate_scale: float) -> PlanOutcome:
+        args = ["--inventory", str(inventory), "--profile", str(profile), "--out", str(out_dir), "--json",
+                "--rate-scale", f"{rate_scale:.4f}", *(["--rescale"] if rescale else [])]
+        captured = io.StringIO()
+        with contextlib.redirect_stdout(captured):
+            try:
+                plan.main(args=args, prog_name="placement plan", standalone_mode=False)
+            except SystemExit:  # --json exits 3 when nothing fits, after printing the summary
+                pass
+        summary = json.loads(captured.getvalue())
+        first = summary["results"][0]
+        if first["status"] == "infeasible" or not (out_dir / "plan.json").is_file():
+            why = tuple(s["message"] for s in first.get("shortages", [])) or (first.get("reason") or "no placement fits",)
+            return PlanOutcome(out_dir, False, None, why)
+        doc = load_plan(out_dir)
+        return PlanOutcome(out_dir, bool(first.get("feasible", True)), first.get("wan_mbit"),
+                           links={link.source: link.mbit for link in doc.links},
+                           assignment={(a.vertex_id, a.subtask): a.host for a in doc.assignment},
+                           peak=peak_use(((link.mbit, link.bandwidth_mbit) for link in doc.links),
+                                         ((h.cores_used, h.cores) for h in doc.hosts)))
+
+    return run
+
+
+def render(status: Status, options: WatchOptions) -> Group:
+    head = Text.assemble(
+        ("placement watch ", "bold"), f"{options.job_name} · apply {options.apply} · ",
+        f"job {status.job_id or '—'} · {status.phase} · collector: {status.collector}\n",
+        f"ticks {status.ticks} · applied {status.applies} · rolled back {status.rolled_back}",
+    )
+    parts: list = [head]
+    w = status.window
+    if w is not None:
+        table = Table(title=f"window {(w.end_ms - w.start_ms) / 1000:.0f} s", title_justify="left")
+        for col in ("what", "measured", "limit"):
+            table.add_column(col, justify="left" if col == "what" else "right")
+        for name, rate in w.source_rates.items():
+            table.add_row(f"source {name}", f"{rate:,.0f} rec/s", "")
+        for link in w.links:
+            table.add_row(f"uplink {link.host}", f"{link.mbit:.2f} Mbit/s", f"{link.usable_mbit:.2f}")
+        table.add_row("max backpressure", f"{w.max_backpressure():.0f} ms/s", f"{options.thresholds.backpressure_ms:.0f}")
+        parts.append(table)
+    for d in status.drifts:
+        parts.append(Text(f"drift: {d.message or d.kind + ' ' + d.subject}", style="yellow"))
+    p = status.proposal
+    if p is not None:
+        planned = "nothing fits" if p.planned_wan_mbit is None else f"{p.planned_wan_mbit:.2f} Mbit/s"
+        parts.append(Text(f"re-plan: running {p.current_wan_mbit:.2f} Mbit/s"
+                          f"{' (breaks capacity)' if p.current_violations else ''} → plan {planned}, {p.moves} moves"))
+    if status.decision is not None:
+        style = {"apply": "bold green", "hold": "cyan", "wait": "dim", "steady": "green"}[status.decision.action]
+        parts.append(Text(f"decision: {status.decision.action}: {status.decision.reason}", style=style))
+    return Group(*parts)
+
+
+def _line(status: Status) -> str:
+    d = status.decision
+    w = status.window
+    rates = ", ".join(f"{k} {v:,.0f}/s" for k, v in (w.source_rates.items() if w else ()))
+    return f"tick {status.ticks}: {d.action if d else '?'}: {d.reason if d else ''}" + (f" [{rates}]" if rates else "")
+
+
+@click.command("watch")
+@click.option("--inventory", "inventory", required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--job-name", required=True, help="name of the running job to keep placed")
+@click.option("--apply", "apply_mode", type=click.Choice(["never", "ask", "auto"]), default="never", show_default=True,
+              help="never: print and record decisions; ask: ask on the terminal; auto: apply like `placement apply`")
+@click.option("--rescale", is_flag=True, help="re-plan parallelism too (`placement plan --rescale`)")
+@click.option("--interval", type=float, default=30.0, show_default=True, help="seconds between decisions")
+@click.option("--window", type=float, default=90.0, show_default=True, help="seconds of samples each decision profiles")
+@click.option("--sample", type=float, default=2.0, show_default=True, help="collector sampling interval, seconds")
+@click.option("--flush", type=float, default=10.0, show_default=True, help="seconds per Parquet part (window granularity)")
+@click.option("--keep", type=float, default=900.0, show_default=True, help="seconds of history kept on disk")
+@click.option("--keep-mb", type=click.IntRange(min=1), default=256, show_default=True, help="MiB of history kept at most")
+@click.option("--warmup", type=float, default=60.0, show_default=True, help="as `placement profile --warmup`")
+@click.option("--cooldown", type=float, default=120.0, show_default=True, help="seconds after a change before another")
+@click.option("--stabilization", type=float, default=300.0, show_default=True,
+              help="seconds a cheaper plan must be proposed without a break before it is applied")
+@click.option("--min-gain", type=float, default=0.15, show_default=True, help="relative WAN saving a cheaper plan needs")
+@click.option("--rate-change", type=float, default=0.25, show_default=True,
+              help="relative move of a source's rate that counts as drift")
+@click.option("--backpressure", type=float, default=100.0, show_default=True,
+              help="ms/s of backpressure that counts as drift when sustained")
+@click.option("--sustained", type=click.IntRange(min=1), default=2, show_default=True,
+              help="windows in a row backpressure must last")
+@click.option("--settle", type=float, default=10.0, show_default=True, help="as `placement apply --settle`")
+@click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="rolling history, window snapshots and plans (default ./watch-<job name>)")
+@click.option("--log", "log_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="JSON-lines decision log (default WORK_DIR/decisions.jsonl)")
+@click.option("--engine", type=click.Choice(["spark", "pandas"]), default="spark", show_default=True)
+@click.option("--spark-master", help="Spark master URL (default local[*])")
+@click.option("--duration", type=float, help="stop after this many seconds (default: until Ctrl-C / SIGTERM)")
+def watch(inventory: Path, job_name: str, apply_mode: str, rescale: bool, interval: float, window: float, sample: float,
+          flush: float, keep: float, keep_mb: int, warmup: float, cooldown: float, stabilization: float,
+          min_gain: float, rate_change: float, backpressure: float, sustained: int, settle: float,
+          work_dir: Path | None, log_path: Path | None, engine: str, spark_master: str | None,
+          duration: float | None) -> None:
+    """Watch a running job and keep its placement right: collect a rolling window, profile it, detect drift,
+    re-plan, and (with --apply auto/ask) apply through `placement apply`. Every decision goes to a JSON-lines log."""
+    try:
+        thresholds = DriftThresholds(rate_change=rate_change, backpressure_ms=backpressure, sustained_windows=sustained)
+        policy = PolicyConfig(min_gain=min_gain, cooldown_s=cooldown, stabilization_s=stabilization)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    work_dir = work_dir or Path(f"watch-{job_name}")
+    options = WatchOptions(
+        inventory_path=inventory, job_name=job_name, work_dir=work_dir, apply=apply_mode,  # type: ignore[arg-type]
+        interval_s=interval, window_s=window, sample_s=sample, flush_s=flush, keep_s=keep, keep_bytes=keep_mb << 20,
+        warmup_s=warmup, settle_s=settle, engine=engine, spark_master=spark_master,  # type: ignore[arg-type]
+        thresholds=thresholds, policy=policy, log_path=log_path or work_dir / "decisions.jsonl", duration_s=duration,
+    )
+    console = Console(highlight=False)
+    live = Live(console=console, refresh_per_second=2, transient=False) if console.is_terminal else None
+
+    def on_update(status: Status) -> None:
+        if live is not None:
+            live.update(render(status, options))
+        elif status.phase == "decided":
+            click.echo(_line(status))
+
+    def ask(decision, proposal) -> bool:
+        if live is not None:
+            live.stop()
+        try:
+            return click.confirm(f"{decision.reason}\napply {proposal.plan_dir}?", default=False)
+        finally:
+            if live is not None:
+                live.start()
+
+    loop = Watch(options, plan_fn=plan_command(inventory, rescale=rescale),
+                 ask_fn=ask if apply_mode == "ask" and sys.stdin.isatty() else None, on_update=on_update)
+
+    def stop(signum, frame) -> None:  # an apply in progress runs to its end (applied or rolled back) first
+        loop.stop()
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        if live is not None:
+            live.start()
+        status = loop.run()
+    finally:
+        if live is not None:
+            live.stop()
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    click.echo(f"watch stopped after {status.ticks} decisions: {status.applies} applied, {status.rolled_back} rolled back; "
+               f"log {options.log_path}")

@@ -1,0 +1,94 @@
+"""The decision log: one JSON object per line, every tick's inputs, decision and what came of it.
+
+Two record kinds (``"record"``):
+
+* ``decision`` — one per tick: the window (its span, job, snapshot directory: ``placement profile <snapshot>``
+  reproduces its profile), the drifts, the proposal (running placement vs new plan, WAN predicted under the window),
+  the decision and its reason, and — when it applied — the apply's outcome (status, downtime, new job id, audit log);
+* ``effect`` — once the first usable window after an apply has been profiled: the predicted WAN per uplink of the plan
+  that was applied next to what the cost model gives for the placement that then ran under the measured load, and the
+  source rates and backpressure measured; ``decision`` names the tick whose apply it follows.
+
+Lines are appended and flushed one by one, so a log cut short by a crash is still valid JSON lines.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from placement.errors import PlacementError
+from placement.watch.policy import Decision, Proposal
+from placement.watch.signals import Drift, Window
+
+FORMAT = "placement.watch/v1"
+
+
+def window_json(w: Window, snapshot: str | None) -> dict[str, Any]:
+    return {
+        "start_ms": w.start_ms, "end_ms": w.end_ms, "job_id": w.job_id, "snapshot": snapshot,
+        "source_rates": dict(w.source_rates), "fresh_source_rates": dict(w.fresh_source_rates),
+        "backpressure_ms": {k: round(v, 1) for k, v in w.backpressure.items()},
+        "links": [asdict(link) for link in w.links], "taskmanagers": sorted(w.taskmanagers),
+        "violations": list(w.violations),
+    }
+
+
+def decision_record(tick: int, at_ms: int, window: Window | None, snapshot: str | None, drifts: list[Drift],
+                    proposal: Proposal | None, decision: Decision, *, apply: dict[str, Any] | None = None,
+                    notes: list[str] | None = None) -> dict[str, Any]:
+    return {
+        "format": FORMAT, "record": "decision", "tick": tick, "at_ms": at_ms,
+        "window": window_json(window, snapshot) if window is not None else None,
+        "drifts": [{"kind": d.kind, "subject": d.subject, "measured": d.measured, "reference": d.reference,
+                    "message": d.message} for d in drifts],
+        "proposal": None if proposal is None else {**asdict(proposal), "gain": proposal.gain},
+        "decision": {"action": decision.action, "kind": decision.kind, "reason": decision.reason},
+        "apply": apply,
+        "notes": notes or [],
+    }
+
+
+def effect_record(decision_tick: int, at_ms: int, predicted: dict[str, float], window: Window,
+                  snapshot: str | None) -> dict[str, Any]:
+    """``predicted``: uplink host -> Mbit/s the applied plan predicted (under the window it was planned on)."""
+    measured = {link.host: link.mbit for link in window.links}
+    return {
+        "format": FORMAT, "record": "effect", "decision": decision_tick, "at_ms": at_ms,
+        "links": {h: {"predicted_mbit": predicted[h], "measured_mbit": measured.get(h),
+                      "error": (predicted[h] / measured[h] - 1) if measured.get(h) else None} for h in sorted(predicted)},
+        "window": window_json(window, snapshot),
+    }
+
+
+class DecisionLog:
+    """Appends records to a JSON-lines file (or nowhere, with ``path=None``); keeps the last few in memory."""
+
+    def __init__(self, path: Path | None, keep: int = 50):
+        self.path = path
+        self.recent: list[dict[str, Any]] = []
+        self.keep = keep
+        if path is not None:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with path.open("a", encoding="utf-8"):
+                    pass
+            except OSError as exc:
+                raise PlacementError(f"{path}: --log: cannot write: {exc.strerror or exc}") from None
+
+    def write(self, record: dict[str, Any]) -> None:
+        self.recent = [*self.recent[-(self.keep - 1):], record]
+        if self.path is None:
+            return
+        line = json.dumps(record, separators=(",", ":"), allow_nan=False, default=str)
+        with self.path.open("a", encoding="utf-8") as f:
+            f.write(line + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def read_log(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]

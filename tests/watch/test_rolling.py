@@ -1,0 +1,86 @@
+"""A rolling metric history (placement.collect.rolling): bounded by age and size, windows cut as metrics directories
+of their own that ``placement profile`` reads."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from placement.cli import main
+from placement.collect.layout import (
+    PartWriter,
+    RunManifest,
+    VertexInfo,
+    find_manifests,
+    rows_to_table,
+    write_manifest,
+)
+from placement.collect.rolling import parts_of, prune, snapshot_window
+from placement.errors import BadInput
+
+T0 = 1_700_000_000_000
+VERTICES = [VertexInfo(id="a" * 32, name="Source: S", parallelism=1), VertexInfo(id="b" * 32, name="Sink: K", parallelism=1)]
+
+
+def rows(start_ms: int, seconds: int, rate: float):
+    out = []
+    for s in range(seconds):
+        for v in VERTICES:
+            out.append({"ts_ms": start_ms + s * 1000, "vertex_id": v.id, "subtask": 0, "attempt": 0,
+                        "attempt_start_ms": T0 - 120_000, "running": True, "busy_ms_per_s": 100.0, "idle_ms_per_s": 900.0,
+                        "backpressured_ms_per_s": 0.0, "records_in_per_s": 0.0 if v.name.startswith("Source") else rate,
+                        "records_out_per_s": rate if v.name.startswith("Source") else 0.0, "bytes_in_per_s": rate * 100,
+                        "bytes_out_per_s": rate * 100})
+    return out
+
+
+def history(root, job_id: str, run_id: str, parts: list[tuple[int, int, float]]) -> PartWriter:
+    """A run of the job 'j' with one part per (start second, seconds, rate)."""
+    writer = PartWriter(root, job_id, run_id)
+    for start_s, seconds, rate in parts:
+        writer.write(rows_to_table(rows(T0 + start_s * 1000, seconds, rate)))
+    write_manifest(root, RunManifest(job_id=job_id, job_name="j", run_id=run_id, started_ms=T0, interval_s=1,
+                                     vertices=VERTICES, files=list(writer.files)))
+    return writer
+
+
+def test_prune_drops_the_oldest_parts_by_age_and_whole_finished_runs(tmp_path):
+    history(tmp_path, "old", "r0", [(0, 10, 100.0), (10, 10, 100.0)])
+    live = history(tmp_path, "new", "r1", [(20, 10, 200.0), (30, 10, 200.0), (40, 10, 200.0)])
+    dropped = prune(tmp_path, now_ms=T0 + 50_000, max_age_s=15, keep_runs=frozenset({live.dir}))
+    assert sorted(str(p.relative_to(tmp_path)) for p in dropped) == [
+        "job_id=new/run_id=r1/part-00000.parquet", "job_id=old/run_id=r0/part-00000.parquet",
+        "job_id=old/run_id=r0/part-00001.parquet"]
+    assert [p.last_ms for p in parts_of(tmp_path)] == [T0 + 39_000, T0 + 49_000]
+    assert not (tmp_path / "job_id=old").exists()  # its run had no part left: gone with its manifest
+    assert [m.run_id for _, m in find_manifests(tmp_path)] == ["r1"]
+
+
+def test_prune_by_size_keeps_the_newest_part(tmp_path):
+    live = history(tmp_path, "j1", "r", [(0, 10, 1.0), (10, 10, 1.0), (20, 10, 1.0)])
+    one = parts_of(tmp_path)[0].bytes
+    prune(tmp_path, now_ms=T0, max_bytes=int(one * 1.5), keep_runs=frozenset({live.dir}))
+    assert [p.path.name for p in parts_of(tmp_path)] == ["part-00002.parquet"]
+    prune(tmp_path, now_ms=T0, max_bytes=1, keep_runs=frozenset({live.dir}))
+    assert len(parts_of(tmp_path)) == 1
+
+
+def test_a_window_snapshot_is_a_metrics_directory_profile_reads(tmp_path, capsys):
+    root = tmp_path / "rolling"
+    history(root, "j1", "r", [(0, 30, 100.0), (30, 30, 300.0), (60, 30, 300.0)])
+    snap = tmp_path / "w1"
+    assert snapshot_window(root, snap, job_name="j", since_ms=T0 + 45_000) == 2
+    ((_, m),) = find_manifests(snap)
+    assert m.files == ["part-00001.parquet", "part-00002.parquet"]
+    # the live history rolls on; the snapshot does not change
+    prune(root, now_ms=T0 + 200_000, max_age_s=1)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["profile", str(snap), "--engine", "pandas", "--warmup", "0", "--out", str(tmp_path / "p.json"), "--quiet"])
+    assert exit_info.value.code == 0
+    profile = json.loads((tmp_path / "p.json").read_text())
+    source = next(v for v in profile["vertices"] if v["name"] == "Source: S")
+    assert source["subtasks"][0]["records_out_per_s"] == pytest.approx(300.0)  # the window's rate, not the 100 before
+    assert snapshot_window(root, tmp_path / "w2", job_name="other", since_ms=T0) == 0
+    with pytest.raises(BadInput, match="exists already"):
+        snapshot_window(root, snap, job_name="j", since_ms=T0)

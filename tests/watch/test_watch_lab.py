@@ -1,0 +1,106 @@
+"""``placement watch --apply auto`` on the real lab (inventory/lab.yaml, custom mode), lean:
+
+the IoT job placed all-on-server (sources on the Pis, raw readings over the 2 Mbit/s uplinks) at 500 readings/s per
+source — steady: the watch decides several times and redeploys nothing; then the job's own ``--rate-schedule`` steps
+to 1500/s (no resubmission), which saturates both uplinks under that placement; the watch detects it, re-plans and
+applies through ``placement apply`` (savepoint, schedulercfg, verify), and the sources run at the new rate again.
+SIGTERM ends the watch cleanly (exit 0, a whole decision log). The long proofs are in benchmarks/watch_recovery.py.
+
+Run it under the lab lock: ``flock /tmp/placement-lab.lock .venv/bin/pytest -q tests/watch/test_watch_lab.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from support import real_parts
+
+from placement.flink_rest import FlinkRest
+from placement.lab.runner import leftovers
+from placement.netns import netns_available
+from placement.lab import watch_scenario as lab
+from placement.watch.record import read_log
+
+pytestmark = [pytest.mark.flink, pytest.mark.netns, pytest.mark.timeout(900), real_parts.needs(netns_available())]
+
+ROOT = Path(__file__).resolve().parents[2]
+PLACEMENT = str(Path(sys.executable).with_name("placement"))
+LOW, HIGH = 500, 1500  # readings/s per source subtask: 0.8 and 2.4 Mbit/s of raw readings per 2 Mbit/s uplink
+STEP_S = 150  # on the schedule's clock: the placed job's warm-up (60 s meters + one 30 s window), steady decisions
+
+
+def story(log: Path) -> None:
+    """The loop's decisions, printed (shown when the test fails)."""
+    for r in read_log(log) if log.exists() else []:
+        w = r.get("window") or {}
+        print(r["record"], r.get("tick"), (r.get("decision") or {}).get("action"), (r.get("decision") or {}).get("reason"),
+              w.get("source_rates"), w.get("fresh_source_rates"),
+              [(x["host"], round(x["mbit"], 2)) for x in w.get("links", [])], r.get("apply"), r.get("notes"))
+
+
+def test_steady_then_a_saturating_step_is_detected_and_applied(tmp_path):
+    work = tmp_path / "lab"
+    log = tmp_path / "decisions.jsonl"
+    watch = None
+    try:
+        up = subprocess.run([PLACEMENT, "lab", "up", "--inventory", str(ROOT / "inventory" / "lab.yaml"), "--workdir",
+                             str(work)], check=False, capture_output=True, text=True, timeout=600, cwd=ROOT)
+        assert up.returncode == 0, up.stderr[-2000:]
+        state = json.loads((work / "lab.json").read_text())
+        rest = FlinkRest(state["rest_url"])
+        placed = lab.place_all_on_server(state, tmp_path / "scenario", [(0, LOW), (STEP_S, HIGH)])
+        step_at = placed.clock_ms / 1000 + STEP_S
+        assert step_at - time.time() > 100, "placing the job took too long for a steady phase before the step"
+        watch = subprocess.Popen(
+            [PLACEMENT, "watch", "--inventory", str(placed.inventory), "--job-name", lab.JOB_NAME, "--apply", "auto",
+             "--interval", "10", "--window", "30", "--flush", "5", "--sample", "2", "--engine", "pandas",
+             "--cooldown", "60", "--settle", "5", "--work-dir", str(tmp_path / "watch"), "--log", str(log)],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        applied = None
+        while time.time() < step_at + 240 and applied is None:
+            time.sleep(3)
+            assert watch.poll() is None, watch.communicate()
+            applied = next((r for r in (read_log(log) if log.exists() else []) if r["record"] == "decision"
+                            and r["apply"] and r["apply"]["status"] == "applied"), None)
+        assert applied is not None
+        # restored: both sources at >= 90 % of the new rate (the re-placed tasks start on cold JIT, throttled Pis)
+        rate = lab.source_rate(rest, 8)
+        while rate < 0.9 * 2 * HIGH and time.time() < step_at + 360:
+            rate = lab.source_rate(rest, 8)
+        restored_at = time.time()
+        watch.send_signal(signal.SIGTERM)
+        out, err = watch.communicate(timeout=120)
+        assert watch.returncode == 0, err
+        assert "watch stopped after" in out
+
+        records = [r for r in read_log(log) if r["record"] == "decision"]
+        before = [r for r in records if r["at_ms"] < step_at * 1000]
+        steady = [r for r in before if r["decision"]["action"] == "steady"]
+        print(f"before the step: {len(before)} decisions, {len(steady)} steady, "
+              f"{sum(1 for r in before if r['apply'])} applies; step -> decided {applied['at_ms'] / 1000 - step_at:.0f} s, "
+              f"applied {applied['at_ms'] / 1000 + applied['apply']['took_s'] - step_at:.0f} s (apply "
+              f"{applied['apply']['took_s']} s), source rate {rate:.0f}/s (target {2 * HIGH}) "
+              f"{restored_at - step_at:.0f} s after the step")
+        assert len(steady) >= 2 and not any(r["apply"] for r in before)
+        # relief (the running placement breaks an uplink under the new load) or cheaper with more room (it would
+        # soon): either way the filter moves to the Pis and the uplinks carry a fraction of the raw readings
+        p = applied["proposal"]
+        assert applied["decision"]["kind"] == "relief" or (applied["decision"]["kind"] == "cheaper"
+                                                           and p["planned_peak"] < p["current_peak"])
+        assert {d["kind"] for d in applied["drifts"]} & {"rate", "link", "backpressure"}
+        assert p["planned_wan_mbit"] < 0.2 * p["current_wan_mbit"]
+        assert rate == pytest.approx(2 * HIGH, rel=0.1)  # both sources at the new rate again
+    finally:
+        story(log)
+        if watch is not None and watch.poll() is None:
+            watch.kill()
+            watch.wait()
+        subprocess.run([PLACEMENT, "lab", "down", "--workdir", str(work)], check=False, capture_output=True, timeout=300)
+    left = leftovers(work)
+    assert left == {"namespaces": [], "links": [], "cgroups": [], "pids": []}, left
