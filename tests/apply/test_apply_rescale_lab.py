@@ -15,8 +15,6 @@ unmodified and unplaced. One lab for the module; the tests run in order on it (r
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,21 +28,18 @@ from apply_support import (
     assert_keyed_state_continued,
     let_totals_grow,
 )
-from support import real_parts
+from support.lab import custom_lab
+from support.lab import placement_cli as cli
 from support.plan_dirs import running_vertex_ids, write_plan_dir
 
 from placement.flink_rest import FlinkRest
 from placement.lab import chain
 from placement.lab.jobs import IOT_SENSOR_JOB
-from placement.lab.runner import leftovers
-from placement.netns import netns_available
 from placement.scheduler import schedulercfg_filename
 from placement.writers.planjson import RescaleInfo, load_plan, render_plan_json
 
 pytestmark = [pytest.mark.flink, pytest.mark.netns, pytest.mark.timeout(900)]
 
-ROOT = Path(__file__).resolve().parents[2]
-PLACEMENT = [str(Path(sys.executable).with_name("placement"))]
 CHAIN = ("Source: Sensors", "Parse", "Filter", "Enrich")
 RESCALED = {  # the source chain 2 -> 3 (two lanes on rpi1, one on rpi2), the window and its sink 2 -> 3
     "Source: Sensors": ["rpi1", "rpi2", "rpi1"], "Parse": ["rpi1", "rpi2", "rpi1"], "Filter": ["rpi1", "rpi2", "rpi1"],
@@ -67,18 +62,10 @@ class Lab:
         return self.home / "placement" / "scheduler" / schedulercfg_filename(JOB_NAME)
 
 
-def cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*PLACEMENT, *args], check=False, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
-
-
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    real_parts.require(netns_available())
     work = tmp_path_factory.mktemp("rescale-lab") / "lab"
-    try:
-        up = cli("lab", "up", "--inventory", str(ROOT / "inventory" / "lab.yaml"), "--workdir", str(work))
-        assert up.returncode == 0, up.stderr
-        state = json.loads((work / "lab.json").read_text())
+    with custom_lab(work) as state:
         doc = yaml.safe_load(Path(state["lab_inventory"]).read_text())
         assert doc["flink"]["placement_mode"] == "custom"
         doc["job"] = {"name": JOB_NAME, "entry_class": IOT_SENSOR_JOB, "program_args": JOB_ARGS, "jar": state["jar"]}
@@ -87,10 +74,6 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         rest = FlinkRest(state["rest_url"])
         chain.submit(rest, state["jar"], IOT_SENSOR_JOB, JOB_ARGS)  # unmodified, unplaced: parallelism 2 everywhere
         yield Lab(work, rest, inventory, Path(state["flink_home"]))
-    finally:
-        cli("lab", "down", "--workdir", str(work), timeout=300)
-    left = leftovers(work)
-    assert left == {"namespaces": [], "links": [], "cgroups": [], "pids": []}, left
 
 
 def running_job(rest: FlinkRest) -> str:

@@ -24,7 +24,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -32,7 +31,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support import real_parts
+from support.lab import ROOT, custom_lab
+from support.lab import placement_cli as cli
 from support.plan_dirs import mapping_for, running_vertex_ids, write_plan_dir
 
 from placement.errors import PlacementError
@@ -42,15 +42,11 @@ from placement.inventory import load_inventory
 from placement.lab import chain
 from placement.lab.flink import relaunch_from_state
 from placement.lab.jobs import BRANCHING_JOB, IOT_SENSOR_JOB, NEXMARK_BIDS_JOB
-from placement.lab.runner import leftovers
-from placement.netns import netns_available
 from placement.remote import HostUnreachable, SshExecutor
 from placement.scheduler import ACTIVE_LOG_LINE, extension_active, schedulercfg_filename
 
 pytestmark = [pytest.mark.flink, pytest.mark.netns, pytest.mark.timeout(1800)]
 
-ROOT = Path(__file__).resolve().parents[2]
-PLACEMENT = [str(Path(sys.executable).with_name("placement"))]
 ZOO_JOB = "placement.lab.ZooJob"
 SQL_JOB = "placement.lab.SqlJob"
 
@@ -82,24 +78,11 @@ class Lab:
         return path
 
 
-def cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*PLACEMENT, *args], check=False, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
-
-
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    real_parts.require(netns_available())
     work = tmp_path_factory.mktemp("custom-lab") / "lab"
-    try:
-        up = cli("lab", "up", "--inventory", str(ROOT / "inventory" / "lab.yaml"), "--workdir", str(work))
-        assert up.returncode == 0, up.stderr
-        assert up.stdout.startswith("lab up (custom mode): REST http://127.0.0.1:"), up.stdout
-        state = json.loads((work / "lab.json").read_text())
+    with custom_lab(work) as state:
         yield Lab(work, state, FlinkRest(state["rest_url"]))
-    finally:
-        cli("lab", "down", "--workdir", str(work), timeout=300)
-    left = leftovers(work)
-    assert left == {"namespaces": [], "links": [], "cgroups": [], "pids": []}, left
 
 
 def apply(plan: Path, inventory: Path, *extra: str) -> subprocess.CompletedProcess[str]:

@@ -38,6 +38,9 @@ STEP_S = 150  # on the schedule's clock: the placed job's warm-up (60 s meters +
 def story(log: Path) -> None:
     """The loop's decisions, printed (shown when the test fails)."""
     for r in read_log(log) if log.exists() else []:
+        if r["record"] != "decision":  # an effect line: its "decision" is the tick it follows up
+            print(r)
+            continue
         w = r.get("window") or {}
         print(r["record"], r.get("tick"), (r.get("decision") or {}).get("action"), (r.get("decision") or {}).get("reason"),
               w.get("source_rates"), w.get("fresh_source_rates"),
