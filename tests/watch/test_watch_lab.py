@@ -100,10 +100,10 @@ def test_steady_then_a_saturating_step_is_detected_and_applied(tmp_path):
         assert p["planned_wan_mbit"] < 0.2 * p["current_wan_mbit"]
         assert rate == pytest.approx(2 * HIGH, rel=0.1)  # both sources at the new rate again
     finally:
-        story(log)
         if watch is not None and watch.poll() is None:
             watch.kill()
             watch.wait()
         subprocess.run([PLACEMENT, "lab", "down", "--workdir", str(work)], check=False, capture_output=True, timeout=300)
+        story(log)  # after the lab is down: nothing it could raise may leave the lab behind
     left = leftovers(work)
     assert left == {"namespaces": [], "links": [], "cgroups": [], "pids": []}, left
