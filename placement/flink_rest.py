@@ -75,6 +75,7 @@ class JobDetails:
     vertices: tuple[VertexInfo, ...]
     now_ms: int = 0  # the JobManager's clock when it answered
     restarting_since_ms: int = 0  # when the job last entered RESTARTING (JobManager clock; 0: never)
+    start_ms: int = 0  # when the job was submitted (JobManager clock)
 
     @property
     def all_running(self) -> bool:
@@ -261,7 +262,8 @@ class FlinkRest:
             VertexInfo(v["id"], v["name"], int(v["parallelism"]), v.get("status", "")) for v in body.get("vertices", [])
         )
         return JobDetails(body["jid"], body.get("name", ""), body["state"], vertices, now_ms=int(body.get("now") or 0),
-                          restarting_since_ms=int((body.get("timestamps") or {}).get("RESTARTING") or 0))
+                          restarting_since_ms=int((body.get("timestamps") or {}).get("RESTARTING") or 0),
+                          start_ms=int(body.get("start-time") or 0))
 
     def subtasks(self, job_id: str, vertex_id: str) -> list[SubtaskInfo]:
         body = self.get(f"/jobs/{job_id}/vertices/{vertex_id}")

@@ -30,7 +30,7 @@ from placement.collect.rolling import snapshot_window
 from placement.costmodel.evaluate import PlanCost, evaluate
 from placement.costmodel.model import Assignment, PlanOptions, build_problem
 from placement.errors import BadInput, PlacementError
-from placement.flink_rest import TERMINAL_STATES, FlinkRest
+from placement.flink_rest import TERMINAL_STATES, FlinkRest, JobDetails
 from placement.inventory import Inventory, load_inventory
 from placement.profile.format import JobProfile
 from placement.profile.pipeline import write_profile
@@ -304,7 +304,7 @@ class Watch:
                 pass
         decision = decide(self.state, now_ms, drifts, proposal, blockers, self.o.policy)
         if decision.action == "apply" and job is not None and self.o.apply != "never":
-            waited = self._checkpoint_settled(job["jid"])
+            waited = self._checkpoint_settled(job.id)
             if waited is not None:
                 decision = decide(self.state, now_ms, drifts, proposal, [waited], self.o.policy)
         self.state = decision.state
@@ -319,7 +319,7 @@ class Watch:
         self._update("decided")
         return record
 
-    def _blockers(self, now_ms: int) -> tuple[list[str], dict[str, Any] | None, list[str]]:
+    def _blockers(self, now_ms: int) -> tuple[list[str], JobDetails | None, list[str]]:
         """Why no change may start now; the running job's REST body when its window can be read (None while there
         is no running job, it is not wholly RUNNING or still warming up); notes."""
         try:
@@ -329,12 +329,12 @@ class Watch:
         if len(running) != 1:
             return ([f"no running job named {self.o.job_name!r} (a redeploy in progress?)"] if not running else
                     [f"{len(running)} jobs named {self.o.job_name!r} run"]), None, []
-        job = self.rest.job_raw(running[0].id)
-        self.status.job_id = job["jid"]
-        if job.get("state") != "RUNNING" or any(v.get("status") != "RUNNING" for v in job.get("vertices", [])):
-            return [f"job {job['jid']} is not wholly RUNNING (a redeploy or restart in progress)"], None, []
+        job = self.rest.job(running[0].id)
+        self.status.job_id = job.id
+        if not job.all_running:
+            return [f"job {job.id} is not wholly RUNNING (a redeploy or restart in progress)"], None, []
         # a whole window past --warmup: Flink's 60 s rate meters still carry the start in the first samples after it
-        warm = job.get("start-time", 0) / 1000 + self.o.warmup_s + self.o.window_s - now_ms / 1000
+        warm = job.start_ms / 1000 + self.o.warmup_s + self.o.window_s - now_ms / 1000
         if warm > 0:
             return [f"warming up: {warm:.0f} s until a whole window past --warmup"], None, []
         return [], job, []
@@ -364,7 +364,7 @@ class Watch:
         started = [t for t in started if isinstance(t, (int, float))]
         return (now_ms - min(started)) / 1000 if started else 0.0
 
-    def _observe(self, tick: int, now_ms: int, job: dict[str, Any]) -> tuple[Window, Path, JobProfile, Assignment | None]:
+    def _observe(self, tick: int, now_ms: int, job: JobDetails) -> tuple[Window, Path, JobProfile, Assignment | None]:
         since = now_ms - int(self.o.window_s * 1000)
         if self.last_change_ms is not None:
             since = max(since, self.last_change_ms)
@@ -380,7 +380,7 @@ class Watch:
         cost = evaluate(problem, running) if running is not None and keys <= set(running) else None
         tms = frozenset(tm.id for tm in self.rest.taskmanagers())
         window = window_from_profile(profile, cost, start_ms=since, end_ms=now_ms, job_id=manifest.job_id,
-                                     taskmanagers=tms, fresh_source_rates=self._fresh_rates(job["jid"]))
+                                     taskmanagers=tms, fresh_source_rates=self._fresh_rates(job.id))
         write_profile(profile, snapshot / "profile.json")
         return window, snapshot, profile, running
 

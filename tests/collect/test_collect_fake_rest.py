@@ -225,3 +225,11 @@ def test_collect_fake_wait_for_a_job_that_ended_says_it_ended_not_that_time_ran_
         waited = time.monotonic() - started
     assert f"job {JID} is FINISHED after" in str(err.value) and "60s" not in str(err.value), str(err.value)
     assert waited < 30  # the ended job stopped the wait; it did not run out the 60 s
+
+
+def test_collect_fake_job_details_carry_the_start_time_the_watch_warms_up_from():
+    from placement.flink_rest import FlinkRest
+
+    with FakeJobManager() as fake:
+        details = FlinkRest(fake.url).job(JID)
+    assert details.start_ms == JOB["start-time"] and details.all_running
