@@ -91,6 +91,28 @@ def ensure_history(work: Path, samples: int) -> Path:
     return root
 
 
+# For a driver JVM that runs Spark SQL's scan loop itself (the benchmark's floor: a plain scan + groupBy): it runs
+# Spark's planning and code generation once (thousands of methods, each called a few thousand times) and then one hot
+# scan loop for seconds. With the default thresholds C2 compiled much of that start-up code too (7-9 CPU-s beside
+# 10-13 of work at 50M samples, on 2 cores); raising the C2 (tier 4) thresholds leaves it to C1 while the scan loop
+# still reaches C2 (its loop back-edges trigger it): the whole JVM 20-24 CPU-s instead of 25-29.
+SQL_SCAN_JVM_FLAGS = ("-XX:+UseSerialGC -XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=20000 "
+                      "-XX:Tier4CompileThreshold=60000")
+
+
+def read_samples(spark, parts):
+    """The floor's input: the part files as a DataFrame of the columns the profile reads, typed as the layout writes them: no directory is
+    listed and no footer opened to infer a schema (the history check validated them)."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from placement.collect.layout import SAMPLE_SCHEMA
+    from placement.profile.rules import READ_COLUMNS
+
+    schema = from_arrow_schema(pa.schema([SAMPLE_SCHEMA.field(c) for c in READ_COLUMNS]))
+    return spark.read.schema(schema).parquet(*[str(p) for p in parts])
+
+
 def run_one(engine: str, history: Path, out: Path, master: str | None) -> None:
     """Child process: profile ``history`` with ``engine``; print timings as JSON on the last line."""
     t0 = time.perf_counter()
@@ -101,12 +123,7 @@ def run_one(engine: str, history: Path, out: Path, master: str | None) -> None:
     sel = select_runs(history)
     t1 = time.perf_counter()
     if engine in ("spark", "floor"):
-        from placement.profile.spark_job import (
-            SQL_SCAN_JVM_FLAGS,
-            aggregate_spark,
-            read_samples,
-            spark_session,
-        )
+        from placement.profile.spark_job import aggregate_spark, spark_session
 
         # the floor's JVM is tuned for Spark SQL's scan loop; the spark engine's runs none (see spark_job)
         spark = spark_session(master, jvm_flags=SQL_SCAN_JVM_FLAGS) if engine == "floor" else spark_session(master)
@@ -167,7 +184,7 @@ def prime_class_archive(history: Path, work: Path, console: Console, engines: li
     driver JVM flags, made by the first run: see placement.profile.class_archive; the spark and floor engines start
     their JVMs with different flags). Returns what the table says."""
     from placement.profile.class_archive import class_archive, enabled
-    from placement.profile.spark_job import DRIVER_JVM_FLAGS, SQL_SCAN_JVM_FLAGS
+    from placement.profile.spark_job import DRIVER_JVM_FLAGS
 
     if not enabled():
         return "off"

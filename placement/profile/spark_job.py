@@ -35,7 +35,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from placement.collect.layout import SAMPLE_SCHEMA
 from placement.errors import PlacementError
 from placement.profile.class_archive import (
     ClassArchive,
@@ -45,7 +44,6 @@ from placement.profile.class_archive import (
 )
 from placement.profile.history import Selection
 from placement.profile.partials import finish_partials, partials_job
-from placement.profile.rules import READ_COLUMNS
 
 # Tasks per executor core: two, so a core that finishes early takes another instead of idling while the last big
 # task runs; not more, as each PySpark task costs its own overhead (measured on 2 busy cores: 16 empty tasks 0.5-1 s,
@@ -84,13 +82,6 @@ _JVM_CHATTER = re.compile(rb"^(WARNING: Using incubator modules|Setting default 
 # threads used 1.3-1.5 CPU-s per run, 0.4-0.6 of it while the workers ran, and JVM start took 2.5-2.7 s instead of
 # 3-5 s. The serial collector spends no concurrent GC threads on 2 cores.
 DRIVER_JVM_FLAGS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
-# For a driver JVM that runs Spark SQL's scan loop itself (the benchmark's floor: a plain scan + groupBy): it runs
-# Spark's planning and code generation once (thousands of methods, each called a few thousand times) and then one hot
-# scan loop for seconds. With the default thresholds C2 compiled much of that start-up code too (7-9 CPU-s beside
-# 10-13 of work at 50M samples, on 2 cores); raising the C2 (tier 4) thresholds leaves it to C1 while the scan loop
-# still reaches C2 (its loop back-edges trigger it): the whole JVM 20-24 CPU-s instead of 25-29.
-SQL_SCAN_JVM_FLAGS = ("-XX:+UseSerialGC -XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=20000 "
-                      "-XX:Tier4CompileThreshold=60000")
 
 
 def _quiet_log4j() -> str:
@@ -139,7 +130,7 @@ def spark_session(master: str | None = None, *, driver_memory: str = "1g", shuff
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.shuffle.partitions": str(shuffle_partitions),
         "spark.sql.sources.partitionColumnTypeInference.enabled": "false",  # run ids stay strings
-        # Spark SQL scans (read_samples: the benchmark's floor) in splits of about one Parquet row group: with 256 MiB
+        # Spark SQL scans (benchmarks/profile_throughput.py's floor) in splits of about one Parquet row group: with 256 MiB
         # splits a 10M history made 3 tasks of 4M, 5M and 1M samples, and one of the 2 cores sat idle for the last.
         "spark.sql.files.maxPartitionBytes": str(32 << 20),
     }
@@ -188,16 +179,6 @@ def finish_spark() -> bool:
     if SparkContext._active_spark_context is not None:
         SparkContext._active_spark_context.stop()
     return publish(archive, gateway) if gateway is not None else False
-
-
-def read_samples(spark, parts: Sequence[Path]):
-    """The part files as a DataFrame of the columns the job reads, typed as the layout writes them: no directory is
-    listed and no footer opened to infer a schema (the history check validated them)."""
-    import pyarrow as pa
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    schema = from_arrow_schema(pa.schema([SAMPLE_SCHEMA.field(c) for c in READ_COLUMNS]))
-    return spark.read.schema(schema).parquet(*[str(p) for p in parts])
 
 
 def aggregate_spark(spark, selection: Selection, warmup_s: float, *, per_subtask: int | None = None) -> pd.DataFrame:
