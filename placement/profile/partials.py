@@ -74,9 +74,7 @@ def partials_job(selection: Selection, warmup_s: float, per_subtask: int | None 
 
 def file_partials(path: str | PurePath, job: PartialsJob) -> Partials:
     """Stage 1 of one part file: a row per (vertex, subtask, group code) present and one per drawn sample."""
-    pa.set_cpu_count(1)  # one core per file: an engine parallelises over files, not inside one
-    pa.set_io_thread_count(1)
-    _reuse_freed_memory()
+    _set_up_this_process()
     wanted = {v: i for i, v in enumerate(job.vertex_ids)}
     name = "/".join(PurePath(path).parts[-3:])  # job, run and part: the same on every machine that mounts it
     parquet = pq.ParquetFile(path, read_dictionary=["vertex_id"], pre_buffer=False)
@@ -86,6 +84,20 @@ def file_partials(path: str | PurePath, job: PartialsJob) -> Partials:
         for i in range(parquet.metadata.num_row_groups)
     ]
     return _concat(frames)
+
+
+_SET_UP = {"done": False}  # a plain flag, not functools.cache: Spark ships this module to executors by value
+
+
+def _set_up_this_process() -> None:
+    """Once per process (a Python worker reads many files; per task when shipped by value): one core per file — an
+    engine parallelises over files, not inside one — and freed memory kept for reuse (:func:`_reuse_freed_memory`)."""
+    if _SET_UP["done"]:
+        return
+    pa.set_cpu_count(1)
+    pa.set_io_thread_count(1)
+    _reuse_freed_memory()
+    _SET_UP["done"] = True
 
 
 def _reuse_freed_memory() -> None:
