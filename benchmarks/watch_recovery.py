@@ -1,15 +1,15 @@
 """``placement watch --apply auto`` on the real lab: recovery from a saturating rate step, steady load, oscillations.
 
     flock /tmp/placement-lab.lock .venv/bin/python benchmarks/watch_recovery.py [--phase recovery,oscillation,steady]
-        [--runs 5] [--steady-min 15] [--oscillations 3] [--low 500] [--high 1500]
+        [--runs 5] [--steady-min 15] [--oscillations 3] [--low 250] [--high 750] [--uplink 1mbit]
 
-Scenario (placement.lab.watch_scenario): ``lab up`` (inventory/lab.yaml: 1 server + 2 Pis, 2 Mbit/s uplinks, custom
-mode); the IoT job placed all-on-server (raw readings over the uplinks) at ``--low`` readings/s per source subtask,
+Scenario (placement.lab.watch_scenario): ``lab up`` (inventory/lab.yaml: 1 server + 2 Pis, custom mode, its uplinks
+set to ``--uplink``); the IoT job placed all-on-server (raw readings over the uplinks) at ``--low`` readings/s per source subtask,
 its rate changed by its own ``--rate-schedule`` (no resubmission); ``placement watch --apply auto --engine pandas``
 in its own process, as a user runs it, with its decision log.
 
 * ``recovery`` (``--runs``): a step to ``--high`` (1.2x what an uplink carries under all-on-server). Per run: step ->
-  decision, step -> apply done, step -> restored (the sources' counters at >= 95 % of the target over 8 s and the
+  decision, step -> apply done, step -> restored (the sources' counters at >= 95 % of the target over 12 s and the
   source back-pressured < 10 % of the time) — the issue's goal is a median <= 120 s; then ``lab measure`` 30 s: each
   uplink's job data vs the applied plan's prediction (±15 %). Baseline in the same run: the throughput all-on-server
   holds at the high rate before the watch acts (the first decision's window).
@@ -47,6 +47,7 @@ from placement.watch.record import read_log
 from placement.writers.planjson import load_plan
 
 PLACEMENT = str(Path(sys.executable).with_name("placement"))
+RATE_WINDOW_S = 12  # the sources' counters over this long: short for the recovery time, long for stale readings
 WARM_S = 60 + 30 + 20  # the placed job's warm-up (60 s meters + one window) and two steady decisions
 WATCH_ARGS = ["--interval", "10", "--window", "30", "--flush", "5", "--sample", "2", "--engine", "pandas", "--settle", "5"]
 
@@ -109,10 +110,10 @@ def recovery_run(i: int, state: dict, args, work: Path, profile: Path | None, co
         row["all_on_server_rate"] = (d["window"] or {}).get("fresh_source_rates", {}).get(lab.SOURCE)
         target = 2 * args.high
         while time.time() < step_at + 420:
-            rate = lab.source_rate(rest, 8)
+            rate = lab.source_rate(rest, RATE_WINDOW_S)
             bp = source_backpressure(rest)
             if rate >= 0.95 * target and bp < 100:
-                row["restored_s"] = time.time() - 4 - step_at  # the middle of the 8 s reading
+                row["restored_s"] = time.time() - RATE_WINDOW_S / 2 - step_at  # the middle of the reading
                 row["rate"], row["bp_ms"] = rate, bp
                 break
         plan = load_plan(Path(d["proposal"]["plan_dir"]))
@@ -221,8 +222,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--phase", default="recovery,oscillation,steady")
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--low", type=float, default=500)
-    ap.add_argument("--high", type=float, default=1500)
+    ap.add_argument("--low", type=float, default=lab.LOW)
+    ap.add_argument("--high", type=float, default=lab.HIGH)
+    ap.add_argument("--uplink", default=lab.UPLINK, help="every uplink's bandwidth in the lab (inventory units)")
     ap.add_argument("--oscillations", type=int, default=3)
     ap.add_argument("--period", type=float, default=180, help="seconds per low+high oscillation")
     ap.add_argument("--stabilization", type=float, default=150)
@@ -242,7 +244,8 @@ def main() -> None:
     failures: list[str] = []
     lab_dir = work / "lab"
     try:
-        up = subprocess.run([PLACEMENT, "lab", "up", "--inventory", args.inventory, "--workdir", str(lab_dir)],
+        inventory = lab.lab_inventory(args.inventory, work / "lab.yaml", args.uplink)
+        up = subprocess.run([PLACEMENT, "lab", "up", "--inventory", str(inventory), "--workdir", str(lab_dir)],
                             check=False, capture_output=True, text=True, cwd=ROOT, timeout=900)
         if up.returncode != 0:
             sys.exit(f"lab up failed: {up.stderr[-1000:]}")

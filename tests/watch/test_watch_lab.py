@@ -1,8 +1,8 @@
 """``placement watch --apply auto`` on the real lab (inventory/lab.yaml, custom mode), lean:
 
-the IoT job placed all-on-server (sources on the Pis, raw readings over the 2 Mbit/s uplinks) at 500 readings/s per
-source — steady: the watch decides several times and redeploys nothing; then the job's own ``--rate-schedule`` steps
-to 1500/s (no resubmission), which saturates both uplinks under that placement; the watch detects it, re-plans and
+the IoT job placed all-on-server (sources on the Pis, raw readings over the uplinks, 1 Mbit/s here) at 250
+readings/s per source — steady: the watch decides several times and redeploys nothing; then the job's own
+``--rate-schedule`` steps to 750/s (no resubmission), which saturates both uplinks under that placement; the watch detects it, re-plans and
 applies through ``placement apply`` (savepoint, schedulercfg, verify), and the sources run at the new rate again.
 SIGTERM ends the watch cleanly (exit 0, a whole decision log). The long proofs are in benchmarks/watch_recovery.py.
 
@@ -31,7 +31,7 @@ pytestmark = [pytest.mark.flink, pytest.mark.netns, pytest.mark.timeout(900), re
 
 ROOT = Path(__file__).resolve().parents[2]
 PLACEMENT = str(Path(sys.executable).with_name("placement"))
-LOW, HIGH = 500, 1500  # readings/s per source subtask: 0.8 and 2.4 Mbit/s of raw readings per 2 Mbit/s uplink
+LOW, HIGH = lab.LOW, lab.HIGH  # readings/s per source subtask: 0.4 and 1.2 Mbit/s of raw readings per 1 Mbit/s uplink
 STEP_S = 150  # on the schedule's clock: the placed job's warm-up (60 s meters + one 30 s window), steady decisions
 
 
@@ -52,8 +52,9 @@ def test_steady_then_a_saturating_step_is_detected_and_applied(tmp_path):
     log = tmp_path / "decisions.jsonl"
     watch = None
     try:
-        up = subprocess.run([PLACEMENT, "lab", "up", "--inventory", str(ROOT / "inventory" / "lab.yaml"), "--workdir",
-                             str(work)], check=False, capture_output=True, text=True, timeout=600, cwd=ROOT)
+        inventory = lab.lab_inventory(ROOT / "inventory" / "lab.yaml", tmp_path / "lab.yaml")
+        up = subprocess.run([PLACEMENT, "lab", "up", "--inventory", str(inventory), "--workdir", str(work)],
+                            check=False, capture_output=True, text=True, timeout=600, cwd=ROOT)
         assert up.returncode == 0, up.stderr[-2000:]
         state = json.loads((work / "lab.json").read_text())
         rest = FlinkRest(state["rest_url"])
@@ -73,9 +74,9 @@ def test_steady_then_a_saturating_step_is_detected_and_applied(tmp_path):
                             and r["apply"] and r["apply"]["status"] == "applied"), None)
         assert applied is not None
         # restored: both sources at >= 90 % of the new rate (the re-placed tasks start on cold JIT, throttled Pis)
-        rate = lab.source_rate(rest, 8)
+        rate = lab.source_rate(rest, 30)
         while rate < 0.9 * 2 * HIGH and time.time() < step_at + 360:
-            rate = lab.source_rate(rest, 8)
+            rate = lab.source_rate(rest, 30)
         restored_at = time.time()
         watch.send_signal(signal.SIGTERM)
         out, err = watch.communicate(timeout=120)
@@ -98,7 +99,9 @@ def test_steady_then_a_saturating_step_is_detected_and_applied(tmp_path):
                                                            and p["planned_peak"] < p["current_peak"])
         assert {d["kind"] for d in applied["drifts"]} & {"rate", "link", "backpressure"}
         assert p["planned_wan_mbit"] < 0.2 * p["current_wan_mbit"]
-        assert rate == pytest.approx(2 * HIGH, rel=0.1)  # both sources at the new rate again
+        # both sources at the new rate again (the schedule paces them: no catch-up burst; a reading may be up to one
+        # metric fetch stale at either end of its 30 s)
+        assert 0.9 * 2 * HIGH <= rate <= 1.15 * 2 * HIGH
     finally:
         if watch is not None and watch.poll() is None:
             watch.kill()
