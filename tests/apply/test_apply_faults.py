@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 from apply_support import (
     ALL_SERVER,
+    JOB_NAME,
     PLACED,
     SshLab,
     assert_keyed_state_continued,
@@ -252,3 +253,49 @@ def test_a_lock_held_by_a_live_apply_is_respected(env: Env, flink_rest):
         assert max_key_total(flink_rest, job) >= before
     finally:
         lock.unlink(missing_ok=True)
+
+
+def test_an_apply_the_watch_triggers_meets_each_fault_and_the_job_runs_on_where_it_ran(env: Env, flink_rest, full_tmpfs):
+    """``placement watch --apply auto`` applies through :func:`placement.watch.loop.apply_plan`: a host down, another
+    apply's live lock and a savepoint that cannot be written each end with the job RUNNING on its known placement and
+    an outcome the decision log records (``changed`` tells the loop whether the job restarted: its cooldown starts)."""
+    from placement.watch.loop import WatchOptions, apply_plan
+    from placement.watch.policy import Decision, PolicyState
+    from placement.watch.record import DecisionLog, decision_record, read_log
+
+    job = running_job(flink_rest)
+    placement = flink_rest.placement_counts(job)
+
+    def watch_apply(name: str, inv: Path) -> dict:
+        plan = write_plan_dir(env.work / f"plan-watch-{name}", inv, PLACED)
+        return apply_plan(plan, WatchOptions(inventory_path=inv, job_name=JOB_NAME, work_dir=env.work / "watch",
+                                             apply="auto", settle_s=2), flink_rest)
+
+    down = watch_apply("down", env.inventory_variant("watch-rpi1-down", addresses={"rpi1": env.lab.down_address}))
+    assert down["status"] == "refused" and not down["changed"]
+    assert f"rpi1 ({env.lab.down_address}:22): cannot connect" in down["message"]
+    assert_untouched(env, flink_rest, job, placement)
+
+    lock = env.home / "placement" / "apply.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.write_text(json.dumps({"holder": "bob@ops pid 4343", "machine": socket.gethostname(), "pid": os.getpid(),
+                                "since": "2026-11-22T23:00:00+00:00", "since_epoch": time.time()}))
+    try:
+        locked = watch_apply("locked", env.inventory)
+    finally:
+        lock.unlink(missing_ok=True)
+    assert locked["status"] == "failed-before-stop" and not locked["changed"]
+    assert "another apply holds the lock" in locked["message"] and "bob@ops pid 4343" in locked["message"]
+    assert running_job(flink_rest) == job and flink_rest.placement_counts(job) == placement
+
+    full = watch_apply("sp-full", env.inventory_variant("watch-sp-full", savepoint_dir=full_tmpfs))
+    assert full["status"] == "stop-failed" and full["changed"]  # Flink restarted the job from its last checkpoint
+    assert "No space left on device" in full["message"] and full["job_id"] == job
+    assert_untouched(env, flink_rest, job, placement)
+
+    log = env.work / "watch-decisions.jsonl"
+    writer = DecisionLog(log)
+    for tick, outcome in enumerate((down, locked, full), 1):
+        writer.write(decision_record(tick, 0, None, None, [], None, Decision("apply", "test", PolicyState(), "relief"),
+                                     apply=outcome))
+    assert [r["apply"]["status"] for r in read_log(log)] == ["refused", "failed-before-stop", "stop-failed"]

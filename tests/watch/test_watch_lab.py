@@ -4,7 +4,11 @@ the IoT job placed all-on-server (sources on the Pis, raw readings over the upli
 readings/s per source — steady: the watch decides several times and redeploys nothing; then the job's own
 ``--rate-schedule`` steps to 750/s (no resubmission), which saturates both uplinks under that placement; the watch detects it, re-plans and
 applies through ``placement apply`` (savepoint, schedulercfg, verify), and the sources run at the new rate again.
-SIGTERM ends the watch cleanly (exit 0, a whole decision log). The long proofs are in benchmarks/watch_recovery.py.
+
+The watch runs as a user runs ``--apply ask``: on a terminal (a real pseudo-terminal, its live display on), where the
+test declines the first proposal (logged as declined, nothing changes) and accepts the next; Ctrl-C typed on that
+terminal ends it cleanly (exit 0, a whole decision log). ``--apply auto`` takes the same path without the prompt;
+its long proofs are in benchmarks/watch_recovery.py.
 
 Run it under the lab lock: ``flock /tmp/placement-lab.lock .venv/bin/pytest -q tests/watch/test_watch_lab.py``.
 """
@@ -12,9 +16,11 @@ Run it under the lab lock: ``flock /tmp/placement-lab.lock .venv/bin/pytest -q t
 from __future__ import annotations
 
 import json
-import signal
+import os
+import pty
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -22,9 +28,9 @@ import pytest
 from support import real_parts
 
 from placement.flink_rest import FlinkRest
+from placement.lab import watch_scenario as lab
 from placement.lab.runner import leftovers
 from placement.netns import netns_available
-from placement.lab import watch_scenario as lab
 from placement.watch.record import read_log
 
 pytestmark = [pytest.mark.flink, pytest.mark.netns, pytest.mark.timeout(900), real_parts.needs(netns_available())]
@@ -47,7 +53,47 @@ def story(log: Path) -> None:
               [(x["host"], round(x["mbit"], 2)) for x in w.get("links", [])], r.get("apply"), r.get("notes"))
 
 
-def test_steady_then_a_saturating_step_is_detected_and_applied(tmp_path):
+class Terminal:
+    """A process on a pseudo-terminal of its own (its controlling terminal: Ctrl-C typed on it is a real SIGINT)."""
+
+    PROMPT = b"[y/N]: "
+
+    def __init__(self, argv: list[str], **kwargs):
+        master, slave = pty.openpty()
+        self.master, self.output = master, bytearray()
+
+        # setsid --ctty: a session of its own whose controlling terminal is its stdin, the pseudo-terminal
+        self.proc = subprocess.Popen(["setsid", "--ctty", "--wait", *argv], stdin=slave, stdout=slave, stderr=slave,
+                                     env={**os.environ, "COLUMNS": "160"}, **kwargs)
+        os.close(slave)
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self.master, 65536)
+            except OSError:  # the process closed the terminal
+                return
+            if not chunk:
+                return
+            self.output += chunk
+
+    def prompts(self) -> int:
+        return self.output.count(self.PROMPT)
+
+    def type(self, text: str) -> None:
+        os.write(self.master, text.encode())
+
+    def tail(self) -> str:
+        return self.output[-3000:].decode(errors="replace")
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def test_steady_then_a_saturating_step_is_detected_asked_on_a_terminal_and_applied(tmp_path):
     work = tmp_path / "lab"
     log = tmp_path / "decisions.jsonl"
     watch = None
@@ -61,27 +107,30 @@ def test_steady_then_a_saturating_step_is_detected_and_applied(tmp_path):
         placed = lab.place_all_on_server(state, tmp_path / "scenario", [(0, LOW), (STEP_S, HIGH)])
         step_at = placed.clock_ms / 1000 + STEP_S
         assert step_at - time.time() > 100, "placing the job took too long for a steady phase before the step"
-        watch = subprocess.Popen(
-            [PLACEMENT, "watch", "--inventory", str(placed.inventory), "--job-name", lab.JOB_NAME, "--apply", "auto",
+        watch = Terminal(
+            [PLACEMENT, "watch", "--inventory", str(placed.inventory), "--job-name", lab.JOB_NAME, "--apply", "ask",
              "--interval", "10", "--window", "30", "--flush", "5", "--sample", "2", "--engine", "pandas",
              "--cooldown", "60", "--settle", "5", "--work-dir", str(tmp_path / "watch"), "--log", str(log)],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        applied = None
+            cwd=ROOT)
+        applied, answered = None, 0
         while time.time() < step_at + 240 and applied is None:
-            time.sleep(3)
-            assert watch.poll() is None, watch.communicate()
+            time.sleep(1)
+            assert watch.proc.poll() is None, watch.tail()
+            if watch.prompts() > answered:  # the first proposal declined, the next accepted
+                watch.type("n\n" if answered == 0 else "y\n")
+                answered += 1
             applied = next((r for r in (read_log(log) if log.exists() else []) if r["record"] == "decision"
                             and r["apply"] and r["apply"]["status"] == "applied"), None)
-        assert applied is not None
+        assert applied is not None and answered == 2
         # restored: both sources at >= 90 % of the new rate (the re-placed tasks start on cold JIT, throttled Pis)
         rate = lab.source_rate(rest, 30)
         while rate < 0.9 * 2 * HIGH and time.time() < step_at + 360:
             rate = lab.source_rate(rest, 30)
         restored_at = time.time()
-        watch.send_signal(signal.SIGTERM)
-        out, err = watch.communicate(timeout=120)
-        assert watch.returncode == 0, err
-        assert "watch stopped after" in out
+        watch.type("\x03")  # Ctrl-C on the watch's terminal
+        assert watch.proc.wait(120) == 0, watch.tail()
+        time.sleep(0.5)  # the reader drains the terminal
+        assert b"watch stopped after" in watch.output and b"1 applied" in watch.output
 
         records = [r for r in read_log(log) if r["record"] == "decision"]
         before = [r for r in records if r["at_ms"] < step_at * 1000]
@@ -92,6 +141,9 @@ def test_steady_then_a_saturating_step_is_detected_and_applied(tmp_path):
               f"{applied['apply']['took_s']} s), source rate {rate:.0f}/s (target {2 * HIGH}) "
               f"{restored_at - step_at:.0f} s after the step")
         assert len(steady) >= 2 and not any(r["apply"] for r in before)
+        asked = [r for r in records if r["apply"]]
+        assert [r["apply"]["status"] for r in asked] == ["declined", "applied"]
+        assert asked[0]["proposal"]["plan_dir"].encode() in watch.output  # the prompt named the plan it offered
         # relief (the running placement breaks an uplink under the new load) or cheaper with more room (it would
         # soon): either way the filter moves to the Pis and the uplinks carry a fraction of the raw readings
         p = applied["proposal"]
@@ -103,9 +155,8 @@ def test_steady_then_a_saturating_step_is_detected_and_applied(tmp_path):
         # metric fetch stale at either end of its 30 s)
         assert 0.9 * 2 * HIGH <= rate <= 1.15 * 2 * HIGH
     finally:
-        if watch is not None and watch.poll() is None:
+        if watch is not None:
             watch.kill()
-            watch.wait()
         subprocess.run([PLACEMENT, "lab", "down", "--workdir", str(work)], check=False, capture_output=True, timeout=300)
         story(log)  # after the lab is down: nothing it could raise may leave the lab behind
     left = leftovers(work)
