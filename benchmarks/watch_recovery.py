@@ -47,7 +47,7 @@ from placement.watch.record import read_log
 from placement.writers.planjson import load_plan
 
 PLACEMENT = str(Path(sys.executable).with_name("placement"))
-RATE_WINDOW_S = 12  # the sources' counters over this long: short for the recovery time, long for stale readings
+RATE_WINDOW_S = 10  # the sources' counters over this long (each end dated when a metric fetch landed)
 WARM_S = 60 + 30 + 20  # the placed job's warm-up (60 s meters + one window) and two steady decisions
 WATCH_ARGS = ["--interval", "10", "--window", "30", "--flush", "5", "--sample", "2", "--engine", "pandas", "--settle", "5"]
 

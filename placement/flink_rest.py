@@ -12,6 +12,7 @@ Values are small frozen dataclasses: :class:`TaskManagerInfo`, :class:`JobSummar
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -89,6 +90,12 @@ class JobDetails:
             names = ", ".join(sorted({v.name for v in self.vertices}))
             raise PlacementError(f"job {self.id}: {len(found)} vertices named {name!r} (vertices: {names})")
         return found[0]
+
+
+# Flink's duration units (a bare number is milliseconds)
+_DURATION_UNITS = {"": 0.001, "ms": 0.001, "milli": 0.001, "millis": 0.001, "millisecond": 0.001,
+                   "milliseconds": 0.001, "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0,
+                   "min": 60.0, "minute": 60.0, "minutes": 60.0}
 
 
 def _first_error(response: requests.Response) -> str:
@@ -322,6 +329,33 @@ class FlinkRest:
             time.sleep(refresh)
         body = self.get(path, params=params)
         return {m["id"]: float(m[agg]) for m in body if agg in m}
+
+    def metric_fetch_interval_s(self) -> float:
+        """``metrics.fetcher.update-interval`` of the running JobManager in seconds (Flink's default: 10 s)."""
+        value = self.jobmanager_config().get("metrics.fetcher.update-interval", "").strip().lower()
+        m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([a-z]*)", value)
+        seconds_per = _DURATION_UNITS.get(m.group(2)) if m else None
+        return float(m.group(1)) * seconds_per if m and seconds_per else 10.0
+
+    def fetched_counters(
+        self, job_id: str, vertex_ids: Sequence[str], name: str, *, wait_s: float = 12.0, poll_s: float = 0.1
+    ) -> tuple[float, dict[str, float | None]]:
+        """``(monotonic time, {vertex id: summed counter})`` as of a metric fetch this call saw land.
+
+        A plain reading is as old as the JobManager's last fetch, anywhere up to ``metrics.fetcher.update-interval``
+        (10 s by default): two readings a tick apart then give a rate off by up to that much of the tick. This polls
+        until the values change (a fetch landed between two polls, so they are at most ``poll_s`` plus the fetch's
+        own latency old) and dates them then. Counters that do not move within ``wait_s`` are returned as read last."""
+        def read() -> dict[str, float | None]:
+            return {vid: self.vertex_metrics(job_id, vid, [name]).get(name) for vid in vertex_ids}
+
+        first = read()
+        deadline = time.monotonic() + wait_s
+        while True:
+            values, at = read(), time.monotonic()
+            if values != first or at >= deadline:
+                return at, values
+            time.sleep(poll_s)
 
     def trigger_stop_with_savepoint(self, job_id: str, target_directory: str, *, drain: bool = False) -> str:
         """Ask for stop-with-savepoint; returns the trigger id (see :meth:`savepoint_status`)."""

@@ -110,16 +110,13 @@ def place_all_on_server(state: dict, work: Path, steps: Sequence[tuple[float, fl
     return Placed(inventory, clock_ms, profile)
 
 
-def source_rate(rest: FlinkRest, seconds: float = 20.0, vertex: str = SOURCE) -> float:
-    """Records/s the running job's source sends now, from its counter (not the 60 s meter). Each reading may be up to
-    one metric fetch (2 s in the lab) old, so the window is long enough for that to stay within a few per cent."""
+def source_rate(rest: FlinkRest, seconds: float = 10.0, vertex: str = SOURCE) -> float:
+    """Records/s the running job's source sends now, from its counter (not the 60 s meter), each end dated when a
+    metric fetch landed (:meth:`FlinkRest.fetched_counters`)."""
     job = next(j.id for j in rest.running_jobs() if j.name == JOB_NAME)
     vid = rest.job(job).vertex_named(vertex).id
-
-    def read() -> tuple[float, float]:
-        return time.monotonic(), rest.vertex_metrics(job, vid, ["numRecordsOut"], refresh=2.5)["numRecordsOut"]
-
-    a = read()
+    wait = rest.metric_fetch_interval_s() + 2.0
+    a_at, a = rest.fetched_counters(job, [vid], "numRecordsOut", wait_s=wait)
     time.sleep(seconds)
-    b = read()
-    return (b[1] - a[1]) / (b[0] - a[0])
+    b_at, b = rest.fetched_counters(job, [vid], "numRecordsOut", wait_s=wait)
+    return ((b[vid] or 0.0) - (a[vid] or 0.0)) / (b_at - a_at)

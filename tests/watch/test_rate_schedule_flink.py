@@ -17,10 +17,10 @@ pytestmark = [pytest.mark.flink, pytest.mark.timeout(240)]
 
 
 def source_count(job) -> tuple[float, float]:
-    """(monotonic time, records the source has sent), fresh from the TaskManager (priming request + wait)."""
+    """(monotonic time, records the source has sent) as of a metric fetch seen landing (what the watch reads)."""
     vid = job.vertex_ids["Source: Sensors"]
-    value = job.rest.vertex_metrics(job.job_id, vid, ["numRecordsOut"], refresh=2.5)["numRecordsOut"]
-    return time.monotonic(), value
+    at, values = job.rest.fetched_counters(job.job_id, [vid], "numRecordsOut", wait_s=4.0)
+    return at, values[vid]
 
 
 def rate_between(a: tuple[float, float], b: tuple[float, float]) -> float:
@@ -47,10 +47,13 @@ def test_source_rate_follows_the_schedule_without_resubmission(flink_rest, lab_j
         time.sleep(max(0.0, 15 - (time.monotonic() - a3[0])))
         a4, b4 = source_count(a), source_count(b)
         first, second = rate_between(a1, a2), rate_between(a3, a4)
-        # counters are up to one fetch interval (2 s) old at each end of a >= 12 s span: ±20 %
-        assert first == pytest.approx(100, rel=0.2), (first, second)
-        assert second == pytest.approx(400, rel=0.2), (first, second)
-        assert rate_between(b1, b4) == pytest.approx(300, rel=0.15)
+        # each reading dated when its fetch landed (within a 0.1 s poll and the fetch's latency, which grows on a
+        # loaded machine: -6.4 % once at load 6 on 2 cores) at either end of a >= 12 s span: ±10 %; read when asked,
+        # they were up to a fetch interval (2 s) old and this span needed ±20 %
+        assert first == pytest.approx(100, rel=0.1), (first, second)
+        assert second == pytest.approx(400, rel=0.1), (first, second)
+        assert rate_between(b1, b4) == pytest.approx(300, rel=0.1)
+        assert flink_rest.metric_fetch_interval_s() == 2.0  # the test cluster's metrics.fetcher.update-interval: 2000
         print(f"schedule A: {first:.0f}/s then {second:.0f}/s (100, 400); B: {rate_between(b1, b4):.0f}/s (300)")
     finally:
         for job in (a, b):
