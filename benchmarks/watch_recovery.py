@@ -41,8 +41,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from placement.flink_rest import FlinkRest
-from placement.lab.measure import measure
 from placement.lab import watch_scenario as lab
+from placement.lab.measure import measure
 from placement.watch.record import read_log
 from placement.writers.planjson import load_plan
 
@@ -136,14 +136,15 @@ def recovery(state: dict, args, work: Path, console: Console) -> list[str]:
         rows.append(row)
     table = Table(title=f"recovery from a saturating step ({args.low} -> {args.high} readings/s per source subtask)")
     for col in ("run", "all-on-server at high, rec/s", "decided s", "applied s", "downtime s", "restored s",
-                "rate after", "planned for, rec/s", "uplink job data vs plan (Mbit/s)"):
+                "rate after", "planned for, rec/s", "uplink job data vs plan (Mbit/s)", "per record"):
         table.add_column(col, justify="right")
     for r in rows:
         links = ", ".join(f"{h} {got:.3f} vs {want:.3f} ({got / want - 1:+.0%})" if want else f"{h} {got:.3f}"
                           for h, (want, got) in sorted(r.get("links", {}).items()))
         table.add_row(str(r["run"]), f"{r.get('all_on_server_rate') or 0:,.0f}", _f(r.get("decided_s")),
                       _f(r.get("applied_s")), _f(r.get("downtime_s")), _f(r.get("restored_s")),
-                      f"{r.get('rate', 0):,.0f}", f"{r.get('planned_rate') or 0:,.0f}", links or r.get("error", ""))
+                      f"{r.get('rate', 0):,.0f}", f"{r.get('planned_rate') or 0:,.0f}", links or r.get("error", ""),
+                      per_record(r))
     console.print(table)
     failures = [f"run {r['run']}: {r['error']}" for r in rows if "error" in r]
     restored = [r["restored_s"] for r in rows if "restored_s" in r]
@@ -212,6 +213,17 @@ def steady(state: dict, args, work: Path, console: Console) -> list[str]:
     console.print(f"steady {args.steady_min:g} min at {args.low}/s per source subtask: {len(ds)} decisions {actions}, "
                   f"{redeploys} redeploys")
     return [f"steady: {redeploys} redeploys"] if redeploys else []
+
+
+def per_record(row: dict) -> str:
+    """Each uplink's measured job data per source record against the plan's per planned record: the cost model's
+    error apart from the rate the plan was made for (a plan made while a saturated link held the sources back is made
+    for less than they then send)."""
+    planned, measured = row.get("planned_rate"), row.get("measured_rate")
+    if not planned or not measured:
+        return "—"
+    return ", ".join(f"{h} {(got / measured) / (want / planned) - 1:+.0%}"
+                     for h, (want, got) in sorted(row.get("links", {}).items()) if want)
 
 
 def _f(x: float | None) -> str:

@@ -309,6 +309,12 @@ class Watch:
             if waited is not None:
                 decision = decide(self.state, now_ms, drifts, proposal, [waited], self.o.policy)
         self.state = decision.state
+        if (window is not None and proposal is not None and decision.action == "hold" and proposal.planned_fits
+                and proposal.moves == 0):
+            # the re-plan keeps the placement running: it is the plan for this load, so drift is measured from here
+            # (else every tick re-plans the same placement until the load returns)
+            self.baseline = Baseline(dict(window.rates_now()), window.taskmanagers)
+            notes.append("baseline: the placement running is the plan for this window's load")
         outcome = None
         if decision.action == "apply" and proposal is not None:
             outcome = self._act(decision, proposal, window, now_ms)
