@@ -70,3 +70,21 @@ def test_the_planner_is_placement_plan_itself(tmp_path):
     assert 0 < out.peak < 1 and (tmp_path / "p" / "schedulercfg").is_file()
     tight = plan(REPO / "examples" / "profiles" / "iot-sensors.json", tmp_path / "q", 50.0)  # 50x the load
     assert not tight.fits and tight.wan_mbit is None and any("needs" in v for v in tight.violations)
+
+
+def test_watch_rescale_plans_parallelism_through_placement_plan_rescale(tmp_path):
+    """``watch --rescale`` re-plans with ``placement plan --rescale``: the plan it would apply records the parallelism
+    it changes (the IoT example's Window Aggregate keeps up with one instance: 2 -> 1), and the moves it counts against
+    the running placement include the subtask that goes away."""
+    from placement.cli.watch_cmd import plan_command
+    from placement.writers.planjson import load_plan
+
+    profile = REPO / "examples" / "profiles" / "iot-sensors.json"
+    out = plan_command(REPO / "inventory" / "edge-lab.yaml", rescale=True)(profile, tmp_path / "r", 1.0)
+    same = plan_command(REPO / "inventory" / "edge-lab.yaml", rescale=False)(profile, tmp_path / "s", 1.0)
+    doc = load_plan(tmp_path / "r")
+    assert out.fits and doc.rescale is not None and doc.rescale.changed == {"Window Aggregate": [2, 1]}
+    assert [a.vertex for a in load_plan(tmp_path / "s").assignment].count("Window Aggregate") == 2
+    window = {(a.vertex_id, a.subtask) for a in doc.assignment if a.vertex == "Window Aggregate"}
+    assert window == {k for k in out.assignment if k[0] == next(iter(window))[0]} and len(window) == 1
+    assert moves(out.assignment, same.assignment) >= 1  # at least the Window Aggregate subtask that goes away
