@@ -12,7 +12,6 @@ Values are small frozen dataclasses: :class:`TaskManagerInfo`, :class:`JobSummar
 
 from __future__ import annotations
 
-import re
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -23,6 +22,7 @@ from typing import Any
 import requests
 
 from placement.errors import PlacementError
+from placement.units import flink_duration_ms
 
 TERMINAL_STATES = frozenset({"FINISHED", "FAILED", "CANCELED", "SUSPENDED"})
 
@@ -90,12 +90,6 @@ class JobDetails:
             names = ", ".join(sorted({v.name for v in self.vertices}))
             raise PlacementError(f"job {self.id}: {len(found)} vertices named {name!r} (vertices: {names})")
         return found[0]
-
-
-# Flink's duration units (a bare number is milliseconds)
-_DURATION_UNITS = {"": 0.001, "ms": 0.001, "milli": 0.001, "millis": 0.001, "millisecond": 0.001,
-                   "milliseconds": 0.001, "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0,
-                   "min": 60.0, "minute": 60.0, "minutes": 60.0}
 
 
 def _first_error(response: requests.Response) -> str:
@@ -332,10 +326,8 @@ class FlinkRest:
 
     def metric_fetch_interval_s(self) -> float:
         """``metrics.fetcher.update-interval`` of the running JobManager in seconds (Flink's default: 10 s)."""
-        value = self.jobmanager_config().get("metrics.fetcher.update-interval", "").strip().lower()
-        m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([a-z]*)", value)
-        seconds_per = _DURATION_UNITS.get(m.group(2)) if m else None
-        return float(m.group(1)) * seconds_per if m and seconds_per else 10.0
+        ms = flink_duration_ms(self.jobmanager_config().get("metrics.fetcher.update-interval"))
+        return ms / 1000.0 if ms is not None and ms > 0 else 10.0
 
     def fetched_counters(
         self, job_id: str, vertex_ids: Sequence[str], name: str, *, wait_s: float = 12.0, poll_s: float = 0.1

@@ -48,6 +48,24 @@ def _parse(text: object, units: dict[str, float], what: str, example: str, alias
     return value
 
 
+# Flink's duration spelling in its configuration: a number and an optional unit; a bare number is milliseconds
+_FLINK_DURATION_MS = {"": 1.0, "ms": 1.0, "milli": 1.0, "millis": 1.0, "millisecond": 1.0, "milliseconds": 1.0,
+                      "s": 1000.0, "sec": 1000.0, "secs": 1000.0, "second": 1000.0, "seconds": 1000.0,
+                      "min": 60_000.0, "m": 60_000.0, "minute": 60_000.0, "minutes": 60_000.0}
+
+
+def flink_duration_ms(text: object) -> float | None:
+    """A Flink configuration duration in ms (``'2000'`` -> 2000.0, ``'10 s'`` -> 10000.0, ``'-1'`` -> -1.0); None
+    when it is not one."""
+    m = re.fullmatch(r"\s*(-?[0-9.]+)\s*([a-z]*)\s*", str(text or "").lower())
+    if not m or m.group(2) not in _FLINK_DURATION_MS:
+        return None
+    try:
+        return float(m.group(1)) * _FLINK_DURATION_MS[m.group(2)]
+    except ValueError:  # "1.2.3"
+        return None
+
+
 def parse_rate_mbit(text: object) -> float:
     """``'50mbit'`` -> 50.0 (Mbit/s)."""
     return _parse(text, _RATE_UNITS, "rate", "50mbit", _RATE_ALIASES)

@@ -39,6 +39,7 @@ from placement.collect.layout import (
     TaskManagerInfo,
     VertexInfo,
 )
+from placement.units import flink_duration_ms
 
 MAX_QUERY_CHARS = 3000  # Netty rejects request lines over 4096 bytes; split metric queries below that
 
@@ -246,11 +247,6 @@ def checkpoint_config(answer: Mapping[str, Any]) -> CheckpointConfig | None:
     )
 
 
-_DURATION_UNITS_MS = {"": 1.0, "ms": 1.0, "milli": 1.0, "millis": 1.0, "millisecond": 1.0, "milliseconds": 1.0,
-                      "s": 1000.0, "sec": 1000.0, "secs": 1000.0, "second": 1000.0, "seconds": 1000.0,
-                      "min": 60_000.0, "m": 60_000.0, "minute": 60_000.0, "minutes": 60_000.0}
-
-
 def buffer_timeout_ms(config: Iterable[Mapping[str, Any]]) -> float | None:
     """The network flush interval in ms from a ``[{"key", "value"}]`` configuration: ``execution.buffer-timeout.interval``
     (``execution.buffer-timeout`` before 2.0). Flushing only full buffers (``execution.buffer-timeout.enabled: false``,
@@ -259,11 +255,9 @@ def buffer_timeout_ms(config: Iterable[Mapping[str, Any]]) -> float | None:
     values = {str(item.get("key")): str(item.get("value", "")) for item in config}
     if values.get("execution.buffer-timeout.enabled", "true").strip().lower() == "false":
         return float(NEVER_MS)
-    text = values.get("execution.buffer-timeout.interval", values.get("execution.buffer-timeout"))
-    m = re.fullmatch(r"\s*(-?[0-9.]+)\s*([a-z]*)\s*", (text or "").lower())
-    if not m or m.group(2) not in _DURATION_UNITS_MS:
+    value = flink_duration_ms(values.get("execution.buffer-timeout.interval", values.get("execution.buffer-timeout")))
+    if value is None:
         return None
-    value = float(m.group(1)) * _DURATION_UNITS_MS[m.group(2)]
     return float(NEVER_MS) if value < 0 else value
 
 

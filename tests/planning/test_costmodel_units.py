@@ -130,3 +130,12 @@ def test_redeploy_script_custom_and_vanilla():
     i = body["programArgsList"].index("--placement")
     assert json.loads(body["programArgsList"][i + 1])["Enrich"] == ["rpi1", "rpi2", "rpi3"]
     assert "scp" not in render_redeploy(doc, inv)
+
+
+def test_flink_durations_as_flink_reads_its_configuration():
+    from placement.units import flink_duration_ms
+
+    assert flink_duration_ms("2000") == 2000.0  # a bare number is milliseconds
+    assert flink_duration_ms("10 s") == 10_000.0 and flink_duration_ms("1min") == 60_000.0
+    assert flink_duration_ms("-1") == -1.0 and flink_duration_ms(" 100 ms ") == 100.0
+    assert flink_duration_ms("10 parsecs") is None and flink_duration_ms("") is None and flink_duration_ms(None) is None
