@@ -2,6 +2,7 @@
 
     flock /tmp/placement-lab.lock .venv/bin/python benchmarks/watch_recovery.py [--phase recovery,oscillation,steady]
         [--runs 5] [--steady-min 15] [--oscillations 3] [--low 250] [--high 750] [--uplink 1mbit]
+        (--phase fault: a savepoint that cannot be written during the watch's apply)
 
 Scenario (placement.lab.watch_scenario): ``lab up`` (inventory/lab.yaml: 1 server + 2 Pis, custom mode, its uplinks
 set to ``--uplink``); the IoT job placed all-on-server (raw readings over the uplinks) at ``--low`` readings/s per source subtask,
@@ -10,8 +11,10 @@ in its own process, as a user runs it, with its decision log.
 
 * ``recovery`` (``--runs``): a step to ``--high`` (1.2x what an uplink carries under all-on-server). Per run: step ->
   decision, step -> apply done, step -> restored (the sources' counters at >= 95 % of the target over 12 s and the
-  source back-pressured < 10 % of the time) — the issue's goal is a median <= 120 s; then ``lab measure`` 30 s: each
-  uplink's job data vs the applied plan's prediction (±15 %). Baseline in the same run: the throughput all-on-server
+  source back-pressured < 10 % of the time) — the issue's goal is a median <= 120 s; then, once the watch's first warm
+  window of the new job has held the applied plan to the rates it was made for (re-planning it when they are off by
+  more than 10 %), ``lab measure`` 30 s: each uplink's job data vs the prediction of the plan in effect (±15 %), and
+  vs the applied plan's (shown). Baseline in the same run: the throughput all-on-server
   holds at the high rate before the watch acts (the first decision's window).
 * ``oscillation``: low/high every ``--period`` s for ``--oscillations`` periods (each half shorter than the
   stabilization window), then low for stabilization + cooldown + a margin: expected one relief at the first step up
@@ -19,8 +22,12 @@ in its own process, as a user runs it, with its decision log.
   to; the return after the stabilization window is covered by tests/watch/test_policy.py).
 * ``steady``: ``--steady-min`` minutes at the low rate: expected zero redeploys.
 
-Prints a table per phase and PASS/FAIL lines; exit 1 on any FAIL. Faults during a watch-triggered apply (savepoint
-fails, TaskManager down) are not in this benchmark yet.
+* ``fault``: the recovery scenario with the savepoint directory on a full tmpfs: the watch's relief meets a savepoint
+  that cannot be written (the stop fails, Flink keeps the job): expected ``stop-failed`` in the decision log, the job
+  RUNNING under the same id on the same placement; then the tmpfs is given room (remounted at 64 MiB) and, after the
+  cooldown, the next relief applies.
+
+Prints a table per phase and PASS/FAIL lines; exit 1 on any FAIL.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ import sys
 import time
 from pathlib import Path
 
+import yaml
 from rich.console import Console
 from rich.table import Table
 
@@ -116,11 +124,28 @@ def recovery_run(i: int, state: dict, args, work: Path, profile: Path | None, co
                 row["restored_s"] = time.time() - RATE_WINDOW_S / 2 - step_at  # the middle of the reading
                 row["rate"], row["bp_ms"] = rate, bp
                 break
-        plan = load_plan(Path(d["proposal"]["plan_dir"]))
+        # the first warm window of the new job holds the applied plan to the rates it was made for (and re-plans when
+        # they are off by more than the re-price tolerance): the plan in effect after it is what the uplinks are
+        # measured against
+        checked = None
+        while time.time() < step_at + 480 and checked is None:
+            checked = next((r for r in decisions(log) if r["tick"] > d["tick"] and r["window"]
+                            and any("applied plan was made for" in n for n in r["notes"])), None)
+            time.sleep(2)
+        if checked is None:
+            row["error"] = "no warm window of the new job within 480 s of the step"
+            return row, placed.profile
+        in_effect = checked["plan_in_effect"]
+        row["repriced"] = in_effect != d["proposal"]["plan_dir"]
+        applied_plan, plan = load_plan(Path(d["proposal"]["plan_dir"])), load_plan(Path(in_effect))
         predicted = {link.source: link.mbit for link in plan.links}
-        row["planned_rate"] = plan.rate_scale * d["window"]["source_rates"][lab.SOURCE]
+        first = {link.source: link.mbit for link in applied_plan.links}
+        row["applied_for_rate"] = applied_plan.rate_scale * d["window"]["source_rates"][lab.SOURCE]
+        row["planned_rate"] = plan.rate_scale * (checked["window"]["source_rates"][lab.SOURCE] if row["repriced"]
+                                                 else d["window"]["source_rates"][lab.SOURCE])
         m = measure(Path(state["workdir"]), 30)
         row["links"] = {lk.host: (predicted.get(lk.host, 0.0), lk.data_mbit) for lk in m.links}
+        row["vs_applied"] = {lk.host: (first.get(lk.host, 0.0), lk.data_mbit) for lk in m.links}
         row["measured_rate"] = m.jobs[0].source_records_per_s if m.jobs else None
         row["relief"] = d["decision"]["kind"] == "relief"
     finally:
@@ -136,15 +161,18 @@ def recovery(state: dict, args, work: Path, console: Console) -> list[str]:
         rows.append(row)
     table = Table(title=f"recovery from a saturating step ({args.low} -> {args.high} readings/s per source subtask)")
     for col in ("run", "all-on-server at high, rec/s", "decided s", "applied s", "downtime s", "restored s",
-                "rate after", "planned for, rec/s", "uplink job data vs plan (Mbit/s)", "per record"):
+                "rate after", "applied plan for, rec/s", "vs applied plan", "re-planned", "plan in effect for, rec/s",
+                "uplink job data vs plan in effect (Mbit/s)", "per record"):
         table.add_column(col, justify="right")
     for r in rows:
         links = ", ".join(f"{h} {got:.3f} vs {want:.3f} ({got / want - 1:+.0%})" if want else f"{h} {got:.3f}"
                           for h, (want, got) in sorted(r.get("links", {}).items()))
         table.add_row(str(r["run"]), f"{r.get('all_on_server_rate') or 0:,.0f}", _f(r.get("decided_s")),
                       _f(r.get("applied_s")), _f(r.get("downtime_s")), _f(r.get("restored_s")),
-                      f"{r.get('rate', 0):,.0f}", f"{r.get('planned_rate') or 0:,.0f}", links or r.get("error", ""),
-                      per_record(r))
+                      f"{r.get('rate', 0):,.0f}", f"{r.get('applied_for_rate') or 0:,.0f}",
+                      ", ".join(f"{got / want - 1:+.0%}" for _, (want, got) in sorted(r.get("vs_applied", {}).items())
+                                if want), "yes" if r.get("repriced") else "no", f"{r.get('planned_rate') or 0:,.0f}",
+                      links or r.get("error", ""), per_record(r))
     console.print(table)
     failures = [f"run {r['run']}: {r['error']}" for r in rows if "error" in r]
     restored = [r["restored_s"] for r in rows if "restored_s" in r]
@@ -159,6 +187,56 @@ def recovery(state: dict, args, work: Path, console: Console) -> list[str]:
         for host, (want, got) in r.get("links", {}).items():
             if want > 0 and abs(got - want) > 0.15 * want:
                 failures.append(f"run {r['run']}: {host} job data {got:.3f} Mbit/s vs plan {want:.3f} (> ±15 %)")
+    return failures
+
+
+def fault(state: dict, args, work: Path, console: Console) -> list[str]:
+    run = work / "fault"
+    rest = FlinkRest(state["rest_url"])
+    steps = [(0, args.low), (WARM_S + 40, args.high)]
+    placed = lab.place_all_on_server(state, run, steps)
+    step_at = placed.clock_ms / 1000 + steps[1][0]
+    full = run / "full-savepoints"
+    full.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8k", "pl-watch-full", str(full)], check=True)
+    proc, failures = None, []
+    try:  # an empty probe file fits (preflight passes), a savepoint's _metadata does not
+        subprocess.run(["dd", "if=/dev/zero", f"of={full}/filler", "bs=4k", "count=4"], capture_output=True, check=False)
+        doc = yaml.safe_load(placed.inventory.read_text())
+        doc["flink"]["savepoint_dir"] = f"file://{full}"
+        inventory = run / "lab-inventory-full-savepoints.yaml"
+        inventory.write_text(yaml.safe_dump(doc, sort_keys=False))
+        job = next(j.id for j in rest.running_jobs() if j.name == lab.JOB_NAME)
+        placement = rest.placement_counts(job)
+        proc, log = start_watch(inventory, run, "--cooldown", "60")
+        outcomes: list[dict] = []
+        while time.time() < step_at + 600 and not any(o["apply"]["status"] == "applied" for o in outcomes):
+            time.sleep(2)
+            if proc.poll() is not None:
+                raise SystemExit(f"watch exited: {proc.communicate()[1][-1000:]}")
+            new = [r for r in decisions(log) if r["apply"]][len(outcomes):]
+            for r in new:
+                outcomes.append(r)
+                console.print(f"fault: tick {r['tick']}: {r['apply']['status']}: {r['apply']['message'][:160]}")
+                if r["apply"]["status"] == "stop-failed":
+                    still = next((j.id for j in rest.running_jobs() if j.name == lab.JOB_NAME), None)
+                    same = still == job and rest.placement_counts(job) == placement
+                    console.print(f"fault: after the failed stop the job {'runs on' if same else 'DOES NOT run on'} "
+                                  "as before (same id, same placement)")
+                    if not same:
+                        failures.append("fault: the job did not run on where it ran after the failed stop")
+                    # the fault is mended (room for a savepoint): the next relief, after the cooldown, may apply
+                    subprocess.run(["mount", "-o", "remount,size=64m", str(full)], check=True)
+        statuses = [r["apply"]["status"] for r in outcomes]
+        console.print(f"fault: watch-triggered applies: {statuses}; step -> applied "
+                      + (f"{outcomes[-1]['at_ms'] / 1000 + outcomes[-1]['apply']['took_s'] - step_at:.0f} s"
+                         if statuses and statuses[-1] == "applied" else "never"))
+        if statuses[:1] != ["stop-failed"] or statuses[-1:] != ["applied"]:
+            failures.append(f"fault: expected stop-failed and then applied, got {statuses}")
+    finally:
+        if proc is not None:
+            stop_watch(proc)
+        subprocess.run(["umount", str(full)], check=False)
     return failures
 
 
@@ -246,7 +324,7 @@ def main() -> None:
     ap.add_argument("--workdir", default="/tmp/placement-watch-bench")
     args = ap.parse_args()
     phases = [p.strip() for p in args.phase.split(",") if p.strip()]
-    unknown = set(phases) - {"recovery", "oscillation", "steady"}
+    unknown = set(phases) - {"recovery", "oscillation", "steady", "fault"}
     if unknown:
         ap.error(f"--phase: unknown {sorted(unknown)}")
     if args.period / 2 >= args.stabilization:
@@ -263,7 +341,8 @@ def main() -> None:
             sys.exit(f"lab up failed: {up.stderr[-1000:]}")
         state = {**json.loads((lab_dir / "lab.json").read_text()), "workdir": str(lab_dir)}
         for phase in phases:
-            failures += {"recovery": recovery, "oscillation": oscillation, "steady": steady}[phase](state, args, work, console)
+            failures += {"recovery": recovery, "oscillation": oscillation, "steady": steady,
+                         "fault": fault}[phase](state, args, work, console)
     finally:
         subprocess.run([PLACEMENT, "lab", "down", "--workdir", str(lab_dir)], check=False, capture_output=True, timeout=300)
     for f in failures:

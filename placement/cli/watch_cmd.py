@@ -118,6 +118,9 @@ def _line(status: Status) -> str:
 @click.option("--min-gain", type=float, default=0.15, show_default=True, help="relative WAN saving a cheaper plan needs")
 @click.option("--rate-change", type=float, default=0.25, show_default=True,
               help="relative move of a source's rate that counts as drift")
+@click.option("--reprice-change", type=float, default=0.10, show_default=True,
+              help="after an apply: relative gap between the first warm window's rates and the ones its plan was made "
+                   "for that re-plans it")
 @click.option("--backpressure", type=float, default=100.0, show_default=True,
               help="ms/s of backpressure that counts as drift when sustained")
 @click.option("--sustained", type=click.IntRange(min=1), default=2, show_default=True,
@@ -132,13 +135,14 @@ def _line(status: Status) -> str:
 @click.option("--duration", type=float, help="stop after this many seconds (default: until Ctrl-C / SIGTERM)")
 def watch(inventory: Path, job_name: str, apply_mode: str, rescale: bool, interval: float, window: float, sample: float,
           flush: float, keep: float, keep_mb: int, warmup: float, cooldown: float, stabilization: float,
-          min_gain: float, rate_change: float, backpressure: float, sustained: int, settle: float,
+          min_gain: float, rate_change: float, reprice_change: float, backpressure: float, sustained: int, settle: float,
           work_dir: Path | None, log_path: Path | None, engine: str, spark_master: str | None,
           duration: float | None) -> None:
     """Watch a running job and keep its placement right: collect a rolling window, profile it, detect drift,
     re-plan, and (with --apply auto/ask) apply through `placement apply`. Every decision goes to a JSON-lines log."""
     try:
-        thresholds = DriftThresholds(rate_change=rate_change, backpressure_ms=backpressure, sustained_windows=sustained)
+        thresholds = DriftThresholds(rate_change=rate_change, backpressure_ms=backpressure, sustained_windows=sustained,
+                                     reprice_change=reprice_change)
         policy = PolicyConfig(min_gain=min_gain, cooldown_s=cooldown, stabilization_s=stabilization)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None

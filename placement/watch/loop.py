@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -226,6 +226,8 @@ class Watch:
         self.last_change_ms: int | None = None
         self.pending_effect: tuple[int, str | None, dict[str, float]] | None = None  # (tick, job before, predicted)
         self._planned_links: dict[str, float] = {}  # the last re-plan's predicted Mbit/s per uplink
+        self._planned_rates: dict[str, float] = {}  # ... and the source rates it was made for
+        self._made_for: Baseline | None = None  # after an apply: what its plan was made for, until a warm window
         self._sources: dict[str, Any] = {}  # the job whose source vertices are known, and their ids -> names
         self._counts: tuple[float, dict[str, float | None]] | None = None  # the last tick's source counters
         self._fetch_wait_s: float | None = None  # how long a fresh counter reading may wait for a metric fetch
@@ -259,6 +261,12 @@ class Watch:
             self._update("stopped")
         return self.status
 
+    def plan_in_effect(self) -> str | None:
+        """The plan directory whose prediction the running placement is held to (None: the placement that ran when
+        the watch started): the last plan applied, or the last re-plan that kept the placement."""
+        held = self._made_for or self.baseline
+        return held.plan_dir if held is not None else None
+
     def _update(self, phase: str) -> None:
         self.status.phase = phase
         self.on_update(self.status)
@@ -281,10 +289,16 @@ class Watch:
         proposal = None
         if window is not None:
             self.windows = [w for w in self.windows if w.job_id == window.job_id][-9:] + [window]
-            if self.baseline is None:  # the placement running (at start, or just applied) is taken as fit for this load
+            if self.baseline is None and self._made_for is not None:  # the first warm window after an apply
+                self.baseline, self._made_for = replace(self._made_for, taskmanagers=window.taskmanagers), None
+                notes.append(f"baseline: the rates the applied plan was made for (re-planned if this window's differ "
+                             f"by more than {self.baseline.rate_change:.0%})")
+            elif self.baseline is None:  # the placement running at start is taken as fit for this load
                 self.baseline = Baseline(dict(window.source_rates), window.taskmanagers)
                 notes.append("baseline: this window's source rates and TaskManagers")
             drifts = detect(self.baseline, self.windows, self.o.thresholds)
+            if self.baseline.rate_change is not None:  # the tighter tolerance is for the first warm window only
+                self.baseline = replace(self.baseline, rate_change=None)
             self._effect(window, snapshot)
             moving = still_moving(self.windows) if any(d.kind == "rate" for d in drifts) else None
             if moving:
@@ -313,13 +327,13 @@ class Watch:
                 and proposal.moves == 0):
             # the re-plan keeps the placement running: it is the plan for this load, so drift is measured from here
             # (else every tick re-plans the same placement until the load returns)
-            self.baseline = Baseline(dict(window.rates_now()), window.taskmanagers)
+            self.baseline = Baseline(dict(window.rates_now()), window.taskmanagers, plan_dir=proposal.plan_dir)
             notes.append("baseline: the placement running is the plan for this window's load")
         outcome = None
         if decision.action == "apply" and proposal is not None:
             outcome = self._act(decision, proposal, window, now_ms)
         record = decision_record(tick, now_ms, window, str(snapshot) if snapshot else None, drifts, proposal, decision,
-                                 apply=outcome, notes=notes)
+                                 apply=outcome, notes=notes, plan_in_effect=self.plan_in_effect())
         self.log.write(record)
         self.status.window, self.status.drifts, self.status.proposal, self.status.decision = window, drifts, proposal, decision
         self.status.notes = notes
@@ -444,6 +458,7 @@ class Watch:
             current_peak=current_peak, planned_peak=outcome.peak,
         )
         self._planned_links = dict(outcome.links)
+        self._planned_rates = {name: rate * scale for name, rate in window.source_rates.items()}
         return proposal, scale
 
     def _act(self, decision: Decision, proposal: Proposal, window: Window | None, now_ms: int) -> dict[str, Any]:
@@ -461,8 +476,11 @@ class Watch:
             self.windows = []
         if outcome["status"] == "applied":
             self.status.applies += 1
-            # what the new placement is fit for is the load its job shows once warm: the next usable window
+            # the plan was made for these rates: the first warm window is held to them (and re-planned if it is
+            # off), the ones after it to the rates then
             self.baseline = None
+            self._made_for = Baseline(dict(self._planned_rates), plan_dir=proposal.plan_dir,
+                                      rate_change=self.o.thresholds.reprice_change)
             self.pending_effect = (self.status.ticks, before, self._planned_links)
         elif outcome["status"] in ("rolled-back", "rollback-failed"):
             self.status.rolled_back += 1

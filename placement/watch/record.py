@@ -5,6 +5,8 @@ Two record kinds (``"record"``):
 * ``decision`` — one per tick: the window (its span, job, snapshot directory: ``placement profile <snapshot>``
   reproduces its profile), the drifts, the proposal (running placement vs new plan, WAN predicted under the window),
   the decision and its reason, and — when it applied — the apply's outcome (status, downtime, new job id, audit log);
+  ``plan_in_effect``, after the decision: the plan directory whose prediction the running placement is held to (the
+  last plan applied, or the last re-plan that kept the placement; null until the watch has made one);
 * ``effect`` — once the first usable window after an apply has been profiled: the predicted WAN per uplink of the plan
   that was applied next to what the cost model gives for the placement that then ran under the measured load, and the
   source rates and backpressure measured; ``decision`` names the tick whose apply it follows.
@@ -39,9 +41,9 @@ def window_json(w: Window, snapshot: str | None) -> dict[str, Any]:
 
 def decision_record(tick: int, at_ms: int, window: Window | None, snapshot: str | None, drifts: list[Drift],
                     proposal: Proposal | None, decision: Decision, *, apply: dict[str, Any] | None = None,
-                    notes: list[str] | None = None) -> dict[str, Any]:
+                    notes: list[str] | None = None, plan_in_effect: str | None = None) -> dict[str, Any]:
     return {
-        "format": FORMAT, "record": "decision", "tick": tick, "at_ms": at_ms,
+        "format": FORMAT, "record": "decision", "tick": tick, "at_ms": at_ms, "plan_in_effect": plan_in_effect,
         "window": window_json(window, snapshot) if window is not None else None,
         "drifts": [{"kind": d.kind, "subject": d.subject, "measured": d.measured, "reference": d.reference,
                     "message": d.message} for d in drifts],

@@ -7,7 +7,10 @@ cent (README, the lab). A :class:`Baseline` is what the plan in effect was made 
 the TaskManagers registered then. :func:`detect` compares them:
 
 * ``rate`` — a source's records/s (over the last tick from its counter where known, else the window's) moved by
-  more than ``rate_change`` (relative) from the baseline;
+  more than ``rate_change`` (relative) from the baseline — after a change, the first warm window is held to the rates
+  the applied plan was made for within the tighter ``reprice_change``: a plan made while a saturated link held the
+  sources back is made for less than they send once it is lifted, and its prediction is then re-made for the load
+  the new placement carries;
 * ``backpressure`` — a vertex back-pressured above ``backpressure_ms`` ms/s in each of the last ``sustained_windows``
   windows of the same job (one window's spike is no drift);
 * ``link`` — an uplink's use above its usable bandwidth (bandwidth × the inventory's ``wan_headroom``);
@@ -55,7 +58,8 @@ class Baseline:
 
     source_rates: Mapping[str, float]
     taskmanagers: frozenset[str] = frozenset()
-    plan_dir: str | None = None
+    plan_dir: str | None = None  # the plan in effect (None: the placement that ran when the watch started)
+    rate_change: float | None = None  # this baseline's own tolerance for a rate drift (None: the thresholds')
 
 
 @dataclass(frozen=True)
@@ -63,10 +67,11 @@ class DriftThresholds:
     rate_change: float = 0.25
     backpressure_ms: float = 100.0
     sustained_windows: int = 2
+    reprice_change: float = 0.10  # the first warm window after a change vs the rates its plan was made for
 
     def __post_init__(self) -> None:
-        if self.rate_change <= 0:
-            raise ValueError("rate_change must be > 0")
+        if self.rate_change <= 0 or self.reprice_change <= 0:
+            raise ValueError("rate_change and reprice_change must be > 0")
         if not 0 < self.backpressure_ms <= 1000:
             raise ValueError("backpressure_ms must be in (0, 1000]")
         if self.sustained_windows < 1:
@@ -124,12 +129,13 @@ def detect(baseline: Baseline, windows: Sequence[Window], thresholds: DriftThres
     now = windows[-1]
     drifts: list[Drift] = []
     rates = now.rates_now()
+    limit = baseline.rate_change if baseline.rate_change is not None else thresholds.rate_change
     for name, reference in sorted(baseline.source_rates.items()):
         measured = rates.get(name)
         if measured is None:
             continue
         moved = (measured - reference) / reference if reference > 0 else (1.0 if measured > 0 else 0.0)
-        if abs(moved) > thresholds.rate_change:
+        if abs(moved) > limit:
             drifts.append(Drift("rate", name, measured, reference,
                                 f"source {name}: {measured:,.0f} records/s vs {reference:,.0f} planned ({moved:+.0%})"
                                 if reference > 0 else f"source {name}: {measured:,.0f} records/s vs 0 planned"))

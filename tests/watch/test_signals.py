@@ -73,6 +73,20 @@ def test_rate_drift_is_relative_to_the_plan_and_needs_the_threshold():
     assert detect(Baseline({"Src": 0.0}), [w("j", 5.0)], t)[0].kind == "rate"
 
 
+def test_a_baseline_after_a_change_holds_the_window_to_the_rates_its_plan_was_made_for():
+    """After an apply the first warm window is compared with the rates the plan was made for within the tighter
+    ``reprice_change`` (a plan made while a saturated link held the sources back is made for less than they send
+    once the link is relieved); the baseline's own tolerance overrides the thresholds' ``rate_change``."""
+    t = DriftThresholds(rate_change=0.25, reprice_change=0.10)
+    made_for = Baseline({"Src": 1160.0}, plan_dir="plans/tick-00012", rate_change=t.reprice_change)
+    (d,) = detect(made_for, [w("new", 1500.0)], t)
+    assert (d.kind, d.measured, d.reference) == ("rate", 1500.0, 1160.0) and "+29%" in d.message
+    assert detect(made_for, [w("new", 1270.0)], t) == []  # +9.5 %: the plan's prediction stands
+    assert detect(Baseline({"Src": 1160.0}), [w("new", 1400.0)], t) == []  # +21 %: under rate_change
+    with pytest.raises(ValueError, match="reprice_change"):
+        DriftThresholds(reprice_change=0)
+
+
 def test_backpressure_must_be_sustained_within_one_job():
     base = Baseline({"Src": 100.0})
     t = DriftThresholds(backpressure_ms=100, sustained_windows=2)

@@ -26,6 +26,7 @@ def run(argv, capsys):
     (["--flush", "60"], "error: --flush: a part is flushed every 60 s: the window (90 s) needs at least two"),
     (["--interval", "0"], "error: --interval: must be > 0"),
     (["--min-gain", "1.5"], "min_gain must be in [0, 1)"),
+    (["--reprice-change", "0"], "rate_change and reprice_change must be > 0"),
     (["--apply", "ask"], "error: --apply: --apply ask needs a terminal to ask on"),
 ])
 def test_bad_options_are_one_line_and_start_nothing(args, message, capsys, tmp_path):

@@ -32,6 +32,7 @@ from placement.lab import watch_scenario as lab
 from placement.lab.runner import leftovers
 from placement.netns import netns_available
 from placement.watch.record import read_log
+from placement.writers.planjson import load_plan
 
 pytestmark = [pytest.mark.flink, pytest.mark.netns, pytest.mark.timeout(900), real_parts.needs(netns_available())]
 
@@ -127,6 +128,14 @@ def test_steady_then_a_saturating_step_is_detected_asked_on_a_terminal_and_appli
         while rate < 0.9 * 2 * HIGH and time.time() < step_at + 360:
             rate = lab.source_rate(rest, 15)
         restored_at = time.time()
+        # the new job's first warm window holds the applied plan to the rates it was made for
+        checked = None
+        while checked is None and time.time() < step_at + 420:
+            time.sleep(2)
+            assert watch.proc.poll() is None, watch.tail()
+            checked = next((r for r in read_log(log) if r["record"] == "decision" and r["tick"] > applied["tick"]
+                            and r["window"] and any("applied plan was made for" in n for n in r["notes"])), None)
+        assert checked is not None, "no warm window of the new job"
         watch.type("\x03")  # Ctrl-C on the watch's terminal
         assert watch.proc.wait(120) == 0, watch.tail()
         time.sleep(0.5)  # the reader drains the terminal
@@ -153,6 +162,22 @@ def test_steady_then_a_saturating_step_is_detected_asked_on_a_terminal_and_appli
         assert p["planned_wan_mbit"] < 0.2 * p["current_wan_mbit"]
         # both sources at the new rate again (the schedule paces them: no catch-up burst)
         assert rate == pytest.approx(2 * HIGH, rel=0.1)
+        # the plan in effect: the applied one while the warm window's rates are within 10 % of what it was made for,
+        # else a re-plan of the same placement for the rates the sources send now
+        assert applied["plan_in_effect"] == p["plan_dir"] and before[-1]["plan_in_effect"] is None
+        scale = load_plan(Path(p["plan_dir"])).rate_scale
+        made_for = scale * applied["window"]["source_rates"][lab.SOURCE]
+        now = {**checked["window"]["source_rates"], **checked["window"]["fresh_source_rates"]}[lab.SOURCE]
+        off = abs(now / made_for - 1)
+        print(f"applied plan made for {made_for:,.0f} records/s, first warm window {now:,.0f} ({off:+.0%}): "
+              f"{checked['decision']['reason']}")
+        if off > 0.10:
+            assert any(dr["kind"] == "rate" and dr["reference"] == pytest.approx(made_for) for dr in checked["drifts"])
+            if checked["decision"]["reason"] == "re-planned: the plan is already in effect":
+                assert checked["plan_in_effect"] == checked["proposal"]["plan_dir"] != p["plan_dir"]
+        else:
+            assert not [dr for dr in checked["drifts"] if dr["kind"] == "rate"]
+            assert checked["plan_in_effect"] == p["plan_dir"]
     finally:
         if watch is not None:
             watch.kill()
