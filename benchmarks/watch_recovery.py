@@ -62,6 +62,7 @@ WATCH_ARGS = ["--interval", "10", "--window", "30", "--flush", "5", "--sample", 
 
 def start_watch(inventory: Path, work: Path, *extra: str) -> tuple[subprocess.Popen, Path]:
     log = work / "decisions.jsonl"
+    log.unlink(missing_ok=True)  # the watch appends: a log from an earlier run in this work dir would count
     proc = subprocess.Popen([PLACEMENT, "watch", "--inventory", str(inventory), "--job-name", lab.JOB_NAME,
                              "--apply", "auto", *WATCH_ARGS, "--work-dir", str(work / "watch"), "--log", str(log),
                              *extra], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

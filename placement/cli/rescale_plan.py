@@ -39,13 +39,15 @@ class RescalePlan:
     def results(self) -> list[PlanResult]:
         return [self.joint.plan] + [b.plan for b in self.baselines]
 
-    def info(self) -> RescaleInfo:
-        assert self.joint.parallelism is not None
+    def info(self, result: RescaleResult | None = None) -> RescaleInfo:
+        """What plan.json records of the rescale: of the joint plan, or of ``result`` (a baseline's plan.json)."""
+        chosen = result or self.joint
+        assert chosen.parallelism is not None
         profiled = self.space.profiled_parallelism()
         names = {v.id: v.name for v in self.space.profile.vertices}
         return RescaleInfo(
             profiled_parallelism=profiled, target_records_per_s=dict(self.space.targets),
-            changed={names[vid]: [profiled[vid], p] for vid, p in self.joint.parallelism.items() if p != profiled[vid]},
+            changed={names[vid]: [profiled[vid], p] for vid, p in chosen.parallelism.items() if p != profiled[vid]},
         )
 
 

@@ -295,9 +295,13 @@ def lab_links() -> list[str]:
 
 
 def lab_cgroups() -> list[Path]:
+    """The lab's cgroups, nested ones (per-thread caps, :mod:`placement.lab.cores`) before their parent: the order
+    ``rmdir`` needs."""
     if not topo.CGROUP_ROOT.is_dir():
         return []
-    return sorted(p for p in topo.CGROUP_ROOT.iterdir() if p.is_dir() and p.name.startswith(topo.NS_PREFIX))
+    tops = [p for p in topo.CGROUP_ROOT.iterdir() if p.is_dir() and p.name.startswith(topo.NS_PREFIX)]
+    nested = [Path(d) for top in tops for d, _, _ in os.walk(top, topdown=False)]
+    return sorted(nested, key=lambda p: (-len(p.parts), p))
 
 
 def lab_pids(work_dir: Path | None = None) -> set[int]:

@@ -27,11 +27,13 @@ import org.apache.flink.util.ParameterTool;
  *
  * Bids arrive as ~200-byte CSV lines like the Nexmark generator's (auction, bidder, price, channel, url, time, extra);
  * Filter Auctions keeps the auctions whose id is divisible by {@code --auction-modulus} (default 5, ~20%); Hot Items
- * counts bids per auction in a tumbling processing-time window.
+ * counts bids per auction in a tumbling processing-time window ({@code --work-per-bid} rounds of a hash mix per bid
+ * make it as costly per record as a scenario needs: an operator that one slow core cannot keep up with).
  *
  * <p>Arguments: {@code --rate} bids/s per source subtask (default 500; or {@code --rate-schedule}, see
  * {@link RateSchedule}), {@code --parallelism} (default 2),
  * {@code --window-parallelism} (default 1), {@code --window-ms} (default 2000), {@code --auctions} (default 1000),
+ * {@code --work-per-bid} (default 0),
  * {@code --sink legacy|v2}, {@code --placement '<json>'} (see {@link Placement}).
  */
 public final class NexmarkBidsJob {
@@ -70,7 +72,7 @@ public final class NexmarkBidsJob {
         }
         SingleOutputStreamOperator<String> hot = all.keyBy(b -> b.auction, Types.LONG)
                 .window(TumblingProcessingTimeWindows.of(java.time.Duration.ofMillis(params.getLong("window-ms", 2000))))
-                .aggregate(new CountBids(), new Label())
+                .aggregate(new CountBids(params.getInt("work-per-bid", 0)), new Label())
                 .name(WINDOW)
                 .uid("hot-items");
         placement.pin(hot, WINDOW, params.getInt("window-parallelism", 1));
@@ -130,6 +132,12 @@ public final class NexmarkBidsJob {
     }
 
     public static final class CountBids implements AggregateFunction<Bid, Long, Long> {
+        private final int work;
+
+        public CountBids(int work) {
+            this.work = work;
+        }
+
         @Override
         public Long createAccumulator() {
             return 0L;
@@ -137,7 +145,12 @@ public final class NexmarkBidsJob {
 
         @Override
         public Long add(Bid b, Long acc) {
-            return acc + 1;
+            long h = b.bidder;
+            for (int i = 0; i < work; i++) {
+                h = IotSensorJob.SensorGenerator.mix(h);
+            }
+            // the comparison uses the mixed value, so the JIT cannot drop the loop; it is practically never true
+            return acc + (h == Long.MIN_VALUE ? 0 : 1);
         }
 
         @Override

@@ -1,0 +1,73 @@
+"""Per-thread CPU caps (placement.lab.cores): which threads are task threads, and a real cap on a real busy thread
+in a real cgroup v1 cpu controller (the lab's), nested under a parent quota as the edge TaskManager's is."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from support import real_parts
+
+from placement.lab import cores
+from placement.lab.runner import lab_cgroups
+from placement.lab.topology import CGROUP_ROOT, NS_PREFIX
+
+NO_CGROUP = (None if os.geteuid() == 0 and (CGROUP_ROOT / "cpu.cfs_quota_us").exists()
+             else "needs root and the cgroup v1 cpu controller")
+
+
+def test_task_threads_are_told_by_their_truncated_names():
+    names = ["Source: Bids", "Currency Convert", "Hot Items", "Sink: HotItems"]
+    for comm in ("Source: Bids (1", "Currency Conver", "Hot Items (1/2)", "Sink: HotItems "):
+        assert cores.is_task_thread(comm, names), comm
+    for comm in ("Flink Netty Ser", "java", "Hot Items", "OutputFlusher f", ""):
+        assert not cores.is_task_thread(comm, names), comm
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+@real_parts.needs(NO_CGROUP)
+def test_a_busy_task_thread_is_held_to_one_slow_core_and_lab_down_order_removes_its_cgroup():
+    parent = CGROUP_ROOT / f"{NS_PREFIX}test-cores"
+    parent.mkdir(exist_ok=True)
+    proc = None
+    try:
+        (parent / "cpu.cfs_period_us").write_text("100000")
+        (parent / "cpu.cfs_quota_us").write_text("80000")  # the TaskManager's quota: 0.8 of a core
+        # a thread can only rename itself (or one of its own process): the busy process names its thread as Flink
+        # names a task's
+        proc = subprocess.Popen([sys.executable, "-c",
+                                 "open('/proc/self/comm', 'w').write('Hot Items (1/1)')\nwhile True: pass"])
+        (parent / "cgroup.procs").write_text(str(proc.pid))
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{proc.pid}/comm").read_text().strip() != "Hot Items (1/1)" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        capped = cores.cap_task_threads(parent, ["Hot Items"], 0.1, pids=[proc.pid])
+        assert capped == [proc.pid]
+        assert (parent / f"thread-{proc.pid}" / "cpu.cfs_quota_us").read_text().strip() == "10000"
+        time.sleep(0.5)
+        before, t0 = cpu_seconds(proc.pid), time.monotonic()
+        time.sleep(3)
+        used = (cpu_seconds(proc.pid) - before) / (time.monotonic() - t0)
+        assert 0.05 < used < 0.15, f"{used:.3f} cores"  # one core of 0.1, not the TaskManager's 0.8
+        # the lab's cleanup order: the thread's cgroup before its parent
+        found = [p for p in lab_cgroups() if p.is_relative_to(parent)]
+        assert found == [parent / f"thread-{proc.pid}", parent]
+    finally:
+        if proc is not None:
+            proc.kill()
+            proc.wait()
+        for cg in [p for p in lab_cgroups() if p.is_relative_to(parent)]:
+            for _ in range(50):
+                try:
+                    cg.rmdir()
+                    break
+                except OSError:
+                    time.sleep(0.1)
+    assert not parent.exists()
