@@ -254,8 +254,8 @@ def running_job(rest: FlinkRest, name: str) -> str | None:
     return next((j.id for j in rest.running_jobs() if j.name == name), None)
 
 
-def apply_and_measure(row: Row, spec: JobSpec, rest: FlinkRest, inventory: Path, work: Path, args,
-                      console: Console) -> None:
+def apply_and_measure(row: Row, spec: JobSpec, rest: FlinkRest, inventory: Path, work: Path, args, core_speed: float,
+                      window_share: float, console: Console) -> None:
     started = time.monotonic()
     proc = subprocess.run([PLACEMENT, "apply", "--plan", str(row.plan_dir / "plan.json"), "--inventory", str(inventory),
                            "--settle", "5"], check=False, capture_output=True, text=True, cwd=ROOT, timeout=900)
@@ -273,7 +273,7 @@ def apply_and_measure(row: Row, spec: JobSpec, rest: FlinkRest, inventory: Path,
     # rpi1 as many slow cores for real: each task thread held to one core of the planned speed (a redeploy started
     # new threads, so after every apply)
     names = [v.name for v in rest.job(job).vertices]
-    row.capped = len(cores.cap_task_threads(CGROUP_ROOT / f"{NS_PREFIX}{EDGE}", names, args.core_speed))
+    row.capped = len(cores.cap_task_threads(CGROUP_ROOT / f"{NS_PREFIX}{EDGE}", names, core_speed))
     time.sleep(args.settle)
     m = measure(work / "lab", args.window)
     [j] = [j for j in m.jobs if j.name == spec.name]
@@ -281,7 +281,7 @@ def apply_and_measure(row: Row, spec: JobSpec, rest: FlinkRest, inventory: Path,
     row.achieved = max(v[spec.source].records_out_per_s, v[spec.next].records_in_per_s)
     row.backpressure = v[spec.source].backpressured_ms_per_s / 1000
     row.window_in = v[spec.window].records_in_per_s
-    row.window_offered = row.target * args.window_share
+    row.window_offered = row.target * window_share
     row.links = {lk.host: (lk.data_mbit, lk.mbit) for lk in m.links}
     row.load = os.getloadavg()
 
@@ -377,7 +377,6 @@ def main() -> int:
         chain.cancel_all(rest)
 
         edge_cores, speed, why = edge_split(spec, running_inv, profile_path, args.rate_scale)
-        args.core_speed = speed
         console.print(f"{why}: rpi1 planned as {edge_cores:.2f} cores x speed {speed:.5f}")
         target_args = job_args(spec, target_rate, args.sources)
         inventory = planning_inventory(running_inv, work / "inventory-plan.yaml", spec, target_args, jar, edge_cores,
@@ -393,7 +392,7 @@ def main() -> int:
         dirs = {"joint": work / "plan-joint", **write_plans(plan, work, inventory, profile_path)}
         rows = [row_of(s, dirs[s]) for s in STRATEGIES] + [row_of(PROFILED, work / "plan-profiled")]
         profiled_rates = {v.name: v for v in load_profile(str(profile_path)).vertices}
-        args.window_share = (profiled_rates[spec.window].records_in_per_s
+        window_share = (profiled_rates[spec.window].records_in_per_s
                              / profiled_rates[spec.source].records_out_per_s)
         for r in rows:
             r.target = target_rate * args.sources
@@ -403,7 +402,7 @@ def main() -> int:
         order = [PROFILED, "placement alone", "joint", "DS2 → ILP"]  # what ran before the rate doubled first
         for r in sorted(rows, key=lambda r: order.index(r.strategy)):
             console.print(f"applying {r.strategy} ({r.plan_dir})")
-            apply_and_measure(r, spec, rest, inventory, work, args, console)
+            apply_and_measure(r, spec, rest, inventory, work, args, speed, window_share, console)
     finally:
         if not args.keep:
             subprocess.run([PLACEMENT, "lab", "down", "--workdir", str(work / "lab")], check=False,

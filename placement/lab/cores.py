@@ -17,7 +17,7 @@ import contextlib
 from collections.abc import Iterable
 from pathlib import Path
 
-from placement.lab.topology import CFS_PERIOD_US, MIN_QUOTA_US
+from placement.lab.topology import CFS_PERIOD_US, MIN_QUOTA_US, CpuLimit
 
 THREAD_CGROUP_PREFIX = "thread-"
 COMM_LEN = 15  # the kernel keeps the first 15 bytes of a thread's name
@@ -50,6 +50,13 @@ def java_pids(cgroup: Path) -> list[int]:
     return pids
 
 
+def create_cgroup(limit: CpuLimit) -> None:
+    """Make ``limit.cgroup`` (if need be) with its CFS period and quota."""
+    limit.cgroup.mkdir(exist_ok=True)
+    (limit.cgroup / "cpu.cfs_period_us").write_text(str(limit.period_us))
+    (limit.cgroup / "cpu.cfs_quota_us").write_text(str(limit.quota_us))
+
+
 def drop_ended(cgroup: Path) -> None:
     """Remove the per-thread cgroups whose thread has ended."""
     for child in cgroup.glob(f"{THREAD_CGROUP_PREFIX}*"):
@@ -72,9 +79,7 @@ def cap_task_threads(cgroup: Path, task_names: Iterable[str], core_speed: float,
     for pid in java_pids(cgroup) if pids is None else pids:
         for tid in task_threads(pid, names):
             child = cgroup / f"{THREAD_CGROUP_PREFIX}{tid}"
-            child.mkdir(exist_ok=True)
-            (child / "cpu.cfs_period_us").write_text(str(period_us))
-            (child / "cpu.cfs_quota_us").write_text(str(quota))
+            create_cgroup(CpuLimit(child, period_us, quota))
             (child / "tasks").write_text(str(tid))
             capped.append(tid)
     return capped

@@ -31,6 +31,7 @@ from placement.flink_rest import FlinkRest
 from placement.inventory import Inventory, load_inventory
 from placement.lab import sshd as lab_sshd
 from placement.lab import topology as topo
+from placement.lab.cores import create_cgroup
 from placement.lab.flink import start_cluster, stop_from_state
 from placement.lab.home import make_lab_home, scheduler_dir
 from placement.netem.tc import apply_commands
@@ -131,9 +132,7 @@ def _make_edge(h: topo.LabHost) -> None:
     executor = LocalExecutor(h.name, netns=h.namespace)
     for argv in apply_commands(h.ns_if, list(h.shapes), with_netem=False):
         executor.run(argv)
-    h.cpu.cgroup.mkdir(exist_ok=True)
-    (h.cpu.cgroup / "cpu.cfs_period_us").write_text(str(h.cpu.period_us))
-    (h.cpu.cgroup / "cpu.cfs_quota_us").write_text(str(h.cpu.quota_us))
+    create_cgroup(h.cpu)
 
 
 def _join_cgroup(cgroup: Path) -> None:
