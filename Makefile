@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 OUT ?= out
 
-.PHONY: setup setup-full demo test test-quick bench clean
+.PHONY: setup setup-full demo test test-quick test-latest lock bench clean
 
 setup:
 	@scripts/setup.sh
@@ -23,6 +23,20 @@ test: setup-full
 ## The fast part: no Flink cluster, no Spark, no Ansible, no wheel build.
 test-quick: setup
 	.venv/bin/pytest -q -m "not flink and not spark and not ansible and not packaging"
+
+## The suite against the newest versions pyproject.toml's ranges allow (in .venv-latest; .venv keeps the tested ones):
+## the next upstream release shows up here as a failing check before it reaches anyone's fresh machine.
+test-latest:
+	@scripts/setup.sh --full --latest
+	.venv-latest/bin/pytest -q -p no:cacheprovider --timeout=900 --durations=30
+
+## Record the newest versions the ranges allow as the tested ones (run `make test-latest` first and commit on green).
+lock:
+	@scripts/setup.sh --full --latest
+	@{ sed -n '/^#/p' constraints.txt; .venv-latest/bin/pip freeze --exclude-editable; \
+	   .venv-latest/bin/pip list --format=freeze 2>/dev/null | grep '^setuptools=='; } > constraints.txt.new
+	@mv constraints.txt.new constraints.txt
+	@git --no-pager diff --stat constraints.txt || true
 
 bench: setup-full
 	$(PY) benchmarks/solver_scaling.py

@@ -5,17 +5,30 @@
 #                               network namespaces), graphviz (plan pictures), iperf3 (link tests), a JDK (lab jobs),
 #                               prometheus (metric histories from Prometheus), the Flink 2.3 wheel, PySpark, Ansible.
 #   scripts/setup.sh --check    only print the Debian packages that would be installed (with --full: for the tests)
+#   scripts/setup.sh --latest   into .venv-latest instead, the newest versions pyproject.toml's ranges allow (not the
+#                               tested ones in constraints.txt): `make test-latest` runs the suite there, `make lock`
+#                               writes what it resolved into constraints.txt
+# Python packages come in the versions constraints.txt records (the ones the suite was last run with), so a fresh
+# machine installs what a developer's machine tested, not whatever a registry released since.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FULL=0
 CHECK=0
+LATEST=0
 for arg in "$@"; do
   case "$arg" in
     --full) FULL=1 ;;
     --check) CHECK=1 ;;
-    *) echo "usage: scripts/setup.sh [--full] [--check]" >&2; exit 2 ;;
+    --latest) LATEST=1 ;;
+    *) echo "usage: scripts/setup.sh [--full] [--check] [--latest]" >&2; exit 2 ;;
   esac
 done
+VENV=.venv
+PIN=(-c constraints.txt)
+if [ "$LATEST" = 1 ]; then
+  VENV=.venv-latest
+  PIN=(--upgrade --upgrade-strategy eager)
+fi
 
 missing=()
 command -v dot >/dev/null 2>&1 || missing+=(graphviz)   # plan.svg/png: the README's first command draws them
@@ -44,17 +57,17 @@ if [ "${#missing[@]}" -gt 0 ]; then
   fi
 fi
 
-if [ ! -x .venv/bin/python ]; then
-  python3 -m venv .venv
+if [ ! -x "$VENV/bin/python" ]; then
+  python3 -m venv "$VENV"
 fi
 extras="test"
 [ "$FULL" = 1 ] && extras="test,lab,ansible"
-digest="$(sha256sum pyproject.toml | cut -c1-12)"
-stamp=".venv/.installed-$extras-$digest"
-full_stamp=".venv/.installed-test,lab,ansible-$digest"   # the full install holds the basic one
-if [ ! -f "$stamp" ] && ! { [ "$FULL" = 0 ] && [ -f "$full_stamp" ]; }; then
-  .venv/bin/pip install -q --upgrade pip >/dev/null
-  .venv/bin/pip install -q -e ".[$extras]"
-  rm -f .venv/.installed-*
+digest="$(cat pyproject.toml constraints.txt | sha256sum | cut -c1-12)"
+stamp="$VENV/.installed-$extras-$digest"
+full_stamp="$VENV/.installed-test,lab,ansible-$digest"   # the full install holds the basic one
+if [ "$LATEST" = 1 ] || { [ ! -f "$stamp" ] && ! { [ "$FULL" = 0 ] && [ -f "$full_stamp" ]; }; }; then
+  "$VENV/bin/pip" install -q --upgrade pip >/dev/null
+  "$VENV/bin/pip" install -q "${PIN[@]}" -e ".[$extras]"
+  rm -f "$VENV"/.installed-*
   touch "$stamp"
 fi

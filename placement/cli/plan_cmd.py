@@ -73,10 +73,11 @@ def _result_json(r: PlanResult) -> dict:
 @click.option("--link", multiple=True, metavar="HOST:BANDWIDTH[:DELAY]",
               help="what-if: an edge host's uplink at another bandwidth (and delay), e.g. rpi1:10mbit")
 @click.option("--json", "as_json", is_flag=True, help="machine-readable summary on stdout instead of tables")
+@click.option("--verbose", is_flag=True, help="show the solver's own log (on stderr, so --json stays JSON)")
 def plan(inventory_path: str, profile_path: str, out_dir: str, solver: str, time_limit: float, gap: float,
          objective: str | None, mode: str | None, rate_scale: float, rescale: bool, target_rate: str | None,
          compare: bool, as_json: bool, method: str = "auto", max_rate: bool = False, add_host: tuple[str, ...] = (),
-         link: tuple[str, ...] = ()) -> None:
+         link: tuple[str, ...] = (), verbose: bool = False) -> None:
     """Place a job's subtasks on the inventory's hosts, optimally, and write the plan directory.
 
     Writes OUT/plan.json, OUT/schedulercfg, OUT/redeploy.sh, OUT/placement.json and OUT/plan.{svg,png,dot}.
@@ -87,7 +88,8 @@ def plan(inventory_path: str, profile_path: str, out_dir: str, solver: str, time
     inv = load_inventory(inventory_path)
     profile = load_profile(profile_path)
     inv, whatif_notes = capacity_plan.whatif(inv, profile, add_host, link)
-    options = SolverOptions(solver=solver, time_limit=time_limit, gap=gap, objective=objective)  # type: ignore[arg-type]
+    options = SolverOptions(solver=solver, time_limit=time_limit, gap=gap, objective=objective,  # type: ignore[arg-type]
+                            verbose=verbose)
     placement_mode = mode or inv.flink.placement_mode  # vanilla mode keeps operators after the source chain whole
     rescaled = capped = None
     if rescale:

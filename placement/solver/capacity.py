@@ -78,7 +78,7 @@ class _Oracle:
         constraints.add_all(m)
         m.lp.setObjective(pulp.LpAffineExpression())
         info = backends.run(m.lp, self.options.solver, time_limit=self.options.time_limit, gap=1.0,
-                            threads=self.options.threads)
+                            threads=self.options.threads, verbose=self.options.verbose)
         if info.status not in ("optimal", "feasible", "infeasible"):
             raise PlacementError(f"the solver could not tell within the time limit whether {scale:g}× the rates fit "
                                  f"({info.status}); raise --time-limit")
@@ -210,7 +210,8 @@ def _direct_piece(build: Builder, lo: float, hi: float, options: SolverOptions) 
             scaled_row(dict(ea.items()) if ea is not None else {}, dict(eb.items()) if eb is not None else {},
                        pa.usable_mbit(h), f"wan_{h.name}")
     m.lp.setObjective(-1.0 * scale)
-    info = backends.run(m.lp, options.solver, time_limit=options.time_limit, gap=1e-9, threads=options.threads)
+    info = backends.run(m.lp, options.solver, time_limit=options.time_limit, gap=1e-9, threads=options.threads,
+                        verbose=options.verbose)
     if info.status == "infeasible":
         return None
     if info.objective is None:

@@ -34,7 +34,8 @@ def least_stretch(problem: PlacementProblem, lp: pulp.LpProblem, slack: dict[tup
     if not slack:
         return (), "the placement rules contradict each other (no capacity is involved)"
     lp.setObjective(pulp.lpSum(var * (1.0 / scale[name]) for name, var in slack.items()))
-    info = backends.run(lp, options.solver, time_limit=options.time_limit, gap=options.gap, threads=options.threads)
+    info = backends.run(lp, options.solver, time_limit=options.time_limit, gap=options.gap, threads=options.threads,
+                        verbose=options.verbose)
     if info.objective is None:
         return (), f"{what}, and the elastic re-solve found no explanation ({info.status})"
     return shortages_from_slack(problem, {name: var.value() or 0.0 for name, var in slack.items()})

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import highspy
 import numpy as np
 
-from placement.solver.backends import SolveInfo
+from placement.solver.backends import SolveInfo, certify, native_output, new_highs, relative_gap
 
 INF = highspy.kHighsInf
 
@@ -77,22 +77,27 @@ class SparseMip:
         lp.a_matrix_.value_ = summed
         integer = np.concatenate(self.col_integer) if self.col_integer else np.zeros(0, dtype=bool)
         lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous for i in integer]
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
+        h = new_highs()
         h.passModel(lp)
         self.highs = h
         return h
 
 
-def solve(h: highspy.Highs, *, time_limit: float | None, gap: float, threads: int | None = None) -> SolveInfo:
-    """Run HiGHS on the model as it stands and read status, objective, bound and relative gap."""
+def solve(h: highspy.Highs, *, time_limit: float | None, gap: float, threads: int | None = None,
+          verbose: bool = False) -> SolveInfo:
+    """Run HiGHS on the model as it stands and read status, objective, bound and relative gap. The objective is that
+    of the columns HiGHS returns (``cost·x + offset``), and "optimal" needs it certified against HiGHS's bound
+    (:func:`placement.solver.backends.certify`): HiGHS 1.16 can report an optimum's value beside a start solution's
+    columns."""
     if time_limit is not None:
         h.setOptionValue("time_limit", float(max(time_limit, 0.1)))
     h.setOptionValue("mip_rel_gap", float(gap))
+    h.setOptionValue("output_flag", bool(verbose))
     if threads:
         h.setOptionValue("threads", int(threads))
     start = time.perf_counter()
-    h.run()
+    with native_output(verbose):
+        h.run()
     seconds = time.perf_counter() - start
     status = h.getModelStatus()
     info = h.getInfo()
@@ -105,13 +110,24 @@ def solve(h: highspy.Highs, *, time_limit: float | None, gap: float, threads: in
         name = "unbounded"
     else:
         name = "feasible" if has_solution else "not solved"
-    objective = info.objective_function_value if name in ("optimal", "feasible") else None
+    objective = _columns_objective(h) if name in ("optimal", "feasible") else None
     bound = None
     if objective is not None:
         dual = info.mip_dual_bound
         finite = dual is not None and abs(dual) != INF and abs(dual) < 1e300
-        bound = dual if finite else (objective if name == "optimal" else None)
-    rel = None
-    if objective is not None and bound is not None:
-        rel = abs(objective - bound) / max(abs(objective), 1e-9) if abs(objective - bound) > 1e-9 else 0.0
-    return SolveInfo("highs", name, objective, bound, rel, seconds)
+        relaxation = bool(_option(h, "solve_relaxation"))  # an LP's optimum is its own bound
+        bound = dual if finite and not relaxation else (objective if name == "optimal" else None)
+    if name == "optimal" and not certify(objective, bound, gap):
+        name = "feasible"
+    return SolveInfo("highs", name, objective, bound, relative_gap(objective, bound), seconds)
+
+
+def _option(h: highspy.Highs, name: str):
+    value = h.getOptionValue(name)  # (status, value) in highspy 1.7–1.16; the value alone in some builds
+    return value[1] if isinstance(value, tuple) else value
+
+
+def _columns_objective(h: highspy.Highs) -> float:
+    lp = h.getLp()
+    x = np.asarray(h.getSolution().col_value)
+    return float(np.asarray(lp.col_cost_) @ x) + float(lp.offset_)

@@ -67,7 +67,7 @@ def _solve(problem: PlacementProblem, options: SolverOptions) -> PlanResult:
     constraints.add_all(m)
     deadline = None if options.time_limit is None else time.monotonic() + options.time_limit
     run = lambda: backends.run(m.lp, options.solver, time_limit=_remaining(deadline), gap=options.gap,  # noqa: E731
-                               threads=options.threads)
+                               threads=options.threads, verbose=options.verbose)
     wan = objectives.total_wan_mbit(m)
     cpu = objectives.server_cores(m)
     stages: list[Stage] = []
@@ -90,7 +90,7 @@ def _solve(problem: PlacementProblem, options: SolverOptions) -> PlanResult:
                 break
             # Each stage's solution satisfies every earlier stage's bound: the latest one is the plan so far.
             assignment = _assignment(m)
-            m.lp += expr <= info.objective + tol * abs(info.objective) + 1e-6, f"keep_{name}"
+            m.lp += expr <= backends.carried_optimum(info.objective, backends.rounded_value(expr), tol), f"keep_{name}"
     first = stages[0].info
     if first.status == "infeasible":
         shortages, reason = diagnose(problem, domain, options)

@@ -17,6 +17,7 @@ class SolverOptions:
     gap: float = 1e-4  # relative MIP gap at which a stage counts as optimal
     objective: Literal["lexicographic", "weighted"] | None = None  # None: the inventory policy's
     threads: int | None = None
+    verbose: bool = False  # the solver's own log, on stderr
 
 
 @dataclass(frozen=True)

@@ -134,7 +134,8 @@ def test_plan_on_a_shipped_example_writes_every_artifact(installed):
     done = installed.placement("plan", "--inventory", data / "inventory" / "edge-lab.yaml", "--profile",
                                data / "examples" / "profiles" / "iot-sensors.json", "--out", out, "--json")
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["results"][0]["status"] == "optimal"
+    assert done.stderr == ""  # the solver says nothing unless asked (HiGHS >= 1.16 prints a banner when made)
+    assert json.loads(done.stdout)["results"][0]["status"] == "optimal"  # stdout is the JSON alone
     redeploy = (out / "redeploy.sh").read_text()  # rendered from deploy/templates/redeploy.sh.tmpl
     assert redeploy.startswith("#!") and "savepoint" in redeploy
     assert (out / "plan.json").stat().st_size > 0 and (out / "schedulercfg").stat().st_size > 0

@@ -282,7 +282,8 @@ def infeasible_result(problem, hm: Homes, pools, options, stages, mode) -> PlanR
     for col, capacity in m.slack.values():
         cost[col] = 1.0 / capacity
     h = m.mip.build(cost)
-    info = highs_model.solve(h, time_limit=options.time_limit, gap=options.gap, threads=options.threads)
+    info = highs_model.solve(h, time_limit=options.time_limit, gap=options.gap, threads=options.threads,
+                             verbose=options.verbose)
     if info.objective is None:
         reason = f"no placement fits, and the elastic re-solve found no explanation ({info.status})"
         return PlanResult("ilp", "infeasible", None, None, stages=tuple(stages), reason=reason, objective_mode=mode)

@@ -8,6 +8,7 @@ import time
 import numpy as np
 
 from placement.solver import highs_model
+from placement.solver.backends import carried_optimum
 from placement.solver.fleet.common import Built
 from placement.solver.highs_model import INF, SparseMip
 from placement.solver.result import SolverOptions, Stage
@@ -33,7 +34,9 @@ def run_stages(built: Built, tol: float, options: SolverOptions, deadline: float
             break
         values = np.asarray(solution)
         nz = np.flatnonzero(cost)  # keep this stage's objective within tolerance in the next ones
-        keep = info.objective + tol * abs(info.objective) + 1e-6
+        integer = np.concatenate(built.mip.col_integer)
+        rounded = float(cost @ np.where(integer, np.round(values), values)) + constant
+        keep = carried_optimum(info.objective, rounded, tol)
         h.addRow(-INF, keep - constant, len(nz), nz.astype(np.int32), cost[nz])
         if relaxed is not None:
             _fix_by_reduced_cost(h, built.mip, relaxed, keep)
@@ -67,7 +70,8 @@ def _latency_of(h, mip: SparseMip, cost: np.ndarray, values: np.ndarray, options
     lower, upper = np.asarray(lp_now.col_lower_), np.asarray(lp_now.col_upper_)
     fixed = np.round(values[integer])
     h.changeColsBounds(len(integer), integer.astype(np.int32), fixed, fixed)
-    info = highs_model.solve(h, time_limit=None, gap=options.gap, threads=options.threads)
+    info = highs_model.solve(h, time_limit=None, gap=options.gap, threads=options.threads,
+                             verbose=options.verbose)
     x = np.asarray(h.getSolution().col_value) if info.objective is not None else None
     h.changeColsBounds(len(integer), integer.astype(np.int32), lower[integer], upper[integer])
     if info.objective is None:
@@ -91,7 +95,8 @@ def _relax_and_round(h, mip: SparseMip, options: SolverOptions, deadline: float 
     left = lambda: None if deadline is None else max(1.0, deadline - time.monotonic())
     h.setOptionValue("solve_relaxation", True)
     h.setOptionValue("solver", "ipm")  # the latency stage's LP: seconds with the interior point method, minutes simplex
-    lp = highs_model.solve(h, time_limit=left(), gap=options.gap, threads=options.threads)
+    lp = highs_model.solve(h, time_limit=left(), gap=options.gap, threads=options.threads,
+                             verbose=options.verbose)
     h.setOptionValue("solver", "choose")
     h.setOptionValue("solve_relaxation", False)
     if lp.objective is None:
@@ -109,7 +114,8 @@ def _relax_and_round(h, mip: SparseMip, options: SolverOptions, deadline: float 
     lower, upper = np.asarray(lp_now.col_lower_), np.asarray(lp_now.col_upper_)
     fix = np.flatnonzero(integer & ~frac)
     h.changeColsBounds(len(fix), fix.astype(np.int32), np.round(x[fix]), np.round(x[fix]))
-    rounded = highs_model.solve(h, time_limit=left(), gap=options.gap, threads=options.threads)
+    rounded = highs_model.solve(h, time_limit=left(), gap=options.gap, threads=options.threads,
+                             verbose=options.verbose)
     best = (rounded.objective, np.asarray(h.getSolution().col_value)) if rounded.objective is not None else None
     h.changeColsBounds(len(fix), fix.astype(np.int32), lower[fix], upper[fix])
     gap = None if best is None else relative_gap(best[0], bound)
@@ -117,7 +123,8 @@ def _relax_and_round(h, mip: SparseMip, options: SolverOptions, deadline: float 
     if free <= FULL_MIP_COLUMNS and (gap is None or gap > options.gap):
         if best is not None:
             h.setSolution(highspy_solution(h, best[1]))
-        full = highs_model.solve(h, time_limit=left(), gap=options.gap, threads=options.threads)
+        full = highs_model.solve(h, time_limit=left(), gap=options.gap, threads=options.threads,
+                             verbose=options.verbose)
         if full.objective is not None and (best is None or full.objective < best[0]):
             best = (full.objective, np.asarray(h.getSolution().col_value))
         if full.bound is not None:

@@ -99,13 +99,14 @@ def _stages(m: RescaleModel, mode: str, options: SolverOptions) -> tuple[list[St
             expr = objectives.latency_ms(m) if name == "latency" else objectives.subtasks(m)
         m.lp.setObjective(expr)
         info = backends.run(m.lp, options.solver, time_limit=_remaining(deadline), gap=options.gap,
-                            threads=options.threads, warm_start=solved)
+                            threads=options.threads, warm_start=solved, verbose=options.verbose)
         stages.append(Stage(name, info))
         if info.objective is None:
             break
         solved = True
         m.aux[("solution",)] = {var.name: var.value() for var in m.lp.variables()}
-        m.lp += expr <= info.objective + policy.lexicographic_tolerance * abs(info.objective) + 1e-6, f"keep_{name}"
+        m.lp += expr <= backends.carried_optimum(
+            info.objective, backends.rounded_value(expr), policy.lexicographic_tolerance), f"keep_{name}"
     if solved:  # the last stage that found a solution satisfies every earlier stage's bound
         values = m.aux[("solution",)]
         for var in m.lp.variables():
