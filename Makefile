@@ -17,18 +17,22 @@ demo: setup
 	  --out $(OUT)/iot-sensors --compare
 
 ## Everything, with real Flink, PySpark, sshd, tc and Ansible (needs root for namespaces; CI runs this).
+## Two pytest-xdist workers: the suite mostly waits on clusters; tests that share machine-wide names (the lab, fixed
+## namespaces) run as one group in one worker (tests/conftest.py: pytest_xdist_make_scheduler).
+PYTEST_ARGS := -q -p no:cacheprovider -n 2 --timeout=900 --durations=30
+
 test: setup-full
-	.venv/bin/pytest -q -p no:cacheprovider --timeout=900 --durations=30
+	.venv/bin/pytest $(PYTEST_ARGS)
 
 ## The fast part: no Flink cluster, no Spark, no Ansible, no wheel build.
 test-quick: setup
-	.venv/bin/pytest -q -m "not flink and not spark and not ansible and not packaging"
+	.venv/bin/pytest -q -p no:cacheprovider -n 2 -m "not flink and not spark and not ansible and not packaging"
 
 ## The suite against the newest versions pyproject.toml's ranges allow (in .venv-latest; .venv keeps the tested ones):
 ## the next upstream release shows up here as a failing check before it reaches anyone's fresh machine.
 test-latest:
 	@scripts/setup.sh --full --latest
-	.venv-latest/bin/pytest -q -p no:cacheprovider --timeout=900 --durations=30
+	.venv-latest/bin/pytest $(PYTEST_ARGS)
 
 ## Record the newest versions the ranges allow as the tested ones (run `make test-latest` first and commit on green).
 lock:

@@ -19,8 +19,12 @@ from support.real_parts import (  # noqa: F401  (pytest hooks)
     pytest_make_collect_report,
     pytest_runtest_makereport,
     pytest_runtest_setup,
-    pytest_terminal_summary,
 )
+from support.real_parts import pytest_terminal_summary as real_parts_summary
+
+# the suite checks at its end that it left nothing behind (support/left_behind.py)
+from support.left_behind import pytest_sessionfinish, pytest_sessionstart  # noqa: F401  (pytest hooks)
+from support.left_behind import pytest_terminal_summary as left_behind_summary
 
 from placement.profile.class_archive import ENV_SWITCH
 
@@ -34,3 +38,44 @@ os.environ[ENV_SWITCH] = "0"
 def flink_support():
     """The support module itself, for its helpers (submit_job, cancel_job, start_flink, wait_for_records)."""
     return support_flink
+
+
+# ---- running in two pytest-xdist workers (`make test`: -n 2) ------------------------------------------------------------
+# The suite mostly waits (clusters settling, measurement windows: ~33 % of one core on average), so two workers nearly
+# halve it. Tests that share fixed machine-wide names run in one worker, one after the other, as a group: the lab
+# (namespaces pl-lab-*, 10.203/16, `lab down` removes any lab's leftovers by prefix, CPU quotas a timing test relies
+# on), and each directory whose fixtures make namespaces with fixed names and addresses. Every other test is a unit of
+# its own. The lab group is the longest (~20 min): it is collected, and so handed out, first.
+LAB_MODULES = {"tests/watch/test_watch_lab.py", "tests/apply/test_apply_rescale_lab.py"}
+GROUP_BY_DIRECTORY = {"lab": "lab", "netem": "netns-10.201", "infra": "netns-10.201", "apply": "netns-10.204",
+                      "ansible": "netns-10.202"}
+
+
+def xdist_group(nodeid: str) -> str | None:
+    """The group of a test (``tests/lab/test_x.py::test_y`` -> "lab"), None for a test that may run anywhere."""
+    path = nodeid.split("::", 1)[0]
+    if path in LAB_MODULES:
+        return "lab"
+    parts = path.split("/")
+    return GROUP_BY_DIRECTORY.get(parts[1]) if len(parts) > 2 and parts[0] == "tests" else None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: xdist_group(item.nodeid) != "lab")  # stable: the lab first, the rest as collected
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """pytest-xdist's scope scheduling with our groups as scopes (its own ``xdist_group`` marks rename node ids,
+    which pytest >= 9.2 no longer lets a plugin do)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_group(nodeid) or nodeid
+
+    config.option.loadscopereorder = False  # keep the collection order: the lab group first
+    return GroupScheduling(config, log)
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    real_parts_summary(terminalreporter, exitstatus, config)
+    left_behind_summary(terminalreporter, exitstatus, config)

@@ -28,7 +28,6 @@ ENV = "PLACEMENT_STRICT"
 OPTION = "--strict-real"
 _ALLOWED_PREFIX = "allowed kernel-level skip"
 _ALLOWED_RE = re.compile(re.escape(_ALLOWED_PREFIX) + r" \[(?P<key>[\w.-]+)\]")
-_TAKEN = pytest.StashKey[list[tuple[str, str]]]()
 
 
 def strict() -> bool:
@@ -61,7 +60,8 @@ def kernel_fact(key: str, detail: str = "") -> None:
 
 
 def _skip_reason(longrepr: object) -> str:
-    reason = str(longrepr[2]) if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+    # (path, line, reason); a list once a pytest-xdist worker has sent the report to the controller
+    reason = str(longrepr[2]) if isinstance(longrepr, (tuple, list)) and len(longrepr) == 3 else str(longrepr)
     return reason.removeprefix("Skipped: ")
 
 
@@ -82,7 +82,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     if config.getoption(OPTION, default=False):
         os.environ[ENV] = "1"
-    config.stash[_TAKEN] = []
     config.addinivalue_line("markers", "needs_real_part(missing): made by support.real_parts.needs(); a missing real "
                                        "part is a skip, or a failure under strict mode")
 
@@ -100,10 +99,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
     if not rep.skipped or hasattr(rep, "wasxfail"):
         return
     reason = _skip_reason(rep.longrepr)
-    key = _allowed_key(reason)
-    if key is not None:
-        item.config.stash[_TAKEN].append((key, item.nodeid))
-    elif strict():
+    if _allowed_key(reason) is None and strict():
         rep.outcome = "failed"
         rep.longrepr = f"skipped without an allowed kernel-level reason (strict mode, {ENV}=1): {reason}"
 
@@ -119,8 +115,10 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
-    taken = config.stash.get(_TAKEN, [])
     tr = terminalreporter
+    # from the reports (not from the hooks above): with pytest-xdist they run in the workers, the summary here
+    taken = [(key, rep.nodeid.split("@")[0]) for rep in tr.stats.get("skipped", [])
+             if (key := _allowed_key(_skip_reason(rep.longrepr))) is not None]
     tr.section("real parts")
     tr.write_line(f"strict mode ({ENV}=1 / {OPTION}): {'ON: a missing real part fails' if strict() else 'off'}")
     tr.write_line("allowed kernel-level skips (tests/support/allowed_skips.py):")
