@@ -47,6 +47,9 @@ def flink_support():
 # on), and each directory whose fixtures make namespaces with fixed names and addresses. Every other test is a unit of
 # its own. The lab group is the longest (~20 min): it is collected, and so handed out, first.
 LAB_MODULES = {"tests/watch/test_watch_lab.py", "tests/apply/test_apply_rescale_lab.py"}
+# tests/lab modules that start Flink clusters of their own but touch none of the lab's names: anywhere
+NOT_THE_LAB = {"tests/lab/test_lab_cluster.py", "tests/lab/test_lab_vanilla_placement.py",
+               "tests/lab/test_lab_jobs_build.py", "tests/lab/test_lab_netns_taskmanager.py"}
 GROUP_BY_DIRECTORY = {"lab": "lab", "netem": "netns-10.201", "infra": "netns-10.201", "apply": "netns-10.204",
                       "ansible": "netns-10.202"}
 
@@ -56,6 +59,8 @@ def xdist_group(nodeid: str) -> str | None:
     path = nodeid.split("::", 1)[0]
     if path in LAB_MODULES:
         return "lab"
+    if path in NOT_THE_LAB:
+        return None
     parts = path.split("/")
     return GROUP_BY_DIRECTORY.get(parts[1]) if len(parts) > 2 and parts[0] == "tests" else None
 

@@ -29,7 +29,7 @@ def tx_bytes(ns: str, interface: str) -> int:
 
 def test_edge_taskmanager_in_a_namespace_runs_its_pinned_source_and_sends_over_the_veth(tmp_path, lab_jobs_jar, flink_support):
     with Namespaces("pl-t") as nets:
-        wire = nets.add("rpi1", "10.203.7.1", "10.203.7.2")
+        wire = nets.add("rpi1", "10.205.7.1", "10.205.7.2")
         tms = (
             TaskManagerSpec("server", slots=2, address=wire.host_addr, external_resource="server", external_resource_amount=8),
             TaskManagerSpec("rpi1", slots=2, address=wire.ns_addr, external_resource="rpi1", external_resource_amount=8,
