@@ -59,7 +59,8 @@ def run_plan(inventory_path: str, profile_path: str, out_dir: str, solver: str, 
     # the problem at the asked scale, built before any solve: its pins' warnings come before the work (--strict)
     problem = build_problem(inv, profile, PlanOptions(rate_scale=rate_scale, placement_mode=placement_mode),
                             inventory_source=inventory_path)
-    report_warnings([*input_warnings(inv, profile, inventory_path, link), *problem.input_warnings], strict=strict)
+    report_warnings([*input_warnings(inv, profile, inventory_path, link),
+                     *(f"{inventory_path}: {w}" for w in problem.input_warnings)], strict=strict)
     rescaled = capped = None
     if rescale:
         rescaled = rescale_plan.plan_rescaled(inv, profile, inventory_source=inventory_path, rate_scale=rate_scale,
