@@ -75,7 +75,6 @@ def apply(plan_dir: Path | None, plan_file: Path | None, inventory: Path, job_id
     """Put the plan in PLAN_DIR (or --plan DIR/plan.json) into effect on the running Flink job: savepoint, redeploy,
     verify, roll back.
 
-    \b
     Custom mode applies a plan that changes parallelism (placement plan --rescale): the job is resubmitted from the
     savepoint through the JobGraph submitter, which apply installs and runs on the JobManager host (it needs Java
     there, as Flink does; the job's jar is uploaded there from --jar/job.jar, or found in the JobManager's upload
