@@ -22,6 +22,7 @@ from placement.apply import ApplyFailed, Prepared, execute, prepare
 from placement.apply.preflight import describe_reads
 from placement.apply.request import load_request
 from placement.apply.verify import VerifyRow
+from placement.cli.fit import print_table
 from placement.errors import BadInput
 
 
@@ -91,7 +92,7 @@ def apply(plan_dir: Path | None, plan_file: Path | None, inventory: Path, job_id
         if prepared.plan.noop:
             console.print(prepared.plan.noop_reason, markup=False)
             rows = _current_rows(prepared)
-            console.print(_verify_table(rows))
+            print_table(console, _verify_table(rows))
             if not dry_run:
                 execute(prepared, audit_path=audit_log or req.plan_dir / "apply-audit.jsonl", echo=lambda s: None)
             return
@@ -104,9 +105,9 @@ def apply(plan_dir: Path | None, plan_file: Path | None, inventory: Path, job_id
                               echo=lambda s: console.print(s, markup=False, highlight=False))
         except ApplyFailed as exc:
             if exc.outcome.rows:
-                console.print(_verify_table(exc.outcome.rows))
+                print_table(console, _verify_table(exc.outcome.rows))
             raise
-        console.print(_verify_table(outcome.rows))
+        print_table(console, _verify_table(outcome.rows))
         extra = f" (stop requested -> RUNNING again: {outcome.downtime_s:.1f} s)" if outcome.downtime_s is not None else ""
         console.print(f"{outcome.message}; savepoint {outcome.savepoint}{extra}", markup=False)
     finally:

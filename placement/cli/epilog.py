@@ -23,7 +23,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "apply": (f"placement apply out/iot --inventory {INV} --dry-run",
               f"placement apply out/iot --inventory {INV} --jar job.jar"),
     "examples": ("placement examples", "placement examples --copy ex"),
-    "profile": (f"placement profile out/metrics --out out/iot.json --inventory {INV}",),
+    "profile": (f"placement profile out/metrics --out out/iot.json \\\n    --inventory {INV}",),
     "watch": (f"placement watch --inventory {INV} --work-dir out/watch",),
     "inventory validate": (f"placement inventory validate {INV}",),
     "inventory ansible": (f"placement inventory ansible {INV} --out out/ansible",),

@@ -10,6 +10,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from placement.cli.fit import print_table
 from placement.ansible_export import LocalArchive, ansible_inventory, render
 from placement.errors import BadInput
 from placement.inventory import load_inventory
@@ -28,7 +29,7 @@ def validate(file: str, as_json: bool) -> None:
     """Check FILE and show the hosts with their effective figures."""
     inv = load_inventory(file)
     if as_json:
-        click.echo(json.dumps(inv.model_dump(mode="json", by_alias=True), indent=2))
+        click.echo(json.dumps(inv.model_dump(mode="json", by_alias=True), indent=2, ensure_ascii=False))
         return
     table = Table(title=f"{file}: {inv.name} — valid")
     for col in ("host", "role", "model", "address", "cores", "memory MiB", "slots", "speed", "uplink"):
@@ -39,8 +40,9 @@ def validate(file: str, as_json: bool) -> None:
             link = inv.uplink(h.name)
             uplink = f"{link.bandwidth:g} Mbit/s, {link.delay:g} ms → {link.to}"
         table.add_row(h.name, h.role, h.model, h.address, f"{h.cores:g}", f"{h.memory_mib:g}", str(h.task_slots), f"{h.speed:g}", uplink)
-    Console().print(table)
-    click.echo(f"placement mode: {inv.flink.placement_mode}; digest {inv.digest()}")
+    console = Console()
+    print_table(console, table)
+    console.print(f"placement mode: {inv.flink.placement_mode}; digest {inv.digest()}", markup=False, highlight=False)
 
 
 @inventory.command("ansible")

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from placement.cli import capacity_plan, plan_tables, rescale_plan
+from placement.cli.fit import print_table
 from placement.cli.plan_notes import input_warnings, report_warnings
 from placement.costmodel.model import PlanOptions, build_problem
 from placement.errors import EXIT_INFEASIBLE, Infeasible
@@ -92,17 +93,17 @@ def run_plan(inventory_path: str, profile_path: str, out_dir: str, solver: str, 
         for note in result.notes:
             console.print(f"[dim]note: {escape(note)}[/]")
         if result.shortages:
-            console.print(plan_tables.shortfalls_table(result))
+            print_table(console, plan_tables.shortfalls_table(result))
         for cause in result.causes:
             console.print(f"why: {escape(cause)}", overflow="ignore", crop=False)
         if result.cost is not None:
-            console.print(plan_tables.links_table(result))
-            console.print(plan_tables.hosts_table(result))
-            console.print(plan_tables.placement_table(problem, result))
+            print_table(console, plan_tables.links_table(result))
+            print_table(console, plan_tables.hosts_table(result))
+            print_table(console, plan_tables.placement_table(problem, result))
         if rescaled:
-            console.print(rescale_plan.parallelism_table(rescaled))
+            print_table(console, rescale_plan.parallelism_table(rescaled))
         if compare:
-            console.print(plan_tables.compare_table(problem, results))
+            print_table(console, plan_tables.compare_table(problem, results))
 
     summary: dict = {"job": profile.job.name, "inventory": inv.name, "results": [_result_json(r) for r in results]}
     if rescaled:

@@ -6,6 +6,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from placement.cli.fit import print_table
 from placement.profile.rules import MIN_CONFIDENT_BUSY_MS
 
 
@@ -65,7 +66,8 @@ def profile(metrics_dir, out, job, runs, warmup, inventory, stateful, stateless,
     screen = Console()
     if not screen.is_terminal:  # logs and pipes: do not squeeze the table into 80 columns
         screen = Console(width=140)
-    screen.print(table)
-    click.echo("busy/bp: ms per second, mean over subtasks; true rate: records per busy second of one subtask; "
-               f"ok=low: busy < {MIN_CONFIDENT_BUSY_MS:g} ms/s or too few samples")
-    click.echo(prof.job.note or "")
+    print_table(screen, table)
+    # through rich, not click.echo: wrapped between words at the terminal's width
+    screen.print("busy/bp: ms per second, mean over subtasks; true rate: records per busy second of one subtask; "
+                 f"ok=low: busy < {MIN_CONFIDENT_BUSY_MS:g} ms/s or too few samples", markup=False, highlight=False)
+    screen.print(prof.job.note or "", markup=False, highlight=False)
