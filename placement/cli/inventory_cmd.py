@@ -19,7 +19,7 @@ from placement.netem.profiles import load_profile
 
 @click.group()
 def inventory() -> None:
-    """Work with inventory files (format: inventory/README.md)."""
+    """Work with inventory files (the format: README.md beside the inventories `placement examples` lists)."""
 
 
 @inventory.command("validate")
@@ -60,7 +60,8 @@ def validate(file: str, as_json: bool) -> None:
 )
 @click.option("--wan-profile", help="shape every link like this named WAN profile (as `placement netem apply --profile`)")
 def ansible(file: str, out: str | None, flink_archive: str | None, rate_only: bool, wan_profile: str | None) -> None:
-    """Export FILE as an Ansible inventory for ansible/site.yml, stop.yml and netem.yml.
+    """Export FILE as an Ansible inventory for the project's playbooks (site.yml, stop.yml, netem.yml: in a clone of
+    the repository; the pip package does not carry them).
 
     Relative ssh key and known_hosts paths are taken relative to FILE's directory.
     """

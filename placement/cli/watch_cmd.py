@@ -100,7 +100,8 @@ def _line(status: Status) -> str:
 
 
 @click.command("watch")
-@click.option("--inventory", "inventory", required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--inventory", "inventory", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="inventory YAML the job runs on (as for `placement plan` and `placement apply`)")
 @click.option("--job-name", required=True, help="name of the running job to keep placed")
 @click.option("--apply", "apply_mode", type=click.Choice(["never", "ask", "auto"]), default="never", show_default=True,
               help="never: print and record decisions; ask: ask on the terminal; auto: apply like `placement apply`")
@@ -130,7 +131,8 @@ def _line(status: Status) -> str:
               help="rolling history, window snapshots and plans (default ./watch-<job name>)")
 @click.option("--log", "log_path", type=click.Path(dir_okay=False, path_type=Path),
               help="JSON-lines decision log (default WORK_DIR/decisions.jsonl)")
-@click.option("--engine", type=click.Choice(["spark", "pandas"]), default="spark", show_default=True)
+@click.option("--engine", type=click.Choice(["spark", "pandas"]), default="spark", show_default=True,
+              help="how each window is profiled, as `placement profile --engine`")
 @click.option("--spark-master", help="Spark master URL (default local[*])")
 @click.option("--duration", type=float, help="stop after this many seconds (default: until Ctrl-C / SIGTERM)")
 def watch(inventory: Path, job_name: str, apply_mode: str, rescale: bool, interval: float, window: float, sample: float,
