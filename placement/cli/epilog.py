@@ -24,7 +24,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
               f"placement apply out/iot --inventory {INV} --jar job.jar"),
     "examples": ("placement examples", "placement examples --copy ex"),
     "profile": (f"placement profile out/metrics --out out/iot.json \\\n    --inventory {INV}",),
-    "watch": (f"placement watch --inventory {INV} --job-name iot-sensors \\\n    --work-dir out/watch",),
+    "watch": (f"placement watch --inventory {INV} \\\n    --job-name iot-sensors --work-dir out/watch",),
     "inventory validate": (f"placement inventory validate {INV}",),
     "inventory ansible": (f"placement inventory ansible {INV} --out out/ansible",),
     "metrics collect": ("placement metrics collect --rest http://192.168.1.180:8081 \\\n    --out out/metrics",),

@@ -6,6 +6,7 @@ command's modules once per test session (hiding import-time interrupts); these h
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -22,9 +23,15 @@ def run_placement(*args: object, cwd: Path, timeout: float = 300, **kwargs) -> s
                           timeout=timeout, **kwargs)
 
 
+def default_sigint() -> None:
+    """In the child before exec: SIGINT at its default. A shell starts background jobs (a suite run with `&`) with
+    SIGINT ignored, the ignoring is inherited, and Python then installs no KeyboardInterrupt handler at all."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_placement(*args: object, cwd: Path) -> subprocess.Popen:
     return subprocess.Popen([str(PLACEMENT), *map(str, args)], cwd=cwd, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
 
 
 def plan_args(out: Path, inventory: Path = EDGE_LAB, profile: Path = IOT) -> list[object]:
