@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from placement.apply import ApplyFailed, Prepared, execute, prepare
-from placement.apply.preflight import describe_reads
+from placement.apply.preflight import PreflightFailed, describe_reads
 from placement.apply.request import load_request
 from placement.apply.verify import VerifyRow
 from placement.cli.fit import print_table
@@ -35,6 +35,11 @@ def _print_plan(console: Console, prepared: Prepared) -> None:
     console.print("preflight read (done, changes nothing):")
     for line in describe_reads(req):
         console.print(f"      {line}", markup=False, highlight=False)
+    if prepared.unchecked:
+        console.print("NOT CHECKED (the cluster could not be read; the steps below assume the job runs with the "
+                      "plan's vertices and the inventory's TaskManagers):", markup=False, highlight=False)
+        for problem in prepared.unchecked:
+            console.print(f"      {problem}", markup=False, highlight=False)
     console.print("steps:")
     for i, step in enumerate(plan.steps, 1):
         console.print(f"  {i:2d}. [{step.phase}] {step.describe()}", markup=False, highlight=False)
@@ -97,6 +102,10 @@ def apply(plan_dir: Path | None, plan_file: Path | None, inventory: Path, job_id
                 execute(prepared, audit_path=audit_log or req.plan_dir / "apply-audit.jsonl", echo=lambda s: None)
             return
         _print_plan(console, prepared)
+        if dry_run and prepared.unchecked:  # the steps are shown, but a dry run is a preflight: it did not pass
+            raise PreflightFailed(["could not check the cluster: " + prepared.unchecked[0]
+                                   + (f" (and {len(prepared.unchecked) - 1} more, above)" if len(prepared.unchecked) > 1
+                                      else "")])
         if dry_run:
             console.print("dry run: preflight passed; nothing was changed")
             return

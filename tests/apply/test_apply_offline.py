@@ -41,3 +41,19 @@ def test_a_stale_plan_is_found_offline_before_the_cluster_is_asked(tmp_path):
 def test_the_shipped_edge_lab_names_no_jar_that_is_not_there():
     inv = load_inventory(EDGE_LAB)
     assert inv.job.jar is None or (EDGE_LAB.parent / inv.job.jar).is_file()
+
+
+def test_a_dry_run_against_an_unreachable_cluster_shows_its_steps_marked_unchecked(tmp_path):
+    inventory = _unreachable_edge_lab(tmp_path)
+    assert run_placement(*plan_args(tmp_path / "plan", inventory), cwd=tmp_path).returncode == 0
+    done = run_placement("apply", tmp_path / "plan", "--inventory", inventory, "--dry-run", cwd=tmp_path, timeout=120)
+    assert done.returncode == 1  # a dry run is a preflight, and this one could not check the cluster
+    assert "could not check the cluster: " in one_line_error(done) and "nothing was changed" in done.stderr
+    shown = done.stdout
+    assert shown.index("NOT CHECKED") < shown.index("steps:")
+    assert "Flink REST is not up" in shown.split("steps:")[0]
+    steps = shown.split("steps:")[1]
+    for step in ("apply.lock", "POST /jobs/<job id>/stop", "iot-sensors.schedulercfg", "POST /jars/<jar>/run",
+                 "on its planned TaskManager"):
+        assert step in steps, (step, shown)
+    assert "roll back" in steps
