@@ -90,3 +90,15 @@ def test_plan_json_keeps_arrows_and_quiet_prints_nothing(tmp_path):
     quiet = run_placement(*plan_args(tmp_path / "quiet"), "--quiet", cwd=tmp_path)
     assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "")
     assert json.loads((tmp_path / "quiet" / "plan.json").read_text(encoding="utf-8"))["job"] == "iot-sensors"
+
+
+def test_job_means_the_same_in_profile_as_in_collect_and_apply(tmp_path):
+    """--job ID / --job-name NAME, as metrics collect and apply spell them."""
+    history = Path(__file__).resolve().parents[2] / "examples" / "metrics" / "iot-sensors"
+    by_name = run_placement("profile", history, "--out", tmp_path / "p.json", "--job-name", "iot-sensors",
+                            "--engine", "pandas", "--quiet", cwd=tmp_path)
+    assert by_name.returncode == 0, by_name.stderr
+    assert json.loads((tmp_path / "p.json").read_text())["job"]["name"] == "iot-sensors"
+    both = run_placement("profile", history, "--out", tmp_path / "q.json", "--job", "x", "--job-name", "iot-sensors",
+                         "--engine", "pandas", cwd=tmp_path)
+    assert both.returncode == 2 and "--job: give --job ID or --job-name NAME, not both" in one_line_error(both)
