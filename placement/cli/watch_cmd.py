@@ -19,6 +19,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from placement.errors import PlacementError
 from placement.watch.loop import (
     PlanFn,
     PlanOutcome,
@@ -191,3 +192,6 @@ def watch(inventory: Path, job_name: str, apply_mode: str, rescale: bool, interv
             signal.signal(s, handler)
     click.echo(f"watch stopped after {status.ticks} decisions: {status.applies} applied, {status.rolled_back} rolled back; "
                f"log {options.log_path}")
+    if status.job_id is None and status.ticks:  # it never saw the job: not a watch that found nothing to change
+        why = status.decision.reason if status.decision else "no decision was made"
+        raise PlacementError(f"the watch never saw job {job_name!r}: {why}")

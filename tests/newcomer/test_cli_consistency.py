@@ -11,7 +11,8 @@ from pathlib import Path
 
 import click
 import pytest
-from support.cli import one_line_error, plan_args, run_placement
+import yaml
+from support.cli import EDGE_LAB, one_line_error, plan_args, run_placement
 
 from placement.cli import cli
 from placement.cli.epilog import EXIT_CODES
@@ -102,3 +103,52 @@ def test_job_means_the_same_in_profile_as_in_collect_and_apply(tmp_path):
     both = run_placement("profile", history, "--out", tmp_path / "q.json", "--job", "x", "--job-name", "iot-sensors",
                          "--engine", "pandas", cwd=tmp_path)
     assert both.returncode == 2 and "--job: give --job ID or --job-name NAME, not both" in one_line_error(both)
+
+
+def test_metrics_collect_says_at_once_that_nothing_answers(tmp_path):
+    """A JobManager that is not there is asked once, not through 15 s of retries: a real socket that hangs up on
+    every connection counts them."""
+    import socket
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    server.settimeout(0.2)
+    accepted, stop = [], threading.Event()
+
+    def hang_up() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            accepted.append(1)
+            conn.close()
+
+    thread = threading.Thread(target=hang_up, daemon=True)
+    thread.start()
+    try:
+        done = run_placement("metrics", "collect", "--rest", f"http://127.0.0.1:{server.getsockname()[1]}",
+                             "--job-name", "x", "--duration", "5", "--out", tmp_path / "m", cwd=tmp_path, timeout=120)
+    finally:
+        stop.set()
+        thread.join()
+        server.close()
+    assert done.returncode == 1
+    assert "cannot reach the JobManager" in one_line_error(done)
+    assert len(accepted) == 1
+    assert not (tmp_path / "m").exists()
+
+
+def test_watch_keeps_to_its_duration_and_fails_when_it_never_saw_the_job(tmp_path):
+    doc = yaml.safe_load(EDGE_LAB.read_text())
+    doc["flink"]["rest_url"] = "http://127.0.0.1:1"  # nothing listens there
+    inventory = tmp_path / "inv.yaml"
+    inventory.write_text(yaml.safe_dump(doc))
+    done = run_placement("watch", "--inventory", inventory, "--job-name", "iot-sensors", "--duration", "1",
+                         "--engine", "pandas", "--work-dir", tmp_path / "w", cwd=tmp_path, timeout=120)
+    assert done.returncode == 1
+    assert done.stderr.startswith("error: the watch never saw job 'iot-sensors': ")
+    decisions = (tmp_path / "w" / "decisions.jsonl").read_text().splitlines()
+    assert len(decisions) == 1  # one decision at the end of --duration 1, not after the 30 s interval
