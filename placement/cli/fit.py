@@ -8,14 +8,25 @@ stacks it: one block per row, each cell on a line of its own after its column's 
 
 from __future__ import annotations
 
-from rich.console import Console, Group, RenderableType
 from rich.cells import cell_len
+from rich.console import Console, Group, RenderableType
+from rich.errors import MarkupError
 from rich.table import Table
 from rich.text import Text
 
 
+def _text(renderable: object) -> Text:
+    """A cell as the table shows it: a str cell is rich markup there, so it is here."""
+    if isinstance(renderable, Text):
+        return renderable
+    try:
+        return Text.from_markup(str(renderable))
+    except MarkupError:
+        return Text(str(renderable))
+
+
 def _plain(renderable: object) -> str:
-    return renderable.plain if isinstance(renderable, Text) else str(renderable)
+    return _text(renderable).plain
 
 
 def stacked(table: Table) -> RenderableType:
@@ -33,7 +44,7 @@ def stacked(table: Table) -> RenderableType:
             block.add_row(f"{header}:", cell)
         if len(parts) > (1 if table.title else 0):
             parts.append(Text(""))  # a blank line between rows' blocks
-        parts.extend([Text.assemble((f"{headers[0]}: " if headers[0] else "", "dim"), _plain(row[0])), block])
+        parts.extend([Text.assemble((f"{headers[0]}: " if headers[0] else "", "dim"), _text(row[0])), block])
     if table.caption:
         parts.append(Text(_plain(table.caption), style="dim"))
     return Group(*parts)

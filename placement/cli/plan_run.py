@@ -28,6 +28,7 @@ from placement.writers.bundle import render_artifacts, write_plan_dir
 from placement.writers.planjson import SourceRef, build_plan_document
 from placement.writers.plandir import check_writable
 
+
 def _result_json(r: PlanResult) -> dict:
     out: dict = {"strategy": r.strategy, "status": r.status, "reason": r.reason}
     if r.cost is not None:
@@ -42,12 +43,12 @@ def _result_json(r: PlanResult) -> dict:
     return out
 
 
-
 def run_plan(inventory_path: str, profile_path: str, out_dir: str, solver: str, time_limit: float, gap: float,
              objective: str | None, mode: str | None, rate_scale: float, rescale: bool, target_rate: str | None,
              compare: bool, as_json: bool, method: str = "auto", max_rate: bool = False,
              add_host: tuple[str, ...] = (), link: tuple[str, ...] = (), verbose: bool = False, quiet: bool = False,
              strict: bool = False) -> None:
+    """``placement plan`` with its parsed options (see :func:`placement.cli.plan_cmd.plan`)."""
     rescale_plan.check_options(rescale, target_rate)
     capacity_plan.check_options(max_rate, rescale, rate_scale, method)
     inv = load_inventory(inventory_path)

@@ -204,7 +204,7 @@ class Collector:
         # collection, not for one that is not there at the start — that is said at once. Any HTTP answer (a 503 of a
         # busy JobManager too) means one is there: the retrying calls below handle it.
         try:
-            FlinkRest(o.rest_url, timeout=o.timeout_s).overview()
+            FlinkRest(o.rest_url, timeout=o.timeout_s).jobs()
         except FlinkRestError as exc:
             if exc.status is None:
                 raise
