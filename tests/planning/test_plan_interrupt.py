@@ -4,7 +4,8 @@ directory absent or whole (issue 26, defect 1).
 A real SIGINT is sent to a real ``placement`` process at points it is seen to have reached: while it loads the
 solver (highspy's shared object mapped into it), while it writes the plan directory (an entry appearing beside
 ``--out``), and at fractions of an uninterrupted run's duration (for the stretches no marker shows: solving,
-drawing). Before the fix an interrupt in the write left a directory with part of the plan in it.
+drawing). Before the fix an interrupt in the write left a directory with part of the plan in it, and one in
+highspy's import (1 in 6) a traceback.
 """
 
 from __future__ import annotations
@@ -42,8 +43,10 @@ def _solver_mapped(pid: int):
     return lambda: any("highspy" in m.path for m in psutil.Process(pid).memory_maps())
 
 
-def _new_entry_in(folder: Path, before: set[str]):
-    return lambda: bool(set(os.listdir(folder)) - before)
+def _writing_into(folder: Path):
+    """The plan's files are being written: its directory, or a staging directory for it, appeared (the probe that
+    checks --out is writable before solving is another name and does not count)."""
+    return lambda: any(name == "plan" or name.startswith(".plan.new-") for name in os.listdir(folder))
 
 
 @pytest.fixture(scope="module")
@@ -56,10 +59,15 @@ def whole_plan(tmp_path_factory) -> tuple[set[str], float]:
     return {str(p.relative_to(work / "plan")) for p in (work / "plan").rglob("*")}, time.monotonic() - start
 
 
-def _assert_aborted_cleanly(process: subprocess.Popen, work: Path, whole: set[str]) -> None:
+def _assert_aborted_cleanly(process: subprocess.Popen, work: Path, whole: set[str], *, may_finish: bool = False) -> None:
+    """``may_finish``: the signal may arrive once the plan is in place (the last moments of a write on a busy
+    machine); exit 0 with the whole plan is right then."""
     out, err = process.communicate(timeout=120)
-    assert process.returncode == 130, (process.returncode, out, err)
-    assert err.strip().splitlines()[-1] == "aborted", err
+    if may_finish and process.returncode == 0:
+        assert "wrote " in out and err == "", (out, err)
+    else:
+        assert process.returncode == 130, (process.returncode, out, err)
+        assert err.strip().splitlines()[-1] == "aborted", err
     assert "Traceback" not in err and "Error" not in err, err
     assert "cbc" not in (out + err).lower(), (out, err)  # an interrupt is never a solver fallback
     plan = work / "plan"
@@ -79,9 +87,9 @@ def test_ctrl_c_while_the_solver_loads_aborts(tmp_path, whole_plan, attempt):
 
 def test_ctrl_c_while_the_plan_is_written_leaves_no_half_directory(tmp_path, whole_plan):
     process = start_placement(*plan_args(tmp_path / "plan"), cwd=tmp_path)
-    assert _wait_until(process, _new_entry_in(tmp_path, set()))
+    assert _wait_until(process, _writing_into(tmp_path))
     process.send_signal(signal.SIGINT)
-    _assert_aborted_cleanly(process, tmp_path, whole_plan[0])
+    _assert_aborted_cleanly(process, tmp_path, whole_plan[0], may_finish=True)
 
 
 @pytest.mark.parametrize("fraction", [0.25, 0.45, 0.65])
