@@ -12,15 +12,14 @@ the tables.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import signal
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 from placement.errors import BadInput
+from placement.signals import sigint_held_back
 
 # What `placement plan` writes (see placement.writers.bundle): everything else in --out is the user's and is kept.
 PLAN_ARTIFACTS = frozenset({"plan.json", "schedulercfg", "redeploy.sh", "placement.json", "plan.dot", "plan.svg",
@@ -56,20 +55,6 @@ def check_writable(out: Path) -> None:
         raise _unwritable(out, "permission denied")
 
 
-@contextlib.contextmanager
-def _sigint_deferred() -> Iterator[None]:
-    """SIGINT held back (delivered right after) while the old directory is swapped for the new one: two renames that
-    must both happen, or the plan directory would be missing."""
-    if not hasattr(signal, "pthread_sigmask"):
-        yield
-        return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
-
-
 def _copy_foreign_entries(old: Path, stage: Path) -> None:
     for entry in old.iterdir():
         if entry.name in PLAN_ARTIFACTS:
@@ -99,7 +84,7 @@ def write_whole(out: Path, files: Mapping[str, bytes], executable: frozenset[str
             os.chmod(target, 0o755 if name in executable else 0o644)
         if out.is_dir():
             _copy_foreign_entries(out, stage)
-        with _sigint_deferred():
+        with sigint_held_back():  # two renames that must both happen, or the plan directory would be missing
             if out.is_dir():
                 os.rename(out, retired)
             os.rename(stage, out)
