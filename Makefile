@@ -43,6 +43,7 @@ lock:
 	@git --no-pager diff --stat constraints.txt || true
 
 bench: setup-full
+	$(PY) benchmarks/cli_startup.py
 	$(PY) benchmarks/solver_scaling.py
 	$(PY) benchmarks/profile_throughput.py --sizes 10M,50M
 	$(PY) benchmarks/redeploy_downtime.py

@@ -22,6 +22,7 @@ from typing import Any
 import requests
 
 from placement.errors import PlacementError
+from placement.flink_jar_run import run_request_body  # noqa: F401  (part of this module's API)
 from placement.units import flink_duration_ms
 
 TERMINAL_STATES = frozenset({"FINISHED", "FAILED", "CANCELED", "SUSPENDED"})
@@ -423,26 +424,3 @@ class FlinkRest:
         head = (f"job {job_id} is {state} after {time.monotonic() - start:.0f}s" if state in TERMINAL_STATES
                 else f"job {job_id} not fully RUNNING after {timeout:.0f}s (job {state}" + (f"; {pending}" if pending else "") + ")")
         raise PlacementError(head + (f": {why}" if why else ""))
-
-
-def run_request_body(
-    *,
-    entry_class: str | None = None,
-    program_args: Sequence[str] = (),
-    parallelism: int | None = None,
-    savepoint_path: str | None = None,
-    allow_non_restored_state: bool = False,
-    flink_configuration: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
-    """The raw ``POST /jars/<id>/run`` body Flink 2.3 understands (``programArgsList``, camelCase keys)."""
-    body: dict[str, Any] = {"programArgsList": [str(a) for a in program_args]}
-    if entry_class:
-        body["entryClass"] = entry_class
-    if parallelism is not None:
-        body["parallelism"] = int(parallelism)
-    if savepoint_path:
-        body["savepointPath"] = savepoint_path
-        body["allowNonRestoredState"] = bool(allow_non_restored_state)
-    if flink_configuration:
-        body["flinkConfiguration"] = dict(flink_configuration)
-    return body

@@ -20,6 +20,7 @@ _RATE_UNITS = {  # -> Mbit/s
     "bps": 8e-6, "kbps": 8e-3, "mbps": 8.0, "gbps": 8e3,  # tc: bps = bytes per second
     "kibit": 1024 / 1e6, "mibit": 1024**2 / 1e6, "gibit": 1024**3 / 1e6,
 }
+_BYTES_RATE_UNITS = frozenset({"bps", "kbps", "mbps", "gbps"})
 _RATE_ALIASES = {"mbit/s": "mbit", "kbit/s": "kbit", "gbit/s": "gbit", "bit/s": "bit"}
 _TIME_UNITS = {"us": 1e-3, "usec": 1e-3, "ms": 1.0, "msec": 1.0, "s": 1000.0, "sec": 1000.0}
 _SIZE_UNITS = {  # -> MiB
@@ -69,6 +70,13 @@ def flink_duration_ms(text: object) -> float | None:
 def parse_rate_mbit(text: object) -> float:
     """``'50mbit'`` -> 50.0 (Mbit/s)."""
     return _parse(text, _RATE_UNITS, "rate", "50mbit", _RATE_ALIASES)
+
+
+def is_bytes_rate(text: object) -> bool:
+    """Is ``text`` a rate in one of tc's bytes-per-second units (``50mbps`` = 50 MB/s = 400 Mbit/s)? Valid, and what
+    tc means, but most people writing ``mbps`` mean megabits: ``placement plan`` warns about it."""
+    m = re.fullmatch(_NUMBER + r"(?P<unit>[A-Za-z/%]*)", str(text).strip()) if isinstance(text, str) else None
+    return bool(m) and m.group("unit").lower() in _BYTES_RATE_UNITS
 
 
 def parse_time_ms(text: object) -> float:

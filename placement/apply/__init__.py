@@ -50,6 +50,9 @@ class Prepared:
     rest: FlinkRest
     executors: dict[str, Executor]
     factory: ExecutorFactory
+    # a dry run against a cluster it could not read: what preflight could not check (the steps are then planned on
+    # presumed_view's assumptions); empty when preflight read everything
+    unchecked: tuple[str, ...] = ()
 
     def close(self) -> None:
         self.factory.close()
@@ -81,6 +84,10 @@ def prepare(req: ApplyRequest, *, dry_run: bool = False, accept_new_host_keys: b
             if not problems:
                 submitter, problem = submitter_to_install(view)
                 problems += [problem] if problem else []
+        if view is None and dry_run:  # the cluster could not be read: show the steps anyway, on stated assumptions
+            view = presumed_view(req)
+            plan = plan_apply(req, view, holder=holder_string())
+            return Prepared(req, view, plan, rest, executors, factory, unchecked=tuple(p.message for p in problems))
         if problems or view is None:
             raise PreflightFailed([p.message for p in problems], bad_input=any(p.stale_input for p in problems))
         plan = plan_apply(req, view, holder=holder_string(), extension=extension, submitter=submitter)
@@ -88,6 +95,19 @@ def prepare(req: ApplyRequest, *, dry_run: bool = False, accept_new_host_keys: b
         factory.close()
         raise
     return Prepared(req, view, plan, rest, executors, factory)
+
+
+def presumed_view(req: ApplyRequest) -> ClusterView:
+    """What a dry run assumes of a cluster it cannot read: the job runs (id unknown) with the plan's vertices, its
+    placement differs from the plan, no earlier apply, the TaskManagers are the inventory's hosts and the scheduler
+    extension is in place. Every step planned on it is marked as not checked."""
+    vertices: dict[str, int] = {}
+    for a in req.plan.assignment:
+        vertices[a.vertex] = vertices.get(a.vertex, 0) + 1
+    return ClusterView(job_id=req.selector.job_id or "<job id>",
+                       job_name=req.selector.job_name or req.inventory.job.name or "<job name>", job_state="RUNNING",
+                       vertices=vertices, actual={}, taskmanagers={}, other_jobs=(), jar_ids=(), state_record=None,
+                       schedulercfg=None, jobmanager_config=None)
 
 
 def extension_to_install(req: ApplyRequest, view: ClusterView) -> tuple[ExtensionJar | None, Problem | None]:

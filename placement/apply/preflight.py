@@ -318,12 +318,6 @@ def check(req: ApplyRequest, view: ClusterView) -> list[Problem]:
     inv = req.inventory
     if view.job_state != "RUNNING":
         problems.append(Problem(f"job {view.job_id} ({view.job_name}) is {view.job_state}, not RUNNING"))
-    digest = inv.digest()
-    if req.plan.inventory.digest != digest:
-        problems.append(Problem(
-            f"stale plan: {req.plan_dir / 'plan.json'} was made from inventory {req.plan.inventory.digest[:19]}…, but "
-            f"{req.inventory_path} is {digest[:19]}… (the inventory changed since `placement plan`; plan again)",
-            stale_input=True))
     problems += graph_problems(req, view)
     if req.jar_id and req.jar_id not in view.jar_ids:
         problems.append(Problem(f"--jar-id {req.jar_id}: no such jar on the JobManager (uploaded: {', '.join(view.jar_ids) or 'none'})"))

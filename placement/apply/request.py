@@ -128,6 +128,7 @@ def load_request(
     plan_dir = plan_file.parent
     inventory = load_inventory(inventory_path)
     plan = load_plan(plan_file)
+    check_plan_is_current(plan, plan_file, inventory, Path(inventory_path))
     if job_id and job_name:
         raise BadInput("give --job or --job-name, not both")
     if jar and jar_id:
@@ -166,6 +167,16 @@ def load_request(
         jar_path=jar_path, jar_id=jar_id, consent=consent, schedulercfg=schedulercfg, vanilla_configs=vanilla,
         settle_s=settle_s,
     )
+
+
+def check_plan_is_current(plan: PlanDocument, plan_file: Path, inventory: Inventory, inventory_path: Path) -> None:
+    """A plan made from another inventory is stale: found offline, before any host or REST call (a dry run against
+    a cluster that is down must still say so, not that Flink REST is not up)."""
+    digest = inventory.digest()
+    if plan.inventory.digest != digest:
+        raise BadInput(f"stale plan: made from inventory {plan.inventory.digest[:19]}…, but {inventory_path} is "
+                       f"{digest[:19]}… (the inventory changed since `placement plan`; plan again)",
+                       source=str(plan_file), field="inventory.digest")
 
 
 def _jar_path(jar: str | None, inv: Inventory, inventory_path: Path) -> Path | None:

@@ -7,14 +7,19 @@ line (``error: <file>: <field>: <message>``) and exits with its code, without a 
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.util  # a submodule: `import importlib` alone does not load it (only an editable install's finder did)
+import signal
 import sys
 
 import click
 
 from placement import __version__
+from placement.cli.epilog import add_epilogs, epilog_for
 from placement.errors import EXIT_BAD_INPUT, PlacementError
+
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a command stopped by Ctrl-C
 
 # command name -> "module:attribute"
 COMMANDS = {
@@ -57,7 +62,16 @@ class LazyGroup(click.Group):
         if name not in COMMANDS or not self._available(name):
             return None
         module, attr = COMMANDS[name].split(":")
-        return getattr(importlib.import_module(module), attr)
+        return add_epilogs(getattr(importlib.import_module(module), attr), name)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        """click says "No such command"; this adds the nearest command name, as click does for a mistyped option."""
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and self.get_command(ctx, name) is None:
+            close = difflib.get_close_matches(name, self.list_commands(ctx), n=1, cutoff=0.6)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            ctx.fail(f"No such command {name!r}.{hint} (placement --help lists them)")
+        return super().resolve_command(ctx, args)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, HELP[name]) for name in self.list_commands(ctx)]
@@ -65,7 +79,8 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110},
+             epilog=epilog_for(""))
 @click.version_option(__version__, prog_name="placement")
 def cli() -> None:
     """Plan, prove and apply operator placement for Flink jobs across a server and edge task managers.
@@ -74,18 +89,31 @@ def cli() -> None:
     """
 
 
-def main(argv: list[str] | None = None) -> None:
+def _run(argv: list[str] | None) -> int:
+    """The command's exit status; every expected failure said on one line."""
     try:
         cli.main(args=argv, prog_name="placement", standalone_mode=False)
     except PlacementError as exc:
         click.echo(f"error: {exc}", err=True)
-        sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
+        return exc.exit_code
+    except (click.exceptions.Abort, KeyboardInterrupt):  # click turns a Ctrl-C inside a command into Abort
         click.echo("aborted", err=True)
-        sys.exit(130)
+        return EXIT_INTERRUPTED
     except click.ClickException as exc:  # usage errors: one line, exit 2
         click.echo(f"error: {exc.format_message()}", err=True)
-        sys.exit(exc.exit_code if exc.exit_code else EXIT_BAD_INPUT)
+        return exc.exit_code if exc.exit_code else EXIT_BAD_INPUT
     except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    sys.exit(0)
+        return exc.exit_code
+    return 0
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        code = _run(argv)
+        # The command is over (its output and files complete): a Ctrl-C from here on would only turn the
+        # interpreter's shutdown into a traceback or a death by signal, so it is ignored.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except KeyboardInterrupt:  # it landed between the command's end and the line above
+        click.echo("aborted", err=True)
+        code = EXIT_INTERRUPTED
+    sys.exit(code)

@@ -19,9 +19,10 @@ from rich.console import Console
 from rich.table import Table
 
 from placement.apply import ApplyFailed, Prepared, execute, prepare
-from placement.apply.preflight import describe_reads
+from placement.apply.preflight import PreflightFailed, describe_reads
 from placement.apply.request import load_request
 from placement.apply.verify import VerifyRow
+from placement.cli.fit import print_table
 from placement.errors import BadInput
 
 
@@ -34,6 +35,11 @@ def _print_plan(console: Console, prepared: Prepared) -> None:
     console.print("preflight read (done, changes nothing):")
     for line in describe_reads(req):
         console.print(f"      {line}", markup=False, highlight=False)
+    if prepared.unchecked:
+        console.print("NOT CHECKED (the cluster could not be read; the steps below assume the job runs with the "
+                      "plan's vertices and the inventory's TaskManagers):", markup=False, highlight=False)
+        for problem in prepared.unchecked:
+            console.print(f"      {problem}", markup=False, highlight=False)
     console.print("steps:")
     for i, step in enumerate(plan.steps, 1):
         console.print(f"  {i:2d}. [{step.phase}] {step.describe()}", markup=False, highlight=False)
@@ -75,7 +81,6 @@ def apply(plan_dir: Path | None, plan_file: Path | None, inventory: Path, job_id
     """Put the plan in PLAN_DIR (or --plan DIR/plan.json) into effect on the running Flink job: savepoint, redeploy,
     verify, roll back.
 
-    \b
     Custom mode applies a plan that changes parallelism (placement plan --rescale): the job is resubmitted from the
     savepoint through the JobGraph submitter, which apply installs and runs on the JobManager host (it needs Java
     there, as Flink does; the job's jar is uploaded there from --jar/job.jar, or found in the JobManager's upload
@@ -92,11 +97,15 @@ def apply(plan_dir: Path | None, plan_file: Path | None, inventory: Path, job_id
         if prepared.plan.noop:
             console.print(prepared.plan.noop_reason, markup=False)
             rows = _current_rows(prepared)
-            console.print(_verify_table(rows))
+            print_table(console, _verify_table(rows))
             if not dry_run:
                 execute(prepared, audit_path=audit_log or req.plan_dir / "apply-audit.jsonl", echo=lambda s: None)
             return
         _print_plan(console, prepared)
+        if dry_run and prepared.unchecked:  # the steps are shown, but a dry run is a preflight: it did not pass
+            raise PreflightFailed(["could not check the cluster: " + prepared.unchecked[0]
+                                   + (f" (and {len(prepared.unchecked) - 1} more, above)" if len(prepared.unchecked) > 1
+                                      else "")])
         if dry_run:
             console.print("dry run: preflight passed; nothing was changed")
             return
@@ -105,9 +114,9 @@ def apply(plan_dir: Path | None, plan_file: Path | None, inventory: Path, job_id
                               echo=lambda s: console.print(s, markup=False, highlight=False))
         except ApplyFailed as exc:
             if exc.outcome.rows:
-                console.print(_verify_table(exc.outcome.rows))
+                print_table(console, _verify_table(exc.outcome.rows))
             raise
-        console.print(_verify_table(outcome.rows))
+        print_table(console, _verify_table(outcome.rows))
         extra = f" (stop requested -> RUNNING again: {outcome.downtime_s:.1f} s)" if outcome.downtime_s is not None else ""
         console.print(f"{outcome.message}; savepoint {outcome.savepoint}{extra}", markup=False)
     finally:

@@ -10,6 +10,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from placement.cli.fit import print_table
 from placement.ansible_export import LocalArchive, ansible_inventory, render
 from placement.errors import BadInput
 from placement.inventory import load_inventory
@@ -18,7 +19,7 @@ from placement.netem.profiles import load_profile
 
 @click.group()
 def inventory() -> None:
-    """Work with inventory files (format: inventory/README.md)."""
+    """Work with inventory files (the format: README.md beside the inventories `placement examples` lists)."""
 
 
 @inventory.command("validate")
@@ -28,7 +29,7 @@ def validate(file: str, as_json: bool) -> None:
     """Check FILE and show the hosts with their effective figures."""
     inv = load_inventory(file)
     if as_json:
-        click.echo(json.dumps(inv.model_dump(mode="json", by_alias=True), indent=2))
+        click.echo(json.dumps(inv.model_dump(mode="json", by_alias=True), indent=2, ensure_ascii=False))
         return
     table = Table(title=f"{file}: {inv.name} — valid")
     for col in ("host", "role", "model", "address", "cores", "memory MiB", "slots", "speed", "uplink"):
@@ -39,8 +40,9 @@ def validate(file: str, as_json: bool) -> None:
             link = inv.uplink(h.name)
             uplink = f"{link.bandwidth:g} Mbit/s, {link.delay:g} ms → {link.to}"
         table.add_row(h.name, h.role, h.model, h.address, f"{h.cores:g}", f"{h.memory_mib:g}", str(h.task_slots), f"{h.speed:g}", uplink)
-    Console().print(table)
-    click.echo(f"placement mode: {inv.flink.placement_mode}; digest {inv.digest()}")
+    console = Console()
+    print_table(console, table)
+    console.print(f"placement mode: {inv.flink.placement_mode}; digest {inv.digest()}", markup=False, highlight=False)
 
 
 @inventory.command("ansible")
@@ -58,7 +60,8 @@ def validate(file: str, as_json: bool) -> None:
 )
 @click.option("--wan-profile", help="shape every link like this named WAN profile (as `placement netem apply --profile`)")
 def ansible(file: str, out: str | None, flink_archive: str | None, rate_only: bool, wan_profile: str | None) -> None:
-    """Export FILE as an Ansible inventory for ansible/site.yml, stop.yml and netem.yml.
+    """Export FILE as an Ansible inventory for the project's playbooks (site.yml, stop.yml, netem.yml: in a clone of
+    the repository; the pip package does not carry them).
 
     Relative ssh key and known_hosts paths are taken relative to FILE's directory.
     """

@@ -10,15 +10,18 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-WORKDIR = click.option("--workdir", "work_dir", type=click.Path(file_okay=False, path_type=Path),
+WORKDIR = click.option("--work-dir", "work_dir", type=click.Path(file_okay=False, path_type=Path),
                        default="/tmp/placement-lab", show_default=True, help="state, logs and the lab inventory")
+# `--workdir`, the old spelling, still works (scripts written for it) without a second entry in --help: click
+# normalises option names through this before it matches them
+OLD_SPELLINGS = {"workdir": "work-dir"}
 
 
 def _console() -> Console:
     return Console(width=None if sys.stdout.isatty() else 140)
 
 
-@click.group()
+@click.group(context_settings={"token_normalize_func": lambda name: OLD_SPELLINGS.get(name, name)})
 def lab() -> None:
     """Run the whole chain for real on one machine: JobManager and server TaskManager in the root namespace, one
     TaskManager per edge host in its own network namespace behind an htb-shaped veth, CPU-throttled by a cgroup."""
@@ -26,7 +29,7 @@ def lab() -> None:
 
 @lab.command("up")
 @click.option("--inventory", "inventory_path", required=True, type=click.Path(dir_okay=False),
-              help="inventory with one server and edge hosts (inventory/lab.yaml)")
+              help="inventory with one server and edge hosts (lab.yaml of `placement examples`)")
 @WORKDIR
 @click.option("--timeout", type=float, default=300.0, show_default=True, help="seconds to wait for the TaskManagers")
 @click.option("--mode", type=click.Choice(["custom", "vanilla"]), default="custom", show_default=True,
@@ -63,14 +66,14 @@ def down_cmd(work_dir: Path) -> None:
 
 @lab.command("status")
 @WORKDIR
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="the status as JSON on stdout instead of tables")
 def status_cmd(work_dir: Path, as_json: bool) -> None:
     """Hosts, TaskManagers registered, shaping and throttling."""
     from placement.lab.runner import status
 
     st = status(work_dir)
     if as_json:
-        click.echo(json.dumps(st, indent=2, default=str))
+        click.echo(json.dumps(st, indent=2, default=str, ensure_ascii=False))
         return
     if st.get("status") is None:
         left = {k: v for k, v in st["leftovers"].items() if v}
@@ -109,7 +112,7 @@ def measure_cmd(work_dir: Path, duration: float, as_json: bool) -> None:
 
     m = measure(work_dir, duration)
     if as_json:
-        click.echo(json.dumps(m.to_json(), indent=2))
+        click.echo(json.dumps(m.to_json(), indent=2, ensure_ascii=False))
         return
     console = _console()
     links = Table(title=f"WAN over {m.seconds:.1f} s (namespace-side veth tx)")

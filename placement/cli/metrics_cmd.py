@@ -8,6 +8,8 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
+from placement.cli.params import HTTP_URL
+
 
 @click.group()
 def metrics() -> None:
@@ -15,7 +17,7 @@ def metrics() -> None:
 
 
 @metrics.command("collect")
-@click.option("--rest", "rest_url", help="JobManager REST URL, e.g. http://127.0.0.1:8081 (with --prometheus: where the "
+@click.option("--rest", "rest_url", type=HTTP_URL, help="JobManager REST URL, e.g. http://127.0.0.1:8081 (with --prometheus: where the "
               "job graph, checkpoint sizes and TaskManagers come from)")
 @click.option("--job", "job_id", help="job id")
 @click.option("--job-name", help="name of a running job (instead of --job)")
@@ -26,7 +28,7 @@ def metrics() -> None:
 @click.option("--metrics-timeout", type=float, default=30.0, show_default=True,
               help="how long to wait for a freshly started job's metrics to appear")
 @click.option("--run-id", help="run id (default: UTC start time + random suffix)")
-@click.option("--prometheus", "prometheus_url", metavar="URL",
+@click.option("--prometheus", "prometheus_url", metavar="URL", type=HTTP_URL,
               help="read the history from Prometheus (which scrapes Flink's Prometheus reporter) instead of polling REST")
 @click.option("--since", metavar="TIME", help="with --prometheus: start (now-2h, Unix seconds or ISO 8601, UTC if no zone)")
 @click.option("--until", metavar="TIME", default="now", show_default=True, help="with --prometheus: end")

@@ -75,7 +75,7 @@ def _common(f):
     f = click.option("--host", "hosts", multiple=True, metavar="H",
                      help="only this host (repeatable; default: every host with a link)")(f)
     f = click.option("--inventory", "inventory_file", required=True, type=click.Path(dir_okay=False),
-                     help="inventory YAML (format: inventory/README.md)")(f)
+                     help="inventory YAML (the format: README.md beside the inventories `placement examples` lists)")(f)
     return f
 
 
@@ -106,7 +106,8 @@ def netem() -> None:
 
 @netem.command("apply")
 @_common
-@click.option("--profile", "profile_name", metavar="NAME", help="a WAN profile from netem/ overriding every link's figures")
+@click.option("--profile", "profile_name", metavar="NAME",
+              help="a WAN profile by name (`placement examples` lists them) overriding every link's figures")
 @click.option("--require-delay", is_flag=True,
               help="fail, leaving that host unshaped, when its kernel has no netem for delay/jitter/loss")
 def apply_cmd(inventory_file: str, hosts: tuple[str, ...], dry_run: bool, force_local: bool, accept_new_host_keys: bool,
@@ -202,7 +203,7 @@ def show_cmd(inventory_file: str, hosts: tuple[str, ...], dry_run: bool, force_l
     finally:
         factory.close()
     if as_json:
-        click.echo(json.dumps(out, indent=2))
+        click.echo(json.dumps(out, indent=2, ensure_ascii=False))
 
 
 @netem.command("clear")

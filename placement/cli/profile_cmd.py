@@ -6,6 +6,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from placement.cli.fit import print_table
 from placement.profile.rules import MIN_CONFIDENT_BUSY_MS
 
 
@@ -16,7 +17,9 @@ def _fmt(x: object, spec: str = ",.0f") -> str:
 @click.command()
 @click.argument("metrics_dir", metavar="DIR", type=click.Path(file_okay=True, dir_okay=True))
 @click.option("--out", "out", required=True, type=click.Path(), help="profile JSON to write")
-@click.option("--job", help="job name or id (needed when DIR holds several jobs)")
+@click.option("--job", "job_id", metavar="ID",
+              help="job id: that one submission, as in `metrics collect` and `apply` (needed when DIR holds several jobs)")
+@click.option("--job-name", metavar="NAME", help="job name: every submission of it, pooled (instead of --job)")
 @click.option("--run", "runs", multiple=True, help="use only this run id (repeatable); default: every run of the job")
 @click.option("--warmup", type=float, default=60.0, show_default=True,
               help="seconds after each (re)start of a subtask whose samples are dropped")
@@ -29,10 +32,16 @@ def _fmt(x: object, spec: str = ",.0f") -> str:
 @click.option("--details", type=click.Path(dir_okay=False),
               help="also write every per-subtask figure (means, medians, p95s, counts, true rates) as CSV")
 @click.option("--quiet", is_flag=True, help="print nothing but errors")
-def profile(metrics_dir, out, job, runs, warmup, inventory, stateful, stateless, spark_master, engine, details, quiet) -> None:
+def profile(metrics_dir, out, job_id, job_name, runs, warmup, inventory, stateful, stateless, spark_master, engine,
+            details, quiet) -> None:
     """Compute per-subtask and per-vertex rates, true processing rates, selectivities and statefulness from the
     samples in DIR (written by `placement metrics collect`) and write them as a profile (placement.profile/v1)."""
+    from placement.errors import BadInput
     from placement.profile.pipeline import build_profile, write_profile
+
+    if job_id and job_name:
+        raise BadInput("give --job ID or --job-name NAME, not both", field="--job")
+    job = job_id or job_name  # the history selects by id, else by name (--job NAME, as before, still works)
 
     console = Console(stderr=True, quiet=quiet)
     with console.status(f"profiling {metrics_dir} with {engine}…"):
@@ -65,7 +74,8 @@ def profile(metrics_dir, out, job, runs, warmup, inventory, stateful, stateless,
     screen = Console()
     if not screen.is_terminal:  # logs and pipes: do not squeeze the table into 80 columns
         screen = Console(width=140)
-    screen.print(table)
-    click.echo("busy/bp: ms per second, mean over subtasks; true rate: records per busy second of one subtask; "
-               f"ok=low: busy < {MIN_CONFIDENT_BUSY_MS:g} ms/s or too few samples")
-    click.echo(prof.job.note or "")
+    print_table(screen, table)
+    # through rich, not click.echo: wrapped between words at the terminal's width
+    screen.print("busy/bp: ms per second, mean over subtasks; true rate: records per busy second of one subtask; "
+                 f"ok=low: busy < {MIN_CONFIDENT_BUSY_MS:g} ms/s or too few samples", markup=False, highlight=False)
+    screen.print(prof.job.note or "", markup=False, highlight=False)

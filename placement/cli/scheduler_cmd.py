@@ -9,6 +9,8 @@ from pathlib import Path
 
 import click
 
+from placement.cli.params import HTTP_URL
+
 FLINK_HOME = click.option("--flink-home", "flink_home", type=click.Path(file_okay=False, path_type=Path), default=None,
                           help="Flink installation (has lib/flink-dist-*.jar); default $FLINK_HOME, else the pyflink wheel")
 
@@ -25,14 +27,14 @@ def _home(flink_home: Path | None):  # type: ignore[no-untyped-def]
 @click.group()
 def scheduler() -> None:
     """The Java extension that lets stock Flink place every subtask of an unmodified job where a schedulercfg says
-    (see scheduler/README.md). Install it into the JobManager's Flink home, then restart the JobManager."""
+    (see README.md in the scheduler folder of the installed package). Install it into the JobManager's Flink home, then restart the JobManager."""
 
 
 @scheduler.command("build")
 @FLINK_HOME
 @click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="where built jars are kept (default: a placement-scheduler dir in the temp dir)")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="the built jar (path, digest, seconds) as JSON on stdout")
 def build_cmd(flink_home: Path | None, cache: Path | None, as_json: bool) -> None:
     """Compile the extension with javac against the installation's jars (cached by sources + Flink version)."""
     from placement.scheduler import build_extension
@@ -42,7 +44,7 @@ def build_cmd(flink_home: Path | None, cache: Path | None, as_json: bool) -> Non
     jar = build_extension(home, cache)
     seconds = time.monotonic() - started
     if as_json:
-        click.echo(json.dumps({**asdict(jar), "path": str(jar.path), "seconds": round(seconds, 3)}))
+        click.echo(json.dumps({**asdict(jar), "path": str(jar.path), "seconds": round(seconds, 3)}, ensure_ascii=False))
     else:
         click.echo(f"{jar.path} (Flink {jar.flink_version}, build {jar.digest}, {jar.path.stat().st_size} bytes, "
                    f"{seconds:.1f}s)")
@@ -70,8 +72,8 @@ def install_cmd(flink_home: Path | None, jar_path: Path | None) -> None:
 
 @scheduler.command("status")
 @FLINK_HOME
-@click.option("--rest", "rest_url", default=None, help="a running JobManager's REST URL: does it use the extension?")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--rest", "rest_url", default=None, type=HTTP_URL, help="a running JobManager's REST URL: does it use the extension?")
+@click.option("--json", "as_json", is_flag=True, help="the status as JSON on stdout instead of lines")
 def status_cmd(flink_home: Path | None, rest_url: str | None, as_json: bool) -> None:
     """Is the extension installed, for which Flink, and (with --rest) does the running JobManager use it?
 
@@ -86,7 +88,7 @@ def status_cmd(flink_home: Path | None, rest_url: str | None, as_json: bool) -> 
     ok = st.version_ok and st.active is not False and not (rest_url and st.active is None)
     if as_json:
         data = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(st).items()}
-        click.echo(json.dumps({**data, "version_ok": st.version_ok, "ok": ok}))
+        click.echo(json.dumps({**data, "version_ok": st.version_ok, "ok": ok}, ensure_ascii=False))
     else:
         if st.installed is None:
             click.echo(f"not installed in {home.lib} (Flink {st.flink_version}): placement scheduler install --flink-home {home.path}")
@@ -104,7 +106,7 @@ def status_cmd(flink_home: Path | None, rest_url: str | None, as_json: bool) -> 
 
 
 @scheduler.command("taskmanagers")
-@click.option("--rest", "rest_url", required=True, help="the JobManager's REST URL")
+@click.option("--rest", "rest_url", required=True, type=HTTP_URL, help="the JobManager's REST URL")
 @click.option("--address", "addresses", multiple=True, metavar="ID=ADDRESS",
               help="another name for a TaskManager, as schedulercfg lines may use it (repeatable)")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,

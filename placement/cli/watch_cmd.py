@@ -19,6 +19,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from placement.errors import PlacementError
 from placement.watch.loop import (
     PlanFn,
     PlanOutcome,
@@ -100,7 +101,8 @@ def _line(status: Status) -> str:
 
 
 @click.command("watch")
-@click.option("--inventory", "inventory", required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--inventory", "inventory", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="inventory YAML the job runs on (as for `placement plan` and `placement apply`)")
 @click.option("--job-name", required=True, help="name of the running job to keep placed")
 @click.option("--apply", "apply_mode", type=click.Choice(["never", "ask", "auto"]), default="never", show_default=True,
               help="never: print and record decisions; ask: ask on the terminal; auto: apply like `placement apply`")
@@ -130,7 +132,8 @@ def _line(status: Status) -> str:
               help="rolling history, window snapshots and plans (default ./watch-<job name>)")
 @click.option("--log", "log_path", type=click.Path(dir_okay=False, path_type=Path),
               help="JSON-lines decision log (default WORK_DIR/decisions.jsonl)")
-@click.option("--engine", type=click.Choice(["spark", "pandas"]), default="spark", show_default=True)
+@click.option("--engine", type=click.Choice(["spark", "pandas"]), default="spark", show_default=True,
+              help="how each window is profiled, as `placement profile --engine`")
 @click.option("--spark-master", help="Spark master URL (default local[*])")
 @click.option("--duration", type=float, help="stop after this many seconds (default: until Ctrl-C / SIGTERM)")
 def watch(inventory: Path, job_name: str, apply_mode: str, rescale: bool, interval: float, window: float, sample: float,
@@ -189,3 +192,6 @@ def watch(inventory: Path, job_name: str, apply_mode: str, rescale: bool, interv
             signal.signal(s, handler)
     click.echo(f"watch stopped after {status.ticks} decisions: {status.applies} applied, {status.rolled_back} rolled back; "
                f"log {options.log_path}")
+    if status.job_id is None and status.ticks:  # it never saw the job: not a watch that found nothing to change
+        why = status.decision.reason if status.decision else "no decision was made"
+        raise PlacementError(f"the watch never saw job {job_name!r}: {why}")

@@ -200,6 +200,14 @@ class Collector:
             raise BadInput("must be > 0", field="--interval")
         if o.duration_s <= 0:
             raise BadInput("must be > 0", field="--duration")
+        # Once, without the retrying session: retries (15 s of back-off) are for a JobManager that blips during a
+        # collection, not for one that is not there at the start — that is said at once. Any HTTP answer (a 503 of a
+        # busy JobManager too) means one is there: the retrying calls below handle it.
+        try:
+            FlinkRest(o.rest_url, timeout=o.timeout_s).jobs()
+        except FlinkRestError as exc:
+            if exc.status is None:
+                raise
         job = self.resolve_job()
         job_id = job["jid"]
         if job.get("state") in TERMINAL_STATES:

@@ -172,6 +172,9 @@ class PlacementProblem:
     slot_sharing: bool = True
     rate_scale: float = 1.0
     warnings: tuple[str, ...] = field(default=())
+    # the warnings about valid input that was probably not meant (pins naming no vertex of the job, when they look
+    # like typos): `plan` says them on stderr even with --json, and --strict refuses them; also in ``warnings``
+    input_warnings: tuple[str, ...] = field(default=())
     whole_vertices: frozenset[str] = frozenset()  # vertex ids whose subtasks must share one host (vanilla mode)
 
     @cached_property
@@ -370,6 +373,7 @@ def build_problem(
     hosts = _hosts(inv)
     host_by_name = {h.name: h for h in hosts}
     births, allow, forbid = _resolve_pins(inv, profile, inventory_source, warnings)
+    input_warnings = tuple(warnings)  # so far only the pins' notes
     g = profile.graph()
 
     weights = _path_weights(profile)
@@ -404,7 +408,7 @@ def build_problem(
         vertex_order=tuple(v.id for v in profile.topological_vertices()),
         vertex_names={v.id: v.name for v in profile.vertices}, policy=policy,
         slot_sharing=inv.flink.slot_sharing, rate_scale=options.rate_scale, warnings=tuple(warnings),
-        whole_vertices=vanilla_whole_vertices(profile) if options.placement_mode == "vanilla" else frozenset(),
+        input_warnings=input_warnings, whole_vertices=vanilla_whole_vertices(profile) if options.placement_mode == "vanilla" else frozenset(),
     )
 
 

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Literal
 
 import networkx as nx
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
 from placement.loading import FieldError, load_model
 
@@ -68,6 +68,19 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+# Physical plausibility: a figure past these is a typo or a corrupted file, never a measurement, and left in it makes
+# the solvers fail (1e308 bytes per record overflows HiGHS's and CBC's arithmetic). Each bound is far above any real
+# Flink job: one subtask's rate — a Flink subtask moves at most a few 10^7 records/s; its bytes/s — a 100 Gbit/s NIC
+# is 1.25e10 B/s; one record — Flink's network stack cannot carry a record above 2^31 bytes (a Java array);
+# state — a petabyte; a host speed — 1000 server cores in one.
+MAX_RECORDS_PER_S = 1e9
+MAX_BYTES_PER_S = 1e12
+MAX_RECORD_BYTES = 2.0**31
+MAX_STATE_BYTES = 1e15
+MAX_HOST_SPEED = 1e3
+MAX_INTERVAL_MS = 365 * 24 * 3600e3  # a checkpoint interval or buffer timeout of a year is "never"
+
+
 def _finite_or_none(v: float | None) -> float | None:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return None
@@ -76,12 +89,12 @@ def _finite_or_none(v: float | None) -> float | None:
 
 class SubtaskProfile(Strict):
     index: int = Field(ge=0, description="0-based subtask index")
-    records_in_per_s: float = Field(0.0, ge=0)
-    records_out_per_s: float = Field(0.0, ge=0)
+    records_in_per_s: float = Field(0.0, ge=0, le=MAX_RECORDS_PER_S)
+    records_out_per_s: float = Field(0.0, ge=0, le=MAX_RECORDS_PER_S)
     busy_ms_per_s: float | None = Field(None, ge=0, le=1000, description="null when Flink reported NaN")
     idle_ms_per_s: float | None = Field(None, ge=0, le=1000)
     backpressured_ms_per_s: float | None = Field(None, ge=0, le=1000)
-    host_speed: float = Field(1.0, gt=0, description="speed of the host it was measured on (server core = 1)")
+    host_speed: float = Field(1.0, gt=0, le=MAX_HOST_SPEED, description="speed of the host it was measured on (server core = 1)")
     samples: int | None = Field(None, ge=0)
     confident: bool = Field(True, description="false when busy time was too low to estimate a rate")
 
@@ -98,11 +111,11 @@ class VertexProfile(Strict):
     max_parallelism: int | None = Field(
         None, ge=1, description="Flink's max parallelism (key groups); absent: Flink's default for the parallelism")
     stateful: bool = False
-    state_bytes: float = Field(0.0, ge=0, description="checkpointed state, all subtasks together")
+    state_bytes: float = Field(0.0, ge=0, le=MAX_STATE_BYTES, description="checkpointed state, all subtasks together")
     checkpointed_bytes: float | None = Field(
-        None, ge=0, description="what one checkpoint uploads, all subtasks (incremental: the delta); null: state_bytes")
+        None, ge=0, le=MAX_STATE_BYTES, description="what one checkpoint uploads, all subtasks (incremental: the delta); null: state_bytes")
     bytes_per_record_out: float = Field(
-        0.0, ge=0, description="bytes of one record it emits (its edges' mean); planned on edges without own figures")
+        0.0, ge=0, le=MAX_RECORD_BYTES, description="bytes of one record it emits (its edges' mean); planned on edges without own figures")
     subtasks: list[SubtaskProfile]
     stats: dict[str, float | int | str | bool | None] = Field(
         default_factory=dict, description="extra figures from the profiling job (p95s, selectivity, ...)"
@@ -146,9 +159,12 @@ class EdgeProfile(Strict):
 
     @field_validator("records_per_s", "bytes_per_s", "receiver_shares")
     @classmethod
-    def _non_negative(cls, v: list[float] | None) -> list[float] | None:
+    def _non_negative(cls, v: list[float] | None, info: ValidationInfo) -> list[float] | None:
         if v is not None and any(not math.isfinite(x) or x < 0 for x in v):
             raise ValueError("values must be finite and >= 0")
+        top = {"records_per_s": MAX_RECORDS_PER_S, "bytes_per_s": MAX_BYTES_PER_S}.get(info.field_name or "")
+        if v is not None and top is not None and any(x > top for x in v):
+            raise ValueError(f"values must be at most {top:g} per subtask (physically plausible)")
         return v
 
     @model_validator(mode="after")
@@ -183,9 +199,9 @@ class JobInfo(Strict):
     origin: Literal["example", "synthetic", "collected"] = "collected"
     note: str | None = None
     checkpoint_interval_ms: float | None = Field(
-        None, gt=0, description="time between checkpoints (max of interval and min pause); null: off or unknown")
+        None, gt=0, le=MAX_INTERVAL_MS, description="time between checkpoints (max of interval and min pause); null: off or unknown")
     buffer_timeout_ms: float | None = Field(
-        None, ge=0, description="Flink's network flush interval (execution.buffer-timeout); null: framing not charged")
+        None, ge=0, le=MAX_INTERVAL_MS, description="Flink's network flush interval (execution.buffer-timeout); null: framing not charged")
 
 
 class JobProfile(Strict):

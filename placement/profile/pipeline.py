@@ -63,7 +63,7 @@ def build_profile(
 def write_profile(profile: JobProfile, out: str | Path) -> Path:
     """Write atomically: a failed run never leaves a half-written profile behind."""
     p = Path(out)
-    _write_atomically(p, json.dumps(profile.model_dump(mode="json"), indent=2) + "\n", "--out")
+    _write_atomically(p, json.dumps(profile.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n", "--out")
     return p
 
 

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from placement.errors import PlacementError
 from placement.flink_home import FlinkHome
-from placement.flink_rest import FlinkRest
 from placement.scheduler.build import JAR_PREFIX
+
+if TYPE_CHECKING:  # annotations only: writing a plan (schedulercfg naming) needs no HTTP client
+    from placement.flink_rest import FlinkRest
 
 
 def classpath_order(classpath: list[str]) -> bool | None:

@@ -10,9 +10,11 @@ import hashlib
 import math
 import re
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from placement.flink_rest import TaskManagerInfo
+if TYPE_CHECKING:  # annotations only: `placement plan` names schedulercfg files without loading an HTTP client
+    from placement.flink_rest import TaskManagerInfo
 
 SCHEDULER_DIR_KEY = "placement.scheduler.dir"  # JobManager config: the directory holding one schedulercfg per job
 JOB_FILE_KEY = "placement.scheduler.file"  # a job's own configuration: the schedulercfg of this job (overrides the dir)

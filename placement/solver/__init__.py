@@ -7,8 +7,11 @@ Layout: :mod:`.domains` (families that fix variables to zero), :mod:`.constraint
 
 try:  # before any PuLP import: PuLP imports highspy under a bare `except:`, so a Ctrl-C landing there would silently
     import highspy  # noqa: F401  # mean "no HiGHS" and switch the solver; here it aborts the command as it should
-except ImportError:  # no HiGHS: the CBC fallback says so when it is used
-    pass
+except ImportError as exc:  # no HiGHS: the CBC fallback says so when it is used
+    # pybind11 reports any exception in a module's initialisation as ImportError("initialization failed") raised from
+    # it: a Ctrl-C there is an interrupt, not a missing HiGHS (and a second import would fail on half-registered types)
+    if isinstance(exc.__cause__, KeyboardInterrupt) or isinstance(exc.__context__, KeyboardInterrupt):
+        raise KeyboardInterrupt from exc
 
 from placement.solver.ilp import solve
 from placement.solver.result import PlanResult, Shortage, SolverOptions, Stage

@@ -273,5 +273,13 @@ def run(lp: pulp.LpProblem, solver: SolverName = "highs", *, time_limit: float |
                     return info
                 _say_fallback(f"HiGHS returned no answer ({info.status})")
             except Exception as exc:  # noqa: BLE001 - a HiGHS crash is what the CBC fallback is for
-                _say_fallback(f"HiGHS failed ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})")
-    return _run_cbc(lp, time_limit, gap, threads, warm_start, verbose)
+                _say_fallback(f"HiGHS failed ({_first_line(exc)})")
+    try:
+        return _run_cbc(lp, time_limit, gap, threads, warm_start, verbose)
+    except (pulp.PulpSolverError, OSError) as exc:  # the last solver there is: its failure ends the command, in one line
+        raise PlacementError(f"the CBC solver failed ({_first_line(exc)})") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__

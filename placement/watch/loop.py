@@ -246,9 +246,12 @@ class Watch:
         started = self.clock()
         try:
             while not self.stop_event.is_set():
-                self.status.next_tick_at = self.clock() + self.o.interval_s
+                wait_s = self.o.interval_s
+                if self.o.duration_s is not None:  # --duration 10 with a 30 s interval: decide at 10 s, then stop
+                    wait_s = max(0.0, min(wait_s, started + self.o.duration_s - self.clock()))
+                self.status.next_tick_at = self.clock() + wait_s
                 self._update("waiting for the next window")
-                if self.stop_event.wait(self.o.interval_s):
+                if self.stop_event.wait(wait_s):
                     break
                 self.tick()
                 if self.o.duration_s is not None and self.clock() - started >= self.o.duration_s:

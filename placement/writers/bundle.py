@@ -1,14 +1,13 @@
 """The plan directory: every artifact of one plan, rendered purely and then written in one place.
 
 ``plan.json``, ``schedulercfg``, ``redeploy.sh`` (executable), ``placement.json`` (the vanilla-mode mapping),
-``vanilla/<host>.yaml`` (TaskManager keys for vanilla placement), ``plan.dot``/``plan.svg``/``plan.png``. Files are written to a temporary name and renamed, so a directory never holds a
-half-written artifact.
+``vanilla/<host>.yaml`` (TaskManager keys for vanilla placement), ``plan.dot``/``plan.svg``/``plan.png``. The
+directory is written whole or not at all (:mod:`placement.writers.plandir`).
 """
 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from placement.costmodel.model import PlacementProblem
 from placement.inventory import Inventory
 from placement.writers.picture import plan_graph, render_images
 from placement.writers.planjson import PlanDocument, render_plan_json
+from placement.writers.plandir import write_whole
 from placement.writers.redeploy import render_redeploy
 from placement.writers.schedulercfg import label_collisions, render_schedulercfg
 from placement.writers.vanilla import render_taskmanager_configs
@@ -40,7 +40,7 @@ def render_artifacts(problem: PlacementProblem, plan: PlanDocument, inv: Invento
     files = {
         "schedulercfg": render_schedulercfg(plan.assignment, problem.vertex_order).encode(),
         "redeploy.sh": render_redeploy(plan, inv).encode(),
-        "placement.json": (json.dumps(plan.mapping(), indent=2) + "\n").encode(),
+        "placement.json": (json.dumps(plan.mapping(), indent=2, ensure_ascii=False) + "\n").encode(),
         **{name: text.encode() for name, text in render_taskmanager_configs(plan, inv).items()},
     }
     title = f"{plan.job}: {plan.objective.wan_mbit:.2f} Mbit/s over the WAN ({plan.solver.status})"
@@ -55,14 +55,5 @@ def render_artifacts(problem: PlacementProblem, plan: PlanDocument, inv: Invento
 
 
 def write_plan_dir(out_dir: Path, artifacts: Artifacts) -> list[Path]:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, data in artifacts.files.items():
-        target = out_dir / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.tmp")
-        tmp.write_bytes(data)
-        os.chmod(tmp, 0o755 if name in artifacts.executable else 0o644)
-        tmp.replace(target)
-        written.append(target)
-    return written
+    """Write the plan directory whole, replacing a previous plan there (:mod:`placement.writers.plandir`)."""
+    return write_whole(out_dir, artifacts.files, artifacts.executable)

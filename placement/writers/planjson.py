@@ -165,7 +165,7 @@ def build_plan_document(
 
 
 def render_plan_json(doc: PlanDocument) -> str:
-    return json.dumps(doc.model_dump(mode="json", by_alias=True), indent=2) + "\n"
+    return json.dumps(doc.model_dump(mode="json", by_alias=True), indent=2, ensure_ascii=False) + "\n"
 
 
 def load_plan(path: str | Path) -> PlanDocument:

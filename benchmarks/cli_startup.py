@@ -1,0 +1,81 @@
+"""CLI startup: how long the installed ``placement`` command takes, end to end, beside a baseline of the same run.
+
+Rows: ``python -c pass`` and ``python -c "import click"`` (the floor any click CLI pays on this machine, measured in
+the same run so a loaded machine shows as a slow baseline, not as a slow CLI), ``placement --help``, a mistyped
+option (``plan --inventroy``: the answer must not wait for the solver's imports), and ``plan`` of each shipped
+example profile on the shipped ``edge-lab`` inventory, files written. Each figure is the median of ``--runs`` runs.
+
+Targets (a quiet 2-core machine): ``--help`` ≤ 0.3 s, ``plan`` of a shipped example ≤ 1 s. The verdict column
+compares against them; ``over baseline`` is the median minus the ``import click`` baseline.
+
+    python benchmarks/cli_startup.py [--runs 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from placement.resources import repo_dir
+
+PLACEMENT = str(Path(sys.executable).parent / "placement")
+TARGETS = {"help": 0.3, "plan": 1.0}  # seconds, see the module doc
+
+
+def median_seconds(argv: list[str], runs: int, cwd: Path) -> tuple[float, int]:
+    """Median wall time of ``runs`` runs of ``argv`` and the exit status of the last one."""
+    times, code = [], 0
+    for _ in range(runs):
+        start = time.perf_counter()
+        code = subprocess.run(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), code
+
+
+def rows(work: Path) -> list[tuple[str, list[str], str | None, int]]:
+    """(label, argv, target key, expected exit status)."""
+    inventory = repo_dir("inventory") / "edge-lab.yaml"
+    out = [
+        ("python -c pass", [sys.executable, "-c", "pass"], None, 0),
+        ("python -c 'import click'", [sys.executable, "-c", "import click"], None, 0),
+        ("placement --help", [PLACEMENT, "--help"], "help", 0),
+        ("placement plan --inventroy", [PLACEMENT, "plan", "--inventroy", str(inventory)], None, 2),
+    ]
+    for profile in sorted((repo_dir("examples") / "profiles").glob("*.json")):
+        argv = [PLACEMENT, "plan", "--inventory", str(inventory), "--profile", str(profile),
+                "--out", str(work / profile.stem), "--quiet"]
+        out.append((f"placement plan {profile.stem}", argv, "plan", 0))
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    failed = False
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        measured = [(label, *median_seconds(argv, args.runs, work), key, expected)
+                    for label, argv, key, expected in rows(work)]
+    floor = measured[1][1]
+    print(f"{'command':<38} {'median s':>9} {'over baseline':>14} {'target s':>9}  verdict   (median of {args.runs})")
+    for label, seconds, code, key, expected in measured:
+        target = TARGETS.get(key) if key else None
+        if code != expected:
+            verdict = f"ERROR (exit {code})"
+        elif target is None:
+            verdict = ""
+        else:
+            verdict = "PASS" if seconds <= target else "FAIL"
+        failed |= verdict.startswith(("FAIL", "ERROR"))
+        print(f"{label:<38} {seconds:>9.3f} {seconds - floor:>14.3f} {target if target else '':>9}  {verdict}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,55 @@
+"""Warnings about input that is valid but probably not what the user meant, said before anything is solved.
+
+Like a compiler's warnings (and ``--strict`` like ``-Werror``): each is one ``warning:`` line on stderr — also with
+``--json``, whose stdout stays the summary alone — and the plan is made; ``plan --strict`` turns them into bad input
+(exit 2) for scripts that would rather stop. What is warned about:
+
+* a pin naming no vertex of the job when it looks like a typo (:attr:`PlacementProblem.input_warnings`);
+* a profile of another job than the inventory's ``job.name`` (what ``redeploy.sh`` and ``apply`` resubmit);
+* a link bandwidth in tc's ``bps`` units, which are bytes per second (``50mbps`` is 400 Mbit/s).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from placement.costmodel.model import PlacementProblem
+from placement.errors import BadInput
+from placement.inventory import Inventory
+from placement.loading import read_document
+from placement.profile.format import JobProfile
+from placement.units import is_bytes_rate, parse_rate_mbit
+
+
+def _bytes_rate_note(where: str, text: str) -> str:
+    return (f"{where}: {text!r} is in tc's bytes per second ({parse_rate_mbit(text):g} Mbit/s); "
+            f"write '{text.lower().replace('bps', 'bit')}' for megabits")
+
+
+def input_warnings(inv: Inventory, profile: JobProfile, inventory_path: str | Path,
+                   links: tuple[str, ...] = ()) -> list[str]:
+    """The warnings that need the inventory file and the options (the pins' are the problem's)."""
+    notes = []
+    if inv.job.name and inv.job.name != profile.job.name:
+        notes.append(f"{inventory_path}: job.name: is {inv.job.name!r} but the profile is of job "
+                     f"{profile.job.name!r}: redeploy.sh and apply would resubmit {inv.job.name!r}")
+    doc = read_document(inventory_path)  # the rate as written: the model holds Mbit/s
+    for i, link in enumerate((doc.get("links") or []) if isinstance(doc, dict) else []):
+        bandwidth = link.get("bandwidth") if isinstance(link, dict) else None
+        if is_bytes_rate(bandwidth):
+            notes.append(_bytes_rate_note(f"{inventory_path}: links[{i}].bandwidth", bandwidth))
+    for text in links:  # --link HOST:BANDWIDTH[:DELAY]
+        parts = text.split(":")
+        if len(parts) > 1 and is_bytes_rate(parts[1]):
+            notes.append(_bytes_rate_note(f"--link {text}", parts[1].strip()))
+    return notes
+
+
+def report_warnings(warnings: list[str], *, strict: bool) -> None:
+    """Say each warning on stderr; under ``--strict`` the first is an error instead (nothing solved or written)."""
+    if strict and warnings:
+        more = f" (and {len(warnings) - 1} more)" if len(warnings) > 1 else ""
+        raise BadInput(f"{warnings[0]}{more} [--strict]")
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)

@@ -1,0 +1,136 @@
+"""What ``placement plan`` does once its options are parsed: load, solve, print, write the plan directory.
+
+Kept apart from :mod:`placement.cli.plan_cmd` (the options) so that ``placement plan --help`` and a mistyped option
+answer without importing the solver, networkx and the writers.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.markup import escape
+
+from placement.cli import capacity_plan, plan_tables, rescale_plan
+from placement.cli.fit import print_table
+from placement.cli.plan_notes import input_warnings, report_warnings
+from placement.costmodel.model import PlanOptions, build_problem
+from placement.errors import EXIT_INFEASIBLE, Infeasible
+from placement.inventory import load_inventory
+from placement.profile.format import load_profile
+from placement.solver import PlanResult, SolverOptions
+from placement.solver.baselines import all_on_server, greedy
+from placement.solver.methods import solve_with
+from placement.writers.bundle import render_artifacts, write_plan_dir
+from placement.writers.planjson import SourceRef, build_plan_document
+from placement.writers.plandir import check_writable
+
+
+def _result_json(r: PlanResult) -> dict:
+    out: dict = {"strategy": r.strategy, "status": r.status, "reason": r.reason}
+    if r.cost is not None:
+        out.update(wan_mbit=r.cost.wan_mbit, server_cores=r.cost.server_cores, edge_cores=r.cost.edge_cores,
+                   latency_ms=r.cost.latency_ms, feasible=r.cost.feasible,
+                   links={link.name: link.mbit for link in r.cost.links})
+    if r.shortages:
+        out["shortages"] = [{"kind": s.kind, "resource": s.resource, "needed": s.needed, "usable": s.usable,
+                             "capacity": s.capacity, "message": s.message} for s in r.shortages]
+    if r.causes:
+        out["causes"] = list(r.causes)
+    return out
+
+
+def run_plan(inventory_path: str, profile_path: str, out_dir: str, solver: str, time_limit: float, gap: float,
+             objective: str | None, mode: str | None, rate_scale: float, rescale: bool, target_rate: str | None,
+             compare: bool, as_json: bool, method: str = "auto", max_rate: bool = False,
+             add_host: tuple[str, ...] = (), link: tuple[str, ...] = (), verbose: bool = False, quiet: bool = False,
+             strict: bool = False) -> None:
+    """``placement plan`` with its parsed options (see :func:`placement.cli.plan_cmd.plan`)."""
+    rescale_plan.check_options(rescale, target_rate)
+    capacity_plan.check_options(max_rate, rescale, rate_scale, method)
+    inv = load_inventory(inventory_path)
+    profile = load_profile(profile_path)
+    check_writable(Path(out_dir))  # before solving: an unwritable --out is bad input, not a traceback after the tables
+    inv, whatif_notes = capacity_plan.whatif(inv, profile, add_host, link)
+    options = SolverOptions(solver=solver, time_limit=time_limit, gap=gap, objective=objective,  # type: ignore[arg-type]
+                            verbose=verbose)
+    placement_mode = mode or inv.flink.placement_mode  # vanilla mode keeps operators after the source chain whole
+    # the problem at the asked scale, built before any solve: its pins' warnings come before the work (--strict)
+    problem = build_problem(inv, profile, PlanOptions(rate_scale=rate_scale, placement_mode=placement_mode),
+                            inventory_source=inventory_path)
+    report_warnings([*input_warnings(inv, profile, inventory_path, link),
+                     *(f"{inventory_path}: {w}" for w in problem.input_warnings)], strict=strict)
+    rescaled = capped = None
+    if rescale:
+        rescaled = rescale_plan.plan_rescaled(inv, profile, inventory_source=inventory_path, rate_scale=rate_scale,
+                                              target_rate=target_rate, options=options, compare=compare,
+                                              placement_mode=placement_mode)
+        problem, result, results = rescaled.problem, rescaled.joint.plan, rescaled.results
+    else:
+        capped = capacity_plan.plan_max_rate(inv, profile, placement_mode=placement_mode, inventory_source=inventory_path,
+                                             options=options, method=method) if max_rate else None  # type: ignore[arg-type]
+        if capped is not None and capped.problem is not None and capped.result is not None:
+            problem, result = capped.problem, capped.result
+        else:
+            result = solve_with(problem, options, method)  # type: ignore[arg-type]
+        results = [result, all_on_server(problem), greedy(problem)] if compare else [result]
+    # wide enough for the comparison table when output goes to a file or CI log
+    console = Console(stderr=as_json, width=None if sys.stdout.isatty() else 140)
+
+    if not as_json and not quiet:
+        console.print(f"[bold]{profile.job.name}[/] on [bold]{inv.name}[/] — {len(problem.subtasks)} subtasks, "
+                      f"{len(problem.hosts)} hosts")
+        notes = [w for w in [*whatif_notes, *problem.warnings] if w not in problem.input_warnings]
+        for w in notes:  # escape(): vertex names such as "Writer[out_t]" are not markup
+            console.print(f"[dim]note: {escape(w)}[/]", overflow="ignore", crop=False)
+        if capped is not None:
+            console.print(escape(capped.line), overflow="ignore", crop=False)
+        if rescaled:
+            console.print(escape(rescale_plan.targets_line(rescaled.space)), overflow="ignore", crop=False)
+        console.print(plan_tables.summary_line(result))
+        for note in result.notes:
+            console.print(f"[dim]note: {escape(note)}[/]")
+        if result.shortages:
+            print_table(console, plan_tables.shortfalls_table(result))
+        for cause in result.causes:
+            console.print(f"why: {escape(cause)}", overflow="ignore", crop=False)
+        if result.cost is not None:
+            print_table(console, plan_tables.links_table(result))
+            print_table(console, plan_tables.hosts_table(result))
+            print_table(console, plan_tables.placement_table(problem, result))
+        if rescaled:
+            print_table(console, rescale_plan.parallelism_table(rescaled))
+        if compare:
+            print_table(console, plan_tables.compare_table(problem, results))
+
+    summary: dict = {"job": profile.job.name, "inventory": inv.name, "results": [_result_json(r) for r in results]}
+    if rescaled:
+        summary["parallelism"] = rescale_plan.result_parallelism(rescaled)
+    if capped is not None:
+        summary["max_rate"] = capped.json()
+    if whatif_notes:
+        summary["what_if"] = whatif_notes
+    if result.assignment is not None:
+        doc = build_plan_document(
+            problem, result, job=profile.job.name, placement_mode=placement_mode,  # type: ignore[arg-type]
+            inventory=SourceRef(path=inventory_path, digest=inv.digest(), name=inv.name),
+            profile=SourceRef(path=profile_path, digest=profile.digest(), name=profile.job.name),
+            warnings=whatif_notes + list(problem.warnings) + list(result.notes),
+            rescale=rescaled.info() if rescaled else None,
+        )
+        artifacts = render_artifacts(problem, doc, inv)
+        written = write_plan_dir(Path(out_dir), artifacts)
+        summary["out"] = [str(p) for p in written]
+        if not as_json and not quiet:
+            for w in artifacts.warnings:
+                console.print(f"[yellow]warning: {escape(w)}[/]")
+            console.print(f"wrote {', '.join(p.name for p in written)} to {out_dir}")
+    if as_json:
+        click.echo(json.dumps(summary, indent=2, ensure_ascii=False))
+    if result.status == "infeasible":
+        if as_json:
+            sys.exit(EXIT_INFEASIBLE)
+        raise Infeasible(plan_tables.infeasible_error(result))

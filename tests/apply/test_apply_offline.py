@@ -1,0 +1,59 @@
+"""What ``apply`` knows without a cluster comes first (issue 26, defect 6): a plan made from another inventory is
+stale, said before any SSH or REST call — before the fix a dry run against a cluster that was down reported "Flink
+REST is not up" and never that the plan was stale. The shipped edge-lab inventory names no jar that is not shipped.
+"""
+
+from __future__ import annotations
+
+import yaml
+from support.cli import EDGE_LAB, one_line_error, plan_args, run_placement
+
+from placement.inventory import load_inventory
+
+
+def _unreachable_edge_lab(tmp_path, **server_changes):
+    """edge-lab with every address on this machine at a closed port: a live-cluster check fails at once."""
+    doc = yaml.safe_load(EDGE_LAB.read_text())
+    doc["ssh"]["port"] = 1
+    for host in doc["hosts"]:
+        host["address"] = "127.0.0.1"
+        if host["name"] == "server":
+            host.update(server_changes)
+    doc["flink"]["rest_url"] = "http://127.0.0.1:1"
+    path = tmp_path / "inv.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def test_a_stale_plan_is_found_offline_before_the_cluster_is_asked(tmp_path):
+    inventory = _unreachable_edge_lab(tmp_path)
+    assert run_placement(*plan_args(tmp_path / "plan", inventory), cwd=tmp_path).returncode == 0
+    changed = _unreachable_edge_lab(tmp_path, cores=4)  # the inventory changed since the plan
+    done = run_placement("apply", tmp_path / "plan", "--inventory", changed, "--dry-run",
+                         cwd=tmp_path, timeout=60)
+    assert done.returncode == 2
+    line = one_line_error(done)
+    assert line.startswith(f"error: {tmp_path / 'plan' / 'plan.json'}: inventory.digest: stale plan: ")
+    assert "the inventory changed since `placement plan`" in line
+    assert "REST" not in line and "ssh" not in line.lower()
+
+
+def test_the_shipped_edge_lab_names_no_jar_that_is_not_there():
+    inv = load_inventory(EDGE_LAB)
+    assert inv.job.jar is None or (EDGE_LAB.parent / inv.job.jar).is_file()
+
+
+def test_a_dry_run_against_an_unreachable_cluster_shows_its_steps_marked_unchecked(tmp_path):
+    inventory = _unreachable_edge_lab(tmp_path)
+    assert run_placement(*plan_args(tmp_path / "plan", inventory), cwd=tmp_path).returncode == 0
+    done = run_placement("apply", tmp_path / "plan", "--inventory", inventory, "--dry-run", cwd=tmp_path, timeout=120)
+    assert done.returncode == 1  # a dry run is a preflight, and this one could not check the cluster
+    assert "could not check the cluster: " in one_line_error(done) and "nothing was changed" in done.stderr
+    shown = done.stdout
+    assert shown.index("NOT CHECKED") < shown.index("steps:")
+    assert "Flink REST is not up" in shown.split("steps:")[0]
+    steps = shown.split("steps:")[1]
+    for step in ("apply.lock", "POST /jobs/<job id>/stop", "iot-sensors.schedulercfg", "POST /jars/<jar>/run",
+                 "on its planned TaskManager"):
+        assert step in steps, (step, shown)
+    assert "roll back" in steps

@@ -1,0 +1,46 @@
+"""Running the installed ``placement`` command in a child process, as a user does.
+
+In-process runners do not see what native code writes to fd 1, cannot receive a real SIGINT, and import the
+command's modules once per test session (hiding import-time interrupts); these helpers run the real entry point.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+PLACEMENT = Path(sys.executable).parent / "placement"
+EDGE_LAB = REPO / "inventory" / "edge-lab.yaml"
+PROFILES = REPO / "examples" / "profiles"
+IOT = PROFILES / "iot-sensors.json"
+
+
+def run_placement(*args: object, cwd: Path, timeout: float = 300, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([str(PLACEMENT), *map(str, args)], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, **kwargs)
+
+
+def default_sigint() -> None:
+    """In the child before exec: SIGINT at its default. A shell starts background jobs (a suite run with `&`) with
+    SIGINT ignored, the ignoring is inherited, and Python then installs no KeyboardInterrupt handler at all."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def start_placement(*args: object, cwd: Path) -> subprocess.Popen:
+    return subprocess.Popen([str(PLACEMENT), *map(str, args)], cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
+
+
+def plan_args(out: Path, inventory: Path = EDGE_LAB, profile: Path = IOT) -> list[object]:
+    return ["plan", "--inventory", inventory, "--profile", profile, "--out", out]
+
+
+def one_line_error(done: subprocess.CompletedProcess) -> str:
+    """The single ``error: …`` line of a failed run (asserts there is exactly one line on stderr, no traceback)."""
+    lines = done.stderr.strip().splitlines()
+    assert "Traceback" not in done.stderr, done.stderr
+    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    return lines[0]
