@@ -111,8 +111,11 @@ def main(argv: list[str] | None = None) -> None:
     try:
         code = _run(argv)
         # The command is over (its output and files complete): a Ctrl-C from here on would only turn the
-        # interpreter's shutdown into a traceback or a death by signal, so it is ignored.
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        # interpreter's shutdown into a traceback or a death by signal, so it is ignored — in the `placement`
+        # process only (argv None): a caller in the same process (a test's main([...])) keeps its own handler, and
+        # the processes it starts later do not inherit an ignored SIGINT.
+        if argv is None:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
     except KeyboardInterrupt:  # it landed between the command's end and the line above
         click.echo("aborted", err=True)
         code = EXIT_INTERRUPTED
