@@ -221,26 +221,10 @@ class FlinkRest:
     def delete_jar(self, jar_id: str) -> None:
         self.request("DELETE", f"/jars/{jar_id}")
 
-    def run_jar(
-        self,
-        jar_id: str,
-        *,
-        entry_class: str | None = None,
-        program_args: Sequence[str] = (),
-        parallelism: int | None = None,
-        savepoint_path: str | None = None,
-        allow_non_restored_state: bool = False,
-        flink_configuration: Mapping[str, str] | None = None,
-    ) -> str:
-        """Run an uploaded jar; returns the job id. The body is built by :func:`run_request_body`."""
-        body = run_request_body(
-            entry_class=entry_class,
-            program_args=program_args,
-            parallelism=parallelism,
-            savepoint_path=savepoint_path,
-            allow_non_restored_state=allow_non_restored_state,
-            flink_configuration=flink_configuration,
-        )
+    def run_jar(self, jar_id: str, **options: Any) -> str:
+        """Run an uploaded jar; returns the job id. ``options`` are :func:`run_request_body`'s (entry_class,
+        program_args, parallelism, savepoint_path, allow_non_restored_state, flink_configuration)."""
+        body = run_request_body(**options)
         answer = self.request("POST", f"/jars/{jar_id}/run", json=body, timeout=max(self.timeout, 120))
         if "jobid" not in answer:
             raise FlinkRestError(f"Flink REST POST {self.url}/jars/{jar_id}/run: no jobid in {answer}")

@@ -16,6 +16,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Literal
 
+from placement.flink_jar_run import run_request_body
 from placement.flink_rest import TaskManagerInfo, VertexInfo
 from placement.remote import install_new_argv, restore_previous_argv
 from placement.submitter import SubmitCall
@@ -195,8 +196,6 @@ class SubmitJob:
     kind: Literal["submit"] = "submit"
 
     def body(self, savepoint: str = "<savepoint>") -> dict:
-        from placement.flink_rest import run_request_body
-
         return run_request_body(entry_class=self.entry_class, program_args=self.program_args, savepoint_path=savepoint,
                                 allow_non_restored_state=self.allow_non_restored_state)
 
