@@ -51,7 +51,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from placement.costmodel.model import PlanOptions, build_problem
-from placement.flink_rest import FlinkRest
+from placement.flink.rest import FlinkRest
 from placement.inventory import load_inventory
 from placement.lab import chain
 from placement.lab.jobs import BRANCHING_JOB, IOT_SENSOR_JOB, NEXMARK_BIDS_JOB

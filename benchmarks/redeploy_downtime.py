@@ -33,8 +33,8 @@ from apply_support import JOB_ARGS, JOB_NAME, MOVED, PLACED, write_plan_dir
 from placement.apply import ApplyFailed, execute, prepare
 from placement.apply.request import load_request
 from placement.errors import PlacementError
-from placement.flink_home import find_flink_home
-from placement.flink_rest import FlinkRest
+from placement.flink.home import find_flink_home
+from placement.flink.rest import FlinkRest
 from placement.lab.flink import ClusterSpec, TaskManagerSpec, start_cluster
 from placement.lab.home import make_lab_home, scheduler_dir
 from placement.lab.jobs import IOT_SENSOR_JOB, build_jobs_jar

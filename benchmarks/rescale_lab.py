@@ -64,7 +64,7 @@ sys.path.insert(0, str(ROOT))
 
 from placement.cli.rescale_plan import RescalePlan, plan_rescaled
 from placement.costmodel.rescaled import build_space
-from placement.flink_rest import FlinkRest
+from placement.flink.rest import FlinkRest
 from placement.inventory import load_inventory
 from placement.lab import chain, cores
 from placement.lab.jobs import IOT_SENSOR_JOB, NEXMARK_BIDS_JOB

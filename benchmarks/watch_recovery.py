@@ -48,7 +48,7 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from placement.flink_rest import FlinkRest
+from placement.flink.rest import FlinkRest
 from placement.lab import watch_scenario as lab
 from placement.lab.measure import measure
 from placement.watch.record import read_log

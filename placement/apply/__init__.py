@@ -33,8 +33,8 @@ from placement.apply.preflight import (
 from placement.apply.request import ApplyRequest
 from placement.apply.runner import ApplyFailed, ApplyOutcome, Runner, holder_string
 from placement.errors import PlacementError
-from placement.flink_home import find_flink_home
-from placement.flink_rest import FlinkRest
+from placement.flink.home import find_flink_home
+from placement.flink.rest import FlinkRest
 from placement.remote import DryRunExecutor, Executor, ExecutorFactory
 from placement.scheduler import ExtensionJar, build_extension
 from placement.submitter import SubmitterJar, build_submitter

@@ -16,8 +16,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Literal
 
-from placement.flink_jar_run import run_request_body
-from placement.flink_rest import TaskManagerInfo, VertexInfo
+from placement.flink.jar_run import run_request_body
+from placement.flink.rest import TaskManagerInfo, VertexInfo
 from placement.remote import install_new_argv, restore_previous_argv
 from placement.submitter import SubmitCall
 

@@ -64,7 +64,7 @@ from placement.apply.vertices import (
     planned_vertices,
     running_subtask_hosts,
 )
-from placement.flink_config import flatten, nest
+from placement.flink.config import flatten, nest
 from placement.scheduler import ExtensionJar, render_taskmanagers
 from placement.submitter import SubmitterJar
 from placement.writers.vanilla import placement_args

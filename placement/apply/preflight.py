@@ -41,8 +41,8 @@ from placement.apply.rescale import (
 from placement.apply.vertices import match_vertices
 from placement.apply.vertices import planned_vertices as planned_vertex_list
 from placement.errors import BadInput, PlacementError
-from placement.flink_config import flatten
-from placement.flink_rest import TERMINAL_STATES, FlinkRest, FlinkRestError, VertexInfo
+from placement.flink.config import flatten
+from placement.flink.rest import TERMINAL_STATES, FlinkRest, FlinkRestError, VertexInfo
 from placement.remote import CommandFailed, Executor, HostUnreachable
 from placement.scheduler import (
     extension_active,

@@ -16,7 +16,7 @@ from urllib.parse import urlparse
 import yaml
 
 from placement.errors import BadInput
-from placement.flink_config import flatten
+from placement.flink.config import flatten
 from placement.inventory import Inventory, load_inventory
 from placement.scheduler import TASKMANAGERS_FILENAME, schedulercfg_filename
 from placement.writers.planjson import PlanDocument, load_plan

@@ -48,7 +48,7 @@ from placement.apply.preflight import read_subtask_hosts
 from placement.apply.verify import VerifyRow, all_ok, compare, compare_subtasks
 from placement.apply.vertices import PlannedVertex, match_vertices
 from placement.errors import PlacementError
-from placement.flink_rest import TERMINAL_STATES, FlinkRest
+from placement.flink.rest import TERMINAL_STATES, FlinkRest
 from placement.remote import CommandFailed, Executor
 from placement.scheduler import SCHEDULER_DIR_KEY, extension_active
 from placement.submitter import job_id_from

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from placement.flink_rest import VertexInfo
+from placement.flink.rest import VertexInfo
 from placement.writers.planjson import SubtaskAssignment
 
 _COUNTER = re.compile(r"\[\d+\]")

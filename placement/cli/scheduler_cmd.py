@@ -17,7 +17,7 @@ FLINK_HOME = click.option("--flink-home", "flink_home", type=click.Path(file_oka
 
 def _home(flink_home: Path | None):  # type: ignore[no-untyped-def]
     from placement.errors import BadInput
-    from placement.flink_home import find_flink_home
+    from placement.flink.home import find_flink_home
 
     if flink_home is not None and not (flink_home / "lib").is_dir():
         raise BadInput(f"{flink_home}: no lib/ directory (not a Flink installation)", field="--flink-home")
@@ -80,7 +80,7 @@ def status_cmd(flink_home: Path | None, rest_url: str | None, as_json: bool) -> 
     Exits 1 when it is missing, built for another Flink, or not in effect on the given JobManager."""
     import sys
 
-    from placement.flink_rest import FlinkRest
+    from placement.flink.rest import FlinkRest
     from placement.scheduler import extension_status
 
     home = _home(flink_home)
@@ -114,7 +114,7 @@ def status_cmd(flink_home: Path | None, rest_url: str | None, as_json: bool) -> 
 def taskmanagers_cmd(rest_url: str, addresses: tuple[str, ...], out: Path | None) -> None:
     """The TaskManager table (taskmanagers.cfg) from the registered TaskManagers: addresses and slot size of each."""
     from placement.errors import BadInput
-    from placement.flink_rest import FlinkRest
+    from placement.flink.rest import FlinkRest
     from placement.scheduler import render_taskmanagers
 
     extra: dict[str, list[str]] = {}

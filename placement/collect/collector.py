@@ -1,7 +1,7 @@
 """The thin I/O loop of ``placement metrics collect``: poll a running job's REST API, write samples and a manifest.
 
 Everything that interprets Flink's answers lives in :mod:`placement.collect.shaping`; this module only decides
-when to ask and where to write. Transport is :class:`placement.flink_rest.FlinkRest` (plain ``requests`` with a
+when to ask and where to write. Transport is :class:`placement.flink.rest.FlinkRest` (plain ``requests`` with a
 timeout on every call; flink-rest-client 1.0.8 has no timeouts, no retries and opens a new connection per call, which
 matters at one poll per vertex per second) on a session whose adapter retries GETs with exponential backoff on
 connection errors and HTTP 502/503/504 (urllib3's ``Retry``).
@@ -38,7 +38,7 @@ from placement.collect.layout import (
     write_manifest,
 )
 from placement.errors import BadInput, PlacementError
-from placement.flink_rest import TERMINAL_STATES, FlinkRest, FlinkRestError
+from placement.flink.rest import TERMINAL_STATES, FlinkRest, FlinkRestError
 
 REQUIRED_METRIC = "busyTimeMsPerSecond"
 

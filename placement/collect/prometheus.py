@@ -72,7 +72,7 @@ from placement.collect.layout import (
     write_manifest,
 )
 from placement.errors import BadInput, PlacementError
-from placement.flink_rest import _innermost_reason
+from placement.flink.rest import _innermost_reason
 
 DEFAULT_PREFIX = "flink_taskmanager_job_task_"  # the reporter's name for Flink's task scope
 ANCHOR = "busyTimeMsPerSecond"  # every task has it; its series' presence says a subtask attempt is running

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from placement.errors import PlacementError
-from placement.flink_rest import FlinkRest
+from placement.flink.rest import FlinkRest
 from placement.writers.planjson import PlanDocument
 
 METER_SETTLE_S = 60.0

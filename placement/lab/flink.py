@@ -28,8 +28,8 @@ from pathlib import Path
 import yaml
 
 from placement.errors import PlacementError
-from placement.flink_config import nest
-from placement.flink_home import JAVA17_FLAGS, FlinkHome, find_flink_home
+from placement.flink.config import nest
+from placement.flink.home import JAVA17_FLAGS, FlinkHome, find_flink_home
 from placement.scheduler.install import launcher_classpath
 
 JOBMANAGER_MAIN = "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint"
@@ -388,7 +388,7 @@ def start_cluster(spec: ClusterSpec, *, timeout: float = 120.0, die_with_parent:
     On any failure everything already started is stopped again before the error is raised (nothing half-up).
     ``die_with_parent`` ties the JVMs' lives to this Python process (for tests); ``placement lab up`` leaves it off.
     """
-    from placement.flink_rest import (
+    from placement.flink.rest import (
         FlinkRest,  # the REST client is also used without a lab
     )
 
@@ -433,7 +433,7 @@ def start_cluster(spec: ClusterSpec, *, timeout: float = 120.0, die_with_parent:
 
 
 def _wait_until_ready(cluster: RunningCluster, rest: object, timeout: float) -> None:
-    from placement.flink_rest import FlinkRest
+    from placement.flink.rest import FlinkRest
 
     assert isinstance(rest, FlinkRest)
     wanted = set(cluster.taskmanagers)

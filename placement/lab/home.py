@@ -18,7 +18,7 @@ import os
 import shutil
 from pathlib import Path
 
-from placement.flink_home import FlinkHome
+from placement.flink.home import FlinkHome
 from placement.scheduler import install_extension, installed_extension
 
 HOME_DIR = "flink-home"

@@ -1,7 +1,7 @@
 """Build the lab jobs jar from the Java sources under ``deploy/jobs/src`` with ``javac`` and ``jar``.
 
 Maven is not reachable from the lab machines, and the lab jobs need nothing beyond Flink's own jars, so they are
-compiled against ``<flink>/lib/*`` at lab start (:mod:`placement.javabuild`, shared with the scheduler extension). The
+compiled against ``<flink>/lib/*`` at lab start (:mod:`placement.flink.javabuild`, shared with the scheduler extension). The
 jar is cached in a work dir under a name that carries the hash of the sources and of the Flink version, so an
 unchanged tree is compiled once.
 """
@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from placement.errors import PlacementError
-from placement.flink_home import FlinkHome, find_flink_home
-from placement.javabuild import build_jar, require_jdk, source_files, source_hash
+from placement.flink.home import FlinkHome, find_flink_home
+from placement.flink.javabuild import build_jar, require_jdk, source_files, source_hash
 from placement.resources import repo_dir
 
 JOBS_DIR = repo_dir("deploy") / "jobs"  # the clone's deploy/jobs, or the copy an installed package ships

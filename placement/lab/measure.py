@@ -19,7 +19,7 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 
 from placement.errors import PlacementError
-from placement.flink_rest import FlinkRest
+from placement.flink.rest import FlinkRest
 from placement.lab.runner import read_state, veth_tx_bytes
 from placement.lab.topology import EDGE_DATA_PORT
 from placement.netns import ns_exec, run

@@ -26,8 +26,8 @@ from pathlib import Path
 import yaml
 
 from placement.errors import PlacementError
-from placement.flink_home import find_flink_home
-from placement.flink_rest import FlinkRest
+from placement.flink.home import find_flink_home
+from placement.flink.rest import FlinkRest
 from placement.inventory import Inventory, load_inventory
 from placement.lab import sshd as lab_sshd
 from placement.lab import topology as topo

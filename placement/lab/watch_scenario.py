@@ -24,7 +24,7 @@ import yaml
 
 from placement.collect.collector import CollectOptions, Collector
 from placement.costmodel.model import PlanOptions, build_problem
-from placement.flink_rest import FlinkRest
+from placement.flink.rest import FlinkRest
 from placement.inventory import load_inventory
 from placement.lab import chain
 from placement.lab.jobs import IOT_SENSOR_JOB

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from placement.errors import PlacementError
-from placement.flink_home import FlinkHome
-from placement.javabuild import build_jar, source_files, source_hash
+from placement.flink.home import FlinkHome
+from placement.flink.javabuild import build_jar, source_files, source_hash
 from placement.resources import repo_dir
 
 SOURCES_DIR = repo_dir("scheduler") / "src"  # the clone's scheduler/src, or the copy an installed package ships

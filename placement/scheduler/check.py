@@ -12,11 +12,11 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from placement.errors import PlacementError
-from placement.flink_home import FlinkHome
+from placement.flink.home import FlinkHome
 from placement.scheduler.build import JAR_PREFIX
 
 if TYPE_CHECKING:  # annotations only: writing a plan (schedulercfg naming) needs no HTTP client
-    from placement.flink_rest import FlinkRest
+    from placement.flink.rest import FlinkRest
 
 
 def classpath_order(classpath: list[str]) -> bool | None:
@@ -52,7 +52,7 @@ PREFIX = "placement scheduler: "  # every message of the extension starts with i
 
 
 def extension_message(text: str) -> str | None:
-    """The extension's one-line message inside an error text, e.g. a :class:`~placement.flink_rest.FlinkRestError` of
+    """The extension's one-line message inside an error text, e.g. a :class:`~placement.flink.rest.FlinkRestError` of
     ``POST /jars/<id>/run`` (a job whose schedulercfg is wrong is refused at submission: HTTP 400, the message in its
     last "Caused by"), or None."""
     at = text.find(PREFIX)

@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 from placement.errors import PlacementError
-from placement.flink_home import FlinkHome
+from placement.flink.home import FlinkHome
 from placement.scheduler.build import (
     JAR_PREFIX,
     ExtensionJar,

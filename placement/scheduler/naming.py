@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 if TYPE_CHECKING:  # annotations only: `placement plan` names schedulercfg files without loading an HTTP client
-    from placement.flink_rest import TaskManagerInfo
+    from placement.flink.rest import TaskManagerInfo
 
 SCHEDULER_DIR_KEY = "placement.scheduler.dir"  # JobManager config: the directory holding one schedulercfg per job
 JOB_FILE_KEY = "placement.scheduler.file"  # a job's own configuration: the schedulercfg of this job (overrides the dir)

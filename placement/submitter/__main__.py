@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from placement.errors import PlacementError
-from placement.flink_home import find_flink_home
+from placement.flink.home import find_flink_home
 from placement.submitter.build import DEFAULT_CACHE, build_submitter
 
 

@@ -1,6 +1,6 @@
 """Compiling the submitter (``submitter/src``) against the jars of the Flink installation it targets.
 
-Built like the scheduler extension (:mod:`placement.javabuild`: ``javac``, cached by a hash of the sources and the
+Built like the scheduler extension (:mod:`placement.flink.javabuild`: ``javac``, cached by a hash of the sources and the
 Flink version); the jar's name carries both, so ``placement apply`` can tell from a directory listing on the
 JobManager host whether the right jar is there already (no JDK needed here then).
 """
@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from placement.errors import PlacementError
-from placement.flink_home import FlinkHome
-from placement.javabuild import build_jar, source_files, source_hash
+from placement.flink.home import FlinkHome
+from placement.flink.javabuild import build_jar, source_files, source_hash
 from placement.resources import repo_dir
 
 SOURCES_DIR = repo_dir("submitter") / "src"

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from placement.errors import PlacementError
-from placement.flink_home import JAVA17_FLAGS
+from placement.flink.home import JAVA17_FLAGS
 from placement.submitter.build import MAIN_CLASS
 
 # Flink's Java 17 flags (compiling a job's graph runs its main and serialises its functions); a Java 11 JobManager

@@ -30,7 +30,7 @@ from placement.collect.rolling import snapshot_window
 from placement.costmodel.evaluate import PlanCost, evaluate
 from placement.costmodel.model import Assignment, PlanOptions, build_problem
 from placement.errors import BadInput, PlacementError
-from placement.flink_rest import TERMINAL_STATES, FlinkRest, JobDetails
+from placement.flink.rest import TERMINAL_STATES, FlinkRest, JobDetails
 from placement.inventory import Inventory, load_inventory
 from placement.profile.format import JobProfile
 from placement.profile.pipeline import write_profile

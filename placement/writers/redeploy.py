@@ -21,7 +21,7 @@ import posixpath
 import shlex
 from string import Template
 
-from placement.flink_jar_run import run_request_body
+from placement.flink.jar_run import run_request_body
 from placement.inventory import Inventory
 from placement.resources import repo_dir
 from placement.scheduler.naming import schedulercfg_filename

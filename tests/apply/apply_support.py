@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 from support import plan_dirs
 from support.sshd import SshHost
 
-from placement.flink_rest import FlinkRest
+from placement.flink.rest import FlinkRest
 from placement.lab.jobs import IOT_SENSOR_JOB
 
 PLACEMENT = [str(Path(sys.executable).parent / "placement")]

@@ -29,7 +29,7 @@ from placement.apply.planner import new_program_args, placement_matches, plan_ap
 from placement.apply.preflight import check, config_satisfies, slots_needed
 from placement.apply.request import load_request
 from placement.errors import BadInput
-from placement.flink_rest import TaskManagerInfo, VertexInfo
+from placement.flink.rest import TaskManagerInfo, VertexInfo
 from placement.lab.jobs import IOT_SENSOR_JOB
 from placement.scheduler import ExtensionJar
 

@@ -32,7 +32,7 @@ from support.lab import custom_lab
 from support.lab import placement_cli as cli
 from support.plan_dirs import running_vertex_ids, write_plan_dir
 
-from placement.flink_rest import FlinkRest
+from placement.flink.rest import FlinkRest
 from placement.lab import chain
 from placement.lab.jobs import IOT_SENSOR_JOB
 from placement.scheduler import schedulercfg_filename

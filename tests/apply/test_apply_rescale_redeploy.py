@@ -23,7 +23,7 @@ from apply_support import JOB_ARGS, JOB_NAME, PLACED, SshLab
 from test_apply_rescale_planner import IDS, RESCALED, rescaled_request
 
 from placement.errors import PlacementError
-from placement.flink_home import find_flink_home
+from placement.flink.home import find_flink_home
 from placement.inventory import SshSettings, load_inventory
 from placement.lab.jobs import IOT_SENSOR_JOB
 from placement.remote import SshExecutor

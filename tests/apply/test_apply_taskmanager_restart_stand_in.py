@@ -32,7 +32,7 @@ from apply_support import (
     write_plan_dir,
 )
 
-from placement.flink_rest import FlinkRest
+from placement.flink.rest import FlinkRest
 from placement.lab.flink import TaskManagerSpec
 from placement.lab.jobs import IOT_SENSOR_JOB
 
@@ -43,7 +43,7 @@ TM_CTL = '''"""Stand-in for Flink's bin/taskmanager.sh (stop|start) on a test "h
 import os, signal, subprocess, sys, time
 from pathlib import Path
 sys.path.insert(0, {repo!r})
-from placement.flink_home import find_flink_home
+from placement.flink.home import find_flink_home
 from placement.lab.flink import TaskManagerSpec, _memory_flags, taskmanager_argv
 
 HOME = Path(__file__).resolve().parents[1]

@@ -216,7 +216,7 @@ def test_bad_collect_options_are_one_line_errors(tmp_path, capsys):
 
 
 def test_collect_fake_wait_for_a_job_that_ended_says_it_ended_not_that_time_ran_out(tmp_path):
-    from placement.flink_rest import FlinkRest
+    from placement.flink.rest import FlinkRest
 
     with FakeJobManager(finish_after=0) as fake:  # FINISHED from the first answer
         started = time.monotonic()
@@ -228,7 +228,7 @@ def test_collect_fake_wait_for_a_job_that_ended_says_it_ended_not_that_time_ran_
 
 
 def test_collect_fake_job_details_carry_the_start_time_the_watch_warms_up_from():
-    from placement.flink_rest import FlinkRest
+    from placement.flink.rest import FlinkRest
 
     with FakeJobManager() as fake:
         details = FlinkRest(fake.url).job(JID)

@@ -19,7 +19,7 @@ from placement.cli import main
 from placement.collect.layout import find_manifests
 from placement.collect.prometheus import label_value, parse_duration, parse_time
 from placement.errors import BadInput
-from placement.flink_rest import FlinkRest
+from placement.flink.rest import FlinkRest
 from placement.lab.jobs import IOT_SENSOR_JOB
 from placement.profile.pipeline import build_profile
 from placement.profile.rules import MIN_CONFIDENT_BUSY_MS

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from placement.errors import PlacementError
-from placement.flink_rest import run_request_body
+from placement.flink.rest import run_request_body
 from placement.lab import flink as lf
 
 

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from placement.errors import PlacementError
-from placement.flink_rest import FlinkRest
+from placement.flink.rest import FlinkRest
 from placement.lab.flink import TaskManagerSpec, describe, free_port
 from placement.lab.jobs import IOT_VERTICES
 

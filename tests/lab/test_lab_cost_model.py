@@ -37,7 +37,7 @@ import yaml
 from support import real_parts
 
 from placement.costmodel import build_problem, evaluate
-from placement.flink_rest import FlinkRest
+from placement.flink.rest import FlinkRest
 from placement.inventory import Inventory
 from placement.lab import chain
 from placement.lab.jobs import BRANCHING_JOB, IOT_SENSOR_JOB, NEXMARK_BIDS_JOB

@@ -36,8 +36,8 @@ from support.lab import placement_cli as cli
 from support.plan_dirs import mapping_for, running_vertex_ids, write_plan_dir
 
 from placement.errors import PlacementError
-from placement.flink_home import find_flink_home
-from placement.flink_rest import FlinkRest
+from placement.flink.home import find_flink_home
+from placement.flink.rest import FlinkRest
 from placement.inventory import load_inventory
 from placement.lab import chain
 from placement.lab.flink import relaunch_from_state

@@ -17,7 +17,7 @@ import pytest
 import yaml
 from support import real_parts
 
-from placement.flink_rest import FlinkRest
+from placement.flink.rest import FlinkRest
 from placement.lab import chain
 from placement.lab.jobs import IOT_SENSOR_JOB
 from placement.lab.runner import leftovers

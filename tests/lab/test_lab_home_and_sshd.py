@@ -8,7 +8,7 @@ import shutil
 import pytest
 from support import real_parts
 
-from placement.flink_home import find_flink_home
+from placement.flink.home import find_flink_home
 from placement.lab import sshd
 from placement.lab.home import make_lab_home, scheduler_dir
 from placement.scheduler import installed_extension, launcher_classpath

@@ -11,7 +11,7 @@ import pytest
 from support import real_parts
 
 from placement.errors import PlacementError
-from placement.flink_home import find_flink_home
+from placement.flink.home import find_flink_home
 from placement.lab.jobs import JOBS_DIR, build_jobs_jar, source_files, source_hash
 
 pytestmark = real_parts.needs(None if shutil.which("javac") else "needs a JDK (javac not found on PATH)")

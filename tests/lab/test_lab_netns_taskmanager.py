@@ -8,7 +8,7 @@ import time
 import pytest
 from support import real_parts
 
-from placement.flink_rest import FlinkRest
+from placement.flink.rest import FlinkRest
 from placement.lab.flink import TaskManagerSpec
 from placement.lab.jobs import IOT_SENSOR_JOB
 from placement.netns import Namespaces, netns_available, ns_exec, run

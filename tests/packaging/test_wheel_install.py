@@ -154,7 +154,7 @@ def test_examples_copy_gives_editable_inputs(installed):
 def test_java_sources_of_the_lab_jobs_and_the_scheduler_are_found(installed):
     found = json.loads(installed.python(
         "import json; from placement.lab.jobs import JOBS_DIR; from placement.scheduler.build import SOURCES_DIR;"
-        "from placement.javabuild import source_files;"
+        "from placement.flink.javabuild import source_files;"
         "print(json.dumps({'jobs': [str(p) for p in source_files(JOBS_DIR / 'src')],"
         " 'scheduler': [str(p) for p in source_files(SOURCES_DIR)]}))"))
     for name, checkout in (("jobs", REPO / "deploy" / "jobs" / "src"), ("scheduler", REPO / "scheduler" / "src")):

@@ -23,8 +23,8 @@ from scheduler_support import (
 )
 
 from placement import scheduler as S
-from placement.flink_home import find_flink_home
-from placement.flink_rest import FlinkRest
+from placement.flink.home import find_flink_home
+from placement.flink.rest import FlinkRest
 from placement.lab.flink import ClusterSpec, start_cluster
 from placement.lab.home import make_lab_home
 

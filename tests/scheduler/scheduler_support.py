@@ -17,8 +17,8 @@ from support import real_parts
 
 from placement import scheduler as S
 from placement.errors import PlacementError
-from placement.flink_home import FlinkHome
-from placement.flink_rest import FlinkRest
+from placement.flink.home import FlinkHome
+from placement.flink.rest import FlinkRest
 from placement.lab.flink import RunningCluster, TaskManagerSpec
 
 # resource id -> (slots, task heap MiB, managed MiB, network MiB): a server and two Pis of different sizes

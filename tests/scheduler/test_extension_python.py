@@ -14,8 +14,8 @@ from scheduler_support import FAKE_VERSION, require_jdk
 
 from placement import scheduler as S
 from placement.errors import PlacementError
-from placement.flink_home import FlinkHome, find_flink_home
-from placement.flink_rest import TaskManagerInfo
+from placement.flink.home import FlinkHome, find_flink_home
+from placement.flink.rest import TaskManagerInfo
 from placement.scheduler.build import SOURCES_DIR, jar_info, read_build_info
 from placement.scheduler.check import classpath_order
 

@@ -15,8 +15,8 @@ from support.flink import start_flink
 
 from placement import scheduler as S
 from placement.errors import PlacementError
-from placement.flink_home import find_flink_home
-from placement.flink_rest import FlinkRest
+from placement.flink.home import find_flink_home
+from placement.flink.rest import FlinkRest
 from placement.lab.flink import TaskManagerSpec
 from placement.lab.home import make_lab_home
 from placement.lab.jobs import IOT_SENSOR_JOB

@@ -23,7 +23,7 @@ import pytest
 from support.flink import IOT_ARGS, cancel_job, submit_job
 
 from placement.errors import PlacementError
-from placement.flink_home import find_flink_home
+from placement.flink.home import find_flink_home
 from placement.lab.jobs import IOT_SENSOR_JOB
 from placement.submitter import SubmitCall, build_submitter, job_id_from, overrides_text
 

@@ -6,7 +6,7 @@ Use them from any test module::
 
     @pytest.mark.flink
     def test_collect(iot_job):
-        iot_job.rest          # placement.flink_rest.FlinkRest of the cluster
+        iot_job.rest          # placement.flink.rest.FlinkRest of the cluster
         iot_job.job_id        # the running IoT sensor job (every subtask RUNNING, source numRecordsOut > 0)
         iot_job.vertex_ids    # {"Source: Sensors": "<vertex id>", "Parse": ..., "Sink: Readings": ...}
         iot_job.rest_url      # e.g. "http://127.0.0.1:41233"
@@ -22,7 +22,7 @@ Fixtures
     own name, amount 16, for vanilla pinning). Stopped at the end of the session, also when a test fails; the JVMs die
     with the pytest process if it is killed. Logs: ``flink_cluster.spec.work_dir``.
 ``flink_rest`` (session)
-    :class:`placement.flink_rest.FlinkRest` for ``flink_cluster``.
+    :class:`placement.flink.rest.FlinkRest` for ``flink_cluster``.
 ``lab_jobs_jar`` (session)
     Path of the lab jobs jar compiled from ``deploy/jobs/src`` (cached by source hash).
 ``iot_job`` (module)
@@ -49,7 +49,7 @@ from pathlib import Path
 import pytest
 
 from placement.errors import PlacementError
-from placement.flink_rest import FlinkRest, JobDetails
+from placement.flink.rest import FlinkRest, JobDetails
 from placement.lab.flink import (
     ClusterSpec,
     RunningCluster,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from placement.flink_rest import FlinkRest
+from placement.flink.rest import FlinkRest
 from placement.inventory import load_inventory
 from placement.writers.planjson import (
     Objective,

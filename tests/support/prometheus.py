@@ -109,7 +109,7 @@ def with_prometheus_reporter(taskmanagers, work_dir: Path):
     Flink home stays untouched."""
     import dataclasses
 
-    from placement.flink_home import find_flink_home
+    from placement.flink.home import find_flink_home
 
     plugins = Path(work_dir) / "flink-plugins"
     plugins.mkdir(parents=True, exist_ok=True)

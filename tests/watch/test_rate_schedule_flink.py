@@ -10,7 +10,7 @@ import pytest
 from support.flink import cancel_job, submit_job
 
 from placement.errors import PlacementError
-from placement.flink_rest import FlinkRestError
+from placement.flink.rest import FlinkRestError
 from placement.lab.jobs import IOT_SENSOR_JOB
 
 pytestmark = [pytest.mark.flink, pytest.mark.timeout(240)]

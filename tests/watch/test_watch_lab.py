@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 from support import real_parts
 
-from placement.flink_rest import FlinkRest
+from placement.flink.rest import FlinkRest
 from placement.lab import watch_scenario as lab
 from placement.lab.runner import leftovers
 from placement.netns import netns_available
