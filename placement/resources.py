@@ -15,6 +15,7 @@ PACKAGE_DATA = Path(__file__).resolve().parent / "data"  # a built wheel's copie
 REPO_ROOT = Path(__file__).resolve().parent.parent  # a clone's top level
 # The folders a wheel ships (setup.py reads this list).
 SHIPPED = ("deploy", "netem", "inventory", "examples", "scheduler", "submitter")
+ENV_CACHE = "PLACEMENT_CACHE_DIR"  # where built and fetched things are kept (class archives, Flink distributions)
 # Older names of an override, still honoured after the new one.
 LEGACY_ENV = {"netem": "PLACEMENT_NETEM_PROFILES"}
 
@@ -31,3 +32,11 @@ def repo_dir(name: str) -> Path:
             return Path(os.environ[var])
     packaged = PACKAGE_DATA / name
     return packaged if packaged.is_dir() else REPO_ROOT / name
+
+
+def cache_dir() -> Path:
+    """The tool's cache: ``$PLACEMENT_CACHE_DIR``, else ``$XDG_CACHE_HOME/placement``, else ``~/.cache/placement``."""
+    if os.environ.get(ENV_CACHE):
+        return Path(os.environ[ENV_CACHE])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "placement"

@@ -39,8 +39,9 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from placement.resources import ENV_CACHE, cache_dir  # noqa: F401  (ENV_CACHE: named here in the docs and tests)
+
 ENV_SWITCH = "PLACEMENT_SPARK_CLASS_ARCHIVE"
-ENV_CACHE = "PLACEMENT_CACHE_DIR"
 KEEP = 2  # archives kept (~170 MB each): this install's and one other
 MAX_BYTES = 1 << 30
 _PREFIX = "spark-driver-"
@@ -74,13 +75,6 @@ def spark_option_word(path: Path | str) -> str:
     """``path`` as one word of a Spark ``extraJavaOptions`` string (Spark's launcher splits it like a shell does,
     honouring double quotes and backslash escapes), so a cache directory with spaces stays one option."""
     return '"' + str(path).replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def cache_dir() -> Path:
-    if os.environ.get(ENV_CACHE):
-        return Path(os.environ[ENV_CACHE])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "placement"
 
 
 def _java_binary() -> Path | None:
