@@ -80,3 +80,16 @@ def test_a_session_that_cleans_up_passes_and_says_so(tmp_path):
     done = run_pytest(tmp_path, CLEAN, "-n", "2")
     assert done.returncode == 0, done.stdout[-3000:]
     assert "nothing: no process, network namespace, link, cgroup or qdisc of this session remains" in done.stdout
+
+
+def test_cgroups_made_inside_another_managers_cgroup_are_not_the_suites():
+    """A sandbox or systemd beside the suite makes cgroups inside its own (pre-existing) subtree: not counted; the
+    lab's at the top of a hierarchy and the per-thread caps inside those are."""
+    from support.left_behind import CGROUP_MOUNTS, _new_cgroups
+
+    cpu, memory = CGROUP_MOUNTS / "cpu", CGROUP_MOUNTS / "memory"
+    before = {str(memory / "process_api"), str(cpu / "system.slice")}
+    now = before | {str(memory / "process_api" / "3c307afd"), str(cpu / "system.slice" / "x.service"),
+                    str(cpu / "pl-lab-rpi1"), str(cpu / "pl-lab-rpi1" / "thread-12"), str(memory / "pl-leftover")}
+    assert _new_cgroups(before, now) == sorted([str(cpu / "pl-lab-rpi1"), str(cpu / "pl-lab-rpi1" / "thread-12"),
+                                                str(memory / "pl-leftover")])

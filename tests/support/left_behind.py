@@ -4,7 +4,8 @@ A snapshot is taken when the session starts (on the controller when tests run in
 when it ends, after the workers have exited:
 
 * network namespaces (``ip netns list``) and links of the root namespace (``ip -o link``);
-* cgroups under every cgroup v1 hierarchy mounted at ``/sys/fs/cgroup/*`` (the lab's CPU quotas, per-thread caps);
+* cgroups under every cgroup v1 hierarchy mounted at ``/sys/fs/cgroup/*`` (the lab's CPU quotas, per-thread caps),
+  not those made inside another manager's cgroup that was there before (:func:`_new_cgroups`);
 * qdiscs of the root namespace (``tc qdisc show``; a namespace's go with it);
 * processes of this session still alive: every process the tests start inherits :data:`MARKER` in its environment;
   those started by a test sshd for an SSH session do not, so a process whose command line names the session's
@@ -66,6 +67,17 @@ def _cgroups() -> set[str]:
     return found
 
 
+def _new_cgroups(before: set[str], now: set[str]) -> list[str]:
+    """Cgroups made since the start that the suite can have made: the lab's sit at the top of a hierarchy, and its
+    per-thread caps inside those. New ones inside a cgroup that was there before (a process manager's own subtree,
+    e.g. a sandbox's per-command cgroups or systemd's slices) belong to whoever runs beside the suite."""
+    def ours(path: str) -> bool:
+        parent = os.path.dirname(path)
+        return os.path.dirname(parent) == str(CGROUP_MOUNTS) or (parent not in before and ours(parent))
+
+    return sorted(path for path in now - before if ours(path))
+
+
 def _session_processes(marker: str, basetemp: str | None) -> dict[int, str]:
     """pid -> command line of live processes that belong to this session (see the module doc)."""
     mine = {os.getpid(), os.getppid()}
@@ -114,7 +126,7 @@ def left_behind(before: Snapshot, basetemp: str | None) -> dict[str, list[str]]:
         "namespaces": sorted(_namespaces() - before.namespaces),
         "links": sorted(_links() - before.links),
         "qdiscs": sorted(_qdiscs() - before.qdiscs),
-        "cgroups": sorted(_cgroups() - before.cgroups),
+        "cgroups": _new_cgroups(before.cgroups, _cgroups()),
     }
 
 
