@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import importlib.util  # a submodule: `import importlib` alone does not load it (only an editable install's finder did)
+import logging
 import signal
 import sys
 
@@ -108,6 +109,11 @@ def _run(argv: list[str] | None) -> int:
 
 
 def main(argv: list[str] | None = None) -> None:
+    # Libraries' log records stay off the terminal: with no handler on the root logger, a module-level
+    # logging.exception (py4j's on a Ctrl-C during a Spark call) configures one that prints a traceback on stderr.
+    # Every failure the tool expects reaches the user as one line of its own.
+    if not logging.getLogger().handlers:
+        logging.getLogger().addHandler(logging.NullHandler())
     try:
         code = _run(argv)
         # The command is over (its output and files complete): a Ctrl-C from here on would only turn the

@@ -45,10 +45,17 @@ def profile(metrics_dir, out, job_id, job_name, runs, warmup, inventory, statefu
 
     console = Console(stderr=True, quiet=quiet)
     with console.status(f"profiling {metrics_dir} with {engine}…"):
-        prof = build_profile(
-            metrics_dir, job=job, runs=runs, warmup_s=warmup, engine=engine, spark_master=spark_master,
-            inventory=inventory, stateful=stateful, stateless=stateless, details=details,
-        )
+        try:
+            prof = build_profile(
+                metrics_dir, job=job, runs=runs, warmup_s=warmup, engine=engine, spark_master=spark_master,
+                inventory=inventory, stateful=stateful, stateless=stateless, details=details,
+            )
+        except KeyboardInterrupt:
+            if engine == "spark":  # the JVM and its Python workers go with us, without a word
+                from placement.profile.spark_job import stop_driver
+
+                stop_driver()
+            raise
     write_profile(prof, out)
     if engine == "spark":
         from placement.profile.spark_job import archive_pending, finish_spark

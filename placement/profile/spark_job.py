@@ -21,10 +21,13 @@ driver gives them.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import heapq
+import logging
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -44,6 +47,7 @@ from placement.profile.class_archive import (
 )
 from placement.profile.history import Selection
 from placement.profile.partials import finish_partials, partials_job
+from placement.signals import sigint_held_back
 
 # Tasks per executor core: two, so a core that finishes early takes another instead of idling while the last big
 # task runs; not more, as each PySpark task costs its own overhead (measured on 2 busy cores: 16 empty tasks 0.5-1 s,
@@ -103,13 +107,45 @@ def _forward_stderr(stream) -> None:
 
 
 def _start_driver(conf) -> None:
-    """Start the driver JVM (PySpark's gateway) with ``conf`` and its stderr filtered, and its SparkContext."""
+    """Start the driver JVM (PySpark's gateway) with ``conf`` and its stderr filtered, and its SparkContext.
+
+    The JVM gets a session of its own: a Ctrl-C typed at the terminal reaches this process alone, not the JVM nor
+    the Python workers it forks (each printed a traceback of its own), and :func:`stop_driver` ends them. A Ctrl-C
+    during the launch (2-3 s) is acted on once it is over: PySpark returns the JVM's process only then, and one
+    interrupted half-way was left running with nobody holding its pid."""
     from pyspark import SparkContext
     from pyspark.java_gateway import launch_gateway
 
-    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
-    threading.Thread(target=_forward_stderr, args=(gateway.proc.stderr,), name="spark-stderr", daemon=True).start()
-    SparkContext(conf=conf, gateway=gateway)
+    with sigint_held_back():
+        gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE, "start_new_session": True})
+        threading.Thread(target=_forward_stderr, args=(gateway.proc.stderr,), name="spark-stderr", daemon=True).start()
+        # SparkContext installs a SIGINT handler that asks the JVM to cancel the jobs, over the very connection the
+        # interrupted call may be using; sigint_held_back puts the previous handler back: a plain KeyboardInterrupt,
+        # and stop_driver ends the JVM instead.
+        SparkContext(conf=conf, gateway=gateway)
+
+
+def stop_driver() -> None:
+    """End the driver JVM this process started, now (after a Ctrl-C: there is nothing of its to keep).
+
+    Its process group (the JVM, in a session of its own) gets SIGKILL; PySpark's daemon, in a group of its own,
+    ends its workers and exits when the JVM's end closes its stdin. A no-op for a JVM this process did not start
+    (under spark-submit) or that is gone. A class archive it was to dump is dropped."""
+    from pyspark import SparkContext
+
+    global _dumping
+    logging.getLogger("py4j").setLevel(logging.CRITICAL)  # the connection's end is expected now, not news
+    proc = getattr(SparkContext._gateway, "proc", None)
+    if proc is not None and proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            if os.getpgid(proc.pid) == proc.pid:  # the group is the JVM's own (started by _start_driver)
+                os.killpg(proc.pid, signal.SIGKILL)
+            else:
+                proc.kill()
+        proc.wait()
+    if _dumping is not None:
+        _dumping.pending.unlink(missing_ok=True)
+        _dumping = None
 
 
 def spark_session(master: str | None = None, *, driver_memory: str = "1g", shuffle_partitions: int = 4,
