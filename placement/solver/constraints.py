@@ -74,7 +74,7 @@ def no_data_down_to_edge(m: IlpModel) -> None:
 
     For all-to-all edges (HASH, REBALANCE, BROADCAST) the ``n_U · n_V`` pairs are written with one continuous
     ``a[U→V, h] ∈ [0, 1]`` ("all of U is on h"): ``x[v_j, h] ≤ a ≤ x[u_i, h]`` — ``n_U + n_V`` rows, same integer hull."""
-    edge = {h.name for h in m.problem.edges}
+    edge = [h.name for h in m.problem.edges]  # a list: the rows' order must not follow Python's string hashing
     for n, ch in enumerate(m.problem.channels):
         for h in edge:
             down = m.placed(ch.target, h)

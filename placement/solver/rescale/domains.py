@@ -39,7 +39,9 @@ def subtask_rules(space: RescaleSpace, ref: PlacementProblem) -> Domain:
 def instances_keep_up(space: RescaleSpace, ref: PlacementProblem, rules: Domain,
                       choices: dict[str, tuple[int, ...]]) -> tuple[Domain, dict[tuple[str, int], list[str]]]:
     """Per-subtask: ``x[s, h] = 0`` unless ``c(s)/σ_h ≤ ρ``; rescalable: ``z[v, p, h] = 0`` unless ``c_v(p)/σ_h ≤ ρ``."""
-    rescalable = {vid for g in space.groups if not g.per_subtask for vid in g.members}
+    # in the groups' order, not a set's: the model's rows follow it, and a row order that changes with Python's string
+    # hashing changed the plan from process to process where a solver is sensitive to it (HiGHS <= 1.9's presolve)
+    rescalable = dict.fromkeys(vid for g in space.groups if not g.per_subtask for vid in g.members)
     domain_x = {s.key: [h for h in rules[s.key] if _keeps_up(ref, s.server_cores, h)]
                 for s in ref.subtasks if s.vertex_id not in rescalable}
     domain_z: dict[tuple[str, int], list[str]] = {}
@@ -57,7 +59,9 @@ def reachable_edge_hosts(space: RescaleSpace, ref: PlacementProblem, domain_x: D
     a pointwise (FORWARD) pair needs its partner there at the same ``p``; every other edge needs *all* of the upstream
     vertex there — some instance of it may run there at least."""
     edge = {h.name for h in ref.edges}
-    rescalable = {vid for g in space.groups if not g.per_subtask for vid in g.members}
+    # in the groups' order, not a set's: the model's rows follow it, and a row order that changes with Python's string
+    # hashing changed the plan from process to process where a solver is sensitive to it (HiGHS <= 1.9's presolve)
+    rescalable = dict.fromkeys(vid for g in space.groups if not g.per_subtask for vid in g.members)
 
     cache: dict[str, set[str]] = {}
 
