@@ -9,6 +9,8 @@ from placement.errors import PlacementError
 from placement.flink.distribution import cached_home, distributions_dir, fetch, flink_home_for
 from placement.flink.home import find_flink_home
 
+pytestmark = pytest.mark.flink  # a 230 MB Flink distribution from the package index: not the inner loop
+
 OTHER = "1.20.5"  # an sdist (deps/ layout); the wheel layout (pyflink/) is this machine's own 2.3 and 2.2's
 
 
