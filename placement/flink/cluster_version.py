@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from placement.errors import PlacementError
 from placement.flink.versions import FlinkVersion, supported_version
 
 if TYPE_CHECKING:  # annotations only: the pure checks need no HTTP client
@@ -40,8 +41,6 @@ def cluster_version(pin: str | None, rest: FlinkRest, *, where: str) -> FlinkVer
     """The cluster's release: the pin ``where`` (checked against the JobManager when it answers), else the
     JobManager's own answer. Raises :class:`~placement.errors.PlacementError` (one line) on a mismatch or an
     unsupported release."""
-    from placement.errors import PlacementError
-
     if pin is None:
         return running_version(rest)
     pinned = supported_version(pin, where)
