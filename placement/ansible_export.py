@@ -132,7 +132,6 @@ def _cluster_vars(inv: Inventory, archive: LocalArchive | None) -> dict[str, Any
         "placement_inventory_name": inv.name,
         "placement_inventory_digest": inv.digest(),
         "placement_memory_utilisation_target": inv.policy.memory_utilisation_target,
-        "flink_version": flink.version,
         "flink_home": flink.home,
         "flink_placement_mode": flink.placement_mode,
         "flink_scheduler_dir": flink.scheduler_directory,
@@ -142,6 +141,8 @@ def _cluster_vars(inv: Inventory, archive: LocalArchive | None) -> dict[str, Any
         "flink_rest_address": rest.hostname or jm.address,
         "flink_rest_port": rest.port or FLINK_REST_DEFAULT_PORT,
     }
+    if flink.version is not None:  # unpinned: the role's own flink_version (its defaults say which)
+        out["flink_version"] = flink.version
     if flink.archive_url:
         out["flink_archive_url"] = flink.archive_url
     if flink.archive_sha512:

@@ -12,6 +12,7 @@ import yaml
 
 from placement.ansible_export import LocalArchive, ansible_inventory, render
 from placement.errors import BadInput
+from placement.flink.versions import SUPPORTED_LINES
 from placement.inventory import Inventory, load_inventory
 from placement.netem.profiles import load_profile
 
@@ -143,6 +144,15 @@ def test_cluster_vars_for_vanilla_mode_and_archive() -> None:
     assert (local["flink_archive_src"], local["flink_archive_sha512"]) == ("/tmp/f.tgz", "cd" * 64)
     pi = hostvars(doc, "edges", "pi")
     assert pi["flink_taskmanager_slots"] == 4 and pi["placement_memory_mib"] == 4096
+
+
+def test_the_flink_version_pin_is_what_the_role_installs_and_unpinned_leaves_the_roles_default() -> None:
+    flink = minimal().flink.model_dump() | {"version": "1.20.5"}
+    pinned = ansible_inventory(minimal(flink=flink))["all"]["vars"]
+    assert pinned["flink_version"] == "1.20.5"
+    assert "flink_version" not in ansible_inventory(minimal())["all"]["vars"]
+    role = yaml.safe_load((REPO / "ansible" / "roles" / "flink" / "defaults" / "main.yml").read_text())
+    assert role["flink_supported_lines"] == [f"{major}.{minor}" for major, minor in SUPPORTED_LINES]
 
 
 def test_edge_without_interface_is_bad_input() -> None:
