@@ -8,7 +8,6 @@ GlobalConfiguration (:mod:`support.flink_reads`) and sized by its BashJavaUtils,
 
 from __future__ import annotations
 
-import re
 import subprocess
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from placement.flink.distribution import flink_home_for
 from placement.flink.home import FlinkHome, find_flink_home
 from placement.flink.versions import FlinkVersion
 from support import real_parts
-from support.flink_reads import FlinkReads
+from support.flink_reads import FlinkReads, tm_process_mib
 
 pytestmark = [pytest.mark.ansible, pytest.mark.flink]
 
@@ -94,26 +93,6 @@ def home_of(version: str) -> FlinkHome:
     if version == "2.3.0" and find_flink_home().version != version:
         real_parts.missing(f"this machine's Flink is {find_flink_home().version}, not 2.3.0")
     return flink_home_for(version)
-
-
-def tm_process_mib(home: FlinkHome, conf_dir: Path) -> float:
-    """The TaskManager's process size as that version's BashJavaUtils derives it (JVM flags + dynamic properties)."""
-    proc = subprocess.run(["java", "-cp", f"{home.bash_java_utils}:{home.classpath}",
-                           "org.apache.flink.runtime.util.bash.BashJavaUtils", "GET_TM_RESOURCE_PARAMS", "-c", str(conf_dir)],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    jvm, dyn = [line.split(":", 1)[1] for line in proc.stdout.splitlines() if line.startswith("BASH_JAVA_UTILS_EXEC_RESULT:")][-2:]
-    props = dict(re.findall(r"-D (\S+?)=(\S+)", dyn))
-
-    def mib(text: str) -> float:
-        number, unit = re.fullmatch(r"(\d+)(\D*)", text.strip().lower()).groups()  # type: ignore[union-attr]
-        return int(number) / {"": 2**20, "b": 2**20, "bytes": 2**20, "k": 1024, "kb": 1024, "m": 1, "mb": 1}[unit]
-
-    flags = jvm.split()
-    heap = mib(next(f[4:] for f in flags if f.startswith("-Xmx")))
-    direct = mib(next(f.split("=")[1] for f in flags if f.startswith("-XX:MaxDirectMemorySize=")))
-    metaspace = mib(next(f.split("=")[1] for f in flags if f.startswith("-XX:MaxMetaspaceSize=")))
-    return heap + direct + metaspace + mib(props["taskmanager.memory.managed.size"]) + mib(props["taskmanager.memory.jvm-overhead.max"])
 
 
 @pytest.mark.parametrize("version", VERSIONS)

@@ -9,10 +9,14 @@ JobManager would fail to start with. The API used is the same from 1.19 to 2.3, 
     reads = FlinkReads.compile(tmp_dir)
     reads(home, conf_dir, "org.apache.flink.configuration.JobManagerOptions#SLOT_REQUEST_TIMEOUT")
     # {"...#SLOT_REQUEST_TIMEOUT": "PT1M"}  (1.20+), "60000" (1.19), or "error: Could not parse value ..."
+
+:func:`tm_process_mib` is the TaskManager's process size as that version's BashJavaUtils (what its start scripts ask)
+derives it from a conf dir.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -75,3 +79,23 @@ class FlinkReads:
                 kind, option, value = line.split(" ", 3)[1:]
                 out[option] = value if kind == "value" else f"error: {value}"
         return out
+
+
+def tm_process_mib(home: FlinkHome, conf_dir: Path) -> float:
+    """The TaskManager's process size as that version's BashJavaUtils derives it (JVM flags + dynamic properties)."""
+    proc = subprocess.run(["java", "-cp", f"{home.bash_java_utils}:{home.classpath}",
+                           "org.apache.flink.runtime.util.bash.BashJavaUtils", "GET_TM_RESOURCE_PARAMS", "-c", str(conf_dir)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    jvm, dyn = [line.split(":", 1)[1] for line in proc.stdout.splitlines() if line.startswith("BASH_JAVA_UTILS_EXEC_RESULT:")][-2:]
+    props = dict(re.findall(r"-D (\S+?)=(\S+)", dyn))
+
+    def mib(text: str) -> float:
+        number, unit = re.fullmatch(r"(\d+)(\D*)", text.strip().lower()).groups()  # type: ignore[union-attr]
+        return int(number) / {"": 2**20, "b": 2**20, "bytes": 2**20, "k": 1024, "kb": 1024, "m": 1, "mb": 1}[unit]
+
+    flags = jvm.split()
+    heap = mib(next(f[4:] for f in flags if f.startswith("-Xmx")))
+    direct = mib(next(f.split("=")[1] for f in flags if f.startswith("-XX:MaxDirectMemorySize=")))
+    metaspace = mib(next(f.split("=")[1] for f in flags if f.startswith("-XX:MaxMetaspaceSize=")))
+    return heap + direct + metaspace + mib(props["taskmanager.memory.managed.size"]) + mib(props["taskmanager.memory.jvm-overhead.max"])
