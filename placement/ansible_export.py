@@ -37,6 +37,7 @@ class LocalArchive:
 
     path: str
     sha512: str
+    flink_version: str | None = None  # the release it holds (its flink-<version>/ top directory), when known
 
 
 @dataclass(frozen=True)
@@ -141,8 +142,10 @@ def _cluster_vars(inv: Inventory, archive: LocalArchive | None) -> dict[str, Any
         "flink_rest_address": rest.hostname or jm.address,
         "flink_rest_port": rest.port or FLINK_REST_DEFAULT_PORT,
     }
-    if flink.version is not None:  # unpinned: the role's own flink_version (its defaults say which)
-        out["flink_version"] = flink.version
+    # the pin, else the release of the archive given, else the role's own default (its defaults say which)
+    version = flink.version or (archive.flink_version if archive is not None else None)
+    if version is not None:
+        out["flink_version"] = version
     if flink.archive_url:
         out["flink_archive_url"] = flink.archive_url
     if flink.archive_sha512:

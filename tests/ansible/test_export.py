@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -190,6 +191,25 @@ def test_cli_local_archive_is_checksummed(tmp_path: Path) -> None:
     cluster = yaml.safe_load(proc.stdout)["all"]["vars"]
     assert cluster["flink_archive_src"] == str(archive)
     assert cluster["flink_archive_sha512"] == hashlib.sha512(b"not really flink").hexdigest()
+
+
+def test_cli_a_flink_archive_says_which_release_the_role_installs_and_must_match_a_pin(tmp_path: Path) -> None:
+    archive = tmp_path / "flink-1.20.5-bin-scala_2.12.tgz"
+    with tarfile.open(archive, "w:gz") as tar:  # laid out as Apache's: everything under flink-<version>/
+        for name in ("flink-1.20.5", "flink-1.20.5/lib"):
+            info = tarfile.TarInfo(name)
+            info.type = tarfile.DIRTYPE
+            tar.addfile(info)
+    unpinned = placement_cli("inventory", "ansible", str(EDGE_LAB), "--flink-archive", str(archive))
+    assert unpinned.returncode == 0, unpinned.stderr
+    assert yaml.safe_load(unpinned.stdout)["all"]["vars"]["flink_version"] == "1.20.5"
+    inv = yaml.safe_load(EDGE_LAB.read_text())
+    inv["flink"]["version"] = "2.3.0"
+    pinned = tmp_path / "inv.yaml"
+    pinned.write_text(yaml.safe_dump(inv))
+    proc = placement_cli("inventory", "ansible", str(pinned), "--flink-archive", str(archive))
+    assert (proc.returncode, proc.stderr) == (
+        2, f"error: {archive}: --flink-archive: holds Flink 1.20.5, but {pinned}: flink.version pins 2.3.0\n")
 
 
 @pytest.mark.parametrize(
