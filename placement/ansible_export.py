@@ -37,6 +37,7 @@ class LocalArchive:
 
     path: str
     sha512: str
+    flink_version: str | None = None  # the release it holds (its flink-<version>/ top directory), when known
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,6 @@ def _cluster_vars(inv: Inventory, archive: LocalArchive | None) -> dict[str, Any
         "placement_inventory_name": inv.name,
         "placement_inventory_digest": inv.digest(),
         "placement_memory_utilisation_target": inv.policy.memory_utilisation_target,
-        "flink_version": flink.version,
         "flink_home": flink.home,
         "flink_placement_mode": flink.placement_mode,
         "flink_scheduler_dir": flink.scheduler_directory,
@@ -142,6 +142,10 @@ def _cluster_vars(inv: Inventory, archive: LocalArchive | None) -> dict[str, Any
         "flink_rest_address": rest.hostname or jm.address,
         "flink_rest_port": rest.port or FLINK_REST_DEFAULT_PORT,
     }
+    # the pin, else the release of the archive given, else the role's own default (its defaults say which)
+    version = flink.version or (archive.flink_version if archive is not None else None)
+    if version is not None:
+        out["flink_version"] = version
     if flink.archive_url:
         out["flink_archive_url"] = flink.archive_url
     if flink.archive_sha512:

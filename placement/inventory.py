@@ -17,6 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from placement.flink.versions import release_problem
 from placement.loading import FieldError, load_model
 from placement.units import MiB, Millis, Percent, RateMbit
 
@@ -138,7 +139,9 @@ class JobSettings(Strict):
 class FlinkCluster(Strict):
     rest_url: str = Field(pattern=r"^https?://[^\s/]+(:\d+)?/?$")
     home: str = "/opt/flink"
-    version: str = "2.3.0"
+    version: str | None = Field(
+        None, description="pin: the exact Flink release the cluster runs (what the Ansible role installs, what apply "
+        "checks the JobManager against); default: what the JobManager reports (REST /config)")
     jobmanager: str | None = Field(None, description="host running the JobManager (default: the first server)")
     placement_mode: Literal["custom", "vanilla"] = "custom"
     scheduler_dir: str | None = Field(
@@ -150,6 +153,16 @@ class FlinkCluster(Strict):
     slot_sharing: bool = Field(True, description="subtasks of different vertices share a slot (Flink's default)")
     archive_url: str | None = Field(None, description="Flink distribution tarball for ansible")
     archive_sha512: str | None = None
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, v: str | None) -> str | None:
+        if v is None:
+            return None
+        problem = release_problem(v)
+        if problem:
+            raise ValueError(problem)
+        return v.strip()
 
     @property
     def scheduler_directory(self) -> str:

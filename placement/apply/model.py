@@ -41,7 +41,8 @@ class TaskManagerView:
 
 @dataclass(frozen=True)
 class HostConfigView:
-    """A host's Flink config file as read over SSH (None: the file does not exist)."""
+    """A host's Flink config file as read over SSH (None: the file does not exist): the one its Flink version reads
+    (``config.yaml``, or 1.x's ``flink-conf.yaml`` where that exists), so the one apply edits."""
 
     host: str
     path: str
@@ -70,6 +71,7 @@ class ClusterView:
     scheduler: SchedulerView | None = None  # custom mode: the extension on the JobManager
     max_parallelism: dict[str, int] = field(default_factory=dict)  # running vertex id -> maxParallelism (REST)
     submitter: SubmitterView | None = None  # custom mode, resubmitted through the JobGraph submitter
+    flink_version: str | None = None  # what the JobManager runs (GET /config: flink-version; None: it did not say)
 
 
 @dataclass(frozen=True)

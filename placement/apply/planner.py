@@ -26,14 +26,13 @@ from __future__ import annotations
 import json
 import posixpath
 
-import yaml
-
 from placement.apply import rescale
 from placement.apply.model import (
     AcquireLock,
     ApplyPlan,
     CheckExtension,
     ClusterView,
+    HostConfigView,
     PlannedSubtask,
     RecordState,
     ReleaseLock,
@@ -64,7 +63,7 @@ from placement.apply.vertices import (
     planned_vertices,
     running_subtask_hosts,
 )
-from placement.flink.config import flatten, nest
+from placement.flink.options import read_config, update_config
 from placement.scheduler import ExtensionJar, render_taskmanagers
 from placement.submitter import SubmitterJar
 from placement.writers.vanilla import placement_args
@@ -120,19 +119,27 @@ def in_effect(req: ApplyRequest, view: ClusterView) -> tuple[bool, str]:
     return True, f"plan already in effect: job {view.job_id} runs every subtask on its planned TaskManager; nothing to do"
 
 
-def _merge_keys(text: str | None, wanted: dict[str, object]) -> str:
-    flat = flatten(yaml.safe_load(text or "") or {})
+def _resource_names(value: object) -> list[str]:
+    """``external-resources`` as names: a YAML list, or Flink's ``a;b`` string."""
+    if isinstance(value, list):
+        return [str(v) for v in value]
+    return [name.strip() for name in str(value or "").split(";") if name.strip()]
+
+
+def _merge_keys(cfg: HostConfigView | None, path: str, wanted: dict[str, object]) -> str:
+    """The config file at ``path`` (as read: ``cfg``) with ``wanted`` set, in that file's own format; an external
+    resource joins the ones declared already."""
+    text = cfg.text if cfg is not None else None
+    name = posixpath.basename(path)
+    current = read_config(text, name)
+    updates: dict[str, object] = {}
     for key, value in wanted.items():
         if key == "external-resources":
-            have = flat.get(key)
-            names = list(have) if isinstance(have, list) else [s.strip() for s in str(have or "").split(";") if s.strip()]
-            for name in str(value).split(";"):
-                if name.strip() and name.strip() not in names:
-                    names.append(name.strip())
-            flat[key] = names
+            names = _resource_names(current.get(key))
+            updates[key] = names + [n for n in _resource_names(value) if n not in names]
         else:
-            flat[key] = value
-    return yaml.safe_dump(nest(flat), sort_keys=True)
+            updates[key] = value
+    return update_config(text, updates, name)
 
 
 def plan_apply(req: ApplyRequest, view: ClusterView, *, holder: str, extension: ExtensionJar | None = None,
@@ -176,8 +183,9 @@ def plan_apply(req: ApplyRequest, view: ClusterView, *, holder: str, extension: 
                 install.append(Step(UploadFile(jm, posixpath.join(paths.lib, extension.path.name), extension.path.read_bytes(),
                                                f"the scheduler extension for Flink {extension.flink_version}"), "install"))
             if fix.config:
-                text = view.jobmanager_config.text if view.jobmanager_config else None
-                install.append(Step(UploadFile(jm, paths.config, _merge_keys(text, fix.config),
+                cfg = view.jobmanager_config
+                path = cfg.path if cfg is not None else paths.config
+                install.append(Step(UploadFile(jm, path, _merge_keys(cfg, path, fix.config),
                                                ", ".join(f"{k}: {v}" for k, v in fix.config.items())), "install"))
             restart = [Step(SshCommand(jm, (paths.daemon("jobmanager"), "stop"), "restart the JobManager"), "install"),
                        Step(SshCommand(jm, (paths.daemon("jobmanager"), "start"), "restart the JobManager"), "install")]
@@ -192,7 +200,7 @@ def plan_apply(req: ApplyRequest, view: ClusterView, *, holder: str, extension: 
         for host, cfg in sorted(view.taskmanager_configs.items()):
             wanted = req.vanilla_configs.get(host, {})
             if config_satisfies(parse_config(cfg), wanted):
-                install.append(Step(UploadFile(host, paths.config, _merge_keys(cfg.text, wanted),
+                install.append(Step(UploadFile(host, cfg.path, _merge_keys(cfg, cfg.path, wanted),
                                                f"TaskManager {host} declares external resource {host!r}"), "install"))
             restart = [Step(SshCommand(host, (paths.daemon("taskmanager"), "stop"), f"restart the TaskManager on {host}"), "install"),
                        Step(SshCommand(host, (paths.daemon("taskmanager"), "start"), f"restart the TaskManager on {host}"), "install")]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import posixpath
+import re
 import shlex
 from collections import Counter
 from collections.abc import Sequence
@@ -41,8 +42,10 @@ from placement.apply.rescale import (
 from placement.apply.vertices import match_vertices
 from placement.apply.vertices import planned_vertices as planned_vertex_list
 from placement.errors import BadInput, PlacementError
-from placement.flink.config import flatten
+from placement.flink.cluster_version import pin_mismatch, reported_version_text
+from placement.flink.options import CONFIG_YAML, LEGACY_CONFIG, config_file_names, read_config
 from placement.flink.rest import TERMINAL_STATES, FlinkRest, FlinkRestError, VertexInfo
+from placement.flink.versions import FlinkVersion, supported_version
 from placement.remote import CommandFailed, Executor, HostUnreachable
 from placement.scheduler import (
     extension_active,
@@ -143,6 +146,13 @@ def observe(req: ApplyRequest, rest: FlinkRest, executors: dict[str, Executor]) 
         problems.append(Problem(f"Flink REST is not up: {exc}"))
         return None, problems
 
+    flink_version = reported_version_text(rest.config())
+    version: FlinkVersion | None = None
+    if flink_version is not None:
+        try:
+            version = supported_version(flink_version, f"the JobManager at {rest.url} (GET /config)")
+        except PlacementError as exc:
+            problems.append(Problem(str(exc)))
     job_id, job_name, job_state = resolve_job(req, rest)  # bad input raises at once
     details = rest.job(job_id)
     vertices: dict[str, int] = {}
@@ -171,7 +181,7 @@ def observe(req: ApplyRequest, rest: FlinkRest, executors: dict[str, Executor]) 
                     problems.append(Problem(f"{jm.name}:{paths.state}: not JSON (remove it, or fix it by hand)"))
             if req.mode == "custom":
                 schedulercfg = jm_ex.read_text(paths.schedulercfg_for(job_name))
-                jm_config = HostConfigView(jm.name, paths.config, jm_ex.read_text(paths.config))
+                jm_config = read_host_config(jm_ex, jm.name, req, version)
                 listing = jm_ex.run(["sh", "-c", 'cd -- "$1" 2>/dev/null && ls -1 || true', "sh", paths.lib],
                                     mutates=False, timeout=30)
                 installed = tuple(n for n in listing.stdout.split() if n.startswith(JAR_PREFIX + "-") and n.endswith(".jar"))
@@ -191,19 +201,20 @@ def observe(req: ApplyRequest, rest: FlinkRest, executors: dict[str, Executor]) 
                 continue  # the running TaskManager declares enough of its resource: no config to look at
             if host in reachable:
                 try:
-                    tm_configs[host] = HostConfigView(host, paths.config, executors[host].read_text(paths.config))
+                    tm_configs[host] = read_host_config(executors[host], host, req, version)
                 except CommandFailed as exc:
                     problems.append(Problem(str(exc)))
     scheduler = None
     if req.mode == "custom":
         scheduler = SchedulerView(active=extension_active(rest), settings=rest.jobmanager_config(),
-                                  installed_jars=installed, flink_version=str(rest.config().get("flink-version") or "") or None)
+                                  installed_jars=installed, flink_version=flink_version)
     max_parallelism = {str(v["id"]): int(v.get("maxParallelism") or 0) for v in rest.job_raw(job_id).get("vertices", [])}
     view = ClusterView(
         job_id=job_id, job_name=job_name, job_state=job_state, vertices=vertices, actual=actual, taskmanagers=tms,
         other_jobs=others, jar_ids=jar_ids, state_record=state_record, schedulercfg=schedulercfg,
         jobmanager_config=jm_config, taskmanager_configs=tm_configs, running_vertices=tuple(details.vertices),
         subtask_hosts=subtask_hosts, taskmanager_infos=tm_infos, scheduler=scheduler, max_parallelism=max_parallelism,
+        flink_version=flink_version,
     )
     if jm.name in reachable and needs_submitter(req, view):
         try:
@@ -211,6 +222,18 @@ def observe(req: ApplyRequest, rest: FlinkRest, executors: dict[str, Executor]) 
         except CommandFailed as exc:
             problems.append(Problem(str(exc)))
     return view, problems
+
+
+def read_host_config(executor: Executor, host: str, req: ApplyRequest, version: FlinkVersion | None) -> HostConfigView:
+    """The config file the host's Flink reads (so the one to edit): 1.19/1.20 read ``flink-conf.yaml`` where it exists,
+    else ``config.yaml``; 2.x only ``config.yaml``. None as text: neither exists."""
+    names = config_file_names(version) if version is not None else (CONFIG_YAML,)
+    for name in names:
+        path = req.paths.conf_file(name)
+        text = executor.read_text(path)
+        if text is not None:
+            return HostConfigView(host, path, text)
+    return HostConfigView(host, req.paths.config, None)
 
 
 def observe_submitter(req: ApplyRequest, view: ClusterView, jm_ex: Executor) -> SubmitterView:
@@ -301,21 +324,22 @@ def config_satisfies(current: dict[str, object], wanted: dict[str, object]) -> l
 
 
 def parse_config(view: HostConfigView) -> dict[str, object]:
-    if view.text is None:
-        return {}
     try:
-        data = yaml.safe_load(view.text) or {}
+        return read_config(view.text, posixpath.basename(view.path))
     except yaml.YAMLError as exc:
         raise PlacementError(f"{view.host}:{view.path}: not valid YAML: {str(exc).splitlines()[0]}") from None
-    if not isinstance(data, dict):
-        raise PlacementError(f"{view.host}:{view.path}: expected a mapping of Flink config keys")
-    return flatten(data)
+    except ValueError as exc:
+        raise PlacementError(f"{view.host}:{view.path}: {exc}") from None
 
 
 def check(req: ApplyRequest, view: ClusterView) -> list[Problem]:
     """Problems that stop the apply (pure)."""
     problems: list[Problem] = []
     inv = req.inventory
+    mismatch = pin_mismatch(inv.flink.version, view.flink_version, where=f"{req.inventory_path}: flink.version",
+                            rest_url=inv.flink.rest_url)
+    if mismatch:
+        problems.append(Problem(mismatch, stale_input=True))
     if view.job_state != "RUNNING":
         problems.append(Problem(f"job {view.job_id} ({view.job_name}) is {view.job_state}, not RUNNING"))
     problems += graph_problems(req, view)
@@ -437,6 +461,12 @@ def graph_problems(req: ApplyRequest, view: ClusterView) -> list[Problem]:
     return [Problem(f"stale plan: the running job's graph differs from the plan's ({'; '.join(diffs)})", stale_input=True)]
 
 
+def jar_built_for(name: str) -> str | None:
+    """The Flink version an extension jar's name records (``placement-scheduler-<version>-<digest>.jar``), or None."""
+    match = re.fullmatch(re.escape(JAR_PREFIX) + r"-(\d+\.\d+\.\d+[^-]*)-[0-9a-f]+\.jar", name)
+    return match[1] if match else None
+
+
 @dataclass(frozen=True)
 class SchedulerFix:
     """What custom mode must change on the JobManager host before a placed job can run (empty: nothing)."""
@@ -464,6 +494,12 @@ def scheduler_fix(req: ApplyRequest, view: ClusterView) -> SchedulerFix:
         reasons.append(f"no scheduler extension jar in {jm}:{paths.lib}")
     elif s.installed_jars is not None and len(s.installed_jars) > 1:
         reasons.append(f"several extension jars in {jm}:{paths.lib} ({', '.join(s.installed_jars)}); keep one")
+        fixable = False
+    elif s.installed_jars and s.flink_version and jar_built_for(s.installed_jars[0]) not in (None, s.flink_version):
+        # the extension refuses any Flink but the one it was compiled against: the first job would fail
+        reasons.append(f"the extension jar in {jm}:{paths.lib} ({s.installed_jars[0]}) was built for Flink "
+                       f"{jar_built_for(s.installed_jars[0])}, the JobManager runs {s.flink_version}: replace it with one "
+                       "built for that (`placement scheduler install --flink-home <its Flink home>`, or the Ansible role)")
         fixable = False
     if s.active is None:
         reasons.append("the JobManager does not say whether it loaded the extension (GET /jobmanager/environment)")
@@ -513,6 +549,9 @@ def scheduler_problems(req: ApplyRequest, view: ClusterView) -> list[Problem]:
     return problems
 
 
+_LEGACY_NOTE = f" (Flink 1.19/1.20: {LEGACY_CONFIG} first, which they read instead where it exists)"
+
+
 def describe_reads(req: ApplyRequest) -> list[str]:
     """The read-only SSH commands and REST calls preflight makes (a dry run makes them too, to see the cluster)."""
     paths = req.paths
@@ -520,12 +559,13 @@ def describe_reads(req: ApplyRequest) -> list[str]:
     lines = [f"ssh {h.name}: true" for h in req.inventory.hosts]
     lines.append(f"ssh {jm}: cat {paths.state}")
     if req.mode == "custom":
-        lines += [f"ssh {jm}: cat {paths.schedulercfg_for('<job name>')}", f"ssh {jm}: cat {paths.config}",
+        lines += [f"ssh {jm}: cat {paths.schedulercfg_for('<job name>')}", f"ssh {jm}: cat {paths.config}{_LEGACY_NOTE}",
                   f"ssh {jm}: ls {paths.lib}  (the scheduler extension's jar)"]
     if paths.savepoint_path:
         lines.append(f"ssh {jm}: {shlex.join(probe_writable_argv(paths.savepoint_path))}")
     lines.append("REST GET /overview, /jobs/overview (or /jobs/<id>), /jobs/<id>, /jobs/<id>/vertices/<vid> per vertex, "
                  "/taskmanagers, /jars" + (", /jobmanager/environment, /jobmanager/config, /config" if req.mode == "custom" else ""))
     if req.mode == "vanilla":
-        lines.append(f"ssh <host>: cat {paths.config}  (only for a host whose TaskManager lacks its external resource)")
+        lines.append(f"ssh <host>: cat {paths.config}{_LEGACY_NOTE}  (only for a host whose TaskManager lacks its "
+                     "external resource)")
     return lines

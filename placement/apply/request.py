@@ -17,6 +17,7 @@ import yaml
 
 from placement.errors import BadInput
 from placement.flink.config import flatten
+from placement.flink.options import CONFIG_YAML
 from placement.inventory import Inventory, load_inventory
 from placement.scheduler import TASKMANAGERS_FILENAME, schedulercfg_filename
 from placement.writers.planjson import PlanDocument, load_plan
@@ -56,9 +57,17 @@ class RemotePaths:
         return posixpath.join(self.state_dir, "state.json")
 
     @property
+    def conf_dir(self) -> str:
+        return posixpath.join(self.home, "conf")
+
+    @property
     def config(self) -> str:
-        """The Flink 2.x config file of the JobManager or TaskManager on a host."""
-        return posixpath.join(self.home, "conf", "config.yaml")
+        """``config.yaml``, the config file every supported Flink reads (1.19/1.20 read ``flink-conf.yaml`` instead
+        where it exists: :func:`placement.flink.options.config_file_names`)."""
+        return posixpath.join(self.conf_dir, CONFIG_YAML)
+
+    def conf_file(self, name: str) -> str:
+        return posixpath.join(self.conf_dir, name)
 
     def daemon(self, which: str) -> str:
         return posixpath.join(self.home, "bin", f"{which}.sh")

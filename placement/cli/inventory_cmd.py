@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+import tarfile
 from pathlib import Path
 
 import click
@@ -15,6 +17,19 @@ from placement.ansible_export import LocalArchive, ansible_inventory, render
 from placement.errors import BadInput
 from placement.inventory import load_inventory
 from placement.netem.profiles import load_profile
+
+
+def _archive_flink_version(path: Path) -> str | None:
+    """The release a Flink distribution archive holds, from its top directory (``flink-1.20.5/``, as Apache's
+    archives and the role expect); None when it is not such an archive. Reads only the first entry."""
+    try:
+        with tarfile.open(path) as tar:
+            first = tar.next()
+    except (tarfile.TarError, OSError, EOFError):
+        return None
+    top = first.name.split("/", 1)[0] if first is not None else ""
+    match = re.fullmatch(r"flink-(\d+\.\d+\.\d+\S*)", top)
+    return match[1] if match else None
 
 
 @click.group()
@@ -82,7 +97,11 @@ def ansible(file: str, out: str | None, flink_archive: str | None, rate_only: bo
                 source=file,
                 field="flink.archive_sha512",
             )
-        archive = LocalArchive(path=str(path.resolve()), sha512=sha512)
+        held = _archive_flink_version(path)
+        if held and inv.flink.version and held != inv.flink.version:
+            raise BadInput(f"holds Flink {held}, but {file}: flink.version pins {inv.flink.version}", source=flink_archive,
+                           field="--flink-archive")
+        archive = LocalArchive(path=str(path.resolve()), sha512=sha512, flink_version=held)
     text = render(
         ansible_inventory(
             inv,

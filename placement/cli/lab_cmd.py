@@ -35,19 +35,25 @@ def lab() -> None:
 @click.option("--mode", type=click.Choice(["custom", "vanilla"]), default="custom", show_default=True,
               help="custom: stock Flink + the scheduler extension, jobs placed unmodified by `placement apply`; "
                    "vanilla: stock Flink only, jobs place themselves with the Placement helper (--placement)")
-def up_cmd(inventory_path: str, work_dir: Path, timeout: float, mode: str) -> None:
-    """Start the lab (idempotent: a lab that is up already in this mode is left as it is)."""
+@click.option("--flink-version", "flink_version", metavar="X.Y.Z",
+              help="the exact Flink release to run (1.19.x to 2.3.x), fetched once into the cache with pip; default: "
+                   "the inventory's flink.version, else this machine's own Flink")
+def up_cmd(inventory_path: str, work_dir: Path, timeout: float, mode: str, flink_version: str | None) -> None:
+    """Start the lab (idempotent: a lab that is up already in this mode and Flink version is left as it is)."""
     from placement.errors import BadInput
     from placement.lab.runner import up
 
     if not Path(inventory_path).is_file():
         raise BadInput("no such file", source=inventory_path, field="--inventory")
-    result = up(inventory_path, work_dir, timeout=timeout, mode=mode)  # type: ignore[arg-type]
+    result = up(inventory_path, work_dir, timeout=timeout, mode=mode, flink_version=flink_version)  # type: ignore[arg-type]
     state = result.state
     if result.restarted_for_mode:
         click.echo(f"note: the lab was up in {result.restarted_for_mode} mode; restarted in {mode} mode")
+    if result.restarted_for_version:
+        click.echo(f"note: the lab was up on Flink {result.restarted_for_version}; restarted on {state.get('flink_version')}")
+    version = f", Flink {state['flink_version']}" if state.get("flink_version") else ""
     click.echo(("lab already up" if result.already_up else "lab up") + f" ({state.get('mode', 'vanilla')} mode): "
-               f"REST {state['rest_url']}, lab inventory {state.get('lab_inventory')}")
+               f"REST {state['rest_url']}, lab inventory {state.get('lab_inventory')}{version}")
     for note in state.get("notes", []):
         click.echo(f"note: {note}")
 
@@ -80,7 +86,9 @@ def status_cmd(work_dir: Path, as_json: bool) -> None:
         click.echo(f"no lab in {work_dir}" + (f"; leftovers: {left} (run `placement lab down`)" if left else ""))
         sys.exit(1)
     console = _console()
-    console.print(f"lab {'[green]up[/]' if st['up'] else '[red]not healthy[/]'} ({st['status']}, {st['mode']} mode), REST {st['rest_url']}"
+    version = f", Flink {st['flink_version']}" if st.get("flink_version") else ""
+    console.print(f"lab {'[green]up[/]' if st['up'] else '[red]not healthy[/]'} ({st['status']}, {st['mode']} mode{version}), "
+                  f"REST {st['rest_url']}"
                   + (f" — {st['rest_error']}" if st.get("rest_error") else ""))
     table = Table()
     for col in ("host", "role", "address", "namespace", "TM", "uplink", "not emulated", "CPU quota", "throttled"):

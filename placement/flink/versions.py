@@ -53,12 +53,29 @@ def supported_lines() -> str:
     return ", ".join(f"{major}.{minor}" for major, minor in SUPPORTED_LINES)
 
 
-def supported_version(text: str | None, where: str) -> FlinkVersion:
-    """``text`` parsed, or a one-line error naming ``where`` it came from and the supported lines."""
+def version_problem(text: str | None) -> str | None:
+    """Why ``text`` is not a supported Flink version (one clause, for messages and validators), or None."""
     try:
         version = FlinkVersion.parse(text or "")
     except ValueError:
-        raise PlacementError(f"{where}: cannot tell the Flink version from {text!r}") from None
+        return f"cannot tell the Flink version from {text!r}"
     if not version.supported:
-        raise PlacementError(f"{where}: Flink {text} is not supported (supported: {supported_lines()})")
-    return version
+        return f"Flink {text} is not supported (supported: {supported_lines()})"
+    return None
+
+
+def release_problem(text: str | None) -> str | None:
+    """:func:`version_problem`, and a release line without its patch release (``1.20``) refused: a pin names the
+    exact release to install, fetch or build for."""
+    problem = version_problem(text)
+    if problem is None and _VERSION.match(str(text).strip())[3] is None:  # type: ignore[index]
+        return f"{str(text).strip()!r} is a release line: give the exact release, {FlinkVersion.parse(str(text)).line}.<patch>"
+    return problem
+
+
+def supported_version(text: str | None, where: str) -> FlinkVersion:
+    """``text`` parsed, or a one-line error naming ``where`` it came from and the supported lines."""
+    problem = version_problem(text)
+    if problem:
+        raise PlacementError(f"{where}: {problem}")
+    return FlinkVersion.parse(text or "")

@@ -1,9 +1,10 @@
-"""Start and stop a real Flink 2.x standalone cluster with plain ``java`` (no bin/*.sh, no Maven).
+"""Start and stop a real Flink standalone cluster (any supported version) with plain ``java`` (no bin/*.sh, no Maven).
 
-The apache-flink-libraries wheel ships Flink's jars but neither the start scripts nor a ``conf/`` dir, so this module
-does what ``jobmanager.sh``/``taskmanager.sh`` would: it writes one conf dir per process (Flink 2.x ``config.yaml`` and
-a log4j properties file), asks ``BashJavaUtils`` for the JVM memory flags Flink derives from that config, and starts
-each JVM in its own process group so :meth:`RunningCluster.stop` can end it and everything it spawned.
+The apache-flink-libraries packages ship Flink's jars but neither the start scripts nor a ``conf/`` dir, so this module
+does what ``jobmanager.sh``/``taskmanager.sh`` would: it writes one conf dir per process (a ``config.yaml`` every
+supported version reads, and a log4j properties file), asks ``BashJavaUtils`` for the JVM memory flags Flink derives
+from that config, and starts each JVM in its own process group so :meth:`RunningCluster.stop` can end it and everything
+it spawned.
 
 Pipeline: :class:`ClusterSpec` (pure, typed) -> :func:`render_*` / :func:`*_argv` (pure command/config builders, tested
 without a cluster) -> :func:`start_cluster` (the only side effects) -> :class:`RunningCluster` (what runs, where its
@@ -23,13 +24,13 @@ import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from datetime import timedelta
 from pathlib import Path
 
-import yaml
 
 from placement.errors import PlacementError
-from placement.flink.config import nest
 from placement.flink.home import JAVA17_FLAGS, FlinkHome, find_flink_home
+from placement.flink.options import CONFIG_YAML, duration, render_config
 from placement.scheduler.install import launcher_classpath
 
 JOBMANAGER_MAIN = "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint"
@@ -120,14 +121,15 @@ def common_config(spec: ClusterSpec, rest_port: int, rpc_port: int) -> dict[str,
         "env.java.opts.all": " ".join(JAVA17_FLAGS),
         # The default scheduler honours fine-grained slot sharing groups; the adaptive one ignores them.
         "jobmanager.scheduler": "default",
-        "execution.checkpointing.interval": "10 s",
+        # durations as plain milliseconds: the form every supported Flink parses (placement.flink.options)
+        "execution.checkpointing.interval": duration(timedelta(seconds=10)),
         "state.backend.type": "hashmap",
         # Fail fast instead of restarting forever when a pinned subtask can never be scheduled.
         "restart-strategy.type": "fixed-delay",
         "restart-strategy.fixed-delay.attempts": 3,
-        "restart-strategy.fixed-delay.delay": "2 s",
-        "slot.request.timeout": "60 s",
-        "metrics.fetcher.update-interval": "2000",
+        "restart-strategy.fixed-delay.delay": duration(timedelta(seconds=2)),
+        "slot.request.timeout": duration(timedelta(seconds=60)),
+        "metrics.fetcher.update-interval": duration(timedelta(seconds=2)),
         "web.submit.enable": True,
         "web.cancel.enable": True,
         **spec.extra_config,
@@ -357,7 +359,9 @@ def relaunch_from_state(work_dir: Path, name: str, *, timeout: float = 20.0) -> 
 
 def _write_conf_dir(conf_dir: Path, conf: Mapping[str, object]) -> None:
     conf_dir.mkdir(parents=True, exist_ok=True)
-    (conf_dir / "config.yaml").write_text(yaml.safe_dump(nest(conf), sort_keys=True))
+    # config.yaml in a conf dir of its own: read by every supported version (1.x would prefer a flink-conf.yaml, and
+    # there is none)
+    (conf_dir / CONFIG_YAML).write_text(render_config(conf))
     (conf_dir / "log4j.properties").write_text(LOG4J_PROPERTIES)
 
 

@@ -7,7 +7,9 @@ inside those namespaces/cgroups -- ``up`` starts the JobManager and server TaskM
 without a quota, so they are found whatever work dir they ran from -- or whose Java command line names the work dir), so a lab whose launcher was killed
 with ``kill -9`` half-way is still removed completely.
 
-``up --mode custom`` (the default) runs stock Flink with the scheduler extension in the lab's own Flink home
+``up --flink-version`` picks the Flink release (default: the inventory's ``flink.version`` pin, else this machine's own;
+another one is fetched once into the cache); the lab state and the lab inventory record it. ``up --mode custom`` (the
+default) runs stock Flink with the scheduler extension in the lab's own Flink home
 (:mod:`placement.lab.home`); ``--mode vanilla`` runs stock Flink without it (jobs place themselves with the Placement
 helper). Either way every edge namespace gets an sshd (:mod:`placement.lab.sshd`) so ``placement apply`` reaches the
 lab's hosts over SSH with verified host keys, like real ones; the lab inventory says which mode runs.
@@ -25,9 +27,11 @@ from pathlib import Path
 
 import yaml
 
-from placement.errors import PlacementError
-from placement.flink.home import find_flink_home
+from placement.errors import BadInput, PlacementError
+from placement.flink.distribution import flink_home_for
+from placement.flink.home import FlinkHome, find_flink_home
 from placement.flink.rest import FlinkRest
+from placement.flink.versions import release_problem
 from placement.inventory import Inventory, load_inventory
 from placement.lab import sshd as lab_sshd
 from placement.lab import topology as topo
@@ -163,6 +167,25 @@ class UpResult:
     state: dict
     already_up: bool
     restarted_for_mode: str | None = None  # the mode of a lab that was up and was replaced
+    restarted_for_version: str | None = None  # the Flink version of a lab that was up and was replaced
+
+
+def lab_flink_version(inv: Inventory, inventory_path: str, flink_version: str | None) -> tuple[str | None, str]:
+    """The Flink release the lab runs and where that was said: ``flink_version`` (``--flink-version``), else the
+    inventory's ``flink.version`` pin, else (None) this machine's own Flink. A release line or an unsupported version
+    is bad input (one line)."""
+    if flink_version is None:
+        return inv.flink.version, f"{inventory_path}: flink.version"  # validated by the inventory's loader
+    problem = release_problem(flink_version)
+    if problem:
+        raise BadInput(problem, field="--flink-version")
+    return flink_version.strip(), "--flink-version"
+
+
+def lab_flink_home(version: str | None, where: str) -> FlinkHome:
+    """This machine's own Flink (the pyflink wheel or $FLINK_HOME) when ``version`` is None or that release, else
+    the release fetched once into the cache (:func:`placement.flink.distribution.flink_home_for`)."""
+    return find_flink_home() if version is None else flink_home_for(version, where=where)
 
 
 def _start_sshds(plan: topo.LabPlan) -> tuple[Path, Path, dict[str, int]]:
@@ -188,24 +211,30 @@ def _write_taskmanager_table(rest: FlinkRest, home: Path, plan: topo.LabPlan) ->
 
 
 def up(inventory_path: str, work_dir: Path = DEFAULT_WORK_DIR, *, timeout: float = 300.0,
-       mode: topo.Mode = "custom") -> UpResult:
-    """Start the lab in ``mode`` (or find it already up in that mode). Anything made is removed again when starting
-    fails; a lab up in the other mode is taken down and started again."""
+       mode: topo.Mode = "custom", flink_version: str | None = None) -> UpResult:
+    """Start the lab in ``mode`` on Flink ``flink_version`` (:func:`lab_flink_home`), or find it already up so.
+    Anything made is removed again when starting fails; a lab up in the other mode or on another version is taken
+    down and started again."""
     inv: Inventory = load_inventory(inventory_path)
     plan = topo.plan_lab(inv, Path(work_dir).resolve(), source=inventory_path)
+    version, where = lab_flink_version(inv, inventory_path, flink_version)
     check_host()
+    source = lab_flink_home(version, where)  # fetched (once) before anything is made
     existing = read_state(work_dir)
-    replaced = None
+    replaced = replaced_version = None
     if healthy(existing):
         assert existing is not None
-        if existing.get("mode", "vanilla") == mode:
+        was_mode, was_version = existing.get("mode", "vanilla"), existing.get("flink_version")
+        if was_mode == mode and was_version in (None, source.version):  # None: a lab started before versions
             return UpResult(existing, already_up=True)
-        replaced = existing.get("mode", "vanilla")
-    down(work_dir)  # a half-dead lab of an earlier run, leftovers of a crash, or a lab in the other mode
+        replaced = was_mode if was_mode != mode else None
+        replaced_version = was_version if was_version != source.version else None
+    down(work_dir)  # a half-dead lab of an earlier run, leftovers of a crash, a lab in the other mode or version
 
     plan.work_dir.mkdir(parents=True, exist_ok=True)
     state = _plan_state(plan, inventory_path)
     state["mode"] = mode
+    state["flink_version"] = source.version
     _write_state(plan.work_dir, state)
     try:
         topo.SERVER_CGROUP.mkdir(exist_ok=True)  # no quota: only so that `down` finds the server-side JVMs by name
@@ -216,8 +245,8 @@ def up(inventory_path: str, work_dir: Path = DEFAULT_WORK_DIR, *, timeout: float
         key, known_hosts, sshd_pids = _start_sshds(plan)
         from placement.lab.jobs import build_jobs_jar
 
-        jar = build_jobs_jar()
-        home = make_lab_home(plan.work_dir, find_flink_home(), with_extension=mode == "custom")
+        jar = build_jobs_jar(home=source)
+        home = make_lab_home(plan.work_dir, source, with_extension=mode == "custom")
         cluster = start_cluster(topo.cluster_spec(plan, flink_home=home.path, mode=mode), timeout=timeout,
                                 die_with_parent=False)
         rest = FlinkRest(cluster.rest_url)
@@ -231,7 +260,7 @@ def up(inventory_path: str, work_dir: Path = DEFAULT_WORK_DIR, *, timeout: float
             processes={p.name: p.pid for p in cluster.processes} | sshd_pids,
         )
         access = topo.LabAccess(rest_url=cluster.rest_url, mode=mode, flink_home=home.path, ssh_user=lab_sshd.SSH_USER,
-                                ssh_key=key, known_hosts=known_hosts)
+                                ssh_key=key, known_hosts=known_hosts, flink_version=source.version)
         lab_inv = topo.lab_inventory(inv, plan, access)
         lab_inv.setdefault("job", {})["jar"] = str(jar.path)
         (plan.work_dir / LAB_INVENTORY).write_text(
@@ -245,7 +274,7 @@ def up(inventory_path: str, work_dir: Path = DEFAULT_WORK_DIR, *, timeout: float
         raise
     finally:
         _leave_lab_cgroup()
-    return UpResult(state, already_up=False, restarted_for_mode=replaced)
+    return UpResult(state, already_up=False, restarted_for_mode=replaced, restarted_for_version=replaced_version)
 
 
 # ---- down ----------------------------------------------------------------------------------------------------------
@@ -390,6 +419,7 @@ def status(work_dir: Path = DEFAULT_WORK_DIR) -> dict:
                 row["throttled_s"] = int(stat.get("throttled_time", 0)) / 1e9
         hosts.append(row)
     return {"up": healthy(state), "status": state.get("status"), "mode": state.get("mode", "vanilla"),
+            "flink_version": state.get("flink_version"),
             "flink_home": state.get("flink_home"), "work_dir": str(work_dir), "rest_url": state.get("rest_url"),
             "rest_error": rest_error, "cpu_scale": state.get("cpu_scale"), "notes": state.get("notes", []),
             "lab_inventory": state.get("lab_inventory"), "hosts": hosts}

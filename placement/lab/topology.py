@@ -203,11 +203,12 @@ class LabAccess:
     ssh_user: str
     ssh_key: Path
     known_hosts: Path
+    flink_version: str | None = None  # the release the lab runs (its inventory pins it)
 
 
 def lab_inventory(inv: Inventory, plan: LabPlan, access: LabAccess) -> dict[str, object]:
     """The inventory of what runs: real addresses, interfaces, effective speeds, the REST URL, the placement mode,
-    the lab's Flink home and scheduler dir, and the SSH key and known_hosts that reach the edge hosts' sshd."""
+    the lab's Flink home, version and scheduler dir, and the SSH key and known_hosts that reach the edge hosts' sshd."""
     data = inv.model_dump(mode="json", by_alias=True, exclude_none=True)
     data["name"] = f"{inv.name}-running"
     data["ssh"] = {**dict(data.get("ssh") or {}), "user": access.ssh_user, "key": str(access.ssh_key),  # type: ignore[arg-type]
@@ -224,5 +225,7 @@ def lab_inventory(inv: Inventory, plan: LabPlan, access: LabAccess) -> dict[str,
     flink.update(rest_url=access.rest_url, placement_mode=access.mode, jobmanager=plan.hosts[0].name,
                  home=str(access.flink_home), scheduler_dir=str(scheduler_dir(access.flink_home)),
                  savepoint_dir=(plan.work_dir / "savepoints").as_uri())
+    if access.flink_version:  # what runs: apply checks the JobManager against it
+        flink["version"] = access.flink_version
     data["flink"] = flink
     return data

@@ -117,20 +117,22 @@ class FlinkArchive:
     version: str = "2.3.0"
 
 
-def build_flink_archive(target: Path, version: str = "2.3.0") -> FlinkArchive:
-    """A Flink distribution laid out like the official one (flink-<v>/{lib,bin,conf}) from the PyPI wheel's jars.
+def build_flink_archive(target: Path, version: str = "2.3.0", home: Path | None = None) -> FlinkArchive:
+    """A Flink distribution laid out like the official one (flink-<v>/{lib,bin,conf}) from the PyPI wheel's jars, or
+    from ``home`` (e.g. another version's, :func:`placement.flink.distribution.flink_home_for`).
 
-    The wheel has no start scripts, so this archive installs and configures but cannot be started with
+    The packages have no start scripts, so this archive installs and configures but cannot be started with
     bin/*.sh; stored (level 0) because jars are compressed already.
     """
-    try:
-        import pyflink
-    except ImportError:
-        real_parts.missing("apache-flink-libraries is not installed")
-    root = Path(list(pyflink.__path__)[0])
-    lib, utils = root / "lib", root / "bin" / "bash-java-utils.jar"
+    if home is None:
+        try:
+            import pyflink
+        except ImportError:
+            real_parts.missing("apache-flink-libraries is not installed")
+        home = Path(list(pyflink.__path__)[0])
+    lib, utils = home / "lib", home / "bin" / "bash-java-utils.jar"
     if not (lib / f"flink-dist-{version}.jar").exists() or not utils.exists():
-        real_parts.missing(f"the installed pyflink wheel is not Flink {version}")
+        real_parts.missing(f"{home} is not Flink {version}")
     top = f"flink-{version}"
     with tarfile.open(target, "w:gz", compresslevel=0) as tar:
         for directory in ("lib", "bin", "conf"):

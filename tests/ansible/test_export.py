@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ import yaml
 
 from placement.ansible_export import LocalArchive, ansible_inventory, render
 from placement.errors import BadInput
+from placement.flink.versions import SUPPORTED_LINES
 from placement.inventory import Inventory, load_inventory
 from placement.netem.profiles import load_profile
 
@@ -145,6 +147,15 @@ def test_cluster_vars_for_vanilla_mode_and_archive() -> None:
     assert pi["flink_taskmanager_slots"] == 4 and pi["placement_memory_mib"] == 4096
 
 
+def test_the_flink_version_pin_is_what_the_role_installs_and_unpinned_leaves_the_roles_default() -> None:
+    flink = minimal().flink.model_dump() | {"version": "1.20.5"}
+    pinned = ansible_inventory(minimal(flink=flink))["all"]["vars"]
+    assert pinned["flink_version"] == "1.20.5"
+    assert "flink_version" not in ansible_inventory(minimal())["all"]["vars"]
+    role = yaml.safe_load((REPO / "ansible" / "roles" / "flink" / "defaults" / "main.yml").read_text())
+    assert role["flink_supported_lines"] == [f"{major}.{minor}" for major, minor in SUPPORTED_LINES]
+
+
 def test_edge_without_interface_is_bad_input() -> None:
     inv = minimal()
     inv.hosts[1].interface = None
@@ -180,6 +191,25 @@ def test_cli_local_archive_is_checksummed(tmp_path: Path) -> None:
     cluster = yaml.safe_load(proc.stdout)["all"]["vars"]
     assert cluster["flink_archive_src"] == str(archive)
     assert cluster["flink_archive_sha512"] == hashlib.sha512(b"not really flink").hexdigest()
+
+
+def test_cli_a_flink_archive_says_which_release_the_role_installs_and_must_match_a_pin(tmp_path: Path) -> None:
+    archive = tmp_path / "flink-1.20.5-bin-scala_2.12.tgz"
+    with tarfile.open(archive, "w:gz") as tar:  # laid out as Apache's: everything under flink-<version>/
+        for name in ("flink-1.20.5", "flink-1.20.5/lib"):
+            info = tarfile.TarInfo(name)
+            info.type = tarfile.DIRTYPE
+            tar.addfile(info)
+    unpinned = placement_cli("inventory", "ansible", str(EDGE_LAB), "--flink-archive", str(archive))
+    assert unpinned.returncode == 0, unpinned.stderr
+    assert yaml.safe_load(unpinned.stdout)["all"]["vars"]["flink_version"] == "1.20.5"
+    inv = yaml.safe_load(EDGE_LAB.read_text())
+    inv["flink"]["version"] = "2.3.0"
+    pinned = tmp_path / "inv.yaml"
+    pinned.write_text(yaml.safe_dump(inv))
+    proc = placement_cli("inventory", "ansible", str(pinned), "--flink-archive", str(archive))
+    assert (proc.returncode, proc.stderr) == (
+        2, f"error: {archive}: --flink-archive: holds Flink 1.20.5, but {pinned}: flink.version pins 2.3.0\n")
 
 
 @pytest.mark.parametrize(

@@ -22,10 +22,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_support import Ansible, FlinkArchive, PlaybookRun, placement_cli, recap_summary
+from ansible_support import Ansible, FlinkArchive, PlaybookRun, build_flink_archive, placement_cli, recap_summary
+from placement.flink.distribution import flink_home_for
+from placement.flink.home import FlinkHome
 from placement.lab.flink import JAVA17_FLAGS
 from placement.netns import Namespaces, netns_available, ns_exec, run
 from support import real_parts
+from support.flink_reads import tm_process_mib
 from support.sshd import SshHost, sshd_available, sshd_in_namespace
 
 pytestmark = [pytest.mark.ansible, pytest.mark.netns, pytest.mark.timeout(900)]
@@ -48,8 +51,8 @@ class Lab:
     def prefix(self, host: str) -> Path:
         return self.root / "hosts" / host
 
-    def inventory(self, *, placement_mode: str = "custom") -> Path:
-        """Our inventory for the two namespace hosts (the planner's format)."""
+    def inventory(self, *, placement_mode: str = "custom", version: str | None = None) -> Path:
+        """Our inventory for the two namespace hosts (the planner's format); ``version`` pins flink.version."""
         doc = {
             "version": 1,
             "name": "pa-ansible-test",
@@ -78,6 +81,7 @@ class Lab:
                 "home": "/opt/flink",
                 "placement_mode": placement_mode,
                 "savepoint_dir": f"file://{self.root}/savepoints",
+                **({"version": version} if version else {}),
             },
         }
         for host in doc["hosts"]:
@@ -92,19 +96,22 @@ class Lab:
         path.write_text(yaml.safe_dump(doc, sort_keys=False))
         return path
 
-    def export(self, *extra: str, placement_mode: str = "custom") -> Path:
-        """`placement inventory ansible` plus host_vars that move every system path under the host's prefix."""
+    def export(self, *extra: str, placement_mode: str = "custom", archive: FlinkArchive | None = None,
+               version: str | None = None) -> Path:
+        """`placement inventory ansible` plus host_vars that move every system path under the host's prefix;
+        ``archive`` (default: the 2.3.0 one) installs another release, which ``version`` pins."""
+        archive = archive or self.archive
         out_dir = self.root / "ansible-inventory"
         (out_dir / "host_vars").mkdir(parents=True, exist_ok=True)
         hosts_yml = out_dir / "hosts.yml"
         proc = placement_cli(
             "inventory",
             "ansible",
-            str(self.inventory(placement_mode=placement_mode)),
+            str(self.inventory(placement_mode=placement_mode, version=version)),
             "--out",
             str(hosts_yml),
             "--flink-archive",
-            str(self.archive.path),
+            str(archive.path),
             *extra,
         )
         assert proc.returncode == 0, proc.stderr
@@ -130,7 +137,7 @@ class Lab:
             }
             if host == "rpi1":
                 # the other way in: downloaded (get_url, sha512-checked) instead of copied from the controller
-                overrides |= {"flink_archive_src": "", "flink_archive_url": self.archive.path.as_uri()}
+                overrides |= {"flink_archive_src": "", "flink_archive_url": archive.path.as_uri()}
             (out_dir / "host_vars" / f"{host}.yml").write_text(yaml.safe_dump(overrides))
         return hosts_yml
 
@@ -196,13 +203,6 @@ def tm_resource_params(conf_dir: Path, flink_home: Path) -> tuple[list[str], dic
     jvm_flags = results[0].split()
     dynamic = dict(re.findall(r"-D (\S+?)=(\S+)", results[1]))
     return jvm_flags, dynamic
-
-
-def mib(text: str) -> float:
-    m = re.fullmatch(r"(\d+)(b|bytes|kb|k|mb|m)?", text.strip().lower())
-    assert m, text
-    factor = {"b": 1 / 2**20, "bytes": 1 / 2**20, "kb": 1 / 1024, "k": 1 / 1024, "mb": 1, "m": 1, None: 1 / 2**20}
-    return int(m.group(1)) * factor[m.group(2)]
 
 
 def test_site_installs_and_configures_flink_and_a_second_run_changes_nothing(lab: Lab) -> None:
@@ -284,16 +284,10 @@ def test_site_installs_and_configures_flink_and_a_second_run_changes_nothing(lab
     )
 
     # Flink itself reads the rendered config: the Pi's TaskManager gets exactly the 3264 MiB process size
-    flags, dynamic = tm_resource_params(
-        lab.prefix("rpi1") / "opt" / "flink" / "conf", lab.prefix("rpi1") / "opt" / "flink"
-    )
+    _, dynamic = tm_resource_params(lab.prefix("rpi1") / "opt" / "flink" / "conf", lab.prefix("rpi1") / "opt" / "flink")
     assert float(dynamic["taskmanager.cpu.cores"]) == 4.0
-    xmx = mib(next(f[4:] for f in flags if f.startswith("-Xmx")))
-    direct = mib(next(f.split("=")[1] for f in flags if f.startswith("-XX:MaxDirectMemorySize=")))
-    metaspace = mib(next(f.split("=")[1] for f in flags if f.startswith("-XX:MaxMetaspaceSize=")))
-    managed = mib(dynamic["taskmanager.memory.managed.size"])
-    overhead = mib(dynamic["taskmanager.memory.jvm-overhead.max"])
-    assert xmx + direct + metaspace + managed + overhead == pytest.approx(3264, abs=1)
+    rpi1_home = FlinkHome(lab.prefix("rpi1") / "opt" / "flink")
+    assert tm_process_mib(rpi1_home, rpi1_home.path / "conf") == pytest.approx(3264, abs=1)
 
     second = lab.ansible.playbook("site.yml", hosts_yml)
     assert_ok(second)
@@ -312,6 +306,33 @@ def test_site_installs_and_configures_flink_and_a_second_run_changes_nothing(lab
     assert recap_summary(vanilla, HOSTS) == {"server": 1, "rpi1": 1}, vanilla.describe()
     assert re.search(r"^-\s+dir: .*/opt/flink/placement/scheduler$", vanilla.stdout, re.MULTILINE), vanilla.describe()
     assert (lab.prefix("server") / "opt/flink/conf/config.yaml").read_text() == config_before
+
+
+def test_site_installs_the_pinned_flink_1_20_and_configures_the_file_it_reads(
+    lab: Lab, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """An inventory pinned to 1.20.5 (vanilla mode: the extension does not build for 1.x yet): that release installed
+    on both hosts, its config.yaml (no flink-conf.yaml, which 1.20 would read instead) with 1.20's savepoint key,
+    sized by 1.20's own BashJavaUtils."""
+    home = flink_home_for("1.20.5").path
+    archive = build_flink_archive(tmp_path_factory.mktemp("flink-1.20") / "flink-1.20.5-test.tgz", "1.20.5", home)
+    try:
+        hosts_yml = lab.export(placement_mode="vanilla", archive=archive, version="1.20.5")
+        assert yaml.safe_load(hosts_yml.read_text())["all"]["vars"]["flink_version"] == "1.20.5"
+        result = lab.ansible.playbook("site.yml", hosts_yml)
+        assert_ok(result)
+    finally:
+        archive.path.unlink(missing_ok=True)
+    for host in HOSTS:
+        installed = lab.prefix(host) / "opt" / "flink"
+        assert installed.resolve() == lab.prefix(host) / "opt" / "flink-1.20.5"
+        assert (installed / "lib" / "flink-dist-1.20.5.jar").is_file()
+        assert sorted(p.name for p in (installed / "conf").iterdir()) == ["config.yaml"]
+        cfg = yaml.safe_load((installed / "conf" / "config.yaml").read_text())
+        assert cfg["execution"]["checkpointing"]["savepoint-dir"] == f"file://{lab.root}/savepoints"
+        assert cfg["taskmanager"]["resource-id"] == host and "placement" not in cfg  # vanilla: no extension dir
+    rpi1_home = FlinkHome(lab.prefix("rpi1") / "opt" / "flink")
+    assert tm_process_mib(rpi1_home, rpi1_home.path / "conf") == pytest.approx(3264, abs=1)  # 1.20's own sizing
 
 
 def tc_in(lab: Lab, host: str, *args: str) -> str:

@@ -126,3 +126,16 @@ def test_flink_role_refuses_a_host_too_small_for_a_taskmanager(tmp_path: Path) -
     )
     assert proc.returncode != 0
     assert "at least 1024 MiB for the TaskManager (got 768)" in proc.stdout
+
+
+def test_flink_role_refuses_an_unsupported_flink_version_naming_the_supported(tmp_path: Path) -> None:
+    proc = run_role(
+        tmp_path,
+        "flink",
+        "placement_arch=" + platform.machine(),
+        "java_home=" + any_java_home(),
+        "flink_archive_sha512=" + "a" * 128,
+        "flink_version=1.18.1",
+    )
+    assert proc.returncode != 0
+    assert "localhost: Flink 1.18.1 is not supported (supported: 1.19, 1.20, 2.0, 2.1, 2.2, 2.3)" in proc.stdout

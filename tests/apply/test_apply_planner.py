@@ -26,15 +26,17 @@ from placement.apply.model import (
     UploadFile,
 )
 from placement.apply.planner import new_program_args, placement_matches, plan_apply
-from placement.apply.preflight import check, config_satisfies, slots_needed
+from placement.apply.preflight import check, config_satisfies, jar_built_for, read_host_config, slots_needed
 from placement.apply.request import load_request
 from placement.errors import BadInput
 from placement.flink.rest import TaskManagerInfo, VertexInfo
+from placement.flink.versions import FlinkVersion
 from placement.lab.jobs import IOT_SENSOR_JOB
+from placement.remote import LocalExecutor
 from placement.scheduler import ExtensionJar
 
 
-def inventory(tmp: Path, mode: str = "vanilla") -> Path:
+def inventory(tmp: Path, mode: str = "vanilla", *, version: str | None = None, home: str = "/opt/flink") -> Path:
     jar = tmp / "job.jar"
     jar.write_bytes(b"PK")
     doc = {
@@ -42,7 +44,8 @@ def inventory(tmp: Path, mode: str = "vanilla") -> Path:
         "hosts": [{"name": "server", "address": "10.204.9.2", "role": "server", "cores": 4, "memory": "4GiB"},
                   {"name": "rpi1", "address": "10.204.9.6", "role": "edge", "model": "rpi4b"}],
         "links": [{"from": "rpi1", "to": "server", "bandwidth": "50mbit"}],
-        "flink": {"rest_url": "http://127.0.0.1:8081", "home": "/opt/flink", "placement_mode": mode},
+        "flink": {"rest_url": "http://127.0.0.1:8081", "home": home, "placement_mode": mode,
+                  **({"version": version} if version else {})},
         "job": {"name": JOB_NAME, "jar": str(jar), "entry_class": IOT_SENSOR_JOB, "program_args": JOB_ARGS},
     }
     path = tmp / "inv.yaml"
@@ -67,8 +70,8 @@ def view(mapping: dict[str, list[str]], **kw) -> ClusterView:
 
 @pytest.fixture
 def request_(tmp_path):
-    def make(mapping=PLACED, mode="vanilla", consent=False):
-        inv = inventory(tmp_path, mode)
+    def make(mapping=PLACED, mode="vanilla", consent=False, **inventory_kw):
+        inv = inventory(tmp_path, mode, **inventory_kw)
         plan = write_plan_dir(tmp_path / f"plan-{mode}", inv, mapping)
         return load_request(plan, inv, consent=consent)
     return make
@@ -265,3 +268,61 @@ def test_slot_and_config_arithmetic():
                              "external-resource.rpi1.amount": 16}, wanted) == []
     assert config_satisfies({"taskmanager.resource-id": "rpi1", "external-resources": "gpu;rpi1",
                              "external-resource.rpi1.amount": 2}, wanted) == ["external-resource.rpi1.amount"]
+
+
+# ---- Flink versions ------------------------------------------------------------------------------------------------
+
+
+def test_a_pin_the_jobmanager_does_not_run_is_a_stale_inventory(request_, tmp_path):
+    pinned = request_(version="2.3.0")
+    problems = check(pinned, view(ALL_SERVER, flink_version="1.20.5"))
+    assert [(p.message, p.stale_input) for p in problems] == [(
+        f"{tmp_path / 'inv.yaml'}: flink.version: pinned to Flink 2.3.0, but the JobManager at http://127.0.0.1:8081 "
+        "runs 1.20.5 (correct the pin, or remove it to follow the JobManager)", True)]
+    assert check(pinned, view(ALL_SERVER, flink_version="2.3.0")) == []
+    assert check(request_(), view(ALL_SERVER, flink_version="1.20.5")) == []  # unpinned: the JobManager decides
+
+
+def test_an_extension_built_for_another_flink_is_refused_even_with_consent(request_):
+    other = SchedulerView(active=True, settings=ACTIVE.settings, installed_jars=("placement-scheduler-2.3.0-abc.jar",),
+                          flink_version="1.20.5")
+    for consent in (False, True):
+        messages = [p.message for p in check(request_(mode="custom", consent=consent), custom_view(ALL_SERVER, scheduler=other))]
+        assert messages == [
+            "the JobManager on server does not run the scheduler extension: the extension jar in server:/opt/flink/lib "
+            "(placement-scheduler-2.3.0-abc.jar) was built for Flink 2.3.0, the JobManager runs 1.20.5: replace it with "
+            "one built for that (`placement scheduler install --flink-home <its Flink home>`, or the Ansible role)"]
+    assert jar_built_for("placement-scheduler-1.20.5-0123456789abcdef.jar") == "1.20.5"
+    assert jar_built_for("placement-scheduler.jar") is None
+
+
+def test_a_1x_host_whose_flink_conf_yaml_wins_gets_its_keys_there_line_by_line(request_):
+    legacy = HostConfigView("rpi1", "/opt/flink/conf/flink-conf.yaml",
+                            "# rpi1, by hand\ntaskmanager.numberOfTaskSlots: 4\nexternal-resources: gpu\n")
+    v = view(ALL_SERVER, taskmanagers={"server": tm("server", 16), "rpi1": tm("rpi1", 0)},
+             taskmanager_configs={"rpi1": legacy}, flink_version="1.20.5")
+    assert "in rpi1:/opt/flink/conf/flink-conf.yaml and restart its TaskManager" in check(request_(), v)[0].message
+    plan = plan_apply(request_(consent=True), v, holder="t")
+    upload = next(s.action for s in plan.steps if isinstance(s.action, UploadFile))
+    assert upload.path == "/opt/flink/conf/flink-conf.yaml"
+    assert upload.content == ("# rpi1, by hand\ntaskmanager.numberOfTaskSlots: 4\nexternal-resources: gpu;rpi1\n"
+                              "taskmanager.resource-id: rpi1\nexternal-resource.rpi1.amount: 4\n")
+
+
+@pytest.mark.parametrize(("version", "files", "read"), [
+    ("1.20.5", ("flink-conf.yaml", "config.yaml"), "flink-conf.yaml"),
+    ("1.19.3", ("config.yaml",), "config.yaml"),
+    ("2.3.0", ("flink-conf.yaml", "config.yaml"), "config.yaml"),
+    ("2.0.2", ("flink-conf.yaml",), None),
+])
+def test_preflight_reads_the_file_the_hosts_flink_reads(request_, tmp_path, version, files, read):
+    home = tmp_path / "flink"
+    (home / "conf").mkdir(parents=True)
+    for name in files:
+        (home / "conf" / name).write_text(f"# {name}\n")
+    req = request_(home=str(home))
+    got = read_host_config(LocalExecutor("rpi1"), "rpi1", req, FlinkVersion.parse(version))
+    if read is None:  # nothing this version reads: config.yaml is where the keys go
+        assert (got.path, got.text) == (str(home / "conf" / "config.yaml"), None)
+    else:
+        assert (got.path, got.text) == (str(home / "conf" / read), f"# {read}\n")

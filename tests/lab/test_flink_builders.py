@@ -9,6 +9,8 @@ import pytest
 import yaml
 
 from placement.errors import PlacementError
+from placement.flink.config import nest
+from placement.flink.options import render_config
 from placement.flink.rest import run_request_body
 from placement.lab import flink as lf
 
@@ -22,7 +24,7 @@ def spec(tmp_path: Path, **kw) -> lf.ClusterSpec:
 
 
 def test_nest_builds_flink2_nested_yaml_and_keeps_leaf_prefix_conflicts_dotted():
-    nested = lf.nest({"rest.port": 8081, "rest.address": "127.0.0.1", "a.b": 1, "a.b.c": 2, "x": True})
+    nested = nest({"rest.port": 8081, "rest.address": "127.0.0.1", "a.b": 1, "a.b.c": 2, "x": True})
     assert nested == {"rest": {"port": 8081, "address": "127.0.0.1"}, "a": {"b": 1, "b.c": 2}, "x": True}
 
 
@@ -42,7 +44,7 @@ def test_taskmanager_config_carries_resource_id_slots_address_and_external_resou
     assert edge["taskmanager.host"] == edge["taskmanager.bind-host"] == "10.203.0.2"
     assert "external-resources" not in edge
     # the file Flink reads: nested YAML that flattens back to the same keys
-    text = yaml.safe_dump(lf.nest(server))
+    text = render_config(server)
     loaded = yaml.safe_load(text)
     assert loaded["taskmanager"]["resource-id"] == "server"
     assert loaded["external-resource"]["server"]["amount"] == 8

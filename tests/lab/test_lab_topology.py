@@ -84,7 +84,8 @@ def test_the_running_inventory_has_real_addresses_the_rest_url_the_mode_and_the_
     inv = load_inventory(LAB_3PI)
     plan = topo.plan_lab(inv, tmp_path, machine_cores=2)
     access = topo.LabAccess(rest_url="http://127.0.0.1:40000", mode=mode, flink_home=tmp_path / "flink-home",
-                            ssh_user="root", ssh_key=tmp_path / "ssh" / "lab_ed25519", known_hosts=tmp_path / "ssh" / "known_hosts")
+                            ssh_user="root", ssh_key=tmp_path / "ssh" / "lab_ed25519", known_hosts=tmp_path / "ssh" / "known_hosts",
+                            flink_version="1.20.5")
     data = topo.lab_inventory(inv, plan, access)
     hosts = {h["name"]: h for h in data["hosts"]}
     assert hosts["rpi3"]["address"] == "10.203.3.2" and hosts["rpi3"]["interface"] == "pllab3n"
@@ -94,6 +95,7 @@ def test_the_running_inventory_has_real_addresses_the_rest_url_the_mode_and_the_
 
     running = Inventory.model_validate(data)  # the planner and apply can read it
     assert running.flink.home == str(tmp_path / "flink-home")
+    assert running.flink.version == "1.20.5"  # pinned to what runs: apply checks the JobManager against it
     assert running.flink.scheduler_directory == str(tmp_path / "flink-home" / "placement" / "scheduler")
     ssh = running.ssh_for(running.host("rpi1"))
     assert (ssh.user, ssh.key, ssh.known_hosts) == ("root", str(tmp_path / "ssh" / "lab_ed25519"),

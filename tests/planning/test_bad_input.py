@@ -55,6 +55,11 @@ INVENTORY_CASES = {
     "pin non-source": (_set("pins.sources.Parse", "rpi1"), "pins.sources.Parse: 'Parse' is not a source"),
     "jobmanager unknown": (_set("flink.jobmanager", "nas"), "flink.jobmanager: unknown host 'nas'"),
     "bad mode": (_set("flink.placement_mode", "magic"), "flink.placement_mode: Input should be 'custom' or 'vanilla'"),
+    "unsupported flink": (_set("flink.version", "1.18.1"),
+                          "flink.version: Flink 1.18.1 is not supported (supported: 1.19, 1.20, 2.0, 2.1, 2.2, 2.3)"),
+    "flink release line": (_set("flink.version", "1.20"),
+                           "flink.version: '1.20' is a release line: give the exact release, 1.20.<patch>"),
+    "flink not a version": (_set("flink.version", "latest"), "flink.version: cannot tell the Flink version from 'latest'"),
     "bad interface": (_set("hosts.1.interface", "eth0; rm -rf /"), "hosts[1].interface: String should match pattern"),
     "address with semicolon": (_set("hosts.1.address", "10.0.0.1;x"), "hosts[1].address: '10.0.0.1;x' is not a host address"),
 }
