@@ -53,7 +53,7 @@ def build_jobs_jar(
     src_dir = src_dir or JOBS_DIR / "src"
     digest = source_hash(source_files(src_dir), src_dir, home.version)
     built = build_jar(
-        src_dir=src_dir, classpath=home.classpath, cache_dir=Path(cache_dir or DEFAULT_CACHE), name="placement-lab-jobs",
+        src_dirs=[src_dir], classpath=home.classpath, cache_dir=Path(cache_dir or DEFAULT_CACHE), name="placement-lab-jobs",
         what="the lab jobs", digest=digest, manifest={"Main-Class": main_class},
     )
     return JobsJar(built.path, built.digest)

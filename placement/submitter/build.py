@@ -48,7 +48,7 @@ def build_submitter(home: FlinkHome, cache_dir: Path | None = None) -> Submitter
     if not version:
         raise PlacementError(f"{home.lib}: cannot tell the Flink version (no flink-dist-<version>.jar)")
     digest = submitter_digest(version)
-    built = build_jar(src_dir=SOURCES_DIR, classpath=home.classpath, cache_dir=Path(cache_dir or DEFAULT_CACHE),
+    built = build_jar(src_dirs=[SOURCES_DIR], classpath=home.classpath, cache_dir=Path(cache_dir or DEFAULT_CACHE),
                       name=f"{JAR_PREFIX}-{version}", what="the JobGraph submitter", digest=digest,
                       manifest={"Main-Class": MAIN_CLASS}, resources=dict([LOG_CONFIG]), release=JAVA_RELEASE)
     return SubmitterJar(built.path, built.digest, version)

@@ -10,14 +10,19 @@ import java.time.Duration;
 import java.util.Optional;
 
 /**
- * REPLACES Flink's class of the same name (this jar sits in lib/, before flink-dist on the classpath). Same
- * constructor and behaviour, except that a job with a schedulercfg gets {@link PlacementSlotSharingStrategy}'s slot
- * sharing groups (each bound to one TaskManager) instead of the configured strategy's, and
- * {@link PlacementSlotProvider}'s clearer failures. A job without one runs exactly as on stock Flink.
+ * What the replaced {@code SlotSharingExecutionSlotAllocatorFactory} does, on every Flink line: a job with a
+ * schedulercfg gets {@link PlacementSlotSharingStrategy}'s slot sharing groups (each bound to one TaskManager) instead
+ * of the configured strategy's, and {@link PlacementSlotProvider}'s clearer failures; a job without one runs exactly
+ * as on stock Flink.
+ *
+ * <p>The replaced class itself lives in the per-line overlays (scheduler/src/&lt;lines&gt;/): the constructor Flink's
+ * {@code DefaultSchedulerComponents} calls is the one thing that differs, so each overlay's class is only that
+ * constructor, passing its arguments here (a {@code Time} timeout as a {@code Duration}, Flink's default strategy
+ * factory where the line passes none).
  *
  * <p>Part of the placement project's scheduler extension; see scheduler/README.md.
  */
-public class SlotSharingExecutionSlotAllocatorFactory implements ExecutionSlotAllocatorFactory {
+abstract class PlacementAllocatorFactory implements ExecutionSlotAllocatorFactory {
     private static final Logger LOG = LoggerFactory.getLogger(SlotSharingExecutionSlotAllocatorFactory.class);
 
     private final PhysicalSlotProvider slotProvider;
@@ -26,7 +31,7 @@ public class SlotSharingExecutionSlotAllocatorFactory implements ExecutionSlotAl
     private final Duration allocationTimeout;
     private final SlotSharingStrategy.Factory slotSharingStrategyFactory;
 
-    SlotSharingExecutionSlotAllocatorFactory(
+    PlacementAllocatorFactory(
             PhysicalSlotProvider slotProvider,
             boolean slotWillBeOccupiedIndefinitely,
             PhysicalSlotRequestBulkChecker bulkChecker,
@@ -79,7 +84,7 @@ public class SlotSharingExecutionSlotAllocatorFactory implements ExecutionSlotAl
         SharedSlotProfileRetriever.SharedSlotProfileRetrieverFactory profiles =
                 new MergingSharedSlotProfileRetrieverFactory(
                         locations, context::findPriorAllocationId, context::getReservedAllocations);
-        return new SlotSharingExecutionSlotAllocator(
+        return PlacementCompat.newAllocator(
                 provider, slotWillBeOccupiedIndefinitely, strategy, profiles, bulkChecker, allocationTimeout,
                 context::getResourceProfile);
     }

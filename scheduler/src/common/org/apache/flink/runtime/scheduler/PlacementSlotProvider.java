@@ -44,7 +44,8 @@ final class PlacementSlotProvider implements PhysicalSlotProvider {
         Map<SlotRequestId, CompletableFuture<PhysicalSlotRequest.Result>> futures = delegate.allocatePhysicalSlots(requests);
         Map<SlotRequestId, CompletableFuture<PhysicalSlotRequest.Result>> out = new HashMap<>(futures);
         for (PhysicalSlotRequest request : requests) {
-            String tm = request.getPhysicalSlotResourceProfile().getExtendedResources().keySet().stream()
+            // through the SlotProfile: PhysicalSlotRequest.getPhysicalSlotResourceProfile() is Flink 2.2+ only
+            String tm = request.getSlotProfile().getPhysicalSlotResourceProfile().getExtendedResources().keySet().stream()
                     .map(taskManagerOfResource::get).filter(t -> t != null).findFirst().orElse(null);
             CompletableFuture<PhysicalSlotRequest.Result> f = futures.get(request.getSlotRequestId());
             if (tm == null || f == null) {

@@ -72,8 +72,8 @@ final class PlacementSlotSharingStrategy implements SlotSharingStrategy, Schedul
     }
 
     private static ExecutionSlotSharingGroup newGroup(SlotSharingGroup logical, String tm, PlacementPlan plan) {
+        // unnamed: SlotSharingGroup names exist on Flink 2.3 only, and equals() compares the group's id anyway
         SlotSharingGroup pinned = new SlotSharingGroup();
-        pinned.setSlotSharingGroupName(logical.getSlotSharingGroupName() + "@" + tm);
         for (JobVertexID v : logical.getJobVertexIds()) {
             pinned.addVertexToGroup(v);
         }
@@ -81,7 +81,7 @@ final class PlacementSlotSharingStrategy implements SlotSharingStrategy, Schedul
         ResourceProfile asked = logical.getResourceProfile();
         ResourceProfile base = asked == null || ResourceProfile.UNKNOWN.equals(asked) ? plan.slotOf.get(tm) : asked;
         pinned.setResourceProfile(PlacementFiles.pinned(base, tm));
-        return new ExecutionSlotSharingGroup(pinned);
+        return PlacementCompat.newExecutionSlotSharingGroup(pinned);
     }
 
     /** The slots placed on a TaskManager of the table must fit in it. */
