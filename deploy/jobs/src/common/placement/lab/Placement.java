@@ -18,7 +18,6 @@ import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.JsonNode;
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.ObjectMapper;
 import org.apache.flink.streaming.api.datastream.DataStreamSink;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
-import org.apache.flink.util.ParameterTool;
 
 /**
  * Vanilla-Flink placement of a lab job: which host runs each subtask of each vertex.
@@ -52,7 +51,7 @@ public final class Placement {
         this.slotHeapMb = slotHeapMb;
     }
 
-    public static Placement fromArgs(ParameterTool params) throws IOException {
+    public static Placement fromArgs(Params params) throws IOException {
         String json = params.get("placement");
         if (params.has("placement-file")) {
             json = new String(Files.readAllBytes(Paths.get(params.get("placement-file"))), StandardCharsets.UTF_8);
@@ -76,7 +75,8 @@ public final class Placement {
             throw new IllegalArgumentException("placement: expected a JSON object {vertex name: [host of each subtask]}");
         }
         Map<String, List<String>> out = new LinkedHashMap<>();
-        for (Map.Entry<String, JsonNode> e : root.properties()) {
+        // fields(), not properties(): Flink 1.x's shaded Jackson has only the former
+        for (Map.Entry<String, JsonNode> e : (Iterable<Map.Entry<String, JsonNode>>) root::fields) {
             List<String> list = new ArrayList<>();
             if (e.getValue().isTextual()) {
                 list.add(e.getValue().asText());

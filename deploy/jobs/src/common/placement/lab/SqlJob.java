@@ -3,7 +3,6 @@ package placement.lab;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.table.api.EnvironmentSettings;
 import org.apache.flink.table.api.TableEnvironment;
-import org.apache.flink.util.ParameterTool;
 
 /**
  * A Table/SQL job, for placing what the SQL planner generates: datagen -> filter -> tumbling-window aggregate ->
@@ -16,7 +15,7 @@ import org.apache.flink.util.ParameterTool;
  */
 public final class SqlJob {
     public static void main(String[] args) {
-        ParameterTool params = ParameterTool.fromArgs(args);
+        Params params = Params.fromArgs(args);
         Configuration conf = new Configuration();
         conf.setString("pipeline.operator-chaining.enabled", "false");
         conf.setString("parallelism.default", String.valueOf(params.getInt("parallelism", 2)));

@@ -17,7 +17,6 @@ import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.streaming.api.functions.ProcessFunction;
 import org.apache.flink.util.Collector;
 import org.apache.flink.util.OutputTag;
-import org.apache.flink.util.ParameterTool;
 
 /**
  * (d) Job shapes the cost model must get right edge by edge: each pipeline starts at a source born on an edge host.
@@ -61,7 +60,7 @@ public final class ShapesJob {
     static final OutputTag<String> LARGE_ORDERS = new OutputTag<String>("large-orders", Types.STRING) {};
 
     public static void main(String[] args) throws Exception {
-        ParameterTool params = ParameterTool.fromArgs(args);
+        Params params = Params.fromArgs(args);
         Placement placement = Placement.fromArgs(params);
         String shape = params.get("shape", "all");
         String sinkMode = params.get("sink", "legacy");
@@ -81,7 +80,7 @@ public final class ShapesJob {
         env.execute(params.get("job-name", "all".equals(shape) ? "shapes" : "shapes-" + shape));
     }
 
-    private static void fanout(StreamExecutionEnvironment env, Placement placement, ParameterTool params, String sinkMode) {
+    private static void fanout(StreamExecutionEnvironment env, Placement placement, Params params, String sinkMode) {
         double rate = params.getDouble("rate", 300);
         double skew = params.getDouble("skew", 0.6);
         int users = params.getInt("users", 50);
@@ -116,7 +115,7 @@ public final class ShapesJob {
                 hits.getParallelism());
     }
 
-    private static void side(StreamExecutionEnvironment env, Placement placement, ParameterTool params, String sinkMode) {
+    private static void side(StreamExecutionEnvironment env, Placement placement, Params params, String sinkMode) {
         double rate = params.getDouble("rate", 300);
         double largeShare = params.getDouble("large-share", 0.2);
         DataStream<String> summaries = null;

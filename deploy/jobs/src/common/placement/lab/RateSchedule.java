@@ -1,5 +1,6 @@
 package placement.lab;
 
+import java.io.Serializable;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -7,10 +8,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 
-import org.apache.flink.api.connector.source.SourceSplit;
-import org.apache.flink.api.connector.source.util.ratelimit.RateLimiter;
 import org.apache.flink.api.connector.source.util.ratelimit.RateLimiterStrategy;
-import org.apache.flink.util.ParameterTool;
 
 /**
  * A source rate that changes over time without resubmitting the job: {@code --rate-schedule "0:200,300:400,600:200"}
@@ -26,8 +24,11 @@ import org.apache.flink.util.ParameterTool;
  * the subtasks; here the rate is per subtask, like the jobs' {@code --rate}). Pacing is by a reservation clock: every
  * acquire books its records after the previous booking and completes when that time has come, through the JDK's
  * shared delayed executor (no thread of our own, so nothing leaks when a job is cancelled). Idle time earns no burst.
+ *
+ * <p>{@link ScheduledRateStrategy} hands a schedule to Flink: one per Flink line in the overlays, as Flink's rate
+ * limiter API became generic (and asks for several permits at a time) in 2.2.
  */
-public final class RateSchedule implements RateLimiterStrategy<SourceSplit> {
+public final class RateSchedule implements Serializable {
     private static final long serialVersionUID = 1L;
 
     private final long[] startsMs; // step offsets from the schedule's start, ascending, first 0
@@ -44,13 +45,14 @@ public final class RateSchedule implements RateLimiterStrategy<SourceSplit> {
      * The strategy for the rate option {@code name}: the schedule {@code --<name>-schedule} when given, else the
      * fixed {@code --<name>} (default {@code fallback}) per subtask for a source of {@code parallelism} subtasks.
      */
-    public static RateLimiterStrategy<?> fromArgs(ParameterTool params, String name, double fallback, int parallelism) {
+    @SuppressWarnings("rawtypes") // generic from Flink 2.2 on; DataGeneratorSource takes it raw on every line
+    public static RateLimiterStrategy fromArgs(Params params, String name, double fallback, int parallelism) {
         String spec = params.get(name + "-schedule");
         if (spec == null) {
             return RateLimiterStrategy.perSecond(params.getDouble(name, fallback) * parallelism);
         }
         long origin = params.getLong("rate-schedule-start-ms", System.currentTimeMillis());
-        return parse(spec, origin, "--" + name + "-schedule");
+        return new ScheduledRateStrategy(parse(spec, origin, "--" + name + "-schedule"));
     }
 
     /** {@code "s:rate,s:rate,..."}; seconds ascending from 0, rates >= 0. Errors name the option and the bad step. */
@@ -111,11 +113,6 @@ public final class RateSchedule implements RateLimiterStrategy<SourceSplit> {
     }
 
     @Override
-    public RateLimiter<SourceSplit> createRateLimiter(int parallelism) {
-        return new Pacer(this);
-    }
-
-    @Override
     public String toString() {
         StringBuilder b = new StringBuilder();
         for (int i = 0; i < startsMs.length; i++) {
@@ -126,7 +123,7 @@ public final class RateSchedule implements RateLimiterStrategy<SourceSplit> {
 
     /** One subtask's limiter. The source reader asks again only once the previous acquire completed, so calls never
      * overlap (a paused step's retry runs on the delayed executor; the future's completion orders the accesses). */
-    static final class Pacer implements RateLimiter<SourceSplit> {
+    static final class Pacer {
         private final RateSchedule schedule;
         private long bookedUntilNanos = Long.MIN_VALUE;
 
@@ -134,8 +131,7 @@ public final class RateSchedule implements RateLimiterStrategy<SourceSplit> {
             this.schedule = schedule;
         }
 
-        @Override
-        public CompletionStage<Void> acquire(int permits) {
+        CompletionStage<Void> acquire(int permits) {
             long nowNanos = System.nanoTime();
             long nowMs = System.currentTimeMillis();
             double rate = schedule.rateAt(nowMs);

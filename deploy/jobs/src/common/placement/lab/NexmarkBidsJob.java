@@ -16,7 +16,6 @@ import org.apache.flink.streaming.api.functions.windowing.ProcessWindowFunction;
 import org.apache.flink.streaming.api.windowing.assigners.TumblingProcessingTimeWindows;
 import org.apache.flink.streaming.api.windowing.windows.TimeWindow;
 import org.apache.flink.util.Collector;
-import org.apache.flink.util.ParameterTool;
 
 /**
  * (b) A Nexmark-style bids query: Q1's currency conversion, Q2's auction filter and a Q5-like hot-items count.
@@ -42,7 +41,7 @@ public final class NexmarkBidsJob {
     private static final String[] CHANNELS = {"Google", "Facebook", "Baidu", "Apple"};
 
     public static void main(String[] args) throws Exception {
-        ParameterTool params = ParameterTool.fromArgs(args);
+        Params params = Params.fromArgs(args);
         Placement placement = Placement.fromArgs(params);
         int auctions = params.getInt("auctions", 1000);
         int modulus = params.getInt("auction-modulus", 5);

@@ -19,7 +19,6 @@ import org.apache.flink.streaming.api.functions.windowing.ProcessWindowFunction;
 import org.apache.flink.streaming.api.windowing.assigners.TumblingProcessingTimeWindows;
 import org.apache.flink.streaming.api.windowing.windows.TimeWindow;
 import org.apache.flink.util.Collector;
-import org.apache.flink.util.ParameterTool;
 
 /**
  * (a) The IoT sensor pipeline. Vertices (chaining disabled, so each is its own job vertex):
@@ -48,7 +47,7 @@ public final class IotSensorJob {
     private static final String[] TYPES = {"temperature", "humidity", "vibration", "pressure"};
 
     public static void main(String[] args) throws Exception {
-        ParameterTool params = ParameterTool.fromArgs(args);
+        Params params = Params.fromArgs(args);
         Placement placement = Placement.fromArgs(params);
         int parallelism = params.getInt("parallelism", 2);
         int sensors = params.getInt("sensors", 100);

@@ -24,7 +24,6 @@ import org.apache.flink.streaming.api.functions.co.KeyedBroadcastProcessFunction
 import org.apache.flink.streaming.api.functions.co.KeyedCoProcessFunction;
 import org.apache.flink.util.Collector;
 import org.apache.flink.util.OutputTag;
-import org.apache.flink.util.ParameterTool;
 
 /**
  * A job with the shapes the three lab jobs lack, for placing an unmodified jar (custom mode): a union, broadcast
@@ -60,7 +59,7 @@ public final class ZooJob {
             new MapStateDescriptor<>("rules", Types.INT, Types.DOUBLE);
 
     public static void main(String[] args) throws Exception {
-        ParameterTool params = ParameterTool.fromArgs(args);
+        Params params = Params.fromArgs(args);
         double rate = params.getDouble("rate", 100);
         int p = params.getInt("parallelism", 2);
         int devices = params.getInt("devices", 32);

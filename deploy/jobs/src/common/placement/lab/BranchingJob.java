@@ -16,7 +16,6 @@ import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.co.KeyedCoProcessFunction;
 import org.apache.flink.util.Collector;
-import org.apache.flink.util.ParameterTool;
 
 /**
  * (c) A branching job: two sources born on different edge hosts, joined per zone on the server.
@@ -43,7 +42,7 @@ public final class BranchingJob {
     private static final String[] OBJECTS = {"person", "forklift", "pallet", "cart", "person", "box"};
 
     public static void main(String[] args) throws Exception {
-        ParameterTool params = ParameterTool.fromArgs(args);
+        Params params = Params.fromArgs(args);
         Placement placement = Placement.fromArgs(params);
         int zones = params.getInt("zones", 16);
         String sinkMode = params.get("sink", "legacy");

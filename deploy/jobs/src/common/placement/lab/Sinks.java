@@ -31,7 +31,7 @@ public final class Sinks {
     public static <T> DataStreamSink<T> discard(DataStream<T> in, String name, String uid, String mode) {
         DataStreamSink<T> sink = v2(mode)
                 ? in.sinkTo(new org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink<T>())
-                : in.addSink(new org.apache.flink.streaming.api.functions.sink.legacy.DiscardingSink<T>());
+                : LabCompat.discardLegacy(in);
         return sink.name(name).uid(uid);
     }
 }
