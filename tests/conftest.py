@@ -52,6 +52,10 @@ NOT_THE_LAB = {"tests/lab/test_lab_cluster.py", "tests/lab/test_lab_vanilla_plac
                "tests/lab/test_lab_jobs_build.py", "tests/lab/test_lab_netns_taskmanager.py"}
 GROUP_BY_DIRECTORY = {"lab": "lab", "netem": "netns-10.201", "infra": "netns-10.201", "apply": "netns-10.204",
                       "ansible": "netns-10.202"}
+# modules whose module-scoped fixture is expensive per parameter (a javac build or a cluster per Flink line): split over
+# both workers, each worker would build or start it again
+ONE_WORKER_MODULES = {"tests/scheduler/test_flink_lines_build.py": "flink-lines-build",
+                      "tests/scheduler/test_flink_lines_cluster.py": "flink-lines-cluster"}
 
 
 def xdist_group(nodeid: str) -> str | None:
@@ -59,6 +63,8 @@ def xdist_group(nodeid: str) -> str | None:
     path = nodeid.split("::", 1)[0]
     if path in LAB_MODULES:
         return "lab"
+    if path in ONE_WORKER_MODULES:
+        return ONE_WORKER_MODULES[path]
     if path in NOT_THE_LAB:
         return None
     parts = path.split("/")

@@ -13,15 +13,19 @@ from placement.cli.params import HTTP_URL
 
 FLINK_HOME = click.option("--flink-home", "flink_home", type=click.Path(file_okay=False, path_type=Path), default=None,
                           help="Flink installation (has lib/flink-dist-*.jar); default $FLINK_HOME, else the pyflink wheel")
+FLINK_VERSION = click.option(
+    "--flink-version", "flink_version", default=None, metavar="X.Y.Z",
+    help="for a cluster of this Flink (e.g. 1.20.5): this machine's installation when it is that version, else that "
+         "version's jars fetched once into the cache (with --flink-home: that installation must be this version)")
 
 
-def _home(flink_home: Path | None):  # type: ignore[no-untyped-def]
+def _home(flink_home: Path | None, flink_version: str | None = None):  # type: ignore[no-untyped-def]
     from placement.errors import BadInput
-    from placement.flink.home import find_flink_home
+    from placement.flink.distribution import resolve_flink_home
 
     if flink_home is not None and not (flink_home / "lib").is_dir():
         raise BadInput(f"{flink_home}: no lib/ directory (not a Flink installation)", field="--flink-home")
-    return find_flink_home(flink_home)
+    return resolve_flink_home(flink_home, flink_version)
 
 
 @click.group()
@@ -32,14 +36,15 @@ def scheduler() -> None:
 
 @scheduler.command("build")
 @FLINK_HOME
+@FLINK_VERSION
 @click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="where built jars are kept (default: a placement-scheduler dir in the temp dir)")
 @click.option("--json", "as_json", is_flag=True, help="the built jar (path, digest, seconds) as JSON on stdout")
-def build_cmd(flink_home: Path | None, cache: Path | None, as_json: bool) -> None:
+def build_cmd(flink_home: Path | None, flink_version: str | None, cache: Path | None, as_json: bool) -> None:
     """Compile the extension with javac against the installation's jars (cached by sources + Flink version)."""
     from placement.scheduler import build_extension
 
-    home = _home(flink_home)
+    home = _home(flink_home, flink_version)
     started = time.monotonic()
     jar = build_extension(home, cache)
     seconds = time.monotonic() - started
@@ -52,14 +57,16 @@ def build_cmd(flink_home: Path | None, cache: Path | None, as_json: bool) -> Non
 
 @scheduler.command("install")
 @FLINK_HOME
+@FLINK_VERSION
 @click.option("--jar", "jar_path", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
               help="a jar made by `placement scheduler build` (default: build it for this installation)")
-def install_cmd(flink_home: Path | None, jar_path: Path | None) -> None:
-    """Put the extension into <flink home>/lib/ (idempotent; older copies removed)."""
+def install_cmd(flink_home: Path | None, flink_version: str | None, jar_path: Path | None) -> None:
+    """Put the extension into <flink home>/lib/ (idempotent; older copies removed); with --flink-version alone, into
+    that version's fetched installation (the one `placement lab` runs for that version)."""
     from placement.scheduler import install_extension, installed_extension
     from placement.scheduler.build import jar_info
 
-    home = _home(flink_home)
+    home = _home(flink_home, flink_version)
     before = installed_extension(home)
     before_bytes = before.read_bytes() if before is not None else None
     target = install_extension(home, jar_info(jar_path) if jar_path else None)

@@ -22,7 +22,7 @@ import tempfile
 import zipfile
 from pathlib import Path, PurePosixPath
 
-from placement.errors import PlacementError
+from placement.errors import BadInput, PlacementError
 from placement.flink.home import FlinkHome, find_flink_home
 from placement.flink.versions import supported_version
 from placement.resources import cache_dir
@@ -54,6 +54,20 @@ def flink_home_for(version: str, *, where: str = "--flink-version") -> FlinkHome
     if local is not None and local.version == version:
         return local
     return cached_home(version) or fetch(version)
+
+
+def resolve_flink_home(flink_home: str | os.PathLike[str] | None = None, flink_version: str | None = None) -> FlinkHome:
+    """What ``--flink-home`` and ``--flink-version`` name together: the given installation (default ``$FLINK_HOME``,
+    else pyflink's), or the home of exactly ``flink_version`` (:func:`flink_home_for`); given both, the installation
+    must be that version (one-line error otherwise)."""
+    if flink_version is None:
+        return find_flink_home(flink_home)
+    if flink_home is None:
+        return flink_home_for(flink_version, where="--flink-version")
+    home = find_flink_home(flink_home)
+    if home.version != flink_version:
+        raise BadInput(f"{home.path} is Flink {home.version}, not {flink_version}", field="--flink-version")
+    return home
 
 
 def fetch(version: str) -> FlinkHome:

@@ -26,8 +26,9 @@ class BuiltJar:
     digest: str
 
 
-def source_files(src_dir: Path) -> list[Path]:
-    return sorted(p for p in Path(src_dir).rglob("*.java") if p.is_file())
+def source_files(*src_dirs: Path) -> list[Path]:
+    """The ``.java`` files under each of ``src_dirs`` (a shared tree and the overlays chosen for a Flink line)."""
+    return sorted(p for src_dir in src_dirs for p in Path(src_dir).rglob("*.java") if p.is_file())
 
 
 def source_hash(files: Sequence[Path], root: Path, flink_version: str | None, *extra: str) -> str:
@@ -65,7 +66,7 @@ def _run(argv: list[str], what: str) -> None:
 
 def build_jar(
     *,
-    src_dir: Path,
+    src_dirs: Sequence[Path],
     classpath: str,
     cache_dir: Path,
     name: str,
@@ -75,14 +76,17 @@ def build_jar(
     resources: Mapping[str, str] | None = None,
     release: str = "17",
 ) -> BuiltJar:
-    """``<cache_dir>/<name>-<digest>.jar`` from the sources under ``src_dir``, unless that jar exists already.
+    """``<cache_dir>/<name>-<digest>.jar`` from the sources under ``src_dirs``, unless that jar exists already.
 
+    ``src_dirs`` are compiled together (one package may span them: an overlay adds the classes a Flink line needs to
+    a shared tree); each must hold sources, so a missing overlay is named rather than left to a javac symbol error.
     ``digest`` is the caller's :func:`source_hash` (it decides what a rebuild depends on); ``resources`` are text
     files put into the jar beside the classes (path inside the jar -> content); ``what`` names the build in errors."""
     require_jdk()
-    files = source_files(src_dir)
-    if not files:
-        raise PlacementError(f"{src_dir}: no Java sources")
+    for src_dir in src_dirs:
+        if not source_files(src_dir):
+            raise PlacementError(f"{src_dir}: no Java sources")
+    files = source_files(*src_dirs)
     cache_dir = Path(cache_dir)
     cache_dir.mkdir(parents=True, exist_ok=True)
     jar = cache_dir / f"{name}-{digest}.jar"

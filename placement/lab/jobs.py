@@ -1,5 +1,8 @@
 """Build the lab jobs jar from the Java sources under ``deploy/jobs/src`` with ``javac`` and ``jar``.
 
+The sources are ``deploy/jobs/src/common`` plus the overlays :func:`source_dirs` picks by the Flink line (major.minor):
+the DataStream API moved a few classes between lines (``deploy/jobs/README.md`` lists what each overlay holds).
+
 Maven is not reachable from the lab machines, and the lab jobs need nothing beyond Flink's own jars, so they are
 compiled against ``<flink>/lib/*`` at lab start (:mod:`placement.flink.javabuild`, shared with the scheduler extension). The
 jar is cached in a work dir under a name that carries the hash of the sources and of the Flink version, so an
@@ -16,6 +19,7 @@ from pathlib import Path
 from placement.errors import PlacementError
 from placement.flink.home import FlinkHome, find_flink_home
 from placement.flink.javabuild import build_jar, require_jdk, source_files, source_hash
+from placement.flink.versions import FlinkVersion, supported_version
 from placement.resources import repo_dir
 
 JOBS_DIR = repo_dir("deploy") / "jobs"  # the clone's deploy/jobs, or the copy an installed package ships
@@ -40,6 +44,20 @@ class JobsJar:
     source_hash: str
 
 
+def source_dirs(version: FlinkVersion, src_dir: Path | None = None) -> list[Path]:
+    """The shared sources and the overlays for ``version``'s line, as javac compiles them together."""
+    root = Path(src_dir or JOBS_DIR / "src")
+    api = "since-2.0" if version.at_least(2, 0) else "1.19-1.20"  # ParameterTool's package, the legacy DiscardingSink
+    rate = "since-2.2" if version.at_least(2, 2) else "1.19-2.1"  # the RateLimiter API (generic, acquire(int) in 2.2)
+    return [root / "common", root / api, root / rate]
+
+
+def jobs_digest(version: str, src_dir: Path | None = None) -> str:
+    """The jar's hash: exactly the sources compiled for ``version`` (shared + its overlays) and the version."""
+    root = Path(src_dir or JOBS_DIR / "src")
+    return source_hash(source_files(*source_dirs(FlinkVersion.parse(version), root)), root, version)
+
+
 def build_jobs_jar(
     cache_dir: Path | None = None,
     *,
@@ -47,14 +65,15 @@ def build_jobs_jar(
     src_dir: Path | None = None,
     main_class: str = IOT_SENSOR_JOB,
 ) -> JobsJar:
-    """Compile ``deploy/jobs/src`` into ``<cache>/placement-lab-jobs-<hash>.jar`` unless that jar exists already."""
+    """Compile ``deploy/jobs/src`` for ``home``'s Flink line into ``<cache>/placement-lab-jobs-<hash>.jar`` unless that
+    jar exists already; another version than the supported ones is refused in one line."""
     require_jdk()
     home = home or find_flink_home()
-    src_dir = src_dir or JOBS_DIR / "src"
-    digest = source_hash(source_files(src_dir), src_dir, home.version)
+    version = supported_version(home.version, str(home.path))
     built = build_jar(
-        src_dir=src_dir, classpath=home.classpath, cache_dir=Path(cache_dir or DEFAULT_CACHE), name="placement-lab-jobs",
-        what="the lab jobs", digest=digest, manifest={"Main-Class": main_class},
+        src_dirs=source_dirs(version, src_dir), classpath=home.classpath, cache_dir=Path(cache_dir or DEFAULT_CACHE),
+        name="placement-lab-jobs", what="the lab jobs", digest=jobs_digest(str(home.version), src_dir),
+        manifest={"Main-Class": main_class},
     )
     return JobsJar(built.path, built.digest)
 

@@ -1,8 +1,10 @@
 """Compiling the scheduler extension (``scheduler/src``) against the jars of the Flink installation it targets.
 
-The jar carries ``placement-scheduler.properties`` with the Flink version it was built for and its build digest; the
-extension compares that version with the running Flink's at every job and refuses a mismatch (it relies on Flink
-internals, see ``scheduler/README.md``).
+The sources are ``scheduler/src/common`` plus the overlays :func:`source_dirs` picks by the Flink line (major.minor):
+the Flink internals the extension builds on changed signatures between lines (``scheduler/README.md`` lists what each
+overlay holds and why). The jar carries ``placement-scheduler.properties`` with the Flink version it was built for
+and its build digest; the extension compares that version with the running Flink's at every job and refuses a
+mismatch (it relies on Flink internals, see ``scheduler/README.md``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 from placement.errors import PlacementError
 from placement.flink.home import FlinkHome
 from placement.flink.javabuild import build_jar, source_files, source_hash
+from placement.flink.versions import FlinkVersion, supported_version
 from placement.resources import repo_dir
 
 SOURCES_DIR = repo_dir("scheduler") / "src"  # the clone's scheduler/src, or the copy an installed package ships
@@ -37,21 +40,36 @@ def compile_classpath(home: FlinkHome) -> str:
     return ":".join(map(str, jars))
 
 
+def source_dirs(version: FlinkVersion, src_dir: Path | None = None) -> list[Path]:
+    """The shared sources and the overlays for ``version``'s line, as javac compiles them together."""
+    if not version.at_least(2, 0):
+        overlays = ["1.19-1.20"]  # Time, not Duration; ExecutionSlotSharingGroup() + setResourceProfile
+    elif not version.at_least(2, 2):
+        overlays = ["since-2.0", "2.0-2.1"]  # Flink calls the factory's four-argument constructor
+    else:
+        overlays = ["since-2.0", "since-2.2"]  # ... its five-argument one (with the strategy factory)
+    root = Path(src_dir or SOURCES_DIR)
+    return [root / "common", *(root / overlay for overlay in overlays)]
+
+
 def build_extension(
     home: FlinkHome, cache_dir: Path | None = None, *, flink_version: str | None = None, src_dir: Path | None = None
 ) -> ExtensionJar:
     """``<cache>/placement-scheduler-<flink version>-<digest>.jar``, compiled unless cached.
 
     ``flink_version`` defaults to the installation's; another value builds a jar that the extension itself will
-    refuse on this installation (how the version check is tested). ``src_dir`` defaults to ``scheduler/src``."""
+    refuse on this installation (how the version check is tested); the overlays follow it, so it must be of the
+    installation's line to compile. ``src_dir`` defaults to ``scheduler/src`` (``common/`` and the overlays)."""
     version = flink_version or home.version
     if not version:
         raise PlacementError(f"{home.lib}: cannot tell the Flink version (no flink-dist-<version>.jar)")
-    src_dir = Path(src_dir or SOURCES_DIR)
-    digest = source_hash(source_files(src_dir), src_dir, version, JAVA_RELEASE)
+    root = Path(src_dir or SOURCES_DIR)
+    dirs = source_dirs(supported_version(version, str(home.path)), root)
+    # the digest covers exactly what javac compiles for this line, so another line's overlay changing rebuilds nothing
+    digest = source_hash(source_files(*dirs), root, version, JAVA_RELEASE)
     info = f"flink.version={version}\nbuild.digest={digest}\n"
     built = build_jar(
-        src_dir=src_dir, classpath=compile_classpath(home), cache_dir=Path(cache_dir or DEFAULT_CACHE),
+        src_dirs=dirs, classpath=compile_classpath(home), cache_dir=Path(cache_dir or DEFAULT_CACHE),
         name=f"{JAR_PREFIX}-{version}", what="the scheduler extension", digest=digest,
         resources={BUILD_INFO: info}, release=JAVA_RELEASE,
     )

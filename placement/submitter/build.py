@@ -14,6 +14,7 @@ from pathlib import Path
 from placement.errors import PlacementError
 from placement.flink.home import FlinkHome
 from placement.flink.javabuild import build_jar, source_files, source_hash
+from placement.flink.versions import supported_version
 from placement.resources import repo_dir
 
 SOURCES_DIR = repo_dir("submitter") / "src"
@@ -43,12 +44,16 @@ def submitter_jar_name(flink_version: str) -> str:
 
 
 def build_submitter(home: FlinkHome, cache_dir: Path | None = None) -> SubmitterJar:
-    """``<cache>/placement-submitter-<flink version>-<digest>.jar``, compiled against ``home``'s jars unless cached."""
+    """``<cache>/placement-submitter-<flink version>-<digest>.jar``, compiled against ``home``'s jars unless cached.
+
+    One source for every supported line (what moved, ``rest.retry.delay``'s type, is set by key); another version is
+    refused in one line."""
     version = home.version
     if not version:
         raise PlacementError(f"{home.lib}: cannot tell the Flink version (no flink-dist-<version>.jar)")
+    supported_version(version, str(home.path))
     digest = submitter_digest(version)
-    built = build_jar(src_dir=SOURCES_DIR, classpath=home.classpath, cache_dir=Path(cache_dir or DEFAULT_CACHE),
+    built = build_jar(src_dirs=[SOURCES_DIR], classpath=home.classpath, cache_dir=Path(cache_dir or DEFAULT_CACHE),
                       name=f"{JAR_PREFIX}-{version}", what="the JobGraph submitter", digest=digest,
                       manifest={"Main-Class": MAIN_CLASS}, resources=dict([LOG_CONFIG]), release=JAVA_RELEASE)
     return SubmitterJar(built.path, built.digest, version)

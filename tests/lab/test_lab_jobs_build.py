@@ -12,7 +12,7 @@ from support import real_parts
 
 from placement.errors import PlacementError
 from placement.flink.home import find_flink_home
-from placement.lab.jobs import JOBS_DIR, build_jobs_jar, source_files, source_hash
+from placement.lab.jobs import JOBS_DIR, build_jobs_jar, jobs_digest
 
 pytestmark = real_parts.needs(None if shutil.which("javac") else "needs a JDK (javac not found on PATH)")
 
@@ -57,7 +57,7 @@ def test_a_source_change_rebuilds_and_no_change_does_not(tmp_path, monkeypatch):
     again = build_jobs_jar(cache, src_dir=src)  # nothing changed: the cached jar, javac not run
     assert again == first and javac_runs() == 1
 
-    job = src / "placement" / "lab" / "IotSensorJob.java"
+    job = src / "common" / "placement" / "lab" / "IotSensorJob.java"
     old_default = 'params.get("job-name", "iot-sensors")'
     assert old_default in job.read_text()
     job.write_text(job.read_text().replace(old_default, 'params.get("job-name", "iot-sensors-changed")'))
@@ -65,15 +65,15 @@ def test_a_source_change_rebuilds_and_no_change_does_not(tmp_path, monkeypatch):
     assert javac_runs() == 2  # the change was compiled...
     assert changed.source_hash != first.source_hash and changed.path != first.path
     home = find_flink_home()
-    assert changed.source_hash == source_hash(source_files(src), src, home.version)
+    assert changed.source_hash == jobs_digest(str(home.version), src)
     # ...into the new jar: the changed default job name is in its class file, and not in the old jar's
     assert b"iot-sensors-changed" in class_bytes(changed.path) and b"iot-sensors-changed" not in class_bytes(first.path)
     assert build_jobs_jar(cache, src_dir=src) == changed and javac_runs() == 2  # and is cached in turn
 
 
 def test_a_compile_error_is_one_line_naming_the_file(tmp_path):
-    src = tmp_path / "src" / "placement" / "lab"
-    src.mkdir(parents=True)
+    shutil.copytree(JOBS_DIR / "src", tmp_path / "src")  # the real tree, plus one broken class in its shared part
+    src = tmp_path / "src" / "common" / "placement" / "lab"
     (src / "Broken.java").write_text("package placement.lab; public class Broken { int x = ; }\n")
     with pytest.raises(PlacementError) as info:
         build_jobs_jar(tmp_path / "cache", src_dir=tmp_path / "src")

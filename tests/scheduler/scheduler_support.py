@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +19,8 @@ from placement import scheduler as S
 from placement.errors import PlacementError
 from placement.flink.home import FlinkHome
 from placement.flink.rest import FlinkRest
-from placement.lab.flink import RunningCluster, TaskManagerSpec
+from placement.lab.flink import ClusterSpec, RunningCluster, TaskManagerSpec, start_cluster
+from placement.lab.home import make_lab_home
 
 # resource id -> (slots, task heap MiB, managed MiB, network MiB): a server and two Pis of different sizes
 TASKMANAGERS: dict[str, tuple[int, int, int, int]] = {
@@ -122,6 +123,36 @@ class PlacedCluster:
 
     def jobmanager_log(self) -> str:
         return self.cluster.jobmanager.log_file.read_text(errors="replace")
+
+
+def schedulercfg(plan: dict[str, list[str]], aliases: dict[str, str] | None = None) -> str:
+    """The file `placement plan` writes for ``plan`` (vertex -> TaskManager of each subtask)."""
+    lines = []
+    for vertex, tms in plan.items():
+        for i, tm in enumerate(tms):
+            lines.append(f"{vertex} ({i + 1}/{len(tms)}); {(aliases or {}).get(tm, tm)}\n")
+    return "".join(lines)
+
+
+@contextlib.contextmanager
+def start_placed_cluster(work: Path, flink: FlinkHome, jobs_jar: Path) -> Iterator[PlacedCluster]:
+    """A cluster of ``flink`` (never modified: the extension, built for it, goes into a lab home whose ``lib/`` links
+    its jars) with the three TaskManagers of :data:`TASKMANAGERS`, the TaskManager table written and ``jobs_jar``
+    uploaded; stopped on exit."""
+    home = make_lab_home(work, flink, with_extension=True)
+    scheduler_dir = work / "schedulercfg"
+    scheduler_dir.mkdir()
+    spec = ClusterSpec(
+        work_dir=work / "cluster", taskmanagers=taskmanager_specs(), flink_home=home.path,
+        extra_config=CLUSTER_CONFIG, jobmanager_extra_config={**S.jobmanager_config(str(scheduler_dir)), **JOBMANAGER_CONFIG},
+    )
+    cluster = start_cluster(spec, die_with_parent=True)
+    try:
+        rest = FlinkRest(cluster.rest_url)
+        (scheduler_dir / S.TASKMANAGERS_FILENAME).write_text(S.render_taskmanagers(rest.taskmanagers(), ADDRESSES))
+        yield PlacedCluster(cluster, rest, home, scheduler_dir, jobs_jar, rest.upload_jar(jobs_jar))
+    finally:
+        cluster.stop()
 
 
 def wait_for(predicate, timeout: float, what: str, interval: float = 0.5):  # type: ignore[no-untyped-def]

@@ -139,18 +139,21 @@ def test_build_is_cached_by_sources_and_flink_version(tmp_path: Path) -> None:
     again = S.build_extension(home, tmp_path / "cache", src_dir=src)
     assert again == first and again.path.stat().st_mtime_ns == mtime  # cached, not rebuilt
 
-    factory = src / "org/apache/flink/runtime/scheduler/PlacementNames.java"
-    factory.write_text(factory.read_text() + "\n// a change\n")
+    names = src / "common/org/apache/flink/runtime/scheduler/PlacementNames.java"
+    names.write_text(names.read_text() + "\n// a change\n")
     changed = S.build_extension(home, tmp_path / "cache", src_dir=src)
     assert changed.digest != first.digest and changed.path.is_file() and first.path.is_file()
+    other_line = src / "1.19-1.20/org/apache/flink/runtime/scheduler/PlacementCompat.java"
+    other_line.write_text(other_line.read_text() + "\n// compiled for Flink 1.19-1.20 only\n")
+    assert S.build_extension(home, tmp_path / "cache", src_dir=src) == changed  # not this line's sources: same jar
     other = S.build_extension(home, tmp_path / "cache", src_dir=src, flink_version=FAKE_VERSION)
     assert other.digest != changed.digest and read_build_info(other.path)["flink.version"] == FAKE_VERSION
 
 
 def test_a_compile_error_is_one_line_naming_the_file(tmp_path: Path) -> None:
     require_jdk()
-    src = tmp_path / "src" / "org" / "apache" / "flink" / "runtime" / "scheduler"
-    src.mkdir(parents=True)
+    shutil.copytree(SOURCES_DIR, tmp_path / "src")  # the real tree, plus one broken class in its shared part
+    src = tmp_path / "src" / "common" / "org" / "apache" / "flink" / "runtime" / "scheduler"
     (src / "Broken.java").write_text("package org.apache.flink.runtime.scheduler; class Broken { int x = ; }\n")
     with pytest.raises(PlacementError) as info:
         S.build_extension(find_flink_home(), tmp_path / "cache", src_dir=tmp_path / "src")

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from scheduler_support import ADDRESSES, TASKMANAGERS, PlacedCluster, wait_for
+from scheduler_support import ADDRESSES, TASKMANAGERS, PlacedCluster, schedulercfg, wait_for
 
 from placement import scheduler as S
 from placement.lab.flink import FlinkProcess
@@ -37,15 +37,6 @@ IOT_PLAN = {
     "Window Aggregate": ["server", "rpi1"],
     "Sink: Readings": ["server", "server"],
 }
-
-
-def schedulercfg(plan: dict[str, list[str]], aliases: dict[str, str] | None = None) -> str:
-    """The file `placement plan` writes for ``plan`` (vertex -> TaskManager of each subtask)."""
-    lines = []
-    for vertex, tms in plan.items():
-        for i, tm in enumerate(tms):
-            lines.append(f"{vertex} ({i + 1}/{len(tms)}); {(aliases or {}).get(tm, tm)}\n")
-    return "".join(lines)
 
 
 def allocated_slots(pc: PlacedCluster, tm: str, job_id: str) -> list[dict]:

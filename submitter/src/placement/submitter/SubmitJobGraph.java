@@ -163,7 +163,8 @@ public final class SubmitJobGraph {
             conf.set(RestOptions.RETRY_MAX_ATTEMPTS, 4);
         }
         if (!conf.contains(RestOptions.RETRY_DELAY)) {
-            conf.set(RestOptions.RETRY_DELAY, java.time.Duration.ofSeconds(1));
+            // by key, as a plain number: milliseconds to 1.19's Long option and to the Duration option of 1.20+ alike
+            conf.setString(RestOptions.RETRY_DELAY.key(), "1000");
         }
         if ("https".equalsIgnoreCase(o.restUrl.getScheme())) {
             conf.set(SecurityOptions.SSL_REST_ENABLED, true);

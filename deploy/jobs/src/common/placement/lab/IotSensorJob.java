@@ -1,0 +1,229 @@
+package placement.lab;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+
+import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.api.common.functions.AggregateFunction;
+import org.apache.flink.api.common.functions.OpenContext;
+import org.apache.flink.api.common.state.ValueState;
+import org.apache.flink.api.common.state.ValueStateDescriptor;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.connector.datagen.source.DataGeneratorSource;
+import org.apache.flink.connector.datagen.source.GeneratorFunction;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.functions.windowing.ProcessWindowFunction;
+import org.apache.flink.streaming.api.windowing.assigners.TumblingProcessingTimeWindows;
+import org.apache.flink.streaming.api.windowing.windows.TimeWindow;
+import org.apache.flink.util.Collector;
+
+/**
+ * (a) The IoT sensor pipeline. Vertices (chaining disabled, so each is its own job vertex):
+ *
+ * <pre>
+ * Source: Sensors -> Parse -> Filter -> Enrich ==HASH(sensor)==> Window Aggregate -> Sink: Readings
+ * </pre>
+ *
+ * Sensors emit ~200-byte JSON readings; Parse turns them into {@link Reading}s; Filter keeps the ~30% above the alarm
+ * threshold; Enrich projects them to small {@link Enriched} records with the sensor's zone; Window Aggregate sums per
+ * sensor over a tumbling processing-time window and keeps a per-sensor running total in keyed state across windows
+ * (its gauge {@code maxKeyTotal} shows state surviving a savepoint restore).
+ *
+ * <p>Arguments: {@code --rate} readings/s per source subtask (default 200; or {@code --rate-schedule}, see
+ * {@link RateSchedule}), {@code --parallelism} of the source chain
+ * (default 2), {@code --window-parallelism} (default 1), {@code --window-ms} (default 2000), {@code --sensors} (default
+ * 100), {@code --sink legacy|v2}, {@code --placement '<json>'} (see {@link Placement}).
+ */
+public final class IotSensorJob {
+    public static final String SOURCE = "Source: Sensors";
+    public static final String[] CHAIN = {SOURCE, "Parse", "Filter", "Enrich"};
+    public static final String WINDOW = "Window Aggregate";
+    public static final double ALARM_THRESHOLD = 70.0; // values are uniform in [0, 100): 30% pass
+
+    private static final String[] SITES = {"plant-north", "plant-south", "depot-east", "depot-west", "yard"};
+    private static final String[] TYPES = {"temperature", "humidity", "vibration", "pressure"};
+
+    public static void main(String[] args) throws Exception {
+        Params params = Params.fromArgs(args);
+        Placement placement = Placement.fromArgs(params);
+        int parallelism = params.getInt("parallelism", 2);
+        int sensors = params.getInt("sensors", 100);
+        long windowMs = params.getLong("window-ms", 2000);
+        String sinkMode = params.get("sink", "legacy");
+        String sinkVertex = Sinks.vertexName("Readings", sinkMode);
+
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
+        env.disableOperatorChaining(); // every operator its own vertex: the planner places each one
+        env.setMaxParallelism(128); // fixed, so keyed state restores under any parallelism/placement
+
+        List<DataStream<Enriched>> lanes = new ArrayList<>();
+        for (Placement.Lane lane : placement.lanes(parallelism, CHAIN)) {
+            DataGeneratorSource<String> source = new DataGeneratorSource<>(
+                    new SensorGenerator(sensors, lane.ordinal),
+                    Long.MAX_VALUE,
+                    RateSchedule.fromArgs(params, "rate", 200, lane.parallelism), // per subtask; --rate-schedule: steps
+                    Types.STRING);
+            SingleOutputStreamOperator<String> raw =
+                    lane.place(env.fromSource(source, WatermarkStrategy.noWatermarks(), "Sensors"), 0, "sensors");
+            SingleOutputStreamOperator<Reading> parsed = lane.place(raw.map(IotSensorJob::parse).name("Parse"), 1, "parse");
+            SingleOutputStreamOperator<Reading> alarms =
+                    lane.place(parsed.filter(r -> r.value >= ALARM_THRESHOLD).name("Filter"), 2, "filter");
+            lanes.add(lane.place(alarms.map(IotSensorJob::enrich).name("Enrich"), 3, "enrich"));
+        }
+        DataStream<Enriched> all = lanes.get(0);
+        if (lanes.size() > 1) {
+            all = all.union(lanes.subList(1, lanes.size()).toArray(new DataStream[0]));
+        }
+
+        SingleOutputStreamOperator<Summary> windows = all.keyBy(e -> e.sensor)
+                .window(TumblingProcessingTimeWindows.of(java.time.Duration.ofMillis(windowMs)))
+                .aggregate(new Stats(), new RunningTotal())
+                .name(WINDOW)
+                .uid("window-aggregate");
+        placement.pin(windows, WINDOW, params.getInt("window-parallelism", 1));
+        placement.pin(Sinks.discard(windows, "Readings", "sink-readings", sinkMode), sinkVertex, windows.getParallelism());
+        placement.checkAllUsed();
+        env.execute(params.get("job-name", "iot-sensors"));
+    }
+
+    /** Readings as a sensor gateway would send them: JSON, about 200 bytes. Deterministic in the sequence number. */
+    public static final class SensorGenerator implements GeneratorFunction<Long, String> {
+        private final int sensors;
+        private final int lane;
+
+        public SensorGenerator(int sensors, int lane) {
+            this.sensors = sensors;
+            this.lane = lane;
+        }
+
+        @Override
+        public String map(Long seq) {
+            long h = mix(seq * 31 + lane);
+            int sensor = (int) Math.floorMod(h, (long) sensors);
+            double value = Math.floorMod(h >>> 8, 100_000L) / 1000.0; // uniform in [0, 100)
+            return String.format(Locale.ROOT,
+                    "{\"sensor\":\"s-%05d\",\"site\":\"%s\",\"type\":\"%s\",\"ts\":%d,\"value\":%.3f,\"unit\":\"C\","
+                            + "\"battery\":%d,\"rssi\":%d,\"fw\":\"2.4.1\",\"lane\":%d,\"seq\":%d}",
+                    sensor, SITES[sensor % SITES.length], TYPES[sensor % TYPES.length], System.currentTimeMillis(),
+                    value, 50 + Math.floorMod(h >>> 20, 50L), -40 - Math.floorMod(h >>> 28, 50L), lane, seq);
+        }
+
+        static long mix(long z) { // splitmix64: cheap, well spread
+            z = (z ^ (z >>> 30)) * 0xbf58476d1ce4e5b9L;
+            z = (z ^ (z >>> 27)) * 0x94d049bb133111ebL;
+            return z ^ (z >>> 31);
+        }
+    }
+
+    public static Reading parse(String json) {
+        Reading r = new Reading();
+        r.sensor = Json.string(json, "sensor");
+        r.site = Json.string(json, "site");
+        r.type = Json.string(json, "type");
+        r.ts = Long.parseLong(Json.raw(json, "ts"));
+        r.value = Double.parseDouble(Json.raw(json, "value"));
+        r.battery = Integer.parseInt(Json.raw(json, "battery"));
+        r.seq = Long.parseLong(Json.raw(json, "seq"));
+        return r;
+    }
+
+    public static Enriched enrich(Reading r) {
+        Enriched e = new Enriched();
+        e.sensor = r.sensor;
+        e.zone = r.site.startsWith("plant") ? 1 : r.site.startsWith("depot") ? 2 : 3;
+        e.value = r.value;
+        e.ts = r.ts;
+        return e;
+    }
+
+    /** A parsed reading (a Flink POJO). */
+    public static final class Reading {
+        public String sensor;
+        public String site;
+        public String type;
+        public long ts;
+        public double value;
+        public int battery;
+        public long seq;
+
+        public Reading() {}
+    }
+
+    /** What Enrich keeps: much smaller than a reading. */
+    public static final class Enriched {
+        public String sensor;
+        public int zone;
+        public double value;
+        public long ts;
+
+        public Enriched() {}
+    }
+
+    /** One window's result for one sensor. */
+    public static final class Summary {
+        public String sensor;
+        public long windowEnd;
+        public long count;
+        public double mean;
+        public double max;
+        public long total; // readings of this sensor over all windows so far (keyed state)
+
+        public Summary() {}
+    }
+
+    /** count, sum and max of a window. */
+    public static final class Stats implements AggregateFunction<Enriched, double[], double[]> {
+        @Override
+        public double[] createAccumulator() {
+            return new double[] {0, 0, Double.NEGATIVE_INFINITY};
+        }
+
+        @Override
+        public double[] add(Enriched e, double[] acc) {
+            acc[0] += 1;
+            acc[1] += e.value;
+            acc[2] = Math.max(acc[2], e.value);
+            return acc;
+        }
+
+        @Override
+        public double[] getResult(double[] acc) {
+            return acc;
+        }
+
+        @Override
+        public double[] merge(double[] a, double[] b) {
+            return new double[] {a[0] + b[0], a[1] + b[1], Math.max(a[2], b[2])};
+        }
+    }
+
+    /** Emits the window's stats and adds its count to the sensor's running total kept in keyed state. */
+    public static final class RunningTotal extends ProcessWindowFunction<double[], Summary, String, TimeWindow> {
+        private transient long maxKeyTotal;
+
+        @Override
+        public void open(OpenContext ctx) {
+            getRuntimeContext().getMetricGroup().gauge("maxKeyTotal", () -> maxKeyTotal);
+        }
+
+        @Override
+        public void process(String sensor, Context ctx, Iterable<double[]> in, Collector<Summary> out) throws Exception {
+            ValueState<Long> total = ctx.globalState().getState(new ValueStateDescriptor<>("total", Types.LONG));
+            double[] acc = in.iterator().next();
+            long sofar = (total.value() == null ? 0L : total.value()) + (long) acc[0];
+            total.update(sofar);
+            maxKeyTotal = Math.max(maxKeyTotal, sofar);
+            Summary s = new Summary();
+            s.sensor = sensor;
+            s.windowEnd = ctx.window().getEnd();
+            s.count = (long) acc[0];
+            s.mean = acc[1] / acc[0];
+            s.max = acc[2];
+            s.total = sofar;
+            out.collect(s);
+        }
+    }
+}

@@ -1,0 +1,27 @@
+package placement.lab;
+
+import java.util.Map;
+
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.datastream.DataStreamSink;
+import org.apache.flink.streaming.api.functions.sink.legacy.DiscardingSink;
+import org.apache.flink.util.ParameterTool;
+
+/**
+ * The DataStream API classes that moved between Flink lines, behind one API (same class in each overlay). Flink 2.0
+ * and later: ParameterTool is in {@code org.apache.flink.util}, the SinkFunction API's DiscardingSink in
+ * {@code functions.sink.legacy}.
+ */
+final class LabCompat {
+    private LabCompat() {}
+
+    static Map<String, String> parseArgs(String[] args) {
+        return ParameterTool.fromArgs(args).toMap();
+    }
+
+    /** The SinkFunction API's discarding sink (vertex {@code "Sink: <name>"}). */
+    @SuppressWarnings("deprecation")
+    static <T> DataStreamSink<T> discardLegacy(DataStream<T> in) {
+        return in.addSink(new DiscardingSink<T>());
+    }
+}
