@@ -311,13 +311,14 @@ def test_site_installs_and_configures_flink_and_a_second_run_changes_nothing(lab
 def test_site_installs_the_pinned_flink_1_20_and_configures_the_file_it_reads(
     lab: Lab, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    """An inventory pinned to 1.20.5 (vanilla mode: the extension does not build for 1.x yet): that release installed
-    on both hosts, its config.yaml (no flink-conf.yaml, which 1.20 would read instead) with 1.20's savepoint key,
-    sized by 1.20's own BashJavaUtils."""
+    """An inventory pinned to 1.20.5 (custom mode, on a controller whose own Flink is 2.3): that release installed on
+    both hosts, the extension built for 1.20.5 (against that release's jars, fetched into the controller's cache) in
+    the JobManager's lib/ only, its config.yaml (no flink-conf.yaml, which 1.20 would read instead) with 1.20's
+    savepoint key, sized by 1.20's own BashJavaUtils."""
     home = flink_home_for("1.20.5").path
     archive = build_flink_archive(tmp_path_factory.mktemp("flink-1.20") / "flink-1.20.5-test.tgz", "1.20.5", home)
     try:
-        hosts_yml = lab.export(placement_mode="vanilla", archive=archive, version="1.20.5")
+        hosts_yml = lab.export(archive=archive, version="1.20.5")
         assert yaml.safe_load(hosts_yml.read_text())["all"]["vars"]["flink_version"] == "1.20.5"
         result = lab.ansible.playbook("site.yml", hosts_yml)
         assert_ok(result)
@@ -330,7 +331,10 @@ def test_site_installs_the_pinned_flink_1_20_and_configures_the_file_it_reads(
         assert sorted(p.name for p in (installed / "conf").iterdir()) == ["config.yaml"]
         cfg = yaml.safe_load((installed / "conf" / "config.yaml").read_text())
         assert cfg["execution"]["checkpointing"]["savepoint-dir"] == f"file://{lab.root}/savepoints"
-        assert cfg["taskmanager"]["resource-id"] == host and "placement" not in cfg  # vanilla: no extension dir
+        assert cfg["taskmanager"]["resource-id"] == host
+    jars = sorted((lab.prefix("server") / "opt" / "flink" / "lib").glob("placement-scheduler-*.jar"))
+    assert len(jars) == 1 and jars[0].name.startswith("placement-scheduler-1.20.5-"), jars
+    assert not list((lab.prefix("rpi1") / "opt" / "flink" / "lib").glob("placement-scheduler-*.jar"))
     rpi1_home = FlinkHome(lab.prefix("rpi1") / "opt" / "flink")
     assert tm_process_mib(rpi1_home, rpi1_home.path / "conf") == pytest.approx(3264, abs=1)  # 1.20's own sizing
 

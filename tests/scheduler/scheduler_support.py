@@ -10,6 +10,7 @@ import contextlib
 import shutil
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from datetime import timedelta
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from support import real_parts
 
 from placement import scheduler as S
 from placement.errors import PlacementError
+from placement.flink.options import duration
 from placement.flink.home import FlinkHome
 from placement.flink.rest import FlinkRest
 from placement.lab.flink import ClusterSpec, RunningCluster, TaskManagerSpec, start_cluster
@@ -36,11 +38,13 @@ ADDRESSES = {"rpi1": ["10.77.0.1"], "rpi2": ["10.77.0.2"]}
 CLUSTER_CONFIG: dict[str, object] = {
     # a TaskManager killed and restarted must find the job still restarting, not FAILED after three attempts
     "restart-strategy.fixed-delay.attempts": 200,
-    "restart-strategy.fixed-delay.delay": "1 s",
+    "restart-strategy.fixed-delay.delay": duration(timedelta(seconds=1)),
     "heartbeat.interval": 2000,
     "heartbeat.timeout": 12000,
     # all TaskManagers are up before any test runs: unfulfillable slot requests may fail at once after 10 s
-    "resourcemanager.standalone.start-up-time": "10 s",
+    # (as plain milliseconds, the form every supported line reads: 1.19 takes this one as a Long, and "10 s" stops
+    # its JobManager at start)
+    "resourcemanager.standalone.start-up-time": duration(timedelta(seconds=10)),
 }
 # The JobManager's config also sizes "a TaskManager", as a cluster-wide config.yaml does: the slot size the extension
 # falls back to for a job whose schedulercfg has no taskmanagers.cfg beside it.

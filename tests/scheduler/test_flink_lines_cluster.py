@@ -1,5 +1,6 @@
-"""The extension on clusters of other Flink lines than this machine's 2.3: 1.20 (the LTS line: ``Time``, an empty
-``ExecutionSlotSharingGroup``) and 2.0 (the four-argument factory constructor). Each is stock Flink of that release,
+"""The extension on clusters of other Flink lines than this machine's 2.3: 1.19 and 1.20 (the LTS line: ``Time``, an
+empty ``ExecutionSlotSharingGroup``; 1.19 reads some durations as plain milliseconds) and 2.0 (the four-argument
+factory constructor). Each is stock Flink of that release,
 fetched once into the cache, with the extension and the lab jobs built against its jars; an unmodified job is placed
 subtask by subtask as its schedulercfg says, and a job without one runs beside it as stock Flink (the strategy the
 line's own factory would pick). One cluster at a time, stopped after its line's tests.
@@ -19,7 +20,7 @@ from placement.lab.jobs import IOT_SENSOR_JOB, NEXMARK_BIDS_JOB, build_jobs_jar
 
 pytestmark = pytest.mark.flink
 
-RELEASES = ("1.20.5", "2.0.2")
+RELEASES = ("1.19.3", "1.20.5", "2.0.2")
 # a rate schedule: the lab jobs' own RateLimiterStrategy, whose API differs before 2.2 (an overlay of deploy/jobs)
 IOT_ARGS = ["--rate-schedule", "0:40", "--parallelism", "3", "--window-parallelism", "2", "--window-ms", "1000"]
 # every TaskManager gets subtasks; rpi2 is named by its address; Window Aggregate (after a HASH edge) is split
