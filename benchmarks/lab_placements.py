@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/lab_placements.py [--job iot|nexmark|branching|all] [--inventory inventory/lab.yaml]
                                                   [--mode custom|vanilla] [--rate R] [--profile-rate R] [--keep]
+                                                  [--flink-version 1.20.5]
 
 Steps: ``lab up --mode M`` -> per job: a copy of the running lab inventory with that job's source pins and its
 target-rate arguments -> the job unpinned at the profile rates -> 60 s for Flink's rate meters -> ``metrics collect``
@@ -358,6 +359,7 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true", help="leave the lab up")
     ap.add_argument("--mode", choices=("custom", "vanilla"), default="custom",
                     help="custom: `placement apply` places the unmodified job (default); vanilla: --placement mapping")
+    ap.add_argument("--flink-version", help="run the lab on this Flink release (`lab up --flink-version`, e.g. 1.20.5)")
     args = ap.parse_args()
     keys = list(JOBS) if args.job == "all" else [k.strip() for k in args.job.split(",") if k.strip()]
     unknown = [k for k in keys if k not in JOBS]
@@ -369,7 +371,9 @@ def main() -> None:
     console = Console(width=220)
     done: list[tuple[JobSpec, dict, list[dict]]] = []
     try:
-        console.print(cli("lab", "up", "--inventory", args.inventory, "--workdir", str(work), "--mode", args.mode).strip())
+        version = ["--flink-version", args.flink_version] if args.flink_version else []
+        console.print(cli("lab", "up", "--inventory", args.inventory, "--workdir", str(work), "--mode", args.mode,
+                          *version).strip())
         state = json.loads((work / "lab.json").read_text())
         for key in keys:
             rows, params = run_job(JOBS[key], args, work, state, console)
@@ -382,7 +386,8 @@ def main() -> None:
     inv_stem = Path(args.inventory).stem
     for spec, params, rows in done:
         print_table(console, spec, args.inventory, params, rows)
-        suffix = ("" if spec.key == "iot" else f"-{spec.key}") + ("" if inv_stem == "lab" else f"-{inv_stem}")
+        suffix = (("" if spec.key == "iot" else f"-{spec.key}") + ("" if inv_stem == "lab" else f"-{inv_stem}")
+                  + (f"-flink-{args.flink_version}" if args.flink_version else ""))
         (work.parent / f"lab_placements{suffix}.json").write_text(
             json.dumps({"job": spec.key, "inventory": args.inventory, **params, "rows": rows} if suffix else rows,
                        indent=2, default=str))
