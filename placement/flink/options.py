@@ -37,6 +37,14 @@ def duration(value: timedelta) -> int:
     return int(ms)
 
 
+def jobmanager_bind_host(version: FlinkVersion, address: str) -> str:
+    """Where a JobManager whose RPC address is ``address`` binds. Before 2.2 a REST jar run (the EmbeddedExecutor)
+    uploads the job's files to the blob server at localhost: it asks the dispatcher for the blob port only (2.2 asks
+    for the address too), so a JobManager bound to another address refuses every jar run ("Could not connect to
+    BlobServer at address localhost/127.0.0.1"). There it binds every interface."""
+    return address if version.at_least(2, 2) else "0.0.0.0"
+
+
 def savepoint_dir_key(version: FlinkVersion) -> str:
     """The option naming the default savepoint directory in ``version``."""
     return "execution.checkpointing.savepoint-dir" if version.at_least(1, 20) else "state.savepoints.dir"

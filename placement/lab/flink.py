@@ -30,7 +30,8 @@ from pathlib import Path
 
 from placement.errors import PlacementError
 from placement.flink.home import JAVA17_FLAGS, FlinkHome, find_flink_home
-from placement.flink.options import CONFIG_YAML, duration, render_config
+from placement.flink.options import CONFIG_YAML, duration, jobmanager_bind_host, render_config
+from placement.flink.versions import FlinkVersion
 from placement.scheduler.install import launcher_classpath
 
 JOBMANAGER_MAIN = "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint"
@@ -136,10 +137,13 @@ def common_config(spec: ClusterSpec, rest_port: int, rpc_port: int) -> dict[str,
     }
 
 
-def jobmanager_config(spec: ClusterSpec, rest_port: int, rpc_port: int) -> dict[str, object]:
+def jobmanager_config(spec: ClusterSpec, rest_port: int, rpc_port: int,
+                      version: FlinkVersion | None = None) -> dict[str, object]:
+    """``version``: the release the JobManager runs (None: the newest behaviour)."""
+    bind = spec.jobmanager_address if version is None else jobmanager_bind_host(version, spec.jobmanager_address)
     return {
         **common_config(spec, rest_port, rpc_port),
-        "jobmanager.bind-host": spec.jobmanager_bind_host or spec.jobmanager_address,
+        "jobmanager.bind-host": spec.jobmanager_bind_host or bind,
         "rest.bind-address": spec.rest_address,
         "jobmanager.memory.heap.size": f"{spec.jobmanager_heap_mib}m",
         "jobmanager.memory.off-heap.size": "64m",
@@ -403,7 +407,8 @@ def start_cluster(spec: ClusterSpec, *, timeout: float = 120.0, die_with_parent:
     started: list[FlinkProcess] = []
     try:
         jm_conf_dir = spec.jobmanager_conf_dir or spec.work_dir / "jobmanager" / "conf"
-        _write_conf_dir(jm_conf_dir, jobmanager_config(spec, rest_port, rpc_port))
+        version = FlinkVersion.parse(home.version) if home.version else None
+        _write_conf_dir(jm_conf_dir, jobmanager_config(spec, rest_port, rpc_port, version))
         jvm, dyn = _memory_flags(home, "GET_JM_RESOURCE_PARAMS", jm_conf_dir)
         jm_log = spec.work_dir / "jobmanager" / "jobmanager.log"
         jm_log.parent.mkdir(parents=True, exist_ok=True)

@@ -148,3 +148,17 @@ def test_taskmanagers_sized_alike_share_one_memory_computation_and_others_do_not
     f = lf.taskmanager_config(s, lf.TaskManagerSpec("rpi6", slots=4, external_resource="rpi6", external_resource_amount=4), 1, 2)
     assert lf.memory_sizing_key(a) == lf.memory_sizing_key(b)
     assert len({lf.memory_sizing_key(x) for x in (a, c, d, e, f)}) == 5
+
+
+def test_before_2_2_the_jobmanager_binds_every_interface_for_jar_runs(tmp_path):
+    """1.19-2.1's REST jar run uploads the job's files to the blob server at localhost (it asks only for the port):
+    a JobManager bound to the lab's 10.203.0.1 refused every jar run on the 1.20 lab. From 2.2 it asks for the
+    address, and the JobManager binds where its RPC address is."""
+    from placement.flink.versions import FlinkVersion
+
+    s = lf.ClusterSpec(work_dir=tmp_path, taskmanagers=(lf.TaskManagerSpec("tm0"),), jobmanager_address="10.203.0.1")
+    binds = {v: lf.jobmanager_config(s, 1, 2, FlinkVersion.parse(v))["jobmanager.bind-host"]
+             for v in ("1.19.3", "1.20.5", "2.0.2", "2.1.3", "2.2.1", "2.3.0")}
+    assert binds == {"1.19.3": "0.0.0.0", "1.20.5": "0.0.0.0", "2.0.2": "0.0.0.0", "2.1.3": "0.0.0.0",
+                     "2.2.1": "10.203.0.1", "2.3.0": "10.203.0.1"}
+    assert lf.jobmanager_config(s, 1, 2, FlinkVersion.parse("2.3.0"))["jobmanager.rpc.address"] == "10.203.0.1"
