@@ -239,6 +239,7 @@ def run_job(spec: JobSpec, args, work: Path, state: dict, console: Console) -> t
             continue
         mapping = mapping_of(problem, result)
         predicted = {link.host: link.mbit for link in result.cost.links}
+        predicted_cores = {h.host: h.cores_used for h in result.cost.hosts}
         console.print(f"{name}: {json.dumps({k: sorted(set(v)) for k, v in mapping.items()})}")
         if args.mode == "custom":
             plan_dir = work / f"plan-{spec.key}-{name}"
@@ -264,6 +265,8 @@ def run_job(spec: JobSpec, args, work: Path, state: dict, console: Console) -> t
         rows.append({
             "strategy": name, "status": result.status, "placed": placed_ok, "mapping": mapping, "apply_s": applied_s,
             "links": {lk.host: (predicted.get(lk.host, 0.0), lk.data_mbit, lk.mbit) for lk in m.links},
+            # host cores: the plan's cores_used vs the host's TaskManager JVM over the same window (issue 23)
+            "cpu": {c.host: (predicted_cores.get(c.host, 0.0), c.host_cores) for c in m.cpu if c.host_cores is not None},
             "wan_wire": sum(lk.mbit for lk in m.links), "wan_data": sum(lk.data_mbit for lk in m.links),
             "wan_predicted": sum(predicted.values()),
             "throughput": throughput, "target": target,
@@ -300,6 +303,28 @@ def print_table(console: Console, spec: JobSpec, inventory: str, params: dict, r
         ratio = f"{r['wan_data'] / r['wan_predicted']:.2f}" if r["wan_predicted"] else "-"
         cells += [f"{r['wan_wire']:.3f}", rel, ratio, f"{r['throughput']:,.0f} / {r['target']:,.0f}",
                   f"{r['source_bp']:.0%}", r["sources_reporting"]]
+        table.add_row(*cells)
+    console.print(table)
+    print_cpu_table(console, spec, rows)
+
+
+def print_cpu_table(console: Console, spec: JobSpec, rows: list[dict]) -> None:
+    """Predicted vs measured CPU per host (in the host's own cores), as the links are above."""
+    hosts = sorted({h for r in rows for h in r.get("cpu", {})})
+    if not hosts:
+        return
+    table = Table(title=f"{spec.title}: CPU per host in its own cores, predicted (plan) / measured (TaskManager JVM)")
+    table.add_column("strategy")
+    for h in hosts:
+        table.add_column(f"{h} pred / meas", justify="right")
+        table.add_column(f"{h} error", justify="right")
+    for r in rows:
+        if "cpu" not in r:
+            continue
+        cells = [r["strategy"]]
+        for h in hosts:
+            pred, meas = r["cpu"].get(h, (0.0, 0.0))
+            cells += [f"{pred:.3f} / {meas:.3f}", f"{pred / meas - 1:+.0%}" if meas > 0 else "-"]
         table.add_row(*cells)
     console.print(table)
 

@@ -33,7 +33,8 @@ from placement.apply.preflight import (
 from placement.apply.request import ApplyRequest
 from placement.apply.runner import ApplyFailed, ApplyOutcome, Runner, holder_string
 from placement.errors import PlacementError
-from placement.flink.home import find_flink_home
+from placement.flink.distribution import flink_home_for
+from placement.flink.home import FlinkHome, find_flink_home
 from placement.flink.rest import FlinkRest
 from placement.remote import DryRunExecutor, Executor, ExecutorFactory
 from placement.scheduler import ExtensionJar, build_extension
@@ -111,39 +112,40 @@ def presumed_view(req: ApplyRequest) -> ClusterView:
 
 
 def extension_to_install(req: ApplyRequest, view: ClusterView) -> tuple[ExtensionJar | None, Problem | None]:
-    """The scheduler extension to upload when the JobManager host has none: built here with javac against this
-    machine's Flink, which must be the cluster's version (the extension refuses any other)."""
+    """The scheduler extension to upload when the JobManager host has none, built here with javac against the
+    cluster's own release (the extension refuses any other): this machine's Flink when it is that release, else the
+    release's jars fetched once into the cache (:func:`placement.flink.distribution.flink_home_for`)."""
     if req.mode != "custom" or not scheduler_fix(req, view).install_jar:
         return None, None
     cluster = view.scheduler.flink_version if view.scheduler else None
     try:
-        home = find_flink_home()
-        if cluster and home.version != cluster:
-            return None, Problem(f"the JobManager host has no scheduler extension and the Flink here ({home.path}) is "
-                                 f"{home.version}, the cluster's is {cluster}: install it on the JobManager host "
-                                 "(`placement scheduler install --flink-home <its Flink home>`, or the Ansible role)")
-        return build_extension(home), None
+        return build_extension(_home_of(cluster)), None
     except PlacementError as exc:
         return None, Problem(f"the JobManager host has no scheduler extension and it cannot be built here: {exc}")
 
 
 def submitter_to_install(view: ClusterView) -> tuple[SubmitterJar | None, Problem | None]:
-    """The JobGraph submitter to upload when a rescale needs it and the JobManager host lacks it: built here with javac
-    against this machine's Flink, which must be the cluster's version (the jar's name carries version and digest)."""
+    """The JobGraph submitter to upload when a rescale needs it and the JobManager host lacks it, built here against
+    the cluster's own release as the extension is (the jar's name carries version and digest)."""
     if view.submitter is None or view.submitter.submitter_installed:
         return None, None
     cluster = view.scheduler.flink_version if view.scheduler else None
     where = view.submitter.submitter_path
+    if not cluster:
+        return None, Problem(f"the JobManager host has no JobGraph submitter ({where}) and the cluster's Flink version "
+                             "is unknown: build it where the cluster's Flink is "
+                             "(python -m placement.submitter --flink-version <its release>) and copy it to that path")
     try:
-        home = find_flink_home()
-        if not cluster or home.version != cluster:
-            return None, Problem(f"the JobManager host has no JobGraph submitter ({where}) and the Flink here "
-                                 f"({home.path}) is {home.version}, the cluster's is {cluster or 'unknown'}: run apply "
-                                 "where a JDK and the cluster's Flink version are, or build it there "
-                                 "(python -m placement.submitter --flink-home <its Flink home>) and copy it to that path")
-        return build_submitter(home), None
+        return build_submitter(_home_of(cluster)), None
     except PlacementError as exc:
         return None, Problem(f"the JobManager host has no JobGraph submitter ({where}) and it cannot be built here: {exc}")
+
+
+def _home_of(cluster: str | None) -> FlinkHome:
+    """The Flink home to compile against for a cluster of release ``cluster`` (None: unknown, this machine's own)."""
+    if cluster is None:
+        return find_flink_home()
+    return flink_home_for(cluster, where="the JobManager's Flink version")
 
 
 def execute(prepared: Prepared, *, audit_path: Path | None, echo: Callable[[str], None] = print) -> ApplyOutcome:

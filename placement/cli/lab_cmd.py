@@ -35,9 +35,9 @@ def lab() -> None:
 @click.option("--mode", type=click.Choice(["custom", "vanilla"]), default="custom", show_default=True,
               help="custom: stock Flink + the scheduler extension, jobs placed unmodified by `placement apply`; "
                    "vanilla: stock Flink only, jobs place themselves with the Placement helper (--placement)")
-@click.option("--flink-version", "flink_version", metavar="X.Y.Z",
-              help="the exact Flink release to run (1.19.x to 2.3.x), fetched once into the cache with pip; default: "
-                   "the inventory's flink.version, else this machine's own Flink")
+@click.option("--flink-version", "flink_version", metavar="X.Y[.Z]",
+              help="the Flink release to run (1.19.x to 2.3.x; a line such as 1.20: its newest release), fetched once "
+                   "into the cache with pip; default: the inventory's flink.version, else this machine's own Flink")
 def up_cmd(inventory_path: str, work_dir: Path, timeout: float, mode: str, flink_version: str | None) -> None:
     """Start the lab (idempotent: a lab that is up already in this mode and Flink version is left as it is)."""
     from placement.errors import BadInput
@@ -130,6 +130,15 @@ def measure_cmd(work_dir: Path, duration: float, as_json: bool) -> None:
         links.add_row(f"{lk.host} -> server", lk.interface, f"{lk.bytes:,}", f"{lk.mbit:.3f}", f"{lk.data_mbit:.3f}",
                       f"{lk.rate_mbit:g}" if lk.rate_mbit else "-", f"{lk.utilisation:.0%}" if lk.utilisation is not None else "-")
     console.print(links)
+    if m.cpu:
+        cpu = Table(title=f"CPU over {m.seconds:.1f} s (each host's TaskManager JVM: tasks, GC, netty, metrics)")
+        for col in ("host", "cores here", "speed", "host cores"):
+            cpu.add_column(col, justify="left" if col == "host" else "right")
+        for c in m.cpu:
+            found = "" if c.processes == 1 else f" ({c.processes} TaskManagers)"
+            cpu.add_row(c.host + found, f"{c.server_cores:.3f}", f"{c.speed:g}" if c.speed else "-",
+                        f"{c.host_cores:.3f}" if c.host_cores is not None else "-")
+        console.print(cpu)
     for job in m.jobs:
         t = Table(title=f"{job.name} ({job.job_id}): sources {job.source_records_per_s:,.0f} records/s")
         for col in ("vertex", "p", "in/s", "out/s", "busy ms/s", "backpressured ms/s", "runs on"):

@@ -14,9 +14,10 @@ from placement.cli.params import HTTP_URL
 FLINK_HOME = click.option("--flink-home", "flink_home", type=click.Path(file_okay=False, path_type=Path), default=None,
                           help="Flink installation (has lib/flink-dist-*.jar); default $FLINK_HOME, else the pyflink wheel")
 FLINK_VERSION = click.option(
-    "--flink-version", "flink_version", default=None, metavar="X.Y.Z",
-    help="for a cluster of this Flink (e.g. 1.20.5): this machine's installation when it is that version, else that "
-         "version's jars fetched once into the cache (with --flink-home: that installation must be this version)")
+    "--flink-version", "flink_version", default=None, metavar="X.Y[.Z]",
+    help="for a cluster of this Flink (e.g. 1.20.5; a line such as 1.20: its newest release): this machine's "
+         "installation when it is that version, else that version's jars fetched once into the cache (with "
+         "--flink-home: that installation must be this version)")
 
 
 def _home(flink_home: Path | None, flink_version: str | None = None):  # type: ignore[no-untyped-def]

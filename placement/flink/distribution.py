@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 
 from placement.errors import BadInput, PlacementError
 from placement.flink.home import FlinkHome, find_flink_home
-from placement.flink.versions import supported_version
+from placement.flink.versions import FlinkVersion, supported_version
 from placement.resources import cache_dir
 
 PACKAGE = "apache-flink-libraries"
@@ -56,6 +56,47 @@ def flink_home_for(version: str, *, where: str = "--flink-version") -> FlinkHome
     return cached_home(version) or fetch(version)
 
 
+def release_for(text: str, *, where: str = "--flink-version") -> str:
+    """``text`` as an exact release. A release (``1.20.5``) is itself; a release line (``1.20``, what a user running
+    "Flink 1.20" types) is this machine's own Flink when it is of that line, else the line's newest release in the
+    package index, else (offline) its newest release in the cache. The extension is built for one exact release, so
+    every later step works with the answer, never with the line."""
+    version = supported_version(text, where)
+    if FlinkVersion.parse(text).line != text.strip():
+        return text.strip()
+    try:
+        local = find_flink_home()
+    except PlacementError:
+        local = None
+    if local is not None and local.version and FlinkVersion.parse(local.version).line == version.line:
+        return local.version
+    releases = _index_releases() or [p.name for p in distributions_dir().glob("*") if cached_home(p.name)]
+    of_line = [r for r in releases if _is_release_of(r, version.line)]
+    if not of_line:
+        raise PlacementError(f"{where}: no Flink {version.line} release found in the package index ({PACKAGE}) "
+                             f"or the cache; give the exact release, e.g. {version.line}.0")
+    return str(max(FlinkVersion.parse(r) for r in of_line))
+
+
+def _is_release_of(text: str, line: str) -> bool:
+    """``1.20.5`` is a release of ``1.20``; ``1.20.0rc1`` and ``1.2.0`` are not."""
+    parts = text.split(".")
+    return len(parts) == 3 and all(p.isdigit() for p in parts) and f"{parts[0]}.{parts[1]}" == line
+
+
+def _index_releases() -> list[str]:
+    """Every release of the package the user's pip sees in its index (its mirror and proxy settings apply); empty
+    when pip cannot tell (offline, an old pip without ``index versions``)."""
+    argv = [sys.executable, "-m", "pip", "index", "versions", PACKAGE, "--disable-pip-version-check"]
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    # "Available versions: 2.3.0, 2.2.1, ..." (pip 21.2 and later; --json is newer than many users' pip)
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("Available versions:")), "")
+    return [v.strip() for v in line.removeprefix("Available versions:").split(",") if v.strip()]
+
+
 def resolve_flink_home(flink_home: str | os.PathLike[str] | None = None, flink_version: str | None = None) -> FlinkHome:
     """What ``--flink-home`` and ``--flink-version`` name together: the given installation (default ``$FLINK_HOME``,
     else pyflink's), or the home of exactly ``flink_version`` (:func:`flink_home_for`); given both, the installation
@@ -63,9 +104,9 @@ def resolve_flink_home(flink_home: str | os.PathLike[str] | None = None, flink_v
     if flink_version is None:
         return find_flink_home(flink_home)
     if flink_home is None:
-        return flink_home_for(flink_version, where="--flink-version")
+        return flink_home_for(release_for(flink_version), where="--flink-version")
     home = find_flink_home(flink_home)
-    if home.version != flink_version:
+    if flink_version.strip() not in (home.version, home.version and FlinkVersion.parse(home.version).line):
         raise BadInput(f"{home.path} is Flink {home.version}, not {flink_version}", field="--flink-version")
     return home
 

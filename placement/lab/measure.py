@@ -9,19 +9,27 @@ Two figures per link:
 * ``data_mbit`` — the job's data plane: TCP payload bytes acknowledged on the edge TaskManager's data-port
   connections (``ss -ti`` in the namespace, port :data:`placement.lab.topology.EDGE_DATA_PORT`), i.e. the serialized
   records plus Flink's small netty framing. This is what the cost model predicts (records out × bytes per record).
+
+And the CPU per host over the same window: the CPU time (``utime + stime`` in ``/proc/<pid>/stat``, every thread of
+the process: tasks, GC, netty, metrics) of the host's TaskManager JVM — the processes of its cgroup whose command line
+runs ``TaskManagerRunner``, so the server's JobManager is not counted — per second, in this machine's cores, and in the
+host's own cores (÷ the lab's effective speed of that host: a lab Pi core is a fraction of a core here). This is what
+``plan.json``'s per-host ``cores_used`` predicts.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from placement.errors import PlacementError
 from placement.flink.rest import FlinkRest
 from placement.lab.runner import read_state, veth_tx_bytes
-from placement.lab.topology import EDGE_DATA_PORT
+from placement.lab.topology import EDGE_DATA_PORT, SERVER_CGROUP
 from placement.netns import ns_exec, run
 
 
@@ -39,6 +47,20 @@ class LinkMeasurement:
     @property
     def utilisation(self) -> float | None:
         return self.mbit / self.rate_mbit if self.rate_mbit else None
+
+
+@dataclass
+class HostCpu:
+    host: str
+    processes: int  # TaskManager JVMs found in the host's cgroup (1 when the lab is healthy)
+    seconds: float
+    server_cores: float  # CPU seconds per second, in this machine's cores
+    speed: float | None  # the host's effective speed in the lab (None: a lab started before it was recorded)
+
+    @property
+    def host_cores(self) -> float | None:
+        """The same CPU in the host's own cores (what the plan predicts)."""
+        return self.server_cores / self.speed if self.speed else None
 
 
 @dataclass
@@ -69,9 +91,11 @@ class Measurement:
     seconds: float
     links: list[LinkMeasurement]
     jobs: list[JobMeasurement]
+    cpu: list[HostCpu] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {"seconds": self.seconds, "links": [asdict(lk) | {"utilisation": lk.utilisation} for lk in self.links],
+                "cpu": [asdict(c) | {"host_cores": c.host_cores} for c in self.cpu],
                 "jobs": [asdict(j) for j in self.jobs]}
 
 
@@ -103,8 +127,49 @@ def _diff(before: dict[str, int], after: dict[str, int]) -> int:
     return sum(max(0, v - before.get(k, 0)) for k, v in after.items())
 
 
-def measure_links(state: dict, duration: float) -> list[LinkMeasurement]:
+_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
+
+
+def taskmanager_pids(cgroup: Path) -> list[int]:
+    """The TaskManager JVMs among a cgroup's processes (the server's cgroup also holds the JobManager)."""
+    try:
+        pids = [int(p) for p in (cgroup / "cgroup.procs").read_text().split()]
+    except OSError:
+        return []
+    found = []
+    for pid in pids:
+        try:
+            if b"TaskManagerRunner" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(pid)
+        except OSError:
+            continue  # it ended
+    return found
+
+
+def cpu_seconds(pids: list[int]) -> dict[int, float]:
+    """pid -> CPU seconds it has used (user + system, all its threads); an ended process is left out."""
+    out = {}
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        out[pid] = (int(fields[11]) + int(fields[12])) / _TICKS_PER_S  # utime, stime: fields 14 and 15 of stat(5)
+    return out
+
+
+def _host_cgroup(h: dict) -> Path | None:
+    if h.get("cgroup"):
+        return Path(h["cgroup"])
+    return SERVER_CGROUP if h.get("role") == "server" else None
+
+
+def measure_links(state: dict, duration: float, cpu: list[HostCpu] | None = None) -> list[LinkMeasurement]:
+    """Every uplink over ``duration`` seconds; with ``cpu`` (a list to fill), each host's TaskManager CPU over the same
+    window."""
     edges = [h for h in state["hosts"] if h.get("namespace")]
+    tms = {h["name"]: taskmanager_pids(cg) for h in state["hosts"] if (cg := _host_cgroup(h)) is not None}
+    cpu_before = {name: cpu_seconds(pids) for name, pids in tms.items()}
     before = {h["name"]: veth_tx_bytes(h["namespace"], h["ns_if"]) for h in edges}
     data_before = {h["name"]: data_plane_bytes(h["namespace"]) for h in edges}
     t0 = time.monotonic()
@@ -112,6 +177,12 @@ def measure_links(state: dict, duration: float) -> list[LinkMeasurement]:
     after = {h["name"]: veth_tx_bytes(h["namespace"], h["ns_if"]) for h in edges}
     data_after = {h["name"]: data_plane_bytes(h["namespace"]) for h in edges}
     seconds = time.monotonic() - t0
+    cpu_after = {name: cpu_seconds(pids) for name, pids in tms.items()}
+    if cpu is not None:
+        speeds = {h["name"]: h.get("speed") for h in state["hosts"]}
+        for name in tms:
+            used = sum(t - cpu_before[name][pid] for pid, t in cpu_after[name].items() if pid in cpu_before[name])
+            cpu.append(HostCpu(name, len(cpu_after[name]), seconds, used / seconds, speeds.get(name)))
     out = []
     for h in edges:
         b0, b1 = before[h["name"]], after[h["name"]]
@@ -159,7 +230,8 @@ def measure(work_dir, duration: float = 10.0, *, with_jobs: bool = True) -> Meas
     state = read_state(work_dir)
     if not state or state.get("status") != "up":
         raise PlacementError(f"no lab is up in {work_dir} (run `placement lab up --inventory FILE`)")
-    links = measure_links(state, duration)
+    cpu: list[HostCpu] = []
+    links = measure_links(state, duration, cpu)
     jobs: list[JobMeasurement] = []
     if with_jobs:
         rest = FlinkRest(state["rest_url"])
@@ -170,4 +242,4 @@ def measure(work_dir, duration: float = 10.0, *, with_jobs: bool = True) -> Meas
             jobs = measure_jobs(rest)
         except PlacementError as exc:
             raise PlacementError(f"lab REST {state['rest_url']}: {exc}") from None
-    return Measurement(links[0].seconds if links else duration, links, jobs)
+    return Measurement(links[0].seconds if links else duration, links, jobs, cpu)

@@ -28,10 +28,10 @@ from pathlib import Path
 import yaml
 
 from placement.errors import BadInput, PlacementError
-from placement.flink.distribution import flink_home_for
+from placement.flink.distribution import flink_home_for, release_for
 from placement.flink.home import FlinkHome, find_flink_home
 from placement.flink.rest import FlinkRest
-from placement.flink.versions import release_problem
+from placement.flink.versions import version_problem
 from placement.inventory import Inventory, load_inventory
 from placement.lab import sshd as lab_sshd
 from placement.lab import topology as topo
@@ -111,6 +111,7 @@ def _plan_state(plan: topo.LabPlan, inventory_path: str) -> dict:
                 "cgroup": str(h.cpu.cgroup) if h.cpu else None,
                 "cpu_quota_us": h.cpu.quota_us if h.cpu else None, "cpu_period_us": h.cpu.period_us if h.cpu else None,
                 "rate_mbit": h.shapes[0].rate_mbit if h.shapes else None, "not_emulated": list(h.not_emulated),
+                "speed": h.effective_speed,  # a host core is worth this many cores here (lab measure: host cores)
             }
             for h in plan.hosts
         ],
@@ -172,14 +173,14 @@ class UpResult:
 
 def lab_flink_version(inv: Inventory, inventory_path: str, flink_version: str | None) -> tuple[str | None, str]:
     """The Flink release the lab runs and where that was said: ``flink_version`` (``--flink-version``), else the
-    inventory's ``flink.version`` pin, else (None) this machine's own Flink. A release line or an unsupported version
-    is bad input (one line)."""
+    inventory's ``flink.version`` pin, else (None) this machine's own Flink. A release line (``1.20``) means its newest
+    release (:func:`placement.flink.distribution.release_for`); an unsupported version is bad input (one line)."""
     if flink_version is None:
         return inv.flink.version, f"{inventory_path}: flink.version"  # validated by the inventory's loader
-    problem = release_problem(flink_version)
+    problem = version_problem(flink_version)
     if problem:
         raise BadInput(problem, field="--flink-version")
-    return flink_version.strip(), "--flink-version"
+    return release_for(flink_version), "--flink-version"  # a line (1.20): its newest release
 
 
 def lab_flink_home(version: str | None, where: str) -> FlinkHome:

@@ -137,7 +137,8 @@ def plan_lab(inv: Inventory, work_dir: Path, *, machine_cores: int | None = None
         )
 
     server = servers[0]
-    hosts: list[LabHost] = [LabHost(server.name, "server", SERVER_ADDRESS, int(server.task_slots or 1))]
+    hosts: list[LabHost] = [LabHost(server.name, "server", SERVER_ADDRESS, int(server.task_slots or 1),
+                                    effective_speed=float(server.speed or 1))]  # no quota: this machine's own cores
     for i, h in enumerate(edges, start=1):
         link = inv.uplink(h.name)
         host_addr, ns_addr = f"10.203.{i}.1", f"10.203.{i}.2"

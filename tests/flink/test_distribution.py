@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from placement.errors import PlacementError
-from placement.flink.distribution import cached_home, distributions_dir, fetch, flink_home_for
+from placement.flink.distribution import cached_home, distributions_dir, fetch, flink_home_for, release_for
 from placement.flink.home import find_flink_home
 
 pytestmark = pytest.mark.flink  # a 230 MB Flink distribution from the package index: not the inner loop
@@ -56,3 +56,23 @@ def test_an_unsupported_version_is_refused_before_any_download(cache):
                                              r"\(supported: 1.19, 1.20, 2.0, 2.1, 2.2, 2.3\)$"):
         flink_home_for("1.18.1", where="inventory.yaml: flink.version")
     assert cached_home("1.18.1") is None
+
+
+def test_a_release_line_means_its_newest_release_in_the_index_and_a_release_means_itself(cache):
+    assert release_for("1.20") == "1.20.5"  # the registry holds 1.20.0 to 1.20.5
+    assert release_for("2.0") == "2.0.2"
+    assert release_for("1.20.3") == "1.20.3"  # an older release of the line, as asked
+    local = find_flink_home()
+    line = ".".join(local.version.split(".")[:2])
+    assert release_for(line) == local.version  # this machine's own Flink: nothing to fetch
+    assert cached_home("2.0.2") is None and cached_home("1.20.3") is None  # asking the index downloads nothing
+
+
+def test_offline_a_release_line_is_the_newest_release_in_the_cache(cache, monkeypatch):
+    flink_home_for(OTHER)  # in this module's cache (first test: fetched with pip)
+    monkeypatch.setenv("PIP_NO_INDEX", "1")  # pip sees no index at all: offline
+    assert release_for("1.20") == OTHER
+    with pytest.raises(PlacementError, match=r"^--flink-version: no Flink 1\.19 release found in the package index "
+                                             r"\(apache-flink-libraries\) or the cache; give the exact release, "
+                                             r"e\.g\. 1\.19\.0$"):
+        release_for("1.19")

@@ -32,10 +32,10 @@ def test_a_missing_inventory_file_is_exit_2(tmp_path):
     assert proc.returncode == 2 and proc.stderr.startswith(f"error: {tmp_path / 'nope.yaml'}: --inventory: no such file")
 
 
-def test_a_flink_version_that_is_a_release_line_or_unsupported_is_one_line_exit_2(tmp_path):
+def test_an_unsupported_flink_version_or_line_is_one_line_exit_2(tmp_path):
     lab = str(ROOT / "inventory" / "lab.yaml")
     for given, message in (
-        ("1.20", "error: --flink-version: '1.20' is a release line: give the exact release, 1.20.<patch>\n"),
+        ("1.18", "error: --flink-version: Flink 1.18 is not supported (supported: 1.19, 1.20, 2.0, 2.1, 2.2, 2.3)\n"),
         ("1.18.1", "error: --flink-version: Flink 1.18.1 is not supported (supported: 1.19, 1.20, 2.0, 2.1, 2.2, 2.3)\n"),
     ):
         proc = run("lab", "up", "--inventory", lab, "--workdir", str(tmp_path / "w"), "--flink-version", given)

@@ -1,5 +1,6 @@
 """Per-thread CPU caps (placement.lab.cores): which threads are task threads, and a real cap on a real busy thread
-in a real cgroup v1 cpu controller (the lab's), nested under a parent quota as the edge TaskManager's is."""
+in a real cgroup v1 cpu controller (the lab's), nested under a parent quota as the edge TaskManager's is; and what
+``lab measure`` counts as a host's CPU (its TaskManager JVM's, in the host's own cores)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 from support import real_parts
 
-from placement.lab import cores
+from placement.lab import cores, measure
 from placement.lab.runner import lab_cgroups
 from placement.lab.topology import CGROUP_ROOT, NS_PREFIX
 
@@ -28,8 +29,7 @@ def test_task_threads_are_told_by_their_truncated_names():
 
 
 def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+    return measure.cpu_seconds([pid])[pid]
 
 
 @real_parts.needs(NO_CGROUP)
@@ -71,3 +71,40 @@ def test_a_busy_task_thread_is_held_to_one_slow_core_and_lab_down_order_removes_
                 except OSError:
                     time.sleep(0.1)
     assert not parent.exists()
+
+
+@real_parts.needs(NO_CGROUP)
+def test_lab_measure_counts_the_taskmanager_of_a_hosts_cgroup_only_and_in_the_hosts_own_cores():
+    host = CGROUP_ROOT / f"{NS_PREFIX}test-measure"
+    host.mkdir(exist_ok=True)
+    procs: list[subprocess.Popen] = []
+    try:
+        (host / "cpu.cfs_period_us").write_text("100000")
+        (host / "cpu.cfs_quota_us").write_text("20000")  # the host's quota: 0.2 of a core here
+        # a busy process whose command line runs TaskManagerRunner (as a TaskManager JVM's does), and a busy one that
+        # does not (as the JobManager beside the server's TaskManager): only the first is the host's TaskManager
+        procs = [subprocess.Popen([sys.executable, "-c", "while True: pass", arg])
+                 for arg in ("org.apache.flink.runtime.taskexecutor.TaskManagerRunner", "StandaloneSessionClusterEntrypoint")]
+        for proc in procs:
+            (host / "cgroup.procs").write_text(str(proc.pid))
+        assert measure.taskmanager_pids(host) == [procs[0].pid]
+        time.sleep(0.5)
+        state = {"hosts": [{"name": "rpi9", "role": "edge", "cgroup": str(host), "speed": 0.25}]}  # no uplink to count
+        cpu: list[measure.HostCpu] = []
+        assert measure.measure_links(state, 3.0, cpu) == []
+        [rpi9] = cpu
+        assert (rpi9.host, rpi9.processes, rpi9.speed) == ("rpi9", 1, 0.25)
+        # the two share the quota: the TaskManager gets about half of 0.2 cores, never more than all of it
+        assert 0.04 < rpi9.server_cores <= 0.21, rpi9
+        assert rpi9.host_cores == rpi9.server_cores / 0.25
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+        for _ in range(50):
+            try:
+                host.rmdir()
+                break
+            except OSError:
+                time.sleep(0.1)
+    assert not host.exists()

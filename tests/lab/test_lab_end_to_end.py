@@ -1,4 +1,6 @@
-"""The whole chain on the real lab (inventory/lab.yaml), custom mode: lab up (stock Flink + the scheduler extension)
+"""The whole chain on the real lab (inventory/lab.yaml), custom mode, on Flink 1.20 (the LTS line most clusters run;
+the other lab tests run this machine's own 2.3, tests/lab/test_lab_cost_model.py runs 2.0): lab up --flink-version 1.20
+(its newest release, fetched once into the cache; stock Flink + the scheduler extension built for it)
 -> IoT job submitted unpinned (no --placement) -> metrics collect (60 s) -> profile (PySpark) -> plan (custom) ->
 `placement apply` with the lab inventory (SSH to the edge namespaces, stop with savepoint, schedulercfg, the unchanged
 jar resubmitted) -> the verify table all green, every subtask index on its planned TaskManager -> lab measure: each
@@ -17,6 +19,7 @@ import pytest
 import yaml
 from support import real_parts
 
+from placement.flink.distribution import release_for
 from placement.flink.rest import FlinkRest
 from placement.lab import chain
 from placement.lab.jobs import IOT_SENSOR_JOB
@@ -37,6 +40,7 @@ PLACEMENT = [str(Path(sys.executable).with_name("placement"))]
 RATE = 500  # readings/s per source subtask: even both sources on one Pi (unpinned) stay under its 2 Mbit/s uplink
 JOB_ARGS = ["--rate", str(RATE), "--parallelism", "2", "--job-name", "iot-sensors"]
 TOLERANCE = 0.15
+FLINK_LINE = "1.20"  # what a user running the LTS line types; the lab runs its newest release
 
 
 def cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
@@ -53,9 +57,13 @@ def assert_clean(work_dir: Path) -> None:
 def test_profile_plan_move_and_measure_on_the_real_lab(tmp_path):
     work = tmp_path / "lab"
     try:
-        first = cli("lab", "up", "--inventory", str(ROOT / "inventory" / "lab.yaml"), "--workdir", str(work))
+        up = ("lab", "up", "--inventory", str(ROOT / "inventory" / "lab.yaml"), "--workdir", str(work),
+              "--flink-version", FLINK_LINE)
+        first = cli(*up)
         assert first.stdout.startswith("lab up (custom mode): REST http://127.0.0.1:")
-        again = cli("lab", "up", "--inventory", str(ROOT / "inventory" / "lab.yaml"), "--workdir", str(work))
+        release = first.stdout.splitlines()[0].rsplit(", Flink ", 1)[1]
+        assert release.startswith(f"{FLINK_LINE}.") and release == release_for(FLINK_LINE), first.stdout
+        again = cli(*up)
         assert again.stdout.startswith("lab already up (custom mode)") and first.stdout.split()[5] == again.stdout.split()[6]
 
         st = json.loads(cli("lab", "status", "--workdir", str(work), "--json").stdout)
@@ -72,7 +80,8 @@ def test_profile_plan_move_and_measure_on_the_real_lab(tmp_path):
         jar = state["jar"]
         # the running lab inventory, with the job apply resubmits: the unchanged jar and its arguments
         doc = yaml.safe_load(Path(st["lab_inventory"]).read_text())
-        assert doc["flink"]["placement_mode"] == "custom"
+        assert doc["flink"]["placement_mode"] == "custom" and doc["flink"]["version"] == release
+        assert rest.config()["flink-version"] == release
         doc["job"] = {**doc["job"], "program_args": JOB_ARGS}
         lab_inv = str(tmp_path / "lab-inventory.yaml")
         Path(lab_inv).write_text(yaml.safe_dump(doc, sort_keys=False))
@@ -114,6 +123,17 @@ def test_profile_plan_move_and_measure_on_the_real_lab(tmp_path):
             assert abs(got - want) <= TOLERANCE * want, (host, want, got, report)
             assert links[host]["mbit"] >= got  # the wire carries the data plus headers and RPC
         assert measured["jobs"][0]["source_records_per_s"] > 0
+        # CPU per host over the same window: each host's TaskManager JVM (the server's JobManager left out), in
+        # the host's own cores beside what the plan predicts (issue 23 holds the two within ±15 %)
+        cpu = {c["host"]: c for c in measured["cpu"]}
+        predicted_cores = {h.host: h.cores_used for h in plan.hosts}
+        print("CPU host cores, predicted vs measured:",
+              {h: (round(predicted_cores[h], 3), round(c["host_cores"], 3)) for h, c in cpu.items()})
+        assert set(cpu) == {"server", "rpi1", "rpi2"} and all(c["processes"] == 1 for c in cpu.values()), cpu
+        for host in ("rpi1", "rpi2"):
+            quota_host_cores = 30_000 / 100_000 / cpu[host]["speed"]  # the cgroup's quota, in the Pi's cores
+            assert 0 < cpu[host]["host_cores"] <= quota_host_cores * 1.05, cpu[host]  # busy, and never over its quota
+            assert cpu[host]["host_cores"] == pytest.approx(cpu[host]["server_cores"] / cpu[host]["speed"])
     finally:
         subprocess.run([*PLACEMENT, "lab", "down", "--workdir", str(work)], check=False, capture_output=True, timeout=300)
     assert_clean(work)

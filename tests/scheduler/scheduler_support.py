@@ -7,14 +7,13 @@ Three TaskManagers of different slot sizes (``server``, ``rpi1``, ``rpi2``), eac
 from __future__ import annotations
 
 import contextlib
-import shutil
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import timedelta
 from dataclasses import dataclass
 from pathlib import Path
 
-from support import real_parts
+from support.flink import require_jdk  # noqa: F401 (the scheduler tests import it from here)
 
 from placement import scheduler as S
 from placement.errors import PlacementError
@@ -55,12 +54,6 @@ JOBMANAGER_CONFIG: dict[str, object] = {
     "taskmanager.memory.network.max": "16m",
     "taskmanager.numberOfTaskSlots": 1,
 }
-
-
-def require_jdk() -> None:
-    missing = [tool for tool in ("java", "javac", "jar") if shutil.which(tool) is None]
-    if missing:
-        real_parts.missing(f"needs a JDK 17 ({', '.join(missing)} not found on PATH)")
 
 
 def taskmanager_specs() -> tuple[TaskManagerSpec, ...]:

@@ -81,7 +81,7 @@ class RunningJob:
         return self.rest.url
 
 
-def _require_java() -> None:
+def require_jdk() -> None:
     """A JDK is a real part: without it the test fails under strict mode (support/real_parts.py), else it skips."""
     missing = [tool for tool in ("java", "javac", "jar") if shutil.which(tool) is None]
     if missing:
@@ -91,7 +91,7 @@ def _require_java() -> None:
 @contextlib.contextmanager
 def start_flink(work_dir: Path, taskmanagers: Sequence[TaskManagerSpec] = TASKMANAGERS, **spec_kwargs: object) -> Iterator[RunningCluster]:
     """A cluster for the duration of the ``with`` block; stopped on exit, also on error."""
-    _require_java()
+    require_jdk()
     cluster = start_cluster(ClusterSpec(work_dir=Path(work_dir), taskmanagers=tuple(taskmanagers), **spec_kwargs), die_with_parent=True)  # type: ignore[arg-type]
     try:
         yield cluster
@@ -174,7 +174,7 @@ def flink_rest(flink_cluster: RunningCluster) -> FlinkRest:
 
 @pytest.fixture(scope="session")
 def lab_jobs_jar(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    _require_java()
+    require_jdk()
     return build_jobs_jar(tmp_path_factory.getbasetemp() / "lab-jobs").path
 
 
