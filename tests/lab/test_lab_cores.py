@@ -28,6 +28,16 @@ def test_task_threads_are_told_by_their_truncated_names():
         assert not cores.is_task_thread(comm, names), comm
 
 
+def remove_cgroup(cgroup: Path) -> None:
+    """rmdir a cgroup once the kernel has moved its killed processes out (a moment after they were reaped)."""
+    for _ in range(50):
+        try:
+            cgroup.rmdir()
+            return
+        except OSError:
+            time.sleep(0.1)
+
+
 def cpu_seconds(pid: int) -> float:
     return measure.cpu_seconds([pid])[pid]
 
@@ -64,12 +74,7 @@ def test_a_busy_task_thread_is_held_to_one_slow_core_and_lab_down_order_removes_
             proc.kill()
             proc.wait()
         for cg in [p for p in lab_cgroups() if p.is_relative_to(parent)]:
-            for _ in range(50):
-                try:
-                    cg.rmdir()
-                    break
-                except OSError:
-                    time.sleep(0.1)
+            remove_cgroup(cg)
     assert not parent.exists()
 
 
@@ -101,10 +106,5 @@ def test_lab_measure_counts_the_taskmanager_of_a_hosts_cgroup_only_and_in_the_ho
         for proc in procs:
             proc.kill()
             proc.wait()
-        for _ in range(50):
-            try:
-                host.rmdir()
-                break
-            except OSError:
-                time.sleep(0.1)
+        remove_cgroup(host)
     assert not host.exists()
