@@ -7,6 +7,7 @@ Three TaskManagers of different slot sizes (``server``, ``rpi1``, ``rpi2``), eac
 from __future__ import annotations
 
 import contextlib
+import subprocess
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import timedelta
@@ -22,6 +23,7 @@ from placement.flink.home import FlinkHome
 from placement.flink.rest import FlinkRest
 from placement.lab.flink import ClusterSpec, RunningCluster, TaskManagerSpec, start_cluster
 from placement.lab.home import make_lab_home
+from placement.submitter import SubmitCall, job_id_from
 
 # resource id -> (slots, task heap MiB, managed MiB, network MiB): a server and two Pis of different sizes
 TASKMANAGERS: dict[str, tuple[int, int, int, int]] = {
@@ -121,6 +123,36 @@ class PlacedCluster:
     def jobmanager_log(self) -> str:
         return self.cluster.jobmanager.log_file.read_text(errors="replace")
 
+    def active_line(self, job_id: str) -> str:
+        """The extension's one log line for a job (placed by which file, how many slots where; or stock placement)."""
+        return next(line for line in self.jobmanager_log().splitlines() if S.ACTIVE_LOG_LINE in line and job_id in line)
+
+    def restored_from(self, job_id: str) -> str:
+        """The savepoint a job was restored from, as its checkpoint statistics say ("" when none)."""
+        checkpoints = self.rest.get(f"/jobs/{job_id}/checkpoints")
+        restored = (checkpoints.get("latest") or {}).get("restored") or {}
+        return str(restored.get("external_path") or "").rstrip("/")
+
+    def resubmit_through_submitter(self, submitter_jar: Path, entry_class: str, args: Sequence[str],
+                                   overrides: Mapping[str, int], savepoint: str) -> str:
+        """The job compiled by the product's JobGraph submitter (what apply runs on the JobManager host for a plan that
+        changes parallelism) with per-vertex parallelism ``overrides`` (vertex id -> parallelism), restored from
+        ``savepoint``, and submitted over REST; waits until every subtask runs. The JobManager's conf dir is the
+        compile config, as apply gives it."""
+        call = SubmitCall(java="java", submitter_jar=str(submitter_jar), flink_home=str(self.home.path),
+                          conf_dir=str(self.cluster.spec.jobmanager_conf_dir or self.cluster.spec.work_dir / "jobmanager" / "conf"),
+                          rest_url=self.rest.url, job_jar=str(self.jobs_jar), entry_class=entry_class,
+                          program_args=tuple(args), overrides=tuple(sorted(overrides.items())))
+        proc = subprocess.run(call.argv(savepoint), capture_output=True, text=True, timeout=300, check=False)
+        job_id = job_id_from(proc.stdout, proc.stderr, proc.returncode)
+        try:
+            self.rest.wait_until_running(job_id, timeout=150)
+        except PlacementError:
+            error = S.extension_error(self.rest, job_id) or self.rest.root_exception(job_id)
+            self.cancel(job_id)
+            raise AssertionError(f"job {job_id} (submitter) did not run: {error}") from None
+        return job_id
+
 
 def schedulercfg(plan: dict[str, list[str]], aliases: dict[str, str] | None = None) -> str:
     """The file `placement plan` writes for ``plan`` (vertex -> TaskManager of each subtask)."""
@@ -132,16 +164,20 @@ def schedulercfg(plan: dict[str, list[str]], aliases: dict[str, str] | None = No
 
 
 @contextlib.contextmanager
-def start_placed_cluster(work: Path, flink: FlinkHome, jobs_jar: Path) -> Iterator[PlacedCluster]:
+def start_placed_cluster(work: Path, flink: FlinkHome, jobs_jar: Path, *,
+                         taskmanagers: tuple[TaskManagerSpec, ...] | None = None) -> Iterator[PlacedCluster]:
     """A cluster of ``flink`` (never modified: the extension, built for it, goes into a lab home whose ``lib/`` links
-    its jars) with the three TaskManagers of :data:`TASKMANAGERS`, the TaskManager table written and ``jobs_jar``
-    uploaded; stopped on exit."""
+    its jars) with the three TaskManagers of :data:`TASKMANAGERS` (``taskmanagers``: those specs changed, e.g. with a
+    metrics reporter), the TaskManager table written and ``jobs_jar`` uploaded; stopped on exit."""
     home = make_lab_home(work, flink, with_extension=True)
     scheduler_dir = work / "schedulercfg"
     scheduler_dir.mkdir()
     spec = ClusterSpec(
-        work_dir=work / "cluster", taskmanagers=taskmanager_specs(), flink_home=home.path,
+        work_dir=work / "cluster", taskmanagers=taskmanagers or taskmanager_specs(), flink_home=home.path,
         extra_config=CLUSTER_CONFIG, jobmanager_extra_config={**S.jobmanager_config(str(scheduler_dir)), **JOBMANAGER_CONFIG},
+        # the JobManager's config where a Flink home keeps it (<home>/conf), as the lab has it: what apply reads there
+        # and compiles a resubmitted job with
+        jobmanager_conf_dir=home.path / "conf",
     )
     cluster = start_cluster(spec, die_with_parent=True)
     try:
