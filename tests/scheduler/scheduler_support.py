@@ -7,7 +7,6 @@ Three TaskManagers of different slot sizes (``server``, ``rpi1``, ``rpi2``), eac
 from __future__ import annotations
 
 import contextlib
-import subprocess
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import timedelta
@@ -23,7 +22,6 @@ from placement.flink.home import FlinkHome
 from placement.flink.rest import FlinkRest
 from placement.lab.flink import ClusterSpec, RunningCluster, TaskManagerSpec, start_cluster
 from placement.lab.home import make_lab_home
-from placement.submitter import SubmitCall, job_id_from
 
 # resource id -> (slots, task heap MiB, managed MiB, network MiB): a server and two Pis of different sizes
 TASKMANAGERS: dict[str, tuple[int, int, int, int]] = {
@@ -86,7 +84,10 @@ class PlacedCluster:
                                  savepoint_path=savepoint_path, flink_configuration=flink_configuration)
 
     def run_until_running(self, entry_class: str, args: Sequence[str] = (), **kwargs: object) -> str:
-        job_id = self.run(entry_class, args, **kwargs)  # type: ignore[arg-type]
+        return self.wait_running(self.run(entry_class, args, **kwargs))  # type: ignore[arg-type]
+
+    def wait_running(self, job_id: str) -> str:
+        """Until every subtask of ``job_id`` runs; else the job is cancelled and the failure says why."""
         try:
             self.rest.wait_until_running(job_id, timeout=150)
         except PlacementError:
@@ -132,26 +133,6 @@ class PlacedCluster:
         checkpoints = self.rest.get(f"/jobs/{job_id}/checkpoints")
         restored = (checkpoints.get("latest") or {}).get("restored") or {}
         return str(restored.get("external_path") or "").rstrip("/")
-
-    def resubmit_through_submitter(self, submitter_jar: Path, entry_class: str, args: Sequence[str],
-                                   overrides: Mapping[str, int], savepoint: str) -> str:
-        """The job compiled by the product's JobGraph submitter (what apply runs on the JobManager host for a plan that
-        changes parallelism) with per-vertex parallelism ``overrides`` (vertex id -> parallelism), restored from
-        ``savepoint``, and submitted over REST; waits until every subtask runs. The JobManager's conf dir is the
-        compile config, as apply gives it."""
-        call = SubmitCall(java="java", submitter_jar=str(submitter_jar), flink_home=str(self.home.path),
-                          conf_dir=str(self.cluster.spec.jobmanager_conf_dir or self.cluster.spec.work_dir / "jobmanager" / "conf"),
-                          rest_url=self.rest.url, job_jar=str(self.jobs_jar), entry_class=entry_class,
-                          program_args=tuple(args), overrides=tuple(sorted(overrides.items())))
-        proc = subprocess.run(call.argv(savepoint), capture_output=True, text=True, timeout=300, check=False)
-        job_id = job_id_from(proc.stdout, proc.stderr, proc.returncode)
-        try:
-            self.rest.wait_until_running(job_id, timeout=150)
-        except PlacementError:
-            error = S.extension_error(self.rest, job_id) or self.rest.root_exception(job_id)
-            self.cancel(job_id)
-            raise AssertionError(f"job {job_id} (submitter) did not run: {error}") from None
-        return job_id
 
 
 def schedulercfg(plan: dict[str, list[str]], aliases: dict[str, str] | None = None) -> str:

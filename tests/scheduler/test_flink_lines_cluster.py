@@ -31,8 +31,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-from scheduler_support import ADDRESSES, TASKMANAGERS, PlacedCluster, require_jdk, schedulercfg, start_placed_cluster, \
-    taskmanager_specs
+from scheduler_support import (
+    ADDRESSES,
+    TASKMANAGERS,
+    PlacedCluster,
+    require_jdk,
+    schedulercfg,
+    start_placed_cluster,
+    taskmanager_specs,
+)
 from support.flink import wait_for_records
 from support.plan_dirs import running_vertex_ids, write_plan_dir
 from support.prometheus import RunningPrometheus, start_prometheus, with_prometheus_reporter
@@ -143,7 +150,21 @@ def test_the_extension_is_active_as_apply_checks_it_and_places_a_job_index_by_in
     installed = S.installed_extension(pc.home)
     assert installed is not None and installed.name.startswith(f"placement-scheduler-{version}-")
     pc.write_schedulercfg(JOB, schedulercfg(IOT_PLAN, {"rpi2": ADDRESSES["rpi2"][0]}))
-    line.job = pc.run_until_running(IOT_SENSOR_JOB, IOT_ARGS)
+    line.job = pc.run(IOT_SENSOR_JOB, IOT_ARGS)
+    # a job without a schedulercfg runs as the line's stock Flink places it: here pinned the vanilla way (submitted
+    # at once, so that both deploy together)
+    vanilla = pc.run(IOT_SENSOR_JOB, ["--rate-schedule", "0:20", "--job-name", "iot-vanilla",
+                                      "--placement", json.dumps(VANILLA)])
+    try:
+        pc.wait_running(vanilla)
+        assert "no schedulercfg at" in pc.active_line(vanilla) and "stock placement" in pc.active_line(vanilla)
+        assert pc.rest.placement_counts(vanilla) == Counter(
+            {(vertex, tm): n for vertex, tms in VANILLA.items() for tm, n in Counter(tms).items()})
+    except BaseException:
+        pc.cancel(vanilla)
+        raise
+    pc.rest.cancel(vanilla)  # it winds down (~3 s) while the checks below run; awaited at the end
+    pc.wait_running(line.job)
     assert pc.rest.placement(line.job) == IOT_PLAN
     active = pc.active_line(line.job)
     assert f"(Flink {version}, build " in active
@@ -166,19 +187,11 @@ def test_the_extension_is_active_as_apply_checks_it_and_places_a_job_index_by_in
     finally:
         prepared.close()
 
-    # a job without a schedulercfg runs as the line's stock Flink places it: here pinned the vanilla way
-    vanilla = pc.run_until_running(IOT_SENSOR_JOB, ["--rate-schedule", "0:20", "--job-name", "iot-vanilla",
-                                                    "--placement", json.dumps(VANILLA)])
-    try:
-        assert "no schedulercfg at" in pc.active_line(vanilla) and "stock placement" in pc.active_line(vanilla)
-        assert pc.rest.placement_counts(vanilla) == Counter(
-            {(vertex, tm): n for vertex, tms in VANILLA.items() for tm, n in Counter(tms).items()})
-        assert pc.rest.placement(line.job) == IOT_PLAN  # the placed job is undisturbed
-    finally:
-        pc.cancel(vanilla)
     # records went through the placed pipeline, its windows too (checked last: the first windows fire meanwhile)
     windows = next(v.id for v in pc.rest.job(line.job).vertices if v.name == "Window Aggregate")
     wait_for_records(pc.rest, line.job, windows, timeout=90)
+    pc.cancel(vanilla)
+    assert pc.rest.job_raw(vanilla)["state"] == "CANCELED"
 
 
 def test_stop_with_savepoint_and_restore_keeps_the_placement(line: Line) -> None:
