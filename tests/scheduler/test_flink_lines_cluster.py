@@ -237,6 +237,9 @@ def test_apply_rescales_through_the_submitter_index_by_index(line: Line) -> None
 
 
 def test_prometheus_collection_reads_where_each_subtask_ran(line: Line, tmp_path: Path) -> None:
+    """The rescaled job's history from Prometheus (the reporter's series of that release, scraped every second since
+    the cluster started): its vertices at their new parallelism, and each subtask on the TaskManager its series' tm_id
+    label names — the plan's, so Prometheus too sees the placement apply made."""
     pc, prom = line.pc, line.prom
     assert line.job, "the placed job did not start"
     started = pc.rest.job_raw(line.job)["start-time"] / 1000
