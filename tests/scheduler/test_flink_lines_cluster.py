@@ -204,21 +204,24 @@ def test_stop_with_savepoint_and_restore_keeps_the_placement(line: Line) -> None
 
 
 def test_apply_rescales_through_the_submitter_index_by_index(line: Line) -> None:
-    """`placement apply` of a plan with new per-vertex parallelism: the submitter built for this release (placed
-    where apply looks for it on the JobManager host, as the README says to for a release this machine does not run),
-    the job's jar uploaded by apply itself."""
+    """`placement apply` of a plan with new per-vertex parallelism: apply builds the JobGraph submitter for the
+    JobManager's release (not this machine's 2.3), puts it and the job's jar on the JobManager host, stops the job
+    with a savepoint and resubmits it through the submitter there."""
     pc = line.pc
     assert line.job, "the placed job did not start"
     ids = running_vertex_ids(pc.rest, line.job)
     plan = write_plan_dir(line.work / "plan-rescaled", line.inventory, RESCALED, job=JOB, vertex_ids=ids)
     request = load_request(plan, line.inventory, job_id=line.job, settle_s=2.0)
     submitter = Path(submitter_remote_path(request, line.release))
-    submitter.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(build_submitter(pc.home).path, submitter)
+    assert not submitter.exists()
     prepared = prepare(request)
     try:
         kinds = [s.action.kind for s in prepared.plan.steps]
         assert "submit-graph" in kinds and "submit" not in kinds, kinds  # not a REST jar run: it keeps parallelism
+        uploads = [s.action for s in prepared.plan.steps if s.action.kind == "upload" and s.phase == "prepare"]
+        assert [u.path for u in uploads] == [str(submitter), job_jar_remote_path(request, None)]
+        # the jar apply built: for this release, byte for byte what the submitter build makes of it
+        assert uploads[0].content == build_submitter(flink_home_for(line.release)).path.read_bytes()
         outcome = execute(prepared, audit_path=line.work / "apply-audit.jsonl", echo=lambda _: None)
     finally:
         prepared.close()
@@ -230,7 +233,7 @@ def test_apply_rescales_through_the_submitter_index_by_index(line: Line) -> None
     assert pc.rest.placement(line.job) == RESCALED
     assert running_vertex_ids(pc.rest, line.job) == ids  # the same job: its vertex ids, restored from the savepoint
     assert pc.restored_from(line.job).startswith(f"file:{line.work / 'savepoints'}")
-    assert Path(job_jar_remote_path(request, None)).is_file()  # apply put the job's jar on the JobManager host
+    assert submitter.is_file() and Path(job_jar_remote_path(request, None)).is_file()  # on the JobManager host
     # verify's table, index by index: every row as planned
     assert outcome.rows and [r for r in outcome.rows
                              if (r.planned, r.planned_subtasks) != (r.actual, r.actual_subtasks)] == []
