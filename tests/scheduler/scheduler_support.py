@@ -84,7 +84,10 @@ class PlacedCluster:
                                  savepoint_path=savepoint_path, flink_configuration=flink_configuration)
 
     def run_until_running(self, entry_class: str, args: Sequence[str] = (), **kwargs: object) -> str:
-        job_id = self.run(entry_class, args, **kwargs)  # type: ignore[arg-type]
+        return self.wait_running(self.run(entry_class, args, **kwargs))  # type: ignore[arg-type]
+
+    def wait_running(self, job_id: str) -> str:
+        """Until every subtask of ``job_id`` runs; else the job is cancelled and the failure says why."""
         try:
             self.rest.wait_until_running(job_id, timeout=150)
         except PlacementError:
@@ -121,6 +124,16 @@ class PlacedCluster:
     def jobmanager_log(self) -> str:
         return self.cluster.jobmanager.log_file.read_text(errors="replace")
 
+    def active_line(self, job_id: str) -> str:
+        """The extension's one log line for a job (placed by which file, how many slots where; or stock placement)."""
+        return next(line for line in self.jobmanager_log().splitlines() if S.ACTIVE_LOG_LINE in line and job_id in line)
+
+    def restored_from(self, job_id: str) -> str:
+        """The savepoint a job was restored from, as its checkpoint statistics say ("" when none)."""
+        checkpoints = self.rest.get(f"/jobs/{job_id}/checkpoints")
+        restored = (checkpoints.get("latest") or {}).get("restored") or {}
+        return str(restored.get("external_path") or "").rstrip("/")
+
 
 def schedulercfg(plan: dict[str, list[str]], aliases: dict[str, str] | None = None) -> str:
     """The file `placement plan` writes for ``plan`` (vertex -> TaskManager of each subtask)."""
@@ -132,16 +145,20 @@ def schedulercfg(plan: dict[str, list[str]], aliases: dict[str, str] | None = No
 
 
 @contextlib.contextmanager
-def start_placed_cluster(work: Path, flink: FlinkHome, jobs_jar: Path) -> Iterator[PlacedCluster]:
+def start_placed_cluster(work: Path, flink: FlinkHome, jobs_jar: Path, *,
+                         taskmanagers: tuple[TaskManagerSpec, ...] | None = None) -> Iterator[PlacedCluster]:
     """A cluster of ``flink`` (never modified: the extension, built for it, goes into a lab home whose ``lib/`` links
-    its jars) with the three TaskManagers of :data:`TASKMANAGERS`, the TaskManager table written and ``jobs_jar``
-    uploaded; stopped on exit."""
+    its jars) with the three TaskManagers of :data:`TASKMANAGERS` (``taskmanagers``: those specs changed, e.g. with a
+    metrics reporter), the TaskManager table written and ``jobs_jar`` uploaded; stopped on exit."""
     home = make_lab_home(work, flink, with_extension=True)
     scheduler_dir = work / "schedulercfg"
     scheduler_dir.mkdir()
     spec = ClusterSpec(
-        work_dir=work / "cluster", taskmanagers=taskmanager_specs(), flink_home=home.path,
+        work_dir=work / "cluster", taskmanagers=taskmanagers or taskmanager_specs(), flink_home=home.path,
         extra_config=CLUSTER_CONFIG, jobmanager_extra_config={**S.jobmanager_config(str(scheduler_dir)), **JOBMANAGER_CONFIG},
+        # the JobManager's config where a Flink home keeps it (<home>/conf), as the lab has it: what apply reads there
+        # and compiles a resubmitted job with
+        jobmanager_conf_dir=home.path / "conf",
     )
     cluster = start_cluster(spec, die_with_parent=True)
     try:

@@ -60,7 +60,7 @@ def test_the_extension_is_active_and_says_so(placed_cluster: PlacedCluster, iot:
     classpath = [Path(p).name for p in (pc.rest.get("/jobmanager/environment")["classpath"])]
     ours = next(i for i, name in enumerate(classpath) if name.startswith("placement-scheduler-"))
     assert ours < next(i for i, name in enumerate(classpath) if name.startswith("flink-dist"))
-    line = next(line for line in pc.jobmanager_log().splitlines() if S.ACTIVE_LOG_LINE in line and iot["job"] in line)
+    line = pc.active_line(iot["job"])
     assert f"placed by {pc.scheduler_dir / 'iot-sensors.schedulercfg'}" in line
     assert "2 slot(s) on rpi1" in line and "1 slot(s) on rpi2" in line and "2 slot(s) on server" in line
 
@@ -86,9 +86,7 @@ def test_savepoint_stop_and_restore_keeps_the_placement(placed_cluster: PlacedCl
     savepoint = pc.rest.stop_with_savepoint(iot["job"], f"file://{tmp_path}", timeout=180)
     iot["job"] = pc.run_until_running(IOT_SENSOR_JOB, IOT_ARGS, savepoint_path=savepoint)
     assert pc.rest.placement(iot["job"]) == IOT_PLAN
-    checkpoints = pc.rest.get(f"/jobs/{iot['job']}/checkpoints")
-    restored = (checkpoints.get("latest") or {}).get("restored") or {}
-    assert restored.get("external_path", "").rstrip("/") == savepoint.rstrip("/")
+    assert pc.restored_from(iot["job"]) == savepoint.rstrip("/")
 
 
 def test_a_taskmanager_killed_and_restarted_gets_its_subtasks_back(placed_cluster: PlacedCluster, iot: dict) -> None:
@@ -139,7 +137,7 @@ def test_three_placed_jobs_and_a_stock_job_share_the_cluster(placed_cluster: Pla
         assert pc.rest.placement(branching) == branching_plan
         assert pc.rest.placement(iot["job"]) == IOT_PLAN  # the first job is undisturbed
         assert pc.rest.job(stock).all_running
-        stock_line = next(line for line in pc.jobmanager_log().splitlines() if stock in line and S.ACTIVE_LOG_LINE in line)
+        stock_line = pc.active_line(stock)
         assert f"no schedulercfg at {pc.scheduler_dir / 'iot-stock.schedulercfg'}: stock placement" in stock_line
     finally:
         for job in jobs:
@@ -223,7 +221,7 @@ def test_an_unknown_taskmanager_without_a_table_fails_instead_of_restarting(plac
     assert message.startswith(f"placement scheduler: TaskManager 'rpi9' (named at {own}:1) has given this JobManager no "
                               "slot: it is not registered, or does not declare external resource 'rpi9'")
     assert pc.rest.job(job).restarting_since_ms == 0  # failed without a single restart
-    line = next(line for line in pc.jobmanager_log().splitlines() if job in line and S.ACTIVE_LOG_LINE in line)
+    line = pc.active_line(job)
     assert f"placed by {own} (slot size from the JobManager's config" in line
 
 

@@ -101,12 +101,13 @@ def start_prometheus(work_dir: Path, targets: Sequence[str], *, scrape_interval:
 REPORTER_FACTORY = "org.apache.flink.metrics.prometheus.PrometheusReporterFactory"
 
 
-def with_prometheus_reporter(taskmanagers, work_dir: Path):
+def with_prometheus_reporter(taskmanagers, work_dir: Path, flink_home: Path | None = None):
     """The TaskManager specs, each with Flink's Prometheus reporter on a port of its own, and ``host:port`` of each.
 
-    The reporter is a Flink plugin (``plugins/metrics-prometheus`` of the pyflink wheel): each TaskManager gets
-    ``FLINK_PLUGINS_DIR`` pointing at a directory holding only that plugin (through its ``wrapper``), so the shared
-    Flink home stays untouched."""
+    The reporter is a Flink plugin (``plugins/metrics-prometheus`` of the pyflink wheel, or of ``flink_home``: every
+    supported release ships it there, with the same reporter keys): each TaskManager gets ``FLINK_PLUGINS_DIR``
+    pointing at a directory holding only that plugin (through its ``wrapper``), so the shared Flink home stays
+    untouched."""
     import dataclasses
 
     from placement.flink.home import find_flink_home
@@ -115,9 +116,9 @@ def with_prometheus_reporter(taskmanagers, work_dir: Path):
     plugins.mkdir(parents=True, exist_ok=True)
     link = plugins / "metrics-prometheus"
     if not link.exists():
-        source = find_flink_home().path / "plugins" / "metrics-prometheus"
+        source = (flink_home or find_flink_home().path) / "plugins" / "metrics-prometheus"
         if not source.is_dir():
-            real_parts.missing(f"the Flink wheel has no {source} (the Prometheus reporter plugin)")
+            real_parts.missing(f"the Flink home has no {source} (the Prometheus reporter plugin)")
         link.symlink_to(source)
     specs, targets = [], []
     for tm in taskmanagers:
