@@ -23,7 +23,7 @@ from support.flink_reads import FlinkReads, tm_process_mib
 
 pytestmark = [pytest.mark.ansible, pytest.mark.flink]
 
-VERSIONS = ("1.19.3", "1.20.5", "2.3.0")
+VERSIONS = ("1.19.3", "1.20.5", "2.0.2", "2.1.3", "2.2.1", "2.3.0")  # one release of every supported line
 ROLE = ANSIBLE_DIR / "roles" / "flink"
 CONF = "org.apache.flink.configuration."
 

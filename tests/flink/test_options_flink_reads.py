@@ -19,7 +19,7 @@ from support.flink_reads import FlinkReads
 
 pytestmark = pytest.mark.flink
 
-VERSIONS = ("1.19.3", "1.20.5", "2.3.0")  # the two boundaries: 1.19 | 1.20 (durations, keys), 1.x | 2.x (files)
+VERSIONS = ("1.19.3", "1.20.5", "2.0.2", "2.1.3", "2.2.1", "2.3.0")  # every line; the boundaries: 1.19 | 1.20 (durations, keys), 1.x | 2.x (files)
 CONF = "org.apache.flink.configuration."
 SLOT_REQUEST_TIMEOUT = CONF + "JobManagerOptions#SLOT_REQUEST_TIMEOUT"
 FETCH_INTERVAL = CONF + "MetricOptions#METRIC_FETCHER_UPDATE_INTERVAL"

@@ -52,6 +52,7 @@ from placement.apply.rescale import job_jar_remote_path, submitter_remote_path
 from placement.cli import main
 from placement.collect.layout import find_manifests
 from placement.errors import PlacementError
+from placement.flink.cluster_version import cluster_version, running_version
 from placement.flink.distribution import flink_home_for
 from placement.lab.home import make_lab_home
 from placement.lab.jobs import IOT_SENSOR_JOB, build_jobs_jar
@@ -147,6 +148,15 @@ def line(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
 def test_the_extension_is_active_as_apply_checks_it_and_places_a_job_index_by_index_beside_a_vanilla_job(
         line: Line) -> None:
     pc, version = line.pc, line.release
+    # the release as apply and the lab read it (GET /config), a pin it does not run refused in one line, and the
+    # durations as the lab writes them (plain milliseconds: 1.19 takes some as a Long) taken by its own parser
+    assert running_version(pc.rest) == cluster_version(version, pc.rest, where="inv.yaml: flink.version")
+    assert str(running_version(pc.rest)) == version
+    with pytest.raises(PlacementError) as err:
+        cluster_version("2.3.0", pc.rest, where="inv.yaml: flink.version")
+    assert str(err.value) == (f"inv.yaml: flink.version: pinned to Flink 2.3.0, but the JobManager at {pc.rest.url} runs "
+                              f"{version} (correct the pin, or remove it to follow the JobManager)")
+    assert pc.rest.jobmanager_config()["resourcemanager.standalone.start-up-time"] == "10000"
     installed = S.installed_extension(pc.home)
     assert installed is not None and installed.name.startswith(f"placement-scheduler-{version}-")
     pc.write_schedulercfg(JOB, schedulercfg(IOT_PLAN, {"rpi2": ADDRESSES["rpi2"][0]}))
