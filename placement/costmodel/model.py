@@ -46,6 +46,9 @@ class HostSpec:
     uplink_to: str | None = None
     allow_stateful: bool = False
     allow_sinks: bool = False
+    # A pool of servers (placement.solver.server_pools) stands for several hosts at speed 1: one thread there may take
+    # a core of its fastest member. None: the host's own speed.
+    thread_speed: float | None = None
 
     @property
     def is_edge(self) -> bool:
@@ -259,7 +262,7 @@ class PlacementProblem:
 
     def keeps_up(self, s: Subtask, h: HostSpec) -> bool:
         """Can subtask ``s``'s one thread keep up with its input on host ``h``: ``c(s)/σ_h ≤ ρ``."""
-        return thread_keeps_up(s.cores_on(h), self.usable_thread)
+        return thread_keeps_up(s.server_cores / (h.thread_speed or h.speed), self.usable_thread)
 
     def thread_shortfall(self, s: Subtask, h: HostSpec) -> str:
         """The sentence that says ``s`` cannot keep up on ``h`` (used wherever the rule is broken or binds)."""

@@ -86,3 +86,20 @@ def shortages_from_slack(problem: PlacementProblem, slack: dict[tuple[str, ...],
     shortages.sort(key=lambda s: (s.kind != "thread", -(s.needed - s.usable) / max(s.usable, EPS)))
     reason = "; ".join(s.message for s in shortages) or "no placement fits"
     return tuple(shortages), reason
+
+
+def emptied_by_threads(problem: PlacementProblem) -> tuple[Shortage, ...]:
+    """When the thread limit leaves a subtask no host (its domain is empty only because of it): that subtask's thread
+    on the fastest host the rules allow, as a shortage — the same account as the elastic re-solve's thread rows."""
+    try:
+        rules = restricted_domain(problem, RULE_DOMAIN_FAMILIES)
+    except Infeasible:
+        return ()
+    hosts = problem.host_by_name
+    out = []
+    for s in problem.subtasks:
+        allowed = [hosts[h] for h in rules[s.key]]
+        if allowed and not any(problem.keeps_up(s, h) for h in allowed):
+            fastest = max(allowed, key=lambda h: h.speed)
+            out.append(Shortage("thread", fastest.name, s.cores_on(fastest), problem.usable_thread, 1.0, detail=s.label))
+    return tuple(sorted(out, key=lambda s: -s.needed))
