@@ -63,7 +63,8 @@ def _fail(family: int, empty: list[Subtask]) -> Infeasible:
     return Infeasible(f"{s.label} can run on no host once '{DOMAIN_FAMILIES[family][0]}' applies{detail}{more}")
 
 
-PINS_FAMILY, THREAD_FAMILY, REACHABILITY_FAMILY = 2, 3, 4  # the families that can empty a domain (every server passes the first two)
+# the families that can empty a domain (every server passes the first two)
+PINS_FAMILY, THREAD_FAMILY, REACHABILITY_FAMILY = 2, 3, 4
 
 
 def _thread_servers(problem: PlacementProblem, s: Subtask, servers: tuple[str, ...], slowest: float) -> tuple[str, ...]:
@@ -74,7 +75,8 @@ def _thread_servers(problem: PlacementProblem, s: Subtask, servers: tuple[str, .
     return tuple(h for h in servers if problem.keeps_up(s, hosts[h]))
 
 
-def _thread_fail(problem: PlacementProblem, empty: list[Subtask], before: dict[SubtaskKey, tuple[str, ...]]) -> Infeasible:
+def _thread_fail(problem: PlacementProblem, empty: list[Subtask],
+                 before: dict[SubtaskKey, tuple[str, ...]]) -> Infeasible:
     """The message of :func:`placement.solver.domains.restricted_domain` when the thread family empties a domain."""
     s = empty[0]
     more = f" (and {len(empty) - 1} more subtasks)" if len(empty) > 1 else ""

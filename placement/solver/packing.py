@@ -65,7 +65,8 @@ def _greedy(problem: PlacementProblem, items: Sequence[Subtask], servers: Sequen
 
 def _exact(problem: PlacementProblem, items: Sequence[Subtask], servers: Sequence[HostSpec],
            time_limit: float | None) -> dict[SubtaskKey, str] | None:
-    """``Σ_k y[s, k] = 1``; ``y[s, k] = 0`` where ``s``'s thread cannot keep up on ``k``; per server ``Σ c(s)/σ_k·y ≤ ρ·cores``, ``Σ m(s)·y ≤ μ·memory``, slots per group."""
+    """``Σ_k y[s, k] = 1``; ``y[s, k] = 0`` where ``s``'s thread cannot keep up on ``k``;
+    per server ``Σ c(s)/σ_k·y ≤ ρ·cores``, ``Σ m(s)·y ≤ μ·memory``, slots per group."""
     n, k = len(items), len(servers)
     mip = SparseMip()
     y = mip.add_cols(n * k).reshape(n, k)  # y[s, k]

@@ -22,8 +22,7 @@ from placement.errors import Infeasible
 from placement.solver import domains as placement_domains
 from placement.solver.domains import Domain
 
-EPS = 1e-9
-RULE_FAMILIES = placement_domains.DOMAIN_FAMILIES[:3]  # all but reachability, which needs both kinds of vertex
+RULE_FAMILIES = placement_domains.DOMAIN_FAMILIES[:3]  # the rules: not the thread (instances_keep_up) nor reachability
 
 
 def _keeps_up(problem: PlacementProblem, cores: float, host: str) -> bool:

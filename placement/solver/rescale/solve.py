@@ -164,7 +164,8 @@ def _diagnose(space, ref, choices, domain_x, domain_z, options: SolverOptions):
     """Elastic re-solve: every capacity may stretch; the smallest relative stretch names what is short."""
     m = new_model(space, ref, choices, domain_x, domain_z, elastic=True)
     constraints.add_all(m)
-    shortages, reason = least_stretch(ref, m.lp, m.slack, m.slack_scale, options, "no plan fits at any allowed parallelism")
+    shortages, reason = least_stretch(ref, m.lp, m.slack, m.slack_scale, options,
+                                      "no plan fits at any allowed parallelism")
     threads = _fixed_threads(space, ref, shortages)
     if threads:  # the cause first: a subtask that keeps its parallelism and cannot keep up where its input is
         return threads + shortages, "; ".join(s.message for s in threads + shortages)
