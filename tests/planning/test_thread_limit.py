@@ -20,6 +20,8 @@ from placement.profile.format import load_profile
 from placement.solver import SolverOptions, solve
 from placement.solver.baselines import greedy
 from placement.solver.capacity import max_scale, max_scale_bisection
+from placement.solver.domains import restricted_domain
+from placement.solver.homes import homes
 from placement.solver.fleet import solve_decomposed
 from placement.solver.rescale import solve_rescale
 
@@ -159,3 +161,19 @@ def test_the_random_family_binds_on_threads():
         result = solve(build(c.scale * 1.001), SolverOptions())
         kinds.append(result.shortages[0].kind if result.shortages else "domain")
     assert kinds.count("thread") >= 5, kinds  # 6 of the 12 (A on its Pi, W on the server); the rest CPU or a link
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_fleet_s_homes_are_the_exact_domain_with_tight_threads(seed):
+    """:func:`homes` (the fleet's domains, computed directly) equals :func:`restricted_domain` with the thread family."""
+    inv, prof = tight(seed)
+    for scale in (0.5, 1.0, 1.2, 1.6):
+        pr = build_problem(inv, prof, PlanOptions(rate_scale=scale))
+        try:
+            exact = restricted_domain(pr)
+        except Exception as exc:  # noqa: BLE001 — the same Infeasible, word for word
+            with pytest.raises(type(exc)) as raised:
+                homes(pr)
+            assert str(raised.value) == str(exc)
+            continue
+        assert {k: sorted(v) for k, v in homes(pr).as_domain().items()} == {k: sorted(v) for k, v in exact.items()}
