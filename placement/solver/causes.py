@@ -121,10 +121,11 @@ def thread_causes(problem: PlacementProblem, rules: Domain, shortages: tuple[Sho
     cause, put first, of a short link or server that the planners whose elastic model has no thread row name alone
     (the rescale and fleet models; the exact model's elastic re-solve stretches threads itself)."""
     hosts = problem.host_by_name
+    behind = set(_edge_hosts_behind(problem, shortages))
     out = []
-    for h in _edge_hosts_behind(problem, shortages):
-        for s in problem.subtasks:
-            if h not in rules[s.key] or problem.keeps_up(s, hosts[h]):
+    for s in problem.subtasks:  # one pass over the subtasks (a fleet has 100 000 and 10 000 Pis)
+        for h in rules[s.key]:
+            if h not in behind or problem.keeps_up(s, hosts[h]):
                 continue
             if all(h in rules[u] for u in _senders(problem, s)):
                 out.append(Shortage("thread", h, s.cores_on(hosts[h]), problem.usable_thread, 1.0, detail=s.label))
