@@ -226,6 +226,7 @@ def _witness(problem, rng: random.Random) -> dict:
             host = senders.pop() if len(senders) == 1 else None
             h = problem.host_by_name.get(host) if host else None
             if (h is not None and h.is_edge and min(budget, default=0) > 0 and problem.allows(s, host)
+                    and problem.keeps_up(s, h)  # one thread: at most one core of the Pi
                     and cpu[host] + s.cores_on(h) <= problem.usable_cores(h)
                     and memory[host] + s.memory_mib <= problem.usable_memory(h)):
                 assignment[s.key] = host
@@ -252,6 +253,12 @@ def _fit_births(spec: list[dict], problem) -> None:
             host["memory"] = f"{math.ceil(memory[h.name] * 1.1 / policy.memory_utilisation_target)}MiB"
         if cores[h.name] / h.speed > problem.usable_cores(h):
             host["cores"] = math.ceil(cores[h.name] / h.speed * 1.1 / policy.cpu_utilisation_target)
+        thread = max((s.server_cores for s in problem.subtasks if s.birth == h.name), default=0.0)
+        if thread / h.speed > problem.usable_thread:  # a source's one thread cannot keep up: a faster Pi
+            host["speed"] = round(thread * 1.05 / problem.usable_thread, 3)
+            host["cores"] = max(host.get("cores") or h.cores, math.ceil(cores[h.name] / host["speed"] * 1.1
+                                                                        / policy.cpu_utilisation_target))
+            host.setdefault("memory", f"{h.memory_mib:.0f}MiB")
 
 
 def _size_servers(spec: list[dict], problem, assignment: dict, rng: random.Random) -> None:
@@ -266,6 +273,10 @@ def _size_servers(spec: list[dict], problem, assignment: dict, rng: random.Rando
     total = sum(shares)
     slack = rng.uniform(1.03, 1.15)
     policy = problem.policy
+    thread = max((s.server_cores for s in on_server), default=0.0) / policy.cpu_utilisation_target
+    fastest = max(servers, key=lambda h: h["speed"])
+    if thread > fastest["speed"]:  # the heaviest subtask's one thread keeps up on the fastest server
+        fastest["speed"] = next((x for x in sorted(SERVER_SPEEDS) if x >= thread), round(thread * 1.05, 3))
     for attempt in range(50):
         for h, share in zip(servers, shares):
             w = share / total
@@ -285,6 +296,7 @@ def _packs(on_server, servers, problem, assignment) -> bool:
     speed = {h["name"]: h["speed"] for h in servers}
     for s in sorted(on_server, key=lambda s: -s.server_cores):
         fits = [h for h in cores if cores[h] >= s.server_cores / speed[h] - 1e-9 and memory[h] >= s.memory_mib - 1e-9
+                and s.server_cores / speed[h] <= problem.usable_thread  # its one thread keeps up there
                 and slots[h][s.vertex_id] < next(x["task_slots"] for x in servers if x["name"] == h)]
         if not fits:
             return False

@@ -74,7 +74,8 @@ class MaxRate:
         return {"status": c.status, "scale": c.scale, "upper": c.upper, "method": c.method,
                 "oracle_calls": c.oracle_calls, "note": c.note or None,
                 "binding": [{"kind": s.kind, "resource": s.resource, "needed": s.needed, "usable": s.usable,
-                             "capacity": s.capacity, "message": s.message} for s in c.binding]}
+                             "capacity": s.capacity, "message": s.message,
+                             "subtask": s.detail if s.kind == "thread" else None} for s in c.binding]}
 
 
 def plan_max_rate(inv: Inventory, profile: JobProfile, *, placement_mode: str, inventory_source: str,

@@ -106,12 +106,12 @@ def _channel_crossings(problem: PlacementProblem, ch: Channel, assignment: Assig
     return worst_delay
 
 
-def evaluate(problem: PlacementProblem, assignment: Assignment, *, keep_up: bool = False) -> PlanCost:
+def evaluate(problem: PlacementProblem, assignment: Assignment) -> PlanCost:
     """Cost of ``assignment`` (every subtask -> host name) under the cost model, with every violated rule.
 
-    ``keep_up`` adds the per-instance rate row of ``placement plan --rescale``: a subtask is one thread, so it keeps up
-    with its input on host ``h`` only if it needs at most ``ρ`` of one core there, ``c(s)/σ_h ≤ ρ`` — the same as
-    ``records_in ≤ λ_v·σ_h·ρ`` (see :mod:`placement.costmodel.rates`)."""
+    A subtask is one thread: it keeps up with its input on host ``h`` only if it needs at most ``ρ`` of one core there,
+    ``c(s)/σ_h ≤ ρ`` (:meth:`PlacementProblem.keeps_up`) — the same as ``records_in ≤ λ_v·σ_h·ρ`` of
+    :mod:`placement.costmodel.rates`. Every planner is held to it, whatever the host's core count."""
     missing = [s.label for s in problem.subtasks if s.key not in assignment]
     if missing:
         raise ValueError(f"assignment misses {len(missing)} subtasks, e.g. {missing[0]}")
@@ -125,9 +125,8 @@ def evaluate(problem: PlacementProblem, assignment: Assignment, *, keep_up: bool
             allowed = problem.allowed_hosts(s)
             why = f"born on {s.birth}" if s.birth else f"allowed: {', '.join(sorted(allowed)) or 'none'}"
             violations.append(f"{s.label} on {h}, which the rules forbid ({why})")
-        if keep_up and s.cores_on(hosts[h]) > problem.policy.cpu_utilisation_target + EPS:
-            violations.append(f"{s.label} cannot keep up on {h}: one thread would need {s.cores_on(hosts[h]):.2f} cores, "
-                              f"{problem.policy.cpu_utilisation_target:.2f} usable")
+        if not problem.keeps_up(s, hosts[h]):
+            violations.append(problem.thread_shortfall(s, hosts[h]))
 
     for vid in sorted(problem.whole_vertices):
         split = sorted({assignment[s.key] for s in problem.subtasks if s.vertex_id == vid})

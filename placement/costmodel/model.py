@@ -46,6 +46,9 @@ class HostSpec:
     uplink_to: str | None = None
     allow_stateful: bool = False
     allow_sinks: bool = False
+    # A pool of servers (placement.solver.server_pools) stands for several hosts at speed 1: one thread there may take
+    # a core of its fastest member. None: the host's own speed.
+    thread_speed: float | None = None
 
     @property
     def is_edge(self) -> bool:
@@ -247,6 +250,42 @@ class PlacementProblem:
 
     def usable_memory(self, h: HostSpec) -> float:
         return h.memory_mib * self.policy.memory_utilisation_target
+
+    # One thread: a subtask is one task thread, so however many cores its host has it can use only one of them. It
+    # keeps up with its input on ``h`` only if ``c(s)/σ_h ≤ ρ`` — one core under the utilisation target (the same as
+    # ``records_in ≤ λ_v·σ_h·ρ`` of :mod:`.rates`). Every planner asks these, so they agree on what "fits" means.
+
+    @property
+    def usable_thread(self) -> float:
+        """``ρ``: what one thread may use of one core of any host."""
+        return self.policy.cpu_utilisation_target
+
+    def keeps_up(self, s: Subtask, h: HostSpec) -> bool:
+        """Can subtask ``s``'s one thread keep up with its input on host ``h``: ``c(s)/σ_h ≤ ρ``."""
+        return thread_keeps_up(s.server_cores / (h.thread_speed or h.speed), self.usable_thread)
+
+    def thread_shortfall(self, s: Subtask, h: HostSpec) -> str:
+        """The sentence that says ``s`` cannot keep up on ``h`` (used wherever the rule is broken or binds)."""
+        return thread_sentence(s.label, h.name, s.cores_on(h), self.usable_thread)
+
+
+THREAD_EPS = 1e-6  # as evaluate's EPS: a subtask exactly at the target keeps up
+
+
+def thread_keeps_up(cores_on_host: float, usable: float) -> bool:
+    """One thread that needs ``cores_on_host`` of one core of its host keeps up when that is at most ``usable`` (``ρ``)
+    — the rule :meth:`PlacementProblem.keeps_up` and the rescale model's instances share."""
+    return cores_on_host <= usable + THREAD_EPS
+
+
+def thread_sentence(label: str, host: str, cores: float, usable: float) -> str:
+    """"Parse (3/3) cannot keep up on rpi3: one thread would need 0.88 of a core, 0.80 usable" — with the digits
+    that tell the two figures apart."""
+    for d in range(2, 10):
+        need, have = f"{cores:.{d}f}", f"{usable:.{d}f}"
+        if need != have:
+            break
+    return f"{label} cannot keep up on {host}: one thread would need {need} of a core, {have} usable"
 
 
 # ---- building ---------------------------------------------------------------------------------------------------

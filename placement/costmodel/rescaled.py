@@ -23,7 +23,7 @@ spread evenly (a key skew measured per profiled subtask does not carry over to a
 
 :meth:`RescaleSpace.problem_at` builds the ordinary :class:`~placement.costmodel.model.PlacementProblem` for a chosen
 parallelism, so a rescaled plan is checked by the same :func:`~placement.costmodel.evaluate.evaluate` as any other
-(with ``keep_up=True``: every instance keeps up with its share of the input on its host).
+(every instance keeps up with its share of the input on its host: evaluate always checks it).
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@
   the most spare CPU first). What a Flink job does when nobody places it.
 * **greedy** — the seed projects' heuristic: starting from all-on-server, offload subtasks of light stateless operators
   to the edge host their input comes from, trying operators with the highest trueOutputProcessingRate
-  (records out per busy second) first, as long as the host's CPU, memory and slots allow. It does not look at the
+  (records out per busy second) first, as long as the host's CPU, memory and slots allow and the subtask's one thread
+  keeps up there. It does not look at the
   WAN: an operator that makes records bigger can be offloaded and make the link worse.
 """
 
@@ -30,6 +31,8 @@ def _all_on_server(problem: PlacementProblem) -> dict[SubtaskKey, str]:
         for s in problem.by_vertex[vid]:
             allowed = problem.allowed_hosts(s)
             servers = [h for h in spare if h in allowed]
+            fast = [h for h in servers if problem.keeps_up(s, problem.host_by_name[h])]
+            servers = fast or servers  # a server where its thread keeps up, when there is one
             if s.birth is not None:
                 assignment[s.key] = s.birth
             elif servers:
@@ -65,7 +68,8 @@ def greedy(problem: PlacementProblem) -> PlanResult:
     def fits(s: Subtask, host: str) -> bool:
         h = problem.host_by_name[host]
         slots = per_vertex[host][s.vertex_id] + 1 if problem.slot_sharing else sum(per_vertex[host].values()) + 1
-        return (used_cores[host] + s.cores_on(h) <= problem.usable_cores(h) + 1e-9
+        return (problem.keeps_up(s, h)  # one thread: the subtask must keep up on the Pi on its own
+                and used_cores[host] + s.cores_on(h) <= problem.usable_cores(h) + 1e-9
                 and used_memory[host] + s.memory_mib <= problem.usable_memory(h) + 1e-9
                 and slots <= h.slots)
 

@@ -13,7 +13,9 @@ the largest ``X``:
   figure is affine in ``X`` (``a + b·X``; the floors and framing make them piecewise affine), a row
   ``Σ_j (a_j + b_j·X)·x_j ≤ cap`` is linear in ``x`` and ``w_j = X·x_j``, and ``w_j`` is exact for binary ``x_j`` with
   ``w ≤ X_hi·x``, ``w ≥ X_lo·x``, ``w ≤ X``, ``w ≥ X − X_hi·(1 − x)`` (McCormick). The interval comes from a few
-  oracle calls (doubling from the profiled rate); it is split where a figure is not affine (its midpoint is not the
+  oracle calls (doubling from the profiled rate); the one-thread limit of each (subtask, host) pair is such a row
+  with one term, ``x_{s,h} = 1 ⇒ X ≤ ρ·σ_h/c_s`` (the oracle's domain drops the pair above that scale); it is split
+  where a figure is not affine (its midpoint is not the
   mean of its ends), and the pieces are solved from the top down — the first that has a plan holds the answer. The
   result is then checked: the plan fits at ``X*`` (:func:`placement.costmodel.evaluate`), and the oracle finds nothing
   at ``X*·(1 + tolerance)``; if that check fails, bisection takes over.
@@ -204,6 +206,12 @@ def _direct_piece(build: Builder, lo: float, hi: float, options: SolverOptions) 
         at_lo = {var: s.cores_on(h) for s, var in m.on_host(h.name)}
         at_hi = {var: pb.subtask_by_key[s.key].cores_on(h) for s, var in m.on_host(h.name)}
         scaled_row(at_lo, at_hi, pa.usable_cores(h), f"cpu_{h.name}")
+    for h in pa.hosts:  # one thread: x[s, h] = 1 ⇒ c(s, X)/σ_h ≤ ρ, i.e. X ≤ the scale where s's thread is full on h
+        for s, var in m.on_host(h.name):
+            at_hi = pb.subtask_by_key[s.key]
+            if not pb.keeps_up(at_hi, h):  # binds inside [lo, hi] (pairs full already at lo left the domain)
+                scaled_row({var: s.cores_on(h)}, {var: at_hi.cores_on(h)}, pa.usable_thread,
+                           f"thread_{h.name}_{s.vertex_id}_{s.index}")
     for h in pa.edges:  # uplink W_h(X)
         ea, eb = objectives.wan_mbit(m, h.name), objectives.wan_mbit(mb, h.name)
         if ea is not None or eb is not None:

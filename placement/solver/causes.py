@@ -7,7 +7,8 @@ crosses the uplink. This module names those operators, why they cannot follow th
 * its subtasks read from several hosts (a union of sources born on different Pis, a keyed exchange across Pis, an
   input that is itself on the server) — an operator runs where *all* of its input is, so only a server is left;
 * it is stateful or a sink and the Pi does not ``allow_stateful`` / ``allow_sinks``;
-* a user pin or forbid keeps it off that Pi.
+* a user pin or forbid keeps it off that Pi;
+* its one thread cannot keep up on that Pi (:meth:`placement.costmodel.model.PlacementProblem.keeps_up`).
 
 Pure: it reads the problem and the solver's domains (the hosts each subtask may take), never a solution.
 """
@@ -65,6 +66,8 @@ def _why_not(problem: PlacementProblem, domain: Domain, s: Subtask, host: str) -
     first rule, in the order a user would change them."""
     if not all(host in domain[u] for u in _senders(problem, s)):
         return "inputs"
+    if not problem.keeps_up(s, problem.host_by_name[host]):
+        return "thread"
     if host in s.forbidden:
         return "forbid"
     if s.pinned_to is not None and host not in s.pinned_to:
@@ -84,6 +87,9 @@ def _sentence(problem: PlacementProblem, domain: Domain, vid: str, why: str, on:
     if why == "pin":
         pinned = ", ".join(sorted(subtasks[0].pinned_to or ()))
         return f"{name} is pinned to {pinned} (pins.operators) while its input is on {where}: add {where} to its pin"
+    if why == "thread":
+        return (f"{name} cannot keep up in one thread on {where}, where its input is: a higher parallelism (or a "
+                f"source parallelism that splits the input further) spreads it over more threads")
     if why in ("stateful", "sink"):
         kind, flag = ("is stateful", "allow_stateful") if why == "stateful" else ("is a sink", "allow_sinks")
         verb = "does" if len(on) == 1 else "do"
@@ -107,3 +113,20 @@ def _inputs_sentence(problem: PlacementProblem, domain: Domain, vid: str, name: 
             fix = f"parallelism {width} (as its input's) makes each subtask read from one host"
     return (f"{name} (parallelism {parallelism}) can only run on a server: its input comes from "
             f"{'; '.join(origins)}. To run it at the edge: {fix}")
+
+
+def thread_causes(problem: PlacementProblem, rules: Domain, shortages: tuple[Shortage, ...]) -> tuple[Shortage, ...]:
+    """The threads that cannot keep up on an edge host behind the shortfalls (as :func:`structural_causes` picks them)
+    though the rules (``rules``: a domain without the thread limit) and their input would let them run there — the
+    cause, put first, of a short link or server that the planners whose elastic model has no thread row name alone
+    (the rescale and fleet models; the exact model's elastic re-solve stretches threads itself)."""
+    hosts = problem.host_by_name
+    behind = set(_edge_hosts_behind(problem, shortages))
+    out = []
+    for s in problem.subtasks:  # one pass over the subtasks (a fleet has 100 000 and 10 000 Pis)
+        for h in rules[s.key]:
+            if h not in behind or problem.keeps_up(s, hosts[h]):
+                continue
+            if all(h in rules[u] for u in _senders(problem, s)):
+                out.append(Shortage("thread", h, s.cores_on(hosts[h]), problem.usable_thread, 1.0, detail=s.label))
+    return tuple(sorted(out, key=lambda s: -s.needed))  # the thread furthest from keeping up first

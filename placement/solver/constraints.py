@@ -46,6 +46,20 @@ def cpu_capacity(m: IlpModel) -> None:
             m.lp += pulp.lpSum(s.cores_on(h) * var for s, var in placed) <= cap + slack, f"cpu_{h.name}"
 
 
+def one_thread(m: IlpModel) -> None:
+    """``c(s)/σ_h · x[s, h] ≤ ρ`` for every pair whose thread cannot keep up (a subtask is one thread: one core at most).
+
+    The domain (:func:`placement.solver.domains.one_thread_keeps_up`) leaves no such pair in the model itself; the
+    elastic re-solve starts from the rules' domain, where these rows let a thread stretch like any capacity, so a
+    thread that cannot keep up is named as what is short rather than the link its input would then cross."""
+    rho = m.problem.usable_thread
+    for h in m.problem.hosts:
+        for s, var in m.on_host(h.name):
+            if not m.problem.keeps_up(s, h):
+                slack = m.add_slack(("thread", h.name, *map(str, s.key)), rho)
+                m.lp += s.cores_on(h) * var <= rho + slack, f"thread_{h.name}_{s.vertex_id}_{s.index}"
+
+
 def memory_capacity(m: IlpModel) -> None:
     """``Σ_s m(s) · x[s, h] ≤ μ · memory(h)`` for every host ``h``."""
     for h in m.problem.hosts:
@@ -108,8 +122,8 @@ def vanilla_whole_vertices(m: IlpModel) -> None:
                     m.lp += (xi if xi is not None else 0) == (x0 if x0 is not None else 0), f"whole_{vid}_{s.index}_{h.name}"
 
 
-ROW_FAMILIES = (one_host_per_subtask, no_data_down_to_edge, task_slots, cpu_capacity, memory_capacity, wan_bandwidth,
-                vanilla_whole_vertices)
+ROW_FAMILIES = (one_host_per_subtask, no_data_down_to_edge, task_slots, cpu_capacity, one_thread, memory_capacity,
+                wan_bandwidth, vanilla_whole_vertices)
 
 
 def add_all(m: IlpModel) -> None:

@@ -47,6 +47,17 @@ def user_pins_and_forbids(problem: PlacementProblem, domain: Domain) -> Domain:
     return out
 
 
+def one_thread_keeps_up(problem: PlacementProblem, domain: Domain) -> Domain:
+    """``x[s, h] = 0`` when ``s``'s one thread cannot keep up on ``h``: ``c(s)/σ_h > ρ``
+    (:meth:`placement.costmodel.model.PlacementProblem.keeps_up`). Exact — no plan may put ``s`` there — and it makes
+    the model smaller; :func:`thread_bound` says which pairs it took away, to explain an infeasible plan."""
+    out = dict(domain)
+    hosts = problem.host_by_name
+    for s in problem.subtasks:
+        out[s.key] = [h for h in domain[s.key] if problem.keeps_up(s, hosts[h])]
+    return out
+
+
 def reachable_edge_hosts(problem: PlacementProblem, domain: Domain) -> Domain:
     """``x[v_j, h] = 0`` for an edge host ``h`` when some sender ``u_i`` of ``v_j`` has ``x[u_i, h] = 0``.
 
@@ -65,25 +76,40 @@ def reachable_edge_hosts(problem: PlacementProblem, domain: Domain) -> Domain:
     return out
 
 
+THREAD_FAMILY = "one thread keeps up"
 DOMAIN_FAMILIES: tuple[tuple[str, Callable[[PlacementProblem, Domain], Domain]], ...] = (
     ("sources stay where their data is born", sources_stay_where_data_is_born),
     ("sinks and stateful operators stay on servers", sinks_and_stateful_on_servers),
     ("user pins and forbids", user_pins_and_forbids),
+    (THREAD_FAMILY, one_thread_keeps_up),
     ("no data flows down into an edge host", reachable_edge_hosts),
 )
+# The rules alone (no thread limit): where a subtask could run if its thread were fast enough. The elastic re-solve
+# starts from these, with the thread limit as a row that may stretch, so it can name a thread as what is short.
+RULE_DOMAIN_FAMILIES = tuple(f for f in DOMAIN_FAMILIES if f[0] != THREAD_FAMILY)
 
 
 def restricted_domain(problem: PlacementProblem, families=DOMAIN_FAMILIES) -> Domain:
     """Apply every domain family; a subtask left with no host makes the problem infeasible, and we say which rule did it."""
     domain: Domain = {s.key: [h.name for h in problem.hosts] for s in problem.subtasks}
     for description, family in families:
-        domain = family(problem, domain)
+        domain_before, domain = domain, family(problem, domain)
         empty = [problem.subtask_by_key[k] for k, hosts in domain.items() if not hosts]
         if empty:
             s = empty[0]
             more = f" (and {len(empty) - 1} more subtasks)" if len(empty) > 1 else ""
+            if description == THREAD_FAMILY:  # the thread is the cause: say so, on the fastest host it had
+                fastest = max((problem.host_by_name[h] for h in domain_before[s.key]), key=lambda h: h.speed)
+                raise Infeasible(f"{problem.thread_shortfall(s, fastest)}, nor on any other host it may run on{more}")
             detail = ""
             if s.pinned_to is not None:
                 detail = f"; it is pinned to {', '.join(sorted(s.pinned_to))}"
             raise Infeasible(f"{s.label} can run on no host once '{description}' applies{detail}{more}")
     return domain
+
+
+def thread_bound(problem: PlacementProblem, rules: Domain) -> list[tuple[SubtaskKey, str]]:
+    """(subtask, host) pairs of ``rules`` (a domain without the thread family) where the subtask's thread cannot keep
+    up, in subtask order."""
+    hosts = problem.host_by_name
+    return [(s.key, h) for s in problem.subtasks for h in rules[s.key] if not problem.keeps_up(s, hosts[h])]

@@ -11,8 +11,9 @@ from __future__ import annotations
 import pulp
 
 from placement.costmodel.model import PlacementProblem
+from placement.errors import Infeasible
 from placement.solver import backends, constraints
-from placement.solver.domains import Domain
+from placement.solver.domains import RULE_DOMAIN_FAMILIES, Domain, restricted_domain
 from placement.solver.model import new_model
 from placement.solver.result import Shortage, SolverOptions
 
@@ -20,10 +21,22 @@ EPS = 1e-6
 
 
 def diagnose(problem: PlacementProblem, domain: Domain, options: SolverOptions) -> tuple[tuple[Shortage, ...], str]:
-    """(shortages, one-line reason) for an infeasible problem."""
-    m = new_model(problem, domain, elastic=True)
+    """(shortages, one-line reason) for an infeasible problem.
+
+    The elastic model starts from the rules' domain (``domain`` widened by the pairs the thread limit took away), so
+    a thread that cannot keep up stretches like a link would: whichever is the smaller relative shortfall is named."""
+    m = new_model(problem, _with_thread_pairs(problem, domain), elastic=True)
     constraints.add_all(m)
     return least_stretch(problem, m.lp, m.slack, m.slack_scale, options)
+
+
+def _with_thread_pairs(problem: PlacementProblem, domain: Domain) -> Domain:
+    """The rules' domain when it only adds pairs to ``domain`` (the usual case: ``domain`` is restricted_domain's)."""
+    try:
+        rules = restricted_domain(problem, RULE_DOMAIN_FAMILIES)
+    except Infeasible:
+        return domain
+    return {k: hosts if set(domain[k]) <= set(hosts) else domain[k] for k, hosts in rules.items()}
 
 
 def least_stretch(problem: PlacementProblem, lp: pulp.LpProblem, slack: dict[tuple[str, ...], pulp.LpVariable],
@@ -51,7 +64,11 @@ def shortages_from_slack(problem: PlacementProblem, slack: dict[tuple[str, ...],
             continue
         kind, host = name[0], name[1]
         h = hosts[host]
-        if kind == "link":
+        if kind == "thread":  # ("thread", host, vertex id, index): the thread of that subtask on that host
+            s = problem.subtask_by_key[(name[2], int(name[3]))]
+            rho = problem.usable_thread
+            shortages.append(Shortage("thread", host, s.cores_on(h), rho, 1.0, detail=s.label))
+        elif kind == "link":
             usable = problem.usable_mbit(h)
             shortages.append(Shortage("link", f"{host}→{h.uplink_to}", usable + over, usable, h.uplink_mbit or 0.0))
         elif kind == "cpu":
@@ -64,6 +81,25 @@ def shortages_from_slack(problem: PlacementProblem, slack: dict[tuple[str, ...],
             group = name[2]
             detail = f" for {problem.vertex_names[group]}" if group in problem.vertex_names else ""
             shortages.append(Shortage("slots", host, h.slots + over, h.slots, h.slots, detail))
-    shortages.sort(key=lambda s: -(s.needed - s.usable) / max(s.usable, EPS))
+    # A thread that cannot keep up comes first: it is a cause (the subtask cannot follow its input), the rest are
+    # what that cause costs elsewhere.
+    shortages.sort(key=lambda s: (s.kind != "thread", -(s.needed - s.usable) / max(s.usable, EPS)))
     reason = "; ".join(s.message for s in shortages) or "no placement fits"
     return tuple(shortages), reason
+
+
+def emptied_by_threads(problem: PlacementProblem) -> tuple[Shortage, ...]:
+    """When the thread limit leaves a subtask no host (its domain is empty only because of it): that subtask's thread
+    on the fastest host the rules allow, as a shortage — the same account as the elastic re-solve's thread rows."""
+    try:
+        rules = restricted_domain(problem, RULE_DOMAIN_FAMILIES)
+    except Infeasible:
+        return ()
+    hosts = problem.host_by_name
+    out = []
+    for s in problem.subtasks:
+        allowed = [hosts[h] for h in rules[s.key]]
+        if allowed and not any(problem.keeps_up(s, h) for h in allowed):
+            fastest = max(allowed, key=lambda h: h.speed)
+            out.append(Shortage("thread", fastest.name, s.cores_on(fastest), problem.usable_thread, 1.0, detail=s.label))
+    return tuple(sorted(out, key=lambda s: -s.needed))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from placement.costmodel.model import PlacementProblem, Subtask, SubtaskKey
+from placement.costmodel.model import PlacementProblem, Subtask, SubtaskKey, thread_keeps_up
 from placement.errors import Infeasible
 from placement.solver.domains import DOMAIN_FAMILIES, Domain
 
@@ -63,11 +63,31 @@ def _fail(family: int, empty: list[Subtask]) -> Infeasible:
     return Infeasible(f"{s.label} can run on no host once '{DOMAIN_FAMILIES[family][0]}' applies{detail}{more}")
 
 
-PINS_FAMILY, REACHABILITY_FAMILY = 2, 3  # the families that can empty a domain (every server passes the first two)
+# the families that can empty a domain (every server passes the first two)
+PINS_FAMILY, THREAD_FAMILY, REACHABILITY_FAMILY = 2, 3, 4
 
 
-def homes(problem: PlacementProblem) -> Homes:
-    """Every subtask's edge hosts and servers; raises Infeasible like ``restricted_domain``."""
+def _thread_servers(problem: PlacementProblem, s: Subtask, servers: tuple[str, ...], slowest: float) -> tuple[str, ...]:
+    """The servers where ``s``'s thread keeps up (the same tuple when it keeps up even on the slowest)."""
+    if thread_keeps_up(s.server_cores / slowest, problem.usable_thread):
+        return servers
+    hosts = problem.host_by_name
+    return tuple(h for h in servers if problem.keeps_up(s, hosts[h]))
+
+
+def _thread_fail(problem: PlacementProblem, empty: list[Subtask],
+                 before: dict[SubtaskKey, tuple[str, ...]]) -> Infeasible:
+    """The message of :func:`placement.solver.domains.restricted_domain` when the thread family empties a domain."""
+    s = empty[0]
+    more = f" (and {len(empty) - 1} more subtasks)" if len(empty) > 1 else ""
+    fastest = max((problem.host_by_name[h] for h in before[s.key]), key=lambda h: h.speed)
+    return Infeasible(f"{problem.thread_shortfall(s, fastest)}, nor on any other host it may run on{more}")
+
+
+def homes(problem: PlacementProblem, *, thread: bool = True) -> Homes:
+    """Every subtask's edge hosts and servers; raises Infeasible like ``restricted_domain``.
+
+    ``thread=False``: the rules alone, without the one-thread limit (``RULE_DOMAIN_FAMILIES``), to explain a shortfall."""
     servers = tuple(h.name for h in problem.servers)
     rule_servers = {s.key: _rule_servers(s, servers) for s in problem.subtasks}
     needs_edge = [s for s in problem.subtasks if not rule_servers[s.key]]  # the rest always has a server
@@ -76,6 +96,28 @@ def homes(problem: PlacementProblem) -> Homes:
     if empty:
         raise _fail(PINS_FAMILY, empty)
 
+    if not thread:
+        return _reachable(problem, rule_servers, rule_edge, needs_edge, thread)
+    slowest = min((h.speed for h in problem.servers), default=1.0)
+    rule_servers = {s.key: _thread_servers(problem, s, rule_servers[s.key], slowest) for s in problem.subtasks}
+    needs_edge = [s for s in problem.subtasks if not rule_servers[s.key]]
+    hosts = problem.host_by_name
+    for s in needs_edge:
+        if s.key not in rule_edge:
+            rule_edge[s.key] = _rule_edge(problem, s)
+    empty = [s for s in needs_edge if not any(problem.keeps_up(s, hosts[h]) for h in rule_edge[s.key])]
+    if empty:
+        before = {s.key: tuple(h.name for h in problem.hosts  # in inventory order, as restricted_domain's
+                               if h.name in rule_edge[s.key] or h.name in _rule_servers(s, servers)) for s in empty}
+        raise _thread_fail(problem, empty, before)
+    rule_edge = {k: frozenset(h for h in e if problem.keeps_up(problem.subtask_by_key[k], hosts[h]))
+                 for k, e in rule_edge.items()}
+    return _reachable(problem, rule_servers, rule_edge, needs_edge, thread)
+
+
+def _reachable(problem: PlacementProblem, rule_servers: dict[SubtaskKey, tuple[str, ...]],
+               rule_edge: dict[SubtaskKey, frozenset[str]], needs_edge: list[Subtask], thread: bool) -> Homes:
+    """The reachability family over the rules' (and the thread's) edge hosts, in topological order."""
     edge_hosts = [h.name for h in problem.edges]
     edge: dict[SubtaskKey, tuple[str, ...]] = {}
     for vid in problem.vertex_order:  # reachability, in topological order
@@ -88,10 +130,10 @@ def homes(problem: PlacementProblem) -> Homes:
                         candidates = tuple(h for h in candidates if h in edge[u])
                     if not candidates:
                         break
-                candidates = tuple(h for h in candidates if _allows_edge(problem, s, h))
+                candidates = tuple(h for h in candidates if _allows_edge(problem, s, h, thread))
             else:  # a source, or a subtask no sender feeds
-                candidates = tuple(h for h in edge_hosts if _allows_edge(problem, s, h)) if not s.is_source else (
-                    tuple(rule_edge[s.key]) if s.key in rule_edge else _source_edge(problem, s))
+                candidates = tuple(h for h in edge_hosts if _allows_edge(problem, s, h, thread)) if not s.is_source else (
+                    tuple(rule_edge[s.key]) if s.key in rule_edge else _source_edge(problem, s, thread))
             edge[s.key] = candidates
     unplaced = [s for s in needs_edge if not edge[s.key]]
     if unplaced:
@@ -99,10 +141,13 @@ def homes(problem: PlacementProblem) -> Homes:
     return Homes(edge=edge, servers=rule_servers)
 
 
-def _allows_edge(problem: PlacementProblem, s: Subtask, host: str) -> bool:
-    """Edge host ``host`` passes the rules before reachability for ``s`` (pins, forbids, sinks and stateful)."""
-    return problem.allows(s, host)
+def _allows_edge(problem: PlacementProblem, s: Subtask, host: str, thread: bool = True) -> bool:
+    """Edge host ``host`` passes the rules before reachability for ``s`` (pins, forbids, sinks and stateful) and
+    ``s``'s thread keeps up there."""
+    return problem.allows(s, host) and (not thread or problem.keeps_up(s, problem.host_by_name[host]))
 
 
-def _source_edge(problem: PlacementProblem, s: Subtask) -> tuple[str, ...]:
-    return (s.birth,) if s.birth and problem.host_by_name[s.birth].is_edge and s.birth not in s.forbidden else ()
+def _source_edge(problem: PlacementProblem, s: Subtask, thread: bool = True) -> tuple[str, ...]:
+    hosts = problem.host_by_name
+    return (s.birth,) if (s.birth and hosts[s.birth].is_edge and s.birth not in s.forbidden
+                          and (not thread or problem.keeps_up(s, hosts[s.birth]))) else ()

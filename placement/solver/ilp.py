@@ -17,7 +17,7 @@ from placement.errors import Infeasible, PlacementError
 from placement.solver import backends, constraints, objectives
 from placement.solver.causes import structural_causes
 from placement.solver.domains import restricted_domain
-from placement.solver.elastic import diagnose
+from placement.solver.elastic import diagnose, emptied_by_threads
 from placement.solver.model import IlpModel, new_model
 from placement.solver.server_pools import pooled_problem, server_pools, unpool
 from placement.solver.result import PlanResult, SolverOptions, Stage
@@ -61,8 +61,9 @@ def _solve(problem: PlacementProblem, options: SolverOptions) -> PlanResult:
     mode = options.objective or problem.policy.objective
     try:
         domain = restricted_domain(problem)
-    except Infeasible as exc:
-        return PlanResult("ilp", "infeasible", None, None, reason=str(exc), objective_mode=mode)
+    except Infeasible as exc:  # a rule, or a thread that keeps up nowhere it may run (then named as what is short)
+        return PlanResult("ilp", "infeasible", None, None, shortages=emptied_by_threads(problem), reason=str(exc),
+                          objective_mode=mode)
     m = new_model(problem, domain)
     constraints.add_all(m)
     deadline = None if options.time_limit is None else time.monotonic() + options.time_limit

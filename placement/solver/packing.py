@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from placement.costmodel.model import HostSpec, PlacementProblem, Subtask, SubtaskKey
+from placement.costmodel.model import THREAD_EPS, HostSpec, PlacementProblem, Subtask, SubtaskKey
 from placement.solver import highs_model
 from placement.solver.highs_model import INF, SparseMip
 
@@ -44,11 +44,12 @@ def _greedy(problem: PlacementProblem, items: Sequence[Subtask], servers: Sequen
     order = sorted(items, key=lambda s: -max(s.server_cores / total_cores, s.memory_mib / total_memory,
                                              group_size[_group(problem, s)] / (slots.sum() or 1.0)))
     safe_cores, safe_memory = np.maximum(cap_cores, 1e-12), np.maximum(cap_memory, 1e-12)
+    thread = problem.usable_thread + THREAD_EPS  # one thread: at most ρ of one core of the server it takes
     for s in order:
         group = _group(problem, s)
         in_group = used.setdefault(group, np.zeros(len(servers)))
         need = s.server_cores / speed
-        fits = (cores >= need - EPS) & (memory >= s.memory_mib - EPS) & (in_group < slots)
+        fits = (cores >= need - EPS) & (memory >= s.memory_mib - EPS) & (in_group < slots) & (need <= thread)
         if not fits.any():
             return None
         room = np.minimum(np.minimum((cores - need) / safe_cores, (memory - s.memory_mib) / safe_memory),
@@ -64,11 +65,16 @@ def _greedy(problem: PlacementProblem, items: Sequence[Subtask], servers: Sequen
 
 def _exact(problem: PlacementProblem, items: Sequence[Subtask], servers: Sequence[HostSpec],
            time_limit: float | None) -> dict[SubtaskKey, str] | None:
-    """``Σ_k y[s, k] = 1``; per server ``Σ c(s)/σ_k·y ≤ ρ·cores``, ``Σ m(s)·y ≤ μ·memory``, slots per group."""
+    """``Σ_k y[s, k] = 1``; ``y[s, k] = 0`` where ``s``'s thread cannot keep up on ``k``;
+    per server ``Σ c(s)/σ_k·y ≤ ρ·cores``, ``Σ m(s)·y ≤ μ·memory``, slots per group."""
     n, k = len(items), len(servers)
     mip = SparseMip()
     y = mip.add_cols(n * k).reshape(n, k)  # y[s, k]
     mip.add_rows(n, 1.0, 1.0, np.repeat(np.arange(n), k), y.ravel(), np.ones(n * k))
+    slow = [(i, j) for i, s in enumerate(items) for j, h in enumerate(servers) if not problem.keeps_up(s, h)]
+    if slow:  # y[s, k] = 0 where s's one thread cannot keep up on server k
+        rows = np.array(slow)
+        mip.add_rows(len(slow), -INF, 0.0, np.arange(len(slow)), y[rows[:, 0], rows[:, 1]], np.ones(len(slow)))
     cores = np.array([s.server_cores for s in items])
     memory = np.array([s.memory_mib for s in items])
     speed = np.array([h.speed for h in servers])
@@ -100,7 +106,8 @@ def pack(problem: PlacementProblem, items: Sequence[Subtask], servers: Sequence[
         return {}
     if len(servers) == 1:
         h = servers[0]
-        fits = (sum(s.cores_on(h) for s in items) <= problem.usable_cores(h) + EPS
+        fits = (all(problem.keeps_up(s, h) for s in items)
+                and sum(s.cores_on(h) for s in items) <= problem.usable_cores(h) + EPS
                 and sum(s.memory_mib for s in items) <= problem.usable_memory(h) + EPS
                 and max(Counter(_group(problem, s) for s in items).values()) <= h.slots)
         return {s.key: h.name for s in items} if fits else None

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from placement.costmodel.evaluate import PlanCost
-from placement.costmodel.model import SubtaskKey
+from placement.costmodel.model import SubtaskKey, thread_sentence
 from placement.solver.backends import SolveInfo, SolverName
 
 
@@ -43,12 +43,14 @@ def _apart(needed: float, usable: float, decimals: int) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class Shortage:
-    kind: Literal["link", "cpu", "memory", "slots"]
+    kind: Literal["link", "cpu", "memory", "slots", "thread"]
     resource: str  # link name, host name
     needed: float
     usable: float
     capacity: float
-    detail: str = ""
+    detail: str = ""  # slots: " for <operator>"; thread: the subtask's label
+
+    # thread: one subtask's thread on host ``resource`` — needed and usable in cores of that host, capacity 1 core
 
     @property
     def figures(self) -> tuple[str, str]:
@@ -56,13 +58,15 @@ class Shortage:
         if self.kind == "link":
             needed, usable = _num(self.needed), _num(self.usable)
             return (needed, usable) if needed != usable else _apart(self.needed, self.usable, 2)
-        return _apart(self.needed, self.usable, {"cpu": 2, "memory": 0}.get(self.kind, 0))
+        return _apart(self.needed, self.usable, {"cpu": 2, "thread": 2, "memory": 0}.get(self.kind, 0))
 
     @property
     def message(self) -> str:
         needed, usable = self.figures
         if self.kind == "link":
             return f"link {self.resource} needs {needed} Mbit/s, has {self.capacity:g} ({usable} usable)"
+        if self.kind == "thread":
+            return thread_sentence(self.detail, self.resource, self.needed, self.usable)
         if self.kind == "cpu":
             return f"host {self.resource} needs {needed} cores, has {self.capacity:g} ({usable} usable)"
         if self.kind == "memory":

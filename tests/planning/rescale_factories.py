@@ -3,7 +3,7 @@
 The brute force enumerates every allowed parallelism of every forward group (``space.groups``: Flink's rules and the
 inventory's bounds) and, at each, every assignment of every subtask to a host the placement rules allow
 (``problem.allowed_hosts``: where data is born, sinks and stateful operators, pins). Each plan is judged by the
-independent evaluator with the per-instance rate row on (``evaluate(..., keep_up=True)``) and by the parallelism rules
+independent evaluator with the per-instance rate row on (``evaluate(...)``) and by the parallelism rules
 (``space.violations``); the best is the lexicographic minimum of (WAN, server cores, latency, subtasks).
 
 One reduction, a symmetry of the evaluator rather than of the model: the subtasks of a vertex whose figures are all
@@ -95,7 +95,7 @@ def brute_force(space: RescaleSpace) -> BruteForce:
         problem = space.problem_at(par)
         for a in assignments(problem):
             evaluated += 1
-            cost = evaluate(problem, a, keep_up=True)
+            cost = evaluate(problem, a)
             if not cost.feasible:
                 continue
             feasible += 1

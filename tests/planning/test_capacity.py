@@ -102,7 +102,10 @@ def test_cli_max_rate(tmp_path, capsys):
             "--out", tmp_path, "--max-rate"]
     code, out, err = cli_run(args, capsys)
     assert code == 0, err
-    assert "max rate: " in out and "the first to run out: link rpi2→server" in out
+    # Parse Meters' one thread on rpi2 (0.7333 of a core at 1×, FORWARD from its source) binds at 0.8/0.7333 = 1.0909×
+    assert "max rate: 1.0909×" in out
+    assert ("the first to run out: Parse Meters (1/1) cannot keep up on rpi2: one thread would need 0.801 of a core, "
+            "0.800 usable") in out
     code, out, err = cli_run([*args, "--json"], capsys)
     assert code == 0, err
     summary = json.loads(out)
@@ -110,7 +113,9 @@ def test_cli_max_rate(tmp_path, capsys):
     assert rate["status"] == "bounded" and rate["scale"] < rate["upper"] <= rate["scale"] * 1.001
     plan = json.loads((tmp_path / "plan.json").read_text())
     assert plan["rate_scale"] == pytest.approx(rate["scale"])
-    assert rate["binding"][0]["resource"] == "rpi2→server"
+    first = rate["binding"][0]
+    assert (first["kind"], first["resource"], first["subtask"]) == ("thread", "rpi2", "Parse Meters (1/1)")
+    assert rate["scale"] == pytest.approx(0.8 / 0.7333, rel=2e-4)
 
 
 @pytest.mark.parametrize("extra,option", [(["--rate-scale", "2"], "--max-rate"), (["--rescale"], "--max-rate")])

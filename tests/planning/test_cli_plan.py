@@ -141,14 +141,14 @@ def test_infeasible_plan_exits_3_and_names_the_short_link(tmp_path, capsys):
 
 def test_rate_scale_and_cbc(tmp_path, capsys):
     code, out, _ = run(["plan", "--inventory", INVENTORY, "--profile", REPO / "examples/profiles/nexmark-hot-items.json",
-                        "--out", tmp_path, "--solver", "cbc", "--rate-scale", "2", "--json"], capsys)
-    assert code == 0
+                        "--out", tmp_path, "--solver", "cbc", "--rate-scale", "1.3", "--json"], capsys)
+    assert code == 0  # (2× no longer fits: Parse Bids' one thread keeps up on its Pi only to 1.36×)
     plan = load_plan(tmp_path)
-    assert plan.solver.name == "cbc" and plan.rate_scale == 2
+    assert plan.solver.name == "cbc" and plan.rate_scale == 1.3
     single = json.loads(out)["results"][0]["wan_mbit"]
     code, out, _ = run(["plan", "--inventory", INVENTORY, "--profile", REPO / "examples/profiles/nexmark-hot-items.json",
                         "--out", tmp_path / "x1", "--json"], capsys)
-    assert single == pytest.approx(2 * json.loads(out)["results"][0]["wan_mbit"])
+    assert single == pytest.approx(1.3 * json.loads(out)["results"][0]["wan_mbit"])
 
 
 def test_inventory_validate(capsys):

@@ -108,13 +108,29 @@ def test_wan_bandwidth_is_a_hard_limit_and_infeasibility_names_the_link():
 
 
 def test_cpu_shortage_is_named_when_the_pinned_source_does_not_fit():
-    vs = [vertex("Source: S", rin=0, rout=1000, busy=900, bpr=10), vertex("Sink: T", rout=0, busy=1)]
-    pr = problem(inventory([{"name": "rpi1", "cores": 1}], pins=PINS), profile(vs, [("Source: S", "Sink: T", "FORWARD")]))
+    # four source threads of 0.2 server cores each keep up on a Pi (0.67 of a core) but need 2.67 of its 1 core
+    vs = [vertex("Source: S", 4, rin=0, rout=1000, busy=200, bpr=10), vertex("Sink: T", rout=0, busy=1)]
+    pr = problem(inventory([{"name": "rpi1", "cores": 1, "task_slots": 4}], pins=PINS),
+                 profile(vs, [("Source: S", "Sink: T", "REBALANCE")]))
     failed = solve(pr)
     assert failed.status == "infeasible"
     assert failed.shortages[0].kind == "cpu" and failed.shortages[0].resource == "rpi1"
-    assert failed.shortages[0].needed == pytest.approx(0.9 / 0.3)
-    assert "host rpi1 needs 3.00 cores, has 1 (0.80 usable)" in failed.reason
+    assert failed.shortages[0].needed == pytest.approx(4 * 0.2 / 0.3)
+    assert "host rpi1 needs 2.67 cores, has 1 (0.80 usable)" in failed.reason
+
+
+def test_a_source_whose_thread_cannot_keep_up_where_it_is_born_is_named():
+    """One source thread of 0.9 server cores needs 3 cores of its Pi (speed 0.3): no core count helps, and the plan
+    says so naming the thread, with the same figures as a shortage."""
+    vs = [vertex("Source: S", rin=0, rout=1000, busy=900, bpr=10), vertex("Sink: T", rout=0, busy=1)]
+    pr = problem(inventory([{"name": "rpi1", "cores": 16}], pins=PINS), profile(vs, [("Source: S", "Sink: T", "FORWARD")]))
+    failed = solve(pr)
+    assert failed.status == "infeasible"
+    assert failed.reason == ("Source: S (1/1) cannot keep up on rpi1: one thread would need 3.00 of a core, 0.80 usable, "
+                             "nor on any other host it may run on")
+    (short,) = failed.shortages
+    assert (short.kind, short.resource, short.detail) == ("thread", "rpi1", "Source: S (1/1)")
+    assert short.needed == pytest.approx(3.0) and short.usable == pytest.approx(0.8)
 
 
 def test_sources_stay_where_their_data_is_born():
@@ -203,7 +219,7 @@ def test_latency_term_is_mean_wan_delay_over_source_to_sink_paths():
 
 def test_weighted_objective_can_trade_wan_for_server_cpu():
     # B inflates records and is CPU-heavy: lexicographic keeps it on the server (WAN first); a huge CPU weight moves it.
-    vs = [vertex("Source: S", rin=0, rout=1000, busy=10, bpr=10), vertex("B", busy=300, bpr=100),
+    vs = [vertex("Source: S", rin=0, rout=1000, busy=10, bpr=10), vertex("B", busy=200, bpr=100),  # 0.67 of a Pi core
           vertex("Sink: T", rout=0, busy=1)]
     es = [("Source: S", "B", "FORWARD"), ("B", "Sink: T", "FORWARD")]
     lexi = problem(inventory(pins=PINS), profile(vs, es))

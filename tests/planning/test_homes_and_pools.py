@@ -145,11 +145,11 @@ def test_packing_finds_what_greedy_misses():
 
 
 def test_unpacked_pool_falls_back_to_the_full_model():
-    """A subtask of 3.6 server cores fits the pool (4 usable) but none of its servers (1, 2.5 and 0.5): the pooled plan
-    does not pack, the full model decides — and finds that nothing fits, naming the short CPU."""
+    """Seven subtasks of 0.55 server cores (3.85) fit the pool (4 usable) but one thread of 0.55 keeps up only on
+    ``big`` (ρ = 0.5 of a core: 0.625 server cores there, 0.5 on ``server``, 0.25 on ``slow``), which holds four of them:
+    the pooled plan does not pack, the full model decides — and finds that nothing fits, naming the short threads."""
     inv = three_servers(cpu_utilisation_target=0.5)
-    h = vertex("H", 1, rin=8000, rout=10, busy=900, bpr=40, stateful=True)
-    h["subtasks"][0]["host_speed"] = 4.0  # measured on a fast machine: 3.6 server cores
+    h = vertex("H", 7, rin=8000, rout=10, busy=550, bpr=40, stateful=True)
     pr = build_problem(inv, profile([vertex("Source: S", 4, rin=0, rout=2000, busy=100, bpr=200), h],
                                     [("Source: S", "H", "HASH")]))
     pools = server_pools(pr)
@@ -157,4 +157,5 @@ def test_unpacked_pool_falls_back_to_the_full_model():
     assert pooled.status == "optimal"  # the relaxation has room
     result = solve(pr)
     assert result.status == "infeasible" and not any("pools" in n for n in result.notes)
-    assert any(s.kind == "cpu" for s in result.shortages)
+    assert result.shortages[0].kind == "thread" and result.shortages[0].resource == "server"
+    assert result.shortages[0].message.endswith("on server: one thread would need 0.55 of a core, 0.50 usable")

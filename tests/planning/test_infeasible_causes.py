@@ -85,31 +85,48 @@ def test_a_keyed_operator_over_two_pis_is_told_to_pre_aggregate():
 
 def test_no_structural_cause_when_the_pi_itself_is_too_small():
     births = {"sources": {"Source: S": "rpi1"}}
-    job = profile([vertex("Source: S", busy=900), vertex("Sink: T", rout=0)], [("Source: S", "Sink: T", "FORWARD")])
-    result = solve(problem(inventory([{"name": "rpi1", "cores": 1}], pins=births), job))
-    assert result.status == "infeasible" and [s.resource for s in result.shortages] == ["rpi1"]
+    # four threads of 0.2 server cores keep up on the Pi (0.67 of a core each) but need 2.67 of its one core
+    job = profile([vertex("Source: S", 4, busy=200), vertex("Sink: T", rout=0)], [("Source: S", "Sink: T", "REBALANCE")])
+    result = solve(problem(inventory([{"name": "rpi1", "cores": 1, "task_slots": 4}], pins=births), job))
+    assert result.status == "infeasible" and [(s.kind, s.resource) for s in result.shortages] == [("cpu", "rpi1")]
     assert result.causes == ()
 
 
+NARROW = ["--link", "rpi1:1mbit", "--link", "rpi2:1mbit", "--link", "rpi3:1mbit"]  # the README's example of a short link
+
+
 def test_cli_lists_each_shortfall_once_and_ends_with_one_line(tmp_path, capsys):
+    # (these ran at --rate-scale 20 before every planner kept the one-thread limit: there, the sources' own threads
+    # cannot keep up anywhere — see test_cli_at_20x_names_the_source_threads)
     code, out, err = run(["plan", "--inventory", REPO / "inventory/edge-lab.yaml", "--profile",
-                          REPO / "examples/profiles/iot-sensors.json", "--out", tmp_path / "plan", "--rate-scale", "20"],
-                         capsys)
+                          REPO / "examples/profiles/iot-sensors.json", "--out", tmp_path / "plan", *NARROW], capsys)
     assert code == 3 and not (tmp_path / "plan").exists()
-    assert err.count("\n") == 1 and err.startswith("error: no placement fits: host rpi3 needs 32.55 cores")
-    assert "and 6 more shortfalls (table above)" in err
+    assert err.count("\n") == 1
+    assert err.startswith("error: no placement fits: link rpi3→server needs 3.63 Mbit/s, has 1 (0.9 usable)")
+    assert "and 2 more shortfalls (table above)" in err
     assert ", has " not in out  # the table holds the figures; no sentence repeats them
     rows = [line for line in out.splitlines() if line.startswith("│ ")]
-    assert [r.split("│")[1].strip() for r in rows] == [
-        "host rpi3", "host rpi1", "host rpi2", "link rpi3→server", "link rpi1→server", "host server", "link rpi2→server"]
+    assert [r.split("│")[1].strip() for r in rows] == ["link rpi3→server", "link rpi1→server", "link rpi2→server"]
     assert out.count("why: Window Aggregate (parallelism 2) can only run on a server") == 1
+
+
+def test_cli_at_20x_names_the_source_threads(tmp_path, capsys):
+    code, out, err = run(["plan", "--inventory", REPO / "inventory/edge-lab.yaml", "--profile",
+                          REPO / "examples/profiles/iot-sensors.json", "--out", tmp_path / "plan", "--rate-scale", "20",
+                          "--json"], capsys)
+    ilp = json.loads(out)["results"][0]
+    assert code == 3 and ilp["status"] == "infeasible"
+    assert ilp["reason"].startswith("Source: Sensors (1/3) cannot keep up on rpi1: one thread would need 8.00 of a "
+                                    "core, 0.80 usable, nor on any other host it may run on")
+    first = ilp["shortages"][0]
+    assert (first["kind"], first["resource"], first["needed"]) == ("thread", "rpi3", pytest.approx(8.4))
 
 
 def test_cli_json_carries_the_causes(tmp_path, capsys):
     code, out, _ = run(["plan", "--inventory", REPO / "inventory/edge-lab.yaml", "--profile", REPO / "examples/profiles/iot-sensors.json",
-                        "--out", tmp_path / "plan", "--rate-scale", "20", "--json"], capsys)
+                        "--out", tmp_path / "plan", *NARROW, "--json"], capsys)
     ilp = json.loads(out)["results"][0]
-    assert code == 3 and ilp["status"] == "infeasible" and len(ilp["shortages"]) == 7
+    assert code == 3 and ilp["status"] == "infeasible" and len(ilp["shortages"]) == 3
     assert ilp["causes"][0].startswith("Window Aggregate (parallelism 2) can only run on a server")
 
 
@@ -121,6 +138,6 @@ def test_vertex_names_with_brackets_survive_the_terminal(tmp_path, capsys):
     path = tmp_path / "sql-names.json"
     path.write_text(json.dumps(doc))
     code, out, err = run(["plan", "--inventory", REPO / "inventory/edge-lab.yaml", "--profile", path,
-                          "--out", tmp_path / "plan", "--rate-scale", "20"], capsys)
+                          "--out", tmp_path / "plan", *NARROW], capsys)
     assert code == 3
     assert "why: GroupWindowAggregate[window_t] (parallelism 2) can only run on a server" in out

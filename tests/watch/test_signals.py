@@ -31,7 +31,11 @@ INVENTORY = REPO / "inventory" / "edge-lab.yaml"
 @pytest.fixture(scope="module")
 def recorded():
     profile = build_profile(REPO / "examples" / "metrics" / "iot-sensors", engine="pandas", inventory=INVENTORY)
-    problem = build_problem(load_inventory(INVENTORY), profile)
+    # The recorded Parse (3/3) needs 0.84 of a Pi core: under the default 0.8 target its one thread cannot keep up on
+    # rpi3 and no plan fits; 0.9 lets it, as these tests need a plan that relieves the uplinks.
+    inv = load_inventory(INVENTORY)
+    inv = inv.model_copy(update={"policy": inv.policy.model_copy(update={"cpu_utilisation_target": 0.9})})
+    problem = build_problem(inv, profile)
     return profile, problem
 
 

@@ -10,11 +10,12 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from placement.costmodel.model import PlacementProblem, Subtask, SubtaskKey
+from placement.errors import Infeasible
 from placement.solver import highs_model
-from placement.solver.causes import structural_causes
+from placement.solver.causes import structural_causes, thread_causes
 from placement.solver.fleet.common import EPS, Built, PoolsOf, Rows, net_mbit, pool_name, staged
 from placement.solver.highs_model import INF, SparseMip
-from placement.solver.homes import Homes
+from placement.solver.homes import Homes, homes
 from placement.solver.result import PlanResult, Shortage
 from placement.solver.server_pools import POOL_SEPARATOR, Pool
 
@@ -289,7 +290,12 @@ def infeasible_result(problem, hm: Homes, pools, options, stages, mode) -> PlanR
         return PlanResult("ilp", "infeasible", None, None, stages=tuple(stages), reason=reason, objective_mode=mode)
     values = np.asarray(h.getSolution().col_value)
     shortages = _shortages(problem, pools, {name: values[col] for name, (col, _) in m.slack.items()})
-    causes = structural_causes(problem, hm.as_domain(), tuple(_as_host(problem, pools, s) for s in shortages))
+    as_hosts = tuple(_as_host(problem, pools, s) for s in shortages)
+    causes = structural_causes(problem, hm.as_domain(), as_hosts)
+    try:  # the cause first: a thread that cannot keep up where its input is (the compact model has no thread row)
+        shortages = thread_causes(problem, homes(problem, thread=False).as_domain(), as_hosts) + shortages
+    except Infeasible:
+        pass
     reason = "; ".join([s.message for s in shortages] or ["no placement fits"])
     return PlanResult("ilp", "infeasible", None, None, stages=tuple(stages), shortages=shortages, causes=causes,
                       reason="; ".join((reason, *causes)), objective_mode=mode)

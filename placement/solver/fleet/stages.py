@@ -130,8 +130,10 @@ def _relax_and_round(h, mip: SparseMip, options: SolverOptions, deadline: float 
         if full.bound is not None:
             bound = max(bound, full.bound)
     seconds = time.perf_counter() - started
-    if best is None:
-        return highs_model.SolveInfo("highs", "not solved", None, None, None, seconds), None, relaxed
+    if best is None:  # the full MIP proved there is none (its LP relaxation had one: a thread, a slot split by it)
+        proven = free <= FULL_MIP_COLUMNS and full.status == "infeasible"
+        return (highs_model.SolveInfo("highs", "infeasible" if proven else "not solved", None, None, None, seconds),
+                None, relaxed)
     gap = relative_gap(best[0], bound)
     status = "optimal" if gap <= options.gap else "feasible"
     return highs_model.SolveInfo("highs", status, best[0], bound, gap, seconds), best[1], relaxed

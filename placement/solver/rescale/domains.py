@@ -16,19 +16,18 @@ An empty domain is an infeasibility with a name: :class:`~placement.errors.Infea
 
 from __future__ import annotations
 
-from placement.costmodel.model import PlacementProblem
+from placement.costmodel.model import PlacementProblem, thread_keeps_up
 from placement.costmodel.rescaled import RescaleSpace, pointwise
 from placement.errors import Infeasible
 from placement.solver import domains as placement_domains
 from placement.solver.domains import Domain
 
-EPS = 1e-9
-RULE_FAMILIES = placement_domains.DOMAIN_FAMILIES[:3]  # all but reachability, which needs both kinds of vertex
+RULE_FAMILIES = placement_domains.DOMAIN_FAMILIES[:3]  # the rules: not the thread (instances_keep_up) nor reachability
 
 
 def _keeps_up(problem: PlacementProblem, cores: float, host: str) -> bool:
-    h = problem.host_by_name[host]
-    return cores / h.speed <= problem.policy.cpu_utilisation_target + EPS
+    """An instance needing ``cores`` server cores keeps up on ``host``: the placement problem's own rule."""
+    return thread_keeps_up(cores / problem.host_by_name[host].speed, problem.usable_thread)
 
 
 def subtask_rules(space: RescaleSpace, ref: PlacementProblem) -> Domain:
@@ -116,7 +115,7 @@ def explain_empty(space: RescaleSpace, ref: PlacementProblem, rules: Domain, g_i
             return f"{names(vid).name!r} may run on no host (its pins and forbids leave none)"
         cores = space.instance(vid, top).server_cores
         fastest = max((hosts[h] for h in allowed), key=lambda h: h.speed)
-        if cores / fastest.speed > rho + EPS:
+        if not thread_keeps_up(cores / fastest.speed, rho):
             return (f"{names(vid).name!r} cannot keep up even at parallelism {top}: one instance needs "
                     f"{cores / fastest.speed:.2f} cores of {fastest.name}, one thread has {rho:.2f} usable")
     slots = sum(hosts[h].slots for h in rules[(g.members[0], 0)])

@@ -3,7 +3,7 @@
 Stages (``lexicographic``, the default): WAN, then server CPU, then latency, then the number of subtasks, each keeping
 the earlier stages within ``lexicographic_tolerance`` of their optimum (``weighted``: the policy's weighted sum, then
 subtasks). The plan is re-checked by :func:`placement.costmodel.evaluate` on the placement problem *at the chosen
-parallelism* with the per-instance rate row on (``keep_up=True``), and by the space's parallelism rules — a modelling
+parallelism* (which checks the per-instance rate row, as for every plan), and by the space's parallelism rules — a modelling
 bug cannot silently produce a plan that breaks a link, a host, a thread or a Flink rule.
 
 Identical servers are solved as one pool first (:mod:`placement.solver.pooling`); the full model only when the
@@ -20,6 +20,8 @@ from placement.costmodel.model import PlacementProblem
 from placement.costmodel.rescaled import RescaleSpace
 from placement.errors import Infeasible, PlacementError
 from placement.solver import backends
+from placement.solver.causes import thread_causes
+from placement.solver.domains import RULE_DOMAIN_FAMILIES, restricted_domain
 from placement.solver.elastic import least_stretch
 from placement.solver.pooling import pool_servers, unpool
 from placement.solver.rescale import constraints, objectives, realize
@@ -71,7 +73,7 @@ def solve_rescale(space: RescaleSpace, options: SolverOptions | None = None, *, 
             real = space.problem_at(result.parallelism)
             assignment = unpool(real, result.plan.assignment, pools)
             if assignment is not None:
-                cost = evaluate(real, assignment, keep_up=True)
+                cost = evaluate(real, assignment)
                 if cost.feasible:
                     note = f"identical servers solved as pools: {', '.join(pools)}"
                     plan = replace(result.plan, assignment=assignment, cost=cost, notes=result.plan.notes + (note,))
@@ -145,7 +147,7 @@ def _solve(space: RescaleSpace, options: SolverOptions, strategy: str, *, diagno
     parallelism = realize.chosen_parallelism(m)
     assignment = realize.assignment(m, parallelism)
     problem = space.problem_at(parallelism)
-    cost = evaluate(problem, assignment, keep_up=True)
+    cost = evaluate(problem, assignment)
     broken = list(cost.violations) + space.violations(parallelism)
     if broken:
         raise PlacementError(f"internal error: the rescale plan breaks a rule the model should enforce: {broken[0]}")
@@ -162,4 +164,21 @@ def _diagnose(space, ref, choices, domain_x, domain_z, options: SolverOptions):
     """Elastic re-solve: every capacity may stretch; the smallest relative stretch names what is short."""
     m = new_model(space, ref, choices, domain_x, domain_z, elastic=True)
     constraints.add_all(m)
-    return least_stretch(ref, m.lp, m.slack, m.slack_scale, options, "no plan fits at any allowed parallelism")
+    shortages, reason = least_stretch(ref, m.lp, m.slack, m.slack_scale, options,
+                                      "no plan fits at any allowed parallelism")
+    threads = _fixed_threads(space, ref, shortages)
+    if threads:  # the cause first: a subtask that keeps its parallelism and cannot keep up where its input is
+        return threads + shortages, "; ".join(s.message for s in threads + shortages)
+    return shortages, reason
+
+
+def _fixed_threads(space: RescaleSpace, ref: PlacementProblem, shortages) -> tuple:
+    """The threads of subtasks whose parallelism is fixed that cannot keep up on an edge host behind the shortfalls
+    (:func:`placement.solver.causes.thread_causes`); a rescalable vertex is left out — a higher parallelism is its
+    remedy, and the model has tried every one allowed."""
+    try:
+        rules = restricted_domain(ref, RULE_DOMAIN_FAMILIES)
+    except Infeasible:
+        return ()
+    fixed = {s.label for s in ref.subtasks if space.group_of[s.vertex_id].per_subtask}
+    return tuple(s for s in thread_causes(ref, rules, shortages) if s.detail in fixed)
