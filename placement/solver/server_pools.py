@@ -43,6 +43,7 @@ class Pool:
         """The pool as one host (see the module doc)."""
         first = self.members[0]
         return replace(first, name=self.name, speed=1.0, cores=sum(h.cores * h.speed for h in self.members),
+                       baseline_cores=sum(h.baseline_cores * h.speed for h in self.members),
                        slots=sum(h.slots for h in self.members), memory_mib=sum(h.memory_mib for h in self.members))
 
 
