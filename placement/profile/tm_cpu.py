@@ -9,7 +9,10 @@ JVM process CPU (``Status.JVM.CPU.Time``, cumulative ns of all its threads) besi
 **Per TaskManager t** (all figures in cores *of t's host* until said otherwise; ``σ_t`` its host speed):
 
 * ``P_t`` = the process's cores: ``Σ Δcpu_time / Σ Δt`` over consecutive samples after the warm-up (a counter
-  that goes down — a restarted TaskManager — drops that pair). Without ``CPU.Time``: mean ``CPU.Load`` × the
+  that goes down — a restarted TaskManager — drops that pair). Flink's REST API answers from the JobManager's
+  metric store, refreshed every ``metrics.fetcher.update-interval`` (10 s by default), so the same value comes back
+  for several polls: only the samples at which the value changed are paired (each is at most one poll interval
+  after the refresh that brought it), not the poll times of repeated readings. Without ``CPU.Time``: mean ``CPU.Load`` × the
   machine's cores.
 * ``B_t = Σ_v B_{t,v}``: what the cost model charges the job's subtasks on t — the busy-time rule of
   :func:`placement.costmodel.demand.server_cores` (floor and NaN rule included) divided by ``σ_t``.
@@ -58,7 +61,7 @@ from placement.profile.format import JobProfile, TaskManagerCpu
 from placement.profile.rules import host_speed_for
 
 MIN_CONFIDENT_PAIRS = 5  # sample pairs of the CPU counter behind a confident figure
-MIN_FACTOR = 0.05  # a factor below this is a measurement problem, not a calibration
+MIN_FACTOR = 0.01  # a factor below this is a measurement problem, not a calibration
 
 
 @dataclass
@@ -84,6 +87,9 @@ def _measure(rows: dict[str, np.ndarray], since_ms: int, into: dict[str, _Measur
         m.samples += len(ts)
         ok = np.isfinite(cpu)
         t_ok, c_ok = ts[ok], cpu[ok]
+        changed = np.flatnonzero(np.diff(c_ok) != 0) + 1
+        if len(changed) >= 2:  # pair the first readings of each new value: see the module doc
+            t_ok, c_ok = t_ok[changed], c_ok[changed]
         dt = np.diff(t_ok) / 1000.0
         dc = np.diff(c_ok) / 1e9
         good = (dt > 0) & (dc >= 0)
