@@ -31,6 +31,36 @@ def test_max_rate_leaves_the_taskmanagers_baseline_free(baseline, scale):
     assert c.status == "bounded" and c.scale == pytest.approx(scale, rel=1e-3)
 
 
+def two_pis(baseline: float | None, pis: int = 2):
+    extra = {} if baseline is None else {"taskmanager_baseline_cores": baseline}
+    names = [f"rpi{i + 1}" for i in range(pis)]
+    inv = inventory([{"name": n, "cores": 1, "bandwidth": "1000mbit", **extra} for n in names],
+                    pins={"sources": {"Source: S": names}}, server={"cores": 4, "task_slots": 16})
+    prof = profile([vertex("Source: S", pis, rin=0, rout=300, busy=30, bpr=10),
+                    vertex("M", pis, rin=300, rout=300, busy=150, bpr=10), vertex("Sink: T", rout=0, busy=1)],
+                   [("Source: S", "M", "FORWARD"), ("M", "Sink: T", "REBALANCE")])
+    return build_problem(inv, prof)
+
+
+@pytest.mark.parametrize("baseline,where", [(None, "edge"), (0.5, "server")])
+def test_exact_and_fleet_decomposition_keep_the_baseline_free(baseline, where):
+    """Each mapper subtask needs 0.5 of a Pi core beside its source's 0.1: it fits on the Pi (0.8 usable) without a
+    baseline, and not beside a baseline of 0.5 (0.3 usable): exact model and fleet decomposition alike."""
+    from placement.solver import solve
+    from placement.solver.fleet import solve_decomposed
+
+    pr = two_pis(baseline, pis=6)
+    decomposed = solve_decomposed(pr)
+    assert any("decomposed" in n for n in decomposed.notes)
+    for result in (solve(pr), decomposed):
+        assert result.status == "optimal" and result.cost.feasible
+        roles = {pr.host_by_name[result.assignment[s.key]].role for s in pr.subtasks if s.vertex_name == "M"}
+        assert roles == {where}
+        for h in result.cost.hosts:
+            assert h.cores_used <= pr.usable_cores(pr.host_by_name[h.host]) + 1e-6
+            assert h.baseline_cores == (baseline or 0.0 if h.role == "edge" else 0.0)
+
+
 def test_rescale_plans_within_the_capacity_the_baseline_leaves(tmp_path, capsys):
     """Sources born on two Pis at 300 records/s each (0.1 of a Pi core) feed a mapper that needs 0.5 of a Pi core
     per 300 records/s: without a baseline it fits beside the source on each Pi (0.6 <= 0.8 usable) and runs there (no
