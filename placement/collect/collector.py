@@ -332,6 +332,12 @@ class Collector:
             rolling.prune(self.o.out_dir, now_ms=m.ended_ms, max_age_s=self.o.keep_s, max_bytes=self.o.keep_bytes,
                           keep_runs=frozenset({run.writer.dir}))
             m.files = [f for f in m.files if (run.writer.dir / f).exists()]  # samples: all written, kept or not
+            if self.o.keep_s is not None:  # TaskManager CPU parts: written at each flush, dropped by the same age
+                for f in list(m.taskmanager_files):
+                    p = run.writer.dir / f
+                    if p.exists() and m.ended_ms - p.stat().st_mtime * 1000 > (self.o.keep_s + self.o.flush_s) * 1000:
+                        p.unlink()
+                m.taskmanager_files = [f for f in m.taskmanager_files if (run.writer.dir / f).exists()]
         m.locations = [locations[k] for k in sorted(locations)]
         write_manifest(self.o.out_dir, m)
 

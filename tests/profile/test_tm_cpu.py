@@ -153,8 +153,9 @@ def test_the_baseline_takes_cpu_rows_capacity_and_plan_json_keeps_the_parts(cali
     write_profile(calibrated, prof_path)
     with pytest.raises(SystemExit) as exit_info:
         main(["plan", "--inventory", str(inv_path), "--profile", str(prof_path), "--out", str(tmp_path / "plan")])
-    _, err = capsys.readouterr()
+    out, err = capsys.readouterr()
     assert exit_info.value.code == 0, err
+    assert "TM baseline" in out and "predicted" in out  # the hosts table shows the parts
     plan = json.loads((tmp_path / "plan" / "plan.json").read_text())
     hosts = {h["host"]: h for h in plan["hosts"]}
     assert hosts["rpi1"]["baseline_cores"] == pytest.approx(0.05) and hosts["rpi1"]["subtask_cores"] == pytest.approx(0.25)
