@@ -137,6 +137,11 @@ def test_cost_model_predicts_baseline_plus_calibrated_subtasks_per_host(calibrat
     cost = evaluate(problem, WHERE | {("map", 1): "srv"})
     for name, measured in (("rpi1", 0.30), ("srv", 0.85), ("rpi2", 0.05)):
         assert cost.host(name).predicted_cores == pytest.approx(measured)
+    # the WAN figures do not move: CPU calibration and baselines change no link's Mbit/s
+    bare = evaluate(build_problem(inv, calibrated.model_copy(update={"taskmanagers": [], "vertices": [
+        v.model_copy(update={"cpu_calibration": None}) for v in calibrated.vertices]})), WHERE)
+    assert [(x.name, x.mbit) for x in bare.links] == [(x.name, x.mbit) for x in cost.links]
+    assert bare.wan_mbit == cost.wan_mbit > 0
 
 
 def test_the_baseline_takes_cpu_rows_capacity_and_plan_json_keeps_the_parts(calibrated, tmp_path, capsys):
