@@ -32,6 +32,7 @@ class HostModel(BaseModel):
     memory_mib: float | None
     speed: float
     description: str
+    taskmanager_baseline_cores: float | None = None  # an idle TaskManager's own CPU on it, where known
 
 
 HOST_MODELS: dict[str, HostModel] = {
@@ -71,6 +72,9 @@ class Host(Strict):
     ssh: SshSettings | None = None
     allow_stateful: bool | None = Field(None, description="may stateful operators run here (default: servers only)")
     allow_sinks: bool | None = Field(None, description="may sinks run here (default: servers only)")
+    taskmanager_baseline_cores: float | None = Field(
+        None, ge=0, description="CPU its TaskManager JVM uses of its own (GC, netty, metrics, heartbeats), in cores of "
+        "this host; used where the profile measured no TaskManager here (default: the host model's, if any)")
 
     @field_validator("address")
     @classmethod
@@ -103,6 +107,8 @@ class Host(Strict):
             self.allow_stateful = self.role == "server"
         if self.allow_sinks is None:
             self.allow_sinks = self.role == "server"
+        if self.taskmanager_baseline_cores is None:
+            self.taskmanager_baseline_cores = m.taskmanager_baseline_cores
         return self
 
     @property
@@ -298,7 +304,11 @@ class Inventory(Strict):
 
     def digest(self) -> str:
         """sha256 of the validated inventory's canonical JSON: formatting and comments do not change it."""
-        canonical = json.dumps(self.model_dump(mode="json", by_alias=True), sort_keys=True, separators=(",", ":"))
+        data = self.model_dump(mode="json", by_alias=True)
+        for h in data.get("hosts", []):  # added by issue 23: an inventory without it hashes as before
+            if h.get("taskmanager_baseline_cores") is None:
+                h.pop("taskmanager_baseline_cores", None)
+        canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
 
 

@@ -72,11 +72,15 @@ def links_table(result: PlanResult) -> Table:
 
 def hosts_table(result: PlanResult) -> Table:
     t = Table(title="Hosts")
-    for col in ("host", "role", "cores used", "usable", "slots", "memory MiB", "subtasks"):
-        t.add_column(col, justify="left" if col in ("host", "role") else "right")
     assert result.cost is not None
+    baselines = any(h.baseline_cores > 0 for h in result.cost.hosts)  # measured TaskManager CPU (issue 23)
+    cols = ("host", "role", "cores used", "usable", *(("TM baseline", "predicted") if baselines else ()), "slots",
+            "memory MiB", "subtasks")
+    for col in cols:
+        t.add_column(col, justify="left" if col in ("host", "role") else "right")
     for h in result.cost.hosts:
-        t.add_row(h.host, h.role, f"{h.cores_used:.2f}", f"{h.cores_usable:.2f}", f"{h.slots_used}/{h.slots}",
+        extra = (f"{h.baseline_cores:.2f}", f"{h.predicted_cores:.2f}") if baselines else ()
+        t.add_row(h.host, h.role, f"{h.cores_used:.2f}", f"{h.cores_usable:.2f}", *extra, f"{h.slots_used}/{h.slots}",
                   f"{h.memory_mib_used:.0f}/{h.memory_mib_usable:.0f}", str(h.subtasks))
     return t
 

@@ -29,13 +29,16 @@ from urllib3.util.retry import Retry
 from placement.collect import rolling, shaping
 from placement.collect.layout import (
     RATE_METRICS,
+    TASKMANAGER_METRICS,
     CheckpointConfig,
     PartWriter,
     RunManifest,
     TaskManagerInfo,
     VertexInfo,
     rows_to_table,
+    taskmanager_rows_to_table,
     write_manifest,
+    write_taskmanager_part,
 )
 from placement.errors import BadInput, PlacementError
 from placement.flink.rest import TERMINAL_STATES, FlinkRest, FlinkRestError
@@ -98,6 +101,8 @@ class _Run:
     writer: PartWriter
     buffer: list[dict[str, Any]] = field(default_factory=list)
     nulls: int = 0
+    tm_buffer: list[dict[str, Any]] = field(default_factory=list)
+    tm_seen: set[str] = field(default_factory=set)  # TaskManager metrics some TaskManager answered
 
 
 class Collector:
@@ -181,6 +186,36 @@ class Collector:
     def taskmanagers(self) -> list[TaskManagerInfo]:
         return shaping.taskmanagers(self.rest.get("/taskmanagers"))
 
+    def flink_version(self) -> str | None:
+        """``flink-version`` of ``GET /config`` (None: the JobManager did not say, or the call failed)."""
+        from placement.flink.cluster_version import reported_version_text
+
+        try:
+            config = self.rest.get("/config")
+        except FlinkRestError:
+            return None
+        return reported_version_text(config) if isinstance(config, dict) else None
+
+    def sample_taskmanagers(self, tm_ids: list[str]) -> list[dict[str, Any]]:
+        """One row per TaskManager: its JVM process CPU (``Status.JVM.CPU.Time``/``Load``); a TaskManager that is
+        gone or does not answer is skipped this round."""
+        rows = []
+        query = ",".join(TASKMANAGER_METRICS)
+        for tm in tm_ids:
+            ts = int(self.clock() * 1000)
+            try:
+                answer = self.rest.get(f"/taskmanagers/{tm}/metrics", params={"get": query})
+            except FlinkRestError:
+                continue
+            values: dict[str, Any] = {}
+            for m in answer if isinstance(answer, list) else []:
+                col = TASKMANAGER_METRICS.get(str(m.get("id")))
+                if col is not None:
+                    values[col] = _number(m.get("value"))
+            if values:
+                rows.append({"ts_ms": ts, "taskmanager_id": tm, **values})
+        return rows
+
     # ---- the loop ------------------------------------------------------------------------------------------------
 
     def sample_vertex(self, job_id: str, v: VertexInfo) -> tuple[list[dict[str, Any]], list[shaping.SubtaskState]]:
@@ -224,8 +259,9 @@ class Collector:
             started_ms=int(started * 1000), interval_s=o.interval_s, requested_duration_s=o.duration_s, stopped="running",
             metrics=metric_names, vertices=[self._with_state(v, sizes) for v in vertices], edges=edges,
             taskmanagers=self.taskmanagers(), checkpoints=self.checkpoint_config(job_id),
-            buffer_timeout_ms=self.buffer_timeout(job_id),
+            buffer_timeout_ms=self.buffer_timeout(job_id), flink_version=self.flink_version(),
         )
+        tm_ids = [tm.id for tm in manifest.taskmanagers]
         missing = [m for m in RATE_METRICS if m not in metric_names]
         if missing:
             manifest.notes.append(f"not reported by this job (recorded as null): {', '.join(missing)}")
@@ -243,6 +279,9 @@ class Collector:
                     run.nulls += sum(1 for r in rows for c in RATE_METRICS.values() if r[c] is None)
                     for loc in shaping.locations(v.id, states):
                         locations[(loc.vertex_id, loc.subtask)] = loc
+                tm_rows = self.sample_taskmanagers(tm_ids)
+                run.tm_buffer.extend(tm_rows)
+                run.tm_seen |= {m for m, c in TASKMANAGER_METRICS.items() for r in tm_rows if r.get(c) is not None}
                 rounds += 1
                 elapsed = self.clock() - started
                 if on_progress:
@@ -282,11 +321,23 @@ class Collector:
             run.writer.write(rows_to_table(run.buffer))
             run.buffer.clear()
         m = run.manifest
+        if run.tm_buffer:
+            name = write_taskmanager_part(run.writer.dir, len(m.taskmanager_files), taskmanager_rows_to_table(run.tm_buffer))
+            run.tm_buffer.clear()
+            if name is not None:
+                m.taskmanager_files.append(name)
+        m.taskmanager_metrics = [n for n in TASKMANAGER_METRICS if n in run.tm_seen]
         m.samples, m.files, m.ended_ms = run.writer.rows, list(run.writer.files), int(self.clock() * 1000)
         if self.o.keep_s is not None or self.o.keep_bytes is not None:
             rolling.prune(self.o.out_dir, now_ms=m.ended_ms, max_age_s=self.o.keep_s, max_bytes=self.o.keep_bytes,
                           keep_runs=frozenset({run.writer.dir}))
             m.files = [f for f in m.files if (run.writer.dir / f).exists()]  # samples: all written, kept or not
+            if self.o.keep_s is not None:  # TaskManager CPU parts: written at each flush, dropped by the same age
+                for f in list(m.taskmanager_files):
+                    p = run.writer.dir / f
+                    if p.exists() and m.ended_ms - p.stat().st_mtime * 1000 > (self.o.keep_s + self.o.flush_s) * 1000:
+                        p.unlink()
+                m.taskmanager_files = [f for f in m.taskmanager_files if (run.writer.dir / f).exists()]
         m.locations = [locations[k] for k in sorted(locations)]
         write_manifest(self.o.out_dir, m)
 
@@ -297,6 +348,14 @@ class Collector:
             if sizes is not None:
                 run.manifest.vertices = [self._with_state(v, sizes) for v in run.manifest.vertices]
         self._flush(run, locations)
+
+
+def _number(value: Any) -> float | None:
+    """A metric value as Flink's REST API gives it (a string) -> float; None when it is not a number."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def collect(options: CollectOptions, on_progress: Callable[[Progress], None] | None = None) -> RunManifest:

@@ -8,6 +8,8 @@
           part-00000.parquet      samples (SAMPLE_SCHEMA), one row = one subtask at one sampling instant
           part-00001.parquet      the collector flushes a new part every --flush seconds, so Ctrl-C loses little
           _manifest.json          RunManifest: the job graph, where each subtask ran, state sizes, TaskManagers
+          _taskmanagers/
+            part-00000.parquet    TaskManager process CPU (TASKMANAGER_SCHEMA), one row = one TaskManager at one instant
 
 Hive-style ``key=value`` directories let Spark and pyarrow prune whole jobs and runs by path; files starting with
 ``_`` are ignored by both when they list data files, so the manifest can live beside its samples and a run directory
@@ -59,6 +61,23 @@ SAMPLE_SCHEMA = pa.schema(
     ]
 )
 PARTITION_COLUMNS = ("job_id", "run_id")
+
+# TaskManager-scope metrics recorded beside the samples (issue 23): the JVM process's CPU, per TaskManager.
+# ``Status.JVM.CPU.Time`` is the process's cumulative CPU time in ns (OperatingSystemMXBean.getProcessCpuTime: all
+# its threads, GC, netty and metric reporting too), ``Status.JVM.CPU.Load`` the process's recent share of the whole
+# machine, 0..1 (-1 or NaN when the JVM cannot tell: stored as null). Rates come from the Time counter's deltas.
+TASKMANAGER_METRICS: dict[str, str] = {
+    "Status.JVM.CPU.Time": "cpu_time_ns",
+    "Status.JVM.CPU.Load": "cpu_load",
+}
+TASKMANAGER_DIR = "_taskmanagers"  # "_": Spark and pyarrow datasets of the run directory skip it (another schema)
+TASKMANAGER_SCHEMA = pa.schema(
+    [
+        pa.field("ts_ms", pa.int64(), nullable=False),
+        pa.field("taskmanager_id", pa.string(), nullable=False),
+        *[pa.field(col, pa.float64()) for col in TASKMANAGER_METRICS.values()],
+    ]
+)
 
 _ID_PATTERN = re.compile(r"^[A-Za-z0-9_.:-]+$")  # ids become directory names
 
@@ -140,6 +159,11 @@ class RunManifest(Strict):
     buffer_timeout_ms: float | None = Field(
         None, ge=0, description="execution.buffer-timeout from the job's configuration; null: not set (Flink's default)")
     notes: list[str] = Field(default_factory=list)
+    taskmanager_metrics: list[str] = Field(
+        default_factory=list, description="TaskManager metrics recorded (TASKMANAGER_METRICS names); empty: none (older runs)")
+    taskmanager_files: list[str] = Field(
+        default_factory=list, description="their Parquet parts, relative to the run directory (_taskmanagers/part-*.parquet)")
+    flink_version: str | None = Field(None, description="the cluster's Flink release (REST /config); null: unknown")
     truth: dict[str, dict[str, float | None]] | None = Field(None, description="synthetic histories: the true figures per vertex")
 
     def vertex(self, vertex_id: str) -> VertexInfo:
@@ -198,6 +222,42 @@ def find_manifests(root: str | Path) -> list[tuple[Path, RunManifest]]:
         if d.name != f"run_id={m.run_id}" or d.parent.name != f"job_id={m.job_id}":
             raise BadInput(f"manifest says job {m.job_id} run {m.run_id} but lives in {d.parent.name}/{d.name}", source=str(d / MANIFEST_NAME))
     return sorted(found, key=lambda item: (item[1].started_ms, item[1].run_id))
+
+
+def taskmanager_rows_to_table(rows: Iterable[Mapping[str, object]]) -> pa.Table:
+    """TaskManager CPU rows -> an Arrow table (TASKMANAGER_SCHEMA); NaN/inf and a negative load (Flink's "unknown")
+    become null."""
+    cols: dict[str, list] = {f.name: [] for f in TASKMANAGER_SCHEMA}
+    for row in rows:
+        for f in TASKMANAGER_SCHEMA:
+            v = row.get(f.name)
+            if f.name in TASKMANAGER_METRICS.values():
+                v = _nullable(v)  # type: ignore[arg-type]
+                if v is not None and v < 0:
+                    v = None
+            cols[f.name].append(v)
+    return pa.table(cols, schema=TASKMANAGER_SCHEMA)
+
+
+def write_taskmanager_part(run: Path, index: int, table: pa.Table) -> str | None:
+    """``taskmanagers/part-<index>.parquet`` of a run directory, atomically; its path relative to the run (None: no rows)."""
+    if table.num_rows == 0:
+        return None
+    d = run / TASKMANAGER_DIR
+    d.mkdir(parents=True, exist_ok=True)
+    name = f"part-{index:05d}.parquet"
+    tmp = d / ("." + name + ".tmp")
+    pq.write_table(table.cast(TASKMANAGER_SCHEMA), tmp, compression="zstd")
+    os.replace(tmp, d / name)
+    return f"{TASKMANAGER_DIR}/{name}"
+
+
+def read_taskmanager_cpu(run: Path, manifest: RunManifest) -> pa.Table:
+    """Every TaskManager CPU row of a run (empty when the run recorded none, e.g. an older collection)."""
+    tables = [pq.read_table(run / f) for f in manifest.taskmanager_files if (run / f).is_file()]
+    if not tables:
+        return TASKMANAGER_SCHEMA.empty_table()
+    return pa.concat_tables([t.cast(TASKMANAGER_SCHEMA) for t in tables])
 
 
 def _nullable(value: float | None) -> float | None:

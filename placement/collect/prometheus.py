@@ -22,6 +22,9 @@ What comes from where:
   Without those metrics (an older Flink) the start is when the attempt's series first appeared, looked for up to
   ``--lookback`` before ``--since`` (unknown, and kept by the profile, if it was there when the lookback began).
   From the first to the last step at which the job has any series, a subtask without one is a not-running sample.
+* **TaskManager CPU**: the TaskManager-scope series ``flink_taskmanager_Status_JVM_CPU_Time`` and ``…_Load``
+  (the task prefix without its ``job_task_``) of the TaskManagers the job ran on and those the graph source lists,
+  on the same grid, into ``_taskmanagers/part-*.parquet`` (as the REST collector records them).
 * **Job graph, ship strategies, state sizes, TaskManagers**: Prometheus does not have them. They come from Flink's
   REST API (``--rest URL``, while Flink still knows the job id — finished jobs stay in its history for a while) or
   from ``--graph FILE``: an earlier REST collection's ``_manifest.json`` (or a run or metrics directory holding runs of
@@ -59,6 +62,8 @@ from placement.collect.layout import (
     MANIFEST_NAME,
     RATE_METRICS,
     SAMPLE_SCHEMA,
+    TASKMANAGER_METRICS,
+    TASKMANAGER_SCHEMA,
     CheckpointConfig,
     EdgeInfo,
     PartWriter,
@@ -70,6 +75,7 @@ from placement.collect.layout import (
     read_manifest,
     run_dir,
     write_manifest,
+    write_taskmanager_part,
 )
 from placement.errors import BadInput, PlacementError
 from placement.flink.rest import _innermost_reason
@@ -220,6 +226,7 @@ class JobGraph:
     taskmanagers: list[TaskManagerInfo] = field(default_factory=list)
     checkpoints: CheckpointConfig | None = None
     buffer_timeout_ms: float | None = None
+    flink_version: str | None = None
 
 
 def graph_from_rest(rest_url: str, job_id: str, o: PromOptions) -> JobGraph:
@@ -234,7 +241,7 @@ def graph_from_rest(rest_url: str, job_id: str, o: PromOptions) -> JobGraph:
     return JobGraph(
         job_name=str(job.get("name", job_id)), vertices=[rest._with_state(v, sizes) for v in vertices], edges=edges,
         source=rest_url, taskmanagers=rest.taskmanagers(), checkpoints=rest.checkpoint_config(job_id),
-        buffer_timeout_ms=rest.buffer_timeout(job_id),
+        buffer_timeout_ms=rest.buffer_timeout(job_id), flink_version=rest.flink_version(),
     )
 
 
@@ -266,7 +273,8 @@ def graph_from_file(path: Path, job_id: str, job_name: str | None) -> JobGraph:
 
 def _graph_of_manifest(m: RunManifest, src: str) -> JobGraph:
     return JobGraph(job_name=m.job_name, vertices=list(m.vertices), edges=list(m.edges), source=src,
-                    taskmanagers=list(m.taskmanagers), checkpoints=m.checkpoints, buffer_timeout_ms=m.buffer_timeout_ms)
+                    taskmanagers=list(m.taskmanagers), checkpoints=m.checkpoints, buffer_timeout_ms=m.buffer_timeout_ms,
+                    flink_version=m.flink_version)
 
 
 # ---- samples -------------------------------------------------------------------------------------------------------
@@ -437,6 +445,43 @@ class _JobReader:
             return np.nan  # there before the lookback began: its start is unknown
         return seen * 1000.0
 
+    def taskmanager_prefix(self) -> str:
+        """``flink_taskmanager_`` for the default task prefix: TaskManager-scope series lack the ``job_task_``."""
+        p = self.o.prefix
+        return p[: -len("job_task_")] if p.endswith("job_task_") else p
+
+    def taskmanager_cpu(self, start: float, end: float) -> tuple[pa.Table, set[str]]:
+        """The JVM process CPU series of the job's TaskManagers from ``start`` to ``end`` on the step grid (a row per
+        TaskManager and step with a sample); and the metric names found."""
+        wanted = {tm.id for tm in self.graph.taskmanagers} | {tm for sub in self.known.values()
+                                                                for tm in sub.taskmanager.values() if tm}
+        grid0 = self.start + self.step * math.ceil((start - self.start) / self.step - 1e-9)
+        cells: dict[tuple[int, str], dict[str, float]] = {}
+        seen: set[str] = set()
+        n_all = math.floor((end - grid0) / self.step + 1e-9) + 1
+        for i0 in range(0, max(0, n_all), MAX_POINTS):
+            c0 = grid0 + i0 * self.step
+            n = min(MAX_POINTS, n_all - i0)
+            c1 = c0 + (n - 1) * self.step
+            for metric, column in TASKMANAGER_METRICS.items():
+                name = self.taskmanager_prefix() + metric.replace(".", "_")
+                for s in self.api.query_range(name, c0, c1, self.step):
+                    tm = (s.get("metric") or {}).get("tm_id")
+                    if tm not in wanted:
+                        continue
+                    values, present = _on_grid(s.get("values") or [], c0, self.step, n)
+                    for k in np.flatnonzero(present):
+                        cells.setdefault((int(round((c0 + k * self.step) * 1000)), tm), {})[column] = float(values[k])
+                        seen.add(metric)
+        keys = sorted(cells)
+        columns = {"ts_ms": pa.array([k[0] for k in keys], pa.int64()),
+                   "taskmanager_id": pa.array([k[1] for k in keys], pa.string())}
+        for column in TASKMANAGER_METRICS.values():
+            x = np.array([cells[k].get(column, np.nan) for k in keys], dtype=np.float64)
+            x = np.where(np.isfinite(x) & (x >= 0), x, np.nan)  # a negative load is Flink's "unknown"
+            columns[column] = pa.array(x, pa.float64(), from_pandas=True)
+        return pa.table(columns, schema=TASKMANAGER_SCHEMA), seen
+
     def locations(self) -> list[SubtaskLocation]:
         hosts = {tm.id: tm.host for tm in self.graph.taskmanagers}
         out = []
@@ -582,6 +627,10 @@ def _read_job(reader: _JobReader, staging: Path, notes: list[str],
     ]
     if missing:
         run_notes.append(f"not in Prometheus for this job (recorded as null): {', '.join(missing)}")
+    tm_table, tm_seen = reader.taskmanager_cpu(max(o.since_s, alive[0]), min(o.until_s, alive[1]))
+    tm_part = write_taskmanager_part(writer.dir, 0, tm_table)
+    if tm_part is None:
+        run_notes.append("no TaskManager CPU series (flink_taskmanager_Status_JVM_CPU_Time) for its TaskManagers")
     manifest = RunManifest(
         job_id=jid, job_name=graph.job_name, run_id=run_id, origin="collected", rest_url=o.rest_url,
         started_ms=int(max(o.since_s, alive[0]) * 1000), ended_ms=int(min(o.until_s, alive[1]) * 1000),
@@ -589,6 +638,8 @@ def _read_job(reader: _JobReader, staging: Path, notes: list[str],
         samples=writer.rows, files=list(writer.files), metrics=[m for m in RATE_METRICS if m in reader.metrics_seen],
         vertices=graph.vertices, edges=graph.edges, locations=reader.locations(), taskmanagers=graph.taskmanagers,
         checkpoints=graph.checkpoints, buffer_timeout_ms=graph.buffer_timeout_ms, notes=run_notes,
+        taskmanager_metrics=[m for m in TASKMANAGER_METRICS if m in tm_seen], taskmanager_files=[tm_part] if tm_part else [],
+        flink_version=graph.flink_version,
     )
     write_manifest(staging, manifest)
     return manifest

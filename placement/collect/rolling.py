@@ -118,9 +118,27 @@ def snapshot_window(root: str | Path, dest: str | Path, *, job_name: str, since_
         target.mkdir(parents=True)
         linked = [p.path.name for p in ps if _link(p.path, target / p.path.name)]
         manifest.files = sorted(linked)
+        manifest.taskmanager_files = _taskmanager_window(d, manifest, target, since_ms, until_ms)
         write_manifest(tmp, manifest)
     os.replace(tmp, dest)
     return len(list(dest.glob("job_id=*/run_id=*/part-*.parquet")))
+
+
+def _taskmanager_window(run: Path, manifest, target: Path, since_ms: int, until_ms: int | None) -> list[str]:
+    """The run's TaskManager CPU rows inside the window, as one part of the snapshot (they are a few per second)."""
+    import pyarrow.compute as pc
+
+    from placement.collect.layout import read_taskmanager_cpu, write_taskmanager_part
+
+    try:
+        table = read_taskmanager_cpu(run, manifest)
+    except (OSError, pa.ArrowException):  # pruned or being replaced meanwhile: the snapshot goes without
+        return []
+    keep = pc.greater_equal(table.column("ts_ms"), since_ms)
+    if until_ms is not None:
+        keep = pc.and_(keep, pc.less_equal(table.column("ts_ms"), until_ms))
+    name = write_taskmanager_part(target, 0, table.filter(keep))
+    return [name] if name else []
 
 
 def _link(src: Path, dst: Path) -> bool:

@@ -10,13 +10,19 @@
   as infinite capacity. A plan must not: the subtask is charged :data:`MIN_CORES`.
 
 Every subtask costs at least :data:`MIN_CORES` server cores — thread scheduling, timers and watermarks are never free.
+
+**Calibration.** Where the profile measured TaskManager CPU (:mod:`placement.profile.tm_cpu`), a vertex may carry a
+``cpu_calibration`` factor ``k_v``: busy time overstated its CPU (a rate-limited source waiting in its limiter reads
+busy). Its busy-time cores are multiplied by ``k_v`` before the floor. The TaskManager's own CPU is not a subtask's:
+:func:`baseline_cores` gives it per host, and the cost model takes it off the host's usable cores.
 """
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 
-from placement.profile.format import SubtaskProfile, VertexProfile
+from placement.profile.format import JobProfile, SubtaskProfile, VertexProfile
 
 MIN_CORES = 0.005  # half a percent of a server core
 MIB = 1024 * 1024
@@ -28,6 +34,11 @@ class CpuDemand:
     estimated: bool  # True when the busy-time rule had to fill in
 
 
+def calibration(vertex: VertexProfile) -> float:
+    """The vertex's measured-CPU factor on busy time (1 when the profile has none)."""
+    return vertex.cpu_calibration if vertex.cpu_calibration is not None else 1.0
+
+
 def _busy_per_record(vertex: VertexProfile) -> float | None:
     """Mean server-core-seconds per input record over subtasks with a usable reading (None if there are none)."""
     busy = records = 0.0
@@ -36,13 +47,13 @@ def _busy_per_record(vertex: VertexProfile) -> float | None:
         if s.busy_ms_per_s and rate > 0:
             busy += s.busy_ms_per_s / 1000 * s.host_speed
             records += rate
-    return busy / records if records > 0 else None
+    return busy * calibration(vertex) / records if records > 0 else None
 
 
 def server_cores(vertex: VertexProfile, subtask: SubtaskProfile, rate_scale: float = 1.0) -> CpuDemand:
     """Server cores subtask needs at ``rate_scale`` × the measured rate (the busy-time rule above)."""
     if subtask.busy_ms_per_s is not None and subtask.busy_ms_per_s > 0:
-        cores = subtask.busy_ms_per_s / 1000 * subtask.host_speed * rate_scale
+        cores = subtask.busy_ms_per_s / 1000 * subtask.host_speed * calibration(vertex) * rate_scale
         return CpuDemand(max(cores, MIN_CORES), estimated=not subtask.confident)
     rate = subtask.records_in_per_s or subtask.records_out_per_s
     if subtask.busy_ms_per_s is None:
@@ -70,3 +81,28 @@ def checkpoint_mbit(vertex: VertexProfile, interval_ms: float | None) -> float:
 def memory_mib(vertex: VertexProfile, memory_per_subtask_mib: float) -> float:
     """``memory_per_subtask + state_bytes / parallelism`` in MiB."""
     return memory_per_subtask_mib + vertex.state_bytes / vertex.parallelism / MIB
+
+
+@dataclass(frozen=True)
+class Baseline:
+    cores: float  # in cores of the host it is for
+    basis: str  # "measured <TaskManager id>", "inventory", "profile median", "none"
+
+
+def baseline_cores(host_name: str, address: str, speed: float, inventory_cores: float | None,
+                   profile: JobProfile) -> Baseline:
+    """CPU a host's TaskManager JVM spends of its own, in that host's cores: what the profile measured of a
+    TaskManager on this host (matched by inventory host, TaskManager id or address; several: their sum), else the
+    inventory's ``taskmanager_baseline_cores``, else the median baseline the profile measured, in server cores,
+    divided by the host's speed, else 0 (a profile without TaskManager CPU: today's busy-time-only meaning)."""
+    measured = [t for t in profile.taskmanagers if t.baseline_cores is not None
+                and (t.inventory_host == host_name or (t.inventory_host is None and host_name in (t.id, t.host))
+                     or (t.inventory_host is None and t.host is not None and t.host == address))]
+    if measured:
+        return Baseline(sum(t.baseline_cores or 0.0 for t in measured), "measured " + ", ".join(t.id for t in measured))
+    if inventory_cores is not None:
+        return Baseline(float(inventory_cores), "inventory")
+    server = [t.baseline_server_cores for t in profile.taskmanagers if t.baseline_server_cores is not None]
+    if server:
+        return Baseline(statistics.median(server) / speed, "profile median")
+    return Baseline(0.0, "none")

@@ -50,6 +50,13 @@ class HostLoad:
     memory_mib_used: float
     memory_mib_usable: float
     subtasks: int
+    baseline_cores: float = 0.0  # the TaskManager's own CPU (HostSpec.baseline_cores), not in cores_used
+    baseline_basis: str = "none"
+
+    @property
+    def predicted_cores(self) -> float:
+        """What the host's CPU should read: its TaskManager's baseline + its subtasks' (calibrated) cores."""
+        return self.baseline_cores + self.cores_used
 
 
 @dataclass(frozen=True)
@@ -158,11 +165,12 @@ def evaluate(problem: PlacementProblem, assignment: Assignment) -> PlanCost:
         load = HostLoad(
             host=h.name, role=h.role, cores_used=cores, cores_usable=problem.usable_cores(h), cores=h.cores,
             slots_used=slots, slots=h.slots, memory_mib_used=memory, memory_mib_usable=problem.usable_memory(h),
-            subtasks=len(placed),
+            subtasks=len(placed), baseline_cores=h.baseline_cores, baseline_basis=h.baseline_basis,
         )
         host_loads.append(load)
         if cores > load.cores_usable + EPS:
-            violations.append(f"host {h.name} needs {cores:.2f} cores, has {load.cores_usable:.2f} usable of {h.cores:g}")
+            own = f" beside its TaskManager's own {h.baseline_cores:.2f}" if h.baseline_cores > 0 else ""
+            violations.append(f"host {h.name} needs {cores:.2f} cores, has {load.cores_usable:.2f} usable of {h.cores:g}{own}")
         if slots > h.slots:
             violations.append(f"host {h.name} needs {slots} task slots, has {h.slots}")
         if memory > load.memory_mib_usable + EPS:

@@ -49,6 +49,10 @@ class HostSpec:
     # A pool of servers (placement.solver.server_pools) stands for several hosts at speed 1: one thread there may take
     # a core of its fastest member. None: the host's own speed.
     thread_speed: float | None = None
+    # what its TaskManager JVM spends of its own, in this host's cores (costmodel.demand.baseline_cores): a constant,
+    # since the host runs a TaskManager whatever is placed on it; the CPU rows take it off the usable cores
+    baseline_cores: float = 0.0
+    baseline_basis: str = "none"
 
     @property
     def is_edge(self) -> bool:
@@ -243,7 +247,8 @@ class PlacementProblem:
         return [h for h in self.hosts if h.is_edge]
 
     def usable_cores(self, h: HostSpec) -> float:
-        return h.cores * self.policy.cpu_utilisation_target
+        """What the subtasks may use: ``cores·ρ`` less the TaskManager's own baseline (every CPU row reads this)."""
+        return max(0.0, h.cores * self.policy.cpu_utilisation_target - h.baseline_cores)
 
     def usable_mbit(self, h: HostSpec) -> float:
         return (h.uplink_mbit or 0.0) * self.policy.wan_headroom
@@ -291,7 +296,7 @@ def thread_sentence(label: str, host: str, cores: float, usable: float) -> str:
 # ---- building ---------------------------------------------------------------------------------------------------
 
 
-def _hosts(inv: Inventory) -> tuple[HostSpec, ...]:
+def _hosts(inv: Inventory, profile: JobProfile | None = None) -> tuple[HostSpec, ...]:
     specs = []
     uplinks = {link.from_: link for link in inv.links}  # one pass: inv.uplink() scans the links (fleets: 10 000)
     for h in inv.hosts:
@@ -301,8 +306,17 @@ def _hosts(inv: Inventory) -> tuple[HostSpec, ...]:
             slots=int(h.task_slots or 1), memory_mib=h.memory_mib,
             uplink_mbit=link.bandwidth if link else None, uplink_delay_ms=link.delay if link else 0.0,
             uplink_to=link.to if link else None, allow_stateful=bool(h.allow_stateful), allow_sinks=bool(h.allow_sinks),
+            **_baseline(h, profile),
         ))
     return tuple(specs)
+
+
+def _baseline(h, profile: JobProfile | None) -> dict:
+    if profile is None:
+        given = h.taskmanager_baseline_cores
+        return {"baseline_cores": float(given or 0.0), "baseline_basis": "inventory" if given is not None else "none"}
+    b = demand.baseline_cores(h.name, h.address, float(h.speed or 1), h.taskmanager_baseline_cores, profile)
+    return {"baseline_cores": b.cores, "baseline_basis": b.basis}
 
 
 def _match_vertex(profile: JobProfile, key: str) -> VertexProfile | None:
@@ -409,7 +423,7 @@ def build_problem(
     """Resolve inventory + profile into a :class:`PlacementProblem` (pure; raises BadInput on inconsistent pins)."""
     warnings: list[str] = []
     policy = policy or inv.policy
-    hosts = _hosts(inv)
+    hosts = _hosts(inv, profile)
     host_by_name = {h.name: h for h in hosts}
     births, allow, forbid = _resolve_pins(inv, profile, inventory_source, warnings)
     input_warnings = tuple(warnings)  # so far only the pins' notes

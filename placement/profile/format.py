@@ -19,6 +19,13 @@ A profile is the contract between ``placement profile`` (which computes it from 
   charged); vertices carry ``checkpointed_bytes`` (what one
   checkpoint uploads; null: the whole ``state_bytes``).
 
+* ``taskmanagers`` — optional (issue 23): per TaskManager of the history, its measured JVM process CPU
+  (``process_cores``, in cores of its own host), what the cost model charges the job's subtasks there
+  (``charged_cores``, after calibration ``calibrated_cores``) and its own ``baseline_cores`` (also in server cores,
+  ``baseline_server_cores``) with the ``basis`` of that figure; vertices carry ``cpu_calibration`` (the factor the
+  cost model multiplies their busy-time cores by; null: 1). See :mod:`placement.profile.tm_cpu`. A profile without
+  them plans as before: busy time only, no baseline.
+
 Sources are vertices without inputs, sinks vertices without outputs.
 
 **Versions.** v1 profiles (no per-edge figures) still load, with v1's meaning (:func:`edge_output`): each vertex
@@ -117,6 +124,8 @@ class VertexProfile(Strict):
     bytes_per_record_out: float = Field(
         0.0, ge=0, le=MAX_RECORD_BYTES, description="bytes of one record it emits (its edges' mean); planned on edges without own figures")
     subtasks: list[SubtaskProfile]
+    cpu_calibration: float | None = Field(
+        None, gt=0, le=10, description="busy-time cores × this = the CPU measured (placement.profile.tm_cpu); null: 1")
     stats: dict[str, float | int | str | bool | None] = Field(
         default_factory=dict, description="extra figures from the profiling job (p95s, selectivity, ...)"
     )
@@ -204,11 +213,35 @@ class JobInfo(Strict):
         None, ge=0, le=MAX_INTERVAL_MS, description="Flink's network flush interval (execution.buffer-timeout); null: framing not charged")
 
 
+TaskManagerBasis = Literal["idle", "residual", "prior", "floor", "unmeasured"]
+
+
+class TaskManagerCpu(Strict):
+    """One TaskManager's measured CPU against busy time (:mod:`placement.profile.tm_cpu`); cores of its own host."""
+
+    id: str
+    host: str | None = None
+    inventory_host: str | None = Field(None, description="the inventory host it was matched to (null: none)")
+    host_speed: float = Field(1.0, gt=0, le=MAX_HOST_SPEED)
+    samples: int = Field(0, ge=0)
+    subtasks: int = Field(0, ge=0, description="subtasks of the job it ran")
+    process_cores: float | None = Field(None, ge=0, description="JVM process CPU (Status.JVM.CPU.Time rate); null: unmeasured")
+    load_cores: float | None = Field(None, ge=0, description="Status.JVM.CPU.Load × the machine's cores (a cross-check)")
+    charged_cores: float = Field(0.0, ge=0, description="the busy-time charge of its subtasks (costmodel.demand)")
+    calibrated_cores: float | None = Field(None, ge=0, description="that charge after the vertices' calibration")
+    baseline_cores: float | None = Field(None, ge=0, description="its own CPU, no subtask's")
+    baseline_server_cores: float | None = Field(None, ge=0)
+    basis: TaskManagerBasis = "unmeasured"
+    confident: bool = False
+
+
 class JobProfile(Strict):
     format: Literal["placement.profile/v1", "placement.profile/v2"] = PROFILE_FORMAT
     job: JobInfo
     vertices: list[VertexProfile] = Field(min_length=1)
     edges: list[EdgeProfile] = Field(default_factory=list)
+    taskmanagers: list[TaskManagerCpu] = Field(
+        default_factory=list, description="measured TaskManager CPU and baselines; empty: not measured (busy time only)")
 
     @model_validator(mode="after")
     def _graph_checks(self) -> JobProfile:
@@ -275,8 +308,19 @@ class JobProfile(Strict):
         g = self.graph()
         return [v for v in self.vertices if g.out_degree(v.id) == 0]
 
+    def dump(self) -> dict:
+        """The JSON object of this profile; the optional TaskManager figures only when measured, so a profile without
+        them reads (and hashes) as it did before they existed."""
+        data = self.model_dump(mode="json")
+        if not data["taskmanagers"]:
+            del data["taskmanagers"]
+        for v in data["vertices"]:
+            if v.get("cpu_calibration") is None:
+                v.pop("cpu_calibration", None)
+        return data
+
     def digest(self) -> str:
-        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        canonical = json.dumps(self.dump(), sort_keys=True, separators=(",", ":"))
         return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
 
 

@@ -13,6 +13,7 @@ from placement.inventory import load_inventory
 from placement.profile.format import JobProfile
 from placement.profile.history import select_runs
 from placement.profile.rules import Options, assemble, subtask_details
+from placement.profile.tm_cpu import calibrate
 
 Engine = Literal["spark", "pandas"]
 
@@ -55,6 +56,7 @@ def build_profile(
 
         aggregates = aggregate_spark(spark or spark_session(spark_master), selection, warmup_s)
     profile = assemble([m for _, m in selection.runs], aggregates, options, source=str(metrics_dir))
+    profile = calibrate(profile, selection.runs, warmup_s=warmup_s, inventory=inv)
     if details is not None:
         _write_atomically(Path(details), subtask_details(profile, aggregates).to_csv(index=False), "--details")
     return profile
@@ -63,7 +65,7 @@ def build_profile(
 def write_profile(profile: JobProfile, out: str | Path) -> Path:
     """Write atomically: a failed run never leaves a half-written profile behind."""
     p = Path(out)
-    _write_atomically(p, json.dumps(profile.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n", "--out")
+    _write_atomically(p, json.dumps(profile.dump(), indent=2, ensure_ascii=False) + "\n", "--out")
     return p
 
 

@@ -19,7 +19,7 @@ POOL_SEPARATOR = "+"
 
 
 def _shape(h: HostSpec) -> tuple:
-    return (h.speed, h.cores, h.slots, h.memory_mib, h.allow_stateful, h.allow_sinks)
+    return (h.speed, h.cores, h.slots, h.memory_mib, h.allow_stateful, h.allow_sinks, h.baseline_cores)
 
 
 def pool_servers(problem: PlacementProblem) -> tuple[PlacementProblem, dict[str, list[HostSpec]]] | None:
@@ -36,7 +36,8 @@ def pool_servers(problem: PlacementProblem) -> tuple[PlacementProblem, dict[str,
     hosts = [h for h in problem.hosts if h.name not in member]
     for name, group in pools.items():
         k = len(group)
-        hosts.append(replace(group[0], name=name, cores=group[0].cores * k, slots=group[0].slots * k,
+        hosts.append(replace(group[0], name=name, cores=group[0].cores * k, baseline_cores=group[0].baseline_cores * k,
+                             slots=group[0].slots * k,
                              memory_mib=group[0].memory_mib * k))
     return replace(problem, hosts=tuple(hosts)), pools
 

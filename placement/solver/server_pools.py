@@ -44,6 +44,7 @@ class Pool:
         first = self.members[0]
         return replace(first, name=self.name, speed=1.0, cores=sum(h.cores * h.speed for h in self.members),
                        thread_speed=max(h.speed for h in self.members),  # a thread keeps up on some member: a relaxation
+                       baseline_cores=sum(h.baseline_cores * h.speed for h in self.members),
                        slots=sum(h.slots for h in self.members), memory_mib=sum(h.memory_mib for h in self.members))
 
 

@@ -63,6 +63,12 @@ class HostPrediction(Strict):
     slots: int
     memory_mib_used: float
     subtasks: int
+    # since issue 23 (absent in older plans): the predicted CPU of the host and its parts, in this host's cores;
+    # cores_used stays the subtasks' share
+    predicted_cores: float | None = Field(None, description="baseline_cores + subtask_cores")
+    baseline_cores: float | None = Field(None, description="its TaskManager's own CPU (GC, netty, metrics)")
+    subtask_cores: float | None = Field(None, description="its subtasks' calibrated busy-time cores (= cores_used)")
+    baseline_basis: str | None = Field(None, description="where the baseline comes from (measured, inventory, ...)")
 
 
 class Objective(Strict):
@@ -156,7 +162,9 @@ def build_plan_document(
         links=[LinkPrediction(link=link.name, source=link.host, to=link.to, mbit=link.mbit, bandwidth_mbit=link.bandwidth_mbit,
                               usable_mbit=link.usable_mbit, utilisation=link.utilisation) for link in cost.links],
         hosts=[HostPrediction(host=h.host, role=h.role, address=hosts[h.host].address, cores_used=h.cores_used, cores=h.cores,
-                              slots_used=h.slots_used, slots=h.slots, memory_mib_used=h.memory_mib_used, subtasks=h.subtasks)
+                              slots_used=h.slots_used, slots=h.slots, memory_mib_used=h.memory_mib_used, subtasks=h.subtasks,
+                              predicted_cores=h.predicted_cores, baseline_cores=h.baseline_cores,
+                              subtask_cores=h.cores_used, baseline_basis=h.baseline_basis)
                for h in cost.hosts],
         warnings=list(warnings or []),
         parallelism={vid: problem.by_vertex[vid][0].parallelism for vid in problem.vertex_order},

@@ -181,6 +181,22 @@ def test_profile_from_prometheus_agrees_with_rest_collection_per_vertex(scraped,
             assert abs(y - x) <= AGREEMENT * max(abs(x), abs(y)), (a.name, key, x, y)
             compared += 1
     assert compared >= 2 * len(from_rest.vertices) and busy_compared >= 1  # figures of every vertex were compared
+    # issue 23: each TaskManager's JVM CPU (flink_taskmanager_Status_JVM_CPU_Time / _Load) for the same seconds,
+    # agreeing with what REST recorded (the JobManager's metric store vs the reporter: other instants, same counter)
+    assert manifest.taskmanager_metrics == ["Status.JVM.CPU.Time", "Status.JVM.CPU.Load"]
+    assert manifest.taskmanager_files == ["_taskmanagers/part-00000.parquet"]
+    assert manifest.flink_version == s.manifest.flink_version and (manifest.flink_version or "").startswith("2.")
+    rest_tms = {t.id: t for t in from_rest.taskmanagers}
+    prom_tms = {t.id: t for t in from_prom.taskmanagers}
+    assert set(rest_tms) == set(prom_tms) == {tm.id for tm in s.manifest.taskmanagers}
+    for tm, a in rest_tms.items():
+        b = prom_tms[tm]
+        print(f"TaskManager {tm}: REST {a.process_cores:.3f} cores (baseline {a.baseline_cores:.3f}, {a.basis}), "
+              f"Prometheus {b.process_cores:.3f} (baseline {b.baseline_cores:.3f}, {b.basis}), load x cores "
+              f"{b.load_cores if b.load_cores is None else round(b.load_cores, 3)}")
+        assert b.process_cores == pytest.approx(a.process_cores, rel=0.3, abs=0.02)
+        assert (a.subtasks, a.basis) == (b.subtasks, b.basis)
+        assert b.samples >= 10
     for a, b in zip(from_rest.vertices, from_prom.vertices, strict=True):  # the figures, for the record (pytest -s)
         print(f"{a.name:18s}" + "  ".join(
             f"{key} REST {a.stats[key]:.4g} Prometheus {b.stats[key]:.4g} ({_rel(a.stats[key], b.stats[key]):+.2%})"

@@ -69,4 +69,6 @@ def test_rolling_history_windows_and_one_session_for_every_profile(iot_job, tmp_
                            "--out", str(out), "--quiet"], check=False, capture_output=True, text=True, timeout=180)
     if done.returncode != 0:
         pytest.fail(done.stderr)
-    assert json.loads(out.read_text()) == p1.model_dump(mode="json")
+    assert json.loads(out.read_text()) == p1.dump()
+    # a window carries its TaskManager CPU rows (issue 23): the watch loop's profiles have the baselines too
+    assert {t.id for t in p1.taskmanagers} == {"server", "rpi1"} and all(t.process_cores for t in p1.taskmanagers)
