@@ -6,7 +6,9 @@ Like a compiler's warnings (and ``--strict`` like ``-Werror``): each is one ``wa
 
 * a pin naming no vertex of the job when it looks like a typo (:attr:`PlacementProblem.input_warnings`);
 * a profile of another job than the inventory's ``job.name`` (what ``redeploy.sh`` and ``apply`` resubmit);
-* a link bandwidth in tc's ``bps`` units, which are bytes per second (``50mbps`` is 400 Mbit/s).
+* a link bandwidth in tc's ``bps`` units, which are bytes per second (``50mbps`` is 400 Mbit/s);
+* a profile collected on another Flink release than the inventory's ``flink.version`` pin (the job's graph, its
+  operators' costs and the extension that places it may differ between releases).
 """
 
 from __future__ import annotations
@@ -34,6 +36,10 @@ def input_warnings(inv: Inventory, profile: JobProfile, inventory_path: str | Pa
     if inv.job.name and inv.job.name != profile.job.name:
         notes.append(f"{inventory_path}: job.name: is {inv.job.name!r} but the profile is of job "
                      f"{profile.job.name!r}: redeploy.sh and apply would resubmit {inv.job.name!r}")
+    collected_on, pinned = profile.job.flink_version, inv.flink.version
+    if collected_on and pinned and collected_on != pinned:
+        notes.append(f"{inventory_path}: flink.version: the cluster is pinned to Flink {pinned} but the profile was "
+                     f"collected on {collected_on}: profile the job on {pinned} (graph and costs may differ)")
     doc = read_document(inventory_path)  # the rate as written: the model holds Mbit/s
     for i, link in enumerate((doc.get("links") or []) if isinstance(doc, dict) else []):
         bandwidth = link.get("bandwidth") if isinstance(link, dict) else None

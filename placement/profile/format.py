@@ -211,6 +211,8 @@ class JobInfo(Strict):
         None, gt=0, le=MAX_INTERVAL_MS, description="time between checkpoints (max of interval and min pause); null: off or unknown")
     buffer_timeout_ms: float | None = Field(
         None, ge=0, le=MAX_INTERVAL_MS, description="Flink's network flush interval (execution.buffer-timeout); null: framing not charged")
+    flink_version: str | None = Field(None, description="the Flink release the history was collected on (newest run); "
+                                                        "null: not recorded")
 
 
 TaskManagerBasis = Literal["idle", "residual", "prior", "floor", "unmeasured"]
@@ -314,6 +316,8 @@ class JobProfile(Strict):
         data = self.model_dump(mode="json")
         if not data["taskmanagers"]:
             del data["taskmanagers"]
+        if data["job"].get("flink_version") is None:
+            data["job"].pop("flink_version", None)
         for v in data["vertices"]:
             if v.get("cpu_calibration") is None:
                 v.pop("cpu_calibration", None)

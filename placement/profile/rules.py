@@ -419,7 +419,7 @@ def assemble(
         format=PROFILE_FORMAT,
         job=JobInfo(name=latest.job_name, id=latest.job_id, origin=origin, note="; ".join([summary, *notes.items]),
                     checkpoint_interval_ms=checkpoints.period_ms if checkpoints else None,
-                    buffer_timeout_ms=_buffer_timeout(runs)),
+                    buffer_timeout_ms=_buffer_timeout(runs), flink_version=_newest(runs, "flink_version")),
         vertices=vertices,
         edges=edges,
     )

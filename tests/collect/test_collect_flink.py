@@ -175,6 +175,8 @@ def test_profile_of_a_collected_history(collected, tmp_path, capsys):
     assert by_name["Window Aggregate"]["stateful"] is True and by_name["Parse"]["stateful"] is False
     assert by_name["Source: Sensors"]["stats"]["records_out_per_s"] > 0
     assert 0.2 < by_name["Filter"]["stats"]["selectivity"] < 0.4
+    # the release it was collected on (REST /config), which plan holds against the inventory's flink.version pin
+    assert p["job"]["flink_version"] == find_manifests(out)[0][1].flink_version and p["job"]["flink_version"].startswith("2.")
     # issue 23: each TaskManager's process CPU and its own baseline, from the recorded Status.JVM.CPU.Time
     tms = {t["id"]: t for t in p["taskmanagers"]}
     assert set(tms) == {"server", "rpi1"}

@@ -28,6 +28,19 @@ def _megabytes(doc):
     doc["links"][0]["bandwidth"] = "50mbps"
 
 
+def _pinned_1_20(doc):
+    doc["flink"]["version"] = "1.20.5"
+
+
+def _collected_on_2_3(tmp_path):
+    """The shipped IoT profile as `placement profile` writes one from a history collected on a 2.3.0 cluster."""
+    doc = json.loads((PROFILES / "iot-sensors.json").read_text())
+    doc["job"]["flink_version"] = "2.3.0"
+    path = tmp_path / "iot-2.3.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
 CASES = {
     "pin typo": (_typo_pin, PROFILES / "iot-sensors.json",
                  "pins.sources.Source: Sensor names no vertex of job 'iot-sensors' and is ignored; "
@@ -36,6 +49,9 @@ CASES = {
                   "job.name: is 'iot-sensors' but the profile is of job 'camera-meter-join'"),
     "bytes unit": (_megabytes, PROFILES / "iot-sensors.json",
                    "links[0].bandwidth: '50mbps' is in tc's bytes per second (400 Mbit/s); write '50mbit'"),
+    "other flink release": (_pinned_1_20, _collected_on_2_3,
+                            "flink.version: the cluster is pinned to Flink 1.20.5 but the profile was collected on "
+                            "2.3.0: profile the job on 1.20.5"),
 }
 
 
@@ -43,6 +59,7 @@ CASES = {
 def test_a_warning_reaches_stderr_and_json_stays_json(tmp_path, case):
     edit, profile, says = CASES[case]
     inventory = _inventory(tmp_path, edit)
+    profile = profile(tmp_path) if callable(profile) else profile
     done = run_placement(*plan_args(tmp_path / "plan", inventory, profile), "--json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["results"][0]["status"] == "optimal"
@@ -54,6 +71,7 @@ def test_a_warning_reaches_stderr_and_json_stays_json(tmp_path, case):
 def test_strict_makes_it_an_error_before_anything_is_written(tmp_path, case):
     edit, profile, says = CASES[case]
     inventory = _inventory(tmp_path, edit)
+    profile = profile(tmp_path) if callable(profile) else profile
     done = run_placement(*plan_args(tmp_path / "plan", inventory, profile), "--strict", cwd=tmp_path)
     assert done.returncode == 2
     line = one_line_error(done)
