@@ -75,6 +75,9 @@ class Host(Strict):
     taskmanager_baseline_cores: float | None = Field(
         None, ge=0, description="CPU its TaskManager JVM uses of its own (GC, netty, metrics, heartbeats), in cores of "
         "this host; used where the profile measured no TaskManager here (default: the host model's, if any)")
+    cpu_time_core_speed: float | None = Field(
+        None, gt=0, le=100, description="speed of the cores its processes' measured CPU time is counted in (default: "
+        "this host's own speed); a lab host that is a CPU quota on a faster machine counts that machine's (1.0)")
 
     @field_validator("address")
     @classmethod
@@ -305,9 +308,10 @@ class Inventory(Strict):
     def digest(self) -> str:
         """sha256 of the validated inventory's canonical JSON: formatting and comments do not change it."""
         data = self.model_dump(mode="json", by_alias=True)
-        for h in data.get("hosts", []):  # added by issue 23: an inventory without it hashes as before
-            if h.get("taskmanager_baseline_cores") is None:
-                h.pop("taskmanager_baseline_cores", None)
+        for h in data.get("hosts", []):  # added by issue 23: an inventory without them hashes as before
+            for key in ("taskmanager_baseline_cores", "cpu_time_core_speed"):
+                if h.get(key) is None:
+                    h.pop(key, None)
         canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
 

@@ -221,6 +221,8 @@ def lab_inventory(inv: Inventory, plan: LabPlan, access: LabAccess) -> dict[str,
         if lh.role == "edge":
             host["interface"] = lh.ns_if
             host["speed"] = round(lh.effective_speed or host.get("speed", 1.0), 4)
+            # its TaskManager is a CPU quota on this machine: the CPU time it measures counts this machine's cores
+            host["cpu_time_core_speed"] = 1.0
     flink = dict(data["flink"])  # type: ignore[arg-type]
     flink.pop("schedulercfg_path", None)
     flink.update(rest_url=access.rest_url, placement_mode=access.mode, jobmanager=plan.hosts[0].name,

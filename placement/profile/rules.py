@@ -145,6 +145,15 @@ def _ratio(num: float | None, den: float | None, scale: float = 1.0) -> float | 
     return num / den * scale
 
 
+def cpu_time_to_host_cores(inventory: Inventory | None, host: str | None) -> float:
+    """Host cores per core-second of CPU time measured on ``host``: 1 for a real host (its CPU time counts its own
+    cores), ``cpu_time_core_speed / speed`` for one whose CPU time counts faster cores (a lab host: a quota here)."""
+    if inventory is None or host is None:
+        return 1.0
+    h = inventory.host(host)
+    return float(h.cpu_time_core_speed) / float(h.speed or 1.0) if h.cpu_time_core_speed else 1.0
+
+
 def host_speed_for(loc: SubtaskLocation | None, inventory: Inventory | None) -> tuple[float, str | None]:
     """(speed, inventory host name) of the host a subtask ran on; (1.0, None) when it cannot be matched."""
     if inventory is None or loc is None:

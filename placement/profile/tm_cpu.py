@@ -8,7 +8,9 @@ JVM process CPU (``Status.JVM.CPU.Time``, cumulative ns of all its threads) besi
 
 **Per TaskManager t** (all figures in cores *of t's host* until said otherwise; ``σ_t`` its host speed):
 
-* ``P_t`` = the process's cores: ``Σ Δcpu_time / Σ Δt`` over consecutive samples after the warm-up (a counter
+* ``P_t`` = the process's cores: ``Σ Δcpu_time / Σ Δt`` over consecutive samples after the warm-up (times the
+  inventory's ``cpu_time_core_speed / speed`` where the host's CPU time counts faster cores than its own: a lab host
+  is a CPU quota on this machine, so its JVM's CPU time is in this machine's cores) (a counter
   that goes down — a restarted TaskManager — drops that pair). Flink's REST API answers from the JobManager's
   metric store, refreshed every ``metrics.fetcher.update-interval`` (10 s by default), so the same value comes back
   for several polls: only the samples at which the value changed are paired (each is at most one poll interval
@@ -58,7 +60,7 @@ from placement.collect.layout import RunManifest, SubtaskLocation, read_taskmana
 from placement.costmodel import demand
 from placement.inventory import Inventory
 from placement.profile.format import JobProfile, TaskManagerCpu
-from placement.profile.rules import host_speed_for
+from placement.profile.rules import cpu_time_to_host_cores, host_speed_for
 
 MIN_CONFIDENT_PAIRS = 5  # sample pairs of the CPU counter behind a confident figure
 MIN_FACTOR = 0.01  # a factor below this is a measurement problem, not a calibration
@@ -143,10 +145,11 @@ def calibrate(profile: JobProfile, runs: Sequence[tuple[Path, RunManifest]], *, 
 
     process: dict[str, float] = {}
     for tm, m in measured.items():
+        to_host = cpu_time_to_host_cores(inventory, hosts[tm])  # a lab host's CPU time counts this machine's cores
         if m.pairs > 0 and m.wall_s > 0:
-            process[tm] = m.cpu_s / m.wall_s
+            process[tm] = m.cpu_s / m.wall_s * to_host
         elif m.loads and infos.get(tm) and infos[tm].hardware_cpu_cores:
-            process[tm] = statistics.fmean(m.loads) * float(infos[tm].hardware_cpu_cores)  # type: ignore[arg-type]
+            process[tm] = statistics.fmean(m.loads) * float(infos[tm].hardware_cpu_cores) * to_host  # type: ignore[arg-type]
     idle_server = [process[tm] * speeds[tm] for tm in process if not charge[tm]]
     idle_prior = statistics.median(idle_server) if idle_server else None
 

@@ -117,6 +117,28 @@ def test_profile_reports_each_taskmanagers_baseline_and_calibrates_the_source(ca
     assert "TaskManager CPU: rpi1 0.300 cores, baseline 0.050 (prior)" in (calibrated.job.note or "")
 
 
+def test_a_lab_hosts_cpu_time_counts_this_machines_cores_and_is_read_in_the_hosts_own(tmp_path):
+    """A lab Pi is a CPU quota on this machine: its JVM's CPU time is in this machine's cores (the lab inventory says so
+    with cpu_time_core_speed: 1.0). Read as Pi cores it looked 1/0.3 too small, so busy time seemed to overstate and
+    the source was calibrated away (before: rpi1 read 0.30 Pi cores against 0.5 charged, k = 0.5)."""
+    write_history(tmp_path / "metrics")
+    lab = inventory().model_dump(mode="json", by_alias=True)
+    for h in lab["hosts"]:
+        if h["role"] == "edge":
+            h["cpu_time_core_speed"] = 1.0
+    inv = tmp_path / "lab-inventory.json"
+    inv.write_text(json.dumps(lab))
+    profile = build_profile(tmp_path / "metrics", engine="pandas", warmup_s=0, inventory=inv)
+    tms = {t.id: t for t in profile.taskmanagers}
+    rpi1, rpi2, srv = tms["rpi1"], tms["rpi2"], tms["srv"]
+    assert rpi1.process_cores == pytest.approx(0.30 / 0.3) and rpi1.charged_cores == pytest.approx(0.5)
+    assert rpi1.basis == "residual" and rpi1.baseline_cores == pytest.approx(0.5)  # busy time no longer overstates
+    assert rpi2.basis == "idle" and rpi2.baseline_cores == pytest.approx(0.05 / 0.3)
+    assert srv.process_cores == pytest.approx(0.85)  # the server's own cores: unchanged
+    assert profile.vertex("src").cpu_calibration is None
+    assert Inventory.model_validate(lab).digest() != inventory().digest()  # and the plain inventory hashes as before
+
+
 def test_cost_model_predicts_baseline_plus_calibrated_subtasks_per_host(calibrated, tmp_path):
     inv = inventory({"taskmanager_baseline_cores": 0.08})
     problem = build_problem(inv, calibrated)
