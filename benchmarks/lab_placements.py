@@ -194,6 +194,22 @@ def apply_plan(rest: FlinkRest, jar: str, spec: JobSpec, args: list[str], plan_d
     return placed, green and by_index(rest, placed) == mapping, seconds
 
 
+def profile_unpinned(spec: JobSpec, args: list[str], inventory: str, work: Path, state: dict, engine: str) -> str:
+    """The job unpinned with ``args``, 60 s for Flink's rate meters, ``metrics collect`` 60 s, ``profile``; the job
+    is cancelled after. Returns the profile's path."""
+    rest = FlinkRest(state["rest_url"])
+    job = chain.submit(rest, state["jar"], spec.entry_class, args)
+    time.sleep(chain.METER_SETTLE_S)
+    metrics_dir = work / f"bench-metrics-{spec.key}"
+    shutil.rmtree(metrics_dir, ignore_errors=True)
+    cli("metrics", "collect", "--rest", state["rest_url"], "--job", job, "--duration", "60", "--interval", "2",
+        "--out", str(metrics_dir), "--quiet")
+    profile_path = str(work / f"bench-profile-{spec.key}.json")
+    cli("profile", str(metrics_dir), "--out", profile_path, "--inventory", inventory, "--engine", engine, "--quiet")
+    chain.cancel_all(rest)
+    return profile_path
+
+
 def run_job(spec: JobSpec, args, work: Path, state: dict, console: Console) -> tuple[list[dict], dict]:
     """Profile, plan and measure one job on the lab that is up; returns the table rows and the run's parameters."""
     rest, jar = FlinkRest(state["rest_url"]), state["jar"]
@@ -212,16 +228,8 @@ def run_job(spec: JobSpec, args, work: Path, state: dict, console: Console) -> t
     profile_path = args.profile
     if profile_path is None:
         console.print("profiling: unpinned at " + ", ".join(f"{profile_rates[s.vertex]:g} {s.unit}" for s in spec.sources))
-        job = chain.submit(rest, jar, spec.entry_class, job_args(spec, profile_rates, parallelism))
-        time.sleep(chain.METER_SETTLE_S)
-        metrics_dir = work / f"bench-metrics-{spec.key}"
-        shutil.rmtree(metrics_dir, ignore_errors=True)
-        cli("metrics", "collect", "--rest", state["rest_url"], "--job", job, "--duration", "60", "--interval", "2",
-            "--out", str(metrics_dir), "--quiet")
-        profile_path = str(work / f"bench-profile-{spec.key}.json")
-        cli("profile", str(metrics_dir), "--out", profile_path, "--inventory", lab_inv, "--engine", args.profile_engine,
-            "--quiet")
-        chain.cancel_all(rest)
+        profile_path = profile_unpinned(spec, job_args(spec, profile_rates, parallelism), lab_inv, work, state,
+                                        args.profile_engine)
 
     profile = load_profile(profile_path)
     for s in spec.sources:

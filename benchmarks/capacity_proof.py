@@ -1,0 +1,251 @@
+"""`plan --max-rate` proven on a running job: the predicted highest sustainable rate against the measured one.
+
+    .venv/bin/python benchmarks/capacity_proof.py [--case cpu|uplink|all] [--step-s 50] [--keep] [--flink-version X]
+
+Two lab cases, one edge host each, so that one resource binds and the other has room:
+
+* ``cpu`` — a slow Pi (one core of ``speed`` 0.15: a cgroup quota of 0.15 of a core here) behind a wide uplink
+  (50 Mbit/s): what runs out first at the highest rate is the Pi's CPU;
+* ``uplink`` — a fast edge host (one whole core) behind a 2 Mbit/s uplink, every operator but the source forbidden
+  on it (``pins.forbid``), so the raw readings cross: what runs out first is the link.
+
+Per case: ``lab up`` with that inventory (custom mode) -> the IoT job unpinned at a low rate, profiled as
+``benchmarks/lab_placements.py`` does -> ``placement plan --max-rate`` (the highest scale ``X*`` of the profiled rate
+that fits, the plan that fits there, and what is short just above) -> that plan applied with ``placement apply`` to
+the job whose source follows a rate schedule (``--rate-schedule``: no resubmission between steps) of
+``STEPS`` × the predicted rate ``X* × profile rate``, ``--step-s`` seconds each -> per step, over its last part: the
+source's records/s from the ``numRecordsOut`` counter (not Flink's 60 s meter, which lags a step), the uplink's wire
+Mbit/s, the edge TaskManager's CPU and how often its cgroup was throttled.
+
+A step *holds* when the source emits at least 97 % of its target. The measured highest sustainable rate is the last
+step that holds with every step below it holding. Verdicts (PASS/FAIL lines, exit 1 on any FAIL):
+
+* the plan at 0.9 × the predicted rate holds;
+* the measured highest sustainable rate is within ±15 % of the predicted;
+* above capacity (the last step) the rate does not hold, and the resource `--max-rate` named is the one that
+  saturates: the link carries at least 85 % of its shaped rate, or the Pi's cgroup is throttled in at least half
+  of its periods.
+
+Writes ``<workdir>/../capacity_proof.json`` with every step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from lab_placements import JOBS, PLACEMENT, cli, job_args, job_inventory, profile_unpinned  # noqa: E402
+
+from placement.flink.rest import FlinkRest  # noqa: E402
+from placement.lab import chain  # noqa: E402
+from placement.lab.measure import HostCpu, measure_links  # noqa: E402
+
+STEPS = (0.8, 0.9, 1.0, 1.1, 1.2, 1.4)  # × the predicted highest rate
+HOLDS = 0.97  # a step holds when the source emits this share of its target
+TOLERANCE = 0.15
+LINK_SATURATED = 0.85  # of the shaped rate, on the wire
+THROTTLED_SATURATED = 0.5  # of the cgroup's periods
+SKIP_S = 20.0  # of each step: the rate change reaching every operator and queues settling
+
+
+@dataclass(frozen=True)
+class Case:
+    key: str
+    speed: float  # of the edge host's one core, in server cores
+    bandwidth: str
+    profile_rate: float  # readings/s of the profiling run
+    binds: str  # the Shortage kind `--max-rate` should name ("cpu" or "link")
+    server_only: tuple[str, ...] = ()  # vertices forbidden on the edge host
+
+
+CASES = {
+    "cpu": Case("cpu", speed=0.15, bandwidth="50mbit", profile_rate=300.0, binds="cpu"),
+    "uplink": Case("uplink", speed=1.0, bandwidth="2mbit", profile_rate=200.0, binds="link",
+                   server_only=("Parse", "Filter", "Enrich", "Window Aggregate", "Sink: Readings")),
+}
+
+
+def case_inventory(case: Case, out: Path) -> Path:
+    """inventory/lab.yaml with one edge host of the case's speed behind the case's uplink."""
+    doc = yaml.safe_load((ROOT / "inventory" / "lab.yaml").read_text())
+    doc["name"] = f"capacity-{case.key}"
+    doc["hosts"] = [h for h in doc["hosts"] if h["name"] in ("server", "rpi1")]
+    rpi = next(h for h in doc["hosts"] if h["name"] == "rpi1")
+    rpi.update(cores=1, speed=case.speed, memory="2GiB")
+    rpi.pop("model", None)  # the speed is the case's, not a Pi 4B's
+    doc["links"] = [{"from": "rpi1", "to": "server", "bandwidth": case.bandwidth}]
+    doc["pins"] = {"sources": {"Source: Sensors": ["rpi1"]}, "forbid": dict.fromkeys(case.server_only, "rpi1")}
+    out.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return out
+
+
+def cgroup_periods(cgroup: str | None) -> tuple[int, int]:
+    """(periods, throttled periods) of a cgroup v1 cpu controller so far."""
+    if not cgroup:
+        return 0, 0
+    stat = dict(line.split() for line in (Path(cgroup) / "cpu.stat").read_text().splitlines())
+    return int(stat.get("nr_periods", 0)), int(stat.get("nr_throttled", 0))
+
+
+def source_count(rest: FlinkRest, job: str, vertex: str) -> tuple[float, float]:
+    """(records the source has emitted, when) — the counter, fresh (a priming request first)."""
+    vid = next(v.id for v in rest.job(job).vertices if v.name == vertex)
+    count = rest.vertex_metrics(job, vid, ["numRecordsOut"], agg="sum", refresh=1.0).get("numRecordsOut", 0.0)
+    return count, time.monotonic()
+
+
+def max_rate(inventory: str, profile: str, out: Path) -> dict:
+    """``placement plan --max-rate``'s answer (and its plan, written to ``out``)."""
+    return json.loads(cli("plan", "--inventory", inventory, "--profile", profile, "--max-rate", "--json", "--out",
+                          str(out)))["max_rate"]
+
+
+def run_case(case: Case, args, console: Console) -> dict:
+    work = Path(args.workdir) / case.key
+    spec = JOBS["iot"]
+    source = spec.sources[0].vertex
+    inventory = case_inventory(case, Path(args.workdir) / f"capacity-{case.key}.yaml")
+    version = ["--flink-version", args.flink_version] if args.flink_version else []
+    console.print(cli("lab", "up", "--inventory", str(inventory), "--workdir", str(work), *version).strip())
+    try:
+        state = json.loads((work / "lab.json").read_text())
+        rest = FlinkRest(state["rest_url"])
+        edge = next(h for h in state["hosts"] if h["name"] == "rpi1")
+        lab_inv, parallelism = job_inventory(state["lab_inventory"], spec, work / "profile-inventory.yaml")
+        profile = profile_unpinned(spec, job_args(spec, {source: case.profile_rate}, parallelism), lab_inv, work, state,
+                                   "pandas")
+        capacity = max_rate(lab_inv, profile, work / "plan-max-rate")
+        if capacity["status"] != "bounded":
+            return {"case": case.key, "failures": [f"--max-rate is {capacity['status']}, not bounded"], "steps": []}
+        scale, binding = capacity["scale"], capacity["binding"][0]
+        predicted = scale * case.profile_rate
+        console.print(f"[bold]{case.key}[/]: --max-rate {scale:.3f}× of {case.profile_rate:g}/s = {predicted:,.0f} "
+                      f"readings/s; runs out first: {binding['message']}")
+        rates = [round(f * predicted) for f in STEPS]
+        schedule = ",".join(f"{round(i * args.step_s)}:{r}" for i, r in enumerate(rates))
+        program = ["--job-name", spec.job_name, "--rate", str(rates[0]), "--rate-schedule", schedule,
+                   "--parallelism", str(parallelism[source])]
+        # the plan again from the inventory apply resubmits the job with (its arguments are part of its digest):
+        # the same model, so the same scale and placement
+        lab_inv, _ = job_inventory(state["lab_inventory"], spec, work / "run-inventory.yaml", lambda p: program)
+        plan_dir = work / "plan-max-rate"
+        again = max_rate(lab_inv, profile, plan_dir)
+        assert abs(again["scale"] / scale - 1) < 1e-6, (again, capacity)
+        job = chain.submit(rest, state["jar"], spec.entry_class, program)
+        applied = subprocess.run([PLACEMENT, "apply", str(plan_dir), "--inventory", lab_inv, "--job", job,
+                                  "--settle", "5"], check=False, capture_output=True, text=True, cwd=ROOT, timeout=900)
+        if applied.returncode != 0:
+            return {"case": case.key, "failures": [f"apply failed: {applied.stderr.strip()[-300:]}"], "steps": []}
+        placed = next(j.id for j in rest.running_jobs() if j.name == spec.job_name)
+        started = rest.job_raw(placed)["start-time"] / 1000  # the schedule's clock starts with the job's main()
+        steps = []
+        for i, rate in enumerate(rates):
+            begin = started + i * args.step_s + SKIP_S
+            time.sleep(max(0.0, begin - time.time()))
+            c0, t0 = source_count(rest, placed, source)
+            p0 = cgroup_periods(edge.get("cgroup"))
+            cpu: list[HostCpu] = []
+            window = max(5.0, started + (i + 1) * args.step_s - 3 - time.time())
+            [link] = measure_links(state, window, cpu)
+            p1 = cgroup_periods(edge.get("cgroup"))
+            c1, t1 = source_count(rest, placed, source)
+            emitted = (c1 - c0) / (t1 - t0) / parallelism[source]
+            periods = max(p1[0] - p0[0], 1)
+            rpi = next(c for c in cpu if c.host == "rpi1")
+            steps.append({"fraction": STEPS[i], "target": rate, "emitted": emitted, "holds": emitted >= HOLDS * rate,
+                          "link_mbit": link.mbit, "link_share": link.mbit / link.rate_mbit if link.rate_mbit else None,
+                          "pi_host_cores": rpi.host_cores, "throttled": (p1[1] - p0[1]) / periods})
+            console.print(f"  step {STEPS[i]:.2f}×: target {rate:,}/s, emitted {emitted:,.0f}/s, link "
+                          f"{link.mbit:.3f} Mbit/s, Pi {rpi.host_cores:.3f} cores, throttled {steps[-1]['throttled']:.0%}")
+        chain.cancel_all(rest)
+    finally:
+        if not args.keep:
+            subprocess.run([PLACEMENT, "lab", "down", "--workdir", str(work)], check=False, capture_output=True,
+                           timeout=300)
+    return verdict(case, predicted, binding, steps)
+
+
+def verdict(case: Case, predicted: float, binding: dict, steps: list[dict]) -> dict:
+    measured = None
+    for s in steps:
+        if not s["holds"]:
+            break
+        measured = s["target"]
+    failures = []
+    at_09 = next(s for s in steps if s["fraction"] == 0.9)
+    if not at_09["holds"]:
+        failures.append(f"the plan at 0.9× does not hold: {at_09['emitted']:,.0f} of {at_09['target']:,}/s")
+    if measured is None or abs(measured / predicted - 1) > TOLERANCE:
+        failures.append(f"measured highest sustainable rate {measured or 0:,}/s is not within ±15 % of the predicted "
+                        f"{predicted:,.0f}/s")
+    top = steps[-1]
+    if top["holds"]:
+        failures.append(f"{top['fraction']}× still holds: the predicted capacity is low")
+    kinds = {"cpu": ("cpu", "thread"), "link": ("link",)}[case.binds]  # one core: its thread binds with its host
+    if binding["kind"] not in kinds:
+        failures.append(f"--max-rate named {binding['kind']} ({binding['message']}), the case binds {case.binds}")
+    elif case.binds == "link" and (top["link_share"] or 0) < LINK_SATURATED:
+        failures.append(f"above capacity the link carries {top['link_share']:.0%} of its rate: not saturated")
+    elif case.binds == "cpu" and top["throttled"] < THROTTLED_SATURATED:
+        failures.append(f"above capacity the Pi was throttled in {top['throttled']:.0%} of its periods: not saturated")
+    return {"case": case.key, "predicted": predicted, "measured": measured, "binding": binding, "steps": steps,
+            "failures": failures}
+
+
+def print_table(console: Console, results: list[dict]) -> None:
+    table = Table(title="plan --max-rate: predicted vs measured highest sustainable rate (IoT job, readings/s per source)")
+    for col in ("case", "runs out first (predicted)", "predicted", "measured", "error", "0.9× holds",
+                "above capacity: link / Pi throttled"):
+        table.add_column(col, justify="left" if col.startswith(("case", "runs")) else "right")
+    for r in results:
+        if not r["steps"]:
+            table.add_row(r["case"], "; ".join(r["failures"]))
+            continue
+        top = r["steps"][-1]
+        error = f"{r['predicted'] / r['measured'] - 1:+.0%}" if r["measured"] else "-"
+        at_09 = next(s for s in r["steps"] if s["fraction"] == 0.9)
+        table.add_row(r["case"], r["binding"]["message"], f"{r['predicted']:,.0f}", f"{r['measured'] or 0:,}", error,
+                      "yes" if at_09["holds"] else "NO", f"{top['link_share'] or 0:.0%} / {top['throttled']:.0%}")
+    console.print(table)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--case", default="all", help="cpu, uplink or all")
+    ap.add_argument("--workdir", default="/tmp/placement-capacity")
+    ap.add_argument("--step-s", type=float, default=50.0, help="seconds of each rate step")
+    ap.add_argument("--keep", action="store_true", help="leave the lab up")
+    ap.add_argument("--flink-version", help="run the lab on this Flink release (`lab up --flink-version`)")
+    args = ap.parse_args()
+    keys = list(CASES) if args.case == "all" else [args.case]
+    if any(k not in CASES for k in keys):
+        ap.error(f"--case: {args.case!r} is not cpu, uplink or all")
+    console = Console(width=200)
+    Path(args.workdir).mkdir(parents=True, exist_ok=True)
+    results = [run_case(CASES[k], args, console) for k in keys]
+    print_table(console, results)
+    (Path(args.workdir).parent / "capacity_proof.json").write_text(json.dumps(results, indent=2, default=str))
+    failures = [f"{r['case']}: {f}" for r in results for f in r["failures"]]
+    for f in failures:
+        console.print(f"[red]FAIL[/] {f}")
+    if failures:
+        sys.exit(1)
+    console.print("[green]PASS[/]: the plan holds at 0.9× the predicted rate, the measured highest sustainable rate is "
+                  "within ±15 % of the predicted, and above it the named resource saturates")
+
+
+if __name__ == "__main__":
+    main()
