@@ -17,10 +17,10 @@ demo: setup
 	  --out $(OUT)/iot-sensors --compare
 
 ## Everything, with real Flink, PySpark, sshd, tc and Ansible (needs root for namespaces; CI runs this).
-## Three pytest-xdist workers: the suite mostly waits on clusters; tests that share machine-wide names (the lab, fixed
-## namespaces) run as one group in one worker (tests/conftest.py: pytest_xdist_make_scheduler). The lab group (~22 min)
-## is the floor; the other two workers share the rest.
-PYTEST_ARGS := -q -p no:cacheprovider -n 3 --timeout=900 --durations=30
+## Two pytest-xdist workers: the suite mostly waits on clusters; tests that share machine-wide names (the lab, fixed
+## namespaces) run as one group in one worker (tests/conftest.py: pytest_xdist_make_scheduler). Three were tried: the
+## machine's two cores at ~90 % and a lab JobManager's actor system timed out at start.
+PYTEST_ARGS := -q -p no:cacheprovider -n 2 --timeout=900 --durations=30
 
 test: setup-full
 	.venv/bin/pytest $(PYTEST_ARGS)

@@ -40,10 +40,9 @@ def flink_support():
     return support_flink
 
 
-# ---- running in three pytest-xdist workers (`make test`: -n 3) ----------------------------------------------------------
-# The suite mostly waits (clusters settling, measurement windows), so more workers than cores shorten it: the lab group
-# alone is ~22 min, and with two workers everything else (the version matrix's clusters among it) had to fit beside it
-# in one worker; a third shares that. Tests that share fixed machine-wide names run in one worker, one after the other, as a group: the lab
+# ---- running in two pytest-xdist workers (`make test`: -n 2) ------------------------------------------------------------
+# The suite mostly waits (clusters settling, measurement windows: ~33 % of one core on average), so two workers nearly
+# halve it. Tests that share fixed machine-wide names run in one worker, one after the other, as a group: the lab
 # (namespaces pl-lab-*, 10.203/16, `lab down` removes any lab's leftovers by prefix, CPU quotas a timing test relies
 # on), and each directory whose fixtures make namespaces with fixed names and addresses. Every other test is a unit of
 # its own. The lab group is the longest (~20 min): it is collected, and so handed out, first.

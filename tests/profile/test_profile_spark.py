@@ -300,8 +300,14 @@ def test_cli_profile_then_plan_end_to_end(tmp_path, capsys):
     assert e.value.code == 0, err
     assert "Window Aggregate" in out and "13950 of 18000 samples used" in out
     JobProfile.model_validate_json(prof.read_text())
+    # this recorded history profiles Parse (3/3) at 0.84 of a Pi core: one thread cannot keep up under the default
+    # 0.8 target (plan says so, naming it); 0.9 lets a plan fit, as this test needs one
+    doc = yaml.safe_load(INVENTORY.read_text())
+    doc.setdefault("policy", {})["cpu_utilisation_target"] = 0.9
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text(yaml.safe_dump(doc, sort_keys=False))
     with pytest.raises(SystemExit) as e:
-        main(["plan", "--profile", str(prof), "--inventory", str(INVENTORY), "--out", str(tmp_path / "plan")])
+        main(["plan", "--profile", str(prof), "--inventory", str(inventory), "--out", str(tmp_path / "plan")])
     out, err = capsys.readouterr()
     assert e.value.code == 0, err
     # the inventory's source pins applied (the profile's vertex names matched them): subtask i on the i-th host
