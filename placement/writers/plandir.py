@@ -70,12 +70,14 @@ def write_whole(out: Path, files: Mapping[str, bytes], executable: frozenset[str
     Returns the paths written, as they are under ``out``."""
     out = Path(os.path.abspath(out))
     out.parent.mkdir(parents=True, exist_ok=True)
+    stage: Path | None = None
+    retired: Path | None = None  # the previous plan, between the swap and its removal
     try:
-        stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
-    except OSError as exc:
-        raise _unwritable(out, exc.strerror or str(exc)) from None
-    retired = stage.with_name(f"{stage.name}.old")  # the previous plan, between the swap and its removal
-    try:
+        # a Ctrl-C while mkdtemp makes the directory, or before its name is kept, would leave it behind: the name
+        # is known to the cleanup below before the interrupt is raised
+        with sigint_held_back():
+            stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
+            retired = stage.with_name(f"{stage.name}.old")
         os.chmod(stage, 0o755)  # mkdtemp makes it 0700; a plan directory is as readable as any other
         for name, data in files.items():
             target = stage / name
@@ -91,6 +93,8 @@ def write_whole(out: Path, files: Mapping[str, bytes], executable: frozenset[str
     except OSError as exc:
         raise _unwritable(out, exc.strerror or str(exc)) from None
     finally:
-        shutil.rmtree(stage, ignore_errors=True)  # left only when the swap did not happen
-        shutil.rmtree(retired, ignore_errors=True)
+        with sigint_held_back():  # a second Ctrl-C must not cut the cleanup short
+            for leftover in (stage, retired):  # the stage is left only when the swap did not happen
+                if leftover is not None:
+                    shutil.rmtree(leftover, ignore_errors=True)
     return [out / name for name in files]
