@@ -14,7 +14,7 @@ And the CPU per host over the same window: the CPU time (``utime + stime`` in ``
 the process: tasks, GC, netty, metrics) of the host's TaskManager JVM — the processes of its cgroup whose command line
 runs ``TaskManagerRunner``, so the server's JobManager is not counted — per second, in this machine's cores, and in the
 host's own cores (÷ the lab's effective speed of that host: a lab Pi core is a fraction of a core here). This is what
-``plan.json``'s per-host ``cores_used`` predicts.
+``plan.json``'s per-host ``predicted_cores`` predicts (its TaskManager's baseline + its subtasks' ``cores_used``).
 """
 
 from __future__ import annotations
