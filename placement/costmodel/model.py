@@ -10,6 +10,7 @@ assignment and is enforced by the solver and checked by :func:`placement.costmod
 from __future__ import annotations
 
 import difflib
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -183,6 +184,9 @@ class PlacementProblem:
     # like typos): `plan` says them on stderr even with --json, and --strict refuses them; also in ``warnings``
     input_warnings: tuple[str, ...] = field(default=())
     whole_vertices: frozenset[str] = frozenset()  # vertex ids whose subtasks must share one host (vanilla mode)
+    # several jobs in one problem (placement.costmodel.jobs): vertex id -> its job. Empty for one job. Jobs never share
+    # a task slot, so with slot sharing a host's slots are counted per job (slots_needed)
+    vertex_job: Mapping[str, str] = field(default_factory=dict)
 
     @cached_property
     def host_by_name(self) -> dict[str, HostSpec]:
@@ -245,6 +249,24 @@ class PlacementProblem:
     @property
     def edges(self) -> list[HostSpec]:
         return [h for h in self.hosts if h.is_edge]
+
+    def slots_needed(self, placed: list[Subtask]) -> int:
+        """Task slots the subtasks ``placed`` on one host fill. With slot sharing (Flink's default) one slot holds one
+        subtask of each vertex of one job, so a job needs as many as its most numerous vertex there, and jobs add up
+        (a slot never holds two jobs' subtasks): ``Σ_jobs max_v n(v)``. Without slot sharing: one per subtask."""
+        if not self.slot_sharing:
+            return len(placed)
+        return self.slots_of_counts(Counter(s.vertex_id for s in placed))
+
+    def slots_of_counts(self, per_vertex: Mapping[str, int]) -> int:
+        """:meth:`slots_needed` from the number of subtasks of each vertex on the host."""
+        if not self.slot_sharing:
+            return sum(per_vertex.values())
+        per_job: dict[str, int] = {}
+        for vid, n in per_vertex.items():
+            job = self.vertex_job.get(vid, "")
+            per_job[job] = max(per_job.get(job, 0), n)
+        return sum(per_job.values())
 
     def usable_cores(self, h: HostSpec) -> float:
         """What the subtasks may use: ``cores·ρ`` less the TaskManager's own baseline (every CPU row reads this)."""

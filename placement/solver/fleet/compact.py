@@ -123,12 +123,33 @@ def edge_capacity(m: CompactModel, rows: Rows, net: dict[SubtaskKey, float]) -> 
 
 
 def _slot_rows(m: CompactModel, rows: Rows, name: str, placed, slots: int) -> None:
+    if m.problem.vertex_job and m.problem.slot_sharing:
+        _job_slot_rows(m, rows, name, placed, slots)
+        return
     groups: dict[str, list] = defaultdict(list)
     for s, c in placed:
         groups[s.vertex_id if m.problem.slot_sharing else "all"].append((c, 1.0))
     for group, terms in groups.items():
         if len(terms) > slots:
             _capacity_row(m, rows, ("slots", name, group), terms, slots)
+
+
+def _job_slot_rows(m: CompactModel, rows: Rows, name: str, placed, slots: int) -> None:
+    """Several jobs, slot sharing (as :func:`placement.solver.constraints.task_slots_per_job`): ``y[J] ≥ Σ x`` over the
+    subtasks of each vertex of job ``J`` here, ``Σ_J y[J] ≤ slots``."""
+    jobs: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    for s, c in placed:
+        jobs[m.problem.vertex_job.get(s.vertex_id, "")][s.vertex_id].append(c)
+    if sum(max(len(cols) for cols in vertices.values()) for vertices in jobs.values()) <= slots:
+        return
+    used = []
+    for vertices in jobs.values():
+        y = int(m.mip.add_cols(1, 0.0, INF, integer=False)[0])
+        used.append((y, 1.0))
+        for cols in vertices.values():
+            fixed = sum(1 for c in cols if c is None)
+            rows.add([(c, 1.0) for c in cols if c is not None] + [(y, -1.0)], -INF, -float(fixed))
+    _capacity_row(m, rows, ("slots", name, "jobs"), used, slots)
 
 
 def pool_capacity(m: CompactModel, rows: Rows) -> None:
