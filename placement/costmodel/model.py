@@ -34,6 +34,18 @@ Assignment = Mapping[SubtaskKey, str]  # subtask -> host name
 
 
 @dataclass(frozen=True)
+class RunningUse:
+    """What a job that keeps running — planned before, not placed now (``plan --running``) — takes of one host and its
+    uplink: fixed load, off the capacities every planner sees (:mod:`placement.costmodel.running`)."""
+
+    job: str
+    cores: float = 0.0  # in this host's cores, as its plan predicted them
+    memory_mib: float = 0.0
+    slots: int = 0  # already taken off HostSpec.slots; kept to say why the host has fewer
+    mbit: float = 0.0  # on this host's uplink
+
+
+@dataclass(frozen=True)
 class HostSpec:
     name: str
     address: str
@@ -54,10 +66,15 @@ class HostSpec:
     # since the host runs a TaskManager whatever is placed on it; the CPU rows take it off the usable cores
     baseline_cores: float = 0.0
     baseline_basis: str = "none"
+    running: tuple[RunningUse, ...] = ()  # jobs already running here, as fixed load (usable_* take it off)
 
     @property
     def is_edge(self) -> bool:
         return self.role == "edge"
+
+    def running_total(self, what: str) -> float:
+        """The running jobs' ``cores``, ``memory_mib``, ``slots`` or ``mbit`` here, together."""
+        return sum(getattr(r, what) for r in self.running)
 
 
 @dataclass(frozen=True)
@@ -269,14 +286,16 @@ class PlacementProblem:
         return sum(per_job.values())
 
     def usable_cores(self, h: HostSpec) -> float:
-        """What the subtasks may use: ``cores·ρ`` less the TaskManager's own baseline (every CPU row reads this)."""
-        return max(0.0, h.cores * self.policy.cpu_utilisation_target - h.baseline_cores)
+        """What the subtasks may use: ``cores·ρ`` less the TaskManager's own baseline and the jobs already running
+        there (every CPU row reads this)."""
+        return max(0.0, h.cores * self.policy.cpu_utilisation_target - h.baseline_cores - h.running_total("cores"))
 
     def usable_mbit(self, h: HostSpec) -> float:
-        return (h.uplink_mbit or 0.0) * self.policy.wan_headroom
+        """The uplink under the headroom, less what jobs already running send over it."""
+        return max(0.0, (h.uplink_mbit or 0.0) * self.policy.wan_headroom - h.running_total("mbit"))
 
     def usable_memory(self, h: HostSpec) -> float:
-        return h.memory_mib * self.policy.memory_utilisation_target
+        return max(0.0, h.memory_mib * self.policy.memory_utilisation_target - h.running_total("memory_mib"))
 
     # One thread: a subtask is one task thread, so however many cores its host has it can use only one of them. It
     # keeps up with its input on ``h`` only if ``c(s)/σ_h ≤ ρ`` — one core under the utilisation target (the same as

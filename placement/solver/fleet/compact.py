@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from placement.costmodel.model import PlacementProblem, Subtask, SubtaskKey
+from placement.costmodel.running import running_note
 from placement.errors import Infeasible
 from placement.solver import highs_model
 from placement.solver.causes import structural_causes, thread_causes
@@ -344,10 +345,16 @@ def _shortages(problem: PlacementProblem, pools: list[Pool], slack: dict[tuple[s
                       "slots": float(h.slots)}[kind]
             capacity = {"link": h.uplink_mbit or 0.0, "cpu": h.cores, "memory": h.memory_mib, "slots": float(h.slots)}[kind]
             resource = f"{where}→{h.uplink_to}" if kind == "link" else where
-        detail = ""
+        detail, running = "", ""
         if kind == "slots" and name[2] in problem.vertex_names:
             detail = f" for {problem.vertex_names[name[2]]}"
-        out.append(Shortage(kind, resource, usable + over, usable, capacity, detail))  # type: ignore[arg-type]
+        if where in hosts:  # jobs already running there (plan --running): name them
+            what, unit = {"link": ("mbit", " Mbit/s"), "cpu": ("cores", ""), "memory": ("memory_mib", " MiB"),
+                          "slots": ("slots", "")}[kind]
+            running = running_note(hosts[where], what, unit)
+            if kind == "slots":
+                capacity += hosts[where].running_total("slots")
+        out.append(Shortage(kind, resource, usable + over, usable, capacity, detail, running))  # type: ignore[arg-type]
     out.sort(key=lambda s: -(s.needed - s.usable) / max(s.usable, EPS))
     return tuple(out)
 
