@@ -39,3 +39,27 @@ def running_note(h: HostSpec, what: str, unit: str) -> str:
     fmt = (lambda x: f"{x:.0f}") if what in ("slots", "memory_mib") else (lambda x: f"{x:.3g}")
     named = ", ".join(f"{r.job}'s {fmt(getattr(r, what))}{unit}" for r in users)
     return f" after running job{'s' if len(users) > 1 else ''} {named}"
+
+
+def uses_of(job: str, links: Mapping[str, float], hosts: Sequence[tuple[str, float, float, int]]
+            ) -> dict[str, list[RunningUse]]:
+    """A job's plan as running load: ``links`` edge host -> Mbit/s on its uplink, ``hosts`` (host, cores, MiB, slots)
+    — the figures a plan.json or a :class:`~placement.costmodel.evaluate.PlanCost` carries. Hosts it does not use are
+    left out."""
+    out: dict[str, list[RunningUse]] = {}
+    for host, cores, memory, slots in hosts:
+        mbit = links.get(host, 0.0)
+        if cores > 0 or memory > 0 or slots > 0 or mbit > 0:
+            out.setdefault(host, []).append(RunningUse(job, cores=cores, memory_mib=memory, slots=slots, mbit=mbit))
+    for host, mbit in links.items():  # an uplink carrying its data while the host itself holds nothing: not possible
+        if mbit > 0 and host not in out:  # in a plan, but a hand-edited one may say so
+            out[host] = [RunningUse(job, mbit=mbit)]
+    return out
+
+
+def merged(*uses: Mapping[str, Sequence[RunningUse]]) -> dict[str, list[RunningUse]]:
+    out: dict[str, list[RunningUse]] = {}
+    for u in uses:
+        for host, here in u.items():
+            out.setdefault(host, []).extend(here)
+    return out

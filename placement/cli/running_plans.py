@@ -1,0 +1,54 @@
+"""``placement plan --running PLAN``: the plans of jobs that keep running, read as fixed load
+(:mod:`placement.costmodel.running`). Their figures are the plans' own predictions (plan.json ``hosts`` and
+``links``), checked against the inventory the new plan is made for."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from placement.costmodel.model import RunningUse
+from placement.costmodel.running import merged, uses_of
+from placement.errors import BadInput
+from placement.inventory import Inventory
+from placement.writers.planjson import load_plan
+
+
+@dataclass(frozen=True)
+class RunningPlans:
+    uses: dict[str, list[RunningUse]] = field(default_factory=dict)  # host -> the running jobs' use of it
+    jobs: list[tuple[str, str]] = field(default_factory=list)  # (job, the path given)
+    warnings: list[str] = field(default_factory=list)
+
+
+def load_running(paths: Sequence[str], inv: Inventory, planned: Sequence[str]) -> RunningPlans:
+    """Read every ``--running`` plan; bad input names the file and field (a host the inventory does not have, a job
+    this plan places, the same job twice)."""
+    if not paths:
+        return RunningPlans()
+    hosts = {h.name: h for h in inv.hosts}
+    uses: dict[str, list[RunningUse]] = {}
+    jobs: list[tuple[str, str]] = []
+    warnings: list[str] = []
+    digest = inv.digest()
+    for path in paths:
+        doc = load_plan(path)
+        if doc.job in planned:
+            raise BadInput(f"is job {doc.job!r}, which this plan places (its load would count twice): drop it from "
+                           "--running to re-plan it", source=str(path), field="job")
+        if any(doc.job == j for j, _ in jobs):
+            raise BadInput(f"job {doc.job!r} is given twice with --running", source=str(path), field="job")
+        for i, h in enumerate(doc.hosts):
+            if h.host not in hosts:
+                raise BadInput(f"host {h.host!r} is not in the inventory", source=str(path), field=f"hosts[{i}].host")
+        for i, link in enumerate(doc.links):
+            if link.source not in hosts or hosts[link.source].role != "edge":
+                raise BadInput(f"{link.source!r} is not an edge host of the inventory", source=str(path),
+                               field=f"links[{i}].from")
+        if doc.inventory.digest != digest:
+            warnings.append(f"{path}: inventory.digest: the running plan was made for another version of the inventory; "
+                            "its predicted use of hosts and links is taken as it is")
+        uses = merged(uses, uses_of(doc.job, {link.source: link.mbit for link in doc.links},
+                                    [(h.host, h.cores_used, h.memory_mib_used, h.slots_used) for h in doc.hosts]))
+        jobs.append((doc.job, str(path)))
+    return RunningPlans(uses, jobs, warnings)
