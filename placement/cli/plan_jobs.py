@@ -24,7 +24,7 @@ from placement.cli.fit import print_table
 from placement.cli.plan_notes import input_warnings, report_warnings
 from placement.cli.running_plans import RunningPlans, load_running
 from placement.costmodel.evaluate import PlanCost, evaluate
-from placement.costmodel.jobs import JointProblem, combine, dir_names, unique_names
+from placement.costmodel.jobs import JointProblem, combine, dir_names, unique_names, vertex_keys
 from placement.costmodel.model import PlacementProblem, PlanOptions, build_problem
 from placement.costmodel.running import with_running
 from placement.errors import EXIT_INFEASIBLE, BadInput, Infeasible
@@ -49,10 +49,13 @@ def _whatif(inv: Inventory, profiles: list[JobProfile], add_host: tuple[str, ...
 
 def _joint_builder(inv: Inventory, profiles: list[JobProfile], names: list[str], running: RunningPlans, *,
                    placement_mode: str, inventory_source: str):
+    others = vertex_keys(profiles)
+
     def build(scale: float) -> JointProblem:
         options = PlanOptions(rate_scale=scale, placement_mode=placement_mode)
-        return combine([(name, with_running(build_problem(inv, p, options, inventory_source=inventory_source),
-                                            running.uses)) for name, p in zip(names, profiles)])
+        return combine([(name, with_running(build_problem(inv, p, options, inventory_source=inventory_source,
+                                                          other_jobs=other), running.uses))
+                        for name, p, other in zip(names, profiles, others)])
     return build
 
 

@@ -79,6 +79,13 @@ def dir_names(jobs: Sequence[str]) -> list[str]:
     return unique_names([dir_name(j) for j in jobs])
 
 
+def vertex_keys(profiles: Sequence) -> list[frozenset[str]]:
+    """Per profile, the vertex names and ids of the others: pins naming them are no typo of this job's
+    (:func:`placement.costmodel.model.build_problem`'s ``other_jobs``)."""
+    keys = [frozenset(k for v in p.vertices for k in (v.name, v.id)) for p in profiles]
+    return [frozenset().union(*(k for m, k in enumerate(keys) if m != n)) for n in range(len(keys))]
+
+
 def _shared_hosts(problems: Sequence[PlacementProblem]) -> tuple[HostSpec, ...]:
     """The hosts once, each with the largest TaskManager baseline any job's profile gave it (one JVM per host)."""
     first = problems[0].hosts

@@ -371,8 +371,10 @@ def _as_list(value: str | list[str]) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
 
 
-def _resolve_pins(inv: Inventory, profile: JobProfile, source: str, warnings: list[str]):
-    """Source births, user allow-lists and forbids per vertex id; pins naming no vertex of this job are reported."""
+def _resolve_pins(inv: Inventory, profile: JobProfile, source: str, warnings: list[str],
+                  other_jobs: frozenset[str] = frozenset()):
+    """Source births, user allow-lists and forbids per vertex id; pins naming no vertex of this job are reported,
+    unless they name one of ``other_jobs``' (vertex names and ids of the jobs planned with it)."""
     unmatched: list[str] = []
     births: dict[str, list[str]] = {}
     allow: dict[str, set[str]] = {}
@@ -382,7 +384,8 @@ def _resolve_pins(inv: Inventory, profile: JobProfile, source: str, warnings: li
         for key, hosts in getattr(inv.pins, section).items():
             v = _match_vertex(profile, key)
             if v is None:
-                unmatched.append(f"pins.{section}.{key}")
+                if key not in other_jobs:
+                    unmatched.append(f"pins.{section}.{key}")
                 continue
             hosts = _as_list(hosts)
             if section == "sources":
@@ -460,13 +463,15 @@ def build_problem(
     *,
     inventory_source: str = "inventory",
     policy: Policy | None = None,
+    other_jobs: frozenset[str] = frozenset(),
 ) -> PlacementProblem:
-    """Resolve inventory + profile into a :class:`PlacementProblem` (pure; raises BadInput on inconsistent pins)."""
+    """Resolve inventory + profile into a :class:`PlacementProblem` (pure; raises BadInput on inconsistent pins).
+    ``other_jobs``: the vertex names and ids of jobs planned together with this one, whose pins are no typo of it."""
     warnings: list[str] = []
     policy = policy or inv.policy
     hosts = _hosts(inv, profile)
     host_by_name = {h.name: h for h in hosts}
-    births, allow, forbid = _resolve_pins(inv, profile, inventory_source, warnings)
+    births, allow, forbid = _resolve_pins(inv, profile, inventory_source, warnings, other_jobs)
     input_warnings = tuple(warnings)  # so far only the pins' notes
     g = profile.graph()
 

@@ -16,7 +16,7 @@ from collections import defaultdict
 from planning_factories import inventory, vertex
 
 from placement.costmodel import PlacementProblem, build_problem, evaluate
-from placement.costmodel.jobs import combine
+from placement.costmodel.jobs import combine, vertex_keys
 from placement.profile.format import JobProfile
 
 EPS = 1e-6
@@ -78,7 +78,8 @@ def random_instance(seed: int):
 
 
 def problems(inv, profiles) -> list[tuple[str, PlacementProblem]]:
-    return [(p.job.name, build_problem(inv, p)) for p in profiles]
+    others = vertex_keys(profiles)
+    return [(p.job.name, build_problem(inv, p, other_jobs=other)) for p, other in zip(profiles, others)]
 
 
 def alone(pr: PlacementProblem) -> list[tuple[dict, object]]:
