@@ -81,13 +81,13 @@ class MaxRate:
 
 
 def plan_max_rate(inv: Inventory, profile: JobProfile, *, placement_mode: str, inventory_source: str,
-                  options: SolverOptions, method: Method, running: Mapping[str, Sequence[RunningUse]] | None = None
-                  ) -> MaxRate:
+                  options: SolverOptions, method: Method, running: Mapping[str, Sequence[RunningUse]] | None = None,
+                  other_jobs: frozenset[str] = frozenset()) -> MaxRate:
     """The highest uniform scale of the source rates, what binds just above it, and the optimal plan at it
     (``running``: jobs that keep running, fixed load — what is left for this job)."""
     def build(scale: float) -> PlacementProblem:
         return with_running(build_problem(inv, profile, PlanOptions(rate_scale=scale, placement_mode=placement_mode),
-                                          inventory_source=inventory_source), running or {})
+                                          inventory_source=inventory_source, other_jobs=other_jobs), running or {})
 
     return max_rate_of(build, options=options, method=method)
 

@@ -49,7 +49,7 @@ def _whatif(inv: Inventory, profiles: list[JobProfile], add_host: tuple[str, ...
 
 def _joint_builder(inv: Inventory, profiles: list[JobProfile], names: list[str], running: RunningPlans, *,
                    placement_mode: str, inventory_source: str):
-    others = vertex_keys(profiles)
+    others = [other | running.vertices for other in vertex_keys(profiles)]
 
     def build(scale: float) -> JointProblem:
         options = PlanOptions(rate_scale=scale, placement_mode=placement_mode)

@@ -66,7 +66,7 @@ def run_plan(inventory_path: str, profile_path: str, out_dir: str, solver: str, 
     # the problem at the asked scale, built before any solve: its pins' warnings come before the work (--strict)
     runs = load_running(running, inv, [profile.job.name])  # jobs that keep running: fixed load
     problem = with_running(build_problem(inv, profile, PlanOptions(rate_scale=rate_scale, placement_mode=placement_mode),
-                                         inventory_source=inventory_path), runs.uses)
+                                         inventory_source=inventory_path, other_jobs=runs.vertices), runs.uses)
     report_warnings([*input_warnings(inv, profile, inventory_path, link), *runs.warnings,
                      *(f"{inventory_path}: {w}" for w in problem.input_warnings)], strict=strict)
     rescaled = capped = None
@@ -78,7 +78,7 @@ def run_plan(inventory_path: str, profile_path: str, out_dir: str, solver: str, 
     else:
         capped = capacity_plan.plan_max_rate(inv, profile, placement_mode=placement_mode, inventory_source=inventory_path,
                                              options=options, method=method,  # type: ignore[arg-type]
-                                             running=runs.uses) if max_rate else None
+                                             running=runs.uses, other_jobs=runs.vertices) if max_rate else None
         if capped is not None and capped.problem is not None and capped.result is not None:
             problem, result = capped.problem, capped.result
         else:

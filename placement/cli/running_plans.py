@@ -19,6 +19,7 @@ class RunningPlans:
     uses: dict[str, list[RunningUse]] = field(default_factory=dict)  # host -> the running jobs' use of it
     jobs: list[tuple[str, str]] = field(default_factory=list)  # (job, the path given)
     warnings: list[str] = field(default_factory=list)
+    vertices: frozenset[str] = frozenset()  # their vertex names and ids: pins naming them are no typo of the new job's
 
 
 def load_running(paths: Sequence[str], inv: Inventory, planned: Sequence[str]) -> RunningPlans:
@@ -31,6 +32,7 @@ def load_running(paths: Sequence[str], inv: Inventory, planned: Sequence[str]) -
     jobs: list[tuple[str, str]] = []
     warnings: list[str] = []
     digest = inv.digest()
+    vertices: set[str] = set()
     for path in paths:
         doc = load_plan(path)
         if doc.job in planned:
@@ -51,4 +53,5 @@ def load_running(paths: Sequence[str], inv: Inventory, planned: Sequence[str]) -
         uses = merged(uses, uses_of(doc.job, {link.source: link.mbit for link in doc.links},
                                     [(h.host, h.cores_used, h.memory_mib_used, h.slots_used) for h in doc.hosts]))
         jobs.append((doc.job, str(path)))
-    return RunningPlans(uses, jobs, warnings)
+        vertices |= {k for a in doc.assignment for k in (a.vertex, a.vertex_id)}
+    return RunningPlans(uses, jobs, warnings, frozenset(vertices))
