@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 from planning_factories import cli_run
-from test_multi_job_plan import contested, reducing_job
+from test_multi_job_plan import contested
 
 from placement.costmodel import build_problem, evaluate
 from placement.solver.result import PlanResult
@@ -182,3 +182,16 @@ def test_one_profile_twice_is_two_jobs(tmp_path, capsys):
     assert code == 0, err  # two copies of one job: same sources, twice the load
     assert [j["dir"] for j in json.loads(out)["jobs"]] == ["camera-meter-join", "camera-meter-join-2"]
     assert load_plan(tmp_path / "o" / "camera-meter-join-2").job == "camera-meter-join"
+
+
+def test_jobs_that_do_not_fit_together_write_nothing(tmp_path, capsys):
+    """The three shipped jobs together need more of rpi2's CPU than it has: exit 3, the shortfall on one line, no
+    plan directory (each of them alone fits)."""
+    code, out, err = cli_run(["plan", *EXAMPLES, "--profile", "examples/profiles/nexmark-hot-items.json",
+                              "--out", tmp_path / "o"], capsys)
+    assert code == 3
+    assert err.strip().splitlines() == ["error: no placement fits: host rpi2 needs 3.52 cores, has 4 (3.20 usable)"]
+    assert "3 jobs (iot-sensors, camera-meter-join, nexmark-q5)" in out and not (tmp_path / "o").exists()
+    code, out, err = cli_run(["plan", *EXAMPLES, "--profile", "examples/profiles/nexmark-hot-items.json",
+                              "--out", tmp_path / "o", "--json"], capsys)
+    assert code == 3 and json.loads(out)["results"][0]["shortages"][0]["resource"] == "rpi2"
