@@ -85,8 +85,9 @@ def run_jobs(inventory_path: str, profile_path: tuple[str, ...], out_dir: str, s
     placement_mode = mode or inv.flink.placement_mode
     build = _joint_builder(inv, profiles, names, runs, placement_mode=placement_mode, inventory_source=inventory_path)
     joint = build(rate_scale)
-    # the inventory's job block describes one job's submission: that it names only one of these is no news here
-    warnings = [w for p in profiles for w in input_warnings(inv, p, inventory_path, link) if ": job.name: " not in w]
+    # the inventory's job block is one job's submission: for the others, redeploy.sh and apply would resubmit it —
+    # true of each job's plan directory as of a single-job plan, so said as for one job
+    warnings = [w for p in profiles for w in input_warnings(inv, p, inventory_path, link)]
     report_warnings([*dict.fromkeys(warnings), *runs.warnings,
                      *(f"{inventory_path}: {w}" for w in joint.problem.input_warnings)], strict=strict)
     capped = None
@@ -265,7 +266,7 @@ def compare_jobs_table(problem: PlacementProblem, result: PlanResult, parts: dic
                        others: list[OneByOne]) -> Table:
     """The joint plan beside planning the jobs one by one: each job's WAN and each link's Mbit/s, and whether the plans
     fit together."""
-    t = Table(title="Joint vs one by one")
+    t = Table(title="Joint vs one by one (in the order of --profile)")
     t.add_column("strategy")
     jobs = [job for job in problem.vertex_job.values()]
     jobs = list(dict.fromkeys(jobs))
