@@ -109,7 +109,7 @@ def _exact(problem: PlacementProblem, items: Sequence[Subtask], servers: Sequenc
     info = highs_model.solve(h, time_limit=time_limit, gap=1.0)
     if info.status not in ("optimal", "feasible"):
         return None
-    values = np.asarray(h.getSolution().col_value).reshape(n, k)
+    values = np.asarray(h.getSolution().col_value)[:n * k].reshape(n, k)  # y first; per-job slot columns after
     return {s.key: servers[int(np.argmax(values[i]))].name for i, s in enumerate(items)}
 
 

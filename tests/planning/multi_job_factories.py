@@ -60,12 +60,13 @@ def random_job(rng: random.Random, tag: str, edge_names: list[str]) -> tuple[Job
     return job_profile(f"job{tag}", vertices, edges), pins
 
 
-def random_instance(seed: int):
+def random_instance(seed: int, servers: int = 1):
     """(inventory, [profiles]): 2–3 jobs on one server and two Pis whose uplinks, CPU and slots are tight enough that
-    the jobs compete for them."""
+    the jobs compete for them. ``servers=2``: two jobs, and two identical servers of few slots, which the exact model
+    pools and packs (jobs never share a slot there either)."""
     rng = random.Random(seed)
     edge_names = ["rpi1", "rpi2"]
-    jobs = [random_job(rng, str(k), edge_names) for k in range(rng.choice((2, 2, 3)))]
+    jobs = [random_job(rng, str(k), edge_names) for k in range(rng.choice((2, 2, 3)) if servers == 1 else 2)]
     pins: dict = {"sources": {}, "operators": {}, "forbid": {}}
     for _, p in jobs:
         for section, entries in p.items():
@@ -73,7 +74,16 @@ def random_instance(seed: int):
     edges = [{"name": n, "cores": rng.choice((1, 2)), "task_slots": rng.choice((2, 3, 4)),
               "bandwidth": f"{rng.choice((4, 6, 10, 16))}mbit", "delay": f"{rng.choice((10, 40))}ms"}
              for n in edge_names]
-    inv = inventory(edges, server={"cores": rng.choice((1, 2, 8)), "task_slots": rng.choice((3, 4, 8))}, pins=pins)
+    if servers == 1:
+        server = {"cores": rng.choice((1, 2, 8)), "task_slots": rng.choice((3, 4, 8))}
+    else:
+        server = {"cores": rng.choice((1, 2)), "task_slots": rng.choice((1, 2))}
+    inv = inventory(edges, server=server, pins=pins)
+    if servers > 1:  # identical copies of the server
+        doc = inv.model_dump(mode="json", by_alias=True)
+        first = doc["hosts"][0]
+        doc["hosts"][1:1] = [{**first, "name": f"server{k + 2}", "address": f"10.0.0.{k + 2}"} for k in range(servers - 1)]
+        inv = type(inv).model_validate(doc)
     return inv, [prof for prof, _ in jobs]
 
 

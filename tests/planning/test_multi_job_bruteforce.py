@@ -25,8 +25,8 @@ def same(a, b) -> bool:
     return not better(a, b) and not better(b, a)
 
 
-def check(seed: int, decompose: bool) -> str:
-    inv, profiles = random_instance(seed)
+def check(seed: int, decompose: bool, servers: int = 1) -> str:
+    inv, profiles = random_instance(seed, servers)
     named = problems(inv, profiles)
     best, _, feasible = joint_brute_force(named)
     jp = combine(named)
@@ -53,6 +53,14 @@ def check(seed: int, decompose: bool) -> str:
 def test_joint_model_equals_brute_force(chunk):
     outcomes = [check(seed, decompose=seed % 3 == 0) for seed in range(chunk * PER_CHUNK, (chunk + 1) * PER_CHUNK)]
     assert "optimal" in outcomes  # every chunk has instances that fit
+
+
+@pytest.mark.parametrize("chunk", range(3))
+def test_pooled_servers_are_packed_with_per_job_slots(chunk):
+    """Two identical servers of one or two slots: the exact model solves them as one pool and packs its plan onto
+    them, the decomposition too — either way no server holds more slots than it has, counted per job."""
+    outcomes = [check(seed, decompose=True, servers=2) for seed in range(1000 + chunk * 20, 1000 + (chunk + 1) * 20)]
+    assert "optimal" in outcomes
 
 
 def test_the_instances_cover_what_the_issue_asks():

@@ -145,11 +145,14 @@ def _job_slot_rows(m: CompactModel, rows: Rows, name: str, placed, slots: int) -
         return
     used = []
     for vertices in jobs.values():
-        y = int(m.mip.add_cols(1, 0.0, INF, integer=False)[0])
-        used.append((y, 1.0))
+        # y[J] as a share u ∈ [0, 1] of the most it can be (its largest vertex here), so that the capacity row's terms
+        # are bounded by their coefficients, as _capacity_row assumes of every column
+        most = max(len(cols) for cols in vertices.values())
+        u = int(m.mip.add_cols(1, 0.0, 1.0, integer=False)[0])
+        used.append((u, float(most)))
         for cols in vertices.values():
             fixed = sum(1 for c in cols if c is None)
-            rows.add([(c, 1.0) for c in cols if c is not None] + [(y, -1.0)], -INF, -float(fixed))
+            rows.add([(c, 1.0) for c in cols if c is not None] + [(u, -float(most))], -INF, -float(fixed))
     _capacity_row(m, rows, ("slots", name, "jobs"), used, slots)
 
 
