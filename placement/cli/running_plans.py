@@ -1,16 +1,18 @@
 """``placement plan --running PLAN``: the plans of jobs that keep running, read as fixed load
-(:mod:`placement.costmodel.running`). Their figures are the plans' own predictions (plan.json ``hosts`` and
+(:mod:`placement.costmodel.running`) — a plan.json, a plan directory, or a fleet's directory (all its jobs). Their figures are the plans' own predictions (plan.json ``hosts`` and
 ``links``), checked against the inventory the new plan is made for."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from placement.costmodel.model import RunningUse
 from placement.costmodel.running import merged, uses_of
 from placement.errors import BadInput
 from placement.inventory import Inventory
+from placement.loading import read_document
 from placement.writers.planjson import load_plan
 
 
@@ -20,6 +22,22 @@ class RunningPlans:
     jobs: list[tuple[str, str]] = field(default_factory=list)  # (job, the path given)
     warnings: list[str] = field(default_factory=list)
     vertices: frozenset[str] = frozenset()  # their vertex names and ids: pins naming them are no typo of the new job's
+
+
+def _expanded(paths: Sequence[str]) -> list[str]:
+    """A fleet's directory (``fleet.json`` beside its jobs' plan directories) stands for every job in it."""
+    out: list[str] = []
+    for path in paths:
+        fleet = Path(path) / "fleet.json"
+        if Path(path).is_dir() and fleet.is_file() and not (Path(path) / "plan.json").exists():
+            doc = read_document(fleet)
+            jobs = doc.get("jobs") if isinstance(doc, dict) else None
+            if not isinstance(jobs, list) or not all(isinstance(j, dict) and isinstance(j.get("dir"), str) for j in jobs):
+                raise BadInput("is no list of jobs with their plan directories", source=str(fleet), field="jobs")
+            out.extend(str(Path(path) / j["dir"]) for j in jobs)
+        else:
+            out.append(path)
+    return out
 
 
 def load_running(paths: Sequence[str], inv: Inventory, planned: Sequence[str]) -> RunningPlans:
@@ -33,7 +51,7 @@ def load_running(paths: Sequence[str], inv: Inventory, planned: Sequence[str]) -
     warnings: list[str] = []
     digest = inv.digest()
     vertices: set[str] = set()
-    for path in paths:
+    for path in _expanded(paths):
         doc = load_plan(path)
         if doc.job in planned:
             raise BadInput(f"is job {doc.job!r}, which this plan places (its load would count twice): drop it from "

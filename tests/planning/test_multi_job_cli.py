@@ -196,3 +196,17 @@ def test_jobs_that_do_not_fit_together_write_nothing(tmp_path, capsys):
     code, out, err = cli_run(["plan", *EXAMPLES, "--profile", "examples/profiles/nexmark-hot-items.json",
                               "--out", tmp_path / "o", "--json"], capsys)
     assert code == 3 and json.loads(out)["results"][0]["shortages"][0]["resource"] == "rpi2"
+
+
+def test_a_fleet_directory_as_running_stands_for_all_its_jobs(tmp_path, capsys):
+    out = tmp_path / "fleet"
+    assert cli_run(["plan", *EXAMPLES, "--out", out], capsys)[0] == 0
+    code, stdout, err = cli_run(["plan", "--inventory", "inventory/edge-lab.yaml", "--profile",
+                                 "examples/profiles/nexmark-hot-items.json", "--running", out, "--out", tmp_path / "q5",
+                                 "--json"], capsys)
+    assert code == 3  # what the two jobs leave of rpi2's uplink and CPU is too little for nexmark-q5
+    summary = json.loads(stdout)
+    assert [r["job"] for r in summary["running"]] == ["iot-sensors", "camera-meter-join"]
+    link = next(s for s in summary["results"][0]["shortages"] if s["kind"] == "link")
+    assert link["message"] == ("link rpi2→server needs 36.0 Mbit/s, has 50 (20.2 usable after running jobs "
+                               "camera-meter-join's 21.5 Mbit/s, iot-sensors's 3.28 Mbit/s)")
