@@ -13,8 +13,8 @@ import click
               help="job profile JSON, as `placement profile` writes it (`placement examples` lists the shipped ones); "
                    "repeat it to place several jobs together on the shared hosts and links")
 @click.option("--running", multiple=True, type=click.Path(), metavar="PLAN",
-              help="plan.json (or plan directory) of a job that keeps running: its use of hosts and links is fixed "
-                   "load the new plan fits around (repeatable)")
+              help="plan.json, plan directory or fleet directory of jobs that keep running: their use of hosts and "
+                   "links is fixed load the new plan fits around (repeatable)")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="directory for the plan files, replaced whole (other files in it are kept)")
 @click.option("--solver", type=click.Choice(["highs", "cbc"]), default="highs", show_default=True,
               help="MILP solver; highs falls back to cbc when it is unavailable")
