@@ -88,6 +88,9 @@ def run_jobs(inventory_path: str, profile_path: tuple[str, ...], out_dir: str, s
     # the inventory's job block is one job's submission: for the others, redeploy.sh and apply would resubmit it —
     # true of each job's plan directory as of a single-job plan, so said as for one job
     warnings = [w for p in profiles for w in input_warnings(inv, p, inventory_path, link)]
+    warnings += [f"--profile {path}: job {p.job.name!r} is planned more than once (this copy as {name!r}): each copy's "
+                 "plan.json names the same Flink job, so apply can run only one of them"
+                 for path, p, name in zip(profile_path, profiles, names) if name != p.job.name]
     report_warnings([*dict.fromkeys(warnings), *runs.warnings,
                      *(f"{inventory_path}: {w}" for w in joint.problem.input_warnings)], strict=strict)
     capped = None

@@ -181,6 +181,7 @@ def test_one_profile_twice_is_two_jobs(tmp_path, capsys):
                               "--rate-scale", "0.5"], capsys)
     assert code == 0, err  # two copies of one job: same sources, twice the load
     assert [j["dir"] for j in json.loads(out)["jobs"]] == ["camera-meter-join", "camera-meter-join-2"]
+    assert "job 'camera-meter-join' is planned more than once (this copy as 'camera-meter-join-2')" in err
     assert load_plan(tmp_path / "o" / "camera-meter-join-2").job == "camera-meter-join"
 
 
