@@ -17,15 +17,14 @@ from pathlib import Path
 import click
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
-from placement.cli import capacity_plan, plan_tables
+from placement.cli import capacity_plan, jobs_tables, plan_tables
 from placement.cli.fit import print_table
 from placement.cli.plan_notes import input_warnings, report_warnings
 from placement.cli.running_plans import RunningPlans, load_running
 from placement.costmodel.evaluate import PlanCost, evaluate
 from placement.costmodel.jobs import JointProblem, combine, dir_names, unique_names, vertex_keys
-from placement.costmodel.model import PlacementProblem, PlanOptions, build_problem
+from placement.costmodel.model import PlanOptions, build_problem
 from placement.costmodel.running import with_running
 from placement.errors import EXIT_INFEASIBLE, BadInput, Infeasible
 from placement.inventory import Inventory, load_inventory
@@ -33,7 +32,7 @@ from placement.inventory_whatif import apply_whatif, parse_add_host, parse_link
 from placement.profile.format import JobProfile, load_profile
 from placement.solver import PlanResult, SolverOptions
 from placement.solver.methods import solve_with
-from placement.solver.one_by_one import OneByOne, each_alone, in_sequence
+from placement.solver.one_by_one import OneByOne, all_jobs_on_server, each_alone, in_sequence
 from placement.writers.bundle import render_artifacts, render_fleet_artifacts, write_fleet_dir
 from placement.writers.fleetjson import RunningJob, build_fleet_document, render_fleet_json
 from placement.writers.planjson import SourceRef, build_plan_document
@@ -102,7 +101,8 @@ def run_jobs(inventory_path: str, profile_path: tuple[str, ...], out_dir: str, s
     result = capped.result if capped is not None and capped.result is not None else \
         solve_with(problem, options, method)  # type: ignore[arg-type]
     parts = _per_job(joint, result)
-    others = [in_sequence(joint, options, method), each_alone(joint, options, method)] if compare else []  # type: ignore[arg-type]
+    others = [in_sequence(joint, options, method), each_alone(joint, options, method),  # type: ignore[arg-type]
+              all_jobs_on_server(joint)] if compare else []
 
     console = Console(stderr=as_json, width=None if sys.stdout.isatty() else 140)
     if not as_json and not quiet:
@@ -219,13 +219,13 @@ def _print(console: Console, inv: Inventory, joint: JointProblem, runs: RunningP
     for cause in result.causes:
         console.print(f"why: {escape(cause)}", overflow="ignore", crop=False)
     if result.cost is not None:
-        print_table(console, jobs_table(parts))
-        print_table(console, shared_links_table(problem, result.cost, parts))
+        print_table(console, jobs_tables.jobs_table(parts))
+        print_table(console, jobs_tables.shared_links_table(problem, result.cost, parts))
         print_table(console, plan_tables.hosts_table(result))
         print_table(console, plan_tables.placement_table(problem, result))
     if others:
-        print_table(console, compare_jobs_table(problem, result, parts, others))
-        for o in others:
+        print_table(console, jobs_tables.compare_jobs_table(problem, result, parts, others))
+        for o in others[:2]:  # all on server: its violations are the table's "no"
             if o.failed:
                 console.print(f"{o.strategy}: {escape(o.failed)} does not fit: {escape(o.reason)}", overflow="ignore",
                               crop=False)
@@ -233,61 +233,3 @@ def _print(console: Console, inv: Inventory, joint: JointProblem, runs: RunningP
                 console.print(f"{o.strategy}: the plans together oversubscribe: {escape(o.cost.violations[0])}"
                               + (f" (and {len(o.cost.violations) - 1} more)" if len(o.cost.violations) > 1 else ""),
                               overflow="ignore", crop=False)
-
-
-def jobs_table(parts: dict[str, PlanResult]) -> Table:
-    t = Table(title="Jobs")
-    for col in ("job", "WAN Mbit/s", "server cores", "edge cores", "latency ms"):
-        t.add_column(col, justify="left" if col == "job" else "right")
-    for name, r in parts.items():
-        c = r.cost
-        assert c is not None
-        t.add_row(escape(name), f"{c.wan_mbit:.2f}", f"{c.server_cores:.2f}", f"{c.edge_cores:.2f}", f"{c.latency_ms:.1f}")
-    return t
-
-
-def shared_links_table(problem: PlacementProblem, total: PlanCost, parts: dict[str, PlanResult]) -> Table:
-    """Each uplink's Mbit/s per planned job, the running jobs', the total and what is usable."""
-    running = sorted({r.job for h in problem.edges for r in h.running})
-    t = Table(title="WAN links, per job")
-    t.add_column("link")
-    for col in (*parts, *(f"{j} (running)" for j in running), "total", "bandwidth", "usable", "utilisation"):
-        t.add_column(escape(col), justify="right")
-    for load in total.links:
-        h = problem.host_by_name[load.host]
-        ran = {r.job: r.mbit for r in h.running}
-        mine = [parts[name].cost.link(load.host).mbit for name in parts]  # type: ignore[union-attr]
-        everything = load.mbit + sum(ran.values())
-        style = "red" if load.mbit > load.usable_mbit + 1e-6 else None
-        t.add_row(load.name, *(f"{x:.2f}" for x in mine), *(f"{ran.get(j, 0.0):.2f}" for j in running),
-                  f"{everything:.2f}", f"{load.bandwidth_mbit:g}", f"{load.usable_mbit:.1f}",
-                  f"{everything / load.bandwidth_mbit:.0%}" if load.bandwidth_mbit else "–", style=style)
-    return t
-
-
-def compare_jobs_table(problem: PlacementProblem, result: PlanResult, parts: dict[str, PlanResult],
-                       others: list[OneByOne]) -> Table:
-    """The joint plan beside planning the jobs one by one: each job's WAN and each link's Mbit/s, and whether the plans
-    fit together."""
-    t = Table(title="Joint vs one by one (in the order of --profile)")
-    t.add_column("strategy")
-    jobs = [job for job in problem.vertex_job.values()]
-    jobs = list(dict.fromkeys(jobs))
-    for name in jobs:
-        t.add_column(escape(f"{name} WAN"), justify="right")
-    for h in problem.edges:
-        t.add_column(f"{h.name}→{h.uplink_to}", justify="right")
-    for col in ("WAN total", "server cores", "fits"):
-        t.add_column(col, justify="right")
-    rows: list[tuple[str, dict[str, PlanResult], PlanCost | None, str]] = [
-        ("joint", parts, result.cost, "yes" if result.cost is not None and result.cost.feasible else "[red]no[/]")]
-    for o in others:
-        fits = "yes" if o.feasible else "[red]no[/]"  # why: the line after the table
-        rows.append((o.strategy, o.results, o.cost, fits))
-    for name, results, cost, fits in rows:
-        per_job = [f"{results[j].cost.wan_mbit:.2f}" if j in results and results[j].cost is not None else "–"
-                   for j in jobs]
-        links = [f"{cost.link(h.name).mbit:.2f}" if cost is not None else "–" for h in problem.edges]
-        t.add_row(name, *per_job, *links, f"{cost.wan_mbit:.2f}" if cost else "–",
-                  f"{cost.server_cores:.2f}" if cost else "–", fits)
-    return t

@@ -5,6 +5,7 @@
   (:mod:`placement.costmodel.running`), in the order given. A later job may find nothing left that fits.
 * :func:`each_alone`: each job planned as if it had the fleet to itself; together they may oversubscribe a link or
   a host (the joint problem's evaluation says where).
+* :func:`all_jobs_on_server`: nobody places them — sources where their data is born, the rest on servers.
 
 Both are judged on the joint problem by :func:`placement.costmodel.evaluate`, so their figures add up the same way as
 the joint plan's.
@@ -12,18 +13,21 @@ the joint plan's.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from placement.costmodel.evaluate import PlanCost, evaluate
 from placement.costmodel.jobs import JointProblem
 from placement.costmodel.running import merged, uses_of, with_running
+from placement.solver.baselines import all_on_server
 from placement.solver.methods import Method, solve_with
 from placement.solver.result import PlanResult, SolverOptions
 
 
 @dataclass(frozen=True)
 class OneByOne:
-    strategy: str  # "one by one" | "each alone"
+    """The jobs planned some other way than jointly: each job's result and what they cost together."""
+
+    strategy: str  # "one by one" | "each alone" | "all on server"
     results: dict[str, PlanResult]  # job -> its own plan (as far as the sequence got)
     cost: PlanCost | None  # the jobs' plans together, on the joint problem (None: some job found no plan)
     failed: str | None = None  # the first job that found no plan
@@ -64,3 +68,12 @@ def each_alone(joint: JointProblem, options: SolverOptions = SolverOptions(), me
     failed = next((name for name, r in results.items() if r.assignment is None), None)
     reason = (results[failed].reason or "") if failed else ""
     return OneByOne("each alone", results, _together(joint, results), failed=failed, reason=reason)
+
+
+def all_jobs_on_server(joint: JointProblem) -> OneByOne:
+    """The baseline of every job, judged together (what the fleet runs when nobody places the jobs)."""
+    placed = all_on_server(joint.problem)
+    split = joint.split(placed.assignment or {})
+    results = {job.name: replace(placed, assignment=split[job.name], cost=evaluate(job.problem, split[job.name]))
+               for job in joint.jobs}
+    return OneByOne("all on server", results, placed.cost)

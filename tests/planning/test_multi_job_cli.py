@@ -101,6 +101,7 @@ def test_the_terminal_shows_jobs_links_per_job_and_the_comparison(tmp_path, caps
     compare = {c["strategy"]: c for c in json.loads(out)["compare"]}
     assert compare["one by one"]["failed"] == "job-B" and not compare["one by one"]["feasible"]
     assert compare["each alone"]["violations"] and not compare["each alone"]["feasible"]
+    assert compare["all on server"]["wan_mbit"] == pytest.approx(10 + 30) and compare["all on server"]["feasible"] is False
     assert json.loads((tmp_path / "j" / "fleet.json").read_text())["compare"][0]["strategy"] == "one by one"
 
 
