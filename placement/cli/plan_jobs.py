@@ -183,6 +183,9 @@ def _write(out: Path, inv: Inventory, inventory_path: str, profile_paths: tuple[
     for job, p in zip(joint.jobs, profiles):
         mine = [n[len(job.name) + 2:] for n in notes if n.startswith(f"{job.name}: ")]  # its own notes, as alone
         # job: the profile's name, what apply matches the running job by (not the name made unique for the fleet)
+        together = (f"planned together with {', '.join(j.name for j in joint.jobs if j is not job)} (../fleet.json): "
+                    "the solver's stages and gap are the joint model's, the objective, links and hosts this job's")
+        mine.append(together)
         doc = build_plan_document(job.problem, parts[job.name], job=p.job.name,
                                   placement_mode=placement_mode, inventory=inventory,  # type: ignore[arg-type]
                                   profile=refs[job.name],

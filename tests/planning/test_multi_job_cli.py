@@ -70,6 +70,7 @@ def test_each_job_gets_the_plan_directory_the_single_job_writer_makes_of_its_par
             mine.pop(key), theirs.pop(key)
         assert mine == theirs
         assert doc.solver.status == "optimal" and doc.solver.stages[0].name == "wan"  # the joint solve's record
+        assert any(w.startswith("planned together with ") and "fleet.json" in w for w in doc.warnings)
         assert (out / entry["dir"] / "schedulercfg").read_text() == render_schedulercfg(doc.assignment,
                                                                                        problem.vertex_order)
         assert entry["objective"]["wan_mbit"] == pytest.approx(cost.wan_mbit)
