@@ -11,6 +11,7 @@ from __future__ import annotations
 import pulp
 
 from placement.costmodel.model import PlacementProblem
+from placement.costmodel.running import running_note
 from placement.errors import Infeasible
 from placement.solver import backends, constraints
 from placement.solver.domains import RULE_DOMAIN_FAMILIES, Domain, restricted_domain
@@ -70,17 +71,21 @@ def shortages_from_slack(problem: PlacementProblem, slack: dict[tuple[str, ...],
             shortages.append(Shortage("thread", host, s.cores_on(h), rho, 1.0, detail=s.label))
         elif kind == "link":
             usable = problem.usable_mbit(h)
-            shortages.append(Shortage("link", f"{host}→{h.uplink_to}", usable + over, usable, h.uplink_mbit or 0.0))
+            shortages.append(Shortage("link", f"{host}→{h.uplink_to}", usable + over, usable, h.uplink_mbit or 0.0,
+                                      running=running_note(h, "mbit", " Mbit/s")))
         elif kind == "cpu":
             usable = problem.usable_cores(h)
-            shortages.append(Shortage("cpu", host, usable + over, usable, h.cores))
+            shortages.append(Shortage("cpu", host, usable + over, usable, h.cores, running=running_note(h, "cores", "")))
         elif kind == "memory":
             usable = problem.usable_memory(h)
-            shortages.append(Shortage("memory", host, usable + over, usable, h.memory_mib))
+            shortages.append(Shortage("memory", host, usable + over, usable, h.memory_mib,
+                                      running=running_note(h, "memory_mib", " MiB")))
         else:
             group = name[2]
             detail = f" for {problem.vertex_names[group]}" if group in problem.vertex_names else ""
-            shortages.append(Shortage("slots", host, h.slots + over, h.slots, h.slots, detail))
+            capacity = h.slots + h.running_total("slots")  # the host's own; the running jobs' are taken off h.slots
+            shortages.append(Shortage("slots", host, h.slots + over, h.slots, capacity, detail,
+                                      running=running_note(h, "slots", "")))
     # A thread that cannot keep up comes first: it is a cause (the subtask cannot follow its input), the rest are
     # what that cause costs elsewhere.
     shortages.sort(key=lambda s: (s.kind != "thread", -(s.needed - s.usable) / max(s.usable, EPS)))

@@ -49,6 +49,7 @@ class Shortage:
     usable: float
     capacity: float
     detail: str = ""  # slots: " for <operator>"; thread: the subtask's label
+    running: str = ""  # " after running job B's 33.1 Mbit/s": jobs already running that take part of it (plan --running)
 
     # thread: one subtask's thread on host ``resource`` — needed and usable in cores of that host, capacity 1 core
 
@@ -64,14 +65,15 @@ class Shortage:
     def message(self) -> str:
         needed, usable = self.figures
         if self.kind == "link":
-            return f"link {self.resource} needs {needed} Mbit/s, has {self.capacity:g} ({usable} usable)"
+            return f"link {self.resource} needs {needed} Mbit/s, has {self.capacity:g} ({usable} usable{self.running})"
         if self.kind == "thread":
             return thread_sentence(self.detail, self.resource, self.needed, self.usable)
         if self.kind == "cpu":
-            return f"host {self.resource} needs {needed} cores, has {self.capacity:g} ({usable} usable)"
+            return f"host {self.resource} needs {needed} cores, has {self.capacity:g} ({usable} usable{self.running})"
         if self.kind == "memory":
-            return f"host {self.resource} needs {needed} MiB, has {self.capacity:.0f} ({usable} usable)"
-        return f"host {self.resource} needs {self.needed:.0f} task slots{self.detail}, has {self.capacity:g}"
+            return f"host {self.resource} needs {needed} MiB, has {self.capacity:.0f} ({usable} usable{self.running})"
+        left = f" ({self.usable:g} free{self.running})" if self.running else ""
+        return f"host {self.resource} needs {self.needed:.0f} task slots{self.detail}, has {self.capacity:g}{left}"
 
 
 @dataclass(frozen=True)
