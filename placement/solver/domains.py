@@ -7,9 +7,9 @@ small: a subtask fed from several edge hosts can only run on a server.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 
-from placement.costmodel.model import PlacementProblem, SubtaskKey
+from placement.costmodel.model import HostSpec, PlacementProblem, Subtask, SubtaskKey
 from placement.errors import Infeasible
 
 Domain = dict[SubtaskKey, list[str]]
@@ -99,13 +99,34 @@ def restricted_domain(problem: PlacementProblem, families=DOMAIN_FAMILIES) -> Do
             s = empty[0]
             more = f" (and {len(empty) - 1} more subtasks)" if len(empty) > 1 else ""
             if description == THREAD_FAMILY:  # the thread is the cause: say so, on the fastest host it had
-                fastest = max((problem.host_by_name[h] for h in domain_before[s.key]), key=lambda h: h.speed)
-                raise Infeasible(f"{problem.thread_shortfall(s, fastest)}, nor on any other host it may run on{more}")
+                raise thread_infeasible(problem, empty, domain_before[s.key])
             detail = ""
             if s.pinned_to is not None:
                 detail = f"; it is pinned to {', '.join(sorted(s.pinned_to))}"
             raise Infeasible(f"{s.label} can run on no host once '{description}' applies{detail}{more}")
     return domain
+
+
+def rule_domain(problem: PlacementProblem) -> Domain | None:
+    """The rules' domain (:data:`RULE_DOMAIN_FAMILIES`: no thread limit), or None when the rules alone leave a
+    subtask no host (then there is no thread to blame)."""
+    try:
+        return restricted_domain(problem, RULE_DOMAIN_FAMILIES)
+    except Infeasible:
+        return None
+
+
+def fastest_host(problem: PlacementProblem, names: Iterable[str]) -> HostSpec:
+    """The fastest of the hosts ``names`` (by speed; the first of equals, in the order given)."""
+    return max((problem.host_by_name[h] for h in names), key=lambda h: h.speed)
+
+
+def thread_infeasible(problem: PlacementProblem, empty: Sequence[Subtask], allowed: Iterable[str]) -> Infeasible:
+    """The thread family left the subtasks ``empty`` no host: the first cannot keep up on the fastest of the hosts
+    ``allowed`` it had before (and so on none of them)."""
+    more = f" (and {len(empty) - 1} more subtasks)" if len(empty) > 1 else ""
+    fastest = fastest_host(problem, allowed)
+    return Infeasible(f"{problem.thread_shortfall(empty[0], fastest)}, nor on any other host it may run on{more}")
 
 
 def thread_bound(problem: PlacementProblem, rules: Domain) -> list[tuple[SubtaskKey, str]]:
