@@ -50,7 +50,8 @@ def user_pins_and_forbids(problem: PlacementProblem, domain: Domain) -> Domain:
 def one_thread_keeps_up(problem: PlacementProblem, domain: Domain) -> Domain:
     """``x[s, h] = 0`` when ``s``'s one thread cannot keep up on ``h``: ``c(s)/σ_h > ρ``
     (:meth:`placement.costmodel.model.PlacementProblem.keeps_up`). Exact — no plan may put ``s`` there — and it makes
-    the model smaller; :func:`thread_bound` says which pairs it took away, to explain an infeasible plan."""
+    the model smaller; the elastic re-solve puts back the pairs it took away (:func:`rule_domain`), as rows that may
+    stretch, to explain an infeasible plan."""
     out = dict(domain)
     hosts = problem.host_by_name
     for s in problem.subtasks:
@@ -128,9 +129,3 @@ def thread_infeasible(problem: PlacementProblem, empty: Sequence[Subtask], allow
     fastest = fastest_host(problem, allowed)
     return Infeasible(f"{problem.thread_shortfall(empty[0], fastest)}, nor on any other host it may run on{more}")
 
-
-def thread_bound(problem: PlacementProblem, rules: Domain) -> list[tuple[SubtaskKey, str]]:
-    """(subtask, host) pairs of ``rules`` (a domain without the thread family) where the subtask's thread cannot keep
-    up, in subtask order."""
-    hosts = problem.host_by_name
-    return [(s.key, h) for s in problem.subtasks for h in rules[s.key] if not problem.keeps_up(s, hosts[h])]

@@ -63,8 +63,8 @@ def _fail(family: int, empty: list[Subtask]) -> Infeasible:
     return Infeasible(f"{s.label} can run on no host once '{DOMAIN_FAMILIES[family][0]}' applies{detail}{more}")
 
 
-# the families that can empty a domain (every server passes the first two)
-PINS_FAMILY, THREAD_FAMILY, REACHABILITY_FAMILY = 2, 3, 4
+# the families that can empty a domain (every server passes the first two; the thread's: thread_infeasible)
+PINS_FAMILY, REACHABILITY_FAMILY = 2, 4
 
 
 def _thread_servers(problem: PlacementProblem, s: Subtask, servers: tuple[str, ...], slowest: float) -> tuple[str, ...]:

@@ -22,7 +22,9 @@ from placement.errors import Infeasible
 from placement.solver import domains as placement_domains
 from placement.solver.domains import Domain, fastest_host
 
-RULE_FAMILIES = placement_domains.DOMAIN_FAMILIES[:3]  # the rules: not the thread (instances_keep_up) nor reachability
+# the rules: not the thread (instances_keep_up) nor reachability (reachable_edge_hosts, which needs z's domains)
+RULE_FAMILIES = tuple(f for f in placement_domains.RULE_DOMAIN_FAMILIES
+                      if f[1] is not placement_domains.reachable_edge_hosts)
 
 
 def _keeps_up(problem: PlacementProblem, cores: float, host: str) -> bool:
