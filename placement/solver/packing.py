@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from placement.costmodel.model import THREAD_EPS, HostSpec, PlacementProblem, Subtask, SubtaskKey
+from placement.costmodel.model import HostSpec, PlacementProblem, Subtask, SubtaskKey, thread_keeps_up
 from placement.solver import highs_model
 from placement.solver.highs_model import INF, SparseMip
 
@@ -44,12 +44,12 @@ def _greedy(problem: PlacementProblem, items: Sequence[Subtask], servers: Sequen
     order = sorted(items, key=lambda s: -max(s.server_cores / total_cores, s.memory_mib / total_memory,
                                              group_size[_group(problem, s)] / (slots.sum() or 1.0)))
     safe_cores, safe_memory = np.maximum(cap_cores, 1e-12), np.maximum(cap_memory, 1e-12)
-    thread = problem.usable_thread + THREAD_EPS  # one thread: at most ρ of one core of the server it takes
     for s in order:
         group = _group(problem, s)
         in_group = used.setdefault(group, np.zeros(len(servers)))
         need = s.server_cores / speed
-        fits = (cores >= need - EPS) & (memory >= s.memory_mib - EPS) & (in_group < slots) & (need <= thread)
+        keeps_up = thread_keeps_up(need, problem.usable_thread)  # one thread: at most ρ of one core of the server
+        fits = (cores >= need - EPS) & (memory >= s.memory_mib - EPS) & (in_group < slots) & keeps_up
         if not fits.any():
             return None
         room = np.minimum(np.minimum((cores - need) / safe_cores, (memory - s.memory_mib) / safe_memory),

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from placement.costmodel.evaluate import PlanCost
-from placement.costmodel.model import SubtaskKey, thread_sentence
+from placement.costmodel.model import HostSpec, PlacementProblem, Subtask, SubtaskKey, thread_sentence
 from placement.solver.backends import SolveInfo, SolverName
 
 
@@ -52,6 +52,11 @@ class Shortage:
     running: str = ""  # " after running job B's 33.1 Mbit/s": jobs already running that take part of it (plan --running)
 
     # thread: one subtask's thread on host ``resource`` — needed and usable in cores of that host, capacity 1 core
+
+    @classmethod
+    def thread(cls, problem: PlacementProblem, s: Subtask, h: HostSpec) -> Shortage:
+        """Subtask ``s``'s thread on host ``h``: what it needs of one core there against what one thread may use."""
+        return cls("thread", h.name, s.cores_on(h), problem.usable_thread, 1.0, detail=s.label)
 
     @property
     def figures(self) -> tuple[str, str]:
