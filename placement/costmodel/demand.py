@@ -12,8 +12,9 @@
 Every subtask costs at least :data:`MIN_CORES` server cores — thread scheduling, timers and watermarks are never free.
 
 **Calibration.** Where the profile measured TaskManager CPU (:mod:`placement.profile.tm_cpu`), a vertex may carry a
-``cpu_calibration`` factor ``k_v``: busy time overstated its CPU (a rate-limited source waiting in its limiter reads
-busy). Its busy-time cores are multiplied by ``k_v`` before the floor. The TaskManager's own CPU is not a subtask's:
+``cpu_calibration`` factor ``k_v``: below 1 where busy time overstated its CPU (a rate-limited source waiting in its
+limiter reads busy), above 1 where it understated it (work outside busy time: serialising in the output flusher,
+netty, timers — which moves with the subtask). Its busy-time cores are multiplied by ``k_v`` before the floor. The TaskManager's own CPU is not a subtask's:
 :func:`baseline_cores` gives it per host, and the cost model takes it off the host's usable cores.
 """
 

@@ -23,25 +23,29 @@ JVM process CPU (``Status.JVM.CPU.Time``, cumulative ns of all its threads) besi
 **Baseline** ``b_t`` (the TaskManager's own CPU, a constant: not proportional to records):
 
 * ``idle`` — t runs no subtask of the job: ``b_t = P_t``, measured directly.
-* ``residual`` — ``R_t ≥ 0``: busy time does not overstate; the whole residual is t's baseline (CPU the subtasks
-  spend outside their busy time, e.g. serialising in the output flusher, is in it too: it does not grow with a
-  rescaled rate — a limit of this rule).
-* ``prior`` — ``R_t < 0``: busy time overstates on t, so the residual says nothing of the baseline. It is taken
-  from elsewhere: the inventory's ``taskmanager_baseline_cores`` for t's host, else the median idle baseline of this
-  history's idle TaskManagers in server cores (``b·σ``) converted to t's cores; ``floor`` when neither is known
+* ``prior`` — t runs subtasks of the job and a baseline is known from elsewhere: the inventory's
+  ``taskmanager_baseline_cores`` for t's host, else the median baseline of this history's idle TaskManagers in
+  server cores (``b·σ``) converted to t's cores (``b_t ≤ P_t``);
+* ``residual`` — no prior, ``R_t ≥ 0``: the whole residual is t's baseline (CPU the subtasks spend outside their
+  busy time, e.g. serialising in the output flusher, is in it too: it stays on t when they move, and does not grow
+  with a rescaled rate — the limit of this rule, which is why a prior is preferred);
+* ``floor`` — no prior, ``R_t < 0``: busy time overstates on t, so the residual says nothing of the baseline
   (``b_t = 0``, not confident).
 
-**Calibration** (only when ``R_t < 0``): the job's subtasks on t used ``P_t - b_t`` cores where ``B_t`` was charged.
-The overstatement ``D_t = B_t - (P_t - b_t)`` is identifiable per vertex only in two cases, and only then assigned:
+**Calibration** (``prior`` and ``floor``): the job's subtasks on t used ``U_t = P_t - b_t`` cores where ``B_t`` was
+charged, and their factors make the charges add up to ``U_t``. Busy time errs both ways: it overstates a
+rate-limited source waiting in its limiter (and any thread waiting for a CPU it shares: busy time is wall-clock),
+and it understates what a subtask spends outside its busy time (serialising records in the output flusher, netty,
+timers) — work that moves with the subtask when a plan moves it, so it belongs to the subtask, not to t.
 
-* one vertex alone on t: ``k_{v,t} = (P_t - b_t) / B_{t,v}`` (``alone``);
-* several, with sources among them whose charge covers ``D_t`` — the known case, a rate-limited source whose busy
-  time reads high: ``k_{src,t} = (B_{t,src} - D_t) / B_{t,src}``, the others 1 (``source``);
-* otherwise every vertex on t gets ``(P_t - b_t) / B_t`` (``shared``, not confident).
+* one vertex alone on t: ``k_{v,t} = U_t / B_{t,v}`` (``alone``);
+* an overstatement ``D_t = B_t - U_t > 0`` with sources on t whose charge covers it — the known case, a rate-limited
+  source whose busy time reads high: ``k_{src,t} = (B_{t,src} - D_t) / B_{t,src}``, the others 1 (``source``);
+* otherwise every vertex on t gets ``U_t / B_t`` (``shared``).
 
 A vertex's factor is the charge-weighted mean over the TaskManagers it ran on (1 where t was not calibrated):
-``k_v = Σ_t k_{v,t}·B_{t,v} / Σ_t B_{t,v}``; the cost model multiplies its busy-time cores by ``k_v`` (so k ≤ 1:
-only an overstatement is calibrated away; an understatement stays in the baseline, which is the conservative side).
+``k_v = Σ_t k_{v,t}·B_{t,v} / Σ_t B_{t,v}``, within [:data:`MIN_FACTOR`, :data:`MAX_FACTOR`]; the cost model
+multiplies its busy-time cores by ``k_v``.
 
 Only the runs whose subtasks ran where the newest run with TaskManager CPU says are pooled (another placement puts
 other subtasks on each TaskManager). A history without TaskManager CPU leaves the profile as it was.
@@ -64,6 +68,7 @@ from placement.profile.rules import cpu_time_to_host_cores, inventory_host_of
 
 MIN_CONFIDENT_PAIRS = 5  # sample pairs of the CPU counter behind a confident figure
 MIN_FACTOR = 0.01  # a factor below this is a measurement problem, not a calibration
+MAX_FACTOR = 10.0  # nor one above this (the profile format's bound)
 
 
 @dataclass
@@ -179,12 +184,12 @@ def calibrate(profile: JobProfile, runs: Sequence[tuple[RunManifest, pa.Table]],
                                       confident=False))
             continue
         calibrated = b_charge
+        given = prior(tm)
         if not charge[tm]:
             baseline, basis, confident = p, "idle", enough
-        elif p - b_charge >= 0:
+        elif given is None and p - b_charge >= 0:
             baseline, basis, confident = p - b_charge, "residual", enough
         else:
-            given = prior(tm)
             baseline, basis, confident = (min(given, p), "prior", enough) if given is not None else (0.0, "floor", False)
             used = p - baseline
             calibrated = used
@@ -208,7 +213,7 @@ def calibrate(profile: JobProfile, runs: Sequence[tuple[RunManifest, pa.Table]],
             if v.id in per:
                 weight += per[v.id]
                 total += per[v.id] * factors[v.id].get(tm, 1.0)
-        k = max(MIN_FACTOR, min(1.0, total / weight)) if weight > 0 else 1.0
+        k = max(MIN_FACTOR, min(MAX_FACTOR, total / weight)) if weight > 0 else 1.0
         stats = dict(v.stats)
         stats["cpu_calibration_basis"] = bases[v.id]
         vertices.append(v.model_copy(update={"cpu_calibration": round(k, 6), "stats": stats}))
@@ -227,7 +232,8 @@ def _which(charge: dict[str, float], sources: set[str], used: float) -> str:
     if len(charge) == 1:
         return "alone"
     src = sum(c for v, c in charge.items() if v in sources)
-    return "source" if src > 0 and src >= sum(charge.values()) - used else "shared"
+    over = sum(charge.values()) - used  # > 0: busy time overstated on this TaskManager
+    return "source" if over > 0 and src >= over else "shared"
 
 
 def _split(charge: dict[str, float], sources: set[str], used: float) -> dict[str, float]:

@@ -31,8 +31,9 @@ from placement.profile.pipeline import build_profile, write_profile
 ROOT = Path(__file__).resolve().parents[2]
 T0 = 1_700_000_000_000
 SECONDS = 120
-# process CPU per TaskManager, in cores of its host: the server's 0.85 = 0.7 of busy time + 0.15 of its own; rpi1's
-# rate-limited source reads 500 ms/s busy but its whole JVM uses 0.30 of a Pi core; rpi2 runs nothing of the job
+# process CPU per TaskManager, in cores of its host: the server's 0.85 against 0.7 of busy time (its subtasks work
+# outside their busy time too); rpi1's rate-limited source reads 500 ms/s busy but its whole JVM uses 0.30 of a Pi
+# core; rpi2 runs nothing of the job (its 0.05 Pi cores = 0.015 server cores: a TaskManager's own CPU)
 PROCESS = {"srv": 0.85, "rpi1": 0.30, "rpi2": 0.05}
 BUSY = {("src", 0): 500.0, ("map", 0): 300.0, ("map", 1): 300.0, ("sink", 0): 100.0}
 WHERE = {("src", 0): "rpi1", ("map", 0): "srv", ("map", 1): "srv", ("sink", 0): "srv"}
@@ -101,9 +102,11 @@ def test_profile_reports_each_taskmanagers_baseline_and_calibrates_the_source(ca
     tms = {t.id: t for t in calibrated.taskmanagers}
     assert set(tms) == {"srv", "rpi1", "rpi2"}
     srv, rpi1, rpi2 = tms["srv"], tms["rpi1"], tms["rpi2"]
-    # the server: busy time charges 0.3 + 0.3 + 0.1 cores; the JVM uses 0.85: 0.15 is its own
+    # the server: busy time charges 0.3 + 0.3 + 0.1 cores; the JVM uses 0.85. Its own CPU is the idle Pi's 0.015
+    # server cores: the subtasks used the other 0.835 (what they spend outside busy time moves with them)
     assert srv.process_cores == pytest.approx(0.85) and srv.charged_cores == pytest.approx(0.7)
-    assert srv.baseline_cores == pytest.approx(0.15) and srv.basis == "residual" and srv.confident
+    assert srv.baseline_cores == pytest.approx(0.015) and srv.basis == "prior" and srv.confident
+    assert srv.calibrated_cores == pytest.approx(0.835)
     assert srv.load_cores == pytest.approx(0.85)  # CPU.Load x 2 cores, the -1 readings left out
     # rpi2 runs nothing of the job: its process CPU is its baseline, measured directly
     assert rpi2.basis == "idle" and rpi2.subtasks == 0 and rpi2.baseline_cores == pytest.approx(0.05)
@@ -115,7 +118,9 @@ def test_profile_reports_each_taskmanagers_baseline_and_calibrates_the_source(ca
     assert rpi1.calibrated_cores == pytest.approx(0.25)
     src = calibrated.vertex("src")
     assert src.cpu_calibration == pytest.approx(0.5) and src.stats["cpu_calibration_basis"] == "alone on rpi1"
-    assert calibrated.vertex("map").cpu_calibration is None and calibrated.vertex("sink").cpu_calibration is None
+    for name in ("map", "sink"):  # busy time understated on the server: shared alike, k = 0.835 / 0.7
+        v = calibrated.vertex(name)
+        assert v.cpu_calibration == pytest.approx(0.835 / 0.7, rel=1e-5) and v.stats["cpu_calibration_basis"] == "shared on srv"
     assert "TaskManager CPU: rpi1 0.300 cores, baseline 0.050 (prior)" in (calibrated.job.note or "")
 
 
@@ -134,10 +139,12 @@ def test_a_lab_hosts_cpu_time_counts_this_machines_cores_and_is_read_in_the_host
     tms = {t.id: t for t in profile.taskmanagers}
     rpi1, rpi2, srv = tms["rpi1"], tms["rpi2"], tms["srv"]
     assert rpi1.process_cores == pytest.approx(0.30 / 0.3) and rpi1.charged_cores == pytest.approx(0.5)
-    assert rpi1.basis == "residual" and rpi1.baseline_cores == pytest.approx(0.5)  # busy time no longer overstates
     assert rpi2.basis == "idle" and rpi2.baseline_cores == pytest.approx(0.05 / 0.3)
+    # busy time no longer overstates: it understates (the source's thread works outside its busy time), so the factor
+    # is above 1 and the baseline is the idle Pi's
+    assert rpi1.basis == "prior" and rpi1.baseline_cores == pytest.approx(0.05 / 0.3)
     assert srv.process_cores == pytest.approx(0.85)  # the server's own cores: unchanged
-    assert profile.vertex("src").cpu_calibration is None
+    assert profile.vertex("src").cpu_calibration == pytest.approx((1.0 - 0.05 / 0.3) / 0.5, rel=1e-5)
     assert Inventory.model_validate(lab).digest() != inventory().digest()  # and the plain inventory hashes as before
 
 
@@ -145,7 +152,7 @@ def test_cost_model_predicts_baseline_plus_calibrated_subtasks_per_host(calibrat
     inv = inventory({"taskmanager_baseline_cores": 0.08})
     problem = build_problem(inv, calibrated)
     h = problem.host_by_name
-    assert (h["srv"].baseline_cores, h["srv"].baseline_basis) == (pytest.approx(0.15), "measured srv")
+    assert (h["srv"].baseline_cores, h["srv"].baseline_basis) == (pytest.approx(0.015), "measured srv")
     assert h["rpi1"].baseline_cores == pytest.approx(0.05) and h["rpi2"].baseline_cores == pytest.approx(0.05)
     assert (h["rpi3"].baseline_cores, h["rpi3"].baseline_basis) == (pytest.approx(0.08), "inventory")
     # nothing measured, nothing in the inventory: the profile's median baseline (0.015 server cores) / speed
@@ -153,7 +160,7 @@ def test_cost_model_predicts_baseline_plus_calibrated_subtasks_per_host(calibrat
     assert (bare.baseline_cores, bare.baseline_basis) == (pytest.approx(0.05), "profile median")
     # the CPU rows' capacity: cores x rho less the baseline
     rho = inv.policy.cpu_utilisation_target
-    assert problem.usable_cores(h["srv"]) == pytest.approx(2 * rho - 0.15)
+    assert problem.usable_cores(h["srv"]) == pytest.approx(2 * rho - 0.015)
     assert problem.usable_cores(h["rpi1"]) == pytest.approx(rho - 0.05)
     src = problem.subtask_by_key[("src", 0)]
     assert src.server_cores == pytest.approx(0.075) and src.cores_on(h["rpi1"]) == pytest.approx(0.25)
