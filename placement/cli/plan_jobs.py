@@ -207,20 +207,8 @@ def _print(console: Console, inv: Inventory, joint: JointProblem, runs: RunningP
     problem = joint.problem
     console.print(f"[bold]{len(joint.jobs)} jobs[/] ({escape(', '.join(j.name for j in joint.jobs))}) on "
                   f"[bold]{inv.name}[/] — {len(problem.subtasks)} subtasks, {len(problem.hosts)} hosts")
-    for job, path in runs.jobs:
-        console.print(f"[dim]running: {escape(job)} ({escape(path)}) as fixed load[/]", overflow="ignore", crop=False)
-    for w in [*whatif_notes, *problem.warnings]:
-        if w not in problem.input_warnings:
-            console.print(f"[dim]note: {escape(w)}[/]", overflow="ignore", crop=False)
-    if capped is not None:
-        console.print(escape(capped.line), overflow="ignore", crop=False)
-    console.print(plan_tables.summary_line(result))
-    for note in result.notes:
-        console.print(f"[dim]note: {escape(note)}[/]")
-    if result.shortages:
-        print_table(console, plan_tables.shortfalls_table(result))
-    for cause in result.causes:
-        console.print(f"why: {escape(cause)}", overflow="ignore", crop=False)
+    plan_tables.print_preamble(console, problem, runs.jobs, whatif_notes, capped)
+    plan_tables.print_outcome(console, result)
     if result.cost is not None:
         print_table(console, jobs_tables.jobs_table(parts))
         print_table(console, jobs_tables.shared_links_table(problem, result.cost, parts))

@@ -90,22 +90,10 @@ def run_plan(inventory_path: str, profile_path: str, out_dir: str, solver: str, 
     if not as_json and not quiet:
         console.print(f"[bold]{profile.job.name}[/] on [bold]{inv.name}[/] — {len(problem.subtasks)} subtasks, "
                       f"{len(problem.hosts)} hosts")
-        for job, path in runs.jobs:
-            console.print(f"[dim]running: {escape(job)} ({escape(path)}) as fixed load[/]", overflow="ignore", crop=False)
-        notes = [w for w in [*whatif_notes, *problem.warnings] if w not in problem.input_warnings]
-        for w in notes:  # escape(): vertex names such as "Writer[out_t]" are not markup
-            console.print(f"[dim]note: {escape(w)}[/]", overflow="ignore", crop=False)
-        if capped is not None:
-            console.print(escape(capped.line), overflow="ignore", crop=False)
+        plan_tables.print_preamble(console, problem, runs.jobs, whatif_notes, capped)
         if rescaled:
             console.print(escape(rescale_plan.targets_line(rescaled.space)), overflow="ignore", crop=False)
-        console.print(plan_tables.summary_line(result))
-        for note in result.notes:
-            console.print(f"[dim]note: {escape(note)}[/]")
-        if result.shortages:
-            print_table(console, plan_tables.shortfalls_table(result))
-        for cause in result.causes:
-            console.print(f"why: {escape(cause)}", overflow="ignore", crop=False)
+        plan_tables.print_outcome(console, result)
         if result.cost is not None:
             print_table(console, plan_tables.links_table(result))
             print_table(console, plan_tables.hosts_table(result))

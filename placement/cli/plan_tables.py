@@ -7,6 +7,7 @@ from collections import Counter
 from rich.markup import escape
 from rich.table import Table
 
+from placement.cli.fit import print_table
 from placement.costmodel.model import PlacementProblem
 from placement.solver.result import PlanResult
 
@@ -118,3 +119,27 @@ def compare_table(problem: PlacementProblem, results: list[PlanResult]) -> Table
         t.add_row(r.strategy, r.status, *links, f"{r.cost.wan_mbit:.2f}", f"{r.cost.server_cores:.2f}",
                   f"{r.cost.edge_cores:.2f}", f"{r.cost.latency_ms:.1f}", "yes" if r.cost.feasible else "[red]no[/]")
     return t
+
+
+def print_preamble(console, problem: PlacementProblem, running: list[tuple[str, str]], whatif_notes: list[str],
+                   capped) -> None:
+    """What `plan` says before its result: the running jobs it took as fixed load, its notes (the input warnings
+    aside: those go to stderr, also with --json) and --max-rate's line."""
+    for job, path in running:
+        console.print(f"[dim]running: {escape(job)} ({escape(path)}) as fixed load[/]", overflow="ignore", crop=False)
+    for w in [*whatif_notes, *problem.warnings]:
+        if w not in problem.input_warnings:  # escape(): vertex names such as "Writer[out_t]" are not markup
+            console.print(f"[dim]note: {escape(w)}[/]", overflow="ignore", crop=False)
+    if capped is not None:
+        console.print(escape(capped.line), overflow="ignore", crop=False)
+
+
+def print_outcome(console, result: PlanResult) -> None:
+    """The result's summary line, its notes, the shortfall table and the causes."""
+    console.print(summary_line(result))
+    for note in result.notes:
+        console.print(f"[dim]note: {escape(note)}[/]")
+    if result.shortages:
+        print_table(console, shortfalls_table(result))
+    for cause in result.causes:
+        console.print(f"why: {escape(cause)}", overflow="ignore", crop=False)
