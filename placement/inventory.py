@@ -223,6 +223,17 @@ class Policy(Strict):
     objective: Literal["lexicographic", "weighted"] = "lexicographic"
     weights: Weights = Field(default_factory=Weights)
     lexicographic_tolerance: float = Field(1e-6, ge=0, le=0.5, description="relative slack kept on earlier stages")
+    max_latency_ms: Millis | dict[str, Millis] | None = Field(
+        None, description="bound on every source→sink path's predicted latency (costmodel.latency), or per path: "
+        "{'<sink>': ms, '<source> -> <sink>': ms, '*': ms} (the most specific key wins); null: unbounded")
+
+    @field_validator("max_latency_ms")
+    @classmethod
+    def _positive_bounds(cls, v):
+        for key, ms in ({"": v} if not isinstance(v, dict) else v).items():
+            if ms is not None and not ms > 0:
+                raise ValueError(f"a latency bound must be > 0 ms{f' (key {key!r})' if key else ''}, got {ms:g}")
+        return v
 
 
 class Inventory(Strict):
@@ -312,6 +323,8 @@ class Inventory(Strict):
             for key in ("taskmanager_baseline_cores", "cpu_time_core_speed"):
                 if h.get(key) is None:
                     h.pop(key, None)
+        if data.get("policy", {}).get("max_latency_ms") is None:  # issue 25: an unbounded inventory hashes as before
+            data.get("policy", {}).pop("max_latency_ms", None)
         canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
 
