@@ -18,7 +18,7 @@ from placement.cli import capacity_plan, plan_tables, rescale_plan
 from placement.cli.fit import print_table
 from placement.cli.plan_notes import input_warnings, report_warnings
 from placement.costmodel.model import PlanOptions, build_problem
-from placement.errors import EXIT_INFEASIBLE, Infeasible
+from placement.errors import EXIT_INFEASIBLE, BadInput, Infeasible
 from placement.inventory import load_inventory
 from placement.profile.format import load_profile
 from placement.solver import PlanResult, SolverOptions
@@ -63,6 +63,9 @@ def run_plan(inventory_path: str, profile_path: str, out_dir: str, solver: str, 
                             inventory_source=inventory_path)
     report_warnings([*input_warnings(inv, profile, inventory_path, link),
                      *(f"{inventory_path}: {w}" for w in problem.input_warnings)], strict=strict)
+    if problem.latency_bounds and (rescale or max_rate):  # only the exact model and --method exact/auto have the rows
+        raise BadInput(f"{'--rescale' if rescale else '--max-rate'} does not honour a latency bound yet: plan without it, "
+                       "or drop policy.max_latency_ms", source=inventory_path, field="policy.max_latency_ms")
     rescaled = capped = None
     if rescale:
         rescaled = rescale_plan.plan_rescaled(inv, profile, inventory_source=inventory_path, rate_scale=rate_scale,

@@ -32,9 +32,12 @@ def shortfalls_table(result: PlanResult) -> Table:
         t.add_column(col, justify="left" if col == "resource" else "right")
     for s in result.shortages:
         needed, usable = s.figures
-        unit = {"link": " Mbit/s", "cpu": " cores", "thread": " cores", "memory": " MiB", "slots": " slots"}[s.kind]
+        unit = {"link": " Mbit/s", "cpu": " cores", "thread": " cores", "memory": " MiB", "slots": " slots",
+                "latency": " ms"}[s.kind]
         if s.kind == "thread":  # one subtask's thread, of one core
             name = escape(f"thread of {s.detail} on {s.resource}")
+        elif s.kind == "latency":  # a source→sink path over its policy.max_latency_ms
+            name = escape(f"latency of {s.resource}")
         else:
             name = escape(f"{'link' if s.kind == 'link' else 'host'} {s.resource}{s.detail}")
         t.add_row(name, needed + unit, f"{s.capacity:g}", usable, f"{s.needed - s.usable:.3g}{unit}")

@@ -40,5 +40,8 @@ def choose_method(problem: PlacementProblem, method: Method, options: SolverOpti
 def solve_with(problem: PlacementProblem, options: SolverOptions = SolverOptions(), method: Method = "auto") -> PlanResult:
     """Plan ``problem`` with the chosen method (see the module doc)."""
     if choose_method(problem, method, options) == "decompose":
+        if problem.latency_bounds:
+            raise BadInput("the decomposition does not honour a latency bound (its Pi plans do not see the queue at "
+                           "their uplink): use --method exact, or drop policy.max_latency_ms", field="--method")
         return solve_decomposed(problem, options)
     return solve(problem, options)

@@ -43,7 +43,7 @@ def _apart(needed: float, usable: float, decimals: int) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class Shortage:
-    kind: Literal["link", "cpu", "memory", "slots", "thread"]
+    kind: Literal["link", "cpu", "memory", "slots", "thread", "latency"]
     resource: str  # link name, host name
     needed: float
     usable: float
@@ -58,7 +58,7 @@ class Shortage:
         if self.kind == "link":
             needed, usable = _num(self.needed), _num(self.usable)
             return (needed, usable) if needed != usable else _apart(self.needed, self.usable, 2)
-        return _apart(self.needed, self.usable, {"cpu": 2, "thread": 2, "memory": 0}.get(self.kind, 0))
+        return _apart(self.needed, self.usable, {"cpu": 2, "thread": 2, "memory": 0, "latency": 1}.get(self.kind, 0))
 
     @property
     def message(self) -> str:
@@ -67,6 +67,8 @@ class Shortage:
             return f"link {self.resource} needs {needed} Mbit/s, has {self.capacity:g} ({usable} usable)"
         if self.kind == "thread":
             return thread_sentence(self.detail, self.resource, self.needed, self.usable)
+        if self.kind == "latency":  # resource: the path's name; capacity = usable = its bound
+            return f"path {self.resource} needs {needed} ms, its bound is {self.capacity:g} ms"
         if self.kind == "cpu":
             return f"host {self.resource} needs {needed} cores, has {self.capacity:g} ({usable} usable)"
         if self.kind == "memory":
