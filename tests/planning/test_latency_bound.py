@@ -250,3 +250,29 @@ def test_compare_marks_a_baseline_over_the_bound():
     aos = all_on_server(pr)
     assert aos.cost.worst_path.latency_ms > 176.1
     assert any(v.startswith("path Source: Sensors") for v in aos.cost.violations)
+
+
+def test_plan_json_tables_and_picture_carry_the_paths(tmp_path, capsys):
+    code, out, err = cli_run(["plan", "--inventory", "inventory/edge-lab.yaml", "--profile", IOT, "--out", tmp_path,
+                              "--compare"], capsys)
+    assert code == 0, err
+    doc = json.loads((tmp_path / "plan.json").read_text())
+    (path,) = doc["paths"]
+    assert path["path"].startswith("Source: Sensors → Parse") and path["latency_ms"] == pytest.approx(176.05, abs=0.05)
+    assert path["link"] == "rpi3→server" and path["bound_ms"] is None
+    assert "Latency per path (predicted, ms)" in out
+    rows = {line.split("│")[1].strip(): line for line in out.splitlines() if line.startswith("│ ")}
+    assert "176.1" in rows["ilp"] and "∞" in rows["all-on-server"]  # its links past 99 %: no bound on the queue
+    assert "ms" in (tmp_path / "plan.dot").read_text().split("Mbit/s", 1)[1].split("]", 1)[0]  # WAN edge: delay + queue
+
+
+def test_an_older_plan_without_paths_still_loads(tmp_path, capsys):
+    from placement.writers.planjson import load_plan, render_plan_json
+
+    assert cli_run(["plan", "--inventory", "inventory/edge-lab.yaml", "--profile", IOT, "--out", tmp_path / "p"],
+                   capsys)[0] == 0
+    doc = json.loads((tmp_path / "p" / "plan.json").read_text())
+    del doc["paths"]  # as plans made before issue 25
+    (tmp_path / "old.json").write_text(json.dumps(doc))
+    old = load_plan(tmp_path / "old.json")
+    assert old.paths is None and "paths" not in json.loads(render_plan_json(old))
