@@ -263,7 +263,8 @@ def test_plan_json_tables_and_picture_carry_the_paths(tmp_path, capsys):
     assert "Latency per path (predicted, ms)" in out
     rows = {line.split("│")[1].strip(): line for line in out.splitlines() if line.startswith("│ ")}
     assert "176.1" in rows["ilp"] and "∞" in rows["all-on-server"]  # its links past 99 %: no bound on the queue
-    assert "ms" in (tmp_path / "plan.dot").read_text().split("Mbit/s", 1)[1].split("]", 1)[0]  # WAN edge: delay + queue
+    dot = (tmp_path / "plan.dot").read_text()
+    assert "3.46 Mbit/s\n50.2 ms" in dot  # the WAN edge from rpi1: its link delay + its queue at 7 %
 
 
 def test_an_older_plan_without_paths_still_loads(tmp_path, capsys):
