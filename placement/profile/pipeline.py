@@ -13,6 +13,7 @@ from placement.inventory import load_inventory
 from placement.profile.format import JobProfile
 from placement.profile.history import select_runs
 from placement.profile.rules import Options, assemble, subtask_details
+from placement.profile.latency import measured_latency
 from placement.profile.tm_cpu import calibrate
 
 Engine = Literal["spark", "pandas"]
@@ -57,6 +58,9 @@ def build_profile(
         aggregates = aggregate_spark(spark or spark_session(spark_master), selection, warmup_s)
     profile = assemble([m for _, m in selection.runs], aggregates, options, source=str(metrics_dir))
     profile = calibrate(profile, selection.runs, warmup_s=warmup_s, inventory=inv)
+    latency = measured_latency(profile, selection.runs, warmup_s=warmup_s)
+    if latency:
+        profile = profile.model_copy(update={"latency": latency})
     if details is not None:
         _write_atomically(Path(details), subtask_details(profile, aggregates).to_csv(index=False), "--details")
     return profile
