@@ -190,7 +190,8 @@ def source_sink_paths(problem: PlacementProblem) -> tuple[JobPath, ...] | None:
     paths: list[JobPath] | None = []
     names = problem.vertex_names
     for s in sources:
-        for t in sinks:
+        reach = nx.descendants(g, s) | {s}  # a fleet's job has thousands of sources and sinks: pairs that connect only
+        for t in (t for t in sinks if t in reach):
             for p in sorted(nx.all_simple_paths(g, s, t) if s != t else [[s]], key=lambda p: [order[v] for v in p]):
                 assert paths is not None
                 paths.append(JobPath(
