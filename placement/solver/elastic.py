@@ -73,7 +73,9 @@ def shortages_from_slack(problem: PlacementProblem, slack: dict[tuple[str, ...],
         kind, host = name[0], name[1]
         if kind == "latency":  # ("latency", n): the n-th bounded path (objectives.bounded_paths' order)
             path = _bounded_paths(problem)[int(host)]
-            shortages.append(Shortage("latency", path.name, path.bound_ms + over, path.bound_ms, path.bound_ms))
+            flush = f"{path.flush_ms:.1f} ms of it buffer-flush waits, which a shorter execution.buffer-timeout shortens"
+            shortages.append(Shortage("latency", path.name, path.bound_ms + over, path.bound_ms, path.bound_ms,
+                                      detail=flush))
             continue
         h = hosts[host]
         if kind == "thread":  # ("thread", host, vertex id, index): the thread of that subtask on that host

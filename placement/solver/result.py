@@ -48,7 +48,7 @@ class Shortage:
     needed: float
     usable: float
     capacity: float
-    detail: str = ""  # slots: " for <operator>"; thread: the subtask's label
+    detail: str = ""  # slots: " for <operator>"; thread: the subtask's label; latency: what its flush waits are
 
     # thread: one subtask's thread on host ``resource`` — needed and usable in cores of that host, capacity 1 core
 
@@ -68,7 +68,8 @@ class Shortage:
         if self.kind == "thread":
             return thread_sentence(self.detail, self.resource, self.needed, self.usable)
         if self.kind == "latency":  # resource: the path's name; capacity = usable = its bound
-            return f"path {self.resource} needs {needed} ms, its bound is {self.capacity:g} ms"
+            why = f" ({self.detail})" if self.detail else ""
+            return f"path {self.resource} needs {needed} ms, its bound is {self.capacity:g} ms{why}"
         if self.kind == "cpu":
             return f"host {self.resource} needs {needed} cores, has {self.capacity:g} ({usable} usable)"
         if self.kind == "memory":

@@ -83,7 +83,8 @@ def test_a_bound_the_best_plan_meets_keeps_it_and_one_below_names_the_path():
     (short,) = bad.shortages
     assert short.kind == "latency" and short.needed == pytest.approx(176.05, abs=0.05)
     assert short.message == ("path Source: Sensors → Parse → Filter → Enrich → Window Aggregate → Sink: Readings "
-                             "needs 176.1 ms, its bound is 170 ms")
+                             "needs 176.1 ms, its bound is 170 ms (122.2 ms of it buffer-flush waits, which a shorter "
+                             "execution.buffer-timeout shortens)")
 
 
 def test_plan_cli_reports_paths_and_refuses_methods_without_the_bound(tmp_path, capsys):
@@ -92,8 +93,11 @@ def test_plan_cli_reports_paths_and_refuses_methods_without_the_bound(tmp_path, 
     args = ["plan", "--inventory", str(inv), "--profile", IOT]
     code, out, err = cli_run([*args, "--out", tmp_path / "p"], capsys)
     assert code == 3
-    assert err.strip().splitlines()[-1] == ("error: no placement fits: path Source: Sensors → Parse → Filter → Enrich "
-                                            "→ Window Aggregate → Sink: Readings needs 176.1 ms, its bound is 170 ms")
+    assert err.strip().splitlines()[-1].startswith(
+        "error: no placement fits: path Source: Sensors → Parse → Filter → Enrich → Window Aggregate → Sink: Readings "
+        "needs 176.1 ms, its bound is 170 ms (122.2 ms of it buffer-flush waits")
+    rows = [line.split("│")[1].strip() for line in out.splitlines() if line.startswith("│ latency of")]
+    assert rows == ["latency of Source: Sensors → Parse → Filter → Enrich → Window Aggregate → Sink: Readings"]
     for extra in (["--method", "decompose"], ["--rescale"], ["--max-rate"]):
         code, out, err = cli_run([*args, "--out", tmp_path / "q", *extra], capsys)
         assert code == 2 and len(err.strip().splitlines()) == 1 and "latency bound" in err, (extra, err)
@@ -277,3 +281,12 @@ def test_an_older_plan_without_paths_still_loads(tmp_path, capsys):
     (tmp_path / "old.json").write_text(json.dumps(doc))
     old = load_plan(tmp_path / "old.json")
     assert old.paths is None and "paths" not in json.loads(render_plan_json(old))
+
+
+def test_auto_picks_the_exact_model_for_a_bounded_fleet(monkeypatch):
+    from placement.solver import SolverOptions, methods
+
+    pr = build_problem(lab(max_latency_ms=500), load_profile(IOT))
+    monkeypatch.setattr(methods, "AUTO_SUBTASKS", 1)  # this job counts as a fleet
+    assert methods.choose_method(build_problem(lab(), load_profile(IOT)), "auto", SolverOptions()) == "decompose"
+    assert methods.choose_method(pr, "auto", SolverOptions()) == "exact"  # only the exact model has the rows
