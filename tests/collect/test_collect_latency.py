@@ -93,5 +93,8 @@ def test_measured_p50_beside_the_predicted_flush_waits(collected, capsys):
     with capsys.disabled():
         print(f"\nIoT at 200 readings/s per source subtask: predicted {path.flush_ms:.1f} ms (flush waits), "
               f"measured p50 {m.p50_ms:.1f} p95 {m.p95_ms:.1f} p99 {m.p99_ms:.1f} max {m.max_ms:.1f} ms")
-    # measured 2026-11-27: predicted 250.0 (every channel flushed by the 100 ms timeout: 5 × 50), p50 264.5 ms
-    assert m.p50_ms == pytest.approx(path.flush_ms, rel=0.25)
+    # Predicted 250.0: every channel here is flushed by the 100 ms timeout, 5 × 50 ms on average. Each task's flusher
+    # ticks every 100 ms at a phase of its own, so behind the first exchange a record waits a phase difference that
+    # holds for a while, not a fresh uniform draw: one run's p50 scatters around the mean the model predicts. Measured
+    # on this machine (REST and Prometheus collections, 2026-11-27): 209, 264.5, 279, 301 ms.
+    assert m.p50_ms == pytest.approx(path.flush_ms, rel=0.4)
