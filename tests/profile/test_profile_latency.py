@@ -75,3 +75,9 @@ def test_chained_operators_take_the_largest_subtasks_the_median_p50_and_the_larg
 
 def load_profile_from(history: Path):
     return build_profile(history, engine="pandas", warmup_s=0)
+
+
+@pytest.mark.spark
+def test_spark_and_pandas_profiles_carry_the_same_latency(spark):
+    assert build_profile(HISTORY, engine="spark", spark=spark, warmup_s=0).latency == \
+        build_profile(HISTORY, engine="pandas", warmup_s=0).latency
