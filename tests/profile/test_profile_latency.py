@@ -81,3 +81,15 @@ def load_profile_from(history: Path):
 def test_spark_and_pandas_profiles_carry_the_same_latency(spark):
     assert build_profile(HISTORY, engine="spark", spark=spark, warmup_s=0).latency == \
         build_profile(HISTORY, engine="pandas", warmup_s=0).latency
+
+
+def test_profile_prints_the_percentiles(tmp_path, capsys):
+    from placement.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["profile", str(HISTORY), "--engine", "pandas", "--warmup", "0", "--out", str(tmp_path / "p.json")])
+    out = capsys.readouterr().out
+    assert e.value.code == 0
+    assert "Latency per source → sink (measured, ms" in out
+    row = next(line for line in out.splitlines() if "Source: Sensors → Sink: Readings" in line)
+    assert [c.strip() for c in row.split("│")[2:7]] == ["279.0", "376.0", "394.0", "401.0", "21"]
