@@ -51,7 +51,7 @@ from lab_placements import JOBS, PLACEMENT, cli, job_args, job_inventory, profil
 
 from placement.flink.rest import FlinkRest  # noqa: E402
 from placement.lab import chain  # noqa: E402
-from placement.lab.measure import HostCpu, measure_links  # noqa: E402
+from placement.lab.measure import measure_window  # noqa: E402
 
 STEPS = (0.8, 0.9, 1.0, 1.1, 1.2, 1.4)  # × the predicted highest rate
 HOLDS = 0.97  # a step holds when the source emits this share of its target
@@ -157,9 +157,8 @@ def run_case(case: Case, args, console: Console) -> dict:
             time.sleep(max(0.0, begin - time.time()))
             c0, t0 = source_count(rest, placed, source)
             p0 = cgroup_periods(edge.get("cgroup"))
-            cpu: list[HostCpu] = []
             window = max(5.0, started + (i + 1) * args.step_s - 3 - time.time())
-            [link] = measure_links(state, window, cpu)
+            [link], cpu = measure_window(state, window)
             p1 = cgroup_periods(edge.get("cgroup"))
             c1, t1 = source_count(rest, placed, source)
             emitted = (c1 - c0) / (t1 - t0) / parallelism[source]

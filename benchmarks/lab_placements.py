@@ -247,7 +247,7 @@ def run_job(spec: JobSpec, args, work: Path, state: dict, console: Console) -> t
             continue
         mapping = mapping_of(problem, result)
         predicted = {link.host: link.mbit for link in result.cost.links}
-        predicted_cores = {h.host: h.cores_used for h in result.cost.hosts}
+        predicted_cores = {h.host: h.predicted_cores for h in result.cost.hosts}
         console.print(f"{name}: {json.dumps({k: sorted(set(v)) for k, v in mapping.items()})}")
         if args.mode == "custom":
             plan_dir = work / f"plan-{spec.key}-{name}"
@@ -273,7 +273,8 @@ def run_job(spec: JobSpec, args, work: Path, state: dict, console: Console) -> t
         rows.append({
             "strategy": name, "status": result.status, "placed": placed_ok, "mapping": mapping, "apply_s": applied_s,
             "links": {lk.host: (predicted.get(lk.host, 0.0), lk.data_mbit, lk.mbit) for lk in m.links},
-            # host cores: the plan's cores_used vs the host's TaskManager JVM over the same window (issue 23)
+            # host cores: the plan's predicted_cores (baseline + subtasks) vs the host's TaskManager JVM over the same
+            # window (issue 23)
             "cpu": {c.host: (predicted_cores.get(c.host, 0.0), c.host_cores) for c in m.cpu if c.host_cores is not None},
             "wan_wire": sum(lk.mbit for lk in m.links), "wan_data": sum(lk.data_mbit for lk in m.links),
             "wan_predicted": sum(predicted.values()),

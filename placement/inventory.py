@@ -18,7 +18,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from placement.flink.versions import release_problem
-from placement.loading import FieldError, load_model
+from placement.loading import FieldError, drop_unset, load_model
 from placement.units import MiB, Millis, Percent, RateMbit
 
 NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]*$"  # also a Flink external-resource name and a resource-id: no dots, no spaces
@@ -320,11 +320,8 @@ class Inventory(Strict):
         """sha256 of the validated inventory's canonical JSON: formatting and comments do not change it."""
         data = self.model_dump(mode="json", by_alias=True)
         for h in data.get("hosts", []):  # added by issue 23: an inventory without them hashes as before
-            for key in ("taskmanager_baseline_cores", "cpu_time_core_speed"):
-                if h.get(key) is None:
-                    h.pop(key, None)
-        if data.get("policy", {}).get("max_latency_ms") is None:  # issue 25: an unbounded inventory hashes as before
-            data.get("policy", {}).pop("max_latency_ms", None)
+            drop_unset(h, "taskmanager_baseline_cores", "cpu_time_core_speed")
+        drop_unset(data.get("policy", {}), "max_latency_ms")  # issue 25: an unbounded inventory hashes as before
         canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
 

@@ -84,3 +84,13 @@ def load_model(path: str | Path, model: type[M]) -> M:
         return model.model_validate(data)
     except ValidationError as err:
         raise describe_validation_error(err, str(path)) from None
+
+
+def drop_unset(data: dict[str, Any], *keys: str) -> dict[str, Any]:
+    """``data`` (a model's JSON dump, changed in place and returned) without those of ``keys`` that are None: optional
+    fields added after documents were written are left out when unset, so an older document dumps and hashes as it
+    did before they existed."""
+    for key in keys:
+        if key in data and data[key] is None:
+            del data[key]
+    return data

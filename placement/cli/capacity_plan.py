@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from placement.costmodel.model import PlacementProblem, PlanOptions, build_problem
+from placement.costmodel.model import PlacementProblem, PlanOptions, RunningUse, build_problem
+from placement.costmodel.running import with_running
 from placement.errors import BadInput, Infeasible
 from placement.inventory import Inventory
 from placement.inventory_whatif import apply_whatif, parse_add_host, parse_link
@@ -79,12 +81,20 @@ class MaxRate:
 
 
 def plan_max_rate(inv: Inventory, profile: JobProfile, *, placement_mode: str, inventory_source: str,
-                  options: SolverOptions, method: Method) -> MaxRate:
-    """The highest uniform scale of the source rates, what binds just above it, and the optimal plan at it."""
+                  options: SolverOptions, method: Method, running: Mapping[str, Sequence[RunningUse]] | None = None,
+                  other_jobs: frozenset[str] = frozenset()) -> MaxRate:
+    """The highest uniform scale of the source rates, what binds just above it, and the optimal plan at it
+    (``running``: jobs that keep running, fixed load — what is left for this job)."""
     def build(scale: float) -> PlacementProblem:
-        return build_problem(inv, profile, PlanOptions(rate_scale=scale, placement_mode=placement_mode),
-                             inventory_source=inventory_source)
+        return with_running(build_problem(inv, profile, PlanOptions(rate_scale=scale, placement_mode=placement_mode),
+                                          inventory_source=inventory_source, other_jobs=other_jobs), running or {})
 
+    return max_rate_of(build, options=options, method=method)
+
+
+def max_rate_of(build: Callable[[float], PlacementProblem], *, options: SolverOptions, method: Method) -> MaxRate:
+    """:func:`plan_max_rate` of any problem built at a scale (several jobs scaled together, jobs already running as
+    fixed load: only what ``build`` scales grows)."""
     capacity = max_scale(build, options)
     if capacity.status == "infeasible":
         raise Infeasible(f"no placement fits at any rate: {capacity.note}; plan at --rate-scale 1 for the shortfalls")

@@ -9,8 +9,12 @@ import click
 @click.command()
 @click.option("--inventory", "inventory_path", required=True, type=click.Path(dir_okay=False),
               help="inventory YAML (`placement examples` lists the shipped ones)")
-@click.option("--profile", "profile_path", required=True, type=click.Path(dir_okay=False),
-              help="job profile JSON, as `placement profile` writes it (`placement examples` lists the shipped ones)")
+@click.option("--profile", "profile_path", required=True, multiple=True, type=click.Path(dir_okay=False),
+              help="job profile JSON, as `placement profile` writes it (`placement examples` lists the shipped ones); "
+                   "repeat it to place several jobs together on the shared hosts and links")
+@click.option("--running", multiple=True, type=click.Path(), metavar="PLAN",
+              help="plan.json, plan directory or fleet directory of jobs that keep running: their use of hosts and "
+                   "links is fixed load the new plan fits around (repeatable)")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="directory for the plan files, replaced whole (other files in it are kept)")
 @click.option("--solver", type=click.Choice(["highs", "cbc"]), default="highs", show_default=True,
               help="MILP solver; highs falls back to cbc when it is unavailable")
@@ -48,18 +52,25 @@ import click
 @click.option("--strict", is_flag=True,
               help="make the input warnings (a pin naming no vertex, another job's profile, a 'bps' rate) errors, "
                    "exit 2")
-def plan(inventory_path: str, profile_path: str, out_dir: str, solver: str, time_limit: float, gap: float,
+def plan(inventory_path: str, profile_path: tuple[str, ...], out_dir: str, solver: str, time_limit: float, gap: float,
          objective: str | None, mode: str | None, rate_scale: float, rescale: bool, target_rate: str | None,
          compare: bool, as_json: bool, method: str = "auto", max_rate: bool = False, add_host: tuple[str, ...] = (),
-         link: tuple[str, ...] = (), verbose: bool = False, quiet: bool = False, strict: bool = False) -> None:
+         link: tuple[str, ...] = (), verbose: bool = False, quiet: bool = False, strict: bool = False,
+         running: tuple[str, ...] = ()) -> None:
     """Place a job's subtasks on the inventory's hosts, optimally, and write the plan directory.
 
-    Writes OUT/plan.json, OUT/schedulercfg, OUT/redeploy.sh, OUT/placement.json and OUT/plan.{svg,png,dot}.
+    Writes OUT/plan.json, OUT/schedulercfg, OUT/redeploy.sh, OUT/placement.json and OUT/plan.{svg,png,dot}. With
+    several --profile: OUT/<job>/ (those files, per job), OUT/fleet.json and OUT/fleet.{svg,png,dot}.
     Input that is valid but probably not meant (a pin naming no vertex of the job, a profile of another job than the
     inventory's job.name, a rate in tc's 'bps' = bytes/s) is a warning on stderr, also with --json; --strict makes it
     an error.
     """
     options = dict(locals())  # the parsed options, by parameter name
+    if len(profile_path) > 1:  # several jobs placed together (issue 24)
+        from placement.cli.plan_jobs import run_jobs
+
+        run_jobs(**options)
+        return
     from placement.cli.plan_run import run_plan  # the solver's imports, only once the options are known to be right
 
-    run_plan(**options)
+    run_plan(**{**options, "profile_path": profile_path[0]})

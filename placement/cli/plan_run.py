@@ -18,7 +18,9 @@ from rich.markup import escape
 from placement.cli import capacity_plan, plan_tables, rescale_plan
 from placement.cli.fit import print_table
 from placement.cli.plan_notes import input_warnings, report_warnings
+from placement.cli.running_plans import load_running
 from placement.costmodel.model import PlanOptions, build_problem
+from placement.costmodel.running import with_running
 from placement.errors import EXIT_INFEASIBLE, BadInput, Infeasible
 from placement.inventory import load_inventory
 from placement.profile.format import load_profile
@@ -53,9 +55,12 @@ def run_plan(inventory_path: str, profile_path: str, out_dir: str, solver: str, 
              objective: str | None, mode: str | None, rate_scale: float, rescale: bool, target_rate: str | None,
              compare: bool, as_json: bool, method: str = "auto", max_rate: bool = False,
              add_host: tuple[str, ...] = (), link: tuple[str, ...] = (), verbose: bool = False, quiet: bool = False,
-             strict: bool = False) -> None:
+             strict: bool = False, running: tuple[str, ...] = ()) -> None:
     """``placement plan`` with its parsed options (see :func:`placement.cli.plan_cmd.plan`)."""
     rescale_plan.check_options(rescale, target_rate)
+    if rescale and running:
+        raise BadInput("chooses parallelism against the whole fleet's capacities; plan without --rescale around "
+                       "running jobs", field="--running")
     capacity_plan.check_options(max_rate, rescale, rate_scale, method)
     inv = load_inventory(inventory_path)
     profile = load_profile(profile_path)
@@ -65,9 +70,10 @@ def run_plan(inventory_path: str, profile_path: str, out_dir: str, solver: str, 
                             verbose=verbose)
     placement_mode = mode or inv.flink.placement_mode  # vanilla mode keeps operators after the source chain whole
     # the problem at the asked scale, built before any solve: its pins' warnings come before the work (--strict)
-    problem = build_problem(inv, profile, PlanOptions(rate_scale=rate_scale, placement_mode=placement_mode),
-                            inventory_source=inventory_path)
-    report_warnings([*input_warnings(inv, profile, inventory_path, link),
+    runs = load_running(running, inv, [profile.job.name])  # jobs that keep running: fixed load
+    problem = with_running(build_problem(inv, profile, PlanOptions(rate_scale=rate_scale, placement_mode=placement_mode),
+                                         inventory_source=inventory_path, other_jobs=runs.vertices), runs.uses)
+    report_warnings([*input_warnings(inv, profile, inventory_path, link), *runs.warnings,
                      *(f"{inventory_path}: {w}" for w in problem.input_warnings)], strict=strict)
     if problem.latency_bounds and (rescale or max_rate):  # only the exact model and --method exact/auto have the rows
         raise BadInput(f"{'--rescale' if rescale else '--max-rate'} does not honour a latency bound yet: plan without it, "
@@ -80,7 +86,8 @@ def run_plan(inventory_path: str, profile_path: str, out_dir: str, solver: str, 
         problem, result, results = rescaled.problem, rescaled.joint.plan, rescaled.results
     else:
         capped = capacity_plan.plan_max_rate(inv, profile, placement_mode=placement_mode, inventory_source=inventory_path,
-                                             options=options, method=method) if max_rate else None  # type: ignore[arg-type]
+                                             options=options, method=method,  # type: ignore[arg-type]
+                                             running=runs.uses, other_jobs=runs.vertices) if max_rate else None
         if capped is not None and capped.problem is not None and capped.result is not None:
             problem, result = capped.problem, capped.result
         else:
@@ -92,6 +99,8 @@ def run_plan(inventory_path: str, profile_path: str, out_dir: str, solver: str, 
     if not as_json and not quiet:
         console.print(f"[bold]{profile.job.name}[/] on [bold]{inv.name}[/] — {len(problem.subtasks)} subtasks, "
                       f"{len(problem.hosts)} hosts")
+        for job, path in runs.jobs:
+            console.print(f"[dim]running: {escape(job)} ({escape(path)}) as fixed load[/]", overflow="ignore", crop=False)
         notes = [w for w in [*whatif_notes, *problem.warnings] if w not in problem.input_warnings]
         for w in notes:  # escape(): vertex names such as "Writer[out_t]" are not markup
             console.print(f"[dim]note: {escape(w)}[/]", overflow="ignore", crop=False)
@@ -124,6 +133,8 @@ def run_plan(inventory_path: str, profile_path: str, out_dir: str, solver: str, 
         summary["max_rate"] = capped.json()
     if whatif_notes:
         summary["what_if"] = whatif_notes
+    if runs.jobs:
+        summary["running"] = [{"job": j, "plan": p} for j, p in runs.jobs]
     if result.assignment is not None:
         doc = build_plan_document(
             problem, result, job=profile.job.name, placement_mode=placement_mode,  # type: ignore[arg-type]

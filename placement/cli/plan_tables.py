@@ -28,8 +28,9 @@ def summary_line(result: PlanResult) -> str:
 
 def shortfalls_table(result: PlanResult) -> Table:
     t = Table(title="What is short")
-    for col in ("resource", "needs", "has", "usable", "short by"):
-        t.add_column(col, justify="left" if col == "resource" else "right")
+    running = any(s.running for s in result.shortages)  # plan --running: which running jobs take part of it
+    for col in ("resource", "needs", "has", "usable", "short by", *(("running jobs take",) if running else ())):
+        t.add_column(col, justify="left" if col in ("resource", "running jobs take") else "right")
     for s in result.shortages:
         needed, usable = s.figures
         unit = {"link": " Mbit/s", "cpu": " cores", "thread": " cores", "memory": " MiB", "slots": " slots",
@@ -40,7 +41,9 @@ def shortfalls_table(result: PlanResult) -> Table:
             name = escape(f"latency of {s.resource}")
         else:
             name = escape(f"{'link' if s.kind == 'link' else 'host'} {s.resource}{s.detail}")
-        t.add_row(name, needed + unit, f"{s.capacity:g}", usable, f"{s.needed - s.usable:.3g}{unit}")
+        taken = (escape(s.running.removeprefix(" after running jobs ").removeprefix(" after running job ")),) \
+            if running else ()
+        t.add_row(name, needed + unit, f"{s.capacity:g}", usable, f"{s.needed - s.usable:.3g}{unit}", *taken)
     return t
 
 

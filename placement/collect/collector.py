@@ -32,17 +32,18 @@ from placement.collect.layout import (
     TASKMANAGER_METRICS,
     CheckpointConfig,
     latency_rows_to_table,
-    write_latency_part,
+    latency_writer,
     PartWriter,
     RunManifest,
     TaskManagerInfo,
     VertexInfo,
     rows_to_table,
     taskmanager_rows_to_table,
+    taskmanager_writer,
     write_manifest,
-    write_taskmanager_part,
 )
 from placement.errors import BadInput, PlacementError
+from placement.flink.cluster_version import reported_version_text
 from placement.flink.rest import TERMINAL_STATES, FlinkRest, FlinkRestError
 
 REQUIRED_METRIC = "busyTimeMsPerSecond"
@@ -104,6 +105,8 @@ class _Run:
     writer: PartWriter
     buffer: list[dict[str, Any]] = field(default_factory=list)
     nulls: int = 0
+    tm_writer: PartWriter | None = None  # the TaskManager CPU parts (layout.taskmanager_writer)
+    latency_writer: PartWriter | None = None  # the latency-tracking parts (layout.latency_writer)
     tm_buffer: list[dict[str, Any]] = field(default_factory=list)
     tm_seen: set[str] = field(default_factory=set)  # TaskManager metrics some TaskManager answered
     latency_buffer: list[dict[str, Any]] = field(default_factory=list)
@@ -225,10 +228,8 @@ class Collector:
 
     def flink_version(self) -> str | None:
         """``flink-version`` of ``GET /config`` (None: the JobManager did not say, or the call failed)."""
-        from placement.flink.cluster_version import reported_version_text
-
         try:
-            config = self.rest.get("/config")
+            config = self.rest.config()
         except FlinkRestError:
             return None
         return reported_version_text(config) if isinstance(config, dict) else None
@@ -248,7 +249,7 @@ class Collector:
             for m in answer if isinstance(answer, list) else []:
                 col = TASKMANAGER_METRICS.get(str(m.get("id")))
                 if col is not None:
-                    values[col] = _number(m.get("value"))
+                    values[col] = shaping.parse_metric_value(m.get("value"))
             if values:
                 rows.append({"ts_ms": ts, "taskmanager_id": tm, **values})
         return rows
@@ -303,7 +304,8 @@ class Collector:
         missing = [m for m in RATE_METRICS if m not in metric_names]
         if missing:
             manifest.notes.append(f"not reported by this job (recorded as null): {', '.join(missing)}")
-        run = _Run(manifest, PartWriter(o.out_dir, job_id, run_id))
+        run = _Run(manifest, PartWriter(o.out_dir, job_id, run_id), tm_writer=taskmanager_writer(o.out_dir, job_id, run_id),
+                   latency_writer=latency_writer(o.out_dir, job_id, run_id))
         write_manifest(o.out_dir, manifest)
         rounds = 0
         last_flush = time.monotonic()
@@ -361,32 +363,22 @@ class Collector:
             run.buffer.clear()
         m = run.manifest
         if run.tm_buffer:
-            name = write_taskmanager_part(run.writer.dir, len(m.taskmanager_files), taskmanager_rows_to_table(run.tm_buffer))
+            run.tm_writer.write(taskmanager_rows_to_table(run.tm_buffer))
             run.tm_buffer.clear()
-            if name is not None:
-                m.taskmanager_files.append(name)
         m.taskmanager_metrics = [n for n in TASKMANAGER_METRICS if n in run.tm_seen]
         if run.latency_buffer:
-            name = write_latency_part(run.writer.dir, len(m.latency_files), latency_rows_to_table(run.latency_buffer))
+            run.latency_writer.write(latency_rows_to_table(run.latency_buffer))
             run.latency_buffer.clear()
-            if name is not None:
-                m.latency_files.append(name)
-        m.samples, m.files, m.ended_ms = run.writer.rows, list(run.writer.files), int(self.clock() * 1000)
+        m.samples, m.ended_ms = run.writer.rows, int(self.clock() * 1000)
+        m.files, m.taskmanager_files = list(run.writer.files), list(run.tm_writer.files)
+        m.latency_files = list(run.latency_writer.files)
         if self.o.keep_s is not None or self.o.keep_bytes is not None:
+            # both kinds of part, by the same age and size bounds (samples: all written, kept or not)
             rolling.prune(self.o.out_dir, now_ms=m.ended_ms, max_age_s=self.o.keep_s, max_bytes=self.o.keep_bytes,
                           keep_runs=frozenset({run.writer.dir}))
-            m.files = [f for f in m.files if (run.writer.dir / f).exists()]  # samples: all written, kept or not
-            if self.o.keep_s is not None:  # TaskManager CPU parts: written at each flush, dropped by the same age
-                for f in list(m.taskmanager_files):
-                    p = run.writer.dir / f
-                    if p.exists() and m.ended_ms - p.stat().st_mtime * 1000 > (self.o.keep_s + self.o.flush_s) * 1000:
-                        p.unlink()
-                m.taskmanager_files = [f for f in m.taskmanager_files if (run.writer.dir / f).exists()]
-                for f in list(m.latency_files):  # latency tracking parts: the same
-                    p = run.writer.dir / f
-                    if p.exists() and m.ended_ms - p.stat().st_mtime * 1000 > (self.o.keep_s + self.o.flush_s) * 1000:
-                        p.unlink()
-                m.latency_files = [f for f in m.latency_files if (run.writer.dir / f).exists()]
+            m.files = [f for f in m.files if (run.writer.dir / f).exists()]
+            m.taskmanager_files = [f for f in m.taskmanager_files if (run.writer.dir / f).exists()]
+            m.latency_files = [f for f in m.latency_files if (run.writer.dir / f).exists()]
         m.locations = [locations[k] for k in sorted(locations)]
         write_manifest(self.o.out_dir, m)
 
@@ -402,13 +394,6 @@ class Collector:
                 run.manifest.vertices = [self._with_state(v, sizes) for v in run.manifest.vertices]
         self._flush(run, locations)
 
-
-def _number(value: Any) -> float | None:
-    """A metric value as Flink's REST API gives it (a string) -> float; None when it is not a number."""
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
 
 
 def collect(options: CollectOptions, on_progress: Callable[[Progress], None] | None = None) -> RunManifest:

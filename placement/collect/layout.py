@@ -256,29 +256,7 @@ def find_manifests(root: str | Path) -> list[tuple[Path, RunManifest]]:
 def taskmanager_rows_to_table(rows: Iterable[Mapping[str, object]]) -> pa.Table:
     """TaskManager CPU rows -> an Arrow table (TASKMANAGER_SCHEMA); NaN/inf and a negative load (Flink's "unknown")
     become null."""
-    cols: dict[str, list] = {f.name: [] for f in TASKMANAGER_SCHEMA}
-    for row in rows:
-        for f in TASKMANAGER_SCHEMA:
-            v = row.get(f.name)
-            if f.name in TASKMANAGER_METRICS.values():
-                v = _nullable(v)  # type: ignore[arg-type]
-                if v is not None and v < 0:
-                    v = None
-            cols[f.name].append(v)
-    return pa.table(cols, schema=TASKMANAGER_SCHEMA)
-
-
-def write_taskmanager_part(run: Path, index: int, table: pa.Table) -> str | None:
-    """``taskmanagers/part-<index>.parquet`` of a run directory, atomically; its path relative to the run (None: no rows)."""
-    if table.num_rows == 0:
-        return None
-    d = run / TASKMANAGER_DIR
-    d.mkdir(parents=True, exist_ok=True)
-    name = f"part-{index:05d}.parquet"
-    tmp = d / ("." + name + ".tmp")
-    pq.write_table(table.cast(TASKMANAGER_SCHEMA), tmp, compression="zstd")
-    os.replace(tmp, d / name)
-    return f"{TASKMANAGER_DIR}/{name}"
+    return _rows_to_table(rows, TASKMANAGER_SCHEMA, frozenset(TASKMANAGER_METRICS.values()), negative_is_null=True)
 
 
 def read_taskmanager_cpu(run: Path, manifest: RunManifest) -> pa.Table:
@@ -298,19 +276,6 @@ def latency_rows_to_table(rows: Iterable[Mapping[str, object]]) -> pa.Table:
     return pa.table(cols, schema=LATENCY_SCHEMA)
 
 
-def write_latency_part(run: Path, index: int, table: pa.Table) -> str | None:
-    """``_latency/part-<index>.parquet`` of a run directory, atomically; its path relative to the run (None: no rows)."""
-    if table.num_rows == 0:
-        return None
-    d = run / LATENCY_DIR
-    d.mkdir(parents=True, exist_ok=True)
-    name = f"part-{index:05d}.parquet"
-    tmp = d / ("." + name + ".tmp")
-    pq.write_table(table.cast(LATENCY_SCHEMA), tmp, compression="zstd")
-    os.replace(tmp, d / name)
-    return f"{LATENCY_DIR}/{name}"
-
-
 def read_latency(run: Path, manifest: RunManifest) -> pa.Table:
     """Every latency-tracking row of a run (empty when it recorded none)."""
     tables = [pq.read_table(run / f) for f in manifest.latency_files if (run / f).is_file()]
@@ -328,12 +293,22 @@ def _nullable(value: float | None) -> float | None:
 
 def rows_to_table(rows: Iterable[Mapping[str, object]]) -> pa.Table:
     """Typed rows (dicts with SAMPLE_SCHEMA keys) -> an Arrow table; NaN/inf metrics become null."""
-    cols: dict[str, list] = {f.name: [] for f in SAMPLE_SCHEMA}
+    return _rows_to_table(rows, SAMPLE_SCHEMA, METRIC_COLUMNS)
+
+
+def _rows_to_table(rows: Iterable[Mapping[str, object]], schema: pa.Schema, metrics: Iterable[str], *,
+                   negative_is_null: bool = False) -> pa.Table:
+    metrics = frozenset(metrics)
+    cols: dict[str, list] = {f.name: [] for f in schema}
     for row in rows:
-        for f in SAMPLE_SCHEMA:
+        for f in schema:
             v = row.get(f.name)
-            cols[f.name].append(_nullable(v) if f.name in METRIC_COLUMNS else v)  # type: ignore[arg-type]
-    return pa.table(cols, schema=SAMPLE_SCHEMA)
+            if f.name in metrics:
+                v = _nullable(v)  # type: ignore[arg-type]
+                if negative_is_null and v is not None and v < 0:
+                    v = None
+            cols[f.name].append(v)
+    return pa.table(cols, schema=schema)
 
 
 # Dictionary-encode the keys and statuses (few distinct values), not the metrics: measured values rarely repeat, so
@@ -343,23 +318,42 @@ _DICTIONARY_COLUMNS = [f.name for f in SAMPLE_SCHEMA if f.name not in METRIC_COL
 
 
 class PartWriter:
-    """Writes sample tables of one run as numbered Parquet part files (each file complete on its own)."""
+    """Writes the tables of one run as numbered Parquet part files, each complete on its own: the samples in the run
+    directory; with ``subdir``/``schema``, another table beside them (:func:`taskmanager_writer`). ``files`` are
+    relative to the run directory. A number is never used twice, also after :func:`placement.collect.rolling.prune`
+    deleted older parts (a rolling history keeps writing while its oldest parts go)."""
 
-    def __init__(self, root: str | Path, job_id: str, run_id: str, *, compression: str = "zstd"):
+    def __init__(self, root: str | Path, job_id: str, run_id: str, *, compression: str = "zstd",
+                 schema: pa.Schema = SAMPLE_SCHEMA, subdir: str | None = None,
+                 use_dictionary: list[str] | bool = _DICTIONARY_COLUMNS):
         self.dir = run_dir(root, job_id, run_id)
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.compression = compression
+        self.compression, self.schema, self.subdir, self.use_dictionary = compression, schema, subdir, use_dictionary
         self.files: list[str] = []
         self.rows = 0
+        self._written = 0
 
     def write(self, table: pa.Table, *, row_group_size: int = 1 << 20) -> Path | None:
         if table.num_rows == 0:
             return None
-        name = f"part-{len(self.files):05d}.parquet"
-        tmp = self.dir / ("." + name + ".tmp")  # hidden while being written: readers skip '.' files
-        pq.write_table(table.cast(SAMPLE_SCHEMA), tmp, compression=self.compression, row_group_size=row_group_size,
-                       use_dictionary=_DICTIONARY_COLUMNS)
-        os.replace(tmp, self.dir / name)
-        self.files.append(name)
+        d = self.dir / self.subdir if self.subdir else self.dir
+        d.mkdir(exist_ok=True)
+        name = f"part-{self._written:05d}.parquet"
+        tmp = d / ("." + name + ".tmp")  # hidden while being written: readers skip '.' files
+        pq.write_table(table.cast(self.schema), tmp, compression=self.compression, row_group_size=row_group_size,
+                       use_dictionary=self.use_dictionary)
+        os.replace(tmp, d / name)
+        self._written += 1
+        self.files.append(f"{self.subdir}/{name}" if self.subdir else name)
         self.rows += table.num_rows
-        return self.dir / name
+        return d / name
+
+
+def taskmanager_writer(root: str | Path, job_id: str, run_id: str) -> PartWriter:
+    """The writer of a run's TaskManager CPU parts: ``_taskmanagers/part-*.parquet`` beside the samples."""
+    return PartWriter(root, job_id, run_id, schema=TASKMANAGER_SCHEMA, subdir=TASKMANAGER_DIR, use_dictionary=True)
+
+
+def latency_writer(root: str | Path, job_id: str, run_id: str) -> PartWriter:
+    """The writer of a run's latency-tracking parts: ``_latency/part-*.parquet`` beside the samples."""
+    return PartWriter(root, job_id, run_id, schema=LATENCY_SCHEMA, subdir=LATENCY_DIR, use_dictionary=True)

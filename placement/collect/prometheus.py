@@ -79,9 +79,9 @@ from placement.collect.layout import (
     find_manifests,
     read_manifest,
     run_dir,
-    write_latency_part,
+    latency_writer,
+    taskmanager_writer,
     write_manifest,
-    write_taskmanager_part,
 )
 from placement.errors import BadInput, PlacementError
 from placement.flink.rest import _innermost_reason
@@ -673,10 +673,11 @@ def _read_job(reader: _JobReader, staging: Path, notes: list[str],
     if missing:
         run_notes.append(f"not in Prometheus for this job (recorded as null): {', '.join(missing)}")
     tm_table, tm_seen = reader.taskmanager_cpu(max(o.since_s, alive[0]), min(o.until_s, alive[1]))
-    tm_part = write_taskmanager_part(writer.dir, 0, tm_table)
-    if tm_part is None:
+    tm_writer = taskmanager_writer(staging, jid, run_id)
+    if tm_writer.write(tm_table) is None:
         run_notes.append("no TaskManager CPU series (flink_taskmanager_Status_JVM_CPU_Time) for its TaskManagers")
-    latency_part = write_latency_part(writer.dir, 0, reader.latency(max(o.since_s, alive[0]), min(o.until_s, alive[1])))
+    lat_writer = latency_writer(staging, jid, run_id)
+    lat_writer.write(reader.latency(max(o.since_s, alive[0]), min(o.until_s, alive[1])))
     manifest = RunManifest(
         job_id=jid, job_name=graph.job_name, run_id=run_id, origin="collected", rest_url=o.rest_url,
         started_ms=int(max(o.since_s, alive[0]) * 1000), ended_ms=int(min(o.until_s, alive[1]) * 1000),
@@ -684,8 +685,8 @@ def _read_job(reader: _JobReader, staging: Path, notes: list[str],
         samples=writer.rows, files=list(writer.files), metrics=[m for m in RATE_METRICS if m in reader.metrics_seen],
         vertices=graph.vertices, edges=graph.edges, locations=reader.locations(), taskmanagers=graph.taskmanagers,
         checkpoints=graph.checkpoints, buffer_timeout_ms=graph.buffer_timeout_ms, notes=run_notes,
-        taskmanager_metrics=[m for m in TASKMANAGER_METRICS if m in tm_seen], taskmanager_files=[tm_part] if tm_part else [],
-        flink_version=graph.flink_version, latency_files=[latency_part] if latency_part else [],
+        taskmanager_metrics=[m for m in TASKMANAGER_METRICS if m in tm_seen], taskmanager_files=tm_writer.files,
+        flink_version=graph.flink_version, latency_files=lat_writer.files,
     )
     write_manifest(staging, manifest)
     return manifest

@@ -2,12 +2,13 @@
 
 ``placement watch`` keeps a collector writing into one directory for hours. Two things keep that bounded and usable:
 
-* :func:`prune` drops the oldest part files of the whole directory (every job and run in it) once they are older
+* :func:`prune` drops the oldest part files of the whole directory (every job and run in it; the samples, the
+  TaskManager CPU parts in ``_taskmanagers/`` and the latency-tracking parts in ``_latency/`` alike) once they are older
   than an age bound or the parts together pass a size bound; a finished run whose parts are all gone goes with its
   manifest. The collector calls it after every flush when :class:`~placement.collect.collector.CollectOptions` has a
   bound. A part's age is the newest sample in it (its ``ts_ms`` statistics, read from the footer).
 * :func:`snapshot_window` cuts a window out of it as a metrics directory of its own: hard links to the part files
-  whose samples reach into the window, and the runs' manifests (their ``files`` cut to match). ``placement profile``
+  (samples and TaskManager CPU) whose rows reach into the window, and the runs' manifests (their ``files`` cut to match). ``placement profile``
   on that directory is, by construction, the profile of the window; pruning or later flushes never change it.
 
 Parts are the unit: a window starts at a part boundary (a collector flushes a part every ``--flush`` seconds), so
@@ -25,7 +26,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from placement.collect.layout import (
+    LATENCY_DIR,
     MANIFEST_NAME,
+    TASKMANAGER_DIR,
     find_manifests,
     read_manifest,
     run_dir,
@@ -34,12 +37,23 @@ from placement.collect.layout import (
 from placement.errors import BadInput
 
 
+SAMPLE_PARTS = "job_id=*/run_id=*/part-*.parquet"
+TASKMANAGER_PARTS = f"job_id=*/run_id=*/{TASKMANAGER_DIR}/part-*.parquet"
+LATENCY_PARTS = f"job_id=*/run_id=*/{LATENCY_DIR}/part-*.parquet"  # latency tracking (issue 25): rolls alike
+SIDE_DIRS = {TASKMANAGER_DIR: "taskmanager_files", LATENCY_DIR: "latency_files"}  # side table dir -> manifest field
+
+
 @dataclass(frozen=True)
 class Part:
     path: Path
     bytes: int
     first_ms: int  # oldest sample in the part
     last_ms: int  # newest sample in the part
+
+    @property
+    def run(self) -> Path:
+        """The run directory the part belongs to (a TaskManager CPU or latency part sits one level down)."""
+        return self.path.parent.parent if self.path.parent.name in SIDE_DIRS else self.path.parent
 
 
 def part_span(path: Path) -> tuple[int, int] | None:
@@ -59,10 +73,11 @@ def part_span(path: Path) -> tuple[int, int] | None:
     return (int(min(lows)), int(max(highs))) if lows else None
 
 
-def parts_of(root: str | Path) -> list[Part]:
-    """Every readable part file under ``root`` (all jobs and runs), oldest newest-sample first."""
+def parts_of(root: str | Path, *patterns: str) -> list[Part]:
+    """Every readable part file under ``root`` (all jobs and runs; the sample parts unless ``patterns`` say which),
+    oldest newest-sample first."""
     found = []
-    for path in Path(root).glob("job_id=*/run_id=*/part-*.parquet"):
+    for path in (p for pattern in patterns or (SAMPLE_PARTS,) for p in Path(root).glob(pattern)):
         span = part_span(path)
         if span is not None:
             found.append(Part(path, path.stat().st_size, *span))
@@ -71,10 +86,11 @@ def parts_of(root: str | Path) -> list[Part]:
 
 def prune(root: str | Path, *, now_ms: int, max_age_s: float | None = None, max_bytes: int | None = None,
           keep_runs: frozenset[Path] = frozenset()) -> list[Path]:
-    """Delete the oldest parts until none is older than ``max_age_s`` (its newest sample) and all together take at
-    most ``max_bytes``; the newest part always stays. Run directories left without parts are removed unless listed
-    in ``keep_runs`` (a run still being written). Returns the deleted part files."""
-    parts = parts_of(root)
+    """Delete the oldest parts (samples and TaskManager CPU alike) until none is older than ``max_age_s`` (its newest
+    sample) and all together take at most ``max_bytes``; the newest part always stays. Run directories left without
+    sample parts are removed unless listed in ``keep_runs`` (a run still being written). Returns the deleted part
+    files."""
+    parts = parts_of(root, SAMPLE_PARTS, TASKMANAGER_PARTS, LATENCY_PARTS)
     total = sum(p.bytes for p in parts)
     dropped: list[Path] = []
     for p in parts[:-1]:
@@ -86,7 +102,7 @@ def prune(root: str | Path, *, now_ms: int, max_age_s: float | None = None, max_
         total -= p.bytes
         dropped.append(p.path)
     keep = {Path(k).resolve() for k in keep_runs}
-    for d in {p.parent for p in dropped}:
+    for d in {p.run for p in parts if p.path in dropped}:
         if d.resolve() not in keep and not any(d.glob("part-*.parquet")):
             shutil.rmtree(d, ignore_errors=True)
             if d.parent.is_dir() and not any(d.parent.iterdir()):
@@ -103,9 +119,10 @@ def snapshot_window(root: str | Path, dest: str | Path, *, job_name: str, since_
     if dest.exists():
         raise BadInput("exists already (a window snapshot is written once)", source=str(dest))
     chosen: dict[Path, list[Part]] = {}
-    for p in parts_of(root):
+    side: dict[str, dict[Path, list[Part]]] = {d: {} for d in SIDE_DIRS}
+    for p in parts_of(root, SAMPLE_PARTS, TASKMANAGER_PARTS, LATENCY_PARTS):
         if p.last_ms >= since_ms and (until_ms is None or p.first_ms <= until_ms):
-            chosen.setdefault(p.path.parent, []).append(p)
+            (chosen if p.path.parent == p.run else side[p.path.parent.name]).setdefault(p.run, []).append(p)
     runs = {d: m for d, m in find_manifests(root) if m.job_name == job_name} if chosen else {}
     chosen = {d: ps for d, ps in chosen.items() if d in runs}
     if not chosen:
@@ -118,27 +135,14 @@ def snapshot_window(root: str | Path, dest: str | Path, *, job_name: str, since_
         target.mkdir(parents=True)
         linked = [p.path.name for p in ps if _link(p.path, target / p.path.name)]
         manifest.files = sorted(linked)
-        manifest.taskmanager_files = _taskmanager_window(d, manifest, target, since_ms, until_ms)
+        for sub, attr in SIDE_DIRS.items():  # TaskManager CPU and latency parts
+            if side[sub].get(d):
+                (target / sub).mkdir()
+            setattr(manifest, attr, sorted(f"{sub}/{p.path.name}" for p in side[sub].get(d, [])
+                                           if _link(p.path, target / sub / p.path.name)))
         write_manifest(tmp, manifest)
     os.replace(tmp, dest)
     return len(list(dest.glob("job_id=*/run_id=*/part-*.parquet")))
-
-
-def _taskmanager_window(run: Path, manifest, target: Path, since_ms: int, until_ms: int | None) -> list[str]:
-    """The run's TaskManager CPU rows inside the window, as one part of the snapshot (they are a few per second)."""
-    import pyarrow.compute as pc
-
-    from placement.collect.layout import read_taskmanager_cpu, write_taskmanager_part
-
-    try:
-        table = read_taskmanager_cpu(run, manifest)
-    except (OSError, pa.ArrowException):  # pruned or being replaced meanwhile: the snapshot goes without
-        return []
-    keep = pc.greater_equal(table.column("ts_ms"), since_ms)
-    if until_ms is not None:
-        keep = pc.and_(keep, pc.less_equal(table.column("ts_ms"), until_ms))
-    name = write_taskmanager_part(target, 0, table.filter(keep))
-    return [name] if name else []
 
 
 def _link(src: Path, dst: Path) -> bool:

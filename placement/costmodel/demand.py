@@ -93,8 +93,10 @@ def baseline_cores(host_name: str, address: str, speed: float, inventory_cores: 
                    profile: JobProfile) -> Baseline:
     """CPU a host's TaskManager JVM spends of its own, in that host's cores: what the profile measured of a
     TaskManager on this host (matched by inventory host, TaskManager id or address; several: their sum), else the
-    inventory's ``taskmanager_baseline_cores``, else the median baseline the profile measured, in server cores,
-    divided by the host's speed, else 0 (a profile without TaskManager CPU: today's busy-time-only meaning)."""
+    inventory's ``taskmanager_baseline_cores``, else the median baseline of the profile's idle TaskManagers (those
+    that ran no subtask: measured directly), in server cores, divided by the host's speed — the prior
+    :func:`placement.profile.tm_cpu.calibrate` uses too — else 0 (a profile without TaskManager CPU: today's
+    busy-time-only meaning)."""
     measured = [t for t in profile.taskmanagers if t.baseline_cores is not None
                 and (t.inventory_host == host_name or (t.inventory_host is None and host_name in (t.id, t.host))
                      or (t.inventory_host is None and t.host is not None and t.host == address))]
@@ -102,7 +104,9 @@ def baseline_cores(host_name: str, address: str, speed: float, inventory_cores: 
         return Baseline(sum(t.baseline_cores or 0.0 for t in measured), "measured " + ", ".join(t.id for t in measured))
     if inventory_cores is not None:
         return Baseline(float(inventory_cores), "inventory")
-    server = [t.baseline_server_cores for t in profile.taskmanagers if t.baseline_server_cores is not None]
+    # idle ones only: a "prior" baseline is this same median again, a "floor" one a 0 that was never measured
+    server = [t.baseline_server_cores for t in profile.taskmanagers
+              if t.basis == "idle" and t.baseline_server_cores is not None]
     if server:
         return Baseline(statistics.median(server) / speed, "profile median")
     return Baseline(0.0, "none")

@@ -6,7 +6,6 @@ tests (and ``placement plan --compare``) can hold the solver and the baselines t
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 
 from placement.costmodel.model import Assignment, Channel, PlacementProblem
@@ -166,8 +165,7 @@ def evaluate(problem: PlacementProblem, assignment: Assignment) -> PlanCost:
         placed = by_host[h.name]
         cores = sum(s.cores_on(h) for s in placed)
         memory = sum(s.memory_mib for s in placed)
-        per_vertex = Counter(s.vertex_id for s in placed)
-        slots = (max(per_vertex.values(), default=0)) if problem.slot_sharing else len(placed)
+        slots = problem.slots_needed(placed)
         load = HostLoad(
             host=h.name, role=h.role, cores_used=cores, cores_usable=problem.usable_cores(h), cores=h.cores,
             slots_used=slots, slots=h.slots, memory_mib_used=memory, memory_mib_usable=problem.usable_memory(h),

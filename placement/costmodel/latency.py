@@ -18,7 +18,8 @@ latency of a path is the mean latency of its slowest route::
   ``min(r·τ, B)`` bytes plus :data:`~placement.costmodel.traffic.MESSAGE_HEADER_BYTES`; the largest of upstream
   subtask ``i``'s channels on ``e`` is charged.
 * ``Q_h(ρ_h)`` — **queueing** at the shaped uplink (htb: a FIFO served at the link's rate) at utilisation
-  ``ρ_h = Mbit/s on the link / bandwidth`` under the plan (job data, framing and checkpoint uploads). Model:
+  ``ρ_h = Mbit/s on the link / bandwidth`` under the plan (job data, framing and checkpoint uploads, and what jobs
+  already running send: ``plan --running``). Model:
   **M/G/1** with the network message as the service unit — messages from many channels' independent flush timers
   superpose to nearly Poisson arrivals, and Pollaczek–Khinchine gives the mean wait ``W = λ·E[S²] / (2(1 − ρ))``.
   No message exceeds one buffer, ``S ≤ S_max = (B + header)·8 / bandwidth``, so ``λ·E[S²] ≤ ρ·S_max`` and
@@ -103,7 +104,8 @@ def queue_ms(rho: float, service_ms: float) -> float:
 
 
 def link_queue_ms(h: HostSpec, mbit: float) -> float:
-    """Queueing at edge host ``h``'s uplink carrying ``mbit``."""
+    """Queueing at edge host ``h``'s uplink carrying ``mbit`` of this plan (and what jobs already running send)."""
+    mbit += h.running_total("mbit")
     bandwidth = h.uplink_mbit or 0.0
     if bandwidth <= 0:
         return 0.0 if mbit <= 0 else math.inf
@@ -264,7 +266,8 @@ def path_latencies(problem: PlacementProblem, assignment: Assignment, link_mbit:
             out.append(PathLatency(
                 name=p.name, vertices=p.vertices, latency_ms=p.flush_ms + total, flush_ms=p.flush_ms, delay_ms=delay,
                 transmit_ms=tx, queue_ms=q, link=f"{link}→{h.uplink_to}",
-                utilisation=link_mbit[link] / h.uplink_mbit if h.uplink_mbit else None, bound_ms=p.bound_ms))
+                utilisation=(link_mbit[link] + h.running_total("mbit")) / h.uplink_mbit if h.uplink_mbit else None,
+                bound_ms=p.bound_ms))
         else:
             out.append(PathLatency(name=p.name, vertices=p.vertices, latency_ms=p.flush_ms, flush_ms=p.flush_ms,
                                    bound_ms=p.bound_ms))

@@ -10,6 +10,7 @@ assignment and is enforced by the solver and checked by :func:`placement.costmod
 from __future__ import annotations
 
 import difflib
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -34,6 +35,18 @@ Assignment = Mapping[SubtaskKey, str]  # subtask -> host name
 
 
 @dataclass(frozen=True)
+class RunningUse:
+    """What a job that keeps running — planned before, not placed now (``plan --running``) — takes of one host and its
+    uplink: fixed load, off the capacities every planner sees (:mod:`placement.costmodel.running`)."""
+
+    job: str
+    cores: float = 0.0  # in this host's cores, as its plan predicted them
+    memory_mib: float = 0.0
+    slots: int = 0  # already taken off HostSpec.slots; kept to say why the host has fewer
+    mbit: float = 0.0  # on this host's uplink
+
+
+@dataclass(frozen=True)
 class HostSpec:
     name: str
     address: str
@@ -54,10 +67,15 @@ class HostSpec:
     # since the host runs a TaskManager whatever is placed on it; the CPU rows take it off the usable cores
     baseline_cores: float = 0.0
     baseline_basis: str = "none"
+    running: tuple[RunningUse, ...] = ()  # jobs already running here, as fixed load (usable_* take it off)
 
     @property
     def is_edge(self) -> bool:
         return self.role == "edge"
+
+    def running_total(self, what: str) -> float:
+        """The running jobs' ``cores``, ``memory_mib``, ``slots`` or ``mbit`` here, together."""
+        return sum(getattr(r, what) for r in self.running)
 
 
 @dataclass(frozen=True)
@@ -185,6 +203,9 @@ class PlacementProblem:
     # like typos): `plan` says them on stderr even with --json, and --strict refuses them; also in ``warnings``
     input_warnings: tuple[str, ...] = field(default=())
     whole_vertices: frozenset[str] = frozenset()  # vertex ids whose subtasks must share one host (vanilla mode)
+    # several jobs in one problem (placement.costmodel.jobs): vertex id -> its job. Empty for one job. Jobs never share
+    # a task slot, so with slot sharing a host's slots are counted per job (slots_needed)
+    vertex_job: Mapping[str, str] = field(default_factory=dict)
     # policy.max_latency_ms resolved: (source vertex id, sink vertex id) -> ms every path between them must meet
     latency_bounds: Mapping[tuple[str, str], float] = field(default_factory=dict)
 
@@ -250,15 +271,35 @@ class PlacementProblem:
     def edges(self) -> list[HostSpec]:
         return [h for h in self.hosts if h.is_edge]
 
+    def slots_needed(self, placed: list[Subtask]) -> int:
+        """Task slots the subtasks ``placed`` on one host fill. With slot sharing (Flink's default) one slot holds one
+        subtask of each vertex of one job, so a job needs as many as its most numerous vertex there, and jobs add up
+        (a slot never holds two jobs' subtasks): ``Σ_jobs max_v n(v)``. Without slot sharing: one per subtask."""
+        if not self.slot_sharing:
+            return len(placed)
+        return self.slots_of_counts(Counter(s.vertex_id for s in placed))
+
+    def slots_of_counts(self, per_vertex: Mapping[str, int]) -> int:
+        """:meth:`slots_needed` from the number of subtasks of each vertex on the host."""
+        if not self.slot_sharing:
+            return sum(per_vertex.values())
+        per_job: dict[str, int] = {}
+        for vid, n in per_vertex.items():
+            job = self.vertex_job.get(vid, "")
+            per_job[job] = max(per_job.get(job, 0), n)
+        return sum(per_job.values())
+
     def usable_cores(self, h: HostSpec) -> float:
-        """What the subtasks may use: ``cores·ρ`` less the TaskManager's own baseline (every CPU row reads this)."""
-        return max(0.0, h.cores * self.policy.cpu_utilisation_target - h.baseline_cores)
+        """What the subtasks may use: ``cores·ρ`` less the TaskManager's own baseline and the jobs already running
+        there (every CPU row reads this)."""
+        return max(0.0, h.cores * self.policy.cpu_utilisation_target - h.baseline_cores - h.running_total("cores"))
 
     def usable_mbit(self, h: HostSpec) -> float:
-        return (h.uplink_mbit or 0.0) * self.policy.wan_headroom
+        """The uplink under the headroom, less what jobs already running send over it."""
+        return max(0.0, (h.uplink_mbit or 0.0) * self.policy.wan_headroom - h.running_total("mbit"))
 
     def usable_memory(self, h: HostSpec) -> float:
-        return h.memory_mib * self.policy.memory_utilisation_target
+        return max(0.0, h.memory_mib * self.policy.memory_utilisation_target - h.running_total("memory_mib"))
 
     # One thread: a subtask is one task thread, so however many cores its host has it can use only one of them. It
     # keeps up with its input on ``h`` only if ``c(s)/σ_h ≤ ρ`` — one core under the utilisation target (the same as
@@ -334,8 +375,10 @@ def _as_list(value: str | list[str]) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
 
 
-def _resolve_pins(inv: Inventory, profile: JobProfile, source: str, warnings: list[str]):
-    """Source births, user allow-lists and forbids per vertex id; pins naming no vertex of this job are reported."""
+def _resolve_pins(inv: Inventory, profile: JobProfile, source: str, warnings: list[str],
+                  other_jobs: frozenset[str] = frozenset()):
+    """Source births, user allow-lists and forbids per vertex id; pins naming no vertex of this job are reported,
+    unless they name one of ``other_jobs``' (vertex names and ids of the jobs planned with it)."""
     unmatched: list[str] = []
     births: dict[str, list[str]] = {}
     allow: dict[str, set[str]] = {}
@@ -345,7 +388,8 @@ def _resolve_pins(inv: Inventory, profile: JobProfile, source: str, warnings: li
         for key, hosts in getattr(inv.pins, section).items():
             v = _match_vertex(profile, key)
             if v is None:
-                unmatched.append(f"pins.{section}.{key}")
+                if key not in other_jobs:
+                    unmatched.append(f"pins.{section}.{key}")
                 continue
             hosts = _as_list(hosts)
             if section == "sources":
@@ -465,13 +509,15 @@ def build_problem(
     *,
     inventory_source: str = "inventory",
     policy: Policy | None = None,
+    other_jobs: frozenset[str] = frozenset(),
 ) -> PlacementProblem:
-    """Resolve inventory + profile into a :class:`PlacementProblem` (pure; raises BadInput on inconsistent pins)."""
+    """Resolve inventory + profile into a :class:`PlacementProblem` (pure; raises BadInput on inconsistent pins).
+    ``other_jobs``: the vertex names and ids of jobs planned together with this one, whose pins are no typo of it."""
     warnings: list[str] = []
     policy = policy or inv.policy
     hosts = _hosts(inv, profile)
     host_by_name = {h.name: h for h in hosts}
-    births, allow, forbid = _resolve_pins(inv, profile, inventory_source, warnings)
+    births, allow, forbid = _resolve_pins(inv, profile, inventory_source, warnings, other_jobs)
     latency_bounds = _latency_bounds(policy, profile, warnings)
     input_warnings = tuple(warnings)  # so far only the pins' and the latency bounds' notes
     g = profile.graph()

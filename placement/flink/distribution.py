@@ -14,6 +14,7 @@ compiled against.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -24,7 +25,7 @@ from pathlib import Path, PurePosixPath
 
 from placement.errors import BadInput, PlacementError
 from placement.flink.home import FlinkHome, find_flink_home
-from placement.flink.versions import FlinkVersion, supported_version
+from placement.flink.versions import FlinkVersion, is_line, supported_version
 from placement.resources import cache_dir
 
 PACKAGE = "apache-flink-libraries"
@@ -47,13 +48,18 @@ def flink_home_for(version: str, *, where: str = "--flink-version") -> FlinkHome
     version, else the cached distribution, fetched first when missing. ``where`` names the version's origin in
     errors (an option, an inventory field, a JobManager's REST answer)."""
     supported_version(version, where)
-    try:
-        local = find_flink_home()
-    except PlacementError:
-        local = None
+    local = _local_home()
     if local is not None and local.version == version:
         return local
     return cached_home(version) or fetch(version)
+
+
+def _local_home() -> FlinkHome | None:
+    """This machine's own Flink home (``$FLINK_HOME`` or the pyflink wheel), or None when it has none."""
+    try:
+        return find_flink_home()
+    except PlacementError:
+        return None
 
 
 def release_for(text: str, *, where: str = "--flink-version") -> str:
@@ -62,12 +68,9 @@ def release_for(text: str, *, where: str = "--flink-version") -> str:
     package index, else (offline) its newest release in the cache. The extension is built for one exact release, so
     every later step works with the answer, never with the line."""
     version = supported_version(text, where)
-    if FlinkVersion.parse(text).line != text.strip():
+    if not is_line(text):
         return text.strip()
-    try:
-        local = find_flink_home()
-    except PlacementError:
-        local = None
+    local = _local_home()
     if local is not None and local.version and FlinkVersion.parse(local.version).line == version.line:
         return local.version
     releases = _index_releases() or [p.name for p in distributions_dir().glob("*") if cached_home(p.name)]
@@ -80,8 +83,7 @@ def release_for(text: str, *, where: str = "--flink-version") -> str:
 
 def _is_release_of(text: str, line: str) -> bool:
     """``1.20.5`` is a release of ``1.20``; ``1.20.0rc1`` and ``1.2.0`` are not."""
-    parts = text.split(".")
-    return len(parts) == 3 and all(p.isdigit() for p in parts) and f"{parts[0]}.{parts[1]}" == line
+    return re.fullmatch(rf"{re.escape(line)}\.\d+", text) is not None
 
 
 def _index_releases() -> list[str]:

@@ -64,11 +64,18 @@ def version_problem(text: str | None) -> str | None:
     return None
 
 
+def is_line(text: str) -> bool:
+    """``text`` names a release line, not one exact release: a version without its patch release (``1.20``; also
+    ``2.1-SNAPSHOT``), where ``1.20.5`` and ``1.19.3-rc1`` are releases. False for what is no Flink version at all."""
+    match = _VERSION.match(str(text).strip())
+    return match is not None and match[3] is None
+
+
 def release_problem(text: str | None) -> str | None:
     """:func:`version_problem`, and a release line without its patch release (``1.20``) refused: a pin names the
     exact release to install, fetch or build for."""
     problem = version_problem(text)
-    if problem is None and _VERSION.match(str(text).strip())[3] is None:  # type: ignore[index]
+    if problem is None and is_line(str(text)):
         return f"{str(text).strip()!r} is a release line: give the exact release, {FlinkVersion.parse(str(text)).line}.<patch>"
     return problem
 

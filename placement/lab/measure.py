@@ -14,7 +14,7 @@ And the CPU per host over the same window: the CPU time (``utime + stime`` in ``
 the process: tasks, GC, netty, metrics) of the host's TaskManager JVM — the processes of its cgroup whose command line
 runs ``TaskManagerRunner``, so the server's JobManager is not counted — per second, in this machine's cores, and in the
 host's own cores (÷ the lab's effective speed of that host: a lab Pi core is a fraction of a core here). This is what
-``plan.json``'s per-host ``cores_used`` predicts.
+``plan.json``'s per-host ``predicted_cores`` predicts (its TaskManager's baseline + its subtasks' ``cores_used``).
 """
 
 from __future__ import annotations
@@ -164,9 +164,8 @@ def _host_cgroup(h: dict) -> Path | None:
     return SERVER_CGROUP if h.get("role") == "server" else None
 
 
-def measure_links(state: dict, duration: float, cpu: list[HostCpu] | None = None) -> list[LinkMeasurement]:
-    """Every uplink over ``duration`` seconds; with ``cpu`` (a list to fill), each host's TaskManager CPU over the same
-    window."""
+def measure_window(state: dict, duration: float) -> tuple[list[LinkMeasurement], list[HostCpu]]:
+    """(every uplink, each host's TaskManager CPU) over the same ``duration`` seconds."""
     edges = [h for h in state["hosts"] if h.get("namespace")]
     tms = {h["name"]: taskmanager_pids(cg) for h in state["hosts"] if (cg := _host_cgroup(h)) is not None}
     cpu_before = {name: cpu_seconds(pids) for name, pids in tms.items()}
@@ -178,11 +177,11 @@ def measure_links(state: dict, duration: float, cpu: list[HostCpu] | None = None
     data_after = {h["name"]: data_plane_bytes(h["namespace"]) for h in edges}
     seconds = time.monotonic() - t0
     cpu_after = {name: cpu_seconds(pids) for name, pids in tms.items()}
-    if cpu is not None:
-        speeds = {h["name"]: h.get("speed") for h in state["hosts"]}
-        for name in tms:
-            used = sum(t - cpu_before[name][pid] for pid, t in cpu_after[name].items() if pid in cpu_before[name])
-            cpu.append(HostCpu(name, len(cpu_after[name]), seconds, used / seconds, speeds.get(name)))
+    speeds = {h["name"]: h.get("speed") for h in state["hosts"]}
+    cpu: list[HostCpu] = []
+    for name in tms:
+        used = sum(t - cpu_before[name][pid] for pid, t in cpu_after[name].items() if pid in cpu_before[name])
+        cpu.append(HostCpu(name, len(cpu_after[name]), seconds, used / seconds, speeds.get(name)))
     out = []
     for h in edges:
         b0, b1 = before[h["name"]], after[h["name"]]
@@ -191,7 +190,7 @@ def measure_links(state: dict, duration: float, cpu: list[HostCpu] | None = None
         data = _diff(data_before[h["name"]], data_after[h["name"]])
         out.append(LinkMeasurement(h["name"], h["ns_if"], b1 - b0, seconds, (b1 - b0) * 8 / seconds / 1e6, h.get("rate_mbit"),
                                    data, data * 8 / seconds / 1e6))
-    return out
+    return out, cpu
 
 
 METRICS = ("numRecordsInPerSecond", "numRecordsOutPerSecond", "backPressuredTimeMsPerSecond", "busyTimeMsPerSecond",
@@ -230,8 +229,7 @@ def measure(work_dir, duration: float = 10.0, *, with_jobs: bool = True) -> Meas
     state = read_state(work_dir)
     if not state or state.get("status") != "up":
         raise PlacementError(f"no lab is up in {work_dir} (run `placement lab up --inventory FILE`)")
-    cpu: list[HostCpu] = []
-    links = measure_links(state, duration, cpu)
+    links, cpu = measure_window(state, duration)
     jobs: list[JobMeasurement] = []
     if with_jobs:
         rest = FlinkRest(state["rest_url"])

@@ -177,7 +177,7 @@ def lab_flink_version(inv: Inventory, inventory_path: str, flink_version: str | 
     release (:func:`placement.flink.distribution.release_for`); an unsupported version is bad input (one line)."""
     if flink_version is None:
         return inv.flink.version, f"{inventory_path}: flink.version"  # validated by the inventory's loader
-    problem = version_problem(flink_version)
+    problem = version_problem(flink_version)  # release_for says the same, but as a PlacementError (exit 1): bad input
     if problem:
         raise BadInput(problem, field="--flink-version")
     return release_for(flink_version), "--flink-version"  # a line (1.20): its newest release

@@ -48,7 +48,7 @@ from typing import Literal
 import networkx as nx
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
-from placement.loading import FieldError, load_model
+from placement.loading import FieldError, drop_unset, load_model
 
 PROFILE_FORMAT = "placement.profile/v2"
 PROFILE_FORMATS = ("placement.profile/v1", PROFILE_FORMAT)  # v1: no per-edge figures (still loads)
@@ -335,11 +335,9 @@ class JobProfile(Strict):
             del data["taskmanagers"]
         if not data["latency"]:  # issue 25: a profile without latency tracking reads and hashes as before
             del data["latency"]
-        if data["job"].get("flink_version") is None:
-            data["job"].pop("flink_version", None)
+        drop_unset(data["job"], "flink_version")
         for v in data["vertices"]:
-            if v.get("cpu_calibration") is None:
-                v.pop("cpu_calibration", None)
+            drop_unset(v, "cpu_calibration")
         return data
 
     def digest(self) -> str:

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
+from placement.collect.layout import read_taskmanager_cpu
 from placement.errors import BadInput, PlacementError
 from placement.inventory import load_inventory
 from placement.profile.format import JobProfile
@@ -57,7 +58,8 @@ def build_profile(
 
         aggregates = aggregate_spark(spark or spark_session(spark_master), selection, warmup_s)
     profile = assemble([m for _, m in selection.runs], aggregates, options, source=str(metrics_dir))
-    profile = calibrate(profile, selection.runs, warmup_s=warmup_s, inventory=inv)
+    cpu = [(m, read_taskmanager_cpu(d, m)) for d, m in selection.runs]  # TaskManager CPU rows: read here, at the edge
+    profile = calibrate(profile, cpu, warmup_s=warmup_s, inventory=inv)
     latency = measured_latency(profile, selection.runs, warmup_s=warmup_s)
     if latency:
         profile = profile.model_copy(update={"latency": latency})

@@ -45,7 +45,7 @@ import pandas as pd
 
 from placement.collect.layout import METRIC_COLUMNS, RunManifest, SubtaskLocation
 from placement.errors import BadInput
-from placement.inventory import Inventory
+from placement.inventory import Host, Inventory
 from placement.profile import edge_flows
 from placement.profile.edge_flows import DEFAULT_BUFFER_TIMEOUT_MS
 from placement.profile.format import (
@@ -156,21 +156,23 @@ def cpu_time_to_host_cores(inventory: Inventory | None, host: str | None) -> flo
 
 def host_speed_for(loc: SubtaskLocation | None, inventory: Inventory | None) -> tuple[float, str | None]:
     """(speed, inventory host name) of the host a subtask ran on; (1.0, None) when it cannot be matched."""
-    if inventory is None or loc is None:
-        return 1.0, None
-    tm = loc.taskmanager_id or ""
-    host = loc.host or ""
-    tm_host = tm.split(":")[0]  # default resource ids look like "10.0.0.5:41231-6a4f1c"
-    for h in inventory.hosts:
-        if h.name == tm:
-            return float(h.speed or 1.0), h.name
-    for h in inventory.hosts:
-        if host and host in (h.name, h.address):
-            return float(h.speed or 1.0), h.name
-    for h in inventory.hosts:
-        if tm_host and tm_host in (h.name, h.address):
-            return float(h.speed or 1.0), h.name
-    return 1.0, None
+    h = inventory_host_of(loc.taskmanager_id, loc.host, inventory) if loc is not None else None
+    return (float(h.speed or 1.0), h.name) if h is not None else (1.0, None)
+
+
+def inventory_host_of(taskmanager_id: str | None, host: str | None, inventory: Inventory | None) -> Host | None:
+    """The inventory host a TaskManager runs on: the one named as its resource id, else the one whose name or
+    address is its host, else the host part of a default resource id ("10.0.0.5:41231-6a4f1c"); None: no match."""
+    if inventory is None:
+        return None
+    tm, host = taskmanager_id or "", host or ""
+    tm_host = tm.split(":")[0]
+    for wanted, keys in ((tm, ("name",)), (host, ("name", "address")), (tm_host, ("name", "address"))):
+        if wanted:
+            for h in inventory.hosts:
+                if any(getattr(h, k) == wanted for k in keys):
+                    return h
+    return None
 
 
 def _locations(runs: Iterable[RunManifest]) -> tuple[dict[tuple[str, int], SubtaskLocation], set[tuple[str, int]]]:

@@ -52,15 +52,15 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
-from placement.collect.layout import RunManifest, SubtaskLocation, read_taskmanager_cpu
+from placement.collect.layout import RunManifest
 from placement.costmodel import demand
 from placement.inventory import Inventory
 from placement.profile.format import JobProfile, TaskManagerCpu
-from placement.profile.rules import cpu_time_to_host_cores, host_speed_for
+from placement.profile.rules import cpu_time_to_host_cores, inventory_host_of
 
 MIN_CONFIDENT_PAIRS = 5  # sample pairs of the CPU counter behind a confident figure
 MIN_FACTOR = 0.01  # a factor below this is a measurement problem, not a calibration
@@ -105,19 +105,19 @@ def _mapping(m: RunManifest) -> dict[tuple[str, int], str | None]:
     return {(loc.vertex_id, loc.subtask): loc.taskmanager_id for loc in m.locations}
 
 
-def calibrate(profile: JobProfile, runs: Sequence[tuple[Path, RunManifest]], *, warmup_s: float = 60.0,
+def calibrate(profile: JobProfile, runs: Sequence[tuple[RunManifest, pa.Table]], *, warmup_s: float = 60.0,
               inventory: Inventory | None = None) -> JobProfile:
     """The profile with each TaskManager's measured CPU and baseline (``profile.taskmanagers``) and its vertices'
-    ``cpu_calibration``; the profile unchanged when no run recorded TaskManager CPU."""
-    with_cpu = [(d, m) for d, m in runs if m.taskmanager_files]
+    ``cpu_calibration``, from each run's TaskManager CPU rows (``read_taskmanager_cpu``; the caller reads them);
+    the profile unchanged when no run recorded TaskManager CPU."""
+    with_cpu = [(m, table) for m, table in runs if m.taskmanager_files]
     if not with_cpu:
         return profile
-    newest = with_cpu[-1][1]
+    newest = with_cpu[-1][0]
     placement = _mapping(newest)
-    pooled = [(d, m) for d, m in with_cpu if _mapping(m) == placement]
+    pooled = [(m, table) for m, table in with_cpu if _mapping(m) == placement]
     measured: dict[str, _Measured] = {}
-    for d, m in pooled:
-        table = read_taskmanager_cpu(d, m)
+    for m, table in pooled:
         if table.num_rows == 0:
             continue
         rows = {c: table.column(c).to_numpy(zero_copy_only=False) for c in table.column_names}
@@ -126,16 +126,15 @@ def calibrate(profile: JobProfile, runs: Sequence[tuple[Path, RunManifest]], *, 
         _measure(rows, m.started_ms + int(warmup_s * 1000), measured)
     if not measured:
         return profile
-    infos = {tm.id: tm for m in (m for _, m in pooled) for tm in m.taskmanagers}
+    infos = {tm.id: tm for m, _ in pooled for tm in m.taskmanagers}
 
     # what the cost model charges each vertex on each TaskManager, in that host's cores
     charge: dict[str, dict[str, float]] = {tm: {} for tm in measured}
     speeds: dict[str, float] = {}
     hosts: dict[str, str | None] = {}
     for tm in measured:
-        info = infos.get(tm)
-        speeds[tm], hosts[tm] = host_speed_for(SubtaskLocation(vertex_id="-", subtask=0, taskmanager_id=tm,
-                                                               host=info.host if info else None), inventory)
+        h = inventory_host_of(tm, infos[tm].host if tm in infos else None, inventory)
+        speeds[tm], hosts[tm] = (float(h.speed or 1.0), h.name) if h is not None else (1.0, None)
     sources = {v.id for v in profile.sources()}
     for v in profile.vertices:
         for s in v.subtasks:
@@ -144,12 +143,16 @@ def calibrate(profile: JobProfile, runs: Sequence[tuple[Path, RunManifest]], *, 
                 charge[tm][v.id] = charge[tm].get(v.id, 0.0) + demand.server_cores(v, s).server_cores / speeds[tm]
 
     process: dict[str, float] = {}
+    load_cores: dict[str, float | None] = {}  # mean CPU.Load x the machine's cores, in the host's cores
     for tm, m in measured.items():
         to_host = cpu_time_to_host_cores(inventory, hosts[tm])  # a lab host's CPU time counts this machine's cores
+        info = infos.get(tm)
+        load_cores[tm] = (statistics.fmean(m.loads) * float(info.hardware_cpu_cores) * to_host
+                          if m.loads and info is not None and info.hardware_cpu_cores else None)
         if m.pairs > 0 and m.wall_s > 0:
             process[tm] = m.cpu_s / m.wall_s * to_host
-        elif m.loads and infos.get(tm) and infos[tm].hardware_cpu_cores:
-            process[tm] = statistics.fmean(m.loads) * float(infos[tm].hardware_cpu_cores) * to_host  # type: ignore[arg-type]
+        elif load_cores[tm] is not None:
+            process[tm] = load_cores[tm]
     idle_server = [process[tm] * speeds[tm] for tm in process if not charge[tm]]
     idle_prior = statistics.median(idle_server) if idle_server else None
 
@@ -166,16 +169,13 @@ def calibrate(profile: JobProfile, runs: Sequence[tuple[Path, RunManifest]], *, 
     out: list[TaskManagerCpu] = []
     for tm in sorted(measured):
         m, info = measured[tm], infos.get(tm)
-        loads = m.loads or []
-        load_cores = (statistics.fmean(loads) * float(info.hardware_cpu_cores)
-                      if loads and info is not None and info.hardware_cpu_cores else None)
         p = process.get(tm)
         b_charge = sum(charge[tm].values())
         enough = m.pairs >= MIN_CONFIDENT_PAIRS
         if p is None:
             out.append(TaskManagerCpu(id=tm, host=info.host if info else None, inventory_host=hosts[tm],
                                       host_speed=speeds[tm], samples=m.samples, subtasks=_count(placement, tm),
-                                      charged_cores=b_charge, load_cores=load_cores, basis="unmeasured",
+                                      charged_cores=b_charge, load_cores=load_cores[tm], basis="unmeasured",
                                       confident=False))
             continue
         calibrated = b_charge
@@ -193,7 +193,7 @@ def calibrate(profile: JobProfile, runs: Sequence[tuple[Path, RunManifest]], *, 
                 bases.setdefault(vid, _which(charge[tm], sources, used) + f" on {tm}")
         out.append(TaskManagerCpu(
             id=tm, host=info.host if info else None, inventory_host=hosts[tm], host_speed=speeds[tm],
-            samples=m.samples, subtasks=_count(placement, tm), process_cores=p, load_cores=load_cores,
+            samples=m.samples, subtasks=_count(placement, tm), process_cores=p, load_cores=load_cores[tm],
             charged_cores=b_charge, calibrated_cores=calibrated, baseline_cores=baseline,
             baseline_server_cores=baseline * speeds[tm], basis=basis, confident=confident,
         ))

@@ -67,7 +67,7 @@ def greedy(problem: PlacementProblem) -> PlanResult:
 
     def fits(s: Subtask, host: str) -> bool:
         h = problem.host_by_name[host]
-        slots = per_vertex[host][s.vertex_id] + 1 if problem.slot_sharing else sum(per_vertex[host].values()) + 1
+        slots = problem.slots_of_counts(per_vertex[host] + Counter({s.vertex_id: 1}))
         return (problem.keeps_up(s, h)  # one thread: the subtask must keep up on the Pi on its own
                 and used_cores[host] + s.cores_on(h) <= problem.usable_cores(h) + 1e-9
                 and used_memory[host] + s.memory_mib <= problem.usable_memory(h) + 1e-9

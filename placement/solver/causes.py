@@ -128,5 +128,5 @@ def thread_causes(problem: PlacementProblem, rules: Domain, shortages: tuple[Sho
             if h not in behind or problem.keeps_up(s, hosts[h]):
                 continue
             if all(h in rules[u] for u in _senders(problem, s)):
-                out.append(Shortage("thread", h, s.cores_on(hosts[h]), problem.usable_thread, 1.0, detail=s.label))
+                out.append(Shortage.thread(problem, s, hosts[h]))
     return tuple(sorted(out, key=lambda s: -s.needed))  # the thread furthest from keeping up first

@@ -24,7 +24,11 @@ def one_host_per_subtask(m: IlpModel) -> None:
 
 def task_slots(m: IlpModel) -> None:
     """With slot sharing (Flink's default): ``Σ_i x[(v, i), h] ≤ slots(h)`` for every vertex ``v`` and host ``h`` —
-    one slot holds one subtask of each vertex. Without: ``Σ_s x[s, h] ≤ slots(h)``."""
+    one slot holds one subtask of each vertex. Without: ``Σ_s x[s, h] ≤ slots(h)``. Several jobs with slot sharing:
+    :func:`task_slots_per_job`."""
+    if m.problem.vertex_job and m.problem.slot_sharing:
+        task_slots_per_job(m)
+        return
     for h in m.problem.hosts:
         placed = m.on_host(h.name)
         groups: dict[str, list] = defaultdict(list)
@@ -34,6 +38,27 @@ def task_slots(m: IlpModel) -> None:
             if len(vars_) > h.slots:
                 slack = m.add_slack(("slots", h.name, group), h.slots)
                 m.lp += pulp.lpSum(vars_) <= h.slots + slack, f"slots_{h.name}_{n}"
+
+
+def task_slots_per_job(m: IlpModel) -> None:
+    """Several jobs, slot sharing: a slot holds one subtask of each vertex of one job — jobs never share one — so
+    job ``J`` fills ``max_{v∈J} Σ_i x[(v, i), h]`` slots of ``h``. With ``y[J, h] ≥ 0``:
+    ``Σ_i x[(v, i), h] ≤ y[J, h]`` for every vertex ``v`` of ``J``, and ``Σ_J y[J, h] ≤ slots(h)``. (``y`` need not be
+    integral: the rounded-up maxima satisfy the rows whenever some ``y`` does.)"""
+    for h in m.problem.hosts:
+        groups: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))  # job -> vertex -> variables
+        for s, var in m.on_host(h.name):
+            groups[m.problem.vertex_job.get(s.vertex_id, "")][s.vertex_id].append(var)
+        if sum(max(len(v) for v in vertices.values()) for vertices in groups.values()) <= h.slots:
+            continue  # cannot bind
+        used = []
+        for n, (job, vertices) in enumerate(groups.items()):
+            y = m.lp.add_variable(f"jobslots_{h.name}_{n}", lowBound=0)
+            used.append(y)
+            for k, vars_ in enumerate(vertices.values()):
+                m.lp += pulp.lpSum(vars_) <= y, f"jobslots_{h.name}_{n}_{k}"
+        slack = m.add_slack(("slots", h.name, "jobs"), h.slots)
+        m.lp += pulp.lpSum(used) <= h.slots + slack, f"slots_{h.name}"
 
 
 def cpu_capacity(m: IlpModel) -> None:

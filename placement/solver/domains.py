@@ -7,9 +7,9 @@ small: a subtask fed from several edge hosts can only run on a server.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 
-from placement.costmodel.model import PlacementProblem, SubtaskKey
+from placement.costmodel.model import HostSpec, PlacementProblem, Subtask, SubtaskKey
 from placement.errors import Infeasible
 
 Domain = dict[SubtaskKey, list[str]]
@@ -50,7 +50,8 @@ def user_pins_and_forbids(problem: PlacementProblem, domain: Domain) -> Domain:
 def one_thread_keeps_up(problem: PlacementProblem, domain: Domain) -> Domain:
     """``x[s, h] = 0`` when ``s``'s one thread cannot keep up on ``h``: ``c(s)/σ_h > ρ``
     (:meth:`placement.costmodel.model.PlacementProblem.keeps_up`). Exact — no plan may put ``s`` there — and it makes
-    the model smaller; :func:`thread_bound` says which pairs it took away, to explain an infeasible plan."""
+    the model smaller; the elastic re-solve puts back the pairs it took away (:func:`rule_domain`), as rows that may
+    stretch, to explain an infeasible plan."""
     out = dict(domain)
     hosts = problem.host_by_name
     for s in problem.subtasks:
@@ -99,8 +100,7 @@ def restricted_domain(problem: PlacementProblem, families=DOMAIN_FAMILIES) -> Do
             s = empty[0]
             more = f" (and {len(empty) - 1} more subtasks)" if len(empty) > 1 else ""
             if description == THREAD_FAMILY:  # the thread is the cause: say so, on the fastest host it had
-                fastest = max((problem.host_by_name[h] for h in domain_before[s.key]), key=lambda h: h.speed)
-                raise Infeasible(f"{problem.thread_shortfall(s, fastest)}, nor on any other host it may run on{more}")
+                raise thread_infeasible(problem, empty, domain_before[s.key])
             detail = ""
             if s.pinned_to is not None:
                 detail = f"; it is pinned to {', '.join(sorted(s.pinned_to))}"
@@ -108,8 +108,24 @@ def restricted_domain(problem: PlacementProblem, families=DOMAIN_FAMILIES) -> Do
     return domain
 
 
-def thread_bound(problem: PlacementProblem, rules: Domain) -> list[tuple[SubtaskKey, str]]:
-    """(subtask, host) pairs of ``rules`` (a domain without the thread family) where the subtask's thread cannot keep
-    up, in subtask order."""
-    hosts = problem.host_by_name
-    return [(s.key, h) for s in problem.subtasks for h in rules[s.key] if not problem.keeps_up(s, hosts[h])]
+def rule_domain(problem: PlacementProblem) -> Domain | None:
+    """The rules' domain (:data:`RULE_DOMAIN_FAMILIES`: no thread limit), or None when the rules alone leave a
+    subtask no host (then there is no thread to blame)."""
+    try:
+        return restricted_domain(problem, RULE_DOMAIN_FAMILIES)
+    except Infeasible:
+        return None
+
+
+def fastest_host(problem: PlacementProblem, names: Iterable[str]) -> HostSpec:
+    """The fastest of the hosts ``names`` (by speed; the first of equals, in the order given)."""
+    return max((problem.host_by_name[h] for h in names), key=lambda h: h.speed)
+
+
+def thread_infeasible(problem: PlacementProblem, empty: Sequence[Subtask], allowed: Iterable[str]) -> Infeasible:
+    """The thread family left the subtasks ``empty`` no host: the first cannot keep up on the fastest of the hosts
+    ``allowed`` it had before (and so on none of them)."""
+    more = f" (and {len(empty) - 1} more subtasks)" if len(empty) > 1 else ""
+    fastest = fastest_host(problem, allowed)
+    return Infeasible(f"{problem.thread_shortfall(empty[0], fastest)}, nor on any other host it may run on{more}")
+

@@ -11,9 +11,9 @@ from __future__ import annotations
 import pulp
 
 from placement.costmodel.model import PlacementProblem
-from placement.errors import Infeasible
+from placement.costmodel.running import running_note
 from placement.solver import backends, constraints
-from placement.solver.domains import RULE_DOMAIN_FAMILIES, Domain, restricted_domain
+from placement.solver.domains import Domain, fastest_host, rule_domain
 from placement.solver.model import new_model
 from placement.solver.result import Shortage, SolverOptions
 
@@ -40,9 +40,8 @@ def diagnose(problem: PlacementProblem, domain: Domain, options: SolverOptions) 
 
 def _with_thread_pairs(problem: PlacementProblem, domain: Domain) -> Domain:
     """The rules' domain when it only adds pairs to ``domain`` (the usual case: ``domain`` is restricted_domain's)."""
-    try:
-        rules = restricted_domain(problem, RULE_DOMAIN_FAMILIES)
-    except Infeasible:
+    rules = rule_domain(problem)
+    if rules is None:
         return domain
     return {k: hosts if set(domain[k]) <= set(hosts) else domain[k] for k, hosts in rules.items()}
 
@@ -79,22 +78,24 @@ def shortages_from_slack(problem: PlacementProblem, slack: dict[tuple[str, ...],
             continue
         h = hosts[host]
         if kind == "thread":  # ("thread", host, vertex id, index): the thread of that subtask on that host
-            s = problem.subtask_by_key[(name[2], int(name[3]))]
-            rho = problem.usable_thread
-            shortages.append(Shortage("thread", host, s.cores_on(h), rho, 1.0, detail=s.label))
+            shortages.append(Shortage.thread(problem, problem.subtask_by_key[(name[2], int(name[3]))], h))
         elif kind == "link":
             usable = problem.usable_mbit(h)
-            shortages.append(Shortage("link", f"{host}→{h.uplink_to}", usable + over, usable, h.uplink_mbit or 0.0))
+            shortages.append(Shortage("link", f"{host}→{h.uplink_to}", usable + over, usable, h.uplink_mbit or 0.0,
+                                      running=running_note(h, "mbit", " Mbit/s")))
         elif kind == "cpu":
             usable = problem.usable_cores(h)
-            shortages.append(Shortage("cpu", host, usable + over, usable, h.cores))
+            shortages.append(Shortage("cpu", host, usable + over, usable, h.cores, running=running_note(h, "cores", "")))
         elif kind == "memory":
             usable = problem.usable_memory(h)
-            shortages.append(Shortage("memory", host, usable + over, usable, h.memory_mib))
+            shortages.append(Shortage("memory", host, usable + over, usable, h.memory_mib,
+                                      running=running_note(h, "memory_mib", " MiB")))
         else:
             group = name[2]
             detail = f" for {problem.vertex_names[group]}" if group in problem.vertex_names else ""
-            shortages.append(Shortage("slots", host, h.slots + over, h.slots, h.slots, detail))
+            capacity = h.slots + h.running_total("slots")  # the host's own; the running jobs' are taken off h.slots
+            shortages.append(Shortage("slots", host, h.slots + over, h.slots, capacity, detail,
+                                      running=running_note(h, "slots", "")))
     # A thread that cannot keep up comes first: it is a cause (the subtask cannot follow its input), the rest are
     # what that cause costs elsewhere.
     shortages.sort(key=lambda s: (s.kind != "thread", -(s.needed - s.usable) / max(s.usable, EPS)))
@@ -111,15 +112,13 @@ def _bounded_paths(problem: PlacementProblem):
 def emptied_by_threads(problem: PlacementProblem) -> tuple[Shortage, ...]:
     """When the thread limit leaves a subtask no host (its domain is empty only because of it): that subtask's thread
     on the fastest host the rules allow, as a shortage — the same account as the elastic re-solve's thread rows."""
-    try:
-        rules = restricted_domain(problem, RULE_DOMAIN_FAMILIES)
-    except Infeasible:
+    rules = rule_domain(problem)
+    if rules is None:
         return ()
     hosts = problem.host_by_name
     out = []
     for s in problem.subtasks:
-        allowed = [hosts[h] for h in rules[s.key]]
-        if allowed and not any(problem.keeps_up(s, h) for h in allowed):
-            fastest = max(allowed, key=lambda h: h.speed)
-            out.append(Shortage("thread", fastest.name, s.cores_on(fastest), problem.usable_thread, 1.0, detail=s.label))
+        allowed = rules[s.key]
+        if allowed and not any(problem.keeps_up(s, hosts[h]) for h in allowed):
+            out.append(Shortage.thread(problem, s, fastest_host(problem, allowed)))
     return tuple(sorted(out, key=lambda s: -s.needed))

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from placement.costmodel.model import PlacementProblem, Subtask, SubtaskKey, thread_keeps_up
 from placement.errors import Infeasible
-from placement.solver.domains import DOMAIN_FAMILIES, Domain
+from placement.solver.domains import DOMAIN_FAMILIES, Domain, thread_infeasible
 
 
 @dataclass(frozen=True)
@@ -63,8 +63,8 @@ def _fail(family: int, empty: list[Subtask]) -> Infeasible:
     return Infeasible(f"{s.label} can run on no host once '{DOMAIN_FAMILIES[family][0]}' applies{detail}{more}")
 
 
-# the families that can empty a domain (every server passes the first two)
-PINS_FAMILY, THREAD_FAMILY, REACHABILITY_FAMILY = 2, 3, 4
+# the families that can empty a domain (every server passes the first two; the thread's: thread_infeasible)
+PINS_FAMILY, REACHABILITY_FAMILY = 2, 4
 
 
 def _thread_servers(problem: PlacementProblem, s: Subtask, servers: tuple[str, ...], slowest: float) -> tuple[str, ...]:
@@ -73,15 +73,6 @@ def _thread_servers(problem: PlacementProblem, s: Subtask, servers: tuple[str, .
         return servers
     hosts = problem.host_by_name
     return tuple(h for h in servers if problem.keeps_up(s, hosts[h]))
-
-
-def _thread_fail(problem: PlacementProblem, empty: list[Subtask],
-                 before: dict[SubtaskKey, tuple[str, ...]]) -> Infeasible:
-    """The message of :func:`placement.solver.domains.restricted_domain` when the thread family empties a domain."""
-    s = empty[0]
-    more = f" (and {len(empty) - 1} more subtasks)" if len(empty) > 1 else ""
-    fastest = max((problem.host_by_name[h] for h in before[s.key]), key=lambda h: h.speed)
-    return Infeasible(f"{problem.thread_shortfall(s, fastest)}, nor on any other host it may run on{more}")
 
 
 def homes(problem: PlacementProblem, *, thread: bool = True) -> Homes:
@@ -106,10 +97,9 @@ def homes(problem: PlacementProblem, *, thread: bool = True) -> Homes:
         if s.key not in rule_edge:
             rule_edge[s.key] = _rule_edge(problem, s)
     empty = [s for s in needs_edge if not any(problem.keeps_up(s, hosts[h]) for h in rule_edge[s.key])]
-    if empty:
-        before = {s.key: tuple(h.name for h in problem.hosts  # in inventory order, as restricted_domain's
-                               if h.name in rule_edge[s.key] or h.name in _rule_servers(s, servers)) for s in empty}
-        raise _thread_fail(problem, empty, before)
+    if empty:  # the message of restricted_domain's, over the hosts the first had before, in inventory order as there
+        had = rule_edge[empty[0].key] | set(_rule_servers(empty[0], servers))
+        raise thread_infeasible(problem, empty, [h.name for h in problem.hosts if h.name in had])
     rule_edge = {k: frozenset(h for h in e if problem.keeps_up(problem.subtask_by_key[k], hosts[h]))
                  for k, e in rule_edge.items()}
     return _reachable(problem, rule_servers, rule_edge, needs_edge, thread)

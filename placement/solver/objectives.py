@@ -118,10 +118,11 @@ def _queue_wait(m: IlpModel, host) -> pulp.LpVariable | float:
         m.aux[key] = 0.0  # type: ignore[assignment]
         return 0.0
     q = m.lp.add_variable(f"queue_{host.name}", lowBound=0)
+    running = host.running_total("mbit")  # jobs already running on this uplink (plan --running): fixed load
     for k, (a, b) in enumerate(latency.queue_pieces(latency.buffer_service_ms(capacity))):
-        m.lp += q >= a * (1.0 / capacity) * traffic + b, f"queue_{host.name}_{k}"
+        m.lp += q >= a * (1.0 / capacity) * traffic + (b + a * running / capacity), f"queue_{host.name}_{k}"
     if m.problem.policy.wan_headroom > latency.MAX_UTILISATION and not m.elastic:
-        m.lp += traffic <= latency.MAX_UTILISATION * capacity, f"queue_cap_{host.name}"
+        m.lp += traffic <= latency.MAX_UTILISATION * capacity - running, f"queue_cap_{host.name}"
     m.aux[key] = q
     return q
 

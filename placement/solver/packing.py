@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from placement.costmodel.model import THREAD_EPS, HostSpec, PlacementProblem, Subtask, SubtaskKey
+from placement.costmodel.model import HostSpec, PlacementProblem, Subtask, SubtaskKey, thread_keeps_up
 from placement.solver import highs_model
 from placement.solver.highs_model import INF, SparseMip
 
@@ -44,12 +44,12 @@ def _greedy(problem: PlacementProblem, items: Sequence[Subtask], servers: Sequen
     order = sorted(items, key=lambda s: -max(s.server_cores / total_cores, s.memory_mib / total_memory,
                                              group_size[_group(problem, s)] / (slots.sum() or 1.0)))
     safe_cores, safe_memory = np.maximum(cap_cores, 1e-12), np.maximum(cap_memory, 1e-12)
-    thread = problem.usable_thread + THREAD_EPS  # one thread: at most ρ of one core of the server it takes
     for s in order:
         group = _group(problem, s)
         in_group = used.setdefault(group, np.zeros(len(servers)))
         need = s.server_cores / speed
-        fits = (cores >= need - EPS) & (memory >= s.memory_mib - EPS) & (in_group < slots) & (need <= thread)
+        keeps_up = thread_keeps_up(need, problem.usable_thread)  # one thread: at most ρ of one core of the server
+        fits = (cores >= need - EPS) & (memory >= s.memory_mib - EPS) & (in_group < slots) & keeps_up
         if not fits.any():
             return None
         room = np.minimum(np.minimum((cores - need) / safe_cores, (memory - s.memory_mib) / safe_memory),
@@ -60,7 +60,19 @@ def _greedy(problem: PlacementProblem, items: Sequence[Subtask], servers: Sequen
         memory[k] -= s.memory_mib
         in_group[k] += 1
         out[s.key] = servers[k].name
-    return out
+    return out if _slots_hold(problem, items, servers, out) else None
+
+
+def _slots_hold(problem: PlacementProblem, items: Sequence[Subtask], servers: Sequence[HostSpec],
+                out: dict[SubtaskKey, str]) -> bool:
+    """Several jobs share the servers: a slot per group is not enough, each job fills its own slots
+    (:meth:`PlacementProblem.slots_needed`) — checked on the packing, which the exact packing then repairs."""
+    if not problem.vertex_job:
+        return True
+    by_server: dict[str, list[Subtask]] = {h.name: [] for h in servers}
+    for s in items:
+        by_server[out[s.key]].append(s)
+    return all(problem.slots_needed(by_server[h.name]) <= h.slots for h in servers)
 
 
 def _exact(problem: PlacementProblem, items: Sequence[Subtask], servers: Sequence[HostSpec],
@@ -85,6 +97,9 @@ def _exact(problem: PlacementProblem, items: Sequence[Subtask], servers: Sequenc
     groups: dict[str, list[int]] = {}
     for i, s in enumerate(items):
         groups.setdefault(_group(problem, s), []).append(i)
+    if problem.vertex_job and problem.slot_sharing:
+        _job_slot_rows(problem, mip, items, servers, y, groups)
+        groups = {}
     for members in groups.values():
         members_ = np.array(members)
         if len(members_) > min(h.slots for h in servers):
@@ -94,8 +109,27 @@ def _exact(problem: PlacementProblem, items: Sequence[Subtask], servers: Sequenc
     info = highs_model.solve(h, time_limit=time_limit, gap=1.0)
     if info.status not in ("optimal", "feasible"):
         return None
-    values = np.asarray(h.getSolution().col_value).reshape(n, k)
+    values = np.asarray(h.getSolution().col_value)[:n * k].reshape(n, k)  # y first; per-job slot columns after
     return {s.key: servers[int(np.argmax(values[i]))].name for i, s in enumerate(items)}
+
+
+def _job_slot_rows(problem: PlacementProblem, mip: SparseMip, items: Sequence[Subtask], servers: Sequence[HostSpec],
+                   y: np.ndarray, groups: dict[str, list[int]]) -> None:
+    """Several jobs (as :func:`placement.solver.constraints.task_slots_per_job`): per server ``k`` and job ``J``
+    ``z[J, k] ≥ Σ_{s∈v} y[s, k]`` for each vertex ``v`` of ``J``, and ``Σ_J z[J, k] ≤ slots(k)``."""
+    k = len(servers)
+    jobs: dict[str, list[list[int]]] = {}
+    for vid, members in groups.items():
+        jobs.setdefault(problem.vertex_job.get(vid, ""), []).append(members)
+    z = mip.add_cols(len(jobs) * k, 0.0, INF, integer=False).reshape(len(jobs), k)
+    for n, vertices in enumerate(jobs.values()):
+        for members in vertices:
+            for j in range(k):
+                cols = [int(y[i, j]) for i in members] + [int(z[n, j])]
+                mip.add_rows(1, -INF, 0.0, np.zeros(len(cols), dtype=int), np.array(cols),
+                             np.array([1.0] * len(members) + [-1.0]))
+    mip.add_rows(k, -INF, [h.slots for h in servers], np.tile(np.arange(k), len(jobs)), z.ravel(),
+                 np.ones(len(jobs) * k))
 
 
 def pack(problem: PlacementProblem, items: Sequence[Subtask], servers: Sequence[HostSpec], *,
@@ -109,7 +143,7 @@ def pack(problem: PlacementProblem, items: Sequence[Subtask], servers: Sequence[
         fits = (all(problem.keeps_up(s, h) for s in items)
                 and sum(s.cores_on(h) for s in items) <= problem.usable_cores(h) + EPS
                 and sum(s.memory_mib for s in items) <= problem.usable_memory(h) + EPS
-                and max(Counter(_group(problem, s) for s in items).values()) <= h.slots)
+                and problem.slots_needed(list(items)) <= h.slots)
         return {s.key: h.name for s in items} if fits else None
     start = time.monotonic()
     for balance in (True, False):

@@ -19,7 +19,7 @@ POOL_SEPARATOR = "+"
 
 
 def _shape(h: HostSpec) -> tuple:
-    return (h.speed, h.cores, h.slots, h.memory_mib, h.allow_stateful, h.allow_sinks, h.baseline_cores)
+    return (h.speed, h.cores, h.slots, h.memory_mib, h.allow_stateful, h.allow_sinks, h.baseline_cores, h.running)
 
 
 def pool_servers(problem: PlacementProblem) -> tuple[PlacementProblem, dict[str, list[HostSpec]]] | None:
@@ -38,7 +38,7 @@ def pool_servers(problem: PlacementProblem) -> tuple[PlacementProblem, dict[str,
         k = len(group)
         hosts.append(replace(group[0], name=name, cores=group[0].cores * k, baseline_cores=group[0].baseline_cores * k,
                              slots=group[0].slots * k,
-                             memory_mib=group[0].memory_mib * k))
+                             memory_mib=group[0].memory_mib * k, running=tuple(r for h in group for r in h.running)))
     return replace(problem, hosts=tuple(hosts)), pools
 
 

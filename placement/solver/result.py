@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from placement.costmodel.evaluate import PlanCost
-from placement.costmodel.model import SubtaskKey, thread_sentence
+from placement.costmodel.model import HostSpec, PlacementProblem, Subtask, SubtaskKey, thread_sentence
 from placement.solver.backends import SolveInfo, SolverName
 
 
@@ -49,8 +49,14 @@ class Shortage:
     usable: float
     capacity: float
     detail: str = ""  # slots: " for <operator>"; thread: the subtask's label; latency: what its flush waits are
+    running: str = ""  # " after running job B's 33.1 Mbit/s": jobs already running that take part of it (plan --running)
 
     # thread: one subtask's thread on host ``resource`` — needed and usable in cores of that host, capacity 1 core
+
+    @classmethod
+    def thread(cls, problem: PlacementProblem, s: Subtask, h: HostSpec) -> Shortage:
+        """Subtask ``s``'s thread on host ``h``: what it needs of one core there against what one thread may use."""
+        return cls("thread", h.name, s.cores_on(h), problem.usable_thread, 1.0, detail=s.label)
 
     @property
     def figures(self) -> tuple[str, str]:
@@ -64,17 +70,18 @@ class Shortage:
     def message(self) -> str:
         needed, usable = self.figures
         if self.kind == "link":
-            return f"link {self.resource} needs {needed} Mbit/s, has {self.capacity:g} ({usable} usable)"
+            return f"link {self.resource} needs {needed} Mbit/s, has {self.capacity:g} ({usable} usable{self.running})"
         if self.kind == "thread":
             return thread_sentence(self.detail, self.resource, self.needed, self.usable)
         if self.kind == "latency":  # resource: the path's name; capacity = usable = its bound
             why = f" ({self.detail})" if self.detail else ""
             return f"path {self.resource} needs {needed} ms, its bound is {self.capacity:g} ms{why}"
         if self.kind == "cpu":
-            return f"host {self.resource} needs {needed} cores, has {self.capacity:g} ({usable} usable)"
+            return f"host {self.resource} needs {needed} cores, has {self.capacity:g} ({usable} usable{self.running})"
         if self.kind == "memory":
-            return f"host {self.resource} needs {needed} MiB, has {self.capacity:.0f} ({usable} usable)"
-        return f"host {self.resource} needs {self.needed:.0f} task slots{self.detail}, has {self.capacity:g}"
+            return f"host {self.resource} needs {needed} MiB, has {self.capacity:.0f} ({usable} usable{self.running})"
+        left = f" ({self.usable:g} free{self.running})" if self.running else ""
+        return f"host {self.resource} needs {self.needed:.0f} task slots{self.detail}, has {self.capacity:g}{left}"
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,9 @@ class Pool:
         return replace(first, name=self.name, speed=1.0, cores=sum(h.cores * h.speed for h in self.members),
                        thread_speed=max(h.speed for h in self.members),  # a thread keeps up on some member: a relaxation
                        baseline_cores=sum(h.baseline_cores * h.speed for h in self.members),
-                       slots=sum(h.slots for h in self.members), memory_mib=sum(h.memory_mib for h in self.members))
+                       slots=sum(h.slots for h in self.members), memory_mib=sum(h.memory_mib for h in self.members),
+                       # running jobs' cores at speed 1, as the pool's
+                       running=tuple(replace(r, cores=r.cores * h.speed) for h in self.members for r in h.running))
 
 
 def signatures(problem: PlacementProblem) -> dict[str, tuple]:

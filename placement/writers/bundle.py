@@ -15,7 +15,7 @@ from placement.costmodel.model import PlacementProblem
 from placement.inventory import Inventory
 from placement.writers.picture import plan_graph, render_images
 from placement.writers.planjson import PlanDocument, render_plan_json
-from placement.writers.plandir import write_whole
+from placement.writers.plandir import PLAN_ARTIFACTS, write_whole
 from placement.writers.redeploy import render_redeploy
 from placement.writers.schedulercfg import label_collisions, render_schedulercfg
 from placement.writers.vanilla import render_taskmanager_configs
@@ -57,3 +57,31 @@ def render_artifacts(problem: PlacementProblem, plan: PlanDocument, inv: Invento
 def write_plan_dir(out_dir: Path, artifacts: Artifacts) -> list[Path]:
     """Write the plan directory whole, replacing a previous plan there (:mod:`placement.writers.plandir`)."""
     return write_whole(out_dir, artifacts.files, artifacts.executable)
+
+
+FLEET_ARTIFACTS = frozenset({"fleet.json", "fleet.dot", "fleet.svg", "fleet.png"})
+
+
+def render_fleet_artifacts(jobs: dict[str, Artifacts], fleet_json: str, picture_problem: PlacementProblem,
+                           assignment: dict, title: str) -> Artifacts:
+    """Several jobs planned together: each job's plan directory as :func:`render_artifacts` makes it, under its
+    directory name (``jobs``: directory -> artifacts), ``fleet.json``, and one picture with every job."""
+    files: dict[str, bytes] = {}
+    executable: set[str] = set()
+    warnings: list[str] = []
+    for directory, art in jobs.items():
+        files.update({f"{directory}/{name}": data for name, data in art.files.items()})
+        executable.update(f"{directory}/{name}" for name in art.executable)
+        warnings.extend(w for w in art.warnings if w not in warnings)
+    images, warning = render_images(plan_graph(picture_problem, assignment, title))
+    if warning and warning not in warnings:
+        warnings.append(warning)
+    files.update({f"fleet.{fmt}": data for fmt, data in images.items()})
+    files["fleet.json"] = fleet_json.encode()
+    return Artifacts(files=files, executable=frozenset(executable), warnings=tuple(warnings))
+
+
+def write_fleet_dir(out_dir: Path, artifacts: Artifacts) -> list[Path]:
+    """Write the fleet's directory whole (every job's plan directory and the fleet files, or nothing); a job's
+    ``apply-audit.jsonl`` and other files that are no plan artifact are kept."""
+    return write_whole(out_dir, artifacts.files, artifacts.executable, PLAN_ARTIFACTS | FLEET_ARTIFACTS)

@@ -55,19 +55,28 @@ def check_writable(out: Path) -> None:
         raise _unwritable(out, "permission denied")
 
 
-def _copy_foreign_entries(old: Path, stage: Path) -> None:
+def _copy_foreign_entries(old: Path, stage: Path, artifacts: frozenset[str] = PLAN_ARTIFACTS) -> None:
     for entry in old.iterdir():
-        if entry.name in PLAN_ARTIFACTS:
+        if entry.name in artifacts:
             continue
+        if (stage / entry.name).is_dir() and entry.is_dir() and not entry.is_symlink():
+            # a directory the new plan writes too (a job's plan directory in a fleet's, issue 24): keep what is not
+            # a plan artifact in it (apply-audit.jsonl of that job)
+            _copy_foreign_entries(entry, stage / entry.name)
+            continue
+        if (stage / entry.name).exists():
+            continue  # the new plan writes it
         if entry.is_dir() and not entry.is_symlink():
             shutil.copytree(entry, stage / entry.name, symlinks=True)
         else:
             shutil.copy2(entry, stage / entry.name, follow_symlinks=False)
 
 
-def write_whole(out: Path, files: Mapping[str, bytes], executable: frozenset[str] = frozenset()) -> list[Path]:
-    """Write ``files`` (relative name -> content) as the directory ``out``, replacing a previous plan there whole.
-    Returns the paths written, as they are under ``out``."""
+def write_whole(out: Path, files: Mapping[str, bytes], executable: frozenset[str] = frozenset(),
+                artifacts: frozenset[str] = PLAN_ARTIFACTS) -> list[Path]:
+    """Write ``files`` (relative name -> content) as the directory ``out``, replacing a previous plan there whole
+    (``artifacts``: the names of a previous plan's entries, which are not kept). Returns the paths written, as they
+    are under ``out``."""
     out = Path(os.path.abspath(out))
     out.parent.mkdir(parents=True, exist_ok=True)
     stage: Path | None = None
@@ -85,7 +94,7 @@ def write_whole(out: Path, files: Mapping[str, bytes], executable: frozenset[str
             target.write_bytes(data)
             os.chmod(target, 0o755 if name in executable else 0o644)
         if out.is_dir():
-            _copy_foreign_entries(out, stage)
+            _copy_foreign_entries(out, stage, artifacts)
         with sigint_held_back():  # two renames that must both happen, or the plan directory would be missing
             if out.is_dir():
                 os.rename(out, retired)

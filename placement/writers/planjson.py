@@ -153,6 +153,15 @@ class PlanDocument(Strict):
         return out
 
 
+def solver_info(result: PlanResult) -> SolverInfo:
+    return SolverInfo(
+        name=result.solver, status=result.status, objective_mode=result.objective_mode, gap=result.gap,
+        seconds=result.seconds,
+        stages=[StageInfo(name=s.name, status=s.info.status, objective=s.info.objective, bound=s.info.bound,
+                          gap=s.info.gap, seconds=s.info.seconds) for s in result.stages],
+    )
+
+
 def build_plan_document(
     problem: PlacementProblem, result: PlanResult, *, job: str, inventory: SourceRef, profile: SourceRef,
     placement_mode: Literal["custom", "vanilla"], warnings: list[str] | None = None, now: datetime | None = None,
@@ -168,12 +177,7 @@ def build_plan_document(
         job=job, inventory=inventory, profile=profile, placement_mode=placement_mode, rate_scale=problem.rate_scale,
         objective=Objective(wan_mbit=cost.wan_mbit, server_cores=cost.server_cores, edge_cores=cost.edge_cores,
                             latency_ms=cost.latency_ms),
-        solver=SolverInfo(
-            name=result.solver, status=result.status, objective_mode=result.objective_mode, gap=result.gap,
-            seconds=result.seconds,
-            stages=[StageInfo(name=s.name, status=s.info.status, objective=s.info.objective, bound=s.info.bound,
-                              gap=s.info.gap, seconds=s.info.seconds) for s in result.stages],
-        ),
+        solver=solver_info(result),
         assignment=[
             SubtaskAssignment(vertex_id=s.vertex_id, vertex=s.vertex_name, subtask=s.index, parallelism=s.parallelism,
                               label=s.label, host=result.assignment[s.key], address=hosts[result.assignment[s.key]].address)

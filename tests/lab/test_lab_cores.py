@@ -95,9 +95,8 @@ def test_lab_measure_counts_the_taskmanager_of_a_hosts_cgroup_only_and_in_the_ho
         assert measure.taskmanager_pids(host) == [procs[0].pid]
         time.sleep(0.5)
         state = {"hosts": [{"name": "rpi9", "role": "edge", "cgroup": str(host), "speed": 0.25}]}  # no uplink to count
-        cpu: list[measure.HostCpu] = []
-        assert measure.measure_links(state, 3.0, cpu) == []
-        [rpi9] = cpu
+        links, [rpi9] = measure.measure_window(state, 3.0)
+        assert links == []
         assert (rpi9.host, rpi9.processes, rpi9.speed) == ("rpi9", 1, 0.25)
         # the two share the quota: the TaskManager gets about half of 0.2 cores, never more than all of it
         assert 0.04 < rpi9.server_cores <= 0.21, rpi9

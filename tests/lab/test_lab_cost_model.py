@@ -43,7 +43,7 @@ from placement.flink.rest import FlinkRest
 from placement.inventory import Inventory
 from placement.lab import chain
 from placement.lab.jobs import BRANCHING_JOB, IOT_SENSOR_JOB, NEXMARK_BIDS_JOB
-from placement.lab.measure import measure_links
+from placement.lab.measure import measure_window
 from placement.lab.runner import leftovers, read_state
 from placement.netns import netns_available
 from placement.profile.format import JobProfile
@@ -178,7 +178,7 @@ def run_round(work: Path, jobs: tuple[LabJob, ...], out: Path) -> list[dict]:
             [*PLACEMENT, "metrics", "collect", "--rest", state["rest_url"], "--job", ids[job.name], "--duration",
              str(WINDOW_S), "--interval", "2", "--out", str(out / job.name), "--quiet"],
             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for job in jobs}
-        links = {lk.host: lk for lk in measure_links(state, WINDOW_S)}
+        links = {lk.host: lk for lk in measure_window(state, WINDOW_S)[0]}
         for name, proc in collectors.items():
             _, err = proc.communicate(timeout=180)
             assert proc.returncode == 0, f"collect {name}: {err[-2000:]}"

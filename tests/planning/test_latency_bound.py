@@ -294,3 +294,20 @@ def test_auto_picks_the_exact_model_for_a_bounded_fleet(monkeypatch):
     monkeypatch.setattr(methods, "AUTO_SUBTASKS", 1)  # this job counts as a fleet
     assert methods.choose_method(build_problem(lab(), load_profile(IOT)), "auto", SolverOptions()) == "decompose"
     assert methods.choose_method(pr, "auto", SolverOptions()) == "exact"  # only the exact model has the rows
+
+
+def test_jobs_planned_together_keep_each_job_s_bound(tmp_path, capsys):
+    """Several jobs (one joint model): each job's paths are bounded under its own vertex ids, and queue behind every
+    job's traffic on a shared uplink (iot-sensors alone: 176.1 ms; beside the camera job on rpi1: 179.2 ms)."""
+    both = ["--profile", IOT, "--profile", "examples/profiles/branching-join.json"]
+    for bound, code_wanted in ((400, 0), (178, 3)):
+        inv = tmp_path / f"inv{bound}.json"
+        inv.write_text(json.dumps(lab(max_latency_ms=bound).model_dump(mode="json", by_alias=True)))
+        code, out, err = cli_run(["plan", "--inventory", str(inv), *both, "--out", tmp_path / f"p{bound}"], capsys)
+        assert code == code_wanted, err
+    doc = json.loads((tmp_path / "p400" / "iot-sensors" / "plan.json").read_text())
+    (path,) = doc["paths"]
+    assert path["bound_ms"] == 400 and path["latency_ms"] == pytest.approx(179.19, abs=0.01)
+    assert err.strip().splitlines()[-1].startswith(
+        "error: no placement fits: path iot-sensors: Source: Sensors → iot-sensors: Parse")
+    assert "needs 179.2 ms, its bound is 178 ms" in err

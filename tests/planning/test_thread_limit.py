@@ -85,6 +85,8 @@ def test_iot_decomposition_and_greedy_keep_the_thread_limit():
         plan = greedy(pr).assignment
         moved = [s for s in pr.subtasks if not s.is_source and pr.host_by_name[plan[s.key]].is_edge]
         assert all(pr.keeps_up(s, pr.host_by_name[plan[s.key]]) for s in moved)
+        if scale == 1.0:  # greedy moves operators to the Pis where their threads keep up: the check is not vacuous
+            assert moved
 
 
 # ---- random instances with tight threads: every planner finds the same highest scale --------------------------------

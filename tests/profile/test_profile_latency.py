@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from placement.collect.layout import find_manifests, latency_rows_to_table, read_latency, write_latency_part
+from placement.collect.layout import find_manifests, latency_rows_to_table, latency_writer, read_latency
 from placement.profile.format import load_profile
 from placement.profile.latency import measured_latency
 from placement.profile.pipeline import build_profile
@@ -66,7 +66,9 @@ def test_chained_operators_take_the_largest_subtasks_the_median_p50_and_the_larg
                              "source_subtask": None, "operator_id": op, "p50_ms": p50 + extra, "p95_ms": p99 + extra,
                              "p99_ms": p99 + extra, "mean_ms": p50, "max_ms": p99 + 10 + extra})
     rows.append({**rows[0], "vertex_id": "a0bcbe636c3291fd3f45c25deb2b0823", "p50_ms": 1.0})  # Parse: not a sink
-    manifest.latency_files = [write_latency_part(run, 0, latency_rows_to_table(rows))]
+    writer = latency_writer(tmp_path / "h", manifest.job_id, manifest.run_id)
+    writer.write(latency_rows_to_table(rows))
+    manifest.latency_files = writer.files
     (m,) = measured_latency(load_profile_from(tmp_path / "h"), [(run, manifest)], warmup_s=0)
     assert m.samples == 2
     assert m.p50_ms == pytest.approx((105 + 305) / 2)  # the median of the chain's last operator's medians

@@ -20,8 +20,8 @@ from placement.collect.layout import (
     VertexInfo,
     rows_to_table,
     taskmanager_rows_to_table,
+    taskmanager_writer,
     write_manifest,
-    write_taskmanager_part,
 )
 from placement.costmodel import build_problem, evaluate
 from placement.inventory import Inventory
@@ -79,7 +79,9 @@ def write_history(root: Path, *, with_cpu: bool = True) -> None:
         tm_rows = [{"ts_ms": T0 + k * 1000, "taskmanager_id": tm, "cpu_time_ns": 5e9 + k * cores * 1e9,
                     "cpu_load": cores / (2 if tm == "srv" else 1) if k % 10 else -1.0}  # -1: Flink's "unknown"
                    for k in range(SECONDS) for tm, cores in PROCESS.items()]
-        m.taskmanager_files = [write_taskmanager_part(writer.dir, 0, taskmanager_rows_to_table(tm_rows))]
+        tm_writer = taskmanager_writer(root, "j1", "r1")
+        tm_writer.write(taskmanager_rows_to_table(tm_rows))
+        m.taskmanager_files = tm_writer.files
         m.taskmanager_metrics = list(TASKMANAGER_METRICS)
     write_manifest(root, m)
 

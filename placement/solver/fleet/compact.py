@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from placement.costmodel.model import PlacementProblem, Subtask, SubtaskKey
+from placement.costmodel.running import running_note
 from placement.errors import Infeasible
 from placement.solver import highs_model
 from placement.solver.causes import structural_causes, thread_causes
@@ -123,12 +124,36 @@ def edge_capacity(m: CompactModel, rows: Rows, net: dict[SubtaskKey, float]) -> 
 
 
 def _slot_rows(m: CompactModel, rows: Rows, name: str, placed, slots: int) -> None:
+    if m.problem.vertex_job and m.problem.slot_sharing:
+        _job_slot_rows(m, rows, name, placed, slots)
+        return
     groups: dict[str, list] = defaultdict(list)
     for s, c in placed:
         groups[s.vertex_id if m.problem.slot_sharing else "all"].append((c, 1.0))
     for group, terms in groups.items():
         if len(terms) > slots:
             _capacity_row(m, rows, ("slots", name, group), terms, slots)
+
+
+def _job_slot_rows(m: CompactModel, rows: Rows, name: str, placed, slots: int) -> None:
+    """Several jobs, slot sharing (as :func:`placement.solver.constraints.task_slots_per_job`): ``y[J] ≥ Σ x`` over the
+    subtasks of each vertex of job ``J`` here, ``Σ_J y[J] ≤ slots``."""
+    jobs: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    for s, c in placed:
+        jobs[m.problem.vertex_job.get(s.vertex_id, "")][s.vertex_id].append(c)
+    if sum(max(len(cols) for cols in vertices.values()) for vertices in jobs.values()) <= slots:
+        return
+    used = []
+    for vertices in jobs.values():
+        # y[J] as a share u ∈ [0, 1] of the most it can be (its largest vertex here), so that the capacity row's terms
+        # are bounded by their coefficients, as _capacity_row assumes of every column
+        most = max(len(cols) for cols in vertices.values())
+        u = int(m.mip.add_cols(1, 0.0, 1.0, integer=False)[0])
+        used.append((u, float(most)))
+        for cols in vertices.values():
+            fixed = sum(1 for c in cols if c is None)
+            rows.add([(c, 1.0) for c in cols if c is not None] + [(u, -float(most))], -INF, -float(fixed))
+    _capacity_row(m, rows, ("slots", name, "jobs"), used, slots)
 
 
 def pool_capacity(m: CompactModel, rows: Rows) -> None:
@@ -323,10 +348,16 @@ def _shortages(problem: PlacementProblem, pools: list[Pool], slack: dict[tuple[s
                       "slots": float(h.slots)}[kind]
             capacity = {"link": h.uplink_mbit or 0.0, "cpu": h.cores, "memory": h.memory_mib, "slots": float(h.slots)}[kind]
             resource = f"{where}→{h.uplink_to}" if kind == "link" else where
-        detail = ""
+        detail, running = "", ""
         if kind == "slots" and name[2] in problem.vertex_names:
             detail = f" for {problem.vertex_names[name[2]]}"
-        out.append(Shortage(kind, resource, usable + over, usable, capacity, detail))  # type: ignore[arg-type]
+        if where in hosts:  # jobs already running there (plan --running): name them
+            what, unit = {"link": ("mbit", " Mbit/s"), "cpu": ("cores", ""), "memory": ("memory_mib", " MiB"),
+                          "slots": ("slots", "")}[kind]
+            running = running_note(hosts[where], what, unit)
+            if kind == "slots":
+                capacity += hosts[where].running_total("slots")
+        out.append(Shortage(kind, resource, usable + over, usable, capacity, detail, running))  # type: ignore[arg-type]
     out.sort(key=lambda s: -(s.needed - s.usable) / max(s.usable, EPS))
     return tuple(out)
 

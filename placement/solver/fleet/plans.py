@@ -136,9 +136,12 @@ def pi_plans(problem: PlacementProblem, host: str, placed: list[tuple[Subtask, l
         groups[slot_group(s)].append(n)
     for s in fixed:
         fixed_groups[slot_group(s)] += 1
-    for g, members in groups.items():
-        if len(members) + fixed_groups[g] > h.slots:
-            ok &= keep[:, members].sum(axis=1) + fixed_groups[g] <= h.slots
+    if problem.vertex_job and problem.slot_sharing:  # several jobs: Σ_jobs max_v (problem.slots_needed)
+        ok &= _job_slots(problem, keep, groups, fixed_groups) <= h.slots
+    else:
+        for g, members in groups.items():
+            if len(members) + fixed_groups[g] > h.slots:
+                ok &= keep[:, members].sum(axis=1) + fixed_groups[g] <= h.slots
     wan = kf @ vec(net[s.key] for s in local) + sum(net[s.key] for s in fixed)
     ok &= wan <= problem.usable_mbit(h) + EPS
     keep, kf, wan = keep[ok], kf[ok], wan[ok]
@@ -165,6 +168,19 @@ def pi_plans(problem: PlacementProblem, host: str, placed: list[tuple[Subtask, l
     best = _pareto(np.column_stack(attrs)) if len(keep) else np.arange(0)
     return PiPlans(host, tuple(local), tuple(local_pool), tuple(fixed), keep[best], wan[best], cpu_off[best],
                    {k: v[best] for k, v in usage.items()}, {c: v[best] for c, v in crossing.items()})
+
+
+def _job_slots(problem: PlacementProblem, keep: np.ndarray, groups: dict[str, list[int]],
+               fixed_groups: dict[str, int]) -> np.ndarray:
+    """Per plan: the slots it fills when several jobs share the Pi — each job as many as its most numerous vertex
+    here, jobs added up (a slot never holds two jobs' subtasks)."""
+    per_job: dict[str, np.ndarray] = {}
+    for g in {*groups, *fixed_groups}:
+        members = groups.get(g, [])
+        count = (keep[:, members].sum(axis=1) if members else np.zeros(len(keep))) + fixed_groups.get(g, 0)
+        job = problem.vertex_job.get(g, "")
+        per_job[job] = np.maximum(per_job[job], count) if job in per_job else count
+    return sum(per_job.values(), np.zeros(len(keep)))
 
 
 def _crossings(problem: PlacementProblem, host: str, local: list[Subtask], fixed: list[Subtask], keep: np.ndarray,

@@ -20,9 +20,11 @@ from placement.costmodel.model import PlacementProblem, thread_keeps_up
 from placement.costmodel.rescaled import RescaleSpace, pointwise
 from placement.errors import Infeasible
 from placement.solver import domains as placement_domains
-from placement.solver.domains import Domain
+from placement.solver.domains import Domain, fastest_host
 
-RULE_FAMILIES = placement_domains.DOMAIN_FAMILIES[:3]  # the rules: not the thread (instances_keep_up) nor reachability
+# the rules: not the thread (instances_keep_up) nor reachability (reachable_edge_hosts, which needs z's domains)
+RULE_FAMILIES = tuple(f for f in placement_domains.RULE_DOMAIN_FAMILIES
+                      if f[1] is not placement_domains.reachable_edge_hosts)
 
 
 def _keeps_up(problem: PlacementProblem, cores: float, host: str) -> bool:
@@ -114,7 +116,7 @@ def explain_empty(space: RescaleSpace, ref: PlacementProblem, rules: Domain, g_i
         if not allowed:
             return f"{names(vid).name!r} may run on no host (its pins and forbids leave none)"
         cores = space.instance(vid, top).server_cores
-        fastest = max((hosts[h] for h in allowed), key=lambda h: h.speed)
+        fastest = fastest_host(ref, allowed)
         if not thread_keeps_up(cores / fastest.speed, rho):
             return (f"{names(vid).name!r} cannot keep up even at parallelism {top}: one instance needs "
                     f"{cores / fastest.speed:.2f} cores of {fastest.name}, one thread has {rho:.2f} usable")
@@ -133,9 +135,9 @@ def restricted_domains(space: RescaleSpace, ref: PlacementProblem
     empty = [key for key, hosts in domain_x.items() if not hosts]
     if empty:
         s = ref.subtask_by_key[empty[0]]
-        h = [ref.host_by_name[h] for h in rules[s.key]]
-        if h and not any(_keeps_up(ref, s.server_cores, x.name) for x in h):
-            fastest = max(h, key=lambda x: x.speed)
+        allowed = rules[s.key]
+        if allowed and not any(_keeps_up(ref, s.server_cores, h) for h in allowed):
+            fastest = fastest_host(ref, allowed)
             raise Infeasible(f"{s.label} cannot keep up on any host it may run on: it needs "
                              f"{s.server_cores / fastest.speed:.2f} cores of one thread on {fastest.name}, "
                              f"{ref.policy.cpu_utilisation_target:.2f} usable (its parallelism is fixed: "

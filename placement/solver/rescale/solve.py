@@ -21,7 +21,7 @@ from placement.costmodel.rescaled import RescaleSpace
 from placement.errors import Infeasible, PlacementError
 from placement.solver import backends
 from placement.solver.causes import thread_causes
-from placement.solver.domains import RULE_DOMAIN_FAMILIES, restricted_domain
+from placement.solver.domains import rule_domain
 from placement.solver.elastic import least_stretch
 from placement.solver.pooling import pool_servers, unpool
 from placement.solver.rescale import constraints, objectives, realize
@@ -176,9 +176,8 @@ def _fixed_threads(space: RescaleSpace, ref: PlacementProblem, shortages) -> tup
     """The threads of subtasks whose parallelism is fixed that cannot keep up on an edge host behind the shortfalls
     (:func:`placement.solver.causes.thread_causes`); a rescalable vertex is left out — a higher parallelism is its
     remedy, and the model has tried every one allowed."""
-    try:
-        rules = restricted_domain(ref, RULE_DOMAIN_FAMILIES)
-    except Infeasible:
+    rules = rule_domain(ref)
+    if rules is None:
         return ()
     fixed = {s.label for s in ref.subtasks if space.group_of[s.vertex_id].per_subtask}
     return tuple(s for s in thread_causes(ref, rules, shortages) if s.detail in fixed)

@@ -1,0 +1,250 @@
+"""``placement plan`` with several ``--profile``: the jobs placed together on one fleet (issue 24).
+
+Each job's problem is built as for one job, the problems are combined into one (:mod:`placement.costmodel.jobs`) and
+solved by the planner ``--method`` picks; the joint assignment is split back, and each job gets the plan directory
+planning it alone would write for its part (``OUT/<job>/``, what ``apply`` of that job reads), beside ``fleet.json``
+and one picture with every job (``fleet.svg``). ``--running`` plans are fixed load for all of them; ``--compare`` sets
+the joint plan beside planning the jobs one by one.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.markup import escape
+
+from placement.cli import capacity_plan, jobs_tables, plan_tables
+from placement.cli.fit import print_table
+from placement.cli.plan_notes import input_warnings, report_warnings
+from placement.cli.running_plans import RunningPlans, load_running
+from placement.costmodel.evaluate import PlanCost, evaluate
+from placement.costmodel.jobs import JointProblem, combine, dir_names, unique_names, vertex_keys
+from placement.costmodel.model import PlanOptions, build_problem
+from placement.costmodel.running import with_running
+from placement.errors import EXIT_INFEASIBLE, BadInput, Infeasible
+from placement.inventory import Inventory, load_inventory
+from placement.inventory_whatif import apply_whatif, parse_add_host, parse_link
+from placement.profile.format import JobProfile, load_profile
+from placement.solver import PlanResult, SolverOptions
+from placement.solver.methods import solve_with
+from placement.solver.one_by_one import OneByOne, all_jobs_on_server, each_alone, in_sequence
+from placement.writers.bundle import render_artifacts, render_fleet_artifacts, write_fleet_dir
+from placement.writers.fleetjson import RunningJob, build_fleet_document, render_fleet_json
+from placement.writers.planjson import SourceRef, build_plan_document
+from placement.writers.plandir import check_writable
+
+
+def _whatif(inv: Inventory, profiles: list[JobProfile], add_host: tuple[str, ...],
+            link: tuple[str, ...]) -> tuple[Inventory, list[str]]:
+    """:func:`capacity_plan.whatif` over every job's sources."""
+    sources = {key: v.parallelism for p in profiles for v in p.sources() for key in (v.name, v.id)}
+    return apply_whatif(inv, [parse_add_host(t) for t in add_host], [parse_link(t) for t in link], sources)
+
+
+def _joint_builder(inv: Inventory, profiles: list[JobProfile], names: list[str], running: RunningPlans, *,
+                   placement_mode: str, inventory_source: str):
+    others = [other | running.vertices for other in vertex_keys(profiles)]
+
+    def build(scale: float) -> JointProblem:
+        options = PlanOptions(rate_scale=scale, placement_mode=placement_mode)
+        return combine([(name, with_running(build_problem(inv, p, options, inventory_source=inventory_source,
+                                                          other_jobs=other), running.uses))
+                        for name, p, other in zip(names, profiles, others)])
+    return build
+
+
+def _check_options(rescale: bool, target_rate: str | None) -> None:
+    if rescale or target_rate:
+        raise BadInput("chooses one job's parallelism; with several --profile the jobs are placed at their profiled "
+                       "parallelism: plan without --rescale", field="--rescale")
+
+
+def run_jobs(inventory_path: str, profile_path: tuple[str, ...], out_dir: str, solver: str, time_limit: float,
+             gap: float, objective: str | None, mode: str | None, rate_scale: float, rescale: bool,
+             target_rate: str | None, compare: bool, as_json: bool, method: str = "auto", max_rate: bool = False,
+             add_host: tuple[str, ...] = (), link: tuple[str, ...] = (), verbose: bool = False, quiet: bool = False,
+             strict: bool = False, running: tuple[str, ...] = ()) -> None:
+    """``placement plan`` with several profiles (see the module doc)."""
+    _check_options(rescale, target_rate)
+    capacity_plan.check_options(max_rate, False, rate_scale, method)
+    inv = load_inventory(inventory_path)
+    profiles = [load_profile(p) for p in profile_path]
+    check_writable(Path(out_dir))
+    inv, whatif_notes = _whatif(inv, profiles, add_host, link)
+    names = unique_names([p.job.name for p in profiles])
+    dirs = dict(zip(names, dir_names(names)))
+    runs = load_running(running, inv, names)
+    options = SolverOptions(solver=solver, time_limit=time_limit, gap=gap, objective=objective,  # type: ignore[arg-type]
+                            verbose=verbose)
+    placement_mode = mode or inv.flink.placement_mode
+    build = _joint_builder(inv, profiles, names, runs, placement_mode=placement_mode, inventory_source=inventory_path)
+    joint = build(rate_scale)
+    # the inventory's job block is one job's submission: for the others, redeploy.sh and apply would resubmit it —
+    # true of each job's plan directory as of a single-job plan, so said as for one job
+    warnings = [w for p in profiles for w in input_warnings(inv, p, inventory_path, link)]
+    warnings += [f"--profile {path}: job {p.job.name!r} is planned more than once (this copy as {name!r}): each copy's "
+                 "plan.json names the same Flink job, so apply can run only one of them"
+                 for path, p, name in zip(profile_path, profiles, names) if name != p.job.name]
+    report_warnings([*dict.fromkeys(warnings), *runs.warnings,
+                     *(f"{inventory_path}: {w}" for w in joint.problem.input_warnings)], strict=strict)
+    capped = None
+    if max_rate:  # every job's rates scaled together; running jobs stay as they are
+        capped = capacity_plan.max_rate_of(lambda x: build(x).problem, options=options, method=method)  # type: ignore[arg-type]
+        if capped.problem is not None:
+            joint = build(capped.capacity.scale)  # type: ignore[arg-type]
+    problem = joint.problem
+    result = capped.result if capped is not None and capped.result is not None else \
+        solve_with(problem, options, method)  # type: ignore[arg-type]
+    parts = _per_job(joint, result)
+    others = [in_sequence(joint, options, method), each_alone(joint, options, method),  # type: ignore[arg-type]
+              all_jobs_on_server(joint)] if compare else []
+
+    console = Console(stderr=as_json, width=None if sys.stdout.isatty() else 140)
+    if not as_json and not quiet:
+        _print(console, inv, joint, runs, result, parts, others, whatif_notes, capped)
+
+    summary: dict = {"jobs": [{"job": n, "dir": dirs[n]} for n in names], "inventory": inv.name,
+                     "results": [_result_json(result, parts)],
+                     "running": [{"job": j, "plan": p} for j, p in runs.jobs]}
+    if compare:
+        summary["compare"] = [_one_by_one_json(o) for o in others]
+    if capped is not None:
+        summary["max_rate"] = capped.json()
+    if whatif_notes:
+        summary["what_if"] = whatif_notes
+    if result.assignment is not None:
+        written = _write(Path(out_dir), inv, inventory_path, profile_path, profiles, joint, result, parts, dirs, runs,
+                         placement_mode, [*whatif_notes, *joint.problem.warnings, *result.notes],
+                         summary.get("compare"))
+        summary["out"] = [str(p) for p in written]
+        if not as_json and not quiet:
+            console.print(f"wrote {', '.join(f'{dirs[n]}/' for n in names)}, fleet.json and the fleet picture to "
+                          f"{out_dir}")
+    if as_json:
+        click.echo(json.dumps(summary, indent=2, ensure_ascii=False))
+    if result.status == "infeasible":
+        if as_json:
+            sys.exit(EXIT_INFEASIBLE)
+        raise Infeasible(plan_tables.infeasible_error(result))
+
+
+def _per_job(joint: JointProblem, result: PlanResult) -> dict[str, PlanResult]:
+    """Each job's part of the joint plan as a result of its own: its assignment, its own evaluation, the joint solve's
+    status and stages (the proof is of the joint plan)."""
+    if result.assignment is None:
+        return {}
+    split = joint.split(result.assignment)
+    shared = {link.host: link.mbit for link in result.cost.links} if result.cost is not None else None
+    return {job.name: replace(result, assignment=split[job.name], cost=_with_shared_queues(
+        job.problem, split[job.name], evaluate(job.problem, split[job.name]), shared)) for job in joint.jobs}
+
+
+def _with_shared_queues(problem, assignment, cost, shared: dict[str, float] | None):
+    """A job's path latencies queue behind every job's traffic on a shared uplink (the joint plan's link loads), not
+    its own alone (costmodel.latency)."""
+    if shared is None or not cost.paths:
+        return cost
+    from placement.costmodel.latency import path_latencies
+
+    return replace(cost, paths=path_latencies(problem, assignment, {h: shared.get(h, mbit) for h, mbit in
+                                                                       ((link.host, link.mbit) for link in cost.links)}))
+
+
+def _result_json(r: PlanResult, parts: dict[str, PlanResult]) -> dict:
+    out: dict = {"strategy": "joint", "status": r.status, "reason": r.reason}
+    if r.cost is not None:
+        out.update(wan_mbit=r.cost.wan_mbit, server_cores=r.cost.server_cores, edge_cores=r.cost.edge_cores,
+                   latency_ms=r.cost.latency_ms, feasible=r.cost.feasible,
+                   links={link.name: link.mbit for link in r.cost.links},
+                   jobs={name: _cost_json(p.cost) for name, p in parts.items() if p.cost is not None})
+    if r.shortages:
+        out["shortages"] = [{"kind": s.kind, "resource": s.resource, "needed": s.needed, "usable": s.usable,
+                             "capacity": s.capacity, "message": s.message} for s in r.shortages]
+    if r.causes:
+        out["causes"] = list(r.causes)
+    return out
+
+
+def _cost_json(c: PlanCost) -> dict:
+    return {"wan_mbit": c.wan_mbit, "server_cores": c.server_cores, "edge_cores": c.edge_cores,
+            "latency_ms": c.latency_ms, "links": {link.name: link.mbit for link in c.links}}
+
+
+def _one_by_one_json(o: OneByOne) -> dict:
+    out: dict = {"strategy": o.strategy, "feasible": o.feasible, "failed": o.failed, "reason": o.reason or None,
+                 "jobs": {name: {"status": r.status, **(_cost_json(r.cost) if r.cost is not None else {})}
+                          for name, r in o.results.items()}}
+    if o.cost is not None:
+        out.update(wan_mbit=o.cost.wan_mbit, server_cores=o.cost.server_cores, latency_ms=o.cost.latency_ms,
+                   links={link.name: link.mbit for link in o.cost.links}, violations=list(o.cost.violations))
+    return out
+
+
+def _write(out: Path, inv: Inventory, inventory_path: str, profile_paths: tuple[str, ...], profiles: list[JobProfile],
+           joint: JointProblem, result: PlanResult, parts: dict[str, PlanResult], dirs: dict[str, str],
+           runs: RunningPlans, placement_mode: str, notes: list[str], compare: list[dict] | None) -> list[Path]:
+    inventory = SourceRef(path=inventory_path, digest=inv.digest(), name=inv.name)
+    refs = {job.name: SourceRef(path=path, digest=p.digest(), name=p.job.name)
+            for job, path, p in zip(joint.jobs, profile_paths, profiles)}
+    artifacts = {}
+    for job, p in zip(joint.jobs, profiles):
+        mine = [n[len(job.name) + 2:] for n in notes if n.startswith(f"{job.name}: ")]  # its own notes, as alone
+        # job: the profile's name, what apply matches the running job by (not the name made unique for the fleet)
+        together = (f"planned together with {', '.join(j.name for j in joint.jobs if j is not job)} (../fleet.json): "
+                    "the solver's stages and gap are the joint model's, the objective, links and hosts this job's")
+        mine.append(together)
+        doc = build_plan_document(job.problem, parts[job.name], job=p.job.name,
+                                  placement_mode=placement_mode, inventory=inventory,  # type: ignore[arg-type]
+                                  profile=refs[job.name],
+                                  warnings=mine + [n for n in notes if not any(n.startswith(f"{j.name}: ")
+                                                                               for j in joint.jobs)])
+        artifacts[dirs[job.name]] = render_artifacts(job.problem, doc, inv)
+    fleet = build_fleet_document(
+        joint, result, {name: p.cost for name, p in parts.items() if p.cost is not None}, dirs=dirs,
+        inventory=inventory, profiles=refs, running=[RunningJob(job=j, plan=p) for j, p in runs.jobs],
+        warnings=notes, compare=compare)
+    title = (f"{', '.join(j.name for j in joint.jobs)}: {result.cost.wan_mbit:.2f} Mbit/s over the WAN "  # type: ignore[union-attr]
+             f"({result.status})")
+    bundle = render_fleet_artifacts(artifacts, render_fleet_json(fleet), joint.problem, result.assignment, title)  # type: ignore[arg-type]
+    return write_fleet_dir(out, bundle)
+
+
+def _print(console: Console, inv: Inventory, joint: JointProblem, runs: RunningPlans, result: PlanResult,
+           parts: dict[str, PlanResult], others: list[OneByOne], whatif_notes: list[str], capped) -> None:
+    problem = joint.problem
+    console.print(f"[bold]{len(joint.jobs)} jobs[/] ({escape(', '.join(j.name for j in joint.jobs))}) on "
+                  f"[bold]{inv.name}[/] — {len(problem.subtasks)} subtasks, {len(problem.hosts)} hosts")
+    for job, path in runs.jobs:
+        console.print(f"[dim]running: {escape(job)} ({escape(path)}) as fixed load[/]", overflow="ignore", crop=False)
+    for w in [*whatif_notes, *problem.warnings]:
+        if w not in problem.input_warnings:
+            console.print(f"[dim]note: {escape(w)}[/]", overflow="ignore", crop=False)
+    if capped is not None:
+        console.print(escape(capped.line), overflow="ignore", crop=False)
+    console.print(plan_tables.summary_line(result))
+    for note in result.notes:
+        console.print(f"[dim]note: {escape(note)}[/]")
+    if result.shortages:
+        print_table(console, plan_tables.shortfalls_table(result))
+    for cause in result.causes:
+        console.print(f"why: {escape(cause)}", overflow="ignore", crop=False)
+    if result.cost is not None:
+        print_table(console, jobs_tables.jobs_table(parts))
+        print_table(console, jobs_tables.shared_links_table(problem, result.cost, parts))
+        print_table(console, plan_tables.hosts_table(result))
+        print_table(console, plan_tables.placement_table(problem, result))
+    if others:
+        print_table(console, jobs_tables.compare_jobs_table(problem, result, parts, others))
+        for o in others[:2]:  # all on server: its violations are the table's "no"
+            if o.failed:
+                console.print(f"{o.strategy}: {escape(o.failed)} does not fit: {escape(o.reason)}", overflow="ignore",
+                              crop=False)
+            elif o.cost is not None and not o.cost.feasible:
+                console.print(f"{o.strategy}: the plans together oversubscribe: {escape(o.cost.violations[0])}"
+                              + (f" (and {len(o.cost.violations) - 1} more)" if len(o.cost.violations) > 1 else ""),
+                              overflow="ignore", crop=False)

@@ -1,0 +1,136 @@
+"""Several jobs on one fleet as one :class:`PlacementProblem`, and its assignment split back per job.
+
+Each job's problem is built as for one job (:func:`placement.costmodel.model.build_problem`: its own pins, forbids,
+source births, sink and stateful rules); :func:`combine` puts their subtasks and channels side by side over the hosts
+they share, so every planner (the exact model, the fleet decomposition, the greedy baseline, ``--max-rate``) sees the
+shared capacities — uplinks, CPU, memory, slots — once, and the objective is the fleet's: WAN summed over all jobs,
+then server CPU, then the jobs' latency terms added up.
+
+* Vertex ids are namespaced by job (``j<n>_<id>``, the job's position): two jobs built from one program share ids.
+  Vertex names get the job's name in front, so a shortfall or a thread names the job as well as the operator.
+* A host runs one TaskManager whatever jobs it carries: its baseline CPU is counted once (the largest any job's
+  profile measured: they watched the same JVM).
+* Jobs never share a task slot: :attr:`PlacementProblem.vertex_job` tells the slot rows which vertices are whose.
+
+:meth:`JointProblem.split` gives each job its own keys back, so its plan directory is exactly what planning it alone
+would write for that assignment (and ``apply`` of one job reads it as today).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from functools import cached_property
+
+from placement.costmodel.model import Assignment, Channel, HostSpec, PlacementProblem, SubtaskKey
+
+
+@dataclass(frozen=True)
+class Job:
+    name: str  # unique among the jobs planned together (see unique_names)
+    problem: PlacementProblem  # the job alone, as build_problem made it
+    prefix: str  # its vertex ids in the joint problem start with this
+
+
+@dataclass(frozen=True)
+class JointProblem:
+    problem: PlacementProblem  # all jobs' subtasks over the shared hosts
+    jobs: tuple[Job, ...]
+
+    @cached_property
+    def job_of_vertex(self) -> dict[str, Job]:
+        return {job.prefix + vid: job for job in self.jobs for vid in job.problem.vertex_order}
+
+    def split(self, assignment: Assignment) -> dict[str, dict[SubtaskKey, str]]:
+        """The joint assignment as each job's own: job name -> (its vertex id, index) -> host."""
+        out: dict[str, dict[SubtaskKey, str]] = {job.name: {} for job in self.jobs}
+        for (vid, i), host in assignment.items():
+            job = self.job_of_vertex[vid]
+            out[job.name][(vid[len(job.prefix):], i)] = host
+        return out
+
+    def join(self, per_job: Mapping[str, Assignment]) -> dict[SubtaskKey, str]:
+        """The inverse of :meth:`split`."""
+        by_name = {job.name: job for job in self.jobs}
+        return {(by_name[name].prefix + vid, i): host for name, a in per_job.items() for (vid, i), host in a.items()}
+
+
+def unique_names(names: Sequence[str]) -> list[str]:
+    """Job names made unique in order: a second ``iot`` is ``iot-2`` (two profiles of one job are two jobs)."""
+    out: list[str] = []
+    for name in names:
+        candidate, n = name, 1
+        while candidate in out:
+            n += 1
+            candidate = f"{name}-{n}"
+        out.append(candidate)
+    return out
+
+
+def dir_name(job: str) -> str:
+    """A job's name as a directory name: characters other than letters, digits, ``.``, ``_`` and ``-`` become ``-``."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", job).strip("-.") or "job"
+    return cleaned
+
+
+def dir_names(jobs: Sequence[str]) -> list[str]:
+    """:func:`dir_name` of each job, made unique (``a/b`` and ``a b`` would both be ``a-b``)."""
+    return unique_names([dir_name(j) for j in jobs])
+
+
+def vertex_keys(profiles: Sequence) -> list[frozenset[str]]:
+    """Per profile, the vertex names and ids of the others: pins naming them are no typo of this job's
+    (:func:`placement.costmodel.model.build_problem`'s ``other_jobs``)."""
+    keys = [frozenset(k for v in p.vertices for k in (v.name, v.id)) for p in profiles]
+    return [frozenset().union(*(k for m, k in enumerate(keys) if m != n)) for n in range(len(keys))]
+
+
+def _shared_hosts(problems: Sequence[PlacementProblem]) -> tuple[HostSpec, ...]:
+    """The hosts once, each with the largest TaskManager baseline any job's profile gave it (one JVM per host)."""
+    first = problems[0].hosts
+    names = [h.name for h in first]
+    for p in problems[1:]:
+        if [h.name for h in p.hosts] != names:
+            raise ValueError("jobs planned together must be built from one inventory")
+    hosts = []
+    for n, h in enumerate(first):
+        busiest = max((p.hosts[n] for p in problems), key=lambda spec: spec.baseline_cores)
+        hosts.append(replace(h, baseline_cores=busiest.baseline_cores, baseline_basis=busiest.baseline_basis))
+    return tuple(hosts)
+
+
+def combine(named: Sequence[tuple[str, PlacementProblem]]) -> JointProblem:
+    """One problem over every job's subtasks (see the module doc). ``named``: (unique job name, its problem); the
+    problems must come from one inventory, policy and rate scale."""
+    problems = [p for _, p in named]
+    first = problems[0]
+    if any(p.policy != first.policy or p.slot_sharing != first.slot_sharing or p.rate_scale != first.rate_scale
+           for p in problems):
+        raise ValueError("jobs planned together must share the inventory's policy and the rate scale")
+    jobs = tuple(Job(name, p, f"j{n}_") for n, (name, p) in enumerate(named))
+    subtasks, channels, order, names, whole, vertex_job, warnings, input_warnings = [], [], [], {}, set(), {}, [], []
+    latency_bounds: dict[tuple[str, str], float] = {}
+    for job in jobs:
+        p, pre = job.problem, job.prefix
+        subtasks.extend(replace(s, vertex_id=pre + s.vertex_id, vertex_name=f"{job.name}: {s.vertex_name}")
+                        for s in p.subtasks)
+        channels.extend(_renamed(ch, pre) for ch in p.channels)
+        order.extend(pre + v for v in p.vertex_order)
+        names.update({pre + v: f"{job.name}: {name}" for v, name in p.vertex_names.items()})
+        whole.update(pre + v for v in p.whole_vertices)
+        vertex_job.update({pre + v: job.name for v in p.vertex_order})
+        latency_bounds.update({(pre + a, pre + b): ms for (a, b), ms in p.latency_bounds.items()})
+        warnings.extend(f"{job.name}: {w}" for w in p.warnings)
+        input_warnings.extend(f"{job.name}: {w}" for w in p.input_warnings)
+    problem = PlacementProblem(
+        hosts=_shared_hosts(problems), subtasks=tuple(subtasks), channels=tuple(channels), vertex_order=tuple(order),
+        vertex_names=names, policy=first.policy, slot_sharing=first.slot_sharing, rate_scale=first.rate_scale,
+        warnings=tuple(warnings), input_warnings=tuple(input_warnings), whole_vertices=frozenset(whole),
+        vertex_job=vertex_job, latency_bounds=latency_bounds,
+    )
+    return JointProblem(problem, jobs)
+
+
+def _renamed(ch: Channel, prefix: str) -> Channel:
+    return replace(ch, source=prefix + ch.source, target=prefix + ch.target)
