@@ -95,6 +95,10 @@ def test_measured_p50_beside_the_predicted_flush_waits(collected, capsys):
               f"measured p50 {m.p50_ms:.1f} p95 {m.p95_ms:.1f} p99 {m.p99_ms:.1f} max {m.max_ms:.1f} ms")
     # Predicted 250.0: every channel here is flushed by the 100 ms timeout, 5 × 50 ms on average. Each task's flusher
     # ticks every 100 ms at a phase of its own, so behind the first exchange a record waits a phase difference that
-    # holds for a while, not a fresh uniform draw: one run's p50 scatters around the mean the model predicts. Measured
-    # on this machine (REST and Prometheus collections, 2026-11-27): 209, 264.5, 279, 301 ms.
-    assert m.p50_ms == pytest.approx(path.flush_ms, rel=0.4)
+    # holds through a run, not a fresh draw: the model gives the mean over deployments, and one deployment's wait at
+    # an exchange is uniform in [0, timeout] — a spread of timeout·√(n/12) over n exchanges (64.5 ms here). One run's
+    # p50 is held to three of those. Measured on this machine (REST and Prometheus, 2026-11-27): 178, 209, 264.5, 279,
+    # 301 ms.
+    exchanges = len(path.vertices) - 1
+    spread = 100.0 * (exchanges / 12) ** 0.5
+    assert abs(m.p50_ms - path.flush_ms) <= 3 * spread
