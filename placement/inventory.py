@@ -223,6 +223,17 @@ class Policy(Strict):
     objective: Literal["lexicographic", "weighted"] = "lexicographic"
     weights: Weights = Field(default_factory=Weights)
     lexicographic_tolerance: float = Field(1e-6, ge=0, le=0.5, description="relative slack kept on earlier stages")
+    max_latency_ms: Millis | dict[str, Millis] | None = Field(
+        None, description="bound on every source→sink path's predicted latency (costmodel.latency), or per path: "
+        "{'<sink>': ms, '<source> -> <sink>': ms, '*': ms} (the most specific key wins); null: unbounded")
+
+    @field_validator("max_latency_ms")
+    @classmethod
+    def _positive_bounds(cls, v):
+        for key, ms in ({"": v} if not isinstance(v, dict) else v).items():
+            if ms is not None and not ms > 0:
+                raise ValueError(f"a latency bound must be > 0 ms{f' (key {key!r})' if key else ''}, got {ms:g}")
+        return v
 
 
 class Inventory(Strict):
@@ -310,6 +321,7 @@ class Inventory(Strict):
         data = self.model_dump(mode="json", by_alias=True)
         for h in data.get("hosts", []):  # added by issue 23: an inventory without them hashes as before
             drop_unset(h, "taskmanager_baseline_cores", "cpu_time_core_speed")
+        drop_unset(data.get("policy", {}), "max_latency_ms")  # issue 25: an unbounded inventory hashes as before
         canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
 

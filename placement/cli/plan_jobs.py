@@ -139,8 +139,20 @@ def _per_job(joint: JointProblem, result: PlanResult) -> dict[str, PlanResult]:
     if result.assignment is None:
         return {}
     split = joint.split(result.assignment)
-    return {job.name: replace(result, assignment=split[job.name], cost=evaluate(job.problem, split[job.name]))
-            for job in joint.jobs}
+    shared = {link.host: link.mbit for link in result.cost.links} if result.cost is not None else None
+    return {job.name: replace(result, assignment=split[job.name], cost=_with_shared_queues(
+        job.problem, split[job.name], evaluate(job.problem, split[job.name]), shared)) for job in joint.jobs}
+
+
+def _with_shared_queues(problem, assignment, cost, shared: dict[str, float] | None):
+    """A job's path latencies queue behind every job's traffic on a shared uplink (the joint plan's link loads), not
+    its own alone (costmodel.latency)."""
+    if shared is None or not cost.paths:
+        return cost
+    from placement.costmodel.latency import path_latencies
+
+    return replace(cost, paths=path_latencies(problem, assignment, {h: shared.get(h, mbit) for h, mbit in
+                                                                       ((link.host, link.mbit) for link in cost.links)}))
 
 
 def _result_json(r: PlanResult, parts: dict[str, PlanResult]) -> dict:

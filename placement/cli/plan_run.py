@@ -7,6 +7,7 @@ answer without importing the solver, networkx and the writers.
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -37,6 +38,11 @@ def _result_json(r: PlanResult) -> dict:
         out.update(wan_mbit=r.cost.wan_mbit, server_cores=r.cost.server_cores, edge_cores=r.cost.edge_cores,
                    latency_ms=r.cost.latency_ms, feasible=r.cost.feasible,
                    links={link.name: link.mbit for link in r.cost.links})
+        if r.cost.paths:
+            worst = r.cost.worst_path
+            finite = lambda x: x if math.isfinite(x) else None  # noqa: E731 (JSON has no infinity: null, saturated)
+            out.update(worst_path_ms=finite(worst.latency_ms), worst_path=worst.name,
+                       paths={p.name: finite(p.latency_ms) for p in r.cost.paths})
     if r.shortages:
         out["shortages"] = [{"kind": s.kind, "resource": s.resource, "needed": s.needed, "usable": s.usable,
                              "capacity": s.capacity, "message": s.message} for s in r.shortages]
@@ -69,6 +75,9 @@ def run_plan(inventory_path: str, profile_path: str, out_dir: str, solver: str, 
                                          inventory_source=inventory_path, other_jobs=runs.vertices), runs.uses)
     report_warnings([*input_warnings(inv, profile, inventory_path, link), *runs.warnings,
                      *(f"{inventory_path}: {w}" for w in problem.input_warnings)], strict=strict)
+    if problem.latency_bounds and (rescale or max_rate):  # only the exact model and --method exact/auto have the rows
+        raise BadInput(f"{'--rescale' if rescale else '--max-rate'} does not honour a latency bound yet: plan without it, "
+                       "or drop policy.max_latency_ms", source=inventory_path, field="policy.max_latency_ms")
     rescaled = capped = None
     if rescale:
         rescaled = rescale_plan.plan_rescaled(inv, profile, inventory_source=inventory_path, rate_scale=rate_scale,
@@ -97,6 +106,8 @@ def run_plan(inventory_path: str, profile_path: str, out_dir: str, solver: str, 
         if result.cost is not None:
             print_table(console, plan_tables.links_table(result))
             print_table(console, plan_tables.hosts_table(result))
+            if result.cost.paths:
+                print_table(console, plan_tables.paths_table(result))
             print_table(console, plan_tables.placement_table(problem, result))
         if rescaled:
             print_table(console, rescale_plan.parallelism_table(rescaled))

@@ -34,9 +34,12 @@ def shortfalls_table(result: PlanResult) -> Table:
         t.add_column(col, justify="left" if col in ("resource", "running jobs take") else "right")
     for s in result.shortages:
         needed, usable = s.figures
-        unit = {"link": " Mbit/s", "cpu": " cores", "thread": " cores", "memory": " MiB", "slots": " slots"}[s.kind]
+        unit = {"link": " Mbit/s", "cpu": " cores", "thread": " cores", "memory": " MiB", "slots": " slots",
+                "latency": " ms"}[s.kind]
         if s.kind == "thread":  # one subtask's thread, of one core
             name = escape(f"thread of {s.detail} on {s.resource}")
+        elif s.kind == "latency":  # a source→sink path over its policy.max_latency_ms
+            name = escape(f"latency of {s.resource}")
         else:
             name = escape(f"{'link' if s.kind == 'link' else 'host'} {s.resource}{s.detail}")
         taken = (escape(s.running.removeprefix(" after running jobs ").removeprefix(" after running job ")),) \
@@ -89,6 +92,25 @@ def hosts_table(result: PlanResult) -> Table:
     return t
 
 
+def _ms(x: float) -> str:
+    return f"{x:.1f}" if x != float("inf") else "∞"  # an uplink past 99 %: its queue has no bound
+
+
+def paths_table(result: PlanResult) -> Table:
+    """Predicted latency per source→sink path (costmodel.latency): its parts and its bound."""
+    t = Table(title="Latency per path (predicted, ms)")
+    for col in ("path", "total", "flush", "crosses", "delay", "send", "queue", "bound"):
+        t.add_column(col, justify="left" if col in ("path", "crosses") else "right")
+    assert result.cost is not None
+    for p in result.cost.paths:
+        crosses = f"{p.link} at {p.utilisation:.0%}" if p.link and p.utilisation is not None else (p.link or "–")
+        t.add_row(escape(p.name), _ms(p.latency_ms), f"{p.flush_ms:.1f}", crosses,
+                  f"{p.delay_ms:g}" if p.link else "–", f"{p.transmit_ms:.1f}" if p.link else "–",
+                  _ms(p.queue_ms) if p.link else "–", f"{p.bound_ms:g}" if p.bound_ms is not None else "–",
+                  style="red" if p.over_bound else None)
+    return t
+
+
 def placement_table(problem: PlacementProblem, result: PlanResult) -> Table:
     t = Table(title="Placement")
     t.add_column("vertex")
@@ -105,19 +127,21 @@ def placement_table(problem: PlacementProblem, result: PlanResult) -> Table:
 
 def compare_table(problem: PlacementProblem, results: list[PlanResult]) -> Table:
     t = Table(title="Strategies compared")
-    t.add_column("strategy")
-    t.add_column("status")
+    t.add_column("strategy", no_wrap=True)
+    t.add_column("status", no_wrap=True)
     for h in problem.edges:
         t.add_column(f"{h.name}→{h.uplink_to} Mbit/s", justify="right")
-    for col in ("WAN total", "server cores", "edge cores", "latency ms", "feasible"):
+    for col in ("WAN total", "server cores", "edge cores", "latency ms", "worst path ms", "feasible"):
         t.add_column(col, justify="right")
     for r in results:
         if r.cost is None:
-            t.add_row(r.strategy, r.status, *["–"] * len(problem.edges), "–", "–", "–", "–", "no")
+            t.add_row(r.strategy, r.status, *["–"] * len(problem.edges), "–", "–", "–", "–", "–", "no")
             continue
         links = [f"{r.cost.link(h.name).mbit:.2f}" for h in problem.edges]
+        worst = r.cost.worst_path
         t.add_row(r.strategy, r.status, *links, f"{r.cost.wan_mbit:.2f}", f"{r.cost.server_cores:.2f}",
-                  f"{r.cost.edge_cores:.2f}", f"{r.cost.latency_ms:.1f}", "yes" if r.cost.feasible else "[red]no[/]")
+                  f"{r.cost.edge_cores:.2f}", f"{r.cost.latency_ms:.1f}",
+                  _ms(worst.latency_ms) if worst is not None else "–", "yes" if r.cost.feasible else "[red]no[/]")
     return t
 
 

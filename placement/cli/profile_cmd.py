@@ -85,4 +85,13 @@ def profile(metrics_dir, out, job_id, job_name, runs, warmup, inventory, statefu
     # through rich, not click.echo: wrapped between words at the terminal's width
     screen.print("busy/bp: ms per second, mean over subtasks; true rate: records per busy second of one subtask; "
                  f"ok=low: busy < {MIN_CONFIDENT_BUSY_MS:g} ms/s or too few samples", markup=False, highlight=False)
+    if prof.latency:  # Flink's latency tracking was on: measured latency per source → sink (issue 25)
+        names = {v.id: v.name for v in prof.vertices}
+        lat = Table(title="Latency per source → sink (measured, ms; Flink's latency markers)")
+        for col in ("source → sink", "p50", "p95", "p99", "max", "samples"):
+            lat.add_column(col, justify="left" if col == "source → sink" else "right")
+        for m in prof.latency:
+            lat.add_row(f"{names[m.source]} → {names[m.sink]}", _fmt(m.p50_ms, ".1f"), _fmt(m.p95_ms, ".1f"),
+                        _fmt(m.p99_ms, ".1f"), _fmt(m.max_ms, ".1f"), str(m.samples))
+        print_table(screen, lat)
     screen.print(prof.job.note or "", markup=False, highlight=False)

@@ -31,6 +31,8 @@ from placement.collect.layout import (
     RATE_METRICS,
     TASKMANAGER_METRICS,
     CheckpointConfig,
+    latency_rows_to_table,
+    latency_writer,
     PartWriter,
     RunManifest,
     TaskManagerInfo,
@@ -45,6 +47,7 @@ from placement.flink.cluster_version import reported_version_text
 from placement.flink.rest import TERMINAL_STATES, FlinkRest, FlinkRestError
 
 REQUIRED_METRIC = "busyTimeMsPerSecond"
+LATENCY_RELIST_S = 10.0  # how often the vertices' metric listings are read again for new latency-tracking histograms
 
 
 def retrying_session(retries: int = 5, backoff_s: float = 0.5) -> requests.Session:
@@ -103,8 +106,12 @@ class _Run:
     buffer: list[dict[str, Any]] = field(default_factory=list)
     nulls: int = 0
     tm_writer: PartWriter | None = None  # the TaskManager CPU parts (layout.taskmanager_writer)
+    latency_writer: PartWriter | None = None  # the latency-tracking parts (layout.latency_writer)
     tm_buffer: list[dict[str, Any]] = field(default_factory=list)
     tm_seen: set[str] = field(default_factory=set)  # TaskManager metrics some TaskManager answered
+    latency_buffer: list[dict[str, Any]] = field(default_factory=list)
+    latency_names: dict[str, list[str]] = field(default_factory=dict)  # vertex id -> its latency-tracking metrics
+    latency_listed: float | None = None  # time.monotonic() of the last listing
 
 
 class Collector:
@@ -188,6 +195,37 @@ class Collector:
     def taskmanagers(self) -> list[TaskManagerInfo]:
         return shaping.taskmanagers(self.rest.get("/taskmanagers"))
 
+    def latency_interval(self, job_id: str) -> float | None:
+        """``metrics.latency.interval`` of the configuration the job runs with (None: not set there — a job may still
+        set it in its code, which REST does not show: the metrics themselves are looked for either way)."""
+        try:
+            return shaping.latency_interval_ms(self.rest.get(f"/jobs/{job_id}/jobmanager/config"))
+        except FlinkRestError:
+            return None
+
+    def sample_latency(self, job_id: str, vertices: list[VertexInfo], run: _Run) -> None:
+        """Flink's latency-tracking histograms of every vertex (none when the job does not track latency). The
+        listing of each vertex's metrics is read again every :data:`LATENCY_RELIST_S` (markers reach an operator
+        only after the first interval, and new ones appear after a restart); the values every round."""
+        now = time.monotonic()
+        if run.latency_listed is None or now - run.latency_listed >= LATENCY_RELIST_S:
+            run.latency_listed = now
+            for v in vertices:
+                try:
+                    listing = self.rest.get(f"/jobs/{job_id}/vertices/{v.id}/metrics")
+                except FlinkRestError:
+                    continue
+                names = shaping.latency_metric_names(listing if isinstance(listing, list) else [])
+                if names:
+                    run.latency_names[v.id] = names
+        for vid, names in run.latency_names.items():
+            ts = int(self.clock() * 1000)
+            answer: list = []
+            for query in shaping.name_queries(names):
+                part = self.rest.get(f"/jobs/{job_id}/vertices/{vid}/metrics", params={"get": query})
+                answer.extend(part if isinstance(part, list) else [])
+            run.latency_buffer.extend(shaping.latency_rows(ts, vid, answer))
+
     def flink_version(self) -> str | None:
         """``flink-version`` of ``GET /config`` (None: the JobManager did not say, or the call failed)."""
         try:
@@ -260,12 +298,14 @@ class Collector:
             metrics=metric_names, vertices=[self._with_state(v, sizes) for v in vertices], edges=edges,
             taskmanagers=self.taskmanagers(), checkpoints=self.checkpoint_config(job_id),
             buffer_timeout_ms=self.buffer_timeout(job_id), flink_version=self.flink_version(),
+            latency_interval_ms=self.latency_interval(job_id),
         )
         tm_ids = [tm.id for tm in manifest.taskmanagers]
         missing = [m for m in RATE_METRICS if m not in metric_names]
         if missing:
             manifest.notes.append(f"not reported by this job (recorded as null): {', '.join(missing)}")
-        run = _Run(manifest, PartWriter(o.out_dir, job_id, run_id), tm_writer=taskmanager_writer(o.out_dir, job_id, run_id))
+        run = _Run(manifest, PartWriter(o.out_dir, job_id, run_id), tm_writer=taskmanager_writer(o.out_dir, job_id, run_id),
+                   latency_writer=latency_writer(o.out_dir, job_id, run_id))
         write_manifest(o.out_dir, manifest)
         rounds = 0
         last_flush = time.monotonic()
@@ -279,6 +319,7 @@ class Collector:
                     run.nulls += sum(1 for r in rows for c in RATE_METRICS.values() if r[c] is None)
                     for loc in shaping.locations(v.id, states):
                         locations[(loc.vertex_id, loc.subtask)] = loc
+                self.sample_latency(job_id, vertices, run)
                 tm_rows = self.sample_taskmanagers(tm_ids)
                 run.tm_buffer.extend(tm_rows)
                 run.tm_seen |= {m for m, c in TASKMANAGER_METRICS.items() for r in tm_rows if r.get(c) is not None}
@@ -325,18 +366,27 @@ class Collector:
             run.tm_writer.write(taskmanager_rows_to_table(run.tm_buffer))
             run.tm_buffer.clear()
         m.taskmanager_metrics = [n for n in TASKMANAGER_METRICS if n in run.tm_seen]
+        if run.latency_buffer:
+            run.latency_writer.write(latency_rows_to_table(run.latency_buffer))
+            run.latency_buffer.clear()
         m.samples, m.ended_ms = run.writer.rows, int(self.clock() * 1000)
         m.files, m.taskmanager_files = list(run.writer.files), list(run.tm_writer.files)
+        m.latency_files = list(run.latency_writer.files)
         if self.o.keep_s is not None or self.o.keep_bytes is not None:
             # both kinds of part, by the same age and size bounds (samples: all written, kept or not)
             rolling.prune(self.o.out_dir, now_ms=m.ended_ms, max_age_s=self.o.keep_s, max_bytes=self.o.keep_bytes,
                           keep_runs=frozenset({run.writer.dir}))
             m.files = [f for f in m.files if (run.writer.dir / f).exists()]
             m.taskmanager_files = [f for f in m.taskmanager_files if (run.writer.dir / f).exists()]
+            m.latency_files = [f for f in m.latency_files if (run.writer.dir / f).exists()]
         m.locations = [locations[k] for k in sorted(locations)]
         write_manifest(self.o.out_dir, m)
 
     def _finish(self, run: _Run, locations: dict[tuple[str, int], Any], job_id: str) -> None:
+        m = run.manifest
+        if (m.latency_interval_ms or 0) > 0 and not m.latency_files and not run.latency_buffer:
+            m.notes.append(f"metrics.latency.interval is {m.latency_interval_ms:g} ms but no operator reported latency "
+                           "tracking (markers reach operators only after the first interval; collect longer)")
         # A Ctrl-C during the final flush must not leave a half-written state either: both writes are atomic renames.
         with contextlib.suppress(PlacementError):
             sizes = self.checkpoint_sizes(job_id)  # checkpoints taken while we collected

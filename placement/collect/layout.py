@@ -10,6 +10,9 @@
           _manifest.json          RunManifest: the job graph, where each subtask ran, state sizes, TaskManagers
           _taskmanagers/
             part-00000.parquet    TaskManager process CPU (TASKMANAGER_SCHEMA), one row = one TaskManager at one instant
+          _latency/
+            part-00000.parquet    Flink's latency tracking (LATENCY_SCHEMA), when the job has it on: one row = one
+                                  source → operator histogram of one reporting subtask at one instant
 
 Hive-style ``key=value`` directories let Spark and pyarrow prune whole jobs and runs by path; files starting with
 ``_`` are ignored by both when they list data files, so the manifest can live beside its samples and a run directory
@@ -164,6 +167,10 @@ class RunManifest(Strict):
     taskmanager_files: list[str] = Field(
         default_factory=list, description="their Parquet parts, relative to the run directory (_taskmanagers/part-*.parquet)")
     flink_version: str | None = Field(None, description="the cluster's Flink release (REST /config); null: unknown")
+    latency_interval_ms: float | None = Field(
+        None, ge=0, description="metrics.latency.interval of the job's configuration; null: not set (off by default)")
+    latency_files: list[str] = Field(
+        default_factory=list, description="latency tracking parts, relative to the run directory (_latency/part-*.parquet)")
     truth: dict[str, dict[str, float | None]] | None = Field(None, description="synthetic histories: the true figures per vertex")
 
     def vertex(self, vertex_id: str) -> VertexInfo:
@@ -171,6 +178,28 @@ class RunManifest(Strict):
             if v.id == vertex_id:
                 return v
         raise KeyError(vertex_id)
+
+
+# Flink's latency tracking (``metrics.latency.interval`` > 0): sources emit a latency marker every interval; every
+# operator it reaches keeps a histogram (the last ``metrics.latency.history-size`` markers, 128 by default) of how long
+# markers took from the source to it, in ms. Flink 2.3's REST API lists them under the *vertex* of the reporting
+# operator, as ``<subtask>.latency.source_id.<source operator id>[.source_subtask_index.<k>].operator_id.<operator
+# id>.operator_subtask_index.<n>.latency_<stat>`` (``metrics.latency.granularity``: ``operator``, the default, has no
+# source subtask; ``subtask`` has one; ``single`` drops both ids) — measured, tests/collect/test_collect_latency.py.
+LATENCY_STATS: dict[str, str] = {"median": "p50_ms", "p95": "p95_ms", "p99": "p99_ms", "mean": "mean_ms",
+                                 "max": "max_ms"}
+LATENCY_DIR = "_latency"
+LATENCY_SCHEMA = pa.schema(
+    [
+        pa.field("ts_ms", pa.int64(), nullable=False),
+        pa.field("vertex_id", pa.string(), nullable=False),  # the vertex whose subtask reported it
+        pa.field("subtask", pa.int32(), nullable=False),  # that subtask (0-based)
+        pa.field("source_id", pa.string()),  # operator id of the source the markers came from (null: granularity single)
+        pa.field("source_subtask", pa.int32()),  # granularity subtask only
+        pa.field("operator_id", pa.string()),  # the operator that measured (one per operator of a chain)
+        *[pa.field(col, pa.float64()) for col in LATENCY_STATS.values()],
+    ]
+)
 
 
 def run_dir(root: str | Path, job_id: str, run_id: str) -> Path:
@@ -236,6 +265,23 @@ def read_taskmanager_cpu(run: Path, manifest: RunManifest) -> pa.Table:
     if not tables:
         return TASKMANAGER_SCHEMA.empty_table()
     return pa.concat_tables([t.cast(TASKMANAGER_SCHEMA) for t in tables])
+
+
+def latency_rows_to_table(rows: Iterable[Mapping[str, object]]) -> pa.Table:
+    cols: dict[str, list] = {f.name: [] for f in LATENCY_SCHEMA}
+    for row in rows:
+        for f in LATENCY_SCHEMA:
+            v = row.get(f.name)
+            cols[f.name].append(_nullable(v) if f.name in LATENCY_STATS.values() else v)  # type: ignore[arg-type]
+    return pa.table(cols, schema=LATENCY_SCHEMA)
+
+
+def read_latency(run: Path, manifest: RunManifest) -> pa.Table:
+    """Every latency-tracking row of a run (empty when it recorded none)."""
+    tables = [pq.read_table(run / f) for f in manifest.latency_files if (run / f).is_file()]
+    if not tables:
+        return LATENCY_SCHEMA.empty_table()
+    return pa.concat_tables([t.cast(LATENCY_SCHEMA) for t in tables])
 
 
 def _nullable(value: float | None) -> float | None:
@@ -306,3 +352,8 @@ class PartWriter:
 def taskmanager_writer(root: str | Path, job_id: str, run_id: str) -> PartWriter:
     """The writer of a run's TaskManager CPU parts: ``_taskmanagers/part-*.parquet`` beside the samples."""
     return PartWriter(root, job_id, run_id, schema=TASKMANAGER_SCHEMA, subdir=TASKMANAGER_DIR, use_dictionary=True)
+
+
+def latency_writer(root: str | Path, job_id: str, run_id: str) -> PartWriter:
+    """The writer of a run's latency-tracking parts: ``_latency/part-*.parquet`` beside the samples."""
+    return PartWriter(root, job_id, run_id, schema=LATENCY_SCHEMA, subdir=LATENCY_DIR, use_dictionary=True)

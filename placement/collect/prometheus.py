@@ -25,6 +25,11 @@ What comes from where:
 * **TaskManager CPU**: the TaskManager-scope series ``flink_taskmanager_Status_JVM_CPU_Time`` and ``…_Load``
   (the task prefix without its ``job_task_``) of the TaskManagers the job ran on and those the graph source lists,
   on the same grid, into ``_taskmanagers/part-*.parquet`` (as the REST collector records them).
+* **Latency tracking** (when the job has ``metrics.latency.interval`` > 0): the reporter's summaries
+  ``flink_taskmanager_job_task_latency_source_id_operator_id_operator_subtask_index_latency{task_id, subtask_index,
+  source_id, operator_id, operator_subtask_index, quantile}`` (with ``metrics.latency.granularity: subtask`` the name
+  and labels gain ``source_subtask_index``; measured on Flink 2.3: quantiles 0.5 … 0.999, no max or mean), on the same
+  grid, into ``_latency/part-*.parquet`` as the REST collector records them (``p50_ms``, ``p95_ms``, ``p99_ms``).
 * **Job graph, ship strategies, state sizes, TaskManagers**: Prometheus does not have them. They come from Flink's
   REST API (``--rest URL``, while Flink still knows the job id — finished jobs stay in its history for a while) or
   from ``--graph FILE``: an earlier REST collection's ``_manifest.json`` (or a run or metrics directory holding runs of
@@ -74,6 +79,7 @@ from placement.collect.layout import (
     find_manifests,
     read_manifest,
     run_dir,
+    latency_writer,
     taskmanager_writer,
     write_manifest,
 )
@@ -482,6 +488,45 @@ class _JobReader:
             columns[column] = pa.array(x, pa.float64(), from_pandas=True)
         return pa.table(columns, schema=TASKMANAGER_SCHEMA), seen
 
+    LATENCY_QUANTILES = {"0.5": "p50_ms", "0.95": "p95_ms", "0.99": "p99_ms"}
+
+    def latency(self, start: float, end: float) -> pa.Table:
+        """The job's latency-tracking summaries from ``start`` to ``end`` on the step grid: a row per reporting
+        subtask, source (subtask), operator and step with a sample (LATENCY_SCHEMA; mean and max null: a
+        Prometheus summary has neither)."""
+        from placement.collect.layout import LATENCY_SCHEMA, latency_rows_to_table
+
+        query = (f'{{__name__=~"{self.o.prefix}latency_source_id_.*latency",job_id={_quoted(self.job_id)},'
+                 f'quantile=~"{"|".join(q.replace(".", "[.]") for q in self.LATENCY_QUANTILES)}"}}')
+        grid0 = self.start + self.step * math.ceil((start - self.start) / self.step - 1e-9)
+        cells: dict[tuple, dict[str, Any]] = {}
+        n_all = math.floor((end - grid0) / self.step + 1e-9) + 1
+        for i0 in range(0, max(0, n_all), MAX_POINTS):
+            c0 = grid0 + i0 * self.step
+            n = min(MAX_POINTS, n_all - i0)
+            c1 = c0 + (n - 1) * self.step
+            for series in self.api.query_range(query, c0, c1, self.step):
+                labels = series.get("metric") or {}
+                column = self.LATENCY_QUANTILES.get(labels.get("quantile", ""))
+                try:
+                    subtask = int(labels["subtask_index"])
+                    vid = labels["task_id"]
+                except (KeyError, ValueError):
+                    continue
+                if column is None or (vid, subtask) not in self.known:
+                    continue
+                source_subtask = labels.get("source_subtask_index")
+                values, present = _on_grid(series.get("values") or [], c0, self.step, n)
+                for k in np.flatnonzero(present):
+                    key = (int(round((c0 + k * self.step) * 1000)), vid, subtask, labels.get("source_id"),
+                           int(source_subtask) if source_subtask is not None else None, labels.get("operator_id"))
+                    row = cells.setdefault(key, dict(zip(("ts_ms", "vertex_id", "subtask", "source_id",
+                                                          "source_subtask", "operator_id"), key)))
+                    row[column] = float(values[k])
+        if not cells:
+            return LATENCY_SCHEMA.empty_table()
+        return latency_rows_to_table(cells[k] for k in sorted(cells, key=lambda k: tuple(str(x) for x in k)))
+
     def locations(self) -> list[SubtaskLocation]:
         hosts = {tm.id: tm.host for tm in self.graph.taskmanagers}
         out = []
@@ -631,6 +676,8 @@ def _read_job(reader: _JobReader, staging: Path, notes: list[str],
     tm_writer = taskmanager_writer(staging, jid, run_id)
     if tm_writer.write(tm_table) is None:
         run_notes.append("no TaskManager CPU series (flink_taskmanager_Status_JVM_CPU_Time) for its TaskManagers")
+    lat_writer = latency_writer(staging, jid, run_id)
+    lat_writer.write(reader.latency(max(o.since_s, alive[0]), min(o.until_s, alive[1])))
     manifest = RunManifest(
         job_id=jid, job_name=graph.job_name, run_id=run_id, origin="collected", rest_url=o.rest_url,
         started_ms=int(max(o.since_s, alive[0]) * 1000), ended_ms=int(min(o.until_s, alive[1]) * 1000),
@@ -639,7 +686,7 @@ def _read_job(reader: _JobReader, staging: Path, notes: list[str],
         vertices=graph.vertices, edges=graph.edges, locations=reader.locations(), taskmanagers=graph.taskmanagers,
         checkpoints=graph.checkpoints, buffer_timeout_ms=graph.buffer_timeout_ms, notes=run_notes,
         taskmanager_metrics=[m for m in TASKMANAGER_METRICS if m in tm_seen], taskmanager_files=tm_writer.files,
-        flink_version=graph.flink_version,
+        flink_version=graph.flink_version, latency_files=lat_writer.files,
     )
     write_manifest(staging, manifest)
     return manifest

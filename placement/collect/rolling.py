@@ -2,8 +2,8 @@
 
 ``placement watch`` keeps a collector writing into one directory for hours. Two things keep that bounded and usable:
 
-* :func:`prune` drops the oldest part files of the whole directory (every job and run in it; the samples and the
-  TaskManager CPU parts in ``_taskmanagers/`` alike) once they are older
+* :func:`prune` drops the oldest part files of the whole directory (every job and run in it; the samples, the
+  TaskManager CPU parts in ``_taskmanagers/`` and the latency-tracking parts in ``_latency/`` alike) once they are older
   than an age bound or the parts together pass a size bound; a finished run whose parts are all gone goes with its
   manifest. The collector calls it after every flush when :class:`~placement.collect.collector.CollectOptions` has a
   bound. A part's age is the newest sample in it (its ``ts_ms`` statistics, read from the footer).
@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from placement.collect.layout import (
+    LATENCY_DIR,
     MANIFEST_NAME,
     TASKMANAGER_DIR,
     find_manifests,
@@ -38,6 +39,8 @@ from placement.errors import BadInput
 
 SAMPLE_PARTS = "job_id=*/run_id=*/part-*.parquet"
 TASKMANAGER_PARTS = f"job_id=*/run_id=*/{TASKMANAGER_DIR}/part-*.parquet"
+LATENCY_PARTS = f"job_id=*/run_id=*/{LATENCY_DIR}/part-*.parquet"  # latency tracking (issue 25): rolls alike
+SIDE_DIRS = {TASKMANAGER_DIR: "taskmanager_files", LATENCY_DIR: "latency_files"}  # side table dir -> manifest field
 
 
 @dataclass(frozen=True)
@@ -49,8 +52,8 @@ class Part:
 
     @property
     def run(self) -> Path:
-        """The run directory the part belongs to (a TaskManager CPU part sits one level down)."""
-        return self.path.parent.parent if self.path.parent.name == TASKMANAGER_DIR else self.path.parent
+        """The run directory the part belongs to (a TaskManager CPU or latency part sits one level down)."""
+        return self.path.parent.parent if self.path.parent.name in SIDE_DIRS else self.path.parent
 
 
 def part_span(path: Path) -> tuple[int, int] | None:
@@ -87,7 +90,7 @@ def prune(root: str | Path, *, now_ms: int, max_age_s: float | None = None, max_
     sample) and all together take at most ``max_bytes``; the newest part always stays. Run directories left without
     sample parts are removed unless listed in ``keep_runs`` (a run still being written). Returns the deleted part
     files."""
-    parts = parts_of(root, SAMPLE_PARTS, TASKMANAGER_PARTS)
+    parts = parts_of(root, SAMPLE_PARTS, TASKMANAGER_PARTS, LATENCY_PARTS)
     total = sum(p.bytes for p in parts)
     dropped: list[Path] = []
     for p in parts[:-1]:
@@ -116,10 +119,10 @@ def snapshot_window(root: str | Path, dest: str | Path, *, job_name: str, since_
     if dest.exists():
         raise BadInput("exists already (a window snapshot is written once)", source=str(dest))
     chosen: dict[Path, list[Part]] = {}
-    tm_parts: dict[Path, list[Part]] = {}
-    for p in parts_of(root, SAMPLE_PARTS, TASKMANAGER_PARTS):
+    side: dict[str, dict[Path, list[Part]]] = {d: {} for d in SIDE_DIRS}
+    for p in parts_of(root, SAMPLE_PARTS, TASKMANAGER_PARTS, LATENCY_PARTS):
         if p.last_ms >= since_ms and (until_ms is None or p.first_ms <= until_ms):
-            (chosen if p.path.parent == p.run else tm_parts).setdefault(p.run, []).append(p)
+            (chosen if p.path.parent == p.run else side[p.path.parent.name]).setdefault(p.run, []).append(p)
     runs = {d: m for d, m in find_manifests(root) if m.job_name == job_name} if chosen else {}
     chosen = {d: ps for d, ps in chosen.items() if d in runs}
     if not chosen:
@@ -132,10 +135,11 @@ def snapshot_window(root: str | Path, dest: str | Path, *, job_name: str, since_
         target.mkdir(parents=True)
         linked = [p.path.name for p in ps if _link(p.path, target / p.path.name)]
         manifest.files = sorted(linked)
-        if tm_parts.get(d):
-            (target / TASKMANAGER_DIR).mkdir()
-        manifest.taskmanager_files = sorted(f"{TASKMANAGER_DIR}/{p.path.name}" for p in tm_parts.get(d, [])
-                                            if _link(p.path, target / TASKMANAGER_DIR / p.path.name))
+        for sub, attr in SIDE_DIRS.items():  # TaskManager CPU and latency parts
+            if side[sub].get(d):
+                (target / sub).mkdir()
+            setattr(manifest, attr, sorted(f"{sub}/{p.path.name}" for p in side[sub].get(d, [])
+                                           if _link(p.path, target / sub / p.path.name)))
         write_manifest(tmp, manifest)
     os.replace(tmp, dest)
     return len(list(dest.glob("job_id=*/run_id=*/part-*.parquet")))

@@ -261,6 +261,65 @@ def buffer_timeout_ms(config: Iterable[Mapping[str, Any]]) -> float | None:
     return float(NEVER_MS) if value < 0 else value
 
 
+LATENCY_NAME = re.compile(
+    r"^(?P<subtask>\d+)\.latency"
+    r"(?:\.source_id\.(?P<source>[^.]+))?(?:\.source_subtask_index\.(?P<source_subtask>\d+))?"
+    r"(?:\.operator_id\.(?P<operator>[^.]+))?(?:\.operator_subtask_index\.(?P<operator_subtask>\d+))?"
+    r"\.latency_(?P<stat>[a-z0-9]+)$")
+
+
+def latency_metric_names(listing: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The latency-tracking metrics of a vertex's ``GET .../metrics`` listing that we record (``LATENCY_STATS``)."""
+    from placement.collect.layout import LATENCY_STATS
+
+    out = []
+    for item in listing:
+        mid = str(item.get("id", ""))
+        m = LATENCY_NAME.match(mid)
+        if m and m["stat"] in LATENCY_STATS:
+            out.append(mid)
+    return sorted(out)
+
+
+def name_queries(names: Sequence[str], max_chars: int = MAX_QUERY_CHARS) -> list[str]:
+    """``get=`` values for these metric names, split so no request line gets too long."""
+    out: list[str] = []
+    current: list[str] = []
+    length = 0
+    for n in names:
+        if current and length + len(n) + 1 > max_chars:
+            out.append(",".join(current))
+            current, length = [], 0
+        current.append(n)
+        length += len(n) + 1
+    if current:
+        out.append(",".join(current))
+    return out
+
+
+def latency_rows(ts_ms: int, vertex_id: str, answer: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Latency-tracking values of one vertex -> one row per (subtask, source, source subtask, operator), with the
+    recorded statistics (``latency_median`` as ``p50_ms``...); NaN and absent values null."""
+    from placement.collect.layout import LATENCY_STATS
+
+    rows: dict[tuple, dict[str, Any]] = {}
+    for item in answer:
+        m = LATENCY_NAME.match(str(item.get("id", "")))
+        if not m or m["stat"] not in LATENCY_STATS:
+            continue
+        key = (int(m["subtask"]), m["source"], _int(m["source_subtask"]), m["operator"])
+        row = rows.setdefault(key, {"ts_ms": ts_ms, "vertex_id": vertex_id, "subtask": key[0], "source_id": key[1],
+                                    "source_subtask": key[2], "operator_id": key[3]})
+        row[LATENCY_STATS[m["stat"]]] = parse_metric_value(item.get("value"))
+    return [rows[k] for k in sorted(rows, key=lambda k: tuple("" if x is None else str(x) for x in k))]
+
+
+def latency_interval_ms(config: Iterable[Mapping[str, Any]]) -> float | None:
+    """``metrics.latency.interval`` of a ``[{"key", "value"}]`` configuration in ms (0: off); None when not set."""
+    values = {str(item.get("key")): str(item.get("value", "")) for item in config}
+    return flink_duration_ms(values.get("metrics.latency.interval"))
+
+
 def _text(x: object) -> str | None:
     return None if x is None else str(x)
 

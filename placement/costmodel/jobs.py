@@ -110,6 +110,7 @@ def combine(named: Sequence[tuple[str, PlacementProblem]]) -> JointProblem:
         raise ValueError("jobs planned together must share the inventory's policy and the rate scale")
     jobs = tuple(Job(name, p, f"j{n}_") for n, (name, p) in enumerate(named))
     subtasks, channels, order, names, whole, vertex_job, warnings, input_warnings = [], [], [], {}, set(), {}, [], []
+    latency_bounds: dict[tuple[str, str], float] = {}
     for job in jobs:
         p, pre = job.problem, job.prefix
         subtasks.extend(replace(s, vertex_id=pre + s.vertex_id, vertex_name=f"{job.name}: {s.vertex_name}")
@@ -119,13 +120,14 @@ def combine(named: Sequence[tuple[str, PlacementProblem]]) -> JointProblem:
         names.update({pre + v: f"{job.name}: {name}" for v, name in p.vertex_names.items()})
         whole.update(pre + v for v in p.whole_vertices)
         vertex_job.update({pre + v: job.name for v in p.vertex_order})
+        latency_bounds.update({(pre + a, pre + b): ms for (a, b), ms in p.latency_bounds.items()})
         warnings.extend(f"{job.name}: {w}" for w in p.warnings)
         input_warnings.extend(f"{job.name}: {w}" for w in p.input_warnings)
     problem = PlacementProblem(
         hosts=_shared_hosts(problems), subtasks=tuple(subtasks), channels=tuple(channels), vertex_order=tuple(order),
         vertex_names=names, policy=first.policy, slot_sharing=first.slot_sharing, rate_scale=first.rate_scale,
         warnings=tuple(warnings), input_warnings=tuple(input_warnings), whole_vertices=frozenset(whole),
-        vertex_job=vertex_job,
+        vertex_job=vertex_job, latency_bounds=latency_bounds,
     )
     return JointProblem(problem, jobs)
 

@@ -20,6 +20,7 @@ import networkx as nx
 from placement.costmodel import demand, traffic
 from placement.errors import BadInput
 from placement.inventory import Inventory, Policy
+from placement.profile.edge_flows import DEFAULT_BUFFER_TIMEOUT_MS
 from placement.profile.format import (
     EdgeProfile,
     JobProfile,
@@ -126,6 +127,7 @@ class Channel:
     bytes_per_record: float = 0.0  # serialized size of one record on this edge (0: unknown)
     receiver_shares: tuple[float, ...] | None = None  # HASH: measured share of each downstream subtask (key skew)
     flushes_per_s: float | None = None  # network flushes/s of a busy channel; None: framing not charged
+    buffer_timeout_ms: float = DEFAULT_BUFFER_TIMEOUT_MS  # execution.buffer-timeout (the flush wait, costmodel.latency)
 
     @property
     def all_to_all(self) -> bool:
@@ -204,6 +206,8 @@ class PlacementProblem:
     # several jobs in one problem (placement.costmodel.jobs): vertex id -> its job. Empty for one job. Jobs never share
     # a task slot, so with slot sharing a host's slots are counted per job (slots_needed)
     vertex_job: Mapping[str, str] = field(default_factory=dict)
+    # policy.max_latency_ms resolved: (source vertex id, sink vertex id) -> ms every path between them must meet
+    latency_bounds: Mapping[tuple[str, str], float] = field(default_factory=dict)
 
     @cached_property
     def host_by_name(self) -> dict[str, HostSpec]:
@@ -453,7 +457,49 @@ def _channel(profile: JobProfile, e: EdgeProfile, path_weight: float, options: P
         bytes_per_record=sent / records if records > 0 else 0.0,
         receiver_shares=tuple(e.receiver_shares) if e.receiver_shares else None,
         flushes_per_s=None if profile.job.buffer_timeout_ms is None else traffic.flushes_per_s(profile.job.buffer_timeout_ms),
+        buffer_timeout_ms=DEFAULT_BUFFER_TIMEOUT_MS if profile.job.buffer_timeout_ms is None else profile.job.buffer_timeout_ms,
     )
+
+
+def _latency_bounds(policy: Policy, profile: JobProfile, warnings: list[str]) -> dict[tuple[str, str], float]:
+    """``policy.max_latency_ms`` per (source, sink) pair of this job. A number bounds every path; a mapping's keys are
+    ``"*"`` (every path), a sink (every path into it) or ``"<source> -> <sink>"`` (``→`` too), by name or id; the most
+    specific key wins. Keys naming nothing of this job are noted (a shared inventory bounds several jobs)."""
+    spec = policy.max_latency_ms
+    if spec is None:
+        return {}
+    sources, sinks = profile.sources(), profile.sinks()
+    if not isinstance(spec, dict):
+        return {(s.id, t.id): float(spec) for s in sources for t in sinks}
+
+    def find(name: str, among):
+        return next((v for v in among if name.strip() in (v.name, v.id)), None)
+
+    default = spec.get("*")
+    by_sink: dict[str, float] = {}
+    by_pair: dict[tuple[str, str], float] = {}
+    unmatched = []
+    for key, ms in spec.items():
+        if key == "*":
+            continue
+        parts = key.replace("→", "->").split("->")
+        if len(parts) == 2 and (s := find(parts[0], sources)) and (t := find(parts[1], sinks)):
+            by_pair[(s.id, t.id)] = float(ms)
+        elif len(parts) == 1 and (t := find(key, sinks)):
+            by_sink[t.id] = float(ms)
+        else:
+            unmatched.append(f"policy.max_latency_ms.{key}")
+    if unmatched:
+        warnings.append(f"{', '.join(unmatched)} name{'s' if len(unmatched) == 1 else ''} no sink or source -> sink of "
+                        f"job {profile.job.name!r} and {'is' if len(unmatched) == 1 else 'are'} ignored "
+                        f"(sinks: {', '.join(repr(t.name) for t in sinks)})")
+    out = {}
+    for s in sources:
+        for t in sinks:
+            ms = by_pair.get((s.id, t.id), by_sink.get(t.id, default))
+            if ms is not None:
+                out[(s.id, t.id)] = ms
+    return out
 
 
 def build_problem(
@@ -472,7 +518,8 @@ def build_problem(
     hosts = _hosts(inv, profile)
     host_by_name = {h.name: h for h in hosts}
     births, allow, forbid = _resolve_pins(inv, profile, inventory_source, warnings, other_jobs)
-    input_warnings = tuple(warnings)  # so far only the pins' notes
+    latency_bounds = _latency_bounds(policy, profile, warnings)
+    input_warnings = tuple(warnings)  # so far only the pins' and the latency bounds' notes
     g = profile.graph()
 
     weights = _path_weights(profile)
@@ -508,6 +555,7 @@ def build_problem(
         vertex_names={v.id: v.name for v in profile.vertices}, policy=policy,
         slot_sharing=inv.flink.slot_sharing, rate_scale=options.rate_scale, warnings=tuple(warnings),
         input_warnings=input_warnings, whole_vertices=vanilla_whole_vertices(profile) if options.placement_mode == "vanilla" else frozenset(),
+        latency_bounds=latency_bounds,
     )
 
 

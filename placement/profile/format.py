@@ -237,6 +237,21 @@ class TaskManagerCpu(Strict):
     confident: bool = False
 
 
+class MeasuredLatency(Strict):
+    """Flink's latency tracking from one source to one sink (issue 25; :mod:`placement.profile.latency`): how long
+    latency markers took from the source to the sink's input, in ms. Markers skip the operators' processing and every
+    queue of records ahead of them inside an operator, but wait in network buffers and on the wire like records."""
+
+    source: str = Field(description="source vertex id")
+    sink: str = Field(description="sink vertex id")
+    paths: list[str] = Field(default_factory=list, description="the vertex paths from source to sink, names joined by ' → '")
+    p50_ms: float | None = Field(None, ge=0)
+    p95_ms: float | None = Field(None, ge=0)
+    p99_ms: float | None = Field(None, ge=0)
+    max_ms: float | None = Field(None, ge=0)
+    samples: int = Field(0, ge=0, description="sampling instants behind the figures")
+
+
 class JobProfile(Strict):
     format: Literal["placement.profile/v1", "placement.profile/v2"] = PROFILE_FORMAT
     job: JobInfo
@@ -244,6 +259,8 @@ class JobProfile(Strict):
     edges: list[EdgeProfile] = Field(default_factory=list)
     taskmanagers: list[TaskManagerCpu] = Field(
         default_factory=list, description="measured TaskManager CPU and baselines; empty: not measured (busy time only)")
+    latency: list[MeasuredLatency] = Field(
+        default_factory=list, description="measured latency per source → sink (Flink's latency tracking); empty: not tracked")
 
     @model_validator(mode="after")
     def _graph_checks(self) -> JobProfile:
@@ -316,6 +333,8 @@ class JobProfile(Strict):
         data = self.model_dump(mode="json")
         if not data["taskmanagers"]:
             del data["taskmanagers"]
+        if not data["latency"]:  # issue 25: a profile without latency tracking reads and hashes as before
+            del data["latency"]
         drop_unset(data["job"], "flink_version")
         for v in data["vertices"]:
             drop_unset(v, "cpu_calibration")

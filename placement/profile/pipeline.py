@@ -14,6 +14,7 @@ from placement.inventory import load_inventory
 from placement.profile.format import JobProfile
 from placement.profile.history import select_runs
 from placement.profile.rules import Options, assemble, subtask_details
+from placement.profile.latency import measured_latency
 from placement.profile.tm_cpu import calibrate
 
 Engine = Literal["spark", "pandas"]
@@ -59,6 +60,9 @@ def build_profile(
     profile = assemble([m for _, m in selection.runs], aggregates, options, source=str(metrics_dir))
     cpu = [(m, read_taskmanager_cpu(d, m)) for d, m in selection.runs]  # TaskManager CPU rows: read here, at the edge
     profile = calibrate(profile, cpu, warmup_s=warmup_s, inventory=inv)
+    latency = measured_latency(profile, selection.runs, warmup_s=warmup_s)
+    if latency:
+        profile = profile.model_copy(update={"latency": latency})
     if details is not None:
         _write_atomically(Path(details), subtask_details(profile, aggregates).to_csv(index=False), "--details")
     return profile

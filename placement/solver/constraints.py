@@ -147,10 +147,36 @@ def vanilla_whole_vertices(m: IlpModel) -> None:
                     m.lp += (xi if xi is not None else 0) == (x0 if x0 is not None else 0), f"whole_{vid}_{s.index}_{h.name}"
 
 
+def latency_bound(m: IlpModel) -> None:
+    """``L(P) ≤ B(P)`` for every source→sink path ``P`` with a bound (``policy.max_latency_ms``), ``L`` the predicted
+    latency of :mod:`placement.costmodel.latency`, written with :func:`placement.solver.objectives.path_latency_ms`:
+
+    * ``q_h ≥ a_k·W_h(x)/C_h + b_k`` for every chord ``k`` of the queueing curve and ``q_h ≥ 0`` — ``q_h`` is at least
+      the chords' maximum ``Q(ρ_h)``, the same convex piecewise-linear upper bound of the M/D/1 wait the prediction uses
+      (no approximation beyond that one: ``ρ_h = W_h/C_h`` is linear in ``x``);
+    * ``Z_e ≥ (d_h + T(e, i, h))·y + q_h − M_h·(1 − y)`` for every crossing indicator ``y`` of edge ``e`` at edge host
+      ``h`` — ``y = x[u_i, h] − x[v_j, h]`` for a pair, ``x[u_i, h] − b`` with ``b ≤ x[v_j, h] ∀j`` ("all of V on h")
+      for an all-to-all edge; both are 0/1 given :func:`no_data_down_to_edge` — and ``M_h = Q(ρ_max)``, the largest
+      ``q_h`` any plan needs (``ρ_max = min(η, 0.99)``), so a row whose ``y = 0`` never binds;
+    * ``L_P ≥ F(P) + Z_e`` for every edge ``e`` of ``P``, ``L_P ≥ F(P)``, and ``L_P ≤ B(P)`` (elastic: plus a slack);
+    * ``W_h ≤ 0.99·C_h`` on every uplink a bounded path may cross (past it the queue has no bound), when the headroom
+      ``η`` allows more.
+
+    A route crosses at most one uplink (nothing flows down to an edge host), so ``L_P = F(P) + max_e Z_e`` is the
+    prediction's slowest crossing exactly."""
+    from placement.solver.objectives import path_latency_ms
+
+    for n, path in enumerate(objectives.bounded_paths(m)):
+        expr = path_latency_ms(m, path)
+        slack = m.add_slack(("latency", str(n)), path.bound_ms)
+        m.lp += expr <= path.bound_ms + slack, f"latency_bound_{n}"
+
+
 ROW_FAMILIES = (one_host_per_subtask, no_data_down_to_edge, task_slots, cpu_capacity, one_thread, memory_capacity,
-                wan_bandwidth, vanilla_whole_vertices)
+                wan_bandwidth, vanilla_whole_vertices, latency_bound)
 
 
-def add_all(m: IlpModel) -> None:
+def add_all(m: IlpModel, without: tuple = ()) -> None:
     for family in ROW_FAMILIES:
-        family(m)
+        if family not in without:
+            family(m)

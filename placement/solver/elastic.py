@@ -25,7 +25,15 @@ def diagnose(problem: PlacementProblem, domain: Domain, options: SolverOptions) 
 
     The elastic model starts from the rules' domain (``domain`` widened by the pairs the thread limit took away), so
     a thread that cannot keep up stretches like a link would: whichever is the smaller relative shortfall is named."""
-    m = new_model(problem, _with_thread_pairs(problem, domain), elastic=True)
+    widened = _with_thread_pairs(problem, domain)
+    m = new_model(problem, widened, elastic=True)
+    constraints.add_all(m, without=(constraints.latency_bound,))
+    shortages, reason = least_stretch(problem, m.lp, m.slack, m.slack_scale, options)
+    if shortages or not problem.latency_bounds:
+        return shortages, reason
+    # The capacities fit: the latency bounds are what is short. Stretch them (capacities too, which stay unstretched
+    # unless that is cheaper): each path over its bound is named with the least latency it can get.
+    m = new_model(problem, widened, elastic=True)
     constraints.add_all(m)
     return least_stretch(problem, m.lp, m.slack, m.slack_scale, options)
 
@@ -62,6 +70,12 @@ def shortages_from_slack(problem: PlacementProblem, slack: dict[tuple[str, ...],
         if over <= EPS:
             continue
         kind, host = name[0], name[1]
+        if kind == "latency":  # ("latency", n): the n-th bounded path (objectives.bounded_paths' order)
+            path = _bounded_paths(problem)[int(host)]
+            flush = f"{path.flush_ms:.1f} ms of it buffer-flush waits, which a shorter execution.buffer-timeout shortens"
+            shortages.append(Shortage("latency", path.name, path.bound_ms + over, path.bound_ms, path.bound_ms,
+                                      detail=flush))
+            continue
         h = hosts[host]
         if kind == "thread":  # ("thread", host, vertex id, index): the thread of that subtask on that host
             shortages.append(Shortage.thread(problem, problem.subtask_by_key[(name[2], int(name[3]))], h))
@@ -87,6 +101,12 @@ def shortages_from_slack(problem: PlacementProblem, slack: dict[tuple[str, ...],
     shortages.sort(key=lambda s: (s.kind != "thread", -(s.needed - s.usable) / max(s.usable, EPS)))
     reason = "; ".join(s.message for s in shortages) or "no placement fits"
     return tuple(shortages), reason
+
+
+def _bounded_paths(problem: PlacementProblem):
+    from placement.costmodel.latency import source_sink_paths
+
+    return [p for p in source_sink_paths(problem) or () if p.bound_ms is not None]
 
 
 def emptied_by_threads(problem: PlacementProblem) -> tuple[Shortage, ...]:

@@ -5,7 +5,8 @@
   optimum wherever its pools' plan packs onto the servers (tests hold it to the exact model), with a bound it proves;
   built for 10 000 Pis, where the exact model no longer fits in memory or time.
 * ``auto`` (default) — ``decompose`` above :data:`AUTO_SUBTASKS` subtasks or :data:`AUTO_HOSTS` hosts, else
-  ``exact``; always ``exact`` in vanilla mode or with ``--solver cbc`` (the decomposition needs HiGHS).
+  ``exact``; always ``exact`` in vanilla mode, with ``--solver cbc`` (the decomposition needs HiGHS) or with a
+  latency bound (``policy.max_latency_ms``: only the exact model has its rows).
 """
 
 from __future__ import annotations
@@ -34,11 +35,16 @@ def choose_method(problem: PlacementProblem, method: Method, options: SolverOpti
     if method == "exact":
         return "exact"
     big = len(problem.subtasks) > AUTO_SUBTASKS or len(problem.hosts) > AUTO_HOSTS
+    if problem.latency_bounds:  # only the exact model has the latency rows
+        return "exact"
     return "decompose" if big and not problem.whole_vertices and options.solver == "highs" else "exact"
 
 
 def solve_with(problem: PlacementProblem, options: SolverOptions = SolverOptions(), method: Method = "auto") -> PlanResult:
     """Plan ``problem`` with the chosen method (see the module doc)."""
     if choose_method(problem, method, options) == "decompose":
+        if problem.latency_bounds:
+            raise BadInput("the decomposition does not honour a latency bound (its Pi plans do not see the queue at "
+                           "their uplink): use --method exact, or drop policy.max_latency_ms", field="--method")
         return solve_decomposed(problem, options)
     return solve(problem, options)

@@ -43,12 +43,12 @@ def _apart(needed: float, usable: float, decimals: int) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class Shortage:
-    kind: Literal["link", "cpu", "memory", "slots", "thread"]
+    kind: Literal["link", "cpu", "memory", "slots", "thread", "latency"]
     resource: str  # link name, host name
     needed: float
     usable: float
     capacity: float
-    detail: str = ""  # slots: " for <operator>"; thread: the subtask's label
+    detail: str = ""  # slots: " for <operator>"; thread: the subtask's label; latency: what its flush waits are
     running: str = ""  # " after running job B's 33.1 Mbit/s": jobs already running that take part of it (plan --running)
 
     # thread: one subtask's thread on host ``resource`` — needed and usable in cores of that host, capacity 1 core
@@ -64,7 +64,7 @@ class Shortage:
         if self.kind == "link":
             needed, usable = _num(self.needed), _num(self.usable)
             return (needed, usable) if needed != usable else _apart(self.needed, self.usable, 2)
-        return _apart(self.needed, self.usable, {"cpu": 2, "thread": 2, "memory": 0}.get(self.kind, 0))
+        return _apart(self.needed, self.usable, {"cpu": 2, "thread": 2, "memory": 0, "latency": 1}.get(self.kind, 0))
 
     @property
     def message(self) -> str:
@@ -73,6 +73,9 @@ class Shortage:
             return f"link {self.resource} needs {needed} Mbit/s, has {self.capacity:g} ({usable} usable{self.running})"
         if self.kind == "thread":
             return thread_sentence(self.detail, self.resource, self.needed, self.usable)
+        if self.kind == "latency":  # resource: the path's name; capacity = usable = its bound
+            why = f" ({self.detail})" if self.detail else ""
+            return f"path {self.resource} needs {needed} ms, its bound is {self.capacity:g} ms{why}"
         if self.kind == "cpu":
             return f"host {self.resource} needs {needed} cores, has {self.capacity:g} ({usable} usable{self.running})"
         if self.kind == "memory":

@@ -38,13 +38,31 @@ def plan_graph(problem: PlacementProblem, assignment: Assignment, title: str) ->
         for i, j, mbit in ch.pairs():
             flows[((ch.source, assignment[(ch.source, i)]), (ch.target, assignment[(ch.target, j)]))] += mbit
     hosts = problem.host_by_name
+    link_ms = _uplink_ms(problem, assignment, flows)
     for (a, b), mbit in sorted(flows.items(), key=lambda kv: (node_id[kv[0][0]], node_id[kv[0][1]])):
         wan = a[1] != b[1] and (hosts[a[1]].is_edge or hosts[b[1]].is_edge)
         if wan:
-            dot.edge(node_id[a], node_id[b], label=f"{mbit:.2f} Mbit/s", color="#d62728", fontcolor="#d62728", penwidth="2.2")
+            up = hosts[a[1]] if hosts[a[1]].is_edge else hosts[b[1]]
+            label = f"{mbit:.2f} Mbit/s"
+            if up.name in link_ms:  # delay + queue at that uplink (costmodel.latency)
+                label += f"\n{link_ms[up.name]:.1f} ms"
+            dot.edge(node_id[a], node_id[b], label=label, color="#d62728", fontcolor="#d62728", penwidth="2.2")
         else:
             dot.edge(node_id[a], node_id[b], color="#555555")
     return dot
+
+
+def _uplink_ms(problem: PlacementProblem, assignment: Assignment, flows) -> dict[str, float]:
+    """Each used uplink's delay + queueing under the plan, for the WAN edges' labels."""
+    from placement.costmodel.evaluate import evaluate
+    from placement.costmodel.latency import link_queue_ms
+
+    try:
+        cost = evaluate(problem, assignment)
+    except (KeyError, ValueError):
+        return {}
+    hosts = problem.host_by_name
+    return {link.host: link.delay_ms + link_queue_ms(hosts[link.host], link.mbit) for link in cost.links if link.mbit > 0}
 
 
 def render_images(dot: graphviz.Digraph, formats: tuple[str, ...] = ("svg", "png")) -> tuple[dict[str, bytes], str | None]:

@@ -7,6 +7,7 @@ or whose vertices (names, parallelism) differ from the running job's.
 from __future__ import annotations
 
 import json
+import math
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
@@ -71,6 +72,23 @@ class HostPrediction(Strict):
     baseline_basis: str | None = Field(None, description="where the baseline comes from (measured, inventory, ...)")
 
 
+class PathPrediction(Strict):
+    """Since issue 25 (absent in older plans): one source→sink path's predicted latency (costmodel.latency)."""
+
+    path: str = Field(description="vertex names, source first, joined by ' → '")
+    vertices: list[str] = Field(description="vertex ids, source first")
+    latency_ms: float | None = Field(description="flush_ms + delay_ms + transmit_ms + queue_ms; null: it crosses an "
+                                                 "uplink past 99 % utilisation, whose queue has no bound")
+    flush_ms: float = Field(description="buffer-flush waits of its network exchanges")
+    delay_ms: float = Field(0.0, description="the slowest WAN crossing's link delay (0: it crosses none)")
+    transmit_ms: float = Field(0.0, description="sending its network message at that link's rate")
+    queue_ms: float | None = Field(0.0, description="queueing at that uplink (M/D/1 of a full buffer, upper bound); "
+                                                    "null: past 99 % utilisation")
+    link: str | None = Field(None, description="the uplink of the slowest crossing")
+    utilisation: float | None = Field(None, description="that uplink's utilisation under the plan")
+    bound_ms: float | None = Field(None, description="policy.max_latency_ms for this path")
+
+
 class Objective(Strict):
     wan_mbit: float
     server_cores: float
@@ -124,6 +142,8 @@ class PlanDocument(Strict):
         default_factory=dict, description="vertex id -> parallelism the plan runs it at (absent in older plans: read "
         "it from the assignment); `placement apply` sets what differs from the running job")
     rescale: RescaleInfo | None = Field(None, description="set by `placement plan --rescale`")
+    paths: list[PathPrediction] | None = Field(None, description="predicted latency per source→sink path (since "
+                                               "issue 25; absent in older plans)")
 
     def mapping(self) -> dict[str, list[str]]:
         """vertex name -> host of each subtask (the vanilla-mode placement argument)."""
@@ -173,11 +193,21 @@ def build_plan_document(
         warnings=list(warnings or []),
         parallelism={vid: problem.by_vertex[vid][0].parallelism for vid in problem.vertex_order},
         rescale=rescale,
+        paths=[PathPrediction(path=p.name, vertices=list(p.vertices), latency_ms=_finite(p.latency_ms), flush_ms=p.flush_ms,
+                              delay_ms=p.delay_ms, transmit_ms=p.transmit_ms, queue_ms=_finite(p.queue_ms), link=p.link,
+                              utilisation=p.utilisation, bound_ms=p.bound_ms) for p in cost.paths] or None,
     )
 
 
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
 def render_plan_json(doc: PlanDocument) -> str:
-    return json.dumps(doc.model_dump(mode="json", by_alias=True), indent=2, ensure_ascii=False) + "\n"
+    data = doc.model_dump(mode="json", by_alias=True)
+    if data.get("paths") is None:  # issue 25's field: a plan without paths reads as before
+        data.pop("paths", None)
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
 def load_plan(path: str | Path) -> PlanDocument:

@@ -66,9 +66,16 @@ def test_each_job_gets_the_plan_directory_the_single_job_writer_makes_of_its_par
             inventory=SourceRef(path="inventory/edge-lab.yaml", digest=inv.digest(), name=inv.name),
             profile=SourceRef(path=profile_path, digest=profile.digest(), name=profile.job.name))
         mine, theirs = doc.model_dump(), alone.model_dump()
-        for key in ("created_at", "solver", "warnings"):
+        for key in ("created_at", "solver", "warnings", "paths"):
             mine.pop(key), theirs.pop(key)
         assert mine == theirs
+        # its paths queue behind every job's traffic on a shared uplink (issue 25), not its own alone
+        joint_use = {link["link"]: link["utilisation"] for link in fleet["links"]}
+        for path, single in zip(doc.paths, alone.paths):
+            assert (path.path, path.flush_ms) == (single.path, single.flush_ms)
+            if path.link:  # its slowest crossing may be another uplink than alone: the busiest together
+                assert path.utilisation == pytest.approx(joint_use[path.link])
+                assert path.latency_ms > single.latency_ms
         assert doc.solver.status == "optimal" and doc.solver.stages[0].name == "wan"  # the joint solve's record
         assert any(w.startswith("planned together with ") and "fleet.json" in w for w in doc.warnings)
         assert (out / entry["dir"] / "schedulercfg").read_text() == render_schedulercfg(doc.assignment,

@@ -111,11 +111,14 @@ def wait_for_records(rest: FlinkRest, job_id: str, vertex_id: str, timeout: floa
 
 
 def submit_job(rest: FlinkRest, jar: Path, entry_class: str, args: Sequence[str] = (), *, savepoint_path: str | None = None,
-               allow_non_restored_state: bool = False, wait_metrics: bool = True) -> RunningJob:
-    """Upload, run, wait until all subtasks are RUNNING and every source reports records."""
+               allow_non_restored_state: bool = False, wait_metrics: bool = True,
+               flink_configuration: dict[str, str] | None = None) -> RunningJob:
+    """Upload, run, wait until all subtasks are RUNNING and every source reports records. ``flink_configuration``:
+    options of this job only (e.g. ``metrics.latency.interval``; they apply, though REST does not show them)."""
     jar_id = rest.upload_jar(jar)  # small; uploading each time avoids stale ids on a restarted cluster
+    extra = {"flink_configuration": flink_configuration} if flink_configuration else {}
     job_id = rest.run_jar(jar_id, entry_class=entry_class, program_args=list(args), savepoint_path=savepoint_path,
-                          allow_non_restored_state=allow_non_restored_state)
+                          allow_non_restored_state=allow_non_restored_state, **extra)
     try:
         details = rest.wait_until_running(job_id, timeout=120)
         vertex_ids: dict[str, str] = {}

@@ -120,3 +120,29 @@ def test_taskmanager_cpu_parts_roll_with_the_samples_and_never_reuse_a_name(tmp_
     assert m.files == ["part-00010.parquet", "part-00011.parquet"]
     assert m.taskmanager_files == ["_taskmanagers/part-00010.parquet", "_taskmanagers/part-00011.parquet"]
     assert len(parts_of(snap, TASKMANAGER_PARTS)) == 2 and len(parts_of(snap, SAMPLE_PARTS)) == 2
+
+
+def test_latency_parts_roll_with_the_samples_and_windows_link_them(tmp_path):
+    """Latency-tracking parts (issue 25, ``_latency/``) are pruned by the same age and linked into window snapshots."""
+    from placement.collect.layout import latency_rows_to_table, latency_writer, read_latency
+    from placement.collect.rolling import LATENCY_PARTS
+
+    samples, lat = PartWriter(tmp_path, "j1", "r"), latency_writer(tmp_path, "j1", "r")
+    for flush in range(6):  # a flush every 5 s, 15 s kept
+        start = T0 + flush * 5_000
+        samples.write(rows_to_table(rows(start, 5, 100.0)))
+        lat.write(latency_rows_to_table({"ts_ms": start + s * 1000, "vertex_id": "b" * 32, "subtask": 0,
+                                         "source_id": "a" * 32, "operator_id": "b" * 32, "p50_ms": 50.0 + flush,
+                                         "p95_ms": 80.0, "p99_ms": 90.0} for s in range(5)))
+        prune(tmp_path, now_ms=start + 4_000, max_age_s=15, keep_runs=frozenset({samples.dir}))
+    kept = [f for f in lat.files if (samples.dir / f).exists()]
+    assert kept == [f"_latency/part-{i:05d}.parquet" for i in (2, 3, 4, 5)]
+    write_manifest(tmp_path, RunManifest(job_id="j1", job_name="j", run_id="r", started_ms=T0, interval_s=1,
+                                         vertices=VERTICES, files=[f for f in samples.files if (samples.dir / f).exists()],
+                                         latency_files=kept))
+    snap = tmp_path.parent / (tmp_path.name + "-w")
+    assert snapshot_window(tmp_path, snap, job_name="j", since_ms=T0 + 22_000) == 2
+    ((run, m),) = find_manifests(snap)
+    assert m.latency_files == ["_latency/part-00004.parquet", "_latency/part-00005.parquet"]
+    assert len(parts_of(snap, LATENCY_PARTS)) == 2
+    assert sorted(set(read_latency(run, m).column("p50_ms").to_pylist())) == [54.0, 55.0]

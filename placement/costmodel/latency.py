@@ -1,0 +1,274 @@
+"""Predicted latency of each source → sink path of the job under a plan (pure).
+
+A *path* is a chain of job vertices from a source to a sink (:func:`source_sink_paths`). Under a plan its records
+travel many subtask-level routes; the planner's rule that no data flows down to an edge host means a route crosses
+**at most one** WAN uplink (it starts on an edge host or a server, goes up once, and stays on servers). The predicted
+latency of a path is the mean latency of its slowest route::
+
+    L(P) = Σ_{e ∈ P} F(e)  +  max over the crossings of P of ( delay(h) + T(e, i, h) + Q_h(ρ_h) )     (0 if none)
+
+* ``F(e)`` — **buffer-flush wait** of the network exchange ``e`` (every job edge is one: chained operators are inside
+  a vertex). A channel (one upstream-downstream subtask pair) sends its buffer when a :data:`BUFFER_BYTES` segment is
+  full or when ``execution.buffer-timeout`` ``τ`` (100 ms by default) expires, so buffers are sent every
+  ``min(τ, B/r)`` for a channel filling at ``r`` bytes/s, and a record, arriving uniformly within that interval, waits
+  **half of it on average**. ``F(e)`` is that wait averaged over the edge's channels weighted by the bytes they carry
+  (what an average record waits). It depends on the rates, not on the placement: local channels flush the same way.
+* ``delay(h)`` — the uplink's one-way delay (inventory ``links[].delay``).
+* ``T(e, i, h)`` — transmission of the record's own network message at the uplink's rate: a flush carries
+  ``min(r·τ, B)`` bytes plus :data:`~placement.costmodel.traffic.MESSAGE_HEADER_BYTES`; the largest of upstream
+  subtask ``i``'s channels on ``e`` is charged.
+* ``Q_h(ρ_h)`` — **queueing** at the shaped uplink (htb: a FIFO served at the link's rate) at utilisation
+  ``ρ_h = Mbit/s on the link / bandwidth`` under the plan (job data, framing and checkpoint uploads, and what jobs
+  already running send: ``plan --running``). Model:
+  **M/G/1** with the network message as the service unit — messages from many channels' independent flush timers
+  superpose to nearly Poisson arrivals, and Pollaczek–Khinchine gives the mean wait ``W = λ·E[S²] / (2(1 − ρ))``.
+  No message exceeds one buffer, ``S ≤ S_max = (B + header)·8 / bandwidth``, so ``λ·E[S²] ≤ ρ·S_max`` and
+
+      ``W ≤ ρ·S_max / (2(1 − ρ))``
+
+  — the **M/D/1 waiting time of a full 32 KiB buffer**, an upper bound for any mix of partial buffers, and a function
+  of ``ρ_h`` alone, which the ILP can bound (exact at high rates, where buffers are full; it overstates the wait of a
+  link that carries small timeout flushes, where the wait is small anyway next to ``F``).
+  The figure used everywhere — the prediction, the ILP's bound (:func:`placement.solver.constraints.latency_bound`)
+  and the tests' brute force — is the chord interpolation of that curve at :data:`BREAKPOINTS` (:func:`queue_ms`):
+  the curve is convex, so its chords lie above it (a sound upper bound, at most 11 % above it up to ρ = 0.9 and 13 %
+  between 0.9 and 0.99) and their maximum is a convex piecewise-linear function an LP writes with one row per piece.
+  Past :data:`MAX_UTILISATION` the queue has no useful bound (it grows without limit at ρ → 1): the wait is infinite,
+  and a bounded plan keeps every uplink a bounded path crosses at or below it.
+
+Not modelled: processing time inside the operators (busy time per record is microseconds next to the flush wait),
+watermark and window delays (a window's output waits for its window: that is the job's semantics, not the
+placement's), credit-based flow control stalls (a backpressured path has no steady-state latency).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import networkx as nx
+
+from placement.costmodel.model import Assignment, Channel, HostSpec, PlacementProblem
+from placement.costmodel.traffic import BITS_PER_BYTE, MBIT, MESSAGE_HEADER_BYTES, SEGMENT_BYTES
+from placement.profile.edge_flows import DEFAULT_BUFFER_TIMEOUT_MS
+
+BUFFER_BYTES = SEGMENT_BYTES  # taskmanager.memory.segment-size: Flink's network buffer, 32 KiB
+MAX_UTILISATION = 0.99
+BREAKPOINTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.925, 0.95, 0.97, 0.98, MAX_UTILISATION)
+MAX_PATHS = 2000  # more source→sink paths than this: no per-path figures (a job graph is rarely that wide)
+
+
+# ---- the queue -----------------------------------------------------------------------------------------------------
+
+
+def buffer_service_ms(bandwidth_mbit: float) -> float:
+    """``S_max``: ms to send one full network buffer (and its header) at ``bandwidth_mbit``."""
+    if bandwidth_mbit <= 0:
+        return math.inf
+    return (BUFFER_BYTES + MESSAGE_HEADER_BYTES) * BITS_PER_BYTE / (bandwidth_mbit * MBIT) * 1000.0
+
+
+def md1_wait_ms(rho: float, service_ms: float) -> float:
+    """The M/D/1 mean wait ``ρ·S / (2(1 − ρ))`` (``inf`` at ``ρ ≥ 1``)."""
+    if rho <= 0:
+        return 0.0
+    if rho >= 1:
+        return math.inf
+    return rho * service_ms / (2.0 * (1.0 - rho))
+
+
+@lru_cache(maxsize=None)
+def _unit_pieces() -> tuple[tuple[float, float], ...]:
+    """(slope, intercept) of each chord of ``ρ/(2(1 − ρ))`` between consecutive :data:`BREAKPOINTS` (``S = 1``)."""
+    pts = [(r, md1_wait_ms(r, 1.0)) for r in BREAKPOINTS]
+    out = []
+    for (r0, w0), (r1, w1) in zip(pts, pts[1:]):
+        slope = (w1 - w0) / (r1 - r0)
+        out.append((slope, w0 - slope * r0))
+    return tuple(out)
+
+
+def queue_pieces(service_ms: float) -> tuple[tuple[float, float], ...]:
+    """The chords of ``Q(ρ)`` for a link whose full buffer takes ``service_ms``: ``Q(ρ) = max_k (a_k·ρ + b_k)`` on
+    ``[0, MAX_UTILISATION]``."""
+    return tuple((a * service_ms, b * service_ms) for a, b in _unit_pieces())
+
+
+def queue_ms(rho: float, service_ms: float) -> float:
+    """``Q(ρ)``: the piecewise-linear upper bound of the M/D/1 wait of a full buffer (see the module doc); ``inf`` past
+    :data:`MAX_UTILISATION`."""
+    if rho > MAX_UTILISATION + 1e-9:
+        return math.inf
+    return max(0.0, max(a * rho + b for a, b in queue_pieces(service_ms)))
+
+
+def link_queue_ms(h: HostSpec, mbit: float) -> float:
+    """Queueing at edge host ``h``'s uplink carrying ``mbit`` of this plan (and what jobs already running send)."""
+    mbit += h.running_total("mbit")
+    bandwidth = h.uplink_mbit or 0.0
+    if bandwidth <= 0:
+        return 0.0 if mbit <= 0 else math.inf
+    return queue_ms(mbit / bandwidth, buffer_service_ms(bandwidth))
+
+
+# ---- what a channel adds ---------------------------------------------------------------------------------------------
+
+
+def _pair_bytes_per_s(ch: Channel, i: int, j: int) -> float:
+    return ch.up_out_mbit[i] * ch.share(i, j) * MBIT / BITS_PER_BYTE
+
+
+def flush_wait_ms(ch: Channel) -> float:
+    """``F(e)``: the mean time a record waits for its buffer to be sent, ``min(τ, B/r)/2`` per channel, weighted by
+    the bytes each channel carries (unweighted when the edge carries nothing)."""
+    timeout = ch.buffer_timeout_ms
+    if timeout <= 0:
+        return 0.0  # flushed after every record
+    waits, weights = [], []
+    for i in range(ch.n_up):
+        for j in ch.receivers(i):
+            r = _pair_bytes_per_s(ch, i, j)
+            fill_ms = BUFFER_BYTES / r * 1000.0 if r > 0 else math.inf
+            waits.append(min(timeout, fill_ms) / 2.0)
+            weights.append(r)
+    if not waits:
+        return timeout / 2.0
+    total = sum(weights)
+    if total <= 0:
+        return sum(waits) / len(waits)
+    return sum(w * r for w, r in zip(waits, weights)) / total
+
+
+def message_bytes(ch: Channel, i: int, j: int) -> float:
+    """Bytes of one network message of channel ``(i, j)``: what it collects between flushes, at most a buffer, plus
+    the header (with ``τ = 0``: one record)."""
+    r = _pair_bytes_per_s(ch, i, j)
+    if ch.buffer_timeout_ms <= 0:
+        body = min(ch.bytes_per_record, BUFFER_BYTES)
+    else:
+        body = min(r * ch.buffer_timeout_ms / 1000.0, BUFFER_BYTES)
+    return body + MESSAGE_HEADER_BYTES
+
+
+def transmit_ms(ch: Channel, i: int, bandwidth_mbit: float) -> float:
+    """``T(e, i, h)``: ms to send the largest message of upstream subtask ``i``'s channels on ``e`` over the link."""
+    if bandwidth_mbit <= 0:
+        return math.inf
+    biggest = max((message_bytes(ch, i, j) for j in ch.receivers(i)), default=0.0)
+    return biggest * BITS_PER_BYTE / (bandwidth_mbit * MBIT) * 1000.0
+
+
+# ---- paths -----------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JobPath:
+    vertices: tuple[str, ...]  # vertex ids, source first
+    name: str  # "Source: Sensors → Parse → Sink"
+    flush_ms: float  # Σ F(e) over its edges
+    bound_ms: float | None  # policy.max_latency_ms for this path (None: unbounded)
+
+    @property
+    def edges(self) -> tuple[tuple[str, str], ...]:
+        return tuple(zip(self.vertices, self.vertices[1:]))
+
+
+def source_sink_paths(problem: PlacementProblem) -> tuple[JobPath, ...] | None:
+    """Every source → sink path of the job graph, in a deterministic order (None: more than :data:`MAX_PATHS`)."""
+    cache = problem.__dict__.get("_latency_paths")
+    if cache is not None:
+        return cache[0]
+    g = nx.DiGraph()
+    g.add_nodes_from(problem.vertex_order)
+    channel = {}
+    for ch in problem.channels:
+        g.add_edge(ch.source, ch.target)
+        channel[(ch.source, ch.target)] = ch
+    flush = {key: flush_wait_ms(ch) for key, ch in channel.items()}
+    order = {v: n for n, v in enumerate(problem.vertex_order)}
+    sources = [v for v in problem.vertex_order if g.in_degree(v) == 0]
+    sinks = [v for v in problem.vertex_order if g.out_degree(v) == 0]
+    paths: list[JobPath] | None = []
+    names = problem.vertex_names
+    for s in sources:
+        reach = nx.descendants(g, s) | {s}  # a fleet's job has thousands of sources and sinks: pairs that connect only
+        for t in (t for t in sinks if t in reach):
+            for p in sorted(nx.all_simple_paths(g, s, t) if s != t else [[s]], key=lambda p: [order[v] for v in p]):
+                assert paths is not None
+                paths.append(JobPath(
+                    vertices=tuple(p), name=" → ".join(names[v] for v in p),
+                    flush_ms=sum(flush[e] for e in zip(p, p[1:])),
+                    bound_ms=problem.latency_bounds.get((s, t)),
+                ))
+                if len(paths) > MAX_PATHS:
+                    paths = None
+                    break
+            if paths is None:
+                break
+        if paths is None:
+            break
+    result = tuple(paths) if paths is not None else None
+    problem.__dict__["_latency_paths"] = (result,)  # frozen dataclass: cached like its cached_properties
+    return result
+
+
+@dataclass(frozen=True)
+class PathLatency:
+    name: str
+    vertices: tuple[str, ...]
+    latency_ms: float  # flush_ms + delay_ms + transmit_ms + queue_ms
+    flush_ms: float
+    delay_ms: float = 0.0  # of the slowest crossing (0: the path crosses no uplink)
+    transmit_ms: float = 0.0
+    queue_ms: float = 0.0
+    link: str | None = None  # the uplink of the slowest crossing
+    utilisation: float | None = None  # that uplink's, under the plan
+    bound_ms: float | None = None
+
+    @property
+    def over_bound(self) -> bool:
+        return self.bound_ms is not None and self.latency_ms > self.bound_ms + 1e-6
+
+
+def crossing_ms(problem: PlacementProblem, ch: Channel, i: int, h: HostSpec, queue: float) -> tuple[float, float, float]:
+    """(delay, transmit, queue) of upstream subtask ``i`` of ``ch`` crossing edge host ``h``'s uplink."""
+    return h.uplink_delay_ms, transmit_ms(ch, i, h.uplink_mbit or 0.0), queue
+
+
+def path_latencies(problem: PlacementProblem, assignment: Assignment, link_mbit: dict[str, float]) -> tuple[PathLatency, ...]:
+    """:math:`L(P)` of every source → sink path under ``assignment`` (see the module doc), with ``link_mbit`` the
+    Mbit/s on each edge host's uplink under it (:func:`placement.costmodel.evaluate.evaluate`'s)."""
+    paths = source_sink_paths(problem)
+    if not paths:
+        return ()
+    hosts = problem.host_by_name
+    queue = {h: link_queue_ms(hosts[h], mbit) for h, mbit in link_mbit.items()}
+    worst: dict[tuple[str, str], tuple[float, float, float, float, str] | None] = {}
+    for ch in problem.channels:  # the slowest crossing of each edge
+        best = None
+        for i in range(ch.n_up):
+            hu = assignment[(ch.source, i)]
+            h = hosts[hu]
+            if not h.is_edge or all(assignment[(ch.target, j)] == hu for j in ch.receivers(i)):
+                continue
+            parts = crossing_ms(problem, ch, i, h, queue[hu])
+            total = sum(parts)
+            if best is None or total > best[0]:
+                best = (total, *parts, hu)
+        worst[(ch.source, ch.target)] = best
+    out = []
+    for p in paths:
+        crossings = [c for e in p.edges if (c := worst[e]) is not None]
+        if crossings:
+            total, delay, tx, q, link = max(crossings, key=lambda c: c[0])
+            h = hosts[link]
+            out.append(PathLatency(
+                name=p.name, vertices=p.vertices, latency_ms=p.flush_ms + total, flush_ms=p.flush_ms, delay_ms=delay,
+                transmit_ms=tx, queue_ms=q, link=f"{link}→{h.uplink_to}",
+                utilisation=(link_mbit[link] + h.running_total("mbit")) / h.uplink_mbit if h.uplink_mbit else None,
+                bound_ms=p.bound_ms))
+        else:
+            out.append(PathLatency(name=p.name, vertices=p.vertices, latency_ms=p.flush_ms, flush_ms=p.flush_ms,
+                                   bound_ms=p.bound_ms))
+    return tuple(out)
