@@ -9,12 +9,10 @@ the joint plan beside planning the jobs one by one.
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import replace
 from pathlib import Path
 
-import click
 from rich.console import Console
 from rich.markup import escape
 
@@ -26,7 +24,7 @@ from placement.costmodel.evaluate import PlanCost, evaluate
 from placement.costmodel.jobs import JointProblem, combine, dir_names, unique_names, vertex_keys
 from placement.costmodel.model import PlanOptions, build_problem
 from placement.costmodel.running import with_running
-from placement.errors import EXIT_INFEASIBLE, BadInput, Infeasible
+from placement.errors import BadInput
 from placement.inventory import Inventory, load_inventory
 from placement.inventory_whatif import apply_whatif, parse_add_host, parse_link
 from placement.profile.format import JobProfile, load_profile
@@ -125,12 +123,7 @@ def run_jobs(inventory_path: str, profile_path: tuple[str, ...], out_dir: str, s
         if not as_json and not quiet:
             console.print(f"wrote {', '.join(f'{dirs[n]}/' for n in names)}, fleet.json and the fleet picture to "
                           f"{out_dir}")
-    if as_json:
-        click.echo(json.dumps(summary, indent=2, ensure_ascii=False))
-    if result.status == "infeasible":
-        if as_json:
-            sys.exit(EXIT_INFEASIBLE)
-        raise Infeasible(plan_tables.infeasible_error(result))
+    plan_tables.finish(summary, result, as_json)
 
 
 def _per_job(joint: JointProblem, result: PlanResult) -> dict[str, PlanResult]:

@@ -6,12 +6,10 @@ answer without importing the solver, networkx and the writers.
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from pathlib import Path
 
-import click
 from rich.console import Console
 from rich.markup import escape
 
@@ -21,7 +19,7 @@ from placement.cli.plan_notes import input_warnings, report_warnings
 from placement.cli.running_plans import load_running
 from placement.costmodel.model import PlanOptions, build_problem
 from placement.costmodel.running import with_running
-from placement.errors import EXIT_INFEASIBLE, BadInput, Infeasible
+from placement.errors import BadInput
 from placement.inventory import load_inventory
 from placement.profile.format import load_profile
 from placement.solver import PlanResult, SolverOptions
@@ -138,9 +136,4 @@ def run_plan(inventory_path: str, profile_path: str, out_dir: str, solver: str, 
             for w in artifacts.warnings:
                 console.print(f"[yellow]warning: {escape(w)}[/]")
             console.print(f"wrote {', '.join(p.name for p in written)} to {out_dir}")
-    if as_json:
-        click.echo(json.dumps(summary, indent=2, ensure_ascii=False))
-    if result.status == "infeasible":
-        if as_json:
-            sys.exit(EXIT_INFEASIBLE)
-        raise Infeasible(plan_tables.infeasible_error(result))
+    plan_tables.finish(summary, result, as_json)

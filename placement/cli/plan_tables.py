@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import sys
 from collections import Counter
 
+import click
 from rich.markup import escape
 from rich.table import Table
 
 from placement.cli.fit import print_table
 from placement.costmodel.model import PlacementProblem
+from placement.errors import EXIT_INFEASIBLE, Infeasible
 from placement.solver.result import PlanResult
 
 
@@ -167,3 +171,13 @@ def print_outcome(console, result: PlanResult) -> None:
         print_table(console, shortfalls_table(result))
     for cause in result.causes:
         console.print(f"why: {escape(cause)}", overflow="ignore", crop=False)
+
+
+def finish(summary: dict, result: PlanResult, as_json: bool) -> None:
+    """The --json summary on stdout, then an infeasible plan's exit: 3, with its one-line error unless --json said it."""
+    if as_json:
+        click.echo(json.dumps(summary, indent=2, ensure_ascii=False))
+    if result.status == "infeasible":
+        if as_json:
+            sys.exit(EXIT_INFEASIBLE)
+        raise Infeasible(infeasible_error(result))

@@ -151,19 +151,7 @@ def subtask_states(vertex_detail: Mapping[str, Any]) -> list[SubtaskState]:
 
 def metric_queries(parallelism: int, metrics: Iterable[str] = RATE_METRICS, max_chars: int = MAX_QUERY_CHARS) -> list[str]:
     """``get=`` values asking for every metric of every subtask, split so no request line gets too long."""
-    names = [f"{i}.{m}" for i in range(parallelism) for m in metrics]
-    out: list[str] = []
-    current: list[str] = []
-    length = 0
-    for n in names:
-        if current and length + len(n) + 1 > max_chars:
-            out.append(",".join(current))
-            current, length = [], 0
-        current.append(n)
-        length += len(n) + 1
-    if current:
-        out.append(",".join(current))
-    return out
+    return name_queries([f"{i}.{m}" for i in range(parallelism) for m in metrics], max_chars)
 
 
 def parse_subtask_metrics(answer: Iterable[Mapping[str, Any]]) -> dict[int, dict[str, float | None]]:
