@@ -86,10 +86,11 @@ def test_profile_plan_move_and_measure_on_the_real_lab(tmp_path):
         lab_inv = str(tmp_path / "lab-inventory.yaml")
         Path(lab_inv).write_text(yaml.safe_dump(doc, sort_keys=False))
 
-        # 1. unpinned, a minute for Flink's 60 s rate meters to settle, then a minute of samples
+        # 1. unpinned, a minute for Flink's 60 s rate meters to settle, then half a minute of samples (15, over the
+        # profile's 10-sample confidence floor; each is a 60 s average already)
         job = chain.submit(rest, jar, IOT_SENSOR_JOB, JOB_ARGS)
         time.sleep(chain.METER_SETTLE_S)
-        cli("metrics", "collect", "--rest", st["rest_url"], "--job-name", "iot-sensors", "--duration", "60",
+        cli("metrics", "collect", "--rest", st["rest_url"], "--job-name", "iot-sensors", "--duration", "30",
             "--interval", "2", "--out", str(tmp_path / "metrics"), "--quiet")
         cli("profile", str(tmp_path / "metrics"), "--out", str(tmp_path / "profile.json"), "--inventory", lab_inv,
             "--warmup", "60", "--quiet")
