@@ -16,7 +16,7 @@ from support.flink import TASKMANAGERS, cancel_job, start_flink, submit_job
 from support.prometheus import start_prometheus, with_prometheus_reporter
 
 from placement.cli import main
-from placement.collect.layout import find_manifests
+from placement.collect.layout import find_manifests, read_latency
 from placement.collect.prometheus import label_value, parse_duration, parse_time
 from placement.errors import BadInput
 from placement.flink.rest import FlinkRest
@@ -93,13 +93,16 @@ def test_unreachable_prometheus_and_missing_graph_are_one_line_errors(tmp_path, 
 @pytest.fixture(scope="module")
 def scraped(tmp_path_factory, lab_jobs_jar):
     """The IoT job on a cluster with the reporter, Prometheus scraping every second, and a REST collection of
-    ``REST_SECONDS`` of the job, taken while Prometheus scraped the same seconds."""
+    ``REST_SECONDS`` of the job, taken while Prometheus scraped the same seconds. The job tracks latency
+    (``metrics.latency.interval: 200``, for this job only) so the latency histograms are read from both as well
+    (issue 25 §1)."""
     work = tmp_path_factory.mktemp("prometheus-flink")
     taskmanagers, targets = with_prometheus_reporter(TASKMANAGERS, work)
     with start_flink(work / "flink", taskmanagers) as cluster, \
             start_prometheus(work / "prometheus", targets, scrape_interval="1s") as prom:
         rest = FlinkRest(cluster.rest_url)
-        job = submit_job(rest, lab_jobs_jar, IOT_SENSOR_JOB, IOT_ARGS)
+        job = submit_job(rest, lab_jobs_jar, IOT_SENSOR_JOB, IOT_ARGS,
+                         flink_configuration={"metrics.latency.interval": "200"})
         try:
             prom.wait_for_targets()
             rest_dir = work / "rest-history"
@@ -256,3 +259,47 @@ def test_bad_job_and_foreign_graph_are_one_line_errors_that_write_nothing(scrape
     code, _, err = run_cli([*common, "--job", s.job.job_id, "--graph", str(manifest)], capsys)
     assert code == 2 and f"{manifest}: --graph: job {s.job.job_id} has vertices the graph lacks" in err
     assert not out.exists()
+
+
+# ---- latency tracking (issue 25 §1): the same job's histograms over REST and from Prometheus -------------------------
+
+
+@pytest.fixture(scope="module")
+def latency_from_prometheus(scraped, tmp_path_factory) -> Path:
+    """Prometheus' record of the REST collection's seconds, read once for the latency tests."""
+    out = tmp_path_factory.mktemp("prometheus-latency") / "prom-history"
+    with pytest.raises(SystemExit) as e:
+        main(["metrics", "collect", "--prometheus", scraped.prom.url, "--job", scraped.job.job_id, *_window(scraped),
+              "--rest", scraped.cluster.rest_url, "--out", str(out), "--quiet"])
+    assert e.value.code == 0
+    return out
+
+
+@pytest.mark.flink
+def test_prometheus_records_the_sink_s_latency_summaries(scraped, latency_from_prometheus):
+    (run, m), = find_manifests(latency_from_prometheus)
+    assert m.latency_files == ["_latency/part-00000.parquet"]
+    rows = read_latency(run, m).to_pandas()
+    ids = scraped.job.vertex_ids
+    assert set(rows["source_id"]) == {ids["Source: Sensors"]}
+    sink = rows[rows["vertex_id"] == ids["Sink: Readings"]].dropna(subset=["p50_ms"])
+    assert set(sink["operator_id"]) == {ids["Sink: Readings"]} and sink["source_subtask"].isna().all()
+    assert sink["ts_ms"].nunique() >= REST_SECONDS // 2  # one per scrape (1 s) once markers arrived
+    assert (sink["p50_ms"] > 0).all() and (sink["p50_ms"] <= sink["p95_ms"] + 1e-9).all()
+    assert (sink["p95_ms"] <= sink["p99_ms"] + 1e-9).all()
+    assert sink["max_ms"].isna().all() and sink["mean_ms"].isna().all()  # a Prometheus summary has neither
+
+
+@pytest.mark.flink
+def test_both_sources_give_the_same_latency_percentiles_from_source_to_sink(scraped, latency_from_prometheus, capsys):
+    rest = build_profile(scraped.rest_dir, engine="pandas", warmup_s=0).latency
+    prom = build_profile(latency_from_prometheus, engine="pandas", warmup_s=0).latency
+    assert [(m.source, m.sink) for m in rest] == [(m.source, m.sink) for m in prom] and len(rest) == 1
+    (r,), (p,) = rest, prom
+    with capsys.disabled():
+        print(f"\nlatency source → sink, REST p50/p95/p99 {r.p50_ms:.1f}/{r.p95_ms:.1f}/{r.p99_ms:.1f} ms, "
+              f"Prometheus {p.p50_ms:.1f}/{p.p95_ms:.1f}/{p.p99_ms:.1f} ms")
+    # the same histograms, read at other instants (REST: the JobManager's 10 s fetches; Prometheus: every scrape)
+    assert p.p50_ms == pytest.approx(r.p50_ms, rel=0.15)
+    assert p.p99_ms == pytest.approx(r.p99_ms, rel=0.25)
+    assert p.max_ms is None
