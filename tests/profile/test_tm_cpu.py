@@ -243,3 +243,20 @@ def test_a_history_and_profile_without_taskmanager_cpu_keep_todays_meaning(tmp_p
         sp = old.vertex(s.vertex_id).subtasks[s.index]
         if sp.busy_ms_per_s:
             assert s.server_cores == pytest.approx(max(0.005, sp.busy_ms_per_s / 1000 * sp.host_speed))
+
+
+def test_without_a_known_baseline_the_residual_stays_on_the_host_and_an_overstatement_is_floored(tmp_path, monkeypatch):
+    """No idle TaskManager in the history and none stated in the inventory: a TaskManager whose JVM used more than
+    busy time charged keeps the rest as its baseline (basis residual, its subtasks uncalibrated); one that used less
+    has a baseline of 0 (floor, not confident) and its vertex takes the whole overstatement off."""
+    monkeypatch.delitem(PROCESS, "rpi2")  # rpi2 was the idle TaskManager that gave the prior
+    write_history(tmp_path / "metrics")
+    inv = tmp_path / "inventory.json"
+    inv.write_text(json.dumps(inventory().model_dump(mode="json", by_alias=True)))
+    profile = build_profile(tmp_path / "metrics", engine="pandas", warmup_s=0, inventory=inv)
+    tms = {t.id: t for t in profile.taskmanagers}
+    assert set(tms) == {"srv", "rpi1"}
+    assert (tms["srv"].basis, tms["srv"].baseline_cores) == ("residual", pytest.approx(0.15))
+    assert profile.vertex("map").cpu_calibration is None and profile.vertex("sink").cpu_calibration is None
+    assert (tms["rpi1"].basis, tms["rpi1"].baseline_cores, tms["rpi1"].confident) == ("floor", 0.0, False)
+    assert profile.vertex("src").cpu_calibration == pytest.approx(0.30 / 0.5)
