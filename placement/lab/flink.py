@@ -396,14 +396,34 @@ def start_cluster(spec: ClusterSpec, *, timeout: float = 120.0, die_with_parent:
     On any failure everything already started is stopped again before the error is raised (nothing half-up).
     ``die_with_parent`` ties the JVMs' lives to this Python process (for tests); ``placement lab up`` leaves it off.
     """
-    from placement.flink.rest import (
-        FlinkRest,  # the REST client is also used without a lab
-    )
-
     home = FlinkHome(Path(spec.flink_home)) if spec.flink_home else find_flink_home()
     spec.work_dir.mkdir(parents=True, exist_ok=True)
-    rest_port = spec.rest_port or free_port(spec.rest_address)
-    rpc_port = spec.rpc_port or free_port(spec.jobmanager_address)
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        # a port free when chosen can be taken before the JobManager binds it (another cluster starting, an outgoing
+        # connection's ephemeral port): then the start fails at once, and new ports are chosen
+        rest_port = spec.rest_port or free_port(spec.rest_address)
+        rpc_port = spec.rpc_port or free_port(spec.jobmanager_address)
+        try:
+            return _start(spec, home, rest_port, rpc_port, timeout=timeout, die_with_parent=die_with_parent)
+        except PortTaken:
+            if attempt == PORT_ATTEMPTS or (spec.rest_port and spec.rpc_port):
+                raise
+            jm_log = spec.work_dir / "jobmanager" / "jobmanager.log"  # kept, and out of the next attempt's way
+            jm_log.replace(jm_log.with_name(f"jobmanager.port-taken-{attempt}.log"))
+    raise AssertionError("unreachable")
+
+
+class PortTaken(PlacementError):
+    """A JobManager could not bind a port chosen for it (its log says BindException)."""
+
+
+PORT_ATTEMPTS = 3
+
+
+def _start(spec: ClusterSpec, home: FlinkHome, rest_port: int, rpc_port: int, *, timeout: float,
+           die_with_parent: bool) -> RunningCluster:
+    from placement.flink.rest import FlinkRest  # the REST client is also used without a lab
+
     started: list[FlinkProcess] = []
     try:
         jm_conf_dir = spec.jobmanager_conf_dir or spec.work_dir / "jobmanager" / "conf"
@@ -451,7 +471,8 @@ def _wait_until_ready(cluster: RunningCluster, rest: object, timeout: float) -> 
     while time.monotonic() < deadline:
         for p in cluster.processes:
             if not p.alive():
-                raise PlacementError(f"{p.name} exited during start (log {p.log_file}): {p.log_tail()}")
+                error = PortTaken if _bind_failed(p) else PlacementError
+                raise error(f"{p.name} exited during start (log {p.log_file}): {p.log_tail()}")
         try:
             # a TM counts once its slots are reported too (registration and the slot report are separate steps)
             registered = {tm.id for tm in rest.taskmanagers() if tm.slots > 0}
@@ -462,6 +483,13 @@ def _wait_until_ready(cluster: RunningCluster, rest: object, timeout: float) -> 
         time.sleep(0.5)
     missing = ", ".join(sorted(wanted - registered)) or "REST endpoint"
     raise PlacementError(f"Flink cluster at {cluster.rest_url} not ready after {timeout:.0f}s: waiting for {missing} (logs in {cluster.spec.work_dir})")
+
+
+def _bind_failed(p: FlinkProcess) -> bool:
+    try:
+        return "java.net.BindException" in Path(p.log_file).read_text(errors="replace")
+    except OSError:
+        return False
 
 
 def describe(cluster: RunningCluster) -> dict[str, object]:

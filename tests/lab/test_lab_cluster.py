@@ -113,12 +113,30 @@ def test_a_taskmanager_that_cannot_start_stops_the_whole_cluster(tmp_path, flink
     assert str(tmp_path) not in ps
 
 
-def test_a_cluster_started_elsewhere_is_stopped_from_its_state_file(tmp_path):
-    # what `placement lab down` does: another process started the cluster and left cluster.json behind
+def test_a_taken_port_is_chosen_again_and_a_cluster_started_elsewhere_is_stopped_from_its_state_file(tmp_path,
+                                                                                                          monkeypatch):
+    # the JobManager's RPC port is taken between its choice and the JobManager's bind (as another cluster starting on
+    # this machine did once in CI): a real BindException, and the start goes on with new ports
+    import socket
+
+    from placement.lab import flink as lab_flink
     from placement.lab.flink import ClusterSpec, start_cluster, stop_from_state
 
-    cluster = start_cluster(ClusterSpec(tmp_path, (TaskManagerSpec("server", slots=1),)), die_with_parent=True)
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    chosen = iter([free_port(), port])  # rest, then rpc: the taken one
+    monkeypatch.setattr(lab_flink, "free_port", lambda host="127.0.0.1": next(chosen, None) or free_port(host))
     try:
+        cluster = start_cluster(ClusterSpec(tmp_path, (TaskManagerSpec("server", slots=1),)), die_with_parent=True)
+    finally:
+        taken.close()
+    try:
+        assert cluster.rpc_port != port
+        first = tmp_path / "jobmanager" / "jobmanager.port-taken-1.log"
+        assert "java.net.BindException" in first.read_text()
+        # what `placement lab down` does: another process started the cluster and left cluster.json behind
         assert cluster.state_file.is_file()
         assert FlinkRest(cluster.rest_url).overview()["taskmanagers"] == 1
         assert stop_from_state(tmp_path) is True
