@@ -155,7 +155,12 @@ def _result_json(r: PlanResult, parts: dict[str, PlanResult]) -> dict:
                    latency_ms=r.cost.latency_ms, feasible=r.cost.feasible,
                    links={link.name: link.mbit for link in r.cost.links},
                    jobs={name: _cost_json(p.cost) for name, p in parts.items() if p.cost is not None})
-    return out | plan_tables.shortfall_json(r)
+    if r.shortages:
+        out["shortages"] = [{"kind": s.kind, "resource": s.resource, "needed": s.needed, "usable": s.usable,
+                             "capacity": s.capacity, "message": s.message} for s in r.shortages]
+    if r.causes:
+        out["causes"] = list(r.causes)
+    return out
 
 
 def _cost_json(c: PlanCost) -> dict:

@@ -41,7 +41,12 @@ def _result_json(r: PlanResult) -> dict:
             finite = lambda x: x if math.isfinite(x) else None  # noqa: E731 (JSON has no infinity: null, saturated)
             out.update(worst_path_ms=finite(worst.latency_ms), worst_path=worst.name,
                        paths={p.name: finite(p.latency_ms) for p in r.cost.paths})
-    return out | plan_tables.shortfall_json(r)
+    if r.shortages:
+        out["shortages"] = [{"kind": s.kind, "resource": s.resource, "needed": s.needed, "usable": s.usable,
+                             "capacity": s.capacity, "message": s.message} for s in r.shortages]
+    if r.causes:
+        out["causes"] = list(r.causes)
+    return out
 
 
 def run_plan(inventory_path: str, profile_path: str, out_dir: str, solver: str, time_limit: float, gap: float,

@@ -181,14 +181,3 @@ def finish(summary: dict, result: PlanResult, as_json: bool) -> None:
         if as_json:
             sys.exit(EXIT_INFEASIBLE)
         raise Infeasible(infeasible_error(result))
-
-
-def shortfall_json(result: PlanResult) -> dict:
-    """What is short and why, for a --json result (empty when nothing is)."""
-    out: dict = {}
-    if result.shortages:
-        out["shortages"] = [{"kind": s.kind, "resource": s.resource, "needed": s.needed, "usable": s.usable,
-                             "capacity": s.capacity, "message": s.message} for s in result.shortages]
-    if result.causes:
-        out["causes"] = list(result.causes)
-    return out
