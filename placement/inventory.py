@@ -8,8 +8,6 @@ host overrides them.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import posixpath
 import re
 from pathlib import Path
@@ -18,7 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from placement.flink.versions import release_problem
-from placement.loading import FieldError, drop_unset, load_model
+from placement.loading import FieldError, canonical_digest, drop_unset, load_model
 from placement.units import MiB, Millis, Percent, RateMbit
 
 NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]*$"  # also a Flink external-resource name and a resource-id: no dots, no spaces
@@ -322,8 +320,7 @@ class Inventory(Strict):
         for h in data.get("hosts", []):  # added by issue 23: an inventory without them hashes as before
             drop_unset(h, "taskmanager_baseline_cores", "cpu_time_core_speed")
         drop_unset(data.get("policy", {}), "max_latency_ms")  # issue 25: an unbounded inventory hashes as before
-        canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
-        return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+        return canonical_digest(data)
 
 
 def load_inventory(path: str | Path) -> Inventory:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any, TypeVar
@@ -94,3 +95,10 @@ def drop_unset(data: dict[str, Any], *keys: str) -> dict[str, Any]:
         if key in data and data[key] is None:
             del data[key]
     return data
+
+
+def canonical_digest(data: Any) -> str:
+    """``sha256:<hex>`` of ``data``'s canonical JSON (sorted keys, no spaces): the identity plans record for their
+    inventory and profile, so formatting, key order and comments never change it."""
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()

@@ -37,8 +37,6 @@ metric history again to get v2's per-edge figures.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 from dataclasses import dataclass
 from enum import Enum
@@ -48,7 +46,7 @@ from typing import Literal
 import networkx as nx
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
-from placement.loading import FieldError, drop_unset, load_model
+from placement.loading import FieldError, canonical_digest, drop_unset, load_model
 
 PROFILE_FORMAT = "placement.profile/v2"
 PROFILE_FORMATS = ("placement.profile/v1", PROFILE_FORMAT)  # v1: no per-edge figures (still loads)
@@ -341,8 +339,7 @@ class JobProfile(Strict):
         return data
 
     def digest(self) -> str:
-        canonical = json.dumps(self.dump(), sort_keys=True, separators=(",", ":"))
-        return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+        return canonical_digest(self.dump())
 
 
 def copies(strategy: ShipStrategy, n_down: int) -> int:
