@@ -57,7 +57,8 @@ def plan_command(inventory: Path, *, rescale: bool) -> PlanFn:
                            links={link.source: link.mbit for link in doc.links},
                            assignment={(a.vertex_id, a.subtask): a.host for a in doc.assignment},
                            peak=peak_use(((link.mbit, link.bandwidth_mbit) for link in doc.links),
-                                         ((h.cores_used, h.cores) for h in doc.hosts)))
+                                         ((h.cores_used, h.cores) for h in doc.hosts),
+                                         ((p.latency_ms, p.bound_ms) for p in doc.paths or ())))
 
     return run
 
