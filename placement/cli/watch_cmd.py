@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import math
 import signal
 import sys
 from pathlib import Path
@@ -85,7 +86,8 @@ def render(status: Status, options: WatchOptions) -> Group:
             table.add_row(f"latency p50 {key}", f"{ms:.1f} ms", "" if bound is None else f"{bound:g}")
         worst = max(w.paths, key=lambda p: p.latency_ms, default=None)
         if worst is not None and worst.bound_ms is not None:  # the bounded job's worst path, as the model prices it
-            table.add_row(f"predicted {worst.name}", f"{worst.latency_ms:.1f} ms", f"{worst.bound_ms:g}")
+            shown = f"{worst.latency_ms:.1f} ms" if math.isfinite(worst.latency_ms) else "unbounded (uplink past 99 %)"
+            table.add_row(f"predicted {worst.name}", shown, f"{worst.bound_ms:g}")
         parts.append(table)
     for d in status.drifts:
         parts.append(Text(f"drift: {d.message or d.kind + ' ' + d.subject}", style="yellow"))
@@ -103,7 +105,8 @@ def render(status: Status, options: WatchOptions) -> Group:
 def breaks(violations: tuple[str, ...]) -> str:
     """" (breaks capacity)", " (breaks a latency bound)", both, or nothing: what the running placement breaks."""
     latency = [v for v in violations if is_latency_breach(v)]
-    what = [w for w, there in (("capacity", len(latency) < len(violations)), ("a latency bound", bool(latency))) if there]
+    what = [w for w, there in (("capacity", len(latency) < len(violations)), ("a latency bound", bool(latency)))
+            if there]
     return f" (breaks {' and '.join(what)})" if what else ""
 
 

@@ -90,3 +90,97 @@ def test_watch_rescale_plans_parallelism_through_placement_plan_rescale(tmp_path
     window = {(a.vertex_id, a.subtask) for a in doc.assignment if a.vertex == "Window Aggregate"}
     assert window == {k for k in out.assignment if k[0] == next(iter(window))[0]} and len(window) == 1
     assert moves(out.assignment, same.assignment) >= 1  # at least the Window Aggregate subtask that goes away
+
+
+# ---- latency bounds (issue 25) ---------------------------------------------------------------------------------------
+
+IOT_PATH = "Source: Sensors → Parse → Filter → Enrich → Window Aggregate → Sink: Readings"
+
+
+def bounded_inventory(tmp_path, max_latency_ms) -> Path:
+    """inventory/edge-lab.yaml with ``policy.max_latency_ms``, written as a file: the watch's planner reads the
+    inventory the watch was given, as `placement plan` would."""
+    import json
+
+    from placement.inventory import load_inventory
+
+    doc = load_inventory(REPO / "inventory" / "edge-lab.yaml").model_dump(mode="json", by_alias=True)
+    doc["policy"]["max_latency_ms"] = max_latency_ms
+    out = tmp_path / f"inv-{max_latency_ms}.json"
+    out.write_text(json.dumps(doc))
+    return out
+
+
+def test_the_watch_s_planner_honours_the_latency_bound_and_counts_it_in_the_busiest_resource(tmp_path):
+    """The re-plan is `placement plan` on the watch's own inventory, so it is held to ``policy.max_latency_ms``: met
+    (the IoT plan's one path is 176.05 ms) it fits and the latency share is its busiest resource; below it nothing fits
+    and the reason names the path."""
+    from placement.cli.watch_cmd import plan_command
+    from placement.writers.planjson import load_plan
+
+    profile = REPO / "examples" / "profiles" / "iot-sensors.json"
+    ok = plan_command(bounded_inventory(tmp_path, 180), rescale=False)(profile, tmp_path / "ok", 1.0)
+    (path,) = load_plan(tmp_path / "ok").paths
+    assert ok.fits and path.bound_ms == 180 and path.latency_ms <= 180
+    assert ok.peak == pytest.approx(path.latency_ms / 180) and ok.peak == pytest.approx(176.05 / 180, abs=1e-3)
+    short = plan_command(bounded_inventory(tmp_path, 170), rescale=False)(profile, tmp_path / "short", 1.0)
+    assert not short.fits and short.wan_mbit is None
+    assert any(v.startswith(f"path {IOT_PATH} needs 176.1 ms, its bound is 170 ms") for v in short.violations)
+
+
+def test_a_plan_nearer_its_latency_bound_is_not_roomier():
+    from placement.watch.loop import peak_use
+    from placement.watch.policy import Proposal
+
+    links, hosts = [(10.0, 50.0)], [(1.0, 4.0)]
+    assert peak_use(links, hosts) == pytest.approx(0.25)
+    assert peak_use(links, hosts, [(176.0, None)]) == pytest.approx(0.25)  # an unbounded path is no resource
+    assert peak_use(links, hosts, [(176.0, 200.0)]) == pytest.approx(0.88)
+    assert peak_use(links, hosts, [(None, 200.0)]) == float("inf")  # plan.json's null: an uplink past 99 %
+    breaks = Proposal(20.0, (), 5.0, moves=3, current_peak=0.5, planned_peak=peak_use(links, hosts, [(210.0, 200.0)]))
+    assert breaks.planned_peak == pytest.approx(1.05) and not breaks.roomier
+
+
+def test_the_decision_log_and_the_live_view_carry_a_latency_drift(tmp_path):
+    """An unbounded queue (inf) is null in the log (JSON has no infinity); kind, subject, figures and basis are kept."""
+    from rich.console import Console
+
+    from placement.cli.watch_cmd import render
+    from placement.costmodel.latency import PathLatency
+    from placement.watch.loop import Status, WatchOptions
+    from placement.watch.policy import Decision, PolicyState, Proposal
+    from placement.watch.record import DecisionLog, decision_record, read_log
+    from placement.watch.signals import Drift
+
+    path = PathLatency(IOT_PATH, ("a", "b"), float("inf"), 122.2, 50, 5.3, float("inf"), "rpi1→server", 1.056, 180.0)
+    window = Window(0, 60_000, "j", {"Source: Sensors": 100.0}, {}, paths=(path,),
+                    latency={"Source: Sensors → Sink: Readings": 190.0},
+                    latency_bounds={"Source: Sensors → Sink: Readings": 180.0})
+    drifts = [Drift("latency", IOT_PATH, float("inf"), 180.0, f"path {IOT_PATH}: predicted no bound",
+                    basis="predicted"),
+              Drift("latency", "Source: Sensors → Sink: Readings", 190.0, 180.0,
+                    "Source: Sensors → Sink: Readings: measured p50 190.0 ms ...", basis="measured")]
+    proposal = Proposal(40.0, (f"path {IOT_PATH}: predicted inf ms, bound 180 ms",), 10.0, moves=2,
+                        current_peak=float("inf"), planned_peak=0.9)
+    decision = Decision("apply", "relief: ...", PolicyState(), "relief")
+    log = DecisionLog(tmp_path / "log.jsonl")
+    log.write(decision_record(1, 60_000, window, None, drifts, proposal, decision))
+    (rec,) = read_log(tmp_path / "log.jsonl")
+    assert rec["drifts"][0] == {"kind": "latency", "subject": IOT_PATH, "measured": None, "reference": 180.0,
+                                "message": f"path {IOT_PATH}: predicted no bound", "basis": "predicted"}
+    assert (rec["drifts"][1]["measured"], rec["drifts"][1]["basis"]) == (190.0, "measured")
+    assert rec["proposal"]["current_peak"] is None and rec["proposal"]["planned_peak"] == 0.9
+    assert rec["window"]["paths"] == [{"path": IOT_PATH, "latency_ms": None, "bound_ms": 180.0, "link": "rpi1→server",
+                                       "utilisation": 1.056}]
+    assert rec["window"]["latency_p50_ms"] == {"Source: Sensors → Sink: Readings": 190.0}
+    assert rec["window"]["latency_bounds_ms"] == {"Source: Sensors → Sink: Readings": 180.0}
+
+    console = Console(record=True, width=250)
+    status = Status(window=window, drifts=drifts, proposal=proposal, decision=decision)
+    console.print(render(status, WatchOptions(inventory_path=Path(INVENTORY), job_name="j", work_dir=tmp_path)))
+    text = console.export_text()
+    assert f"drift: path {IOT_PATH}: predicted no bound" in text
+    assert "drift: Source: Sensors → Sink: Readings: measured p50 190.0 ms" in text
+    assert "latency p50 Source: Sensors → Sink: Readings" in text and "190.0 ms" in text
+    assert f"predicted {IOT_PATH}" in text and "unbounded (uplink past 99 %)" in text
+    assert "running 40.00 Mbit/s (breaks a latency bound) → plan 10.00 Mbit/s, 2 moves" in text
