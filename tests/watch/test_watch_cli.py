@@ -184,3 +184,61 @@ def test_the_decision_log_and_the_live_view_carry_a_latency_drift(tmp_path):
     assert "latency p50 Source: Sensors → Sink: Readings" in text and "190.0 ms" in text
     assert f"predicted {IOT_PATH}" in text and "unbounded (uplink past 99 %)" in text
     assert "running 40.00 Mbit/s (breaks a latency bound) → plan 10.00 Mbit/s, 2 moves" in text
+
+
+def test_the_loop_re_plans_a_placement_that_breaks_its_latency_bound_into_one_that_meets_it(tmp_path):
+    """The watch's re-plan step (no Flink: the window is built as the loop builds it, the planner is `placement
+    plan`): the IoT plan with Filter onwards on the server keeps every uplink under 61 % but its path needs 181.5 ms
+    against a 180 ms bound — a latency drift alone; the re-plan moves Filter and Enrich back to the Pis (176.05 ms)
+    and the policy relieves the running placement with it. A measured breach the planner cannot improve on is
+    recorded against the running placement and held as already in effect."""
+    from placement.cli.watch_cmd import plan_command
+    from placement.costmodel.evaluate import evaluate
+    from placement.costmodel.model import build_problem
+    from placement.inventory import load_inventory
+    from placement.profile.format import MeasuredLatency, load_profile
+    from placement.profile.pipeline import write_profile
+    from placement.solver.methods import solve_with
+    from placement.watch.loop import Watch, WatchOptions
+    from placement.watch.policy import PolicyState, decide
+    from placement.watch.signals import Baseline, DriftThresholds, detect, source_rates, window_from_profile
+    from placement.writers.planjson import load_plan
+
+    inv = bounded_inventory(tmp_path, 180)
+    profile = load_profile(REPO / "examples" / "profiles" / "iot-sensors.json")
+    problem = build_problem(load_inventory(inv), profile)
+    best = solve_with(problem).assignment
+    later = {problem.vertex_names[v] for v in problem.vertex_order[2:]}  # Filter, Enrich, Window Aggregate, Sink
+    running = {k: ("server" if problem.vertex_names[k[0]] in later else h) for k, h in best.items()}
+    watch = Watch(WatchOptions(inventory_path=inv, job_name="iot", work_dir=tmp_path / "w", engine="pandas"),
+                  plan_fn=plan_command(inv, rescale=False))
+    for tick in (1, 2):
+        (watch.windows_dir / f"tick-{tick:05d}").mkdir(parents=True)
+        write_profile(profile, watch.windows_dir / f"tick-{tick:05d}" / "profile.json")
+
+    window = window_from_profile(profile, evaluate(problem, running), start_ms=0, end_ms=60_000, job_id="j",
+                                 latency_bounds=problem.latency_bounds)
+    assert max(link.mbit / link.usable_mbit for link in window.links) < 1  # no link drift: latency alone
+    drifts = detect(Baseline(source_rates(profile)), [window])
+    assert [(d.kind, d.basis) for d in drifts] == [("latency", "predicted")]
+    assert drifts[0].measured == pytest.approx(181.5, abs=0.05) and drifts[0].reference == 180
+    proposal, scale = watch._replan(1, profile, window, running, drifts)
+    (path,) = load_plan(proposal.plan_dir).paths
+    assert scale == 1.0 and proposal.planned_fits and path.latency_ms == pytest.approx(176.05, abs=0.05)
+    assert [v.split(":")[0] for v in proposal.current_violations] == ["path Source"]
+    assert proposal.current_peak == pytest.approx(181.5 / 180, abs=1e-3) and proposal.planned_peak < 1
+    assert proposal.moves == 6  # Filter and Enrich, three subtasks each, back to the Pis
+    d = decide(PolicyState(), 60_000, drifts, proposal)
+    assert (d.action, d.kind) == ("apply", "relief") and "predicted 181.5 ms, bound 180 ms" in d.reason
+
+    # the plan meets the bound as predicted, but the markers say 190 ms twice: the breach is held against it
+    source, sink = profile.sources()[0], profile.sinks()[0]
+    marked = profile.model_copy(update={"latency": [MeasuredLatency(source=source.id, sink=sink.id, p50_ms=190.0)]})
+    windows = [window_from_profile(marked, evaluate(problem, best), start_ms=0, end_ms=t, job_id="k",
+                                   latency_bounds=problem.latency_bounds) for t in (30_000, 60_000)]
+    drifts = detect(Baseline(source_rates(profile)), windows, DriftThresholds(sustained_windows=2))
+    assert [(d.kind, d.basis) for d in drifts] == [("latency", "measured")]
+    proposal, _ = watch._replan(2, marked, windows[-1], best, drifts)
+    assert proposal.current_violations == (drifts[0].message,) and proposal.moves == 0
+    d = decide(PolicyState(), 60_000, drifts, proposal)
+    assert (d.action, d.reason) == ("hold", "re-planned: the plan is already in effect")
