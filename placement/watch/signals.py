@@ -27,12 +27,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from placement.costmodel.evaluate import LinkLoad, PlanCost
 from placement.costmodel.latency import PathLatency
 from placement.profile.format import JobProfile
 
 KINDS = ("rate", "backpressure", "link", "latency", "taskmanager-lost", "taskmanager-added")
+LatencyBasis = Literal["predicted", "measured"]  # the cost model's figure, or Flink's latency markers'
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,7 @@ class Drift:
     measured: float | None = None
     reference: float | None = None
     message: str = field(default="", compare=False)
-    basis: str | None = None  # latency: "predicted" (the cost model's) or "measured" (Flink's latency markers)
+    basis: LatencyBasis | None = None  # a latency drift's (None: any other kind)
 
 
 def source_rates(profile: JobProfile) -> dict[str, float]:
