@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import math
 import signal
 import sys
 from pathlib import Path
@@ -57,7 +58,8 @@ def plan_command(inventory: Path, *, rescale: bool) -> PlanFn:
                            links={link.source: link.mbit for link in doc.links},
                            assignment={(a.vertex_id, a.subtask): a.host for a in doc.assignment},
                            peak=peak_use(((link.mbit, link.bandwidth_mbit) for link in doc.links),
-                                         ((h.cores_used, h.cores) for h in doc.hosts)))
+                                         ((h.cores_used, h.cores) for h in doc.hosts),
+                                         ((p.latency_ms, p.bound_ms) for p in doc.paths or ())))
 
     return run
 
@@ -79,18 +81,38 @@ def render(status: Status, options: WatchOptions) -> Group:
         for link in w.links:
             table.add_row(f"uplink {link.host}", f"{link.mbit:.2f} Mbit/s", f"{link.usable_mbit:.2f}")
         table.add_row("max backpressure", f"{w.max_backpressure():.0f} ms/s", f"{options.thresholds.backpressure_ms:.0f}")
+        for key, ms in w.latency.items():  # measured (latency markers) next to the bound, where tracked
+            bound = w.latency_bounds.get(key)
+            table.add_row(f"latency p50 {key}", f"{ms:.1f} ms", "" if bound is None else f"{bound:g}")
+        worst = max(w.paths, key=lambda p: p.latency_ms, default=None)
+        if worst is not None and worst.bound_ms is not None:  # the bounded job's worst path, as the model prices it
+            shown = f"{worst.latency_ms:.1f} ms" if math.isfinite(worst.latency_ms) else "unbounded (uplink past 99 %)"
+            table.add_row(f"predicted {worst.name}", shown, f"{worst.bound_ms:g}")
         parts.append(table)
     for d in status.drifts:
         parts.append(Text(f"drift: {d.message or d.kind + ' ' + d.subject}", style="yellow"))
     p = status.proposal
     if p is not None:
         planned = "nothing fits" if p.planned_wan_mbit is None else f"{p.planned_wan_mbit:.2f} Mbit/s"
-        parts.append(Text(f"re-plan: running {p.current_wan_mbit:.2f} Mbit/s"
-                          f"{' (breaks capacity)' if p.current_violations else ''} → plan {planned}, {p.moves} moves"))
+        parts.append(Text(f"re-plan: running {p.current_wan_mbit:.2f} Mbit/s{breaks(p.current_violations)} "
+                          f"→ plan {planned}, {p.moves} moves"))
     if status.decision is not None:
         style = {"apply": "bold green", "hold": "cyan", "wait": "dim", "steady": "green"}[status.decision.action]
         parts.append(Text(f"decision: {status.decision.action}: {status.decision.reason}", style=style))
     return Group(*parts)
+
+
+def breaks(violations: tuple[str, ...]) -> str:
+    """" (breaks capacity)", " (breaks a latency bound)", both, or nothing: what the running placement breaks."""
+    latency = [v for v in violations if is_latency_breach(v)]
+    what = [w for w, there in (("capacity", len(latency) < len(violations)), ("a latency bound", bool(latency)))
+            if there]
+    return f" (breaks {' and '.join(what)})" if what else ""
+
+
+def is_latency_breach(violation: str) -> bool:
+    """The cost model's "path …: predicted …, bound …" or a measured latency drift's "…: measured p50 …, bound …"."""
+    return violation.startswith("path ") or ": measured p50 " in violation
 
 
 def _line(status: Status) -> str:

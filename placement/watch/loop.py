@@ -16,6 +16,7 @@ to its end (applied or rolled back) before the loop exits, so nothing is left ha
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -130,16 +131,29 @@ class Status:
     notes: list[str] = field(default_factory=list)
 
 
-def peak_use(links: Iterable[tuple[float, float]], hosts: Iterable[tuple[float, float]]) -> float | None:
+def peak_use(links: Iterable[tuple[float, float]], hosts: Iterable[tuple[float, float]],
+             paths: Iterable[tuple[float | None, float | None]] = ()) -> float | None:
     """The busiest resource as a share of its capacity: (Mbit/s, bandwidth) per uplink, (cores used, cores) per
-    host. The cost model's figures for the running placement and the plan's predictions are read the same way."""
+    host, and (predicted latency, bound) per bounded source → sink path — a latency bound is a capacity too, so a
+    plan that comes closer to it (or breaks it) is not "roomier". A latency of None is one without a bound (an uplink
+    past 99 %, plan.json's null). The cost model's figures for the running placement and the plan's predictions are
+    read the same way."""
     shares = [used / cap for used, cap in [*links, *hosts] if cap > 0]
+    shares += [math.inf if ms is None else ms / bound for ms, bound in paths if bound]
     return max(shares) if shares else None
 
 
 def cost_peak(cost: PlanCost) -> float | None:
     return peak_use(((link.mbit, link.bandwidth_mbit) for link in cost.links),
-                    ((h.cores_used, h.cores) for h in cost.hosts))
+                    ((h.cores_used, h.cores) for h in cost.hosts),
+                    ((p.latency_ms, p.bound_ms) for p in cost.paths))
+
+
+def measured_breaches(drifts: Iterable[Drift]) -> tuple[str, ...]:
+    """Latency bounds the running placement breaks as measured (Flink's latency markers, sustained): a breach like
+    the cost model's, so the re-plan is a relief as for a broken link. (A predicted breach is in the cost model's
+    violations already.)"""
+    return tuple(d.message for d in drifts if d.kind == "latency" and d.basis == "measured")
 
 
 class CollectorThread:
@@ -309,7 +323,7 @@ class Watch:
             elif drifts and profile is not None:
                 self._update("re-planning")
                 try:
-                    proposal, scale = self._replan(tick, profile, window, running)
+                    proposal, scale = self._replan(tick, profile, window, running, drifts)
                 except PlacementError as exc:
                     notes.append(f"re-plan failed: {exc}")
                 else:
@@ -404,7 +418,8 @@ class Watch:
         cost = evaluate(problem, running) if running is not None and keys <= set(running) else None
         tms = frozenset(tm.id for tm in self.rest.taskmanagers())
         window = window_from_profile(profile, cost, start_ms=since, end_ms=now_ms, job_id=manifest.job_id,
-                                     taskmanagers=tms, fresh_source_rates=self._fresh_rates(job.id))
+                                     taskmanagers=tms, fresh_source_rates=self._fresh_rates(job.id),
+                                     latency_bounds=problem.latency_bounds)
         write_profile(profile, snapshot / "profile.json")
         return window, snapshot, profile, running
 
@@ -440,10 +455,12 @@ class Watch:
         for old in sorted(self.windows_dir.glob("tick-*"))[:-keep]:
             shutil.rmtree(old, ignore_errors=True)
 
-    def _replan(self, tick: int, profile: JobProfile, window: Window,
-                running: Assignment | None) -> tuple[Proposal, float]:
+    def _replan(self, tick: int, profile: JobProfile, window: Window, running: Assignment | None,
+                drifts: Iterable[Drift] = ()) -> tuple[Proposal, float]:
         """Plan for the demand (measured rates, scaled up where sources are back-pressured; the measured rates where
-        nothing fits the scaled ones) and price the running placement under the same load."""
+        nothing fits the scaled ones) and price the running placement under the same load. ``placement plan`` reads
+        the same inventory, so the plan honours ``policy.max_latency_ms`` (the ILP's bound) as the pricing does; a
+        measured latency breach counts against the running placement like a capacity it breaks."""
         profile_path = self.windows_dir / f"tick-{tick:05d}" / "profile.json"
         scale = demand_scale(window, self.o.max_demand_scale)
         outcome = self.plan_fn(profile_path, self.plans_dir / f"tick-{tick:05d}", scale)
@@ -454,6 +471,7 @@ class Watch:
         if running is not None:
             cost = evaluate(self._problem(profile, scale), running)
             current_wan, current_violations, current_peak = cost.wan_mbit, tuple(cost.violations), cost_peak(cost)
+        current_violations = (*current_violations, *measured_breaches(drifts))
         proposal = Proposal(
             current_wan_mbit=current_wan, current_violations=current_violations, planned_wan_mbit=outcome.wan_mbit,
             planned_violations=() if outcome.fits else (outcome.violations or ("no placement fits",)),

@@ -3,7 +3,9 @@
 Two record kinds (``"record"``):
 
 * ``decision`` — one per tick: the window (its span, job, snapshot directory: ``placement profile <snapshot>``
-  reproduces its profile), the drifts, the proposal (running placement vs new plan, WAN predicted under the window),
+  reproduces its profile; since issue 25 also each path's predicted latency and each source → sink pair's measured
+  p50 and bound), the drifts (kind, subject, measured and reference figures, message; a ``latency`` drift's
+  ``basis``: predicted or measured), the proposal (running placement vs new plan, WAN predicted under the window),
   the decision and its reason, and — when it applied — the apply's outcome (status, downtime, new job id, audit log);
   ``plan_in_effect``, after the decision: the plan directory whose prediction the running placement is held to (the
   last plan applied, or the last re-plan that kept the placement; null until the watch has made one);
@@ -17,6 +19,7 @@ Lines are appended and flushed one by one, so a log cut short by a crash is stil
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import asdict
 from pathlib import Path
@@ -36,7 +39,26 @@ def window_json(w: Window, snapshot: str | None) -> dict[str, Any]:
         "backpressure_ms": {k: round(v, 1) for k, v in w.backpressure.items()},
         "links": [asdict(link) for link in w.links], "taskmanagers": sorted(w.taskmanagers),
         "violations": list(w.violations),
+        # issue 25: predicted latency per path of the running placement, measured p50 and bound per source → sink
+        "paths": [{"path": p.name, "latency_ms": finite(p.latency_ms), "bound_ms": p.bound_ms, "link": p.link,
+                   "utilisation": p.utilisation} for p in w.paths],
+        "latency_p50_ms": dict(w.latency), "latency_bounds_ms": dict(w.latency_bounds),
     }
+
+
+def finite(x: float | None) -> float | None:
+    """JSON has no infinity (the log is written with ``allow_nan=False``): a latency or a share without a bound (an
+    uplink past 99 %) is null, as in plan.json."""
+    return x if x is None or math.isfinite(x) else None
+
+
+def drift_json(d: Drift) -> dict[str, Any]:
+    return {"kind": d.kind, "subject": d.subject, "measured": finite(d.measured), "reference": finite(d.reference),
+            "message": d.message, **({"basis": d.basis} if d.basis else {})}
+
+
+def proposal_json(p: Proposal) -> dict[str, Any]:
+    return {**asdict(p), "current_peak": finite(p.current_peak), "planned_peak": finite(p.planned_peak), "gain": p.gain}
 
 
 def decision_record(tick: int, at_ms: int, window: Window | None, snapshot: str | None, drifts: list[Drift],
@@ -45,9 +67,8 @@ def decision_record(tick: int, at_ms: int, window: Window | None, snapshot: str 
     return {
         "format": FORMAT, "record": "decision", "tick": tick, "at_ms": at_ms, "plan_in_effect": plan_in_effect,
         "window": window_json(window, snapshot) if window is not None else None,
-        "drifts": [{"kind": d.kind, "subject": d.subject, "measured": d.measured, "reference": d.reference,
-                    "message": d.message} for d in drifts],
-        "proposal": None if proposal is None else {**asdict(proposal), "gain": proposal.gain},
+        "drifts": [drift_json(d) for d in drifts],
+        "proposal": None if proposal is None else proposal_json(proposal),
         "decision": {"action": decision.action, "kind": decision.kind, "reason": decision.reason},
         "apply": apply,
         "notes": notes or [],

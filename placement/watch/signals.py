@@ -14,18 +14,27 @@ the TaskManagers registered then. :func:`detect` compares them:
 * ``backpressure`` — a vertex back-pressured above ``backpressure_ms`` ms/s in each of the last ``sustained_windows``
   windows of the same job (one window's spike is no drift);
 * ``link`` — an uplink's use above its usable bandwidth (bandwidth × the inventory's ``wan_headroom``);
+* ``latency`` — a source → sink latency bound (``policy.max_latency_ms``) broken: **predicted**, a path whose latency
+  the cost model gives for the running placement under the window's load is over its bound (like ``link``, no
+  sustained windows: the model already averages the window), or **measured**, where the profile carries Flink's latency
+  markers, a source → sink pair's p50 over its bound in each of the last ``sustained_windows`` windows of the same job
+  (one window's spike is no drift). A job without a bound has no latency drift;
 * ``taskmanager-lost`` / ``taskmanager-added`` — the registered TaskManagers differ from the baseline's.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from placement.costmodel.evaluate import LinkLoad, PlanCost
+from placement.costmodel.latency import PathLatency
 from placement.profile.format import JobProfile
 
-KINDS = ("rate", "backpressure", "link", "taskmanager-lost", "taskmanager-added")
+KINDS = ("rate", "backpressure", "link", "latency", "taskmanager-lost", "taskmanager-added")
+LatencyBasis = Literal["predicted", "measured"]  # the cost model's figure, or Flink's latency markers'
 
 
 @dataclass(frozen=True)
@@ -43,6 +52,11 @@ class Window:
     # records/s of each source over the last tick, from its numRecordsOut counter: Flink's *PerSecond meters (and so
     # the profile) average 60 s, a counter's difference follows a step within one tick
     fresh_source_rates: Mapping[str, float] = field(default_factory=dict)
+    # the cost model's source → sink paths of the running placement under this load, each with its bound (if any)
+    paths: tuple[PathLatency, ...] = ()
+    # measured p50 ms per source → sink pair (pair_key: "source name → sink name"), from Flink's latency markers
+    latency: Mapping[str, float] = field(default_factory=dict)
+    latency_bounds: Mapping[str, float] = field(default_factory=dict)  # pair_key -> policy.max_latency_ms
 
     def rates_now(self) -> Mapping[str, float]:
         """The freshest source rates known: the counters' where there are, else the window's."""
@@ -85,6 +99,7 @@ class Drift:
     measured: float | None = None
     reference: float | None = None
     message: str = field(default="", compare=False)
+    basis: LatencyBasis | None = None  # a latency drift's (None: any other kind)
 
 
 def source_rates(profile: JobProfile) -> dict[str, float]:
@@ -92,11 +107,41 @@ def source_rates(profile: JobProfile) -> dict[str, float]:
     return {v.name: float(v.records_out_per_s) for v in profile.sources()}
 
 
+def pair_key(source: str, sink: str) -> str:
+    """How a source → sink pair is named in a window: "Source: Sensors → Sink: Readings" (vertex names)."""
+    return f"{source} → {sink}"
+
+
+def measured_latency(profile: JobProfile) -> dict[str, float]:
+    """The measured p50 ms of each source → sink pair the profile's latency markers cover (empty: not tracked).
+
+    The p50, not the p99: the bound is on the *mean* path latency the cost model predicts, and the median is the
+    robust measured figure closest to a mean (markers' tails carry GC pauses and checkpoint alignments the model
+    does not price)."""
+    names = {v.id: v.name for v in profile.vertices}
+    return {pair_key(names.get(m.source, m.source), names.get(m.sink, m.sink)): float(m.p50_ms)
+            for m in profile.latency if m.p50_ms is not None}
+
+
+def latency_bounds_by_name(profile: JobProfile, bounds: Mapping[tuple[str, str], float] | None,
+                           cost: PlanCost | None) -> dict[str, float]:
+    """``policy.max_latency_ms`` per source → sink pair, by name: ``bounds`` (the problem's ``latency_bounds``,
+    (source id, sink id) -> ms) where given, else what the cost model's paths carry."""
+    names = {v.id: v.name for v in profile.vertices}
+    if bounds is None:
+        bounds = {(p.vertices[0], p.vertices[-1]): p.bound_ms for p in (cost.paths if cost else ())
+                  if p.bound_ms is not None}
+    return {pair_key(names.get(s, s), names.get(t, t)): float(ms) for (s, t), ms in bounds.items()}
+
+
 def window_from_profile(profile: JobProfile, cost: PlanCost | None, *, start_ms: int, end_ms: int, job_id: str,
                         taskmanagers: frozenset[str] = frozenset(),
-                        fresh_source_rates: Mapping[str, float] | None = None) -> Window:
+                        fresh_source_rates: Mapping[str, float] | None = None,
+                        latency_bounds: Mapping[tuple[str, str], float] | None = None) -> Window:
     """A window from its profile and the running placement priced under it (``cost``: the cost model's
-    :func:`~placement.costmodel.evaluate.evaluate` of the assignment that ran; None when it could not be priced)."""
+    :func:`~placement.costmodel.evaluate.evaluate` of the assignment that ran; None when it could not be priced).
+    ``latency_bounds``: the problem's ``latency_bounds`` ((source id, sink id) -> ms; None: those ``cost``'s paths
+    carry — a window whose placement could not be priced still holds measured latency to the bound that way)."""
     backpressure = {}
     for v in profile.vertices:
         values = [s.backpressured_ms_per_s for s in v.subtasks if s.backpressured_ms_per_s is not None]
@@ -105,7 +150,9 @@ def window_from_profile(profile: JobProfile, cost: PlanCost | None, *, start_ms:
     links = tuple(cost.links) if cost else ()
     return Window(start_ms=start_ms, end_ms=end_ms, job_id=job_id, source_rates=source_rates(profile),
                   backpressure=backpressure, links=links, taskmanagers=taskmanagers,
-                  violations=tuple(cost.violations) if cost else (), fresh_source_rates=dict(fresh_source_rates or {}))
+                  violations=tuple(cost.violations) if cost else (), fresh_source_rates=dict(fresh_source_rates or {}),
+                  paths=tuple(cost.paths) if cost else (), latency=measured_latency(profile),
+                  latency_bounds=latency_bounds_by_name(profile, latency_bounds, cost))
 
 
 def demand_scale(window: Window, limit: float) -> float:
@@ -152,7 +199,40 @@ def detect(baseline: Baseline, windows: Sequence[Window], thresholds: DriftThres
             drifts.append(Drift("link", link.host, link.mbit, link.usable_mbit,
                                 f"uplink {link.host}: {link.mbit:.2f} Mbit/s of job data, usable {link.usable_mbit:.2f} "
                                 f"(of {link.bandwidth_mbit:g})"))
+    drifts += predicted_latency_drifts(now) + measured_latency_drifts(same_job, thresholds)
     return drifts + taskmanager_drifts(baseline, now.taskmanagers)
+
+
+def predicted_latency_drifts(now: Window) -> list[Drift]:
+    """Paths whose predicted latency under the window's load (the cost model's, for the running placement) is over
+    their bound. ``inf``: a crossed uplink is past the utilisation whose queue has a bound."""
+    out = []
+    for p in now.paths:
+        if p.bound_ms is None or not p.over_bound:
+            continue
+        figure = f"{p.latency_ms:.1f} ms" if math.isfinite(p.latency_ms) else "no bound (an uplink past 99 %)"
+        where = f" ({p.link} at {p.utilisation:.0%})" if p.link and p.utilisation is not None else ""
+        out.append(Drift("latency", p.name, p.latency_ms, p.bound_ms,
+                         f"path {p.name}: predicted {figure} under the measured load{where}, bound {p.bound_ms:g} ms",
+                         basis="predicted"))
+    return out
+
+
+def measured_latency_drifts(same_job: Sequence[Window], thresholds: DriftThresholds) -> list[Drift]:
+    """Source → sink pairs whose measured p50 is over their bound in each of the last ``sustained_windows`` windows
+    of the job (``same_job``: the newest last): one window's spike is no drift."""
+    if len(same_job) < thresholds.sustained_windows:
+        return []
+    now = same_job[-1]
+    out = []
+    for key in sorted(now.latency_bounds):
+        bound = now.latency_bounds[key]
+        values = [w.latency.get(key) for w in same_job]
+        if all(v is not None and v > bound for v in values):
+            out.append(Drift("latency", key, now.latency[key], bound,
+                             f"{key}: measured p50 {now.latency[key]:.1f} ms in each of the last {len(same_job)} "
+                             f"windows, bound {bound:g} ms", basis="measured"))
+    return out
 
 
 def still_moving(windows: Sequence[Window], tolerance: float = 0.15) -> str | None:

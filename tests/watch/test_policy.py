@@ -151,3 +151,37 @@ def test_a_cheaper_plan_with_more_room_needs_no_stabilization_window():
     assert d.action == "hold" and "cooldown 50 s left" in d.reason
     tighter = Proposal(2.0, (), 0.2, moves=4, current_peak=0.3, planned_peak=0.8)
     assert "stabilizing" in decide(PolicyState(), 10 * S, drifts, tighter, config=config).reason
+
+
+def test_a_latency_drift_is_decided_like_a_link_drift():
+    """A bound the running placement breaks (predicted by the cost model, or measured) is a broken capacity: the same
+    relief, cooldown and hold reasons as an uplink over its bandwidth."""
+    from placement.watch.loop import measured_breaches
+    from placement.watch.signals import Drift
+
+    path = "Source: Sensors → Parse → Sink: Readings"
+    cases = {
+        "link": ([Drift("link", "rpi1", 52.8, 45.0)],
+                 ("link rpi1→server needs 52.8 Mbit/s, has 50 (45.0 usable at 90%)",)),
+        "latency": ([Drift("latency", path, 176.1, 170.0, basis="predicted")],
+                    (f"path {path}: predicted 176.1 ms, bound 170 ms (flush 122.2)",)),
+    }
+    measured = [Drift("latency", "Source: Sensors → Sink: Readings", 190.0, 180.0,
+                      "Source: Sensors → Sink: Readings: measured p50 190.0 ms in each of the last 2 windows, bound "
+                      "180 ms", basis="measured")]
+    cases["measured latency"] = (measured, measured_breaches(measured))  # what the loop adds to the running's breaches
+    assert measured_breaches(cases["latency"][0]) == ()  # a predicted breach is in the cost model's violations already
+    outcomes = {}
+    for name, (drifts, breaks) in cases.items():
+        fits = Proposal(40.0, breaks, 10.0, moves=4, plan_dir="p", current_peak=1.05, planned_peak=0.3)
+        nothing = Proposal(40.0, breaks, None, ("path X needs 176.1 ms, its bound is 170 ms",), moves=0)
+        same = Proposal(40.0, breaks, 10.0, moves=0)
+        cooling = after_change(PolicyState(), 100 * S)
+        got = [decide(PolicyState(), 300 * S, drifts, fits), decide(cooling, 150 * S, drifts, fits),
+               decide(PolicyState(), 300 * S, drifts, nothing), decide(PolicyState(), 300 * S, drifts, same),
+               decide(PolicyState(), 300 * S, drifts, None)]
+        outcomes[name] = [(d.action, d.kind) for d in got]
+        assert got[0].reason == "relief: the running placement breaks " + breaks[0]
+        assert "cooldown 70 s left" in got[1].reason and "its bound is 170 ms" in got[2].reason
+    assert outcomes["link"] == [("apply", "relief"), ("hold", "relief"), ("hold", None), ("hold", None), ("hold", None)]
+    assert outcomes["latency"] == outcomes["link"] == outcomes["measured latency"]

@@ -126,3 +126,94 @@ def test_a_rate_still_moving_is_told_apart_from_a_settled_one():
     assert still_moving([fresh(290), fresh(300)]) is None  # settled within 15 %
     assert still_moving([fresh(100, "old"), fresh(300, "new")]) is None  # another job: nothing to compare
     assert still_moving([fresh(300)]) is None
+
+
+# ---- latency (issue 25): a bound broken under the measured load ------------------------------------------------------
+
+IOT = REPO / "examples" / "profiles" / "iot-sensors.json"
+IOT_PATH = "Source: Sensors → Parse → Filter → Enrich → Window Aggregate → Sink: Readings"
+IOT_PAIR = "Source: Sensors → Sink: Readings"
+
+
+def bounded_lab(max_latency_ms=None):
+    """inventory/edge-lab.yaml with ``policy.max_latency_ms`` (None: unbounded, the file as shipped)."""
+    from placement.inventory import Inventory
+
+    doc = load_inventory(INVENTORY).model_dump(mode="json", by_alias=True)
+    if max_latency_ms is not None:
+        doc["policy"]["max_latency_ms"] = max_latency_ms
+    return Inventory.model_validate(doc)
+
+
+@pytest.fixture(scope="module")
+def iot():
+    """The IoT example's profile and the unbounded ILP plan for it (its one path: 176.05 ms, over rpi3's uplink)."""
+    from placement.profile.format import load_profile
+
+    profile = load_profile(IOT)
+    return profile, solve_with(build_problem(bounded_lab(), profile)).assignment
+
+
+def priced(profile, assignment, max_latency_ms, *, job="j", measured_p50=None) -> Window:
+    """A window of ``profile`` (with a measured p50 from Source: Sensors to Sink: Readings, if given) priced under
+    ``assignment`` with the bound, as the loop builds it."""
+    from placement.profile.format import MeasuredLatency
+
+    if measured_p50 is not None:
+        source, sink = profile.sources()[0], profile.sinks()[0]
+        profile = profile.model_copy(update={"latency": [MeasuredLatency(source=source.id, sink=sink.id,
+                                                                         p50_ms=measured_p50, samples=30)]})
+    problem = build_problem(bounded_lab(max_latency_ms), profile)
+    return window_from_profile(profile, evaluate(problem, assignment), start_ms=0, end_ms=60_000, job_id=job,
+                               latency_bounds=problem.latency_bounds)
+
+
+def test_a_path_predicted_over_its_bound_under_the_window_s_load_is_a_latency_drift(iot):
+    profile, plan = iot
+    w = priced(profile, plan, 170)
+    assert w.latency_bounds == {IOT_PAIR: 170.0} and w.latency == {}  # the example has no latency markers
+    (d,) = detect(Baseline(source_rates(profile)), [w])  # one window is enough: the model averages it already
+    assert (d.kind, d.subject, d.basis, d.reference) == ("latency", IOT_PATH, "predicted", 170.0)
+    assert d.measured == pytest.approx(176.05, abs=0.05)
+    assert d.message == (f"path {IOT_PATH}: predicted 176.1 ms under the measured load (rpi3→server at 7%), "
+                         "bound 170 ms")
+    assert any(v.startswith(f"path {IOT_PATH}: predicted 176.1 ms, bound 170 ms") for v in w.violations)
+    # the bound met, or no bound at all: no drift, and the window is what it was before bounds existed
+    assert detect(Baseline(source_rates(profile)), [priced(profile, plan, 180)]) == []
+    unbounded = priced(profile, plan, None)
+    assert detect(Baseline(source_rates(profile)), [unbounded]) == []
+    assert unbounded.latency_bounds == {} and unbounded.paths[0].bound_ms is None and not unbounded.violations
+
+
+def test_all_on_server_saturates_the_uplinks_and_the_path_has_no_finite_latency(iot):
+    profile, _ = iot
+    problem = build_problem(bounded_lab(180), profile)
+    w = window_from_profile(profile, evaluate(problem, all_on_server(problem).assignment), start_ms=0, end_ms=1,
+                            job_id="j")  # bounds from the cost's paths: the same as the problem's
+    assert w.latency_bounds == {IOT_PAIR: 180.0}
+    drifts = detect(Baseline(source_rates(profile)), [w])
+    assert [(d.kind, d.subject) for d in drifts] == [("link", "rpi1"), ("link", "rpi2"), ("link", "rpi3"),
+                                                      ("latency", IOT_PATH)]
+    assert drifts[-1].measured == float("inf") and "no bound (an uplink past 99 %)" in drifts[-1].message
+    assert "rpi1→server at 106%" in drifts[-1].message
+
+
+def test_a_measured_p50_over_the_bound_is_a_drift_only_when_sustained_within_one_job(iot):
+    profile, plan = iot
+    base = Baseline(source_rates(profile))
+    t = DriftThresholds(sustained_windows=2)
+
+    def at(p50, job="j", bound=180):  # the plan meets 180 ms as predicted: only the measurement can break it
+        return priced(profile, plan, bound, job=job, measured_p50=p50)
+
+    assert at(190.0).latency == {IOT_PAIR: 190.0} and at(190.0).latency_bounds == {IOT_PAIR: 180.0}
+    assert detect(base, [at(190.0)], t) == []  # one window's spike is no drift
+    assert detect(base, [at(150.0), at(190.0)], t) == []
+    (d,) = detect(base, [at(185.0), at(190.0)], t)
+    assert (d.kind, d.subject, d.basis, d.measured, d.reference) == ("latency", IOT_PAIR, "measured", 190.0, 180.0)
+    assert d.message == f"{IOT_PAIR}: measured p50 190.0 ms in each of the last 2 windows, bound 180 ms"
+    assert detect(base, [at(190.0, "old"), at(190.0, "new")], t) == []  # a redeploy (another job) restarts the count
+    assert detect(base, [at(179.0), at(190.0), at(190.0)], DriftThresholds(sustained_windows=3)) == []
+    assert detect(base, [at(190.0), at(190.0)], DriftThresholds(sustained_windows=1))[0].subject == IOT_PAIR
+    assert detect(base, [at(190.0, bound=None), at(195.0, bound=None)], t) == []  # unbounded: measured, never drift
+    assert detect(base, [at(190.0, bound=200), at(195.0, bound=200)], t) == []

@@ -90,3 +90,155 @@ def test_watch_rescale_plans_parallelism_through_placement_plan_rescale(tmp_path
     window = {(a.vertex_id, a.subtask) for a in doc.assignment if a.vertex == "Window Aggregate"}
     assert window == {k for k in out.assignment if k[0] == next(iter(window))[0]} and len(window) == 1
     assert moves(out.assignment, same.assignment) >= 1  # at least the Window Aggregate subtask that goes away
+
+
+# ---- latency bounds (issue 25) ---------------------------------------------------------------------------------------
+
+IOT_PATH = "Source: Sensors → Parse → Filter → Enrich → Window Aggregate → Sink: Readings"
+
+
+def bounded_inventory(tmp_path, max_latency_ms) -> Path:
+    """inventory/edge-lab.yaml with ``policy.max_latency_ms``, written as a file: the watch's planner reads the
+    inventory the watch was given, as `placement plan` would."""
+    import json
+
+    from placement.inventory import load_inventory
+
+    doc = load_inventory(REPO / "inventory" / "edge-lab.yaml").model_dump(mode="json", by_alias=True)
+    doc["policy"]["max_latency_ms"] = max_latency_ms
+    out = tmp_path / f"inv-{max_latency_ms}.json"
+    out.write_text(json.dumps(doc))
+    return out
+
+
+def test_the_watch_s_planner_honours_the_latency_bound_and_counts_it_in_the_busiest_resource(tmp_path):
+    """The re-plan is `placement plan` on the watch's own inventory, so it is held to ``policy.max_latency_ms``: met
+    (the IoT plan's one path is 176.05 ms) it fits and the latency share is its busiest resource; below it nothing fits
+    and the reason names the path."""
+    from placement.cli.watch_cmd import plan_command
+    from placement.writers.planjson import load_plan
+
+    profile = REPO / "examples" / "profiles" / "iot-sensors.json"
+    ok = plan_command(bounded_inventory(tmp_path, 180), rescale=False)(profile, tmp_path / "ok", 1.0)
+    (path,) = load_plan(tmp_path / "ok").paths
+    assert ok.fits and path.bound_ms == 180 and path.latency_ms <= 180
+    assert ok.peak == pytest.approx(path.latency_ms / 180) and ok.peak == pytest.approx(176.05 / 180, abs=1e-3)
+    short = plan_command(bounded_inventory(tmp_path, 170), rescale=False)(profile, tmp_path / "short", 1.0)
+    assert not short.fits and short.wan_mbit is None
+    assert any(v.startswith(f"path {IOT_PATH} needs 176.1 ms, its bound is 170 ms") for v in short.violations)
+
+
+def test_a_plan_nearer_its_latency_bound_is_not_roomier():
+    from placement.watch.loop import peak_use
+    from placement.watch.policy import Proposal
+
+    links, hosts = [(10.0, 50.0)], [(1.0, 4.0)]
+    assert peak_use(links, hosts) == pytest.approx(0.25)
+    assert peak_use(links, hosts, [(176.0, None)]) == pytest.approx(0.25)  # an unbounded path is no resource
+    assert peak_use(links, hosts, [(176.0, 200.0)]) == pytest.approx(0.88)
+    assert peak_use(links, hosts, [(None, 200.0)]) == float("inf")  # plan.json's null: an uplink past 99 %
+    breaks = Proposal(20.0, (), 5.0, moves=3, current_peak=0.5, planned_peak=peak_use(links, hosts, [(210.0, 200.0)]))
+    assert breaks.planned_peak == pytest.approx(1.05) and not breaks.roomier
+
+
+def test_the_decision_log_and_the_live_view_carry_a_latency_drift(tmp_path):
+    """An unbounded queue (inf) is null in the log (JSON has no infinity); kind, subject, figures and basis are kept."""
+    from rich.console import Console
+
+    from placement.cli.watch_cmd import render
+    from placement.costmodel.latency import PathLatency
+    from placement.watch.loop import Status, WatchOptions
+    from placement.watch.policy import Decision, PolicyState, Proposal
+    from placement.watch.record import DecisionLog, decision_record, read_log
+    from placement.watch.signals import Drift
+
+    path = PathLatency(IOT_PATH, ("a", "b"), float("inf"), 122.2, 50, 5.3, float("inf"), "rpi1→server", 1.056, 180.0)
+    window = Window(0, 60_000, "j", {"Source: Sensors": 100.0}, {}, paths=(path,),
+                    latency={"Source: Sensors → Sink: Readings": 190.0},
+                    latency_bounds={"Source: Sensors → Sink: Readings": 180.0})
+    drifts = [Drift("latency", IOT_PATH, float("inf"), 180.0, f"path {IOT_PATH}: predicted no bound",
+                    basis="predicted"),
+              Drift("latency", "Source: Sensors → Sink: Readings", 190.0, 180.0,
+                    "Source: Sensors → Sink: Readings: measured p50 190.0 ms ...", basis="measured")]
+    proposal = Proposal(40.0, (f"path {IOT_PATH}: predicted inf ms, bound 180 ms",), 10.0, moves=2,
+                        current_peak=float("inf"), planned_peak=0.9)
+    decision = Decision("apply", "relief: ...", PolicyState(), "relief")
+    log = DecisionLog(tmp_path / "log.jsonl")
+    log.write(decision_record(1, 60_000, window, None, drifts, proposal, decision))
+    (rec,) = read_log(tmp_path / "log.jsonl")
+    assert rec["drifts"][0] == {"kind": "latency", "subject": IOT_PATH, "measured": None, "reference": 180.0,
+                                "message": f"path {IOT_PATH}: predicted no bound", "basis": "predicted"}
+    assert (rec["drifts"][1]["measured"], rec["drifts"][1]["basis"]) == (190.0, "measured")
+    assert rec["proposal"]["current_peak"] is None and rec["proposal"]["planned_peak"] == 0.9
+    assert rec["window"]["paths"] == [{"path": IOT_PATH, "latency_ms": None, "bound_ms": 180.0, "link": "rpi1→server",
+                                       "utilisation": 1.056}]
+    assert rec["window"]["latency_p50_ms"] == {"Source: Sensors → Sink: Readings": 190.0}
+    assert rec["window"]["latency_bounds_ms"] == {"Source: Sensors → Sink: Readings": 180.0}
+
+    console = Console(record=True, width=250)
+    status = Status(window=window, drifts=drifts, proposal=proposal, decision=decision)
+    console.print(render(status, WatchOptions(inventory_path=Path(INVENTORY), job_name="j", work_dir=tmp_path)))
+    text = console.export_text()
+    assert f"drift: path {IOT_PATH}: predicted no bound" in text
+    assert "drift: Source: Sensors → Sink: Readings: measured p50 190.0 ms" in text
+    assert "latency p50 Source: Sensors → Sink: Readings" in text and "190.0 ms" in text
+    assert f"predicted {IOT_PATH}" in text and "unbounded (uplink past 99 %)" in text
+    assert "running 40.00 Mbit/s (breaks a latency bound) → plan 10.00 Mbit/s, 2 moves" in text
+
+
+def test_the_loop_re_plans_a_placement_that_breaks_its_latency_bound_into_one_that_meets_it(tmp_path):
+    """The watch's re-plan step (no Flink: the window is built as the loop builds it, the planner is `placement
+    plan`): the IoT plan with Filter onwards on the server keeps every uplink under 61 % but its path needs 181.5 ms
+    against a 180 ms bound — a latency drift alone; the re-plan moves Filter and Enrich back to the Pis (176.05 ms)
+    and the policy relieves the running placement with it. A measured breach the planner cannot improve on is
+    recorded against the running placement and held as already in effect."""
+    from placement.cli.watch_cmd import plan_command
+    from placement.costmodel.evaluate import evaluate
+    from placement.costmodel.model import build_problem
+    from placement.inventory import load_inventory
+    from placement.profile.format import MeasuredLatency, load_profile
+    from placement.profile.pipeline import write_profile
+    from placement.solver.methods import solve_with
+    from placement.watch.loop import Watch, WatchOptions
+    from placement.watch.policy import PolicyState, decide
+    from placement.watch.signals import Baseline, DriftThresholds, detect, source_rates, window_from_profile
+    from placement.writers.planjson import load_plan
+
+    inv = bounded_inventory(tmp_path, 180)
+    profile = load_profile(REPO / "examples" / "profiles" / "iot-sensors.json")
+    problem = build_problem(load_inventory(inv), profile)
+    best = solve_with(problem).assignment
+    later = {problem.vertex_names[v] for v in problem.vertex_order[2:]}  # Filter, Enrich, Window Aggregate, Sink
+    running = {k: ("server" if problem.vertex_names[k[0]] in later else h) for k, h in best.items()}
+    watch = Watch(WatchOptions(inventory_path=inv, job_name="iot", work_dir=tmp_path / "w", engine="pandas"),
+                  plan_fn=plan_command(inv, rescale=False))
+    for tick in (1, 2):
+        (watch.windows_dir / f"tick-{tick:05d}").mkdir(parents=True)
+        write_profile(profile, watch.windows_dir / f"tick-{tick:05d}" / "profile.json")
+
+    window = window_from_profile(profile, evaluate(problem, running), start_ms=0, end_ms=60_000, job_id="j",
+                                 latency_bounds=problem.latency_bounds)
+    assert max(link.mbit / link.usable_mbit for link in window.links) < 1  # no link drift: latency alone
+    drifts = detect(Baseline(source_rates(profile)), [window])
+    assert [(d.kind, d.basis) for d in drifts] == [("latency", "predicted")]
+    assert drifts[0].measured == pytest.approx(181.5, abs=0.05) and drifts[0].reference == 180
+    proposal, scale = watch._replan(1, profile, window, running, drifts)
+    (path,) = load_plan(proposal.plan_dir).paths
+    assert scale == 1.0 and proposal.planned_fits and path.latency_ms == pytest.approx(176.05, abs=0.05)
+    assert [v.split(":")[0] for v in proposal.current_violations] == ["path Source"]
+    assert proposal.current_peak == pytest.approx(181.5 / 180, abs=1e-3) and proposal.planned_peak < 1
+    assert proposal.moves == 6  # Filter and Enrich, three subtasks each, back to the Pis
+    d = decide(PolicyState(), 60_000, drifts, proposal)
+    assert (d.action, d.kind) == ("apply", "relief") and "predicted 181.5 ms, bound 180 ms" in d.reason
+
+    # the plan meets the bound as predicted, but the markers say 190 ms twice: the breach is held against it
+    source, sink = profile.sources()[0], profile.sinks()[0]
+    marked = profile.model_copy(update={"latency": [MeasuredLatency(source=source.id, sink=sink.id, p50_ms=190.0)]})
+    windows = [window_from_profile(marked, evaluate(problem, best), start_ms=0, end_ms=t, job_id="k",
+                                   latency_bounds=problem.latency_bounds) for t in (30_000, 60_000)]
+    drifts = detect(Baseline(source_rates(profile)), windows, DriftThresholds(sustained_windows=2))
+    assert [(d.kind, d.basis) for d in drifts] == [("latency", "measured")]
+    proposal, _ = watch._replan(2, marked, windows[-1], best, drifts)
+    assert proposal.current_violations == (drifts[0].message,) and proposal.moves == 0
+    d = decide(PolicyState(), 60_000, drifts, proposal)
+    assert (d.action, d.reason) == ("hold", "re-planned: the plan is already in effect")
