@@ -142,7 +142,7 @@ def load_request(
         raise BadInput("give --job or --job-name, not both")
     if jar and jar_id:
         raise BadInput("give --jar or --jar-id, not both")
-    jar_path = _jar_path(jar, inventory, Path(inventory_path)) if not jar_id else None
+    jar_path = jar_path_for(jar, inventory, Path(inventory_path)) if not jar_id else None
 
     known_hosts = {h.name for h in inventory.hosts}
     for i, a in enumerate(plan.assignment):
@@ -188,7 +188,7 @@ def check_plan_is_current(plan: PlanDocument, plan_file: Path, inventory: Invent
                        source=str(plan_file), field="inventory.digest")
 
 
-def _jar_path(jar: str | None, inv: Inventory, inventory_path: Path) -> Path | None:
+def jar_path_for(jar: str | None, inv: Inventory, inventory_path: Path) -> Path | None:
     if jar:
         path = Path(jar).expanduser()
         if not path.is_file():

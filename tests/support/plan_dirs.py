@@ -71,3 +71,33 @@ def mapping_for(rest: FlinkRest, job_id: str, hosts_of: Callable[[str, int], Seq
         assert len(hosts) == v.parallelism, (v.name, v.parallelism, hosts)
         out[v.name] = hosts
     return out
+
+
+def write_fleet_dir(out: Path, inventory_path: Path, mappings: Mapping[str, Mapping[str, Sequence[str]]], *,
+                    link_mbit: Mapping[str, Mapping[str, float]] | None = None, mode: str | None = None) -> Path:
+    """A fleet's OUT as `placement plan --profile a --profile b --out OUT` writes it: OUT/<job>/ (a plan directory per
+    job, for ``mappings``: job -> its mapping) and OUT/fleet.json. ``link_mbit``: link name ("rpi1→server") -> job ->
+    Mbit/s the plan puts on it (default: nothing on any link)."""
+    from placement.writers.fleetjson import FleetDocument, FleetJob, LinkShare, render_fleet_json
+
+    inv = load_inventory(inventory_path)
+    jobs = []
+    for job, mapping in mappings.items():
+        write_plan_dir(out / job, inventory_path, mapping, job=job, mode=mode)
+        jobs.append(FleetJob(job=job, dir=job, profile=SourceRef(path="(test mapping)", digest="sha256:" + "0" * 64),
+                             objective=Objective(wan_mbit=0, server_cores=0, edge_cores=0, latency_ms=0)))
+    links = []
+    for link in inv.links:
+        per_job = {job: (link_mbit or {}).get(link.name, {}).get(job, 0.0) for job in mappings}
+        bandwidth = float(link.bandwidth)
+        links.append(LinkShare(link=link.name, source=link.from_, to=link.to, mbit=sum(per_job.values()),
+                               bandwidth_mbit=bandwidth, usable_mbit=inv.policy.wan_headroom * bandwidth,
+                               utilisation=sum(per_job.values()) / bandwidth, jobs=per_job))
+    doc = FleetDocument(created_at="2026-11-21T20:00:00+00:00", tool="placement test",
+                        inventory=SourceRef(path=str(inventory_path), digest=inv.digest()), jobs=jobs,
+                        objective=Objective(wan_mbit=0, server_cores=0, edge_cores=0, latency_ms=0),
+                        solver=SolverInfo(name="test", status="given", objective_mode=None, gap=None, seconds=0.0,
+                                          stages=[]),
+                        links=links, hosts=[])
+    (out / "fleet.json").write_text(render_fleet_json(doc))
+    return out
