@@ -86,7 +86,8 @@ def for_job(req: ApplyRequest, inventory_path: Path) -> ApplyRequest:
                        "jar/entry_class where they differ from job:'s)", source=str(inventory_path), field="jobs")
     inv = req.inventory.model_copy(update={"job": settings})
     return dataclasses.replace(req, inventory=inv, selector=JobSelector(job_name=req.plan.job),
-                               jar_path=jar_path_for(None, inv, inventory_path))
+                               jar_path=jar_path_for(None, inv, inventory_path),
+                               state_file=req.paths.state_for(req.plan.job))
 
 
 # ---- preflight of every job, and the order ---------------------------------------------------------------------

@@ -56,6 +56,11 @@ class RemotePaths:
     def state(self) -> str:
         return posixpath.join(self.state_dir, "state.json")
 
+    def state_for(self, job_name: str) -> str:
+        """A fleet job's own state file (one per job name; the name made safe for a file name)."""
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in job_name)
+        return posixpath.join(self.state_dir, f"state.{safe}.json")
+
     @property
     def conf_dir(self) -> str:
         return posixpath.join(self.home, "conf")
@@ -107,10 +112,18 @@ class ApplyRequest:
     vanilla_configs: dict[str, dict[str, object]] = field(default_factory=dict)  # host -> DIR/vanilla/<host>.yaml keys
     stale_lock_after_s: float = 1800.0
     settle_s: float = 10.0  # after verify: the job must stay RUNNING, without a restart, this long
+    # the state file apply records this job in (None: the cluster's one, state.json); a fleet's jobs each have their
+    # own, so that applying one does not overwrite what the roll back of another needs (its previous arguments)
+    state_file: str | None = None
 
     @property
     def paths(self) -> RemotePaths:
         return RemotePaths.of(self.inventory)
+
+    @property
+    def state_paths(self) -> tuple[str, ...]:
+        """Where this job's record is read, first found wins (its own, then the cluster's one); the first is written."""
+        return tuple(dict.fromkeys((self.state_file or self.paths.state, self.paths.state)))
 
     @property
     def mode(self) -> str:
