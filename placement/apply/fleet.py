@@ -27,13 +27,17 @@ from pathlib import Path
 from placement.apply import Prepared, prepare
 from placement.apply.audit import AuditLog, new_apply_id
 from placement.apply.fleet_order import FleetOrder, JobLoads, choose_order
-from placement.apply.model import AcquireLock, ApplyPlan, ReleaseLock, RestoreFile, Step, UploadFile
+from placement.apply.model import AcquireLock, ApplyPlan, ClusterView, ReleaseLock, RestoreFile, Step, UploadFile
 from placement.apply.preflight import PreflightFailed
 from placement.apply.request import ApplyRequest, JobSelector, jar_path_for, load_request
 from placement.apply.runner import ApplyOutcome, Runner
 from placement.apply.vertices import match_vertices, planned_vertices, running_subtask_hosts
+from placement.costmodel.evaluate import evaluate
+from placement.costmodel.jobs import vertex_keys
+from placement.costmodel.model import PlanOptions, build_problem
 from placement.errors import BadInput, PlacementError
 from placement.loading import load_model
+from placement.profile.format import JobProfile, load_profile
 from placement.writers.fleetjson import FleetDocument
 
 FLEET_FILE = "fleet.json"
@@ -118,22 +122,25 @@ def prepare_fleet(freq: FleetRequest, *, dry_run: bool = False, accept_new_host_
     """Every job's preflight; raises :class:`PreflightFailed` naming each job and check that failed (nothing changed)."""
     prepared: dict[str, Prepared] = {}
     problems: list[str] = []
+    stale = False  # a plan that does not fit its running job: exit 2, as for one job
     try:
         for req in freq.requests:
             try:
                 prepared[req.plan.job] = prepare(req, dry_run=dry_run, accept_new_host_keys=accept_new_host_keys)
             except PreflightFailed as exc:
                 problems += [f"job {req.plan.job}: {p}" for p in exc.problems]
+                stale = stale or exc.exit_code == BadInput.exit_code
             except BadInput as exc:
                 raise BadInput(f"job {req.plan.job}: {exc}") from None
         problems += fleet_problems(prepared)
         if problems:
-            raise PreflightFailed(problems)
+            raise PreflightFailed(problems, bad_input=stale)
         loads, notes = [], {}
+        profiles, unknown = load_profiles(freq)
         for name, p in prepared.items():
             if p.plan.noop:
                 continue
-            old, why = running_loads(p, freq)
+            old, why = running_loads(p.request, p.view, profiles) if profiles is not None else (None, unknown)
             if why:
                 notes[name] = why
             loads.append(JobLoads(name, old, freq.new_loads(name)))
@@ -161,31 +168,32 @@ def fleet_problems(prepared: dict[str, Prepared]) -> list[str]:
     return problems
 
 
-def running_loads(p: Prepared, freq: FleetRequest) -> tuple[dict[str, float] | None, str | None]:
-    """What the job puts on each link where it runs now: its running placement under the cost model of its profile
-    (the one its plan was made from). None, with the reason, where that cannot be known."""
-    from placement.costmodel.evaluate import evaluate
-    from placement.costmodel.jobs import vertex_keys
-    from placement.costmodel.model import PlanOptions, build_problem
-    from placement.profile.format import load_profile
-
+def load_profiles(freq: FleetRequest) -> tuple[dict[str, JobProfile] | None, str | None]:
+    """Every job's profile, the one its plan was made from (None, with the reason, when one cannot be read: then
+    no job's running load is known, since pins are told apart across the jobs' vertices)."""
     profiles = {}
     for req in freq.requests:
         path = _profile_path(req, freq.fleet_dir)
         if path is None:
-            return None, f"its profile {req.plan.profile.path} (job {req.plan.job}) is not found"
+            return None, f"the profile of job {req.plan.job} ({req.plan.profile.path}) is not found"
         try:
             profiles[req.plan.job] = load_profile(path)
         except PlacementError as exc:
-            return None, f"its profile could not be read: {exc}"
-    names = list(profiles)
-    others = dict(zip(names, vertex_keys([profiles[n] for n in names])))
-    req, view = p.request, p.view
+            return None, f"the profile of job {req.plan.job} could not be read: {exc}"
+    return profiles, None
+
+
+def running_loads(req: ApplyRequest, view: ClusterView,
+                  profiles: dict[str, JobProfile]) -> tuple[dict[str, float] | None, str | None]:
+    """What the job puts on each link where it runs now (pure): its running placement, subtask by subtask, under the
+    cost model of its profile. None, with the reason, where that cannot be known."""
     match = match_vertices(planned_vertices(req.plan.assignment), view.running_vertices)
     if match.missing:
         return None, "the running job's vertices do not all match its plan's"
     running = running_subtask_hosts(match, view.subtask_hosts)
     assignment = {(vid, i): host for vid, hosts in running.items() for i, host in enumerate(hosts)}
+    names = list(profiles)
+    others = dict(zip(names, vertex_keys([profiles[n] for n in names])))
     try:
         problem = build_problem(req.inventory, profiles[req.plan.job],
                                 PlanOptions(rate_scale=req.plan.rate_scale, placement_mode=req.mode),

@@ -76,6 +76,31 @@ def counts(mapping) -> dict[tuple[str, str], int]:
     return dict(Counter((v, h) for v, hosts in mapping.items() for h in hosts))
 
 
+def test_a_dry_run_shows_the_whole_sequence_and_a_failed_preflight_of_one_job_changes_nothing(env: Env, flink_rest):
+    before = {n: running_job(flink_rest, n) for n in (JOB_NAME, JOB_B)}
+    placement = {n: flink_rest.placement_counts(j) for n, j in before.items()}
+    fleet = write_fleet_dir(env.work / "fleet-dry", env.inventory, {JOB_NAME: PLACED, JOB_B: MOVED})
+    result = run_cli("apply", "--plan", str(fleet), "--inventory", str(env.inventory), "--dry-run")
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "dry run: preflight of every job passed; nothing was changed" in out
+    stops = [out.index(f"[stop] REST POST /jobs/{before[n]}/stop") for n in (JOB_NAME, JOB_B)]
+    assert max(stops) < out.index("[redeploy] REST POST /jars/<jar>/run")  # stop-all: both stopped, then started
+    assert out.count("set -C") == 1 and f"{JOB_B} r1. [redeploy]" in out
+    # the second job's plan has a vertex its running job does not: refused before anything, naming the job
+    wrong = write_fleet_dir(env.work / "fleet-wrong", env.inventory,
+                            {JOB_NAME: PLACED, JOB_B: {**MOVED, "Sink: Elsewhere": ["server"]}})
+    result = run_cli("apply", "--plan", str(wrong), "--inventory", str(env.inventory))
+    assert result.returncode == 2, result.stdout + result.stderr
+    err = result.stderr.strip()
+    assert "\n" not in err and "Traceback" not in err
+    assert err.startswith("error: preflight refused, nothing was changed: job pp-apply-iot-b: stale plan")
+    assert f"job {JOB_NAME}:" not in err
+    for name, job in before.items():
+        assert running_job(flink_rest, name) == job and flink_rest.placement_counts(job) == placement[name]
+    assert not (env.work / "savepoints").exists() and not (wrong / "apply-audit.jsonl").exists()
+
+
 def test_two_jobs_are_applied_as_one_change_and_every_subtask_of_both_verified(env: Env, flink_rest):
     fleet = write_fleet_dir(env.work / "fleet-1", env.inventory, {JOB_NAME: PLACED, JOB_B: MOVED})
     before = {n: running_job(flink_rest, n) for n in (JOB_NAME, JOB_B)}

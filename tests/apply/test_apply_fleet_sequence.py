@@ -28,6 +28,7 @@ from placement.apply.model import (
     WaitRunning,
 )
 from placement.errors import BadInput
+from placement.profile.format import JobProfile
 
 LOCK = "/opt/flink/placement/apply.lock"
 TABLE = "/opt/flink/placement/scheduler/taskmanagers.cfg"
@@ -158,3 +159,45 @@ def test_a_fleet_json_without_a_jobs_plan_directory_is_bad_input(tmp_path):
     dup = inventory(tmp_path, jobs=[{"name": "b"}, {"name": "b"}])
     result = run_cli("apply", "--plan", str(fleet), "--inventory", str(dup), "--dry-run")
     assert result.returncode == 2 and "jobs[1].name" in result.stderr and "duplicate job name 'b'" in result.stderr
+
+
+# ---- the running load: what the order compares the plans against ---------------------------------------------
+
+
+def profiled(name: str, parallelism: int, *, rin: float, rout: float) -> dict:
+    """A profiled vertex (ids as the hand-made plans make them up): every subtask alike, 500-byte records."""
+    return {"id": name.lower().replace(" ", "-").replace(":", ""), "name": name, "parallelism": parallelism,
+            "stateful": False, "state_bytes": 0.0, "bytes_per_record_out": 500,
+            "subtasks": [{"index": i, "records_in_per_s": rin, "records_out_per_s": rout, "busy_ms_per_s": 50}
+                         for i in range(parallelism)]}
+
+
+def test_the_running_load_is_the_running_placement_under_the_profiles_cost_model(tmp_path):
+    from placement.apply.fleet import running_loads
+    from placement.apply.model import ClusterView
+    from placement.apply.request import load_request
+    from placement.flink.rest import VertexInfo
+
+    inv = inventory(tmp_path)
+    mapping = {"Source: S": ["rpi1", "rpi1"], "Sink: T": ["server"]}
+    req = load_request(write_fleet_dir(tmp_path / "out", inv, {"a": mapping}) / "a", inv)
+    job = JobProfile.model_validate({
+        "job": {"name": "a", "origin": "synthetic"},
+        "vertices": [profiled("Source: S", 2, rin=0, rout=1000), profiled("Sink: T", 1, rin=2000, rout=0)],
+        "edges": [{"source": "source-s", "target": "sink-t", "ship_strategy": "REBALANCE"}]})
+
+    def view(hosts: dict[str, tuple[str, ...]]) -> ClusterView:
+        running = (VertexInfo("source-s", "Source: S", 2, "RUNNING"), VertexInfo("sink-t", "Sink: T", 1, "RUNNING"))
+        return ClusterView(job_id="j", job_name="a", job_state="RUNNING", vertices={}, actual={}, taskmanagers={},
+                           other_jobs=(), jar_ids=(), state_record=None, schedulercfg=None, jobmanager_config=None,
+                           running_vertices=running, subtask_hosts=hosts)
+
+    # the sources on the Pi, the sink on the server: both sources' 2 x 1000 records/s of 500 bytes cross the uplink
+    loads, why = running_loads(req, view({"source-s": ("rpi1", "rpi1"), "sink-t": ("server",)}), {"a": job})
+    assert why is None and loads["rpi1→server"] == pytest.approx(8.0, rel=0.1)
+    # everything on the server: nothing on the uplink
+    loads, _ = running_loads(req, view({"source-s": ("server", "server"), "sink-t": ("server",)}), {"a": job})
+    assert loads == {"rpi1→server": 0.0}
+    # a TaskManager that is no inventory host: unknown, with the reason
+    loads, why = running_loads(req, view({"source-s": ("tm-7", "server"), "sink-t": ("server",)}), {"a": job})
+    assert loads is None and "cannot be evaluated" in why
