@@ -159,7 +159,7 @@ def fleet_problems(prepared: dict[str, Prepared]) -> list[str]:
     problems = []
     by_id: dict[str, str] = {}
     for name, p in prepared.items():
-        other = by_id.setdefault(p.view.job_id, name)
+        other = by_id.setdefault(p.view.job_id, name) if not p.unchecked else name  # unchecked: the id is presumed
         if other != name:
             problems.append(f"job {name}: it and job {other} are the same running job {p.view.job_id}")
         if p.plan.restarts:
@@ -330,19 +330,21 @@ def execute_fleet(fp: FleetPrepared, *, audit_path: Path | None, echo: Callable[
     effect."""
     audit = AuditLog(audit_path, new_apply_id())
     order = fp.order
-    audit.write("fleet", jobs=list(fp.jobs), strategy=order.strategy, order=list(order.jobs), reason=order.reason)
     changing = fp.changing
+    plans = fp.plans()
+    sequence = fleet_sequence(order, plans)
+    audit.write("fleet", jobs=list(fp.jobs), strategy=order.strategy, order=list(order.jobs), reason=order.reason,
+                sequence=[f"{fs.job} [{fs.step.phase}] {fs.step.describe()}" for fs in sequence])
     if not changing:
         audit.write("done", status="noop")
         return FleetOutcome("noop", "every job's plan is already in effect; nothing to do", {})
-    plans = fp.plans()
     runners = {j: Runner(plans[j], fp.jobs[j].rest, fp.jobs[j].executors, audit, echo, jar_id=fp.jobs[j].request.jar_id)
                for j in changing}
     redeploying: set[str] = set()  # jobs whose steps after the stop began (their install is theirs to undo)
     t0 = time.monotonic()
     failed: FleetOutcome | None = None
     try:
-        for fs in fleet_sequence(order, plans):
+        for fs in sequence:
             if isinstance(fs.step.action, ReleaseLock):
                 continue  # released below, whatever happened: a failing unlock is no reason to roll back
             runner = runners[fs.job]

@@ -152,6 +152,9 @@ def apply_fleet(console: Console, fleet_dir: Path, inventory: Path, *, dry_run: 
                           f"{prepared.request.plan_dir / 'plan.json'}", markup=False)
             for note in (prepared.plan.notes if not prepared.plan.noop else (prepared.plan.noop_reason,)):
                 console.print(f"  note: {note}", markup=False, highlight=False)
+            console.print("  preflight read (done, changes nothing):")
+            for line in describe_reads(prepared.request):
+                console.print(f"      {line}", markup=False, highlight=False)
             for problem in prepared.unchecked:
                 console.print(f"  NOT CHECKED: {problem}", markup=False, highlight=False)
         for line in describe_fleet(fp.order, fp.plans(), fp.load_notes):
