@@ -73,6 +73,8 @@ def load_fleet(fleet_dir: Path, inventory_path: Path, *, consent: bool = False, 
         job_dir = fleet_dir / job.dir
         if not (job_dir / "plan.json").is_file():
             raise BadInput(f"{job.dir!r}: no plan.json there", source=str(fleet_file), field=f"jobs[{i}].dir")
+        if any(job.job == other.job for other in fleet.jobs[:i]):
+            raise BadInput(f"job {job.job!r} is listed twice", source=str(fleet_file), field=f"jobs[{i}].job")
         req = load_request(job_dir, inventory_path, consent=consent, settle_s=settle_s)
         if req.plan.job != job.job:
             raise BadInput(f"is job {req.plan.job!r}, fleet.json says {job.job!r}", source=str(job_dir / "plan.json"),

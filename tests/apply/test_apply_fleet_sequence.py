@@ -4,6 +4,7 @@ installed once."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -155,6 +156,12 @@ def test_a_fleet_json_without_a_jobs_plan_directory_is_bad_input(tmp_path):
     fleet = write_fleet_dir(tmp_path / "out", inv, {"a": PLACED, "b": MOVED})
     (fleet / "b" / "plan.json").unlink()
     with pytest.raises(BadInput, match=r"fleet.json: jobs\[1\].dir: 'b': no plan.json there"):
+        load_fleet(fleet, inv)
+    fleet_json = fleet / "fleet.json"
+    doc = json.loads(fleet_json.read_text())
+    doc["jobs"].append(doc["jobs"][0])
+    fleet_json.write_text(json.dumps(doc))
+    with pytest.raises(BadInput, match=r"fleet.json: jobs\[2\].job: job 'a' is listed twice"):
         load_fleet(fleet, inv)
     dup = inventory(tmp_path, jobs=[{"name": "b"}, {"name": "b"}])
     result = run_cli("apply", "--plan", str(fleet), "--inventory", str(dup), "--dry-run")
