@@ -157,6 +157,7 @@ def test_a_fleet_json_without_a_jobs_plan_directory_is_bad_input(tmp_path):
     (fleet / "b" / "plan.json").unlink()
     with pytest.raises(BadInput, match=r"fleet.json: jobs\[1\].dir: 'b': no plan.json there"):
         load_fleet(fleet, inv)
+    fleet = write_fleet_dir(tmp_path / "out2", inv, {"a": PLACED, "b": MOVED})
     fleet_json = fleet / "fleet.json"
     doc = json.loads(fleet_json.read_text())
     doc["jobs"].append(doc["jobs"][0])
