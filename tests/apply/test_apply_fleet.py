@@ -1,10 +1,12 @@
 """Two jobs in one cluster applied as one change (``placement apply --plan FLEET``), on the real parts: the shared Flink
 cluster of the apply tests, its TaskManagers ``server`` and ``rpi1``, sshd "hosts" in network namespaces.
 
-* both jobs moved, every subtask of both verified where planned;
-* a fault after the first job's stop — the second job's resubmit fails for real (its plan splits the keyed window,
-  which the job's own main() rejects at submit) — rolls both back: each runs where it ran, from its own savepoint,
-  its keyed running totals continuing.
+* a dry run shows both jobs' steps in one sequence; one job's stale plan refuses the change, nothing changed;
+* both jobs moved one after the other (their profiles known, so is what the running placements put on the uplink),
+  every subtask of both verified where planned;
+* a fault after the first job's stop — with no profiles both are stopped first, and the second job's resubmit fails
+  for real (its plan splits the keyed window, which the job's own main() rejects at submit) — rolls both back: each
+  runs where it ran, from its own savepoint, its keyed running totals continuing.
 """
 
 from __future__ import annotations
