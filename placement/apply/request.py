@@ -122,8 +122,12 @@ class ApplyRequest:
 
     @property
     def state_paths(self) -> tuple[str, ...]:
-        """Where this job's record is read, first found wins (its own, then the cluster's one); the first is written."""
-        return tuple(dict.fromkeys((self.state_file or self.paths.state, self.paths.state)))
+        """Where this job's record is read — the file it is written to first, then the cluster's one, then the one a
+        fleet's apply keeps for a job of this name (so one job's apply after a fleet's knows the job's arguments);
+        the first record of the running job wins."""
+        name = self.selector.job_name or self.inventory.job.name
+        own = self.paths.state_for(name) if name else None
+        return tuple(dict.fromkeys(p for p in (self.state_file or self.paths.state, self.paths.state, own) if p))
 
     @property
     def mode(self) -> str:
