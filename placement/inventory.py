@@ -242,10 +242,32 @@ class Inventory(Strict):
     links: list[Link] = Field(default_factory=list)
     flink: FlinkCluster
     job: JobSettings = Field(default_factory=JobSettings)
+    jobs: list[JobSettings] = Field(
+        default_factory=list, description="several jobs on this cluster (issue 24), each by its name: what `placement "
+        "apply --plan FLEET` resubmits for it (jar and entry_class default to job:'s); a job named in job: needs no entry")
     pins: Pins = Field(default_factory=Pins)
     parallelism: dict[str, ParallelismBounds] = Field(
         default_factory=dict, description="vertex name (or id) -> {min, max}: bounds for `placement plan --rescale`")
     policy: Policy = Field(default_factory=Policy)
+
+    @model_validator(mode="after")
+    def _job_names(self) -> Inventory:
+        seen: set[str] = set()
+        for i, j in enumerate(self.jobs):
+            if not j.name:
+                raise FieldError(f"jobs[{i}].name", "each job needs its name (the running job's, as Flink shows it)")
+            if j.name in seen:
+                raise FieldError(f"jobs[{i}].name", f"duplicate job name {j.name!r}")
+            seen.add(j.name)
+        return self
+
+    def job_named(self, name: str) -> JobSettings | None:
+        """What apply resubmits for the job called ``name``: its ``jobs:`` entry (jar and entry class from ``job:``
+        where unset), or ``job:`` when that names it; None when neither does."""
+        for j in self.jobs:
+            if j.name == name:
+                return j.model_copy(update={"jar": j.jar or self.job.jar, "entry_class": j.entry_class or self.job.entry_class})
+        return self.job if self.job.name == name else None
 
     @model_validator(mode="after")
     def _cross_checks(self) -> Inventory:
@@ -320,6 +342,8 @@ class Inventory(Strict):
         for h in data.get("hosts", []):  # added by issue 23: an inventory without them hashes as before
             drop_unset(h, "taskmanager_baseline_cores", "cpu_time_core_speed")
         drop_unset(data.get("policy", {}), "max_latency_ms")  # issue 25: an unbounded inventory hashes as before
+        if not data.get("jobs"):  # issue 24: an inventory of one job hashes as before
+            data.pop("jobs", None)
         return canonical_digest(data)
 
 

@@ -10,6 +10,8 @@ Stages (see each module):
 * :mod:`~placement.apply.runner` — runs the steps, writes the audit log, rolls back on failure after the stop;
 * :mod:`~placement.apply.rescale` — custom mode, a plan that changes parallelism: resubmitted through the JobGraph
   submitter on the JobManager host (:mod:`placement.submitter`), the roll back too.
+* :mod:`~placement.apply.fleet` — several jobs (``placement plan`` with several profiles) as one change: every job's
+  preflight first, the order from :mod:`~placement.apply.fleet_order` (pure), each job's own steps and roll back.
 
 :func:`prepare` and :func:`execute` are the two halves the CLI (and tests) call.
 """

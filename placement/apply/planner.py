@@ -243,7 +243,7 @@ def plan_apply(req: ApplyRequest, view: ClusterView, *, holder: str, extension: 
                      "parallelism": {v.name: v.parallelism for v in view.running_vertices}},
         rescale.RECORD_KEY: overrides or None,
     }
-    steps.append(Step(RecordState(jm, paths.state, record), "finish"))
+    steps.append(Step(RecordState(jm, req.state_paths[0], record), "finish"))
     steps.append(Step(ReleaseLock(jm, paths.lock), "finish"))
 
     prev_args, unknown = previous_program_args(req, view)

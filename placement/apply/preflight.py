@@ -173,12 +173,19 @@ def observe(req: ApplyRequest, rest: FlinkRest, executors: dict[str, Executor]) 
     tm_configs: dict[str, HostConfigView] = {}
     if jm.name in reachable:
         try:
-            text = jm_ex.read_text(paths.state)
-            if text:
+            for state_path in req.state_paths:
+                text = jm_ex.read_text(state_path)
+                if not text:
+                    continue
                 try:
-                    state_record = json.loads(text)
+                    record = json.loads(text)
                 except ValueError:
-                    problems.append(Problem(f"{jm.name}:{paths.state}: not JSON (remove it, or fix it by hand)"))
+                    problems.append(Problem(f"{jm.name}:{state_path}: not JSON (remove it, or fix it by hand)"))
+                    break
+                if state_record is None or record.get("job_id") == job_id:  # the shared file: only if it is this job's
+                    state_record = record
+                if record.get("job_id") == job_id:
+                    break
             if req.mode == "custom":
                 schedulercfg = jm_ex.read_text(paths.schedulercfg_for(job_name))
                 jm_config = read_host_config(jm_ex, jm.name, req, version)
@@ -557,7 +564,7 @@ def describe_reads(req: ApplyRequest) -> list[str]:
     paths = req.paths
     jm = req.inventory.jobmanager_host.name
     lines = [f"ssh {h.name}: true" for h in req.inventory.hosts]
-    lines.append(f"ssh {jm}: cat {paths.state}")
+    lines += [f"ssh {jm}: cat {path}" for path in req.state_paths]
     if req.mode == "custom":
         lines += [f"ssh {jm}: cat {paths.schedulercfg_for('<job name>')}", f"ssh {jm}: cat {paths.config}{_LEGACY_NOTE}",
                   f"ssh {jm}: ls {paths.lib}  (the scheduler extension's jar)"]

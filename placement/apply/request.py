@@ -56,6 +56,11 @@ class RemotePaths:
     def state(self) -> str:
         return posixpath.join(self.state_dir, "state.json")
 
+    def state_for(self, job_name: str) -> str:
+        """A fleet job's own state file (one per job name; the name made safe for a file name)."""
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in job_name)
+        return posixpath.join(self.state_dir, f"state.{safe}.json")
+
     @property
     def conf_dir(self) -> str:
         return posixpath.join(self.home, "conf")
@@ -107,10 +112,22 @@ class ApplyRequest:
     vanilla_configs: dict[str, dict[str, object]] = field(default_factory=dict)  # host -> DIR/vanilla/<host>.yaml keys
     stale_lock_after_s: float = 1800.0
     settle_s: float = 10.0  # after verify: the job must stay RUNNING, without a restart, this long
+    # the state file apply records this job in (None: the cluster's one, state.json); a fleet's jobs each have their
+    # own, so that applying one does not overwrite what the roll back of another needs (its previous arguments)
+    state_file: str | None = None
 
     @property
     def paths(self) -> RemotePaths:
         return RemotePaths.of(self.inventory)
+
+    @property
+    def state_paths(self) -> tuple[str, ...]:
+        """Where this job's record is read — the file it is written to first, then the cluster's one, then the one a
+        fleet's apply keeps for a job of this name (so one job's apply after a fleet's knows the job's arguments);
+        the first record of the running job wins."""
+        name = self.selector.job_name or self.inventory.job.name
+        own = self.paths.state_for(name) if name else None
+        return tuple(dict.fromkeys(p for p in (self.state_file or self.paths.state, self.paths.state, own) if p))
 
     @property
     def mode(self) -> str:
@@ -142,7 +159,7 @@ def load_request(
         raise BadInput("give --job or --job-name, not both")
     if jar and jar_id:
         raise BadInput("give --jar or --jar-id, not both")
-    jar_path = _jar_path(jar, inventory, Path(inventory_path)) if not jar_id else None
+    jar_path = jar_path_for(jar, inventory, Path(inventory_path)) if not jar_id else None
 
     known_hosts = {h.name for h in inventory.hosts}
     for i, a in enumerate(plan.assignment):
@@ -188,7 +205,7 @@ def check_plan_is_current(plan: PlanDocument, plan_file: Path, inventory: Invent
                        source=str(plan_file), field="inventory.digest")
 
 
-def _jar_path(jar: str | None, inv: Inventory, inventory_path: Path) -> Path | None:
+def jar_path_for(jar: str | None, inv: Inventory, inventory_path: Path) -> Path | None:
     if jar:
         path = Path(jar).expanduser()
         if not path.is_file():

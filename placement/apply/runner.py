@@ -19,7 +19,7 @@ import json
 import os
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -315,11 +315,7 @@ class Runner:
         try:
             return self._run()
         finally:
-            try:
-                self._unlock()
-            except PlacementError as exc:
-                self.echo(f"warning: could not release the lock: {exc}")
-                self.audit.write("failed", kind="unlock", error=str(exc))
+            self.release_lock()
 
     def _downtime(self) -> float | None:
         if self.stop_requested_at is None or self.running_again_at is None:
@@ -327,14 +323,38 @@ class Runner:
         return self.running_again_at - self.stop_requested_at
 
     def _run(self) -> ApplyOutcome:
-        for i, step in enumerate(self.plan.steps, 1):
+        return self.run_steps(range(len(self.plan.steps))) or self.applied()
+
+    def run_steps(self, indices: Iterable[int]) -> ApplyOutcome | None:
+        """Run these steps of the plan (0-based, in order; numbered as in the whole plan); None when all of them
+        succeeded, else the outcome of the failure (rolled back where the stop was done). A fleet of jobs runs each
+        job's plan in parts: its stop, then later its redeploy (:mod:`placement.apply.fleet`)."""
+        for i in indices:
+            step = self.plan.steps[i]
             try:
-                self._step(i, step, "step")
+                self._step(i + 1, step, "step")
             except (PlacementError, OSError, KeyboardInterrupt) as exc:  # Ctrl-C after the stop rolls back too
                 return self._failed(step, exc if str(exc) else PlacementError("interrupted"))
+        return None
+
+    def applied(self) -> ApplyOutcome:
+        """Every step ran: the outcome, recorded in the audit log."""
         self.audit.write("done", status="applied", job=self.ctx.new_job_id)
         return ApplyOutcome("applied", f"applied: job {self.ctx.new_job_id} runs every subtask on its planned TaskManager",
                             self.ctx.new_job_id, self.ctx.savepoint, tuple(self.rows), self._downtime(), self.plan.notes)
+
+    def roll_back(self, reason: str) -> ApplyOutcome:
+        """Undo this job's apply after its stop (another job of a fleet failed): cancel the job it started, run the
+        plan's roll back from the savepoint the stop took."""
+        assert self.ctx.stopped, "only a stopped job is rolled back"
+        return self._roll_back(reason)
+
+    def release_lock(self) -> None:
+        try:
+            self._unlock()
+        except PlacementError as exc:
+            self.echo(f"warning: could not release the lock: {exc}")
+            self.audit.write("failed", kind="unlock", error=str(exc))
 
     def _failed(self, step: Step, exc: Exception) -> ApplyOutcome:
         reason = str(exc)

@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from placement.apply import ApplyFailed, Prepared, execute, prepare
+from placement.apply.fleet import FleetFailed, describe_fleet, execute_fleet, is_fleet_dir, load_fleet, prepare_fleet
 from placement.apply.preflight import PreflightFailed, describe_reads
 from placement.apply.request import load_request
 from placement.apply.verify import VerifyRow
@@ -63,7 +64,9 @@ def _verify_table(rows: tuple[VerifyRow, ...] | list[VerifyRow]) -> Table:
 @click.command("apply")
 @click.argument("plan_dir", type=click.Path(path_type=Path), required=False)
 @click.option("--plan", "plan_file", type=click.Path(path_type=Path),
-              help="the plan: DIR/plan.json as `placement plan --out DIR` wrote it (or DIR); instead of PLAN_DIR")
+              help="the plan: DIR/plan.json as `placement plan --out DIR` wrote it (or DIR); instead of PLAN_DIR. "
+                   "A fleet's OUT (`placement plan --profile a.json --profile b.json --out OUT`: OUT/fleet.json) "
+                   "applies every job in it as one change")
 @click.option("--inventory", "inventory", required=True, type=click.Path(path_type=Path), help="inventory YAML the plan was made from")
 @click.option("--job", "job_id", help="id of the running job (default: the running job named job.name in the inventory)")
 @click.option("--job-name", help="name of the running job")
@@ -84,12 +87,28 @@ def apply(plan_dir: Path | None, plan_file: Path | None, inventory: Path, job_id
     Custom mode applies a plan that changes parallelism (placement plan --rescale): the job is resubmitted from the
     savepoint through the JobGraph submitter, which apply installs and runs on the JobManager host (it needs Java
     there, as Flink does; the job's jar is uploaded there from --jar/job.jar, or found in the JobManager's upload
-    directory for --jar-id). Vanilla mode refuses such a plan."""
+    directory for --jar-id). Vanilla mode refuses such a plan.
+
+    A fleet (PLAN_DIR or --plan is the OUT of `placement plan --profile a.json --profile b.json --out OUT`, holding
+    fleet.json) is applied as one change: every job's preflight first (nothing changes until all pass); then the
+    jobs one at a time in an order that never puts more on an uplink than the plans allow, or, where no such order
+    exists, every job stopped first and then all started; any failure rolls every stopped job back from its own
+    savepoint. Each job is the running job of its plan's name, resubmitted with the inventory's jobs: entry of that
+    name (or job:), so --job, --job-name, --jar and --jar-id do not apply. The audit log is OUT/apply-audit.jsonl."""
     if (plan_dir is None) == (plan_file is None):
         raise BadInput("give the plan once: PLAN_DIR or --plan DIR/plan.json", field="--plan")
     plan_dir = plan_dir or plan_file
     assert plan_dir is not None
     console = Console(highlight=False, soft_wrap=True)
+    if is_fleet_dir(plan_dir):
+        given = [name for name, value in (("--job", job_id), ("--job-name", job_name), ("--jar", jar), ("--jar-id", jar_id))
+                 if value]
+        if given:
+            raise BadInput(f"{given[0]} names one job; a fleet's jobs are found by their plans' names and resubmitted with "
+                           "the inventory's jobs: entries", field=given[0])
+        apply_fleet(console, plan_dir, inventory, dry_run=dry_run, consent=consent, settle_s=settle_s,
+                    accept_new_host_keys=accept_new_host_keys, audit_log=audit_log)
+        return
     req = load_request(plan_dir, inventory, job_id=job_id, job_name=job_name, jar=jar, jar_id=jar_id, consent=consent,
                        settle_s=settle_s)
     prepared = prepare(req, dry_run=dry_run, accept_new_host_keys=accept_new_host_keys)
@@ -121,6 +140,49 @@ def apply(plan_dir: Path | None, plan_file: Path | None, inventory: Path, job_id
         console.print(f"{outcome.message}; savepoint {outcome.savepoint}{extra}", markup=False)
     finally:
         prepared.close()
+
+
+def apply_fleet(console: Console, fleet_dir: Path, inventory: Path, *, dry_run: bool, consent: bool, settle_s: float,
+                accept_new_host_keys: bool, audit_log: Path | None) -> None:
+    freq = load_fleet(fleet_dir, inventory, consent=consent, settle_s=settle_s)
+    fp = prepare_fleet(freq, dry_run=dry_run, accept_new_host_keys=accept_new_host_keys)
+    try:
+        for name, prepared in fp.jobs.items():
+            console.print(f"job {name}: {prepared.view.job_id}, {prepared.plan.mode} mode, plan "
+                          f"{prepared.request.plan_dir / 'plan.json'}", markup=False)
+            for note in (prepared.plan.notes if not prepared.plan.noop else (prepared.plan.noop_reason,)):
+                console.print(f"  note: {note}", markup=False, highlight=False)
+            console.print("  preflight read (done, changes nothing):")
+            for line in describe_reads(prepared.request):
+                console.print(f"      {line}", markup=False, highlight=False)
+            for problem in prepared.unchecked:
+                console.print(f"  NOT CHECKED: {problem}", markup=False, highlight=False)
+        for line in describe_fleet(fp.order, fp.plans(), fp.load_notes):
+            console.print(line, markup=False, highlight=False)
+        unchecked = [f"job {n}: {p}" for n, prepared in fp.jobs.items() for p in prepared.unchecked]
+        if dry_run and unchecked:
+            raise PreflightFailed(["could not check the cluster: " + unchecked[0]
+                                   + (f" (and {len(unchecked) - 1} more, above)" if len(unchecked) > 1 else "")])
+        if dry_run:
+            console.print("dry run: preflight of every job passed; nothing was changed")
+            return
+        try:
+            outcome = execute_fleet(fp, audit_path=audit_log or fleet_dir / "apply-audit.jsonl",
+                                    echo=lambda s: console.print(s, markup=False, highlight=False))
+        except FleetFailed as exc:
+            for name, job_outcome in exc.outcome.outcomes.items():
+                if job_outcome.rows:
+                    console.print(f"job {name}:", markup=False)
+                    print_table(console, _verify_table(job_outcome.rows))
+            raise
+        for name, job_outcome in outcome.outcomes.items():
+            console.print(f"job {name}:", markup=False)
+            print_table(console, _verify_table(job_outcome.rows))
+            down = f" (down {job_outcome.downtime_s:.1f} s)" if job_outcome.downtime_s is not None else ""
+            console.print(f"  {job_outcome.message}; savepoint {job_outcome.savepoint}{down}", markup=False)
+        console.print(outcome.message, markup=False)
+    finally:
+        fp.close()
 
 
 def _current_rows(prepared: Prepared) -> list[VerifyRow]:

@@ -6,7 +6,7 @@ REST is not up" and never that the plan was stale. The shipped edge-lab inventor
 from __future__ import annotations
 
 import yaml
-from support.cli import EDGE_LAB, one_line_error, plan_args, run_placement
+from support.cli import EDGE_LAB, IOT as IOT_PROFILE, one_line_error, plan_args, run_placement
 
 from placement.inventory import load_inventory
 
@@ -57,3 +57,28 @@ def test_a_dry_run_against_an_unreachable_cluster_shows_its_steps_marked_uncheck
                  "on its planned TaskManager"):
         assert step in steps, (step, shown)
     assert "roll back" in steps
+
+
+def test_a_fleet_dry_run_against_an_unreachable_cluster_shows_every_jobs_steps_unchecked(tmp_path):
+    """A fleet as `placement plan` writes it for two profiles: the dry run shows both jobs' steps in one sequence
+    (stop-all: no running load can be read), marked unchecked, and fails as a preflight that could not check."""
+    from support.cli import PROFILES
+
+    inventory = _unreachable_edge_lab(tmp_path)
+    doc = yaml.safe_load(inventory.read_text())
+    doc["jobs"] = [{"name": "camera-meter-join", "program_args": ["--job-name", "camera-meter-join"]}]
+    inventory.write_text(yaml.safe_dump(doc, sort_keys=False))
+    planned = run_placement("plan", "--inventory", inventory, "--profile", IOT_PROFILE, "--profile",
+                            PROFILES / "branching-join.json", "--out", tmp_path / "fleet", cwd=tmp_path)
+    assert planned.returncode == 0, planned.stderr
+    done = run_placement("apply", "--plan", tmp_path / "fleet", "--inventory", inventory, "--dry-run", cwd=tmp_path,
+                         timeout=120)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "could not check the cluster: job iot-sensors: " in one_line_error(done)
+    shown = done.stdout
+    assert "order: stop-all: the running placement's load of iot-sensors, camera-meter-join is unknown" in shown
+    steps = shown.split("steps (one lock for the whole change):")[1]
+    assert steps.count("apply.lock") == 2  # taken once, released once
+    assert steps.index("camera-meter-join [stop]") < steps.index("iot-sensors [redeploy]")
+    for job in ("iot-sensors", "camera-meter-join"):
+        assert f"{job}.schedulercfg" in steps and f"{job} r1." in steps

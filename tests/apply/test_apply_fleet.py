@@ -1,0 +1,174 @@
+"""Two jobs in one cluster applied as one change (``placement apply --plan FLEET``), on the real parts: the shared Flink
+cluster of the apply tests, its TaskManagers ``server`` and ``rpi1``, sshd "hosts" in network namespaces.
+
+* a dry run shows both jobs' steps in one sequence; one job's stale plan refuses the change, nothing changed;
+* both jobs moved one after the other (their profiles known, so is what the running placements put on the uplink),
+  every subtask of both verified where planned;
+* a fault after the first job's stop — with no profiles both are stopped first, and the second job's resubmit fails
+  for real (its plan splits the keyed window, which the job's own main() rejects at submit) — rolls both back: each
+  runs where it ran, from its own savepoint, its keyed running totals continuing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+from apply_support import (
+    ALL_SERVER,
+    JOB_ARGS,
+    JOB_NAME,
+    MOVED,
+    VERTICES,
+    PLACED,
+    SshLab,
+    assert_keyed_state_continued,
+    let_totals_grow,
+    read_audit,
+    run_cli,
+    running_job,
+    write_inventory,
+)
+from support.plan_dirs import write_fleet_dir
+
+from placement.errors import PlacementError
+from placement.lab.jobs import IOT_SENSOR_JOB
+
+pytestmark = [pytest.mark.flink, pytest.mark.netns, pytest.mark.timeout(600)]
+
+JOB_B = "pp-apply-iot-b"
+ARGS_B = [*JOB_ARGS[:-1], JOB_B]  # the same job under another name (JOB_ARGS ends with --job-name NAME)
+
+
+@dataclass(frozen=True)
+class Env:
+    inventory: Path
+    home: Path
+    work: Path
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory, ssh_lab: SshLab, flink_cluster, flink_rest, lab_jobs_jar, iot_job, flink_support):
+    """The apply tests' IoT job and a second one beside it; the inventory names both (job: and jobs:)."""
+    assert JOB_ARGS[-2] == "--job-name"
+    work = tmp_path_factory.mktemp("pp-apply-fleet")
+    home = work / "flink-home"
+    (home / "conf").mkdir(parents=True)
+    inv = write_inventory(work / "inventory.yaml", ssh_lab, rest_url=flink_cluster.rest_url, home=home,
+                          savepoint_dir=work / "savepoints", jar=lab_jobs_jar)
+    doc = yaml.safe_load(inv.read_text())
+    doc["jobs"] = [{"name": JOB_B, "program_args": ARGS_B}]
+    inv.write_text(yaml.safe_dump(doc, sort_keys=False))
+    flink_support.submit_job(flink_rest, lab_jobs_jar, IOT_SENSOR_JOB, ARGS_B, wait_metrics=False)  # RUNNING is enough
+    try:
+        yield Env(inv, home, work)
+    finally:
+        for j in flink_rest.running_jobs():
+            if j.name == JOB_B:
+                with contextlib.suppress(PlacementError):
+                    flink_support.cancel_job(j.id, flink_rest)
+
+
+def iot_profile(path: Path, name: str) -> Path:
+    """A profile of the apply tests' IoT job (vertex ids as the hand-made plans make them up), ~200 records/s of
+    100 bytes per source subtask: what the running placement puts on the uplink can be computed."""
+    from support.plan_dirs import made_up_id
+
+    edges = [("FORWARD", a, b) for a, b in zip(VERTICES[:3], VERTICES[1:4])]
+    edges += [("HASH", VERTICES[3], VERTICES[4]), ("FORWARD", VERTICES[4], VERTICES[5])]
+    doc = {"job": {"name": name, "origin": "synthetic"},
+           "vertices": [{"id": made_up_id(v), "name": v, "parallelism": 2, "stateful": v == "Window Aggregate",
+                         "state_bytes": 0.0, "bytes_per_record_out": 100,
+                         "subtasks": [{"index": i, "records_in_per_s": 0 if k == 0 else 200,
+                                       "records_out_per_s": 0 if k == 5 else 200, "busy_ms_per_s": 20}
+                                      for i in range(2)]}
+                        for k, v in enumerate(VERTICES)],
+           "edges": [{"source": made_up_id(a), "target": made_up_id(b), "ship_strategy": s} for s, a, b in edges]}
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def counts(mapping) -> dict[tuple[str, str], int]:
+    return dict(Counter((v, h) for v, hosts in mapping.items() for h in hosts))
+
+
+def test_a_dry_run_shows_the_whole_sequence_and_a_failed_preflight_of_one_job_changes_nothing(env: Env, flink_rest):
+    before = {n: running_job(flink_rest, n) for n in (JOB_NAME, JOB_B)}
+    placement = {n: flink_rest.placement_counts(j) for n, j in before.items()}
+    fleet = write_fleet_dir(env.work / "fleet-dry", env.inventory, {JOB_NAME: PLACED, JOB_B: MOVED})
+    result = run_cli("apply", "--plan", str(fleet), "--inventory", str(env.inventory), "--dry-run")
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "dry run: preflight of every job passed; nothing was changed" in out
+    stops = [out.index(f"[stop] REST POST /jobs/{before[n]}/stop") for n in (JOB_NAME, JOB_B)]
+    assert max(stops) < out.index("[redeploy] REST POST /jars/<jar>/run")  # stop-all: both stopped, then started
+    assert out.count("set -C") == 1 and f"{JOB_B} r1. [redeploy]" in out
+    # the second job's plan has a vertex its running job does not: refused before anything, naming the job
+    wrong = write_fleet_dir(env.work / "fleet-wrong", env.inventory,
+                            {JOB_NAME: PLACED, JOB_B: {**MOVED, "Sink: Elsewhere": ["server"]}})
+    result = run_cli("apply", "--plan", str(wrong), "--inventory", str(env.inventory))
+    assert result.returncode == 2, result.stdout + result.stderr
+    err = result.stderr.strip()
+    assert "\n" not in err and "Traceback" not in err
+    assert err.startswith("error: preflight refused, nothing was changed: job pp-apply-iot-b: stale plan")
+    assert f"job {JOB_NAME}:" not in err
+    for name, job in before.items():
+        assert running_job(flink_rest, name) == job and flink_rest.placement_counts(job) == placement[name]
+    assert not (env.work / "savepoints").exists() and not (wrong / "apply-audit.jsonl").exists()
+
+
+def test_two_jobs_are_applied_as_one_change_and_every_subtask_of_both_verified(env: Env, flink_rest):
+    # profiles known, every link far from full: moved one job at a time, in the fleet's order
+    profiles = {n: iot_profile(env.work / f"{n}.profile.json", n) for n in (JOB_NAME, JOB_B)}
+    fleet = write_fleet_dir(env.work / "fleet-1", env.inventory, {JOB_NAME: PLACED, JOB_B: MOVED}, profiles=profiles,
+                            link_mbit={"rpi1→server": {JOB_NAME: 0.4, JOB_B: 0.2}})
+    before = {n: running_job(flink_rest, n) for n in (JOB_NAME, JOB_B)}
+    result = run_cli("apply", "--plan", str(fleet), "--inventory", str(env.inventory), "--settle", "1")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "order: sequential: moving one job at a time in this order never puts more on a link" in result.stdout
+    assert "applied: 2 job(s) run every subtask on its planned TaskManager (sequential" in result.stdout
+    for name, mapping in ((JOB_NAME, PLACED), (JOB_B, MOVED)):
+        job = running_job(flink_rest, name)
+        assert job != before[name]
+        assert flink_rest.placement_counts(job) == counts(mapping)
+        state = json.loads((env.home / "placement" / f"state.{name}.json").read_text())
+        assert state["job_id"] == job and state["program_args"][-1] == json.dumps(mapping, separators=(",", ":"))
+    audit = read_audit(fleet / "apply-audit.jsonl")
+    assert audit[0]["event"] == "fleet" and audit[0]["strategy"] == "sequential"
+    assert [r["kind"] for r in audit if r["event"] == "ok" and r["kind"] in ("lock", "stop", "submit", "verify")] == [
+        "lock", "stop", "submit", "verify", "stop", "submit", "verify"]
+    assert audit[-1]["status"] == "applied"
+    assert not (env.home / "placement" / "apply.lock").exists()
+
+
+def test_a_fault_after_the_first_jobs_stop_rolls_both_back_with_their_keyed_state(env: Env, flink_rest):
+    fleet = write_fleet_dir(env.work / "fleet-2", env.inventory,
+                            {JOB_NAME: ALL_SERVER, JOB_B: {**MOVED, "Window Aggregate": ["server", "rpi1"]}})
+    jobs = {n: running_job(flink_rest, n) for n in (JOB_NAME, JOB_B)}
+    placement = {n: flink_rest.placement_counts(j) for n, j in jobs.items()}
+    totals = {n: let_totals_grow(flink_rest, j, min_total=300.0) for n, j in jobs.items()}
+    t0 = time.monotonic()
+    result = run_cli("apply", "--plan", str(fleet), "--inventory", str(env.inventory), "--settle", "1")
+    assert result.returncode == 1, result.stdout + result.stderr
+    err = result.stderr.strip()
+    assert "\n" not in err and "Traceback" not in err
+    assert f"job {JOB_B}:" in err and "vanilla Flink cannot split 'Window Aggregate'" in err
+    assert "every stopped job rolled back to where it ran" in err
+    for name, old in jobs.items():
+        new = running_job(flink_rest, name)
+        assert new != old
+        assert flink_rest.placement_counts(new) == placement[name]
+        assert_keyed_state_continued(flink_rest, new, totals[name], t0)
+        state = json.loads((env.home / "placement" / f"state.{name}.json").read_text())
+        assert state["job_id"] == new and state["rolled_back"]
+    audit = read_audit(fleet / "apply-audit.jsonl")
+    assert [r["kind"] for r in audit if r["event"] == "failed"] == ["submit"]
+    assert [r for r in audit if r["event"] == "fleet-rollback"][0]["failed"] == JOB_B
+    assert audit[-1]["status"] == "rolled-back"
+    assert not (env.home / "placement" / "apply.lock").exists()
