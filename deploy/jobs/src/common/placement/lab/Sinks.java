@@ -52,7 +52,8 @@ public final class Sinks {
         return v2(mode) ? name + ": Writer" : "Sink: " + name;
     }
 
-    /** A discarding sink without a latency histogram (jobs whose records carry no creation time). */
+    /** A discarding sink without a latency histogram: for records that carry no creation time (the zoo job; the shapes
+     * job's Counts, Rule Hits, Summaries and Ticks), which Flink's markers still cover. */
     @SuppressWarnings("deprecation")
     public static <T> DataStreamSink<T> discard(DataStream<T> in, String name, String uid, String mode) {
         DataStreamSink<T> sink = v2(mode)
