@@ -27,7 +27,8 @@ reads from), two kinds side by side (:class:`LatencyMeasurement`):
   per record, now minus the creation time of the freshest source record it carries (one machine, one clock). Behind
   a window that includes the wait from that record to the window's end.
 
-Each figure merges several histograms (markers: one per sink subtask; event time: one per sink subtask) by one rule:
+Each figure merges several histograms (markers: one per sink subtask, and per source subtask where a job sets
+``metrics.latency.granularity: subtask``; event time: one per sink subtask) by one rule:
 p50 is the median of the histograms' p50, p99 the largest p99 (the worst subtask). Flink's REST gives no histogram
 counts, and the subtasks of a lab sink see alike shares of the records, so the median stands for the whole stream's
 p50 without a weighting that REST cannot give; the worst p99 is what a user's bound is about.
@@ -46,7 +47,7 @@ from pathlib import Path
 
 from placement.collect import shaping
 from placement.errors import PlacementError
-from placement.flink.rest import FlinkRest, FlinkRestError
+from placement.flink.rest import FlinkRest, FlinkRestError, VertexInfo
 from placement.lab.runner import read_state, veth_tx_bytes
 from placement.lab.topology import EDGE_DATA_PORT, SERVER_CGROUP
 from placement.netns import ns_exec, run
@@ -283,7 +284,7 @@ def _vertex_values(rest: FlinkRest, job_id: str, vertex_id: str, names: list[str
     return answer
 
 
-def measure_latency(rest: FlinkRest, job_id: str, vertices) -> list[LatencyMeasurement]:
+def measure_latency(rest: FlinkRest, job_id: str, vertices: Iterable[VertexInfo]) -> list[LatencyMeasurement]:
     """Markers (per source) and event time at each sink vertex of the job; a sink with neither has no figure."""
     names = {v.id: v.name for v in vertices}
     out: list[LatencyMeasurement] = []
@@ -341,7 +342,8 @@ def measure(work_dir, duration: float = 10.0, *, with_jobs: bool = True) -> Meas
     jobs: list[JobMeasurement] = []
     if with_jobs:
         rest = FlinkRest(state["rest_url"])
-        # the window issued no REST request; a priming request makes the metric store fresh for the real one
+        # the window issued no REST request; a priming request makes the metric store fresh for the real one (the
+        # latency histograms too: they come from the same lazily fetched store)
         try:
             measure_jobs(rest)
             time.sleep(2.5)

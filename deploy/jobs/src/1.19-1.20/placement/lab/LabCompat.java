@@ -43,7 +43,8 @@ final class LabCompat {
             return writer(context.metricGroup());
         }
 
-        /** 1.19 and 1.20 still declare the InitContext variant abstract (2.0 removed it); both give the metric group. */
+        /** 1.19 and 1.20 still declare the InitContext variant abstract (2.0 removed it); both give the metric
+         * group. */
         @Override
         @SuppressWarnings("deprecation")
         public SinkWriter<T> createWriter(InitContext context) throws IOException {

@@ -74,8 +74,8 @@ public final class BranchingJob {
                 .name(JOIN)
                 .uid("join-frames-meters");
         placement.pin(alerts, JOIN, params.getInt("join-parallelism", 1));
-        placement.pin(Sinks.discard(alerts, "Alerts", "sink-alerts", sinkMode, JoinZone::created), Sinks.vertexName("Alerts", sinkMode),
-                alerts.getParallelism());
+        placement.pin(Sinks.discard(alerts, "Alerts", "sink-alerts", sinkMode, JoinZone::created),
+                Sinks.vertexName("Alerts", sinkMode), alerts.getParallelism());
         placement.checkAllUsed();
         env.execute(params.get("job-name", "cameras-meters"));
     }

@@ -75,8 +75,8 @@ public final class NexmarkBidsJob {
                 .name(WINDOW)
                 .uid("hot-items");
         placement.pin(hot, WINDOW, params.getInt("window-parallelism", 1));
-        placement.pin(Sinks.discard(hot, "HotItems", "sink-hot-items", sinkMode, Label::created), Sinks.vertexName("HotItems", sinkMode),
-                hot.getParallelism());
+        placement.pin(Sinks.discard(hot, "HotItems", "sink-hot-items", sinkMode, Label::created),
+                Sinks.vertexName("HotItems", sinkMode), hot.getParallelism());
         placement.checkAllUsed();
         env.execute(params.get("job-name", "nexmark-bids"));
     }

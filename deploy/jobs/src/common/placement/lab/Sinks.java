@@ -24,7 +24,8 @@ import org.apache.flink.streaming.api.datastream.DataStreamSink;
  * path but skip operator processing and window waits; this one includes them.
  */
 public final class Sinks {
-    /** The sink operator's event-time latency histogram (ms); REST lists it as {@code <subtask>.<operator>.eventTimeLatency_p99}. */
+    /** The sink operator's event-time latency histogram (ms); REST lists it as
+     * {@code <subtask>.<operator>.eventTimeLatency_p99}. */
     public static final String EVENT_TIME_LATENCY = "eventTimeLatency";
     /** Records the histogram's statistics are taken over: ~10 s to minutes of a lab sink's output (Flink's own
      * latency histograms keep 128 markers per source subtask, {@code metrics.latency.history-size}). */
