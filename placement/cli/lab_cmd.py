@@ -115,10 +115,13 @@ def _latency_table(job) -> Table:
     for col in ("sink", "kind", "from", "p50", "p99", "histograms"):
         t.add_column(col, justify="left" if col in ("sink", "kind", "from") else "right")
     for lat in job.latency:
-        ms = lambda x: "-" if x is None else f"{x:,.1f}"  # noqa: E731
-        t.add_row(lat.sink, lat.kind, lat.source or "(freshest record)", ms(lat.p50_ms), ms(lat.p99_ms),
+        t.add_row(lat.sink, lat.kind, lat.source or "(freshest record)", _ms(lat.p50_ms), _ms(lat.p99_ms),
                   str(lat.histograms))
     return t
+
+
+def _ms(x: float | None) -> str:
+    return "-" if x is None else f"{x:,.1f}"  # None: no histogram had values yet (markers arrive after an interval)
 
 
 @lab.command("measure")

@@ -50,3 +50,20 @@ def test_event_time_histogram_values_per_subtask():
     rows = event_time_rows(answer)
     assert rows == [{"p50_ms": 250.0, "p99_ms": 800.5}, {"p50_ms": None, "p99_ms": None}]
     assert merge_histograms(rows) == (250.0, 800.5, 1)
+
+
+def test_lab_measure_prints_one_latency_row_per_sink_and_kind():
+    from rich.console import Console
+
+    from placement.cli.lab_cmd import _latency_table
+    from placement.lab.measure import JobMeasurement
+
+    job = JobMeasurement("j1", "iot-sensors", 1000.0, [], [
+        LatencyMeasurement("Sink: Readings", "markers", "Source: Sensors", 231.0, 1547.25, 1),
+        LatencyMeasurement("Sink: Readings", "event-time", None, None, None, 0)])  # no values yet
+    console = Console(width=120, record=True)
+    console.print(_latency_table(job))
+    rows = [line for line in console.export_text().splitlines() if "Sink: Readings" in line]
+    assert len(rows) == 2
+    assert "markers" in rows[0] and "Source: Sensors" in rows[0] and "231.0" in rows[0] and "1,547.2" in rows[0]
+    assert "event-time" in rows[1] and "(freshest record)" in rows[1] and rows[1].count(" - ") == 2
