@@ -109,13 +109,29 @@ def status_cmd(work_dir: Path, as_json: bool) -> None:
         sys.exit(1)
 
 
+def _latency_table(job) -> Table:
+    """One row per sink and kind: markers per source vertex, then the sink's own event-time histogram."""
+    t = Table(title=f"{job.name}: latency at the sinks (ms; p50 median of subtasks, p99 worst subtask)")
+    for col in ("sink", "kind", "from", "p50", "p99", "histograms"):
+        t.add_column(col, justify="left" if col in ("sink", "kind", "from") else "right")
+    for lat in job.latency:
+        t.add_row(lat.sink, lat.kind, lat.source or "(freshest record)", _ms(lat.p50_ms), _ms(lat.p99_ms),
+                  str(lat.histograms))
+    return t
+
+
+def _ms(x: float | None) -> str:
+    return "-" if x is None else f"{x:,.1f}"  # None: no histogram had values yet (markers arrive after an interval)
+
+
 @lab.command("measure")
 @WORKDIR
 @click.option("--duration", type=click.FloatRange(min=0.5), default=10.0, show_default=True,
               help="seconds of the veth byte window")
 @click.option("--json", "as_json", is_flag=True, help="JSON on stdout instead of tables")
 def measure_cmd(work_dir: Path, duration: float, as_json: bool) -> None:
-    """WAN Mbit/s per uplink (veth counters), throughput, backpressure per vertex and where subtasks run."""
+    """WAN Mbit/s per uplink (veth counters), throughput, backpressure per vertex and where subtasks run, and the
+    latency at each sink (Flink's latency markers per source, and the lab jobs' event-time histogram)."""
     from placement.lab.measure import measure
 
     m = measure(work_dir, duration)
@@ -149,6 +165,8 @@ def measure_cmd(work_dir: Path, duration: float, as_json: bool) -> None:
                       f"{v.busy_ms_per_s:.0f}", f"{v.backpressured_ms_per_s:.0f}",
                       ", ".join(f"{h}×{n}" for h, n in sorted(v.hosts.items())))
         console.print(t)
+        if job.latency:
+            console.print(_latency_table(job))
     console.print("wire: all bytes the edge namespace sent (headers, records, Flink RPC); job data: TCP payload of the "
                   "edge TaskManager's data connections (what the plan predicts)")
     if any(v.reporting < v.parallelism for j in m.jobs for v in j.vertices):

@@ -15,19 +15,39 @@ the process: tasks, GC, netty, metrics) of the host's TaskManager JVM — the pr
 runs ``TaskManagerRunner``, so the server's JobManager is not counted — per second, in this machine's cores, and in the
 host's own cores (÷ the lab's effective speed of that host: a lab Pi core is a fraction of a core here). This is what
 ``plan.json``'s per-host ``predicted_cores`` predicts (its TaskManager's baseline + its subtasks' ``cores_used``).
+
+And, after the window like the job figures, the latency of each job at each of its sinks (vertices no other vertex
+reads from), two kinds side by side (:class:`LatencyMeasurement`):
+
+* ``markers`` — Flink's latency tracking (the lab sets ``metrics.latency.interval``): per source vertex, the
+  histograms the sink keeps of the markers from that source, read over REST and parsed as ``metrics collect`` does
+  (:func:`placement.collect.shaping.latency_rows`). Markers wait in the same network buffers as records but skip
+  operator processing and windows;
+* ``event-time`` — the lab jobs' own sink histogram ``eventTimeLatency`` (deploy/jobs/src/common/placement/lab/Sinks.java):
+  per record, now minus the creation time of the freshest source record it carries (one machine, one clock). Behind
+  a window that includes the wait from that record to the window's end.
+
+Each figure merges several histograms (markers: one per sink subtask, and per source subtask where a job sets
+``metrics.latency.granularity: subtask``; event time: one per sink subtask) by one rule:
+p50 is the median of the histograms' p50, p99 the largest p99 (the worst subtask). Flink's REST gives no histogram
+counts, and the subtasks of a lab sink see alike shares of the records, so the median stands for the whole stream's
+p50 without a weighting that REST cannot give; the worst p99 is what a user's bound is about.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import statistics
 import time
 from collections import defaultdict
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from placement.collect import shaping
 from placement.errors import PlacementError
-from placement.flink.rest import FlinkRest
+from placement.flink.rest import FlinkRest, FlinkRestError, VertexInfo
 from placement.lab.runner import read_state, veth_tx_bytes
 from placement.lab.topology import EDGE_DATA_PORT, SERVER_CGROUP
 from placement.netns import ns_exec, run
@@ -79,11 +99,24 @@ class VertexMeasurement:
 
 
 @dataclass
+class LatencyMeasurement:
+    """One latency figure at one sink: ``markers`` from one source vertex, or the sink's own ``event-time``."""
+
+    sink: str  # the sink vertex's name
+    kind: str  # "markers" | "event-time"
+    source: str | None  # the source vertex's name (markers); None for event time (the freshest of all sources)
+    p50_ms: float | None  # median of the histograms' p50 (None: no histogram had values yet)
+    p99_ms: float | None  # the largest of the histograms' p99
+    histograms: int  # histograms merged (sink subtasks × copies of the source vertex), with values
+
+
+@dataclass
 class JobMeasurement:
     job_id: str
     name: str
     source_records_per_s: float
     vertices: list[VertexMeasurement]
+    latency: list[LatencyMeasurement] = field(default_factory=list)
 
 
 @dataclass
@@ -197,6 +230,81 @@ METRICS = ("numRecordsInPerSecond", "numRecordsOutPerSecond", "backPressuredTime
            "idleTimeMsPerSecond")
 
 
+EVENT_TIME_LATENCY = "eventTimeLatency"  # the lab sinks' histogram (Sinks.EVENT_TIME_LATENCY in the jobs' Java)
+# "<subtask>.<operator name, made metric-safe>.eventTimeLatency_<stat>": the operator-scoped histogram as REST lists it
+EVENT_TIME_NAME = re.compile(rf"^(?P<subtask>\d+)\.(?:.+\.)?{EVENT_TIME_LATENCY}_(?P<stat>median|p99)$")
+
+
+def merge_histograms(rows: Iterable[Mapping[str, float | None]]) -> tuple[float | None, float | None, int]:
+    """(p50, p99, histograms) of histograms given as ``{"p50_ms", "p99_ms"}``: the median of their p50 and the largest
+    p99; histograms without values (markers not arrived yet, NaN) are left out."""
+    full = [r for r in rows if r.get("p50_ms") is not None and r.get("p99_ms") is not None]
+    if not full:
+        return None, None, 0
+    return (statistics.median(float(r["p50_ms"]) for r in full),  # type: ignore[arg-type]
+            max(float(r["p99_ms"]) for r in full), len(full))  # type: ignore[arg-type]
+
+
+def event_time_rows(answer: Iterable[Mapping]) -> list[dict[str, float | None]]:
+    """``eventTimeLatency_median``/``_p99`` values of a vertex's subtasks -> one ``{"p50_ms", "p99_ms"}`` per subtask."""
+    rows: dict[int, dict[str, float | None]] = {}
+    for item in answer:
+        m = EVENT_TIME_NAME.match(str(item.get("id", "")))
+        if m:
+            row = rows.setdefault(int(m["subtask"]), {"p50_ms": None, "p99_ms": None})
+            row["p50_ms" if m["stat"] == "median" else "p99_ms"] = shaping.parse_metric_value(item.get("value"))
+    return [rows[k] for k in sorted(rows)]
+
+
+def marker_measurements(sink: str, rows: Iterable[Mapping], source_names: Mapping[str, str]) -> list[LatencyMeasurement]:
+    """The sink's latency-marker rows (:func:`placement.collect.shaping.latency_rows`) -> one figure per source vertex
+    name (copies of a split source vertex together; a source id no vertex has is named by its id)."""
+    by_source: dict[str | None, list[Mapping]] = defaultdict(list)
+    for r in rows:
+        by_source[source_names.get(r["source_id"], r["source_id"])].append(r)
+    out = []
+    for source in sorted(by_source, key=str):
+        p50, p99, n = merge_histograms(by_source[source])
+        out.append(LatencyMeasurement(sink, "markers", source, p50, p99, n))
+    return out
+
+
+def sink_vertices(rest: FlinkRest, job_id: str) -> set[str]:
+    """Ids of the job's sink vertices: those no vertex reads from (the job plan's edges)."""
+    nodes = rest.plan(job_id).get("nodes", [])
+    read = {i["id"] for n in nodes for i in n.get("inputs", [])}
+    return {n["id"] for n in nodes if n["id"] not in read}
+
+
+def _vertex_values(rest: FlinkRest, job_id: str, vertex_id: str, names: list[str]) -> list:
+    answer: list = []
+    for query in shaping.name_queries(names):
+        part = rest.get(f"/jobs/{job_id}/vertices/{vertex_id}/metrics", params={"get": query})
+        answer.extend(part if isinstance(part, list) else [])
+    return answer
+
+
+def measure_latency(rest: FlinkRest, job_id: str, vertices: Iterable[VertexInfo]) -> list[LatencyMeasurement]:
+    """Markers (per source) and event time at each sink vertex of the job; a sink with neither has no figure."""
+    names = {v.id: v.name for v in vertices}
+    out: list[LatencyMeasurement] = []
+    for vid in sorted(sink_vertices(rest, job_id), key=lambda i: names.get(i, i)):
+        try:
+            listing = rest.get(f"/jobs/{job_id}/vertices/{vid}/metrics")
+        except FlinkRestError:
+            continue
+        listing = listing if isinstance(listing, list) else []
+        markers = shaping.latency_metric_names(listing)
+        event = sorted(str(m["id"]) for m in listing if EVENT_TIME_NAME.match(str(m.get("id", ""))))
+        answer = _vertex_values(rest, job_id, vid, markers + event) if markers or event else []
+        sink = names.get(vid, vid)
+        out.extend(marker_measurements(sink, shaping.latency_rows(0, vid, answer), names))
+        if event:
+            p50, p99, n = merge_histograms(event_time_rows(answer))
+            out.append(LatencyMeasurement(sink, "event-time", None, p50, p99, n))
+    return out
+
+
 def measure_jobs(rest: FlinkRest) -> list[JobMeasurement]:
     jobs = []
     for summary in rest.running_jobs():
@@ -221,7 +329,8 @@ def measure_jobs(rest: FlinkRest) -> list[JobMeasurement]:
             for name, a in by_name.items()
         ]
         source_rate = sum(v.records_out_per_s for v in vertices if v.name.startswith("Source: "))
-        jobs.append(JobMeasurement(summary.id, summary.name, source_rate, vertices))
+        jobs.append(JobMeasurement(summary.id, summary.name, source_rate, vertices,
+                                   measure_latency(rest, summary.id, details.vertices)))
     return jobs
 
 
@@ -233,7 +342,8 @@ def measure(work_dir, duration: float = 10.0, *, with_jobs: bool = True) -> Meas
     jobs: list[JobMeasurement] = []
     if with_jobs:
         rest = FlinkRest(state["rest_url"])
-        # the window issued no REST request; a priming request makes the metric store fresh for the real one
+        # the window issued no REST request; a priming request makes the metric store fresh for the real one (the
+        # latency histograms too: they come from the same lazily fetched store)
         try:
             measure_jobs(rest)
             time.sleep(2.5)

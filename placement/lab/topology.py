@@ -160,6 +160,16 @@ def plan_lab(inv: Inventory, work_dir: Path, *, machine_cores: int | None = None
     return LabPlan(inv.name, Path(work_dir), tuple(hosts), machine_cores, scale, tuple(notes))
 
 
+# Flink's latency tracking on for every lab job (`lab measure` shows it beside the jobs' event-time latency). One
+# marker per second per source subtask and output channel costs nothing measurable: a marker is a few bytes, each
+# receiving operator keeps a histogram per source (granularity "operator", Flink's default) of the last 128
+# (`metrics.latency.history-size`), about two minutes. Shorter intervals add markers, not accuracy, for percentiles
+# read over minutes; the metric dumps grow by 11 values per (operator subtask, source), fetched only on REST requests,
+# which `lab measure` keeps out of its byte window.
+LATENCY_INTERVAL_MS = 1000
+LAB_METRICS: dict[str, object] = {"metrics.latency.interval": LATENCY_INTERVAL_MS}
+
+
 def cluster_spec(plan: LabPlan, *, flink_home: Path | None = None, mode: Mode = "custom") -> ClusterSpec:
     """The Flink cluster: JobManager and server TM on the server address, each edge TM in its namespace and cgroup.
 
@@ -191,7 +201,7 @@ def cluster_spec(plan: LabPlan, *, flink_home: Path | None = None, mode: Mode = 
             jm_extra = jobmanager_config(str(scheduler_dir(Path(flink_home))))
     return ClusterSpec(work_dir=plan.work_dir / "flink", taskmanagers=tuple(tms), jobmanager_address=SERVER_ADDRESS,
                        rest_address="127.0.0.1", flink_home=flink_home, jobmanager_extra_config=jm_extra,
-                       jobmanager_conf_dir=jm_conf_dir)
+                       jobmanager_conf_dir=jm_conf_dir, extra_config=LAB_METRICS)
 
 
 @dataclass(frozen=True)

@@ -4,11 +4,13 @@ the other lab tests run this machine's own 2.3, tests/lab/test_lab_cost_model.py
 -> IoT job submitted unpinned (no --placement) -> metrics collect (60 s) -> profile (PySpark) -> plan (custom) ->
 `placement apply` with the lab inventory (SSH to the edge namespaces, stop with savepoint, schedulercfg, the unchanged
 jar resubmitted) -> the verify table all green, every subtask index on its planned TaskManager -> lab measure: each
-uplink's job data within ±15 % of the plan's predicted Mbit/s -> lab down leaves nothing behind."""
+uplink's job data within ±15 % of the plan's predicted Mbit/s, and the latency at the sink from Flink's markers and
+from the sink's event-time histogram, apart by the window's wait -> lab down leaves nothing behind."""
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -41,6 +43,16 @@ RATE = 500  # readings/s per source subtask: even both sources on one Pi (unpinn
 JOB_ARGS = ["--rate", str(RATE), "--parallelism", "2", "--job-name", "iot-sensors"]
 TOLERANCE = 0.15
 FLINK_LINE = "1.20"  # what a user running the LTS line types; the lab runs its newest release
+# Event time at the IoT sink vs Flink's markers: a window summary carries its sensor's freshest reading, which reached
+# the window a gap before the window's end; readings of one sensor arrive as a Poisson stream of RATE × 2 sources ×
+# 30 % (Filter) / 100 sensors = 3/s, so that gap's median is ln 2 / 3 s ≈ 231 ms (the markers pass the window at once).
+# Its p99 is ln 100 / 3 s ≈ 1.5 s: the event-time spread p99 − p50 is about 1.3 s, which markers do not have.
+SENSOR_RATE = RATE * 2 * 0.30 / 100
+WINDOW_WAIT_MS = math.log(2) / SENSOR_RATE * 1000
+WINDOW_SPREAD_MS = (math.log(100) - math.log(2)) / SENSOR_RATE * 1000
+# measured gaps (event time − markers, p50): 209, 248 ms (Flink 2.3, unpinned), 266 ms (1.20, placed, this test); a
+# window that passed its end time instead of its freshest reading's gives ≈ −230 ms, its oldest reading's ≈ +1.4 s
+GAP_BELOW_MS, GAP_ABOVE_MS = 130, 190
 
 
 def cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
@@ -135,10 +147,31 @@ def test_profile_plan_move_and_measure_on_the_real_lab(tmp_path):
             quota_host_cores = 30_000 / 100_000 / cpu[host]["speed"]  # the cgroup's quota, in the Pi's cores
             assert 0 < cpu[host]["host_cores"] <= quota_host_cores * 1.05, cpu[host]  # busy, and never over its quota
             assert cpu[host]["host_cores"] == pytest.approx(cpu[host]["server_cores"] / cpu[host]["speed"])
+        assert_latency_at_the_sink(measured["jobs"][0])
     finally:
         subprocess.run([*PLACEMENT, "lab", "down", "--workdir", str(work)], check=False, capture_output=True, timeout=300)
     assert_clean(work)
     assert not (work / "lab.json").exists()
+
+
+def assert_latency_at_the_sink(job: dict) -> None:
+    """Issue 25: the lab tracks latency (markers every 1000 ms) and the IoT sink records event time; `lab measure`
+    reports both at `Sink: Readings`. They differ by the window: markers pass Window Aggregate at once, a summary
+    leaves at the window's end, WINDOW_WAIT_MS (median) after its sensor's freshest reading."""
+    assert job["name"] == "iot-sensors"
+    lat = {(x["sink"], x["kind"], x["source"]): x for x in job["latency"]}
+    markers, event = lat[("Sink: Readings", "markers", "Source: Sensors")], lat[("Sink: Readings", "event-time", None)]
+    assert set(lat) == {("Sink: Readings", "markers", "Source: Sensors"), ("Sink: Readings", "event-time", None)}, lat
+    print("latency at Sink: Readings, markers vs event time (p50, p99 ms):",
+          (markers["p50_ms"], markers["p99_ms"]), (event["p50_ms"], event["p99_ms"]))
+    for x in (markers, event):
+        assert x["histograms"] == 1  # one sink subtask
+        assert 0 < x["p50_ms"] <= x["p99_ms"] < 10_000, x  # finite, ordered, and not a clock mix-up
+    gap = event["p50_ms"] - markers["p50_ms"]
+    assert WINDOW_WAIT_MS - GAP_BELOW_MS <= gap <= WINDOW_WAIT_MS + GAP_ABOVE_MS, (gap, markers, event)
+    # measured 1100–1300 ms. Not compared with the markers' p99: their 128-marker history reaches back to the job's
+    # start after `apply` (restore, slow first seconds), the sink's 1024 records only ~20 s
+    assert event["p99_ms"] - event["p50_ms"] >= WINDOW_SPREAD_MS / 2, event
 
 
 def test_lab_down_after_the_launcher_was_killed_mid_start_removes_everything(tmp_path):

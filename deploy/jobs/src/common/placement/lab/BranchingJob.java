@@ -74,8 +74,8 @@ public final class BranchingJob {
                 .name(JOIN)
                 .uid("join-frames-meters");
         placement.pin(alerts, JOIN, params.getInt("join-parallelism", 1));
-        placement.pin(Sinks.discard(alerts, "Alerts", "sink-alerts", sinkMode), Sinks.vertexName("Alerts", sinkMode),
-                alerts.getParallelism());
+        placement.pin(Sinks.discard(alerts, "Alerts", "sink-alerts", sinkMode, JoinZone::created),
+                Sinks.vertexName("Alerts", sinkMode), alerts.getParallelism());
         placement.checkAllUsed();
         env.execute(params.get("job-name", "cameras-meters"));
     }
@@ -176,7 +176,11 @@ public final class BranchingJob {
         public Power() {}
     }
 
-    /** Latest detection and latest power per zone (keyed state); alerts on power with nobody there. */
+    /**
+     * Latest detection and latest power per zone (keyed state); alerts on power with nobody there. An alert ends in
+     * " @<ms>" (+15 bytes): the creation time of the record that triggered it, the freshest one it carries (the other
+     * side's state arrived before it), for the sink's event-time latency.
+     */
     public static final class JoinZone extends KeyedCoProcessFunction<Integer, Detection, Power, String> {
         private final double threshold;
         private transient ValueState<Integer> persons;
@@ -195,21 +199,25 @@ public final class BranchingJob {
         @Override
         public void processElement1(Detection d, Context ctx, Collector<String> out) throws Exception {
             persons.update(d.persons);
-            check(ctx.getCurrentKey(), out);
+            check(ctx.getCurrentKey(), d.ts, out);
         }
 
         @Override
         public void processElement2(Power p, Context ctx, Collector<String> out) throws Exception {
             watts.update(p.watts);
-            check(ctx.getCurrentKey(), out);
+            check(ctx.getCurrentKey(), p.ts, out);
         }
 
-        private void check(int zone, Collector<String> out) throws Exception {
+        private void check(int zone, long created, Collector<String> out) throws Exception {
             Integer people = persons.value();
             Integer power = watts.value();
             if (people != null && power != null && people == 0 && power > threshold) {
-                out.collect("zone " + zone + ": " + power + " W with nobody in view");
+                out.collect("zone " + zone + ": " + power + " W with nobody in view @" + created);
             }
+        }
+
+        public static long created(String alert) {
+            return Long.parseLong(alert.substring(alert.lastIndexOf('@') + 1));
         }
     }
 }

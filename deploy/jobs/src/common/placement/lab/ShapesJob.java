@@ -92,7 +92,7 @@ public final class ShapesJob {
             DataStream<Click> parsed = lane.place(raw.map(ShapesJob::parseClick).name("Parse Clicks"), 1, "parse-clicks");
             clicks = clicks == null ? parsed : clicks.union(parsed);
         }
-        placement.pin(Sinks.discard(clicks, "Click Archive", "sink-click-archive", sinkMode),
+        placement.pin(Sinks.discard(clicks, "Click Archive", "sink-click-archive", sinkMode, c -> c.ts),
                 Sinks.vertexName("Click Archive", sinkMode), 1);
         SingleOutputStreamOperator<String> counts = clicks.keyBy(c -> c.user, Types.STRING)
                 .process(new CountPerUser()).name(CLICK_COUNTS).uid("click-counts");
@@ -130,7 +130,8 @@ public final class ShapesJob {
             large = large == null ? split.getSideOutput(LARGE_ORDERS) : large.union(split.getSideOutput(LARGE_ORDERS));
         }
         placement.pin(Sinks.discard(summaries, "Summaries", "sink-summaries", sinkMode), Sinks.vertexName("Summaries", sinkMode), 1);
-        placement.pin(Sinks.discard(large, "Large Orders", "sink-large-orders", sinkMode),
+        placement.pin(Sinks.discard(large, "Large Orders", "sink-large-orders", sinkMode,
+                        json -> Long.parseLong(Json.raw(json, "ts"))),
                 Sinks.vertexName("Large Orders", sinkMode), 1);
 
         DataStream<String> ticks = null;
