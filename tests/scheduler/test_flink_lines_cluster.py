@@ -21,13 +21,11 @@ well under a minute a release on a 2-core machine):
 
 from __future__ import annotations
 
-import contextlib
 import json
 import shutil
 import time
 from collections import Counter
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -129,85 +127,22 @@ def write_inventory(line_work: Path, pc: PlacedCluster, release: str) -> Path:
     return path
 
 
-class LineClusters:
-    """Starts and stops the lines' clusters on a worker thread of its own, one line ahead: the next line's cluster
-    (JobManager, three TaskManagers, Prometheus: ~10 s of JVM starts) comes up while the current line's tests run,
-    and a finished line's cluster is stopped (~4 s) while the next line's run. The thread lives until every cluster
-    it started is stopped: the JVMs and Prometheus die with the thread that started them (``setpriv --pdeathsig``)."""
-
-    def __init__(self, tmp_path_factory: pytest.TempPathFactory, releases: list[str]) -> None:
-        self.tmp_path_factory = tmp_path_factory
-        self.releases = releases
-        self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="flink-lines")
-        self.started: dict[str, Future[tuple[Line, contextlib.ExitStack]]] = {}
-        self.stopped: list[Future[None]] = []
-
-    def _start(self, release: str, work: Path, stack: contextlib.ExitStack) -> tuple[Line, contextlib.ExitStack]:
-        try:
-            flink = flink_home_for(release)  # the real cache: fetched once per machine
-            # the product's own build caches (per source digest and release), as make_lab_home's extension: compiling
-            # them fresh on every line is test_flink_lines_build.py's part, and would cost ~10 s a line here
-            jobs = build_jobs_jar(home=flink).path
-            taskmanagers, targets = with_prometheus_reporter(taskmanager_specs(), work, flink.path)
-            pc = stack.enter_context(start_placed_cluster(work, flink, jobs, taskmanagers=taskmanagers))
-            prom = stack.enter_context(start_prometheus(work / "prometheus", targets, scrape_interval="1s"))
-            return Line(release, pc, prom, work, write_inventory(work, pc, release)), stack
-        except BaseException:
-            stack.close()
-            raise
-
-    def start(self, release: str) -> None:
-        if release not in self.started:
-            work = self.tmp_path_factory.mktemp(f"line-{release}")
-            self.started[release] = self.worker.submit(self._start, release, work, contextlib.ExitStack())
-
-    def get(self, release: str) -> tuple[Line, contextlib.ExitStack]:
-        self.start(release)
-        later = self.releases[self.releases.index(release) + 1:] if release in self.releases else []
-        if later:
-            self.start(later[0])  # queued behind this one: up while this line's tests run
-        return self.started[release].result()
-
-    def stop(self, stack: contextlib.ExitStack) -> None:
-        self.stopped.append(self.worker.submit(stack.close))
-
-    def close(self) -> None:
-        """Stop whatever is still up (a line started ahead whose tests were deselected or never ran), then the thread."""
-        for future in self.started.values():
-            with contextlib.suppress(BaseException):
-                _line, stack = future.result()
-                self.stop(stack)
-        errors = [f.exception() for f in self.stopped if f.exception() is not None]
-        self.worker.shutdown(wait=True)
-        if errors:
-            raise errors[0]
-
-
-@pytest.fixture(scope="module")
-def line_clusters(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LineClusters]:
-    # the releases this session runs, in the order their tests come
-    releases: list[str] = []
-    for item in request.session.items:
-        callspec = getattr(item, "callspec", None)
-        if getattr(item, "module", None) is request.module and callspec is not None and "line" in callspec.params:
-            releases.append(callspec.params["line"])
-    clusters = LineClusters(tmp_path_factory, list(dict.fromkeys(releases)))
-    try:
-        yield clusters
-    finally:
-        clusters.close()
-
-
 @pytest.fixture(scope="module", params=RELEASES, ids=lambda release: f"flink-{release}")
-def line(request: pytest.FixtureRequest, line_clusters: LineClusters) -> Iterator[Line]:
+def line(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Line]:
     require_jdk()
-    state, stack = line_clusters.get(request.param)
-    try:
+    release = request.param
+    flink = flink_home_for(release)  # the real cache: fetched once per machine
+    work = tmp_path_factory.mktemp(f"line-{release}")
+    # the product's own build caches (per source digest and release), as make_lab_home's extension: compiling them
+    # fresh on every line is test_flink_lines_build.py's part, and would cost ~10 s a line here
+    jobs = build_jobs_jar(home=flink).path
+    taskmanagers, targets = with_prometheus_reporter(taskmanager_specs(), work, flink.path)
+    with start_placed_cluster(work, flink, jobs, taskmanagers=taskmanagers) as pc, \
+            start_prometheus(work / "prometheus", targets, scrape_interval="1s") as prom:
+        state = Line(release, pc, prom, work, write_inventory(work, pc, release))
         yield state
         if state.job:
-            state.pc.cancel(state.job)
-    finally:
-        line_clusters.stop(stack)  # on the clusters' thread, while the next line's tests run
+            pc.cancel(state.job)
 
 
 def test_the_extension_is_active_as_apply_checks_it_and_places_a_job_index_by_index_beside_a_vanilla_job(
