@@ -54,8 +54,13 @@ GROUP_BY_DIRECTORY = {"lab": "lab", "netem": "netns-10.201", "infra": "netns-10.
                       "ansible": "netns-10.202"}
 # modules whose module-scoped fixture is expensive per parameter (a javac build or a cluster per Flink line): split over
 # both workers, each worker would build or start it again
+# -- likewise a module whose tests share one cluster of its own (and the job on it): the placed cluster's (~15 s to
+# start with its job; handed out in the run's tail, both workers started one), the Prometheus module's (~2 min: a
+# 100 s collection)
 ONE_WORKER_MODULES = {"tests/scheduler/test_flink_lines_build.py": "flink-lines-build",
-                      "tests/scheduler/test_flink_lines_cluster.py": "flink-lines-cluster"}
+                      "tests/scheduler/test_flink_lines_cluster.py": "flink-lines-cluster",
+                      "tests/scheduler/test_placed_cluster.py": "placed-cluster",
+                      "tests/collect/test_prometheus.py": "prometheus"}
 
 
 def xdist_group(nodeid: str) -> str | None:
@@ -72,7 +77,13 @@ def xdist_group(nodeid: str) -> str | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    items.sort(key=lambda item: xdist_group(item.nodeid) != "lab")  # stable: the lab first, the rest as collected
+    # stable: the lab first, then the one-worker modules (long units: handed out while the lab still runs, not in the
+    # run's tail, where one of them would keep a worker busy while the other has nothing left), the rest as collected
+    def rank(item: pytest.Item) -> int:
+        group = xdist_group(item.nodeid)
+        return 0 if group == "lab" else 1 if group in ONE_WORKER_MODULES.values() else 2
+
+    items.sort(key=rank)
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log):

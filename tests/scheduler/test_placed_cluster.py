@@ -127,10 +127,14 @@ def test_three_placed_jobs_and_a_stock_job_share_the_cluster(placed_cluster: Pla
     pc.write_schedulercfg("branching-a", schedulercfg(branching_plan, {"rpi2": ADDRESSES["rpi2"][0]}))
     jobs = []
     try:
-        nexmark = pc.run_until_running(NEXMARK_BIDS_JOB, ["--rate", "40", "--job-name", "nexmark-a"])
+        # the two placed jobs deploy side by side (their files leave each other, and the IoT job, the slots they
+        # name); the stock job comes last, as it may take any free slot
+        nexmark = pc.run(NEXMARK_BIDS_JOB, ["--rate", "40", "--job-name", "nexmark-a"])
         jobs.append(nexmark)
-        branching = pc.run_until_running(BRANCHING_JOB, ["--meter-rate", "20", "--camera-rate", "5", "--job-name", "branching-a"])
+        branching = pc.run(BRANCHING_JOB, ["--meter-rate", "20", "--camera-rate", "5", "--job-name", "branching-a"])
         jobs.append(branching)
+        pc.wait_running(nexmark)
+        pc.wait_running(branching)
         stock = pc.run_until_running(IOT_SENSOR_JOB, ["--rate", "20", "--parallelism", "1", "--job-name", "iot-stock"])
         jobs.append(stock)
         assert pc.rest.placement(nexmark) == nexmark_plan

@@ -91,7 +91,7 @@ def test_overrides_reach_a_jobgraph_submission_but_not_a_rest_jar_run(flink_clus
             parse = records_read(flink_rest, graph_job, ids["Parse"])
             if sum(1 for n in parse if n > 0) >= 2 or time.monotonic() > deadline:
                 break
-            time.sleep(3)
+            time.sleep(1)  # the cluster fetches metrics every 2 s
         assert sorted(n > 0 for n in parse) == [False, True, True], parse
     finally:
         for job_id in jobs:

@@ -178,7 +178,9 @@ def flink_rest(flink_cluster: RunningCluster) -> FlinkRest:
 @pytest.fixture(scope="session")
 def lab_jobs_jar(tmp_path_factory: pytest.TempPathFactory) -> Path:
     require_jdk()
-    return build_jobs_jar(tmp_path_factory.getbasetemp() / "lab-jobs").path
+    # the product's own build cache (one jar per source digest and Flink release, written atomically): built once
+    # for the machine, not again by each session and each xdist worker
+    return build_jobs_jar().path
 
 
 @pytest.fixture(scope="module")

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import random
 import shutil
 import signal
+import socket
 import subprocess
 import time
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,6 +100,32 @@ def start_prometheus(work_dir: Path, targets: Sequence[str], *, scrape_interval:
         shutil.rmtree(data, ignore_errors=True)
 
 
+def reporter_port(taken: Collection[int] = ()) -> int:
+    """A port free now for a TaskManager's reporter, below the kernel's ephemeral range.
+
+    The reporter binds its port seconds after it is chosen (the JobManager and the TaskManager's JVM start first),
+    and no retry follows a taken one: the reporter is then left out, and that TaskManager's series with it. A port
+    from :func:`free_port` lies in the ephemeral range, which every outgoing connection of this machine draws from
+    meanwhile (another cluster starting beside this one, a job's, a test's); one below it is taken only by a process
+    that binds it by number."""
+    try:
+        ephemeral_low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        ephemeral_low = 32768
+    pick = random.SystemRandom()
+    for _ in range(100):
+        port = pick.randrange(20000, max(ephemeral_low, 20001))
+        if port in taken:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:  # the reporter listens on every address
+            try:
+                s.bind(("0.0.0.0", port))
+            except OSError:
+                continue
+        return port
+    return free_port()
+
+
 REPORTER_FACTORY = "org.apache.flink.metrics.prometheus.PrometheusReporterFactory"
 
 
@@ -120,9 +148,10 @@ def with_prometheus_reporter(taskmanagers, work_dir: Path, flink_home: Path | No
         if not source.is_dir():
             real_parts.missing(f"the Flink home has no {source} (the Prometheus reporter plugin)")
         link.symlink_to(source)
-    specs, targets = [], []
+    specs, targets, chosen = [], [], set()
     for tm in taskmanagers:
-        port = free_port()
+        port = reporter_port(chosen)
+        chosen.add(port)
         targets.append(f"127.0.0.1:{port}")
         specs.append(dataclasses.replace(
             tm, wrapper=("env", f"FLINK_PLUGINS_DIR={plugins}", *tm.wrapper),

@@ -36,7 +36,12 @@ def test_rolling_history_windows_and_one_session_for_every_profile(iot_job, tmp_
         first_cut = int(time.time() * 1000)
         snap1 = tmp_path / "w1"
         assert snapshot_window(history, snap1, job_name="iot-sensors", since_ms=first_cut - 9_000) >= 2
-        time.sleep(20)  # the history rolls on past its 12 s bound
+        # the history rolls on past its 12 s bound: until its first part is pruned, and a window's length (9 s)
+        # later than the first cut at least, so that the two windows do not overlap
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (
+                time.time() * 1000 - first_cut < 9_000 or "part-00000.parquet" in {p.path.name for p in parts_of(history)}):
+            time.sleep(0.5)
         snap2 = tmp_path / "w2"
         assert snapshot_window(history, snap2, job_name="iot-sensors", since_ms=int(time.time() * 1000) - 9_000) >= 2
     finally:
