@@ -104,3 +104,16 @@ def test_a_rate_scale_below_a_minimum_is_refused(tmp_path, capsys):
     code, ok = max_rate(tmp_path / "fine", capsys, [{"name": "job-A", "budget": {"min_rate_scale": 0.5}}],
                         "--rate-scale", "0.7")
     assert code == 0 and ok["results"][0]["status"] == "optimal"
+
+
+def test_a_plan_of_one_job_says_its_priority_and_budget_are_not_used(tmp_path, capsys):
+    inv, profiles = contested_40()
+    inv = with_jobs(inv, [{"name": "job-A", "priority": 1, "budget": {"uplinks": {"rpi1": 0.01}}}])  # 0.36 Mbit/s
+    inv_path, paths = files(tmp_path, inv, profiles[:1])
+    out = tmp_path / "out"
+    code, stdout, err = cli_run(plan_args(inv_path, paths, "--out", out), capsys)
+    assert code == 0, err
+    assert "note: jobs[] entry 'job-A' sets a priority or budget" in stdout and "jobs[]" not in err  # not a warning
+    plan = load_plan(out)
+    assert plan.objective.wan_mbit == pytest.approx(1, rel=1e-3) and plan.budget is None  # over 0.36: not capped
+    assert any("planned together" in w for w in plan.warnings)
