@@ -37,6 +37,13 @@ def job_profile(name: str, vertices: list[dict], edges: list[tuple[str, str, str
     })
 
 
+def streaming_job(tag: str, mbit: float):
+    """Source (born on rpi1) → Sink: all of it crosses the uplink, ``mbit`` at the profiled rate."""
+    return job_profile(f"job-{tag}", [vertex(f"Source: {tag}", rin=0, rout=1000, busy=5, bpr=mbit * 125),
+                                      vertex(f"Sink: {tag}", rin=1000, rout=0, busy=5)],
+                       [(f"Source: {tag}", f"Sink: {tag}", "FORWARD")])
+
+
 def random_job(rng: random.Random, tag: str, edge_names: list[str]) -> tuple[JobProfile, dict]:
     """Source (born on the Pis) → A [→ B] → Sink, random ship strategies (FORWARD only where the parallelism allows),
     records that shrink or grow, sometimes a stateful operator; and this job's pins (a birth, maybe a pin or a forbid).

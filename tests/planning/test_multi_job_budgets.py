@@ -15,18 +15,20 @@ from multi_job_factories import (
     problems,
     random_instance,
     random_policies,
+    streaming_job,
     ranked_key,
     within_budgets,
 )
 from planning_factories import inventory
 from test_multi_job_plan import reducing_job
 
-from placement.costmodel import evaluate
+from placement.costmodel import build_problem, evaluate
 from placement.costmodel.jobs import combine, job_policies
-from placement.costmodel.model import JobPolicy
+from placement.costmodel.model import JobPolicy, PlanOptions
 from placement.errors import BadInput
 from placement.inventory import Inventory, load_inventory
 from placement.solver import SolverOptions, solve
+from placement.solver.capacity import binding_constraints, max_scale
 from placement.solver.methods import solve_with
 
 CHUNKS = 6
@@ -237,3 +239,23 @@ def test_a_star_share_covers_every_uplink_a_named_one_overrides():
     policies = job_policies(inv, [("job-A", "job-A"), ("job-A-2", "job-A"), ("job-B", "job-B"), ("job-C", "job-C")])
     assert set(policies) == {"job-A", "job-A-2"}  # a copy takes its job's entry; unset and unlisted jobs: none
     assert policies["job-A"] == JobPolicy(priority=2, uplink_shares={"rpi1": 0.25, "rpi2": 0.5}, min_rate_scale=1.5)
+
+
+def test_max_rate_honours_an_uplink_budget_in_its_direct_model():
+    """Two streams of 10 Mbit/s on 18 usable, A capped at a quarter (4.5): the fleet scales to 0.45× (A's cap), not
+    the link's 0.9× — found by the direct MILP itself (its budget rows), not by the bisection it falls back to when
+    its answer does not check out; what binds just above is A's budget."""
+    inv = inventory([{"name": "rpi1", "bandwidth": "20mbit"}],
+                    pins={"sources": {"Source: A": "rpi1", "Source: B": "rpi1"}})
+    profiles = [streaming_job("A", 10), streaming_job("B", 10)]
+    policies = {"job-A": JobPolicy(uplink_shares={"rpi1": 0.25})}
+
+    def build(scale: float):
+        return combine([(p.job.name, build_problem(inv, p, PlanOptions(rate_scale=scale))) for p in profiles],
+                       policies).problem
+
+    capacity = max_scale(build)
+    assert capacity.method == "direct" and not capacity.note, capacity
+    assert capacity.scale == pytest.approx(0.45, rel=0.02)
+    binding = binding_constraints(build, capacity.scale, SolverOptions())
+    assert [(s.kind, s.detail) for s in binding] == [("budget", "job-A")]

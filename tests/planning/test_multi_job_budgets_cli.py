@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from multi_job_factories import job_profile
-from planning_factories import cli_run, inventory, vertex
+from multi_job_factories import streaming_job
+from planning_factories import cli_run, inventory
 from test_multi_job_budgets import contested_40
 from test_multi_job_cli import files, plan_args
 
@@ -51,13 +51,6 @@ def test_a_budget_short_cli_names_the_job_in_the_table_and_the_error(tmp_path, c
     assert code != 0
     assert "budget of job job-A on link rpi1→server" in stdout
     assert "job job-A's budget on link rpi1→server" in err
-
-
-def streaming_job(tag: str, mbit: float):
-    """Source (born on rpi1) → Sink: all of it crosses the uplink, ``mbit`` at the profiled rate."""
-    return job_profile(f"job-{tag}", [vertex(f"Source: {tag}", rin=0, rout=1000, busy=5, bpr=mbit * 125),
-                                      vertex(f"Sink: {tag}", rin=1000, rout=0, busy=5)],
-                       [(f"Source: {tag}", f"Sink: {tag}", "FORWARD")])
 
 
 def max_rate(tmp_path: Path, capsys, jobs: list[dict], *extra) -> tuple[int, dict | str]:
