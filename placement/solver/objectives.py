@@ -21,12 +21,13 @@
 becomes one stage per priority class, highest first (``W`` of that class's jobs, each kept at its optimum before the
 next), then server CPU, then one latency stage per class in the same order (:func:`stages`). Without priorities —
 or all jobs of one — the stages are exactly the three above. ``weighted`` has no order to put a class first in, so a
-priority is refused there (:func:`placement.solver.ilp.solve`).
+priority is refused there (:func:`placement.solver.ilp.check_weighted`).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 
 import pulp
 
@@ -70,14 +71,17 @@ def total_wan_mbit(m: IlpModel, jobs: frozenset[str] | None = None) -> pulp.LpAf
     return pulp.lpSum(exprs)
 
 
-def stages(m: IlpModel) -> list[tuple[str, object]]:
+StageTerm = pulp.LpAffineExpression | Callable[[], pulp.LpAffineExpression]
+
+
+def stages(m: IlpModel) -> list[tuple[str, StageTerm]]:
     """The lexicographic stages, in order: (name, expression or a builder of it — latency rows are built only when
     their stage is reached). Names: ``wan``, ``server_cpu``, ``latency``; with priority classes ``wan[p<n>]`` and
     ``latency[p<n>]`` per class (``n`` its priority)."""
     classes = m.problem.priority_classes
     if not classes:
         return [("wan", total_wan_mbit(m)), ("server_cpu", server_cores(m)), ("latency", lambda: latency_ms(m))]
-    out: list[tuple[str, object]] = [(f"wan[p{p}]", total_wan_mbit(m, jobs)) for p, jobs in classes]
+    out: list[tuple[str, StageTerm]] = [(f"wan[p{p}]", total_wan_mbit(m, jobs)) for p, jobs in classes]
     out.append(("server_cpu", server_cores(m)))
     out += [(f"latency[p{p}]", (lambda jobs=jobs: latency_ms(m, jobs))) for p, jobs in classes]
     return out
