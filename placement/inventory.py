@@ -143,6 +143,35 @@ class JobSettings(Strict):
     program_args: list[str] = Field(default_factory=list)
 
 
+class JobBudget(Strict):
+    """What one job may take of the fleet it shares (issue 24): planned as constraints of the joint model."""
+
+    uplinks: dict[str, float] = Field(
+        default_factory=dict, description="edge host (or '*': every uplink not named) -> the share 0..1 of that link's "
+        "usable bandwidth (bandwidth × policy.wan_headroom) this job's own traffic may take")
+    min_rate_scale: float | None = Field(
+        None, gt=0, description="the least scale of its profiled source rates it must keep: `plan --max-rate` scales "
+        "the other jobs down before it, and a --rate-scale below it is refused")
+
+    @field_validator("uplinks")
+    @classmethod
+    def _shares(cls, v: dict[str, float]) -> dict[str, float]:
+        for host, share in v.items():
+            if not 0 <= share <= 1:
+                raise ValueError(f"the share of uplink {host!r} must be within 0..1, got {share:g}")
+        return v
+
+
+class FleetJobSettings(JobSettings):
+    """One entry of ``jobs:``: what apply resubmits for it, and how it ranks and what it may take when it is planned
+    together with the others (``priority``, ``budget``; both optional: unset, the jobs are planned as equals)."""
+
+    priority: int | None = Field(
+        None, description="higher first: its WAN (then its latency) is optimised before a lower-priority job's; jobs "
+        "without one count as 0 when any job has one")
+    budget: JobBudget | None = None
+
+
 class FlinkCluster(Strict):
     rest_url: str = Field(pattern=r"^https?://[^\s/]+(:\d+)?/?$")
     home: str = "/opt/flink"
@@ -242,7 +271,7 @@ class Inventory(Strict):
     links: list[Link] = Field(default_factory=list)
     flink: FlinkCluster
     job: JobSettings = Field(default_factory=JobSettings)
-    jobs: list[JobSettings] = Field(
+    jobs: list[FleetJobSettings] = Field(
         default_factory=list, description="several jobs on this cluster (issue 24), each by its name: what `placement "
         "apply --plan FLEET` resubmits for it (jar and entry_class default to job:'s); a job named in job: needs no entry")
     pins: Pins = Field(default_factory=Pins)
@@ -260,6 +289,20 @@ class Inventory(Strict):
                 raise FieldError(f"jobs[{i}].name", f"duplicate job name {j.name!r}")
             seen.add(j.name)
         return self
+
+    @model_validator(mode="after")
+    def _budget_hosts(self) -> Inventory:
+        edges = {h.name for h in self.hosts if h.role == "edge"}
+        for i, j in enumerate(self.jobs):
+            for host in (j.budget.uplinks if j.budget else {}):
+                if host != "*" and host not in edges:
+                    raise FieldError(f"jobs[{i}].budget.uplinks.{host}",
+                                     f"{host!r} is no edge host (an uplink is named by its edge host, or '*')")
+        return self
+
+    def fleet_job(self, name: str) -> FleetJobSettings | None:
+        """The ``jobs:`` entry named ``name`` (its priority and budget), or None."""
+        return next((j for j in self.jobs if j.name == name), None)
 
     def job_named(self, name: str) -> JobSettings | None:
         """What apply resubmits for the job called ``name``: its ``jobs:`` entry (jar and entry class from ``job:``
@@ -344,6 +387,8 @@ class Inventory(Strict):
         drop_unset(data.get("policy", {}), "max_latency_ms")  # issue 25: an unbounded inventory hashes as before
         if not data.get("jobs"):  # issue 24: an inventory of one job hashes as before
             data.pop("jobs", None)
+        for j in data.get("jobs", []):  # issue 24's priorities and budgets: a jobs list without them hashes as before
+            drop_unset(j, "priority", "budget")
         return canonical_digest(data)
 
 

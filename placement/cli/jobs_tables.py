@@ -12,19 +12,43 @@ from placement.solver.one_by_one import OneByOne
 from placement.solver.result import PlanResult
 
 
-def jobs_table(parts: dict[str, PlanResult]) -> Table:
+def jobs_table(parts: dict[str, PlanResult], problem: PlacementProblem | None = None,
+               scales: dict[str, float] | None = None) -> Table:
+    """Each job's figures; with priorities (``problem``'s job policies) its priority, and its rate scale where a
+    ``--max-rate`` held it at its minimum (``scales``: job -> scale, only those that differ from the fleet's)."""
+    policies = problem.job_policies if problem is not None else {}
+    ranked = bool(problem is not None and problem.priority_classes)
+    scales = scales or {}
     t = Table(title="Jobs")
-    for col in ("job", "WAN Mbit/s", "server cores", "edge cores", "latency ms"):
+    cols = ("job", *(("priority",) if ranked else ()), *(("rate scale",) if scales else ()),
+            "WAN Mbit/s", "server cores", "edge cores", "latency ms")
+    for col in cols:
         t.add_column(col, justify="left" if col == "job" else "right")
     for name, r in parts.items():
         c = r.cost
         assert c is not None
-        t.add_row(escape(name), f"{c.wan_mbit:.2f}", f"{c.server_cores:.2f}", f"{c.edge_cores:.2f}", f"{c.latency_ms:.1f}")
+        policy = policies.get(name)
+        rank = (str(policy.priority if policy is not None and policy.priority is not None else 0),) if ranked else ()
+        scale = ((f"{scales[name]:g} (its minimum)" if name in scales else "–"),) if scales else ()
+        t.add_row(escape(name), *rank, *scale, f"{c.wan_mbit:.2f}", f"{c.server_cores:.2f}", f"{c.edge_cores:.2f}",
+                  f"{c.latency_ms:.1f}")
     return t
 
 
+def _job_on_link(problem: PlacementProblem, job: str, host: str, mbit: float) -> str:
+    """A job's Mbit/s on an uplink, with its budget there when it has one (red when over it)."""
+    policy = problem.job_policies.get(job)
+    share = policy.uplink_shares.get(host) if policy is not None else None
+    if share is None:
+        return f"{mbit:.2f}"
+    budget = problem.budget_mbit(problem.host_by_name[host], share)
+    text = f"{mbit:.2f} ≤ {budget:.2f}"
+    return f"[red]{text}[/]" if mbit > budget + 1e-6 else text
+
+
 def shared_links_table(problem: PlacementProblem, total: PlanCost, parts: dict[str, PlanResult]) -> Table:
-    """Each uplink's Mbit/s per planned job, the running jobs', the total and what is usable."""
+    """Each uplink's Mbit/s per planned job (``x ≤ budget`` where the job has a share of it), the running jobs', the
+    total and what is usable."""
     running = sorted({r.job for h in problem.edges for r in h.running})
     t = Table(title="WAN links, per job")
     t.add_column("link")
@@ -36,7 +60,8 @@ def shared_links_table(problem: PlacementProblem, total: PlanCost, parts: dict[s
         mine = [parts[name].cost.link(load.host).mbit for name in parts]  # type: ignore[union-attr]
         everything = load.mbit + sum(ran.values())
         style = "red" if load.mbit > load.usable_mbit + 1e-6 else None
-        t.add_row(load.name, *(f"{x:.2f}" for x in mine), *(f"{ran.get(j, 0.0):.2f}" for j in running),
+        t.add_row(load.name, *(_job_on_link(problem, name, load.host, x) for name, x in zip(parts, mine)),
+                  *(f"{ran.get(j, 0.0):.2f}" for j in running),
                   f"{everything:.2f}", f"{load.bandwidth_mbit:g}", f"{load.usable_mbit:.1f}",
                   f"{everything / load.bandwidth_mbit:.0%}" if load.bandwidth_mbit else "–", style=style)
     return t

@@ -21,10 +21,19 @@ from placement.cli.fit import print_table
 from placement.cli.plan_notes import input_warnings, report_warnings
 from placement.cli.running_plans import RunningPlans, load_running
 from placement.costmodel.evaluate import PlanCost, evaluate
-from placement.costmodel.jobs import JointProblem, combine, dir_names, unique_names, vertex_keys
-from placement.costmodel.model import PlanOptions, build_problem
+from placement.costmodel.jobs import (
+    JointProblem,
+    check_rate_scale,
+    combine,
+    dir_names,
+    job_policies,
+    job_scale,
+    unique_names,
+    vertex_keys,
+)
+from placement.costmodel.model import JobPolicy, PlanOptions, build_problem
 from placement.costmodel.running import with_running
-from placement.errors import BadInput
+from placement.errors import BadInput, Infeasible
 from placement.inventory import Inventory, load_inventory
 from placement.inventory_whatif import apply_whatif, parse_add_host, parse_link
 from placement.profile.format import JobProfile, load_profile
@@ -33,7 +42,7 @@ from placement.solver.methods import solve_with
 from placement.solver.one_by_one import OneByOne, all_jobs_on_server, each_alone, in_sequence
 from placement.writers.bundle import render_artifacts, render_fleet_artifacts, write_fleet_dir
 from placement.writers.fleetjson import RunningJob, build_fleet_document, render_fleet_json
-from placement.writers.planjson import SourceRef, build_plan_document
+from placement.writers.planjson import JobBudgetRecord, SourceRef, budget_record, build_plan_document
 from placement.writers.plandir import check_writable
 
 
@@ -45,15 +54,25 @@ def _whatif(inv: Inventory, profiles: list[JobProfile], add_host: tuple[str, ...
 
 
 def _joint_builder(inv: Inventory, profiles: list[JobProfile], names: list[str], running: RunningPlans, *,
-                   placement_mode: str, inventory_source: str):
+                   placement_mode: str, inventory_source: str, policies: dict[str, JobPolicy]):
+    """The joint problem at a fleet rate scale: each job at that scale, or at its ``min_rate_scale`` when higher (what
+    ``--max-rate`` searches over; a plain plan below a minimum is refused before)."""
     others = [other | running.vertices for other in vertex_keys(profiles)]
 
     def build(scale: float) -> JointProblem:
-        options = PlanOptions(rate_scale=scale, placement_mode=placement_mode)
-        return combine([(name, with_running(build_problem(inv, p, options, inventory_source=inventory_source,
+        def options(name: str) -> PlanOptions:
+            return PlanOptions(rate_scale=job_scale(policies.get(name), scale), placement_mode=placement_mode)
+        return combine([(name, with_running(build_problem(inv, p, options(name), inventory_source=inventory_source,
                                                           other_jobs=other), running.uses))
-                        for name, p, other in zip(names, profiles, others)])
+                        for name, p, other in zip(names, profiles, others)], policies)
     return build
+
+
+def _held_at_minimum(joint: JointProblem) -> list[str]:
+    """The jobs planned above the fleet's rate scale, held at their ``budget.min_rate_scale`` (``--max-rate``)."""
+    fleet = joint.problem.rate_scale
+    return [f"job {job.name} is held at its budget.min_rate_scale {job.problem.rate_scale:g} (the fleet's scale is "
+            f"{fleet:.4g})" for job in joint.jobs if job.problem.rate_scale > fleet]
 
 
 def _check_options(rescale: bool, target_rate: str | None) -> None:
@@ -80,7 +99,11 @@ def run_jobs(inventory_path: str, profile_path: tuple[str, ...], out_dir: str, s
     options = SolverOptions(solver=solver, time_limit=time_limit, gap=gap, objective=objective,  # type: ignore[arg-type]
                             verbose=verbose)
     placement_mode = mode or inv.flink.placement_mode
-    build = _joint_builder(inv, profiles, names, runs, placement_mode=placement_mode, inventory_source=inventory_path)
+    policies = job_policies(inv, [(name, p.job.name) for name, p in zip(names, profiles)])
+    if not max_rate:
+        check_rate_scale(policies, rate_scale)
+    build = _joint_builder(inv, profiles, names, runs, placement_mode=placement_mode, inventory_source=inventory_path,
+                           policies=policies)
     joint = build(rate_scale)
     # the inventory's job block is one job's submission: for the others, redeploy.sh and apply would resubmit it —
     # true of each job's plan directory as of a single-job plan, so said as for one job
@@ -92,9 +115,10 @@ def run_jobs(inventory_path: str, profile_path: tuple[str, ...], out_dir: str, s
                      *(f"{inventory_path}: {w}" for w in joint.problem.input_warnings)], strict=strict)
     capped = None
     if max_rate:  # every job's rates scaled together; running jobs stay as they are
-        capped = capacity_plan.max_rate_of(lambda x: build(x).problem, options=options, method=method)  # type: ignore[arg-type]
+        capped = _max_rate(build, options, method, policies)
         if capped.problem is not None:
             joint = build(capped.capacity.scale)  # type: ignore[arg-type]
+            whatif_notes = [*whatif_notes, *_held_at_minimum(joint)]
     problem = joint.problem
     result = capped.result if capped is not None and capped.result is not None else \
         solve_with(problem, options, method)  # type: ignore[arg-type]
@@ -106,7 +130,9 @@ def run_jobs(inventory_path: str, profile_path: tuple[str, ...], out_dir: str, s
     if not as_json and not quiet:
         _print(console, inv, joint, runs, result, parts, others, whatif_notes, capped)
 
-    summary: dict = {"jobs": [{"job": n, "dir": dirs[n]} for n in names], "inventory": inv.name,
+    budgets = _budgets(joint, parts)
+    summary: dict = {"jobs": [{"job": n, "dir": dirs[n], **_budget_json(budgets.get(n))} for n in names],
+                     "inventory": inv.name,
                      "results": [_result_json(result, parts)],
                      "running": [{"job": j, "plan": p} for j, p in runs.jobs]}
     if compare:
@@ -124,6 +150,19 @@ def run_jobs(inventory_path: str, profile_path: tuple[str, ...], out_dir: str, s
             console.print(f"wrote {', '.join(f'{dirs[n]}/' for n in names)}, fleet.json and the fleet picture to "
                           f"{out_dir}")
     plan_tables.finish(summary, result, as_json)
+
+
+def _max_rate(build, options: SolverOptions, method: str, policies: dict[str, JobPolicy]) -> capacity_plan.MaxRate:
+    """``--max-rate`` over the jobs scaled together, each held at its ``min_rate_scale`` at least; when even the
+    minima do not fit, the error names them."""
+    minima = ", ".join(f"{name} {p.min_rate_scale:g}" for name, p in policies.items() if p.min_rate_scale is not None)
+    try:
+        return capacity_plan.max_rate_of(lambda x: build(x).problem, options=options,
+                                         method=method)  # type: ignore[arg-type]
+    except Infeasible as exc:
+        if not minima:
+            raise
+        raise Infeasible(f"{exc} (with the jobs' budget.min_rate_scale held: {minima})") from exc
 
 
 def _per_job(joint: JointProblem, result: PlanResult) -> dict[str, PlanResult]:
@@ -185,6 +224,7 @@ def _write(out: Path, inv: Inventory, inventory_path: str, profile_paths: tuple[
     refs = {job.name: SourceRef(path=path, digest=p.digest(), name=p.job.name)
             for job, path, p in zip(joint.jobs, profile_paths, profiles)}
     artifacts = {}
+    budgets = _budgets(joint, parts)
     for job, p in zip(joint.jobs, profiles):
         mine = [n[len(job.name) + 2:] for n in notes if n.startswith(f"{job.name}: ")]  # its own notes, as alone
         # job: the profile's name, what apply matches the running job by (not the name made unique for the fleet)
@@ -193,18 +233,28 @@ def _write(out: Path, inv: Inventory, inventory_path: str, profile_paths: tuple[
         mine.append(together)
         doc = build_plan_document(job.problem, parts[job.name], job=p.job.name,
                                   placement_mode=placement_mode, inventory=inventory,  # type: ignore[arg-type]
-                                  profile=refs[job.name],
+                                  profile=refs[job.name], budget=budgets[job.name],
                                   warnings=mine + [n for n in notes if not any(n.startswith(f"{j.name}: ")
                                                                                for j in joint.jobs)])
         artifacts[dirs[job.name]] = render_artifacts(job.problem, doc, inv)
     fleet = build_fleet_document(
         joint, result, {name: p.cost for name, p in parts.items() if p.cost is not None}, dirs=dirs,
         inventory=inventory, profiles=refs, running=[RunningJob(job=j, plan=p) for j, p in runs.jobs],
-        warnings=notes, compare=compare)
+        warnings=notes, compare=compare, budgets=budgets)
     title = (f"{', '.join(j.name for j in joint.jobs)}: {result.cost.wan_mbit:.2f} Mbit/s over the WAN "  # type: ignore[union-attr]
              f"({result.status})")
     bundle = render_fleet_artifacts(artifacts, render_fleet_json(fleet), joint.problem, result.assignment, title)  # type: ignore[arg-type]
     return write_fleet_dir(out, bundle)
+
+
+def _budgets(joint: JointProblem, parts: dict[str, PlanResult]) -> dict[str, JobBudgetRecord | None]:
+    """Each job's priority and budget with its use of them (None for a job that sets neither); {} with no plan."""
+    return {job.name: budget_record(joint.problem.job_policies.get(job.name), job.problem, part.cost)
+            for job in joint.jobs if (part := parts.get(job.name)) is not None and part.cost is not None}
+
+
+def _budget_json(record: JobBudgetRecord | None) -> dict:
+    return {"budget": record.model_dump(mode="json")} if record is not None else {}
 
 
 def _print(console: Console, inv: Inventory, joint: JointProblem, runs: RunningPlans, result: PlanResult,
@@ -215,7 +265,8 @@ def _print(console: Console, inv: Inventory, joint: JointProblem, runs: RunningP
     plan_tables.print_preamble(console, problem, runs.jobs, whatif_notes, capped)
     plan_tables.print_outcome(console, result)
     if result.cost is not None:
-        print_table(console, jobs_tables.jobs_table(parts))
+        held = {job.name: job.problem.rate_scale for job in joint.jobs if job.problem.rate_scale > problem.rate_scale}
+        print_table(console, jobs_tables.jobs_table(parts, problem, held))
         print_table(console, jobs_tables.shared_links_table(problem, result.cost, parts))
         print_table(console, plan_tables.hosts_table(result))
         print_table(console, plan_tables.placement_table(problem, result))

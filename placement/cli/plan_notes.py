@@ -59,3 +59,15 @@ def report_warnings(warnings: list[str], *, strict: bool) -> None:
         raise BadInput(f"{warnings[0]}{more} [--strict]")
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
+
+
+def alone_policy_notes(inv: Inventory, job: str) -> list[str]:
+    """A note when the inventory's ``jobs:`` entry of the one job being planned sets a priority or a budget: they rank
+    and cap jobs planned together, so a plan of one job does not use them (said, not refused: an inventory serves
+    every job of the fleet, and planning one of them alone is ordinary)."""
+    entry = inv.fleet_job(job)
+    if entry is None or (entry.priority is None and entry.budget is None):
+        return []
+    return [f"jobs[] entry {job!r} sets a priority or budget: they apply when jobs are planned together (several "
+            "--profile); this plan of one job does not use them"]
+

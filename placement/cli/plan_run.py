@@ -15,7 +15,7 @@ from rich.markup import escape
 
 from placement.cli import capacity_plan, plan_tables, rescale_plan
 from placement.cli.fit import print_table
-from placement.cli.plan_notes import input_warnings, report_warnings
+from placement.cli.plan_notes import alone_policy_notes, input_warnings, report_warnings
 from placement.cli.running_plans import load_running
 from placement.costmodel.model import PlanOptions, build_problem
 from placement.costmodel.running import with_running
@@ -64,6 +64,7 @@ def run_plan(inventory_path: str, profile_path: str, out_dir: str, solver: str, 
     profile = load_profile(profile_path)
     check_writable(Path(out_dir))  # before solving: an unwritable --out is bad input, not a traceback after the tables
     inv, whatif_notes = capacity_plan.whatif(inv, profile, add_host, link)
+    notes = alone_policy_notes(inv, profile.job.name)  # said with the plan, beside the what-if's
     options = SolverOptions(solver=solver, time_limit=time_limit, gap=gap, objective=objective,  # type: ignore[arg-type]
                             verbose=verbose)
     placement_mode = mode or inv.flink.placement_mode  # vanilla mode keeps operators after the source chain whole
@@ -97,7 +98,7 @@ def run_plan(inventory_path: str, profile_path: str, out_dir: str, solver: str, 
     if not as_json and not quiet:
         console.print(f"[bold]{profile.job.name}[/] on [bold]{inv.name}[/] — {len(problem.subtasks)} subtasks, "
                       f"{len(problem.hosts)} hosts")
-        plan_tables.print_preamble(console, problem, runs.jobs, whatif_notes, capped)
+        plan_tables.print_preamble(console, problem, runs.jobs, [*whatif_notes, *notes], capped)
         if rescaled:
             console.print(escape(rescale_plan.targets_line(rescaled.space)), overflow="ignore", crop=False)
         plan_tables.print_outcome(console, result)
@@ -126,7 +127,7 @@ def run_plan(inventory_path: str, profile_path: str, out_dir: str, solver: str, 
             problem, result, job=profile.job.name, placement_mode=placement_mode,  # type: ignore[arg-type]
             inventory=SourceRef(path=inventory_path, digest=inv.digest(), name=inv.name),
             profile=SourceRef(path=profile_path, digest=profile.digest(), name=profile.job.name),
-            warnings=whatif_notes + list(problem.warnings) + list(result.notes),
+            warnings=whatif_notes + notes + list(problem.warnings) + list(result.notes),
             rescale=rescaled.info() if rescaled else None,
         )
         artifacts = render_artifacts(problem, doc, inv)

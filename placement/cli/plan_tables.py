@@ -38,12 +38,14 @@ def shortfalls_table(result: PlanResult) -> Table:
         t.add_column(col, justify="left" if col in ("resource", "running jobs take") else "right")
     for s in result.shortages:
         needed, usable = s.figures
-        unit = {"link": " Mbit/s", "cpu": " cores", "thread": " cores", "memory": " MiB", "slots": " slots",
-                "latency": " ms"}[s.kind]
+        unit = {"link": " Mbit/s", "budget": " Mbit/s", "cpu": " cores", "thread": " cores", "memory": " MiB",
+                "slots": " slots", "latency": " ms"}[s.kind]
         if s.kind == "thread":  # one subtask's thread, of one core
             name = escape(f"thread of {s.detail} on {s.resource}")
         elif s.kind == "latency":  # a source→sink path over its policy.max_latency_ms
             name = escape(f"latency of {s.resource}")
+        elif s.kind == "budget":  # one job's share of an uplink (jobs[].budget.uplinks)
+            name = escape(f"budget of job {s.detail} on link {s.resource}")
         else:
             name = escape(f"{'link' if s.kind == 'link' else 'host'} {s.resource}{s.detail}")
         taken = (escape(s.running.removeprefix(" after running jobs ").removeprefix(" after running job ")),) \

@@ -189,6 +189,7 @@ def evaluate(problem: PlacementProblem, assignment: Assignment) -> PlanCost:
         if load.mbit > load.usable_mbit + EPS:
             violations.append(f"link {load.name} needs {load.mbit:.1f} Mbit/s, has {load.bandwidth_mbit:g} "
                               f"({load.usable_mbit:.1f} usable at {problem.policy.wan_headroom:.0%})")
+    violations += budget_violations(problem, assignment)
     from placement.costmodel.latency import path_latencies  # it imports model, as this module does
     paths = path_latencies(problem, assignment, links)
     for p in paths:
@@ -200,6 +201,36 @@ def evaluate(problem: PlacementProblem, assignment: Assignment) -> PlanCost:
         links=tuple(link_loads), hosts=tuple(host_loads), wan_mbit=sum(links.values()), server_cores=server_cores,
         edge_cores=edge_cores, latency_ms=latency, violations=tuple(violations), paths=paths,
     )
+
+
+def job_link_mbit(problem: PlacementProblem, assignment: Assignment, job: str) -> dict[str, float]:
+    """What job ``job``'s own subtasks put on each uplink (its records, their framing and its checkpoints): edge host
+    -> Mbit/s. Channels never cross jobs, so a channel's traffic is its source's job's."""
+    links = {h.name: 0.0 for h in problem.edges}
+    ignored: list[str] = []  # evaluate reports the rules; this only adds up
+    for ch in problem.channels:
+        if problem.vertex_job.get(ch.source) == job:
+            _channel_crossings(problem, ch, assignment, links, ignored)
+    for s in problem.subtasks:
+        if problem.vertex_job.get(s.vertex_id) == job and assignment[s.key] in links:
+            links[assignment[s.key]] += s.checkpoint_mbit
+    return links
+
+
+def budget_violations(problem: PlacementProblem, assignment: Assignment) -> list[str]:
+    """Each job over its share of an uplink (``jobs[].budget.uplinks``), as a sentence naming the job and the link."""
+    out = []
+    for job, policy in problem.job_policies.items():
+        if not policy.uplink_shares:
+            continue
+        mine = job_link_mbit(problem, assignment, job)
+        for host, share in policy.uplink_shares.items():
+            h = problem.host_by_name[host]
+            budget = problem.budget_mbit(h, share)
+            if mine[host] > budget + EPS:
+                out.append(f"job {job} needs {mine[host]:.2f} Mbit/s on link {host}→{h.uplink_to}, its budget there "
+                           f"is {budget:.2f} ({share:.0%} of the usable bandwidth)")
+    return out
 
 
 def latency_sentence(p) -> str:

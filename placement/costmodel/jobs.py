@@ -11,6 +11,8 @@ then server CPU, then the jobs' latency terms added up.
 * A host runs one TaskManager whatever jobs it carries: its baseline CPU is counted once (the largest any job's
   profile measured: they watched the same JVM).
 * Jobs never share a task slot: :attr:`PlacementProblem.vertex_job` tells the slot rows which vertices are whose.
+* A job's priority and budget (the inventory's ``jobs:`` entry of its name, :func:`job_policies`) ride along as
+  :attr:`PlacementProblem.job_policies`: the objective ranks by priority, the budgets are rows of the model.
 
 :meth:`JointProblem.split` gives each job its own keys back, so its plan directory is exactly what planning it alone
 would write for that assignment (and ``apply`` of one job reads it as today).
@@ -23,7 +25,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 
-from placement.costmodel.model import Assignment, Channel, HostSpec, PlacementProblem, SubtaskKey
+from placement.costmodel.model import Assignment, Channel, HostSpec, JobPolicy, PlacementProblem, SubtaskKey
+from placement.errors import BadInput
+from placement.inventory import Inventory
 
 
 @dataclass(frozen=True)
@@ -100,13 +104,55 @@ def _shared_hosts(problems: Sequence[PlacementProblem]) -> tuple[HostSpec, ...]:
     return tuple(hosts)
 
 
-def combine(named: Sequence[tuple[str, PlacementProblem]]) -> JointProblem:
+def job_policies(inv: Inventory, jobs: Sequence[tuple[str, str]]) -> dict[str, JobPolicy]:
+    """Each planned job's priority and budget from the inventory's ``jobs:`` entry of its Flink name (``jobs``: (name
+    in the fleet, the profile's job name) — two copies of one job both take its entry), with a ``budget.uplinks`` of
+    ``'*'`` spread over every edge host it does not name. Jobs that set nothing are left out."""
+    edges = [h.name for h in inv.edges]
+    out = {}
+    for name, flink_name in jobs:
+        entry = inv.fleet_job(flink_name)
+        if entry is None or (entry.priority is None and entry.budget is None):
+            continue
+        budget = entry.budget
+        shares = dict(budget.uplinks) if budget else {}
+        default = shares.pop("*", None)
+        if default is not None:
+            shares = {h: shares.get(h, default) for h in edges}
+        out[name] = JobPolicy(priority=entry.priority, uplink_shares=shares,
+                              min_rate_scale=budget.min_rate_scale if budget else None)
+    return out
+
+
+def job_scale(policy: JobPolicy | None, scale: float) -> float:
+    """The rate scale a job is planned at when the fleet's is ``scale``: never below its ``min_rate_scale``."""
+    floor = policy.min_rate_scale if policy is not None else None
+    return max(scale, floor) if floor is not None else scale
+
+
+def check_rate_scale(policies: Mapping[str, JobPolicy], scale: float) -> None:
+    """A plain plan at ``scale`` (``--rate-scale``) below a job's minimum is refused: the user asked for a rate the
+    job's budget says it must not drop to (``--max-rate`` is where the minimum takes part)."""
+    for name, p in policies.items():
+        if p.min_rate_scale is not None and scale < p.min_rate_scale:
+            raise BadInput(f"{scale:g} is below job {name!r}'s budget.min_rate_scale {p.min_rate_scale:g}: plan at "
+                           f"--rate-scale {p.min_rate_scale:g} or more, or use --max-rate", field="--rate-scale")
+
+
+def combine(named: Sequence[tuple[str, PlacementProblem]],
+            policies: Mapping[str, JobPolicy] | None = None) -> JointProblem:
     """One problem over every job's subtasks (see the module doc). ``named``: (unique job name, its problem); the
-    problems must come from one inventory, policy and rate scale."""
+    problems must come from one inventory, policy and rate scale — or, with ``policies``, a job's rate scale may be
+    its ``min_rate_scale`` above the others' (:func:`job_scale`; the joint problem's is the lowest). ``policies``: job
+    name -> its priority and budget (:func:`job_policies`)."""
     problems = [p for _, p in named]
     first = problems[0]
-    if any(p.policy != first.policy or p.slot_sharing != first.slot_sharing or p.rate_scale != first.rate_scale
-           for p in problems):
+    policies = dict(policies or {})
+    fleet_scale = min(p.rate_scale for p in problems)
+    held = {name for name, p in named if p.rate_scale != fleet_scale
+            and p.rate_scale == job_scale(policies.get(name), fleet_scale)}
+    if any(p.policy != first.policy or p.slot_sharing != first.slot_sharing for p in problems) or any(
+            p.rate_scale != fleet_scale and name not in held for name, p in named):
         raise ValueError("jobs planned together must share the inventory's policy and the rate scale")
     jobs = tuple(Job(name, p, f"j{n}_") for n, (name, p) in enumerate(named))
     subtasks, channels, order, names, whole, vertex_job, warnings, input_warnings = [], [], [], {}, set(), {}, [], []
@@ -125,9 +171,10 @@ def combine(named: Sequence[tuple[str, PlacementProblem]]) -> JointProblem:
         input_warnings.extend(f"{job.name}: {w}" for w in p.input_warnings)
     problem = PlacementProblem(
         hosts=_shared_hosts(problems), subtasks=tuple(subtasks), channels=tuple(channels), vertex_order=tuple(order),
-        vertex_names=names, policy=first.policy, slot_sharing=first.slot_sharing, rate_scale=first.rate_scale,
+        vertex_names=names, policy=first.policy, slot_sharing=first.slot_sharing, rate_scale=fleet_scale,
         warnings=tuple(warnings), input_warnings=tuple(input_warnings), whole_vertices=frozenset(whole),
         vertex_job=vertex_job, latency_bounds=latency_bounds,
+        job_policies={job.name: policies[job.name] for job in jobs if job.name in policies},
     )
     return JointProblem(problem, jobs)
 

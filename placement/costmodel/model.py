@@ -35,6 +35,20 @@ Assignment = Mapping[SubtaskKey, str]  # subtask -> host name
 
 
 @dataclass(frozen=True)
+class JobPolicy:
+    """One job's rank and budget among jobs planned together (the inventory's ``jobs:`` entry, resolved onto the
+    fleet's hosts by :func:`placement.costmodel.jobs.job_policies`)."""
+
+    priority: int | None = None  # higher first; None: no priority (counted as 0 beside jobs that have one)
+    uplink_shares: Mapping[str, float] = field(default_factory=dict)  # edge host -> share of its usable bandwidth
+    min_rate_scale: float | None = None  # the least rate scale it keeps (--max-rate; a lower --rate-scale: refused)
+
+    @property
+    def empty(self) -> bool:
+        return self.priority is None and not self.uplink_shares and self.min_rate_scale is None
+
+
+@dataclass(frozen=True)
 class RunningUse:
     """What a job that keeps running — planned before, not placed now (``plan --running``) — takes of one host and its
     uplink: fixed load, off the capacities every planner sees (:mod:`placement.costmodel.running`)."""
@@ -208,6 +222,8 @@ class PlacementProblem:
     vertex_job: Mapping[str, str] = field(default_factory=dict)
     # policy.max_latency_ms resolved: (source vertex id, sink vertex id) -> ms every path between them must meet
     latency_bounds: Mapping[tuple[str, str], float] = field(default_factory=dict)
+    # several jobs: job name -> its priority and budget (only jobs whose inventory entry sets any); empty: equals
+    job_policies: Mapping[str, JobPolicy] = field(default_factory=dict)
 
     @cached_property
     def host_by_name(self) -> dict[str, HostSpec]:
@@ -297,6 +313,26 @@ class PlacementProblem:
     def usable_mbit(self, h: HostSpec) -> float:
         """The uplink under the headroom, less what jobs already running send over it."""
         return max(0.0, (h.uplink_mbit or 0.0) * self.policy.wan_headroom - h.running_total("mbit"))
+
+    def budget_mbit(self, h: HostSpec, share: float) -> float:
+        """A job's uplink budget: ``share`` of the link's usable bandwidth (under the headroom; what jobs already
+        running send is not counted against it — a share is of the link, not of what they leave)."""
+        return share * (h.uplink_mbit or 0.0) * self.policy.wan_headroom
+
+    @cached_property
+    def priority_classes(self) -> tuple[tuple[int, frozenset[str]], ...]:
+        """(priority, its jobs), highest first; () when no job has a priority (one class: today's objective). Jobs
+        without one are priority 0."""
+        if not any(p.priority is not None for p in self.job_policies.values()):
+            return ()
+        jobs = dict.fromkeys(self.vertex_job.values())
+        ranks: dict[int, set[str]] = {}
+        for job in jobs:
+            policy = self.job_policies.get(job)
+            ranks.setdefault(policy.priority or 0 if policy else 0, set()).add(job)
+        if len(ranks) == 1:
+            return ()  # every job of one rank: equals, as without priorities
+        return tuple((p, frozenset(ranks[p])) for p in sorted(ranks, reverse=True))
 
     def usable_memory(self, h: HostSpec) -> float:
         return max(0.0, h.memory_mib * self.policy.memory_utilisation_target - h.running_total("memory_mib"))

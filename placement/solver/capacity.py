@@ -217,6 +217,12 @@ def _direct_piece(build: Builder, lo: float, hi: float, options: SolverOptions) 
         if ea is not None or eb is not None:
             scaled_row(dict(ea.items()) if ea is not None else {}, dict(eb.items()) if eb is not None else {},
                        pa.usable_mbit(h), f"wan_{h.name}")
+    for job, policy in pa.job_policies.items():  # a job's share of an uplink: W_{J,h}(X) ≤ s·η·bandwidth
+        for host, share in policy.uplink_shares.items():
+            ea, eb = (objectives.wan_mbit(model, host, frozenset({job})) for model in (m, mb))
+            if ea is not None or eb is not None:
+                scaled_row(dict(ea.items()) if ea is not None else {}, dict(eb.items()) if eb is not None else {},
+                           pa.budget_mbit(pa.host_by_name[host], share), f"budget_{job}_{host}")
     m.lp.setObjective(-1.0 * scale)
     info = backends.run(m.lp, options.solver, time_limit=options.time_limit, gap=1e-9, threads=options.threads,
                         verbose=options.verbose)

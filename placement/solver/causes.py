@@ -47,9 +47,10 @@ def structural_causes(problem: PlacementProblem, domain: Domain, shortages: tupl
 
 def _edge_hosts_behind(problem: PlacementProblem, shortages: tuple[Shortage, ...]) -> list[str]:
     edges = [h.name for h in problem.edges]
-    if any(s.kind not in ("link", "latency") and not problem.host_by_name[s.resource].is_edge for s in shortages):
+    if any(s.kind not in ("link", "latency", "budget") and not problem.host_by_name[s.resource].is_edge
+           for s in shortages):
         return edges  # a short server: anything kept off any Pi adds to its load
-    short_links = {s.resource for s in shortages if s.kind == "link"}
+    short_links = {s.resource for s in shortages if s.kind in ("link", "budget")}
     return [h for h in edges if f"{h}→{problem.host_by_name[h].uplink_to}" in short_links]
 
 

@@ -106,6 +106,21 @@ def wan_bandwidth(m: IlpModel) -> None:
             m.lp += expr <= cap + slack, f"wan_{h.name}"
 
 
+def job_uplink_budget(m: IlpModel) -> None:
+    """``W_{J,h}(x) ≤ s_{J,h} · η · bandwidth(h)`` for every job ``J`` with a share ``s_{J,h}`` of edge host
+    ``h``'s uplink (``jobs[].budget.uplinks``), ``W_{J,h}`` the part of ``W_h`` that ``J``'s own subtasks send
+    (:func:`placement.solver.objectives.wan_mbit` over ``J``). Elastic: a slack named ``("budget", h, J)``, so a budget
+    that cannot be met is named as that job's on that link, not as the link."""
+    for n, (job, policy) in enumerate(m.problem.job_policies.items()):
+        for host, share in policy.uplink_shares.items():
+            h = m.problem.host_by_name[host]
+            expr = objectives.wan_mbit(m, host, frozenset({job}))
+            cap = m.problem.budget_mbit(h, share)
+            if expr is not None:
+                slack = m.add_slack(("budget", host, job), cap)
+                m.lp += expr <= cap + slack, f"budget_{n}_{host}"
+
+
 def no_data_down_to_edge(m: IlpModel) -> None:
     """``x[v_j, h] ≤ x[u_i, h]`` for every edge host ``h`` and every pair ``u_i → v_j`` that carries data: a subtask runs
     on an edge host only if all its senders run there too (nothing is sent from the server, or another edge host, down
@@ -173,7 +188,7 @@ def latency_bound(m: IlpModel) -> None:
 
 
 ROW_FAMILIES = (one_host_per_subtask, no_data_down_to_edge, task_slots, cpu_capacity, one_thread, memory_capacity,
-                wan_bandwidth, vanilla_whole_vertices, latency_bound)
+                wan_bandwidth, job_uplink_budget, vanilla_whole_vertices, latency_bound)
 
 
 def add_all(m: IlpModel, without: tuple = ()) -> None:

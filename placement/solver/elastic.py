@@ -63,7 +63,8 @@ def least_stretch(problem: PlacementProblem, lp: pulp.LpProblem, slack: dict[tup
 
 def shortages_from_slack(problem: PlacementProblem, slack: dict[tuple[str, ...], float]) -> tuple[tuple[Shortage, ...], str]:
     """(shortages, one-line reason) from the elastic re-solve's slack values, largest relative shortfall first
-    (slack names: ``("link"|"cpu"|"memory", host)`` or ``("slots", host, vertex id | "all")``)."""
+    (slack names: ``("link"|"cpu"|"memory", host)``, ``("slots", host, vertex id | "all")`` or ``("budget", edge
+    host, job)``)."""
     hosts = problem.host_by_name
     shortages = []
     for name, over in slack.items():
@@ -79,6 +80,10 @@ def shortages_from_slack(problem: PlacementProblem, slack: dict[tuple[str, ...],
         h = hosts[host]
         if kind == "thread":  # ("thread", host, vertex id, index): the thread of that subtask on that host
             shortages.append(Shortage.thread(problem, problem.subtask_by_key[(name[2], int(name[3]))], h))
+        elif kind == "budget":  # ("budget", edge host, job): the job's share of that uplink
+            budget = problem.budget_mbit(h, problem.job_policies[name[2]].uplink_shares[host])
+            shortages.append(Shortage("budget", f"{host}→{h.uplink_to}", budget + over, budget,
+                                      problem.budget_mbit(h, 1.0), detail=name[2]))
         elif kind == "link":
             usable = problem.usable_mbit(h)
             shortages.append(Shortage("link", f"{host}→{h.uplink_to}", usable + over, usable, h.uplink_mbit or 0.0,

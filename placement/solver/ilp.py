@@ -13,7 +13,7 @@ import pulp
 
 from placement.costmodel.evaluate import evaluate
 from placement.costmodel.model import PlacementProblem, SubtaskKey
-from placement.errors import Infeasible, PlacementError
+from placement.errors import BadInput, Infeasible, PlacementError
 from placement.solver import backends, constraints, objectives
 from placement.solver.causes import structural_causes
 from placement.solver.domains import restricted_domain
@@ -57,6 +57,16 @@ def solve(problem: PlacementProblem, options: SolverOptions = SolverOptions()) -
     return _solve(problem, options)
 
 
+def check_weighted(problem: PlacementProblem) -> None:
+    """Job priorities order the lexicographic stages; a weighted sum has no order to put one job's WAN first in (a
+    scaled weight would trade a job's Mbit/s against another's at a rate nobody chose), so they are refused there."""
+    ranked = sorted(job for job, p in problem.job_policies.items() if p.priority is not None)
+    if problem.priority_classes and ranked:
+        raise BadInput(f"jobs[].priority (set for {', '.join(ranked)}) orders the lexicographic objective: use "
+                       "policy.objective lexicographic (or --objective lexicographic), or drop the priorities",
+                       field="--objective")
+
+
 def _solve(problem: PlacementProblem, options: SolverOptions) -> PlanResult:
     mode = options.objective or problem.policy.objective
     try:
@@ -69,21 +79,21 @@ def _solve(problem: PlacementProblem, options: SolverOptions) -> PlanResult:
     deadline = None if options.time_limit is None else time.monotonic() + options.time_limit
     run = lambda: backends.run(m.lp, options.solver, time_limit=_remaining(deadline), gap=options.gap,  # noqa: E731
                                threads=options.threads, verbose=options.verbose)
-    wan = objectives.total_wan_mbit(m)
-    cpu = objectives.server_cores(m)
     stages: list[Stage] = []
     notes: list[str] = []
     assignment: dict[SubtaskKey, str] | None = None
     if mode == "weighted":
+        check_weighted(problem)
         w = problem.policy.weights
+        wan, cpu = objectives.total_wan_mbit(m), objectives.server_cores(m)
         m.lp.setObjective(w.wan * wan + w.server_cpu * cpu + w.latency * objectives.latency_ms(m))
         stages.append(Stage("weighted", run()))
         if stages[0].info.objective is not None:
             assignment = _assignment(m)
     else:
         tol = problem.policy.lexicographic_tolerance
-        for name, expr in (("wan", wan), ("server_cpu", cpu), ("latency", None)):
-            expr = objectives.latency_ms(m) if expr is None else expr
+        for name, expr in objectives.stages(m):
+            expr = expr() if callable(expr) else expr
             m.lp.setObjective(expr if isinstance(expr, pulp.LpAffineExpression) else pulp.lpSum(expr))
             info = run()
             stages.append(Stage(name, info))

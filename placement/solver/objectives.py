@@ -16,11 +16,18 @@
 **Combining them** (``Policy.objective``): ``lexicographic`` (default) minimises WAN, then — keeping WAN within
 ``lexicographic_tolerance`` of its optimum — server CPU, then latency; ``weighted`` minimises
 ``w_wan·W + w_cpu·CPU + w_lat·L`` in one solve (``Policy.weights``).
+
+**Job priorities** (several jobs, :attr:`placement.costmodel.model.PlacementProblem.priority_classes`): the WAN stage
+becomes one stage per priority class, highest first (``W`` of that class's jobs, each kept at its optimum before the
+next), then server CPU, then one latency stage per class in the same order (:func:`stages`). Without priorities —
+or all jobs of one — the stages are exactly the three above. ``weighted`` has no order to put a class first in, so a
+priority is refused there (:func:`placement.solver.ilp.check_weighted`).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 
 import pulp
 
@@ -28,10 +35,14 @@ from placement.costmodel import latency
 from placement.solver.model import IlpModel
 
 
-def wan_mbit(m: IlpModel, host: str) -> pulp.LpAffineExpression | None:
-    """Uplink traffic of edge host ``host`` (None when nothing can run there)."""
+def wan_mbit(m: IlpModel, host: str, jobs: frozenset[str] | None = None) -> pulp.LpAffineExpression | None:
+    """Uplink traffic of edge host ``host`` (None when nothing can run there); ``jobs``: of those jobs' subtasks only
+    (a channel never crosses jobs, so its traffic is its source's job's)."""
+    mine = _of_jobs(m, jobs)
     terms: dict[pulp.LpVariable, float] = defaultdict(float)  # a subtask appears once per adjacent channel: add up
     for ch in m.problem.channels:
+        if not mine(ch.source):
+            continue
         for i, u in m.placed(ch.source, host):
             if ch.sent_mbit(i) > 0:
                 terms[u] += ch.sent_mbit(i)
@@ -40,29 +51,60 @@ def wan_mbit(m: IlpModel, host: str) -> pulp.LpAffineExpression | None:
             if received > 0:
                 terms[v] -= received
     for s, var in m.on_host(host):
-        if s.checkpoint_mbit > 0:
+        if s.checkpoint_mbit > 0 and mine(s.vertex_id):
             terms[var] += s.checkpoint_mbit
     if not terms:
         return None
     return pulp.LpAffineExpression(list(terms.items()))
 
 
-def total_wan_mbit(m: IlpModel) -> pulp.LpAffineExpression:
-    exprs = [e for h in m.problem.edges if (e := wan_mbit(m, h.name)) is not None]
+def _of_jobs(m: IlpModel, jobs: frozenset[str] | None):
+    """A test of a vertex id: is it one of ``jobs``' (every vertex when ``jobs`` is None)."""
+    if jobs is None:
+        return lambda vid: True
+    return lambda vid: m.problem.vertex_job.get(vid) in jobs
+
+
+def total_wan_mbit(m: IlpModel, jobs: frozenset[str] | None = None) -> pulp.LpAffineExpression:
+    """``W`` over every uplink; ``jobs``: those jobs' traffic only (a priority class's stage)."""
+    exprs = [e for h in m.problem.edges if (e := wan_mbit(m, h.name, jobs)) is not None]
     return pulp.lpSum(exprs)
+
+
+StageTerm = pulp.LpAffineExpression | Callable[[], pulp.LpAffineExpression]
+
+
+def stages(m: IlpModel) -> list[tuple[str, StageTerm]]:
+    """The lexicographic stages, in order: (name, expression or a builder of it — latency rows are built only when
+    their stage is reached). Names: ``wan``, ``server_cpu``, ``latency``; with priority classes ``wan[p<n>]`` and
+    ``latency[p<n>]`` per class (``n`` its priority)."""
+    classes = m.problem.priority_classes
+    if not classes:
+        return [("wan", total_wan_mbit(m)), ("server_cpu", server_cores(m)), ("latency", lambda: latency_ms(m))]
+    out: list[tuple[str, StageTerm]] = [(f"wan[p{p}]", total_wan_mbit(m, jobs)) for p, jobs in classes]
+    out.append(("server_cpu", server_cores(m)))
+    out += [(f"latency[p{p}]", (lambda jobs=jobs: latency_ms(m, jobs))) for p, jobs in classes]
+    return out
 
 
 def server_cores(m: IlpModel) -> pulp.LpAffineExpression:
     return pulp.lpSum(s.server_cores * var for h in m.problem.servers for s, var in m.on_host(h.name))
 
 
-def latency_ms(m: IlpModel) -> pulp.LpAffineExpression:
-    """Build (once) the delay variables ``d`` and their rows; return ``Σ w·d``."""
-    if ("latency",) in m.aux:
-        return m.aux[("latency",)]  # type: ignore[return-value]
+def latency_ms(m: IlpModel, jobs: frozenset[str] | None = None) -> pulp.LpAffineExpression:
+    """Build (once) the delay variables ``d`` and their rows; return ``Σ w·d`` (``jobs``: over those jobs' channels
+    only — each channel's ``d`` is built once, whichever class asks first)."""
+    if ("latency", jobs) in m.aux:
+        return m.aux[("latency", jobs)]  # type: ignore[return-value]
+    mine = _of_jobs(m, jobs)
     terms = []
     for n, ch in enumerate(m.problem.channels):
-        if ch.path_weight <= 0:
+        if ch.path_weight <= 0 or not mine(ch.source):
+            continue
+        if ("delay", n) in m.aux:
+            d = m.aux[("delay", n)]
+            if d is not None:
+                terms.append((d, ch.path_weight))
             continue
         d = None
         for h in m.problem.edges:
@@ -84,10 +126,11 @@ def latency_ms(m: IlpModel) -> pulp.LpAffineExpression:
                     for j in ch.receivers(i):
                         v = m.var((ch.target, j), h.name)
                         m.lp += d >= delay * (u - (v if v is not None else 0)), f"lat_{n}_{h.name}_{i}_{j}"
+        m.aux[("delay", n)] = d  # type: ignore[assignment]
         if d is not None:
             terms.append((d, ch.path_weight))
     expr = pulp.LpAffineExpression(terms)
-    m.aux[("latency",)] = expr  # type: ignore[assignment]
+    m.aux[("latency", jobs)] = expr  # type: ignore[assignment]
     return expr
 
 

@@ -43,12 +43,13 @@ def _apart(needed: float, usable: float, decimals: int) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class Shortage:
-    kind: Literal["link", "cpu", "memory", "slots", "thread", "latency"]
+    kind: Literal["link", "cpu", "memory", "slots", "thread", "latency", "budget"]
     resource: str  # link name, host name
     needed: float
     usable: float
     capacity: float
-    detail: str = ""  # slots: " for <operator>"; thread: the subtask's label; latency: what its flush waits are
+    detail: str = ""  # slots: " for <operator>"; thread: the subtask's label; latency: what its flush waits are;
+    # budget: the job whose share of link ``resource`` it is (capacity: the link's usable bandwidth, η·bandwidth)
     running: str = ""  # " after running job B's 33.1 Mbit/s": jobs already running that take part of it (plan --running)
 
     # thread: one subtask's thread on host ``resource`` — needed and usable in cores of that host, capacity 1 core
@@ -61,7 +62,7 @@ class Shortage:
     @property
     def figures(self) -> tuple[str, str]:
         """Needed and usable, printed with the digits that tell them apart."""
-        if self.kind == "link":
+        if self.kind in ("link", "budget"):
             needed, usable = _num(self.needed), _num(self.usable)
             return (needed, usable) if needed != usable else _apart(self.needed, self.usable, 2)
         return _apart(self.needed, self.usable, {"cpu": 2, "thread": 2, "memory": 0, "latency": 1}.get(self.kind, 0))
@@ -71,6 +72,10 @@ class Shortage:
         needed, usable = self.figures
         if self.kind == "link":
             return f"link {self.resource} needs {needed} Mbit/s, has {self.capacity:g} ({usable} usable{self.running})"
+        if self.kind == "budget":  # usable: the job's share of the link; capacity: the link's usable bandwidth
+            share = self.usable / self.capacity if self.capacity else 0.0
+            return (f"job {self.detail}'s budget on link {self.resource}: it needs {needed} Mbit/s, its budget is "
+                    f"{usable} ({share:.0%} of the link's {self.capacity:g} usable; jobs[].budget.uplinks)")
         if self.kind == "thread":
             return thread_sentence(self.detail, self.resource, self.needed, self.usable)
         if self.kind == "latency":  # resource: the path's name; capacity = usable = its bound

@@ -15,7 +15,8 @@ from pydantic import Field
 from placement import __version__
 from placement.costmodel.evaluate import PlanCost
 from placement.costmodel.jobs import JointProblem
-from placement.writers.planjson import Objective, SolverInfo, SourceRef, Strict, solver_info
+from placement.loading import drop_unset
+from placement.writers.planjson import JobBudgetRecord, Objective, SolverInfo, SourceRef, Strict, solver_info
 
 FLEET_FORMAT = "placement.fleet/v1"
 
@@ -25,6 +26,8 @@ class FleetJob(Strict):
     dir: str = Field(description="its plan directory, relative to fleet.json's")
     profile: SourceRef
     objective: Objective
+    budget: JobBudgetRecord | None = Field(None, description="its priority and budget (the inventory's jobs[] entry) "
+                                           "and its use of each; absent when unset")
 
 
 class RunningJob(Strict):
@@ -82,7 +85,8 @@ def _objective(cost: PlanCost) -> Objective:
 def build_fleet_document(joint: JointProblem, result, costs: dict[str, PlanCost], *, dirs: dict[str, str],
                          inventory: SourceRef, profiles: dict[str, SourceRef], running: list[RunningJob],
                          warnings: list[str] | None = None, compare: list[dict] | None = None,
-                         now: datetime | None = None) -> FleetDocument:
+                         now: datetime | None = None,
+                         budgets: dict[str, JobBudgetRecord | None] | None = None) -> FleetDocument:
     """The fleet summary of a solved joint ``result``; ``costs``: each job's own evaluation (job -> PlanCost)."""
     assert result.cost is not None
     problem, total = joint.problem, result.cost
@@ -110,11 +114,15 @@ def build_fleet_document(joint: JointProblem, result, costs: dict[str, PlanCost]
     return FleetDocument(
         created_at=(now or datetime.now(timezone.utc)).isoformat(timespec="seconds"), tool=f"placement {__version__}",
         inventory=inventory,
-        jobs=[FleetJob(job=job.name, dir=dirs[job.name], profile=profiles[job.name], objective=_objective(costs[job.name]))
+        jobs=[FleetJob(job=job.name, dir=dirs[job.name], profile=profiles[job.name],
+                       objective=_objective(costs[job.name]), budget=(budgets or {}).get(job.name))
               for job in joint.jobs],
         running=running, objective=_objective(total), solver=solver_info(result), links=links, hosts=hosts,
         warnings=list(warnings or []), compare=compare)
 
 
 def render_fleet_json(doc: FleetDocument) -> str:
-    return json.dumps(doc.model_dump(mode="json", by_alias=True), indent=2, ensure_ascii=False) + "\n"
+    data = doc.model_dump(mode="json", by_alias=True)
+    for job in data["jobs"]:  # a fleet without priorities or budgets reads as before
+        drop_unset(job, "budget")
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"

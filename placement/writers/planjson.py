@@ -15,8 +15,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from placement import __version__
-from placement.costmodel.model import PlacementProblem
-from placement.loading import load_model
+from placement.costmodel.evaluate import PlanCost
+from placement.costmodel.model import JobPolicy, PlacementProblem
+from placement.loading import drop_unset, load_model
 from placement.solver.result import PlanResult
 
 PLAN_FORMAT = "placement.plan/v1"
@@ -123,6 +124,36 @@ class RescaleInfo(Strict):
                                           description="vertex name -> [profiled, planned] where they differ")
 
 
+class UplinkBudgetUse(Strict):
+    link: str
+    share: float = Field(description="of the link's usable bandwidth (jobs[].budget.uplinks)")
+    budget_mbit: float = Field(description="share × bandwidth × policy.wan_headroom")
+    mbit: float = Field(description="what this job's plan puts on the link")
+
+
+class JobBudgetRecord(Strict):
+    """A job's rank and budget among jobs planned together (the inventory's jobs[] entry) and its use of the budget."""
+
+    priority: int | None = None
+    uplinks: list[UplinkBudgetUse] = Field(default_factory=list)
+    min_rate_scale: float | None = None
+    rate_scale: float = Field(description="the scale this job was planned at (above the fleet's when held at its "
+                              "min_rate_scale by --max-rate)")
+
+
+def budget_record(policy: JobPolicy | None, problem: PlacementProblem, cost: PlanCost) -> JobBudgetRecord | None:
+    """``policy`` with this job's use against each uplink budget (``problem``, ``cost``: the job's own); None when
+    the job has no priority or budget."""
+    if policy is None or policy.empty:
+        return None
+    hosts = problem.host_by_name
+    uplinks = [UplinkBudgetUse(link=f"{host}→{hosts[host].uplink_to}", share=share,
+                               budget_mbit=problem.budget_mbit(hosts[host], share), mbit=cost.link(host).mbit)
+               for host, share in policy.uplink_shares.items()]
+    return JobBudgetRecord(priority=policy.priority, uplinks=uplinks, min_rate_scale=policy.min_rate_scale,
+                           rate_scale=problem.rate_scale)
+
+
 class PlanDocument(Strict):
     format: Literal["placement.plan/v1"] = PLAN_FORMAT
     created_at: str
@@ -144,6 +175,8 @@ class PlanDocument(Strict):
     rescale: RescaleInfo | None = Field(None, description="set by `placement plan --rescale`")
     paths: list[PathPrediction] | None = Field(None, description="predicted latency per source→sink path (since "
                                                "issue 25; absent in older plans)")
+    budget: JobBudgetRecord | None = Field(None, description="planned with other jobs: its priority and budget from "
+                                           "the inventory's jobs[] entry, and its use of each (absent when unset)")
 
     def mapping(self) -> dict[str, list[str]]:
         """vertex name -> host of each subtask (the vanilla-mode placement argument)."""
@@ -165,7 +198,7 @@ def solver_info(result: PlanResult) -> SolverInfo:
 def build_plan_document(
     problem: PlacementProblem, result: PlanResult, *, job: str, inventory: SourceRef, profile: SourceRef,
     placement_mode: Literal["custom", "vanilla"], warnings: list[str] | None = None, now: datetime | None = None,
-    rescale: RescaleInfo | None = None,
+    rescale: RescaleInfo | None = None, budget: JobBudgetRecord | None = None,
 ) -> PlanDocument:
     """The plan document of a solved ``result`` (pure: the timestamp can be given)."""
     assert result.assignment is not None and result.cost is not None, "only solved plans have a document"
@@ -196,6 +229,7 @@ def build_plan_document(
         paths=[PathPrediction(path=p.name, vertices=list(p.vertices), latency_ms=_finite(p.latency_ms), flush_ms=p.flush_ms,
                               delay_ms=p.delay_ms, transmit_ms=p.transmit_ms, queue_ms=_finite(p.queue_ms), link=p.link,
                               utilisation=p.utilisation, bound_ms=p.bound_ms) for p in cost.paths] or None,
+        budget=budget,
     )
 
 
@@ -207,6 +241,7 @@ def render_plan_json(doc: PlanDocument) -> str:
     data = doc.model_dump(mode="json", by_alias=True)
     if data.get("paths") is None:  # issue 25's field: a plan without paths reads as before
         data.pop("paths", None)
+    drop_unset(data, "budget")  # issue 24's: a plan without priority or budget reads as before
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 

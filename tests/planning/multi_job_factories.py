@@ -5,6 +5,11 @@ The enumerator lists each job's assignments alone (every host for every subtask,
 job, and adds the jobs' loads up on the shared hosts and links itself: uplink Mbit/s, cores, memory, and task slots —
 each job's slots as planning it alone counts them, summed, since jobs never share a slot. Nothing of
 :mod:`placement.costmodel.jobs` (the namespacing, the per-job slot rows) is used to judge a combination.
+
+With job priorities and budgets (:func:`random_policies`) the enumerator drops the combinations where a job's own
+Mbit/s on an uplink (its plan alone, evaluated alone) is over its share of bandwidth × headroom, and ranks the rest by
+the WAN of each priority class, highest first, then server CPU, then each class's latency — written out here again
+from the issue's words, not from the model's stage list.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from planning_factories import inventory, vertex
 
 from placement.costmodel import PlacementProblem, build_problem, evaluate
 from placement.costmodel.jobs import combine, vertex_keys
+from placement.costmodel.model import JobPolicy
 from placement.profile.format import JobProfile
 
 EPS = 1e-6
@@ -29,6 +35,13 @@ def job_profile(name: str, vertices: list[dict], edges: list[tuple[str, str, str
         "job": {"name": name, "origin": "synthetic"}, "vertices": vertices,
         "edges": [{"source": ids[a], "target": ids[b], "ship_strategy": s} for a, b, s in edges],
     })
+
+
+def streaming_job(tag: str, mbit: float):
+    """Source (born on rpi1) → Sink: all of it crosses the uplink, ``mbit`` at the profiled rate."""
+    return job_profile(f"job-{tag}", [vertex(f"Source: {tag}", rin=0, rout=1000, busy=5, bpr=mbit * 125),
+                                      vertex(f"Sink: {tag}", rin=1000, rout=0, busy=5)],
+                       [(f"Source: {tag}", f"Sink: {tag}", "FORWARD")])
 
 
 def random_job(rng: random.Random, tag: str, edge_names: list[str]) -> tuple[JobProfile, dict]:
@@ -105,12 +118,97 @@ def alone(pr: PlacementProblem) -> list[tuple[dict, object]]:
     return out
 
 
-def joint_brute_force(named: list[tuple[str, PlacementProblem]]):
-    """(best (wan, server cores, latency), its per-job assignments, number of joint-feasible combinations)."""
+def random_policies(seed: int, names: list[str], edge_names: list[str]) -> dict[str, JobPolicy]:
+    """Per job, maybe a priority (0–2; a third of the instances none at all) and maybe a share of one uplink or of
+    every uplink, tight enough to bind now and then."""
+    rng = random.Random(seed * 7919 + 1)
+    ranked = rng.random() < 0.67
+    out = {}
+    for name in names:
+        priority = rng.choice((None, 0, 1, 2)) if ranked else None
+        shares: dict[str, float] = {}
+        roll = rng.random()
+        if roll < 0.35:
+            shares = {rng.choice(edge_names): rng.choice((0.1, 0.25, 0.5))}
+        elif roll < 0.5:
+            share = rng.choice((0.15, 0.3, 0.6))
+            shares = {h: share for h in edge_names}
+        if priority is not None or shares:
+            out[name] = JobPolicy(priority=priority, uplink_shares=shares)
+    return out
+
+
+def contest_instance(seed: int):
+    """(inventory, [profiles], policies by job name): 2–3 jobs whose reducers compete for two Pis' few cores — each
+    job's raw stream (5–30 Mbit/s) shrinks tenfold where its reducer runs on the Pi its source is born on, and the
+    uplinks cannot carry every raw stream — so which job gets a Pi's core is the plan's choice, and a priority or a
+    budget changes it. Random priorities (0–2 or none) and shares of one uplink (0.1–0.6)."""
+    rng = random.Random(seed)
+    edge_names = ["rpi1", "rpi2"]
+    profiles, births, raw_on = [], {}, {n: 0.0 for n in edge_names}
+    for k in range(rng.choice((2, 3))):
+        tag, raw = str(k), rng.choice((5, 10, 20, 30))
+        births[f"Source: S{tag}"] = born = "rpi1" if rng.random() < 0.75 else "rpi2"
+        raw_on[born] += raw
+        profiles.append(job_profile(f"job{tag}", [
+            vertex(f"Source: S{tag}", rin=0, rout=1000, busy=10, bpr=raw * 125),
+            vertex(f"R{tag}", rin=1000, rout=100, busy=rng.choice((150, 200, 230)), bpr=1250),
+            vertex(f"Sink: T{tag}", rin=100, rout=0, busy=5),
+        ], [(f"Source: S{tag}", f"R{tag}", "FORWARD"), (f"R{tag}", f"Sink: T{tag}", "FORWARD")]))
+    # each uplink carries somewhat less than every raw stream born behind it (or a little more)
+    edges = [{"name": n, "cores": 1, "task_slots": 4, "delay": f"{rng.choice((10, 40))}ms",
+              "bandwidth": f"{round(raw_on[n] * rng.choice((0.6, 0.8, 1.2))) + 3}mbit"} for n in edge_names]
+    inv = inventory(edges, pins={"sources": births})
+    policies = {}
+    for p in profiles:
+        priority = rng.choice((None, 0, 1, 2))
+        shares = {rng.choice(edge_names): rng.choice((0.1, 0.3, 0.6))} if rng.random() < 0.4 else {}
+        if priority is not None or shares:
+            policies[p.job.name] = JobPolicy(priority=priority, uplink_shares=shares)
+    return inv, profiles, policies
+
+
+def priority_order(names: list[str], policies: dict[str, JobPolicy]) -> list[set[str]]:
+    """The jobs in classes by priority, highest first; one class when no job has a priority or all share one
+    (unset counts as 0)."""
+    ranks = {n: (policies[n].priority if n in policies and policies[n].priority is not None else 0) for n in names}
+    if not any(n in policies and policies[n].priority is not None for n in names) or len(set(ranks.values())) == 1:
+        return [set(names)]
+    return [{n for n in names if ranks[n] == r} for r in sorted(set(ranks.values()), reverse=True)]
+
+
+def within_budgets(named, combo, policies: dict[str, JobPolicy]) -> bool:
+    """Every job's own traffic on each uplink it has a share of at most share × bandwidth × headroom."""
     first = named[0][1]
+    for (name, _), (_, cost) in zip(named, combo):
+        policy = policies.get(name)
+        for host, share in (policy.uplink_shares.items() if policy else ()):
+            h = first.host_by_name[host]
+            mine = next(load.mbit for load in cost.links if load.host == host)
+            if mine > share * h.uplink_mbit * first.policy.wan_headroom + EPS:
+                return False
+    return True
+
+
+def ranked_key(named, combo, classes: list[set[str]]) -> tuple[float, ...]:
+    """(WAN of each class, highest first; server cores of all; latency of each class)."""
+    costs = {name: cost for (name, _), (_, cost) in zip(named, combo)}
+    wan = [sum(costs[n].wan_mbit for n in c) for c in classes]
+    latency = [sum(costs[n].latency_ms for n in c) for c in classes]
+    return (*wan, sum(c.server_cores for c in costs.values()), *latency)
+
+
+def joint_brute_force(named: list[tuple[str, PlacementProblem]], policies: dict[str, JobPolicy] | None = None):
+    """(best (wan, server cores, latency) — per priority class with ``policies`` (:func:`ranked_key`) —, its per-job
+    assignments, number of joint-feasible combinations)."""
+    first = named[0][1]
+    policies = policies or {}
+    classes = priority_order([n for n, _ in named], policies)
     per_job = [alone(pr) for _, pr in named]
     best, best_plan, feasible = None, None, 0
     for combo in itertools.product(*per_job):
+        if not within_budgets(named, combo, policies):
+            continue
         link, cores, memory, slots = defaultdict(float), defaultdict(float), defaultdict(float), defaultdict(int)
         for _, cost in combo:
             for load in cost.links:
@@ -125,7 +223,7 @@ def joint_brute_force(named: list[tuple[str, PlacementProblem]]):
                or slots[h.name] > h.slots for h in first.hosts):
             continue
         feasible += 1
-        key = tuple(sum(getattr(cost, f) for _, cost in combo) for f in ("wan_mbit", "server_cores", "latency_ms"))
+        key = ranked_key(named, combo, classes)
         if best is None or better(key, best):
             best, best_plan = key, {name: a for (name, _), (a, _) in zip(named, combo)}
     return best, best_plan, feasible
