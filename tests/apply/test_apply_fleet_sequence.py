@@ -13,6 +13,8 @@ from apply_support import ALL_SERVER, MOVED, PLACED, run_cli
 from support.plan_dirs import write_fleet_dir
 
 from placement.apply.fleet import deduplicate_uploads, describe_fleet, fleet_sequence, load_fleet
+from placement.apply.request import load_request
+from placement.inventory import load_inventory
 from placement.apply.fleet_order import FleetOrder
 from placement.apply.model import (
     AcquireLock,
@@ -137,6 +139,17 @@ def test_each_job_is_resubmitted_with_its_own_inventory_entry(tmp_path):
               for r in freq.requests}
     assert by_job == {"a": ("a", ["--job-name", "a"], "Main"), "b": ("b", ["--job-name", "b"], "Main")}
     assert freq.limits == {"rpi1→server": pytest.approx(45.0)}
+
+
+def test_one_job_of_a_fleet_applied_alone_is_resubmitted_with_its_own_entry(tmp_path):
+    """`apply OUT/b` (one job of the fleet) resubmits b's program, not the one `job:` describes (the lab's fleet
+    benchmark resubmitted b's savepoint into a's program: Flink refused its state)."""
+    inv = inventory(tmp_path, jobs=[{"name": "b", "entry_class": "B", "program_args": ["--job-name", "b", "--rate", "7"]}])
+    fleet = write_fleet_dir(tmp_path / "out", inv, {"a": PLACED, "b": MOVED})
+    alone = {job: load_request(fleet / job, inv) for job in ("a", "b")}
+    assert (alone["b"].inventory.job.name, alone["b"].inventory.job.entry_class, alone["b"].inventory.job.program_args) \
+        == ("b", "B", ["--job-name", "b", "--rate", "7"])
+    assert alone["a"].inventory.job == load_inventory(inv).job  # job: names a: unchanged
 
 
 def test_a_job_the_inventory_does_not_name_is_bad_input(tmp_path):
