@@ -1,0 +1,223 @@
+"""Two jobs on the same Pis and uplinks in the real lab: each planned alone vs planned together (issue 24).
+
+    .venv/bin/python benchmarks/fleet_lab.py [--scale 3.2] [--inventory inventory/lab.yaml] [--workdir DIR] [--keep]
+
+Steps: ``lab up`` (custom mode) -> the IoT and Nexmark lab jobs, both sources on both Pis, run unpinned together at
+their profile rates (IoT 500 readings/s, Nexmark 580 bids/s per source subtask) -> 60 s for Flink's meters -> both
+collected for 60 s at once -> ``profile`` each -> plans at ``--scale`` × those rates: ``placement plan`` with each
+profile alone (what a user does today: each plan takes the Pis for itself), and with both profiles together (one
+model, shared capacities) -> for each strategy: both jobs submitted unmodified at the target rates, then ``placement
+apply`` — each alone plan applied to its own job, the joint plan as one change (``apply --plan FLEET``) — 60 s to
+settle, ``lab measure`` over ``--window`` s -> one table per strategy and job (throughput vs target, sources
+back-pressured) and per uplink (job data vs the joint plan's prediction) -> ``lab down``.
+
+Sized (``--scale 3.2``) so that each job alone fits a Pi but not both: the alone plans put both jobs' filters on each
+Pi, whose CPU then cannot keep up with both; the joint plan leaves part of one job on the server where its records
+still fit the uplink. Targets: every subtask of both jobs placed as planned; the joint plan holds both jobs' targets
+(>= 95 %, sources back-pressured < 10 % of the time); job data per uplink within ±15 % of the joint prediction; the
+alone plans fall short on at least one job. Prints PASS or FAIL lines; exit 1 on any FAIL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from lab_placements import DATA_FLOOR_MBIT, DATA_TOLERANCE, JOBS, cli, job_args  # noqa: E402
+
+from placement.flink.rest import FlinkRest  # noqa: E402
+from placement.lab import chain  # noqa: E402
+from placement.lab.measure import measure  # noqa: E402
+
+PLACEMENT = str(Path(sys.executable).with_name("placement"))
+PROFILE_RATES = {"iot": {"Source: Sensors": 500.0}, "nexmark": {"Source: Bids": 580.0}}
+KEYS = ("iot", "nexmark")
+
+
+def fleet_inventory(running_inv: str, out: Path, rates: dict[str, dict[str, float]]) -> tuple[str, dict[str, dict]]:
+    """The running lab inventory with both jobs' source pins (every Pi) and a ``jobs:`` entry per job: what apply
+    resubmits at the target rates. Returns its path and each job's source parallelism."""
+    doc = yaml.safe_load(Path(running_inv).read_text())
+    edges = [h["name"] for h in doc["hosts"] if h.get("role") == "edge"]
+    pins, parallelism, jobs = {}, {}, []
+    for key in KEYS:
+        spec = JOBS[key]
+        parallelism[key] = {s.vertex: len(edges) for s in spec.sources}
+        pins.update({s.vertex: list(edges) for s in spec.sources})
+        jobs.append({"name": spec.job_name, "entry_class": spec.entry_class,
+                     "program_args": job_args(spec, rates[key], parallelism[key])})
+    doc["pins"] = {**(doc.get("pins") or {}), "sources": pins}
+    doc["job"] = {**(doc.get("job") or {}), **jobs[0]}
+    doc["jobs"] = jobs
+    out.write_text("# written by benchmarks/fleet_lab.py: the lab with the IoT and Nexmark jobs on both Pis\n"
+                   + yaml.safe_dump(doc, sort_keys=False))
+    return str(out), parallelism
+
+
+def profile_together(state: dict, inventory: str, parallelism: dict, work: Path) -> dict[str, str]:
+    """Both jobs unpinned at their profile rates, collected at once for 60 s, profiled one by one."""
+    rest = FlinkRest(state["rest_url"])
+    chain.cancel_all(rest)
+    ids = {key: chain.submit(rest, state["jar"], JOBS[key].entry_class,
+                             job_args(JOBS[key], PROFILE_RATES[key], parallelism[key])) for key in KEYS}
+    time.sleep(chain.METER_SETTLE_S)
+    collectors = {key: subprocess.Popen(
+        [PLACEMENT, "metrics", "collect", "--rest", state["rest_url"], "--job", ids[key], "--duration", "60",
+         "--interval", "2", "--out", str(work / f"fleet-metrics-{key}"), "--quiet"], cwd=ROOT) for key in KEYS}
+    for key, proc in collectors.items():
+        if proc.wait(timeout=300) != 0:
+            sys.exit(f"metrics collect of {key} failed")
+    profiles = {}
+    for key in KEYS:
+        profiles[key] = str(work / f"fleet-profile-{key}.json")
+        cli("profile", str(work / f"fleet-metrics-{key}"), "--out", profiles[key], "--inventory", inventory,
+            "--engine", "pandas", "--quiet")
+    chain.cancel_all(rest)
+    return profiles
+
+
+def predicted_links(plan_dirs: list[Path]) -> dict[str, float]:
+    """Edge host -> Mbit/s the plans predict together (each plan.json's links, summed)."""
+    out: dict[str, float] = {}
+    for d in plan_dirs:
+        for link in json.loads((d / "plan.json").read_text())["links"]:
+            out[link["from"]] = out.get(link["from"], 0.0) + link["mbit"]
+    return out
+
+
+def run_strategy(name: str, state: dict, inventory: str, target_args: dict[str, list[str]], apply_cmds,
+                 predicted: dict[str, float], args, work: Path, console: Console) -> dict:
+    rest = FlinkRest(state["rest_url"])
+    chain.cancel_all(rest)
+    ids = {key: chain.submit(rest, state["jar"], JOBS[key].entry_class, target_args[key]) for key in KEYS}
+    placed = True
+    for cmd in apply_cmds(ids):
+        proc = subprocess.run([PLACEMENT, *cmd, "--inventory", inventory, "--settle", "5"], check=False,
+                              capture_output=True, text=True, cwd=ROOT, timeout=900)
+        if proc.returncode != 0 or "WRONG" in proc.stdout:
+            placed = False
+            console.print(f"[red]{name}: apply failed[/] ({proc.returncode}): {proc.stderr.strip()[-800:]}")
+    time.sleep(args.settle)
+    m = measure(work, args.window)
+    jobs = {}
+    for j in m.jobs:
+        key = next(k for k in KEYS if JOBS[k].job_name == j.name)
+        spec = JOBS[key]
+        by_name = {v.name: v for v in j.vertices}
+        target = sum(float(target_args[key][target_args[key].index(s.rate_arg) + 1])
+                     * int(target_args[key][target_args[key].index(s.parallelism_arg) + 1]) for s in spec.sources)
+        throughput = sum(max(by_name[s.vertex].records_out_per_s, by_name[s.next_vertex].records_in_per_s)
+                         for s in spec.sources)
+        sources = [by_name[s.vertex] for s in spec.sources]
+        jobs[key] = {"throughput": throughput, "target": target,
+                     "source_bp": sum(v.backpressured_ms_per_s for v in sources) / len(sources) / 1000}
+    chain.cancel_all(rest)
+    return {"strategy": name, "placed": placed, "jobs": jobs,
+            "links": {lk.host: (predicted.get(lk.host, 0.0), lk.data_mbit, lk.mbit) for lk in m.links},
+            "cpu": {c.host: c.host_cores for c in m.cpu}}
+
+
+def holds(job: dict) -> bool:
+    return job["throughput"] >= 0.95 * job["target"] and job["source_bp"] <= 0.10
+
+
+def print_tables(console: Console, rows: list[dict], scale: float) -> None:
+    table = Table(title=f"IoT + Nexmark on the same Pis at {scale:g}x the profile rates: each planned alone vs together")
+    for c in ("strategy", "placed as planned", "job", "throughput / target", "sources back-pressured", "holds"):
+        table.add_column(c, justify="left" if c in ("strategy", "job") else "right")
+    for r in rows:
+        for key, j in r["jobs"].items():
+            table.add_row(r["strategy"], "yes" if r["placed"] else "NO", JOBS[key].title,
+                          f"{j['throughput']:,.0f} / {j['target']:,.0f}", f"{j['source_bp']:.0%}",
+                          "yes" if holds(j) else "no")
+    console.print(table)
+    links = Table(title="Per uplink: job data of both jobs (Mbit/s) vs the strategy's plans, and the Pi's CPU (host cores)")
+    for c in ("strategy", "link", "predicted", "measured data", "wire", "data / predicted", "Pi CPU"):
+        links.add_column(c, justify="left" if c in ("strategy", "link") else "right")
+    for r in rows:
+        for host, (pred, data, wire) in sorted(r["links"].items()):
+            cpu = r["cpu"].get(host)
+            links.add_row(r["strategy"], f"{host}→server", f"{pred:.3f}", f"{data:.3f}", f"{wire:.3f}",
+                          f"{data / pred:.2f}" if pred else "-", f"{cpu:.2f}" if cpu is not None else "-")
+    console.print(links)
+
+
+def failures_of(rows: list[dict]) -> list[str]:
+    by = {r["strategy"]: r for r in rows}
+    joint, alone = by.get("joint"), by.get("each alone")
+    out = [f"{r['strategy']}: not every subtask placed as planned" for r in rows if not r["placed"]]
+    if joint is None or alone is None:
+        return out + ["a strategy did not run"]
+    out += [f"joint: {JOBS[k].title} does not hold its target ({j['throughput']:,.0f} of {j['target']:,.0f}, "
+            f"sources back-pressured {j['source_bp']:.0%})" for k, j in joint["jobs"].items() if not holds(j)]
+    for host, (pred, data, _wire) in sorted(joint["links"].items()):
+        if abs(data - pred) > max(DATA_TOLERANCE * pred, DATA_FLOOR_MBIT):
+            out.append(f"joint: {host}'s job data {data:.3f} vs predicted {pred:.3f} Mbit/s")
+    if all(holds(j) for j in alone["jobs"].values()):
+        out.append("each alone held both targets: nothing to compare (raise --scale)")
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--scale", type=float, default=3.2, help="target rates = this × the profile rates")
+    ap.add_argument("--inventory", default=str(ROOT / "inventory" / "lab.yaml"))
+    ap.add_argument("--workdir", default="/tmp/placement-fleet-lab/lab")
+    ap.add_argument("--window", type=float, default=30.0)
+    ap.add_argument("--settle", type=float, default=60.0)
+    ap.add_argument("--keep", action="store_true", help="leave the lab up")
+    ap.add_argument("--profiles", type=Path, help="reuse fleet-profile-{iot,nexmark}.json from this directory (a "
+                    "previous run's work dir) instead of profiling again")
+    args = ap.parse_args()
+    work = Path(args.workdir)
+    console = Console(width=200)
+    rows: list[dict] = []
+    try:
+        console.print(cli("lab", "up", "--inventory", args.inventory, "--workdir", str(work), "--mode", "custom").strip())
+        state = json.loads((work / "lab.json").read_text())
+        targets = {k: {v: r * args.scale for v, r in PROFILE_RATES[k].items()} for k in KEYS}
+        inventory, parallelism = fleet_inventory(state["lab_inventory"], work / "fleet-inventory.yaml", targets)
+        target_args = {k: job_args(JOBS[k], targets[k], parallelism[k]) for k in KEYS}
+        profiles = ({k: str(args.profiles / f"fleet-profile-{k}.json") for k in KEYS} if args.profiles
+                    else profile_together(state, inventory, parallelism, work))
+        joint_dir = work / "plan-joint"
+        cli("plan", "--inventory", inventory, *[a for k in KEYS for a in ("--profile", profiles[k])],
+            "--rate-scale", f"{args.scale:g}", "--out", str(joint_dir), "--quiet")
+        alone_dirs = {k: work / f"plan-alone-{k}" for k in KEYS}
+        for k in KEYS:
+            cli("plan", "--inventory", inventory, "--profile", profiles[k], "--rate-scale", f"{args.scale:g}",
+                "--out", str(alone_dirs[k]), "--quiet")
+        joint_jobs = [joint_dir / JOBS[k].job_name for k in KEYS]
+        rows.append(run_strategy("each alone", state, inventory, target_args,
+                                 lambda ids: [["apply", str(alone_dirs[k]), "--job", ids[k]] for k in KEYS],
+                                 predicted_links(list(alone_dirs.values())), args, work, console))
+        rows.append(run_strategy("joint", state, inventory, target_args, lambda ids: [["apply", "--plan", str(joint_dir)]],
+                                 predicted_links(joint_jobs), args, work, console))
+    finally:
+        if not args.keep:
+            subprocess.run([PLACEMENT, "lab", "down", "--workdir", str(work)], check=False, capture_output=True, timeout=300)
+    print_tables(console, rows, args.scale)
+    (work.parent / "fleet_lab.json").write_text(json.dumps(rows, indent=2, default=str))
+    failures = failures_of(rows)
+    for f in failures:
+        console.print(f"[red]FAIL[/] {f}")
+    if not failures:
+        console.print("[green]PASS[/]: both plans placed as planned; the joint plan holds both jobs' targets with job data "
+                      "per uplink within ±15 % of its prediction, where the plans made alone fall short")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
