@@ -24,3 +24,34 @@ def sigint_held_back() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
     if caught and callable(previous):
         previous(signal.SIGINT, None)
+
+
+@contextlib.contextmanager
+def sigint_is_an_interrupt() -> Iterator[None]:
+    """During the ``with`` body a Ctrl-C always ends in KeyboardInterrupt, whatever the handler in place raises.
+    PySpark's handler cancels the Spark jobs over py4j first; when the Ctrl-C reached the whole process group and
+    the driver JVM is already gone, that call raises py4j's "Answer from Java side is empty" instead, and the
+    interrupt would be reported as a failed Spark job (exit 1, not 130). The handler in place still runs first."""
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is signal.SIG_IGN:  # an ignored Ctrl-C stays ignored
+        yield
+        return
+
+    def interrupt(signum, frame):
+        try:
+            if callable(previous):
+                previous(signum, frame)
+        except KeyboardInterrupt:
+            raise
+        except Exception:
+            raise KeyboardInterrupt from None
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

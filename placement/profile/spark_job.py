@@ -47,7 +47,7 @@ from placement.profile.class_archive import (
 )
 from placement.profile.history import Selection
 from placement.profile.partials import finish_partials, partials_job
-from placement.signals import sigint_held_back
+from placement.signals import sigint_held_back, sigint_is_an_interrupt
 
 # Tasks per executor core: two, so a core that finishes early takes another instead of idling while the last big
 # task runs; not more, as each PySpark task costs its own overhead (measured on 2 busy cores: 16 empty tasks 0.5-1 s,
@@ -233,8 +233,9 @@ def aggregate_spark(spark, selection: Selection, warmup_s: float, *, per_subtask
     tasks = file_tasks(selection.parts, sc.defaultParallelism * TASKS_PER_SLOT)
     cloudpickle.register_pickle_by_value(partials)  # executors need NumPy and PyArrow, not this package
     try:
-        results = sc.parallelize(tasks, len(tasks)).mapPartitions(functools.partial(partials.task_partials, job=job)
-                                                                 ).collect()
+        with sigint_is_an_interrupt():  # a Ctrl-C that ended the JVM first is still an interrupt, not a failed job
+            results = sc.parallelize(tasks, len(tasks)).mapPartitions(
+                functools.partial(partials.task_partials, job=job)).collect()
     except (PySparkException, Py4JError) as exc:  # one line, not the JVM stack or a worker's traceback
         raise PlacementError(f"{selection.root}: the Spark profiling job failed: {_reason(exc)}") from None
     finally:

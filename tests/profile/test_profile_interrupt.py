@@ -143,3 +143,27 @@ def test_an_uninterrupted_profile_of_the_same_history_completes(tmp_path, histor
     assert process.returncode == 0, err
     assert (tmp_path / "profile.json").is_file()
     _assert_nothing_left(token)
+
+
+def test_a_ctrl_c_whose_handler_fails_because_the_jvm_is_gone_is_still_an_interrupt():
+    """The race CI met once: the group's SIGINT ended the driver JVM first, PySpark's handler then failed to cancel
+    the jobs over py4j ("Answer from Java side is empty"), and the interrupt came out as a failed Spark job (exit 1).
+    A real SIGINT to this process, with a handler in place that fails the way PySpark's did."""
+    from py4j.protocol import Py4JError
+
+    from placement.signals import sigint_is_an_interrupt
+
+    def pyspark_like(signum, frame):
+        raise Py4JError("Answer from Java side is empty")
+
+    previous = signal.signal(signal.SIGINT, pyspark_like)
+    try:
+        with pytest.raises(KeyboardInterrupt), sigint_is_an_interrupt():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)  # the handler runs at the next bytecode; the sleep is only a fallback
+        assert signal.getsignal(signal.SIGINT) is pyspark_like  # the handler in place is back
+        with pytest.raises(Py4JError):  # outside the block, nothing changes
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)
+    finally:
+        signal.signal(signal.SIGINT, previous)
