@@ -29,7 +29,7 @@ from placement.apply.audit import AuditLog, new_apply_id
 from placement.apply.fleet_order import FleetOrder, JobLoads, choose_order
 from placement.apply.model import AcquireLock, ApplyPlan, ClusterView, ReleaseLock, RestoreFile, Step, UploadFile
 from placement.apply.preflight import PreflightFailed
-from placement.apply.request import ApplyRequest, JobSelector, jar_path_for, load_request
+from placement.apply.request import ApplyRequest, JobSelector, load_request
 from placement.apply.runner import ApplyOutcome, Runner
 from placement.apply.vertices import match_vertices, planned_vertices, running_subtask_hosts
 from placement.costmodel.evaluate import evaluate
@@ -85,14 +85,11 @@ def load_fleet(fleet_dir: Path, inventory_path: Path, *, consent: bool = False, 
 
 def for_job(req: ApplyRequest, inventory_path: Path) -> ApplyRequest:
     """The request as the one-job apply of this job would be: the running job of the plan's name, resubmitted with
-    the inventory's settings for that name (its ``jobs:`` entry, or ``job:``)."""
-    settings = req.inventory.job_named(req.plan.job)
-    if settings is None:
+    the inventory's settings for that name (:func:`load_request` put its ``jobs:`` entry in ``job:``'s place)."""
+    if req.inventory.job_named(req.plan.job) is None:
         raise BadInput(f"no entry named {req.plan.job!r} (what apply resubmits for that job: name, program_args, and "
                        "jar/entry_class where they differ from job:'s)", source=str(inventory_path), field="jobs")
-    inv = req.inventory.model_copy(update={"job": settings})
-    return dataclasses.replace(req, inventory=inv, selector=JobSelector(job_name=req.plan.job),
-                               jar_path=jar_path_for(None, inv, inventory_path),
+    return dataclasses.replace(req, selector=JobSelector(job_name=req.plan.job),
                                state_file=req.paths.state_for(req.plan.job))
 
 
