@@ -20,6 +20,7 @@ from placement.flink.config import flatten
 from placement.flink.options import CONFIG_YAML
 from placement.inventory import Inventory, load_inventory
 from placement.scheduler import TASKMANAGERS_FILENAME, schedulercfg_filename
+from placement.scheduler.naming import file_stem
 from placement.writers.planjson import PlanDocument, load_plan
 from placement.writers.schedulercfg import parse_schedulercfg
 
@@ -57,9 +58,8 @@ class RemotePaths:
         return posixpath.join(self.state_dir, "state.json")
 
     def state_for(self, job_name: str) -> str:
-        """A fleet job's own state file (one per job name; the name made safe for a file name)."""
-        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in job_name)
-        return posixpath.join(self.state_dir, f"state.{safe}.json")
+        """A fleet job's own state file, one per job name (:func:`file_stem`: distinct names, distinct files)."""
+        return posixpath.join(self.state_dir, f"state.{file_stem(job_name)}.json")
 
     @property
     def conf_dir(self) -> str:

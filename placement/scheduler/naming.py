@@ -32,13 +32,10 @@ def _short_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def schedulercfg_filename(job_name: str) -> str:
-    """The file the extension looks for in the scheduler dir for a job called ``job_name``.
-
-    Characters outside ``[A-Za-z0-9_.-]`` (and a leading ``.``) are percent-encoded as UTF-8 bytes, so distinct job
-    names give distinct files (``IoT Sensors`` -> ``IoT%20Sensors.schedulercfg``); a very long name is cut and gets a
-    hash of the whole name.
-    """
+def file_stem(job_name: str) -> str:
+    """``job_name`` as a file name stem, distinct names giving distinct stems: characters outside ``[A-Za-z0-9_.-]``
+    (and a leading ``.``) are percent-encoded as UTF-8 bytes (``IoT Sensors`` -> ``IoT%20Sensors``); a very long name
+    is cut and gets a hash of the whole name."""
     out = []
     for n, ch in enumerate(job_name):
         if _FILE_SAFE.fullmatch(ch) and not (n == 0 and ch == "."):
@@ -48,7 +45,13 @@ def schedulercfg_filename(job_name: str) -> str:
     stem = "".join(out) or "%00"
     if len(stem) > _MAX_STEM:
         stem = f"{stem[:_MAX_STEM - 17]}-{_short_hash(job_name)[:16]}"
-    return stem + SCHEDULERCFG_SUFFIX
+    return stem
+
+
+def schedulercfg_filename(job_name: str) -> str:
+    """The file the extension looks for in the scheduler dir for a job called ``job_name`` (:func:`file_stem`, which
+    the Java side implements too: ``IoT Sensors`` -> ``IoT%20Sensors.schedulercfg``)."""
+    return file_stem(job_name) + SCHEDULERCFG_SUFFIX
 
 
 def taskmanager_resource_name(host: str) -> str:

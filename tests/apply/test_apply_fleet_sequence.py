@@ -222,3 +222,13 @@ def test_the_running_load_is_the_running_placement_under_the_profiles_cost_model
     # a TaskManager that is no inventory host: unknown, with the reason
     loads, why = running_loads(req, view({"source-s": ("tm-7", "server"), "sink-t": ("server",)}), {"a": job})
     assert loads is None and "cannot be evaluated" in why
+
+
+def test_jobs_whose_names_differ_keep_their_own_state_files(tmp_path):
+    """`a b` and `a_b` are two jobs: one record must not overwrite the other's (the names are encoded as the
+    schedulercfg files are, not folded onto `_`)."""
+    paths = load_request(write_fleet_dir(tmp_path / "out", inventory(tmp_path), {"a": PLACED}) / "a",
+                         inventory(tmp_path)).paths
+    files = {name: paths.state_for(name) for name in ("a b", "a_b", "a/b", "iot-sensors")}
+    assert len(set(files.values())) == 4, files
+    assert files["iot-sensors"].endswith("/state.iot-sensors.json")
