@@ -84,8 +84,8 @@ def render(status: Status, options: WatchOptions) -> Group:
         for key, ms in w.latency.items():  # measured (latency markers) next to the bound, where tracked
             bound = w.latency_bounds.get(key)
             table.add_row(f"latency p50 {key}", f"{ms:.1f} ms", "" if bound is None else f"{bound:g}")
-        worst = max(w.paths, key=lambda p: p.latency_ms, default=None)
-        if worst is not None and worst.bound_ms is not None:  # the bounded job's worst path, as the model prices it
+        worst = max((p for p in w.paths if p.bound_ms is not None), key=lambda p: p.latency_ms, default=None)
+        if worst is not None:  # the worst bounded path, as the model prices it
             shown = f"{worst.latency_ms:.1f} ms" if math.isfinite(worst.latency_ms) else "unbounded (uplink past 99 %)"
             table.add_row(f"predicted {worst.name}", shown, f"{worst.bound_ms:g}")
         parts.append(table)
@@ -94,7 +94,7 @@ def render(status: Status, options: WatchOptions) -> Group:
     p = status.proposal
     if p is not None:
         planned = "nothing fits" if p.planned_wan_mbit is None else f"{p.planned_wan_mbit:.2f} Mbit/s"
-        parts.append(Text(f"re-plan: running {p.current_wan_mbit:.2f} Mbit/s{breaks(p.current_violations)} "
+        parts.append(Text(f"re-plan: running {p.current_wan_mbit:.2f} Mbit/s{breaks(p)} "
                           f"→ plan {planned}, {p.moves} moves"))
     if status.decision is not None:
         style = {"apply": "bold green", "hold": "cyan", "wait": "dim", "steady": "green"}[status.decision.action]
@@ -102,17 +102,11 @@ def render(status: Status, options: WatchOptions) -> Group:
     return Group(*parts)
 
 
-def breaks(violations: tuple[str, ...]) -> str:
+def breaks(p: Proposal) -> str:
     """" (breaks capacity)", " (breaks a latency bound)", both, or nothing: what the running placement breaks."""
-    latency = [v for v in violations if is_latency_breach(v)]
-    what = [w for w, there in (("capacity", len(latency) < len(violations)), ("a latency bound", bool(latency)))
-            if there]
+    capacity = len(p.current_latency_breaches) < len(p.current_violations)
+    what = [w for w, there in (("capacity", capacity), ("a latency bound", bool(p.current_latency_breaches))) if there]
     return f" (breaks {' and '.join(what)})" if what else ""
-
-
-def is_latency_breach(violation: str) -> bool:
-    """The cost model's "path …: predicted …, bound …" or a measured latency drift's "…: measured p50 …, bound …"."""
-    return violation.startswith("path ") or ": measured p50 " in violation
 
 
 def _line(status: Status) -> str:

@@ -28,7 +28,7 @@ from placement.collect import shaping
 from placement.collect.collector import CollectOptions, Collector
 from placement.collect.layout import RunManifest, find_manifests
 from placement.collect.rolling import snapshot_window
-from placement.costmodel.evaluate import PlanCost, evaluate
+from placement.costmodel.evaluate import PlanCost, evaluate, latency_sentence
 from placement.costmodel.model import Assignment, PlanOptions, build_problem
 from placement.errors import BadInput, PlacementError
 from placement.flink.rest import TERMINAL_STATES, FlinkRest, JobDetails
@@ -468,15 +468,18 @@ class Watch:
             scale = 1.0
             outcome = self.plan_fn(profile_path, self.plans_dir / f"tick-{tick:05d}-measured", scale)
         current_wan, current_violations, current_peak = sum(link.mbit for link in window.links), window.violations, None
+        paths = window.paths
         if running is not None:
             cost = evaluate(self._problem(profile, scale), running)
             current_wan, current_violations, current_peak = cost.wan_mbit, tuple(cost.violations), cost_peak(cost)
+            paths = cost.paths
+        latency_breaches = (*(latency_sentence(p) for p in paths if p.over_bound), *measured_breaches(drifts))
         current_violations = (*current_violations, *measured_breaches(drifts))
         proposal = Proposal(
             current_wan_mbit=current_wan, current_violations=current_violations, planned_wan_mbit=outcome.wan_mbit,
             planned_violations=() if outcome.fits else (outcome.violations or ("no placement fits",)),
             moves=moves(outcome.assignment, running) if outcome.fits else 0, plan_dir=str(outcome.plan_dir),
-            current_peak=current_peak, planned_peak=outcome.peak,
+            current_peak=current_peak, planned_peak=outcome.peak, current_latency_breaches=latency_breaches,
         )
         self._planned_links = dict(outcome.links)
         self._planned_rates = {name: rate * scale for name, rate in window.source_rates.items()}

@@ -60,6 +60,8 @@ class Proposal:
     # the busiest uplink or host, as a share of its capacity (1.0: full), running placement vs new plan; None: unknown
     current_peak: float | None = None
     planned_peak: float | None = None
+    # the part of current_violations that is a broken latency bound (predicted or measured): what the view names
+    current_latency_breaches: tuple[str, ...] = ()
 
     @property
     def roomier(self) -> bool:

@@ -160,8 +160,9 @@ def test_the_decision_log_and_the_live_view_carry_a_latency_drift(tmp_path):
                     basis="predicted"),
               Drift("latency", "Source: Sensors → Sink: Readings", 190.0, 180.0,
                     "Source: Sensors → Sink: Readings: measured p50 190.0 ms ...", basis="measured")]
-    proposal = Proposal(40.0, (f"path {IOT_PATH}: predicted inf ms, bound 180 ms",), 10.0, moves=2,
-                        current_peak=float("inf"), planned_peak=0.9)
+    breach = f"path {IOT_PATH}: predicted inf ms, bound 180 ms"
+    proposal = Proposal(40.0, (breach,), 10.0, moves=2, current_peak=float("inf"), planned_peak=0.9,
+                        current_latency_breaches=(breach,))
     decision = Decision("apply", "relief: ...", PolicyState(), "relief")
     log = DecisionLog(tmp_path / "log.jsonl")
     log.write(decision_record(1, 60_000, window, None, drifts, proposal, decision))
@@ -226,6 +227,7 @@ def test_the_loop_re_plans_a_placement_that_breaks_its_latency_bound_into_one_th
     (path,) = load_plan(proposal.plan_dir).paths
     assert scale == 1.0 and proposal.planned_fits and path.latency_ms == pytest.approx(176.05, abs=0.05)
     assert [v.split(":")[0] for v in proposal.current_violations] == ["path Source"]
+    assert proposal.current_latency_breaches == proposal.current_violations  # the view labels it by this, not by text
     assert proposal.current_peak == pytest.approx(181.5 / 180, abs=1e-3) and proposal.planned_peak < 1
     assert proposal.moves == 6  # Filter and Enrich, three subtasks each, back to the Pis
     d = decide(PolicyState(), 60_000, drifts, proposal)
@@ -240,5 +242,6 @@ def test_the_loop_re_plans_a_placement_that_breaks_its_latency_bound_into_one_th
     assert [(d.kind, d.basis) for d in drifts] == [("latency", "measured")]
     proposal, _ = watch._replan(2, marked, windows[-1], best, drifts)
     assert proposal.current_violations == (drifts[0].message,) and proposal.moves == 0
+    assert proposal.current_latency_breaches == (drifts[0].message,)
     d = decide(PolicyState(), 60_000, drifts, proposal)
     assert (d.action, d.reason) == ("hold", "re-planned: the plan is already in effect")
