@@ -259,9 +259,18 @@ def event_time_rows(answer: Iterable[Mapping]) -> list[dict[str, float | None]]:
 def marker_measurements(sink: str, rows: Iterable[Mapping], source_names: Mapping[str, str]) -> list[LatencyMeasurement]:
     """The sink's latency-marker rows (:func:`placement.collect.shaping.latency_rows`) -> one figure per source vertex
     name (copies of a split source vertex together; a source id no vertex has is named by its id)."""
-    by_source: dict[str | None, list[Mapping]] = defaultdict(list)
+    # the rule placement.profile.latency applies too: first the largest over the sink chain's operators (the chain's
+    # last one saw the markers latest), then over the subtasks (merge_histograms)
+    chains: dict[tuple, dict[str, float | None]] = {}
     for r in rows:
-        by_source[source_names.get(r["source_id"], r["source_id"])].append(r)
+        key = (r["source_id"], r.get("subtask"), r.get("source_subtask"))
+        chain = chains.setdefault(key, {"p50_ms": None, "p99_ms": None})
+        for stat in ("p50_ms", "p99_ms"):
+            if r.get(stat) is not None:
+                chain[stat] = max(float(r[stat]), chain[stat] if chain[stat] is not None else float("-inf"))
+    by_source: dict[str | None, list[Mapping]] = defaultdict(list)
+    for (source_id, _subtask, _source_subtask), chain in chains.items():
+        by_source[source_names.get(source_id, source_id)].append(chain)
     out = []
     for source in sorted(by_source, key=str):
         p50, p99, n = merge_histograms(by_source[source])

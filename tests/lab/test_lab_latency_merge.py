@@ -34,10 +34,23 @@ def test_markers_of_the_recorded_sink_become_one_figure_named_by_the_source_vert
 
 
 def test_copies_of_a_split_source_are_one_figure_and_an_unknown_source_keeps_its_id():
-    rows = [{"source_id": "a1", "p50_ms": 10.0, "p99_ms": 20.0}, {"source_id": "a2", "p50_ms": 14.0, "p99_ms": 70.0},
-            {"source_id": "a1", "p50_ms": 12.0, "p99_ms": 25.0}, {"source_id": "zz", "p50_ms": 1.0, "p99_ms": 2.0}]
+    rows = [{"source_id": "a1", "subtask": 0, "p50_ms": 10.0, "p99_ms": 20.0},
+            {"source_id": "a2", "subtask": 0, "p50_ms": 14.0, "p99_ms": 70.0},
+            {"source_id": "a1", "subtask": 1, "p50_ms": 12.0, "p99_ms": 25.0},
+            {"source_id": "zz", "subtask": 0, "p50_ms": 1.0, "p99_ms": 2.0}]
     figs = marker_measurements("Sink: X", rows, {"a1": "Source: A", "a2": "Source: A"})
     assert [(f.source, f.p50_ms, f.p99_ms, f.histograms) for f in figs] == [("Source: A", 12.0, 70.0, 3), ("zz", 1.0, 2.0, 1)]
+
+
+def test_a_chained_sink_counts_its_last_operator_as_the_profile_does():
+    """Two operators of one sink subtask (a chain) are one histogram, the larger (placement.profile.latency's rule),
+    not two in the median."""
+    rows = [{"source_id": "s", "subtask": 0, "source_subtask": 0, "operator_id": "map", "p50_ms": 100.0, "p99_ms": 200.0},
+            {"source_id": "s", "subtask": 0, "source_subtask": 0, "operator_id": "sink", "p50_ms": 110.0, "p99_ms": 190.0},
+            {"source_id": "s", "subtask": 1, "source_subtask": 0, "operator_id": "map", "p50_ms": 90.0, "p99_ms": 150.0},
+            {"source_id": "s", "subtask": 1, "source_subtask": 0, "operator_id": "sink", "p50_ms": 95.0, "p99_ms": 160.0}]
+    (fig,) = marker_measurements("Sink: X", rows, {"s": "Source: S"})
+    assert (fig.p50_ms, fig.p99_ms, fig.histograms) == (102.5, 200.0, 2)
 
 
 def test_event_time_histogram_values_per_subtask():
