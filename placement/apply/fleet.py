@@ -38,15 +38,7 @@ from placement.costmodel.model import PlanOptions, build_problem
 from placement.errors import BadInput, PlacementError
 from placement.loading import load_model
 from placement.profile.format import JobProfile, load_profile
-from placement.writers.fleetjson import FleetDocument
-
-FLEET_FILE = "fleet.json"
-
-
-def is_fleet_dir(path: Path) -> bool:
-    """A directory `placement plan` wrote for several jobs: fleet.json, and no plan.json of its own."""
-    return path.is_dir() and (path / FLEET_FILE).is_file() and not (path / "plan.json").exists()
-
+from placement.writers.fleetjson import FLEET_FILE, FleetDocument, is_fleet_dir
 
 @dataclass(frozen=True)
 class FleetRequest:

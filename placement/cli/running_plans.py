@@ -13,6 +13,7 @@ from placement.costmodel.running import merged, uses_of
 from placement.errors import BadInput
 from placement.inventory import Inventory
 from placement.loading import read_document
+from placement.writers.fleetjson import FLEET_FILE, is_fleet_dir
 from placement.writers.planjson import load_plan
 
 
@@ -28,8 +29,8 @@ def _expanded(paths: Sequence[str]) -> list[str]:
     """A fleet's directory (``fleet.json`` beside its jobs' plan directories) stands for every job in it."""
     out: list[str] = []
     for path in paths:
-        fleet = Path(path) / "fleet.json"
-        if Path(path).is_dir() and fleet.is_file() and not (Path(path) / "plan.json").exists():
+        fleet = Path(path) / FLEET_FILE
+        if is_fleet_dir(Path(path)):
             doc = read_document(fleet)
             jobs = doc.get("jobs") if isinstance(doc, dict) else None
             if not isinstance(jobs, list) or not all(isinstance(j, dict) and isinstance(j.get("dir"), str) for j in jobs):

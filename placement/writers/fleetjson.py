@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
+from pathlib import Path
 
 from pydantic import Field
 
@@ -17,6 +18,14 @@ from placement.costmodel.evaluate import PlanCost
 from placement.costmodel.jobs import JointProblem
 from placement.loading import drop_unset
 from placement.writers.planjson import JobBudgetRecord, Objective, SolverInfo, SourceRef, Strict, solver_info
+
+FLEET_FILE = "fleet.json"  # beside the jobs' plan directories in the OUT of `placement plan --profile a --profile b`
+
+
+def is_fleet_dir(path: Path) -> bool:
+    """A directory `placement plan` wrote for several jobs: fleet.json, and no plan.json of its own."""
+    return path.is_dir() and (path / FLEET_FILE).is_file() and not (path / "plan.json").exists()
+
 
 FLEET_FORMAT = "placement.fleet/v1"
 
