@@ -41,13 +41,9 @@ def sigint_is_an_interrupt() -> Iterator[None]:
         return
 
     def interrupt(signum, frame):
-        try:
-            if callable(previous):
+        if callable(previous):
+            with contextlib.suppress(Exception):  # a KeyboardInterrupt (no Exception) of its own passes through
                 previous(signum, frame)
-        except KeyboardInterrupt:
-            raise
-        except Exception:
-            raise KeyboardInterrupt from None
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, interrupt)

@@ -28,7 +28,7 @@ public final class Sinks {
      * {@code <subtask>.<operator>.eventTimeLatency_p99}. */
     public static final String EVENT_TIME_LATENCY = "eventTimeLatency";
     /** Records the histogram's statistics are taken over: ~10 s to minutes of a lab sink's output (Flink's own
-     * latency histograms keep 128 markers per source subtask, {@code metrics.latency.history-size}). */
+     * latency histograms keep {@code metrics.latency.history-size} markers per source subtask: 240 in the lab). */
     static final int HISTORY = 1024;
 
     private Sinks() {}
