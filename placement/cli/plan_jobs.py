@@ -142,8 +142,8 @@ def run_jobs(inventory_path: str, profile_path: tuple[str, ...], out_dir: str, s
     if whatif_notes:
         summary["what_if"] = whatif_notes
     if result.assignment is not None:
-        written = _write(Path(out_dir), inv, inventory_path, profile_path, profiles, joint, result, parts, dirs, runs,
-                         placement_mode, [*whatif_notes, *joint.problem.warnings, *result.notes],
+        written = _write(Path(out_dir), inv, inventory_path, profile_path, profiles, joint, result, parts, budgets,
+                         dirs, runs, placement_mode, [*whatif_notes, *joint.problem.warnings, *result.notes],
                          summary.get("compare"))
         summary["out"] = [str(p) for p in written]
         if not as_json and not quiet:
@@ -218,13 +218,13 @@ def _one_by_one_json(o: OneByOne) -> dict:
 
 
 def _write(out: Path, inv: Inventory, inventory_path: str, profile_paths: tuple[str, ...], profiles: list[JobProfile],
-           joint: JointProblem, result: PlanResult, parts: dict[str, PlanResult], dirs: dict[str, str],
-           runs: RunningPlans, placement_mode: str, notes: list[str], compare: list[dict] | None) -> list[Path]:
+           joint: JointProblem, result: PlanResult, parts: dict[str, PlanResult],
+           budgets: dict[str, JobBudgetRecord | None], dirs: dict[str, str], runs: RunningPlans, placement_mode: str,
+           notes: list[str], compare: list[dict] | None) -> list[Path]:
     inventory = SourceRef(path=inventory_path, digest=inv.digest(), name=inv.name)
     refs = {job.name: SourceRef(path=path, digest=p.digest(), name=p.job.name)
             for job, path, p in zip(joint.jobs, profile_paths, profiles)}
     artifacts = {}
-    budgets = _budgets(joint, parts)
     for job, p in zip(joint.jobs, profiles):
         mine = [n[len(job.name) + 2:] for n in notes if n.startswith(f"{job.name}: ")]  # its own notes, as alone
         # job: the profile's name, what apply matches the running job by (not the name made unique for the fleet)
