@@ -331,19 +331,15 @@ def execute_fleet(fp: FleetPrepared, *, audit_path: Path | None, echo: Callable[
         return FleetOutcome("noop", "every job's plan is already in effect; nothing to do", {})
     runners = {j: Runner(plans[j], fp.jobs[j].rest, fp.jobs[j].executors, audit, echo, jar_id=fp.jobs[j].request.jar_id)
                for j in changing}
-    redeploying: set[str] = set()  # jobs whose steps after the stop began (their install is theirs to undo)
     t0 = time.monotonic()
     failed: FleetOutcome | None = None
     try:
         for fs in sequence:
             if isinstance(fs.step.action, ReleaseLock):
                 continue  # released below, whatever happened: a failing unlock is no reason to roll back
-            runner = runners[fs.job]
-            if fs.step.phase not in ("prepare", "stop"):
-                redeploying.add(fs.job)
-            failure = runner.run_steps([fs.index])
+            failure = runners[fs.job].run_steps([fs.index])
             if failure is not None:
-                failed = _fail(fs.job, failure, runners, redeploying, audit, echo, t0)
+                failed = _fail(fs.job, failure, runners, audit, echo, t0)
                 break
         else:
             outcomes = {j: runners[j].applied() for j in changing}
@@ -357,10 +353,11 @@ def execute_fleet(fp: FleetPrepared, *, audit_path: Path | None, echo: Callable[
                         f"({order.strategy}, {seconds:.1f} s)", outcomes, seconds)
 
 
-def _fail(job: str, failure: ApplyOutcome, runners: dict[str, Runner], redeploying: set[str], audit: AuditLog,
+def _fail(job: str, failure: ApplyOutcome, runners: dict[str, Runner], audit: AuditLog,
           echo: Callable[[str], None], t0: float) -> FleetOutcome:
     """``job`` failed (its own runner handled it: rolled back, or never stopped): every other job that was stopped
-    goes back to where it ran, from its own savepoint, the last changed first."""
+    goes back to where it ran, from its own savepoint, the last changed first (a job stopped but not yet installed
+    only resubmits: its runner restores only the files it replaced)."""
     reason = f"job {job}: {failure.message}"
     outcomes = {job: failure}
     audit.write("fleet-rollback", failed=job, reason=failure.message)
@@ -368,9 +365,6 @@ def _fail(job: str, failure: ApplyOutcome, runners: dict[str, Runner], redeployi
         runner = runners[name]
         if name == job or not runner.ctx.stopped:
             continue
-        if name not in redeploying:  # stopped, nothing installed yet: only resubmit the previous placement
-            runner.plan = dataclasses.replace(runner.plan, rollback=tuple(s for s in runner.plan.rollback
-                                                                          if s.phase == "redeploy"))
         echo(f"rolling back job {name} (another job of the change failed)")
         outcomes[name] = runner.roll_back(f"the fleet's change failed ({reason})")
     failed_back = [n for n, o in outcomes.items() if o.status == "rollback-failed"]

@@ -85,6 +85,7 @@ class RunContext:
     stopped: bool = False
     lock: tuple[str, str] | None = None  # (host, path) while held
     lock_note: str | None = None
+    uploaded: set[tuple[str, str]] = field(default_factory=set)  # (host, path) this run replaced: only these go back
 
 
 @dataclass(frozen=True)
@@ -169,6 +170,7 @@ class Runner:
             self.executors[a.host].run(list(a.argv), privileged=a.privileged, timeout=a.timeout)
         elif isinstance(a, UploadFile):
             self.executors[a.host].upload_atomic(a.path, a.content, mode=a.mode)
+            self.ctx.uploaded.add((a.host, a.path))
             return {"bytes": a.size}
         elif isinstance(a, RestoreFile):
             self.executors[a.host].restore_previous(a.path)
@@ -417,6 +419,8 @@ class Runner:
         self.ctx.new_job_id = None
         restored: list[str] = []
         for i, step in enumerate(self.plan.rollback, 1):
+            if isinstance(step.action, RestoreFile) and (step.action.host, step.action.path) not in self.ctx.uploaded:
+                continue  # this run never replaced it: its .prev is an earlier apply's, not what ran before this one
             try:
                 self._step(i, step, "rollback")
             except (PlacementError, OSError) as exc:
