@@ -1,5 +1,5 @@
 """``placement plan --max-rate`` and the what-if options (``--add-host``, ``--link``): the CLI side of
-:mod:`placement.solver.capacity` and :mod:`placement.inventory_whatif` (presentation and option checks only)."""
+:mod:`placement.solver.capacity` and :mod:`placement.inventory.whatif` (presentation and option checks only)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from placement.costmodel.model import PlacementProblem, PlanOptions, RunningUse,
 from placement.costmodel.running import with_running
 from placement.errors import BadInput, Infeasible
 from placement.inventory import Inventory
-from placement.inventory_whatif import apply_whatif, parse_add_host, parse_link
+from placement.inventory.whatif import apply_whatif, parse_add_host, parse_link
 from placement.profile.format import JobProfile
 from placement.solver.capacity import Capacity, binding_constraints, max_scale
 from placement.solver.methods import Method, solve_with

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from placement.cli.fit import print_table
-from placement.ansible_export import LocalArchive, ansible_inventory, render
+from placement.inventory.ansible import LocalArchive, ansible_inventory, render
 from placement.errors import BadInput
 from placement.inventory import load_inventory
 from placement.netem.profiles import load_profile

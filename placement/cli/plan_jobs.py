@@ -35,7 +35,7 @@ from placement.costmodel.model import JobPolicy, PlanOptions, build_problem
 from placement.costmodel.running import with_running
 from placement.errors import BadInput, Infeasible
 from placement.inventory import Inventory, load_inventory
-from placement.inventory_whatif import apply_whatif, parse_add_host, parse_link
+from placement.inventory.whatif import apply_whatif, parse_add_host, parse_link
 from placement.profile.format import JobProfile, load_profile
 from placement.solver import PlanResult, SolverOptions
 from placement.solver.methods import solve_with

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from placement.ansible_export import LocalArchive, ansible_inventory, render
+from placement.inventory.ansible import LocalArchive, ansible_inventory, render
 from placement.errors import BadInput
 from placement.flink.versions import SUPPORTED_LINES
 from placement.inventory import Inventory, load_inventory

@@ -1,4 +1,4 @@
-"""What-if inventory edits (placement/inventory_whatif.py): ``--add-host`` and ``--link`` on ``placement plan``."""
+"""What-if inventory edits (placement/inventory/whatif.py): ``--add-host`` and ``--link`` on ``placement plan``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from planning_factories import cli_run, inventory
 
 from placement.errors import BadInput
 from placement.inventory import load_inventory
-from placement.inventory_whatif import (
+from placement.inventory.whatif import (
     AddHosts,
     LinkEdit,
     apply_whatif,
