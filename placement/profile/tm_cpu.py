@@ -207,7 +207,7 @@ def calibrate(profile: JobProfile, runs: Sequence[tuple[RunManifest, pa.Table]],
                                       confident=False, cotenant_cores=cotenant[tm],
                                       cotenant_subtasks=m.cotenant_subtasks))
             continue
-        calibrated: float | None = b_charge
+        calibrated = b_charge
         baseline: float | None
         given = prior(tm)
         others = cotenant[tm] or 0.0
