@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -112,6 +112,7 @@ class _Run:
     latency_buffer: list[dict[str, Any]] = field(default_factory=list)
     latency_names: dict[str, list[str]] = field(default_factory=dict)  # vertex id -> its latency-tracking metrics
     latency_listed: float | None = None  # time.monotonic() of the last listing
+    cotenant_vertices: dict[str, list[VertexInfo]] = field(default_factory=dict)  # other running job -> its vertices
 
 
 class Collector:
@@ -254,18 +255,44 @@ class Collector:
                 rows.append({"ts_ms": ts, "taskmanager_id": tm, **values})
         return rows
 
+    def cotenant_load(self, job_id: str, run: _Run) -> dict[str, tuple[float, int]] | None:
+        """What the other running jobs put on each TaskManager: (Σ busy time of their subtasks on it in cores, how
+        many; :data:`placement.collect.layout.COTENANT_BUSY`), read with the same calls as this job's samples. Asked
+        once a round, beside the TaskManagers' CPU it is set against, never more often. None when the running jobs
+        cannot be listed (recorded as null: not known); a job that ends while it is read is left out."""
+        try:
+            others = [j.id for j in self.rest.running_jobs() if j.id != job_id]
+        except FlinkRestError:
+            return None
+        run.cotenant_vertices = {jid: vs for jid, vs in run.cotenant_vertices.items() if jid in others}
+        pairs: list[tuple[shaping.SubtaskState, dict[str, Any]]] = []
+        for jid in others:
+            try:
+                if jid not in run.cotenant_vertices:  # a job's vertices do not change: read once
+                    run.cotenant_vertices[jid] = shaping.job_graph(self.rest.job_raw(jid), {})[0]
+                mine = []
+                for v in run.cotenant_vertices[jid]:
+                    rows, states = self.sample_vertex(jid, v, metrics=(REQUIRED_METRIC,))
+                    mine.extend(zip(states, rows))
+            except FlinkRestError:
+                continue
+            pairs.extend(mine)
+        return shaping.busy_by_taskmanager(pairs)
+
     # ---- the loop ------------------------------------------------------------------------------------------------
 
-    def sample_vertex(self, job_id: str, v: VertexInfo) -> tuple[list[dict[str, Any]], list[shaping.SubtaskState]]:
+    def sample_vertex(self, job_id: str, v: VertexInfo, *, metrics: Iterable[str] = RATE_METRICS
+                      ) -> tuple[list[dict[str, Any]], list[shaping.SubtaskState]]:
+        """One row per subtask of the vertex with ``metrics`` (the others null), and the subtasks' states."""
         ts = int(self.clock() * 1000)
         states = shaping.subtask_states(self.rest.get(f"/jobs/{job_id}/vertices/{v.id}"))
-        metrics: dict[int, dict[str, float | None]] = {}
-        for query in shaping.metric_queries(len(states) or v.parallelism):
+        values: dict[int, dict[str, float | None]] = {}
+        for query in shaping.metric_queries(len(states) or v.parallelism, metrics):
             for idx, vals in shaping.parse_subtask_metrics(
                 self.rest.get(f"/jobs/{job_id}/vertices/{v.id}/metrics", params={"get": query})
             ).items():
-                metrics.setdefault(idx, {}).update(vals)
-        return shaping.sample_rows(ts, v.id, states, metrics), states
+                values.setdefault(idx, {}).update(vals)
+        return shaping.sample_rows(ts, v.id, states, values), states
 
     def run(self, on_progress: Callable[[Progress], None] | None = None) -> RunManifest:
         o = self.o
@@ -320,7 +347,7 @@ class Collector:
                     for loc in shaping.locations(v.id, states):
                         locations[(loc.vertex_id, loc.subtask)] = loc
                 self.sample_latency(job_id, vertices, run)
-                tm_rows = self.sample_taskmanagers(tm_ids)
+                tm_rows = shaping.with_cotenants(self.sample_taskmanagers(tm_ids), self.cotenant_load(job_id, run))
                 run.tm_buffer.extend(tm_rows)
                 run.tm_seen |= {m for m, c in TASKMANAGER_METRICS.items() for r in tm_rows if r.get(c) is not None}
                 rounds += 1

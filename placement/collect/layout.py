@@ -74,11 +74,19 @@ TASKMANAGER_METRICS: dict[str, str] = {
     "Status.JVM.CPU.Load": "cpu_load",
 }
 TASKMANAGER_DIR = "_taskmanagers"  # "_": Spark and pyarrow datasets of the run directory skip it (another schema)
+# What else runs on the TaskManager beside the job (several jobs share an edge fleet's TaskManagers): the other running
+# jobs' subtasks located on it at that instant, and their busyTimeMsPerSecond summed / 1000 (cores of its host).
+# placement.profile.tm_cpu splits the JVM's CPU between the job and them. Null: not known (runs recorded before these
+# columns, or a round in which the other jobs could not be read) — read as "nothing else known", the older meaning.
+COTENANT_BUSY = "cotenant_busy_cores"
+COTENANT_SUBTASKS = "cotenant_subtasks"
 TASKMANAGER_SCHEMA = pa.schema(
     [
         pa.field("ts_ms", pa.int64(), nullable=False),
         pa.field("taskmanager_id", pa.string(), nullable=False),
         *[pa.field(col, pa.float64()) for col in TASKMANAGER_METRICS.values()],
+        pa.field(COTENANT_BUSY, pa.float64()),
+        pa.field(COTENANT_SUBTASKS, pa.int32()),
     ]
 )
 
@@ -256,15 +264,24 @@ def find_manifests(root: str | Path) -> list[tuple[Path, RunManifest]]:
 def taskmanager_rows_to_table(rows: Iterable[Mapping[str, object]]) -> pa.Table:
     """TaskManager CPU rows -> an Arrow table (TASKMANAGER_SCHEMA); NaN/inf and a negative load (Flink's "unknown")
     become null."""
-    return _rows_to_table(rows, TASKMANAGER_SCHEMA, frozenset(TASKMANAGER_METRICS.values()), negative_is_null=True)
+    return _rows_to_table(rows, TASKMANAGER_SCHEMA, frozenset([*TASKMANAGER_METRICS.values(), COTENANT_BUSY]),
+                          negative_is_null=True)
 
 
 def read_taskmanager_cpu(run: Path, manifest: RunManifest) -> pa.Table:
-    """Every TaskManager CPU row of a run (empty when the run recorded none, e.g. an older collection)."""
+    """Every TaskManager CPU row of a run (empty when the run recorded none, e.g. an older collection); parts written
+    before the co-tenant columns read with them null."""
     tables = [pq.read_table(run / f) for f in manifest.taskmanager_files if (run / f).is_file()]
     if not tables:
         return TASKMANAGER_SCHEMA.empty_table()
-    return pa.concat_tables([t.cast(TASKMANAGER_SCHEMA) for t in tables])
+    return pa.concat_tables([_with_missing_columns(t, TASKMANAGER_SCHEMA).cast(TASKMANAGER_SCHEMA) for t in tables])
+
+
+def _with_missing_columns(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """The table with every nullable column of ``schema`` it lacks added as nulls, in the schema's order."""
+    columns = [table.column(f.name).cast(f.type) if f.name in table.column_names else pa.nulls(table.num_rows, f.type)
+               for f in schema]
+    return pa.Table.from_arrays(columns, schema=schema)
 
 
 def latency_rows_to_table(rows: Iterable[Mapping[str, object]]) -> pa.Table:

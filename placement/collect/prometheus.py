@@ -24,7 +24,9 @@ What comes from where:
   From the first to the last step at which the job has any series, a subtask without one is a not-running sample.
 * **TaskManager CPU**: the TaskManager-scope series ``flink_taskmanager_Status_JVM_CPU_Time`` and ``…_Load``
   (the task prefix without its ``job_task_``) of the TaskManagers the job ran on and those the graph source lists,
-  on the same grid, into ``_taskmanagers/part-*.parquet`` (as the REST collector records them).
+  on the same grid, into ``_taskmanagers/part-*.parquet`` (as the REST collector records them); beside them what
+  other jobs ran there: their ``busyTimeMsPerSecond`` series (``job_id`` another's) summed / 1000 and counted by
+  ``tm_id``.
 * **Latency tracking** (when the job has ``metrics.latency.interval`` > 0): the reporter's summaries
   ``flink_taskmanager_job_task_latency_source_id_operator_id_operator_subtask_index_latency{task_id, subtask_index,
   source_id, operator_id, operator_subtask_index, quantile}`` (with ``metrics.latency.granularity: subtask`` the name
@@ -63,6 +65,8 @@ import requests
 
 from placement.collect import shaping
 from placement.collect.layout import (
+    COTENANT_BUSY,
+    COTENANT_SUBTASKS,
     MANIFEST_FORMAT,
     MANIFEST_NAME,
     RATE_METRICS,
@@ -469,9 +473,10 @@ class _JobReader:
             c0 = grid0 + i0 * self.step
             n = min(MAX_POINTS, n_all - i0)
             c1 = c0 + (n - 1) * self.step
-            for metric, column in TASKMANAGER_METRICS.items():
-                name = self.taskmanager_prefix() + metric.replace(".", "_")
-                for s in self.api.query_range(name, c0, c1, self.step):
+            queries = [(self.taskmanager_prefix() + metric.replace(".", "_"), column, metric)
+                       for metric, column in TASKMANAGER_METRICS.items()]
+            for query, column, metric in queries:
+                for s in self.api.query_range(query, c0, c1, self.step):
                     tm = (s.get("metric") or {}).get("tm_id")
                     if tm not in wanted:
                         continue
@@ -479,6 +484,16 @@ class _JobReader:
                     for k in np.flatnonzero(present):
                         cells.setdefault((int(round((c0 + k * self.step) * 1000)), tm), {})[column] = float(values[k])
                         seen.add(metric)
+            # the other jobs' subtasks on each of those TaskManagers at each step (layout.COTENANT_BUSY): a step where
+            # none has a series is 0 of them, not unknown
+            for query, column in self.cotenant_queries():
+                for s in self.api.query_range(query, c0, c1, self.step):
+                    tm = (s.get("metric") or {}).get("tm_id")
+                    values, present = _on_grid(s.get("values") or [], c0, self.step, n)
+                    for k in np.flatnonzero(present):
+                        cell = cells.get((int(round((c0 + k * self.step) * 1000)), tm))
+                        if cell is not None:
+                            cell[column] = float(values[k])
         keys = sorted(cells)
         columns = {"ts_ms": pa.array([k[0] for k in keys], pa.int64()),
                    "taskmanager_id": pa.array([k[1] for k in keys], pa.string())}
@@ -486,7 +501,16 @@ class _JobReader:
             x = np.array([cells[k].get(column, np.nan) for k in keys], dtype=np.float64)
             x = np.where(np.isfinite(x) & (x >= 0), x, np.nan)  # a negative load is Flink's "unknown"
             columns[column] = pa.array(x, pa.float64(), from_pandas=True)
+        columns[COTENANT_BUSY] = pa.array([cells[k].get(COTENANT_BUSY, 0.0) for k in keys], pa.float64())
+        columns[COTENANT_SUBTASKS] = pa.array([int(cells[k].get(COTENANT_SUBTASKS, 0)) for k in keys], pa.int32())
         return pa.table(columns, schema=TASKMANAGER_SCHEMA), seen
+
+    def cotenant_queries(self) -> list[tuple[str, str]]:
+        """(PromQL, column): the other jobs' busy time summed by TaskManager in cores (a NaN reading left out, as
+        REST's null), and how many of their subtasks each runs — the REST collector's figures."""
+        others = f"{self.o.prefix}{ANCHOR}{{job_id!={_quoted(self.job_id)}}}"
+        return [(f"sum by (tm_id) ({others} == {others}) / 1000", COTENANT_BUSY),
+                (f"count by (tm_id) ({others})", COTENANT_SUBTASKS)]
 
     LATENCY_QUANTILES = {"0.5": "p50_ms", "0.95": "p95_ms", "0.99": "p99_ms"}
 

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from placement.collect.layout import (
+    COTENANT_BUSY,
+    COTENANT_SUBTASKS,
     RATE_METRICS,
     CheckpointConfig,
     EdgeInfo,
@@ -185,6 +187,31 @@ def sample_rows(
             row[col] = m.get(col)
         rows.append(row)
     return rows
+
+
+def busy_by_taskmanager(subtasks: Iterable[tuple[SubtaskState, Mapping[str, Any]]]) -> dict[str, tuple[float, int]]:
+    """TaskManager id -> (busy time of the RUNNING subtasks on it in cores, i.e. Σ busyTimeMsPerSecond / 1000; how
+    many there are), from (state, sample row) pairs as :func:`sample_rows` makes them. A subtask without a busy
+    reading yet counts, with nothing."""
+    out: dict[str, tuple[float, int]] = {}
+    for state, row in subtasks:
+        if not state.running or not state.taskmanager_id:
+            continue
+        cores, n = out.get(state.taskmanager_id, (0.0, 0))
+        out[state.taskmanager_id] = (cores + (row.get("busy_ms_per_s") or 0.0) / 1000.0, n + 1)
+    return out
+
+
+def with_cotenants(rows: list[dict[str, Any]], load: Mapping[str, tuple[float, int]] | None) -> list[dict[str, Any]]:
+    """TaskManager CPU rows with what the other jobs put on each TaskManager (:func:`busy_by_taskmanager`; a
+    TaskManager it does not name runs none of theirs); unchanged — null, not known — when ``load`` is None."""
+    if load is None:
+        return rows
+    out = []
+    for row in rows:
+        cores, n = load.get(str(row["taskmanager_id"]), (0.0, 0))
+        out.append({**row, COTENANT_BUSY: cores, COTENANT_SUBTASKS: n})
+    return out
 
 
 def locations(vertex_id: str, states: Sequence[SubtaskState]) -> list[SubtaskLocation]:

@@ -213,7 +213,7 @@ class JobInfo(Strict):
                                                         "null: not recorded")
 
 
-TaskManagerBasis = Literal["idle", "residual", "prior", "floor", "unmeasured"]
+TaskManagerBasis = Literal["idle", "residual", "prior", "floor", "co-tenant", "unmeasured"]
 
 
 class TaskManagerCpu(Strict):
@@ -233,6 +233,10 @@ class TaskManagerCpu(Strict):
     baseline_server_cores: float | None = Field(None, ge=0)
     basis: TaskManagerBasis = "unmeasured"
     confident: bool = False
+    cotenant_cores: float | None = Field(
+        None, ge=0, description="busy time of other jobs' subtasks on it (Σ busyTimeMsPerSecond / 1000); its CPU beyond "
+        "the baseline is split between them and the job by charge; null: not recorded (older histories)")
+    cotenant_subtasks: int | None = Field(None, ge=0, description="how many of their subtasks (most at once)")
 
 
 class MeasuredLatency(Strict):
@@ -336,6 +340,9 @@ class JobProfile(Strict):
         drop_unset(data["job"], "flink_version")
         for v in data["vertices"]:
             drop_unset(v, "cpu_calibration")
+        for t in data.get("taskmanagers", []):  # co-tenants not recorded: as before they existed
+            drop_unset(t, "cotenant_cores")
+            drop_unset(t, "cotenant_subtasks")
         return data
 
     def digest(self) -> str:

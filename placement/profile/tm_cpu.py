@@ -18,11 +18,17 @@ JVM process CPU (``Status.JVM.CPU.Time``, cumulative ns of all its threads) besi
   machine's cores.
 * ``B_t = Σ_v B_{t,v}``: what the cost model charges the job's subtasks on t — the busy-time rule of
   :func:`placement.costmodel.demand.server_cores` (floor and NaN rule included) divided by ``σ_t``.
-* ``R_t = P_t - B_t``, the residual.
+* ``C_t``: the co-tenants' charge — the other running jobs' subtasks on t (several pipelines share an edge fleet's
+  TaskManagers), their ``busyTimeMsPerSecond`` summed / 1000, as the collectors record it beside t's CPU
+  (:data:`placement.collect.layout.COTENANT_BUSY`); 0 where nothing else ran *or nothing was recorded* (histories
+  from before the column keep their meaning: the whole JVM is the job's and its baseline's).
+* ``R_t = P_t - B_t - C_t``, the residual.
 
 **Baseline** ``b_t`` (the TaskManager's own CPU, a constant: not proportional to records):
 
-* ``idle`` — t runs no subtask of the job: ``b_t = P_t``, measured directly.
+* ``idle`` — t runs no subtask of the job nor of another: ``b_t = P_t``, measured directly.
+* ``co-tenant`` — t runs no subtask of the job but other jobs' subtasks: its CPU is theirs and its baseline's, not a
+  baseline (no ``b_t``, and no prior from it); nothing of the job to calibrate.
 * ``prior`` — t runs subtasks of the job and a baseline is known from elsewhere: the inventory's
   ``taskmanager_baseline_cores`` for t's host, else the median baseline of this history's idle TaskManagers in
   server cores (``b·σ``) converted to t's cores (``b_t ≤ P_t``);
@@ -32,8 +38,12 @@ JVM process CPU (``Status.JVM.CPU.Time``, cumulative ns of all its threads) besi
 * ``floor`` — no prior, ``R_t < 0``: busy time overstates on t, so the residual says nothing of the baseline
   (``b_t = 0``, not confident).
 
-**Calibration** (``prior`` and ``floor``): the job's subtasks on t used ``U_t = P_t - b_t`` cores where ``B_t`` was
-charged, and their factors make the charges add up to ``U_t``. Busy time errs both ways: it overstates a
+**Calibration** (``prior`` and ``floor``): the subtasks on t used ``P_t - b_t`` cores where ``B_t + C_t`` was
+charged; the job's share of it is ``U_t = (P_t - b_t)·B_t / (B_t + C_t)`` (:func:`own_share`: in proportion to the
+busy-time charges — busy time is the only per-subtask figure both jobs have, the JVM's CPU being one number for all
+its threads, so it is the least-bad key; it errs as busy time does), and the factors of the job's vertices make
+their charges add up to ``U_t``. Without the split each job sharing a TaskManager took the others' CPU as its own:
+two jobs on a lab Pi were predicted at 0.81 of its cores where 0.42 was used. Busy time errs both ways: it overstates a
 rate-limited source waiting in its limiter (and any thread waiting for a CPU it shares: busy time is wall-clock),
 and it understates what a subtask spends outside its busy time (serialising records in the output flusher, netty,
 timers) — work that moves with the subtask when a plan moves it, so it belongs to the subtask, not to t.
@@ -55,12 +65,12 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
 
-from placement.collect.layout import RunManifest
+from placement.collect.layout import COTENANT_BUSY, COTENANT_SUBTASKS, RunManifest
 from placement.costmodel import demand
 from placement.inventory import Inventory
 from placement.profile.format import JobProfile, TaskManagerCpu
@@ -78,6 +88,8 @@ class _Measured:
     pairs: int = 0
     loads: list[float] | None = None
     samples: int = 0
+    cotenant: list[float] = field(default_factory=list)  # other jobs' busy cores on it, per row that recorded them
+    cotenant_subtasks: int | None = None  # the most of their subtasks seen on it at once
 
 
 def _measure(rows: dict[str, np.ndarray], since_ms: int, into: dict[str, _Measured]) -> None:
@@ -85,13 +97,18 @@ def _measure(rows: dict[str, np.ndarray], since_ms: int, into: dict[str, _Measur
     for tm in np.unique(rows["taskmanager_id"]):
         mine = rows["taskmanager_id"] == tm
         ts, cpu, load = rows["ts_ms"][mine], rows["cpu_time_ns"][mine], rows["cpu_load"][mine]
+        nothing = np.full(len(ts), np.nan)  # a history without the co-tenant columns: not known
+        busy, others = (rows[c][mine] if c in rows else nothing for c in (COTENANT_BUSY, COTENANT_SUBTASKS))
         order = np.argsort(ts, kind="stable")
-        ts, cpu, load = ts[order], cpu[order], load[order]
+        ts, cpu, load, busy, others = ts[order], cpu[order], load[order], busy[order], others[order]
         late = ts >= since_ms
         if late.sum() >= 3:
-            ts, cpu, load = ts[late], cpu[late], load[late]
+            ts, cpu, load, busy, others = ts[late], cpu[late], load[late], busy[late], others[late]
         m = into.setdefault(str(tm), _Measured(loads=[]))
         m.samples += len(ts)
+        m.cotenant.extend(float(x) for x in busy[np.isfinite(busy)])
+        if np.isfinite(others).any():
+            m.cotenant_subtasks = max(m.cotenant_subtasks or 0, int(np.nanmax(others)))
         ok = np.isfinite(cpu)
         t_ok, c_ok = ts[ok], cpu[ok]
         changed = np.flatnonzero(np.diff(c_ok) != 0) + 1
@@ -128,6 +145,9 @@ def calibrate(profile: JobProfile, runs: Sequence[tuple[RunManifest, pa.Table]],
         rows = {c: table.column(c).to_numpy(zero_copy_only=False) for c in table.column_names}
         rows["cpu_time_ns"] = rows["cpu_time_ns"].astype(np.float64)
         rows["cpu_load"] = rows["cpu_load"].astype(np.float64)
+        for c in (COTENANT_BUSY, COTENANT_SUBTASKS):  # null (NaN here) where not known
+            if c in rows:
+                rows[c] = rows[c].astype(np.float64)
         _measure(rows, m.started_ms + int(warmup_s * 1000), measured)
     if not measured:
         return profile
@@ -158,7 +178,10 @@ def calibrate(profile: JobProfile, runs: Sequence[tuple[RunManifest, pa.Table]],
             process[tm] = m.cpu_s / m.wall_s * to_host
         elif load_cores[tm] is not None:
             process[tm] = load_cores[tm]
-    idle_server = [process[tm] * speeds[tm] for tm in process if not charge[tm]]
+    # other jobs' busy time on each TaskManager, in its host's cores (None: not recorded, read as none)
+    cotenant = {tm: statistics.fmean(m.cotenant) if m.cotenant else None for tm, m in measured.items()}
+    # a TaskManager running another job's subtasks is not idle: its CPU is no baseline
+    idle_server = [process[tm] * speeds[tm] for tm in process if not charge[tm] and not cotenant[tm]]
     idle_prior = statistics.median(idle_server) if idle_server else None
 
     def prior(tm: str) -> float | None:
@@ -181,17 +204,22 @@ def calibrate(profile: JobProfile, runs: Sequence[tuple[RunManifest, pa.Table]],
             out.append(TaskManagerCpu(id=tm, host=info.host if info else None, inventory_host=hosts[tm],
                                       host_speed=speeds[tm], samples=m.samples, subtasks=_count(placement, tm),
                                       charged_cores=b_charge, load_cores=load_cores[tm], basis="unmeasured",
-                                      confident=False))
+                                      confident=False, cotenant_cores=cotenant[tm],
+                                      cotenant_subtasks=m.cotenant_subtasks))
             continue
         calibrated = b_charge
+        baseline: float | None
         given = prior(tm)
-        if not charge[tm]:
+        others = cotenant[tm] or 0.0
+        if not charge[tm] and others > 0:  # only other jobs' subtasks: its CPU is theirs and its baseline's, unsplit
+            baseline, basis, confident = None, "co-tenant", False
+        elif not charge[tm]:
             baseline, basis, confident = p, "idle", enough
-        elif given is None and p - b_charge >= 0:
-            baseline, basis, confident = p - b_charge, "residual", enough
+        elif given is None and p - b_charge - others >= 0:
+            baseline, basis, confident = p - b_charge - others, "residual", enough
         else:
             baseline, basis, confident = (min(given, p), "prior", enough) if given is not None else (0.0, "floor", False)
-            used = p - baseline
+            used = (p - baseline) * own_share(b_charge, others)
             calibrated = used
             for vid, k in _split(charge[tm], sources, used).items():
                 factors.setdefault(vid, {})[tm] = k
@@ -200,7 +228,8 @@ def calibrate(profile: JobProfile, runs: Sequence[tuple[RunManifest, pa.Table]],
             id=tm, host=info.host if info else None, inventory_host=hosts[tm], host_speed=speeds[tm],
             samples=m.samples, subtasks=_count(placement, tm), process_cores=p, load_cores=load_cores[tm],
             charged_cores=b_charge, calibrated_cores=calibrated, baseline_cores=baseline,
-            baseline_server_cores=baseline * speeds[tm], basis=basis, confident=confident,
+            baseline_server_cores=None if baseline is None else baseline * speeds[tm], basis=basis, confident=confident,
+            cotenant_cores=cotenant[tm], cotenant_subtasks=m.cotenant_subtasks,
         ))
 
     vertices = []
@@ -217,11 +246,27 @@ def calibrate(profile: JobProfile, runs: Sequence[tuple[RunManifest, pa.Table]],
         stats = dict(v.stats)
         stats["cpu_calibration_basis"] = bases[v.id]
         vertices.append(v.model_copy(update={"cpu_calibration": round(k, 6), "stats": stats}))
-    note = "TaskManager CPU: " + ", ".join(
-        f"{t.id} {t.process_cores:.3f} cores, baseline {t.baseline_cores:.3f} ({t.basis})" if t.process_cores is not None
-        else f"{t.id} unmeasured" for t in out)
+    note = "TaskManager CPU: " + ", ".join(_noted(t) for t in out)
     job = profile.job.model_copy(update={"note": "; ".join(x for x in (profile.job.note, note) if x)})
     return profile.model_copy(update={"vertices": vertices, "taskmanagers": out, "job": job})
+
+
+def own_share(charged: float, cotenant: float) -> float:
+    """The job's share of what subtasks used on a TaskManager beyond its baseline: ``B_t / (B_t + C_t)``, 1 without
+    co-tenants (why busy time is the key: the module doc). It errs as busy time does: a rate-limited source's busy
+    wait takes a share its thread did not burn."""
+    total = charged + cotenant
+    return charged / total if total > 0 else 1.0
+
+
+def _noted(t: TaskManagerCpu) -> str:
+    """One TaskManager in the profile's note."""
+    if t.process_cores is None:
+        return f"{t.id} unmeasured"
+    base = "none" if t.baseline_cores is None else f"{t.baseline_cores:.3f}"
+    others = (f", co-tenants {t.cotenant_cores:.3f} busy ({t.cotenant_subtasks or 0} subtasks)"
+              if t.cotenant_cores else "")
+    return f"{t.id} {t.process_cores:.3f} cores, baseline {base} ({t.basis}){others}"
 
 
 def _count(placement: dict[tuple[str, int], str | None], tm: str) -> int:

@@ -16,7 +16,7 @@ from support.flink import TASKMANAGERS, cancel_job, start_flink, submit_job
 from support.prometheus import start_prometheus, with_prometheus_reporter
 
 from placement.cli import main
-from placement.collect.layout import find_manifests, read_latency
+from placement.collect.layout import find_manifests, read_latency, read_taskmanager_cpu
 from placement.collect.prometheus import label_value, parse_duration, parse_time
 from placement.errors import BadInput
 from placement.flink.rest import FlinkRest
@@ -200,6 +200,12 @@ def test_profile_from_prometheus_agrees_with_rest_collection_per_vertex(scraped,
         assert b.process_cores == pytest.approx(a.process_cores, rel=0.3, abs=0.02)
         assert (a.subtasks, a.basis) == (b.subtasks, b.basis)
         assert b.samples >= 10
+        # no other job runs on this cluster: both record, for every TaskManager, that none of theirs ran there (0, not
+        # the null of "not known" — the Prometheus figure is the other job ids' busyTimeMsPerSecond series by tm_id)
+        assert (a.cotenant_cores, a.cotenant_subtasks) == (b.cotenant_cores, b.cotenant_subtasks) == (0.0, 0)
+    (prom_run, _), = find_manifests(out)
+    prom_cpu = read_taskmanager_cpu(prom_run, manifest).to_pydict()
+    assert set(prom_cpu["cotenant_busy_cores"]) == {0.0} and set(prom_cpu["cotenant_subtasks"]) == {0}
     for a, b in zip(from_rest.vertices, from_prom.vertices, strict=True):  # the figures, for the record (pytest -s)
         print(f"{a.name:18s}" + "  ".join(
             f"{key} REST {a.stats[key]:.4g} Prometheus {b.stats[key]:.4g} ({_rel(a.stats[key], b.stats[key]):+.2%})"

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from placement.collect.layout import (
+    COTENANT_BUSY,
+    COTENANT_SUBTASKS,
     TASKMANAGER_METRICS,
     EdgeInfo,
     PartWriter,
@@ -52,35 +54,44 @@ def inventory(rpi3: dict | None = None) -> Inventory:
 
 
 def write_history(root: Path, *, with_cpu: bool = True) -> None:
-    vertices = [VertexInfo(id="src", name="Source: Gen", parallelism=1), VertexInfo(id="map", name="Map", parallelism=2),
-                VertexInfo(id="sink", name="Sink: Out", parallelism=1)]
+    write_job(root, "j1", "cpu-job", [VertexInfo(id="src", name="Source: Gen", parallelism=1),
+                                      VertexInfo(id="map", name="Map", parallelism=2),
+                                      VertexInfo(id="sink", name="Sink: Out", parallelism=1)],
+              BUSY, WHERE, RATES, PROCESS if with_cpu else None)
+
+
+def write_job(root: Path, job_id: str, name: str, vertices: list[VertexInfo], busy: dict, where: dict, rates: dict,
+              process: dict | None, cotenant: dict[str, tuple[float, int]] | None = None) -> None:
+    """One run of a job, its vertices in a chain; ``process``: each TaskManager's JVM cores (None: no TaskManager CPU
+    recorded); ``cotenant``: TaskManager -> (other jobs' busy cores on it, their subtasks), recorded beside the CPU."""
     m = RunManifest(
-        job_id="j1", job_name="cpu-job", run_id="r1", started_ms=T0, ended_ms=T0 + SECONDS * 1000, interval_s=1.0,
+        job_id=job_id, job_name=name, run_id="r1", started_ms=T0, ended_ms=T0 + SECONDS * 1000, interval_s=1.0,
         stopped="completed", vertices=vertices,
-        edges=[EdgeInfo(source="src", target="map", ship_strategy="REBALANCE"),
-               EdgeInfo(source="map", target="sink", ship_strategy="HASH")],
+        edges=[EdgeInfo(source=a.id, target=b.id, ship_strategy="REBALANCE") for a, b in zip(vertices, vertices[1:])],
         locations=[SubtaskLocation(vertex_id=v, subtask=i, taskmanager_id=tm, host=f"host-{tm}")
-                   for (v, i), tm in WHERE.items()],
+                   for (v, i), tm in where.items()],
         taskmanagers=[TaskManagerInfo(id=tm, host=f"host-{tm}", hardware_cpu_cores=2 if tm == "srv" else 1)
-                      for tm in PROCESS],
+                      for tm in (process or PROCESS)],
     )
-    writer = PartWriter(root, "j1", "r1")
+    parallelism = {v.id: v.parallelism for v in vertices}
+    writer = PartWriter(root, job_id, "r1")
     rows = []
     for k in range(SECONDS):
-        for (v, i), busy in BUSY.items():
-            rin, rout = RATES[v]
+        for (v, i), b in busy.items():
+            rin, rout = (r / parallelism[v] for r in rates[v])
             rows.append({"ts_ms": T0 + k * 1000, "vertex_id": v, "subtask": i, "attempt": 0, "attempt_start_ms": T0,
-                         "running": True, "busy_ms_per_s": busy, "idle_ms_per_s": 1000 - busy,
-                         "backpressured_ms_per_s": 0.0, "records_in_per_s": rin / (2 if v == "map" else 1),
-                         "records_out_per_s": rout / (2 if v == "map" else 1), "bytes_in_per_s": rin * 50,
-                         "bytes_out_per_s": rout * 50})
+                         "running": True, "busy_ms_per_s": b, "idle_ms_per_s": 1000 - b,
+                         "backpressured_ms_per_s": 0.0, "records_in_per_s": rin, "records_out_per_s": rout,
+                         "bytes_in_per_s": rin * 50 * parallelism[v], "bytes_out_per_s": rout * 50 * parallelism[v]})
     writer.write(rows_to_table(rows))
     m.files, m.samples = list(writer.files), writer.rows
-    if with_cpu:
+    if process is not None:
         tm_rows = [{"ts_ms": T0 + k * 1000, "taskmanager_id": tm, "cpu_time_ns": 5e9 + k * cores * 1e9,
-                    "cpu_load": cores / (2 if tm == "srv" else 1) if k % 10 else -1.0}  # -1: Flink's "unknown"
-                   for k in range(SECONDS) for tm, cores in PROCESS.items()]
-        tm_writer = taskmanager_writer(root, "j1", "r1")
+                    "cpu_load": cores / (2 if tm == "srv" else 1) if k % 10 else -1.0,  # -1: Flink's "unknown"
+                    **({COTENANT_BUSY: cotenant.get(tm, (0.0, 0))[0], COTENANT_SUBTASKS: cotenant.get(tm, (0.0, 0))[1]}
+                       if cotenant is not None else {})}
+                   for k in range(SECONDS) for tm, cores in process.items()]
+        tm_writer = taskmanager_writer(root, job_id, "r1")
         tm_writer.write(taskmanager_rows_to_table(tm_rows))
         m.taskmanager_files = tm_writer.files
         m.taskmanager_metrics = list(TASKMANAGER_METRICS)
@@ -260,3 +271,99 @@ def test_without_a_known_baseline_the_residual_stays_on_the_host_and_an_overstat
     assert profile.vertex("map").cpu_calibration is None and profile.vertex("sink").cpu_calibration is None
     assert (tms["rpi1"].basis, tms["rpi1"].baseline_cores, tms["rpi1"].confident) == ("floor", 0.0, False)
     assert profile.vertex("src").cpu_calibration == pytest.approx(0.30 / 0.5)
+
+
+# ---- co-tenants: several jobs on one TaskManager ---------------------------------------------------------------------
+# Job B (two vertices, 200 + 100 ms/s busy) shares the server with job A (the job above: 0.7 cores of busy time there);
+# the server's JVM uses 1.2 cores for both. rpi1 runs A's source only, rpi2 nothing of either.
+SHARED = {"srv": 1.2, "rpi1": 0.30, "rpi2": 0.05}
+B_VERTICES = [VertexInfo(id="osrc", name="Source: Other", parallelism=1),
+              VertexInfo(id="osink", name="Sink: Other", parallelism=1)]
+B_BUSY = {("osrc", 0): 200.0, ("osink", 0): 100.0}
+B_WHERE = {("osrc", 0): "srv", ("osink", 0): "srv"}
+B_RATES = {"osrc": (0.0, 400.0), "osink": (400.0, 0.0)}
+A_VERTICES = [VertexInfo(id="src", name="Source: Gen", parallelism=1), VertexInfo(id="map", name="Map", parallelism=2),
+              VertexInfo(id="sink", name="Sink: Out", parallelism=1)]
+
+
+def _profile(tmp_path: Path, name: str, write) -> object:
+    write(tmp_path / name)
+    inv = tmp_path / "inventory.json"
+    inv.write_text(json.dumps(inventory().model_dump(mode="json", by_alias=True)))
+    return build_profile(tmp_path / name, engine="pandas", warmup_s=0, inventory=inv)
+
+
+def test_two_jobs_on_one_taskmanager_each_calibrate_to_their_share_of_its_cpu(tmp_path):
+    a = _profile(tmp_path, "a", lambda root: write_job(
+        root, "j1", "cpu-job", A_VERTICES, BUSY, WHERE, RATES, SHARED,
+        cotenant={"srv": (0.3, 2), "rpi1": (0.0, 0), "rpi2": (0.0, 0)}))
+    b = _profile(tmp_path, "b", lambda root: write_job(
+        root, "j2", "other-job", B_VERTICES, B_BUSY, B_WHERE, B_RATES, SHARED,
+        cotenant={"srv": (0.7, 3), "rpi1": (0.5, 1), "rpi2": (0.0, 0)}))
+    ta, tb = ({t.id: t for t in p.taskmanagers} for p in (a, b))
+    # the server's subtasks used 1.2 - 0.015 (the idle Pi's baseline) = 1.185 cores for 0.7 + 0.3 charged: A's share
+    # is 0.7 of it, B's 0.3 (before: each job took all 1.185 as its own, twice the server's CPU between them)
+    assert ta["srv"].basis == tb["srv"].basis == "prior"
+    assert ta["srv"].baseline_cores == pytest.approx(0.015) and tb["srv"].baseline_cores == pytest.approx(0.015)
+    assert ta["srv"].calibrated_cores == pytest.approx(1.185 * 0.7)
+    assert tb["srv"].calibrated_cores == pytest.approx(1.185 * 0.3)
+    assert ta["srv"].calibrated_cores + tb["srv"].calibrated_cores == pytest.approx(1.2 - 0.015)
+    assert (ta["srv"].cotenant_cores, ta["srv"].cotenant_subtasks) == (pytest.approx(0.3), 2)
+    assert (tb["srv"].cotenant_cores, tb["srv"].cotenant_subtasks) == (pytest.approx(0.7), 3)
+    for name in ("map", "sink"):
+        assert a.vertex(name).cpu_calibration == pytest.approx(1.185, rel=1e-5)
+    assert b.vertex("osrc").cpu_calibration == pytest.approx(1.185, rel=1e-5)
+    # rpi1 had no co-tenant in A's history: as before (the source alone, k = 0.5)
+    assert ta["rpi1"].calibrated_cores == pytest.approx(0.25) and a.vertex("src").cpu_calibration == pytest.approx(0.5)
+    assert "srv 1.200 cores, baseline 0.015 (prior), co-tenants 0.300 busy (2 subtasks)" in (a.job.note or "")
+    # planned together, the two jobs' subtasks on the server add up to what its JVM used beside its baseline
+    inv = inventory()
+    used = [evaluate(build_problem(inv, p), where).host("srv").cores_used
+            for p, where in ((a, WHERE), (b, B_WHERE))]
+    assert sum(used) == pytest.approx(1.185, rel=1e-4)
+
+
+def test_a_taskmanager_running_only_another_jobs_subtasks_gives_no_idle_baseline(tmp_path):
+    b = _profile(tmp_path, "b", lambda root: write_job(
+        root, "j2", "other-job", B_VERTICES, B_BUSY, B_WHERE, B_RATES, SHARED,
+        cotenant={"srv": (0.7, 3), "rpi1": (0.5, 1), "rpi2": (0.0, 0)}))
+    tms = {t.id: t for t in b.taskmanagers}
+    rpi1 = tms["rpi1"]
+    assert (rpi1.basis, rpi1.subtasks, rpi1.baseline_cores, rpi1.confident) == ("co-tenant", 0, None, False)
+    assert rpi1.process_cores == pytest.approx(0.30) and rpi1.calibrated_cores == 0.0
+    assert (rpi1.cotenant_cores, rpi1.cotenant_subtasks) == (pytest.approx(0.5), 1)
+    assert tms["rpi2"].basis == "idle"
+    # the prior is rpi2's alone (with rpi1's 0.09 server cores as a second idle one the median was 0.0525)
+    assert tms["srv"].baseline_cores == pytest.approx(0.015)
+    # and the cost model takes no baseline from rpi1's CPU: the idle TaskManagers' median, as for an unmeasured host
+    h = build_problem(inventory(), b).host_by_name["rpi1"]
+    assert (h.baseline_cores, h.baseline_basis) == (pytest.approx(0.05), "profile median")
+    assert "rpi1 0.300 cores, baseline none (co-tenant), co-tenants 0.500 busy (1 subtasks)" in (b.job.note or "")
+
+
+def test_histories_without_the_cotenant_columns_calibrate_as_before(tmp_path, calibrated):
+    """Parts written before the columns existed (no such column), parts with them null and parts saying nothing else
+    ran all give today's profile: the figures test_profile_reports_each_taskmanagers_baseline... checks by hand."""
+    import pyarrow.parquet as pq
+
+    old = tmp_path / "old"
+    write_history(old)
+    for part in old.glob("job_id=*/run_id=*/_taskmanagers/*.parquet"):
+        t = pq.read_table(part)
+        pq.write_table(t.drop_columns([COTENANT_BUSY, COTENANT_SUBTASKS]), part)
+        assert COTENANT_BUSY not in pq.read_schema(part).names
+    none_else = tmp_path / "none-else"
+    write_job(none_else, "j1", "cpu-job", A_VERTICES, BUSY, WHERE, RATES, PROCESS,
+              cotenant={"srv": (0.0, 0), "rpi1": (0.0, 0), "rpi2": (0.0, 0)})
+    inv = tmp_path / "inventory.json"
+    inv.write_text(json.dumps(inventory().model_dump(mode="json", by_alias=True)))
+    from_old, from_none_else = (build_profile(d, engine="pandas", warmup_s=0, inventory=inv) for d in (old, none_else))
+    assert from_old.dump() == calibrated.dump()  # byte for byte what a history with null columns gives
+    assert all(t.cotenant_cores is None and t.cotenant_subtasks is None for t in from_old.taskmanagers)
+    assert "co-tenant" not in from_old.dump()["taskmanagers"][0]
+    for a, b in zip(from_none_else.taskmanagers, calibrated.taskmanagers, strict=True):
+        assert (a.basis, a.baseline_cores, a.calibrated_cores) == (b.basis, b.baseline_cores, b.calibrated_cores)
+        assert (a.cotenant_cores, a.cotenant_subtasks) == (0.0, 0)
+    assert {t.id: t.calibrated_cores for t in from_old.taskmanagers} == {
+        "srv": pytest.approx(0.835), "rpi1": pytest.approx(0.25), "rpi2": pytest.approx(0.0)}
+    assert [v.cpu_calibration for v in from_none_else.vertices] == [v.cpu_calibration for v in calibrated.vertices]
