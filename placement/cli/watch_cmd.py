@@ -304,7 +304,7 @@ def _job_names(inventory: Path, given: tuple[str, ...], fleet: bool, rescale: bo
     inv = load_inventory(inventory)
     listed = [j.name for j in inv.jobs]
     if fleet and not listed:
-        raise BadInput(f"{inventory}: the inventory lists no jobs: to watch", field="--fleet")
+        raise BadInput(f"{inventory} has no jobs: list to watch", field="--fleet")
     names = tuple(listed) if fleet else given
     unknown = [n for n in names if inv.fleet_job(n) is None]
     if unknown:

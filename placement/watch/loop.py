@@ -47,7 +47,7 @@ from placement.watch.policy import (
     decide,
 )
 from placement.watch.profiling import WindowProfiler
-from placement.watch.record import DecisionLog, decision_record, effect_record
+from placement.watch.record import DecisionLog, decision_record, effect_record, job_entry
 from placement.watch.signals import (
     Baseline,
     Drift,
