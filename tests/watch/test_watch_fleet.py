@@ -229,3 +229,32 @@ def test_fleet_is_every_job_of_the_inventory(inv_path, tmp_path):
 
     assert _job_names(inv_path, (), True, False) == ("job-A", "job-B")
     assert _job_names(inv_path, ("anything",), False, False) == ("anything",)  # one job: no jobs: entry needed
+
+
+def test_the_live_view_shows_each_job(inv_path, tmp_path):
+    """The status of a watch of two jobs after the tick that re-planned both: each job's running id and collector,
+    each one's window (its source and its part of the uplink), the drifts naming their job, the joint re-plan."""
+    from rich.console import Console
+
+    from placement.cli.watch_cmd import _line, render
+
+    watch = fleet_watch(inv_path, tmp_path)
+    tick(watch, 1, {"job-A": A, "job-B": B_BEFORE})
+    tick(watch, 2, {"job-A": A, "job-B": B_AFTER})
+    watch.status.job_ids.update({"job-A": "flink-job-A", "job-B": "flink-job-B"})
+    watch.status.collectors.update({"job-A": "collecting (120 samples)", "job-B": "waiting for the job"})
+    console = Console(record=True, width=200)
+    console.print(render(watch.status, watch.o))
+    text = console.export_text()
+    assert "placement watch job-A, job-B · apply never" in text
+    assert "job-A: job flink-job-A · collector: collecting (120 samples)" in text
+    assert "job-B: job flink-job-B · collector: waiting for the job" in text
+    assert "job-A: window 90 s" in text and "job-B: window 90 s" in text
+    assert "source Source: B" in text and "1,000 rec/s" in text and "30.00 Mbit/s" in text
+    assert "drift: job job-B: source Source: B: 1,000 records/s vs 333 planned (+200%)" in text
+    assert "drift: uplink rpi1: 31.00 Mbit/s of job data (job-A 1.00, job-B 30.00)" in text
+    assert "re-plan (every job together): running 31.00 Mbit/s (breaks capacity) → plan 11.00 Mbit/s, 2 moves" in text
+    assert "decision: apply: relief" in text
+    assert _line(watch.status, several=True) == (
+        "tick 2: apply: relief: the running placement breaks link rpi1→server needs 31.0 Mbit/s, has 14 (12.6 usable "
+        "at 90%) [job-A: Source: A 1,000/s; job-B: Source: B 1,000/s]")
