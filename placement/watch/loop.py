@@ -10,7 +10,14 @@
   roll back and audit log.
 
 Between them the pure parts decide: :mod:`.signals` (drift) and :mod:`.policy` (act or not); :mod:`.record` logs each
-tick. Stopping (:meth:`Watch.stop`, from a signal handler) is honoured between steps: an apply that has begun runs
+tick.
+
+Several jobs (``WatchOptions.job_names``) are the same loop over a set: a :class:`JobTrack` per job (its collector,
+rolling history, windows, baseline and counters), each tick a window and a drift check per job, the running placements
+priced together (:func:`placement.costmodel.jobs.build_joint`, as ``placement plan`` prices several profiles), one
+joint re-plan on any job's drift (``plan_jobs_fn``: ``placement plan --profile A --profile B``), one decision, and one
+change (``placement apply --plan FLEET_DIR``'s load, prepare and execute). A job that cannot be observed makes the tick
+wait: the others are never planned as if it were gone. Stopping (:meth:`Watch.stop`, from a signal handler) is honoured between steps: an apply that has begun runs
 to its end (applied or rolled back) before the loop exits, so nothing is left half-applied.
 """
 
