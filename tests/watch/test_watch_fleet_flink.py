@@ -68,11 +68,14 @@ def test_two_jobs_are_collected_and_decided_on_together(flink_rest, lab_jobs_jar
         assert {j["job"]: j["job_id"] for j in r["jobs"]} == {name: job.job_id for name, job in zip(JOBS, jobs)}
         for name, rate in JOBS.items():  # each window from its own job: its source's rate
             (measured,) = windows[name]["source_rates"].values()
-            assert 0 < measured <= rate * 1.1, (name, measured)
+            assert 0 <= measured <= rate * 1.1, (name, measured)  # 0: Flink's rate meter not moving yet (a loaded host)
             # priced together: each job's part of the one uplink, from where its subtasks ran
             assert [link["host"] for link in windows[name]["links"]] == ["rpi1"], windows[name]
             assert Path(windows[name]["snapshot"], "profile.json").is_file()
             assert Path(windows[name]["snapshot"]).parent == work / name / "windows"
+    for name in JOBS:  # the meters move within the watch
+        assert max(next(iter(j["window"]["source_rates"].values())) for r in seen for j in r["jobs"]
+                   if j["job"] == name) > 0, name
     # the pipe gets one line per decision, naming each job's rates; then the summary
     lines = out.strip().splitlines()
     assert len(lines) == len(records) + 1 and lines[-1].startswith(f"watch stopped after {len(records)} decisions")
