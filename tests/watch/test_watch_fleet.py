@@ -61,8 +61,10 @@ B_BEFORE, B_AFTER = reducing_job("B", 1000 / 3, 3750), reducing_job("B", 1000, 3
 
 @pytest.fixture
 def inv_path(tmp_path) -> Path:
-    doc = {"hosts": [{"name": "server", "address": "10.0.0.1", "role": "server", "cores": 8, "memory": "16GiB"},
-                     {"name": "rpi1", "address": "10.0.1.1", "role": "edge", "model": "rpi4b", "cores": 1,
+    # nothing listens on 127.0.0.1:9 (REST) nor on port 9 of the hosts (ssh): a preflight is refused at once
+    doc = {"ssh": {"port": 9},
+           "hosts": [{"name": "server", "address": "127.0.0.1", "role": "server", "cores": 8, "memory": "16GiB"},
+                     {"name": "rpi1", "address": "127.0.0.2", "role": "edge", "model": "rpi4b", "cores": 1,
                       "task_slots": 4}],
            "links": [{"from": "rpi1", "to": "server", "bandwidth": "14mbit", "delay": "50ms"}],
            "pins": {"sources": {"Source: A": "rpi1", "Source: B": "rpi1"}},
@@ -95,6 +97,7 @@ def tick(watch: Watch, n: int, profiles: dict[str, JobProfile], blockers: dict[s
         observed[track.name] = Observed(snapshot, profiles[track.name], RUNNING[track.name], now_ms - 90_000,
                                         f"flink-{track.name}", TMS, {})
     watch.status.ticks = n
+    watch.clock = lambda: now_ms / 1000  # the tick's time is the loop's clock
     made = watch._conclude(n, now_ms, seen, watch._assess(seen, observed, now_ms))
     logged = read_log(watch.o.log_path)[-1]  # as written: JSON, one line
     assert logged == json.loads(json.dumps(made))
@@ -258,3 +261,23 @@ def test_the_live_view_shows_each_job(inv_path, tmp_path):
     assert _line(watch.status, several=True) == (
         "tick 2: apply: relief: the running placement breaks link rpi1→server needs 31.0 Mbit/s, has 14 (12.6 usable "
         "at 90%) [job-A: Source: A 1,000/s; job-B: Source: B 1,000/s]")
+
+
+def test_an_apply_of_the_set_goes_through_placement_apply_of_the_fleet(inv_path, tmp_path):
+    """``--apply auto`` of the joint re-plan: the fleet directory through ``placement apply --plan DIR``'s own load
+    and preflight of every job — here the cluster does not answer, so the whole change is refused before anything
+    changed, the log says so, and the policy's clocks do not start (no change was made)."""
+    watch = Watch(WatchOptions(inventory_path=inv_path, job_name="job-A", job_names=("job-A", "job-B"),
+                               work_dir=tmp_path / "w", engine="pandas", apply="auto",
+                               log_path=tmp_path / "w" / "decisions.jsonl"),
+                  plan_jobs_fn=plan_jobs_command(inv_path))
+    tick(watch, 1, {"job-A": A, "job-B": B_BEFORE})
+    rec = tick(watch, 2, {"job-A": A, "job-B": B_AFTER})
+    assert (rec["decision"]["action"], rec["decision"]["kind"]) == ("apply", "relief")
+    apply = rec["apply"]
+    assert apply["status"] == "refused" and apply["changed"] is False and apply["jobs"] == {}
+    # every job's preflight ran before anything changed, each problem naming its job
+    assert apply["message"].startswith("preflight refused, nothing was changed: job job-A: ")
+    assert "; job job-B: " in apply["message"] and apply["took_s"] < 30
+    assert apply["audit"] == str(Path(rec["proposal"]["plan_dir"]) / "apply-audit.jsonl")
+    assert watch.state.last_change_ms is None and watch.status.applies == 0
