@@ -214,8 +214,8 @@ def _line(status: Status, several: bool = False) -> str:
               help="how each window is profiled, as `placement profile --engine`")
 @click.option("--spark-master", help="Spark master URL (default local[*])")
 @click.option("--duration", type=float, help="stop after this many seconds (default: until Ctrl-C / SIGTERM)")
-def watch(inventory: Path, job_names: tuple[str, ...], fleet: bool, apply_mode: str, rescale: bool, interval: float, window: float, sample: float,
-          flush: float, keep: float, keep_mb: int, warmup: float, cooldown: float, stabilization: float,
+def watch(inventory: Path, job_names: tuple[str, ...], fleet: bool, apply_mode: str, rescale: bool, interval: float,
+          window: float, sample: float, flush: float, keep: float, keep_mb: int, warmup: float, cooldown: float, stabilization: float,
           min_gain: float, rate_change: float, reprice_change: float, backpressure: float, sustained: int, settle: float,
           work_dir: Path | None, log_path: Path | None, engine: str, spark_master: str | None,
           duration: float | None) -> None:
@@ -236,7 +236,8 @@ def watch(inventory: Path, job_names: tuple[str, ...], fleet: bool, apply_mode: 
         raise click.BadParameter(str(exc)) from None
     work_dir = work_dir or Path("watch-" + "+".join(dir_names(names)))
     options = WatchOptions(
-        inventory_path=inventory, job_name=job_name, job_names=names if len(names) > 1 else (), work_dir=work_dir, apply=apply_mode,  # type: ignore[arg-type]
+        inventory_path=inventory, job_name=job_name, job_names=names if len(names) > 1 else (), work_dir=work_dir,
+        apply=apply_mode,  # type: ignore[arg-type]
         interval_s=interval, window_s=window, sample_s=sample, flush_s=flush, keep_s=keep, keep_bytes=keep_mb << 20,
         warmup_s=warmup, settle_s=settle, engine=engine, spark_master=spark_master,  # type: ignore[arg-type]
         thresholds=thresholds, policy=policy, log_path=log_path or work_dir / "decisions.jsonl", duration_s=duration,
@@ -261,7 +262,8 @@ def watch(inventory: Path, job_names: tuple[str, ...], fleet: bool, apply_mode: 
 
     planner = {"plan_fn": plan_command(inventory, rescale=rescale)} if len(names) == 1 else \
         {"plan_jobs_fn": plan_jobs_command(inventory)}
-    loop = Watch(options, **planner, ask_fn=ask if apply_mode == "ask" and sys.stdin.isatty() else None, on_update=on_update)
+    loop = Watch(options, **planner, ask_fn=ask if apply_mode == "ask" and sys.stdin.isatty() else None,
+                 on_update=on_update)
 
     def stop(signum, frame) -> None:  # an apply in progress runs to its end (applied or rolled back) first
         loop.stop()

@@ -10,15 +10,15 @@
   roll back and audit log.
 
 Between them the pure parts decide: :mod:`.signals` (drift) and :mod:`.policy` (act or not); :mod:`.record` logs each
-tick.
+tick. Stopping (:meth:`Watch.stop`, from a signal handler) is honoured between steps: an apply that has begun runs
+to its end (applied or rolled back) before the loop exits, so nothing is left half-applied.
 
 Several jobs (``WatchOptions.job_names``) are the same loop over a set: a :class:`JobTrack` per job (its collector,
 rolling history, windows, baseline and counters), each tick a window and a drift check per job, the running placements
 priced together (:func:`placement.costmodel.jobs.build_joint`, as ``placement plan`` prices several profiles), one
 joint re-plan on any job's drift (``plan_jobs_fn``: ``placement plan --profile A --profile B``), one decision, and one
 change (``placement apply --plan FLEET_DIR``'s load, prepare and execute). A job that cannot be observed makes the tick
-wait: the others are never planned as if it were gone. Stopping (:meth:`Watch.stop`, from a signal handler) is honoured between steps: an apply that has begun runs
-to its end (applied or rolled back) before the loop exits, so nothing is left half-applied.
+wait: the others are never planned as if it were gone.
 """
 
 from __future__ import annotations
@@ -435,7 +435,8 @@ class Watch:
             # the re-plan keeps the placement running: it is the plan for this load, so drift is measured from here
             # (else every tick re-plans the same placement until the load returns)
             for s in seen:
-                s.track.baseline = Baseline(dict(s.window.rates_now()), s.window.taskmanagers,  # type: ignore[union-attr]
+                w = s.window
+                s.track.baseline = Baseline(dict(w.rates_now()), w.taskmanagers,  # type: ignore[union-attr]
                                             plan_dir=proposal.plan_dir)
             notes.append("baseline: the placement running is the plan for this window's load")
         outcome = None
@@ -529,9 +530,9 @@ class Watch:
             s.blockers.append(moving)
 
     def _shared_drifts(self, seen: list[Seen], total: PlanCost | None) -> list[Drift]:
-        """Several jobs: what they share, detected once — an uplink the running placements together overfill (``total``:
-        their joint cost; the message names each job's part) and TaskManagers lost or added. One job: none (its
-        window has them)."""
+        """Several jobs: what they share, detected once — an uplink the running placements together overfill
+        (``total``: their joint cost; the message names each job's part) and TaskManagers lost or added. One job: none
+        (its window has them)."""
         if not self.several:
             return []
         out: list[Drift] = []
@@ -623,7 +624,8 @@ class Watch:
             for name, o in observed.items():
                 problem = self._problem(o.profile, 1.0)
                 known = o.running is not None and {s.key for s in problem.subtasks} <= set(o.running)
-                out[name] = (evaluate(problem, o.running) if known else None, problem.latency_bounds)  # type: ignore[arg-type]
+                cost = evaluate(problem, o.running) if known else None  # type: ignore[arg-type]
+                out[name] = (cost, problem.latency_bounds)
             return out, None
         joint = self._joint({name: o.profile for name, o in observed.items()}, 1.0) if observed else None
         bounds = {job.name: job.problem.latency_bounds for job in joint.jobs} if joint else {}
@@ -664,8 +666,8 @@ class Watch:
                              inventory_source=str(self.o.inventory_path))
 
     def _joint(self, profiles: Mapping[str, JobProfile], rate_scale: float) -> JointProblem:
-        """The watched jobs' joint problem as ``placement plan --profile … --profile …`` builds it (each job's priority
-        and budget from the inventory's ``jobs:``)."""
+        """The watched jobs' joint problem as ``placement plan --profile … --profile …`` builds it (each job's
+        priority and budget from the inventory's ``jobs:``)."""
         policies = job_policies(self.inventory, [(name, p.job.name) for name, p in profiles.items()])
         return build_joint(self.inventory, list(profiles.items()), rate_scale,
                            placement_mode=self.inventory.flink.placement_mode,
@@ -730,7 +732,8 @@ class Watch:
         for s in seen:
             part = outcome.jobs.get(s.track.name)
             s.track.planned_links = dict(part.links) if part is not None else {}
-            s.track.planned_rates = {name: rate * scale for name, rate in s.window.source_rates.items()}  # type: ignore[union-attr]
+            rates = s.window.source_rates  # type: ignore[union-attr]
+            s.track.planned_rates = {name: rate * scale for name, rate in rates.items()}
         return proposal, scale
 
     def _act(self, decision: Decision, proposal: Proposal, now_ms: int) -> dict[str, Any]:
@@ -799,7 +802,8 @@ def joint_running(joint: JointProblem, running: Mapping[str, Assignment | None])
     place every subtask its profile has."""
     if any(running.get(job.name) is None for job in joint.jobs):
         return None
-    if any(not {s.key for s in job.problem.subtasks} <= set(running[job.name]) for job in joint.jobs):  # type: ignore[arg-type]
+    placed = {job.name: set(running[job.name] or ()) for job in joint.jobs}
+    if any(not {s.key for s in job.problem.subtasks} <= placed[job.name] for job in joint.jobs):
         return None
     return joint.join({job.name: running[job.name] for job in joint.jobs})  # type: ignore[misc]
 

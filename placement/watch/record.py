@@ -3,8 +3,8 @@
 Two record kinds (``"record"``):
 
 * ``decision`` — one per tick (several jobs watched: one for the set, with each job's window and drifts under
-  ``jobs`` and every drift naming its ``job``, or none for an uplink or TaskManager they share): the window (its span, job, snapshot directory: ``placement profile <snapshot>``
-  reproduces its profile; since issue 25 also each path's predicted latency and each source → sink pair's measured
+  ``jobs`` and every drift naming its ``job``, or none for an uplink or TaskManager they share): the window (its
+  span, job, snapshot directory: ``placement profile <snapshot>`` reproduces its profile; since issue 25 also each path's predicted latency and each source → sink pair's measured
   p50 and bound), the drifts (kind, subject, measured and reference figures, message; a ``latency`` drift's
   ``basis``: predicted or measured), the proposal (running placement vs new plan, WAN predicted under the window),
   the decision and its reason, and — when it applied — the apply's outcome (status, downtime, new job id, audit log);
