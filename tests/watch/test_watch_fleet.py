@@ -81,7 +81,8 @@ def fleet_watch(inv_path: Path, tmp_path: Path) -> Watch:
                  plan_jobs_fn=plan_jobs_command(inv_path))
 
 
-def tick(watch: Watch, n: int, profiles: dict[str, JobProfile], blockers: dict[str, list[str]] | None = None) -> dict:
+def tick(watch: Watch, n: int, profiles: dict[str, JobProfile], blockers: dict[str, list[str]] | None = None,
+         running: dict | None = None, job_ids: dict[str, str] | None = None) -> dict:
     """One tick as the loop makes it once the cluster was read: each job's window snapshot (its profile, where its
     subtasks ran, the TaskManagers), or — a job in ``blockers`` — what ``_blockers`` said of it and no window. The
     decision record as the log holds it."""
@@ -94,8 +95,8 @@ def tick(watch: Watch, n: int, profiles: dict[str, JobProfile], blockers: dict[s
             continue
         snapshot = track.windows_dir / f"tick-{n:05d}"
         snapshot.mkdir(parents=True, exist_ok=True)
-        observed[track.name] = Observed(snapshot, profiles[track.name], RUNNING[track.name], now_ms - 90_000,
-                                        f"flink-{track.name}", TMS, {})
+        observed[track.name] = Observed(snapshot, profiles[track.name], (running or RUNNING)[track.name],
+                                        now_ms - 90_000, (job_ids or {}).get(track.name, f"flink-{track.name}"), TMS, {})
     watch.status.ticks = n
     watch.clock = lambda: now_ms / 1000  # the tick's time is the loop's clock
     made = watch._conclude(n, now_ms, seen, watch._assess(seen, observed, now_ms))
@@ -281,3 +282,24 @@ def test_an_apply_of_the_set_goes_through_placement_apply_of_the_fleet(inv_path,
     assert "; job job-B: " in apply["message"] and apply["took_s"] < 30
     assert apply["audit"] == str(Path(rec["proposal"]["plan_dir"]) / "apply-audit.jsonl")
     assert watch.state.last_change_ms is None and watch.status.applies == 0
+
+
+def test_after_a_change_each_redeployed_job_logs_its_effect(inv_path, tmp_path):
+    """The first window of a job the change redeployed: the plan's predicted Mbit/s per uplink beside what the new
+    placement carries, one ``effect`` record naming the job; a job the change left running logs none."""
+    watch = fleet_watch(inv_path, tmp_path)
+    tick(watch, 1, {"job-A": A, "job-B": B_BEFORE})
+    plan = tick(watch, 2, {"job-A": A, "job-B": B_AFTER})["proposal"]["plan_dir"]
+    fleet = load_model(Path(plan) / "fleet.json", FleetDocument)
+    planned = {j.job: {(a.vertex_id, a.subtask): a.host for a in load_plan(Path(plan) / j.dir).assignment}
+               for j in fleet.jobs}
+    # as _act leaves it after `placement apply --plan` redeployed job-B only
+    watch.tracks[1].pending_effect = (2, "flink-job-B", dict(watch.tracks[1].planned_links))
+    assert watch.tracks[1].planned_links == pytest.approx({"rpi1": 1.0})
+    tick(watch, 3, {"job-A": A, "job-B": B_AFTER}, running={"job-A": RUNNING["job-A"], "job-B": planned["job-B"]},
+         job_ids={"job-B": "flink-job-B-2"})
+    (effect,) = [r for r in read_log(watch.o.log_path) if r["record"] == "effect"]
+    assert (effect["job"], effect["decision"]) == ("job-B", 2)
+    assert effect["links"]["rpi1"]["predicted_mbit"] == pytest.approx(1.0)
+    assert effect["links"]["rpi1"]["measured_mbit"] == pytest.approx(1.0)  # B's part of the uplink, reduced on the Pi
+    assert effect["window"]["job_id"] == "flink-job-B-2" and watch.tracks[1].pending_effect is None
