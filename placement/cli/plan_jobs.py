@@ -20,18 +20,17 @@ from placement.cli import capacity_plan, jobs_tables, plan_tables
 from placement.cli.fit import print_table
 from placement.cli.plan_notes import input_warnings, report_warnings
 from placement.cli.running_plans import RunningPlans, load_running
-from placement.costmodel.evaluate import PlanCost, evaluate
+from placement.costmodel.evaluate import PlanCost
 from placement.costmodel.jobs import (
     JointProblem,
+    build_joint,
     check_rate_scale,
-    combine,
     dir_names,
+    job_costs,
     job_policies,
-    job_scale,
     unique_names,
-    vertex_keys,
 )
-from placement.costmodel.model import JobPolicy, PlanOptions, build_problem
+from placement.costmodel.model import JobPolicy
 from placement.costmodel.running import with_running
 from placement.errors import BadInput, Infeasible
 from placement.inventory import Inventory, load_inventory
@@ -55,16 +54,14 @@ def _whatif(inv: Inventory, profiles: list[JobProfile], add_host: tuple[str, ...
 
 def _joint_builder(inv: Inventory, profiles: list[JobProfile], names: list[str], running: RunningPlans, *,
                    placement_mode: str, inventory_source: str, policies: dict[str, JobPolicy]):
-    """The joint problem at a fleet rate scale: each job at that scale, or at its ``min_rate_scale`` when higher (what
-    ``--max-rate`` searches over; a plain plan below a minimum is refused before)."""
-    others = [other | running.vertices for other in vertex_keys(profiles)]
+    """The joint problem at a fleet rate scale (:func:`build_joint`: each job at that scale, or at its
+    ``min_rate_scale`` when higher — what ``--max-rate`` searches over; a plain plan below a minimum is refused
+    before), every job around the running ones."""
+    named = list(zip(names, profiles))
 
     def build(scale: float) -> JointProblem:
-        def options(name: str) -> PlanOptions:
-            return PlanOptions(rate_scale=job_scale(policies.get(name), scale), placement_mode=placement_mode)
-        return combine([(name, with_running(build_problem(inv, p, options(name), inventory_source=inventory_source,
-                                                          other_jobs=other), running.uses))
-                        for name, p, other in zip(names, profiles, others)], policies)
+        return build_joint(inv, named, scale, placement_mode=placement_mode, inventory_source=inventory_source,
+                           policies=policies, known=running.vertices, adjust=lambda p: with_running(p, running.uses))
     return build
 
 
@@ -166,25 +163,14 @@ def _max_rate(build, options: SolverOptions, method: str, policies: dict[str, Jo
 
 
 def _per_job(joint: JointProblem, result: PlanResult) -> dict[str, PlanResult]:
-    """Each job's part of the joint plan as a result of its own: its assignment, its own evaluation, the joint solve's
-    status and stages (the proof is of the joint plan)."""
+    """Each job's part of the joint plan as a result of its own: its assignment, its own evaluation (paths queued
+    behind every job's traffic, :func:`job_costs`), the joint solve's status and stages (the proof is of the joint
+    plan)."""
     if result.assignment is None:
         return {}
     split = joint.split(result.assignment)
-    shared = {link.host: link.mbit for link in result.cost.links} if result.cost is not None else None
-    return {job.name: replace(result, assignment=split[job.name], cost=_with_shared_queues(
-        job.problem, split[job.name], evaluate(job.problem, split[job.name]), shared)) for job in joint.jobs}
-
-
-def _with_shared_queues(problem, assignment, cost, shared: dict[str, float] | None):
-    """A job's path latencies queue behind every job's traffic on a shared uplink (the joint plan's link loads), not
-    its own alone (costmodel.latency)."""
-    if shared is None or not cost.paths:
-        return cost
-    from placement.costmodel.latency import path_latencies
-
-    return replace(cost, paths=path_latencies(problem, assignment, {h: shared.get(h, mbit) for h, mbit in
-                                                                       ((link.host, link.mbit) for link in cost.links)}))
+    costs = job_costs(joint, result.assignment, result.cost)
+    return {job.name: replace(result, assignment=split[job.name], cost=costs[job.name]) for job in joint.jobs}
 
 
 def _result_json(r: PlanResult, parts: dict[str, PlanResult]) -> dict:

@@ -1,7 +1,8 @@
 """``placement watch``: keep a job's placement right while its workload moves (collect -> profile -> plan -> apply).
 
 The loop is :class:`placement.watch.loop.Watch`; this module gives it the planner (``placement plan`` itself, run as
-a function with ``--json``), a prompt for ``--apply ask``, a live status (rich) and a clean stop on Ctrl-C/SIGTERM.
+a function with ``--json``: with one ``--profile``, or with one per job when several jobs are watched and re-planned
+together), a prompt for ``--apply ask``, a live status (rich) and a clean stop on Ctrl-C/SIGTERM.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import math
 import signal
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import click
@@ -20,8 +22,10 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from placement.errors import PlacementError
+from placement.costmodel.jobs import dir_names
+from placement.errors import BadInput, PlacementError
 from placement.watch.loop import (
+    JobsPlanFn,
     PlanFn,
     PlanOutcome,
     Status,
@@ -30,29 +34,70 @@ from placement.watch.loop import (
     peak_use,
 )
 from placement.watch.policy import PolicyConfig
-from placement.watch.signals import DriftThresholds
+from placement.watch.signals import DriftThresholds, Window
+
+
+def _run_plan(args: list[str]) -> dict:
+    """``placement plan ARGS --json`` in this process: its summary (stdout), whatever its exit."""
+    from placement.cli.plan_cmd import plan
+
+    captured = io.StringIO()
+    with contextlib.redirect_stdout(captured):
+        try:
+            plan.main(args=args, prog_name="placement plan", standalone_mode=False)
+        except SystemExit:  # --json exits 3 when nothing fits, after printing the summary
+            pass
+    return json.loads(captured.getvalue())
+
+
+def _infeasible(result: dict) -> tuple[str, ...]:
+    return tuple(s["message"] for s in result.get("shortages", [])) or (result.get("reason") or "no placement fits",)
+
+
+def plan_jobs_command(inventory: Path) -> JobsPlanFn:
+    """The planner for several jobs watched together: ``placement plan --inventory INV --profile A --profile B …
+    --out DIR --json --rate-scale S``, the command itself (one joint model over the shared uplinks and hosts; DIR is
+    a fleet directory, what ``placement apply --plan DIR`` applies as one change). Each job's part — its plan
+    directory, links and assignment — is read back as the one-job planner reads a plan."""
+    from placement.loading import load_model
+    from placement.writers.fleetjson import FLEET_FILE, FleetDocument
+    from placement.writers.planjson import load_plan
+
+    def run(profiles: Mapping[str, Path], out_dir: Path, rate_scale: float) -> PlanOutcome:
+        args = ["--inventory", str(inventory), *[a for p in profiles.values() for a in ("--profile", str(p))],
+                "--out", str(out_dir), "--json", "--rate-scale", f"{rate_scale:.4f}"]
+        summary = _run_plan(args)
+        first = summary["results"][0]
+        if first["status"] == "infeasible" or not (out_dir / FLEET_FILE).is_file():
+            return PlanOutcome(out_dir, False, None, _infeasible(first))
+        fleet = load_model(out_dir / FLEET_FILE, FleetDocument)
+        jobs, paths = {}, []
+        for name, entry in zip(profiles, summary["jobs"]):  # the summary lists the jobs in --profile order
+            doc = load_plan(out_dir / entry["dir"])
+            paths += [(p.latency_ms, p.bound_ms) for p in doc.paths or ()]
+            jobs[name] = PlanOutcome(out_dir / entry["dir"], True, sum(link.mbit for link in doc.links),
+                                     links={link.source: link.mbit for link in doc.links},
+                                     assignment={(a.vertex_id, a.subtask): a.host for a in doc.assignment})
+        return PlanOutcome(out_dir, bool(first.get("feasible", True)), first.get("wan_mbit"),
+                           links={link.source: link.mbit for link in fleet.links}, jobs=jobs,
+                           peak=peak_use(((link.mbit, link.bandwidth_mbit) for link in fleet.links),
+                                         ((h.cores_used, h.cores) for h in fleet.hosts), paths))
+
+    return run
 
 
 def plan_command(inventory: Path, *, rescale: bool) -> PlanFn:
     """The planner the loop calls on drift: ``placement plan --inventory INV --profile P --out DIR --json
     [--rescale] --rate-scale S``, the command itself, so watch plans exactly as a user would."""
-    from placement.cli.plan_cmd import plan
     from placement.writers.planjson import load_plan
 
     def run(profile: Path, out_dir: Path, rate_scale: float) -> PlanOutcome:
         args = ["--inventory", str(inventory), "--profile", str(profile), "--out", str(out_dir), "--json",
                 "--rate-scale", f"{rate_scale:.4f}", *(["--rescale"] if rescale else [])]
-        captured = io.StringIO()
-        with contextlib.redirect_stdout(captured):
-            try:
-                plan.main(args=args, prog_name="placement plan", standalone_mode=False)
-            except SystemExit:  # --json exits 3 when nothing fits, after printing the summary
-                pass
-        summary = json.loads(captured.getvalue())
+        summary = _run_plan(args)
         first = summary["results"][0]
         if first["status"] == "infeasible" or not (out_dir / "plan.json").is_file():
-            why = tuple(s["message"] for s in first.get("shortages", [])) or (first.get("reason") or "no placement fits",)
-            return PlanOutcome(out_dir, False, None, why)
+            return PlanOutcome(out_dir, False, None, _infeasible(first))
         doc = load_plan(out_dir)
         return PlanOutcome(out_dir, bool(first.get("feasible", True)), first.get("wan_mbit"),
                            links={link.source: link.mbit for link in doc.links},
@@ -65,41 +110,50 @@ def plan_command(inventory: Path, *, rescale: bool) -> PlanFn:
 
 
 def render(status: Status, options: WatchOptions) -> Group:
+    several = len(options.names) > 1
     head = Text.assemble(
-        ("placement watch ", "bold"), f"{options.job_name} · apply {options.apply} · ",
-        f"job {status.job_id or '—'} · {status.phase} · collector: {status.collector}\n",
+        ("placement watch ", "bold"), f"{', '.join(options.names)} · apply {options.apply} · ",
+        *((f"{status.phase}\n",) if several else
+          (f"job {status.job_id or '—'} · {status.phase} · collector: {status.collector}\n",)),
+        *(f"  {name}: job {status.job_ids.get(name) or '—'} · collector: {status.collectors.get(name, 'starting')}\n"
+          for name in (options.names if several else ())),
         f"ticks {status.ticks} · applied {status.applies} · rolled back {status.rolled_back}",
     )
     parts: list = [head]
-    w = status.window
-    if w is not None:
-        table = Table(title=f"window {(w.end_ms - w.start_ms) / 1000:.0f} s", title_justify="left")
-        for col in ("what", "measured", "limit"):
-            table.add_column(col, justify="left" if col == "what" else "right")
-        for name, rate in w.source_rates.items():
-            table.add_row(f"source {name}", f"{rate:,.0f} rec/s", "")
-        for link in w.links:
-            table.add_row(f"uplink {link.host}", f"{link.mbit:.2f} Mbit/s", f"{link.usable_mbit:.2f}")
-        table.add_row("max backpressure", f"{w.max_backpressure():.0f} ms/s", f"{options.thresholds.backpressure_ms:.0f}")
-        for key, ms in w.latency.items():  # measured (latency markers) next to the bound, where tracked
-            bound = w.latency_bounds.get(key)
-            table.add_row(f"latency p50 {key}", f"{ms:.1f} ms", "" if bound is None else f"{bound:g}")
-        worst = max((p for p in w.paths if p.bound_ms is not None), key=lambda p: p.latency_ms, default=None)
-        if worst is not None:  # the worst bounded path, as the model prices it
-            shown = f"{worst.latency_ms:.1f} ms" if math.isfinite(worst.latency_ms) else "unbounded (uplink past 99 %)"
-            table.add_row(f"predicted {worst.name}", shown, f"{worst.bound_ms:g}")
-        parts.append(table)
+    windows = status.windows if several else ({options.job_name: status.window} if status.window else {})
+    for name, w in windows.items():
+        parts.append(_window_table(w, options, f"{name}: " if several else ""))
     for d in status.drifts:
         parts.append(Text(f"drift: {d.message or d.kind + ' ' + d.subject}", style="yellow"))
     p = status.proposal
     if p is not None:
         planned = "nothing fits" if p.planned_wan_mbit is None else f"{p.planned_wan_mbit:.2f} Mbit/s"
-        parts.append(Text(f"re-plan: running {p.current_wan_mbit:.2f} Mbit/s{breaks(p)} "
-                          f"→ plan {planned}, {p.moves} moves"))
+        parts.append(Text(f"re-plan{' (every job together)' if several else ''}: running {p.current_wan_mbit:.2f} "
+                          f"Mbit/s{breaks(p)} → plan {planned}, {p.moves} moves"))
     if status.decision is not None:
         style = {"apply": "bold green", "hold": "cyan", "wait": "dim", "steady": "green"}[status.decision.action]
         parts.append(Text(f"decision: {status.decision.action}: {status.decision.reason}", style=style))
     return Group(*parts)
+
+
+def _window_table(w: Window, options: WatchOptions, title: str) -> Table:
+    """One job's window: its sources, its uplink use, backpressure and latency against their limits."""
+    table = Table(title=f"{title}window {(w.end_ms - w.start_ms) / 1000:.0f} s", title_justify="left")
+    for col in ("what", "measured", "limit"):
+        table.add_column(col, justify="left" if col == "what" else "right")
+    for name, rate in w.source_rates.items():
+        table.add_row(f"source {name}", f"{rate:,.0f} rec/s", "")
+    for link in w.links:
+        table.add_row(f"uplink {link.host}", f"{link.mbit:.2f} Mbit/s", f"{link.usable_mbit:.2f}")
+    table.add_row("max backpressure", f"{w.max_backpressure():.0f} ms/s", f"{options.thresholds.backpressure_ms:.0f}")
+    for key, ms in w.latency.items():  # measured (latency markers) next to the bound, where tracked
+        bound = w.latency_bounds.get(key)
+        table.add_row(f"latency p50 {key}", f"{ms:.1f} ms", "" if bound is None else f"{bound:g}")
+    worst = max((p for p in w.paths if p.bound_ms is not None), key=lambda p: p.latency_ms, default=None)
+    if worst is not None:  # the worst bounded path, as the model prices it
+        shown = f"{worst.latency_ms:.1f} ms" if math.isfinite(worst.latency_ms) else "unbounded (uplink past 99 %)"
+        table.add_row(f"predicted {worst.name}", shown, f"{worst.bound_ms:g}")
+    return table
 
 
 def breaks(p: Proposal) -> str:
@@ -109,17 +163,25 @@ def breaks(p: Proposal) -> str:
     return f" (breaks {' and '.join(what)})" if what else ""
 
 
-def _line(status: Status) -> str:
+def _line(status: Status, several: bool = False) -> str:
+    """A decision as one line (output to a pipe): its action and reason, and the sources' rates (several jobs: each
+    job's, named)."""
     d = status.decision
     w = status.window
     rates = ", ".join(f"{k} {v:,.0f}/s" for k, v in (w.source_rates.items() if w else ()))
+    if several:
+        rates = "; ".join(f"{job}: " + ", ".join(f"{k} {v:,.0f}/s" for k, v in jw.source_rates.items())
+                          for job, jw in status.windows.items())
     return f"tick {status.ticks}: {d.action if d else '?'}: {d.reason if d else ''}" + (f" [{rates}]" if rates else "")
 
 
 @click.command("watch")
 @click.option("--inventory", "inventory", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="inventory YAML the job runs on (as for `placement plan` and `placement apply`)")
-@click.option("--job-name", required=True, help="name of the running job to keep placed")
+@click.option("--job-name", "job_names", multiple=True,
+              help="name of the running job to keep placed; repeated: several jobs kept placed together (one joint "
+                   "re-plan of all of them on any job's drift, applied as one change)")
+@click.option("--fleet", is_flag=True, help="watch every job of the inventory's `jobs:` list together")
 @click.option("--apply", "apply_mode", type=click.Choice(["never", "ask", "auto"]), default="never", show_default=True,
               help="never: print and record decisions; ask: ask on the terminal; auto: apply like `placement apply`")
 @click.option("--rescale", is_flag=True, help="re-plan parallelism too (`placement plan --rescale`)")
@@ -152,22 +214,30 @@ def _line(status: Status) -> str:
               help="how each window is profiled, as `placement profile --engine`")
 @click.option("--spark-master", help="Spark master URL (default local[*])")
 @click.option("--duration", type=float, help="stop after this many seconds (default: until Ctrl-C / SIGTERM)")
-def watch(inventory: Path, job_name: str, apply_mode: str, rescale: bool, interval: float, window: float, sample: float,
-          flush: float, keep: float, keep_mb: int, warmup: float, cooldown: float, stabilization: float,
+def watch(inventory: Path, job_names: tuple[str, ...], fleet: bool, apply_mode: str, rescale: bool, interval: float,
+          window: float, sample: float, flush: float, keep: float, keep_mb: int, warmup: float, cooldown: float, stabilization: float,
           min_gain: float, rate_change: float, reprice_change: float, backpressure: float, sustained: int, settle: float,
           work_dir: Path | None, log_path: Path | None, engine: str, spark_master: str | None,
           duration: float | None) -> None:
     """Watch a running job and keep its placement right: collect a rolling window, profile it, detect drift,
-    re-plan, and (with --apply auto/ask) apply through `placement apply`. Every decision goes to a JSON-lines log."""
+    re-plan, and (with --apply auto/ask) apply through `placement apply`. Every decision goes to a JSON-lines log.
+
+    Several jobs (--job-name repeated, or --fleet): each job has its own collector and window, drift is detected per
+    job, and any job's drift re-plans all of them together (`placement plan --profile A --profile B`), applied as one
+    change (`placement apply --plan FLEET_DIR`). Each must have its entry in the inventory's `jobs:` (what apply
+    resubmits it with)."""
+    names = _job_names(inventory, job_names, fleet, rescale)
+    job_name = names[0]
     try:
         thresholds = DriftThresholds(rate_change=rate_change, backpressure_ms=backpressure, sustained_windows=sustained,
                                      reprice_change=reprice_change)
         policy = PolicyConfig(min_gain=min_gain, cooldown_s=cooldown, stabilization_s=stabilization)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
-    work_dir = work_dir or Path(f"watch-{job_name}")
+    work_dir = work_dir or Path("watch-" + "+".join(dir_names(names)))
     options = WatchOptions(
-        inventory_path=inventory, job_name=job_name, work_dir=work_dir, apply=apply_mode,  # type: ignore[arg-type]
+        inventory_path=inventory, job_name=job_name, job_names=names if len(names) > 1 else (), work_dir=work_dir,
+        apply=apply_mode,  # type: ignore[arg-type]
         interval_s=interval, window_s=window, sample_s=sample, flush_s=flush, keep_s=keep, keep_bytes=keep_mb << 20,
         warmup_s=warmup, settle_s=settle, engine=engine, spark_master=spark_master,  # type: ignore[arg-type]
         thresholds=thresholds, policy=policy, log_path=log_path or work_dir / "decisions.jsonl", duration_s=duration,
@@ -179,7 +249,7 @@ def watch(inventory: Path, job_name: str, apply_mode: str, rescale: bool, interv
         if live is not None:
             live.update(render(status, options))
         elif status.phase == "decided":
-            click.echo(_line(status))
+            click.echo(_line(status, len(names) > 1))
 
     def ask(decision, proposal) -> bool:
         if live is not None:
@@ -190,8 +260,10 @@ def watch(inventory: Path, job_name: str, apply_mode: str, rescale: bool, interv
             if live is not None:
                 live.start()
 
-    loop = Watch(options, plan_fn=plan_command(inventory, rescale=rescale),
-                 ask_fn=ask if apply_mode == "ask" and sys.stdin.isatty() else None, on_update=on_update)
+    planner = {"plan_fn": plan_command(inventory, rescale=rescale)} if len(names) == 1 else \
+        {"plan_jobs_fn": plan_jobs_command(inventory)}
+    loop = Watch(options, **planner, ask_fn=ask if apply_mode == "ask" and sys.stdin.isatty() else None,
+                 on_update=on_update)
 
     def stop(signum, frame) -> None:  # an apply in progress runs to its end (applied or rolled back) first
         loop.stop()
@@ -208,6 +280,39 @@ def watch(inventory: Path, job_name: str, apply_mode: str, rescale: bool, interv
             signal.signal(s, handler)
     click.echo(f"watch stopped after {status.ticks} decisions: {status.applies} applied, {status.rolled_back} rolled back; "
                f"log {options.log_path}")
-    if status.job_id is None and status.ticks:  # it never saw the job: not a watch that found nothing to change
+    unseen = [n for n in names if not status.job_ids.get(n)]
+    if unseen and status.ticks:  # it never saw a job: not a watch that found nothing to change
         why = status.decision.reason if status.decision else "no decision was made"
-        raise PlacementError(f"the watch never saw job {job_name!r}: {why}")
+        raise PlacementError(f"the watch never saw job {', '.join(map(repr, unseen))}: {why}")
+
+
+def _job_names(inventory: Path, given: tuple[str, ...], fleet: bool, rescale: bool) -> tuple[str, ...]:
+    """The jobs to watch: the --job-name given, or (--fleet) every entry of the inventory's ``jobs:``. Several must
+    each be named once and have their ``jobs:`` entry (what ``placement apply --plan FLEET_DIR`` resubmits each
+    with); they are re-planned at the parallelism they run (``placement plan`` with several profiles)."""
+    if fleet and given:
+        raise BadInput("--fleet watches every job of the inventory's jobs: list; give --job-name or --fleet, not both",
+                       field="--fleet")
+    if not fleet and not given:
+        raise BadInput("name the job to watch (repeat it for several, or --fleet for every job of the inventory's "
+                       "jobs:)", field="--job-name")
+    twice = next((n for i, n in enumerate(given) if n in given[:i]), None)
+    if twice is not None:
+        raise BadInput(f"job {twice!r} is named twice", field="--job-name")
+    if len(given) == 1 and not fleet:
+        return given
+    from placement.inventory import load_inventory
+
+    inv = load_inventory(inventory)
+    listed = [j.name for j in inv.jobs]
+    if fleet and not listed:
+        raise BadInput(f"{inventory} has no jobs: list to watch", field="--fleet")
+    names = tuple(listed) if fleet else given
+    unknown = [n for n in names if inv.fleet_job(n) is None]
+    if unknown:
+        raise BadInput(f"job {unknown[0]!r} has no entry in {inventory}'s jobs: (what apply resubmits it with when the "
+                       f"jobs are applied together; listed: {', '.join(listed) or 'none'})", field="--job-name")
+    if rescale and len(names) > 1:
+        raise BadInput("chooses one job's parallelism; several jobs are re-planned at the parallelism they run",
+                       field="--rescale")
+    return names

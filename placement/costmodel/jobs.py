@@ -21,13 +21,24 @@ would write for that assignment (and ``apply`` of one job reads it as today).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 
-from placement.costmodel.model import Assignment, Channel, HostSpec, JobPolicy, PlacementProblem, SubtaskKey
+from placement.costmodel.evaluate import PlanCost, evaluate
+from placement.costmodel.model import (
+    Assignment,
+    Channel,
+    HostSpec,
+    JobPolicy,
+    PlacementProblem,
+    PlanOptions,
+    SubtaskKey,
+    build_problem,
+)
 from placement.errors import BadInput
 from placement.inventory import Inventory
+from placement.profile.format import JobProfile
 
 
 @dataclass(frozen=True)
@@ -181,3 +192,42 @@ def combine(named: Sequence[tuple[str, PlacementProblem]],
 
 def _renamed(ch: Channel, prefix: str) -> Channel:
     return replace(ch, source=prefix + ch.source, target=prefix + ch.target)
+
+
+def build_joint(inv: Inventory, named: Sequence[tuple[str, JobProfile]], scale: float, *, placement_mode: str,
+                inventory_source: str, policies: Mapping[str, JobPolicy], known: frozenset[str] = frozenset(),
+                adjust: Callable[[PlacementProblem], PlacementProblem] = lambda p: p) -> JointProblem:
+    """The joint problem of ``named`` ((unique job name, its profile)) at the fleet's rate ``scale``: each job built
+    as for one job at that scale, or at its ``min_rate_scale`` when higher (:func:`job_scale`), then
+    :func:`combine`-d. ``known``: vertex names and ids of jobs not planned (running ones: their pins are no typo);
+    ``adjust``: what is done to each job's problem before combining (``placement plan --running``'s fixed load).
+    ``placement plan`` with several profiles and ``placement watch`` of several jobs both build it here."""
+    others = [other | known for other in vertex_keys([p for _, p in named])]
+
+    def options(name: str) -> PlanOptions:
+        return PlanOptions(rate_scale=job_scale(policies.get(name), scale), placement_mode=placement_mode)
+    return combine([(name, adjust(build_problem(inv, p, options(name), inventory_source=inventory_source,
+                                                other_jobs=other)))
+                    for (name, p), other in zip(named, others)], policies)
+
+
+def job_costs(joint: JointProblem, assignment: Assignment, total: PlanCost | None) -> dict[str, PlanCost]:
+    """Each job's part of a joint ``assignment`` evaluated as its own (its links, hosts and objective), with its path
+    latencies queued behind every job's traffic on a shared uplink (``total``: the joint evaluation; None: its own
+    traffic alone)."""
+    split = joint.split(assignment)
+    shared = {link.host: link.mbit for link in total.links} if total is not None else None
+    return {job.name: with_shared_queues(job.problem, split[job.name], evaluate(job.problem, split[job.name]), shared)
+            for job in joint.jobs}
+
+
+def with_shared_queues(problem: PlacementProblem, assignment: Assignment, cost: PlanCost,
+                       shared: Mapping[str, float] | None) -> PlanCost:
+    """A job's path latencies queue behind every job's traffic on a shared uplink (the joint link loads), not its own
+    alone (costmodel.latency)."""
+    if shared is None or not cost.paths:
+        return cost
+    from placement.costmodel.latency import path_latencies
+
+    return replace(cost, paths=path_latencies(problem, assignment, {link.host: shared.get(link.host, link.mbit)
+                                                                    for link in cost.links}))

@@ -8,5 +8,6 @@ Pure parts, tested on recorded and constructed windows without a cluster:
 * :mod:`~placement.watch.record` — the JSON-lines decision log.
 
 World-touching, composing the stages and owning none: :mod:`~placement.watch.loop` (a rolling collector in a
-thread, window snapshots, one Spark session for every profile, the planner and ``placement apply``'s runner).
+thread per job, window snapshots, one Spark session for every profile, the planner and ``placement apply``'s runner —
+for several jobs, the joint planner and the fleet's apply).
 """

@@ -12,6 +12,13 @@
 Between them the pure parts decide: :mod:`.signals` (drift) and :mod:`.policy` (act or not); :mod:`.record` logs each
 tick. Stopping (:meth:`Watch.stop`, from a signal handler) is honoured between steps: an apply that has begun runs
 to its end (applied or rolled back) before the loop exits, so nothing is left half-applied.
+
+Several jobs (``WatchOptions.job_names``) are the same loop over a set: a :class:`JobTrack` per job (its collector,
+rolling history, windows, baseline and counters), each tick a window and a drift check per job, the running placements
+priced together (:func:`placement.costmodel.jobs.build_joint`, as ``placement plan`` prices several profiles), one
+joint re-plan on any job's drift (``plan_jobs_fn``: ``placement plan --profile A --profile B``), one decision, and one
+change (``placement apply --plan FLEET_DIR``'s load, prepare and execute). A job that cannot be observed makes the tick
+wait: the others are never planned as if it were gone.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -29,6 +36,8 @@ from placement.collect.collector import CollectOptions, Collector
 from placement.collect.layout import RunManifest, find_manifests
 from placement.collect.rolling import snapshot_window
 from placement.costmodel.evaluate import PlanCost, evaluate, latency_sentence
+from placement.costmodel.jobs import JointProblem, build_joint, dir_names, job_costs, job_policies
+from placement.costmodel.latency import PathLatency
 from placement.costmodel.model import Assignment, PlanOptions, build_problem
 from placement.errors import BadInput, PlacementError
 from placement.flink.rest import TERMINAL_STATES, FlinkRest, JobDetails
@@ -45,7 +54,7 @@ from placement.watch.policy import (
     decide,
 )
 from placement.watch.profiling import WindowProfiler
-from placement.watch.record import DecisionLog, decision_record, effect_record
+from placement.watch.record import DecisionLog, decision_record, effect_record, job_entry
 from placement.watch.signals import (
     Baseline,
     Drift,
@@ -53,6 +62,8 @@ from placement.watch.signals import (
     Window,
     demand_scale,
     detect,
+    link_drifts,
+    of_job,
     still_moving,
     taskmanager_drifts,
     window_from_profile,
@@ -72,9 +83,12 @@ class PlanOutcome:
     links: Mapping[str, float] = field(default_factory=dict)  # edge host -> predicted Mbit/s
     assignment: Mapping[tuple[str, int], str] = field(default_factory=dict)
     peak: float | None = None  # the busiest uplink or host as a share of its capacity (see peak_use)
+    jobs: Mapping[str, PlanOutcome] = field(default_factory=dict)  # several jobs planned together: each one's part
 
 
 PlanFn = Callable[[Path, Path, float], PlanOutcome]  # (profile.json, out dir, rate scale) -> outcome
+# several jobs: (job -> its profile.json, out dir, rate scale) -> the joint outcome (its jobs: each job's part)
+JobsPlanFn = Callable[[Mapping[str, Path], Path, float], PlanOutcome]
 AskFn = Callable[[Decision, Proposal], bool]
 
 
@@ -83,6 +97,7 @@ class WatchOptions:
     inventory_path: Path
     job_name: str
     work_dir: Path
+    job_names: tuple[str, ...] = ()  # several jobs watched together (empty: job_name alone)
     apply: ApplyMode = "never"
     interval_s: float = 30.0  # one decision per interval
     window_s: float = 90.0  # the span each decision profiles
@@ -100,6 +115,11 @@ class WatchOptions:
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     log_path: Path | None = None
     duration_s: float | None = None  # stop after this long (None: until stopped)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every job watched: one (``job_name``) or several, kept placed together."""
+        return self.job_names or (self.job_name,)
 
     def check(self) -> None:
         for name in ("interval_s", "window_s", "sample_s", "flush_s"):
@@ -129,6 +149,10 @@ class Status:
     decision: Decision | None = None
     next_tick_at: float = 0.0
     notes: list[str] = field(default_factory=list)
+    # several jobs: each one's running job id, collector state and last window (job_id, collector, window: the first's)
+    job_ids: dict[str, str | None] = field(default_factory=dict)
+    collectors: dict[str, str] = field(default_factory=dict)
+    windows: dict[str, Window] = field(default_factory=dict)
 
 
 def peak_use(links: Iterable[tuple[float, float]], hosts: Iterable[tuple[float, float]],
@@ -157,11 +181,14 @@ def measured_breaches(drifts: Iterable[Drift]) -> tuple[str, ...]:
 
 
 class CollectorThread:
-    """A collector that keeps collecting the job called ``job_name`` into one rolling history, across redeploys."""
+    """A collector that keeps collecting the job called ``job_name`` (default: the options') into one rolling
+    history, across redeploys. Several jobs watched: one each, each into its own history."""
 
-    def __init__(self, rest_url: str, options: WatchOptions, history: Path, stop: threading.Event, status: Status):
+    def __init__(self, rest_url: str, options: WatchOptions, history: Path, stop: threading.Event, status: Status,
+                 job_name: str | None = None):
         self.rest_url, self.o, self.history, self.stop_event, self.status = rest_url, options, history, stop, status
-        self.thread = threading.Thread(target=self._run, name="watch-collector", daemon=True)
+        self.job_name = job_name or options.job_name
+        self.thread = threading.Thread(target=self._run, name=f"watch-collector-{self.job_name}", daemon=True)
         self.error: str | None = None
 
     def start(self) -> None:
@@ -175,21 +202,26 @@ class CollectorThread:
         o = self.o
         while not self.stop_event.is_set():
             collector = Collector(CollectOptions(
-                rest_url=self.rest_url, out_dir=self.history, job_name=o.job_name, duration_s=1e9,
+                rest_url=self.rest_url, out_dir=self.history, job_name=self.job_name, duration_s=1e9,
                 interval_s=o.sample_s, flush_s=o.flush_s, keep_s=o.keep_s, keep_bytes=o.keep_bytes,
             ), sleep=self._sleep)
             try:
-                self.status.collector = "waiting for the job"
-                manifest = collector.run(on_progress=lambda p: setattr(self.status, "collector",
-                                                                       f"collecting ({p.rows:,} samples)"))
-                self.status.collector = f"run {manifest.run_id} ended: {manifest.stopped}"
+                self._say("waiting for the job")
+                manifest = collector.run(on_progress=lambda p: self._say(f"collecting ({p.rows:,} samples)"))
+                self._say(f"run {manifest.run_id} ended: {manifest.stopped}")
             except KeyboardInterrupt:
                 return
             except PlacementError as exc:  # no running job (a redeploy in progress), REST down: try again
                 self.error = str(exc)
-                self.status.collector = f"retrying: {exc}"
+                self._say(f"retrying: {exc}")
             if self.stop_event.wait(2.0):
                 return
+
+    def _say(self, state: str) -> None:
+        """The collector's state on the status: its own line, and (the first job's, or the only one) ``collector``."""
+        self.status.collectors[self.job_name] = state
+        if len(self.status.collectors) == 1 or next(iter(self.status.collectors)) == self.job_name:
+            self.status.collector = state
 
     def join(self, timeout: float) -> None:
         self.thread.join(timeout)
@@ -213,21 +245,86 @@ def moves(planned: Mapping[tuple[str, int], str], running: Mapping[tuple[str, in
     return sum(1 for k in set(planned) | set(running) if planned.get(k) != running.get(k))
 
 
+@dataclass
+class JobTrack:
+    """One watched job's own state: its rolling history and window snapshots, what its running placement is held to
+    (baseline), its recent windows and its source counters. Watching one job its files are in WORK_DIR itself (as
+    ever); watching several, each job's in WORK_DIR/<job>/."""
+
+    name: str
+    root: Path
+    baseline: Baseline | None = None
+    windows: list[Window] = field(default_factory=list)
+    made_for: Baseline | None = None  # after an apply: what its plan was made for, until a warm window
+    pending_effect: tuple[int, str | None, dict[str, float]] | None = None  # (tick, job before, predicted)
+    planned_links: dict[str, float] = field(default_factory=dict)  # the last re-plan's predicted Mbit/s per uplink
+    planned_rates: dict[str, float] = field(default_factory=dict)  # ... and the source rates it was made for
+    job_id: str | None = None  # the running job last seen
+    sources: dict[str, Any] = field(default_factory=dict)  # the job whose source vertices are known, ids -> names
+    counts: tuple[float, dict[str, float | None]] | None = None  # the last tick's source counters
+
+    @property
+    def history(self) -> Path:
+        return self.root / "history"
+
+    @property
+    def windows_dir(self) -> Path:
+        return self.root / "windows"
+
+    def plan_in_effect(self) -> str | None:
+        held = self.made_for or self.baseline
+        return held.plan_dir if held is not None else None
+
+
+@dataclass
+class Seen:
+    """One job's part of a tick: why no change may start, what its window showed, and its drifts."""
+
+    track: JobTrack
+    blockers: list[str]
+    notes: list[str]
+    job: JobDetails | None = None
+    window: Window | None = None
+    snapshot: Path | None = None
+    profile: JobProfile | None = None
+    running: Assignment | None = None
+    drifts: list[Drift] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Observed:
+    """A job's window before it is priced: its profile, where its subtasks ran, and what REST said besides."""
+
+    snapshot: Path
+    profile: JobProfile
+    running: Assignment | None
+    since_ms: int
+    job_id: str
+    taskmanagers: frozenset[str]
+    fresh_rates: dict[str, float]
+
+
+SHARED_KINDS = ("link", "taskmanager-lost", "taskmanager-added")  # several jobs: one capacity, detected once
+
+
 class Watch:
-    def __init__(self, options: WatchOptions, *, plan_fn: PlanFn, ask_fn: AskFn | None = None,
-                 on_update: Callable[[Status], None] | None = None, rest: FlinkRest | None = None,
-                 clock: Callable[[], float] = time.time):
+    def __init__(self, options: WatchOptions, *, plan_fn: PlanFn | None = None, plan_jobs_fn: JobsPlanFn | None = None,
+                 ask_fn: AskFn | None = None, on_update: Callable[[Status], None] | None = None,
+                 rest: FlinkRest | None = None, clock: Callable[[], float] = time.time):
         options.check()
         if options.apply == "ask" and ask_fn is None:
             raise BadInput("--apply ask needs a terminal to ask on", field="--apply")
+        names = options.names
+        if (plan_fn if len(names) == 1 else plan_jobs_fn) is None:
+            raise ValueError("one job is planned by plan_fn, several by plan_jobs_fn")
         self.o = options
         self.inventory = load_inventory(options.inventory_path)
         self.rest = rest or FlinkRest(self.inventory.flink.rest_url)
-        self.plan_fn, self.ask_fn = plan_fn, ask_fn
+        self.plan_fn, self.plan_jobs_fn, self.ask_fn = plan_fn, plan_jobs_fn, ask_fn
         self.on_update = on_update or (lambda s: None)
         self.clock = clock
-        self.history = options.work_dir / "history"
-        self.windows_dir = options.work_dir / "windows"
+        self.tracks = ([JobTrack(names[0], options.work_dir)] if len(names) == 1 else
+                       [JobTrack(name, options.work_dir / d) for name, d in zip(names, dir_names(names))])
         self.plans_dir = options.work_dir / "plans"
         self.log = DecisionLog(options.log_path)
         self.profiler = WindowProfiler(engine=options.engine, spark_master=options.spark_master,
@@ -235,16 +332,17 @@ class Watch:
         self.status = Status()
         self.stop_event = threading.Event()
         self.state = PolicyState()
-        self.baseline: Baseline | None = None
-        self.windows: list[Window] = []
         self.last_change_ms: int | None = None
-        self.pending_effect: tuple[int, str | None, dict[str, float]] | None = None  # (tick, job before, predicted)
-        self._planned_links: dict[str, float] = {}  # the last re-plan's predicted Mbit/s per uplink
-        self._planned_rates: dict[str, float] = {}  # ... and the source rates it was made for
-        self._made_for: Baseline | None = None  # after an apply: what its plan was made for, until a warm window
-        self._sources: dict[str, Any] = {}  # the job whose source vertices are known, and their ids -> names
-        self._counts: tuple[float, dict[str, float | None]] | None = None  # the last tick's source counters
         self._fetch_wait_s: float | None = None  # how long a fresh counter reading may wait for a metric fetch
+
+    @property
+    def several(self) -> bool:
+        return len(self.tracks) > 1
+
+    @property
+    def windows_dir(self) -> Path:
+        """The (first) job's window snapshots: WORK_DIR/windows watching one job."""
+        return self.tracks[0].windows_dir
 
     # ---- control ---------------------------------------------------------------------------------------------------
 
@@ -253,10 +351,15 @@ class Watch:
         self.stop_event.set()
 
     def run(self) -> Status:
-        for d in (self.history, self.windows_dir, self.plans_dir):
-            d.mkdir(parents=True, exist_ok=True)
-        collector = CollectorThread(self.inventory.flink.rest_url, self.o, self.history, self.stop_event, self.status)
-        collector.start()
+        self.plans_dir.mkdir(parents=True, exist_ok=True)
+        collectors = []
+        for track in self.tracks:  # one collector, one rolling history per job
+            for d in (track.history, track.windows_dir):
+                d.mkdir(parents=True, exist_ok=True)
+            collectors.append(CollectorThread(self.inventory.flink.rest_url, self.o, track.history, self.stop_event,
+                                              self.status, job_name=track.name))
+        for collector in collectors:
+            collector.start()
         started = self.clock()
         try:
             while not self.stop_event.is_set():
@@ -273,16 +376,17 @@ class Watch:
         finally:
             self.stop_event.set()
             self._update("stopping")
-            collector.join(timeout=30)
+            for collector in collectors:
+                collector.join(timeout=30)
             self.profiler.close()
             self._update("stopped")
         return self.status
 
     def plan_in_effect(self) -> str | None:
         """The plan directory whose prediction the running placement is held to (None: the placement that ran when
-        the watch started): the last plan applied, or the last re-plan that kept the placement."""
-        held = self._made_for or self.baseline
-        return held.plan_dir if held is not None else None
+        the watch started): the last plan applied, or the last re-plan that kept the placement (several jobs: the
+        fleet's directory, the same for every job)."""
+        return self.tracks[0].plan_in_effect()
 
     def _update(self, phase: str) -> None:
         self.status.phase = phase
@@ -291,84 +395,176 @@ class Watch:
     # ---- one decision ----------------------------------------------------------------------------------------------
 
     def tick(self) -> dict[str, Any]:
-        """Observe one window, detect, re-plan on drift, decide, act; returns the decision record (also logged)."""
+        """Observe every job's window, detect, re-plan (all jobs together) on drift, decide once, act; returns the
+        decision record (also logged)."""
         self.status.ticks += 1
         tick, now_ms = self.status.ticks, int(self.clock() * 1000)
-        blockers, job, notes = self._blockers(now_ms)
-        window = snapshot = profile = running = None
-        if job is not None:  # observed (and logged) even while a checkpoint blocks a change
-            self._update("profiling the window")
-            try:
-                window, snapshot, profile, running = self._observe(tick, now_ms, job)
-            except PlacementError as exc:
-                blockers.append(f"no usable window: {exc}")
-        drifts: list[Drift] = []
+        seen, total = self._look(tick, now_ms)
+        return self._conclude(tick, now_ms, seen, total)
+
+    def _conclude(self, tick: int, now_ms: int, seen: list[Seen], total: PlanCost | None) -> dict[str, Any]:
+        """The tick once every job was looked at: the set's drifts, one re-plan (of every job together) on any, one
+        decision, the change, the record. Touches the cluster only to apply (and before it, to wait out a
+        checkpoint)."""
+        blockers = [b for s in seen for b in s.blockers]
+        notes = [n for s in seen for n in s.notes]
+        drifts = [d for s in seen for d in s.drifts] + self._shared_drifts(seen, total)
         proposal = None
-        if window is not None:
-            self.windows = [w for w in self.windows if w.job_id == window.job_id][-9:] + [window]
-            if self.baseline is None and self._made_for is not None:  # the first warm window after an apply
-                self.baseline, self._made_for = replace(self._made_for, taskmanagers=window.taskmanagers), None
-                notes.append(f"baseline: the rates the applied plan was made for (re-planned if this window's differ "
-                             f"by more than {self.baseline.rate_change:.0%})")
-            elif self.baseline is None:  # the placement running at start is taken as fit for this load
-                self.baseline = Baseline(dict(window.source_rates), window.taskmanagers)
-                notes.append("baseline: this window's source rates and TaskManagers")
-            drifts = detect(self.baseline, self.windows, self.o.thresholds)
-            if self.baseline.rate_change is not None:  # the tighter tolerance is for the first warm window only
-                self.baseline = replace(self.baseline, rate_change=None)
-            self._effect(window, snapshot)
-            moving = still_moving(self.windows) if any(d.kind == "rate" for d in drifts) else None
-            if moving:
-                blockers.append(moving)
-            elif drifts and profile is not None:
-                self._update("re-planning")
-                try:
-                    proposal, scale = self._replan(tick, profile, window, running, drifts)
-                except PlacementError as exc:
-                    notes.append(f"re-plan failed: {exc}")
-                else:
-                    if scale > 1.005:
-                        notes.append(f"planned for {scale:.2f}x the window's profiled rates (the sources' demand now)")
-        elif self.baseline is not None:  # no window: TaskManagers are still worth a look (and a line in the log)
+        if drifts and not blockers and all(s.profile is not None and s.window is not None for s in seen):
+            self._update("re-planning")
             try:
-                drifts = taskmanager_drifts(self.baseline, frozenset(tm.id for tm in self.rest.taskmanagers()))
-            except PlacementError:
-                pass
+                if self.several:
+                    proposal, scale = self._replan_jobs(tick, seen, drifts)
+                else:
+                    s = seen[0]
+                    proposal, scale = self._replan(tick, s.profile, s.window, s.running,  # type: ignore[arg-type]
+                                                   drifts)
+            except PlacementError as exc:
+                notes.append(f"re-plan failed: {exc}")
+            else:
+                if scale > 1.005:
+                    notes.append(f"planned for {scale:.2f}x the window's profiled rates (the sources' demand now)")
         decision = decide(self.state, now_ms, drifts, proposal, blockers, self.o.policy)
-        if decision.action == "apply" and job is not None and self.o.apply != "never":
-            waited = self._checkpoint_settled(job.id)
+        if decision.action == "apply" and all(s.job is not None for s in seen) and self.o.apply != "never":
+            waited = next(filter(None, (self._checkpoint_settled(s.job.id) for s in seen if s.job)), None)
             if waited is not None:
                 decision = decide(self.state, now_ms, drifts, proposal, [waited], self.o.policy)
         self.state = decision.state
-        if (window is not None and proposal is not None and decision.action == "hold" and proposal.planned_fits
-                and proposal.moves == 0):
+        if (all(s.window is not None for s in seen) and proposal is not None and decision.action == "hold"
+                and proposal.planned_fits and proposal.moves == 0):
             # the re-plan keeps the placement running: it is the plan for this load, so drift is measured from here
             # (else every tick re-plans the same placement until the load returns)
-            self.baseline = Baseline(dict(window.rates_now()), window.taskmanagers, plan_dir=proposal.plan_dir)
+            for s in seen:
+                w = s.window
+                s.track.baseline = Baseline(dict(w.rates_now()), w.taskmanagers,  # type: ignore[union-attr]
+                                            plan_dir=proposal.plan_dir)
             notes.append("baseline: the placement running is the plan for this window's load")
         outcome = None
         if decision.action == "apply" and proposal is not None:
-            outcome = self._act(decision, proposal, window, now_ms)
-        record = decision_record(tick, now_ms, window, str(snapshot) if snapshot else None, drifts, proposal, decision,
-                                 apply=outcome, notes=notes, plan_in_effect=self.plan_in_effect())
+            outcome = self._act(decision, proposal, now_ms)
+        record = self._record(tick, now_ms, seen, drifts, proposal, decision, outcome, notes)
         self.log.write(record)
-        self.status.window, self.status.drifts, self.status.proposal, self.status.decision = window, drifts, proposal, decision
+        self.status.window = seen[0].window
+        self.status.windows = {s.track.name: s.window for s in seen if s.window is not None}
+        self.status.drifts, self.status.proposal, self.status.decision = drifts, proposal, decision
         self.status.notes = notes
         self._update("decided")
         return record
 
-    def _blockers(self, now_ms: int) -> tuple[list[str], JobDetails | None, list[str]]:
+    def _record(self, tick: int, now_ms: int, seen: list[Seen], drifts: list[Drift], proposal: Proposal | None,
+                decision: Decision, outcome: dict[str, Any] | None, notes: list[str]) -> dict[str, Any]:
+        """One job: the record as ever. Several: the set's drifts (each naming its job) and decision, and each job's
+        window and drifts under ``jobs``."""
+        if not self.several:
+            s = seen[0]
+            return decision_record(tick, now_ms, s.window, str(s.snapshot) if s.snapshot else None, drifts, proposal,
+                                   decision, apply=outcome, notes=notes, plan_in_effect=self.plan_in_effect())
+        jobs = [job_entry(s.track.name, s.track.job_id, s.window, str(s.snapshot) if s.snapshot else None, s.drifts)
+                for s in seen]
+        return decision_record(tick, now_ms, None, None, drifts, proposal, decision, apply=outcome, notes=notes,
+                               plan_in_effect=self.plan_in_effect(), jobs=jobs)
+
+    def _look(self, tick: int, now_ms: int) -> tuple[list[Seen], PlanCost | None]:
+        """Every job's blockers, window and own drifts (several jobs: each named, and the running placements priced
+        together, since they share the uplinks and hosts: their joint cost is returned too)."""
+        seen = []
+        observed: dict[str, Observed] = {}
+        for track in self.tracks:
+            blockers, job, notes = self._blockers(track, now_ms)
+            s = Seen(track, blockers, notes, job)
+            if job is not None:  # observed (and logged) even while a checkpoint blocks a change
+                self._update("profiling the window" + (f" of {track.name}" if self.several else ""))
+                try:
+                    observed[track.name] = self._observe(track, tick, now_ms, job)
+                except PlacementError as exc:
+                    s.blockers.append(f"no usable window: {exc}")
+            seen.append(s)
+        return seen, self._assess(seen, observed, now_ms)
+
+    def _assess(self, seen: list[Seen], observed: Mapping[str, Observed], now_ms: int) -> PlanCost | None:
+        """Each observed job's window (its running placement priced — several jobs: together), its drifts against its
+        baseline, each blocker, note and drift naming its job when there are several; the joint cost (None: one job,
+        or not priced). Touches the cluster only for a job without a window (its TaskManagers)."""
+        priced, total = self._price(observed)
+        for s in seen:
+            o = observed.get(s.track.name)
+            if o is not None:
+                cost, bounds = priced[s.track.name]
+                s.snapshot, s.profile, s.running = o.snapshot, o.profile, o.running
+                s.window = window_from_profile(o.profile, cost, start_ms=o.since_ms, end_ms=now_ms, job_id=o.job_id,
+                                               taskmanagers=o.taskmanagers, fresh_source_rates=o.fresh_rates,
+                                               latency_bounds=bounds)
+                write_profile(o.profile, o.snapshot / "profile.json")
+            self._drifts(s)
+            if self.several:  # each blocker, note and drift names its job
+                s.blockers = [f"job {s.track.name}: {b}" for b in s.blockers]
+                s.notes = [f"job {s.track.name}: {n}" for n in s.notes]
+                s.drifts = of_job([d for d in s.drifts if d.kind not in SHARED_KINDS], s.track.name)
+        return total
+
+    def _drifts(self, s: Seen) -> None:
+        """One job's window against its baseline: drifts, the notes on where the baseline came from, the effect of
+        the last apply, and a rate step still under way (a blocker)."""
+        track, window = s.track, s.window
+        if window is None:
+            if track.baseline is not None:  # TaskManagers are still worth a look (and a line in the log)
+                try:
+                    s.drifts = taskmanager_drifts(track.baseline, frozenset(tm.id for tm in self.rest.taskmanagers()))
+                except PlacementError:
+                    pass
+            return
+        track.windows = [w for w in track.windows if w.job_id == window.job_id][-9:] + [window]
+        if track.baseline is None and track.made_for is not None:  # the first warm window after an apply
+            track.baseline, track.made_for = replace(track.made_for, taskmanagers=window.taskmanagers), None
+            s.notes.append(f"baseline: the rates the applied plan was made for (re-planned if this window's differ "
+                           f"by more than {track.baseline.rate_change:.0%})")
+        elif track.baseline is None:  # the placement running at start is taken as fit for this load
+            track.baseline = Baseline(dict(window.source_rates), window.taskmanagers)
+            s.notes.append("baseline: this window's source rates and TaskManagers")
+        s.drifts = detect(track.baseline, track.windows, self.o.thresholds)
+        if track.baseline.rate_change is not None:  # the tighter tolerance is for the first warm window only
+            track.baseline = replace(track.baseline, rate_change=None)
+        self._effect(track, window, s.snapshot)
+        moving = still_moving(track.windows) if any(d.kind == "rate" for d in s.drifts) else None
+        if moving:
+            s.blockers.append(moving)
+
+    def _shared_drifts(self, seen: list[Seen], total: PlanCost | None) -> list[Drift]:
+        """Several jobs: what they share, detected once — an uplink the running placements together overfill
+        (``total``: their joint cost; the message names each job's part) and TaskManagers lost or added. One job: none
+        (its window has them)."""
+        if not self.several:
+            return []
+        out: list[Drift] = []
+        if total is not None:
+            out += link_drifts(total.links, {s.track.name: {link.host: link.mbit for link in s.window.links}
+                                             for s in seen if s.window is not None})
+        first = self.tracks[0]
+        if first.baseline is not None:
+            registered = next((s.window.taskmanagers for s in seen if s.window is not None), None)
+            try:
+                if registered is None:
+                    registered = frozenset(tm.id for tm in self.rest.taskmanagers())
+                out += taskmanager_drifts(first.baseline, registered)
+            except PlacementError:
+                pass
+        return out
+
+    def _blockers(self, track: JobTrack, now_ms: int) -> tuple[list[str], JobDetails | None, list[str]]:
         """Why no change may start now; the running job's REST body when its window can be read (None while there
         is no running job, it is not wholly RUNNING or still warming up); notes."""
         try:
-            running = [j for j in self.rest.jobs() if j.name == self.o.job_name and j.state not in TERMINAL_STATES]
+            running = [j for j in self.rest.jobs() if j.name == track.name and j.state not in TERMINAL_STATES]
         except PlacementError as exc:
             return [f"Flink REST: {exc}"], None, []
         if len(running) != 1:
-            return ([f"no running job named {self.o.job_name!r} (a redeploy in progress?)"] if not running else
-                    [f"{len(running)} jobs named {self.o.job_name!r} run"]), None, []
+            return ([f"no running job named {track.name!r} (a redeploy in progress?)"] if not running else
+                    [f"{len(running)} jobs named {track.name!r} run"]), None, []
         job = self.rest.job(running[0].id)
-        self.status.job_id = job.id
+        track.job_id = job.id
+        self.status.job_ids[track.name] = job.id
+        if track is self.tracks[0]:
+            self.status.job_id = job.id
         if not job.all_running:
             return [f"job {job.id} is not wholly RUNNING (a redeploy or restart in progress)"], None, []
         # a whole window past --warmup: Flink's 60 s rate meters still carry the start in the first samples after it
@@ -402,43 +598,63 @@ class Watch:
         started = [t for t in started if isinstance(t, (int, float))]
         return (now_ms - min(started)) / 1000 if started else 0.0
 
-    def _observe(self, tick: int, now_ms: int, job: JobDetails) -> tuple[Window, Path, JobProfile, Assignment | None]:
+    def _observe(self, track: JobTrack, tick: int, now_ms: int, job: JobDetails) -> Observed:
         since = now_ms - int(self.o.window_s * 1000)
         if self.last_change_ms is not None:
             since = max(since, self.last_change_ms)
-        snapshot = self.windows_dir / f"tick-{tick:05d}"
-        if snapshot_window(self.history, snapshot, job_name=self.o.job_name, since_ms=since) == 0:
+        snapshot = track.windows_dir / f"tick-{tick:05d}"
+        if snapshot_window(track.history, snapshot, job_name=track.name, since_ms=since) == 0:
             raise PlacementError("the collector has written no part in the window yet")
-        self._drop_old_windows()
+        self._drop_old_windows(track)
         profile = self.profiler.profile(snapshot)
         manifest = find_manifests(snapshot)[-1][1]
         running = current_assignment(manifest, self.inventory)
-        problem = self._problem(profile, 1.0)
-        keys = {s.key for s in problem.subtasks}
-        cost = evaluate(problem, running) if running is not None and keys <= set(running) else None
         tms = frozenset(tm.id for tm in self.rest.taskmanagers())
-        window = window_from_profile(profile, cost, start_ms=since, end_ms=now_ms, job_id=manifest.job_id,
-                                     taskmanagers=tms, fresh_source_rates=self._fresh_rates(job.id),
-                                     latency_bounds=problem.latency_bounds)
-        write_profile(profile, snapshot / "profile.json")
-        return window, snapshot, profile, running
+        return Observed(snapshot, profile, running, since, manifest.job_id, tms, self._fresh_rates(track, job.id))
 
-    def _fresh_rates(self, job_id: str) -> dict[str, float]:
+    def _price(self, observed: Mapping[str, Observed]) -> tuple[dict[str, tuple[PlanCost | None, Any]],
+                                                               PlanCost | None]:
+        """Each window's running placement under the cost model (None where it cannot be priced) with its problem's
+        latency bounds. One job: its problem alone. Several: the joint problem of every job's profile — shared
+        uplinks, CPU and queues — and each job's part of it; all of them unpriced unless every job was observed and
+        every placement is known (a job's load alone says nothing of a shared uplink). The joint cost is returned
+        too (None: not priced)."""
+        if not self.several:
+            out: dict[str, tuple[PlanCost | None, Any]] = {}
+            for name, o in observed.items():
+                problem = self._problem(o.profile, 1.0)
+                known = o.running is not None and {s.key for s in problem.subtasks} <= set(o.running)
+                cost = evaluate(problem, o.running) if known else None  # type: ignore[arg-type]
+                out[name] = (cost, problem.latency_bounds)
+            return out, None
+        joint = self._joint({name: o.profile for name, o in observed.items()}, 1.0) if observed else None
+        bounds = {job.name: job.problem.latency_bounds for job in joint.jobs} if joint else {}
+        unpriced = {name: (None, bounds.get(name)) for name in observed}
+        if joint is None or len(observed) < len(self.tracks):
+            return unpriced, None
+        running = joint_running(joint, {name: o.running for name, o in observed.items()})
+        if running is None:
+            return unpriced, None
+        total = evaluate(joint.problem, running)
+        costs = job_costs(joint, running, total)
+        return {name: (costs[name], bounds[name]) for name in observed}, total
+
+    def _fresh_rates(self, track: JobTrack, job_id: str) -> dict[str, float]:
         """Records/s of each source vertex since the previous tick, from its ``numRecordsOut`` counter (summed over
         its subtasks); empty on a job's first tick. Each reading is dated when a metric fetch lands
         (:meth:`FlinkRest.fetched_counters`): dated when asked, readings lag by anything up to a fetch interval, and
         rates over a 10 s tick were off by ±20–40 % on a loaded lab — enough to look like a step still moving."""
-        if self._sources.get("job") != job_id:
+        if track.sources.get("job") != job_id:
             vertices, edges = shaping.job_graph(self.rest.job_raw(job_id), self.rest.plan(job_id))
             fed = {e.target for e in edges}
-            self._sources = {"job": job_id, "ids": {v.id: v.name for v in vertices if v.id not in fed}}
-            self._counts = None
-        ids = self._sources["ids"]
+            track.sources = {"job": job_id, "ids": {v.id: v.name for v in vertices if v.id not in fed}}
+            track.counts = None
+        ids = track.sources["ids"]
         if self._fetch_wait_s is None:
             self._fetch_wait_s = self.rest.metric_fetch_interval_s() + 2.0
         now, by_id = self.rest.fetched_counters(job_id, list(ids), "numRecordsOut", wait_s=self._fetch_wait_s)
         counts = {ids[vid]: value for vid, value in by_id.items()}
-        before, self._counts = self._counts, (now, counts)
+        before, track.counts = track.counts, (now, counts)
         if before is None or now - before[0] < 1.0:
             return {}
         return {name: (c - before[1][name]) / (now - before[0]) for name, c in counts.items()
@@ -449,10 +665,18 @@ class Watch:
                                                                   placement_mode=self.inventory.flink.placement_mode),
                              inventory_source=str(self.o.inventory_path))
 
-    def _drop_old_windows(self, keep: int = 20) -> None:
+    def _joint(self, profiles: Mapping[str, JobProfile], rate_scale: float) -> JointProblem:
+        """The watched jobs' joint problem as ``placement plan --profile … --profile …`` builds it (each job's
+        priority and budget from the inventory's ``jobs:``)."""
+        policies = job_policies(self.inventory, [(name, p.job.name) for name, p in profiles.items()])
+        return build_joint(self.inventory, list(profiles.items()), rate_scale,
+                           placement_mode=self.inventory.flink.placement_mode,
+                           inventory_source=str(self.o.inventory_path), policies=policies)
+
+    def _drop_old_windows(self, track: JobTrack, keep: int = 20) -> None:
         import shutil
 
-        for old in sorted(self.windows_dir.glob("tick-*"))[:-keep]:
+        for old in sorted(track.windows_dir.glob("tick-*"))[:-keep]:
             shutil.rmtree(old, ignore_errors=True)
 
     def _replan(self, tick: int, profile: JobProfile, window: Window, running: Assignment | None,
@@ -461,65 +685,157 @@ class Watch:
         nothing fits the scaled ones) and price the running placement under the same load. ``placement plan`` reads
         the same inventory, so the plan honours ``policy.max_latency_ms`` (the ILP's bound) as the pricing does; a
         measured latency breach counts against the running placement like a capacity it breaks."""
-        profile_path = self.windows_dir / f"tick-{tick:05d}" / "profile.json"
+        track = self.tracks[0]
+        profile_path = track.windows_dir / f"tick-{tick:05d}" / "profile.json"
         scale = demand_scale(window, self.o.max_demand_scale)
-        outcome = self.plan_fn(profile_path, self.plans_dir / f"tick-{tick:05d}", scale)
+        outcome = self.plan_fn(profile_path, self.plans_dir / f"tick-{tick:05d}", scale)  # type: ignore[misc]
         if not outcome.fits and scale > 1.0:
             scale = 1.0
-            outcome = self.plan_fn(profile_path, self.plans_dir / f"tick-{tick:05d}-measured", scale)
+            outcome = self.plan_fn(profile_path, self.plans_dir / f"tick-{tick:05d}-measured",  # type: ignore[misc]
+                                   scale)
         current_wan, current_violations, current_peak = sum(link.mbit for link in window.links), window.violations, None
         paths = window.paths
         if running is not None:
             cost = evaluate(self._problem(profile, scale), running)
             current_wan, current_violations, current_peak = cost.wan_mbit, tuple(cost.violations), cost_peak(cost)
             paths = cost.paths
-        latency_breaches = (*(latency_sentence(p) for p in paths if p.over_bound), *measured_breaches(drifts))
-        current_violations = (*current_violations, *measured_breaches(drifts))
-        proposal = Proposal(
-            current_wan_mbit=current_wan, current_violations=current_violations, planned_wan_mbit=outcome.wan_mbit,
-            planned_violations=() if outcome.fits else (outcome.violations or ("no placement fits",)),
-            moves=moves(outcome.assignment, running) if outcome.fits else 0, plan_dir=str(outcome.plan_dir),
-            current_peak=current_peak, planned_peak=outcome.peak, current_latency_breaches=latency_breaches,
-        )
-        self._planned_links = dict(outcome.links)
-        self._planned_rates = {name: rate * scale for name, rate in window.source_rates.items()}
+        proposal = _proposal(outcome, current_wan, current_violations, current_peak, paths, drifts,
+                             moves(outcome.assignment, running) if outcome.fits else 0)
+        track.planned_links = dict(outcome.links)
+        track.planned_rates = {name: rate * scale for name, rate in window.source_rates.items()}
         return proposal, scale
 
-    def _act(self, decision: Decision, proposal: Proposal, window: Window | None, now_ms: int) -> dict[str, Any]:
+    def _replan_jobs(self, tick: int, seen: Sequence[Seen], drifts: Iterable[Drift] = ()) -> tuple[Proposal, float]:
+        """:meth:`_replan` of several jobs: one joint plan of every watched job with its fresh profile
+        (``placement plan --profile … --profile …``), the running placements priced together under the same load.
+        One rate scale for the set (``placement plan`` plans every job at one ``--rate-scale``): the largest any job's
+        sources want now — the measured rates where nothing fits it."""
+        profiles = {s.track.name: s.track.windows_dir / f"tick-{tick:05d}" / "profile.json" for s in seen}
+        scale = max(demand_scale(s.window, self.o.max_demand_scale) for s in seen)  # type: ignore[arg-type]
+        outcome = self.plan_jobs_fn(profiles, self.plans_dir / f"tick-{tick:05d}", scale)  # type: ignore[misc]
+        if not outcome.fits and scale > 1.0:
+            scale = 1.0
+            outcome = self.plan_jobs_fn(profiles, self.plans_dir / f"tick-{tick:05d}-measured",  # type: ignore[misc]
+                                        scale)
+        joint = self._joint({s.track.name: s.profile for s in seen}, scale)  # type: ignore[misc]
+        running = joint_running(joint, {s.track.name: s.running for s in seen})
+        if running is not None:
+            cost = evaluate(joint.problem, running)
+            paths = tuple(p for c in job_costs(joint, running, cost).values() for p in c.paths)
+            current = (cost.wan_mbit, tuple(cost.violations), cost_peak(cost), paths)
+        else:  # a placement not known: the windows' own figures, as for one job
+            current = (sum(link.mbit for s in seen for link in s.window.links),  # type: ignore[union-attr]
+                       tuple(v for s in seen for v in s.window.violations), None,  # type: ignore[union-attr]
+                       tuple(p for s in seen for p in s.window.paths))  # type: ignore[union-attr]
+        moved = sum(moves(outcome.jobs[s.track.name].assignment, s.running) for s in seen) if outcome.fits else 0
+        proposal = _proposal(outcome, *current, drifts, moved)
+        for s in seen:
+            part = outcome.jobs.get(s.track.name)
+            s.track.planned_links = dict(part.links) if part is not None else {}
+            rates = s.window.source_rates  # type: ignore[union-attr]
+            s.track.planned_rates = {name: rate * scale for name, rate in rates.items()}
+        return proposal, scale
+
+    def _act(self, decision: Decision, proposal: Proposal, now_ms: int) -> dict[str, Any]:
         if self.o.apply == "never":
             return {"status": "not-applied", "message": "--apply never: recorded only"}
         if self.o.apply == "ask" and not (self.ask_fn and self.ask_fn(decision, proposal)):
             return {"status": "declined", "message": "declined at the prompt"}
         self._update(f"applying {proposal.plan_dir}")
-        before = self.status.job_id
-        outcome = apply_plan(Path(proposal.plan_dir or ""), self.o, self.rest)
+        before = {t.name: t.job_id for t in self.tracks}
+        if self.several:  # one change: every job's preflight first, any failure rolls every job back
+            outcome = apply_fleet_plan(Path(proposal.plan_dir or ""), self.o)
+        else:
+            outcome = apply_plan(Path(proposal.plan_dir or ""), self.o, self.rest)
         end_ms = int(self.clock() * 1000)
         if outcome.get("changed"):
             self.state = after_change(self.state, end_ms)
             self.last_change_ms = end_ms
-            self.windows = []
+            for track in self.tracks:
+                track.windows = []
         if outcome["status"] == "applied":
             self.status.applies += 1
-            # the plan was made for these rates: the first warm window is held to them (and re-planned if it is
-            # off), the ones after it to the rates then
-            self.baseline = None
-            self._made_for = Baseline(dict(self._planned_rates), plan_dir=proposal.plan_dir,
-                                      rate_change=self.o.thresholds.reprice_change)
-            self.pending_effect = (self.status.ticks, before, self._planned_links)
+            redeployed = set(outcome["jobs"]) if self.several else {self.tracks[0].name}
+            for track in self.tracks:
+                # the plan was made for these rates: the first warm window is held to them (and re-planned if it is
+                # off), the ones after it to the rates then
+                track.baseline = None
+                track.made_for = Baseline(dict(track.planned_rates), plan_dir=proposal.plan_dir,
+                                          rate_change=self.o.thresholds.reprice_change)
+                if track.name in redeployed:  # a job whose plan was in effect already keeps its job: no effect
+                    track.pending_effect = (self.status.ticks, before[track.name], track.planned_links)
         elif outcome["status"] in ("rolled-back", "rollback-failed"):
             self.status.rolled_back += 1
         outcome["took_s"] = round((end_ms - now_ms) / 1000, 1)
         return outcome
 
-    def _effect(self, window: Window, snapshot: Path | None) -> None:
+    def _effect(self, track: JobTrack, window: Window, snapshot: Path | None) -> None:
         """The first usable window of the job an apply started: predicted vs measured, logged once."""
-        if self.pending_effect is None:
+        if track.pending_effect is None:
             return
-        tick, before, predicted = self.pending_effect
+        tick, before, predicted = track.pending_effect
         if window.job_id == before or not window.links:
             return
-        self.log.write(effect_record(tick, window.end_ms, predicted, window, str(snapshot) if snapshot else None))
-        self.pending_effect = None
+        record = effect_record(tick, window.end_ms, predicted, window, str(snapshot) if snapshot else None)
+        self.log.write({**record, "job": track.name} if self.several else record)
+        track.pending_effect = None
+
+
+def _proposal(outcome: PlanOutcome, current_wan: float, current_violations: tuple[str, ...],
+              current_peak: float | None, paths: Iterable[PathLatency], drifts: Iterable[Drift],
+              moved: int) -> Proposal:
+    """The running placement (its WAN, breaches and busiest resource under the re-plan's load) beside the plan; a
+    measured latency breach counts against the running placement like a capacity it breaks."""
+    drifts = list(drifts)
+    latency_breaches = (*(latency_sentence(p) for p in paths if p.over_bound), *measured_breaches(drifts))
+    return Proposal(
+        current_wan_mbit=current_wan, current_violations=(*current_violations, *measured_breaches(drifts)),
+        planned_wan_mbit=outcome.wan_mbit,
+        planned_violations=() if outcome.fits else (outcome.violations or ("no placement fits",)),
+        moves=moved, plan_dir=str(outcome.plan_dir), current_peak=current_peak, planned_peak=outcome.peak,
+        current_latency_breaches=latency_breaches,
+    )
+
+
+def joint_running(joint: JointProblem, running: Mapping[str, Assignment | None]) -> Assignment | None:
+    """The jobs' running placements as one assignment of the joint problem; None when one is unknown or does not
+    place every subtask its profile has."""
+    if any(running.get(job.name) is None for job in joint.jobs):
+        return None
+    placed = {job.name: set(running[job.name] or ()) for job in joint.jobs}
+    if any(not {s.key for s in job.problem.subtasks} <= placed[job.name] for job in joint.jobs):
+        return None
+    return joint.join({job.name: running[job.name] for job in joint.jobs})  # type: ignore[misc]
+
+
+def apply_fleet_plan(fleet_dir: Path, options: WatchOptions) -> dict[str, Any]:
+    """``placement apply --plan FLEET_DIR --inventory INV`` through its public load, prepare and execute: every job's
+    preflight before anything changes, one lock, the order (or stop-all), any failure rolling every stopped job back;
+    audit log in FLEET_DIR/apply-audit.jsonl. Never raises for an apply that did not take effect: the outcome says
+    what happened, ``changed`` whether any job was redeployed, ``jobs`` each redeployed job's outcome."""
+    from placement.apply import PreflightFailed
+    from placement.apply.fleet import FleetFailed, execute_fleet, load_fleet, prepare_fleet
+
+    audit = fleet_dir / "apply-audit.jsonl"
+    try:
+        prepared = prepare_fleet(load_fleet(fleet_dir, options.inventory_path, settle_s=options.settle_s))
+    except PreflightFailed as exc:
+        return {"status": "refused", "message": str(exc), "changed": False, "jobs": {}, "audit": str(audit)}
+    except PlacementError as exc:
+        return {"status": "error", "message": str(exc), "changed": False, "jobs": {}, "audit": str(audit)}
+    try:
+        result = execute_fleet(prepared, audit_path=audit, echo=lambda s: None)
+    except FleetFailed as exc:
+        result = exc.outcome
+    except PlacementError as exc:
+        return {"status": "error", "message": str(exc), "changed": True, "jobs": {}, "audit": str(audit)}
+    finally:
+        prepared.close()
+    return {"status": result.status, "message": result.message,
+            "jobs": {name: {"status": o.status, "job_id": o.job_id, "savepoint": o.savepoint,
+                            "downtime_s": o.downtime_s} for name, o in result.outcomes.items()},
+            "changed": result.status not in ("noop", "failed-before-stop"), "seconds": round(result.seconds, 1),
+            "audit": str(audit)}
 
 
 def apply_plan(plan_dir: Path, options: WatchOptions, rest: FlinkRest) -> dict[str, Any]:

@@ -2,8 +2,9 @@
 
 Two record kinds (``"record"``):
 
-* ``decision`` — one per tick: the window (its span, job, snapshot directory: ``placement profile <snapshot>``
-  reproduces its profile; since issue 25 also each path's predicted latency and each source → sink pair's measured
+* ``decision`` — one per tick (several jobs watched: one for the set, with each job's window and drifts under
+  ``jobs`` and every drift naming its ``job``, or none for an uplink or TaskManager they share): the window (its
+  span, job, snapshot directory: ``placement profile <snapshot>`` reproduces its profile; since issue 25 also each path's predicted latency and each source → sink pair's measured
   p50 and bound), the drifts (kind, subject, measured and reference figures, message; a ``latency`` drift's
   ``basis``: predicted or measured), the proposal (running placement vs new plan, WAN predicted under the window),
   the decision and its reason, and — when it applied — the apply's outcome (status, downtime, new job id, audit log);
@@ -11,7 +12,8 @@ Two record kinds (``"record"``):
   last plan applied, or the last re-plan that kept the placement; null until the watch has made one);
 * ``effect`` — once the first usable window after an apply has been profiled: the predicted WAN per uplink of the plan
   that was applied next to what the cost model gives for the placement that then ran under the measured load, and the
-  source rates and backpressure measured; ``decision`` names the tick whose apply it follows.
+  source rates and backpressure measured; ``decision`` names the tick whose apply it follows (several jobs: one per
+  job redeployed, naming it in ``job``).
 
 Lines are appended and flushed one by one, so a log cut short by a crash is still valid JSON lines.
 """
@@ -54,16 +56,26 @@ def finite(x: float | None) -> float | None:
 
 def drift_json(d: Drift) -> dict[str, Any]:
     return {"kind": d.kind, "subject": d.subject, "measured": finite(d.measured), "reference": finite(d.reference),
-            "message": d.message, **({"basis": d.basis} if d.basis else {})}
+            "message": d.message, **({"basis": d.basis} if d.basis else {}), **({"job": d.job} if d.job else {})}
 
 
 def proposal_json(p: Proposal) -> dict[str, Any]:
     return {**asdict(p), "current_peak": finite(p.current_peak), "planned_peak": finite(p.planned_peak), "gain": p.gain}
 
 
+def job_entry(job: str, job_id: str | None, window: Window | None, snapshot: str | None,
+              drifts: list[Drift]) -> dict[str, Any]:
+    """Several jobs watched: one job's part of a decision record — its running job, window and own drifts."""
+    return {"job": job, "job_id": job_id, "window": window_json(window, snapshot) if window is not None else None,
+            "drifts": [drift_json(d) for d in drifts]}
+
+
 def decision_record(tick: int, at_ms: int, window: Window | None, snapshot: str | None, drifts: list[Drift],
                     proposal: Proposal | None, decision: Decision, *, apply: dict[str, Any] | None = None,
-                    notes: list[str] | None = None, plan_in_effect: str | None = None) -> dict[str, Any]:
+                    notes: list[str] | None = None, plan_in_effect: str | None = None,
+                    jobs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """One tick. Several jobs (``jobs``, :func:`job_entry` each): ``window`` is null, each job's is under ``jobs``,
+    and ``drifts`` holds every job's (each with its ``job``) and those of what they share (an uplink, TaskManagers)."""
     return {
         "format": FORMAT, "record": "decision", "tick": tick, "at_ms": at_ms, "plan_in_effect": plan_in_effect,
         "window": window_json(window, snapshot) if window is not None else None,
@@ -72,6 +84,7 @@ def decision_record(tick: int, at_ms: int, window: Window | None, snapshot: str 
         "decision": {"action": decision.action, "kind": decision.kind, "reason": decision.reason},
         "apply": apply,
         "notes": notes or [],
+        **({"jobs": jobs} if jobs is not None else {}),
     }
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from placement.costmodel.evaluate import LinkLoad, PlanCost
@@ -100,6 +100,7 @@ class Drift:
     reference: float | None = None
     message: str = field(default="", compare=False)
     basis: LatencyBasis | None = None  # a latency drift's (None: any other kind)
+    job: str | None = None  # watching several jobs: whose drift (None: one job watched, or a capacity they share)
 
 
 def source_rates(profile: JobProfile) -> dict[str, float]:
@@ -194,13 +195,29 @@ def detect(baseline: Baseline, windows: Sequence[Window], thresholds: DriftThres
                 drifts.append(Drift("backpressure", name, now.backpressure[name], thresholds.backpressure_ms,
                                     f"{name}: back-pressured {now.backpressure[name]:.0f} ms/s in each of the last "
                                     f"{len(same_job)} windows (limit {thresholds.backpressure_ms:.0f})"))
-    for link in now.links:
-        if link.mbit > link.usable_mbit:
-            drifts.append(Drift("link", link.host, link.mbit, link.usable_mbit,
-                                f"uplink {link.host}: {link.mbit:.2f} Mbit/s of job data, usable {link.usable_mbit:.2f} "
-                                f"(of {link.bandwidth_mbit:g})"))
+    drifts += link_drifts(now.links)
     drifts += predicted_latency_drifts(now) + measured_latency_drifts(same_job, thresholds)
     return drifts + taskmanager_drifts(baseline, now.taskmanagers)
+
+
+def link_drifts(links: Sequence[LinkLoad], shares: Mapping[str, Mapping[str, float]] | None = None) -> list[Drift]:
+    """Uplinks whose use is above their usable bandwidth. ``shares`` (several jobs: job -> uplink host -> its Mbit/s)
+    names each job's part of a shared uplink's use in the message."""
+    out = []
+    for link in links:
+        if link.mbit <= link.usable_mbit:
+            continue
+        parts = {job: mine[link.host] for job, mine in (shares or {}).items() if mine.get(link.host, 0.0) > 0}
+        whose = f" ({', '.join(f'{job} {mbit:.2f}' for job, mbit in parts.items())})" if parts else ""
+        out.append(Drift("link", link.host, link.mbit, link.usable_mbit,
+                         f"uplink {link.host}: {link.mbit:.2f} Mbit/s of job data{whose}, usable {link.usable_mbit:.2f} "
+                         f"(of {link.bandwidth_mbit:g})"))
+    return out
+
+
+def of_job(drifts: Sequence[Drift], job: str) -> list[Drift]:
+    """Several jobs watched: ``job``'s drifts, each naming it (field and message)."""
+    return [replace(d, job=job, message=f"job {job}: {d.message}" if d.message else f"job {job}") for d in drifts]
 
 
 def predicted_latency_drifts(now: Window) -> list[Drift]:
