@@ -29,7 +29,7 @@ latency of a path is the mean latency of its slowest route::
   — the **M/D/1 waiting time of a full 32 KiB buffer**, an upper bound for any mix of partial buffers, and a function
   of ``ρ_h`` alone, which the ILP can bound (exact at high rates, where buffers are full; it overstates the wait of a
   link that carries small timeout flushes, where the wait is small anyway next to ``F``).
-  The figure used everywhere — the prediction, the ILP's bound (:func:`placement.solver.constraints.latency_bound`)
+  The bound's figure — the upper prediction, the ILP's rows (:func:`placement.solver.constraints.latency_bound`)
   and the tests' brute force — is the chord interpolation of that curve at :data:`BREAKPOINTS` (:func:`queue_ms`):
   the curve is convex, so its chords lie above it (a sound upper bound, at most 11 % above it up to ρ = 0.9 and 13 %
   between 0.9 and 0.99) and their maximum is a convex piecewise-linear function an LP writes with one row per piece.
@@ -38,8 +38,8 @@ latency of a path is the mean latency of its slowest route::
 
 Two figures per path, then (:class:`PathLatency`):
 
-* ``latency_ms`` — **the bound**: ``L(P)`` above with the chord bound ``Q_h``. The ILP's figure, what
-  ``policy.max_latency_ms`` is checked against (a plan over it is infeasible), and the figure of the tables' "bound"
+* ``latency_ms`` — **the upper bound**: ``L(P)`` above with the chord bound ``Q_h``. The ILP's figure, what
+  ``policy.max_latency_ms`` (``bound_ms``) is checked against (a plan over it is infeasible), the tables' "upper"
   columns and the picture's WAN edge labels.
 * ``expected_ms`` — **the expected latency**: the same sum with the queue as the Pollaczek–Khinchine mean itself,
   ``W_h = λ·E[S²] / (2(1 − ρ_h)) = Σ_k ρ_k·S_k / (2(1 − ρ_h))`` over the link's own message mix under the plan
