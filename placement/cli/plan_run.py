@@ -39,8 +39,11 @@ def _result_json(r: PlanResult) -> dict:
         if r.cost.paths:
             worst = r.cost.worst_path
             finite = lambda x: x if math.isfinite(x) else None  # noqa: E731 (JSON has no infinity: null, saturated)
+            # the upper bound under the keys they always had; the expected figure beside it
             out.update(worst_path_ms=finite(worst.latency_ms), worst_path=worst.name,
-                       paths={p.name: finite(p.latency_ms) for p in r.cost.paths})
+                       worst_path_expected_ms=finite(worst.expected_ms),
+                       paths={p.name: finite(p.latency_ms) for p in r.cost.paths},
+                       paths_expected={p.name: finite(p.expected_ms) for p in r.cost.paths})
     if r.shortages:
         out["shortages"] = [{"kind": s.kind, "resource": s.resource, "needed": s.needed, "usable": s.usable,
                              "capacity": s.capacity, "message": s.message} for s in r.shortages]

@@ -98,22 +98,27 @@ def hosts_table(result: PlanResult) -> Table:
     return t
 
 
-def _ms(x: float) -> str:
+def _ms(x: float | None) -> str:
+    if x is None:
+        return "–"
     return f"{x:.1f}" if x != float("inf") else "∞"  # an uplink past 99 %: its queue has no bound
 
 
 def paths_table(result: PlanResult) -> Table:
-    """Predicted latency per source→sink path (costmodel.latency): its parts and its bound."""
-    t = Table(title="Latency per path (predicted, ms)")
-    for col in ("path", "total", "flush", "crosses", "delay", "send", "queue", "bound"):
+    """Predicted latency per source→sink path (costmodel.latency): the expected figure and the upper bound (the
+    ILP's, held to policy.max_latency_ms), their parts, and the policy's bound."""
+    t = Table(title="Latency per path (predicted, ms)",
+              caption="expected: the queue as the M/G/1 mean of the link's own messages; upper: as a full-buffer upper "
+                      "bound — the ILP's figure, checked against policy.max_latency_ms (column bound)")
+    for col in ("path", "expected", "upper", "flush", "crosses", "delay", "send", "queue exp / upper", "bound"):
         t.add_column(col, justify="left" if col in ("path", "crosses") else "right")
     assert result.cost is not None
     for p in result.cost.paths:
         crosses = f"{p.link} at {p.utilisation:.0%}" if p.link and p.utilisation is not None else (p.link or "–")
-        t.add_row(escape(p.name), _ms(p.latency_ms), f"{p.flush_ms:.1f}", crosses,
+        t.add_row(escape(p.name), _ms(p.expected_ms), _ms(p.latency_ms), f"{p.flush_ms:.1f}", crosses,
                   f"{p.delay_ms:g}" if p.link else "–", f"{p.transmit_ms:.1f}" if p.link else "–",
-                  _ms(p.queue_ms) if p.link else "–", f"{p.bound_ms:g}" if p.bound_ms is not None else "–",
-                  style="red" if p.over_bound else None)
+                  f"{_ms(p.expected_queue_ms)} / {_ms(p.queue_ms)}" if p.link else "–",
+                  f"{p.bound_ms:g}" if p.bound_ms is not None else "–", style="red" if p.over_bound else None)
     return t
 
 
@@ -137,17 +142,19 @@ def compare_table(problem: PlacementProblem, results: list[PlanResult]) -> Table
     t.add_column("status", no_wrap=True)
     for h in problem.edges:
         t.add_column(f"{h.name}→{h.uplink_to} Mbit/s", justify="right")
-    for col in ("WAN total", "server cores", "edge cores", "latency ms", "worst path ms", "feasible"):
+    for col in ("WAN total", "server cores", "edge cores", "latency ms", "worst path expected ms",
+                "worst path upper ms", "feasible"):
         t.add_column(col, justify="right")
     for r in results:
         if r.cost is None:
-            t.add_row(r.strategy, r.status, *["–"] * len(problem.edges), "–", "–", "–", "–", "–", "no")
+            t.add_row(r.strategy, r.status, *["–"] * len(problem.edges), "–", "–", "–", "–", "–", "–", "no")
             continue
         links = [f"{r.cost.link(h.name).mbit:.2f}" for h in problem.edges]
-        worst = r.cost.worst_path
+        worst = r.cost.worst_path  # the slowest by the bound; its expected figure beside it
+        figures = (_ms(worst.expected_ms), _ms(worst.latency_ms)) if worst is not None else ("–", "–")
         t.add_row(r.strategy, r.status, *links, f"{r.cost.wan_mbit:.2f}", f"{r.cost.server_cores:.2f}",
-                  f"{r.cost.edge_cores:.2f}", f"{r.cost.latency_ms:.1f}",
-                  _ms(worst.latency_ms) if worst is not None else "–", "yes" if r.cost.feasible else "[red]no[/]")
+                  f"{r.cost.edge_cores:.2f}", f"{r.cost.latency_ms:.1f}", *figures,
+                  "yes" if r.cost.feasible else "[red]no[/]")
     return t
 
 

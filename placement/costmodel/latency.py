@@ -29,12 +29,28 @@ latency of a path is the mean latency of its slowest route::
   — the **M/D/1 waiting time of a full 32 KiB buffer**, an upper bound for any mix of partial buffers, and a function
   of ``ρ_h`` alone, which the ILP can bound (exact at high rates, where buffers are full; it overstates the wait of a
   link that carries small timeout flushes, where the wait is small anyway next to ``F``).
-  The figure used everywhere — the prediction, the ILP's bound (:func:`placement.solver.constraints.latency_bound`)
+  The bound's figure — the upper prediction, the ILP's rows (:func:`placement.solver.constraints.latency_bound`)
   and the tests' brute force — is the chord interpolation of that curve at :data:`BREAKPOINTS` (:func:`queue_ms`):
   the curve is convex, so its chords lie above it (a sound upper bound, at most 11 % above it up to ρ = 0.9 and 13 %
   between 0.9 and 0.99) and their maximum is a convex piecewise-linear function an LP writes with one row per piece.
   Past :data:`MAX_UTILISATION` the queue has no useful bound (it grows without limit at ρ → 1): the wait is infinite,
   and a bounded plan keeps every uplink a bounded path crosses at or below it.
+
+Two figures per path, then (:class:`PathLatency`):
+
+* ``latency_ms`` — **the upper bound**: ``L(P)`` above with the chord bound ``Q_h``. The ILP's figure, what
+  ``policy.max_latency_ms`` (``bound_ms``) is checked against (a plan over it is infeasible), the tables' "upper"
+  columns and the picture's WAN edge labels.
+* ``expected_ms`` — **the expected latency**: the same sum with the queue as the Pollaczek–Khinchine mean itself,
+  ``W_h = λ·E[S²] / (2(1 − ρ_h)) = Σ_k ρ_k·S_k / (2(1 − ρ_h))`` over the link's own message mix under the plan
+  (:func:`expected_link_queue_ms`): each channel crossing the uplink sends ``max(1/τ, r/B)`` messages/s of
+  ``min(r·τ, B)`` + header bytes (:func:`channel_messages`); the rest of the link's load — checkpoint uploads, what
+  running jobs (and other jobs of a joint plan) send, framing beyond the messages' own headers — is taken as full
+  buffers: their message sizes are unknown here, and a full buffer is the bound's assumption, so no message is
+  charged less than it may be. ``ρ_h`` is the bound's, so ``expected_ms ≤ latency_ms`` always (equal at the
+  breakpoints when every crossing message is a full buffer). What the lab benchmark compares with the measured p50
+  of Flink's latency markers: at a few hundred records/s the crossing messages are a fraction of a buffer and the
+  bound charges several times the queue they wait.
 
 Not modelled: processing time inside the operators (busy time per record is microseconds next to the flush wait),
 watermark and window delays (a window's output waits for its window: that is the job's semantics, not the
@@ -44,6 +60,7 @@ placement's), credit-based flow control stalls (a backpressured path has no stea
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -159,6 +176,54 @@ def transmit_ms(ch: Channel, i: int, bandwidth_mbit: float) -> float:
     return biggest * BITS_PER_BYTE / (bandwidth_mbit * MBIT) * 1000.0
 
 
+# ---- the expected queue: the link's own message mix ------------------------------------------------------------------
+
+
+def channel_messages(ch: Channel, i: int, j: int) -> tuple[float, float]:
+    """(messages/s, bytes each) of channel ``(i, j)``: one message per flush — every ``τ``, or every full buffer when
+    it fills faster — so ``max(1/τ, r/B)`` messages of :func:`message_bytes`; with ``τ = 0`` one per record. A
+    channel that carries nothing sends nothing (Flink flushes no empty buffer)."""
+    r = _pair_bytes_per_s(ch, i, j)
+    size = message_bytes(ch, i, j)
+    if r <= 0:
+        return 0.0, size
+    if ch.buffer_timeout_ms <= 0:
+        body = size - MESSAGE_HEADER_BYTES  # one record (at most a buffer); size unknown: counted with the rest
+        return (r / body if body > 0 else 0.0), size
+    return max(1000.0 / ch.buffer_timeout_ms, r / BUFFER_BYTES), size
+
+
+def mg1_wait_ms(rho: float, full_ms: float, mix: Sequence[tuple[float, float]]) -> float:
+    """Pollaczek–Khinchine's mean wait ``Σ_k ρ_k·S_k / (2(1 − ρ))`` (``λ·E[S²] = Σ_k λ_k·S_k² = Σ_k ρ_k·S_k``) at a
+    server at utilisation ``rho`` whose known streams ``mix`` are (utilisation ``ρ_k``, service ms ``S_k ≤ full_ms``)
+    and whose remaining load ``rho − Σρ_k`` is messages of ``full_ms``.
+
+    ``rho`` is the figure every other term uses (the link's load as :mod:`.evaluate` adds it up): where the streams
+    add up to more (framing counted per message here, per record there), they are scaled to it — the mix only shapes
+    the load. So the wait is at most the M/D/1 wait of ``full_ms`` at ``rho``, equal to it when every ``S_k`` is."""
+    if rho <= 0:
+        return 0.0
+    if rho >= 1:
+        return math.inf
+    known = sum(r for r, _ in mix)
+    scale = min(1.0, rho / known) if known > 0 else 0.0
+    rest = max(0.0, rho - scale * known)
+    return (scale * sum(r * s for r, s in mix) + rest * full_ms) / (2.0 * (1.0 - rho))
+
+
+def expected_link_queue_ms(h: HostSpec, mbit: float, messages: Iterable[tuple[float, float]]) -> float:
+    """The expected queue wait at edge host ``h``'s uplink carrying ``mbit`` of this plan (and what jobs already
+    running send), ``messages`` the (messages/s, bytes) of this plan's channels crossing it (:func:`channel_messages`):
+    M/G/1 over that mix, the rest of the load full buffers (see the module doc). At most :func:`link_queue_ms`."""
+    mbit += h.running_total("mbit")
+    bandwidth = h.uplink_mbit or 0.0
+    if bandwidth <= 0:
+        return 0.0 if mbit <= 0 else math.inf
+    ms_per_byte = BITS_PER_BYTE / (bandwidth * MBIT) * 1000.0
+    mix = [(rate * size * ms_per_byte / 1000.0, size * ms_per_byte) for rate, size in messages]
+    return mg1_wait_ms(mbit / bandwidth, buffer_service_ms(bandwidth), mix)
+
+
 # ---- paths -----------------------------------------------------------------------------------------------------------
 
 
@@ -217,58 +282,69 @@ def source_sink_paths(problem: PlacementProblem) -> tuple[JobPath, ...] | None:
 class PathLatency:
     name: str
     vertices: tuple[str, ...]
-    latency_ms: float  # flush_ms + delay_ms + transmit_ms + queue_ms
+    latency_ms: float  # the bound: flush_ms + delay_ms + transmit_ms + queue_ms (the ILP's; checked against bound_ms)
     flush_ms: float
     delay_ms: float = 0.0  # of the slowest crossing (0: the path crosses no uplink)
     transmit_ms: float = 0.0
-    queue_ms: float = 0.0
+    queue_ms: float = 0.0  # the chord bound of the M/D/1 wait of a full buffer at that uplink
     link: str | None = None  # the uplink of the slowest crossing
     utilisation: float | None = None  # that uplink's, under the plan
-    bound_ms: float | None = None
+    bound_ms: float | None = None  # policy.max_latency_ms for this path
+    expected_ms: float | None = None  # flush + the slowest crossing with the M/G/1 mean queue (None: not computed)
+    expected_queue_ms: float | None = None  # that mean queue wait (at the crossing slowest by these figures)
 
     @property
     def over_bound(self) -> bool:
         return self.bound_ms is not None and self.latency_ms > self.bound_ms + 1e-6
 
 
-def crossing_ms(problem: PlacementProblem, ch: Channel, i: int, h: HostSpec, queue: float) -> tuple[float, float, float]:
-    """(delay, transmit, queue) of upstream subtask ``i`` of ``ch`` crossing edge host ``h``'s uplink."""
-    return h.uplink_delay_ms, transmit_ms(ch, i, h.uplink_mbit or 0.0), queue
+Crossing = tuple[float, float, float, float, str]  # (total, delay, transmit, queue, edge host)
+
+
+def _slowest(crossings: Iterable[Crossing | None]) -> Crossing | None:
+    return max((c for c in crossings if c is not None), key=lambda c: c[0], default=None)
 
 
 def path_latencies(problem: PlacementProblem, assignment: Assignment, link_mbit: dict[str, float]) -> tuple[PathLatency, ...]:
     """:math:`L(P)` of every source → sink path under ``assignment`` (see the module doc), with ``link_mbit`` the
-    Mbit/s on each edge host's uplink under it (:func:`placement.costmodel.evaluate.evaluate`'s)."""
+    Mbit/s on each edge host's uplink under it (:func:`placement.costmodel.evaluate.evaluate`'s): the bound and the
+    expected figure."""
     paths = source_sink_paths(problem)
     if not paths:
         return ()
     hosts = problem.host_by_name
-    queue = {h: link_queue_ms(hosts[h], mbit) for h, mbit in link_mbit.items()}
-    worst: dict[tuple[str, str], tuple[float, float, float, float, str] | None] = {}
-    for ch in problem.channels:  # the slowest crossing of each edge
-        best = None
+    sends: dict[tuple[str, str], list[tuple[float, float, str]]] = {}  # per edge: each crossing's (delay, send, host)
+    messages: dict[str, list[tuple[float, float]]] = {}  # per uplink: the crossing channels' messages
+    for ch in problem.channels:
+        crossing = sends.setdefault((ch.source, ch.target), [])
         for i in range(ch.n_up):
             hu = assignment[(ch.source, i)]
-            h = hosts[hu]
-            if not h.is_edge or all(assignment[(ch.target, j)] == hu for j in ch.receivers(i)):
+            if not hosts[hu].is_edge:
                 continue
-            parts = crossing_ms(problem, ch, i, h, queue[hu])
-            total = sum(parts)
-            if best is None or total > best[0]:
-                best = (total, *parts, hu)
-        worst[(ch.source, ch.target)] = best
+            away = [j for j in ch.receivers(i) if assignment[(ch.target, j)] != hu]
+            if away:
+                crossing.append((hosts[hu].uplink_delay_ms, transmit_ms(ch, i, hosts[hu].uplink_mbit or 0.0), hu))
+                messages.setdefault(hu, []).extend(channel_messages(ch, i, j) for j in away)
+    queue = {h: link_queue_ms(hosts[h], mbit) for h, mbit in link_mbit.items()}
+    expected = {h: expected_link_queue_ms(hosts[h], mbit, messages.get(h, ())) for h, mbit in link_mbit.items()}
+
+    def slowest(edge: tuple[str, str], q: dict[str, float]) -> Crossing | None:
+        return _slowest((delay + send + q[hu], delay, send, q[hu], hu) for delay, send, hu in sends[edge])
+
+    worst = {e: slowest(e, queue) for e in sends}  # the slowest crossing of each edge, by each figure
+    worst_expected = {e: slowest(e, expected) for e in sends}
     out = []
     for p in paths:
-        crossings = [c for e in p.edges if (c := worst[e]) is not None]
-        if crossings:
-            total, delay, tx, q, link = max(crossings, key=lambda c: c[0])
-            h = hosts[link]
-            out.append(PathLatency(
-                name=p.name, vertices=p.vertices, latency_ms=p.flush_ms + total, flush_ms=p.flush_ms, delay_ms=delay,
-                transmit_ms=tx, queue_ms=q, link=f"{link}→{h.uplink_to}",
-                utilisation=(link_mbit[link] + h.running_total("mbit")) / h.uplink_mbit if h.uplink_mbit else None,
-                bound_ms=p.bound_ms))
-        else:
+        bound, mean = _slowest(worst[e] for e in p.edges), _slowest(worst_expected[e] for e in p.edges)
+        if bound is None or mean is None:
             out.append(PathLatency(name=p.name, vertices=p.vertices, latency_ms=p.flush_ms, flush_ms=p.flush_ms,
-                                   bound_ms=p.bound_ms))
+                                   bound_ms=p.bound_ms, expected_ms=p.flush_ms, expected_queue_ms=0.0))
+            continue
+        total, delay, tx, q, link = bound
+        h = hosts[link]
+        out.append(PathLatency(
+            name=p.name, vertices=p.vertices, latency_ms=p.flush_ms + total, flush_ms=p.flush_ms, delay_ms=delay,
+            transmit_ms=tx, queue_ms=q, link=f"{link}→{h.uplink_to}",
+            utilisation=(link_mbit[link] + h.running_total("mbit")) / h.uplink_mbit if h.uplink_mbit else None,
+            bound_ms=p.bound_ms, expected_ms=p.flush_ms + mean[0], expected_queue_ms=mean[3]))
     return tuple(out)

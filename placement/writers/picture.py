@@ -53,7 +53,9 @@ def plan_graph(problem: PlacementProblem, assignment: Assignment, title: str) ->
 
 
 def _uplink_ms(problem: PlacementProblem, assignment: Assignment, flows) -> dict[str, float]:
-    """Each used uplink's delay + queueing under the plan, for the WAN edges' labels."""
+    """Each used uplink's delay + queueing under the plan, for the WAN edges' labels: the queue's upper bound
+    (costmodel.latency's ``queue_ms``, the figure the ILP and ``policy.max_latency_ms`` use) — one figure per edge;
+    the expected one is in plan.json and the latency table."""
     from placement.costmodel.evaluate import evaluate
     from placement.costmodel.latency import link_queue_ms
 

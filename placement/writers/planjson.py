@@ -78,8 +78,9 @@ class PathPrediction(Strict):
 
     path: str = Field(description="vertex names, source first, joined by ' → '")
     vertices: list[str] = Field(description="vertex ids, source first")
-    latency_ms: float | None = Field(description="flush_ms + delay_ms + transmit_ms + queue_ms; null: it crosses an "
-                                                 "uplink past 99 % utilisation, whose queue has no bound")
+    latency_ms: float | None = Field(description="the bound: flush_ms + delay_ms + transmit_ms + queue_ms, what "
+                                                 "bound_ms is checked against; null: it crosses an uplink past 99 % "
+                                                 "utilisation, whose queue has no bound")
     flush_ms: float = Field(description="buffer-flush waits of its network exchanges")
     delay_ms: float = Field(0.0, description="the slowest WAN crossing's link delay (0: it crosses none)")
     transmit_ms: float = Field(0.0, description="sending its network message at that link's rate")
@@ -88,6 +89,12 @@ class PathPrediction(Strict):
     link: str | None = Field(None, description="the uplink of the slowest crossing")
     utilisation: float | None = Field(None, description="that uplink's utilisation under the plan")
     bound_ms: float | None = Field(None, description="policy.max_latency_ms for this path")
+    # since the expected figure (absent in older plans): latency_ms above keeps its meaning, the bound
+    expected_ms: float | None = Field(None, description="expected latency: the same sum with the queue as the M/G/1 "
+                                                        "mean wait of the link's own message mix (expected_queue_ms); "
+                                                        "at most latency_ms; absent: an older plan, or the uplink "
+                                                        "at 100 % (latency_ms null too)")
+    expected_queue_ms: float | None = Field(None, description="that mean queue wait (Pollaczek–Khinchine)")
 
 
 class Objective(Strict):
@@ -228,19 +235,22 @@ def build_plan_document(
         rescale=rescale,
         paths=[PathPrediction(path=p.name, vertices=list(p.vertices), latency_ms=_finite(p.latency_ms), flush_ms=p.flush_ms,
                               delay_ms=p.delay_ms, transmit_ms=p.transmit_ms, queue_ms=_finite(p.queue_ms), link=p.link,
-                              utilisation=p.utilisation, bound_ms=p.bound_ms) for p in cost.paths] or None,
+                              utilisation=p.utilisation, bound_ms=p.bound_ms, expected_ms=_finite(p.expected_ms),
+                              expected_queue_ms=_finite(p.expected_queue_ms)) for p in cost.paths] or None,
         budget=budget,
     )
 
 
-def _finite(x: float) -> float | None:
-    return x if math.isfinite(x) else None
+def _finite(x: float | None) -> float | None:
+    return x if x is not None and math.isfinite(x) else None
 
 
 def render_plan_json(doc: PlanDocument) -> str:
     data = doc.model_dump(mode="json", by_alias=True)
     if data.get("paths") is None:  # issue 25's field: a plan without paths reads as before
         data.pop("paths", None)
+    for path in data.get("paths") or ():  # the expected figure's: an older plan's paths dump as they did
+        drop_unset(path, "expected_ms", "expected_queue_ms")
     drop_unset(data, "budget")  # issue 24's: a plan without priority or budget reads as before
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
