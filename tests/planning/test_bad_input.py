@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from placement.cli import main
+from support.cli import run_main
 
 REPO = Path(__file__).resolve().parents[2]
 INVENTORY = yaml.safe_load((REPO / "inventory" / "edge-lab.yaml").read_text())
@@ -75,11 +74,6 @@ PROFILE_CASES = {
 }
 
 
-def run(argv, capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        main([str(a) for a in argv])
-    return exit_info.value.code, *capsys.readouterr()
-
 
 def assert_one_line_error(code, out, err, *fragments):
     assert code == 2, (code, err)
@@ -96,7 +90,7 @@ def test_malformed_inventory(case, tmp_path, capsys):
     mutate(doc)
     inv = tmp_path / "inv.yaml"
     inv.write_text(yaml.safe_dump(doc, allow_unicode=True))
-    code, out, err = run(["plan", "--inventory", inv, "--profile", REPO / "examples/profiles/iot-sensors.json",
+    code, out, err = run_main(["plan", "--inventory", inv, "--profile", REPO / "examples/profiles/iot-sensors.json",
                           "--out", tmp_path / "out"], capsys)
     assert_one_line_error(code, out, err, str(inv), expected)
     assert not (tmp_path / "out").exists()
@@ -109,7 +103,7 @@ def test_malformed_profile(case, tmp_path, capsys):
     mutate(doc)
     prof = tmp_path / "profile.json"
     prof.write_text(json.dumps(doc))
-    code, out, err = run(["plan", "--inventory", REPO / "inventory/edge-lab.yaml", "--profile", prof,
+    code, out, err = run_main(["plan", "--inventory", REPO / "inventory/edge-lab.yaml", "--profile", prof,
                           "--out", tmp_path / "out"], capsys)
     assert_one_line_error(code, out, err, str(prof), expected)
     assert not (tmp_path / "out").exists()
@@ -120,7 +114,7 @@ def test_cycle_in_profile(tmp_path, capsys):
     doc["edges"].append({"source": doc["vertices"][2]["id"], "target": doc["vertices"][1]["id"], "ship_strategy": "REBALANCE"})
     prof = tmp_path / "cycle.json"
     prof.write_text(json.dumps(doc))
-    code, out, err = run(["plan", "--inventory", REPO / "inventory/edge-lab.yaml", "--profile", prof, "--out", tmp_path / "o"],
+    code, out, err = run_main(["plan", "--inventory", REPO / "inventory/edge-lab.yaml", "--profile", prof, "--out", tmp_path / "o"],
                          capsys)
     assert_one_line_error(code, out, err, str(prof), "edges: the job graph has a cycle")
 
@@ -133,18 +127,18 @@ def test_cycle_in_profile(tmp_path, capsys):
 def test_unparseable_inventory(text, expected, tmp_path, capsys):
     inv = tmp_path / "broken.yaml"
     inv.write_text(text)
-    code, out, err = run(["inventory", "validate", inv], capsys)
+    code, out, err = run_main(["inventory", "validate", inv], capsys)
     assert_one_line_error(code, out, err, str(inv), expected)
 
 
 def test_unparseable_profile_and_missing_files(tmp_path, capsys):
     prof = tmp_path / "p.json"
     prof.write_text("{ not json")
-    code, out, err = run(["plan", "--inventory", REPO / "inventory/edge-lab.yaml", "--profile", prof, "--out", tmp_path / "o"], capsys)
+    code, out, err = run_main(["plan", "--inventory", REPO / "inventory/edge-lab.yaml", "--profile", prof, "--out", tmp_path / "o"], capsys)
     assert_one_line_error(code, out, err, str(prof), "invalid JSON at line 1 column 3")
-    code, out, err = run(["plan", "--inventory", tmp_path / "none.yaml", "--profile", prof, "--out", tmp_path / "o"], capsys)
+    code, out, err = run_main(["plan", "--inventory", tmp_path / "none.yaml", "--profile", prof, "--out", tmp_path / "o"], capsys)
     assert_one_line_error(code, out, err, "none.yaml: file not found")
-    code, out, err = run(["inventory", "validate", tmp_path], capsys)
+    code, out, err = run_main(["inventory", "validate", tmp_path], capsys)
     assert code == 2 and err.count("\n") == 1
 
 
@@ -157,13 +151,13 @@ def test_unparseable_profile_and_missing_files(tmp_path, capsys):
     (["--bogus"], "No such option '--bogus'"),
 ])
 def test_bad_options(args, expected, tmp_path, capsys):
-    code, out, err = run(["plan", "--inventory", REPO / "inventory/edge-lab.yaml", "--profile",
+    code, out, err = run_main(["plan", "--inventory", REPO / "inventory/edge-lab.yaml", "--profile",
                           REPO / "examples/profiles/iot-sensors.json", "--out", tmp_path / "o", *args], capsys)
     assert_one_line_error(code, out, err, expected)
 
 
 def test_missing_required_option(capsys):
-    code, out, err = run(["plan", "--inventory", REPO / "inventory/edge-lab.yaml"], capsys)
+    code, out, err = run_main(["plan", "--inventory", REPO / "inventory/edge-lab.yaml"], capsys)
     assert_one_line_error(code, out, err, "Missing option '--profile'")
 
 
@@ -176,7 +170,7 @@ def test_label_collision_is_a_warning_in_both_modes(tmp_path, capsys):
     prof = tmp_path / "clash.json"
     prof.write_text(json.dumps(doc))
     for mode in ("custom", "vanilla"):
-        code, _out, err = run(["plan", "--inventory", REPO / "inventory/edge-lab.yaml", "--profile", prof, "--out",
+        code, _out, err = run_main(["plan", "--inventory", REPO / "inventory/edge-lab.yaml", "--profile", prof, "--out",
                               tmp_path / mode, "--mode", mode], capsys)
         assert code == 0, err
         plan = json.loads((tmp_path / mode / "plan.json").read_text())
@@ -195,7 +189,7 @@ def test_operator_pin_on_a_source_is_bad_input(births, expected, tmp_path, capsy
     inv = tmp_path / "inv.yaml"
     inv.write_text(yaml.safe_dump(doc, allow_unicode=True))
     for extra in ([], ["--compare"]):  # the baselines are never asked about a pin the solver refuses
-        code, out, err = run(["plan", "--inventory", inv, "--profile", REPO / "examples/profiles/iot-sensors.json",
+        code, out, err = run_main(["plan", "--inventory", inv, "--profile", REPO / "examples/profiles/iot-sensors.json",
                               "--out", tmp_path / "out", *extra], capsys)
         assert_one_line_error(code, out, err, str(inv), expected, "pins.sources")
         assert not (tmp_path / "out").exists()

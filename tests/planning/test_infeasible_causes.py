@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from planning_factories import inventory, problem, profile, vertex
-from placement.cli import main
+from support.cli import run_main
 from placement.solver import solve
 
 REPO = Path(__file__).resolve().parents[2]
@@ -18,11 +18,6 @@ PIS = [{"name": "rpi1", "bandwidth": "5mbit"}, {"name": "rpi2", "bandwidth": "5m
 HEAVY = dict(rin=0, rout=1000, bpr=1000)
 LIGHT = dict(rin=1000, rout=10, bpr=100)  # the filter keeps 1 %
 
-
-def run(argv, capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        main([str(a) for a in argv])
-    return exit_info.value.code, *capsys.readouterr()
 
 
 def test_a_parallelism_1_operator_over_sources_born_on_two_pis():
@@ -98,7 +93,7 @@ NARROW = ["--link", "rpi1:1mbit", "--link", "rpi2:1mbit", "--link", "rpi3:1mbit"
 def test_cli_lists_each_shortfall_once_and_ends_with_one_line(tmp_path, capsys):
     # (these ran at --rate-scale 20 before every planner kept the one-thread limit: there, the sources' own threads
     # cannot keep up anywhere — see test_cli_at_20x_names_the_source_threads)
-    code, out, err = run(["plan", "--inventory", REPO / "inventory/edge-lab.yaml", "--profile",
+    code, out, err = run_main(["plan", "--inventory", REPO / "inventory/edge-lab.yaml", "--profile",
                           REPO / "examples/profiles/iot-sensors.json", "--out", tmp_path / "plan", *NARROW], capsys)
     assert code == 3 and not (tmp_path / "plan").exists()
     assert err.count("\n") == 1
@@ -111,7 +106,7 @@ def test_cli_lists_each_shortfall_once_and_ends_with_one_line(tmp_path, capsys):
 
 
 def test_cli_at_20x_names_the_source_threads(tmp_path, capsys):
-    code, out, err = run(["plan", "--inventory", REPO / "inventory/edge-lab.yaml", "--profile",
+    code, out, err = run_main(["plan", "--inventory", REPO / "inventory/edge-lab.yaml", "--profile",
                           REPO / "examples/profiles/iot-sensors.json", "--out", tmp_path / "plan", "--rate-scale", "20",
                           "--json"], capsys)
     ilp = json.loads(out)["results"][0]
@@ -123,7 +118,7 @@ def test_cli_at_20x_names_the_source_threads(tmp_path, capsys):
 
 
 def test_cli_json_carries_the_causes(tmp_path, capsys):
-    code, out, _ = run(["plan", "--inventory", REPO / "inventory/edge-lab.yaml", "--profile", REPO / "examples/profiles/iot-sensors.json",
+    code, out, _ = run_main(["plan", "--inventory", REPO / "inventory/edge-lab.yaml", "--profile", REPO / "examples/profiles/iot-sensors.json",
                         "--out", tmp_path / "plan", *NARROW, "--json"], capsys)
     ilp = json.loads(out)["results"][0]
     assert code == 3 and ilp["status"] == "infeasible" and len(ilp["shortages"]) == 3
@@ -137,7 +132,7 @@ def test_vertex_names_with_brackets_survive_the_terminal(tmp_path, capsys):
     window["name"] = "GroupWindowAggregate[window_t]"
     path = tmp_path / "sql-names.json"
     path.write_text(json.dumps(doc))
-    code, out, err = run(["plan", "--inventory", REPO / "inventory/edge-lab.yaml", "--profile", path,
+    code, out, err = run_main(["plan", "--inventory", REPO / "inventory/edge-lab.yaml", "--profile", path,
                           "--out", tmp_path / "plan", *NARROW], capsys)
     assert code == 3
     assert "why: GroupWindowAggregate[window_t] (parallelism 2) can only run on a server" in out

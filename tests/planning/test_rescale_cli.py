@@ -11,17 +11,11 @@ from pathlib import Path
 import pytest
 import yaml
 from test_rescale_baselines import FILTERED_MBIT, RAW_MBIT, edge_filter
+from support.cli import run_main
 
-from placement.cli import main
 from placement.writers.planjson import load_plan
 from placement.writers.schedulercfg import parse_schedulercfg
 
-
-def run(argv, capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return exit_info.value.code, out, err
 
 
 @pytest.fixture
@@ -41,7 +35,7 @@ def plan_args(files, out, *extra):
 
 def test_rescaled_plan_files_follow_the_new_parallelism(files, tmp_path, capsys):
     out = tmp_path / "plan"
-    code, stdout, err = run(plan_args(files, out, "--compare", "--json"), capsys)
+    code, stdout, err = run_main(plan_args(files, out, "--compare", "--json"), capsys)
     assert code == 0, err
     summary = json.loads(stdout)
     results = {r["strategy"]: r for r in summary["results"]}
@@ -70,14 +64,14 @@ def test_rescaled_plan_files_follow_the_new_parallelism(files, tmp_path, capsys)
 
 def test_vanilla_mode_redeploy_passes_the_parallelism_in_the_mapping(files, tmp_path, capsys):
     out = tmp_path / "plan"
-    code, _stdout, err = run(plan_args(files, out, "--mode", "vanilla"), capsys)
+    code, _stdout, err = run_main(plan_args(files, out, "--mode", "vanilla"), capsys)
     assert code == 0, err
     script = (out / "redeploy.sh").read_text()
     assert "changes parallelism" not in script and r'\"Filter\":[\"rpi1\",\"rpi1\",\"rpi1\"]' in script
 
 
 def test_rescale_tables_show_parallelism_and_baselines(files, tmp_path, capsys):
-    code, stdout, err = run(plan_args(files, tmp_path / "plan", "--compare"), capsys)
+    code, stdout, err = run_main(plan_args(files, tmp_path / "plan", "--compare"), capsys)
     assert code == 0, err
     assert "target: Source: S 10,000 records/s (1× measured)" in stdout
     table = stdout[stdout.index("Parallelism"):]
@@ -88,7 +82,7 @@ def test_rescale_tables_show_parallelism_and_baselines(files, tmp_path, capsys):
 
 def test_target_rate_sizes_for_that_rate(files, tmp_path, capsys):
     out = tmp_path / "plan"
-    code, _stdout, err = run(plan_args(files, out, "--target-rate", "Source: S=15000", "--json"), capsys)
+    code, _stdout, err = run_main(plan_args(files, out, "--target-rate", "Source: S=15000", "--json"), capsys)
     assert code == 0, err
     plan = load_plan(out)
     # 15 000 records/s: one Pi instance needs 2.5/p cores of a thread: p = 4 keeps up (0.625 ≤ 0.8)
@@ -97,7 +91,7 @@ def test_target_rate_sizes_for_that_rate(files, tmp_path, capsys):
 
 
 def test_a_target_nothing_keeps_up_with_is_infeasible_with_a_reason(files, tmp_path, capsys):
-    code, _stdout, err = run(plan_args(files, tmp_path / "plan", "--target-rate", "Source: S=80000"), capsys)
+    code, _stdout, err = run_main(plan_args(files, tmp_path / "plan", "--target-rate", "Source: S=80000"), capsys)
     assert code == 3
     assert err.count("\n") == 1 and "Source: S (1/1) cannot keep up on any host it may run on" in err
     assert not (tmp_path / "plan").exists()
@@ -111,7 +105,7 @@ def test_a_target_nothing_keeps_up_with_is_infeasible_with_a_reason(files, tmp_p
 ])
 def test_bad_targets_are_one_line_errors(files, tmp_path, capsys, extra, message):
     inv, prof = files
-    code, _out, err = run(["plan", "--inventory", inv, "--profile", prof, "--out", tmp_path / "plan", *extra], capsys)
+    code, _out, err = run_main(["plan", "--inventory", inv, "--profile", prof, "--out", tmp_path / "plan", *extra], capsys)
     assert code == 2 and err.startswith("error: ") and message in err and err.count("\n") == 1, err
     assert "Traceback" not in err and not (tmp_path / "plan").exists()
 
@@ -128,7 +122,7 @@ def test_bad_parallelism_bounds_are_one_line_errors(files, tmp_path, capsys, bou
     doc = yaml.safe_load(inv.read_text())
     doc["parallelism"] = bounds
     inv.write_text(yaml.safe_dump(doc, allow_unicode=True))
-    code, _out, err = run(["plan", "--inventory", inv, "--profile", prof, "--out", tmp_path / "plan", "--rescale"],
+    code, _out, err = run_main(["plan", "--inventory", inv, "--profile", prof, "--out", tmp_path / "plan", "--rescale"],
                          capsys)
     assert code == 2 and err.count("\n") == 1 and f"{inv}: {message}" in err, err
     assert not (tmp_path / "plan").exists()

@@ -9,18 +9,13 @@ import pytest
 import yaml
 
 from planning_factories import inventory, problem, profile, vertex
-from placement.cli import main
+from support.cli import run_main
 from placement.costmodel import evaluate
 from placement.solver import SolverOptions, solve
 from placement.solver.result import Shortage
 
 REPO = Path(__file__).resolve().parents[2]
 
-
-def run(argv, capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        main([str(a) for a in argv])
-    return exit_info.value.code, *capsys.readouterr()
 
 
 # An unpinned source runs on the server, so nothing can reach rpi1: the WAN and latency stages have no terms.
@@ -55,7 +50,7 @@ def test_cli_plans_with_cbc_when_no_subtask_can_reach_an_edge_host(tmp_path, cap
     inv["pins"] = {}  # every source born at the server side: the WAN stage has no terms
     path = tmp_path / "no-pins.yaml"
     path.write_text(yaml.safe_dump(inv))
-    code, out, err = run(["plan", "--inventory", path, "--profile", REPO / "examples/profiles/iot-sensors.json",
+    code, out, err = run_main(["plan", "--inventory", path, "--profile", REPO / "examples/profiles/iot-sensors.json",
                           "--out", tmp_path / "plan", "--solver", "cbc"], capsys)
     assert code == 0, err
     assert "optimal (cbc" in out and "found no solution" not in out

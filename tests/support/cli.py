@@ -18,6 +18,19 @@ PROFILES = REPO / "examples" / "profiles"
 IOT = PROFILES / "iot-sensors.json"
 
 
+def run_main(argv: list[object], capsys) -> tuple[int, str, str]:
+    """``placement`` run in this process (``placement.cli.main``): its exit code, stdout and stderr. For what needs no
+    real process (bad input, tables); the helpers below run the entry point as a user does."""
+    import pytest
+
+    from placement.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return exit_info.value.code, out, err
+
+
 def run_placement(*args: object, cwd: Path, timeout: float = 300, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run([str(PLACEMENT), *map(str, args)], cwd=cwd, capture_output=True, text=True,
                           timeout=timeout, **kwargs)

@@ -5,20 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support.cli import run_main
 
-from placement.cli import main
 from placement.watch.loop import moves
 from placement.watch.signals import Window, demand_scale
 
 REPO = Path(__file__).resolve().parents[2]
 INVENTORY = str(REPO / "inventory" / "lab.yaml")
 
-
-def run(argv, capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    out, err = capsys.readouterr()
-    return exit_info.value.code, out, err
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -30,14 +24,14 @@ def run(argv, capsys):
     (["--apply", "ask"], "error: --apply: --apply ask needs a terminal to ask on"),
 ])
 def test_bad_options_are_one_line_and_start_nothing(args, message, capsys, tmp_path):
-    code, _, err = run(["watch", "--inventory", INVENTORY, "--job-name", "j", "--work-dir", str(tmp_path / "w"),
+    code, _, err = run_main(["watch", "--inventory", INVENTORY, "--job-name", "j", "--work-dir", str(tmp_path / "w"),
                           *args], capsys)
     assert code == 2 and message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "w").exists()
 
 
 def test_a_missing_inventory_names_the_file(capsys, tmp_path):
-    code, _, err = run(["watch", "--inventory", str(tmp_path / "nope.yaml"), "--job-name", "j"], capsys)
+    code, _, err = run_main(["watch", "--inventory", str(tmp_path / "nope.yaml"), "--job-name", "j"], capsys)
     assert code == 2 and "nope.yaml" in err and len(err.strip().splitlines()) == 1
 
 

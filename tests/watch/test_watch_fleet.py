@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from support.cli import run_main
 
-from placement.cli import main
 from placement.cli.watch_cmd import plan_command, plan_jobs_command
 from placement.costmodel import build_problem, evaluate
 from placement.costmodel.jobs import build_joint
@@ -205,12 +205,6 @@ def test_one_job_keeps_its_record(tmp_path):
     DecisionLog(None).write(rec)  # JSON-clean (no infinity) as written
 
 
-def run(argv, capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    out, err = capsys.readouterr()
-    return exit_info.value.code, out, err
-
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--job-name", "job-A", "--job-name", "job-A"], "error: --job-name: job 'job-A' is named twice"),
@@ -222,7 +216,7 @@ def run(argv, capsys):
     (["--fleet", "--rescale"], "error: --rescale: chooses one job's parallelism"),
 ])
 def test_bad_job_lists_are_one_line_and_start_nothing(args, message, inv_path, capsys, tmp_path):
-    code, out, err = run(["watch", "--inventory", str(inv_path), "--work-dir", str(tmp_path / "w"), *args], capsys)
+    code, out, err = run_main(["watch", "--inventory", str(inv_path), "--work-dir", str(tmp_path / "w"), *args], capsys)
     assert code == 2 and message.format(inv=inv_path) in err and "Traceback" not in err, err
     assert len(err.strip().splitlines()) == 1 and out == ""
     assert not (tmp_path / "w").exists()
