@@ -26,7 +26,16 @@ from pathlib import Path
 
 from placement.apply import Prepared, prepare
 from placement.apply.audit import AuditLog, new_apply_id
-from placement.apply.fleet_order import FleetOrder, JobLoads, Resource, choose_order, cores, slots, uplink
+from placement.apply.fleet_order import (
+    FleetOrder,
+    JobLoads,
+    Resource,
+    choose_order,
+    cores,
+    slots,
+    state_load,
+    uplink,
+)
 from placement.apply.model import AcquireLock, ApplyPlan, ClusterView, ReleaseLock, RestoreFile, Step, UploadFile
 from placement.apply.preflight import PreflightFailed
 from placement.apply.request import ApplyRequest, JobSelector, load_request
@@ -146,7 +155,10 @@ def prepare_fleet(freq: FleetRequest, *, dry_run: bool = False, accept_new_host_
             if why:
                 notes[name] = why
             loads.append(JobLoads(name, old, freq.new_loads(name)))
-        order = choose_order(loads, freq.limits)
+        # a job whose plan is in effect is not moved, but it runs through every mixed state on what it uses now
+        steady = state_load([JobLoads(n, None, freq.new_loads(n)) for n in prepared if prepared[n].plan.noop],
+                            frozenset(prepared))
+        order = choose_order(loads, freq.limits, steady)
         order = dataclasses.replace(order, jobs=order.jobs + tuple(n for n in prepared if prepared[n].plan.noop))
     except BaseException:
         for p in prepared.values():

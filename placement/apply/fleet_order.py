@@ -78,10 +78,11 @@ class FleetOrder:
     peak: dict[Resource, float] = field(default_factory=dict)  # the most any state of the chosen sequence puts on each
 
 
-def state_load(jobs: Sequence[JobLoads], moved: frozenset[str]) -> dict[Resource, float]:
+def state_load(jobs: Sequence[JobLoads], moved: frozenset[str], steady: Loads | None = None) -> dict[Resource, float]:
     """Per resource: the moved jobs on their new placement plus the others on their old one (old loads must be
-    known). Every resource adds up over jobs — slots too, since jobs never share one."""
-    total: dict[Resource, float] = {}
+    known), plus ``steady`` (the fleet's jobs whose plan is in effect already: they run through every state). Every
+    resource adds up over jobs — slots too, since jobs never share one."""
+    total: dict[Resource, float] = dict(steady or {})
     for j in jobs:
         loads = j.new if j.job in moved else j.old
         assert loads is not None
@@ -104,7 +105,7 @@ def overload_sentence(res: Resource, amount: float, limit: float) -> str:
     return f"{res.describe()} would be {amount:.0f} of {limit:.0f}"
 
 
-def _safe_sequence(jobs: Sequence[JobLoads], limits: Mapping[str, float]) -> tuple[str, ...] | None:
+def _safe_sequence(jobs: Sequence[JobLoads], limits: Mapping[Resource, float], steady: Loads) -> tuple[str, ...] | None:
     """A sequential order whose every intermediate state is within the limits, or None. Depth-first over the jobs
     in their given order, so the fleet's own order wins when it is safe; whether a state is safe depends only on
     which jobs have moved, so a set found unsafe (or a dead end) is never tried twice."""
@@ -120,7 +121,7 @@ def _safe_sequence(jobs: Sequence[JobLoads], limits: Mapping[str, float]) -> tup
             after = moved | {name}
             if after in dead:
                 continue
-            if not over_limit(state_load(jobs, after), limits):
+            if not over_limit(state_load(jobs, after, steady), limits):
                 found = extend(after, order + (name,))
                 if found is not None:
                     return found
@@ -130,17 +131,17 @@ def _safe_sequence(jobs: Sequence[JobLoads], limits: Mapping[str, float]) -> tup
     return extend(frozenset(), ())
 
 
-def _peak(jobs: Sequence[JobLoads], order: Sequence[str]) -> dict[Resource, float]:
+def _peak(jobs: Sequence[JobLoads], order: Sequence[str], steady: Loads) -> dict[Resource, float]:
     peak: dict[Resource, float] = {}
     for k in range(len(order) + 1):
-        for res, amount in state_load(jobs, frozenset(order[:k])).items():
+        for res, amount in state_load(jobs, frozenset(order[:k]), steady).items():
             peak[res] = max(peak.get(res, 0.0), amount)
     return peak
 
 
-def _stop_all_peak(jobs: Sequence[JobLoads]) -> dict[Resource, float]:
+def _stop_all_peak(jobs: Sequence[JobLoads], steady: Loads) -> dict[Resource, float]:
     """Every job stopped, then started one by one on its new placement: the most is the plans' total."""
-    return state_load(jobs, frozenset(j.job for j in jobs))
+    return state_load(jobs, frozenset(j.job for j in jobs), steady)
 
 
 def _tightest(peak: Mapping[Resource, float], limits: Mapping[Resource, float]) -> str:
@@ -149,14 +150,14 @@ def _tightest(peak: Mapping[Resource, float], limits: Mapping[Resource, float]) 
     return f" (at most {tightest[0]:.0%} of {tightest[1].describe()})" if tightest else ""
 
 
-def _overload_example(jobs: Sequence[JobLoads], limits: Mapping[Resource, float]) -> str:
+def _overload_example(jobs: Sequence[JobLoads], limits: Mapping[Resource, float], steady: Loads) -> str:
     """One mixed state that overloads, named so the reason can be checked by hand: a first move when one overloads,
     else the fleet's own order as far as its first overloading state (when no order is safe, that one is not
     either)."""
     names = [j.job for j in jobs]
     candidates = [(name,) for name in names] + [tuple(names[:k]) for k in range(2, len(names))]
     for moved in candidates:
-        state = state_load(jobs, frozenset(moved))
+        state = state_load(jobs, frozenset(moved), steady)
         worst = over_limit(state, limits)
         if worst:
             detail = "; ".join(overload_sentence(res, state[res], limits[res]) for res in worst[:2])
@@ -165,24 +166,26 @@ def _overload_example(jobs: Sequence[JobLoads], limits: Mapping[Resource, float]
     return ""
 
 
-def choose_order(jobs: Sequence[JobLoads], limits: Mapping[Resource, float]) -> FleetOrder:
+def choose_order(jobs: Sequence[JobLoads], limits: Mapping[Resource, float], steady: Loads | None = None) -> FleetOrder:
     """Sequential when an order exists that never puts more on an uplink or a host than ``limits`` allow, else stop
-    all, start all."""
+    all, start all. ``steady``: what the fleet's jobs that are not moved (their plan is in effect) put on each
+    resource, in every state."""
+    steady = steady or {}
     names = tuple(j.job for j in jobs)
     if len(jobs) <= 1:
         return FleetOrder("sequential", names, "one job: nothing runs beside it in a mixed state",
-                          _stop_all_peak(jobs) if jobs else {})
+                          _stop_all_peak(jobs, steady) if jobs else dict(steady))
     unknown = [j.job for j in jobs if j.old is None]
     if unknown:
         return FleetOrder("stop-all", names, f"the running placement's load of {', '.join(unknown)} is unknown, so no "
                           "mixed state can be checked: every job is stopped first, then all are started",
-                          _stop_all_peak(jobs))
-    order = _safe_sequence(jobs, limits)
+                          _stop_all_peak(jobs, steady))
+    order = _safe_sequence(jobs, limits, steady)
     if order is not None:
-        peak = _peak(jobs, order)
+        peak = _peak(jobs, order, steady)
         return FleetOrder("sequential", order, "moving one job at a time in this order never puts more on a link or "
                           f"host than the plans allow{_tightest(peak, limits)}; each job is down only for its own "
                           "redeploy", peak)
     return FleetOrder("stop-all", names, "every order of moving one job at a time overloads a link or host in a mixed "
-                      f"state{_overload_example(jobs, limits)}: every job is stopped first, then all are started",
-                      _stop_all_peak(jobs))
+                      f"state{_overload_example(jobs, limits, steady)}: every job is stopped first, then all are "
+                      "started", _stop_all_peak(jobs, steady))

@@ -245,6 +245,27 @@ def test_the_limits_and_each_jobs_planned_load_cover_every_link_and_host(tmp_pat
                                                                                     slots("rpi1"): 1.0}
 
 
+def test_a_job_whose_plan_is_in_effect_counts_in_every_state_of_the_order(tmp_path, monkeypatch):
+    """prepare_fleet hands the order what an unmoved (noop) job uses: it runs beside every mixed state."""
+    import types
+
+    import placement.apply.fleet as fleet_mod
+
+    inv = inventory(tmp_path, jobs=[{"name": "b", "program_args": []}])
+    fleet = write_fleet_dir(tmp_path / "out", inv, {"a": PLACED, "b": MOVED},
+                            link_mbit={"rpi1→server": {"a": 3.0, "b": 4.0}})
+
+    def fake_prepare(req, **_):
+        noop = req.plan.job == "a"
+        return types.SimpleNamespace(plan=types.SimpleNamespace(noop=noop, restarts=()), unchecked=(), request=req,
+                                     view=types.SimpleNamespace(job_id=f"id-{req.plan.job}"), close=lambda: None)
+
+    monkeypatch.setattr(fleet_mod, "prepare", fake_prepare)
+    fp = fleet_mod.prepare_fleet(load_fleet(fleet, inv))
+    assert fp.order.jobs == ("b", "a") and fp.changing == ["b"]
+    assert fp.order.peak[uplink("rpi1→server")] == pytest.approx(7.0)  # b's plan beside a's, in effect
+
+
 def test_jobs_whose_names_differ_keep_their_own_state_files(tmp_path):
     """`a b` and `a_b` are two jobs: one record must not overwrite the other's (the names are encoded as the
     schedulercfg files are, not folded onto `_`)."""

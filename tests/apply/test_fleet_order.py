@@ -126,3 +126,14 @@ def test_the_order_chosen_never_exceeds_a_link_or_host_on_random_fleets():
             forced_by[kind] += not independently_safe(jobs, alone, fleet_order)
     assert min(seen.values()) > 20, seen  # both cases are exercised
     assert min(forced_by.values()) > 20, forced_by  # and each kind of resource binds on its own
+
+
+def test_a_job_not_moved_counts_in_every_mixed_state():
+    # c's plan is in effect already (not moved) and holds 2 of rpi1's 4 slots: a first would be 2 + 2 (b old) + 2 = 6
+    jobs = [JobLoads("a", {slots("rpi1"): 0.0}, {slots("rpi1"): 2.0}),
+            JobLoads("b", {slots("rpi1"): 2.0}, {slots("rpi1"): 0.0})]
+    limits = {slots("rpi1"): 4.0}
+    assert choose_order(jobs, limits).jobs == ("a", "b")  # without c either order fits
+    order = choose_order(jobs, limits, steady={slots("rpi1"): 2.0})
+    assert (order.strategy, order.jobs) == ("sequential", ("b", "a"))
+    assert order.peak[slots("rpi1")] == 4.0
