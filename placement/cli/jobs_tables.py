@@ -71,7 +71,7 @@ def compare_jobs_table(problem: PlacementProblem, result: PlanResult, parts: dic
                        others: list[OneByOne]) -> Table:
     """The joint plan beside planning the jobs one by one: each job's WAN and each link's Mbit/s, and whether the plans
     fit together."""
-    t = Table(title="Joint vs one by one (in the order of --profile)")
+    t = Table(title="Joint vs one by one")
     t.add_column("strategy")
     jobs = [job for job in problem.vertex_job.values()]
     jobs = list(dict.fromkeys(jobs))
@@ -85,7 +85,7 @@ def compare_jobs_table(problem: PlacementProblem, result: PlanResult, parts: dic
         ("joint", parts, result.cost, "yes" if result.cost is not None and result.cost.feasible else "[red]no[/]")]
     for o in others:
         fits = "yes" if o.feasible else "[red]no[/]"  # why: the line after the table
-        rows.append((o.strategy, o.results, o.cost, fits))
+        rows.append((o.label, o.results, o.cost, fits))
     for name, results, cost, fits in rows:
         per_job = [f"{results[j].cost.wan_mbit:.2f}" if j in results and results[j].cost is not None else "–"
                    for j in jobs]

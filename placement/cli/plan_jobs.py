@@ -194,7 +194,8 @@ def _cost_json(c: PlanCost) -> dict:
 
 
 def _one_by_one_json(o: OneByOne) -> dict:
-    out: dict = {"strategy": o.strategy, "feasible": o.feasible, "failed": o.failed, "reason": o.reason or None,
+    out: dict = {"strategy": o.strategy, **({"order": list(o.order)} if o.order else {}), "feasible": o.feasible,
+                 "failed": o.failed, "reason": o.reason or None,
                  "jobs": {name: {"status": r.status, **(_cost_json(r.cost) if r.cost is not None else {})}
                           for name, r in o.results.items()}}
     if o.cost is not None:
