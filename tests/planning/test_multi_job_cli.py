@@ -266,11 +266,11 @@ def test_each_jobs_own_rate_scale_plans_as_its_profile_scaled_by_hand(tmp_path, 
 
 @pytest.mark.parametrize(("scales", "message"), [
     (["job-C=2"], "--rate-scale: job-C=2: no job 'job-C' is planned here (the jobs: job-A, job-B)"),
-    (["job-A=fast"], "--rate-scale: 'job-A=fast': the scale must be a number above 0"),
-    (["job-A=0"], "--rate-scale: 'job-A=0': the scale must be a number above 0"),
-    (["=2"], "--rate-scale: '=2': no job name before '='"),
-    (["1.5", "2"], "--rate-scale: '2': the fleet's scale is given twice (1.5 and 2)"),
-    (["job-A=1", "job-A=2"], "--rate-scale: 'job-A=2': job 'job-A' is given twice"),
+    (["job-A=fast"], "Invalid value for '--rate-scale': 'job-A=fast': the scale must be a number above 0"),
+    (["job-A=0"], "Invalid value for '--rate-scale': 'job-A=0': the scale must be a number above 0"),
+    (["=2"], "Invalid value for '--rate-scale': '=2': no job name before '='"),
+    (["1.5", "2"], "--rate-scale: the fleet's scale is given twice (1.5 and 2)"),
+    (["job-A=1", "job-A=2"], "--rate-scale: job 'job-A' is given twice (1 and 2)"),
     (["job-A=2", "--max-rate"], "--max-rate: finds the scale of the rates itself: drop --rate-scale"),
 ])
 def test_a_bad_per_job_rate_scale_is_one_line_exit_2(scales, message, tmp_path, capsys):
