@@ -6,9 +6,9 @@ Stages, each job's own being the one-job apply's (:func:`placement.apply.prepare
 * :func:`load_fleet` — fleet.json and every job's plan directory; what each job is resubmitted with comes from the
   inventory's ``jobs:`` entry of its name (or ``job:``). Bad input: one line naming file and field.
 * :func:`prepare_fleet` — every job's preflight, all of them before anything changes; any problem of any job refuses
-  the whole change, naming the job. Then the order (:mod:`placement.apply.fleet_order`, pure) from each job's link
-  loads: what the running placement puts on each uplink (the job's profile under the cost model) and what its plan
-  does (fleet.json).
+  the whole change, naming the job. Then the order (:mod:`placement.apply.fleet_order`, pure) from each job's
+  loads: what the running placement puts on each uplink and each host's cores and slots (the job's profile under the
+  cost model) and what its plan does (fleet.json).
 * :func:`fleet_sequence` (pure) — the one ordered list of (job, step) both ``--dry-run`` prints and the run follows:
   one lock for the whole change; then per job stop → install → redeploy → verify (sequential), or every stop first
   and then every redeploy (stop-all).
@@ -26,13 +26,22 @@ from pathlib import Path
 
 from placement.apply import Prepared, prepare
 from placement.apply.audit import AuditLog, new_apply_id
-from placement.apply.fleet_order import FleetOrder, JobLoads, choose_order
+from placement.apply.fleet_order import (
+    FleetOrder,
+    JobLoads,
+    Resource,
+    choose_order,
+    cores,
+    slots,
+    state_load,
+    uplink,
+)
 from placement.apply.model import AcquireLock, ApplyPlan, ClusterView, ReleaseLock, RestoreFile, Step, UploadFile
 from placement.apply.preflight import PreflightFailed
 from placement.apply.request import ApplyRequest, JobSelector, load_request
 from placement.apply.runner import ApplyOutcome, Runner
 from placement.apply.vertices import match_vertices, planned_vertices, running_subtask_hosts
-from placement.costmodel.evaluate import evaluate
+from placement.costmodel.evaluate import PlanCost, evaluate
 from placement.costmodel.jobs import vertex_keys
 from placement.costmodel.model import PlanOptions, build_problem
 from placement.errors import BadInput, PlacementError
@@ -47,12 +56,23 @@ class FleetRequest:
     requests: tuple[ApplyRequest, ...]  # fleet.json's job order
 
     @property
-    def limits(self) -> dict[str, float]:
-        """link -> the Mbit/s the plans allow on it (usable under the headroom, less what other running jobs send)."""
-        return {link.link: link.usable_mbit for link in self.fleet.links}
+    def limits(self) -> dict[Resource, float]:
+        """What the plans allow: per link its usable Mbit/s (under the headroom, less what other running jobs send);
+        per host its usable cores (the TaskManager's baseline off once) and its slots (less the running jobs')."""
+        out = {uplink(link.link): link.usable_mbit for link in self.fleet.links}
+        for host in self.fleet.hosts:
+            out[cores(host.host)] = host.cores_usable
+            out[slots(host.host)] = float(host.slots)
+        return out
 
-    def new_loads(self, job: str) -> dict[str, float]:
-        return {link.link: link.jobs.get(job, 0.0) for link in self.fleet.links}
+    def new_loads(self, job: str) -> dict[Resource, float]:
+        """What ``job``'s plan puts on each link and host (fleet.json's per-job shares)."""
+        out = {uplink(link.link): link.jobs.get(job, 0.0) for link in self.fleet.links}
+        for host in self.fleet.hosts:
+            mine = host.jobs.get(job, {})
+            out[cores(host.host)] = mine.get("cores", 0.0)
+            out[slots(host.host)] = mine.get("slots", 0.0)
+        return out
 
 
 def load_fleet(fleet_dir: Path, inventory_path: Path, *, consent: bool = False, settle_s: float = 10.0) -> FleetRequest:
@@ -135,7 +155,10 @@ def prepare_fleet(freq: FleetRequest, *, dry_run: bool = False, accept_new_host_
             if why:
                 notes[name] = why
             loads.append(JobLoads(name, old, freq.new_loads(name)))
-        order = choose_order(loads, freq.limits)
+        # a job whose plan is in effect is not moved, but it runs through every mixed state on what it uses now
+        steady = state_load([JobLoads(n, None, freq.new_loads(n)) for n in prepared if prepared[n].plan.noop],
+                            frozenset(prepared))
+        order = choose_order(loads, freq.limits, steady)
         order = dataclasses.replace(order, jobs=order.jobs + tuple(n for n in prepared if prepared[n].plan.noop))
     except BaseException:
         for p in prepared.values():
@@ -175,9 +198,11 @@ def load_profiles(freq: FleetRequest) -> tuple[dict[str, JobProfile] | None, str
 
 
 def running_loads(req: ApplyRequest, view: ClusterView,
-                  profiles: dict[str, JobProfile]) -> tuple[dict[str, float] | None, str | None]:
-    """What the job puts on each link where it runs now (pure): its running placement, subtask by subtask, under the
-    cost model of its profile. None, with the reason, where that cannot be known."""
+                  profiles: dict[str, JobProfile]) -> tuple[dict[Resource, float] | None, str | None]:
+    """What the job puts on each link and host where it runs now (pure): its running placement, subtask by subtask,
+    under the cost model of its profile — Mbit/s per uplink, its subtasks' cores and the slots it fills per host (the
+    TaskManager's baseline is not the job's: the limits take it off once). None, with the reason, where that cannot
+    be known."""
     match = match_vertices(planned_vertices(req.plan.assignment), view.running_vertices)
     if match.missing:
         return None, "the running job's vertices do not all match its plan's"
@@ -192,7 +217,16 @@ def running_loads(req: ApplyRequest, view: ClusterView,
         cost = evaluate(problem, assignment)
     except (PlacementError, ValueError, KeyError) as exc:  # e.g. a TaskManager that is no inventory host
         return None, f"its running placement cannot be evaluated: {str(exc).splitlines()[0]}"
-    return {link.name: link.mbit for link in cost.links}, None
+    return cost_loads(cost), None
+
+
+def cost_loads(cost: PlanCost) -> dict[Resource, float]:
+    """One job's evaluation as the order's loads."""
+    out = {uplink(link.name): link.mbit for link in cost.links}
+    for host in cost.hosts:
+        out[cores(host.host)] = host.cores_used
+        out[slots(host.host)] = float(host.slots_used)
+    return out
 
 
 def _profile_path(req: ApplyRequest, fleet_dir: Path) -> Path | None:

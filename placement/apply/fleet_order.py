@@ -2,16 +2,24 @@
 
 Moving a job is: stop it with a savepoint, resubmit it on its new placement, verify. Done one job after the other,
 the fleet passes through mixed states — the jobs moved so far on their new placement, the others still on their old
-one — and a mixed state can put more on an uplink than either the old or the new placement does (job A moves onto
-the uplink before job B has moved off it). A job being moved is stopped, so its load is off every link meanwhile:
-the only states to check are the ones after each move, where the moved jobs run new and the rest old.
+one — and a mixed state can put more on an uplink or a host than either the old or the new placement does (job A
+moves onto the uplink, or into a Pi's slots, before job B has moved off it). A job being moved is stopped, so its load
+is off every link and host meanwhile: the only states to check are the ones after each move, where the moved jobs run
+new and the rest old.
 
-:func:`choose_order` finds a sequential order whose every such state keeps each link within what the plans allow
-(its usable Mbit/s), trying the fleet's own job order first. When none exists — or a job's old load is unknown, so
-no mixed state can be judged — it falls back to stopping every job first and starting them all on their new
-placement: then the fleet only ever runs a part of the new plans, which the plans allow. Sequential is preferred
-when it is safe because each job is down only for its own redeploy; stop-all keeps the first job stopped while all
-the others are stopped and started too.
+What a state is checked on (:class:`Resource`), each as the cost model counts it, and each a sum over the jobs:
+
+* an uplink's Mbit/s, against its usable Mbit/s;
+* a host's cores — its subtasks', against its usable cores: the TaskManager's own baseline is already off the
+  usable figure, once per host, since one TaskManager runs every job there;
+* a host's task slots — jobs never share a slot, so what a host fills is the sum over jobs of each job's largest
+  vertex there (slot sharing within a job), against its slots.
+
+:func:`choose_order` finds a sequential order whose every such state keeps each of them within what the plans allow,
+trying the fleet's own job order first. When none exists — or a job's old load is unknown, so no mixed state can be
+judged — it falls back to stopping every job first and starting them all on their new placement: then the fleet only
+ever runs a part of the new plans, which the plans allow. Sequential is preferred when it is safe because each job is
+down only for its own redeploy; stop-all keeps the first job stopped while all the others are stopped and started too.
 """
 
 from __future__ import annotations
@@ -20,14 +28,42 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-EPS_MBIT = 1e-6  # rounding in the cost model's sums: a state exactly at the limit is within it
+EPS = 1e-6  # rounding in the cost model's sums: a state exactly at the limit is within it
 
-Loads = Mapping[str, float]  # link name -> Mbit/s
+Kind = Literal["uplink", "cores", "slots"]
+
+
+@dataclass(frozen=True, order=True)
+class Resource:
+    """What a state is checked on: an uplink (``name`` is the link, ``rpi1→server``) or a host's cores or slots
+    (``name`` is the host)."""
+
+    kind: Kind
+    name: str
+
+    def describe(self) -> str:
+        return self.name if self.kind == "uplink" else f"{self.name}'s {self.kind}"
+
+
+def uplink(link: str) -> Resource:
+    return Resource("uplink", link)
+
+
+def cores(host: str) -> Resource:
+    return Resource("cores", host)
+
+
+def slots(host: str) -> Resource:
+    return Resource("slots", host)
+
+
+Loads = Mapping[Resource, float]  # Mbit/s on an uplink, cores or slots on a host
 
 
 @dataclass(frozen=True)
 class JobLoads:
-    """One job's load per link: on the placement it runs now (``old``; None when it cannot be known) and planned."""
+    """One job's load per resource: on the placement it runs now (``old``; None when it cannot be known) and
+    planned."""
 
     job: str
     old: Loads | None
@@ -39,26 +75,37 @@ class FleetOrder:
     strategy: Literal["sequential", "stop-all"]
     jobs: tuple[str, ...]  # the order jobs are moved (sequential) or stopped and started (stop-all)
     reason: str  # one line: why this strategy
-    peak: dict[str, float] = field(default_factory=dict)  # link -> the most any state of the chosen sequence puts on it
+    peak: dict[Resource, float] = field(default_factory=dict)  # the most any state of the chosen sequence puts on each
 
 
-def state_load(jobs: Sequence[JobLoads], moved: frozenset[str]) -> dict[str, float]:
-    """Per link: the moved jobs on their new placement plus the others on their old one (old loads must be known)."""
-    total: dict[str, float] = {}
+def state_load(jobs: Sequence[JobLoads], moved: frozenset[str], steady: Loads | None = None) -> dict[Resource, float]:
+    """Per resource: the moved jobs on their new placement plus the others on their old one (old loads must be
+    known), plus ``steady`` (the fleet's jobs whose plan is in effect already: they run through every state). Every
+    resource adds up over jobs — slots too, since jobs never share one."""
+    total: dict[Resource, float] = dict(steady or {})
     for j in jobs:
         loads = j.new if j.job in moved else j.old
         assert loads is not None
-        for link, mbit in loads.items():
-            total[link] = total.get(link, 0.0) + mbit
+        for res, amount in loads.items():
+            total[res] = total.get(res, 0.0) + amount
     return total
 
 
-def over_limit(load: Mapping[str, float], limits: Mapping[str, float]) -> list[str]:
-    """Links where ``load`` exceeds its limit (links without a limit are not judged)."""
-    return [link for link, mbit in sorted(load.items()) if link in limits and mbit > limits[link] + EPS_MBIT]
+def over_limit(load: Mapping[Resource, float], limits: Mapping[Resource, float]) -> list[Resource]:
+    """Resources where ``load`` exceeds its limit (resources without a limit are not judged)."""
+    return [res for res, amount in sorted(load.items()) if res in limits and amount > limits[res] + EPS]
 
 
-def _safe_sequence(jobs: Sequence[JobLoads], limits: Mapping[str, float]) -> tuple[str, ...] | None:
+def overload_sentence(res: Resource, amount: float, limit: float) -> str:
+    """How one overloaded resource reads in a reason: ``rpi1's slots would be 5 of 4``."""
+    if res.kind == "uplink":
+        return f"{res.name} would carry {amount:.2f} Mbit/s of {limit:.2f} usable"
+    if res.kind == "cores":
+        return f"{res.describe()} would be {amount:.2f} of {limit:.2f} usable"
+    return f"{res.describe()} would be {amount:.0f} of {limit:.0f}"
+
+
+def _safe_sequence(jobs: Sequence[JobLoads], limits: Mapping[Resource, float], steady: Loads) -> tuple[str, ...] | None:
     """A sequential order whose every intermediate state is within the limits, or None. Depth-first over the jobs
     in their given order, so the fleet's own order wins when it is safe; whether a state is safe depends only on
     which jobs have moved, so a set found unsafe (or a dead end) is never tried twice."""
@@ -74,7 +121,7 @@ def _safe_sequence(jobs: Sequence[JobLoads], limits: Mapping[str, float]) -> tup
             after = moved | {name}
             if after in dead:
                 continue
-            if not over_limit(state_load(jobs, after), limits):
+            if not over_limit(state_load(jobs, after, steady), limits):
                 found = extend(after, order + (name,))
                 if found is not None:
                     return found
@@ -84,45 +131,61 @@ def _safe_sequence(jobs: Sequence[JobLoads], limits: Mapping[str, float]) -> tup
     return extend(frozenset(), ())
 
 
-def _peak(jobs: Sequence[JobLoads], order: Sequence[str]) -> dict[str, float]:
-    peak: dict[str, float] = {}
+def _peak(jobs: Sequence[JobLoads], order: Sequence[str], steady: Loads) -> dict[Resource, float]:
+    peak: dict[Resource, float] = {}
     for k in range(len(order) + 1):
-        for link, mbit in state_load(jobs, frozenset(order[:k])).items():
-            peak[link] = max(peak.get(link, 0.0), mbit)
+        for res, amount in state_load(jobs, frozenset(order[:k]), steady).items():
+            peak[res] = max(peak.get(res, 0.0), amount)
     return peak
 
 
-def _stop_all_peak(jobs: Sequence[JobLoads]) -> dict[str, float]:
+def _stop_all_peak(jobs: Sequence[JobLoads], steady: Loads) -> dict[Resource, float]:
     """Every job stopped, then started one by one on its new placement: the most is the plans' total."""
-    return state_load(jobs, frozenset(j.job for j in jobs))
+    return state_load(jobs, frozenset(j.job for j in jobs), steady)
 
 
-def choose_order(jobs: Sequence[JobLoads], limits: Mapping[str, float]) -> FleetOrder:
-    """Sequential when an order exists that never puts more on a link than ``limits`` allow, else stop all, start all."""
+def _tightest(peak: Mapping[Resource, float], limits: Mapping[Resource, float]) -> str:
+    """`` (at most 80% of rpi1's slots)``: the resource the chosen sequence comes closest to filling."""
+    tightest = max(((peak[res] / limits[res], res) for res in peak if limits.get(res)), default=None)
+    return f" (at most {tightest[0]:.0%} of {tightest[1].describe()})" if tightest else ""
+
+
+def _overload_example(jobs: Sequence[JobLoads], limits: Mapping[Resource, float], steady: Loads) -> str:
+    """One mixed state that overloads, named so the reason can be checked by hand: a first move when one overloads,
+    else the fleet's own order as far as its first overloading state (when no order is safe, that one is not
+    either)."""
+    names = [j.job for j in jobs]
+    candidates = [(name,) for name in names] + [tuple(names[:k]) for k in range(2, len(names))]
+    for moved in candidates:
+        state = state_load(jobs, frozenset(moved), steady)
+        worst = over_limit(state, limits)
+        if worst:
+            detail = "; ".join(overload_sentence(res, state[res], limits[res]) for res in worst[:2])
+            how = f"{moved[0]} first" if len(moved) == 1 else " then ".join(moved)
+            return f" (e.g. {detail} after moving {how})"
+    return ""
+
+
+def choose_order(jobs: Sequence[JobLoads], limits: Mapping[Resource, float], steady: Loads | None = None) -> FleetOrder:
+    """Sequential when an order exists that never puts more on an uplink or a host than ``limits`` allow, else stop
+    all, start all. ``steady``: what the fleet's jobs that are not moved (their plan is in effect) put on each
+    resource, in every state."""
+    steady = steady or {}
     names = tuple(j.job for j in jobs)
     if len(jobs) <= 1:
         return FleetOrder("sequential", names, "one job: nothing runs beside it in a mixed state",
-                          _stop_all_peak(jobs) if jobs else {})
+                          _stop_all_peak(jobs, steady) if jobs else dict(steady))
     unknown = [j.job for j in jobs if j.old is None]
     if unknown:
         return FleetOrder("stop-all", names, f"the running placement's load of {', '.join(unknown)} is unknown, so no "
                           "mixed state can be checked: every job is stopped first, then all are started",
-                          _stop_all_peak(jobs))
-    order = _safe_sequence(jobs, limits)
+                          _stop_all_peak(jobs, steady))
+    order = _safe_sequence(jobs, limits, steady)
     if order is not None:
-        peak = _peak(jobs, order)
-        tightest = max(((peak[link] / limits[link], link) for link in peak if limits.get(link)), default=None)
-        at = f" (at most {tightest[0]:.0%} of {tightest[1]})" if tightest else ""
-        return FleetOrder("sequential", order, "moving one job at a time in this order never puts more on a link "
-                          f"than the plans allow{at}; each job is down only for its own redeploy", peak)
-    for name in names:  # name one state that overloads, so the reason can be checked by hand
-        state = state_load(jobs, frozenset({name}))
-        worst = over_limit(state, limits)
-        if worst:
-            detail = "; ".join(f"{link} {state[link]:.2f} > {limits[link]:.2f} Mbit/s" for link in worst[:2])
-            example = f" (e.g. {name} moved first: {detail})"
-            break
-    else:
-        example = ""
-    return FleetOrder("stop-all", names, "every order of moving one job at a time overloads a link in a mixed state"
-                      f"{example}: every job is stopped first, then all are started", _stop_all_peak(jobs))
+        peak = _peak(jobs, order, steady)
+        return FleetOrder("sequential", order, "moving one job at a time in this order never puts more on a link or "
+                          f"host than the plans allow{_tightest(peak, limits)}; each job is down only for its own "
+                          "redeploy", peak)
+    return FleetOrder("stop-all", names, "every order of moving one job at a time overloads a link or host in a mixed "
+                      f"state{_overload_example(jobs, limits, steady)}: every job is stopped first, then all are "
+                      "started", _stop_all_peak(jobs, steady))

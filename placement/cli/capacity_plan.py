@@ -17,11 +17,12 @@ from placement.solver.methods import Method, solve_with
 from placement.solver.result import PlanResult, SolverOptions
 
 
-def check_options(max_rate: bool, rescale: bool, rate_scale: float, method: str) -> None:
+def check_options(max_rate: bool, rescale: bool, rate_scale: float, method: str, per_job: bool = False) -> None:
+    """``per_job``: some job has its own ``--rate-scale JOB=X``."""
     if max_rate and rescale:
         raise BadInput("finds the highest rate at today's parallelism; --rescale chooses parallelism for a given rate: "
                        "use one of them", field="--max-rate")
-    if max_rate and rate_scale != 1.0:
+    if max_rate and (rate_scale != 1.0 or per_job):
         raise BadInput("finds the scale of the rates itself: drop --rate-scale", field="--max-rate")
     if rescale and method == "decompose":
         raise BadInput("the decomposition places at the profiled parallelism; --rescale chooses it: use --method exact "

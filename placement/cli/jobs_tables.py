@@ -14,8 +14,8 @@ from placement.solver.result import PlanResult
 
 def jobs_table(parts: dict[str, PlanResult], problem: PlacementProblem | None = None,
                scales: dict[str, float] | None = None) -> Table:
-    """Each job's figures; with priorities (``problem``'s job policies) its priority, and its rate scale where a
-    ``--max-rate`` held it at its minimum (``scales``: job -> scale, only those that differ from the fleet's)."""
+    """Each job's figures; with priorities (``problem``'s job policies) its priority, and its rate scale where the jobs'
+    differ (``scales``: job -> scale; ``--rate-scale JOB=X``, or ``--max-rate`` holding a job at its minimum)."""
     policies = problem.job_policies if problem is not None else {}
     ranked = bool(problem is not None and problem.priority_classes)
     scales = scales or {}
@@ -29,10 +29,17 @@ def jobs_table(parts: dict[str, PlanResult], problem: PlacementProblem | None = 
         assert c is not None
         policy = policies.get(name)
         rank = (str(policy.priority if policy is not None and policy.priority is not None else 0),) if ranked else ()
-        scale = ((f"{scales[name]:g} (its minimum)" if name in scales else "–"),) if scales else ()
+        scale = (_scale_cell(scales.get(name), policy),) if scales else ()
         t.add_row(escape(name), *rank, *scale, f"{c.wan_mbit:.2f}", f"{c.server_cores:.2f}", f"{c.edge_cores:.2f}",
                   f"{c.latency_ms:.1f}")
     return t
+
+
+def _scale_cell(scale: float | None, policy) -> str:
+    if scale is None:
+        return "–"
+    held = policy is not None and policy.min_rate_scale == scale  # raised to its budget's minimum
+    return f"{scale:g} (its minimum)" if held else f"{scale:g}"
 
 
 def _job_on_link(problem: PlacementProblem, job: str, host: str, mbit: float) -> str:
@@ -71,7 +78,7 @@ def compare_jobs_table(problem: PlacementProblem, result: PlanResult, parts: dic
                        others: list[OneByOne]) -> Table:
     """The joint plan beside planning the jobs one by one: each job's WAN and each link's Mbit/s, and whether the plans
     fit together."""
-    t = Table(title="Joint vs one by one (in the order of --profile)")
+    t = Table(title="Joint vs one by one")
     t.add_column("strategy")
     jobs = [job for job in problem.vertex_job.values()]
     jobs = list(dict.fromkeys(jobs))
@@ -85,7 +92,7 @@ def compare_jobs_table(problem: PlacementProblem, result: PlanResult, parts: dic
         ("joint", parts, result.cost, "yes" if result.cost is not None and result.cost.feasible else "[red]no[/]")]
     for o in others:
         fits = "yes" if o.feasible else "[red]no[/]"  # why: the line after the table
-        rows.append((o.strategy, o.results, o.cost, fits))
+        rows.append((o.label, o.results, o.cost, fits))
     for name, results, cost, fits in rows:
         per_job = [f"{results[j].cost.wan_mbit:.2f}" if j in results and results[j].cost is not None else "–"
                    for j in jobs]

@@ -3,7 +3,33 @@
 
 from __future__ import annotations
 
+import math
+
 import click
+
+from placement.errors import BadInput
+
+
+class RateScale(click.ParamType):
+    """One ``--rate-scale`` value: ``X`` (the fleet's) -> (None, X), ``JOB=X`` -> (JOB, X); X a number above 0."""
+
+    name = "[JOB=]X"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, tuple):
+            return value
+        text = str(value)
+        job, eq, number = text.rpartition("=")
+        if eq and not job.strip():
+            self.fail(f"{text!r}: no job name before '=' (JOB=X, e.g. iot-sensors=1.5)", param, ctx)
+        try:
+            x = float(number)
+        except ValueError:
+            x = math.nan
+        if not math.isfinite(x) or x <= 0:
+            self.fail(f"{text!r}: the scale must be a number above 0 (X or JOB=X, e.g. 1.5 or iot-sensors=1.5)",
+                      param, ctx)
+        return (job.strip() if eq else None), x
 
 
 @click.command()
@@ -26,8 +52,9 @@ import click
               help="override the inventory policy's objective")
 @click.option("--mode", type=click.Choice(["custom", "vanilla"]), default=None,
               help="override flink.placement_mode of the inventory")
-@click.option("--rate-scale", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
-              help="plan for this multiple of the profiled rates")
+@click.option("--rate-scale", "rate_scale", type=RateScale(), multiple=True, metavar="[JOB=]X",
+              help="plan for this multiple of the profiled rates (default 1); with several --profile, JOB=X plans "
+                   "that job at its own multiple, the others at X (repeatable)")
 @click.option("--rescale", is_flag=True,
               help="choose every operator's parallelism together with the placement, for the target rate "
                    "(--rate-scale or --target-rate)")
@@ -53,7 +80,8 @@ import click
               help="make the input warnings (a pin naming no vertex, another job's profile, a 'bps' rate) errors, "
                    "exit 2")
 def plan(inventory_path: str, profile_path: tuple[str, ...], out_dir: str, solver: str, time_limit: float, gap: float,
-         objective: str | None, mode: str | None, rate_scale: float, rescale: bool, target_rate: str | None,
+         objective: str | None, mode: str | None, rate_scale: tuple[tuple[str | None, float], ...], rescale: bool,
+         target_rate: str | None,
          compare: bool, as_json: bool, method: str = "auto", max_rate: bool = False, add_host: tuple[str, ...] = (),
          link: tuple[str, ...] = (), verbose: bool = False, quiet: bool = False, strict: bool = False,
          running: tuple[str, ...] = ()) -> None:
@@ -66,11 +94,33 @@ def plan(inventory_path: str, profile_path: tuple[str, ...], out_dir: str, solve
     an error.
     """
     options = dict(locals())  # the parsed options, by parameter name
+    options["rate_scale"], job_rate_scales = rate_scales(rate_scale)
     if len(profile_path) > 1:  # several jobs placed together (issue 24)
         from placement.cli.plan_jobs import run_jobs
 
-        run_jobs(**options)
+        run_jobs(**options, job_rate_scales=job_rate_scales)
         return
+    if job_rate_scales:
+        raise BadInput(f"{next(iter(job_rate_scales))}=…: JOB=X scales one of several jobs planned together; with one "
+                       "--profile give --rate-scale X", field="--rate-scale")
     from placement.cli.plan_run import run_plan  # the solver's imports, only once the options are known to be right
 
     run_plan(**{**options, "profile_path": profile_path[0]})
+
+
+def rate_scales(given: tuple[tuple[str | None, float], ...]) -> tuple[float, dict[str, float]]:
+    """``--rate-scale`` values (:class:`RateScale`) as (the fleet's scale, job -> its own): ``X`` once at most
+    (default 1), ``JOB=X`` once per job. Which jobs exist is known only once the profiles are read
+    (:func:`placement.cli.plan_jobs.run_jobs`)."""
+    scale: float | None = None
+    per_job: dict[str, float] = {}
+    for job, x in given:
+        if job is None:
+            if scale is not None:
+                raise BadInput(f"the fleet's scale is given twice ({scale:g} and {x:g})", field="--rate-scale")
+            scale = x
+        elif job in per_job:
+            raise BadInput(f"job {job!r} is given twice ({per_job[job]:g} and {x:g})", field="--rate-scale")
+        else:
+            per_job[job] = x
+    return (1.0 if scale is None else scale), per_job

@@ -53,16 +53,26 @@ def _whatif(inv: Inventory, profiles: list[JobProfile], add_host: tuple[str, ...
 
 
 def _joint_builder(inv: Inventory, profiles: list[JobProfile], names: list[str], running: RunningPlans, *,
-                   placement_mode: str, inventory_source: str, policies: dict[str, JobPolicy]):
-    """The joint problem at a fleet rate scale (:func:`build_joint`: each job at that scale, or at its
-    ``min_rate_scale`` when higher — what ``--max-rate`` searches over; a plain plan below a minimum is refused
-    before), every job around the running ones."""
+                   placement_mode: str, inventory_source: str, policies: dict[str, JobPolicy],
+                   job_scales: dict[str, float]):
+    """The joint problem at a fleet rate scale (:func:`build_joint`: each job at that scale, or its own
+    ``--rate-scale JOB=X``, or its ``min_rate_scale`` when higher — what ``--max-rate`` searches over; a plain plan
+    below a minimum is refused before), every job around the running ones."""
     named = list(zip(names, profiles))
 
     def build(scale: float) -> JointProblem:
         return build_joint(inv, named, scale, placement_mode=placement_mode, inventory_source=inventory_source,
-                           policies=policies, known=running.vertices, adjust=lambda p: with_running(p, running.uses))
+                           policies=policies, known=running.vertices, adjust=lambda p: with_running(p, running.uses),
+                           job_scales=job_scales)
     return build
+
+
+def _check_job_scales(job_scales: dict[str, float], names: list[str]) -> None:
+    """``--rate-scale JOB=X`` names a job planned here (by its name in the fleet: a second copy is ``job-2``)."""
+    for job in job_scales:
+        if job not in names:
+            raise BadInput(f"{job}={job_scales[job]:g}: no job {job!r} is planned here (the jobs: {', '.join(names)})",
+                           field="--rate-scale")
 
 
 def _held_at_minimum(joint: JointProblem) -> list[str]:
@@ -82,15 +92,19 @@ def run_jobs(inventory_path: str, profile_path: tuple[str, ...], out_dir: str, s
              gap: float, objective: str | None, mode: str | None, rate_scale: float, rescale: bool,
              target_rate: str | None, compare: bool, as_json: bool, method: str = "auto", max_rate: bool = False,
              add_host: tuple[str, ...] = (), link: tuple[str, ...] = (), verbose: bool = False, quiet: bool = False,
-             strict: bool = False, running: tuple[str, ...] = ()) -> None:
-    """``placement plan`` with several profiles (see the module doc)."""
+             strict: bool = False, running: tuple[str, ...] = (),
+             job_rate_scales: dict[str, float] | None = None) -> None:
+    """``placement plan`` with several profiles (see the module doc); ``job_rate_scales``: job -> its own rate scale
+    (``--rate-scale JOB=X``), the others at ``rate_scale``."""
+    job_scales = dict(job_rate_scales or {})
     _check_options(rescale, target_rate)
-    capacity_plan.check_options(max_rate, False, rate_scale, method)
+    capacity_plan.check_options(max_rate, False, rate_scale, method, per_job=bool(job_scales))
     inv = load_inventory(inventory_path)
     profiles = [load_profile(p) for p in profile_path]
     check_writable(Path(out_dir))
     inv, whatif_notes = _whatif(inv, profiles, add_host, link)
     names = unique_names([p.job.name for p in profiles])
+    _check_job_scales(job_scales, names)
     dirs = dict(zip(names, dir_names(names)))
     runs = load_running(running, inv, names)
     options = SolverOptions(solver=solver, time_limit=time_limit, gap=gap, objective=objective,  # type: ignore[arg-type]
@@ -98,9 +112,9 @@ def run_jobs(inventory_path: str, profile_path: tuple[str, ...], out_dir: str, s
     placement_mode = mode or inv.flink.placement_mode
     policies = job_policies(inv, [(name, p.job.name) for name, p in zip(names, profiles)])
     if not max_rate:
-        check_rate_scale(policies, rate_scale)
+        check_rate_scale(policies, rate_scale, job_scales)
     build = _joint_builder(inv, profiles, names, runs, placement_mode=placement_mode, inventory_source=inventory_path,
-                           policies=policies)
+                           policies=policies, job_scales=job_scales)
     joint = build(rate_scale)
     # the inventory's job block is one job's submission: for the others, redeploy.sh and apply would resubmit it —
     # true of each job's plan directory as of a single-job plan, so said as for one job
@@ -194,7 +208,8 @@ def _cost_json(c: PlanCost) -> dict:
 
 
 def _one_by_one_json(o: OneByOne) -> dict:
-    out: dict = {"strategy": o.strategy, "feasible": o.feasible, "failed": o.failed, "reason": o.reason or None,
+    out: dict = {"strategy": o.strategy, **({"order": list(o.order)} if o.order else {}), "feasible": o.feasible,
+                 "failed": o.failed, "reason": o.reason or None,
                  "jobs": {name: {"status": r.status, **(_cost_json(r.cost) if r.cost is not None else {})}
                           for name, r in o.results.items()}}
     if o.cost is not None:
@@ -251,8 +266,10 @@ def _print(console: Console, inv: Inventory, joint: JointProblem, runs: RunningP
     plan_tables.print_preamble(console, problem, runs.jobs, whatif_notes, capped)
     plan_tables.print_outcome(console, result)
     if result.cost is not None:
-        held = {job.name: job.problem.rate_scale for job in joint.jobs if job.problem.rate_scale > problem.rate_scale}
-        print_table(console, jobs_tables.jobs_table(parts, problem, held))
+        scales = {job.name: job.problem.rate_scale for job in joint.jobs}
+        if len(set(scales.values())) == 1:  # one scale for the set: the preamble says it
+            scales = {}
+        print_table(console, jobs_tables.jobs_table(parts, problem, scales))
         print_table(console, jobs_tables.shared_links_table(problem, result.cost, parts))
         print_table(console, plan_tables.hosts_table(result))
         print_table(console, plan_tables.placement_table(problem, result))

@@ -56,16 +56,17 @@ def _infeasible(result: dict) -> tuple[str, ...]:
 
 def plan_jobs_command(inventory: Path) -> JobsPlanFn:
     """The planner for several jobs watched together: ``placement plan --inventory INV --profile A --profile B …
-    --out DIR --json --rate-scale S``, the command itself (one joint model over the shared uplinks and hosts; DIR is
+    --out DIR --json --rate-scale A=S_A --rate-scale B=S_B …`` (each job at its own scale), the command itself (one joint model over the shared uplinks and hosts; DIR is
     a fleet directory, what ``placement apply --plan DIR`` applies as one change). Each job's part — its plan
     directory, links and assignment — is read back as the one-job planner reads a plan."""
     from placement.loading import load_model
     from placement.writers.fleetjson import FLEET_FILE, FleetDocument
     from placement.writers.planjson import load_plan
 
-    def run(profiles: Mapping[str, Path], out_dir: Path, rate_scale: float) -> PlanOutcome:
+    def run(profiles: Mapping[str, Path], out_dir: Path, scales: Mapping[str, float]) -> PlanOutcome:
         args = ["--inventory", str(inventory), *[a for p in profiles.values() for a in ("--profile", str(p))],
-                "--out", str(out_dir), "--json", "--rate-scale", f"{rate_scale:.4f}"]
+                "--out", str(out_dir), "--json",
+                *[a for name, x in scales.items() for a in ("--rate-scale", f"{name}={x:.4f}")]]
         summary = _run_plan(args)
         first = summary["results"][0]
         if first["status"] == "infeasible" or not (out_dir / FLEET_FILE).is_file():

@@ -141,30 +141,37 @@ def job_scale(policy: JobPolicy | None, scale: float) -> float:
     return max(scale, floor) if floor is not None else scale
 
 
-def check_rate_scale(policies: Mapping[str, JobPolicy], scale: float) -> None:
-    """A plain plan at ``scale`` (``--rate-scale``) below a job's minimum is refused: the user asked for a rate the
-    job's budget says it must not drop to (``--max-rate`` is where the minimum takes part)."""
+def check_rate_scale(policies: Mapping[str, JobPolicy], scale: float,
+                     job_scales: Mapping[str, float] | None = None) -> None:
+    """A plain plan at ``scale`` (``--rate-scale``; a job's own where ``job_scales`` gives one) below a job's minimum
+    is refused: the user asked for a rate the job's budget says it must not drop to (``--max-rate`` is where the
+    minimum takes part)."""
     for name, p in policies.items():
-        if p.min_rate_scale is not None and scale < p.min_rate_scale:
-            raise BadInput(f"{scale:g} is below job {name!r}'s budget.min_rate_scale {p.min_rate_scale:g}: plan at "
+        asked = (job_scales or {}).get(name, scale)
+        if p.min_rate_scale is not None and asked < p.min_rate_scale:
+            raise BadInput(f"{asked:g} is below job {name!r}'s budget.min_rate_scale {p.min_rate_scale:g}: plan at "
                            f"--rate-scale {p.min_rate_scale:g} or more, or use --max-rate", field="--rate-scale")
 
 
-def combine(named: Sequence[tuple[str, PlacementProblem]],
-            policies: Mapping[str, JobPolicy] | None = None) -> JointProblem:
+def combine(named: Sequence[tuple[str, PlacementProblem]], policies: Mapping[str, JobPolicy] | None = None,
+            scales: Mapping[str, float] | None = None) -> JointProblem:
     """One problem over every job's subtasks (see the module doc). ``named``: (unique job name, its problem); the
     problems must come from one inventory, policy and rate scale — or, with ``policies``, a job's rate scale may be
-    its ``min_rate_scale`` above the others' (:func:`job_scale`; the joint problem's is the lowest). ``policies``: job
-    name -> its priority and budget (:func:`job_policies`)."""
+    its ``min_rate_scale`` above the others' (:func:`job_scale`; the joint problem's is the lowest); ``scales``: job
+    name -> the rate scale asked of that job where it has its own (``--rate-scale JOB=X``), before any minimum.
+    ``policies``: job name -> its priority and budget (:func:`job_policies`)."""
     problems = [p for _, p in named]
     first = problems[0]
     policies = dict(policies or {})
     fleet_scale = min(p.rate_scale for p in problems)
-    held = {name for name, p in named if p.rate_scale != fleet_scale
-            and p.rate_scale == job_scale(policies.get(name), fleet_scale)}
-    if any(p.policy != first.policy or p.slot_sharing != first.slot_sharing for p in problems) or any(
-            p.rate_scale != fleet_scale and name not in held for name, p in named):
-        raise ValueError("jobs planned together must share the inventory's policy and the rate scale")
+
+    def as_asked(name: str, p: PlacementProblem) -> bool:
+        asked = (scales or {}).get(name, fleet_scale)
+        return p.rate_scale in (asked, job_scale(policies.get(name), asked))
+    if any(p.policy != first.policy or p.slot_sharing != first.slot_sharing for p in problems) or not all(
+            as_asked(name, p) for name, p in named):
+        raise ValueError("jobs planned together must share the inventory's policy and the rate scale (or the scale "
+                         "asked of each)")
     jobs = tuple(Job(name, p, f"j{n}_") for n, (name, p) in enumerate(named))
     subtasks, channels, order, names, whole, vertex_job, warnings, input_warnings = [], [], [], {}, set(), {}, [], []
     latency_bounds: dict[tuple[str, str], float] = {}
@@ -196,19 +203,22 @@ def _renamed(ch: Channel, prefix: str) -> Channel:
 
 def build_joint(inv: Inventory, named: Sequence[tuple[str, JobProfile]], scale: float, *, placement_mode: str,
                 inventory_source: str, policies: Mapping[str, JobPolicy], known: frozenset[str] = frozenset(),
-                adjust: Callable[[PlacementProblem], PlacementProblem] = lambda p: p) -> JointProblem:
+                adjust: Callable[[PlacementProblem], PlacementProblem] = lambda p: p,
+                job_scales: Mapping[str, float] | None = None) -> JointProblem:
     """The joint problem of ``named`` ((unique job name, its profile)) at the fleet's rate ``scale``: each job built
-    as for one job at that scale, or at its ``min_rate_scale`` when higher (:func:`job_scale`), then
-    :func:`combine`-d. ``known``: vertex names and ids of jobs not planned (running ones: their pins are no typo);
-    ``adjust``: what is done to each job's problem before combining (``placement plan --running``'s fixed load).
-    ``placement plan`` with several profiles and ``placement watch`` of several jobs both build it here."""
+    as for one job at that scale — or at its own in ``job_scales`` (job name -> scale: ``--rate-scale JOB=X``, the
+    watch's per-job demand) — or at its ``min_rate_scale`` when higher (:func:`job_scale`), then :func:`combine`-d.
+    ``known``: vertex names and ids of jobs not planned (running ones: their pins are no typo); ``adjust``: what is
+    done to each job's problem before combining (``placement plan --running``'s fixed load). ``placement plan`` with
+    several profiles and ``placement watch`` of several jobs both build it here."""
     others = [other | known for other in vertex_keys([p for _, p in named])]
+    asked = {name: (job_scales or {}).get(name, scale) for name, _ in named}
 
     def options(name: str) -> PlanOptions:
-        return PlanOptions(rate_scale=job_scale(policies.get(name), scale), placement_mode=placement_mode)
+        return PlanOptions(rate_scale=job_scale(policies.get(name), asked[name]), placement_mode=placement_mode)
     return combine([(name, adjust(build_problem(inv, p, options(name), inventory_source=inventory_source,
                                                 other_jobs=other)))
-                    for (name, p), other in zip(named, others)], policies)
+                    for (name, p), other in zip(named, others)], policies, asked)
 
 
 def job_costs(joint: JointProblem, assignment: Assignment, total: PlanCost | None) -> dict[str, PlanCost]:

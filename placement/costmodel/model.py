@@ -319,6 +319,11 @@ class PlacementProblem:
         running send is not counted against it — a share is of the link, not of what they leave)."""
         return share * (h.uplink_mbit or 0.0) * self.policy.wan_headroom
 
+    def priority_of(self, job: str) -> int:
+        """A job's priority; 0 for a job without one (as the objective ranks it beside jobs that have one)."""
+        policy = self.job_policies.get(job)
+        return policy.priority or 0 if policy else 0
+
     @cached_property
     def priority_classes(self) -> tuple[tuple[int, frozenset[str]], ...]:
         """(priority, its jobs), highest first; () when no job has a priority (one class: today's objective). Jobs
@@ -328,8 +333,7 @@ class PlacementProblem:
         jobs = dict.fromkeys(self.vertex_job.values())
         ranks: dict[int, set[str]] = {}
         for job in jobs:
-            policy = self.job_policies.get(job)
-            ranks.setdefault(policy.priority or 0 if policy else 0, set()).add(job)
+            ranks.setdefault(self.priority_of(job), set()).add(job)
         if len(ranks) == 1:
             return ()  # every job of one rank: equals, as without priorities
         return tuple((p, frozenset(ranks[p])) for p in sorted(ranks, reverse=True))

@@ -2,7 +2,9 @@
 (``placement plan --profile a.json --profile b.json --compare``).
 
 * :func:`in_sequence`: each job planned optimally around the earlier ones' plans, as fixed load
-  (:mod:`placement.costmodel.running`), in the order given. A later job may find nothing left that fits.
+  (:mod:`placement.costmodel.running`), the higher priority first (the inventory's ``jobs:`` entries; ties, and jobs
+  without one, in the order given) — as a user who ranks the jobs would plan them. A later job may find nothing left
+  that fits.
 * :func:`each_alone`: each job planned as if it had the fleet to itself; together they may oversubscribe a link or
   a host (the joint problem's evaluation says where).
 * :func:`all_jobs_on_server`: nobody places them — sources where their data is born, the rest on servers.
@@ -16,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from placement.costmodel.evaluate import PlanCost, evaluate
-from placement.costmodel.jobs import JointProblem
+from placement.costmodel.jobs import Job, JointProblem
 from placement.costmodel.running import merged, uses_of, with_running
 from placement.solver.baselines import all_on_server
 from placement.solver.methods import Method, solve_with
@@ -32,6 +34,12 @@ class OneByOne:
     cost: PlanCost | None  # the jobs' plans together, on the joint problem (None: some job found no plan)
     failed: str | None = None  # the first job that found no plan
     reason: str = ""  # why (its shortfall)
+    order: tuple[str, ...] = ()  # the order the jobs were planned in (one by one); () where order plays no part
+
+    @property
+    def label(self) -> str:
+        """The strategy as a row says it: one by one with the order used (``one by one: job-B, job-A``)."""
+        return f"{self.strategy}: {', '.join(self.order)}" if self.order else self.strategy
 
     @property
     def feasible(self) -> bool:
@@ -49,17 +57,26 @@ def _together(joint: JointProblem, results: dict[str, PlanResult]) -> PlanCost |
     return evaluate(joint.problem, joint.join({name: r.assignment for name, r in results.items()}))  # type: ignore[misc]
 
 
+def priority_order(joint: JointProblem) -> list[Job]:
+    """The jobs the higher priority first; ties keep their given order (``sorted`` is stable)."""
+    return sorted(joint.jobs, key=lambda job: -joint.problem.priority_of(job.name))
+
+
 def in_sequence(joint: JointProblem, options: SolverOptions = SolverOptions(), method: Method = "auto") -> OneByOne:
-    """Each job in turn, around the earlier jobs' plans (and whatever runs already, in each job's own problem)."""
+    """Each job in turn, in :func:`priority_order`, around the earlier jobs' plans (and whatever runs already, in each
+    job's own problem)."""
     results: dict[str, PlanResult] = {}
     earlier: dict = {}
-    for job in joint.jobs:
+    jobs = priority_order(joint)
+    order = tuple(job.name for job in jobs)
+    for job in jobs:
         result = solve_with(with_running(job.problem, earlier), options, method)
         results[job.name] = result
         if result.assignment is None or result.cost is None:
-            return OneByOne("one by one", results, None, failed=job.name, reason=result.reason or result.status)
+            return OneByOne("one by one", results, None, failed=job.name, reason=result.reason or result.status,
+                            order=order)
         earlier = merged(earlier, _cost_uses(job.name, result.cost))
-    return OneByOne("one by one", results, _together(joint, results))
+    return OneByOne("one by one", results, _together(joint, results), order=order)
 
 
 def each_alone(joint: JointProblem, options: SolverOptions = SolverOptions(), method: Method = "auto") -> OneByOne:

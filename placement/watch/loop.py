@@ -87,8 +87,9 @@ class PlanOutcome:
 
 
 PlanFn = Callable[[Path, Path, float], PlanOutcome]  # (profile.json, out dir, rate scale) -> outcome
-# several jobs: (job -> its profile.json, out dir, rate scale) -> the joint outcome (its jobs: each job's part)
-JobsPlanFn = Callable[[Mapping[str, Path], Path, float], PlanOutcome]
+# several jobs: (job -> its profile.json, out dir, job -> its rate scale) -> the joint outcome (its jobs: each job's
+# part)
+JobsPlanFn = Callable[[Mapping[str, Path], Path, Mapping[str, float]], PlanOutcome]
 AskFn = Callable[[Decision, Proposal], bool]
 
 
@@ -414,16 +415,17 @@ class Watch:
             self._update("re-planning")
             try:
                 if self.several:
-                    proposal, scale = self._replan_jobs(tick, seen, drifts)
+                    proposal, scales = self._replan_jobs(tick, seen, drifts)
+                    notes += [f"planned job {name} for {scale:.2f}x its window's profiled rates (its sources' demand "
+                              "now)" for name, scale in scales.items() if scale > 1.005]
                 else:
                     s = seen[0]
                     proposal, scale = self._replan(tick, s.profile, s.window, s.running,  # type: ignore[arg-type]
                                                    drifts)
+                    if scale > 1.005:
+                        notes.append(f"planned for {scale:.2f}x the window's profiled rates (the sources' demand now)")
             except PlacementError as exc:
                 notes.append(f"re-plan failed: {exc}")
-            else:
-                if scale > 1.005:
-                    notes.append(f"planned for {scale:.2f}x the window's profiled rates (the sources' demand now)")
         decision = decide(self.state, now_ms, drifts, proposal, blockers, self.o.policy)
         if decision.action == "apply" and all(s.job is not None for s in seen) and self.o.apply != "never":
             waited = next(filter(None, (self._checkpoint_settled(s.job.id) for s in seen if s.job)), None)
@@ -665,13 +667,14 @@ class Watch:
                                                                   placement_mode=self.inventory.flink.placement_mode),
                              inventory_source=str(self.o.inventory_path))
 
-    def _joint(self, profiles: Mapping[str, JobProfile], rate_scale: float) -> JointProblem:
+    def _joint(self, profiles: Mapping[str, JobProfile], rate_scale: float,
+               job_scales: Mapping[str, float] | None = None) -> JointProblem:
         """The watched jobs' joint problem as ``placement plan --profile … --profile …`` builds it (each job's
-        priority and budget from the inventory's ``jobs:``)."""
+        priority and budget from the inventory's ``jobs:``; ``job_scales``: job -> its own rate scale)."""
         policies = job_policies(self.inventory, [(name, p.job.name) for name, p in profiles.items()])
         return build_joint(self.inventory, list(profiles.items()), rate_scale,
                            placement_mode=self.inventory.flink.placement_mode,
-                           inventory_source=str(self.o.inventory_path), policies=policies)
+                           inventory_source=str(self.o.inventory_path), policies=policies, job_scales=job_scales)
 
     def _drop_old_windows(self, track: JobTrack, keep: int = 20) -> None:
         import shutil
@@ -705,19 +708,20 @@ class Watch:
         track.planned_rates = {name: rate * scale for name, rate in window.source_rates.items()}
         return proposal, scale
 
-    def _replan_jobs(self, tick: int, seen: Sequence[Seen], drifts: Iterable[Drift] = ()) -> tuple[Proposal, float]:
+    def _replan_jobs(self, tick: int, seen: Sequence[Seen],
+                     drifts: Iterable[Drift] = ()) -> tuple[Proposal, dict[str, float]]:
         """:meth:`_replan` of several jobs: one joint plan of every watched job with its fresh profile
         (``placement plan --profile … --profile …``), the running placements priced together under the same load.
-        One rate scale for the set (``placement plan`` plans every job at one ``--rate-scale``): the largest any job's
-        sources want now — the measured rates where nothing fits it."""
+        Each job at its own rate scale (``--rate-scale JOB=X``): what its own sources want now, so a job whose
+        demand grew does not over-plan the others — the measured rates of every job where nothing fits them."""
         profiles = {s.track.name: s.track.windows_dir / f"tick-{tick:05d}" / "profile.json" for s in seen}
-        scale = max(demand_scale(s.window, self.o.max_demand_scale) for s in seen)  # type: ignore[arg-type]
-        outcome = self.plan_jobs_fn(profiles, self.plans_dir / f"tick-{tick:05d}", scale)  # type: ignore[misc]
-        if not outcome.fits and scale > 1.0:
-            scale = 1.0
+        scales = {s.track.name: demand_scale(s.window, self.o.max_demand_scale) for s in seen}  # type: ignore[arg-type]
+        outcome = self.plan_jobs_fn(profiles, self.plans_dir / f"tick-{tick:05d}", scales)  # type: ignore[misc]
+        if not outcome.fits and max(scales.values()) > 1.0:
+            scales = dict.fromkeys(scales, 1.0)
             outcome = self.plan_jobs_fn(profiles, self.plans_dir / f"tick-{tick:05d}-measured",  # type: ignore[misc]
-                                        scale)
-        joint = self._joint({s.track.name: s.profile for s in seen}, scale)  # type: ignore[misc]
+                                        scales)
+        joint = self._joint({s.track.name: s.profile for s in seen}, 1.0, scales)  # type: ignore[misc]
         running = joint_running(joint, {s.track.name: s.running for s in seen})
         if running is not None:
             cost = evaluate(joint.problem, running)
@@ -733,8 +737,8 @@ class Watch:
             part = outcome.jobs.get(s.track.name)
             s.track.planned_links = dict(part.links) if part is not None else {}
             rates = s.window.source_rates  # type: ignore[union-attr]
-            s.track.planned_rates = {name: rate * scale for name, rate in rates.items()}
-        return proposal, scale
+            s.track.planned_rates = {name: rate * scales[s.track.name] for name, rate in rates.items()}
+        return proposal, scales
 
     def _act(self, decision: Decision, proposal: Proposal, now_ms: int) -> dict[str, Any]:
         if self.o.apply == "never":

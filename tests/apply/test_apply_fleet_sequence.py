@@ -4,6 +4,7 @@ installed once."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from support.plan_dirs import write_fleet_dir
 from placement.apply.fleet import deduplicate_uploads, describe_fleet, fleet_sequence, load_fleet
 from placement.apply.request import load_request
 from placement.inventory import load_inventory
-from placement.apply.fleet_order import FleetOrder
+from placement.apply.fleet_order import FleetOrder, cores, slots, uplink
 from placement.apply.model import (
     AcquireLock,
     ApplyPlan,
@@ -138,7 +139,7 @@ def test_each_job_is_resubmitted_with_its_own_inventory_entry(tmp_path):
     by_job = {r.plan.job: (r.selector.job_name, r.inventory.job.program_args, r.inventory.job.entry_class)
               for r in freq.requests}
     assert by_job == {"a": ("a", ["--job-name", "a"], "Main"), "b": ("b", ["--job-name", "b"], "Main")}
-    assert freq.limits == {"rpi1→server": pytest.approx(45.0)}
+    assert freq.limits == {uplink("rpi1→server"): pytest.approx(45.0)}  # the hand-made fleet.json lists no host
 
 
 def test_one_job_of_a_fleet_applied_alone_is_resubmitted_with_its_own_entry(tmp_path):
@@ -215,13 +216,54 @@ def test_the_running_load_is_the_running_placement_under_the_profiles_cost_model
 
     # the sources on the Pi, the sink on the server: both sources' 2 x 1000 records/s of 500 bytes cross the uplink
     loads, why = running_loads(req, view({"source-s": ("rpi1", "rpi1"), "sink-t": ("server",)}), {"a": job})
-    assert why is None and loads["rpi1→server"] == pytest.approx(8.0, rel=0.1)
+    assert why is None and loads[uplink("rpi1→server")] == pytest.approx(8.0, rel=0.1)
+    # and per host: its subtasks' cores, and the slots it fills (slot sharing: the most subtasks of one vertex there)
+    assert (loads[slots("rpi1")], loads[slots("server")]) == (2.0, 1.0)
+    assert loads[cores("rpi1")] > 0 and loads[cores("server")] > 0
     # everything on the server: nothing on the uplink
     loads, _ = running_loads(req, view({"source-s": ("server", "server"), "sink-t": ("server",)}), {"a": job})
-    assert loads == {"rpi1→server": 0.0}
+    assert loads[uplink("rpi1→server")] == 0.0
     # a TaskManager that is no inventory host: unknown, with the reason
     loads, why = running_loads(req, view({"source-s": ("tm-7", "server"), "sink-t": ("server",)}), {"a": job})
     assert loads is None and "cannot be evaluated" in why
+
+
+def test_the_limits_and_each_jobs_planned_load_cover_every_link_and_host(tmp_path):
+    """fleet.json's hosts give the order the CPU and slots to check, beside the links: usable cores (the TaskManager
+    baseline already off, once) and slots, and each job's share of them."""
+    from placement.writers.fleetjson import HostShare
+
+    inv = inventory(tmp_path, jobs=[{"name": "b", "program_args": []}])
+    fleet = write_fleet_dir(tmp_path / "out", inv, {"a": PLACED, "b": MOVED})
+    freq = load_fleet(fleet, inv)
+    rpi1 = HostShare(host="rpi1", role="edge", cores=4, cores_used=1.5, cores_usable=2.6, slots_used=3, slots=4,
+                     memory_mib_used=0, jobs={"a": {"cores": 1.0, "slots": 2, "memory_mib": 0, "subtasks": 2},
+                                              "b": {"cores": 0.5, "slots": 1, "memory_mib": 0, "subtasks": 1}})
+    freq = dataclasses.replace(freq, fleet=freq.fleet.model_copy(update={"hosts": [rpi1]}))
+    assert freq.limits[cores("rpi1")] == 2.6 and freq.limits[slots("rpi1")] == 4.0
+    assert {k: v for k, v in freq.new_loads("b").items() if k.kind != "uplink"} == {cores("rpi1"): 0.5,
+                                                                                    slots("rpi1"): 1.0}
+
+
+def test_a_job_whose_plan_is_in_effect_counts_in_every_state_of_the_order(tmp_path, monkeypatch):
+    """prepare_fleet hands the order what an unmoved (noop) job uses: it runs beside every mixed state."""
+    import types
+
+    import placement.apply.fleet as fleet_mod
+
+    inv = inventory(tmp_path, jobs=[{"name": "b", "program_args": []}])
+    fleet = write_fleet_dir(tmp_path / "out", inv, {"a": PLACED, "b": MOVED},
+                            link_mbit={"rpi1→server": {"a": 3.0, "b": 4.0}})
+
+    def fake_prepare(req, **_):
+        noop = req.plan.job == "a"
+        return types.SimpleNamespace(plan=types.SimpleNamespace(noop=noop, restarts=()), unchecked=(), request=req,
+                                     view=types.SimpleNamespace(job_id=f"id-{req.plan.job}"), close=lambda: None)
+
+    monkeypatch.setattr(fleet_mod, "prepare", fake_prepare)
+    fp = fleet_mod.prepare_fleet(load_fleet(fleet, inv))
+    assert fp.order.jobs == ("b", "a") and fp.changing == ["b"]
+    assert fp.order.peak[uplink("rpi1→server")] == pytest.approx(7.0)  # b's plan beside a's, in effect
 
 
 def test_jobs_whose_names_differ_keep_their_own_state_files(tmp_path):

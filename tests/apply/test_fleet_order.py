@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import itertools
 
-from placement.apply.fleet_order import JobLoads, choose_order, over_limit, state_load
+from placement.apply.fleet_order import JobLoads, choose_order, cores, slots, uplink
 
-LINK = "rpi1→server"
+LINK = uplink("rpi1→server")
 
 
 def test_a_sequential_order_exists_and_the_fleet_order_is_kept_when_safe():
@@ -16,7 +16,7 @@ def test_a_sequential_order_exists_and_the_fleet_order_is_kept_when_safe():
     assert order.strategy == "sequential"
     assert order.jobs == ("a", "b")
     assert order.peak[LINK] == 30.0
-    assert "never puts more on a link" in order.reason
+    assert "never puts more on a link" in order.reason and "(at most 100% of rpi1→server)" in order.reason
 
 
 def test_the_safe_order_is_found_when_the_fleet_order_overloads():
@@ -29,13 +29,13 @@ def test_the_safe_order_is_found_when_the_fleet_order_overloads():
 def test_only_stop_all_is_safe_when_two_jobs_swap_links():
     # a moves from link 1 to link 2, b from link 2 to link 1; each link carries one job at a time: any first move
     # puts both on one link
-    l1, l2 = "rpi1→server", "rpi2→server"
+    l1, l2 = uplink("rpi1→server"), uplink("rpi2→server")
     jobs = [JobLoads("a", {l1: 25.0, l2: 0.0}, {l1: 0.0, l2: 25.0}),
             JobLoads("b", {l1: 0.0, l2: 25.0}, {l1: 25.0, l2: 0.0})]
     order = choose_order(jobs, {l1: 30.0, l2: 30.0})
     assert order.strategy == "stop-all"
     assert order.jobs == ("a", "b")
-    assert "a moved first: rpi2→server 50.00 > 30.00" in order.reason
+    assert "rpi2→server would carry 50.00 Mbit/s of 30.00 usable after moving a first" in order.reason
     assert order.peak == {l1: 25.0, l2: 25.0}  # never more than the plans themselves
 
 
@@ -51,28 +51,89 @@ def test_one_job_is_sequential():
     assert (order.strategy, order.jobs) == ("sequential", ("a",))
 
 
-def test_the_order_chosen_never_exceeds_a_link_on_random_fleets():
-    """Exhaustive over small random fleets: a sequential order is chosen exactly when some permutation is safe, and
-    every intermediate state of the chosen one is within the limits."""
+def test_only_the_slots_force_the_order():
+    # the uplink and the CPU allow either order; rpi1 has 4 slots: b (2 there) must leave before a fills 4.
+    # a first: a new 4 + b old 2 = 6 > 4; b first: a old 0 + b new 0 = 0, then the plans' 4
+    jobs = [JobLoads("a", {LINK: 5.0, cores("rpi1"): 0.0, slots("rpi1"): 0.0},
+                     {LINK: 5.0, cores("rpi1"): 0.5, slots("rpi1"): 4.0}),
+            JobLoads("b", {LINK: 5.0, cores("rpi1"): 0.5, slots("rpi1"): 2.0},
+                     {LINK: 5.0, cores("rpi1"): 0.0, slots("rpi1"): 0.0})]
+    limits = {LINK: 30.0, cores("rpi1"): 2.0, slots("rpi1"): 4.0}
+    order = choose_order(jobs, limits)
+    assert (order.strategy, order.jobs) == ("sequential", ("b", "a"))
+    assert order.peak[slots("rpi1")] == 4.0 and "(at most 100% of rpi1's slots)" in order.reason
+    # without the slot limit the fleet's own order is kept: it was the slots alone that forced b first
+    assert choose_order(jobs, {k: v for k, v in limits.items() if k != slots("rpi1")}).jobs == ("a", "b")
+
+
+def test_nothing_fits_in_between_so_stop_all_names_the_resource():
+    # a and b swap rpi1 and rpi2, each filling a Pi's 4 slots and most of its CPU: any first move puts both on one Pi
+    jobs = [JobLoads("job-A", {slots("rpi1"): 4.0, cores("rpi1"): 1.5, slots("rpi2"): 0.0, cores("rpi2"): 0.0},
+                     {slots("rpi1"): 0.0, cores("rpi1"): 0.0, slots("rpi2"): 4.0, cores("rpi2"): 1.5}),
+            JobLoads("job-B", {slots("rpi1"): 0.0, cores("rpi1"): 0.0, slots("rpi2"): 1.0, cores("rpi2"): 0.5},
+                     {slots("rpi1"): 1.0, cores("rpi1"): 0.5, slots("rpi2"): 0.0, cores("rpi2"): 0.0})]
+    limits = {slots("rpi1"): 4.0, cores("rpi1"): 2.8, slots("rpi2"): 4.0, cores("rpi2"): 2.8}
+    order = choose_order(jobs, limits)
+    assert order.strategy == "stop-all"
+    assert "rpi2's slots would be 5 of 4 after moving job-A first" in order.reason
+    # and the CPU alone, with room in the slots: the cores are named, with their usable figure
+    roomy = {**limits, slots("rpi1"): 8.0, slots("rpi2"): 8.0, cores("rpi1"): 1.8, cores("rpi2"): 1.8}
+    order = choose_order(jobs, roomy)
+    assert order.strategy == "stop-all"
+    assert "rpi2's cores would be 2.00 of 1.80 usable after moving job-A first" in order.reason
+
+
+def independently_safe(jobs: list[JobLoads], limits: dict, perm: tuple[str, ...]) -> bool:
+    """Every mixed state of moving ``perm`` one at a time within ``limits``, summed here without the module's help."""
+    by_name = {j.job: j for j in jobs}
+    for k in range(1, len(perm)):
+        moved = set(perm[:k])
+        for res, limit in limits.items():
+            total = sum((by_name[n].new if n in moved else by_name[n].old).get(res, 0.0) for n in by_name)
+            if total > limit + 1e-9:
+                return False
+    return True
+
+
+def test_the_order_chosen_never_exceeds_a_link_or_host_on_random_fleets():
+    """Exhaustive over small random fleets: a sequential order is chosen exactly when some permutation keeps every
+    uplink, every host's cores and every host's slots within the limits, and every intermediate state of the chosen
+    one is within them."""
     import random
 
     rng = random.Random(24)
-    links = ["l1", "l2"]
+    resources = [uplink("l1"), uplink("l2"), cores("h1"), cores("h2"), slots("h1"), slots("h2")]
+    amounts = {"uplink": (0.0, 5.0, 10.0, 20.0), "cores": (0.0, 0.25, 0.5, 1.0), "slots": (0.0, 1.0, 2.0, 3.0)}
+    caps = {"uplink": (20.0, 30.0, 40.0), "cores": (1.0, 1.5, 2.0), "slots": (3.0, 4.0, 6.0)}
     seen = {"sequential": 0, "stop-all": 0}
-    for _ in range(300):
+    forced_by = {"uplink": 0, "cores": 0, "slots": 0}  # fleets where that kind alone rules the fleet's order out
+    for _ in range(400):
         n = rng.choice((2, 3, 4))
-        jobs = [JobLoads(f"j{k}", {x: rng.choice((0.0, 5.0, 10.0, 20.0)) for x in links},
-                         {x: rng.choice((0.0, 5.0, 10.0, 20.0)) for x in links}) for k in range(n)]
-        limits = {x: rng.choice((20.0, 30.0, 40.0)) for x in links}
-
-        def safe(perm):
-            return all(not over_limit(state_load(jobs, frozenset(perm[:k])), limits) for k in range(1, len(perm)))
-
-        any_safe = any(safe(p) for p in itertools.permutations([j.job for j in jobs]))
+        jobs = [JobLoads(f"j{k}", {r: rng.choice(amounts[r.kind]) for r in resources},
+                         {r: rng.choice(amounts[r.kind]) for r in resources}) for k in range(n)]
+        limits = {r: rng.choice(caps[r.kind]) for r in resources}
+        perms = list(itertools.permutations([j.job for j in jobs]))
+        any_safe = any(independently_safe(jobs, limits, p) for p in perms)
         order = choose_order(jobs, limits)
         seen[order.strategy] += 1
         assert (order.strategy == "sequential") == any_safe
         assert sorted(order.jobs) == sorted(j.job for j in jobs)
         if order.strategy == "sequential":
-            assert safe(order.jobs)
+            assert independently_safe(jobs, limits, order.jobs)
+        fleet_order = perms[0]
+        for kind in forced_by:
+            alone = {r: v for r, v in limits.items() if r.kind == kind}
+            forced_by[kind] += not independently_safe(jobs, alone, fleet_order)
     assert min(seen.values()) > 20, seen  # both cases are exercised
+    assert min(forced_by.values()) > 20, forced_by  # and each kind of resource binds on its own
+
+
+def test_a_job_not_moved_counts_in_every_mixed_state():
+    # c's plan is in effect already (not moved) and holds 2 of rpi1's 4 slots: a first would be 2 + 2 (b old) + 2 = 6
+    jobs = [JobLoads("a", {slots("rpi1"): 0.0}, {slots("rpi1"): 2.0}),
+            JobLoads("b", {slots("rpi1"): 2.0}, {slots("rpi1"): 0.0})]
+    limits = {slots("rpi1"): 4.0}
+    assert choose_order(jobs, limits).jobs == ("a", "b")  # without c either order fits
+    order = choose_order(jobs, limits, steady={slots("rpi1"): 2.0})
+    assert (order.strategy, order.jobs) == ("sequential", ("b", "a"))
+    assert order.peak[slots("rpi1")] == 4.0

@@ -110,3 +110,29 @@ def test_a_plan_of_one_job_says_its_priority_and_budget_are_not_used(tmp_path, c
     plan = load_plan(out)
     assert plan.objective.wan_mbit == pytest.approx(1, rel=1e-3) and plan.budget is None  # over 0.36: not capped
     assert any("planned together" in w for w in plan.warnings)
+
+
+def test_compare_plans_one_by_one_the_higher_priority_first_and_says_the_order(tmp_path, capsys):
+    """contested(): whichever job is planned first reduces on the Pi's one core. In --profile order A takes it and B
+    finds no plan; with priority 1 for B, B is planned first (reduced, 1 Mbit/s) and A fits raw (10): 11 Mbit/s, as
+    the joint plan. Equal priorities keep --profile order."""
+    from test_multi_job_cli import contested
+
+    inv, profiles = contested()
+    runs, args = {}, {}
+    for tag, jobs in (("none", []), ("b-first", [{"name": "job-B", "priority": 1}, {"name": "job-A"}]),
+                      ("tie", [{"name": "job-A", "priority": 1}, {"name": "job-B", "priority": 1}])):
+        (tmp_path / tag).mkdir()
+        args[tag] = plan_args(*files(tmp_path / tag, with_jobs(inv, jobs), profiles), "--compare")
+        code, stdout, err = cli_run([*args[tag], "--out", tmp_path / tag / "out", "--json"], capsys)
+        assert code == 0, err
+        runs[tag] = next(c for c in json.loads(stdout)["compare"] if c["strategy"] == "one by one")
+    assert runs["none"]["order"] == ["job-A", "job-B"] and runs["none"]["failed"] == "job-B"
+    assert runs["tie"]["order"] == ["job-A", "job-B"] and runs["tie"]["failed"] == "job-B"
+    b_first = runs["b-first"]
+    assert b_first["order"] == ["job-B", "job-A"] and b_first["feasible"] and b_first["failed"] is None
+    assert b_first["jobs"]["job-B"]["wan_mbit"] == pytest.approx(1.0) and b_first["wan_mbit"] == pytest.approx(11.0)
+    # the terminal's row says the order it used
+    code, stdout, err = cli_run([*args["b-first"], "--out", tmp_path / "t"], capsys)
+    assert code == 0, err
+    assert any(line.startswith("│ one by one: job-B, job-A") for line in stdout.splitlines()), stdout

@@ -220,3 +220,64 @@ def test_a_fleet_directory_as_running_stands_for_all_its_jobs(tmp_path, capsys):
     link = next(s for s in summary["results"][0]["shortages"] if s["kind"] == "link")
     assert link["message"] == ("link rpi2→server needs 36.0 Mbit/s, has 50 (20.2 usable after running jobs "
                                "camera-meter-join's 21.5 Mbit/s, iot-sensors's 3.28 Mbit/s)")
+
+
+def scaled_by_hand(profile, x: float):
+    """``profile`` as if its sources sent ``x`` times as much: every subtask's records in and out and busy time."""
+    doc = profile.model_dump(mode="json")
+    for v in doc["vertices"]:
+        for s in v["subtasks"]:
+            for key in ("records_in_per_s", "records_out_per_s", "busy_ms_per_s"):
+                s[key] *= x
+    return type(profile).model_validate(doc)
+
+
+def test_each_jobs_own_rate_scale_plans_as_its_profile_scaled_by_hand(tmp_path, capsys):
+    """--rate-scale job-A=0.5 --rate-scale job-B=1.2 is the joint plan of A's profile at half its rates and B's at
+    1.2×, planned at 1: the same placement, links and objective; each plan.json records its own scale."""
+    inv, (a, b) = contested()
+    inv_path, paths = files(tmp_path, inv, [a, b])
+    code, out, err = cli_run(plan_args(inv_path, paths, "--out", tmp_path / "own", "--json", "--rate-scale",
+                                       "job-A=0.5", "--rate-scale", "job-B=1.2"), capsys)
+    assert code == 0, err
+    own = json.loads(out)["results"][0]
+    (tmp_path / "hand").mkdir()
+    _, by_hand_paths = files(tmp_path / "hand", inv, [scaled_by_hand(a, 0.5), scaled_by_hand(b, 1.2)])
+    code, out, err = cli_run(plan_args(inv_path, by_hand_paths, "--out", tmp_path / "hand" / "out", "--json"), capsys)
+    assert code == 0, err
+    by_hand = json.loads(out)["results"][0]
+    assert own["status"] == by_hand["status"] == "optimal"
+    for key in ("wan_mbit", "server_cores", "edge_cores", "latency_ms"):
+        assert own[key] == pytest.approx(by_hand[key]), key
+    assert own["links"] == pytest.approx(by_hand["links"])
+    # B reduces on the Pi (1.2 Mbit/s), A's half-rate raw stream goes up (5): neither scale alone would plan this
+    assert own["jobs"]["job-B"]["wan_mbit"] == pytest.approx(1.2) and own["jobs"]["job-A"]["wan_mbit"] == \
+        pytest.approx(5.0)
+    for job, scale in (("job-A", 0.5), ("job-B", 1.2)):
+        mine, theirs = load_plan(tmp_path / "own" / job), load_plan(tmp_path / "hand" / "out" / job)
+        assert mine.assignment == theirs.assignment
+        assert (mine.rate_scale, theirs.rate_scale) == (scale, 1.0)
+    # a global scale for the rest: B at its own 1.2, A at the fleet's 0.5 — the same plan again
+    code, out, err = cli_run(plan_args(inv_path, paths, "--out", tmp_path / "mixed", "--json", "--rate-scale", "0.5",
+                                       "--rate-scale", "job-B=1.2"), capsys)
+    assert code == 0, err
+    assert json.loads(out)["results"][0]["wan_mbit"] == pytest.approx(own["wan_mbit"])
+
+
+@pytest.mark.parametrize(("scales", "message"), [
+    (["job-C=2"], "--rate-scale: job-C=2: no job 'job-C' is planned here (the jobs: job-A, job-B)"),
+    (["job-A=fast"], "Invalid value for '--rate-scale': 'job-A=fast': the scale must be a number above 0"),
+    (["job-A=0"], "Invalid value for '--rate-scale': 'job-A=0': the scale must be a number above 0"),
+    (["=2"], "Invalid value for '--rate-scale': '=2': no job name before '='"),
+    (["1.5", "2"], "--rate-scale: the fleet's scale is given twice (1.5 and 2)"),
+    (["job-A=1", "job-A=2"], "--rate-scale: job 'job-A' is given twice (1 and 2)"),
+    (["job-A=2", "--max-rate"], "--max-rate: finds the scale of the rates itself: drop --rate-scale"),
+])
+def test_a_bad_per_job_rate_scale_is_one_line_exit_2(scales, message, tmp_path, capsys):
+    inv_path, paths = files(tmp_path, *contested())
+    extra = [a for s in scales for a in ((s,) if s.startswith("--") else ("--rate-scale", s))]
+    code, out, err = cli_run(plan_args(inv_path, paths, "--out", tmp_path / "o", *extra), capsys)
+    assert code == 2 and message in err and err.strip().count("\n") == 0, err
+    code, out, err = cli_run(["plan", "--inventory", inv_path, "--profile", paths[0], "--out", tmp_path / "one",
+                              "--rate-scale", "job-A=2"], capsys)
+    assert code == 2 and "with one --profile give --rate-scale X" in err and err.strip().count("\n") == 0, err

@@ -82,10 +82,11 @@ def fleet_watch(inv_path: Path, tmp_path: Path) -> Watch:
 
 
 def tick(watch: Watch, n: int, profiles: dict[str, JobProfile], blockers: dict[str, list[str]] | None = None,
-         running: dict | None = None, job_ids: dict[str, str] | None = None) -> dict:
+         running: dict | None = None, job_ids: dict[str, str] | None = None,
+         fresh: dict[str, dict[str, float]] | None = None) -> dict:
     """One tick as the loop makes it once the cluster was read: each job's window snapshot (its profile, where its
-    subtasks ran, the TaskManagers), or — a job in ``blockers`` — what ``_blockers`` said of it and no window. The
-    decision record as the log holds it."""
+    subtasks ran, the TaskManagers, ``fresh``: its sources' records/s over the last tick), or — a job in
+    ``blockers`` — what ``_blockers`` said of it and no window. The decision record as the log holds it."""
     now_ms = n * 30_000 + 90_000
     seen, observed = [], {}
     for track in watch.tracks:
@@ -96,7 +97,8 @@ def tick(watch: Watch, n: int, profiles: dict[str, JobProfile], blockers: dict[s
         snapshot = track.windows_dir / f"tick-{n:05d}"
         snapshot.mkdir(parents=True, exist_ok=True)
         observed[track.name] = Observed(snapshot, profiles[track.name], (running or RUNNING)[track.name],
-                                        now_ms - 90_000, (job_ids or {}).get(track.name, f"flink-{track.name}"), TMS, {})
+                                        now_ms - 90_000, (job_ids or {}).get(track.name, f"flink-{track.name}"), TMS,
+                                        (fresh or {}).get(track.name, {}))
     watch.status.ticks = n
     watch.clock = lambda: now_ms / 1000  # the tick's time is the loop's clock
     made = watch._conclude(n, now_ms, seen, watch._assess(seen, observed, now_ms))
@@ -158,6 +160,42 @@ def test_a_drift_of_one_job_re_plans_both_together_within_the_capacities_they_sh
 
     # the log holds the two decisions, one record each for the set
     assert [r["tick"] for r in read_log(tmp_path / "w" / "decisions.jsonl")] == [1, 2]
+
+
+def test_the_joint_re_plan_plans_each_job_at_its_own_demand(inv_path, tmp_path):
+    """B's sources send 1.2x what its window profiled (the counters lead the 60 s meters), A's what it profiled: the
+    joint re-plan asks `placement plan` for each job's own scale (--rate-scale job-A=1 --rate-scale job-B=1.2). At
+    that, B reduces on the Pi and A's raw 10 Mbit/s goes up: 11.2 of 12.6 fits. One scale for the set (1.2 for both,
+    as before) does not fit — A's 12 Mbit/s raw beside B's reduced 1.2 — and fell back to the measured rates,
+    under-planning B."""
+    calls = []
+    planner = plan_jobs_command(inv_path)
+
+    def recording(profiles, out_dir, scales):
+        calls.append(dict(scales))
+        return planner(profiles, out_dir, scales)
+
+    watch = Watch(WatchOptions(inventory_path=inv_path, job_name="job-A", job_names=("job-A", "job-B"),
+                               work_dir=tmp_path / "w", engine="pandas", log_path=tmp_path / "w" / "decisions.jsonl"),
+                  plan_jobs_fn=recording)
+    tick(watch, 1, {"job-A": A, "job-B": B_BEFORE})
+    rec = tick(watch, 2, {"job-A": A, "job-B": B_AFTER}, fresh={"job-B": {"Source: B": 1200.0}})
+    assert calls == [{"job-A": pytest.approx(1.0), "job-B": pytest.approx(1.2)}]  # fitted at once: no fallback
+    p = rec["proposal"]
+    assert p["planned_violations"] == [] and p["planned_wan_mbit"] == pytest.approx(10 + 1.2)
+    assert "planned job job-B for 1.20x its window's profiled rates (its sources' demand now)" in rec["notes"]
+    assert not any("job job-A for" in n for n in rec["notes"])
+    fleet_dir = Path(p["plan_dir"])
+    fleet = load_model(fleet_dir / "fleet.json", FleetDocument)
+    plans = {j.job: load_plan(fleet_dir / j.dir) for j in fleet.jobs}
+    assert plans["job-A"].rate_scale == pytest.approx(1.0) and plans["job-B"].rate_scale == pytest.approx(1.2)
+    assert watch.tracks[1].planned_rates == pytest.approx({"Source: B": 1200.0})
+    assert watch.tracks[0].planned_rates == pytest.approx({"Source: A": 1000.0})
+    # the old way, one scale for the set: nothing fits at 1.2 for both
+    inv = load_inventory(inv_path)
+    uniform = build_joint(inv, [("job-A", A), ("job-B", B_AFTER)], 1.2, placement_mode="custom",
+                          inventory_source=str(inv_path), policies={})
+    assert solve_with(uniform.problem).assignment is None
 
 
 def test_a_job_not_running_makes_no_joint_decision(inv_path, tmp_path):
