@@ -369,6 +369,27 @@ def _write_conf_dir(conf_dir: Path, conf: Mapping[str, object]) -> None:
     (conf_dir / "log4j.properties").write_text(LOG4J_PROPERTIES)
 
 
+# BashJavaUtils' answers in this process: (home, its version, command, sizing key) -> (JVM flags, dynamic properties).
+# Its answer is a function of the home's Flink and the sizing options alone, and each call is a JVM start of its own
+# (1.2-1.5 s, more on a busy machine): a process that starts several clusters of one home and sizing (the test suite
+# starts ~25) asks once. Only answers are kept; a rejected config is asked again.
+_MEMORY_FLAGS: dict[tuple[str, str, str, str], tuple[tuple[str, ...], tuple[str, ...]]] = {}
+
+
+def jobmanager_sizing_key(conf: Mapping[str, object]) -> str:
+    """What GET_JM_RESOURCE_PARAMS' answer depends on: the JobManager's memory options."""
+    return json.dumps({k: conf[k] for k in sorted(conf) if k.startswith("jobmanager.memory.")}, sort_keys=True, default=str)
+
+
+def _memory_flags_cached(home: FlinkHome, command: str, conf_dir: Path, sizing: str) -> tuple[list[str], list[str]]:
+    key = (str(home.path), str(home.version), command, sizing)
+    if key not in _MEMORY_FLAGS:
+        jvm, dyn = _memory_flags(home, command, conf_dir)
+        _MEMORY_FLAGS[key] = (tuple(jvm), tuple(dyn))
+    jvm_t, dyn_t = _MEMORY_FLAGS[key]
+    return list(jvm_t), list(dyn_t)
+
+
 def _memory_flags(home: FlinkHome, command: str, conf_dir: Path) -> tuple[list[str], list[str]]:
     proc = subprocess.run(bash_java_utils_argv(home, command, conf_dir), capture_output=True, text=True, timeout=120, check=False)
     if proc.returncode != 0:
@@ -428,25 +449,22 @@ def _start(spec: ClusterSpec, home: FlinkHome, rest_port: int, rpc_port: int, *,
     try:
         jm_conf_dir = spec.jobmanager_conf_dir or spec.work_dir / "jobmanager" / "conf"
         version = FlinkVersion.parse(home.version) if home.version else None
-        _write_conf_dir(jm_conf_dir, jobmanager_config(spec, rest_port, rpc_port, version))
-        jvm, dyn = _memory_flags(home, "GET_JM_RESOURCE_PARAMS", jm_conf_dir)
+        jm_conf = jobmanager_config(spec, rest_port, rpc_port, version)
+        _write_conf_dir(jm_conf_dir, jm_conf)
+        jvm, dyn = _memory_flags_cached(home, "GET_JM_RESOURCE_PARAMS", jm_conf_dir, jobmanager_sizing_key(jm_conf))
         jm_log = spec.work_dir / "jobmanager" / "jobmanager.log"
         jm_log.parent.mkdir(parents=True, exist_ok=True)
         jobmanager = _launch("jobmanager", jobmanager_argv(home, jm_conf_dir, jm_log, jvm, dyn), jm_log, die_with_parent)
         started.append(jobmanager)
 
         taskmanagers: dict[str, FlinkProcess] = {}
-        flags_by_sizing: dict[str, tuple[list[str], list[str]]] = {}
         for tm in spec.taskmanagers:
             tm_dir = spec.work_dir / f"tm-{tm.resource_id}"
             conf_dir = tm_dir / "conf"
             conf = taskmanager_config(spec, tm, rest_port, rpc_port)
             _write_conf_dir(conf_dir, conf)
-            # BashJavaUtils is a JVM start of its own (seconds on a busy machine): ask once per distinct sizing
-            sizing = memory_sizing_key(conf)
-            if sizing not in flags_by_sizing:
-                flags_by_sizing[sizing] = _memory_flags(home, "GET_TM_RESOURCE_PARAMS", conf_dir)
-            jvm, dyn = flags_by_sizing[sizing]
+            # BashJavaUtils is a JVM start of its own (seconds on a busy machine): asked once per distinct sizing
+            jvm, dyn = _memory_flags_cached(home, "GET_TM_RESOURCE_PARAMS", conf_dir, memory_sizing_key(conf))
             log = tm_dir / "taskmanager.log"
             proc = _launch(f"taskmanager {tm.resource_id}", taskmanager_argv(home, tm, conf_dir, log, jvm, dyn), log, die_with_parent)
             started.append(proc)
