@@ -17,6 +17,7 @@ from apply_support import (
     JOB_NAME,
     MOVED,
     PLACED,
+    SETTLE,
     SshLab,
     assert_in_order,
     assert_keyed_state_continued,
@@ -79,7 +80,7 @@ def test_full_apply_puts_every_subtask_on_its_planned_taskmanager_and_keeps_keye
     old = running_job(flink_rest)
     before = let_totals_grow(flink_rest, old)
     t0 = time.monotonic()
-    result = run_cli("apply", str(plan), "--inventory", str(env.inventory))
+    result = run_cli("apply", str(plan), "--inventory", str(env.inventory), *SETTLE)
     assert result.returncode == 0, result.stdout + result.stderr
     new = running_job(flink_rest)
     assert new != old and flink_rest.job_raw(old)["state"] == "FINISHED"
@@ -121,7 +122,7 @@ def test_a_new_plan_moves_operators_and_the_previous_mapping_is_remembered(env: 
     old = running_job(flink_rest)
     before = max_key_total(flink_rest, old)
     t0 = time.monotonic()
-    result = run_cli("apply", str(plan), "--inventory", str(env.inventory))
+    result = run_cli("apply", str(plan), "--inventory", str(env.inventory), *SETTLE)
     assert result.returncode == 0, result.stdout + result.stderr
     new = running_job(flink_rest)
     assert flink_rest.placement_counts(new) == counts(MOVED)
