@@ -369,10 +369,11 @@ def _write_conf_dir(conf_dir: Path, conf: Mapping[str, object]) -> None:
     (conf_dir / "log4j.properties").write_text(LOG4J_PROPERTIES)
 
 
-# BashJavaUtils' answers in this process: (home, its version, command, sizing key) -> (JVM flags, dynamic properties).
-# Its answer is a function of the home's Flink and the sizing options alone, and each call is a JVM start of its own
-# (1.2-1.5 s, more on a busy machine): a process that starts several clusters of one home and sizing (the test suite
-# starts ~25) asks once. Only answers are kept; a rejected config is asked again.
+# BashJavaUtils' answers in this process: (its jar and flink-dist, both resolved, command, sizing key) -> (JVM flags,
+# dynamic properties). Its answer is a function of that Flink's code and the sizing options alone, and each call is a
+# JVM start of its own (1.2-1.5 s, more on a busy machine): a process that starts several clusters of one Flink and
+# sizing asks once — also across lab homes, which link the jars of the Flink they mirror. Only answers are kept; a
+# rejected config is asked again.
 _MEMORY_FLAGS: dict[tuple[str, str, str, str], tuple[tuple[str, ...], tuple[str, ...]]] = {}
 
 
@@ -382,7 +383,8 @@ def jobmanager_sizing_key(conf: Mapping[str, object]) -> str:
 
 
 def _memory_flags_cached(home: FlinkHome, command: str, conf_dir: Path, sizing: str) -> tuple[list[str], list[str]]:
-    key = (str(home.path), str(home.version), command, sizing)
+    dist = sorted(home.lib.glob("flink-dist*.jar"))
+    key = (str(home.bash_java_utils.resolve()), str(dist[0].resolve() if dist else home.path), command, sizing)
     if key not in _MEMORY_FLAGS:
         jvm, dyn = _memory_flags(home, command, conf_dir)
         _MEMORY_FLAGS[key] = (tuple(jvm), tuple(dyn))
