@@ -16,6 +16,8 @@ the lab puts an "edge" TaskManager into its own network namespace and CPU budget
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import os
 import signal
@@ -369,12 +371,13 @@ def _write_conf_dir(conf_dir: Path, conf: Mapping[str, object]) -> None:
     (conf_dir / "log4j.properties").write_text(LOG4J_PROPERTIES)
 
 
-# BashJavaUtils' answers in this process: (its jar and flink-dist, both resolved, command, sizing key) -> (JVM flags,
-# dynamic properties). Its answer is a function of that Flink's code and the sizing options alone, and each call is a
-# JVM start of its own (1.2-1.5 s, more on a busy machine): a process that starts several clusters of one Flink and
-# sizing asks once — also across lab homes, which link the jars of the Flink they mirror. Only answers are kept; a
-# rejected config is asked again.
+# BashJavaUtils' answers: a function of that Flink's code and the sizing options alone, and each call is a JVM start of
+# its own (1.2-1.5 s, more on a busy machine; three per cluster). Kept in this process (key: its jar and flink-dist,
+# both resolved, the command, the sizing key) and in the tool's cache (the same, the two jars' sizes and times too:
+# a jar replaced in place is another Flink), so clusters of one Flink and sizing ask once per machine — also across lab
+# homes, which link the jars of the Flink they mirror. Only answers are kept; a rejected config is asked again.
 _MEMORY_FLAGS: dict[tuple[str, str, str, str], tuple[tuple[str, ...], tuple[str, ...]]] = {}
+MEMORY_FLAGS_CACHE = "flink-memory-flags"  # under placement.resources.cache_dir()
 
 
 def jobmanager_sizing_key(conf: Mapping[str, object]) -> str:
@@ -382,11 +385,29 @@ def jobmanager_sizing_key(conf: Mapping[str, object]) -> str:
     return json.dumps({k: conf[k] for k in sorted(conf) if k.startswith("jobmanager.memory.")}, sort_keys=True, default=str)
 
 
+def _memory_flags_file(jars: Sequence[Path], command: str, sizing: str) -> Path:
+    from placement.resources import cache_dir
+
+    stats = [(str(j), j.stat().st_size, j.stat().st_mtime_ns) for j in jars]
+    digest = hashlib.sha256(json.dumps([stats, command, sizing]).encode()).hexdigest()[:24]
+    return cache_dir() / MEMORY_FLAGS_CACHE / f"{digest}.json"
+
+
 def _memory_flags_cached(home: FlinkHome, command: str, conf_dir: Path, sizing: str) -> tuple[list[str], list[str]]:
-    dist = sorted(home.lib.glob("flink-dist*.jar"))
-    key = (str(home.bash_java_utils.resolve()), str(dist[0].resolve() if dist else home.path), command, sizing)
+    jars = [home.bash_java_utils.resolve(), *(j.resolve() for j in sorted(home.lib.glob("flink-dist*.jar"))[:1])]
+    key = (*(str(j) for j in jars), command, sizing)
     if key not in _MEMORY_FLAGS:
-        jvm, dyn = _memory_flags(home, command, conf_dir)
+        stored = _memory_flags_file(jars, command, sizing)
+        try:
+            answer = json.loads(stored.read_text())
+            jvm, dyn = [str(f) for f in answer["jvm"]], [str(f) for f in answer["dyn"]]
+        except (OSError, ValueError, KeyError, TypeError):
+            jvm, dyn = _memory_flags(home, command, conf_dir)
+            with contextlib.suppress(OSError):  # a cache that cannot be written only costs the next start this call
+                stored.parent.mkdir(parents=True, exist_ok=True)
+                staging = stored.with_name(f".{stored.name}.{os.getpid()}")
+                staging.write_text(json.dumps({"jvm": jvm, "dyn": dyn}))
+                os.replace(staging, stored)
         _MEMORY_FLAGS[key] = (tuple(jvm), tuple(dyn))
     jvm_t, dyn_t = _MEMORY_FLAGS[key]
     return list(jvm_t), list(dyn_t)

@@ -1,5 +1,6 @@
-"""BashJavaUtils' memory flags are asked once per Flink and sizing in a process (placement/lab/flink.py): a second
-cluster of the same sizing, or a lab home mirroring the same Flink, reuses the answer; another sizing asks again."""
+"""BashJavaUtils' memory flags are asked once per Flink and sizing (placement/lab/flink.py): a second cluster of the
+same sizing, a lab home mirroring the same Flink, or another process (the tool's cache) reuses the answer; another
+sizing asks again."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from placement.lab.home import make_lab_home
 
 
 @pytest.fixture
-def asked(monkeypatch) -> list[str]:
-    """The real BashJavaUtils, each call recorded; the process' answers set aside for the test."""
+def asked(monkeypatch, tmp_path) -> list[str]:
+    """The real BashJavaUtils, each call recorded; the process' answers and the tool's cache set aside for the test."""
     calls: list[str] = []
     real = lf._memory_flags
 
@@ -22,6 +23,7 @@ def asked(monkeypatch) -> list[str]:
         return real(home, command, conf_dir)
 
     monkeypatch.setattr(lf, "_MEMORY_FLAGS", {})
+    monkeypatch.setenv("PLACEMENT_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(lf, "_memory_flags", counting)
     return calls
 
@@ -46,6 +48,20 @@ def test_one_answer_per_flink_and_sizing_also_across_lab_homes(tmp_path, asked):
     lf._write_conf_dir(conf_dir, bigger)
     assert lf._memory_flags_cached(base, "GET_TM_RESOURCE_PARAMS", conf_dir, lf.memory_sizing_key(bigger)) != first
     assert asked == ["GET_TM_RESOURCE_PARAMS"] * 2
+
+    # another process: the answers are read from the tool's cache, one file per Flink and sizing
+    stored = sorted((tmp_path / "cache" / lf.MEMORY_FLAGS_CACHE).iterdir())
+    assert len(stored) == 2 and all(p.suffix == ".json" for p in stored)
+    lf._MEMORY_FLAGS.clear()
+    assert lf._memory_flags_cached(base, "GET_TM_RESOURCE_PARAMS", conf_dir, lf.memory_sizing_key(conf)) == first
+    assert asked == ["GET_TM_RESOURCE_PARAMS"] * 2
+    # a file that cannot be read is asked again (and rewritten)
+    lf._MEMORY_FLAGS.clear()
+    for p in stored:
+        p.write_text("{")
+    lf._write_conf_dir(conf_dir, conf)
+    assert lf._memory_flags_cached(base, "GET_TM_RESOURCE_PARAMS", conf_dir, lf.memory_sizing_key(conf)) == first
+    assert asked == ["GET_TM_RESOURCE_PARAMS"] * 3
 
 
 def test_the_jobmanager_s_key_is_its_memory_options(tmp_path):
