@@ -16,6 +16,8 @@ the lab puts an "edge" TaskManager into its own network namespace and CPU budget
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import os
 import signal
@@ -131,6 +133,10 @@ def common_config(spec: ClusterSpec, rest_port: int, rpc_port: int) -> dict[str,
         "restart-strategy.fixed-delay.delay": duration(timedelta(seconds=2)),
         "slot.request.timeout": duration(timedelta(seconds=60)),
         "metrics.fetcher.update-interval": duration(timedelta(seconds=2)),
+        # A TaskManager that asks for the ResourceManager before the JobManager has it up (they start together: a
+        # TaskManager's JVM is often up first) tries again after this, not Flink's 10 s: measured, a start that hit
+        # it took 21.5 s instead of ~12
+        "cluster.registration.error-delay": duration(timedelta(seconds=1)),
         "web.submit.enable": True,
         "web.cancel.enable": True,
         **spec.extra_config,
@@ -369,6 +375,48 @@ def _write_conf_dir(conf_dir: Path, conf: Mapping[str, object]) -> None:
     (conf_dir / "log4j.properties").write_text(LOG4J_PROPERTIES)
 
 
+# BashJavaUtils' answers: a function of that Flink's code and the sizing options alone, and each call is a JVM start of
+# its own (1.2-1.5 s, more on a busy machine; three per cluster). Kept in this process (key: its jar and flink-dist,
+# both resolved, the command, the sizing key) and in the tool's cache (the same, the two jars' sizes and times too:
+# a jar replaced in place is another Flink), so clusters of one Flink and sizing ask once per machine — also across lab
+# homes, which link the jars of the Flink they mirror. Only answers are kept; a rejected config is asked again.
+_MEMORY_FLAGS: dict[tuple[str, str, str, str], tuple[tuple[str, ...], tuple[str, ...]]] = {}
+MEMORY_FLAGS_CACHE = "flink-memory-flags"  # under placement.resources.cache_dir()
+
+
+def jobmanager_sizing_key(conf: Mapping[str, object]) -> str:
+    """What GET_JM_RESOURCE_PARAMS' answer depends on: the JobManager's memory options."""
+    return json.dumps({k: conf[k] for k in sorted(conf) if k.startswith("jobmanager.memory.")}, sort_keys=True, default=str)
+
+
+def _memory_flags_file(jars: Sequence[Path], command: str, sizing: str) -> Path:
+    from placement.resources import cache_dir
+
+    stats = [(str(j), j.stat().st_size, j.stat().st_mtime_ns) for j in jars]
+    digest = hashlib.sha256(json.dumps([stats, command, sizing]).encode()).hexdigest()[:24]
+    return cache_dir() / MEMORY_FLAGS_CACHE / f"{digest}.json"
+
+
+def _memory_flags_cached(home: FlinkHome, command: str, conf_dir: Path, sizing: str) -> tuple[list[str], list[str]]:
+    jars = [home.bash_java_utils.resolve(), *(j.resolve() for j in sorted(home.lib.glob("flink-dist*.jar"))[:1])]
+    key = (*(str(j) for j in jars), command, sizing)
+    if key not in _MEMORY_FLAGS:
+        stored = _memory_flags_file(jars, command, sizing)
+        try:
+            answer = json.loads(stored.read_text())
+            jvm, dyn = [str(f) for f in answer["jvm"]], [str(f) for f in answer["dyn"]]
+        except (OSError, ValueError, KeyError, TypeError):
+            jvm, dyn = _memory_flags(home, command, conf_dir)
+            with contextlib.suppress(OSError):  # a cache that cannot be written only costs the next start this call
+                stored.parent.mkdir(parents=True, exist_ok=True)
+                staging = stored.with_name(f".{stored.name}.{os.getpid()}")
+                staging.write_text(json.dumps({"jvm": jvm, "dyn": dyn}))
+                os.replace(staging, stored)
+        _MEMORY_FLAGS[key] = (tuple(jvm), tuple(dyn))
+    jvm_t, dyn_t = _MEMORY_FLAGS[key]
+    return list(jvm_t), list(dyn_t)
+
+
 def _memory_flags(home: FlinkHome, command: str, conf_dir: Path) -> tuple[list[str], list[str]]:
     proc = subprocess.run(bash_java_utils_argv(home, command, conf_dir), capture_output=True, text=True, timeout=120, check=False)
     if proc.returncode != 0:
@@ -428,25 +476,22 @@ def _start(spec: ClusterSpec, home: FlinkHome, rest_port: int, rpc_port: int, *,
     try:
         jm_conf_dir = spec.jobmanager_conf_dir or spec.work_dir / "jobmanager" / "conf"
         version = FlinkVersion.parse(home.version) if home.version else None
-        _write_conf_dir(jm_conf_dir, jobmanager_config(spec, rest_port, rpc_port, version))
-        jvm, dyn = _memory_flags(home, "GET_JM_RESOURCE_PARAMS", jm_conf_dir)
+        jm_conf = jobmanager_config(spec, rest_port, rpc_port, version)
+        _write_conf_dir(jm_conf_dir, jm_conf)
+        jvm, dyn = _memory_flags_cached(home, "GET_JM_RESOURCE_PARAMS", jm_conf_dir, jobmanager_sizing_key(jm_conf))
         jm_log = spec.work_dir / "jobmanager" / "jobmanager.log"
         jm_log.parent.mkdir(parents=True, exist_ok=True)
         jobmanager = _launch("jobmanager", jobmanager_argv(home, jm_conf_dir, jm_log, jvm, dyn), jm_log, die_with_parent)
         started.append(jobmanager)
 
         taskmanagers: dict[str, FlinkProcess] = {}
-        flags_by_sizing: dict[str, tuple[list[str], list[str]]] = {}
         for tm in spec.taskmanagers:
             tm_dir = spec.work_dir / f"tm-{tm.resource_id}"
             conf_dir = tm_dir / "conf"
             conf = taskmanager_config(spec, tm, rest_port, rpc_port)
             _write_conf_dir(conf_dir, conf)
-            # BashJavaUtils is a JVM start of its own (seconds on a busy machine): ask once per distinct sizing
-            sizing = memory_sizing_key(conf)
-            if sizing not in flags_by_sizing:
-                flags_by_sizing[sizing] = _memory_flags(home, "GET_TM_RESOURCE_PARAMS", conf_dir)
-            jvm, dyn = flags_by_sizing[sizing]
+            # BashJavaUtils is a JVM start of its own (seconds on a busy machine): asked once per distinct sizing
+            jvm, dyn = _memory_flags_cached(home, "GET_TM_RESOURCE_PARAMS", conf_dir, memory_sizing_key(conf))
             log = tm_dir / "taskmanager.log"
             proc = _launch(f"taskmanager {tm.resource_id}", taskmanager_argv(home, tm, conf_dir, log, jvm, dyn), log, die_with_parent)
             started.append(proc)

@@ -31,6 +31,10 @@ JOB_NAME = "pp-apply-iot"
 # 10 sensors, 2 source subtasks at 200/s, 1 s windows: ~12 alarms/s per sensor go into the keyed running totals.
 JOB_ARGS = ["--sensors", "10", "--window-ms", "1000", "--rate", "200", "--window-parallelism", "2", "--job-name", JOB_NAME]
 VERTICES = ["Source: Sensors", "Parse", "Filter", "Enrich", "Window Aggregate", "Sink: Readings"]
+# `placement apply --settle 2` in tests whose subject is not the settle: the step still runs (the audit's "watch") and
+# still fails the apply on a restart, but the default 10 s adds 8 s to every apply and these tests read the job
+# RUNNING on its plan, its keyed state carried over, themselves right after (test_apply_fleet.py settles 1 s)
+SETTLE = ("--settle", "2")
 PER_KEY_RATE_MAX = 16.0  # alarms/s one sensor gains at most (12 on average, ~13 for the busiest of 10): a fresh start's ceiling
 
 # The running job's graph: chain parallelism 2, window and sink 2.

@@ -26,6 +26,7 @@ from apply_support import (
     ALL_SERVER,
     JOB_NAME,
     PLACED,
+    SETTLE,
     SshLab,
     assert_keyed_state_continued,
     let_totals_grow,
@@ -204,7 +205,7 @@ def test_a_savepoint_that_cannot_be_written_leaves_the_job_running(env: Env, fli
 def test_a_resubmit_that_fails_is_rolled_back_to_the_previous_placement_from_the_same_savepoint(env: Env, flink_rest):
     # first put the job under apply's control (all on the server), so the previous mapping is known
     good = write_plan_dir(env.work / "plan-all-server", env.inventory, ALL_SERVER)
-    assert run_cli("apply", str(good), "--inventory", str(env.inventory)).returncode == 0
+    assert run_cli("apply", str(good), "--inventory", str(env.inventory), *SETTLE).returncode == 0
     job = running_job(flink_rest)
     placement = flink_rest.placement_counts(job)
     # a stale lock left by a crashed apply on this machine: its pid is gone

@@ -25,6 +25,7 @@ import yaml
 from apply_support import (
     JOB_ARGS,
     PLACED,
+    SETTLE,
     SshLab,
     run_cli,
     running_job,
@@ -124,7 +125,7 @@ def test_a_taskmanager_without_its_resource_is_reconfigured_and_restarted_only_w
         assert f"set external-resources, external-resource.rpi1.amount in rpi1:{config}" in refused.stderr
         assert "pass --yes" in refused.stderr and config.read_text() == original and running_job(rest) == job.job_id
 
-        result = run_cli("apply", str(plan), "--inventory", str(inv), "--yes")
+        result = run_cli("apply", str(plan), "--inventory", str(inv), "--yes", *SETTLE)
         assert result.returncode == 0, result.stdout + result.stderr
         assert f"ssh rpi1: {home}/bin/taskmanager.sh stop" in result.stdout
         new_config = yaml.safe_load(config.read_text())

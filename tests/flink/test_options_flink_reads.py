@@ -26,6 +26,7 @@ FETCH_INTERVAL = CONF + "MetricOptions#METRIC_FETCHER_UPDATE_INTERVAL"
 RESTART_DELAY = CONF + "RestartStrategyOptions#RESTART_STRATEGY_FIXED_DELAY_DELAY"
 SAVEPOINT_DIR = CONF + "CheckpointingOptions#SAVEPOINT_DIRECTORY"
 RESOURCES = CONF + "ExternalResourceOptions#EXTERNAL_RESOURCE_LIST"
+REGISTRATION_ERROR_DELAY = CONF + "ClusterOptions#ERROR_REGISTRATION_DELAY"
 
 
 def checkpoint_interval(version: FlinkVersion) -> str:
@@ -60,11 +61,13 @@ def test_the_labs_durations_and_savepoint_key_are_read_by_each_version(home, rea
     conf = lf.jobmanager_config(spec, 8081, 6123) | {savepoint_dir_key(version): "file:///savepoints"}
     lf._write_conf_dir(tmp_path / "conf", conf)
     got = reads(home, tmp_path / "conf", SLOT_REQUEST_TIMEOUT, FETCH_INTERVAL, RESTART_DELAY, checkpoint_interval(version),
-                SAVEPOINT_DIR)
+                SAVEPOINT_DIR, REGISTRATION_ERROR_DELAY)
     if version.at_least(1, 20):  # Durations, read from plain milliseconds
         assert got[SLOT_REQUEST_TIMEOUT] == "PT1M" and got[FETCH_INTERVAL] == "PT2S"
+        assert got[REGISTRATION_ERROR_DELAY] == "PT1S"
     else:  # 1.19: Long milliseconds
         assert got[SLOT_REQUEST_TIMEOUT] == "60000" and got[FETCH_INTERVAL] == "2000"
+        assert got[REGISTRATION_ERROR_DELAY] == "1000"
     assert got[RESTART_DELAY] == "PT2S" and got[checkpoint_interval(version)] == "PT10S"
     assert got[SAVEPOINT_DIR] == "file:///savepoints"
 

@@ -2,7 +2,8 @@
 by the rules written out again here, every complete assignment judged by :func:`placement.costmodel.evaluate`.
 
 The pruning is sound because each check is one :func:`evaluate` makes too (a pruned branch has no assignment the
-evaluator would accept): a subtask on a host the rules forbid (``PlacementProblem.allows``); a subtask on an edge host
+evaluator would accept): a subtask on a host the rules forbid (``PlacementProblem.allows``); a subtask on a host where
+its one thread cannot keep up (``PlacementProblem.keeps_up``, evaluate's first rule); a subtask on an edge host
 whose senders are not all there; a host whose cores, memory or slots are already over (they only grow as more
 subtasks are added).
 """
@@ -50,7 +51,7 @@ def brute_force(pr: PlacementProblem, *, max_leaves: int = 200_000):
         s = order[k]
         for host in pr.hosts:
             h = host.name
-            if not pr.allows(s, h) or not fits(s, h):
+            if not pr.allows(s, h) or not pr.keeps_up(s, host) or not fits(s, h):
                 continue
             if host.is_edge and any(assignment[u] != h for u in senders[s.key]):
                 continue
