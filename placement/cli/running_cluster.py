@@ -1,0 +1,142 @@
+"""``placement plan --running-cluster``: the jobs running in the cluster now, read live, as fixed load — for jobs that
+were not planned by ``placement plan`` and so have no plan.json for ``--running``.
+
+Each job RUNNING at the JobManager (``--rest`` or the inventory's ``flink.rest_url``) other than the ones being
+planned (by the profiles' job names) is measured the way ``placement watch`` measures its window: a short collection
+of every such job at once (:func:`placement.collect.collector.collect_jobs`), profiled by ``placement profile``'s own
+function with the pandas engine (no Spark start for a window of seconds), its subtasks' hosts from the run's
+locations (:func:`placement.profile.rules.subtask_hosts`), that placement priced by the cost model
+(:func:`placement.costmodel.running.running_cost`), and the price taken as running load exactly as a plan.json's
+predictions are (:func:`placement.costmodel.running.cost_uses`). One cost model: the same figures a plan of that
+placement would predict, from what the job does now.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from placement.cli.running_plans import RunningPlans, load_running
+from placement.collect.collector import collect_jobs
+from placement.collect.layout import find_manifests
+from placement.costmodel.model import PlanOptions, build_problem
+from placement.costmodel.running import cost_uses, merged, running_cost
+from placement.errors import BadInput
+from placement.flink.rest import FlinkRest, JobSummary
+from placement.inventory import Inventory
+from placement.profile.format import JobProfile
+from placement.profile.pipeline import build_profile
+from placement.profile.rules import subtask_hosts
+
+FIELD = "--running-cluster"
+
+
+@dataclass(frozen=True)
+class ClusterRead:
+    """How the running jobs are read: where, for how long, and what to do with one on TaskManagers the inventory
+    does not know."""
+
+    rest_url: str | None = None  # None: the inventory's flink.rest_url
+    window_s: float = 20.0
+    warmup_s: float = 60.0  # as `placement profile --warmup`: a subtask's first seconds are not its steady load
+    ignore_unknown: bool = False
+
+
+def cluster_read(on: bool, rest_url: str | None, window_s: float, warmup_s: float, ignore_unknown: bool
+                 ) -> ClusterRead | None:
+    """The ``--running-cluster`` options as one value (None: not asked); its own options without it are refused."""
+    if not on:
+        for given, option in ((rest_url, "--rest"), (ignore_unknown, "--running-ignore-unknown")):
+            if given:
+                raise BadInput("is for --running-cluster: add it, or drop this option", field=option)
+        return None
+    return ClusterRead(rest_url, window_s, warmup_s, ignore_unknown)
+
+
+def running_load(paths: Sequence[str], cluster: ClusterRead | None, inv: Inventory, planned: Sequence[str],
+                 inventory_path: str) -> RunningPlans:
+    """What the new plan fits around: the ``--running`` plans' predictions and (``--running-cluster``) the jobs
+    running now, measured."""
+    plans = load_running(paths, inv, planned)
+    if cluster is None:
+        return plans
+    return combined(plans, load_cluster(cluster, inv, planned, plans.jobs, inventory_path))
+
+
+def others_running(rest: FlinkRest, planned: Sequence[str], given: Sequence[tuple[str, str]]) -> list[JobSummary]:
+    """The running jobs other than the planned ones; one also given as ``--running PLAN`` is refused (its load
+    would count twice, one of them stale)."""
+    jobs = [j for j in rest.running_jobs() if j.name not in planned]
+    for j in jobs:
+        path = next((p for name, p in given if name == j.name), None)
+        if path is not None:
+            raise BadInput(f"job {j.name!r} runs in the cluster and is given as --running {path}: its load would "
+                           "count twice; drop one of them", field=FIELD)
+    return jobs
+
+
+def labels(jobs: Sequence[JobSummary]) -> dict[str, str]:
+    """job id -> the name its load is shown by; two running jobs of one name are told apart by their ids."""
+    names = [j.name for j in jobs]
+    return {j.id: j.name if names.count(j.name) == 1 else f"{j.name} ({j.id[:8]})" for j in jobs}
+
+
+def priced_uses(label: str, profile: JobProfile, placed: dict[tuple[str, int], str], inv: Inventory,
+                inventory_source: str | None = None):
+    """A running job's profile and where its subtasks run, priced by the cost model as running load (host ->
+    uses). Pure: what the offline tests hold to the numbers."""
+    problem = build_problem(inv, profile, PlanOptions(placement_mode=inv.flink.placement_mode),
+                            inventory_source=inventory_source)
+    cost = running_cost(problem, placed)
+    if cost is None:
+        missing = sorted(s.label for s in problem.subtasks if s.key not in placed)
+        raise BadInput(f"running job {label}: where {missing[0]} runs is not known (its profile and its run disagree)",
+                       field=FIELD)
+    return cost_uses(label, cost)
+
+
+def load_cluster(read: ClusterRead, inv: Inventory, planned: Sequence[str], given: Sequence[tuple[str, str]],
+                 inventory_path: str) -> RunningPlans:
+    """Every other running job's use of hosts and uplinks now, as :class:`RunningPlans` (what ``--running PLAN``
+    gives). No other running job: a note, nothing else."""
+    url = read.rest_url or inv.flink.rest_url
+    rest = FlinkRest(url)
+    jobs = others_running(rest, planned, given)
+    if not jobs:
+        return RunningPlans(notes=[f"--running-cluster: no other job runs at {url}: nothing to plan around"])
+    named = labels(jobs)
+    uses: dict = {}
+    listed: list[tuple[str, str]] = []
+    warnings: list[str] = []
+    vertices: set[str] = set()
+    with tempfile.TemporaryDirectory(prefix="placement-running-") as tmp:
+        dirs = collect_jobs(url, list(named), Path(tmp), duration_s=read.window_s)
+        for jid, metrics in dirs.items():
+            label = named[jid]
+            try:
+                profile = build_profile(metrics, engine="pandas", warmup_s=read.warmup_s, inventory=inventory_path)
+            except BadInput as exc:
+                raise BadInput(f"running job {label}: {exc}", field=FIELD) from None
+            manifest = find_manifests(metrics)[-1][1]
+            placed, unmatched = subtask_hosts(manifest, inv)
+            if unmatched:
+                where = unmatched[0]
+                why = (f"running job {label} has subtasks on TaskManager {where.taskmanager_id} ({where.host}), which "
+                       f"the inventory does not know")
+                if not read.ignore_unknown:
+                    raise BadInput(f"{why}: add its host to the inventory, or --running-ignore-unknown to plan "
+                                   "without this job's load", field=FIELD)
+                warnings.append(f"{why}: its load is left out (--running-ignore-unknown)")
+                continue
+            uses = merged(uses, priced_uses(label, profile, placed, inv, inventory_path))
+            listed.append((label, f"cluster {url} job {jid}, measured over {read.window_s:g} s"))
+            vertices |= {k for v in profile.vertices for k in (v.id, v.name)}
+    return RunningPlans(uses, listed, warnings, frozenset(vertices))
+
+
+def combined(plans: RunningPlans, live: RunningPlans) -> RunningPlans:
+    """``--running PLAN`` and ``--running-cluster`` together: one set of running load."""
+    return RunningPlans(merged(plans.uses, live.uses), [*plans.jobs, *live.jobs], [*plans.warnings, *live.warnings],
+                        plans.vertices | live.vertices, [*plans.notes, *live.notes])
