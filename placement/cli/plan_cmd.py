@@ -30,6 +30,9 @@ from placement.cli.params import HTTP_URL
 @click.option("--running-ignore-unknown", is_flag=True,
               help="with --running-cluster: leave out (with a warning) a running job on a TaskManager the inventory "
                    "does not know, instead of refusing")
+@click.option("--running-keep", default=None, type=click.Path(file_okay=False), metavar="DIR",
+              help="with --running-cluster: keep each running job's window (DIR/<job id>/) and its profile "
+                   "(DIR/<job id>.profile.json)")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="directory for the plan files, replaced whole (other files in it are kept)")
 @click.option("--solver", type=click.Choice(["highs", "cbc"]), default="highs", show_default=True,
               help="MILP solver; highs falls back to cbc when it is unavailable")
@@ -72,7 +75,8 @@ def plan(inventory_path: str, profile_path: tuple[str, ...], out_dir: str, solve
          compare: bool, as_json: bool, method: str = "auto", max_rate: bool = False, add_host: tuple[str, ...] = (),
          link: tuple[str, ...] = (), verbose: bool = False, quiet: bool = False, strict: bool = False,
          running: tuple[str, ...] = (), running_cluster: bool = False, rest_url: str | None = None,
-         running_window: float = 20.0, running_warmup: float = 60.0, running_ignore_unknown: bool = False) -> None:
+         running_window: float = 20.0, running_warmup: float = 60.0, running_ignore_unknown: bool = False,
+         running_keep: str | None = None) -> None:
     """Place a job's subtasks on the inventory's hosts, optimally, and write the plan directory.
 
     Writes OUT/plan.json, OUT/schedulercfg, OUT/redeploy.sh, OUT/placement.json and OUT/plan.{svg,png,dot}. With
@@ -82,11 +86,13 @@ def plan(inventory_path: str, profile_path: tuple[str, ...], out_dir: str, solve
     an error.
     """
     options = dict(locals())  # the parsed options, by parameter name
-    for name in ("running_cluster", "rest_url", "running_window", "running_warmup", "running_ignore_unknown"):
+    for name in ("running_cluster", "rest_url", "running_window", "running_warmup", "running_ignore_unknown",
+                 "running_keep"):
         del options[name]  # they make one thing: how the cluster's running jobs are read
     from placement.cli.running_cluster import cluster_read
 
-    options["cluster"] = cluster_read(running_cluster, rest_url, running_window, running_warmup, running_ignore_unknown)
+    options["cluster"] = cluster_read(running_cluster, rest_url, running_window, running_warmup,
+                                      running_ignore_unknown, running_keep)
     if len(profile_path) > 1:  # several jobs placed together (issue 24)
         from placement.cli.plan_jobs import run_jobs
 

@@ -13,6 +13,7 @@ placement would predict, from what the job does now.
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from placement.errors import BadInput
 from placement.flink.rest import FlinkRest, JobSummary
 from placement.inventory import Inventory
 from placement.profile.format import JobProfile
-from placement.profile.pipeline import build_profile
+from placement.profile.pipeline import build_profile, write_profile
 from placement.profile.rules import subtask_hosts
 
 FIELD = "--running-cluster"
@@ -42,17 +43,19 @@ class ClusterRead:
     window_s: float = 20.0
     warmup_s: float = 60.0  # as `placement profile --warmup`: a subtask's first seconds are not its steady load
     ignore_unknown: bool = False
+    keep_dir: Path | None = None  # keep each job's window (DIR/<job id>/) and profile (DIR/<job id>.profile.json)
 
 
-def cluster_read(on: bool, rest_url: str | None, window_s: float, warmup_s: float, ignore_unknown: bool
-                 ) -> ClusterRead | None:
+def cluster_read(on: bool, rest_url: str | None, window_s: float, warmup_s: float, ignore_unknown: bool,
+                 keep_dir: str | None = None) -> ClusterRead | None:
     """The ``--running-cluster`` options as one value (None: not asked); its own options without it are refused."""
     if not on:
-        for given, option in ((rest_url, "--rest"), (ignore_unknown, "--running-ignore-unknown")):
+        for given, option in ((rest_url, "--rest"), (ignore_unknown, "--running-ignore-unknown"),
+                              (keep_dir, "--running-keep")):
             if given:
                 raise BadInput("is for --running-cluster: add it, or drop this option", field=option)
         return None
-    return ClusterRead(rest_url, window_s, warmup_s, ignore_unknown)
+    return ClusterRead(rest_url, window_s, warmup_s, ignore_unknown, Path(keep_dir) if keep_dir else None)
 
 
 def running_load(paths: Sequence[str], cluster: ClusterRead | None, inv: Inventory, planned: Sequence[str],
@@ -97,43 +100,62 @@ def priced_uses(label: str, profile: JobProfile, placed: dict[tuple[str, int], s
     return cost_uses(label, cost)
 
 
+def unknown_taskmanager(label: str, metrics: Path, inv: Inventory) -> tuple[dict[tuple[str, int], str], str | None]:
+    """Where the job's subtasks ran (inventory host names), and what to say when one ran on a TaskManager no
+    inventory host matches (None: all matched)."""
+    placed, unmatched = subtask_hosts(find_manifests(metrics)[-1][1], inv)
+    if not unmatched:
+        return placed, None
+    where = unmatched[0]
+    return placed, (f"running job {label} has subtasks on TaskManager {where.taskmanager_id} ({where.host}), which the "
+                    "inventory does not know")
+
+
+def measured(label: str, metrics: Path, read: ClusterRead, inv: Inventory, inventory_path: str,
+             keep: Path | None) -> tuple[JobProfile, dict[str, list]] | str:
+    """One running job's window: its profile and its priced use of hosts and uplinks; or, on a TaskManager the
+    inventory does not know and ``--running-ignore-unknown``, the warning (refused without it)."""
+    placed, unknown = unknown_taskmanager(label, metrics, inv)  # before profiling: said at once
+    if unknown is not None:
+        if not read.ignore_unknown:
+            raise BadInput(f"{unknown}: add its host to the inventory, or --running-ignore-unknown to plan without "
+                           "this job's load", field=FIELD)
+        return f"{unknown}: its load is left out (--running-ignore-unknown)"
+    try:
+        profile = build_profile(metrics, engine="pandas", warmup_s=read.warmup_s, inventory=inventory_path)
+    except BadInput as exc:
+        raise BadInput(f"running job {label}: {exc}", field=FIELD) from None
+    if keep is not None:  # beside its window: what it was priced from, for `placement plan --profile` or a look
+        write_profile(profile, keep / f"{metrics.name}.profile.json")
+    return profile, priced_uses(label, profile, placed, inv, inventory_path)
+
+
 def load_cluster(read: ClusterRead, inv: Inventory, planned: Sequence[str], given: Sequence[tuple[str, str]],
                  inventory_path: str) -> RunningPlans:
     """Every other running job's use of hosts and uplinks now, as :class:`RunningPlans` (what ``--running PLAN``
     gives). No other running job: a note, nothing else."""
     url = read.rest_url or inv.flink.rest_url
-    rest = FlinkRest(url)
-    jobs = others_running(rest, planned, given)
+    jobs = others_running(FlinkRest(url), planned, given)
     if not jobs:
         return RunningPlans(notes=[f"--running-cluster: no other job runs at {url}: nothing to plan around"])
+    if read.keep_dir is not None and read.keep_dir.is_dir() and any(read.keep_dir.iterdir()):
+        raise BadInput("is not empty: the windows kept there would mix with earlier ones", source=str(read.keep_dir),
+                       field="--running-keep")
     named = labels(jobs)
-    uses: dict = {}
-    listed: list[tuple[str, str]] = []
-    warnings: list[str] = []
-    vertices: set[str] = set()
-    with tempfile.TemporaryDirectory(prefix="placement-running-") as tmp:
-        dirs = collect_jobs(url, list(named), Path(tmp), duration_s=read.window_s)
+    out = RunningPlans()
+    with contextlib.ExitStack() as stack:
+        root = read.keep_dir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="placement-running-")))
+        dirs = collect_jobs(url, list(named), root, duration_s=read.window_s)
         for jid, metrics in dirs.items():
-            label = named[jid]
-            try:
-                profile = build_profile(metrics, engine="pandas", warmup_s=read.warmup_s, inventory=inventory_path)
-            except BadInput as exc:
-                raise BadInput(f"running job {label}: {exc}", field=FIELD) from None
-            manifest = find_manifests(metrics)[-1][1]
-            placed, unmatched = subtask_hosts(manifest, inv)
-            if unmatched:
-                where = unmatched[0]
-                why = (f"running job {label} has subtasks on TaskManager {where.taskmanager_id} ({where.host}), which "
-                       f"the inventory does not know")
-                if not read.ignore_unknown:
-                    raise BadInput(f"{why}: add its host to the inventory, or --running-ignore-unknown to plan "
-                                   "without this job's load", field=FIELD)
-                warnings.append(f"{why}: its load is left out (--running-ignore-unknown)")
+            got = measured(named[jid], metrics, read, inv, inventory_path, read.keep_dir)
+            if isinstance(got, str):
+                out.warnings.append(got)
                 continue
-            uses = merged(uses, priced_uses(label, profile, placed, inv, inventory_path))
-            listed.append((label, f"cluster {url} job {jid}, measured over {read.window_s:g} s"))
-            vertices |= {k for v in profile.vertices for k in (v.id, v.name)}
-    return RunningPlans(uses, listed, warnings, frozenset(vertices))
+            profile, uses = got
+            out = combined(out, RunningPlans(uses, [(named[jid], f"cluster {url} job {jid}, measured over "
+                                                                 f"{read.window_s:g} s")],
+                                             vertices=frozenset(k for v in profile.vertices for k in (v.id, v.name))))
+    return out
 
 
 def combined(plans: RunningPlans, live: RunningPlans) -> RunningPlans:
