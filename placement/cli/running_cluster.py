@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from placement.cli.running_plans import RunningPlans, load_running
@@ -136,13 +136,16 @@ def load_cluster(read: ClusterRead, inv: Inventory, planned: Sequence[str], give
     gives). No other running job: a note, nothing else."""
     url = read.rest_url or inv.flink.rest_url
     jobs = others_running(FlinkRest(url), planned, given)
+    # a job being (re)started holds its slots but says nothing yet of its load: named, not guessed
+    out = RunningPlans(warnings=[f"--running-cluster: job {j.name} ({j.id}) is {j.state}, not RUNNING: its load is "
+                                 "left out" for j in jobs if j.state != "RUNNING"])
+    jobs = [j for j in jobs if j.state == "RUNNING"]
     if not jobs:
-        return RunningPlans(notes=[f"--running-cluster: no other job runs at {url}: nothing to plan around"])
+        return replace(out, notes=[f"--running-cluster: no other job runs at {url}: nothing to plan around"])
     if read.keep_dir is not None and read.keep_dir.is_dir() and any(read.keep_dir.iterdir()):
         raise BadInput("is not empty: the windows kept there would mix with earlier ones", source=str(read.keep_dir),
                        field="--running-keep")
     named = labels(jobs)
-    out = RunningPlans()
     with contextlib.ExitStack() as stack:
         root = read.keep_dir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="placement-running-")))
         dirs = collect_jobs(url, list(named), root, duration_s=read.window_s)

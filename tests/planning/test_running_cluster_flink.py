@@ -52,10 +52,10 @@ def inventory(path: Path, rest_url: str, edge: str = "rpi1") -> str:
     return str(path)
 
 
-def planned(path: Path) -> str:
+def planned(path: Path, name: str = "job-b") -> str:
     ids = {"Source: B": "source-b", "Sink: B": "sink-b"}
     path.write_text(JobProfile.model_validate({
-        "job": {"name": "job-b", "origin": "synthetic"},
+        "job": {"name": name, "origin": "synthetic"},
         "vertices": [vertex("Source: B", rin=0, rout=1000, busy=10, bpr=B_MBIT * 125),
                      vertex("Sink: B", rout=0, busy=10)],
         "edges": [{"source": ids["Source: B"], "target": ids["Sink: B"], "ship_strategy": "FORWARD"}],
@@ -126,6 +126,17 @@ def test_a_job_is_planned_around_the_jobs_running_in_the_cluster_read_live(runni
                             "--running", tmp_path / "a"], capsys)
     assert code == 2 and err.count("\n") == 1
     assert f"job '{RUNNING}' runs in the cluster and is given as --running {tmp_path / 'a'}" in err
+    # several jobs planned together around it (a short window: the figures are checked above)
+    code, out, err = cli_run(["plan", "--inventory", inv, "--profile", b, "--profile", planned(tmp_path / "c.json", "job-c"),
+                              "--out", tmp_path / "fleet", "--running-cluster", "--running-window", "3",
+                              "--running-warmup", "0", "--json"], capsys)
+    assert code == 0, err
+    fleet = json.loads((tmp_path / "fleet" / "fleet.json").read_text())
+    assert [(r["job"], r["plan"].split(",")[0]) for r in fleet["running"]] == [
+        (RUNNING, f"cluster {flink_rest.url} job {running_job.job_id}")]
+    (uplink,) = fleet["links"]
+    assert list(uplink["running"]) == [RUNNING] and uplink["running"][RUNNING] > 0.05
+    assert uplink["usable_mbit"] == pytest.approx(50 * 0.9 - uplink["running"][RUNNING])
     # planning the running job itself: nothing else runs — a note, and the plan as usual
     code, out, err = cli_run(["plan", "--inventory", inv, "--profile", profile, "--out", tmp_path / "a2", *live,
                               "--json"], capsys)
