@@ -22,7 +22,7 @@ from pathlib import Path
 from placement.cli.running_plans import RunningPlans, load_running
 from placement.collect.collector import collect_jobs
 from placement.collect.layout import find_manifests
-from placement.costmodel.model import PlanOptions, build_problem
+from placement.costmodel.model import PlanOptions, RunningUse, build_problem
 from placement.costmodel.running import cost_uses, merged, running_cost
 from placement.errors import BadInput
 from placement.flink.rest import FlinkRest, JobSummary
@@ -87,7 +87,7 @@ def labels(jobs: Sequence[JobSummary]) -> dict[str, str]:
 
 
 def priced_uses(label: str, profile: JobProfile, placed: dict[tuple[str, int], str], inv: Inventory,
-                inventory_source: str | None = None):
+                inventory_source: str | None = None) -> dict[str, list[RunningUse]]:
     """A running job's profile and where its subtasks run, priced by the cost model as running load (host ->
     uses). Pure: what the offline tests hold to the numbers."""
     problem = build_problem(inv, profile, PlanOptions(placement_mode=inv.flink.placement_mode),
@@ -112,7 +112,7 @@ def unknown_taskmanager(label: str, metrics: Path, inv: Inventory) -> tuple[dict
 
 
 def measured(label: str, metrics: Path, read: ClusterRead, inv: Inventory, inventory_path: str,
-             keep: Path | None) -> tuple[JobProfile, dict[str, list]] | str:
+             keep: Path | None) -> tuple[JobProfile, dict[str, list[RunningUse]]] | str:
     """One running job's window: its profile and its priced use of hosts and uplinks; or, on a TaskManager the
     inventory does not know and ``--running-ignore-unknown``, the warning (refused without it)."""
     placed, unknown = unknown_taskmanager(label, metrics, inv)  # before profiling: said at once
