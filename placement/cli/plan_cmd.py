@@ -7,6 +7,7 @@ import math
 
 import click
 
+from placement.cli.params import HTTP_URL
 from placement.errors import BadInput
 
 
@@ -41,6 +42,22 @@ class RateScale(click.ParamType):
 @click.option("--running", multiple=True, type=click.Path(), metavar="PLAN",
               help="plan.json, plan directory or fleet directory of jobs that keep running: their use of hosts and "
                    "links is fixed load the new plan fits around (repeatable)")
+@click.option("--running-cluster", is_flag=True,
+              help="the jobs running in the cluster now (all but the planned ones, by the profiles' job names), read "
+                   "live: a window of each collected, profiled and its placement priced by the cost model — fixed load "
+                   "as for --running")
+@click.option("--rest", "rest_url", default=None, type=HTTP_URL,
+              help="with --running-cluster: the JobManager's REST URL (default: the inventory's flink.rest_url)")
+@click.option("--running-window", type=click.FloatRange(min=1), default=20.0, show_default=True, metavar="SECONDS",
+              help="with --running-cluster: seconds each running job is collected for")
+@click.option("--running-warmup", type=click.FloatRange(min=0), default=60.0, show_default=True, metavar="SECONDS",
+              help="with --running-cluster: as `placement profile --warmup` (a younger subtask's samples are left out)")
+@click.option("--running-ignore-unknown", is_flag=True,
+              help="with --running-cluster: leave out (with a warning) a running job on a TaskManager the inventory "
+                   "does not know, instead of refusing")
+@click.option("--running-keep", default=None, type=click.Path(file_okay=False), metavar="DIR",
+              help="with --running-cluster: keep each running job's window (DIR/<job id>/) and its profile "
+                   "(DIR/<job id>.profile.json)")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="directory for the plan files, replaced whole (other files in it are kept)")
 @click.option("--solver", type=click.Choice(["highs", "cbc"]), default="highs", show_default=True,
               help="MILP solver; highs falls back to cbc when it is unavailable")
@@ -84,7 +101,9 @@ def plan(inventory_path: str, profile_path: tuple[str, ...], out_dir: str, solve
          target_rate: str | None,
          compare: bool, as_json: bool, method: str = "auto", max_rate: bool = False, add_host: tuple[str, ...] = (),
          link: tuple[str, ...] = (), verbose: bool = False, quiet: bool = False, strict: bool = False,
-         running: tuple[str, ...] = ()) -> None:
+         running: tuple[str, ...] = (), running_cluster: bool = False, rest_url: str | None = None,
+         running_window: float = 20.0, running_warmup: float = 60.0, running_ignore_unknown: bool = False,
+         running_keep: str | None = None) -> None:
     """Place a job's subtasks on the inventory's hosts, optimally, and write the plan directory.
 
     Writes OUT/plan.json, OUT/schedulercfg, OUT/redeploy.sh, OUT/placement.json and OUT/plan.{svg,png,dot}. With
@@ -95,6 +114,13 @@ def plan(inventory_path: str, profile_path: tuple[str, ...], out_dir: str, solve
     """
     options = dict(locals())  # the parsed options, by parameter name
     options["rate_scale"], job_rate_scales = rate_scales(rate_scale)
+    for name in ("running_cluster", "rest_url", "running_window", "running_warmup", "running_ignore_unknown",
+                 "running_keep"):
+        del options[name]  # they make one thing: how the cluster's running jobs are read
+    from placement.cli.running_cluster import cluster_read
+
+    options["cluster"] = cluster_read(running_cluster, rest_url, running_window, running_warmup,
+                                      running_ignore_unknown, running_keep)
     if len(profile_path) > 1:  # several jobs placed together (issue 24)
         from placement.cli.plan_jobs import run_jobs
 

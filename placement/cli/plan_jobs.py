@@ -19,7 +19,8 @@ from rich.markup import escape
 from placement.cli import capacity_plan, jobs_tables, plan_tables
 from placement.cli.fit import print_table
 from placement.cli.plan_notes import input_warnings, report_warnings
-from placement.cli.running_plans import RunningPlans, load_running
+from placement.cli.running_cluster import ClusterRead, running_load
+from placement.cli.running_plans import RunningPlans, running_json
 from placement.costmodel.evaluate import PlanCost
 from placement.costmodel.jobs import (
     JointProblem,
@@ -92,7 +93,7 @@ def run_jobs(inventory_path: str, profile_path: tuple[str, ...], out_dir: str, s
              gap: float, objective: str | None, mode: str | None, rate_scale: float, rescale: bool,
              target_rate: str | None, compare: bool, as_json: bool, method: str = "auto", max_rate: bool = False,
              add_host: tuple[str, ...] = (), link: tuple[str, ...] = (), verbose: bool = False, quiet: bool = False,
-             strict: bool = False, running: tuple[str, ...] = (),
+             strict: bool = False, running: tuple[str, ...] = (), cluster: ClusterRead | None = None,
              job_rate_scales: dict[str, float] | None = None) -> None:
     """``placement plan`` with several profiles (see the module doc); ``job_rate_scales``: job -> its own rate scale
     (``--rate-scale JOB=X``), the others at ``rate_scale``."""
@@ -106,7 +107,7 @@ def run_jobs(inventory_path: str, profile_path: tuple[str, ...], out_dir: str, s
     names = unique_names([p.job.name for p in profiles])
     _check_job_scales(job_scales, names)
     dirs = dict(zip(names, dir_names(names)))
-    runs = load_running(running, inv, names)
+    runs = running_load(running, cluster, inv, names, inventory_path)
     options = SolverOptions(solver=solver, time_limit=time_limit, gap=gap, objective=objective,  # type: ignore[arg-type]
                             verbose=verbose)
     placement_mode = mode or inv.flink.placement_mode
@@ -145,7 +146,7 @@ def run_jobs(inventory_path: str, profile_path: tuple[str, ...], out_dir: str, s
     summary: dict = {"jobs": [{"job": n, "dir": dirs[n], **_budget_json(budgets.get(n))} for n in names],
                      "inventory": inv.name,
                      "results": [_result_json(result, parts)],
-                     "running": [{"job": j, "plan": p} for j, p in runs.jobs]}
+                     "running": running_json(runs), **({"running_notes": runs.notes} if runs.notes else {})}
     if compare:
         summary["compare"] = [_one_by_one_json(o) for o in others]
     if capped is not None:
@@ -263,7 +264,7 @@ def _print(console: Console, inv: Inventory, joint: JointProblem, runs: RunningP
     problem = joint.problem
     console.print(f"[bold]{len(joint.jobs)} jobs[/] ({escape(', '.join(j.name for j in joint.jobs))}) on "
                   f"[bold]{inv.name}[/] — {len(problem.subtasks)} subtasks, {len(problem.hosts)} hosts")
-    plan_tables.print_preamble(console, problem, runs.jobs, whatif_notes, capped)
+    plan_tables.print_preamble(console, problem, runs.jobs, [*whatif_notes, *runs.notes], capped)
     plan_tables.print_outcome(console, result)
     if result.cost is not None:
         scales = {job.name: job.problem.rate_scale for job in joint.jobs}

@@ -16,7 +16,8 @@ from rich.markup import escape
 from placement.cli import capacity_plan, plan_tables, rescale_plan
 from placement.cli.fit import print_table
 from placement.cli.plan_notes import alone_policy_notes, input_warnings, report_warnings
-from placement.cli.running_plans import load_running
+from placement.cli.running_cluster import ClusterRead, running_load
+from placement.cli.running_plans import running_json
 from placement.costmodel.model import PlanOptions, build_problem
 from placement.costmodel.running import with_running
 from placement.errors import BadInput
@@ -56,12 +57,12 @@ def run_plan(inventory_path: str, profile_path: str, out_dir: str, solver: str, 
              objective: str | None, mode: str | None, rate_scale: float, rescale: bool, target_rate: str | None,
              compare: bool, as_json: bool, method: str = "auto", max_rate: bool = False,
              add_host: tuple[str, ...] = (), link: tuple[str, ...] = (), verbose: bool = False, quiet: bool = False,
-             strict: bool = False, running: tuple[str, ...] = ()) -> None:
+             strict: bool = False, running: tuple[str, ...] = (), cluster: ClusterRead | None = None) -> None:
     """``placement plan`` with its parsed options (see :func:`placement.cli.plan_cmd.plan`)."""
     rescale_plan.check_options(rescale, target_rate)
-    if rescale and running:
+    if rescale and (running or cluster):
         raise BadInput("chooses parallelism against the whole fleet's capacities; plan without --rescale around "
-                       "running jobs", field="--running")
+                       "running jobs", field="--running" if running else "--running-cluster")
     capacity_plan.check_options(max_rate, rescale, rate_scale, method)
     inv = load_inventory(inventory_path)
     profile = load_profile(profile_path)
@@ -72,7 +73,7 @@ def run_plan(inventory_path: str, profile_path: str, out_dir: str, solver: str, 
                             verbose=verbose)
     placement_mode = mode or inv.flink.placement_mode  # vanilla mode keeps operators after the source chain whole
     # the problem at the asked scale, built before any solve: its pins' warnings come before the work (--strict)
-    runs = load_running(running, inv, [profile.job.name])  # jobs that keep running: fixed load
+    runs = running_load(running, cluster, inv, [profile.job.name], inventory_path)  # jobs that keep running: fixed load
     problem = with_running(build_problem(inv, profile, PlanOptions(rate_scale=rate_scale, placement_mode=placement_mode),
                                          inventory_source=inventory_path, other_jobs=runs.vertices), runs.uses)
     report_warnings([*input_warnings(inv, profile, inventory_path, link), *runs.warnings,
@@ -101,7 +102,7 @@ def run_plan(inventory_path: str, profile_path: str, out_dir: str, solver: str, 
     if not as_json and not quiet:
         console.print(f"[bold]{profile.job.name}[/] on [bold]{inv.name}[/] — {len(problem.subtasks)} subtasks, "
                       f"{len(problem.hosts)} hosts")
-        plan_tables.print_preamble(console, problem, runs.jobs, [*whatif_notes, *notes], capped)
+        plan_tables.print_preamble(console, problem, runs.jobs, [*whatif_notes, *notes, *runs.notes], capped)
         if rescaled:
             console.print(escape(rescale_plan.targets_line(rescaled.space)), overflow="ignore", crop=False)
         plan_tables.print_outcome(console, result)
@@ -124,7 +125,9 @@ def run_plan(inventory_path: str, profile_path: str, out_dir: str, solver: str, 
     if whatif_notes:
         summary["what_if"] = whatif_notes
     if runs.jobs:
-        summary["running"] = [{"job": j, "plan": p} for j, p in runs.jobs]
+        summary["running"] = running_json(runs)
+    if runs.notes:
+        summary["running_notes"] = runs.notes
     if result.assignment is not None:
         doc = build_plan_document(
             problem, result, job=profile.job.name, placement_mode=placement_mode,  # type: ignore[arg-type]

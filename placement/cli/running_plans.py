@@ -23,6 +23,12 @@ class RunningPlans:
     jobs: list[tuple[str, str]] = field(default_factory=list)  # (job, the path given)
     warnings: list[str] = field(default_factory=list)
     vertices: frozenset[str] = frozenset()  # their vertex names and ids: pins naming them are no typo of the new job's
+    notes: list[str] = field(default_factory=list)  # said with the plan (no warning: --strict does not fail on them)
+
+    def uses_of_job(self, job: str) -> dict[str, dict[str, float]]:
+        """One running job's use of each host it uses (cores, memory_mib, slots, mbit on its uplink): --json's figures."""
+        return {host: {"cores": r.cores, "memory_mib": r.memory_mib, "slots": r.slots, "mbit": r.mbit}
+                for host, here in self.uses.items() for r in here if r.job == job}
 
 
 def _expanded(paths: Sequence[str]) -> list[str]:
@@ -74,3 +80,8 @@ def load_running(paths: Sequence[str], inv: Inventory, planned: Sequence[str]) -
         jobs.append((doc.job, str(path)))
         vertices |= {k for a in doc.assignment for k in (a.vertex, a.vertex_id)}
     return RunningPlans(uses, jobs, warnings, frozenset(vertices))
+
+
+def running_json(runs: RunningPlans) -> list[dict]:
+    """--json's ``running``: each job, where its figures come from, and its use of each host (and uplink)."""
+    return [{"job": j, "plan": p, "uses": runs.uses_of_job(j)} for j, p in runs.jobs]

@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from placement.costmodel.model import HostSpec, PlacementProblem, RunningUse
+from placement.costmodel.evaluate import PlanCost, evaluate
+from placement.costmodel.model import Assignment, HostSpec, PlacementProblem, RunningUse
 
 
 def with_running(problem: PlacementProblem, uses: Mapping[str, Sequence[RunningUse]]) -> PlacementProblem:
@@ -55,6 +56,21 @@ def uses_of(job: str, links: Mapping[str, float], hosts: Sequence[tuple[str, flo
         if mbit > 0 and host not in out:  # in a plan, but a hand-edited one may say so
             out[host] = [RunningUse(job, mbit=mbit)]
     return out
+
+
+def cost_uses(job: str, cost: PlanCost) -> dict[str, list[RunningUse]]:
+    """A priced placement of ``job`` (its own problem's :class:`PlanCost`) as running load: what a plan.json of it
+    would say, taken the same way."""
+    return uses_of(job, {link.host: link.mbit for link in cost.links},
+                   [(h.host, h.cores_used, h.memory_mib_used, h.slots_used) for h in cost.hosts])
+
+
+def running_cost(problem: PlacementProblem, running: Assignment | None) -> PlanCost | None:
+    """A running placement (where its subtasks run now) under the cost model; None when it is unknown or does not
+    place every subtask of the problem (a profile of another parallelism than the job's now)."""
+    if running is None or not {s.key for s in problem.subtasks} <= set(running):
+        return None
+    return evaluate(problem, running)
 
 
 def merged(*uses: Mapping[str, Sequence[RunningUse]]) -> dict[str, list[RunningUse]]:

@@ -175,6 +175,27 @@ def inventory_host_of(taskmanager_id: str | None, host: str | None, inventory: I
     return None
 
 
+def subtask_hosts(manifest: RunManifest, inventory: Inventory
+                  ) -> tuple[dict[tuple[str, int], str], list[SubtaskLocation]]:
+    """Where each subtask of the run ran (inventory host names, from the run's locations), and the locations whose
+    TaskManager no inventory host matches."""
+    placed: dict[tuple[str, int], str] = {}
+    unmatched: list[SubtaskLocation] = []
+    for loc in manifest.locations:
+        host = host_speed_for(loc, inventory)[1]
+        if host is None:
+            unmatched.append(loc)
+        else:
+            placed[(loc.vertex_id, loc.subtask)] = host
+    return placed, unmatched
+
+
+def current_assignment(manifest: RunManifest, inventory: Inventory) -> dict[tuple[str, int], str] | None:
+    """Where each subtask ran (inventory host names), from the run's locations; None when one cannot be matched."""
+    placed, unmatched = subtask_hosts(manifest, inventory)
+    return None if unmatched else (placed or None)
+
+
 def _locations(runs: Iterable[RunManifest]) -> tuple[dict[tuple[str, int], SubtaskLocation], set[tuple[str, int]]]:
     """Newest known location per subtask, and the subtasks whose TaskManager changed between runs."""
     latest: dict[tuple[str, int], SubtaskLocation] = {}

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 
 from placement.costmodel.evaluate import PlanCost, evaluate
 from placement.costmodel.jobs import Job, JointProblem
-from placement.costmodel.running import merged, uses_of, with_running
+from placement.costmodel.running import cost_uses, merged, with_running
 from placement.solver.baselines import all_on_server
 from placement.solver.methods import Method, solve_with
 from placement.solver.result import PlanResult, SolverOptions
@@ -46,11 +46,6 @@ class OneByOne:
         return self.cost is not None and self.cost.feasible
 
 
-def _cost_uses(job: str, cost: PlanCost):
-    return uses_of(job, {link.host: link.mbit for link in cost.links},
-                   [(h.host, h.cores_used, h.memory_mib_used, h.slots_used) for h in cost.hosts])
-
-
 def _together(joint: JointProblem, results: dict[str, PlanResult]) -> PlanCost | None:
     if len(results) < len(joint.jobs) or any(r.assignment is None for r in results.values()):
         return None
@@ -75,7 +70,7 @@ def in_sequence(joint: JointProblem, options: SolverOptions = SolverOptions(), m
         if result.assignment is None or result.cost is None:
             return OneByOne("one by one", results, None, failed=job.name, reason=result.reason or result.status,
                             order=order)
-        earlier = merged(earlier, _cost_uses(job.name, result.cost))
+        earlier = merged(earlier, cost_uses(job.name, result.cost))
     return OneByOne("one by one", results, _together(joint, results), order=order)
 
 

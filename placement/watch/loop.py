@@ -33,18 +33,19 @@ from typing import Any, Literal
 
 from placement.collect import shaping
 from placement.collect.collector import CollectOptions, Collector
-from placement.collect.layout import RunManifest, find_manifests
+from placement.collect.layout import find_manifests
 from placement.collect.rolling import snapshot_window
 from placement.costmodel.evaluate import PlanCost, evaluate, latency_sentence
 from placement.costmodel.jobs import JointProblem, build_joint, dir_names, job_costs, job_policies
 from placement.costmodel.latency import PathLatency
 from placement.costmodel.model import Assignment, PlanOptions, build_problem
+from placement.costmodel.running import running_cost
 from placement.errors import BadInput, PlacementError
 from placement.flink.rest import TERMINAL_STATES, FlinkRest, JobDetails
-from placement.inventory import Inventory, load_inventory
+from placement.inventory import load_inventory
 from placement.profile.format import JobProfile
 from placement.profile.pipeline import write_profile
-from placement.profile.rules import host_speed_for
+from placement.profile.rules import current_assignment
 from placement.watch.policy import (
     Decision,
     PolicyConfig,
@@ -226,17 +227,6 @@ class CollectorThread:
 
     def join(self, timeout: float) -> None:
         self.thread.join(timeout)
-
-
-def current_assignment(manifest: RunManifest, inv: Inventory) -> dict[tuple[str, int], str] | None:
-    """Where each subtask ran (inventory host names), from the run's locations; None when one cannot be matched."""
-    out: dict[tuple[str, int], str] = {}
-    for loc in manifest.locations:
-        host = host_speed_for(loc, inv)[1]
-        if host is None:
-            return None
-        out[(loc.vertex_id, loc.subtask)] = host
-    return out or None
 
 
 def moves(planned: Mapping[tuple[str, int], str], running: Mapping[tuple[str, int], str] | None) -> int:
@@ -625,9 +615,7 @@ class Watch:
             out: dict[str, tuple[PlanCost | None, Any]] = {}
             for name, o in observed.items():
                 problem = self._problem(o.profile, 1.0)
-                known = o.running is not None and {s.key for s in problem.subtasks} <= set(o.running)
-                cost = evaluate(problem, o.running) if known else None  # type: ignore[arg-type]
-                out[name] = (cost, problem.latency_bounds)
+                out[name] = (running_cost(problem, o.running), problem.latency_bounds)
             return out, None
         joint = self._joint({name: o.profile for name, o in observed.items()}, 1.0) if observed else None
         bounds = {job.name: job.problem.latency_bounds for job in joint.jobs} if joint else {}

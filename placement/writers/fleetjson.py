@@ -41,7 +41,8 @@ class FleetJob(Strict):
 
 class RunningJob(Strict):
     job: str
-    plan: str = Field(description="the plan.json it runs by, as given to --running")
+    plan: str = Field(description="the plan.json it runs by, as given to --running; read live (--running-cluster): "
+                      "'cluster <REST URL> job <id>, measured over <window> s'")
 
 
 class LinkShare(Strict):
