@@ -24,15 +24,9 @@ from rich.text import Text
 
 from placement.costmodel.jobs import dir_names
 from placement.errors import BadInput, PlacementError
-from placement.watch.loop import (
-    JobsPlanFn,
-    PlanFn,
-    PlanOutcome,
-    Status,
-    Watch,
-    WatchOptions,
-    peak_use,
-)
+from placement.watch.loop import Watch
+from placement.watch.options import JobsPlanFn, PlanFn, PlanOutcome, Status, WatchOptions
+from placement.watch.pricing import peak_use
 from placement.watch.policy import PolicyConfig
 from placement.watch.signals import DriftThresholds, Window
 

@@ -9,9 +9,11 @@
 * apply — ``placement apply``'s public request / prepare / execute: the same preflight, lock, savepoint, verify,
   roll back and audit log.
 
-Between them the pure parts decide: :mod:`.signals` (drift) and :mod:`.policy` (act or not); :mod:`.record` logs each
-tick. Stopping (:meth:`Watch.stop`, from a signal handler) is honoured between steps: an apply that has begun runs
-to its end (applied or rolled back) before the loop exits, so nothing is left half-applied.
+Between them the pure parts decide: :mod:`.signals` (drift), :mod:`.pricing` (the figures the policy weighs) and
+:mod:`.policy` (act or not); :mod:`.record` logs each tick. The collector thread is :mod:`.collecting`, the apply
+:mod:`.acting`, the options and live status :mod:`.options`. Stopping (:meth:`Watch.stop`, from a signal handler) is
+honoured between steps: an apply that has begun runs to its end (applied or rolled back) before the loop exits, so
+nothing is left half-applied.
 
 Several jobs (``WatchOptions.job_names``) are the same loop over a set: a :class:`JobTrack` per job (its collector,
 rolling history, windows, baseline and counters), each tick a window and a drift check per job, the running placements
@@ -23,21 +25,18 @@ wait: the others are never planned as if it were gone.
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from placement.collect import shaping
-from placement.collect.collector import CollectOptions, Collector
 from placement.collect.layout import find_manifests
 from placement.collect.rolling import snapshot_window
-from placement.costmodel.evaluate import PlanCost, evaluate, latency_sentence
+from placement.costmodel.evaluate import PlanCost, evaluate
 from placement.costmodel.jobs import JointProblem, build_joint, dir_names, job_costs, job_policies
-from placement.costmodel.latency import PathLatency
 from placement.costmodel.model import Assignment, PlanOptions, build_problem
 from placement.costmodel.running import running_cost
 from placement.errors import BadInput, PlacementError
@@ -46,20 +45,16 @@ from placement.inventory import load_inventory
 from placement.profile.format import JobProfile
 from placement.profile.pipeline import write_profile
 from placement.profile.rules import current_assignment
-from placement.watch.policy import (
-    Decision,
-    PolicyConfig,
-    PolicyState,
-    Proposal,
-    after_change,
-    decide,
-)
+from placement.watch.acting import apply_fleet_plan, apply_plan
+from placement.watch.collecting import CollectorThread
+from placement.watch.options import AskFn, JobsPlanFn, PlanFn, Status, WatchOptions
+from placement.watch.policy import Decision, PolicyState, Proposal, after_change, decide
+from placement.watch.pricing import cost_peak, joint_running, moves, proposal_from
 from placement.watch.profiling import WindowProfiler
 from placement.watch.record import DecisionLog, decision_record, effect_record, job_entry
 from placement.watch.signals import (
     Baseline,
     Drift,
-    DriftThresholds,
     Window,
     demand_scale,
     detect,
@@ -69,171 +64,6 @@ from placement.watch.signals import (
     taskmanager_drifts,
     window_from_profile,
 )
-
-ApplyMode = Literal["never", "ask", "auto"]
-
-
-@dataclass(frozen=True)
-class PlanOutcome:
-    """What the planner made of a window's profile (written to ``plan_dir`` when something fits)."""
-
-    plan_dir: Path
-    fits: bool
-    wan_mbit: float | None
-    violations: tuple[str, ...] = ()  # why nothing fits
-    links: Mapping[str, float] = field(default_factory=dict)  # edge host -> predicted Mbit/s
-    assignment: Mapping[tuple[str, int], str] = field(default_factory=dict)
-    peak: float | None = None  # the busiest uplink or host as a share of its capacity (see peak_use)
-    jobs: Mapping[str, PlanOutcome] = field(default_factory=dict)  # several jobs planned together: each one's part
-
-
-PlanFn = Callable[[Path, Path, float], PlanOutcome]  # (profile.json, out dir, rate scale) -> outcome
-# several jobs: (job -> its profile.json, out dir, job -> its rate scale) -> the joint outcome (its jobs: each job's
-# part)
-JobsPlanFn = Callable[[Mapping[str, Path], Path, Mapping[str, float]], PlanOutcome]
-AskFn = Callable[[Decision, Proposal], bool]
-
-
-@dataclass
-class WatchOptions:
-    inventory_path: Path
-    job_name: str
-    work_dir: Path
-    job_names: tuple[str, ...] = ()  # several jobs watched together (empty: job_name alone)
-    apply: ApplyMode = "never"
-    interval_s: float = 30.0  # one decision per interval
-    window_s: float = 90.0  # the span each decision profiles
-    sample_s: float = 2.0  # collector sampling interval
-    flush_s: float = 10.0  # a part file per flush: the window's granularity
-    keep_s: float = 900.0  # the rolling history keeps this much (age) ...
-    keep_bytes: int = 256 << 20  # ... and at most this much (size)
-    warmup_s: float = 60.0  # as `placement profile --warmup`
-    settle_s: float = 10.0  # as `placement apply --settle`
-    engine: Literal["spark", "pandas"] = "spark"
-    spark_master: str | None = None
-    max_demand_scale: float = 4.0  # plan for up to this multiple of the window's profiled source rates
-    checkpoint_grace_s: float = 30.0  # before a change: wait this long at most for a checkpoint in progress to end
-    thresholds: DriftThresholds = field(default_factory=DriftThresholds)
-    policy: PolicyConfig = field(default_factory=PolicyConfig)
-    log_path: Path | None = None
-    duration_s: float | None = None  # stop after this long (None: until stopped)
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        """Every job watched: one (``job_name``) or several, kept placed together."""
-        return self.job_names or (self.job_name,)
-
-    def check(self) -> None:
-        for name in ("interval_s", "window_s", "sample_s", "flush_s"):
-            if getattr(self, name) <= 0:
-                raise BadInput("must be > 0", field="--" + name.removesuffix("_s").replace("_", "-"))
-        if self.window_s > self.keep_s:
-            raise BadInput(f"the window ({self.window_s:g} s) must fit in the kept history ({self.keep_s:g} s)",
-                           field="--window")
-        if self.flush_s > self.window_s / 2:
-            raise BadInput(f"a part is flushed every {self.flush_s:g} s: the window ({self.window_s:g} s) needs at "
-                           "least two", field="--flush")
-
-
-@dataclass
-class Status:
-    """What the live display shows; updated by the loop after each step."""
-
-    phase: str = "starting"
-    job_id: str | None = None
-    collector: str = "starting"
-    ticks: int = 0
-    applies: int = 0
-    rolled_back: int = 0
-    window: Window | None = None
-    drifts: list[Drift] = field(default_factory=list)
-    proposal: Proposal | None = None
-    decision: Decision | None = None
-    next_tick_at: float = 0.0
-    notes: list[str] = field(default_factory=list)
-    # several jobs: each one's running job id, collector state and last window (job_id, collector, window: the first's)
-    job_ids: dict[str, str | None] = field(default_factory=dict)
-    collectors: dict[str, str] = field(default_factory=dict)
-    windows: dict[str, Window] = field(default_factory=dict)
-
-
-def peak_use(links: Iterable[tuple[float, float]], hosts: Iterable[tuple[float, float]],
-             paths: Iterable[tuple[float | None, float | None]] = ()) -> float | None:
-    """The busiest resource as a share of its capacity: (Mbit/s, bandwidth) per uplink, (cores used, cores) per
-    host, and (predicted latency, bound) per bounded source → sink path — a latency bound is a capacity too, so a
-    plan that comes closer to it (or breaks it) is not "roomier". A latency of None is one without a bound (an uplink
-    past 99 %, plan.json's null). The cost model's figures for the running placement and the plan's predictions are
-    read the same way."""
-    shares = [used / cap for used, cap in [*links, *hosts] if cap > 0]
-    shares += [math.inf if ms is None else ms / bound for ms, bound in paths if bound]
-    return max(shares) if shares else None
-
-
-def cost_peak(cost: PlanCost) -> float | None:
-    return peak_use(((link.mbit, link.bandwidth_mbit) for link in cost.links),
-                    ((h.cores_used, h.cores) for h in cost.hosts),
-                    ((p.latency_ms, p.bound_ms) for p in cost.paths))
-
-
-def measured_breaches(drifts: Iterable[Drift]) -> tuple[str, ...]:
-    """Latency bounds the running placement breaks as measured (Flink's latency markers, sustained): a breach like
-    the cost model's, so the re-plan is a relief as for a broken link. (A predicted breach is in the cost model's
-    violations already.)"""
-    return tuple(d.message for d in drifts if d.kind == "latency" and d.basis == "measured")
-
-
-class CollectorThread:
-    """A collector that keeps collecting the job called ``job_name`` (default: the options') into one rolling
-    history, across redeploys. Several jobs watched: one each, each into its own history."""
-
-    def __init__(self, rest_url: str, options: WatchOptions, history: Path, stop: threading.Event, status: Status,
-                 job_name: str | None = None):
-        self.rest_url, self.o, self.history, self.stop_event, self.status = rest_url, options, history, stop, status
-        self.job_name = job_name or options.job_name
-        self.thread = threading.Thread(target=self._run, name=f"watch-collector-{self.job_name}", daemon=True)
-        self.error: str | None = None
-
-    def start(self) -> None:
-        self.thread.start()
-
-    def _sleep(self, seconds: float) -> None:
-        if self.stop_event.wait(seconds):
-            raise KeyboardInterrupt  # the collector's own way to stop: it flushes what it has and returns
-
-    def _run(self) -> None:
-        o = self.o
-        while not self.stop_event.is_set():
-            collector = Collector(CollectOptions(
-                rest_url=self.rest_url, out_dir=self.history, job_name=self.job_name, duration_s=1e9,
-                interval_s=o.sample_s, flush_s=o.flush_s, keep_s=o.keep_s, keep_bytes=o.keep_bytes,
-            ), sleep=self._sleep)
-            try:
-                self._say("waiting for the job")
-                manifest = collector.run(on_progress=lambda p: self._say(f"collecting ({p.rows:,} samples)"))
-                self._say(f"run {manifest.run_id} ended: {manifest.stopped}")
-            except KeyboardInterrupt:
-                return
-            except PlacementError as exc:  # no running job (a redeploy in progress), REST down: try again
-                self.error = str(exc)
-                self._say(f"retrying: {exc}")
-            if self.stop_event.wait(2.0):
-                return
-
-    def _say(self, state: str) -> None:
-        """The collector's state on the status: its own line, and (the first job's, or the only one) ``collector``."""
-        self.status.collectors[self.job_name] = state
-        if len(self.status.collectors) == 1 or next(iter(self.status.collectors)) == self.job_name:
-            self.status.collector = state
-
-    def join(self, timeout: float) -> None:
-        self.thread.join(timeout)
-
-
-def moves(planned: Mapping[tuple[str, int], str], running: Mapping[tuple[str, int], str] | None) -> int:
-    """Subtasks the plan puts elsewhere than they run (or that exist on one side only)."""
-    if running is None:
-        return len(planned)
-    return sum(1 for k in set(planned) | set(running) if planned.get(k) != running.get(k))
 
 
 @dataclass
@@ -690,7 +520,7 @@ class Watch:
             cost = evaluate(self._problem(profile, scale), running)
             current_wan, current_violations, current_peak = cost.wan_mbit, tuple(cost.violations), cost_peak(cost)
             paths = cost.paths
-        proposal = _proposal(outcome, current_wan, current_violations, current_peak, paths, drifts,
+        proposal = proposal_from(outcome, current_wan, current_violations, current_peak, paths, drifts,
                              moves(outcome.assignment, running) if outcome.fits else 0)
         track.planned_links = dict(outcome.links)
         track.planned_rates = {name: rate * scale for name, rate in window.source_rates.items()}
@@ -720,7 +550,7 @@ class Watch:
                        tuple(v for s in seen for v in s.window.violations), None,  # type: ignore[union-attr]
                        tuple(p for s in seen for p in s.window.paths))  # type: ignore[union-attr]
         moved = sum(moves(outcome.jobs[s.track.name].assignment, s.running) for s in seen) if outcome.fits else 0
-        proposal = _proposal(outcome, *current, drifts, moved)
+        proposal = proposal_from(outcome, *current, drifts, moved)
         for s in seen:
             part = outcome.jobs.get(s.track.name)
             s.track.planned_links = dict(part.links) if part is not None else {}
@@ -771,88 +601,3 @@ class Watch:
         record = effect_record(tick, window.end_ms, predicted, window, str(snapshot) if snapshot else None)
         self.log.write({**record, "job": track.name} if self.several else record)
         track.pending_effect = None
-
-
-def _proposal(outcome: PlanOutcome, current_wan: float, current_violations: tuple[str, ...],
-              current_peak: float | None, paths: Iterable[PathLatency], drifts: Iterable[Drift],
-              moved: int) -> Proposal:
-    """The running placement (its WAN, breaches and busiest resource under the re-plan's load) beside the plan; a
-    measured latency breach counts against the running placement like a capacity it breaks."""
-    drifts = list(drifts)
-    latency_breaches = (*(latency_sentence(p) for p in paths if p.over_bound), *measured_breaches(drifts))
-    return Proposal(
-        current_wan_mbit=current_wan, current_violations=(*current_violations, *measured_breaches(drifts)),
-        planned_wan_mbit=outcome.wan_mbit,
-        planned_violations=() if outcome.fits else (outcome.violations or ("no placement fits",)),
-        moves=moved, plan_dir=str(outcome.plan_dir), current_peak=current_peak, planned_peak=outcome.peak,
-        current_latency_breaches=latency_breaches,
-    )
-
-
-def joint_running(joint: JointProblem, running: Mapping[str, Assignment | None]) -> Assignment | None:
-    """The jobs' running placements as one assignment of the joint problem; None when one is unknown or does not
-    place every subtask its profile has."""
-    if any(running.get(job.name) is None for job in joint.jobs):
-        return None
-    placed = {job.name: set(running[job.name] or ()) for job in joint.jobs}
-    if any(not {s.key for s in job.problem.subtasks} <= placed[job.name] for job in joint.jobs):
-        return None
-    return joint.join({job.name: running[job.name] for job in joint.jobs})  # type: ignore[misc]
-
-
-def apply_fleet_plan(fleet_dir: Path, options: WatchOptions) -> dict[str, Any]:
-    """``placement apply --plan FLEET_DIR --inventory INV`` through its public load, prepare and execute: every job's
-    preflight before anything changes, one lock, the order (or stop-all), any failure rolling every stopped job back;
-    audit log in FLEET_DIR/apply-audit.jsonl. Never raises for an apply that did not take effect: the outcome says
-    what happened, ``changed`` whether any job was redeployed, ``jobs`` each redeployed job's outcome."""
-    from placement.apply import PreflightFailed
-    from placement.apply.fleet import FleetFailed, execute_fleet, load_fleet, prepare_fleet
-
-    audit = fleet_dir / "apply-audit.jsonl"
-    try:
-        prepared = prepare_fleet(load_fleet(fleet_dir, options.inventory_path, settle_s=options.settle_s))
-    except PreflightFailed as exc:
-        return {"status": "refused", "message": str(exc), "changed": False, "jobs": {}, "audit": str(audit)}
-    except PlacementError as exc:
-        return {"status": "error", "message": str(exc), "changed": False, "jobs": {}, "audit": str(audit)}
-    try:
-        result = execute_fleet(prepared, audit_path=audit, echo=lambda s: None)
-    except FleetFailed as exc:
-        result = exc.outcome
-    except PlacementError as exc:
-        return {"status": "error", "message": str(exc), "changed": True, "jobs": {}, "audit": str(audit)}
-    finally:
-        prepared.close()
-    return {"status": result.status, "message": result.message,
-            "jobs": {name: {"status": o.status, "job_id": o.job_id, "savepoint": o.savepoint,
-                            "downtime_s": o.downtime_s} for name, o in result.outcomes.items()},
-            "changed": result.status not in ("noop", "failed-before-stop"), "seconds": round(result.seconds, 1),
-            "audit": str(audit)}
-
-
-def apply_plan(plan_dir: Path, options: WatchOptions, rest: FlinkRest) -> dict[str, Any]:
-    """``placement apply PLAN_DIR --inventory INV --job-name NAME`` through its public request, prepare and execute
-    (same preflight, lock, savepoint, verify, roll back, audit log in PLAN_DIR/apply-audit.jsonl). Never raises for
-    an apply that did not take effect: the outcome says what happened, ``changed`` whether the job was redeployed."""
-    from placement.apply import ApplyFailed, PreflightFailed, execute, prepare
-    from placement.apply.request import load_request
-
-    audit = plan_dir / "apply-audit.jsonl"
-    try:
-        req = load_request(plan_dir, options.inventory_path, job_name=options.job_name, settle_s=options.settle_s)
-        prepared = prepare(req, rest=rest)
-    except PreflightFailed as exc:
-        return {"status": "refused", "message": str(exc), "changed": False, "audit": str(audit)}
-    except PlacementError as exc:
-        return {"status": "error", "message": str(exc), "changed": False, "audit": str(audit)}
-    try:
-        result = execute(prepared, audit_path=audit, echo=lambda s: None)
-    except ApplyFailed as exc:
-        result = exc.outcome
-    except PlacementError as exc:
-        return {"status": "error", "message": str(exc), "changed": True, "audit": str(audit)}
-    finally:
-        prepared.close()
-    return {"status": result.status, "message": result.message, "job_id": result.job_id, "savepoint": result.savepoint,
-            "downtime_s": result.downtime_s, "changed": result.status not in ("noop", "failed-before-stop"),
-            "audit": str(audit)}

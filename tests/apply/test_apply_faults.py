@@ -257,10 +257,11 @@ def test_a_lock_held_by_a_live_apply_is_respected(env: Env, flink_rest):
 
 
 def test_an_apply_the_watch_triggers_meets_each_fault_and_the_job_runs_on_where_it_ran(env: Env, flink_rest, full_tmpfs):
-    """``placement watch --apply auto`` applies through :func:`placement.watch.loop.apply_plan`: a host down, another
+    """``placement watch --apply auto`` applies through :func:`placement.watch.acting.apply_plan`: a host down, another
     apply's live lock and a savepoint that cannot be written each end with the job RUNNING on its known placement and
     an outcome the decision log records (``changed`` tells the loop whether the job restarted: its cooldown starts)."""
-    from placement.watch.loop import WatchOptions, apply_plan
+    from placement.watch.acting import apply_plan
+    from placement.watch.options import WatchOptions
     from placement.watch.policy import Decision, PolicyState
     from placement.watch.record import DecisionLog, decision_record, read_log
 

@@ -156,7 +156,7 @@ def test_a_cheaper_plan_with_more_room_needs_no_stabilization_window():
 def test_a_latency_drift_is_decided_like_a_link_drift():
     """A bound the running placement breaks (predicted by the cost model, or measured) is a broken capacity: the same
     relief, cooldown and hold reasons as an uplink over its bandwidth."""
-    from placement.watch.loop import measured_breaches
+    from placement.watch.pricing import measured_breaches
     from placement.watch.signals import Drift
 
     path = "Source: Sensors → Parse → Sink: Readings"

@@ -15,7 +15,8 @@ import pytest
 
 from placement.collect.layout import find_manifests
 from placement.collect.rolling import parts_of, snapshot_window
-from placement.watch.loop import CollectorThread, Status, WatchOptions
+from placement.watch.collecting import CollectorThread
+from placement.watch.options import Status, WatchOptions
 from placement.watch.profiling import WindowProfiler
 
 pytestmark = [pytest.mark.flink, pytest.mark.spark, pytest.mark.timeout(300)]

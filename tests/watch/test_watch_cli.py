@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from support.cli import run_main
 
-from placement.watch.loop import moves
+from placement.watch.pricing import moves
 from placement.watch.signals import Window, demand_scale
 
 REPO = Path(__file__).resolve().parents[2]
@@ -123,7 +123,7 @@ def test_the_watch_s_planner_honours_the_latency_bound_and_counts_it_in_the_busi
 
 
 def test_a_plan_nearer_its_latency_bound_is_not_roomier():
-    from placement.watch.loop import peak_use
+    from placement.watch.pricing import peak_use
     from placement.watch.policy import Proposal
 
     links, hosts = [(10.0, 50.0)], [(1.0, 4.0)]
@@ -141,7 +141,7 @@ def test_the_decision_log_and_the_live_view_carry_a_latency_drift(tmp_path):
 
     from placement.cli.watch_cmd import render
     from placement.costmodel.latency import PathLatency
-    from placement.watch.loop import Status, WatchOptions
+    from placement.watch.options import Status, WatchOptions
     from placement.watch.policy import Decision, PolicyState, Proposal
     from placement.watch.record import DecisionLog, decision_record, read_log
     from placement.watch.signals import Drift
@@ -194,7 +194,8 @@ def test_the_loop_re_plans_a_placement_that_breaks_its_latency_bound_into_one_th
     from placement.profile.format import MeasuredLatency, load_profile
     from placement.profile.pipeline import write_profile
     from placement.solver.methods import solve_with
-    from placement.watch.loop import Watch, WatchOptions
+    from placement.watch.loop import Watch
+    from placement.watch.options import WatchOptions
     from placement.watch.policy import PolicyState, decide
     from placement.watch.signals import Baseline, DriftThresholds, detect, source_rates, window_from_profile
     from placement.writers.planjson import load_plan

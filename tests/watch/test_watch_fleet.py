@@ -24,7 +24,8 @@ from placement.inventory import load_inventory
 from placement.loading import load_model
 from placement.profile.format import JobProfile, load_profile
 from placement.solver.methods import solve_with
-from placement.watch.loop import Observed, Seen, Watch, WatchOptions
+from placement.watch.loop import Observed, Seen, Watch
+from placement.watch.options import WatchOptions
 from placement.watch.record import DecisionLog, read_log, window_json
 from placement.watch.signals import window_from_profile
 from placement.writers.fleetjson import FleetDocument
