@@ -2,7 +2,8 @@
 placed from outside by `placement apply` with the lab inventory, exactly as against real hosts (SSH with verified
 host keys to each edge namespace's sshd, REST to the JobManager).
 
-One lab for the module (`lab up`, custom mode: the default); the tests run in order on it:
+One lab for the module (`lab up`, custom mode: the default; the one tests/apply/test_apply_rescale_lab.py ran on
+before, its job cancelled: one start for both, support/lab.py); the tests run in order on it:
 
 * the lab runs the extension and its hosts answer over SSH;
 * each of the three lab jobs, unmodified: apply -> every subtask INDEX on its planned TaskManager (verify table green,
@@ -31,7 +32,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support.lab import ROOT, custom_lab
+from support.lab import ROOT, module_on_shared_lab
 from support.lab import placement_cli as cli
 from support.plan_dirs import mapping_for, running_vertex_ids, write_plan_dir
 
@@ -79,10 +80,9 @@ class Lab:
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    work = tmp_path_factory.mktemp("custom-lab") / "lab"
-    with custom_lab(work) as state:
-        yield Lab(work, state, FlinkRest(state["rest_url"]))
+def lab(request: pytest.FixtureRequest, shared_custom_lab) -> Iterator[Lab]:
+    with module_on_shared_lab(request, shared_custom_lab) as state:
+        yield Lab(shared_custom_lab.work, state, FlinkRest(state["rest_url"]))
 
 
 def apply(plan: Path, inventory: Path, *extra: str) -> subprocess.CompletedProcess[str]:
