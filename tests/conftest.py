@@ -11,6 +11,7 @@ import os
 import pytest
 import support.flink as support_flink
 from support.flink import flink_cluster, flink_rest, iot_job, lab_jobs_jar  # noqa: F401  (session/module fixtures)
+from support.lab import shared_custom_lab  # noqa: F401  (session fixture)
 
 # strict mode (PLACEMENT_STRICT=1 / --strict-real): a missing real part fails instead of skipping (support/real_parts.py)
 from support.real_parts import (  # noqa: F401  (pytest hooks)
@@ -50,6 +51,9 @@ LAB_MODULES = {"tests/watch/test_watch_lab.py", "tests/apply/test_apply_rescale_
 # tests/lab modules that start Flink clusters of their own but touch none of the lab's names: anywhere
 NOT_THE_LAB = {"tests/lab/test_lab_cluster.py", "tests/lab/test_lab_vanilla_placement.py",
                "tests/lab/test_lab_jobs_build.py", "tests/lab/test_lab_netns_taskmanager.py"}
+# modules on one custom-mode lab (support/lab.py: shared_custom_lab), in this order: next to each other, the lab
+# starts once for them; the custom end-to-end module restarts it in vanilla mode at its end, so it comes last
+SHARED_CUSTOM_LAB = ("tests/apply/test_apply_rescale_lab.py", "tests/lab/test_lab_custom_end_to_end.py")
 GROUP_BY_DIRECTORY = {"lab": "lab", "netem": "netns-10.201", "infra": "netns-10.201", "apply": "netns-10.204",
                       "ansible": "netns-10.202"}
 # modules whose module-scoped fixture is expensive per parameter (a javac build or a cluster per Flink line): split over
@@ -79,9 +83,13 @@ def xdist_group(nodeid: str) -> str | None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # stable: the lab first, then the one-worker modules (long units: handed out while the lab still runs, not in the
     # run's tail, where one of them would keep a worker busy while the other has nothing left), the rest as collected
-    def rank(item: pytest.Item) -> int:
+    # -- in the lab group, the modules sharing one lab first, in their order
+    def rank(item: pytest.Item) -> tuple[int, int]:
         group = xdist_group(item.nodeid)
-        return 0 if group == "lab" else 1 if group in ONE_WORKER_MODULES.values() else 2
+        if group == "lab":
+            path = item.nodeid.split("::", 1)[0]
+            return 0, SHARED_CUSTOM_LAB.index(path) if path in SHARED_CUSTOM_LAB else len(SHARED_CUSTOM_LAB)
+        return (1 if group in ONE_WORKER_MODULES.values() else 2), 0
 
     items.sort(key=rank)
 

@@ -1,6 +1,7 @@
 """`placement apply` of plans that change parallelism, on the real lab (custom mode: stock Flink 2.3 with the
 scheduler extension, edge TaskManagers in namespaces reached over SSH with verified host keys), the IoT job submitted
-unmodified and unplaced. One lab for the module; the tests run in order on it (run under
+unmodified and unplaced. The lab is the one tests/lab/test_lab_custom_end_to_end.py runs on next (one start for
+both: support/lab.py), its job cancelled at the end; the tests run in order on it (run under
 ``flock /tmp/placement-lab.lock``):
 
 * a rescaled plan (the source chain 2 -> 3 on the Pis, Window Aggregate and its sink 2 -> 3 on the server), given as
@@ -28,7 +29,7 @@ from apply_support import (
     assert_keyed_state_continued,
     let_totals_grow,
 )
-from support.lab import custom_lab
+from support.lab import module_on_shared_lab
 from support.lab import placement_cli as cli
 from support.plan_dirs import running_vertex_ids, write_plan_dir
 
@@ -52,7 +53,7 @@ UNROUTABLE = {  # window 3 -> 2, and Filter on rpi1 feeding Enrich on rpi2 (FORW
 
 @dataclass(frozen=True)
 class Lab:
-    work: Path
+    work: Path  # this module's files
     rest: FlinkRest
     inventory: Path  # the running lab inventory with the IoT job as the job apply resubmits
     home: Path
@@ -63,9 +64,9 @@ class Lab:
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    work = tmp_path_factory.mktemp("rescale-lab") / "lab"
-    with custom_lab(work) as state:
+def lab(request: pytest.FixtureRequest, shared_custom_lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    work = tmp_path_factory.mktemp("rescale-lab")  # this module's plans and inventory (the lab's workdir is shared)
+    with module_on_shared_lab(request, shared_custom_lab) as state:
         doc = yaml.safe_load(Path(state["lab_inventory"]).read_text())
         assert doc["flink"]["placement_mode"] == "custom"
         doc["job"] = {"name": JOB_NAME, "entry_class": IOT_SENSOR_JOB, "program_args": JOB_ARGS, "jar": state["jar"]}
@@ -73,7 +74,10 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         inventory.write_text(yaml.safe_dump(doc, sort_keys=False))
         rest = FlinkRest(state["rest_url"])
         chain.submit(rest, state["jar"], IOT_SENSOR_JOB, JOB_ARGS)  # unmodified, unplaced: parallelism 2 everywhere
-        yield Lab(work, rest, inventory, Path(state["flink_home"]))
+        try:
+            yield Lab(work, rest, inventory, Path(state["flink_home"]))
+        finally:
+            chain.cancel_all(rest)  # the next module starts on a lab without this one's job
 
 
 def running_job(rest: FlinkRest) -> str:

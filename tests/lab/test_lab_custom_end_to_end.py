@@ -2,7 +2,8 @@
 placed from outside by `placement apply` with the lab inventory, exactly as against real hosts (SSH with verified
 host keys to each edge namespace's sshd, REST to the JobManager).
 
-One lab for the module (`lab up`, custom mode: the default); the tests run in order on it:
+One lab for the module (`lab up`, custom mode: the default; the one tests/apply/test_apply_rescale_lab.py ran on
+before, its job cancelled: one start for both, support/lab.py); the tests run in order on it:
 
 * the lab runs the extension and its hosts answer over SSH;
 * each of the three lab jobs, unmodified: apply -> every subtask INDEX on its planned TaskManager (verify table green,
@@ -12,9 +13,9 @@ One lab for the module (`lab up`, custom mode: the default); the tests run in or
   stop-with-savepoint + restore keeps the placement and the keyed totals;
 * a Table/SQL job, whose vertex names change with every submission: placed (found by vertex id);
 * two jobs placed in one cluster, each by its own schedulercfg;
+* a TaskManager killed: apply refuses in preflight with nothing changed; restarted: the job is back on plan;
 * a plan the lab's network cannot carry (data from one edge host to another: only edge -> server links exist) fails
   after the stop and is rolled back to the previous placement from the same savepoint, files restored;
-* a TaskManager killed: apply refuses in preflight with nothing changed; restarted: the job is back on plan;
 * a partial schedulercfg: one line, exit 2, nothing changed.
 """
 
@@ -31,7 +32,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support.lab import ROOT, custom_lab
+from support.lab import ROOT, module_on_shared_lab
 from support.lab import placement_cli as cli
 from support.plan_dirs import mapping_for, running_vertex_ids, write_plan_dir
 
@@ -79,10 +80,9 @@ class Lab:
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    work = tmp_path_factory.mktemp("custom-lab") / "lab"
-    with custom_lab(work) as state:
-        yield Lab(work, state, FlinkRest(state["rest_url"]))
+def lab(request: pytest.FixtureRequest, shared_custom_lab) -> Iterator[Lab]:
+    with module_on_shared_lab(request, shared_custom_lab) as state:
+        yield Lab(shared_custom_lab.work, state, FlinkRest(state["rest_url"]))
 
 
 def apply(plan: Path, inventory: Path, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -315,34 +315,9 @@ def test_two_jobs_are_placed_in_one_cluster_each_by_its_own_schedulercfg(lab: La
     assert {"zoo.schedulercfg", "iot-next-to-zoo.schedulercfg"} <= set(files)
 
 
-# ---- a failure after the stop: rolled back ------------------------------------------------------------------------
-
-
-def test_a_plan_the_network_cannot_carry_is_rolled_back_from_the_same_savepoint(lab: Lab):
-    """Filter on rpi2 feeding Enrich on rpi1: the lab has uplinks to the server only, so the resubmitted job fails
-    (no route from rpi1 to rpi2) -- a real failure after the stop. The previous schedulercfg comes back and the job
-    runs again, as before, from the savepoint apply took."""
-    name = "iot-next-to-zoo"
-    job = next(j.id for j in lab.rest.running_jobs() if j.name == name)
-    cfg = lab.scheduler_dir / schedulercfg_filename(name)
-    installed = cfg.read_text()
-    before = wait_gauge(lab.rest, job, "Window Aggregate", 500, timeout=150)
-    t0 = time.monotonic()
-    bad = {**IOT2_PLAN, "Source: Sensors": ["rpi1", "rpi2"], "Parse": ["rpi1", "rpi2"], "Filter": ["rpi1", "rpi2"],
-           "Enrich": ["rpi2", "rpi1"]}
-    inventory = lab.job_inventory(name, IOT_SENSOR_JOB, IOT2_ARGS)
-    plan = write_plan_dir(lab.work / "plan-unroutable", inventory, bad, job=name, mode="custom",
-                          vertex_ids=running_vertex_ids(lab.rest, job))
-    result = apply(plan, inventory)
-    assert result.returncode == 1, result.stdout[-3000:] + result.stderr
-    assert "rolled back: job" in result.stderr and f"restored server:{cfg}" in result.stderr
-    assert cfg.read_text() == installed
-    again = next(j.id for j in lab.rest.running_jobs() if j.name == name)
-    assert again != job and by_index(lab.rest, again) == IOT2_PLAN
-    assert_restored(lab.rest, again, before, t0, vertex="Window Aggregate", per_key_max=IOT2_PER_KEY_RATE_MAX)
-
-
 # ---- a TaskManager lost and back ------------------------------------------------------------------------------------
+# before the roll back test: the IoT job placed beside the zoo (rpi2 and the server, untouched by rpi1's loss) gains
+# meanwhile the keyed totals that test waits for (500 at ~6/s per sensor, ~80 s from its start)
 
 
 def test_a_killed_taskmanager_is_refused_in_preflight_and_once_restarted_the_job_is_back_on_plan(lab: Lab):
@@ -378,6 +353,33 @@ def test_a_killed_taskmanager_is_refused_in_preflight_and_once_restarted_the_job
             pass
         time.sleep(2)
     assert placed == ZOO_PLAN, placed
+
+
+# ---- a failure after the stop: rolled back ------------------------------------------------------------------------
+
+
+def test_a_plan_the_network_cannot_carry_is_rolled_back_from_the_same_savepoint(lab: Lab):
+    """Filter on rpi2 feeding Enrich on rpi1: the lab has uplinks to the server only, so the resubmitted job fails
+    (no route from rpi1 to rpi2) -- a real failure after the stop. The previous schedulercfg comes back and the job
+    runs again, as before, from the savepoint apply took."""
+    name = "iot-next-to-zoo"
+    job = next(j.id for j in lab.rest.running_jobs() if j.name == name)
+    cfg = lab.scheduler_dir / schedulercfg_filename(name)
+    installed = cfg.read_text()
+    before = wait_gauge(lab.rest, job, "Window Aggregate", 500, timeout=150)
+    t0 = time.monotonic()
+    bad = {**IOT2_PLAN, "Source: Sensors": ["rpi1", "rpi2"], "Parse": ["rpi1", "rpi2"], "Filter": ["rpi1", "rpi2"],
+           "Enrich": ["rpi2", "rpi1"]}
+    inventory = lab.job_inventory(name, IOT_SENSOR_JOB, IOT2_ARGS)
+    plan = write_plan_dir(lab.work / "plan-unroutable", inventory, bad, job=name, mode="custom",
+                          vertex_ids=running_vertex_ids(lab.rest, job))
+    result = apply(plan, inventory)
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr
+    assert "rolled back: job" in result.stderr and f"restored server:{cfg}" in result.stderr
+    assert cfg.read_text() == installed
+    again = next(j.id for j in lab.rest.running_jobs() if j.name == name)
+    assert again != job and by_index(lab.rest, again) == IOT2_PLAN
+    assert_restored(lab.rest, again, before, t0, vertex="Window Aggregate", per_key_max=IOT2_PER_KEY_RATE_MAX)
 
 
 # ---- bad input -----------------------------------------------------------------------------------------------------

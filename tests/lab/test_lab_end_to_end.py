@@ -125,8 +125,10 @@ def test_profile_plan_move_and_measure_on_the_real_lab(tmp_path):
                     for v in vertices}
         assert by_index == mapping
 
-        # 3. measure the uplinks in steady state (the generators run at their full rate a few seconds after start)
-        time.sleep(15)
+        # 3. measure the uplinks in steady state (the generators run at their full rate a few seconds after start):
+        # apply returns after its settle (--settle, 10 s of the moved job RUNNING), so 5 s more start the window
+        # 15 s or later after the job's start
+        time.sleep(5)
         measured = json.loads(cli("lab", "measure", "--workdir", str(work), "--duration", "30", "--json").stdout)
         links = {lk["host"]: lk for lk in measured["links"]}
         report = {h: (round(predicted[h], 4), round(links[h]["data_mbit"], 4), round(links[h]["mbit"], 4)) for h in predicted}

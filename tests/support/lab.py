@@ -1,5 +1,9 @@
-"""The lab in custom mode for a test module: ``placement lab up`` on inventory/lab.yaml, its state, and ``lab down``
-with nothing left behind (namespaces, links, cgroups, processes) — also when the module fails."""
+"""The lab in custom mode for test modules: ``placement lab up`` on inventory/lab.yaml, its state, and ``lab down``
+with nothing left behind (namespaces, links, cgroups, processes) — also when a module fails.
+
+Modules that run one after the other on the same lab (their fixture asks for ``shared_custom_lab``; the collection
+puts them next to each other, tests/conftest.py) share one start: ``lab up`` and ``lab down`` take ~30 s together.
+The last of them brings it down, before any other module starts a lab of its own under the same names."""
 
 from __future__ import annotations
 
@@ -9,6 +13,8 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+import pytest
 
 from placement.lab.runner import leftovers
 from placement.netns import netns_available
@@ -36,3 +42,57 @@ def custom_lab(work: Path) -> Iterator[dict]:
         placement_cli("lab", "down", "--workdir", str(work), timeout=300)
     left = leftovers(work)
     assert left == {"namespaces": [], "links": [], "cgroups": [], "pids": []}, left
+
+
+SHARED = "shared_custom_lab"  # the fixture name: modules whose fixture asks for it share one lab
+
+
+class SharedCustomLab:
+    """One custom-mode lab, started by the first module that asks for it and brought down after the last."""
+
+    def __init__(self, work: Path):
+        self.work = work
+        self._lab = None  # the custom_lab context while the lab is up
+        self._state: dict | None = None
+
+    def up(self) -> dict:
+        """The lab's state, ``lab up`` first unless it is up already."""
+        if self._state is None:
+            lab = custom_lab(self.work)
+            self._state = lab.__enter__()
+            self._lab = lab
+        return self._state
+
+    def down(self) -> None:
+        """``lab down`` (nothing left behind, or it raises), once."""
+        lab, self._lab, self._state = self._lab, None, None
+        if lab is not None:
+            lab.__exit__(None, None, None)
+
+
+def next_module_shares(request: pytest.FixtureRequest) -> bool:
+    """Whether the test that runs after this module's last one uses the shared lab too (then it stays up)."""
+    items = request.session.items
+    mine = [n for n, item in enumerate(items) if getattr(item, "module", None) is request.module]
+    after = mine[-1] + 1 if mine else len(items)
+    return after < len(items) and SHARED in items[after].fixturenames
+
+
+@contextmanager
+def module_on_shared_lab(request: pytest.FixtureRequest, shared: SharedCustomLab) -> Iterator[dict]:
+    """The shared lab for one module: up (if the module before did not leave it up), and down after the module
+    unless the next module shares it too."""
+    try:
+        yield shared.up()
+    finally:
+        if not next_module_shares(request):
+            shared.down()
+
+
+@pytest.fixture(scope="session")
+def shared_custom_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedCustomLab]:
+    shared = SharedCustomLab(tmp_path_factory.mktemp("custom-lab") / "lab")
+    try:
+        yield shared
+    finally:
+        shared.down()  # a run that ended (or was cut short) inside a module
