@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.dataset as ds
 import pytest
+from support.cli import default_sigint
 
 from placement.cli import main
 from placement.collect.layout import MANIFEST_NAME, find_manifests
@@ -231,6 +232,7 @@ def test_collect_ctrl_c_keeps_what_was_collected(iot_job, tmp_path):
         [str(Path(sys.executable).parent / "placement"), "metrics", "collect", "--rest", iot_job.rest_url, "--job", iot_job.job_id,
          "--duration", "120", "--flush", "1000", "--out", str(out), "--quiet"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        preexec_fn=default_sigint,  # a suite started in the background inherits SIGINT ignored: Ctrl-C would be lost
     )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not list(out.glob("job_id=*/run_id=*/_manifest.json")):
