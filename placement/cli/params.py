@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from urllib.parse import urlparse
 
 import click
@@ -22,3 +23,25 @@ class HttpUrl(click.ParamType):
 
 
 HTTP_URL = HttpUrl()
+
+
+class RateScale(click.ParamType):
+    """One ``--rate-scale`` value: ``X`` (the fleet's) -> (None, X), ``JOB=X`` -> (JOB, X); X a number above 0."""
+
+    name = "[JOB=]X"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, tuple):
+            return value
+        text = str(value)
+        job, eq, number = text.rpartition("=")
+        if eq and not job.strip():
+            self.fail(f"{text!r}: no job name before '=' (JOB=X, e.g. iot-sensors=1.5)", param, ctx)
+        try:
+            x = float(number)
+        except ValueError:
+            x = math.nan
+        if not math.isfinite(x) or x <= 0:
+            self.fail(f"{text!r}: the scale must be a number above 0 (X or JOB=X, e.g. 1.5 or iot-sensors=1.5)",
+                      param, ctx)
+        return (job.strip() if eq else None), x

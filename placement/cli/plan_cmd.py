@@ -3,34 +3,10 @@
 
 from __future__ import annotations
 
-import math
-
 import click
 
-from placement.cli.params import HTTP_URL
+from placement.cli.params import HTTP_URL, RateScale
 from placement.errors import BadInput
-
-
-class RateScale(click.ParamType):
-    """One ``--rate-scale`` value: ``X`` (the fleet's) -> (None, X), ``JOB=X`` -> (JOB, X); X a number above 0."""
-
-    name = "[JOB=]X"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, tuple):
-            return value
-        text = str(value)
-        job, eq, number = text.rpartition("=")
-        if eq and not job.strip():
-            self.fail(f"{text!r}: no job name before '=' (JOB=X, e.g. iot-sensors=1.5)", param, ctx)
-        try:
-            x = float(number)
-        except ValueError:
-            x = math.nan
-        if not math.isfinite(x) or x <= 0:
-            self.fail(f"{text!r}: the scale must be a number above 0 (X or JOB=X, e.g. 1.5 or iot-sensors=1.5)",
-                      param, ctx)
-        return (job.strip() if eq else None), x
 
 
 @click.command()
@@ -135,7 +111,7 @@ def plan(inventory_path: str, profile_path: tuple[str, ...], out_dir: str, solve
 
 
 def rate_scales(given: tuple[tuple[str | None, float], ...]) -> tuple[float, dict[str, float]]:
-    """``--rate-scale`` values (:class:`RateScale`) as (the fleet's scale, job -> its own): ``X`` once at most
+    """``--rate-scale`` values (:class:`placement.cli.params.RateScale`) as (the fleet's scale, job -> its own): ``X`` once at most
     (default 1), ``JOB=X`` once per job. Which jobs exist is known only once the profiles are read
     (:func:`placement.cli.plan_jobs.run_jobs`)."""
     scale: float | None = None
