@@ -155,3 +155,24 @@ def assert_in_order(text: str, marks: Sequence[str], start: str = "steps:") -> N
         found = text.find(mark, at)
         assert found >= 0, f"{mark!r} not found in order in:\n{text}"
         at = found + len(mark)
+
+
+def fleet_profile(path: Path, name: str, vertex_ids: Mapping[str, str] | None = None) -> Path:
+    """A profile of the apply tests' IoT job (vertex ids as the hand-made plans make them up, or ``vertex_ids``),
+    ~200 records/s of 100 bytes per source subtask: what the running placement puts on the uplink can be computed."""
+    def vid(vertex: str) -> str:
+        return (vertex_ids or {}).get(vertex) or plan_dirs.made_up_id(vertex)
+
+    edges = [("FORWARD", a, b) for a, b in zip(VERTICES[:3], VERTICES[1:4])]
+    edges += [("HASH", VERTICES[3], VERTICES[4]), ("FORWARD", VERTICES[4], VERTICES[5])]
+    doc = {"job": {"name": name, "origin": "synthetic"},
+           "vertices": [{"id": vid(v), "name": v, "parallelism": 2, "stateful": v == "Window Aggregate",
+                         "state_bytes": 0.0, "bytes_per_record_out": 100,
+                         "subtasks": [{"index": i, "records_in_per_s": 0 if k == 0 else 200,
+                                       "records_out_per_s": 0 if k == 5 else 200, "busy_ms_per_s": 20}
+                                      for i in range(2)]}
+                        for k, v in enumerate(VERTICES)],
+           "edges": [{"source": vid(a), "target": vid(b), "ship_strategy": s}
+                     for s, a, b in edges]}
+    path.write_text(json.dumps(doc))
+    return path

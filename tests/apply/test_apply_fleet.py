@@ -29,6 +29,7 @@ from apply_support import (
     PLACED,
     SshLab,
     assert_keyed_state_continued,
+    fleet_profile,
     let_totals_grow,
     read_audit,
     run_cli,
@@ -75,25 +76,6 @@ def env(tmp_path_factory, ssh_lab: SshLab, flink_cluster, flink_rest, lab_jobs_j
                     flink_support.cancel_job(j.id, flink_rest)
 
 
-def iot_profile(path: Path, name: str) -> Path:
-    """A profile of the apply tests' IoT job (vertex ids as the hand-made plans make them up), ~200 records/s of
-    100 bytes per source subtask: what the running placement puts on the uplink can be computed."""
-    from support.plan_dirs import made_up_id
-
-    edges = [("FORWARD", a, b) for a, b in zip(VERTICES[:3], VERTICES[1:4])]
-    edges += [("HASH", VERTICES[3], VERTICES[4]), ("FORWARD", VERTICES[4], VERTICES[5])]
-    doc = {"job": {"name": name, "origin": "synthetic"},
-           "vertices": [{"id": made_up_id(v), "name": v, "parallelism": 2, "stateful": v == "Window Aggregate",
-                         "state_bytes": 0.0, "bytes_per_record_out": 100,
-                         "subtasks": [{"index": i, "records_in_per_s": 0 if k == 0 else 200,
-                                       "records_out_per_s": 0 if k == 5 else 200, "busy_ms_per_s": 20}
-                                      for i in range(2)]}
-                        for k, v in enumerate(VERTICES)],
-           "edges": [{"source": made_up_id(a), "target": made_up_id(b), "ship_strategy": s} for s, a, b in edges]}
-    path.write_text(json.dumps(doc))
-    return path
-
-
 def counts(mapping) -> dict[tuple[str, str], int]:
     return dict(Counter((v, h) for v, hosts in mapping.items() for h in hosts))
 
@@ -125,7 +107,7 @@ def test_a_dry_run_shows_the_whole_sequence_and_a_failed_preflight_of_one_job_ch
 
 def test_two_jobs_are_applied_as_one_change_and_every_subtask_of_both_verified(env: Env, flink_rest):
     # profiles known, every link far from full: moved one job at a time, in the fleet's order
-    profiles = {n: iot_profile(env.work / f"{n}.profile.json", n) for n in (JOB_NAME, JOB_B)}
+    profiles = {n: fleet_profile(env.work / f"{n}.profile.json", n) for n in (JOB_NAME, JOB_B)}
     fleet = write_fleet_dir(env.work / "fleet-1", env.inventory, {JOB_NAME: PLACED, JOB_B: MOVED}, profiles=profiles,
                             link_mbit={"rpi1→server": {JOB_NAME: 0.4, JOB_B: 0.2}})
     before = {n: running_job(flink_rest, n) for n in (JOB_NAME, JOB_B)}
