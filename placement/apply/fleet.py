@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from placement.apply import Prepared, prepare
 from placement.apply.audit import AuditLog, new_apply_id
@@ -34,6 +35,7 @@ from placement.apply.fleet_order import (
     cores,
     slots,
     state_load,
+    stop_all_asked,
     uplink,
 )
 from placement.apply.model import AcquireLock, ApplyPlan, ClusterView, ReleaseLock, RestoreFile, Step, UploadFile
@@ -129,8 +131,11 @@ class FleetPrepared:
             p.close()
 
 
-def prepare_fleet(freq: FleetRequest, *, dry_run: bool = False, accept_new_host_keys: bool = False) -> FleetPrepared:
-    """Every job's preflight; raises :class:`PreflightFailed` naming each job and check that failed (nothing changed)."""
+def prepare_fleet(freq: FleetRequest, *, dry_run: bool = False, accept_new_host_keys: bool = False,
+                  fleet_order: Literal["auto", "stop-all"] = "auto") -> FleetPrepared:
+    """Every job's preflight; raises :class:`PreflightFailed` naming each job and check that failed (nothing changed).
+    ``fleet_order``: "auto" moves one job at a time where an order is safe, else stops all; "stop-all" always stops
+    all first."""
     prepared: dict[str, Prepared] = {}
     problems: list[str] = []
     stale = False  # a plan that does not fit its running job: exit 2, as for one job
@@ -158,7 +163,7 @@ def prepare_fleet(freq: FleetRequest, *, dry_run: bool = False, accept_new_host_
         # a job whose plan is in effect is not moved, but it runs through every mixed state on what it uses now
         steady = state_load([JobLoads(n, None, freq.new_loads(n)) for n in prepared if prepared[n].plan.noop],
                             frozenset(prepared))
-        order = choose_order(loads, freq.limits, steady)
+        order = stop_all_asked(loads, steady) if fleet_order == "stop-all" else choose_order(loads, freq.limits, steady)
         order = dataclasses.replace(order, jobs=order.jobs + tuple(n for n in prepared if prepared[n].plan.noop))
     except BaseException:
         for p in prepared.values():

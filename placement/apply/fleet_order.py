@@ -189,3 +189,10 @@ def choose_order(jobs: Sequence[JobLoads], limits: Mapping[Resource, float], ste
     return FleetOrder("stop-all", names, "every order of moving one job at a time overloads a link or host in a mixed "
                       f"state{_overload_example(jobs, limits, steady)}: every job is stopped first, then all are "
                       "started", _stop_all_peak(jobs, steady))
+
+
+def stop_all_asked(jobs: Sequence[JobLoads], steady: Loads | None = None) -> FleetOrder:
+    """Stop all, start all because the user asked for it (``apply --fleet-order stop-all``): no mixed state ever
+    runs, so there is nothing to check; each job is down from the first stop to its own restart."""
+    return FleetOrder("stop-all", tuple(j.job for j in jobs), "asked for (--fleet-order stop-all): every job is stopped "
+                      "first, then all are started", _stop_all_peak(jobs, steady or {}))

@@ -78,9 +78,12 @@ def _verify_table(rows: tuple[VerifyRow, ...] | list[VerifyRow]) -> Table:
 @click.option("--audit-log", type=click.Path(path_type=Path), help="JSON-lines audit log (default: PLAN_DIR/apply-audit.jsonl)")
 @click.option("--settle", "settle_s", type=click.FloatRange(min=0), default=10.0, show_default=True,
               help="seconds the placed job must stay RUNNING without a restart before apply calls it done (0: no wait)")
+@click.option("--fleet-order", type=click.Choice(["auto", "stop-all"]), default="auto", show_default=True,
+              help="a fleet: auto moves one job at a time where an order never overloads a link or host, else stops "
+                   "all first; stop-all always stops every job first, then starts all")
 def apply(plan_dir: Path | None, plan_file: Path | None, inventory: Path, job_id: str | None, job_name: str | None,
           jar: str | None, jar_id: str | None, dry_run: bool, consent: bool, accept_new_host_keys: bool,
-          audit_log: Path | None, settle_s: float) -> None:
+          audit_log: Path | None, settle_s: float, fleet_order: str) -> None:
     """Put the plan in PLAN_DIR (or --plan DIR/plan.json) into effect on the running Flink job: savepoint, redeploy,
     verify, roll back.
 
@@ -107,8 +110,11 @@ def apply(plan_dir: Path | None, plan_file: Path | None, inventory: Path, job_id
             raise BadInput(f"{given[0]} names one job; a fleet's jobs are found by their plans' names and resubmitted with "
                            "the inventory's jobs: entries", field=given[0])
         apply_fleet(console, plan_dir, inventory, dry_run=dry_run, consent=consent, settle_s=settle_s,
-                    accept_new_host_keys=accept_new_host_keys, audit_log=audit_log)
+                    accept_new_host_keys=accept_new_host_keys, audit_log=audit_log, fleet_order=fleet_order)
         return
+    if fleet_order != "auto":
+        raise BadInput(f"{plan_dir} is one job's plan; --fleet-order applies to a fleet's OUT (fleet.json)",
+                       field="--fleet-order")
     req = load_request(plan_dir, inventory, job_id=job_id, job_name=job_name, jar=jar, jar_id=jar_id, consent=consent,
                        settle_s=settle_s)
     prepared = prepare(req, dry_run=dry_run, accept_new_host_keys=accept_new_host_keys)
@@ -143,9 +149,9 @@ def apply(plan_dir: Path | None, plan_file: Path | None, inventory: Path, job_id
 
 
 def apply_fleet(console: Console, fleet_dir: Path, inventory: Path, *, dry_run: bool, consent: bool, settle_s: float,
-                accept_new_host_keys: bool, audit_log: Path | None) -> None:
+                accept_new_host_keys: bool, audit_log: Path | None, fleet_order: str = "auto") -> None:
     freq = load_fleet(fleet_dir, inventory, consent=consent, settle_s=settle_s)
-    fp = prepare_fleet(freq, dry_run=dry_run, accept_new_host_keys=accept_new_host_keys)
+    fp = prepare_fleet(freq, dry_run=dry_run, accept_new_host_keys=accept_new_host_keys, fleet_order=fleet_order)
     try:
         for name, prepared in fp.jobs.items():
             console.print(f"job {name}: {prepared.view.job_id}, {prepared.plan.mode} mode, plan "

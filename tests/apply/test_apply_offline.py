@@ -59,6 +59,16 @@ def test_a_dry_run_against_an_unreachable_cluster_shows_its_steps_marked_uncheck
     assert "roll back" in steps
 
 
+def test_fleet_order_on_one_jobs_plan_is_one_line_and_changes_nothing(tmp_path):
+    inventory = _unreachable_edge_lab(tmp_path)
+    assert run_placement(*plan_args(tmp_path / "plan", inventory), cwd=tmp_path).returncode == 0
+    done = run_placement("apply", tmp_path / "plan", "--inventory", inventory, "--fleet-order", "stop-all", cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    err = one_line_error(done)
+    assert "is one job's plan; --fleet-order applies to a fleet's OUT" in err and "--fleet-order" in err
+    assert not (tmp_path / "plan" / "apply-audit.jsonl").exists()
+
+
 def test_a_fleet_dry_run_against_an_unreachable_cluster_shows_every_jobs_steps_unchecked(tmp_path):
     """A fleet as `placement plan` writes it for two profiles: the dry run shows both jobs' steps in one sequence
     (stop-all: no running load can be read), marked unchecked, and fails as a preflight that could not check."""
@@ -77,6 +87,10 @@ def test_a_fleet_dry_run_against_an_unreachable_cluster_shows_every_jobs_steps_u
     assert "could not check the cluster: job iot-sensors: " in one_line_error(done)
     shown = done.stdout
     assert "order: stop-all: the running placement's load of iot-sensors, camera-meter-join is unknown" in shown
+    asked = run_placement("apply", "--plan", tmp_path / "fleet", "--inventory", inventory, "--dry-run",
+                          "--fleet-order", "stop-all", cwd=tmp_path, timeout=120)
+    assert asked.returncode == 1, asked.stdout + asked.stderr
+    assert "order: stop-all: asked for (--fleet-order stop-all)" in asked.stdout
     steps = shown.split("steps (one lock for the whole change):")[1]
     assert steps.count("apply.lock") == 2  # taken once, released once
     assert steps.index("camera-meter-join [stop]") < steps.index("iot-sensors [redeploy]")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 
-from placement.apply.fleet_order import JobLoads, choose_order, cores, slots, uplink
+from placement.apply.fleet_order import JobLoads, choose_order, cores, slots, stop_all_asked, uplink
 
 LINK = uplink("rpi1→server")
 
@@ -17,6 +17,17 @@ def test_a_sequential_order_exists_and_the_fleet_order_is_kept_when_safe():
     assert order.jobs == ("a", "b")
     assert order.peak[LINK] == 30.0
     assert "never puts more on a link" in order.reason and "(at most 100% of rpi1→server)" in order.reason
+
+
+def test_stop_all_when_asked_even_where_an_order_is_safe():
+    # the fleet of the first test: sequential is safe, and stop-all is what the user asked for; its peak is each
+    # resource's most over the old and the new placement alone (no mixed state runs), B's new 30 on the link here
+    jobs = [JobLoads("a", {LINK: 20.0}, {LINK: 0.0}), JobLoads("b", {LINK: 10.0}, {LINK: 30.0})]
+    assert choose_order(jobs, {LINK: 30.0}).strategy == "sequential"
+    order = stop_all_asked(jobs)
+    assert (order.strategy, order.jobs) == ("stop-all", ("a", "b"))
+    assert order.reason.startswith("asked for (--fleet-order stop-all)")
+    assert order.peak == {LINK: 30.0}
 
 
 def test_the_safe_order_is_found_when_the_fleet_order_overloads():

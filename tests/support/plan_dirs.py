@@ -77,18 +77,19 @@ def mapping_for(rest: FlinkRest, job_id: str, hosts_of: Callable[[str, int], Seq
 
 def write_fleet_dir(out: Path, inventory_path: Path, mappings: Mapping[str, Mapping[str, Sequence[str]]], *,
                     link_mbit: Mapping[str, Mapping[str, float]] | None = None, mode: str | None = None,
-                    profiles: Mapping[str, Path] | None = None) -> Path:
+                    profiles: Mapping[str, Path] | None = None, vertex_ids: Mapping[str, str] | None = None) -> Path:
     """A fleet's OUT as `placement plan --profile a --profile b --out OUT` writes it: OUT/<job>/ (a plan directory per
     job, for ``mappings``: job -> its mapping) and OUT/fleet.json. ``link_mbit``: link name ("rpi1→server") -> job ->
     Mbit/s the plan puts on it (default: nothing on any link). ``profiles``: job -> the profile its plan names (default:
-    none that exists, so apply cannot know what the running placement puts on a link)."""
+    none that exists, so apply cannot know what the running placement puts on a link). ``vertex_ids``: as for
+    :func:`write_plan_dir` (every job runs the same program)."""
     from placement.writers.fleetjson import FleetDocument, FleetJob, LinkShare, render_fleet_json
 
     inv = load_inventory(inventory_path)
     jobs = []
     for job, mapping in mappings.items():
         profile = (profiles or {}).get(job)
-        write_plan_dir(out / job, inventory_path, mapping, job=job, mode=mode, profile=profile)
+        write_plan_dir(out / job, inventory_path, mapping, job=job, mode=mode, profile=profile, vertex_ids=vertex_ids)
         jobs.append(FleetJob(job=job, dir=job, profile=SourceRef(path=str(profile or "(test mapping)"),
                                                                  digest="sha256:" + "0" * 64),
                              objective=Objective(wan_mbit=0, server_cores=0, edge_cores=0, latency_ms=0)))
