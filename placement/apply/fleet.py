@@ -42,7 +42,7 @@ from placement.apply.request import ApplyRequest, JobSelector, load_request
 from placement.apply.runner import ApplyOutcome, Runner
 from placement.apply.vertices import match_vertices, planned_vertices, running_subtask_hosts
 from placement.costmodel.evaluate import PlanCost, evaluate
-from placement.costmodel.jobs import vertex_keys
+from placement.costmodel.jobs import fleet_vertex_keys
 from placement.costmodel.model import PlanOptions, build_problem
 from placement.errors import BadInput, PlacementError
 from placement.loading import load_model
@@ -208,12 +208,10 @@ def running_loads(req: ApplyRequest, view: ClusterView,
         return None, "the running job's vertices do not all match its plan's"
     running = running_subtask_hosts(match, view.subtask_hosts)
     assignment = {(vid, i): host for vid, hosts in running.items() for i, host in enumerate(hosts)}
-    names = list(profiles)
-    others = dict(zip(names, vertex_keys([profiles[n] for n in names])))
+    options = PlanOptions(rate_scale=req.plan.rate_scale, placement_mode=req.mode)
     try:
-        problem = build_problem(req.inventory, profiles[req.plan.job],
-                                PlanOptions(rate_scale=req.plan.rate_scale, placement_mode=req.mode),
-                                inventory_source=str(req.inventory_path), other_jobs=others[req.plan.job])
+        problem = build_problem(req.inventory, profiles[req.plan.job], options,
+                                inventory_source=str(req.inventory_path), other_jobs=fleet_vertex_keys(profiles.values()))
         cost = evaluate(problem, assignment)
     except (PlacementError, ValueError, KeyError) as exc:  # e.g. a TaskManager that is no inventory host
         return None, f"its running placement cannot be evaluated: {str(exc).splitlines()[0]}"
