@@ -25,7 +25,7 @@ down only for its own redeploy; stop-all keeps the first job stopped while all t
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 EPS = 1e-6  # rounding in the cost model's sums: a state exactly at the limit is within it
@@ -74,8 +74,7 @@ class JobLoads:
 class FleetOrder:
     strategy: Literal["sequential", "stop-all"]
     jobs: tuple[str, ...]  # the order jobs are moved (sequential) or stopped and started (stop-all)
-    reason: str  # one line: why this strategy
-    peak: dict[Resource, float] = field(default_factory=dict)  # the most any state of the chosen sequence puts on each
+    reason: str  # one line: why this strategy (a sequential one names the resource it comes closest to filling)
 
 
 def state_load(jobs: Sequence[JobLoads], moved: frozenset[str], steady: Loads | None = None) -> dict[Resource, float]:
@@ -132,16 +131,12 @@ def _safe_sequence(jobs: Sequence[JobLoads], limits: Mapping[Resource, float], s
 
 
 def _peak(jobs: Sequence[JobLoads], order: Sequence[str], steady: Loads) -> dict[Resource, float]:
+    """The most any state of moving ``order`` one at a time puts on each resource (what the reason's "at most" reads)."""
     peak: dict[Resource, float] = {}
     for k in range(len(order) + 1):
         for res, amount in state_load(jobs, frozenset(order[:k]), steady).items():
             peak[res] = max(peak.get(res, 0.0), amount)
     return peak
-
-
-def _stop_all_peak(jobs: Sequence[JobLoads], steady: Loads) -> dict[Resource, float]:
-    """Every job stopped, then started one by one on its new placement: the most is the plans' total."""
-    return state_load(jobs, frozenset(j.job for j in jobs), steady)
 
 
 def _tightest(peak: Mapping[Resource, float], limits: Mapping[Resource, float]) -> str:
@@ -173,19 +168,17 @@ def choose_order(jobs: Sequence[JobLoads], limits: Mapping[Resource, float], ste
     steady = steady or {}
     names = tuple(j.job for j in jobs)
     if len(jobs) <= 1:
-        return FleetOrder("sequential", names, "one job: nothing runs beside it in a mixed state",
-                          _stop_all_peak(jobs, steady) if jobs else dict(steady))
+        return FleetOrder("sequential", names, "one job: nothing runs beside it in a mixed state")
     unknown = [j.job for j in jobs if j.old is None]
     if unknown:
         return FleetOrder("stop-all", names, f"the running placement's load of {', '.join(unknown)} is unknown, so no "
-                          "mixed state can be checked: every job is stopped first, then all are started",
-                          _stop_all_peak(jobs, steady))
+                          "mixed state can be checked: every job is stopped first, then all are started")
     order = _safe_sequence(jobs, limits, steady)
     if order is not None:
         peak = _peak(jobs, order, steady)
         return FleetOrder("sequential", order, "moving one job at a time in this order never puts more on a link or "
                           f"host than the plans allow{_tightest(peak, limits)}; each job is down only for its own "
-                          "redeploy", peak)
+                          "redeploy")
     return FleetOrder("stop-all", names, "every order of moving one job at a time overloads a link or host in a mixed "
                       f"state{_overload_example(jobs, limits, steady)}: every job is stopped first, then all are "
-                      "started", _stop_all_peak(jobs, steady))
+                      "started")

@@ -250,6 +250,7 @@ def test_a_job_whose_plan_is_in_effect_counts_in_every_state_of_the_order(tmp_pa
     import types
 
     import placement.apply.fleet as fleet_mod
+    import placement.apply.fleet_order as fleet_order
 
     inv = inventory(tmp_path, jobs=[{"name": "b", "program_args": []}])
     fleet = write_fleet_dir(tmp_path / "out", inv, {"a": PLACED, "b": MOVED},
@@ -260,10 +261,17 @@ def test_a_job_whose_plan_is_in_effect_counts_in_every_state_of_the_order(tmp_pa
         return types.SimpleNamespace(plan=types.SimpleNamespace(noop=noop, restarts=()), unchecked=(), request=req,
                                      view=types.SimpleNamespace(job_id=f"id-{req.plan.job}"), close=lambda: None)
 
+    handed = []
+
+    def choose_order(jobs, limits, steady=None):
+        handed.append(steady)
+        return fleet_order.choose_order(jobs, limits, steady)
+
     monkeypatch.setattr(fleet_mod, "prepare", fake_prepare)
+    monkeypatch.setattr(fleet_mod, "choose_order", choose_order)
     fp = fleet_mod.prepare_fleet(load_fleet(fleet, inv))
     assert fp.order.jobs == ("b", "a") and fp.changing == ["b"]
-    assert fp.order.peak[uplink("rpi1→server")] == pytest.approx(7.0)  # b's plan beside a's, in effect
+    assert handed[0][uplink("rpi1→server")] == pytest.approx(3.0)  # a's plan, in effect, beside every state of b's
 
 
 def test_jobs_whose_names_differ_keep_their_own_state_files(tmp_path):

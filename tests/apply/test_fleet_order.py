@@ -15,7 +15,6 @@ def test_a_sequential_order_exists_and_the_fleet_order_is_kept_when_safe():
     order = choose_order(jobs, {LINK: 30.0})
     assert order.strategy == "sequential"
     assert order.jobs == ("a", "b")
-    assert order.peak[LINK] == 30.0
     assert "never puts more on a link" in order.reason and "(at most 100% of rpi1→server)" in order.reason
 
 
@@ -36,7 +35,6 @@ def test_only_stop_all_is_safe_when_two_jobs_swap_links():
     assert order.strategy == "stop-all"
     assert order.jobs == ("a", "b")
     assert "rpi2→server would carry 50.00 Mbit/s of 30.00 usable after moving a first" in order.reason
-    assert order.peak == {l1: 25.0, l2: 25.0}  # never more than the plans themselves
 
 
 def test_unknown_old_load_means_stop_all():
@@ -61,7 +59,7 @@ def test_only_the_slots_force_the_order():
     limits = {LINK: 30.0, cores("rpi1"): 2.0, slots("rpi1"): 4.0}
     order = choose_order(jobs, limits)
     assert (order.strategy, order.jobs) == ("sequential", ("b", "a"))
-    assert order.peak[slots("rpi1")] == 4.0 and "(at most 100% of rpi1's slots)" in order.reason
+    assert "(at most 100% of rpi1's slots)" in order.reason
     # without the slot limit the fleet's own order is kept: it was the slots alone that forced b first
     assert choose_order(jobs, {k: v for k, v in limits.items() if k != slots("rpi1")}).jobs == ("a", "b")
 
@@ -136,4 +134,4 @@ def test_a_job_not_moved_counts_in_every_mixed_state():
     assert choose_order(jobs, limits).jobs == ("a", "b")  # without c either order fits
     order = choose_order(jobs, limits, steady={slots("rpi1"): 2.0})
     assert (order.strategy, order.jobs) == ("sequential", ("b", "a"))
-    assert order.peak[slots("rpi1")] == 4.0
+    assert "(at most 100% of rpi1's slots)" in order.reason  # c's 2 + the plans' 2
