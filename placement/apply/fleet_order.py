@@ -13,7 +13,10 @@ What a state is checked on (:class:`Resource`), each as the cost model counts it
 * a host's cores — its subtasks', against its usable cores: the TaskManager's own baseline is already off the
   usable figure, once per host, since one TaskManager runs every job there;
 * a host's task slots — jobs never share a slot, so what a host fills is the sum over jobs of each job's largest
-  vertex there (slot sharing within a job), against its slots.
+  vertex there (slot sharing within a job), against its slots;
+* a host's memory — its subtasks' MiB (each a fixed share plus its part of its vertex's state, as the planner's
+  memory rows sum them), against its usable MiB (under the memory target, less what other running jobs hold): a job
+  with large state moving onto a Pi before another has left it can overfill its memory while CPU and slots still fit.
 
 :func:`choose_order` finds a sequential order whose every such state keeps each of them within what the plans allow,
 trying the fleet's own job order first. When none exists — or a job's old load is unknown, so no mixed state can be
@@ -30,13 +33,13 @@ from typing import Literal
 
 EPS = 1e-6  # rounding in the cost model's sums: a state exactly at the limit is within it
 
-Kind = Literal["uplink", "cores", "slots"]
+Kind = Literal["uplink", "cores", "slots", "memory"]
 
 
 @dataclass(frozen=True, order=True)
 class Resource:
-    """What a state is checked on: an uplink (``name`` is the link, ``rpi1→server``) or a host's cores or slots
-    (``name`` is the host)."""
+    """What a state is checked on: an uplink (``name`` is the link, ``rpi1→server``) or a host's cores, slots or
+    memory (``name`` is the host)."""
 
     kind: Kind
     name: str
@@ -57,7 +60,11 @@ def slots(host: str) -> Resource:
     return Resource("slots", host)
 
 
-Loads = Mapping[Resource, float]  # Mbit/s on an uplink, cores or slots on a host
+def memory(host: str) -> Resource:
+    return Resource("memory", host)
+
+
+Loads = Mapping[Resource, float]  # Mbit/s on an uplink; cores, slots or MiB on a host
 
 
 @dataclass(frozen=True)
@@ -101,7 +108,19 @@ def overload_sentence(res: Resource, amount: float, limit: float) -> str:
         return f"{res.name} would carry {amount:.2f} Mbit/s of {limit:.2f} usable"
     if res.kind == "cores":
         return f"{res.describe()} would be {amount:.2f} of {limit:.2f} usable"
+    if res.kind == "memory":
+        need, usable = _apart(amount, limit)
+        return f"{res.describe()} would be {need} of {usable} MiB usable"
     return f"{res.describe()} would be {amount:.0f} of {limit:.0f}"
+
+
+def _apart(amount: float, limit: float) -> tuple[str, str]:
+    """Whole MiB, or as many decimals as it takes to tell the two apart: 0.4 MiB over must not read "1024 of 1024"."""
+    for decimals in range(0, 7):
+        need, usable = f"{amount:.{decimals}f}", f"{limit:.{decimals}f}"
+        if need != usable:
+            break
+    return need, usable
 
 
 def _safe_sequence(jobs: Sequence[JobLoads], limits: Mapping[Resource, float], steady: Loads) -> tuple[str, ...] | None:
