@@ -7,8 +7,8 @@ Stages, each job's own being the one-job apply's (:func:`placement.apply.prepare
   inventory's ``jobs:`` entry of its name (or ``job:``). Bad input: one line naming file and field.
 * :func:`prepare_fleet` — every job's preflight, all of them before anything changes; any problem of any job refuses
   the whole change, naming the job. Then the order (:mod:`placement.apply.fleet_order`, pure) from each job's
-  loads: what the running placement puts on each uplink and each host's cores and slots (the job's profile under the
-  cost model) and what its plan does (fleet.json).
+  loads: what the running placement puts on each uplink and each host's cores, slots and memory (the job's profile
+  under the cost model) and what its plan does (fleet.json).
 * :func:`fleet_sequence` (pure) — the one ordered list of (job, step) both ``--dry-run`` prints and the run follows:
   one lock for the whole change; then per job stop → install → redeploy → verify (sequential), or every stop first
   and then every redeploy (stop-all).
@@ -33,6 +33,7 @@ from placement.apply.fleet_order import (
     Resource,
     choose_order,
     cores,
+    memory,
     slots,
     state_load,
     stop_all_asked,
@@ -44,7 +45,7 @@ from placement.apply.request import ApplyRequest, JobSelector, load_request
 from placement.apply.runner import ApplyOutcome, Runner
 from placement.apply.vertices import match_vertices, planned_vertices, running_subtask_hosts
 from placement.costmodel.evaluate import PlanCost, evaluate
-from placement.costmodel.jobs import vertex_keys
+from placement.costmodel.jobs import fleet_vertex_keys
 from placement.costmodel.model import PlanOptions, build_problem
 from placement.errors import BadInput, PlacementError
 from placement.loading import load_model
@@ -60,11 +61,14 @@ class FleetRequest:
     @property
     def limits(self) -> dict[Resource, float]:
         """What the plans allow: per link its usable Mbit/s (under the headroom, less what other running jobs send);
-        per host its usable cores (the TaskManager's baseline off once) and its slots (less the running jobs')."""
+        per host its usable cores (the TaskManager's baseline off once), its slots and its usable memory (less the
+        running jobs'). A fleet.json from before memory was recorded has no usable memory: memory is not judged."""
         out = {uplink(link.link): link.usable_mbit for link in self.fleet.links}
         for host in self.fleet.hosts:
             out[cores(host.host)] = host.cores_usable
             out[slots(host.host)] = float(host.slots)
+            if host.memory_mib_usable is not None:
+                out[memory(host.host)] = host.memory_mib_usable
         return out
 
     def new_loads(self, job: str) -> dict[Resource, float]:
@@ -74,6 +78,7 @@ class FleetRequest:
             mine = host.jobs.get(job, {})
             out[cores(host.host)] = mine.get("cores", 0.0)
             out[slots(host.host)] = mine.get("slots", 0.0)
+            out[memory(host.host)] = mine.get("memory_mib", 0.0)
         return out
 
 
@@ -163,7 +168,7 @@ def prepare_fleet(freq: FleetRequest, *, dry_run: bool = False, accept_new_host_
         # a job whose plan is in effect is not moved, but it runs through every mixed state on what it uses now
         steady = state_load([JobLoads(n, None, freq.new_loads(n)) for n in prepared if prepared[n].plan.noop],
                             frozenset(prepared))
-        order = stop_all_asked(loads, steady) if fleet_order == "stop-all" else choose_order(loads, freq.limits, steady)
+        order = stop_all_asked(loads) if fleet_order == "stop-all" else choose_order(loads, freq.limits, steady)
         order = dataclasses.replace(order, jobs=order.jobs + tuple(n for n in prepared if prepared[n].plan.noop))
     except BaseException:
         for p in prepared.values():
@@ -205,20 +210,18 @@ def load_profiles(freq: FleetRequest) -> tuple[dict[str, JobProfile] | None, str
 def running_loads(req: ApplyRequest, view: ClusterView,
                   profiles: dict[str, JobProfile]) -> tuple[dict[Resource, float] | None, str | None]:
     """What the job puts on each link and host where it runs now (pure): its running placement, subtask by subtask,
-    under the cost model of its profile — Mbit/s per uplink, its subtasks' cores and the slots it fills per host (the
-    TaskManager's baseline is not the job's: the limits take it off once). None, with the reason, where that cannot
-    be known."""
+    under the cost model of its profile — Mbit/s per uplink, its subtasks' cores, the slots it fills and its subtasks'
+    memory per host (the TaskManager's baseline is not the job's: the limits take it off once). None, with the
+    reason, where that cannot be known."""
     match = match_vertices(planned_vertices(req.plan.assignment), view.running_vertices)
     if match.missing:
         return None, "the running job's vertices do not all match its plan's"
     running = running_subtask_hosts(match, view.subtask_hosts)
     assignment = {(vid, i): host for vid, hosts in running.items() for i, host in enumerate(hosts)}
-    names = list(profiles)
-    others = dict(zip(names, vertex_keys([profiles[n] for n in names])))
+    options = PlanOptions(rate_scale=req.plan.rate_scale, placement_mode=req.mode)
     try:
-        problem = build_problem(req.inventory, profiles[req.plan.job],
-                                PlanOptions(rate_scale=req.plan.rate_scale, placement_mode=req.mode),
-                                inventory_source=str(req.inventory_path), other_jobs=others[req.plan.job])
+        problem = build_problem(req.inventory, profiles[req.plan.job], options,
+                                inventory_source=str(req.inventory_path), other_jobs=fleet_vertex_keys(profiles.values()))
         cost = evaluate(problem, assignment)
     except (PlacementError, ValueError, KeyError) as exc:  # e.g. a TaskManager that is no inventory host
         return None, f"its running placement cannot be evaluated: {str(exc).splitlines()[0]}"
@@ -231,6 +234,7 @@ def cost_loads(cost: PlanCost) -> dict[Resource, float]:
     for host in cost.hosts:
         out[cores(host.host)] = host.cores_used
         out[slots(host.host)] = float(host.slots_used)
+        out[memory(host.host)] = host.memory_mib_used
     return out
 
 

@@ -13,7 +13,10 @@ What a state is checked on (:class:`Resource`), each as the cost model counts it
 * a host's cores — its subtasks', against its usable cores: the TaskManager's own baseline is already off the
   usable figure, once per host, since one TaskManager runs every job there;
 * a host's task slots — jobs never share a slot, so what a host fills is the sum over jobs of each job's largest
-  vertex there (slot sharing within a job), against its slots.
+  vertex there (slot sharing within a job), against its slots;
+* a host's memory — its subtasks' MiB (each a fixed share plus its part of its vertex's state, as the planner's
+  memory rows sum them), against its usable MiB (under the memory target, less what other running jobs hold): a job
+  with large state moving onto a Pi before another has left it can overfill its memory while CPU and slots still fit.
 
 :func:`choose_order` finds a sequential order whose every such state keeps each of them within what the plans allow,
 trying the fleet's own job order first. When none exists — or a job's old load is unknown, so no mixed state can be
@@ -25,18 +28,18 @@ down only for its own redeploy; stop-all keeps the first job stopped while all t
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 EPS = 1e-6  # rounding in the cost model's sums: a state exactly at the limit is within it
 
-Kind = Literal["uplink", "cores", "slots"]
+Kind = Literal["uplink", "cores", "slots", "memory"]
 
 
 @dataclass(frozen=True, order=True)
 class Resource:
-    """What a state is checked on: an uplink (``name`` is the link, ``rpi1→server``) or a host's cores or slots
-    (``name`` is the host)."""
+    """What a state is checked on: an uplink (``name`` is the link, ``rpi1→server``) or a host's cores, slots or
+    memory (``name`` is the host)."""
 
     kind: Kind
     name: str
@@ -57,7 +60,11 @@ def slots(host: str) -> Resource:
     return Resource("slots", host)
 
 
-Loads = Mapping[Resource, float]  # Mbit/s on an uplink, cores or slots on a host
+def memory(host: str) -> Resource:
+    return Resource("memory", host)
+
+
+Loads = Mapping[Resource, float]  # Mbit/s on an uplink; cores, slots or MiB on a host
 
 
 @dataclass(frozen=True)
@@ -74,8 +81,7 @@ class JobLoads:
 class FleetOrder:
     strategy: Literal["sequential", "stop-all"]
     jobs: tuple[str, ...]  # the order jobs are moved (sequential) or stopped and started (stop-all)
-    reason: str  # one line: why this strategy
-    peak: dict[Resource, float] = field(default_factory=dict)  # the most any state of the chosen sequence puts on each
+    reason: str  # one line: why this strategy (a sequential one names the resource it comes closest to filling)
 
 
 def state_load(jobs: Sequence[JobLoads], moved: frozenset[str], steady: Loads | None = None) -> dict[Resource, float]:
@@ -102,7 +108,19 @@ def overload_sentence(res: Resource, amount: float, limit: float) -> str:
         return f"{res.name} would carry {amount:.2f} Mbit/s of {limit:.2f} usable"
     if res.kind == "cores":
         return f"{res.describe()} would be {amount:.2f} of {limit:.2f} usable"
+    if res.kind == "memory":
+        need, usable = _apart(amount, limit)
+        return f"{res.describe()} would be {need} of {usable} MiB usable"
     return f"{res.describe()} would be {amount:.0f} of {limit:.0f}"
+
+
+def _apart(amount: float, limit: float) -> tuple[str, str]:
+    """Whole MiB, or as many decimals as it takes to tell the two apart: 0.4 MiB over must not read "1024 of 1024"."""
+    for decimals in range(0, 7):
+        need, usable = f"{amount:.{decimals}f}", f"{limit:.{decimals}f}"
+        if need != usable:
+            break
+    return need, usable
 
 
 def _safe_sequence(jobs: Sequence[JobLoads], limits: Mapping[Resource, float], steady: Loads) -> tuple[str, ...] | None:
@@ -132,16 +150,12 @@ def _safe_sequence(jobs: Sequence[JobLoads], limits: Mapping[Resource, float], s
 
 
 def _peak(jobs: Sequence[JobLoads], order: Sequence[str], steady: Loads) -> dict[Resource, float]:
+    """The most any state of moving ``order`` one at a time puts on each resource (what the reason's "at most" reads)."""
     peak: dict[Resource, float] = {}
     for k in range(len(order) + 1):
         for res, amount in state_load(jobs, frozenset(order[:k]), steady).items():
             peak[res] = max(peak.get(res, 0.0), amount)
     return peak
-
-
-def _stop_all_peak(jobs: Sequence[JobLoads], steady: Loads) -> dict[Resource, float]:
-    """Every job stopped, then started one by one on its new placement: the most is the plans' total."""
-    return state_load(jobs, frozenset(j.job for j in jobs), steady)
 
 
 def _tightest(peak: Mapping[Resource, float], limits: Mapping[Resource, float]) -> str:
@@ -173,26 +187,24 @@ def choose_order(jobs: Sequence[JobLoads], limits: Mapping[Resource, float], ste
     steady = steady or {}
     names = tuple(j.job for j in jobs)
     if len(jobs) <= 1:
-        return FleetOrder("sequential", names, "one job: nothing runs beside it in a mixed state",
-                          _stop_all_peak(jobs, steady) if jobs else dict(steady))
+        return FleetOrder("sequential", names, "one job: nothing runs beside it in a mixed state")
     unknown = [j.job for j in jobs if j.old is None]
     if unknown:
         return FleetOrder("stop-all", names, f"the running placement's load of {', '.join(unknown)} is unknown, so no "
-                          "mixed state can be checked: every job is stopped first, then all are started",
-                          _stop_all_peak(jobs, steady))
+                          "mixed state can be checked: every job is stopped first, then all are started")
     order = _safe_sequence(jobs, limits, steady)
     if order is not None:
         peak = _peak(jobs, order, steady)
         return FleetOrder("sequential", order, "moving one job at a time in this order never puts more on a link or "
                           f"host than the plans allow{_tightest(peak, limits)}; each job is down only for its own "
-                          "redeploy", peak)
+                          "redeploy")
     return FleetOrder("stop-all", names, "every order of moving one job at a time overloads a link or host in a mixed "
                       f"state{_overload_example(jobs, limits, steady)}: every job is stopped first, then all are "
-                      "started", _stop_all_peak(jobs, steady))
+                      "started")
 
 
-def stop_all_asked(jobs: Sequence[JobLoads], steady: Loads | None = None) -> FleetOrder:
+def stop_all_asked(jobs: Sequence[JobLoads]) -> FleetOrder:
     """Stop all, start all because the user asked for it (``apply --fleet-order stop-all``): no mixed state ever
     runs, so there is nothing to check; each job is down from the first stop to its own restart."""
     return FleetOrder("stop-all", tuple(j.job for j in jobs), "asked for (--fleet-order stop-all): every job is stopped "
-                      "first, then all are started", _stop_all_peak(jobs, steady or {}))
+                      "first, then all are started")

@@ -21,7 +21,7 @@ would write for that assignment (and ``apply`` of one job reads it as today).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 
@@ -94,11 +94,12 @@ def dir_names(jobs: Sequence[str]) -> list[str]:
     return unique_names([dir_name(j) for j in jobs])
 
 
-def vertex_keys(profiles: Sequence) -> list[frozenset[str]]:
-    """Per profile, the vertex names and ids of the others: pins naming them are no typo of this job's
-    (:func:`placement.costmodel.model.build_problem`'s ``other_jobs``)."""
-    keys = [frozenset(k for v in p.vertices for k in (v.name, v.id)) for p in profiles]
-    return [frozenset().union(*(k for m, k in enumerate(keys) if m != n)) for n in range(len(keys))]
+def fleet_vertex_keys(profiles: Iterable) -> frozenset[str]:
+    """Every profile's vertex names and ids, one set: each job's ``other_jobs``
+    (:func:`placement.costmodel.model.build_problem`: pins naming one of them are no typo of this job's). One set built
+    once serves every job — linear in the profiles — because a job's own keys in it change nothing: ``build_problem``
+    asks ``other_jobs`` only about a pin that names none of the job's own vertices."""
+    return frozenset(k for p in profiles for v in p.vertices for k in (v.name, v.id))
 
 
 def _shared_hosts(problems: Sequence[PlacementProblem]) -> tuple[HostSpec, ...]:
@@ -211,14 +212,14 @@ def build_joint(inv: Inventory, named: Sequence[tuple[str, JobProfile]], scale: 
     ``known``: vertex names and ids of jobs not planned (running ones: their pins are no typo); ``adjust``: what is
     done to each job's problem before combining (``placement plan --running``'s fixed load). ``placement plan`` with
     several profiles and ``placement watch`` of several jobs both build it here."""
-    others = [other | known for other in vertex_keys([p for _, p in named])]
+    others = fleet_vertex_keys(p for _, p in named) | known
     asked = {name: (job_scales or {}).get(name, scale) for name, _ in named}
 
     def options(name: str) -> PlanOptions:
         return PlanOptions(rate_scale=job_scale(policies.get(name), asked[name]), placement_mode=placement_mode)
     return combine([(name, adjust(build_problem(inv, p, options(name), inventory_source=inventory_source,
-                                                other_jobs=other)))
-                    for (name, p), other in zip(named, others)], policies, asked)
+                                                other_jobs=others)))
+                    for name, p in named], policies, asked)
 
 
 def job_costs(joint: JointProblem, assignment: Assignment, total: PlanCost | None) -> dict[str, PlanCost]:

@@ -68,6 +68,8 @@ class HostShare(Strict):
     slots_used: int
     slots: int = Field(description="free for the planned jobs (the host's less the running jobs')")
     memory_mib_used: float
+    # absent in fleets planned before apply checked memory: apply's order then leaves memory unchecked
+    memory_mib_usable: float | None = Field(None, description="under the memory target, less the running jobs'")
     jobs: dict[str, dict[str, float]] = Field(description="job -> {cores, slots, memory_mib, subtasks}")
     running: dict[str, dict[str, float]] = Field(default_factory=dict)
 
@@ -119,7 +121,8 @@ def build_fleet_document(joint: JointProblem, result, costs: dict[str, PlanCost]
                              "subtasks": mine.subtasks}
         hosts.append(HostShare(
             host=load.host, role=load.role, cores=load.cores, cores_used=load.cores_used, cores_usable=load.cores_usable,
-            slots_used=load.slots_used, slots=load.slots, memory_mib_used=load.memory_mib_used, jobs=per_job,
+            slots_used=load.slots_used, slots=load.slots, memory_mib_used=load.memory_mib_used,
+            memory_mib_usable=load.memory_mib_usable, jobs=per_job,
             running={r.job: {"cores": r.cores, "slots": r.slots, "memory_mib": r.memory_mib} for r in h.running}))
     return FleetDocument(
         created_at=(now or datetime.now(timezone.utc)).isoformat(timespec="seconds"), tool=f"placement {__version__}",

@@ -16,7 +16,7 @@ from support.plan_dirs import write_fleet_dir
 from placement.apply.fleet import deduplicate_uploads, describe_fleet, fleet_sequence, load_fleet
 from placement.apply.request import load_request
 from placement.inventory import load_inventory
-from placement.apply.fleet_order import FleetOrder, cores, slots, uplink
+from placement.apply.fleet_order import FleetOrder, cores, memory, slots, uplink
 from placement.apply.model import (
     AcquireLock,
     ApplyPlan,
@@ -220,6 +220,8 @@ def test_the_running_load_is_the_running_placement_under_the_profiles_cost_model
     # and per host: its subtasks' cores, and the slots it fills (slot sharing: the most subtasks of one vertex there)
     assert (loads[slots("rpi1")], loads[slots("server")]) == (2.0, 1.0)
     assert loads[cores("rpi1")] > 0 and loads[cores("server")] > 0
+    # and the memory its subtasks need there, as the planner counts it (no state: the policy's 256 MiB a subtask)
+    assert (loads[memory("rpi1")], loads[memory("server")]) == (512.0, 256.0)
     # everything on the server: nothing on the uplink
     loads, _ = running_loads(req, view({"source-s": ("server", "server"), "sink-t": ("server",)}), {"a": job})
     assert loads[uplink("rpi1→server")] == 0.0
@@ -229,20 +231,25 @@ def test_the_running_load_is_the_running_placement_under_the_profiles_cost_model
 
 
 def test_the_limits_and_each_jobs_planned_load_cover_every_link_and_host(tmp_path):
-    """fleet.json's hosts give the order the CPU and slots to check, beside the links: usable cores (the TaskManager
-    baseline already off, once) and slots, and each job's share of them."""
+    """fleet.json's hosts give the order the CPU, slots and memory to check, beside the links: usable cores (the
+    TaskManager baseline already off, once), slots and usable memory, and each job's share of them."""
     from placement.writers.fleetjson import HostShare
 
     inv = inventory(tmp_path, jobs=[{"name": "b", "program_args": []}])
     fleet = write_fleet_dir(tmp_path / "out", inv, {"a": PLACED, "b": MOVED})
     freq = load_fleet(fleet, inv)
     rpi1 = HostShare(host="rpi1", role="edge", cores=4, cores_used=1.5, cores_usable=2.6, slots_used=3, slots=4,
-                     memory_mib_used=0, jobs={"a": {"cores": 1.0, "slots": 2, "memory_mib": 0, "subtasks": 2},
-                                              "b": {"cores": 0.5, "slots": 1, "memory_mib": 0, "subtasks": 1}})
-    freq = dataclasses.replace(freq, fleet=freq.fleet.model_copy(update={"hosts": [rpi1]}))
-    assert freq.limits[cores("rpi1")] == 2.6 and freq.limits[slots("rpi1")] == 4.0
-    assert {k: v for k, v in freq.new_loads("b").items() if k.kind != "uplink"} == {cores("rpi1"): 0.5,
-                                                                                    slots("rpi1"): 1.0}
+                     memory_mib_used=768, memory_mib_usable=3276.8,
+                     jobs={"a": {"cores": 1.0, "slots": 2, "memory_mib": 512, "subtasks": 2},
+                           "b": {"cores": 0.5, "slots": 1, "memory_mib": 256, "subtasks": 1}})
+    with_hosts = dataclasses.replace(freq, fleet=freq.fleet.model_copy(update={"hosts": [rpi1]}))
+    limits = with_hosts.limits
+    assert (limits[cores("rpi1")], limits[slots("rpi1")], limits[memory("rpi1")]) == (2.6, 4.0, 3276.8)
+    assert {k: v for k, v in with_hosts.new_loads("b").items() if k.kind != "uplink"} == {
+        cores("rpi1"): 0.5, slots("rpi1"): 1.0, memory("rpi1"): 256.0}
+    # a fleet.json from before its hosts' usable memory was recorded: memory is not judged (nothing to judge it by)
+    older = rpi1.model_copy(update={"memory_mib_usable": None})
+    assert memory("rpi1") not in dataclasses.replace(freq, fleet=freq.fleet.model_copy(update={"hosts": [older]})).limits
 
 
 def test_a_job_whose_plan_is_in_effect_counts_in_every_state_of_the_order(tmp_path, monkeypatch):
@@ -250,6 +257,7 @@ def test_a_job_whose_plan_is_in_effect_counts_in_every_state_of_the_order(tmp_pa
     import types
 
     import placement.apply.fleet as fleet_mod
+    import placement.apply.fleet_order as fleet_order
 
     inv = inventory(tmp_path, jobs=[{"name": "b", "program_args": []}])
     fleet = write_fleet_dir(tmp_path / "out", inv, {"a": PLACED, "b": MOVED},
@@ -260,10 +268,17 @@ def test_a_job_whose_plan_is_in_effect_counts_in_every_state_of_the_order(tmp_pa
         return types.SimpleNamespace(plan=types.SimpleNamespace(noop=noop, restarts=()), unchecked=(), request=req,
                                      view=types.SimpleNamespace(job_id=f"id-{req.plan.job}"), close=lambda: None)
 
+    handed = []
+
+    def choose_order(jobs, limits, steady=None):
+        handed.append(steady)
+        return fleet_order.choose_order(jobs, limits, steady)
+
     monkeypatch.setattr(fleet_mod, "prepare", fake_prepare)
+    monkeypatch.setattr(fleet_mod, "choose_order", choose_order)
     fp = fleet_mod.prepare_fleet(load_fleet(fleet, inv))
     assert fp.order.jobs == ("b", "a") and fp.changing == ["b"]
-    assert fp.order.peak[uplink("rpi1→server")] == pytest.approx(7.0)  # b's plan beside a's, in effect
+    assert handed[0][uplink("rpi1→server")] == pytest.approx(3.0)  # a's plan, in effect, beside every state of b's
 
 
 def test_jobs_whose_names_differ_keep_their_own_state_files(tmp_path):

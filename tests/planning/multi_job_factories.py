@@ -21,7 +21,7 @@ from collections import defaultdict
 from planning_factories import inventory, vertex
 
 from placement.costmodel import PlacementProblem, build_problem, evaluate
-from placement.costmodel.jobs import combine, vertex_keys
+from placement.costmodel.jobs import combine, fleet_vertex_keys
 from placement.costmodel.model import JobPolicy
 from placement.profile.format import JobProfile
 
@@ -101,8 +101,8 @@ def random_instance(seed: int, servers: int = 1):
 
 
 def problems(inv, profiles) -> list[tuple[str, PlacementProblem]]:
-    others = vertex_keys(profiles)
-    return [(p.job.name, build_problem(inv, p, other_jobs=other)) for p, other in zip(profiles, others)]
+    others = fleet_vertex_keys(profiles)
+    return [(p.job.name, build_problem(inv, p, other_jobs=others)) for p in profiles]
 
 
 def alone(pr: PlacementProblem) -> list[tuple[dict, object]]:

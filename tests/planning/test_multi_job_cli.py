@@ -90,6 +90,9 @@ def test_each_job_gets_the_plan_directory_the_single_job_writer_makes_of_its_par
     rpi1 = next(h for h in fleet["hosts"] if h["host"] == "rpi1")
     assert rpi1["cores_used"] == pytest.approx(sum(j["cores"] for j in rpi1["jobs"].values()))
     assert rpi1["slots_used"] == sum(j["slots"] for j in rpi1["jobs"].values())
+    # and its memory, with the limit apply's order checks each mixed state against (the planner's memory row's)
+    assert rpi1["memory_mib_used"] == pytest.approx(sum(j["memory_mib"] for j in rpi1["jobs"].values()))
+    assert rpi1["memory_mib_usable"] == pytest.approx(problem.usable_memory(problem.host_by_name["rpi1"]))
     assert fleet["objective"]["wan_mbit"] == pytest.approx(joint["wan_mbit"])
     assert fleet["solver"]["status"] == "optimal" and fleet["running"] == []
 
