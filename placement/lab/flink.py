@@ -137,6 +137,12 @@ def common_config(spec: ClusterSpec, rest_port: int, rpc_port: int) -> dict[str,
         # TaskManager's JVM is often up first) tries again after this, not Flink's 10 s: measured, a start that hit
         # it took 21.5 s instead of ~12
         "cluster.registration.error-delay": duration(timedelta(seconds=1)),
+        # REST answers a job's state, vertices and checkpoints from a cache of its execution graph kept this long
+        # (Flink's default 3 s; web.refresh-interval before 2.0, rest.cache.execution-graph.timeout since): a job
+        # CANCELED or RUNNING was read as still CANCELLING or DEPLOYING for up to 3 s. Measured on a 2.3 test
+        # cluster: cancel -> CANCELED seen 3.1-3.4 s with the default, 0.7-0.8 s with 0.5 s
+        "web.refresh-interval": duration(timedelta(milliseconds=500)),
+        "rest.cache.execution-graph.timeout": duration(timedelta(milliseconds=500)),
         "web.submit.enable": True,
         "web.cancel.enable": True,
         **spec.extra_config,
