@@ -104,6 +104,7 @@ class ClusterSpec:
     extra_config: Mapping[str, object] = field(default_factory=dict)
     jobmanager_extra_config: Mapping[str, object] = field(default_factory=dict)  # only the JobManager's config.yaml
     jobmanager_conf_dir: Path | None = None  # default <work_dir>/jobmanager/conf; the lab uses <flink home>/conf
+    jvm_flags: tuple[str, ...] = ()  # more flags for every JobManager and TaskManager JVM (kept in cluster.json's argv)
 
     def __post_init__(self) -> None:
         ids = [tm.resource_id for tm in self.taskmanagers]
@@ -487,7 +488,8 @@ def _start(spec: ClusterSpec, home: FlinkHome, rest_port: int, rpc_port: int, *,
         jvm, dyn = _memory_flags_cached(home, "GET_JM_RESOURCE_PARAMS", jm_conf_dir, jobmanager_sizing_key(jm_conf))
         jm_log = spec.work_dir / "jobmanager" / "jobmanager.log"
         jm_log.parent.mkdir(parents=True, exist_ok=True)
-        jobmanager = _launch("jobmanager", jobmanager_argv(home, jm_conf_dir, jm_log, jvm, dyn), jm_log, die_with_parent)
+        jobmanager = _launch("jobmanager", jobmanager_argv(home, jm_conf_dir, jm_log, [*jvm, *spec.jvm_flags], dyn), jm_log,
+                             die_with_parent)
         started.append(jobmanager)
 
         taskmanagers: dict[str, FlinkProcess] = {}
@@ -499,7 +501,8 @@ def _start(spec: ClusterSpec, home: FlinkHome, rest_port: int, rpc_port: int, *,
             # BashJavaUtils is a JVM start of its own (seconds on a busy machine): asked once per distinct sizing
             jvm, dyn = _memory_flags_cached(home, "GET_TM_RESOURCE_PARAMS", conf_dir, memory_sizing_key(conf))
             log = tm_dir / "taskmanager.log"
-            proc = _launch(f"taskmanager {tm.resource_id}", taskmanager_argv(home, tm, conf_dir, log, jvm, dyn), log, die_with_parent)
+            argv = taskmanager_argv(home, tm, conf_dir, log, [*jvm, *spec.jvm_flags], dyn)
+            proc = _launch(f"taskmanager {tm.resource_id}", argv, log, die_with_parent)
             started.append(proc)
             taskmanagers[tm.resource_id] = proc
 
