@@ -106,7 +106,11 @@ def test_a_taskmanager_without_its_resource_is_reconfigured_and_restarted_only_w
         TaskManagerSpec("rpi1", slots=4, address=rpi1.address, wrapper=("ip", "netns", "exec", rpi1.namespace)),
     )
     work = tmp_path / "cluster"
-    with flink_support.start_flink(work, tms, jobmanager_address=root_side) as cluster, contextlib.ExitStack() as cleanup:
+    # the JIT's first tier only, as the scheduler tests' clusters (scheduler_support.JVM_FLAGS): a faster start; this
+    # test reads configs, TaskManagers and placements, no throughput
+    quick_start = ("-XX:TieredStopAtLevel=1",)
+    with flink_support.start_flink(work, tms, jobmanager_address=root_side, jvm_flags=quick_start) as cluster, \
+            contextlib.ExitStack() as cleanup:
         home = work / "tm-rpi1"  # rpi1's Flink home: conf/config.yaml is its TaskManager's config
         install_taskmanager_script(home, "rpi1", cluster.taskmanagers["rpi1"].pid)
         cleanup.callback(_kill_from_pidfile, home / "taskmanager.pid")  # the restarted TM is not the cluster's child
