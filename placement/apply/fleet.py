@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from placement.apply import Prepared, prepare
 from placement.apply.audit import AuditLog, new_apply_id
@@ -44,13 +44,13 @@ from placement.apply.preflight import PreflightFailed
 from placement.apply.request import ApplyRequest, JobSelector, load_request
 from placement.apply.runner import ApplyOutcome, Runner
 from placement.apply.vertices import match_vertices, planned_vertices, running_subtask_hosts
-from placement.costmodel.evaluate import PlanCost, evaluate
-from placement.costmodel.jobs import fleet_vertex_keys
-from placement.costmodel.model import PlanOptions, build_problem
 from placement.errors import BadInput, PlacementError
 from placement.loading import load_model
 from placement.profile.format import JobProfile, load_profile
 from placement.writers.fleetjson import FLEET_FILE, FleetDocument, is_fleet_dir
+
+if TYPE_CHECKING:
+    from placement.costmodel.evaluate import PlanCost
 
 @dataclass(frozen=True)
 class FleetRequest:
@@ -218,6 +218,11 @@ def running_loads(req: ApplyRequest, view: ClusterView,
         return None, "the running job's vertices do not all match its plan's"
     running = running_subtask_hosts(match, view.subtask_hosts)
     assignment = {(vid, i): host for vid, hosts in running.items() for i, host in enumerate(hosts)}
+    # the cost model (and networkx) is loaded here, where it is used: every `placement apply` imports this module
+    from placement.costmodel.evaluate import evaluate
+    from placement.costmodel.jobs import fleet_vertex_keys
+    from placement.costmodel.model import PlanOptions, build_problem
+
     options = PlanOptions(rate_scale=req.plan.rate_scale, placement_mode=req.mode)
     try:
         problem = build_problem(req.inventory, profiles[req.plan.job], options,

@@ -26,6 +26,7 @@ from placement.flink.jar_run import run_request_body  # noqa: F401  (part of thi
 from placement.units import flink_duration_ms
 
 TERMINAL_STATES = frozenset({"FINISHED", "FAILED", "CANCELED", "SUSPENDED"})
+STARTING_STATES = ("CREATED", "SCHEDULED", "DEPLOYING", "INITIALIZING", "RECONCILING")  # a subtask's, before RUNNING
 
 
 class FlinkRestError(PlacementError):
@@ -67,6 +68,10 @@ class VertexInfo:
     name: str
     parallelism: int
     status: str
+    # subtasks not running yet (STARTING_STATES): a vertex's status is RUNNING as soon as
+    # one of its subtasks runs (seen: a source subtask still INITIALIZING under a RUNNING vertex, and a savepoint
+    # triggered then refused with "Not all required tasks are currently running")
+    starting: int = 0
 
 
 @dataclass(frozen=True)
@@ -82,7 +87,8 @@ class JobDetails:
     @property
     def all_running(self) -> bool:
         """The job and every one of its vertices RUNNING (a RUNNING job may still be scheduling subtasks)."""
-        return self.state == "RUNNING" and bool(self.vertices) and all(v.status == "RUNNING" for v in self.vertices)
+        return (self.state == "RUNNING" and bool(self.vertices)
+                and all(v.status == "RUNNING" and v.starting == 0 for v in self.vertices))
 
     def vertex_named(self, name: str) -> VertexInfo:
         """The one vertex called ``name`` (an error when absent or split over several vertices)."""
@@ -245,7 +251,9 @@ class FlinkRest:
     def job(self, job_id: str) -> JobDetails:
         body = self.job_raw(job_id)
         vertices = tuple(
-            VertexInfo(v["id"], v["name"], int(v["parallelism"]), v.get("status", "")) for v in body.get("vertices", [])
+            VertexInfo(v["id"], v["name"], int(v["parallelism"]), v.get("status", ""),
+                       sum(int((v.get("tasks") or {}).get(state) or 0) for state in STARTING_STATES))
+            for v in body.get("vertices", [])
         )
         return JobDetails(body["jid"], body.get("name", ""), body["state"], vertices, now_ms=int(body.get("now") or 0),
                           restarting_since_ms=int((body.get("timestamps") or {}).get("RESTARTING") or 0),

@@ -104,6 +104,7 @@ class ClusterSpec:
     extra_config: Mapping[str, object] = field(default_factory=dict)
     jobmanager_extra_config: Mapping[str, object] = field(default_factory=dict)  # only the JobManager's config.yaml
     jobmanager_conf_dir: Path | None = None  # default <work_dir>/jobmanager/conf; the lab uses <flink home>/conf
+    jvm_flags: tuple[str, ...] = ()  # more flags for every JobManager and TaskManager JVM (kept in cluster.json's argv)
 
     def __post_init__(self) -> None:
         ids = [tm.resource_id for tm in self.taskmanagers]
@@ -137,6 +138,12 @@ def common_config(spec: ClusterSpec, rest_port: int, rpc_port: int) -> dict[str,
         # TaskManager's JVM is often up first) tries again after this, not Flink's 10 s: measured, a start that hit
         # it took 21.5 s instead of ~12
         "cluster.registration.error-delay": duration(timedelta(seconds=1)),
+        # REST answers a job's state, vertices and checkpoints from a cache of its execution graph kept this long
+        # (Flink's default 3 s; web.refresh-interval before 2.0, rest.cache.execution-graph.timeout since): a job
+        # CANCELED or RUNNING was read as still CANCELLING or DEPLOYING for up to 3 s. Measured on a 2.3 test
+        # cluster: cancel -> CANCELED seen 3.1-3.4 s with the default, 0.7-0.8 s with 0.5 s
+        "web.refresh-interval": duration(timedelta(milliseconds=500)),
+        "rest.cache.execution-graph.timeout": duration(timedelta(milliseconds=500)),
         "web.submit.enable": True,
         "web.cancel.enable": True,
         **spec.extra_config,
@@ -481,7 +488,8 @@ def _start(spec: ClusterSpec, home: FlinkHome, rest_port: int, rpc_port: int, *,
         jvm, dyn = _memory_flags_cached(home, "GET_JM_RESOURCE_PARAMS", jm_conf_dir, jobmanager_sizing_key(jm_conf))
         jm_log = spec.work_dir / "jobmanager" / "jobmanager.log"
         jm_log.parent.mkdir(parents=True, exist_ok=True)
-        jobmanager = _launch("jobmanager", jobmanager_argv(home, jm_conf_dir, jm_log, jvm, dyn), jm_log, die_with_parent)
+        jobmanager = _launch("jobmanager", jobmanager_argv(home, jm_conf_dir, jm_log, [*jvm, *spec.jvm_flags], dyn), jm_log,
+                             die_with_parent)
         started.append(jobmanager)
 
         taskmanagers: dict[str, FlinkProcess] = {}
@@ -493,7 +501,8 @@ def _start(spec: ClusterSpec, home: FlinkHome, rest_port: int, rpc_port: int, *,
             # BashJavaUtils is a JVM start of its own (seconds on a busy machine): asked once per distinct sizing
             jvm, dyn = _memory_flags_cached(home, "GET_TM_RESOURCE_PARAMS", conf_dir, memory_sizing_key(conf))
             log = tm_dir / "taskmanager.log"
-            proc = _launch(f"taskmanager {tm.resource_id}", taskmanager_argv(home, tm, conf_dir, log, jvm, dyn), log, die_with_parent)
+            argv = taskmanager_argv(home, tm, conf_dir, log, [*jvm, *spec.jvm_flags], dyn)
+            proc = _launch(f"taskmanager {tm.resource_id}", argv, log, die_with_parent)
             started.append(proc)
             taskmanagers[tm.resource_id] = proc
 

@@ -41,12 +41,14 @@ import math
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import networkx as nx
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
 from placement.loading import FieldError, canonical_digest, drop_unset, load_model
+
+if TYPE_CHECKING:  # networkx is imported where a graph is built: `placement apply` imports this module, and uses none
+    import networkx as nx
 
 PROFILE_FORMAT = "placement.profile/v2"
 PROFILE_FORMATS = ("placement.profile/v1", PROFILE_FORMAT)  # v1: no per-edge figures (still loads)
@@ -291,6 +293,8 @@ class JobProfile(Strict):
                     f"edges[{i}].ship_strategy",
                     f"FORWARD needs equal parallelism, {up.name!r} has {up.parallelism} and {down.name!r} {down.parallelism}",
                 )
+        import networkx as nx
+
         if not nx.is_directed_acyclic_graph(self.graph()):
             cycle = nx.find_cycle(self.graph())
             raise FieldError("edges", f"the job graph has a cycle through {cycle[0][0]!r}")
@@ -309,7 +313,9 @@ class JobProfile(Strict):
             raise KeyError(vertex_id)
         return v
 
-    def graph(self) -> nx.DiGraph:
+    def graph(self) -> "nx.DiGraph":
+        import networkx as nx
+
         g = nx.DiGraph()
         g.add_nodes_from(v.id for v in self.vertices)
         g.add_edges_from((e.source, e.target) for e in self.edges)
@@ -317,6 +323,8 @@ class JobProfile(Strict):
 
     def topological_vertices(self) -> list[VertexProfile]:
         """Vertices in a deterministic topological order (ties broken by position in the file)."""
+        import networkx as nx
+
         order = {v.id: i for i, v in enumerate(self.vertices)}
         ids = nx.lexicographical_topological_sort(self.graph(), key=lambda vid: order[vid])
         return [self.vertex(vid) for vid in ids]

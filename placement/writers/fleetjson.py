@@ -11,13 +11,17 @@ import json
 from datetime import datetime, timezone
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from pydantic import Field
 
 from placement import __version__
-from placement.costmodel.evaluate import PlanCost
-from placement.costmodel.jobs import JointProblem
 from placement.loading import drop_unset
 from placement.writers.planjson import JobBudgetRecord, Objective, SolverInfo, SourceRef, Strict, solver_info
+
+if TYPE_CHECKING:  # annotations only: reading a fleet (`placement apply --plan`) loads neither the cost model nor networkx
+    from placement.costmodel.evaluate import PlanCost
+    from placement.costmodel.jobs import JointProblem
 
 FLEET_FILE = "fleet.json"  # beside the jobs' plan directories in the OUT of `placement plan --profile a --profile b`
 

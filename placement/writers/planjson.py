@@ -10,15 +10,17 @@ import json
 import math
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from placement import __version__
-from placement.costmodel.evaluate import PlanCost
-from placement.costmodel.model import JobPolicy, PlacementProblem
 from placement.loading import drop_unset, load_model
-from placement.solver.result import PlanResult
+
+if TYPE_CHECKING:  # annotations only: reading a plan (`placement apply`) loads neither the cost model nor networkx
+    from placement.costmodel.evaluate import PlanCost
+    from placement.costmodel.model import JobPolicy, PlacementProblem
+    from placement.solver.result import PlanResult
 
 PLAN_FORMAT = "placement.plan/v1"
 

@@ -55,7 +55,21 @@ class Env:
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory, ssh_lab: SshLab, flink_cluster, flink_rest, lab_jobs_jar, iot_job, flink_support):
+def job_b(flink_rest, lab_jobs_jar, flink_support):
+    """The second job, submitted (not awaited) before the apply tests' IoT job, so that both deploy together; env waits
+    until it is RUNNING."""
+    job = flink_rest.run_jar(flink_rest.upload_jar(lab_jobs_jar), entry_class=IOT_SENSOR_JOB, program_args=ARGS_B)
+    try:
+        yield job
+    finally:
+        for j in flink_rest.running_jobs():
+            if j.name == JOB_B:
+                with contextlib.suppress(PlacementError):
+                    flink_support.cancel_job(j.id, flink_rest)
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory, flink_rest, lab_jobs_jar, job_b, ssh_lab: SshLab, flink_cluster, iot_job):
     """The apply tests' IoT job and a second one beside it; the inventory names both (job: and jobs:)."""
     assert JOB_ARGS[-2] == "--job-name"
     work = tmp_path_factory.mktemp("pp-apply-fleet")
@@ -66,14 +80,8 @@ def env(tmp_path_factory, ssh_lab: SshLab, flink_cluster, flink_rest, lab_jobs_j
     doc = yaml.safe_load(inv.read_text())
     doc["jobs"] = [{"name": JOB_B, "program_args": ARGS_B}]
     inv.write_text(yaml.safe_dump(doc, sort_keys=False))
-    flink_support.submit_job(flink_rest, lab_jobs_jar, IOT_SENSOR_JOB, ARGS_B, wait_metrics=False)  # RUNNING is enough
-    try:
-        yield Env(inv, home, work)
-    finally:
-        for j in flink_rest.running_jobs():
-            if j.name == JOB_B:
-                with contextlib.suppress(PlacementError):
-                    flink_support.cancel_job(j.id, flink_rest)
+    flink_rest.wait_until_running(job_b, timeout=120)  # RUNNING is enough
+    return Env(inv, home, work)
 
 
 def counts(mapping) -> dict[tuple[str, str], int]:

@@ -77,6 +77,7 @@ def start():
     home = find_flink_home()
     conf = HOME / "conf"
     jvm, dyn = _memory_flags(home, "GET_TM_RESOURCE_PARAMS", conf)
+    jvm = [*jvm, *{flags!r}]  # the JIT's first tier only, as the test's cluster was started (quick_start)
     argv = taskmanager_argv(home, TaskManagerSpec({rid!r}), conf, HOME / "taskmanager.log", jvm, dyn)
     with open(HOME / "taskmanager.out", "ab") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
@@ -87,10 +88,10 @@ def start():
 '''
 
 
-def install_taskmanager_script(home: Path, resource_id: str, pid: int) -> None:
+def install_taskmanager_script(home: Path, resource_id: str, pid: int, jvm_flags: tuple[str, ...] = ()) -> None:
     bin_dir = home / "bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
-    (bin_dir / "tm_ctl.py").write_text(TM_CTL.format(repo=str(REPO), rid=resource_id))
+    (bin_dir / "tm_ctl.py").write_text(TM_CTL.format(repo=str(REPO), rid=resource_id, flags=jvm_flags))
     script = bin_dir / "taskmanager.sh"
     script.write_text(f'#!/bin/sh\nexec {sys.executable} "$(dirname "$0")/tm_ctl.py" "$@"\n')
     script.chmod(0o755)
@@ -106,9 +107,13 @@ def test_a_taskmanager_without_its_resource_is_reconfigured_and_restarted_only_w
         TaskManagerSpec("rpi1", slots=4, address=rpi1.address, wrapper=("ip", "netns", "exec", rpi1.namespace)),
     )
     work = tmp_path / "cluster"
-    with flink_support.start_flink(work, tms, jobmanager_address=root_side) as cluster, contextlib.ExitStack() as cleanup:
+    # the JIT's first tier only, as the scheduler tests' clusters (scheduler_support.JVM_FLAGS): a faster start; this
+    # test reads configs, TaskManagers and placements, no throughput
+    quick_start = ("-XX:TieredStopAtLevel=1",)
+    with flink_support.start_flink(work, tms, jobmanager_address=root_side, jvm_flags=quick_start) as cluster, \
+            contextlib.ExitStack() as cleanup:
         home = work / "tm-rpi1"  # rpi1's Flink home: conf/config.yaml is its TaskManager's config
-        install_taskmanager_script(home, "rpi1", cluster.taskmanagers["rpi1"].pid)
+        install_taskmanager_script(home, "rpi1", cluster.taskmanagers["rpi1"].pid, quick_start)
         cleanup.callback(_kill_from_pidfile, home / "taskmanager.pid")  # the restarted TM is not the cluster's child
         rest = FlinkRest(cluster.rest_url)
         inv = write_inventory(tmp_path / "inventory.yaml", ssh_lab, rest_url=cluster.rest_url, home=home,
