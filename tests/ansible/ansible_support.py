@@ -78,7 +78,9 @@ class PlaybookRun:
 class Ansible:
     """Runs our playbooks the way a user does (from ansible/, with its ansible.cfg), isolated in a temporary home."""
 
-    def __init__(self, home: Path):
+    def __init__(self, home: Path, *, fact_cache: bool = False):
+        """``fact_cache``: gather each host's facts once and keep them in ``home`` for the next runs (Ansible's
+        ``gathering = smart`` with the jsonfile cache), for a module whose hosts stay the same hosts."""
         self.home = home
         # ssh's ControlPath must stay short (108-byte socket paths), so it lives in its own /tmp directory.
         self.log: list[str] = []  # how long each run took (printed by -s / on failure)
@@ -94,6 +96,12 @@ class Ansible:
             "ANSIBLE_FORCE_COLOR": "0",
             "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
         }
+        if fact_cache:
+            self.env |= {
+                "ANSIBLE_GATHERING": "smart",
+                "ANSIBLE_CACHE_PLUGIN": "jsonfile",
+                "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(home / "fact-cache"),
+            }
 
     def playbook(self, playbook: str, inventory: Path, *args: str, timeout: float = 600) -> PlaybookRun:
         argv = [require_tool("ansible-playbook"), "-i", str(inventory), playbook, *args]
