@@ -6,6 +6,7 @@ import java.util.Locale;
 
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.AggregateFunction;
+import org.apache.flink.api.common.functions.MapFunction;
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
@@ -35,7 +36,8 @@ import org.apache.flink.util.Collector;
  * <p>Arguments: {@code --rate} readings/s per source subtask (default 200; or {@code --rate-schedule}, see
  * {@link RateSchedule}), {@code --parallelism} of the source chain
  * (default 2), {@code --window-parallelism} (default 1), {@code --window-ms} (default 2000), {@code --sensors} (default
- * 100), {@code --sink legacy|v2}, {@code --placement '<json>'} (see {@link Placement}).
+ * 100), {@code --enrich-work} (default 0: hash rounds Enrich spends per reading), {@code --sink legacy|v2},
+ * {@code --placement '<json>'} (see {@link Placement}).
  */
 public final class IotSensorJob {
     public static final String SOURCE = "Source: Sensors";
@@ -52,6 +54,7 @@ public final class IotSensorJob {
         int parallelism = params.getInt("parallelism", 2);
         int sensors = params.getInt("sensors", 100);
         long windowMs = params.getLong("window-ms", 2000);
+        int enrichWork = params.getInt("enrich-work", 0);
         String sinkMode = params.get("sink", "legacy");
         String sinkVertex = Sinks.vertexName("Readings", sinkMode);
 
@@ -71,7 +74,7 @@ public final class IotSensorJob {
             SingleOutputStreamOperator<Reading> parsed = lane.place(raw.map(IotSensorJob::parse).name("Parse"), 1, "parse");
             SingleOutputStreamOperator<Reading> alarms =
                     lane.place(parsed.filter(r -> r.value >= ALARM_THRESHOLD).name("Filter"), 2, "filter");
-            lanes.add(lane.place(alarms.map(IotSensorJob::enrich).name("Enrich"), 3, "enrich"));
+            lanes.add(lane.place(alarms.map(new Enrich(enrichWork)).name("Enrich"), 3, "enrich"));
         }
         DataStream<Enriched> all = lanes.get(0);
         if (lanes.size() > 1) {
@@ -129,6 +132,32 @@ public final class IotSensorJob {
         r.battery = Integer.parseInt(Json.raw(json, "battery"));
         r.seq = Long.parseLong(Json.raw(json, "seq"));
         return r;
+    }
+
+    /**
+     * Enrich with {@code work} rounds of a hash mix per reading ({@code --enrich-work}, default 0): an enrichment that
+     * costs CPU per record (a lookup, a model), so that a scenario can make the operator after the filter expensive.
+     */
+    public static final class Enrich implements MapFunction<Reading, Enriched> {
+        private final int work;
+
+        public Enrich(int work) {
+            this.work = work;
+        }
+
+        @Override
+        public Enriched map(Reading r) {
+            Enriched e = enrich(r);
+            long h = r.sensor.hashCode();
+            for (int i = 0; i < work; i++) {
+                h = SensorGenerator.mix(h);
+            }
+            // the comparison uses the mixed value, so the JIT cannot drop the loop; it is practically never true
+            if (h == Long.MIN_VALUE) {
+                e.zone = -e.zone;
+            }
+            return e;
+        }
     }
 
     public static Enriched enrich(Reading r) {

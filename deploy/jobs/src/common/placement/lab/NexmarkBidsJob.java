@@ -6,6 +6,7 @@ import java.util.Locale;
 
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.AggregateFunction;
+import org.apache.flink.api.common.functions.FilterFunction;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.connector.datagen.source.DataGeneratorSource;
 import org.apache.flink.connector.datagen.source.GeneratorFunction;
@@ -32,7 +33,7 @@ import org.apache.flink.util.Collector;
  * <p>Arguments: {@code --rate} bids/s per source subtask (default 500; or {@code --rate-schedule}, see
  * {@link RateSchedule}), {@code --parallelism} (default 2),
  * {@code --window-parallelism} (default 1), {@code --window-ms} (default 2000), {@code --auctions} (default 1000),
- * {@code --work-per-bid} (default 0),
+ * {@code --work-per-bid} (default 0), {@code --filter-work} (default 0: hash rounds Filter Auctions spends per bid),
  * {@code --sink legacy|v2}, {@code --placement '<json>'} (see {@link Placement}).
  */
 public final class NexmarkBidsJob {
@@ -45,6 +46,7 @@ public final class NexmarkBidsJob {
         Placement placement = Placement.fromArgs(params);
         int auctions = params.getInt("auctions", 1000);
         int modulus = params.getInt("auction-modulus", 5);
+        int filterWork = params.getInt("filter-work", 0);
         String sinkMode = params.get("sink", "legacy");
 
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
@@ -63,7 +65,8 @@ public final class NexmarkBidsJob {
                 b.extra = null; // the padding is not needed downstream
                 return b;
             }).name("Currency Convert"), 2, "currency-convert");
-            lanes.add(lane.place(euros.filter(b -> b.auction % modulus == 0).name("Filter Auctions"), 3, "filter-auctions"));
+            lanes.add(lane.place(euros.filter(new FilterAuctions(modulus, filterWork)).name("Filter Auctions"), 3,
+                    "filter-auctions"));
         }
         DataStream<Bid> all = lanes.get(0);
         if (lanes.size() > 1) {
@@ -128,6 +131,31 @@ public final class NexmarkBidsJob {
         public String extra;
 
         public Bid() {}
+    }
+
+    /**
+     * Keeps the bids of auctions divisible by {@code modulus}, after {@code work} rounds of a hash mix per bid
+     * ({@code --filter-work}, default 0): a filter that costs CPU per record, so that a scenario can make the
+     * operator before the keyBy expensive.
+     */
+    public static final class FilterAuctions implements FilterFunction<Bid> {
+        private final int modulus;
+        private final int work;
+
+        public FilterAuctions(int modulus, int work) {
+            this.modulus = modulus;
+            this.work = work;
+        }
+
+        @Override
+        public boolean filter(Bid b) {
+            long h = b.bidder;
+            for (int i = 0; i < work; i++) {
+                h = IotSensorJob.SensorGenerator.mix(h);
+            }
+            // the comparison uses the mixed value, so the JIT cannot drop the loop; it is practically never true
+            return b.auction % modulus == 0 && h != Long.MIN_VALUE;
+        }
     }
 
     /** Bids in the window and the freshest bid's creation time ({@code dateTime}): {count, created}. */
