@@ -12,12 +12,12 @@ import os
 import shutil
 import subprocess
 
+import pytest
 from support import real_parts
 
 from placement.flink.home import find_flink_home
-from placement.lab.jobs import build_jobs_jar
 
-pytestmark = real_parts.needs(None if shutil.which("javac") else "needs a JDK (javac not found on PATH)")
+pytestmark = [pytest.mark.flink, real_parts.needs(None if shutil.which("javac") else "needs a JDK (javac not found on PATH)")]
 
 HARNESS = """
 import placement.lab.IotSensorJob;
@@ -52,9 +52,9 @@ public class WorkHarness {
 """
 
 
-def test_work_keeps_the_records_and_costs_cpu(tmp_path):
+def test_work_keeps_the_records_and_costs_cpu(tmp_path, lab_jobs_jar):
     home = find_flink_home()
-    jar = build_jobs_jar(tmp_path / "cache", home=home).path
+    jar = lab_jobs_jar  # the product's build cache: the suite's other Flink tests build the same jar once
     (tmp_path / "WorkHarness.java").write_text(HARNESS)
     classpath = os.pathsep.join([str(jar), home.classpath])
     subprocess.run(["javac", "-cp", classpath, "-d", str(tmp_path), str(tmp_path / "WorkHarness.java")], check=True)
