@@ -1,4 +1,5 @@
-"""Two jobs on the same Pis and uplinks in the real lab: each planned alone vs planned together (issue 24).
+"""Two jobs on the same Pis and uplinks in the real lab: all on the server, each planned alone, planned together
+(issue 24).
 
     .venv/bin/python benchmarks/fleet_lab.py [--scale 1.5] [--enrich-work 200000] [--filter-work 52000]
                                              [--inventory inventory/lab.yaml] [--uplink MBIT] [--workdir DIR]
@@ -9,8 +10,9 @@ Steps: ``lab up`` (custom mode) -> the IoT and Nexmark lab jobs, both sources on
 rates (IoT 500 readings/s, Nexmark 580 bids/s per source subtask) -> 60 s for Flink's meters -> both collected for
 60 s at once -> ``profile`` each -> plans at ``--scale`` × those rates: ``placement plan`` with each profile alone
 (what a user does today: each plan takes the Pis for itself), and with both profiles together (one model, shared
-capacities) -> for each strategy: both jobs submitted unmodified at the target rates, then ``placement apply`` — each
-alone plan applied to its own job, the joint plan as one change (``apply --plan FLEET``) — 60 s to settle, ``lab
+capacities), and the baseline all-on-server (sources on the Pis, the rest on the server; priced, not solved) -> for
+each strategy: both jobs submitted unmodified at the target rates, then ``placement apply`` — each alone or
+all-on-server plan applied to its own job, the joint plan as one change (``apply --plan FLEET``) — 60 s to settle, ``lab
 measure`` over ``--window`` s -> one table per strategy and job (throughput vs target, sources back-pressured) and
 per uplink (job data vs the strategy's prediction, the Pi's CPU predicted vs measured) -> ``lab down``.
 
@@ -154,6 +156,31 @@ def profile_together(state: dict, inventory: str, parallelism: dict, work: Path)
     return profiles
 
 
+def all_on_server_dirs(inventory: str, profiles: dict[str, str], scale: float, work: Path) -> dict[str, Path]:
+    """Per job, the all-on-server placement (sources on the Pis where their data is born, the rest on the server)
+    written as a plan directory at ``scale``: the baseline, priced by the cost model as `plan --compare` prices it
+    (no solver: it does not fit the uplinks, which is the point)."""
+    from placement.costmodel.model import PlanOptions, build_problem
+    from placement.inventory import load_inventory
+    from placement.profile.format import load_profile
+    from placement.solver.baselines import all_on_server
+    from placement.writers.bundle import render_artifacts, write_plan_dir
+    from placement.writers.planjson import SourceRef, build_plan_document
+
+    inv = load_inventory(inventory)
+    out = {}
+    for key in KEYS:
+        profile = load_profile(profiles[key])
+        problem = build_problem(inv, profile, PlanOptions(rate_scale=scale, placement_mode="custom"),
+                                inventory_source=inventory)
+        doc = build_plan_document(problem, all_on_server(problem), job=JOBS[key].job_name, placement_mode="custom",
+                                  inventory=SourceRef(path=inventory, digest=inv.digest(), name=inv.name),
+                                  profile=SourceRef(path=profiles[key], digest=profile.digest(), name=profile.job.name))
+        out[key] = work / f"plan-all-on-server-{key}"
+        write_plan_dir(out[key], render_artifacts(problem, doc, inv))
+    return out
+
+
 def predicted_links(plan_dirs: list[Path]) -> dict[str, float]:
     """Edge host -> Mbit/s the plans predict together (each plan.json's links, summed)."""
     out: dict[str, float] = {}
@@ -210,7 +237,8 @@ def run_strategy(name: str, state: dict, inventory: str, targets: dict[str, dict
 
 
 def print_tables(console: Console, rows: list[dict], scale: float) -> None:
-    table = Table(title=f"IoT + Nexmark on the same Pis at {scale:g}x the profile rates: each planned alone vs together")
+    table = Table(title=f"IoT + Nexmark on the same Pis at {scale:g}x the profile rates: all on the server, each planned "
+                  "alone, planned together")
     for c in ("strategy", "placed as planned", "job", "throughput / target", "sources back-pressured", "holds"):
         table.add_column(c, justify="left" if c in ("strategy", "job") else "right")
     for r in rows:
@@ -287,6 +315,10 @@ def main() -> None:
             cli("plan", "--inventory", inventory, "--profile", profiles[k], "--rate-scale", f"{args.scale:g}",
                 "--out", str(alone_dirs[k]), "--quiet")
         joint_jobs = [joint_dir / JOBS[k].job_name for k in KEYS]
+        server_dirs = all_on_server_dirs(inventory, profiles, args.scale, work)
+        rows.append(run_strategy("all-on-server", state, inventory, targets, parallelism,
+                                 lambda ids: [["apply", str(server_dirs[k]), "--job", ids[k]] for k in KEYS],
+                                 list(server_dirs.values()), args, work, console))
         rows.append(run_strategy("each alone", state, inventory, targets, parallelism,
                                  lambda ids: [["apply", str(alone_dirs[k]), "--job", ids[k]] for k in KEYS],
                                  list(alone_dirs.values()), args, work, console))
