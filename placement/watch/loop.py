@@ -510,7 +510,8 @@ class Watch:
         profile_path = track.windows_dir / f"tick-{tick:05d}" / "profile.json"
         scale = demand_scale(window, self.o.max_demand_scale)
         outcome = self.plan_fn(profile_path, self.plans_dir / f"tick-{tick:05d}", scale)  # type: ignore[misc]
-        if not outcome.fits and scale > 1.0:
+        demand_unmet = not outcome.fits and scale > 1.0
+        if demand_unmet:
             scale = 1.0
             outcome = self.plan_fn(profile_path, self.plans_dir / f"tick-{tick:05d}-measured",  # type: ignore[misc]
                                    scale)
@@ -521,7 +522,7 @@ class Watch:
             current_wan, current_violations, current_peak = cost.wan_mbit, tuple(cost.violations), cost_peak(cost)
             paths = cost.paths
         proposal = proposal_from(outcome, current_wan, current_violations, current_peak, paths, drifts,
-                             moves(outcome.assignment, running) if outcome.fits else 0)
+                             moves(outcome.assignment, running) if outcome.fits else 0, demand_unmet=demand_unmet)
         track.planned_links = dict(outcome.links)
         track.planned_rates = {name: rate * scale for name, rate in window.source_rates.items()}
         return proposal, scale
@@ -535,7 +536,8 @@ class Watch:
         profiles = {s.track.name: s.track.windows_dir / f"tick-{tick:05d}" / "profile.json" for s in seen}
         scales = {s.track.name: demand_scale(s.window, self.o.max_demand_scale) for s in seen}  # type: ignore[arg-type]
         outcome = self.plan_jobs_fn(profiles, self.plans_dir / f"tick-{tick:05d}", scales)  # type: ignore[misc]
-        if not outcome.fits and max(scales.values()) > 1.0:
+        demand_unmet = not outcome.fits and max(scales.values()) > 1.0
+        if demand_unmet:
             scales = dict.fromkeys(scales, 1.0)
             outcome = self.plan_jobs_fn(profiles, self.plans_dir / f"tick-{tick:05d}-measured",  # type: ignore[misc]
                                         scales)
@@ -550,7 +552,7 @@ class Watch:
                        tuple(v for s in seen for v in s.window.violations), None,  # type: ignore[union-attr]
                        tuple(p for s in seen for p in s.window.paths))  # type: ignore[union-attr]
         moved = sum(moves(outcome.jobs[s.track.name].assignment, s.running) for s in seen) if outcome.fits else 0
-        proposal = proposal_from(outcome, *current, drifts, moved)
+        proposal = proposal_from(outcome, *current, drifts, moved, demand_unmet=demand_unmet)
         for s in seen:
             part = outcome.jobs.get(s.track.name)
             s.track.planned_links = dict(part.links) if part is not None else {}

@@ -62,6 +62,9 @@ class Proposal:
     planned_peak: float | None = None
     # the part of current_violations that is a broken latency bound (predicted or measured): what the view names
     current_latency_breaches: tuple[str, ...] = ()
+    # the sources want more than the window's (60 s meter) rates and no plan carries that demand, so this plan was
+    # made for the measured rates: it may relieve what breaks at those rates, but it is no cheaper answer to the load
+    demand_unmet: bool = False
 
     @property
     def roomier(self) -> bool:
@@ -119,6 +122,9 @@ def decide(state: PolicyState, now_ms: int, drifts: Sequence[Drift], proposal: P
     if proposal.moves == 0:
         return Decision("hold", "re-planned: the plan is already in effect", calm)
     left = cooldown_left_s(state, now_ms, config)
+    if proposal.demand_unmet and proposal.current_fits:
+        return Decision("hold", "re-planned: no placement carries the sources' demand now, and the plan for the "
+                        "window's measured rates would not carry it either", calm)
     if not proposal.current_fits:
         if left > 0:
             return Decision("hold", f"relief ready, cooldown {left:.0f} s left", calm, "relief")

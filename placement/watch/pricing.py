@@ -49,9 +49,10 @@ def moves(planned: Mapping[tuple[str, int], str], running: Mapping[tuple[str, in
 
 def proposal_from(outcome: PlanOutcome, current_wan: float, current_violations: tuple[str, ...],
               current_peak: float | None, paths: Iterable[PathLatency], drifts: Iterable[Drift],
-              moved: int) -> Proposal:
+              moved: int, *, demand_unmet: bool = False) -> Proposal:
     """The running placement (its WAN, breaches and busiest resource under the re-plan's load) beside the plan; a
-    measured latency breach counts against the running placement like a capacity it breaks."""
+    measured latency breach counts against the running placement like a capacity it breaks. ``demand_unmet``: the
+    plan is for the measured rates because no plan carries the sources' demand."""
     drifts = list(drifts)
     latency_breaches = (*(latency_sentence(p) for p in paths if p.over_bound), *measured_breaches(drifts))
     return Proposal(
@@ -59,7 +60,7 @@ def proposal_from(outcome: PlanOutcome, current_wan: float, current_violations: 
         planned_wan_mbit=outcome.wan_mbit,
         planned_violations=() if outcome.fits else (outcome.violations or ("no placement fits",)),
         moves=moved, plan_dir=str(outcome.plan_dir), current_peak=current_peak, planned_peak=outcome.peak,
-        current_latency_breaches=latency_breaches,
+        current_latency_breaches=latency_breaches, demand_unmet=demand_unmet,
     )
 
 

@@ -153,6 +153,21 @@ def test_a_cheaper_plan_with_more_room_needs_no_stabilization_window():
     assert "stabilizing" in decide(PolicyState(), 10 * S, drifts, tighter, config=config).reason
 
 
+def test_a_plan_for_the_measured_rates_is_no_cheaper_answer_to_a_demand_no_plan_carries():
+    """Seen on the lab (the watch lab test, 2026-11-27): a tick after a step, the sources' counters showed 1.65x the
+    window's 60 s meters, no plan carried that, and the plan made for the meters' rates was offered as "cheaper" —
+    applied, it could not carry the sources. Such a plan may still relieve what breaks at the measured rates."""
+    config = PolicyConfig(min_gain=0.15, cooldown_s=60, stabilization_s=300)
+    drifts = detect(Baseline({"S": 100.0}), [Window(0, 30 * S, "j", {"S": 200.0}, {})])
+    stale = Proposal(2.0, (), 0.2, moves=4, current_peak=0.8, planned_peak=0.3, demand_unmet=True)
+    d = decide(PolicyState(), 10 * S, drifts, stale, config=config)
+    assert d.action == "hold" and "no placement carries the sources' demand now" in d.reason
+    relief = Proposal(2.0, ("link rpi1→server over",), 0.2, moves=4, demand_unmet=True)
+    assert (decide(PolicyState(), 10 * S, drifts, relief, config=config).action, "relief") == ("apply", "relief")
+    fresh = Proposal(2.0, (), 0.2, moves=4, current_peak=0.8, planned_peak=0.3)
+    assert decide(PolicyState(), 10 * S, drifts, fresh, config=config).kind == "cheaper"
+
+
 def test_a_latency_drift_is_decided_like_a_link_drift():
     """A bound the running placement breaks (predicted by the cost model, or measured) is a broken capacity: the same
     relief, cooldown and hold reasons as an uplink over its bandwidth."""
