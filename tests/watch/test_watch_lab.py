@@ -1,12 +1,14 @@
 """``placement watch --apply auto`` on the real lab (inventory/lab.yaml, custom mode), lean:
 
-the IoT job placed all-on-server (sources on the Pis, raw readings over the uplinks, 1 Mbit/s here) at 250
-readings/s per source — steady: the watch decides several times and redeploys nothing; then the job's own
-``--rate-schedule`` steps to 750/s (no resubmission), which saturates both uplinks under that placement; the watch detects it, re-plans and
+the IoT job placed all-on-server (sources on the Pis, raw readings over the uplinks; rates and uplinks from
+:mod:`placement.lab.watch_scenario`) at its low rate — steady: the watch decides several times and redeploys
+nothing; then the job's own ``--rate-schedule`` steps to three times that (no resubmission), which saturates both
+uplinks under that placement; the watch detects it, re-plans and
 applies through ``placement apply`` (savepoint, schedulercfg, verify), and the sources run at the new rate again.
 
 The watch runs as a user runs ``--apply ask``: on a terminal (a real pseudo-terminal, its live display on), where the
-test declines the first proposal (logged as declined, nothing changes) and accepts the next; Ctrl-C typed on that
+test declines the first proposal (logged as declined, nothing changes), accepts the next and declines any after the
+apply (a follow-up on a window still settling is not what this test is about); Ctrl-C typed on that
 terminal ends it cleanly (exit 0, a whole decision log). ``--apply auto`` takes the same path without the prompt;
 its long proofs are in benchmarks/watch_recovery.py.
 
@@ -38,7 +40,7 @@ pytestmark = [pytest.mark.flink, pytest.mark.netns, pytest.mark.timeout(900), re
 
 ROOT = Path(__file__).resolve().parents[2]
 PLACEMENT = str(Path(sys.executable).with_name("placement"))
-LOW, HIGH = lab.LOW, lab.HIGH  # readings/s per source subtask: 0.4 and 1.2 Mbit/s of raw readings per 1 Mbit/s uplink
+LOW, HIGH = lab.LOW, lab.HIGH  # readings/s per source subtask: 0.4 and 1.2 of an uplink's bandwidth in raw readings
 STEP_S = 150  # on the schedule's clock: the placed job's warm-up (60 s meters + one 30 s window), steady decisions
 
 
@@ -114,7 +116,7 @@ def test_steady_then_a_saturating_step_is_detected_asked_on_a_terminal_and_appli
              "--cooldown", "60", "--settle", "5", "--work-dir", str(tmp_path / "watch"), "--log", str(log)],
             cwd=ROOT)
         applied, answered = None, 0
-        while time.time() < step_at + 240 and applied is None:
+        while time.time() < step_at + 300 and applied is None:
             time.sleep(1)
             assert watch.proc.poll() is None, watch.tail()
             if watch.prompts() > answered:  # the first proposal declined, the next accepted
@@ -123,16 +125,27 @@ def test_steady_then_a_saturating_step_is_detected_asked_on_a_terminal_and_appli
             applied = next((r for r in (read_log(log) if log.exists() else []) if r["record"] == "decision"
                             and r["apply"] and r["apply"]["status"] == "applied"), None)
         assert applied is not None and answered == 2
+        applied_at = time.time()
+
+        def decline_follow_ups() -> None:
+            nonlocal answered
+            while watch.prompts() > answered:
+                watch.type("n\n")
+                answered += 1
+
         # restored: both sources at >= 90 % of the new rate (the re-placed tasks start on cold JIT, throttled Pis)
         rate = lab.source_rate(rest, 15)
-        while rate < 0.9 * 2 * HIGH and time.time() < step_at + 360:
+        while rate < 0.9 * 2 * HIGH and time.time() < applied_at + 150:
+            decline_follow_ups()
             rate = lab.source_rate(rest, 15)
+        assert rate >= 0.9 * 2 * HIGH, f"the sources send {rate:.0f} records/s after the apply, not {2 * HIGH}"
         restored_at = time.time()
         # the new job's first warm window holds the applied plan to the rates it was made for
         checked = None
-        while checked is None and time.time() < step_at + 420:
+        while checked is None and time.time() < applied_at + 240:
             time.sleep(2)
             assert watch.proc.poll() is None, watch.tail()
+            decline_follow_ups()
             checked = next((r for r in read_log(log) if r["record"] == "decision" and r["tick"] > applied["tick"]
                             and r["window"] and any("applied plan was made for" in n for n in r["notes"])), None)
         assert checked is not None, "no warm window of the new job"
@@ -151,7 +164,8 @@ def test_steady_then_a_saturating_step_is_detected_asked_on_a_terminal_and_appli
               f"{restored_at - step_at:.0f} s after the step")
         assert len(steady) >= 2 and not any(r["apply"] for r in before)
         asked = [r for r in records if r["apply"]]
-        assert [r["apply"]["status"] for r in asked] == ["declined", "applied"]
+        statuses = [r["apply"]["status"] for r in asked]  # any after the apply are follow-ups the test declined
+        assert statuses[:2] == ["declined", "applied"] and set(statuses[2:]) <= {"declined"}
         assert asked[0]["proposal"]["plan_dir"].encode() in watch.output  # the prompt named the plan it offered
         # relief (the running placement breaks an uplink under the new load) or cheaper with more room (it would
         # soon): either way the filter moves to the Pis and the uplinks carry a fraction of the raw readings
