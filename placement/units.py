@@ -121,3 +121,24 @@ RateMbit = Annotated[float, BeforeValidator(parse_positive_rate_mbit)]  # '50mbi
 Millis = Annotated[float, BeforeValidator(parse_time_ms)]  # '50ms' -> 50.0
 Percent = Annotated[float, BeforeValidator(parse_percent)]  # '0.5%' -> 0.5
 MiB = Annotated[float, BeforeValidator(parse_size_mib)]  # '4GiB' -> 4096.0
+
+
+def significant(x: float) -> str:
+    """71.3 for large figures, 0.45 for small ones: three significant digits at most."""
+    return f"{x:.1f}" if abs(x) >= 10 else f"{x:.3g}"
+
+
+def figures_apart(a: float, b: float, digits: int = 2, style: str = "f") -> tuple[str, str]:
+    """Both figures with ``digits`` digits (``style`` "f": after the point, "g": significant), or with as many more as
+    it takes to tell them apart: a shortfall of 0.003 cores must not read "needs 0.80, 0.80 usable"."""
+    for d in range(digits, digits + 9):
+        x, y = f"{a:.{d}{style}}", f"{b:.{d}{style}}"
+        if x != y:
+            break
+    return x, y
+
+
+def needed_and_usable_mbit(needed: float, usable: float) -> tuple[str, str]:
+    """A link's need and what it may use, each to three significant digits unless that reads the same."""
+    x, y = significant(needed), significant(usable)
+    return (x, y) if x != y else figures_apart(needed, usable, 2)

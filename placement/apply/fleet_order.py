@@ -31,6 +31,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from placement.units import figures_apart
+
 EPS = 1e-6  # rounding in the cost model's sums: a state exactly at the limit is within it
 
 Kind = Literal["uplink", "cores", "slots", "memory"]
@@ -109,18 +111,9 @@ def overload_sentence(res: Resource, amount: float, limit: float) -> str:
     if res.kind == "cores":
         return f"{res.describe()} would be {amount:.2f} of {limit:.2f} usable"
     if res.kind == "memory":
-        need, usable = _apart(amount, limit)
+        need, usable = figures_apart(amount, limit, 0)  # 0.4 MiB over must not read "1024 of 1024"
         return f"{res.describe()} would be {need} of {usable} MiB usable"
     return f"{res.describe()} would be {amount:.0f} of {limit:.0f}"
-
-
-def _apart(amount: float, limit: float) -> tuple[str, str]:
-    """Whole MiB, or as many decimals as it takes to tell the two apart: 0.4 MiB over must not read "1024 of 1024"."""
-    for decimals in range(0, 7):
-        need, usable = f"{amount:.{decimals}f}", f"{limit:.{decimals}f}"
-        if need != usable:
-            break
-    return need, usable
 
 
 def _safe_sequence(jobs: Sequence[JobLoads], limits: Mapping[Resource, float], steady: Loads) -> tuple[str, ...] | None:

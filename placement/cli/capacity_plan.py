@@ -15,6 +15,7 @@ from placement.profile.format import JobProfile
 from placement.solver.capacity import Capacity, binding_constraints, max_scale
 from placement.solver.methods import Method, solve_with
 from placement.solver.result import PlanResult, SolverOptions
+from placement.units import figures_apart
 
 
 def check_options(max_rate: bool, rescale: bool, rate_scale: float, method: str, per_job: bool = False) -> None:
@@ -38,15 +39,6 @@ def whatif(inv: Inventory, profile: JobProfile, add_host: tuple[str, ...],
     return apply_whatif(inv, adds, links, sources)
 
 
-def _apart(a: float, b: float) -> tuple[str, str]:
-    """Both scales with 4 significant digits, or as many more as it takes to tell them apart."""
-    for digits in range(4, 13):
-        x, y = f"{a:.{digits}g}", f"{b:.{digits}g}"
-        if x != y:
-            return x, y
-    return x, y
-
-
 @dataclass(frozen=True)
 class MaxRate:
     capacity: Capacity
@@ -61,7 +53,7 @@ class MaxRate:
         if c.status == "infeasible":
             return f"max rate: none — {c.note}"
         assert c.scale is not None and c.upper is not None
-        scale, upper = _apart(c.scale, c.upper)
+        scale, upper = figures_apart(c.scale, c.upper, 4, "g")
         text = (f"max rate: {scale}× the profiled source rates (the plan below; {upper}× does not fit; "
                 f"{c.method}, {c.oracle_calls} feasibility solves)")
         if c.binding:

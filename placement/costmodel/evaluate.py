@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from placement.costmodel.model import Assignment, Channel, PlacementProblem
+from placement.units import needed_and_usable_mbit
 
 EPS = 1e-6
 
@@ -187,8 +188,9 @@ def evaluate(problem: PlacementProblem, assignment: Assignment) -> PlanCost:
                         checkpoint_mbit=checkpoints[h.name])
         link_loads.append(load)
         if load.mbit > load.usable_mbit + EPS:
-            violations.append(f"link {load.name} needs {load.mbit:.1f} Mbit/s, has {load.bandwidth_mbit:g} "
-                              f"({load.usable_mbit:.1f} usable at {problem.policy.wan_headroom:.0%})")
+            needed, usable = needed_and_usable_mbit(load.mbit, load.usable_mbit)
+            violations.append(f"link {load.name} needs {needed} Mbit/s, has {load.bandwidth_mbit:g} "
+                              f"({usable} usable at {problem.policy.wan_headroom:.0%})")
     violations += budget_violations(problem, assignment)
     from placement.costmodel.latency import path_latencies  # it imports model, as this module does
     paths = path_latencies(problem, assignment, links)

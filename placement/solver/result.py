@@ -8,6 +8,7 @@ from typing import Literal
 from placement.costmodel.evaluate import PlanCost
 from placement.costmodel.model import HostSpec, PlacementProblem, Subtask, SubtaskKey, thread_sentence
 from placement.solver.backends import SolveInfo, SolverName
+from placement.units import figures_apart, needed_and_usable_mbit
 
 
 @dataclass(frozen=True)
@@ -24,21 +25,6 @@ class SolverOptions:
 class Stage:
     name: str  # wan | server_cpu | latency | weighted
     info: SolveInfo
-
-
-def _num(x: float) -> str:
-    """71.3 for large figures, 0.45 for small ones: three significant digits at most."""
-    return f"{x:.1f}" if abs(x) >= 10 else f"{x:.3g}"
-
-
-def _apart(needed: float, usable: float, decimals: int) -> tuple[str, str]:
-    """Both figures with ``decimals`` decimals, or with as many more as it takes to tell them apart (a shortfall of
-    0.003 cores must not read "needs 0.80, 0.80 usable")."""
-    for d in range(decimals, decimals + 8):
-        a, b = f"{needed:.{d}f}", f"{usable:.{d}f}"
-        if a != b:
-            break
-    return a, b
 
 
 @dataclass(frozen=True)
@@ -63,9 +49,8 @@ class Shortage:
     def figures(self) -> tuple[str, str]:
         """Needed and usable, printed with the digits that tell them apart."""
         if self.kind in ("link", "budget"):
-            needed, usable = _num(self.needed), _num(self.usable)
-            return (needed, usable) if needed != usable else _apart(self.needed, self.usable, 2)
-        return _apart(self.needed, self.usable, {"cpu": 2, "thread": 2, "memory": 0, "latency": 1}.get(self.kind, 0))
+            return needed_and_usable_mbit(self.needed, self.usable)
+        return figures_apart(self.needed, self.usable, {"cpu": 2, "thread": 2, "memory": 0, "latency": 1}.get(self.kind, 0))
 
     @property
     def message(self) -> str:
