@@ -162,10 +162,9 @@ def all_on_server_dirs(inventory: str, profiles: dict[str, str], scale: float, w
     (no solver: it does not fit the uplinks, which is the point)."""
     from placement.costmodel.model import PlanOptions, build_problem
     from placement.inventory import load_inventory
+    from placement.lab.plans import write_lab_plan
     from placement.profile.format import load_profile
     from placement.solver.baselines import all_on_server
-    from placement.writers.bundle import render_artifacts, write_plan_dir
-    from placement.writers.planjson import SourceRef, build_plan_document
 
     inv = load_inventory(inventory)
     out = {}
@@ -173,11 +172,9 @@ def all_on_server_dirs(inventory: str, profiles: dict[str, str], scale: float, w
         profile = load_profile(profiles[key])
         problem = build_problem(inv, profile, PlanOptions(rate_scale=scale, placement_mode="custom"),
                                 inventory_source=inventory)
-        doc = build_plan_document(problem, all_on_server(problem), job=JOBS[key].job_name, placement_mode="custom",
-                                  inventory=SourceRef(path=inventory, digest=inv.digest(), name=inv.name),
-                                  profile=SourceRef(path=profiles[key], digest=profile.digest(), name=profile.job.name))
-        out[key] = work / f"plan-all-on-server-{key}"
-        write_plan_dir(out[key], render_artifacts(problem, doc, inv))
+        out[key] = write_lab_plan(work / f"plan-all-on-server-{key}", problem, all_on_server(problem),
+                                  job=JOBS[key].job_name, inventory=inv, inventory_path=inventory, profile=profile,
+                                  profile_path=profiles[key])
     return out
 
 

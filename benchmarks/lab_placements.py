@@ -71,11 +71,10 @@ from placement.inventory import load_inventory
 from placement.lab import chain
 from placement.lab.jobs import BRANCHING_JOB, IOT_SENSOR_JOB, NEXMARK_BIDS_JOB
 from placement.lab.measure import measure
+from placement.lab.plans import write_lab_plan
 from placement.profile.format import load_profile
 from placement.solver import SolverOptions, solve
 from placement.solver.baselines import all_on_server, greedy
-from placement.writers.bundle import render_artifacts, write_plan_dir
-from placement.writers.planjson import SourceRef, build_plan_document
 
 PLACEMENT = str(Path(sys.executable).with_name("placement"))
 LINK_MBIT = 2.0  # the lab inventories' uplinks
@@ -293,10 +292,8 @@ def run_job(spec: JobSpec, args, work: Path, state: dict, console: Console) -> t
         console.print(f"{name}: {json.dumps({k: sorted(set(v)) for k, v in mapping.items()})}")
         if args.mode == "custom":
             plan_dir = work / f"plan-{spec.key}-{name}"
-            doc = build_plan_document(problem, result, job=spec.job_name, placement_mode="custom",
-                                      inventory=SourceRef(path=lab_inv, digest=inv.digest(), name=inv.name),
-                                      profile=SourceRef(path=str(profile_path), digest=profile.digest(), name=profile.job.name))
-            write_plan_dir(plan_dir, render_artifacts(problem, doc, inv))
+            write_lab_plan(plan_dir, problem, result, job=spec.job_name, inventory=inv, inventory_path=lab_inv,
+                           profile=profile, profile_path=profile_path)
         latency = predicted_latency(problem, result)
         runs = []
         for k in range(args.repeats):  # a fresh job each time: its output flushers start at new phases

@@ -69,11 +69,11 @@ from placement.inventory import load_inventory
 from placement.lab import chain, cores
 from placement.lab.jobs import IOT_SENSOR_JOB, NEXMARK_BIDS_JOB
 from placement.lab.measure import measure
+from placement.lab.plans import write_lab_plan
 from placement.lab.topology import CGROUP_ROOT, NS_PREFIX
 from placement.profile.format import load_profile
 from placement.solver.result import SolverOptions
-from placement.writers.bundle import render_artifacts, write_plan_dir
-from placement.writers.planjson import SourceRef, build_plan_document, load_plan
+from placement.writers.planjson import load_plan
 
 PLACEMENT = str(Path(sys.executable).with_name("placement"))
 EDGE = "rpi1"
@@ -229,12 +229,10 @@ def write_plans(plan: RescalePlan, work: Path, inventory: Path, profile_path: Pa
     for r in plan.baselines:
         if r.plan.assignment is None or r.problem is None:
             sys.exit(f"{r.strategy}: no plan ({r.plan.status})")
-        doc = build_plan_document(r.problem, r.plan, job=profile.job.name, placement_mode="custom",
-                                  inventory=SourceRef(path=str(inventory), digest=inv.digest(), name=inv.name),
-                                  profile=SourceRef(path=str(profile_path), digest=profile.digest(), name=profile.job.name),
-                                  warnings=list(r.problem.warnings) + list(r.plan.notes), rescale=plan.info(r))
-        out[r.strategy] = work / f"plan-{STRATEGIES[r.strategy]}"
-        write_plan_dir(out[r.strategy], render_artifacts(r.problem, doc, inv))
+        out[r.strategy] = write_lab_plan(work / f"plan-{STRATEGIES[r.strategy]}", r.problem, r.plan,
+                                         job=profile.job.name, inventory=inv, inventory_path=inventory, profile=profile,
+                                         profile_path=profile_path,
+                                         warnings=list(r.problem.warnings) + list(r.plan.notes), rescale=plan.info(r))
     return out
 
 

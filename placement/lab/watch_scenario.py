@@ -31,10 +31,9 @@ from placement.flink.rest import FlinkRest
 from placement.inventory import load_inventory
 from placement.lab import chain
 from placement.lab.jobs import IOT_SENSOR_JOB
+from placement.lab.plans import write_lab_plan
 from placement.profile.pipeline import build_profile, write_profile
 from placement.solver.baselines import all_on_server
-from placement.writers.bundle import render_artifacts, write_plan_dir
-from placement.writers.planjson import SourceRef, build_plan_document
 
 JOB_NAME = "iot-sensors"
 SOURCE = "Source: Sensors"
@@ -73,16 +72,12 @@ def write_inventory(lab_inventory: str | Path, out: Path, steps: Sequence[tuple[
 
 
 def all_on_server_plan(inventory: Path, profile_path: Path, out: Path) -> Path:
-    inv = load_inventory(inventory)
     from placement.profile.format import load_profile
 
-    profile = load_profile(profile_path)
+    inv, profile = load_inventory(inventory), load_profile(profile_path)
     problem = build_problem(inv, profile, PlanOptions(placement_mode="custom"), inventory_source=str(inventory))
-    doc = build_plan_document(problem, all_on_server(problem), job=JOB_NAME, placement_mode="custom",
-                              inventory=SourceRef(path=str(inventory), digest=inv.digest(), name=inv.name),
-                              profile=SourceRef(path=str(profile_path), digest=profile.digest(), name=profile.job.name))
-    write_plan_dir(out, render_artifacts(problem, doc, inv))
-    return out
+    return write_lab_plan(out, problem, all_on_server(problem), job=JOB_NAME, inventory=inv, inventory_path=inventory,
+                          profile=profile, profile_path=profile_path)
 
 
 def place_all_on_server(state: dict, work: Path, steps: Sequence[tuple[float, float]], *,
