@@ -1,7 +1,7 @@
 """``placement watch --apply auto`` on the real lab: recovery from a saturating rate step, steady load, oscillations.
 
     flock /tmp/placement-lab.lock .venv/bin/python benchmarks/watch_recovery.py [--phase recovery,oscillation,steady]
-        [--runs 5] [--steady-min 15] [--oscillations 3] [--low 250] [--high 750] [--uplink 1mbit]
+        [--runs 5] [--steady-min 15] [--oscillations 3] [--low 100] [--high 300] [--uplink 400kbit]
         (--phase fault: a savepoint that cannot be written during the watch's apply)
 
 Scenario (placement.lab.watch_scenario): ``lab up`` (inventory/lab.yaml: 1 server + 2 Pis, custom mode, its uplinks
