@@ -167,3 +167,22 @@ def test_a_ctrl_c_whose_handler_fails_because_the_jvm_is_gone_is_still_an_interr
             time.sleep(1)
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def test_an_interrupt_replaced_by_a_failing_cleanup_call_is_still_an_interrupt():
+    """The race this machine met under load (2 of 10 interrupted profiles): the handler raised KeyboardInterrupt in
+    ``collect``, whose ``SCCallSiteSync.__exit__`` then called the JVM the Ctrl-C had ended, and py4j's "Answer from
+    Java side is empty" replaced the interrupt. A real SIGINT; the cleanup's failure is raised by hand (a fake of the
+    py4j call, py4j's own exception) in a ``finally`` as PySpark's ``with`` block raises it."""
+    from py4j.protocol import Py4JNetworkError
+
+    from placement.signals import sigint_is_an_interrupt
+
+    with pytest.raises(KeyboardInterrupt), sigint_is_an_interrupt():
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)
+        finally:
+            raise Py4JNetworkError("Answer from Java side is empty")
+    with pytest.raises(Py4JNetworkError), sigint_is_an_interrupt():  # without an interrupt it stays what it is
+        raise Py4JNetworkError("Answer from Java side is empty")
