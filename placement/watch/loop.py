@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from placement.collect import shaping
 from placement.collect.layout import find_manifests
@@ -124,6 +124,8 @@ class Observed:
     taskmanagers: frozenset[str]
     fresh_rates: dict[str, float]
 
+
+S = TypeVar("S", float, dict[str, float])  # one job's rate scale, or each job's
 
 SHARED_KINDS = ("link", "taskmanager-lost", "taskmanager-added")  # several jobs: one capacity, detected once
 
@@ -509,12 +511,8 @@ class Watch:
         track = self.tracks[0]
         profile_path = track.windows_dir / f"tick-{tick:05d}" / "profile.json"
         scale = demand_scale(window, self.o.max_demand_scale)
-        outcome = self.plan_fn(profile_path, self.plans_dir / f"tick-{tick:05d}", scale)  # type: ignore[misc]
-        demand_unmet = not outcome.fits and scale > 1.0
-        if demand_unmet:
-            scale = 1.0
-            outcome = self.plan_fn(profile_path, self.plans_dir / f"tick-{tick:05d}-measured",  # type: ignore[misc]
-                                   scale)
+        outcome, scale, demand_unmet = self._plan_for_demand(
+            lambda out, x: self.plan_fn(profile_path, out, x), tick, scale, 1.0, scale > 1.0)  # type: ignore[misc]
         current_wan, current_violations, current_peak = sum(link.mbit for link in window.links), window.violations, None
         paths = window.paths
         if running is not None:
@@ -527,6 +525,16 @@ class Watch:
         track.planned_rates = {name: rate * scale for name, rate in window.source_rates.items()}
         return proposal, scale
 
+    def _plan_for_demand(self, plan: Callable[[Path, S], Any], tick: int, demand: S, measured: S,
+                         above: bool) -> tuple[Any, S, bool]:
+        """``plan(out_dir, scales)`` at the sources' demand; where nothing fits it and the demand is ``above`` the
+        measured rates, again at the measured rates (``…-measured``). Returns the outcome, the scales it was made
+        for, and whether the demand went unmet (a plan that may relieve, never one applied as cheaper)."""
+        outcome = plan(self.plans_dir / f"tick-{tick:05d}", demand)
+        if outcome.fits or not above:
+            return outcome, demand, False
+        return plan(self.plans_dir / f"tick-{tick:05d}-measured", measured), measured, True
+
     def _replan_jobs(self, tick: int, seen: Sequence[Seen],
                      drifts: Iterable[Drift] = ()) -> tuple[Proposal, dict[str, float]]:
         """:meth:`_replan` of several jobs: one joint plan of every watched job with its fresh profile
@@ -535,12 +543,9 @@ class Watch:
         demand grew does not over-plan the others — the measured rates of every job where nothing fits them."""
         profiles = {s.track.name: s.track.windows_dir / f"tick-{tick:05d}" / "profile.json" for s in seen}
         scales = {s.track.name: demand_scale(s.window, self.o.max_demand_scale) for s in seen}  # type: ignore[arg-type]
-        outcome = self.plan_jobs_fn(profiles, self.plans_dir / f"tick-{tick:05d}", scales)  # type: ignore[misc]
-        demand_unmet = not outcome.fits and max(scales.values()) > 1.0
-        if demand_unmet:
-            scales = dict.fromkeys(scales, 1.0)
-            outcome = self.plan_jobs_fn(profiles, self.plans_dir / f"tick-{tick:05d}-measured",  # type: ignore[misc]
-                                        scales)
+        outcome, scales, demand_unmet = self._plan_for_demand(
+            lambda out, x: self.plan_jobs_fn(profiles, out, x), tick, scales,  # type: ignore[misc]
+            dict.fromkeys(scales, 1.0), max(scales.values()) > 1.0)
         joint = self._joint({s.track.name: s.profile for s in seen}, 1.0, scales)  # type: ignore[misc]
         running = joint_running(joint, {s.track.name: s.running for s in seen})
         if running is not None:

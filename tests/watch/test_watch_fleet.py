@@ -336,3 +336,27 @@ def test_after_a_change_each_redeployed_job_logs_its_effect(inv_path, tmp_path):
     assert effect["links"]["rpi1"]["predicted_mbit"] == pytest.approx(1.0)
     assert effect["links"]["rpi1"]["measured_mbit"] == pytest.approx(1.0)  # B's part of the uplink, reduced on the Pi
     assert effect["window"]["job_id"] == "flink-job-B-2" and watch.tracks[1].pending_effect is None
+
+
+@pytest.mark.parametrize(("demand", "measured", "above", "fits", "asked", "unmet"), [
+    (1.6, 1.0, True, {1.6: True}, [("tick-00007", 1.6)], False),
+    (1.6, 1.0, True, {1.6: False, 1.0: True}, [("tick-00007", 1.6), ("tick-00007-measured", 1.0)], True),
+    ({"a": 1.6, "b": 1.0}, {"a": 1.0, "b": 1.0}, True, {1.6: False, 1.0: False},
+     [("tick-00007", {"a": 1.6, "b": 1.0}), ("tick-00007-measured", {"a": 1.0, "b": 1.0})], True),
+    (1.0, 1.0, False, {1.0: False}, [("tick-00007", 1.0)], False),  # at the measured rates already: no second plan
+])
+def test_the_plan_for_the_demand_falls_back_to_the_measured_rates_only_when_it_does_not_fit(
+        tmp_path, demand, measured, above, fits, asked, unmet):
+    """One job's scale or each job's: the planner is asked at the demand, and again at the measured rates (its own
+    directory) only when nothing fits the demand; the outcome says whether the demand went unmet."""
+    calls = []
+
+    def plan(out, scales):
+        calls.append((out.name, scales))
+        key = max(scales.values()) if isinstance(scales, dict) else scales
+        return type("Outcome", (), {"fits": fits[key], "scales": scales})()
+
+    watch = Watch.__new__(Watch)
+    watch.plans_dir = tmp_path
+    outcome, scales, demand_unmet = watch._plan_for_demand(plan, 7, demand, measured, above)
+    assert calls == asked and outcome.scales == scales == asked[-1][1] and demand_unmet is unmet
