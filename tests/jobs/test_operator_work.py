@@ -64,3 +64,62 @@ def test_work_keeps_the_records_and_costs_cpu(tmp_path, lab_jobs_jar):
     assert same == 200 and kept == 200  # the work changes no record and no filter decision
     # 100,000 rounds of splitmix64 per record: tens of microseconds at least, far above the plain operator
     assert costly_ns > 200 * 20_000 and costly_ns > 5 * cheap_ns  # cheap_ns includes the first calls (class loading)
+
+
+SHAPES_HARNESS = """
+import placement.lab.IotSensorJob;
+
+public class ShapesHarness {
+    static double alarms(IotSensorJob.SensorGenerator g, int n) {
+        int above = 0;
+        for (long seq = 0; seq < n; seq++) {
+            IotSensorJob.Reading r = IotSensorJob.parse(g.map(seq));
+            if (r.value >= IotSensorJob.ALARM_THRESHOLD) above++;
+            if (r.value < 0 || r.value >= 100) throw new IllegalStateException("value " + r.value);
+        }
+        return above / (double) n;
+    }
+
+    public static void main(String[] args) throws Exception {
+        int n = 20000;
+        double[] shares = {0.3, 0.1};
+        IotSensorJob.SensorGenerator plain = new IotSensorJob.SensorGenerator(100, 0);
+        IotSensorJob.SensorGenerator first = new IotSensorJob.SensorGenerator(100, 0, shares);
+        IotSensorJob.SensorGenerator second = new IotSensorJob.SensorGenerator(100, 0, shares);
+        IotSensorJob.SensorGenerator third = new IotSensorJob.SensorGenerator(100, 0, shares);
+        plain.useSubtask(1);
+        first.useSubtask(0);
+        second.useSubtask(1);
+        third.useSubtask(2);  // past the list: the last share
+        IotSensorJob.SensorGenerator unshaped = new IotSensorJob.SensorGenerator(100, 0);
+        int same = 0;
+        for (long seq = 0; seq < 100; seq++) if (unshaped.map(seq).replaceAll("\\"ts\\":\\\\d+", "")
+                .equals(plain.map(seq).replaceAll("\\"ts\\":\\\\d+", ""))) same++;
+        IotSensorJob.Reading r = IotSensorJob.parse(plain.map(7L));
+        IotSensorJob.Enriched bare = new IotSensorJob.Enrich(0).map(r);
+        IotSensorJob.Enriched noted = new IotSensorJob.Enrich(0, 1377).map(r);
+        boolean kept = bare.sensor.equals(noted.sensor) && bare.zone == noted.zone && bare.value == noted.value
+                && bare.ts == noted.ts && bare.note == null;
+        System.out.println(alarms(plain, n) + " " + alarms(first, n) + " " + alarms(second, n) + " "
+                + alarms(third, n) + " " + same + " " + kept + " " + noted.note.length());
+    }
+}
+"""
+
+
+def test_alarm_shares_and_enrich_note_shape_the_records(tmp_path, lab_jobs_jar):
+    """``--alarm-shares 0.3,0.1``: each source subtask's readings are alarms at its own share (the last share for
+    the subtasks past the list), values still in [0, 100); without it the readings are the uniform ones, unchanged.
+    ``--enrich-note N``: Enrich adds an N-character description and keeps every other field
+    (benchmarks/latency_bound_lab.py makes Enrich grow rpi2's smaller stream with these)."""
+    home = find_flink_home()
+    classpath = os.pathsep.join([str(lab_jobs_jar), home.classpath])
+    (tmp_path / "ShapesHarness.java").write_text(SHAPES_HARNESS)
+    subprocess.run(["javac", "-cp", classpath, "-d", str(tmp_path), str(tmp_path / "ShapesHarness.java")], check=True)
+    out = subprocess.run(["java", "-cp", os.pathsep.join([str(tmp_path), classpath]), "ShapesHarness"],
+                         check=True, capture_output=True, text=True, timeout=120).stdout.split()
+    plain, first, second, third = (float(x) for x in out[:4])
+    assert abs(plain - 0.3) < 0.015  # uniform values: 30 % at or above 70
+    assert abs(first - 0.3) < 0.015 and abs(second - 0.1) < 0.01 and abs(third - 0.1) < 0.01
+    assert out[4] == "100"  # no shares: the same readings as before the option existed
+    assert out[5] == "true" and out[6] == "1377"

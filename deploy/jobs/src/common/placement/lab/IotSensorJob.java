@@ -11,6 +11,7 @@ import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.connector.source.SourceReaderContext;
 import org.apache.flink.connector.datagen.source.DataGeneratorSource;
 import org.apache.flink.connector.datagen.source.GeneratorFunction;
 import org.apache.flink.streaming.api.datastream.DataStream;
@@ -36,8 +37,11 @@ import org.apache.flink.util.Collector;
  * <p>Arguments: {@code --rate} readings/s per source subtask (default 200; or {@code --rate-schedule}, see
  * {@link RateSchedule}), {@code --parallelism} of the source chain
  * (default 2), {@code --window-parallelism} (default 1), {@code --window-ms} (default 2000), {@code --sensors} (default
- * 100), {@code --enrich-work} (default 0: hash rounds Enrich spends per reading), {@code --sink legacy|v2},
- * {@code --placement '<json>'} (see {@link Placement}).
+ * 100), {@code --enrich-work} (default 0: hash rounds Enrich spends per reading), {@code --enrich-note} (default 0:
+ * characters of zone description Enrich adds to each record, which makes it an operator that <em>grows</em> the data),
+ * {@code --alarm-shares a,b,...} (the share of readings above the alarm threshold per source subtask, in subtask order,
+ * the last repeated; default: 0.3 everywhere, the uniform values), {@code --sink legacy|v2}, {@code --placement
+ * '<json>'} (see {@link Placement}).
  */
 public final class IotSensorJob {
     public static final String SOURCE = "Source: Sensors";
@@ -55,6 +59,8 @@ public final class IotSensorJob {
         int sensors = params.getInt("sensors", 100);
         long windowMs = params.getLong("window-ms", 2000);
         int enrichWork = params.getInt("enrich-work", 0);
+        int enrichNote = params.getInt("enrich-note", 0);
+        double[] alarmShares = alarmShares(params.get("alarm-shares", ""));
         String sinkMode = params.get("sink", "legacy");
         String sinkVertex = Sinks.vertexName("Readings", sinkMode);
 
@@ -65,7 +71,7 @@ public final class IotSensorJob {
         List<DataStream<Enriched>> lanes = new ArrayList<>();
         for (Placement.Lane lane : placement.lanes(parallelism, CHAIN)) {
             DataGeneratorSource<String> source = new DataGeneratorSource<>(
-                    new SensorGenerator(sensors, lane.ordinal),
+                    new SensorGenerator(sensors, lane.ordinal, alarmShares),
                     Long.MAX_VALUE,
                     RateSchedule.fromArgs(params, "rate", 200, lane.parallelism), // per subtask; --rate-schedule: steps
                     Types.STRING);
@@ -74,7 +80,7 @@ public final class IotSensorJob {
             SingleOutputStreamOperator<Reading> parsed = lane.place(raw.map(IotSensorJob::parse).name("Parse"), 1, "parse");
             SingleOutputStreamOperator<Reading> alarms =
                     lane.place(parsed.filter(r -> r.value >= ALARM_THRESHOLD).name("Filter"), 2, "filter");
-            lanes.add(lane.place(alarms.map(new Enrich(enrichWork)).name("Enrich"), 3, "enrich"));
+            lanes.add(lane.place(alarms.map(new Enrich(enrichWork, enrichNote)).name("Enrich"), 3, "enrich"));
         }
         DataStream<Enriched> all = lanes.get(0);
         if (lanes.size() > 1) {
@@ -93,14 +99,53 @@ public final class IotSensorJob {
         env.execute(params.get("job-name", "iot-sensors"));
     }
 
-    /** Readings as a sensor gateway would send them: JSON, about 200 bytes. Deterministic in the sequence number. */
+    /** {@code --alarm-shares "0.3,0.1"}: one share per source subtask, each in [0, 1]; empty: none given. */
+    static double[] alarmShares(String arg) {
+        if (arg.isEmpty()) {
+            return null;
+        }
+        String[] parts = arg.split(",");
+        double[] shares = new double[parts.length];
+        for (int i = 0; i < parts.length; i++) {
+            shares[i] = Double.parseDouble(parts[i].trim());
+            if (!(shares[i] >= 0 && shares[i] <= 1)) {
+                throw new IllegalArgumentException("--alarm-shares: " + parts[i] + " is not a share in [0, 1]");
+            }
+        }
+        return shares;
+    }
+
+    /**
+     * Readings as a sensor gateway would send them: JSON, about 200 bytes. Deterministic in the sequence number. With
+     * alarm shares, subtask {@code i}'s readings are above the alarm threshold with share {@code shares[i]} (values
+     * uniform within each side of it): sites whose alarms are rarer, so Filter keeps a different share per subtask.
+     */
     public static final class SensorGenerator implements GeneratorFunction<Long, String> {
         private final int sensors;
         private final int lane;
+        private final double[] alarmShares; // null: uniform values (30 % alarms)
+        private transient double alarmShare = -1;
 
         public SensorGenerator(int sensors, int lane) {
+            this(sensors, lane, null);
+        }
+
+        public SensorGenerator(int sensors, int lane, double[] alarmShares) {
             this.sensors = sensors;
             this.lane = lane;
+            this.alarmShares = alarmShares;
+        }
+
+        @Override
+        public void open(SourceReaderContext readerContext) {
+            useSubtask(readerContext.getIndexOfSubtask());
+        }
+
+        /** The readings of source subtask {@code index} (what {@link #open} does with the subtask's context). */
+        public void useSubtask(int index) {
+            if (alarmShares != null) {
+                alarmShare = alarmShares[Math.min(index, alarmShares.length - 1)];
+            }
         }
 
         @Override
@@ -108,6 +153,11 @@ public final class IotSensorJob {
             long h = mix(seq * 31 + lane);
             int sensor = (int) Math.floorMod(h, (long) sensors);
             double value = Math.floorMod(h >>> 8, 100_000L) / 1000.0; // uniform in [0, 100)
+            if (alarmShare >= 0) {
+                boolean alarm = Math.floorMod(h >>> 40, 10_000L) < alarmShare * 10_000;
+                value = alarm ? ALARM_THRESHOLD + value * (100 - ALARM_THRESHOLD) / 100
+                        : value * ALARM_THRESHOLD / 100;
+            }
             return String.format(Locale.ROOT,
                     "{\"sensor\":\"s-%05d\",\"site\":\"%s\",\"type\":\"%s\",\"ts\":%d,\"value\":%.3f,\"unit\":\"C\","
                             + "\"battery\":%d,\"rssi\":%d,\"fw\":\"2.4.1\",\"lane\":%d,\"seq\":%d}",
@@ -136,18 +186,33 @@ public final class IotSensorJob {
 
     /**
      * Enrich with {@code work} rounds of a hash mix per reading ({@code --enrich-work}, default 0): an enrichment that
-     * costs CPU per record (a lookup, a model), so that a scenario can make the operator after the filter expensive.
+     * costs CPU per record (a lookup, a model), so that a scenario can make the operator after the filter expensive;
+     * and with a zone description of {@code note} characters ({@code --enrich-note}, default 0: none), so that a scenario
+     * can make it grow each record instead of shrinking it.
      */
     public static final class Enrich implements MapFunction<Reading, Enriched> {
         private final int work;
+        private final int note;
+        private transient String description;
 
         public Enrich(int work) {
+            this(work, 0);
+        }
+
+        public Enrich(int work, int note) {
             this.work = work;
+            this.note = note;
         }
 
         @Override
         public Enriched map(Reading r) {
             Enriched e = enrich(r);
+            if (note > 0) {
+                if (description == null) {
+                    description = "zone ".repeat(note / 5 + 1).substring(0, note);
+                }
+                e.note = description;
+            }
             long h = r.sensor.hashCode();
             for (int i = 0; i < work; i++) {
                 h = SensorGenerator.mix(h);
@@ -188,6 +253,7 @@ public final class IotSensorJob {
         public int zone;
         public double value;
         public long ts;
+        public String note; // --enrich-note: the zone's description; null (one byte) without it
 
         public Enriched() {}
     }
