@@ -41,16 +41,21 @@ Two figures per path, then (:class:`PathLatency`):
 * ``latency_ms`` — **the upper bound**: ``L(P)`` above with the chord bound ``Q_h``. The ILP's figure, what
   ``policy.max_latency_ms`` (``bound_ms``) is checked against (a plan over it is infeasible), the tables' "upper"
   columns and the picture's WAN edge labels.
-* ``expected_ms`` — **the expected latency**: the same sum with the queue as the Pollaczek–Khinchine mean itself,
-  ``W_h = λ·E[S²] / (2(1 − ρ_h)) = Σ_k ρ_k·S_k / (2(1 − ρ_h))`` over the link's own message mix under the plan
-  (:func:`expected_link_queue_ms`): each channel crossing the uplink sends ``max(1/τ, r/B)`` messages/s of
-  ``min(r·τ, B)`` + header bytes (:func:`channel_messages`); the rest of the link's load — checkpoint uploads, what
-  running jobs (and other jobs of a joint plan) send, framing beyond the messages' own headers — is taken as full
-  buffers: their message sizes are unknown here, and a full buffer is the bound's assumption, so no message is
-  charged less than it may be. ``ρ_h`` is the bound's, so ``expected_ms ≤ latency_ms`` always (equal at the
-  breakpoints when every crossing message is a full buffer). What the lab benchmark compares with the measured p50
-  of Flink's latency markers: at a few hundred records/s the crossing messages are a fraction of a buffer and the
-  bound charges several times the queue they wait.
+* ``expected_ms`` — **the expected latency**: the same sum with the queue as the Pollaczek–Khinchine mean,
+  ``W = Σ_k ρ_k·S_k / (2(1 − ρ_h))``, over the messages **of the other output flushers** crossing the uplink
+  (:func:`expected_link_queue_ms`): each channel sends ``max(1/τ, r/B)`` messages/s of ``min(r·τ, B)`` + header bytes
+  (:func:`channel_messages`), and a task's channels on one edge are flushed together by its one output flusher — a
+  *periodic* stream (every ``τ``, or every full buffer), whose message is sent long before its next one (``ρ < 1``), so
+  it never waits for its own previous message; the streams of other flushers are independent of it, and their
+  superposition is taken as Poisson (P-K). A lone flusher on a link therefore expects no queue at all (the lab measured
+  none at 81 % of a 2 Mbit/s uplink: ``benchmarks/latency_bound_lab.py``), where the Poisson mean of its own messages
+  would charge it ~170 ms. The rest of the link's load — checkpoint uploads, what running jobs (and other jobs of a
+  joint plan) send, framing beyond the messages' own headers — is taken as full buffers: their message sizes are
+  unknown here, and a full buffer is the bound's assumption. The denominator keeps the whole ``ρ_h``: the other
+  streams' busy periods include the flusher's own messages. So ``expected_ms ≤ latency_ms`` always. What the lab
+  benchmark compares with the measured p50 of Flink's latency markers. Not counted: a message's wait behind the other
+  messages of its own flush (a task flushing several crossing channels at once sends them one after another; the send
+  term charges the largest one).
 
 Not modelled: processing time inside the operators (busy time per record is microseconds next to the flush wait),
 watermark and window delays (a window's output waits for its window: that is the job's semantics, not the
@@ -211,17 +216,29 @@ def mg1_wait_ms(rho: float, full_ms: float, mix: Sequence[tuple[float, float]]) 
     return (scale * sum(r * s for r, s in mix) + rest * full_ms) / (2.0 * (1.0 - rho))
 
 
-def expected_link_queue_ms(h: HostSpec, mbit: float, messages: Iterable[tuple[float, float]]) -> float:
+def expected_link_queue_ms(h: HostSpec, mbit: float, messages: Iterable[tuple[float, float]],
+                           own: Iterable[tuple[float, float]] = ()) -> float:
     """The expected queue wait at edge host ``h``'s uplink carrying ``mbit`` of this plan (and what jobs already
-    running send), ``messages`` the (messages/s, bytes) of this plan's channels crossing it (:func:`channel_messages`):
-    M/G/1 over that mix, the rest of the load full buffers (see the module doc). At most :func:`link_queue_ms`."""
+    running send) for a message of one flusher's stream ``own``, ``messages`` the (messages/s, bytes) of the plan's
+    *other* channels crossing it (:func:`channel_messages`): M/G/1 over that mix, the rest of the load — less ``own``,
+    which never waits for itself (see the module doc) — as full buffers. At most :func:`link_queue_ms`."""
     mbit += h.running_total("mbit")
     bandwidth = h.uplink_mbit or 0.0
     if bandwidth <= 0:
         return 0.0 if mbit <= 0 else math.inf
     ms_per_byte = BITS_PER_BYTE / (bandwidth * MBIT) * 1000.0
-    mix = [(rate * size * ms_per_byte / 1000.0, size * ms_per_byte) for rate, size in messages]
-    return mg1_wait_ms(mbit / bandwidth, buffer_service_ms(bandwidth), mix)
+
+    def streams(ms: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
+        return [(rate * size * ms_per_byte / 1000.0, size * ms_per_byte) for rate, size in ms]
+
+    rho = mbit / bandwidth
+    own_rho = min(sum(r for r, _ in streams(own)), rho)
+    if rho >= 1:
+        return math.inf
+    # P-K's numerator over the others only; the denominator keeps the whole load (the others' messages are served in
+    # busy periods that own's messages lengthen too)
+    others = mg1_wait_ms(rho - own_rho, buffer_service_ms(bandwidth), streams(messages))
+    return others * (1.0 - (rho - own_rho)) / (1.0 - rho)
 
 
 # ---- paths -----------------------------------------------------------------------------------------------------------
@@ -313,26 +330,36 @@ def path_latencies(problem: PlacementProblem, assignment: Assignment, link_mbit:
     if not paths:
         return ()
     hosts = problem.host_by_name
-    sends: dict[tuple[str, str], list[tuple[float, float, str]]] = {}  # per edge: each crossing's (delay, send, host)
-    messages: dict[str, list[tuple[float, float]]] = {}  # per uplink: the crossing channels' messages
+    # per edge: each crossing's (delay, send, host, upstream subtask); per uplink and flusher (edge, upstream subtask):
+    # the messages of its channels that cross
+    sends: dict[tuple[str, str], list[tuple[float, float, str, int]]] = {}
+    messages: dict[str, dict[tuple[tuple[str, str], int], list[tuple[float, float]]]] = {}
     for ch in problem.channels:
-        crossing = sends.setdefault((ch.source, ch.target), [])
+        edge = (ch.source, ch.target)
+        crossing = sends.setdefault(edge, [])
         for i in range(ch.n_up):
             hu = assignment[(ch.source, i)]
             if not hosts[hu].is_edge:
                 continue
             away = [j for j in ch.receivers(i) if assignment[(ch.target, j)] != hu]
             if away:
-                crossing.append((hosts[hu].uplink_delay_ms, transmit_ms(ch, i, hosts[hu].uplink_mbit or 0.0), hu))
-                messages.setdefault(hu, []).extend(channel_messages(ch, i, j) for j in away)
+                crossing.append((hosts[hu].uplink_delay_ms, transmit_ms(ch, i, hosts[hu].uplink_mbit or 0.0), hu, i))
+                messages.setdefault(hu, {})[(edge, i)] = [channel_messages(ch, i, j) for j in away]
     queue = {h: link_queue_ms(hosts[h], mbit) for h, mbit in link_mbit.items()}
-    expected = {h: expected_link_queue_ms(hosts[h], mbit, messages.get(h, ())) for h, mbit in link_mbit.items()}
 
-    def slowest(edge: tuple[str, str], q: dict[str, float]) -> Crossing | None:
-        return _slowest((delay + send + q[hu], delay, send, q[hu], hu) for delay, send, hu in sends[edge])
+    def expected_queue(edge: tuple[str, str], i: int, hu: str) -> float:
+        """What a message of flusher (edge, i) waits at ``hu``'s uplink: the other flushers' messages ahead of it."""
+        streams = messages.get(hu, {})
+        others = [m for key, ms in streams.items() if key != (edge, i) for m in ms]
+        return expected_link_queue_ms(hosts[hu], link_mbit[hu], others, streams.get((edge, i), ()))
 
-    worst = {e: slowest(e, queue) for e in sends}  # the slowest crossing of each edge, by each figure
-    worst_expected = {e: slowest(e, expected) for e in sends}
+    def slowest(edge: tuple[str, str], q) -> Crossing | None:
+        return _slowest((delay + send + q(edge, i, hu), delay, send, q(edge, i, hu), hu)
+                        for delay, send, hu, i in sends[edge])
+
+    # the slowest crossing of each edge, by each figure
+    worst = {e: slowest(e, lambda _e, _i, hu: queue[hu]) for e in sends}
+    worst_expected = {e: slowest(e, expected_queue) for e in sends}
     out = []
     for p in paths:
         bound, mean = _slowest(worst[e] for e in p.edges), _slowest(worst_expected[e] for e in p.edges)

@@ -77,36 +77,63 @@ def test_two_channels_of_known_sizes_on_one_link_match_the_hand_computed_mg1_wai
     framing = ((10 + 90_000 / B) + (10 + 10_000 / B)) * H * 8 / 1e6
     assert cost.link("rpi1").mbit == pytest.approx(0.8 + framing + 0.2, abs=1e-12)
     rho = (0.8 + framing + 0.2) / 2
-    # the channels: 10 messages/s each (a flush per 100 ms), of 9000 + 47 and 1000 + 47 bytes; the rest full buffers
+    # the channels: 10 messages/s each (a flush per 100 ms), of 9000 + 47 and 1000 + 47 bytes — both flushed by S's
+    # one output flusher, so the path's messages wait for neither (a flusher's stream is periodic: its message is sent
+    # long before its next one); what they wait for is the rest of the load, as full buffers: the checkpoints and the
+    # framing beyond the messages' headers
     s0, s1, s_max = ((9000 + H) * 8 / 2e6 * 1e3, (1000 + H) * 8 / 2e6 * 1e3, (B + H) * 8 / 2e6 * 1e3)
     rho0, rho1 = 10 * s0 / 1e3, 10 * s1 / 1e3
-    wait = (rho0 * s0 + rho1 * s1 + (rho - rho0 - rho1) * s_max) / (2 * (1 - rho))
+    wait = (rho - rho0 - rho1) * s_max / (2 * (1 - rho))
     (path,) = cost.paths
     assert path.expected_queue_ms == pytest.approx(wait, abs=1e-9)
     assert path.flush_ms == pytest.approx(50.0) and path.transmit_ms == pytest.approx(s0, abs=1e-12)  # its biggest
     assert path.expected_ms == pytest.approx(50 + 20 + s0 + wait, abs=1e-9)
-    # the bound charges full buffers for all of it: the chord over ρ·S_max / (2(1 − ρ)), 2.5 x the mean here
+    # the bound charges full buffers for all of it: the chord over ρ·S_max / (2(1 − ρ)), 5 x the mean here
     assert path.queue_ms == pytest.approx(lat.queue_ms(rho, s_max), abs=1e-9)
     assert path.latency_ms == pytest.approx(50 + 20 + s0 + path.queue_ms, abs=1e-9)
-    assert (round(wait, 2), round(path.queue_ms, 2)) == (26.70, 67.05)
+    assert (round(wait, 2), round(path.queue_ms, 2)) == (13.32, 67.05)
+
+
+def test_two_flushers_on_one_link_wait_for_each_other_not_for_themselves():
+    """Two source subtasks on rpi1 (each its own task, so its own output flusher), 1000 and 250 records/s of 100 B,
+    FORWARD to two sink subtasks on the server, 2 Mbit/s: a message of subtask 0 waits for subtask 1's messages (M/G/1
+    over them) and the other way round, never for its own; the path's slowest crossing is the one that waits longer."""
+    source = vertex("Source: S", 2, rin=0, rout=1000, bpr=100)
+    source["subtasks"][1]["records_out_per_s"] = 250
+    sink = vertex("Sink: T", 2, rin=1000, rout=0)
+    sink["subtasks"][1]["records_in_per_s"] = 250
+    prof = one_link_profile(source, sink, {"ship_strategy": "FORWARD"}, job={"buffer_timeout_ms": 100})
+    pr, cost = on_one_link("2mbit", prof)
+    rho = cost.link("rpi1").mbit / 2
+    s0, s1, s_max = ((10_000 + H) * 8 / 2e6 * 1e3, (2_500 + H) * 8 / 2e6 * 1e3, (B + H) * 8 / 2e6 * 1e3)
+    rho0, rho1 = 10 * s0 / 1e3, 10 * s1 / 1e3
+    rest = rho - rho0 - rho1  # framing beyond the headers, as full buffers
+    wait0 = (rho1 * s1 + rest * s_max) / (2 * (1 - rho))  # subtask 0's message behind subtask 1's
+    wait1 = (rho0 * s0 + rest * s_max) / (2 * (1 - rho))
+    (path,) = cost.paths
+    assert wait1 > wait0 + 1  # the smaller stream waits behind the larger one
+    # the slowest crossing by the expected figure: subtask 0's (a larger send) or 1's (a longer wait)
+    assert path.expected_ms == pytest.approx(50 + 20 + max(s0 + wait0, s1 + wait1), abs=1e-9)
+    assert path.expected_queue_ms == pytest.approx(wait0 if s0 + wait0 >= s1 + wait1 else wait1, abs=1e-9)
 
 
 @pytest.mark.parametrize(("bandwidth", "rho"), [("16mbit", 0.5), ("18mbit", 8 / 18)])
-def test_full_buffers_expect_the_m_d_1_wait_the_bound_interpolates(bandwidth, rho):
-    """1 MB/s fills every buffer: the mix is all full buffers, so the mean is M/D/1 of a full buffer — equal to the
-    bound at a breakpoint of its chords (ρ = 0.5), below it between two (ρ = 0.44)."""
+def test_one_flusher_of_full_buffers_waits_for_nothing_the_bound_charges_m_d_1(bandwidth, rho):
+    """1 MB/s fills a buffer every 33 ms, each sent in 16 ms: one stream, periodic, that never waits for its own
+    previous message — the expected queue is 0 — while the bound charges the M/D/1 wait of full buffers, which its
+    chords interpolate (equal at a breakpoint, ρ = 0.5, above between two, ρ = 0.44)."""
     prof = one_link_profile(vertex("Source: S", rin=0, rout=10_000, bpr=100), vertex("Sink: T", rin=10_000, rout=0),
                             {"ship_strategy": "FORWARD"})  # no buffer timeout in the profile: framing not charged
     _, cost = on_one_link(bandwidth, prof)
     (path,) = cost.paths
     s_max = lat.buffer_service_ms(float(bandwidth.removesuffix("mbit")))
     assert path.utilisation == pytest.approx(rho, abs=1e-12)
-    assert path.expected_queue_ms == pytest.approx(lat.md1_wait_ms(rho, s_max), abs=1e-9)
-    assert path.expected_ms == pytest.approx(path.latency_ms - path.queue_ms + path.expected_queue_ms, abs=1e-9)
+    assert path.expected_queue_ms == 0.0
+    assert path.expected_ms == pytest.approx(path.latency_ms - path.queue_ms, abs=1e-9)
     if rho in lat.BREAKPOINTS:
-        assert path.expected_ms == pytest.approx(path.latency_ms, abs=1e-9)
+        assert path.queue_ms == pytest.approx(lat.md1_wait_ms(rho, s_max), abs=1e-9)
     else:
-        assert path.expected_ms < path.latency_ms - 0.1
+        assert path.queue_ms > lat.md1_wait_ms(rho, s_max) + 0.1
 
 
 def test_expected_is_never_above_the_bound_on_any_assignment():
@@ -163,6 +190,6 @@ def test_the_latency_table_shows_expected_beside_the_upper_bound(tmp_path, capsy
     header = next(line for line in out.splitlines() if "expected" in line and "upper" in line and "flush" in line)
     assert header.index("expected") < header.index("upper")
     path = json.loads((tmp_path / "plan.json").read_text())["paths"][0]
-    assert f"{path['expected_ms']:.1f}" == "176.0" and f"{path['latency_ms']:.1f}" == "176.1"
+    assert f"{path['expected_ms']:.1f}" == "175.8" and f"{path['latency_ms']:.1f}" == "176.1"
     rows = {line.split("│")[1].strip(): line for line in out.splitlines() if line.startswith("│ ")}
-    assert "176.0" in rows["ilp"] and "176.1" in rows["ilp"]
+    assert "175.8" in rows["ilp"] and "176.1" in rows["ilp"]
