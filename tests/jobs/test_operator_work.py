@@ -80,13 +80,25 @@ public class ShapesHarness {
         return above / (double) n;
     }
 
+    // as Flink ships a generator to a TaskManager: Java serialization (transient fields come back as defaults)
+    static IotSensorJob.SensorGenerator shipped(IotSensorJob.SensorGenerator g) throws Exception {
+        java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+        try (java.io.ObjectOutputStream out = new java.io.ObjectOutputStream(bytes)) {
+            out.writeObject(g);
+        }
+        try (java.io.ObjectInputStream in =
+                new java.io.ObjectInputStream(new java.io.ByteArrayInputStream(bytes.toByteArray()))) {
+            return (IotSensorJob.SensorGenerator) in.readObject();
+        }
+    }
+
     public static void main(String[] args) throws Exception {
         int n = 20000;
         double[] shares = {0.3, 0.1};
-        IotSensorJob.SensorGenerator plain = new IotSensorJob.SensorGenerator(100, 0);
-        IotSensorJob.SensorGenerator first = new IotSensorJob.SensorGenerator(100, 0, shares);
-        IotSensorJob.SensorGenerator second = new IotSensorJob.SensorGenerator(100, 0, shares);
-        IotSensorJob.SensorGenerator third = new IotSensorJob.SensorGenerator(100, 0, shares);
+        IotSensorJob.SensorGenerator plain = shipped(new IotSensorJob.SensorGenerator(100, 0));
+        IotSensorJob.SensorGenerator first = shipped(new IotSensorJob.SensorGenerator(100, 0, shares));
+        IotSensorJob.SensorGenerator second = shipped(new IotSensorJob.SensorGenerator(100, 0, shares));
+        IotSensorJob.SensorGenerator third = shipped(new IotSensorJob.SensorGenerator(100, 0, shares));
         plain.useSubtask(1);
         first.useSubtask(0);
         second.useSubtask(1);
@@ -109,7 +121,10 @@ public class ShapesHarness {
 
 def test_alarm_shares_and_enrich_note_shape_the_records(tmp_path, lab_jobs_jar):
     """``--alarm-shares 0.3,0.1``: each source subtask's readings are alarms at its own share (the last share for
-    the subtasks past the list), values still in [0, 100); without it the readings are the uniform ones, unchanged.
+    the subtasks past the list), values still in [0, 100); without it the readings are the uniform ones, unchanged —
+    also after the generator is serialized as Flink ships it (a transient field's initializer does not run then: a
+    sentinel in one made every shipped generator shape its readings to 0 % alarms, and every IoT test job lost its
+    alarms).
     ``--enrich-note N``: Enrich adds an N-character description and keeps every other field
     (benchmarks/latency_bound_lab.py makes Enrich grow rpi2's smaller stream with these)."""
     home = find_flink_home()

@@ -124,7 +124,10 @@ public final class IotSensorJob {
         private final int sensors;
         private final int lane;
         private final double[] alarmShares; // null: uniform values (30 % alarms)
-        private transient double alarmShare = -1;
+        // set by useSubtask; transient fields come back from Java serialization with their defaults, not their
+        // initializers, so "shaped" starts false on every TaskManager
+        private transient boolean shaped;
+        private transient double alarmShare;
 
         public SensorGenerator(int sensors, int lane) {
             this(sensors, lane, null);
@@ -145,6 +148,7 @@ public final class IotSensorJob {
         public void useSubtask(int index) {
             if (alarmShares != null) {
                 alarmShare = alarmShares[Math.min(index, alarmShares.length - 1)];
+                shaped = true;
             }
         }
 
@@ -153,7 +157,7 @@ public final class IotSensorJob {
             long h = mix(seq * 31 + lane);
             int sensor = (int) Math.floorMod(h, (long) sensors);
             double value = Math.floorMod(h >>> 8, 100_000L) / 1000.0; // uniform in [0, 100)
-            if (alarmShare >= 0) {
+            if (shaped) {
                 boolean alarm = Math.floorMod(h >>> 40, 10_000L) < alarmShare * 10_000;
                 value = alarm ? ALARM_THRESHOLD + value * (100 - ALARM_THRESHOLD) / 100
                         : value * ALARM_THRESHOLD / 100;
