@@ -46,6 +46,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from lab_placements import (  # noqa: E402
     PLACEMENT,
     JobSpec,
+    _ms,
     Source,
     apply_plan,
     cli,
@@ -193,10 +194,6 @@ def print_table(console: Console, rows: dict[str, dict], bound: float) -> None:
                   ("yes" if r["placed"] else "NO") if "placed" in r else "-"]
         table.add_row(*cells)
     console.print(table)
-
-
-def _ms(x: float | None) -> str:
-    return "-" if x is None else f"{x:.0f}"
 
 
 def main() -> None:

@@ -206,14 +206,28 @@ def mg1_wait_ms(rho: float, full_ms: float, mix: Sequence[tuple[float, float]]) 
     ``rho`` is the figure every other term uses (the link's load as :mod:`.evaluate` adds it up): where the streams
     add up to more (framing counted per message here, per record there), they are scaled to it — the mix only shapes
     the load. So the wait is at most the M/D/1 wait of ``full_ms`` at ``rho``, equal to it when every ``S_k`` is."""
+    return _mg1_from_sums(rho, full_ms, sum(r for r, _ in mix), sum(r * s for r, s in mix))
+
+
+def _mg1_from_sums(rho: float, full_ms: float, known: float, known_work: float) -> float:
+    """:func:`mg1_wait_ms` from the mix's ``Σρ_k`` and ``Σρ_k·S_k``."""
     if rho <= 0:
         return 0.0
     if rho >= 1:
         return math.inf
-    known = sum(r for r, _ in mix)
     scale = min(1.0, rho / known) if known > 0 else 0.0
     rest = max(0.0, rho - scale * known)
-    return (scale * sum(r * s for r, s in mix) + rest * full_ms) / (2.0 * (1.0 - rho))
+    return (scale * known_work + rest * full_ms) / (2.0 * (1.0 - rho))
+
+
+def _stream_sums(messages: Iterable[tuple[float, float]], ms_per_byte: float) -> tuple[float, float]:
+    """``(Σρ_k, Σρ_k·S_k)`` of (messages/s, bytes) streams on a link that sends a byte in ``ms_per_byte``."""
+    rho = work = 0.0
+    for rate, size in messages:
+        s_ms = size * ms_per_byte
+        rho += rate * s_ms / 1000.0
+        work += rate * s_ms / 1000.0 * s_ms
+    return rho, work
 
 
 def expected_link_queue_ms(h: HostSpec, mbit: float, messages: Iterable[tuple[float, float]],
@@ -222,23 +236,27 @@ def expected_link_queue_ms(h: HostSpec, mbit: float, messages: Iterable[tuple[fl
     running send) for a message of one flusher's stream ``own``, ``messages`` the (messages/s, bytes) of the plan's
     *other* channels crossing it (:func:`channel_messages`): M/G/1 over that mix, the rest of the load — less ``own``,
     which never waits for itself (see the module doc) — as full buffers. At most :func:`link_queue_ms`."""
+    bandwidth = h.uplink_mbit or 0.0
+    if bandwidth <= 0:
+        return 0.0 if mbit + h.running_total("mbit") <= 0 else math.inf
+    ms_per_byte = BITS_PER_BYTE / (bandwidth * MBIT) * 1000.0
+    return _expected_queue_from_sums(h, mbit, _stream_sums(messages, ms_per_byte), _stream_sums(own, ms_per_byte)[0])
+
+
+def _expected_queue_from_sums(h: HostSpec, mbit: float, others: tuple[float, float], own_rho: float) -> float:
+    """:func:`expected_link_queue_ms` from the other streams' ``(Σρ_k, Σρ_k·S_k)`` and the own stream's ``ρ``."""
     mbit += h.running_total("mbit")
     bandwidth = h.uplink_mbit or 0.0
     if bandwidth <= 0:
         return 0.0 if mbit <= 0 else math.inf
-    ms_per_byte = BITS_PER_BYTE / (bandwidth * MBIT) * 1000.0
-
-    def streams(ms: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
-        return [(rate * size * ms_per_byte / 1000.0, size * ms_per_byte) for rate, size in ms]
-
     rho = mbit / bandwidth
-    own_rho = min(sum(r for r, _ in streams(own)), rho)
     if rho >= 1:
         return math.inf
+    own_rho = min(own_rho, rho)
     # P-K's numerator over the others only; the denominator keeps the whole load (the others' messages are served in
     # busy periods that own's messages lengthen too)
-    others = mg1_wait_ms(rho - own_rho, buffer_service_ms(bandwidth), streams(messages))
-    return others * (1.0 - (rho - own_rho)) / (1.0 - rho)
+    wait = _mg1_from_sums(rho - own_rho, buffer_service_ms(bandwidth), *others)
+    return wait * (1.0 - (rho - own_rho)) / (1.0 - rho)
 
 
 # ---- paths -----------------------------------------------------------------------------------------------------------
@@ -346,16 +364,24 @@ def path_latencies(problem: PlacementProblem, assignment: Assignment, link_mbit:
                 crossing.append((hosts[hu].uplink_delay_ms, transmit_ms(ch, i, hosts[hu].uplink_mbit or 0.0), hu, i))
                 messages.setdefault(hu, {})[(edge, i)] = [channel_messages(ch, i, j) for j in away]
     queue = {h: link_queue_ms(hosts[h], mbit) for h, mbit in link_mbit.items()}
+    # per uplink, each flusher's (Σρ_k, Σρ_k·S_k) and the link's totals: a flusher's "others" are the totals less its
+    # own, so a link with many crossing flushers costs one pass, not one per flusher
+    sums = {hu: {key: _stream_sums(ms, BITS_PER_BYTE / (hosts[hu].uplink_mbit * MBIT) * 1000.0)
+                 for key, ms in by_key.items()}
+            for hu, by_key in messages.items() if (hosts[hu].uplink_mbit or 0.0) > 0}
+    totals = {hu: (sum(r for r, _ in per.values()), sum(w for _, w in per.values())) for hu, per in sums.items()}
 
     def expected_queue(edge: tuple[str, str], i: int, hu: str) -> float:
         """What a message of flusher (edge, i) waits at ``hu``'s uplink: the other flushers' messages ahead of it."""
-        streams = messages.get(hu, {})
-        others = [m for key, ms in streams.items() if key != (edge, i) for m in ms]
-        return expected_link_queue_ms(hosts[hu], link_mbit[hu], others, streams.get((edge, i), ()))
+        if hu not in sums:
+            return expected_link_queue_ms(hosts[hu], link_mbit[hu], ())
+        own_rho, own_work = sums[hu][(edge, i)]
+        others = (max(0.0, totals[hu][0] - own_rho), max(0.0, totals[hu][1] - own_work))
+        return _expected_queue_from_sums(hosts[hu], link_mbit[hu], others, own_rho)
 
     def slowest(edge: tuple[str, str], q) -> Crossing | None:
-        return _slowest((delay + send + q(edge, i, hu), delay, send, q(edge, i, hu), hu)
-                        for delay, send, hu, i in sends[edge])
+        return _slowest((delay + send + w, delay, send, w, hu)
+                        for delay, send, hu, i in sends[edge] for w in (q(edge, i, hu),))
 
     # the slowest crossing of each edge, by each figure
     worst = {e: slowest(e, lambda _e, _i, hu: queue[hu]) for e in sends}
