@@ -19,7 +19,7 @@ its chain's head operator); the markers of several vertex paths from one source 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import networkx as nx
@@ -50,10 +50,11 @@ def _warm(rows: pd.DataFrame, run: Path, manifest: RunManifest, warmup_s: float)
     return rows[rows["ts_ms"].to_numpy(np.int64) - began >= warmup_s * 1000]
 
 
-def measured_latency(profile: JobProfile, runs: Sequence[tuple[Path, RunManifest]], *,
-                     warmup_s: float = 60.0) -> list[MeasuredLatency]:
+def measured_latency(profile: JobProfile, runs: Sequence[tuple[Path, RunManifest]], *, warmup_s: float = 60.0,
+                     lane_copies: Mapping[str, tuple[str, int]] | None = None) -> list[MeasuredLatency]:
     """p50/p95/p99/max per (source, sink) of ``profile``'s job from the runs' latency tracking (see the module doc);
-    empty when no run tracked latency."""
+    empty when no run tracked latency. ``lane_copies``: a lane copy's vertex id -> the job's vertex id and the copy's
+    subtask offset (:mod:`placement.profile.lanes`)."""
     frames = []
     for run, manifest in runs:
         table = read_latency(run, manifest)
@@ -62,6 +63,11 @@ def measured_latency(profile: JobProfile, runs: Sequence[tuple[Path, RunManifest
     if not frames:
         return []
     rows = pd.concat(frames, ignore_index=True)
+    if lane_copies:
+        rows["subtask"] += rows["vertex_id"].map(lambda v: lane_copies.get(v, (v, 0))[1])
+        rows["source_subtask"] += rows["source_id"].map(lambda v: lane_copies.get(v, (v, 0))[1])
+        for column in ("source_id", "vertex_id"):
+            rows[column] = rows[column].map(lambda v: lane_copies.get(v, (v, 0))[0])
     sources = {v.id for v in profile.sources()}
     sinks = {v.id for v in profile.sinks()}
     only_source = next(iter(sources)) if len(sources) == 1 else None

@@ -13,6 +13,7 @@ from placement.errors import BadInput, PlacementError
 from placement.inventory import load_inventory
 from placement.profile.format import JobProfile
 from placement.profile.history import select_runs
+from placement.profile.lanes import fold_lane_copies
 from placement.profile.rules import Options, assemble, subtask_details
 from placement.profile.latency import measured_latency
 from placement.profile.tm_cpu import calibrate
@@ -57,10 +58,13 @@ def build_profile(
         from placement.profile.spark_job import aggregate_spark, spark_session
 
         aggregates = aggregate_spark(spark or spark_session(spark_master), selection, warmup_s)
-    profile = assemble([m for _, m in selection.runs], aggregates, options, source=str(metrics_dir))
-    cpu = [(m, read_taskmanager_cpu(d, m)) for d, m in selection.runs]  # TaskManager CPU rows: read here, at the edge
+    # a vanilla-placed job's lane copies: the job's vertices again (placement.profile.lanes)
+    manifests, aggregates, copies = fold_lane_copies([m for _, m in selection.runs], aggregates)
+    runs = [(d, m) for (d, _), m in zip(selection.runs, manifests, strict=True)]
+    profile = assemble(manifests, aggregates, options, source=str(metrics_dir))
+    cpu = [(m, read_taskmanager_cpu(d, m)) for d, m in runs]  # TaskManager CPU rows: read here, at the edge
     profile = calibrate(profile, cpu, warmup_s=warmup_s, inventory=inv)
-    latency = measured_latency(profile, selection.runs, warmup_s=warmup_s)
+    latency = measured_latency(profile, runs, warmup_s=warmup_s, lane_copies=copies)
     if latency:
         profile = profile.model_copy(update={"latency": latency})
     if details is not None:

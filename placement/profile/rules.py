@@ -48,6 +48,7 @@ from placement.errors import BadInput
 from placement.inventory import Host, Inventory
 from placement.profile import edge_flows
 from placement.profile.edge_flows import DEFAULT_BUFFER_TIMEOUT_MS
+from placement.profile.lanes import fold_manifest
 from placement.profile.format import (
     PROFILE_FORMAT,
     EdgeProfile,
@@ -178,10 +179,11 @@ def inventory_host_of(taskmanager_id: str | None, host: str | None, inventory: I
 def subtask_hosts(manifest: RunManifest, inventory: Inventory
                   ) -> tuple[dict[tuple[str, int], str], list[SubtaskLocation]]:
     """Where each subtask of the run ran (inventory host names, from the run's locations), and the locations whose
-    TaskManager no inventory host matches."""
+    TaskManager no inventory host matches. Subtasks of the job's vertices: a vanilla-placed run's lane copies are
+    folded as the profile folds them (:mod:`placement.profile.lanes`)."""
     placed: dict[tuple[str, int], str] = {}
     unmatched: list[SubtaskLocation] = []
-    for loc in manifest.locations:
+    for loc in fold_manifest(manifest).locations:
         host = host_speed_for(loc, inventory)[1]
         if host is None:
             unmatched.append(loc)
