@@ -463,9 +463,10 @@ class Watch:
 
     def _fresh_rates(self, track: JobTrack, job_id: str) -> dict[str, float]:
         """Records/s of each source vertex since the previous tick, from its ``numRecordsOut`` counter (summed over
-        its subtasks); empty on a job's first tick. Each reading is dated when a metric fetch lands
-        (:meth:`FlinkRest.fetched_counters`): dated when asked, readings lag by anything up to a fetch interval, and
-        rates over a 10 s tick were off by ±20–40 % on a loaded lab — enough to look like a step still moving."""
+        its subtasks, and over a vanilla-placed source's lane copies); empty on a job's first tick. Each reading is
+        dated when a metric fetch lands (:meth:`FlinkRest.fetched_counters`): dated when asked, readings lag by
+        anything up to a fetch interval, and rates over a 10 s tick were off by ±20–40 % on a loaded lab — enough to
+        look like a step still moving."""
         if track.sources.get("job") != job_id:
             vertices, edges = shaping.job_graph(self.rest.job_raw(job_id), self.rest.plan(job_id))
             fed = {e.target for e in edges}
@@ -475,7 +476,11 @@ class Watch:
         if self._fetch_wait_s is None:
             self._fetch_wait_s = self.rest.metric_fetch_interval_s() + 2.0
         now, by_id = self.rest.fetched_counters(job_id, list(ids), "numRecordsOut", wait_s=self._fetch_wait_s)
-        counts = {ids[vid]: value for vid, value in by_id.items()}
+        counts: dict[str, float | None] = {}
+        for vid, value in by_id.items():  # by name: a vanilla-placed source is one vertex per lane, all one name
+            name = ids[vid]
+            counts[name] = None if value is None or (name in counts and counts[name] is None) else (
+                counts.get(name) or 0.0) + value
         before, track.counts = track.counts, (now, counts)
         if before is None or now - before[0] < 1.0:
             return {}
