@@ -6,13 +6,16 @@ cluster of the apply tests, its TaskManagers ``server`` and ``rpi1``, sshd "host
   every subtask of both verified where planned;
 * a fault after the first job's stop — with no profiles both are stopped first, and the second job's resubmit fails
   for real (its plan splits the keyed window, which the job's own main() rejects at submit) — rolls both back: each
-  runs where it ran, from its own savepoint, its keyed running totals continuing.
+  runs where it ran, from its own savepoint, its keyed running totals continuing;
+* ``placement watch`` of both (``--apply auto``): an uplink their running placements break is relieved by one joint
+  re-plan, applied as one change through the same fleet apply.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import subprocess
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -25,6 +28,7 @@ from apply_support import (
     JOB_ARGS,
     JOB_NAME,
     MOVED,
+    PLACEMENT,
     VERTICES,
     PLACED,
     SshLab,
@@ -40,6 +44,7 @@ from support.plan_dirs import write_fleet_dir
 
 from placement.errors import PlacementError
 from placement.lab.jobs import IOT_SENSOR_JOB
+from placement.writers.planjson import load_plan
 
 pytestmark = [pytest.mark.flink, pytest.mark.netns, pytest.mark.timeout(600)]
 
@@ -162,3 +167,77 @@ def test_a_fault_after_the_first_jobs_stop_rolls_both_back_with_their_keyed_stat
     assert [r for r in audit if r["event"] == "fleet-rollback"][0]["failed"] == JOB_B
     assert audit[-1]["status"] == "rolled-back"
     assert not (env.home / "placement" / "apply.lock").exists()
+
+
+def test_watch_of_both_jobs_re_plans_them_together_on_a_broken_uplink_and_applies_the_set_as_one_change(
+        env: Env, flink_rest, tmp_path):
+    """``placement watch --job-name A --job-name B --apply auto`` for real: both jobs run where the roll back left them
+    (A as PLACED, B as MOVED: B's parsed readings cross the uplink); the watch's inventory gives that uplink less
+    than their measured load, so the running placement breaks it (relief), the joint re-plan keeps both jobs' readings
+    on rpi1 and is applied through ``placement apply --plan FLEET`` — every subtask of both jobs where the fleet's
+    plans say, their keyed totals continuing. A's PLACED is vanilla lanes (one vertex per lane under one name): the
+    watch profiles it, reads its sources' rates and prices where it runs as the job's own vertices."""
+    jobs = {n: running_job(flink_rest, n) for n in (JOB_NAME, JOB_B)}
+    assert flink_rest.placement_counts(jobs[JOB_B]) == counts(MOVED)
+    totals = {n: let_totals_grow(flink_rest, j, min_total=300.0) for n, j in jobs.items()}  # restored: at once
+    doc = yaml.safe_load(env.inventory.read_text())
+    # 0.3 Mbit/s: B's readings (2 x 200/s) alone need more; both jobs' alarms (the Filter's share) need far less
+    doc["links"] = [{"from": "rpi1", "to": "server", "bandwidth": "300kbit"}]
+    # the planner charges each subtask a fixed share of its host's memory; the test cluster's TaskManagers are small
+    # processes on this machine, the server's 4 GiB too little for both jobs' 13 subtasks
+    doc["hosts"][0]["memory"] = "16GiB"
+    doc["pins"] = {"sources": {"Source: Sensors": "rpi1"}}  # both jobs' readings are born on rpi1
+    doc["jobs"] = [{"name": JOB_NAME, "program_args": JOB_ARGS}, {"name": JOB_B, "program_args": ARGS_B}]
+    inv = tmp_path / "watch-inventory.yaml"
+    inv.write_text(yaml.safe_dump(doc, sort_keys=False))
+    work, log = tmp_path / "watch", tmp_path / "watch.out"
+    t0 = time.monotonic()
+    # the first decision a whole window past --warmup (Flink's rate meters average 60 s; the jobs were just restored);
+    # stopped (SIGTERM, as a service manager stops it) once the change is recorded
+    with log.open("w") as out:
+        watch = subprocess.Popen([*PLACEMENT, "watch", "--inventory", str(inv), "--job-name", JOB_NAME, "--job-name",
+                                  JOB_B, "--apply", "auto", "--engine", "pandas", "--interval", "4", "--window", "8",
+                                  "--sample", "1", "--flush", "2", "--warmup", "60", "--settle", "1", "--cooldown",
+                                  "600", "--duration", "200", "--work-dir", str(work)],
+                                 stdout=out, stderr=subprocess.STDOUT, text=True)
+        try:
+            applied = wait_for_an_apply(work / "decisions.jsonl", watch, timeout=200)
+            assert applied is not None, log.read_text()[-3000:]
+            # read at once: a fresh start could not have reached the totals taken before (restored from a savepoint)
+            for name in (JOB_NAME, JOB_B):
+                assert_keyed_state_continued(flink_rest, running_job(flink_rest, name), totals[name], t0)
+        finally:
+            watch.terminate()
+            rc = watch.wait(timeout=60)
+    assert rc == 0, log.read_text()[-3000:]
+    assert "watch stopped after" in log.read_text() and "1 applied, 0 rolled back" in log.read_text()
+    records = read_audit(work / "decisions.jsonl")
+    rec = applied
+    assert (rec["decision"]["action"], rec["decision"]["kind"]) == ("apply", "relief")
+    assert rec["decision"]["reason"].startswith("relief: the running placement breaks link rpi1→server needs 0.")
+    # no rate drift before it: A's sources run as one vertex per lane (vanilla), their rates summed over the lanes
+    assert not [d for r in records for j in r.get("jobs") or [] for d in j["drifts"] if d["kind"] == "rate"], records
+    assert sorted(rec["apply"]["jobs"]) == sorted([JOB_NAME, JOB_B]) and rec["apply"]["changed"] is True
+    fleet_dir = Path(rec["proposal"]["plan_dir"])
+    for name in (JOB_NAME, JOB_B):
+        planned = load_plan(fleet_dir / name / "plan.json")
+        job = running_job(flink_rest, name)
+        assert job != jobs[name] and job == rec["apply"]["jobs"][name]["job_id"]
+        assert flink_rest.placement_counts(job) == counts(planned.mapping()), name
+    # the set fits the link it broke: B's Filter now runs beside its Parse on rpi1
+    assert counts(load_plan(fleet_dir / JOB_B / "plan.json").mapping())[("Filter", "rpi1")] == 2
+    (link,) = json.loads((fleet_dir / "fleet.json").read_text())["links"]
+    assert link["mbit"] <= link["usable_mbit"] == 0.27 and set(link["jobs"]) == {JOB_NAME, JOB_B}
+
+
+def wait_for_an_apply(log: Path, watch: subprocess.Popen, timeout: float) -> dict | None:
+    """The first decision record with an apply outcome, once the watch writes it (None: the watch ended or time ran
+    out first)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and watch.poll() is None:
+        lines = log.read_text().split("\n")[:-1] if log.exists() else []  # whole lines only: one may be half written
+        done = [r for r in map(json.loads, filter(None, lines)) if r.get("apply")]
+        if done:
+            return done[0]
+        time.sleep(1.0)
+    return None
