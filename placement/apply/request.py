@@ -155,7 +155,7 @@ def load_request(
     inventory = load_inventory(inventory_path)
     plan = load_plan(plan_file)
     check_plan_is_current(plan, plan_file, inventory, Path(inventory_path))
-    inventory = with_settings_of(inventory, plan.job)
+    inventory = inventory.for_job(plan.job)
     if job_id and job_name:
         raise BadInput("give --job or --job-name, not both")
     if jar and jar_id:
@@ -194,13 +194,6 @@ def load_request(
         jar_path=jar_path, jar_id=jar_id, consent=consent, schedulercfg=schedulercfg, vanilla_configs=vanilla,
         settle_s=settle_s,
     )
-
-
-def with_settings_of(inventory: Inventory, job: str) -> Inventory:
-    """The inventory as apply reads it for ``job``: that job's ``jobs:`` entry in ``job:``'s place where one names it,
-    so one job of a fleet applied on its own is resubmitted with its own program, not the one ``job:`` describes."""
-    settings = inventory.job_named(job) if inventory.jobs else None
-    return inventory if settings is None else inventory.model_copy(update={"job": settings})
 
 
 def check_plan_is_current(plan: PlanDocument, plan_file: Path, inventory: Inventory, inventory_path: Path) -> None:

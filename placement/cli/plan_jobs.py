@@ -117,8 +117,8 @@ def run_jobs(inventory_path: str, profile_path: tuple[str, ...], out_dir: str, s
     build = _joint_builder(inv, profiles, names, runs, placement_mode=placement_mode, inventory_source=inventory_path,
                            policies=policies, job_scales=job_scales)
     joint = build(rate_scale)
-    # the inventory's job block is one job's submission: for the others, redeploy.sh and apply would resubmit it —
-    # true of each job's plan directory as of a single-job plan, so said as for one job
+    # the inventory's job block is one job's submission: a job with neither it nor a jobs: entry would be
+    # resubmitted (redeploy.sh, apply) as that job — said as for one job
     warnings = [w for p in profiles for w in input_warnings(inv, p, inventory_path, link)]
     warnings += [f"--profile {path}: job {p.job.name!r} is planned more than once (this copy as {name!r}): each copy's "
                  "plan.json names the same Flink job, so apply can run only one of them"

@@ -33,7 +33,7 @@ def input_warnings(inv: Inventory, profile: JobProfile, inventory_path: str | Pa
                    links: tuple[str, ...] = ()) -> list[str]:
     """The warnings that need the inventory file and the options (the pins' are the problem's)."""
     notes = []
-    if inv.job.name and inv.job.name != profile.job.name:
+    if inv.job.name and inv.job.name != profile.job.name and inv.fleet_job(profile.job.name) is None:
         notes.append(f"{inventory_path}: job.name: is {inv.job.name!r} but the profile is of job "
                      f"{profile.job.name!r}: redeploy.sh and apply would resubmit {inv.job.name!r}")
     collected_on, pinned = profile.job.flink_version, inv.flink.version

@@ -312,6 +312,13 @@ class Inventory(Strict):
                 return j.model_copy(update={"jar": j.jar or self.job.jar, "entry_class": j.entry_class or self.job.entry_class})
         return self.job if self.job.name == name else None
 
+    def for_job(self, name: str) -> Inventory:
+        """The inventory as one job's submission reads it (apply, redeploy.sh): that job's ``jobs:`` entry in
+        ``job:``'s place where one names it, so one job of a fleet is resubmitted with its own program, not the one
+        ``job:`` describes; itself otherwise."""
+        settings = self.job_named(name) if self.jobs else None
+        return self if settings is None else self.model_copy(update={"job": settings})
+
     @model_validator(mode="after")
     def _cross_checks(self) -> Inventory:
         names: dict[str, int] = {}

@@ -39,7 +39,7 @@ def render_artifacts(problem: PlacementProblem, plan: PlanDocument, inv: Invento
                         "would not")
     files = {
         "schedulercfg": render_schedulercfg(plan.assignment, problem.vertex_order).encode(),
-        "redeploy.sh": render_redeploy(plan, inv).encode(),
+        "redeploy.sh": render_redeploy(plan, inv.for_job(plan.job)).encode(),
         "placement.json": (json.dumps(plan.mapping(), indent=2, ensure_ascii=False) + "\n").encode(),
         **{name: text.encode() for name, text in render_taskmanager_configs(plan, inv).items()},
     }

@@ -284,3 +284,26 @@ def test_a_bad_per_job_rate_scale_is_one_line_exit_2(scales, message, tmp_path, 
     code, out, err = cli_run(["plan", "--inventory", inv_path, "--profile", paths[0], "--out", tmp_path / "one",
                               "--rate-scale", "job-A=2"], capsys)
     assert code == 2 and "with one --profile give --rate-scale X" in err and err.strip().count("\n") == 0, err
+
+
+def test_a_job_with_its_jobs_entry_is_resubmitted_as_that_entry_says(tmp_path, capsys):
+    """``job:`` describes one job's submission; another job of the fleet with a ``jobs:`` entry gets that entry in its
+    redeploy.sh (as apply resubmits it) and no warning that it would be resubmitted as ``job:``'s; one without an
+    entry keeps the warning."""
+    doc = yaml.safe_load(Path("inventory/edge-lab.yaml").read_text())
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(yaml.safe_dump(doc, sort_keys=False))
+    doc["jobs"] = [{"name": "camera-meter-join", "entry_class": "placement.lab.BranchingJob",
+                    "program_args": ["--job-name", "camera-meter-join", "--camera-rate", "350"]}]
+    entry = tmp_path / "entry.yaml"
+    entry.write_text(yaml.safe_dump(doc, sort_keys=False))
+    profiles = EXAMPLES[2:]
+    code, _, err = cli_run(["plan", "--inventory", str(plain), *profiles, "--out", tmp_path / "a"], capsys)
+    assert code == 0, err
+    assert "job.name: is 'iot-sensors' but the profile is of job 'camera-meter-join'" in err
+    code, _, err = cli_run(["plan", "--inventory", str(entry), *profiles, "--out", tmp_path / "b"], capsys)
+    assert code == 0, err
+    assert "would resubmit" not in err
+    script = (tmp_path / "b" / "camera-meter-join" / "redeploy.sh").read_text()
+    assert "placement.lab.BranchingJob" in script and "--camera-rate" in script and "IotSensorJob" not in script
+    assert "placement.lab.IotSensorJob" in (tmp_path / "b" / "iot-sensors" / "redeploy.sh").read_text()
