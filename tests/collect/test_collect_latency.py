@@ -93,12 +93,13 @@ def test_measured_p50_beside_the_predicted_flush_waits(collected, capsys):
     with capsys.disabled():
         print(f"\nIoT at 200 readings/s per source subtask: predicted {path.flush_ms:.1f} ms (flush waits), "
               f"measured p50 {m.p50_ms:.1f} p95 {m.p95_ms:.1f} p99 {m.p99_ms:.1f} max {m.max_ms:.1f} ms")
-    # Predicted 250.0: every channel here is flushed by the 100 ms timeout, 5 × 50 ms on average. Each task's flusher
-    # ticks every 100 ms at a phase of its own, so behind the first exchange a record waits a phase difference that
-    # holds through a run, not a fresh draw: the model gives the mean over deployments, and one deployment's wait at
-    # an exchange is uniform in [0, timeout] — a spread of timeout·√(n/12) over n exchanges (64.5 ms here). One run's
-    # p50 is held to three of those. Measured on this machine (REST and Prometheus, 2026-11-27): 178, 209, 264.5, 279,
-    # 301 ms.
+    # Predicted ~245: every channel here fills its buffer far slower than the 100 ms timeout ticks, so it waits
+    # nearly half a tick (send_wait_ms: 48-50 ms), 5 times (250.0 before a full buffer's own send was counted). Each
+    # task's flusher ticks every 100 ms at a phase of its own, so behind the first exchange a record waits a phase
+    # difference that holds through a run, not a fresh draw: the model gives the mean over deployments, and one
+    # deployment's wait at an exchange is uniform in [0, timeout] — a spread of timeout·√(n/12) over n exchanges
+    # (64.5 ms here). One run's p50 is held to three of those. Measured on this machine (REST and Prometheus,
+    # 2026-11-27): 178, 209, 264.5, 279, 301 ms.
     exchanges = len(path.vertices) - 1
     spread = 100.0 * (exchanges / 12) ** 0.5
     assert abs(m.p50_ms - path.flush_ms) <= 3 * spread

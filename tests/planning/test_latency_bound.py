@@ -49,7 +49,7 @@ def test_iot_path_latency_adds_flush_delay_send_and_queue():
     cost = solve(pr).cost
     (path,) = cost.paths
     assert path.name == "Source: Sensors → Parse → Filter → Enrich → Window Aggregate → Sink: Readings"
-    # five exchanges; the sensors' channels fill slowly: each waits close to half the 100 ms timeout or its fill time
+    # five exchanges; each waits for the 100 ms timeout or its buffer's fill, whichever comes first (send_wait_ms)
     assert path.flush_ms == pytest.approx(sum(lat.flush_wait_ms(ch) for ch in pr.channels))
     assert 100 < path.flush_ms < 5 * 50
     assert path.delay_ms == 50 and path.link == "rpi3→server"
@@ -57,19 +57,28 @@ def test_iot_path_latency_adds_flush_delay_send_and_queue():
     assert path.utilisation == pytest.approx(link.utilisation)
     assert path.queue_ms == pytest.approx(lat.queue_ms(link.utilisation, lat.buffer_service_ms(50)))
     assert path.latency_ms == pytest.approx(path.flush_ms + 50 + path.transmit_ms + path.queue_ms)
-    assert path.latency_ms == pytest.approx(176.05, abs=0.05)
+    assert path.latency_ms == pytest.approx(163.20, abs=0.05)
 
 
-def test_flush_wait_is_half_the_fill_time_or_half_the_timeout():
+def test_a_record_waits_for_the_timeout_or_its_buffers_fill_whichever_comes_first():
     inv = inventory([{"name": "rpi1"}], pins={"sources": {"Source: S": "rpi1"}})
     fast = profile([vertex("Source: S", rin=0, rout=100_000, bpr=100), vertex("Sink: T", rout=0)],
                    [("Source: S", "Sink: T", "FORWARD")])
     slow = profile([vertex("Source: S", rin=0, rout=10, bpr=100), vertex("Sink: T", rout=0)],
                    [("Source: S", "Sink: T", "FORWARD")])
+    level = profile([vertex("Source: S", rin=0, rout=3_276.8, bpr=100), vertex("Sink: T", rout=0)],
+                    [("Source: S", "Sink: T", "FORWARD")])
+    # a = the shorter of the timeout and the fill time, b = the longer: E[min(U(0, a), U(0, b))] = a/2 - a²/(6b)
     (ch,) = build_problem(inv, fast).channels
-    assert lat.flush_wait_ms(ch) == pytest.approx(32768 / 10_000_000 * 1000 / 2)  # 10 MB/s fills 32 KiB in 3.3 ms
-    (ch,) = build_problem(inv, slow).channels
-    assert lat.flush_wait_ms(ch) == pytest.approx(50.0)  # 1 kB/s: the 100 ms timeout flushes it
+    fill = 32768 / 10_000_000 * 1000  # 10 MB/s fills 32 KiB in 3.28 ms: nearly always full before the tick
+    assert lat.flush_wait_ms(ch) == pytest.approx(fill / 2 - fill ** 2 / (6 * 100))
+    assert lat.flush_wait_ms(ch) == pytest.approx(1.6205, abs=1e-4)
+    (ch,) = build_problem(inv, level).channels  # 327.68 kB/s fills one buffer per 100 ms tick: a third of it
+    assert lat.flush_wait_ms(ch) == pytest.approx(100 / 3)
+    (ch,) = build_problem(inv, slow).channels  # 1 kB/s: the timeout sends it, a fill almost never
+    assert lat.flush_wait_ms(ch) == pytest.approx(50 - 100 ** 2 / (6 * 32768 / 1000 * 1000))
+    assert 49.9 < lat.flush_wait_ms(ch) < 50
+    assert lat.send_wait_ms(100, math.inf) == 50 and lat.send_wait_ms(0.5, 100) == lat.send_wait_ms(100, 0.5)
 
 
 # ---- the bound on the shipped examples ----------------------------------------------------------------------------
@@ -77,26 +86,26 @@ def test_flush_wait_is_half_the_fill_time_or_half_the_timeout():
 
 def test_a_bound_the_best_plan_meets_keeps_it_and_one_below_names_the_path():
     prof = load_profile(IOT)
-    ok = solve(build_problem(lab(max_latency_ms=176.1), prof))
-    assert ok.status == "optimal" and ok.cost.paths[0].bound_ms == 176.1
-    bad = solve(build_problem(lab(max_latency_ms=170), prof))
+    ok = solve(build_problem(lab(max_latency_ms=163.3), prof))
+    assert ok.status == "optimal" and ok.cost.paths[0].bound_ms == 163.3
+    bad = solve(build_problem(lab(max_latency_ms=160), prof))
     assert bad.status == "infeasible"
     (short,) = bad.shortages
-    assert short.kind == "latency" and short.needed == pytest.approx(176.05, abs=0.05)
+    assert short.kind == "latency" and short.needed == pytest.approx(163.20, abs=0.05)
     assert short.message == ("path Source: Sensors → Parse → Filter → Enrich → Window Aggregate → Sink: Readings "
-                             "needs 176.1 ms, its bound is 170 ms (122.2 ms of it buffer-flush waits, which a shorter "
+                             "needs 163.2 ms, its bound is 160 ms (109.4 ms of it buffer-flush waits, which a shorter "
                              "execution.buffer-timeout shortens)")
 
 
 def test_plan_cli_reports_paths_and_refuses_methods_without_the_bound(tmp_path, capsys):
     inv = tmp_path / "inv.json"
-    inv.write_text(json.dumps(lab(max_latency_ms={"Sink: Readings": 170}).model_dump(mode="json", by_alias=True)))
+    inv.write_text(json.dumps(lab(max_latency_ms={"Sink: Readings": 160}).model_dump(mode="json", by_alias=True)))
     args = ["plan", "--inventory", str(inv), "--profile", IOT]
     code, out, err = cli_run([*args, "--out", tmp_path / "p"], capsys)
     assert code == 3
     assert err.strip().splitlines()[-1].startswith(
         "error: no placement fits: path Source: Sensors → Parse → Filter → Enrich → Window Aggregate → Sink: Readings "
-        "needs 176.1 ms, its bound is 170 ms (122.2 ms of it buffer-flush waits")
+        "needs 163.2 ms, its bound is 160 ms (109.4 ms of it buffer-flush waits")
     rows = [line.split("│")[1].strip() for line in out.splitlines() if line.startswith("│ latency of")]
     assert rows == ["latency of Source: Sensors → Parse → Filter → Enrich → Window Aggregate → Sink: Readings"]
     for extra in (["--method", "decompose"], ["--rescale"], ["--max-rate"]):
@@ -266,11 +275,11 @@ def test_plan_json_tables_and_picture_carry_the_paths(tmp_path, capsys):
     assert code == 0, err
     doc = json.loads((tmp_path / "plan.json").read_text())
     (path,) = doc["paths"]
-    assert path["path"].startswith("Source: Sensors → Parse") and path["latency_ms"] == pytest.approx(176.05, abs=0.05)
+    assert path["path"].startswith("Source: Sensors → Parse") and path["latency_ms"] == pytest.approx(163.20, abs=0.05)
     assert path["link"] == "rpi3→server" and path["bound_ms"] is None
     assert "Latency per path (predicted, ms)" in out
     rows = {line.split("│")[1].strip(): line for line in out.splitlines() if line.startswith("│ ")}
-    assert "176.1" in rows["ilp"] and "∞" in rows["all-on-server"]  # its links past 99 %: no bound on the queue
+    assert "163.2" in rows["ilp"] and "∞" in rows["all-on-server"]  # its links past 99 %: no bound on the queue
     dot = (tmp_path / "plan.dot").read_text()
     assert "3.46 Mbit/s\n50.2 ms" in dot  # the WAN edge from rpi1: its link delay + its queue at 7 %
 
@@ -298,16 +307,16 @@ def test_auto_picks_the_exact_model_for_a_bounded_fleet(monkeypatch):
 
 def test_jobs_planned_together_keep_each_job_s_bound(tmp_path, capsys):
     """Several jobs (one joint model): each job's paths are bounded under its own vertex ids, and queue behind every
-    job's traffic on a shared uplink (iot-sensors alone: 176.1 ms; beside the camera job on rpi1: 179.2 ms)."""
+    job's traffic on a shared uplink (iot-sensors alone: 163.2 ms; beside the camera job on rpi1: 166.3 ms)."""
     both = ["--profile", IOT, "--profile", "examples/profiles/branching-join.json"]
-    for bound, code_wanted in ((400, 0), (178, 3)):
+    for bound, code_wanted in ((400, 0), (165, 3)):
         inv = tmp_path / f"inv{bound}.json"
         inv.write_text(json.dumps(lab(max_latency_ms=bound).model_dump(mode="json", by_alias=True)))
         code, out, err = cli_run(["plan", "--inventory", str(inv), *both, "--out", tmp_path / f"p{bound}"], capsys)
         assert code == code_wanted, err
     doc = json.loads((tmp_path / "p400" / "iot-sensors" / "plan.json").read_text())
     (path,) = doc["paths"]
-    assert path["bound_ms"] == 400 and path["latency_ms"] == pytest.approx(179.19, abs=0.01)
+    assert path["bound_ms"] == 400 and path["latency_ms"] == pytest.approx(166.34, abs=0.01)
     assert err.strip().splitlines()[-1].startswith(
         "error: no placement fits: path iot-sensors: Source: Sensors → iot-sensors: Parse")
-    assert "needs 179.2 ms, its bound is 178 ms" in err
+    assert "needs 166.3 ms, its bound is 165 ms" in err

@@ -86,11 +86,15 @@ def test_two_channels_of_known_sizes_on_one_link_match_the_hand_computed_mg1_wai
     wait = (rho - rho0 - rho1) * s_max / (2 * (1 - rho))
     (path,) = cost.paths
     assert path.expected_queue_ms == pytest.approx(wait, abs=1e-9)
-    assert path.flush_ms == pytest.approx(50.0) and path.transmit_ms == pytest.approx(s0, abs=1e-12)  # its biggest
-    assert path.expected_ms == pytest.approx(50 + 20 + s0 + wait, abs=1e-9)
+    # the flush wait: the 100 ms tick or the buffer's fill (90 and 10 kB/s fill 32 KiB in 364 and 3277 ms), whichever
+    # comes first — τ/2 - τ²/(6·fill) per channel, weighted by its bytes
+    flush = 0.9 * (50 - 100 ** 2 / (6 * B / 90)) + 0.1 * (50 - 100 ** 2 / (6 * B / 10))
+    assert path.flush_ms == pytest.approx(flush) and 45 < flush < 50
+    assert path.transmit_ms == pytest.approx(s0, abs=1e-12)  # its biggest
+    assert path.expected_ms == pytest.approx(flush + 20 + s0 + wait, abs=1e-9)
     # the bound charges full buffers for all of it: the chord over ρ·S_max / (2(1 − ρ)), 5 x the mean here
     assert path.queue_ms == pytest.approx(lat.queue_ms(rho, s_max), abs=1e-9)
-    assert path.latency_ms == pytest.approx(50 + 20 + s0 + path.queue_ms, abs=1e-9)
+    assert path.latency_ms == pytest.approx(flush + 20 + s0 + path.queue_ms, abs=1e-9)
     assert (round(wait, 2), round(path.queue_ms, 2)) == (13.32, 67.05)
 
 
@@ -112,8 +116,11 @@ def test_two_flushers_on_one_link_wait_for_each_other_not_for_themselves():
     wait1 = (rho0 * s0 + rest * s_max) / (2 * (1 - rho))
     (path,) = cost.paths
     assert wait1 > wait0 + 1  # the smaller stream waits behind the larger one
-    # the slowest crossing by the expected figure: subtask 0's (a larger send) or 1's (a longer wait)
-    assert path.expected_ms == pytest.approx(50 + 20 + max(s0 + wait0, s1 + wait1), abs=1e-9)
+    # the slowest crossing by the expected figure: subtask 0's (a larger send) or 1's (a longer wait); the flush wait
+    # (100 and 25 kB/s fill 32 KiB in 328 and 1311 ms) per channel, weighted by its bytes
+    flush = (100 * (50 - 100 ** 2 / (6 * B / 100)) + 25 * (50 - 100 ** 2 / (6 * B / 25))) / 125
+    assert path.flush_ms == pytest.approx(flush)
+    assert path.expected_ms == pytest.approx(flush + 20 + max(s0 + wait0, s1 + wait1), abs=1e-9)
     assert path.expected_queue_ms == pytest.approx(wait0 if s0 + wait0 >= s1 + wait1 else wait1, abs=1e-9)
 
 
@@ -190,6 +197,6 @@ def test_the_latency_table_shows_expected_beside_the_upper_bound(tmp_path, capsy
     header = next(line for line in out.splitlines() if "expected" in line and "upper" in line and "flush" in line)
     assert header.index("expected") < header.index("upper")
     path = json.loads((tmp_path / "plan.json").read_text())["paths"][0]
-    assert f"{path['expected_ms']:.1f}" == "175.8" and f"{path['latency_ms']:.1f}" == "176.1"
+    assert f"{path['expected_ms']:.1f}" == "163.0" and f"{path['latency_ms']:.1f}" == "163.2"
     rows = {line.split("│")[1].strip(): line for line in out.splitlines() if line.startswith("│ ")}
-    assert "175.8" in rows["ilp"] and "176.1" in rows["ilp"]
+    assert "163.0" in rows["ilp"] and "163.2" in rows["ilp"]
