@@ -2,7 +2,7 @@
 
 Rates follow tc's spelling (``50mbit``, ``512kbit``, ``1gbit``; ``Mbit/s`` and ``mbps`` are accepted too) and are
 returned in Mbit/s. Times (``50ms``, ``1s``, ``200us``) are returned in milliseconds, sizes (``4GiB``, ``512MiB``,
-``4G``) in MiB, percentages (``0.5%``) as a percentage number. A bare number means the returned unit.
+``4G``) in MiB (a link's burst in bytes), percentages (``0.5%``) as a percentage number. A bare number means the returned unit.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ _SIZE_UNITS = {  # -> MiB
     "m": 1.0, "mb": 1e6 / 1024**2, "mib": 1.0,
     "g": 1024.0, "gb": 1e9 / 1024**2, "gib": 1024.0, "t": 1024.0**2, "tib": 1024.0**2,
 }
+_SIZE_BYTES = {unit: mib * 1024**2 for unit, mib in _SIZE_UNITS.items()}
 
 
 def _parse(text: object, units: dict[str, float], what: str, example: str, aliases: dict[str, str] | None = None) -> float:
@@ -89,6 +90,11 @@ def parse_size_mib(text: object) -> float:
     return _parse(text, _SIZE_UNITS, "size", "4GiB")
 
 
+def parse_size_bytes(text: object) -> float:
+    """``'4KiB'`` -> 4096.0 (bytes); a bare number is bytes."""
+    return _parse(text, _SIZE_BYTES, "size", "4KiB")
+
+
 def parse_percent(text: object) -> float:
     """``'0.5%'`` -> 0.5; a percentage must lie in [0, 100]."""
     value = _parse(text, {"%": 1.0}, "percentage", "0.5%")
@@ -121,6 +127,7 @@ RateMbit = Annotated[float, BeforeValidator(parse_positive_rate_mbit)]  # '50mbi
 Millis = Annotated[float, BeforeValidator(parse_time_ms)]  # '50ms' -> 50.0
 Percent = Annotated[float, BeforeValidator(parse_percent)]  # '0.5%' -> 0.5
 MiB = Annotated[float, BeforeValidator(parse_size_mib)]  # '4GiB' -> 4096.0
+Bytes = Annotated[float, BeforeValidator(parse_size_bytes)]  # '4KiB' -> 4096.0
 
 
 def significant(x: float) -> str:

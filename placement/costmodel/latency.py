@@ -18,7 +18,7 @@ latency of a path is the mean latency of its slowest route::
 * ``delay(h)`` — the uplink's one-way delay (inventory ``links[].delay``).
 * ``T(e, i, h)`` — transmission of the record's own network message at the uplink's rate: a flush carries
   ``min(r·τ, B)`` bytes plus :data:`~placement.costmodel.traffic.MESSAGE_HEADER_BYTES`; the largest of upstream
-  subtask ``i``'s channels on ``e`` is charged.
+  subtask ``i``'s channels on ``e`` is charged, whole: the receiver hands a buffer on only once all of it arrived.
 * ``Q_h(ρ_h)`` — **queueing** at the shaped uplink (htb: a FIFO served at the link's rate) at utilisation
   ``ρ_h = Mbit/s on the link / bandwidth`` under the plan (job data, framing and checkpoint uploads, and what jobs
   already running send: ``plan --running``). Model:
@@ -54,7 +54,12 @@ Two figures per path, then (:class:`PathLatency`):
   would charge it ~170 ms. The rest of the link's load — checkpoint uploads, what running jobs (and other jobs of a
   joint plan) send, framing beyond the messages' own headers — is taken as full buffers: their message sizes are
   unknown here, and a full buffer is the bound's assumption. The denominator keeps the whole ``ρ_h``: the other
-  streams' busy periods include the flusher's own messages. So ``expected_ms ≤ latency_ms`` always. What the lab
+  streams' busy periods include the flusher's own messages. And the message is sent after the link's **burst**
+  (inventory ``links[].burst``): a token-bucket shaper — ``placement netem`` and the lab shape with htb, 10 ms of the
+  rate and at least 3200 B — refills its bucket between a flusher's messages (the lab's 3200 B at 2 Mbit/s in 13 ms,
+  against ``τ`` = 100 ms between them) and lets their first bytes go at once, so the expected send is
+  ``max(0, S − burst)`` at the rate; the bound charges every byte at the rate (other traffic may have emptied the
+  bucket), and a physical uplink has no burst (0, the default). So ``expected_ms ≤ latency_ms`` always. What the lab
   benchmark compares with the measured p50 of Flink's latency markers. Not counted: a message's wait behind the other
   messages of its own flush (a task flushing several crossing channels at once sends them one after another; the send
   term charges the largest one).
@@ -189,12 +194,13 @@ def message_bytes(ch: Channel, i: int, j: int) -> float:
     return body + MESSAGE_HEADER_BYTES
 
 
-def transmit_ms(ch: Channel, i: int, bandwidth_mbit: float) -> float:
-    """``T(e, i, h)``: ms to send the largest message of upstream subtask ``i``'s channels on ``e`` over the link."""
+def transmit_ms(ch: Channel, i: int, bandwidth_mbit: float, burst_bytes: float = 0.0) -> float:
+    """``T(e, i, h)``: ms to send the largest message of upstream subtask ``i``'s channels on ``e`` over the link,
+    whose first ``burst_bytes`` leave at once (a shaper's full token bucket; 0 for the bound)."""
     if bandwidth_mbit <= 0:
         return math.inf
     biggest = max((message_bytes(ch, i, j) for j in ch.receivers(i)), default=0.0)
-    return biggest * BITS_PER_BYTE / (bandwidth_mbit * MBIT) * 1000.0
+    return max(0.0, biggest - burst_bytes) * BITS_PER_BYTE / (bandwidth_mbit * MBIT) * 1000.0
 
 
 # ---- the expected queue: the link's own message mix ------------------------------------------------------------------
@@ -364,9 +370,9 @@ def path_latencies(problem: PlacementProblem, assignment: Assignment, link_mbit:
     if not paths:
         return ()
     hosts = problem.host_by_name
-    # per edge: each crossing's (delay, send, host, upstream subtask); per uplink and flusher (edge, upstream subtask):
-    # the messages of its channels that cross
-    sends: dict[tuple[str, str], list[tuple[float, float, str, int]]] = {}
+    # per edge: each crossing's (delay, send, expected send, host, upstream subtask); per uplink and flusher (edge,
+    # upstream subtask): the messages of its channels that cross
+    sends: dict[tuple[str, str], list[tuple[float, float, float, str, int]]] = {}
     messages: dict[str, dict[tuple[tuple[str, str], int], list[tuple[float, float]]]] = {}
     for ch in problem.channels:
         edge = (ch.source, ch.target)
@@ -377,7 +383,9 @@ def path_latencies(problem: PlacementProblem, assignment: Assignment, link_mbit:
                 continue
             away = [j for j in ch.receivers(i) if assignment[(ch.target, j)] != hu]
             if away:
-                crossing.append((hosts[hu].uplink_delay_ms, transmit_ms(ch, i, hosts[hu].uplink_mbit or 0.0), hu, i))
+                h, bandwidth = hosts[hu], hosts[hu].uplink_mbit or 0.0
+                crossing.append((h.uplink_delay_ms, transmit_ms(ch, i, bandwidth),
+                                 transmit_ms(ch, i, bandwidth, h.uplink_burst_bytes), hu, i))
                 messages.setdefault(hu, {})[(edge, i)] = [channel_messages(ch, i, j) for j in away]
     queue = {h: link_queue_ms(hosts[h], mbit) for h, mbit in link_mbit.items()}
     # per uplink, each flusher's (Σρ_k, Σρ_k·S_k) and the link's totals: a flusher's "others" are the totals less its
@@ -395,13 +403,14 @@ def path_latencies(problem: PlacementProblem, assignment: Assignment, link_mbit:
         others = (max(0.0, totals[hu][0] - own_rho), max(0.0, totals[hu][1] - own_work))
         return _expected_queue_from_sums(hosts[hu], link_mbit[hu], others, own_rho)
 
-    def slowest(edge: tuple[str, str], q) -> Crossing | None:
+    def slowest(edge: tuple[str, str], q, expected: bool) -> Crossing | None:
         return _slowest((delay + send + w, delay, send, w, hu)
-                        for delay, send, hu, i in sends[edge] for w in (q(edge, i, hu),))
+                        for delay, bound_send, mean_send, hu, i in sends[edge]
+                        for send in (mean_send if expected else bound_send,) for w in (q(edge, i, hu),))
 
     # the slowest crossing of each edge, by each figure
-    worst = {e: slowest(e, lambda _e, _i, hu: queue[hu]) for e in sends}
-    worst_expected = {e: slowest(e, expected_queue) for e in sends}
+    worst = {e: slowest(e, lambda _e, _i, hu: queue[hu], False) for e in sends}
+    worst_expected = {e: slowest(e, expected_queue, True) for e in sends}
     out = []
     for p in paths:
         bound, mean = _slowest(worst[e] for e in p.edges), _slowest(worst_expected[e] for e in p.edges)

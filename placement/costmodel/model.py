@@ -72,6 +72,7 @@ class HostSpec:
     uplink_mbit: float | None = None  # edge hosts: link bandwidth
     uplink_delay_ms: float = 0.0
     uplink_to: str | None = None
+    uplink_burst_bytes: float = 0.0  # sent at once after an idle spell (a token-bucket shaper's burst; 0: physical)
     allow_stateful: bool = False
     allow_sinks: bool = False
     # A pool of servers (placement.solver.server_pools) stands for several hosts at speed 1: one thread there may take
@@ -390,7 +391,8 @@ def _hosts(inv: Inventory, profile: JobProfile | None = None) -> tuple[HostSpec,
             name=h.name, address=h.address, role=h.role, cores=float(h.cores or 0), speed=float(h.speed or 1),
             slots=int(h.task_slots or 1), memory_mib=h.memory_mib,
             uplink_mbit=link.bandwidth if link else None, uplink_delay_ms=link.delay if link else 0.0,
-            uplink_to=link.to if link else None, allow_stateful=bool(h.allow_stateful), allow_sinks=bool(h.allow_sinks),
+            uplink_to=link.to if link else None, uplink_burst_bytes=(link.burst or 0.0) if link else 0.0,
+            allow_stateful=bool(h.allow_stateful), allow_sinks=bool(h.allow_sinks),
             **_baseline(h, profile),
         ))
     return tuple(specs)

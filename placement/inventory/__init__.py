@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from placement.flink.versions import release_problem
 from placement.loading import FieldError, canonical_digest, drop_unset, load_model
-from placement.units import MiB, Millis, Percent, RateMbit
+from placement.units import Bytes, MiB, Millis, Percent, RateMbit
 
 NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]*$"  # also a Flink external-resource name and a resource-id: no dots, no spaces
 
@@ -127,6 +127,10 @@ class Link(Strict):
     jitter: Millis = Field(0.0, description="ms")
     loss: Percent = Field(0.0, description="percent")
     correlation: Percent = Field(0.0, description="percent; netem correlation for jitter and loss")
+    burst: Bytes | None = Field(
+        None, ge=0, description="bytes the link sends at once after an idle spell: a token-bucket shaper's burst "
+        "(placement netem and the lab shape with htb: 10 ms of the rate, at least 3200 B); unset or 0: every byte at "
+        "the link's rate, as a physical uplink sends it")
     profile: str | None = Field(None, description="a named WAN profile from netem/ whose figures this link takes")
 
     @property
@@ -392,6 +396,8 @@ class Inventory(Strict):
         for h in data.get("hosts", []):  # added by issue 23: an inventory without them hashes as before
             drop_unset(h, "taskmanager_baseline_cores", "cpu_time_core_speed")
         drop_unset(data.get("policy", {}), "max_latency_ms")  # issue 25: an unbounded inventory hashes as before
+        for link in data.get("links", []):  # and one whose links state no burst
+            drop_unset(link, "burst")
         if not data.get("jobs"):  # issue 24: an inventory of one job hashes as before
             data.pop("jobs", None)
         for j in data.get("jobs", []):  # issue 24's priorities and budgets: a jobs list without them hashes as before

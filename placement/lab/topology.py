@@ -38,7 +38,7 @@ from placement.errors import BadInput
 from placement.inventory import Inventory
 from placement.lab.flink import ClusterSpec, TaskManagerSpec
 from placement.lab.home import scheduler_dir
-from placement.netem.tc import Shape
+from placement.netem.tc import Shape, burst_bytes
 from placement.scheduler.naming import (
     jobmanager_config,
     taskmanager_config,
@@ -237,6 +237,9 @@ def lab_inventory(inv: Inventory, plan: LabPlan, access: LabAccess) -> dict[str,
             host["speed"] = round(lh.effective_speed or host.get("speed", 1.0), 4)
             # its TaskManager is a CPU quota on this machine: the CPU time it measures counts this machine's cores
             host["cpu_time_core_speed"] = 1.0
+    for link in data["links"]:  # type: ignore[union-attr]
+        # the lab's uplinks are htb classes (netem.tc): their burst leaves at once, which the expected latency counts
+        link["burst"] = burst_bytes(float(link["bandwidth"]))
     flink = dict(data["flink"])  # type: ignore[arg-type]
     flink.pop("schedulercfg_path", None)
     flink.update(rest_url=access.rest_url, placement_mode=access.mode, jobmanager=plan.hosts[0].name,

@@ -91,9 +91,17 @@ def test_the_running_inventory_has_real_addresses_the_rest_url_the_mode_and_the_
     assert hosts["rpi3"]["address"] == "10.203.3.2" and hosts["rpi3"]["interface"] == "pllab3n"
     assert hosts["rpi3"]["speed"] == pytest.approx(0.3 / 3.6, abs=1e-4)
     assert data["flink"]["rest_url"] == "http://127.0.0.1:40000" and data["flink"]["placement_mode"] == mode
+    # each uplink states the burst of the htb class the lab installs for it (the expected latency's send counts it)
+    from placement.netem.tc import apply_commands
+
+    for link in data["links"]:
+        (htb_class,) = [argv for argv in apply_commands("x", list(plan.host(link["from"]).shapes), with_netem=False)
+                        if argv[:3] == ["tc", "class", "add"]]
+        assert link["burst"] == int(htb_class[htb_class.index("burst") + 1]) >= 3200
     from placement.inventory import Inventory
 
     running = Inventory.model_validate(data)  # the planner and apply can read it
+    assert {link.from_: link.burst for link in running.links} == {link["from"]: link["burst"] for link in data["links"]}
     assert running.flink.home == str(tmp_path / "flink-home")
     assert running.flink.version == "1.20.5"  # pinned to what runs: apply checks the JobManager against it
     assert running.flink.scheduler_directory == str(tmp_path / "flink-home" / "placement" / "scheduler")

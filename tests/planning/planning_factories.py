@@ -13,14 +13,16 @@ from placement.profile.format import JobProfile
 
 def inventory(edges: Sequence[dict] = ({"name": "rpi1"},), server: dict | None = None, policy: dict | None = None,
               pins: dict | None = None, slot_sharing: bool = True) -> Inventory:
-    """One server and the given edge hosts (each a dict of Host fields; ``bandwidth``/``delay`` go to its uplink)."""
+    """One server and the given edge hosts (each a dict of Host fields; ``bandwidth``/``delay``/``burst`` go to its
+    uplink)."""
     hosts = [{"name": "server", "address": "10.0.0.1", "role": "server", "cores": 8, "memory": "16GiB", **(server or {})}]
     links = []
     for n, e in enumerate(edges):
         e = dict(e)
-        bw, delay = e.pop("bandwidth", "50mbit"), e.pop("delay", "50ms")
+        bw, delay, burst = e.pop("bandwidth", "50mbit"), e.pop("delay", "50ms"), e.pop("burst", None)
         hosts.append({"address": f"10.0.1.{n + 1}", "role": "edge", "model": "rpi4b", **e})
-        links.append({"from": e["name"], "to": "server", "bandwidth": bw, "delay": delay})
+        links.append({"from": e["name"], "to": "server", "bandwidth": bw, "delay": delay}
+                     | ({"burst": burst} if burst is not None else {}))
     return Inventory.model_validate({
         "hosts": hosts, "links": links, "pins": pins or {}, "policy": policy or {},
         "flink": {"rest_url": "http://10.0.0.1:8081", "slot_sharing": slot_sharing},

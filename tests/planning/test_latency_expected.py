@@ -24,9 +24,11 @@ def one_link_profile(source: dict, sink: dict, edge: dict, job: dict | None = No
                                                                              **edge}]})
 
 
-def on_one_link(bandwidth: str, prof: JobProfile):
-    """The source on rpi1 (its uplink ``bandwidth``, 20 ms), the sink's subtasks on the server: (problem, cost)."""
-    inv = inventory([{"name": "rpi1", "bandwidth": bandwidth, "delay": "20ms"}], pins={"sources": {"Source: S": "rpi1"}})
+def on_one_link(bandwidth: str, prof: JobProfile, burst: str | None = None):
+    """The source on rpi1 (its uplink ``bandwidth``, 20 ms, ``burst``), the sink's subtasks on the server: (problem,
+    cost)."""
+    inv = inventory([{"name": "rpi1", "bandwidth": bandwidth, "delay": "20ms", "burst": burst}],
+                    pins={"sources": {"Source: S": "rpi1"}})
     pr = build_problem(inv, prof)
     assignment = {s.key: "rpi1" if s.is_source else "server" for s in pr.subtasks}
     return pr, evaluate(pr, assignment)
@@ -96,6 +98,34 @@ def test_two_channels_of_known_sizes_on_one_link_match_the_hand_computed_mg1_wai
     assert path.queue_ms == pytest.approx(lat.queue_ms(rho, s_max), abs=1e-9)
     assert path.latency_ms == pytest.approx(flush + 20 + s0 + path.queue_ms, abs=1e-9)
     assert (round(wait, 2), round(path.queue_ms, 2)) == (13.32, 67.05)
+
+
+@pytest.mark.parametrize(("burst", "sent_at_once"), [("3200", 3200), ("4KiB", 4096), ("16KiB", 9000 + H)])
+def test_a_shapers_burst_leaves_at_once_in_the_expected_send_not_in_the_bound(burst, sent_at_once):
+    """The case above behind an htb link whose bucket holds ``burst`` (the lab's 2 Mbit/s: 3200 B, refilled in 13 ms
+    of the 100 ms between the flusher's messages): the expected figure sends the 9047 B message's first ``burst`` bytes
+    at once and the rest at the rate — nothing left to send when the burst is larger than the message — while the
+    bound still sends every byte at the rate (another stream may have emptied the bucket)."""
+    source = {**vertex("Source: S", rin=0, rout=1000, bpr=100), "state_bytes": 25_000}
+    prof = one_link_profile(source, vertex("Sink: T", 2, rin=500, rout=0),
+                            {"ship_strategy": "HASH", "receiver_shares": [0.9, 0.1]},
+                            job={"buffer_timeout_ms": 100, "checkpoint_interval_ms": 1000})
+    (plain,), (shaped,) = on_one_link("2mbit", prof)[1].paths, on_one_link("2mbit", prof, burst)[1].paths
+    s0 = (9000 + H) * 8 / 2e6 * 1e3
+    assert shaped.latency_ms == pytest.approx(plain.latency_ms, abs=1e-12)  # the bound: unchanged
+    assert shaped.transmit_ms == pytest.approx(s0, abs=1e-12)
+    assert shaped.expected_queue_ms == pytest.approx(plain.expected_queue_ms, abs=1e-12)
+    assert shaped.expected_ms == pytest.approx(plain.expected_ms - sent_at_once * 8 / 2e6 * 1e3, abs=1e-9)
+    assert plain.expected_ms - shaped.expected_ms <= s0 + 1e-9
+
+
+def test_the_inventorys_burst_takes_sizes():
+    # (an inventory without it hashes as before: test_latency_bound's pinned digest of inventory/edge-lab.yaml)
+    bare = inventory([{"name": "rpi1", "bandwidth": "2mbit"}])
+    assert bare.links[0].burst is None
+    assert inventory([{"name": "rpi1", "bandwidth": "2mbit", "burst": "3.2kB"}]).links[0].burst == 3200
+    assert inventory([{"name": "rpi1", "bandwidth": "2mbit", "burst": 4096}]).links[0].burst == 4096
+    assert inventory([{"name": "rpi1", "bandwidth": "2mbit", "burst": 0}]).digest() != bare.digest()
 
 
 def test_two_flushers_on_one_link_wait_for_each_other_not_for_themselves():
