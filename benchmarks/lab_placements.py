@@ -42,7 +42,8 @@ again): every exchange's flush wait depends on the phase between two tasks' outp
 one run of a 5-exchange path scatters by σ ≈ τ·√(5/12) ≈ 65 ms; the measured figures are the mean over the runs ± their
 sample standard deviation (every run in the JSON under ``runs``), Mbit/s and CPU the means, and a placement holds its
 rate only if every run does. Targets: on every placement that holds its rate the expected figure is within ±25 % of
-the markers' p50 (the prediction is a mean; the median is the robust figure closest to it); where all-on-server
+the markers' p50 (the prediction is a mean; the median is the robust figure closest to it) — over the runs of every
+strategy that chose that placement (greedy and the ILP often do: one placement, one prediction); where all-on-server
 saturates an uplink, the ILP's p99 is below all-on-server's.
 """
 
@@ -504,6 +505,14 @@ def latency_misses(row: dict) -> list[str]:
     return out
 
 
+def placement_latency(rows: list[dict], row: dict) -> dict:
+    """``row``'s latency merged over the runs of every row that ran the same placement and held its rate (``row``
+    among them): one placement, one prediction — greedy and the ILP often choose the same one, and every start draws
+    its flushers' phases anew, so their runs together average more of them."""
+    same = [r for r in rows if "runs" in r and r.get("mapping") == row.get("mapping") and holds_rate(r)]
+    return {"latency": merge_latency([run["latency"] for r in same for run in r["runs"]])}
+
+
 def worst_p99(row: dict) -> float | None:
     values = [lat["markers_p99"] for lat in row.get("latency", []) if lat["markers_p99"] is not None]
     return max(values, default=None)
@@ -533,8 +542,9 @@ def failures_of(rows: list[dict]) -> list[str]:
             failures.append(f"{r['strategy']} did not run as planned (verify not green / subtasks elsewhere)")
         if "wan_wire" in r and holds_rate(r) and data_misses(r):
             failures.append(f"{r['strategy']}: job data off the prediction: {'; '.join(data_misses(r))}")
-        if "wan_wire" in r and holds_rate(r) and latency_misses(r):
-            failures.append(f"{r['strategy']}: latency off the prediction: {'; '.join(latency_misses(r))}")
+        if "wan_wire" in r and holds_rate(r) and latency_misses(placement_latency(rows, r)):
+            failures.append(f"{r['strategy']}: latency off the prediction: "
+                            f"{'; '.join(latency_misses(placement_latency(rows, r)))}")
     if not (ilp and base):
         failures.append("ILP or all-on-server did not run")
     else:
