@@ -542,9 +542,9 @@ def failures_of(rows: list[dict]) -> list[str]:
             failures.append(f"{r['strategy']} did not run as planned (verify not green / subtasks elsewhere)")
         if "wan_wire" in r and holds_rate(r) and data_misses(r):
             failures.append(f"{r['strategy']}: job data off the prediction: {'; '.join(data_misses(r))}")
-        if "wan_wire" in r and holds_rate(r) and latency_misses(placement_latency(rows, r)):
-            failures.append(f"{r['strategy']}: latency off the prediction: "
-                            f"{'; '.join(latency_misses(placement_latency(rows, r)))}")
+        latency_off = latency_misses(placement_latency(rows, r)) if "wan_wire" in r and holds_rate(r) else []
+        if latency_off:
+            failures.append(f"{r['strategy']}: latency off the prediction: {'; '.join(latency_off)}")
     if not (ilp and base):
         failures.append("ILP or all-on-server did not run")
     else:

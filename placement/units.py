@@ -2,7 +2,8 @@
 
 Rates follow tc's spelling (``50mbit``, ``512kbit``, ``1gbit``; ``Mbit/s`` and ``mbps`` are accepted too) and are
 returned in Mbit/s. Times (``50ms``, ``1s``, ``200us``) are returned in milliseconds, sizes (``4GiB``, ``512MiB``,
-``4G``) in MiB (a link's burst in bytes), percentages (``0.5%``) as a percentage number. A bare number means the returned unit.
+``4G``) in MiB (a link's burst in bytes), percentages (``0.5%``) as a percentage number. A bare number means the
+returned unit.
 """
 
 from __future__ import annotations

@@ -75,6 +75,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 import networkx as nx
 
@@ -194,13 +195,22 @@ def message_bytes(ch: Channel, i: int, j: int) -> float:
     return body + MESSAGE_HEADER_BYTES
 
 
-def transmit_ms(ch: Channel, i: int, bandwidth_mbit: float, burst_bytes: float = 0.0) -> float:
-    """``T(e, i, h)``: ms to send the largest message of upstream subtask ``i``'s channels on ``e`` over the link,
-    whose first ``burst_bytes`` leave at once (a shaper's full token bucket; 0 for the bound)."""
+def largest_message_bytes(ch: Channel, i: int) -> float:
+    """Bytes of the largest message of upstream subtask ``i``'s channels on ``e``."""
+    return max((message_bytes(ch, i, j) for j in ch.receivers(i)), default=0.0)
+
+
+def send_ms(size_bytes: float, bandwidth_mbit: float, burst_bytes: float = 0.0) -> float:
+    """ms to send a message of ``size_bytes`` over a link whose first ``burst_bytes`` leave at once (a shaper's full
+    token bucket; 0 for the bound and for a physical link)."""
     if bandwidth_mbit <= 0:
         return math.inf
-    biggest = max((message_bytes(ch, i, j) for j in ch.receivers(i)), default=0.0)
-    return max(0.0, biggest - burst_bytes) * BITS_PER_BYTE / (bandwidth_mbit * MBIT) * 1000.0
+    return max(0.0, size_bytes - burst_bytes) * BITS_PER_BYTE / (bandwidth_mbit * MBIT) * 1000.0
+
+
+def transmit_ms(ch: Channel, i: int, bandwidth_mbit: float) -> float:
+    """``T(e, i, h)``: ms to send the largest message of upstream subtask ``i``'s channels on ``e`` over the link."""
+    return send_ms(largest_message_bytes(ch, i), bandwidth_mbit)
 
 
 # ---- the expected queue: the link's own message mix ------------------------------------------------------------------
@@ -358,6 +368,17 @@ class PathLatency:
 Crossing = tuple[float, float, float, float, str]  # (total, delay, transmit, queue, edge host)
 
 
+class _CrossingSend(NamedTuple):
+    """Upstream subtask ``subtask`` of an edge sends across ``host``'s uplink: its delay and its message's send time,
+    every byte at the rate (the bound's) and after the link's burst (the expected figure's)."""
+
+    delay: float
+    send: float
+    expected_send: float
+    host: str
+    subtask: int
+
+
 def _slowest(crossings: Iterable[Crossing | None]) -> Crossing | None:
     return max((c for c in crossings if c is not None), key=lambda c: c[0], default=None)
 
@@ -370,9 +391,8 @@ def path_latencies(problem: PlacementProblem, assignment: Assignment, link_mbit:
     if not paths:
         return ()
     hosts = problem.host_by_name
-    # per edge: each crossing's (delay, send, expected send, host, upstream subtask); per uplink and flusher (edge,
-    # upstream subtask): the messages of its channels that cross
-    sends: dict[tuple[str, str], list[tuple[float, float, float, str, int]]] = {}
+    # per edge: its crossings; per uplink and flusher (edge, upstream subtask): the messages of its channels that cross
+    sends: dict[tuple[str, str], list[_CrossingSend]] = {}
     messages: dict[str, dict[tuple[tuple[str, str], int], list[tuple[float, float]]]] = {}
     for ch in problem.channels:
         edge = (ch.source, ch.target)
@@ -383,9 +403,9 @@ def path_latencies(problem: PlacementProblem, assignment: Assignment, link_mbit:
                 continue
             away = [j for j in ch.receivers(i) if assignment[(ch.target, j)] != hu]
             if away:
-                h, bandwidth = hosts[hu], hosts[hu].uplink_mbit or 0.0
-                crossing.append((h.uplink_delay_ms, transmit_ms(ch, i, bandwidth),
-                                 transmit_ms(ch, i, bandwidth, h.uplink_burst_bytes), hu, i))
+                h, size = hosts[hu], largest_message_bytes(ch, i)
+                crossing.append(_CrossingSend(h.uplink_delay_ms, send_ms(size, h.uplink_mbit or 0.0),
+                                              send_ms(size, h.uplink_mbit or 0.0, h.uplink_burst_bytes), hu, i))
                 messages.setdefault(hu, {})[(edge, i)] = [channel_messages(ch, i, j) for j in away]
     queue = {h: link_queue_ms(hosts[h], mbit) for h, mbit in link_mbit.items()}
     # per uplink, each flusher's (Σρ_k, Σρ_k·S_k) and the link's totals: a flusher's "others" are the totals less its
@@ -404,9 +424,11 @@ def path_latencies(problem: PlacementProblem, assignment: Assignment, link_mbit:
         return _expected_queue_from_sums(hosts[hu], link_mbit[hu], others, own_rho)
 
     def slowest(edge: tuple[str, str], q, expected: bool) -> Crossing | None:
-        return _slowest((delay + send + w, delay, send, w, hu)
-                        for delay, bound_send, mean_send, hu, i in sends[edge]
-                        for send in (mean_send if expected else bound_send,) for w in (q(edge, i, hu),))
+        crossings = []
+        for c in sends[edge]:
+            send, wait = (c.expected_send if expected else c.send), q(edge, c.subtask, c.host)
+            crossings.append((c.delay + send + wait, c.delay, send, wait, c.host))
+        return _slowest(crossings)
 
     # the slowest crossing of each edge, by each figure
     worst = {e: slowest(e, lambda _e, _i, hu: queue[hu], False) for e in sends}
