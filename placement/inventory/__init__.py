@@ -364,6 +364,17 @@ class Inventory(Strict):
                 return h
         raise KeyError(name)
 
+    def host_of_taskmanager(self, taskmanager_id: str | None, host: str | None) -> Host | None:
+        """The host a TaskManager runs on: the one named as its resource id, else the one whose name or address is
+        its host, else the host part of a default resource id ("10.0.0.5:41231-6a4f1c"); None: no match."""
+        tm, addr = taskmanager_id or "", host or ""
+        for wanted, keys in ((tm, ("name",)), (addr, ("name", "address")), (tm.split(":")[0], ("name", "address"))):
+            if wanted:
+                for h in self.hosts:
+                    if any(getattr(h, k) == wanted for k in keys):
+                        return h
+        return None
+
     @property
     def servers(self) -> list[Host]:
         return [h for h in self.hosts if h.role == "server"]

@@ -157,23 +157,8 @@ def cpu_time_to_host_cores(inventory: Inventory | None, host: str | None) -> flo
 
 def host_speed_for(loc: SubtaskLocation | None, inventory: Inventory | None) -> tuple[float, str | None]:
     """(speed, inventory host name) of the host a subtask ran on; (1.0, None) when it cannot be matched."""
-    h = inventory_host_of(loc.taskmanager_id, loc.host, inventory) if loc is not None else None
+    h = inventory.host_of_taskmanager(loc.taskmanager_id, loc.host) if loc is not None and inventory is not None else None
     return (float(h.speed or 1.0), h.name) if h is not None else (1.0, None)
-
-
-def inventory_host_of(taskmanager_id: str | None, host: str | None, inventory: Inventory | None) -> Host | None:
-    """The inventory host a TaskManager runs on: the one named as its resource id, else the one whose name or
-    address is its host, else the host part of a default resource id ("10.0.0.5:41231-6a4f1c"); None: no match."""
-    if inventory is None:
-        return None
-    tm, host = taskmanager_id or "", host or ""
-    tm_host = tm.split(":")[0]
-    for wanted, keys in ((tm, ("name",)), (host, ("name", "address")), (tm_host, ("name", "address"))):
-        if wanted:
-            for h in inventory.hosts:
-                if any(getattr(h, k) == wanted for k in keys):
-                    return h
-    return None
 
 
 def subtask_hosts(manifest: RunManifest, inventory: Inventory

@@ -74,7 +74,7 @@ from placement.collect.layout import COTENANT_BUSY, COTENANT_SUBTASKS, RunManife
 from placement.costmodel import demand
 from placement.inventory import Inventory
 from placement.profile.format import JobProfile, TaskManagerCpu
-from placement.profile.rules import cpu_time_to_host_cores, inventory_host_of
+from placement.profile.rules import cpu_time_to_host_cores
 
 MIN_CONFIDENT_PAIRS = 5  # sample pairs of the CPU counter behind a confident figure
 MIN_FACTOR = 0.01  # a factor below this is a measurement problem, not a calibration
@@ -158,7 +158,7 @@ def calibrate(profile: JobProfile, runs: Sequence[tuple[RunManifest, pa.Table]],
     speeds: dict[str, float] = {}
     hosts: dict[str, str | None] = {}
     for tm in measured:
-        h = inventory_host_of(tm, infos[tm].host if tm in infos else None, inventory)
+        h = inventory.host_of_taskmanager(tm, infos[tm].host if tm in infos else None) if inventory else None
         speeds[tm], hosts[tm] = (float(h.speed or 1.0), h.name) if h is not None else (1.0, None)
     sources = {v.id for v in profile.sources()}
     for v in profile.vertices:
