@@ -5,7 +5,7 @@
 
 What a user does, per job, on one custom-mode lab (``lab up``): the job submitted unmodified (Flink's own placement)
 -> 60 s for Flink's rate meters -> ``metrics collect`` ``--window`` s (per-subtask busy time and each TaskManager's
-JVM CPU) -> ``profile`` with the lab inventory -> ``plan`` (the ILP at the profiled rates: WAN first, so operators
+JVM CPU, and its CPU per thread over the lab's SSH: ``--inventory``) -> ``profile`` with the lab inventory -> ``plan`` (the ILP at the profiled rates: WAN first, so operators
 move onto the Pis as far as their CPU allows) -> ``apply`` -> 60 s (the moved subtasks' JIT) -> ``lab measure`` over
 ``--window`` s, while ``metrics collect`` polls the job as it did for the profile: each host's TaskManager JVM CPU, in
 the host's own cores, beside plan.json's ``predicted_cores`` for that host (its TaskManager's baseline + its
@@ -118,7 +118,7 @@ def run_job(job: LabJob, state: dict, work: Path, window: float, console: Consol
     time.sleep(chain.METER_SETTLE_S)
     metrics, profile_path, plan_dir = work / f"cpu-{job.key}-metrics", work / f"cpu-{job.key}.json", work / f"cpu-{job.key}-plan"
     cli("metrics", "collect", "--rest", state["rest_url"], "--job", running, "--duration", f"{window:g}",
-        "--interval", "2", "--out", str(metrics), "--quiet")
+        "--interval", "2", "--out", str(metrics), "--inventory", inventory, "--quiet")
     cli("profile", str(metrics), "--out", str(profile_path), "--inventory", inventory, "--warmup", "60", "--quiet")
     cli("plan", "--inventory", inventory, "--profile", str(profile_path), "--out", str(plan_dir), "--quiet")
     proc = subprocess.run([PLACEMENT, "apply", str(plan_dir), "--inventory", inventory, "--job", running, "--settle", "5"],
@@ -132,7 +132,7 @@ def run_job(job: LabJob, state: dict, work: Path, window: float, console: Consol
     # metrics over the measured window too, and that polling is part of the baseline the profile measured
     collector = subprocess.Popen([PLACEMENT, "metrics", "collect", "--rest", state["rest_url"], "--job-name", job.name,
                                   "--duration", f"{window:g}", "--interval", "2", "--out", str(metrics) + "-placed",
-                                  "--quiet"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                  "--inventory", inventory, "--quiet"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     measured = json.loads(cli("lab", "measure", "--workdir", str(work), "--duration", f"{window:g}", "--json"))
     collector.wait(timeout=120)
     chain.cancel_all(rest)

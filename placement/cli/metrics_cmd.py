@@ -41,10 +41,13 @@ def metrics() -> None:
               help="with --prometheus: how far before --since to look for the start of the running attempts")
 @click.option("--metric-prefix", default="flink_taskmanager_job_task_", show_default=True,
               help="with --prometheus: series name before the Flink metric name")
+@click.option("--inventory", type=click.Path(dir_okay=False), metavar="FILE",
+              help="the hosts (with their ssh: settings): also record each TaskManager JVM's CPU per thread from its "
+                   "host's /proc, over SSH as apply reaches them — what profile calibrates each operator's CPU with")
 @click.option("--quiet", is_flag=True, help="no progress bar")
 @click.pass_context
 def collect(ctx, rest_url, job_id, job_name, duration, interval, out_dir, flush, metrics_timeout, run_id, prometheus_url,
-            since, until, step, graph, lookback, metric_prefix, quiet) -> None:
+            since, until, step, graph, lookback, metric_prefix, inventory, quiet) -> None:
     """Sample busy/idle/backpressured time and record/byte rates of every subtask every INTERVAL seconds for
     DURATION seconds, plus the job graph, where each subtask runs, checkpointed state and TaskManagers.
     Ctrl-C stops early and keeps what was collected.
@@ -54,6 +57,7 @@ def collect(ctx, rest_url, job_id, job_name, duration, interval, out_dir, flush,
     from placement.collect.collector import CollectOptions
     from placement.collect.collector import collect as run_collect
     from placement.errors import BadInput
+    from placement.inventory import load_inventory
 
     if bool(job_id) == bool(job_name):
         raise BadInput("give exactly one of --job ID or --job-name NAME", field="--job")
@@ -72,6 +76,7 @@ def collect(ctx, rest_url, job_id, job_name, duration, interval, out_dir, flush,
     options = CollectOptions(
         rest_url=rest_url, out_dir=Path(out_dir), job_id=job_id, job_name=job_name, duration_s=duration,
         interval_s=interval, flush_s=flush, metrics_timeout_s=metrics_timeout, run_id=run_id,
+        inventory=load_inventory(inventory) if inventory else None,
     )
     console = Console(stderr=True, quiet=quiet)
     # The bar starts with the first sampling round, so errors found before it (bad job, no metrics) stay one line.
@@ -111,7 +116,7 @@ def _from_prometheus(ctx: click.Context, url: str, quiet: bool) -> None:
     from placement.errors import BadInput
 
     p = ctx.params
-    for option in ("duration", "interval", "flush", "metrics_timeout", "run_id"):
+    for option in ("duration", "interval", "flush", "metrics_timeout", "run_id", "inventory"):
         if ctx.get_parameter_source(option) is click.core.ParameterSource.COMMANDLINE:
             name = "--" + option.replace("_", "-")
             raise BadInput("applies to REST polling, not --prometheus" + (" (use --step)" if option == "interval" else ""), field=name)

@@ -22,14 +22,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 from placement.collect import rolling, shaping
+from placement.collect.threads import ThreadSampler
 from placement.collect.layout import (
     RATE_METRICS,
     TASKMANAGER_METRICS,
+    THREAD_SCHEMA,
     CheckpointConfig,
     latency_rows_to_table,
     latency_writer,
@@ -40,11 +43,14 @@ from placement.collect.layout import (
     rows_to_table,
     taskmanager_rows_to_table,
     taskmanager_writer,
+    thread_writer,
     write_manifest,
 )
 from placement.errors import BadInput, PlacementError
 from placement.flink.cluster_version import reported_version_text
 from placement.flink.rest import TERMINAL_STATES, FlinkRest, FlinkRestError
+from placement.inventory import Inventory
+from placement.remote import ExecutorFactory
 
 REQUIRED_METRIC = "busyTimeMsPerSecond"
 LATENCY_RELIST_S = 10.0  # how often the vertices' metric listings are read again for new latency-tracking histograms
@@ -87,6 +93,9 @@ class CollectOptions:
     # these bounds (placement.collect.rolling.prune); None keeps everything.
     keep_s: float | None = None
     keep_bytes: int | None = None
+    # The hosts, to read each TaskManager JVM's CPU per thread (placement.collect.threads) with apply's executors;
+    # None: not read (the profile calibrates with busy time as the key).
+    inventory: Inventory | None = None
 
 
 @dataclass
@@ -113,6 +122,8 @@ class _Run:
     latency_names: dict[str, list[str]] = field(default_factory=dict)  # vertex id -> its latency-tracking metrics
     latency_listed: float | None = None  # time.monotonic() of the last listing
     cotenant_vertices: dict[str, list[VertexInfo]] = field(default_factory=dict)  # other running job -> its vertices
+    thread_writer: PartWriter | None = None  # the per-thread CPU parts (layout.thread_writer)
+    thread_buffer: list[dict[str, Any]] = field(default_factory=list)
 
 
 class Collector:
@@ -332,8 +343,36 @@ class Collector:
         if missing:
             manifest.notes.append(f"not reported by this job (recorded as null): {', '.join(missing)}")
         run = _Run(manifest, PartWriter(o.out_dir, job_id, run_id), tm_writer=taskmanager_writer(o.out_dir, job_id, run_id),
-                   latency_writer=latency_writer(o.out_dir, job_id, run_id))
+                   latency_writer=latency_writer(o.out_dir, job_id, run_id),
+                   thread_writer=thread_writer(o.out_dir, job_id, run_id))
         write_manifest(o.out_dir, manifest)
+        with contextlib.ExitStack() as hosts:
+            threads = self.thread_sampler(hosts, manifest)
+            self._loop(run, vertices, tm_ids, job_id, started, threads, on_progress)
+        return run.manifest
+
+    def thread_sampler(self, stack: contextlib.ExitStack, manifest: RunManifest) -> ThreadSampler | None:
+        """The sampler of every TaskManager the inventory names a host for (None without an inventory); the
+        executors close with ``stack``. A TaskManager the inventory does not know is noted in the manifest."""
+        inv = self.o.inventory
+        if inv is None:
+            return None
+        factory = ExecutorFactory(inv, echo=None)
+        stack.callback(factory.close)
+        targets = {}
+        for tm in self.rest.get("/taskmanagers").get("taskmanagers", []):
+            tm_id, port = str(tm.get("id")), tm.get("dataPort")
+            host = inv.host_of_taskmanager(tm_id, shaping.host_of_pekko_path(tm.get("path")))
+            if host is None or not isinstance(port, int) or port <= 0:
+                manifest.notes.append(f"per-thread CPU of TaskManager {tm_id} not recorded: "
+                                      + ("no inventory host matches it" if host is None else "no data port reported"))
+                continue
+            targets[tm_id] = (factory.for_host(host), port)
+        return ThreadSampler(targets, self.clock)
+
+    def _loop(self, run: _Run, vertices: list[VertexInfo], tm_ids: list[str], job_id: str, started: float,
+              threads: ThreadSampler | None, on_progress: Callable[[Progress], None] | None) -> None:
+        o = self.o
         rounds = 0
         last_flush = time.monotonic()
         locations: dict[tuple[str, int], Any] = {}
@@ -350,6 +389,9 @@ class Collector:
                 tm_rows = shaping.with_cotenants(self.sample_taskmanagers(tm_ids), self.cotenant_load(job_id, run))
                 run.tm_buffer.extend(tm_rows)
                 run.tm_seen |= {m for m, c in TASKMANAGER_METRICS.items() for r in tm_rows if r.get(c) is not None}
+                if threads is not None:
+                    run.thread_buffer.extend(threads.sample())
+                    run.manifest.notes.extend(n for n in threads.notes if n not in run.manifest.notes)
                 rounds += 1
                 elapsed = self.clock() - started
                 if on_progress:
@@ -375,7 +417,6 @@ class Collector:
             self._finish(run, locations, job_id)
             raise PlacementError(f"{exc} (kept {run.writer.rows} samples in {run.writer.dir})") from None
         self._finish(run, locations, job_id)
-        return run.manifest
 
     @staticmethod
     def _with_state(v: VertexInfo, sizes: tuple[dict[str, float], dict[str, float]] | None) -> VertexInfo:
@@ -396,9 +437,13 @@ class Collector:
         if run.latency_buffer:
             run.latency_writer.write(latency_rows_to_table(run.latency_buffer))
             run.latency_buffer.clear()
+        if run.thread_buffer:
+            run.thread_writer.write(pa.Table.from_pylist(run.thread_buffer, schema=THREAD_SCHEMA))
+            run.thread_buffer.clear()
         m.samples, m.ended_ms = run.writer.rows, int(self.clock() * 1000)
         m.files, m.taskmanager_files = list(run.writer.files), list(run.tm_writer.files)
         m.latency_files = list(run.latency_writer.files)
+        m.thread_files = list(run.thread_writer.files)
         if self.o.keep_s is not None or self.o.keep_bytes is not None:
             # both kinds of part, by the same age and size bounds (samples: all written, kept or not)
             rolling.prune(self.o.out_dir, now_ms=m.ended_ms, max_age_s=self.o.keep_s, max_bytes=self.o.keep_bytes,
@@ -406,6 +451,7 @@ class Collector:
             m.files = [f for f in m.files if (run.writer.dir / f).exists()]
             m.taskmanager_files = [f for f in m.taskmanager_files if (run.writer.dir / f).exists()]
             m.latency_files = [f for f in m.latency_files if (run.writer.dir / f).exists()]
+            m.thread_files = [f for f in m.thread_files if (run.writer.dir / f).exists()]
         m.locations = [locations[k] for k in sorted(locations)]
         write_manifest(self.o.out_dir, m)
 

@@ -90,6 +90,23 @@ TASKMANAGER_SCHEMA = pa.schema(
     ]
 )
 
+# Per-thread CPU of each TaskManager JVM (issue 23), read over SSH from the host's /proc (placement.collect.threads)
+# when ``metrics collect`` is given an inventory: one row per thread per round, its cumulative CPU time (user +
+# system) in ns of the host's CPU time. A task thread is named "<vertex name> (<i>/<n>)#<attempt>", truncated by Linux to
+# 15 characters; placement.profile.threads maps the names to vertices. Busy time is wall-clock time of a subtask's
+# thread, so it errs where that thread waits without being idle (a rate-limited source, a CPU-quota host); the
+# thread's CPU time does not.
+THREAD_DIR = "_threads"
+THREAD_SCHEMA = pa.schema(
+    [
+        pa.field("ts_ms", pa.int64(), nullable=False),
+        pa.field("taskmanager_id", pa.string(), nullable=False),
+        pa.field("tid", pa.int64(), nullable=False),
+        pa.field("thread", pa.string(), nullable=False),
+        pa.field("cpu_time_ns", pa.int64(), nullable=False),
+    ]
+)
+
 _ID_PATTERN = re.compile(r"^[A-Za-z0-9_.:-]+$")  # ids become directory names
 
 
@@ -179,6 +196,9 @@ class RunManifest(Strict):
         None, ge=0, description="metrics.latency.interval of the job's configuration; null: not set (off by default)")
     latency_files: list[str] = Field(
         default_factory=list, description="latency tracking parts, relative to the run directory (_latency/part-*.parquet)")
+    thread_files: list[str] = Field(
+        default_factory=list, description="per-thread CPU parts, relative to the run directory (_threads/part-*.parquet); "
+                                          "empty: not recorded (no inventory to reach the hosts, or an older run)")
     truth: dict[str, dict[str, float | None]] | None = Field(None, description="synthetic histories: the true figures per vertex")
 
     def vertex(self, vertex_id: str) -> VertexInfo:
@@ -301,6 +321,14 @@ def read_latency(run: Path, manifest: RunManifest) -> pa.Table:
     return pa.concat_tables([t.cast(LATENCY_SCHEMA) for t in tables])
 
 
+def read_thread_cpu(run: Path, manifest: RunManifest) -> pa.Table:
+    """Every per-thread CPU row of a run (empty when it recorded none)."""
+    tables = [pq.read_table(run / f) for f in manifest.thread_files if (run / f).is_file()]
+    if not tables:
+        return THREAD_SCHEMA.empty_table()
+    return pa.concat_tables([t.cast(THREAD_SCHEMA) for t in tables])
+
+
 def _nullable(value: float | None) -> float | None:
     if value is None:
         return None
@@ -374,3 +402,8 @@ def taskmanager_writer(root: str | Path, job_id: str, run_id: str) -> PartWriter
 def latency_writer(root: str | Path, job_id: str, run_id: str) -> PartWriter:
     """The writer of a run's latency-tracking parts: ``_latency/part-*.parquet`` beside the samples."""
     return PartWriter(root, job_id, run_id, schema=LATENCY_SCHEMA, subdir=LATENCY_DIR, use_dictionary=True)
+
+
+def thread_writer(root: str | Path, job_id: str, run_id: str) -> PartWriter:
+    """The writer of a run's per-thread CPU parts: ``_threads/part-*.parquet`` beside the samples."""
+    return PartWriter(root, job_id, run_id, schema=THREAD_SCHEMA, subdir=THREAD_DIR, use_dictionary=True)

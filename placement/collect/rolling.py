@@ -29,6 +29,7 @@ from placement.collect.layout import (
     LATENCY_DIR,
     MANIFEST_NAME,
     TASKMANAGER_DIR,
+    THREAD_DIR,
     find_manifests,
     read_manifest,
     run_dir,
@@ -40,7 +41,9 @@ from placement.errors import BadInput
 SAMPLE_PARTS = "job_id=*/run_id=*/part-*.parquet"
 TASKMANAGER_PARTS = f"job_id=*/run_id=*/{TASKMANAGER_DIR}/part-*.parquet"
 LATENCY_PARTS = f"job_id=*/run_id=*/{LATENCY_DIR}/part-*.parquet"  # latency tracking (issue 25): rolls alike
-SIDE_DIRS = {TASKMANAGER_DIR: "taskmanager_files", LATENCY_DIR: "latency_files"}  # side table dir -> manifest field
+THREAD_PARTS = f"job_id=*/run_id=*/{THREAD_DIR}/part-*.parquet"  # per-thread CPU: rolls alike
+# side table dir -> manifest field
+SIDE_DIRS = {TASKMANAGER_DIR: "taskmanager_files", LATENCY_DIR: "latency_files", THREAD_DIR: "thread_files"}
 
 
 @dataclass(frozen=True)
@@ -90,7 +93,7 @@ def prune(root: str | Path, *, now_ms: int, max_age_s: float | None = None, max_
     sample) and all together take at most ``max_bytes``; the newest part always stays. Run directories left without
     sample parts are removed unless listed in ``keep_runs`` (a run still being written). Returns the deleted part
     files."""
-    parts = parts_of(root, SAMPLE_PARTS, TASKMANAGER_PARTS, LATENCY_PARTS)
+    parts = parts_of(root, SAMPLE_PARTS, TASKMANAGER_PARTS, LATENCY_PARTS, THREAD_PARTS)
     total = sum(p.bytes for p in parts)
     dropped: list[Path] = []
     for p in parts[:-1]:
@@ -120,7 +123,7 @@ def snapshot_window(root: str | Path, dest: str | Path, *, job_name: str, since_
         raise BadInput("exists already (a window snapshot is written once)", source=str(dest))
     chosen: dict[Path, list[Part]] = {}
     side: dict[str, dict[Path, list[Part]]] = {d: {} for d in SIDE_DIRS}
-    for p in parts_of(root, SAMPLE_PARTS, TASKMANAGER_PARTS, LATENCY_PARTS):
+    for p in parts_of(root, SAMPLE_PARTS, TASKMANAGER_PARTS, LATENCY_PARTS, THREAD_PARTS):
         if p.last_ms >= since_ms and (until_ms is None or p.first_ms <= until_ms):
             (chosen if p.path.parent == p.run else side[p.path.parent.name]).setdefault(p.run, []).append(p)
     runs = {d: m for d, m in find_manifests(root) if m.job_name == job_name} if chosen else {}
@@ -135,7 +138,7 @@ def snapshot_window(root: str | Path, dest: str | Path, *, job_name: str, since_
         target.mkdir(parents=True)
         linked = [p.path.name for p in ps if _link(p.path, target / p.path.name)]
         manifest.files = sorted(linked)
-        for sub, attr in SIDE_DIRS.items():  # TaskManager CPU and latency parts
+        for sub, attr in SIDE_DIRS.items():  # TaskManager CPU, latency and thread parts
             if side[sub].get(d):
                 (target / sub).mkdir()
             setattr(manifest, attr, sorted(f"{sub}/{p.path.name}" for p in side[sub].get(d, [])

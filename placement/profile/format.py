@@ -239,6 +239,11 @@ class TaskManagerCpu(Strict):
         None, ge=0, description="busy time of other jobs' subtasks on it (Σ busyTimeMsPerSecond / 1000); its CPU beyond "
         "the baseline is split between them and the job by charge; null: not recorded (older histories)")
     cotenant_subtasks: int | None = Field(None, ge=0, description="how many of their subtasks (most at once)")
+    task_thread_cores: float | None = Field(
+        None, ge=0, description="CPU of the job's task threads on it (per-thread CPU from /proc, metrics collect "
+        "--inventory); its vertices' share of the calibrated CPU follows these; null: not recorded")
+    other_thread_cores: float | None = Field(
+        None, ge=0, description="CPU of its other threads (JIT, GC, netty, flusher, rate limiters, RPC, metrics)")
 
 
 class MeasuredLatency(Strict):

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
-from placement.collect.layout import read_taskmanager_cpu
+from placement.collect.layout import read_taskmanager_cpu, read_thread_cpu
 from placement.errors import BadInput, PlacementError
 from placement.inventory import load_inventory
 from placement.profile.format import JobProfile
@@ -63,7 +63,8 @@ def build_profile(
     runs = [(d, m) for (d, _), m in zip(selection.runs, manifests, strict=True)]
     profile = assemble(manifests, aggregates, options, source=str(metrics_dir))
     cpu = [(m, read_taskmanager_cpu(d, m)) for d, m in runs]  # TaskManager CPU rows: read here, at the edge
-    profile = calibrate(profile, cpu, warmup_s=warmup_s, inventory=inv)
+    threads = [read_thread_cpu(d, m) for d, m in runs]
+    profile = calibrate(profile, cpu, warmup_s=warmup_s, inventory=inv, threads=threads)
     latency = measured_latency(profile, runs, warmup_s=warmup_s, lane_copies=copies)
     if latency:
         profile = profile.model_copy(update={"latency": latency})

@@ -48,6 +48,10 @@ rate-limited source waiting in its limiter (and any thread waiting for a CPU it 
 and it understates what a subtask spends outside its busy time (serialising records in the output flusher, netty,
 timers) — work that moves with the subtask when a plan moves it, so it belongs to the subtask, not to t.
 
+* the threads' CPU recorded on t (``metrics collect --inventory``; :mod:`placement.profile.threads`): each vertex gets
+  its task threads' share of ``U_t`` (``threads``) — the one per-vertex CPU figure; busy time is only the key where
+  that was not recorded. (With a ``residual`` baseline the charge ``B_t`` is shared out so, unchanged in total.)
+  On the lab a rate-limited source's busy time read 3× its thread's CPU while the operators' read 0.8–1.1×;
 * one vertex alone on t: ``k_{v,t} = U_t / B_{t,v}`` (``alone``);
 * an overstatement ``D_t = B_t - U_t > 0`` with sources on t whose charge covers it — the known case, a rate-limited
   source whose busy time reads high: ``k_{src,t} = (B_{t,src} - D_t) / B_{t,src}``, the others 1 (``source``);
@@ -75,6 +79,7 @@ from placement.costmodel import demand
 from placement.inventory import Inventory
 from placement.profile.format import JobProfile, TaskManagerCpu
 from placement.profile.rules import cpu_time_to_host_cores
+from placement.profile.threads import ThreadCpu, thread_cpu
 
 MIN_CONFIDENT_PAIRS = 5  # sample pairs of the CPU counter behind a confident figure
 MIN_FACTOR = 0.01  # a factor below this is a measurement problem, not a calibration
@@ -128,10 +133,12 @@ def _mapping(m: RunManifest) -> dict[tuple[str, int], str | None]:
 
 
 def calibrate(profile: JobProfile, runs: Sequence[tuple[RunManifest, pa.Table]], *, warmup_s: float = 60.0,
-              inventory: Inventory | None = None) -> JobProfile:
+              inventory: Inventory | None = None, threads: Sequence[pa.Table] = ()) -> JobProfile:
     """The profile with each TaskManager's measured CPU and baseline (``profile.taskmanagers``) and its vertices'
-    ``cpu_calibration``, from each run's TaskManager CPU rows (``read_taskmanager_cpu``; the caller reads them);
-    the profile unchanged when no run recorded TaskManager CPU."""
+    ``cpu_calibration``, from each run's TaskManager CPU rows (``read_taskmanager_cpu``; the caller reads them) and,
+    where recorded, its per-thread CPU rows (``threads``, one table per run: ``read_thread_cpu``); the profile
+    unchanged when no run recorded TaskManager CPU."""
+    thread_tables = {m.run_id: t for (m, _), t in zip(runs, threads)}
     with_cpu = [(m, table) for m, table in runs if m.taskmanager_files]
     if not with_cpu:
         return profile
@@ -167,6 +174,8 @@ def calibrate(profile: JobProfile, runs: Sequence[tuple[RunManifest, pa.Table]],
             if tm in charge:
                 charge[tm][v.id] = charge[tm].get(v.id, 0.0) + demand.server_cores(v, s).server_cores / speeds[tm]
 
+    # the job's task threads per TaskManager, from the newest pooled run that recorded them
+    by_thread = _thread_cores(profile, pooled, thread_tables, placement, charge, warmup_s)
     process: dict[str, float] = {}
     load_cores: dict[str, float | None] = {}  # mean CPU.Load x the machine's cores, in the host's cores
     for tm, m in measured.items():
@@ -210,6 +219,9 @@ def calibrate(profile: JobProfile, runs: Sequence[tuple[RunManifest, pa.Table]],
         calibrated = b_charge
         baseline: float | None
         given = prior(tm)
+        to_host = cpu_time_to_host_cores(inventory, hosts[tm])
+        threads_here = by_thread.get(tm)
+        shares = _thread_shares(threads_here, charge[tm])
         others = cotenant[tm] or 0.0
         if not charge[tm] and others > 0:  # only other jobs' subtasks: its CPU is theirs and its baseline's, unsplit
             baseline, basis, confident = None, "co-tenant", False
@@ -217,19 +229,28 @@ def calibrate(profile: JobProfile, runs: Sequence[tuple[RunManifest, pa.Table]],
             baseline, basis, confident = p, "idle", enough
         elif given is None and p - b_charge - others >= 0:
             baseline, basis, confident = p - b_charge - others, "residual", enough
+            if shares is not None:  # the charge as it is, shared out as the threads used it
+                for vid, k in _split_by_threads(charge[tm], shares, b_charge).items():
+                    factors.setdefault(vid, {})[tm] = k
+                    bases.setdefault(vid, f"threads on {tm}")
         else:
             baseline, basis, confident = (min(given, p), "prior", enough) if given is not None else (0.0, "floor", False)
             used = (p - baseline) * own_share(b_charge, others)
             calibrated = used
-            for vid, k in _split(charge[tm], sources, used).items():
+            split = (_split_by_threads(charge[tm], shares, used) if shares is not None
+                     else _split(charge[tm], sources, used))
+            for vid, k in split.items():
                 factors.setdefault(vid, {})[tm] = k
-                bases.setdefault(vid, _which(charge[tm], sources, used) + f" on {tm}")
+                bases.setdefault(vid, ("threads" if shares is not None else _which(charge[tm], sources, used))
+                                 + f" on {tm}")
         out.append(TaskManagerCpu(
             id=tm, host=info.host if info else None, inventory_host=hosts[tm], host_speed=speeds[tm],
             samples=m.samples, subtasks=_count(placement, tm), process_cores=p, load_cores=load_cores[tm],
             charged_cores=b_charge, calibrated_cores=calibrated, baseline_cores=baseline,
             baseline_server_cores=None if baseline is None else baseline * speeds[tm], basis=basis, confident=confident,
             cotenant_cores=cotenant[tm], cotenant_subtasks=m.cotenant_subtasks,
+            task_thread_cores=None if threads_here is None else sum(threads_here.vertices.values()) * to_host,
+            other_thread_cores=None if threads_here is None else threads_here.other * to_host,
         ))
 
     vertices = []
@@ -251,6 +272,39 @@ def calibrate(profile: JobProfile, runs: Sequence[tuple[RunManifest, pa.Table]],
     return profile.model_copy(update={"vertices": vertices, "taskmanagers": out, "job": job})
 
 
+def _thread_cores(profile: JobProfile, pooled: Sequence[tuple[RunManifest, pa.Table]], tables: dict[str, pa.Table],
+                  placement: dict[tuple[str, int], str | None], charge: dict[str, dict[str, float]],
+                  warmup_s: float) -> dict[str, ThreadCpu]:
+    """The job's task threads' CPU per TaskManager (CPU-time cores), from the newest pooled run with thread rows."""
+    recorded = [m for m, _ in pooled if tables.get(m.run_id) is not None and tables[m.run_id].num_rows]
+    if not recorded:
+        return {}
+    m = recorded[-1]
+    subtasks: dict[str, list[tuple[str, str, int, int]]] = {}
+    for v in profile.vertices:
+        for s in v.subtasks:
+            tm = placement.get((v.id, s.index))
+            if tm is not None:
+                subtasks.setdefault(tm, []).append((v.id, v.name, s.index, v.parallelism))
+    return thread_cpu(tables[m.run_id], m.started_ms + int(warmup_s * 1000), subtasks, charge)
+
+
+def _thread_shares(threads: ThreadCpu | None, charge: dict[str, float]) -> dict[str, float] | None:
+    """Each vertex's share of the job's task-thread CPU on a TaskManager; None (keep busy time as the key) when the
+    threads were not recorded there, a vertex's task thread was not found, or they used nothing measurable."""
+    if threads is None or threads.unmatched or not charge:
+        return None
+    total = sum(threads.vertices.get(v, 0.0) for v in charge)
+    if total <= 0:
+        return None
+    return {v: threads.vertices.get(v, 0.0) / total for v in charge}
+
+
+def _split_by_threads(charge: dict[str, float], shares: dict[str, float], used: float) -> dict[str, float]:
+    """Per vertex on one TaskManager, the factor that gives it its threads' share of ``used``."""
+    return {v: max(MIN_FACTOR, min(MAX_FACTOR, used * shares[v] / c)) if c > 0 else 1.0 for v, c in charge.items()}
+
+
 def own_share(charged: float, cotenant: float) -> float:
     """The job's share of what subtasks used on a TaskManager beyond its baseline: ``B_t / (B_t + C_t)``, 1 without
     co-tenants (why busy time is the key: the module doc). It errs as busy time does: a rate-limited source's busy
@@ -266,7 +320,9 @@ def _noted(t: TaskManagerCpu) -> str:
     base = "none" if t.baseline_cores is None else f"{t.baseline_cores:.3f}"
     others = (f", co-tenants {t.cotenant_cores:.3f} busy ({t.cotenant_subtasks or 0} subtasks)"
               if t.cotenant_cores else "")
-    return f"{t.id} {t.process_cores:.3f} cores, baseline {base} ({t.basis}){others}"
+    threads = (f", task threads {t.task_thread_cores:.3f} + other {t.other_thread_cores:.3f}"
+               if t.task_thread_cores is not None and t.other_thread_cores is not None else "")
+    return f"{t.id} {t.process_cores:.3f} cores, baseline {base} ({t.basis}){others}{threads}"
 
 
 def _count(placement: dict[tuple[str, int], str | None], tm: str) -> int:

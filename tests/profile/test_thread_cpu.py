@@ -1,0 +1,195 @@
+"""Issue 23: each TaskManager JVM's CPU per thread (placement.collect.threads) and what profile makes of it
+(placement.profile.threads, placement.profile.tm_cpu): a vertex's share of its TaskManager's CPU follows its task
+threads' CPU time, not its busy time. The listing is read for real from a process of this test (its threads named
+as Flink names task threads); the calibration from a recorded history whose figures follow by hand."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from test_tm_cpu import SECONDS, T0, inventory, write_job
+
+from placement.collect.layout import (
+    THREAD_SCHEMA,
+    VertexInfo,
+    find_manifests,
+    read_manifest,
+    thread_writer,
+    write_manifest,
+)
+from placement.collect.threads import ThreadSampler, parse_thread_stats, thread_stats_argv
+from placement.errors import PlacementError
+from placement.profile.pipeline import build_profile
+from placement.profile.threads import names_of, thread_cpu
+from placement.remote import LocalExecutor
+
+# A process that listens on a port (as a TaskManager on its data port) and runs two named threads: one spinning
+# ("Map (1/2)#0", as Flink names subtask 0 of a vertex "Map" of parallelism 2) and one asleep.
+_CHILD = r"""
+import ctypes, socket, sys, threading, time
+libc = ctypes.CDLL(None)
+def named(name, work):
+    def run():
+        libc.prctl(15, name.encode(), 0, 0, 0)  # PR_SET_NAME: the thread's name in /proc
+        work()
+    threading.Thread(target=run, daemon=True).start()
+def spin():
+    while True:
+        sum(range(1000))
+named("Map (1/2)#0", spin)
+named("Sink: A very long name (1/1)#0", lambda: time.sleep(3600))
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
+print(s.getsockname()[1], flush=True)
+time.sleep(3600)
+"""
+
+
+@pytest.fixture
+def listening_jvm_stand_in():
+    proc = subprocess.Popen([sys.executable, "-c", _CHILD], stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(proc.stdout.readline())
+        yield proc, port
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_the_threads_of_the_process_listening_on_the_data_port_are_read_with_their_names_and_cpu(listening_jvm_stand_in):
+    _, port = listening_jvm_stand_in
+    executor = LocalExecutor("here")
+    first = parse_thread_stats(executor.run(thread_stats_argv(port), check=True, mutates=False).stdout)
+    time.sleep(1.0)
+    second = parse_thread_stats(executor.run(thread_stats_argv(port), check=True, mutates=False).stdout)
+    names = {name for _, name, _ in second}
+    # the kernel keeps 15 characters of a name: the long one is cut, as a long vertex name is
+    assert {"Map (1/2)#0", "Sink: A very lo"} <= names
+    before = {tid: ns for tid, _, ns in first}
+    spun = next(ns - before[tid] for tid, name, ns in second if name == "Map (1/2)#0")
+    slept = next(ns - before[tid] for tid, name, ns in second if name == "Sink: A very lo")
+    assert spun > 0.3e9 and slept < 0.05e9  # the spinning thread used most of the second, the sleeping one none
+
+
+def test_a_port_nobody_listens_on_is_a_note_not_a_failure():
+    with __import__("socket").socket() as s:
+        s.bind(("127.0.0.1", 0))
+        free = s.getsockname()[1]  # bound, not listening
+        sampler = ThreadSampler({"tm1": (LocalExecutor("here"), free)}, clock=time.time)
+        assert sampler.sample() == [] and sampler.sample() == []
+    assert sampler.notes == [f"per-thread CPU of TaskManager tm1 not recorded: no process of this user listens on port {free}"]
+
+
+def test_the_listing_parses_names_with_spaces_and_parentheses():
+    text = ("100\n"
+            "4242 (Source: Gen (1/) S 1 2 3 4 5 6 7 8 9 10 250 50 0 0\n"  # a cut name with a parenthesis in it
+            "4243 (flink-rate-limi) S 1 2 3 4 5 6 7 8 9 10 7 3 0 0\n"
+            "garbage\n")
+    assert parse_thread_stats(text) == [(4242, "Source: Gen (1/", 3_000_000_000), (4243, "flink-rate-limi", 100_000_000)]
+    with pytest.raises(PlacementError):
+        parse_thread_stats("")
+
+
+@pytest.mark.parametrize("comm, name, index, parallelism, expected", [
+    ("Map (1/2)#0", "Map", 0, 2, True),
+    ("Map (1/2)#12", "Map", 0, 2, True),  # a restarted attempt
+    ("Map (2/2)#0", "Map", 0, 2, False),  # the other subtask
+    ("Map (1/2)#0", "Map", 0, 3, False),
+    ("Mapper (1/2)#0", "Map", 0, 2, False),
+    ("Parse Meters (1", "Parse Meters", 0, 1, True),  # cut inside the subtask's number
+    ("Source: Cameras", "Source: Cameras", 0, 1, True),  # cut right after the name
+    ("Source: Cameras", "Source: Cameras2", 0, 1, True),  # the first 15 characters agree: both are candidates
+    ("C2 CompilerThre", "C2", 0, 1, False),
+])
+def test_a_task_threads_kernel_name_is_matched_to_its_vertex(comm, name, index, parallelism, expected):
+    assert names_of(comm, name, index, parallelism) is expected
+
+
+def _thread_rows(tm: str, threads: dict[tuple[int, str], float], seconds: int = SECONDS) -> list[dict]:
+    """A row per thread per second; each thread's counter grows at its cores."""
+    return [{"ts_ms": T0 + k * 1000, "taskmanager_id": tm, "tid": tid, "thread": name,
+             "cpu_time_ns": int(1e9 + k * cores * 1e9)} for k in range(seconds) for (tid, name), cores in threads.items()]
+
+
+def test_thread_cpu_per_vertex_splits_a_shared_name_by_charge_and_leaves_the_rest_to_the_taskmanager():
+    rows = _thread_rows("tm", {(1, "Map (1/2)#0"): 0.2, (2, "Map (2/2)#0"): 0.1, (3, "A long vertex n"): 0.3,
+                               (4, "C2 CompilerThre"): 0.05, (5, "OutputFlusher f"): 0.01})
+    rows += _thread_rows("tm", {(6, "Sink (1/1)#0"): 0.5}, seconds=1)  # seen once: not a rate
+    on_tm = [("map", "Map", 0, 2), ("map", "Map", 1, 2), ("a", "A long vertex name", 0, 1),
+             ("b", "A long vertex name too", 0, 1), ("sink", "Sink", 0, 1)]
+    got = thread_cpu(pa.Table.from_pylist(rows, schema=THREAD_SCHEMA), 0, {"tm": on_tm},
+                     {"tm": {"a": 0.3, "b": 0.1, "map": 0.2}})["tm"]
+    assert got.vertices == pytest.approx({"map": 0.3, "a": 0.225, "b": 0.075})
+    assert got.other == pytest.approx(0.06) and got.unmatched == ("sink",)
+
+
+def _history_with_threads(root: Path, threads: dict[str, dict[tuple[int, str], float]]) -> None:
+    """tm_cpu's history with the source and one map subtask on rpi1, and per-thread rows for ``threads``."""
+    vertices = [VertexInfo(id="src", name="Source: Gen", parallelism=1), VertexInfo(id="map", name="Map", parallelism=2),
+                VertexInfo(id="sink", name="Sink: Out", parallelism=1)]
+    busy = {("src", 0): 500.0, ("map", 0): 300.0, ("map", 1): 300.0, ("sink", 0): 100.0}
+    where = {("src", 0): "rpi1", ("map", 0): "rpi1", ("map", 1): "srv", ("sink", 0): "srv"}
+    rates = {"src": (0.0, 1000.0), "map": (500.0, 500.0), "sink": (1000.0, 0.0)}
+    write_job(root, "j1", "cpu-job", vertices, busy, where, rates, {"srv": 0.85, "rpi1": 0.30, "rpi2": 0.05})
+    (run, m), = find_manifests(root)
+    writer = thread_writer(root, m.job_id, m.run_id)
+    writer.write(pa.Table.from_pylist([r for tm, t in threads.items() for r in _thread_rows(tm, t)], schema=THREAD_SCHEMA))
+    m = read_manifest(run / "_manifest.json")
+    m.thread_files = writer.files
+    write_manifest(root, m)
+
+
+def _profile(tmp_path: Path):
+    inv = tmp_path / "inventory.json"
+    inv.write_text(json.dumps(inventory().model_dump(mode="json", by_alias=True)))
+    return build_profile(tmp_path / "metrics", engine="pandas", warmup_s=0, inventory=inv)
+
+
+def test_each_vertex_takes_its_task_threads_share_of_what_the_taskmanager_used(tmp_path):
+    """rpi1's JVM uses 0.30 Pi cores, 0.05 of them its own (the idle rpi2's baseline): 0.25 for the source and the
+    map subtask, charged 0.5 and 0.3 by busy time. Their threads used 0.05 and 0.15 (the rest: JIT, flusher, a rate
+    limiter), so the source gets a quarter of 0.25 and the map three quarters: k = 0.0625 / 0.5 and 0.1875 / 0.3 there.
+    Busy time as the key ("shared": both 0.25 / 0.8) gave the source five times its thread's share."""
+    _history_with_threads(tmp_path / "metrics", {
+        "rpi1": {(1, "Source: Gen (1/"): 0.05, (2, "Map (1/2)#0"): 0.15, (3, "flink-rate-limi"): 0.04,
+                 (4, "C2 CompilerThre"): 0.02},
+        "srv": {(10, "Map (2/2)#0"): 0.35, (11, "Sink: Out (1/1)"): 0.15, (12, "flink-scheduler"): 0.3},
+    })
+    profile = _profile(tmp_path)
+    tms = {t.id: t for t in profile.taskmanagers}
+    rpi1, srv = tms["rpi1"], tms["srv"]
+    assert rpi1.basis == "prior" and rpi1.calibrated_cores == pytest.approx(0.25)
+    assert rpi1.task_thread_cores == pytest.approx(0.20) and rpi1.other_thread_cores == pytest.approx(0.06)
+    src = profile.vertex("src")
+    assert src.cpu_calibration == pytest.approx(0.0625 / 0.5) and src.stats["cpu_calibration_basis"] == "threads on rpi1"
+    # the server: 0.835 used beside its 0.015 baseline, map's subtask 0.35 / 0.5 of the threads, the sink's 0.15 / 0.5
+    k_map_srv, k_map_rpi1 = 0.835 * 0.7 / 0.3, 0.1875 / 0.3
+    assert profile.vertex("sink").cpu_calibration == pytest.approx(0.835 * 0.3 / 0.1, rel=1e-5)
+    # a vertex on two TaskManagers: their factors weighted by its charge on each (0.3 Pi cores = 0.09 server cores
+    # on rpi1 vs 0.3 on the server, in each host's own cores: 0.3 and 0.3)
+    assert profile.vertex("map").cpu_calibration == pytest.approx((k_map_rpi1 * 0.3 + k_map_srv * 0.3) / 0.6, rel=1e-5)
+    assert "task threads 0.200 + other 0.060" in (profile.job.note or "") and srv.task_thread_cores == pytest.approx(0.5)
+
+
+def test_without_a_vertexs_task_thread_busy_time_stays_the_key(tmp_path):
+    """rpi1's listing lacks the map subtask's thread (a name that did not match): its vertices are split by busy time
+    as before (shared: busy time overstates by more than the source's charge, so both get 0.25 / 0.8)."""
+    _history_with_threads(tmp_path / "metrics", {"rpi1": {(1, "Source: Gen (1/"): 0.05, (3, "flink-rate-limi"): 0.04}})
+    profile = _profile(tmp_path)
+    assert profile.vertex("src").stats["cpu_calibration_basis"] == "shared on rpi1"
+    assert profile.vertex("src").cpu_calibration == pytest.approx(0.25 / 0.8)
+
+
+def test_a_history_without_thread_rows_profiles_as_before(tmp_path):
+    write_job(tmp_path / "metrics", "j1", "cpu-job",
+              [VertexInfo(id="src", name="Source: Gen", parallelism=1)], {("src", 0): 500.0}, {("src", 0): "rpi1"},
+              {"src": (0.0, 1000.0)}, {"srv": 0.85, "rpi1": 0.30, "rpi2": 0.05})
+    profile = _profile(tmp_path)
+    rpi1 = next(t for t in profile.taskmanagers if t.id == "rpi1")
+    assert rpi1.task_thread_cores is None and profile.vertex("src").stats["cpu_calibration_basis"] == "alone on rpi1"
+
