@@ -361,13 +361,15 @@ class Collector:
         stack.callback(factory.close)
         targets = {}
         for tm in self.rest.get("/taskmanagers").get("taskmanagers", []):
-            tm_id, port = str(tm.get("id")), tm.get("dataPort")
-            host = inv.host_of_taskmanager(tm_id, shaping.host_of_pekko_path(tm.get("path")))
+            tm_id, port, address = str(tm.get("id")), tm.get("dataPort"), shaping.host_of_pekko_path(tm.get("path"))
+            host = inv.host_of_taskmanager(tm_id, address)
             if host is None or not isinstance(port, int) or port <= 0:
                 manifest.notes.append(f"per-thread CPU of TaskManager {tm_id} not recorded: "
                                       + ("no inventory host matches it" if host is None else "no data port reported"))
                 continue
-            targets[tm_id] = (factory.for_host(host), port)
+            # reached where Flink says it runs, with its host's SSH settings (an inventory's example addresses for a
+            # cluster on this machine would be a connect timeout, and the wrong machine)
+            targets[tm_id] = (factory.for_host(host.model_copy(update={"address": address or host.address})), port)
         return ThreadSampler(targets, self.clock)
 
     def _loop(self, run: _Run, vertices: list[VertexInfo], tm_ids: list[str], job_id: str, started: float,

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from placement.collect.collector import CollectOptions, Collector
 from placement.errors import PlacementError
+from placement.inventory import Inventory
 from placement.watch.options import Status, WatchOptions
 
 
@@ -16,8 +17,9 @@ class CollectorThread:
     history, across redeploys. Several jobs watched: one each, each into its own history."""
 
     def __init__(self, rest_url: str, options: WatchOptions, history: Path, stop: threading.Event, status: Status,
-                 job_name: str | None = None):
+                 job_name: str | None = None, inventory: Inventory | None = None):
         self.rest_url, self.o, self.history, self.stop_event, self.status = rest_url, options, history, stop, status
+        self.inventory = inventory  # the hosts: each TaskManager's CPU per thread is read too (the re-plans' CPU)
         self.job_name = job_name or options.job_name
         self.thread = threading.Thread(target=self._run, name=f"watch-collector-{self.job_name}", daemon=True)
         self.error: str | None = None
@@ -35,6 +37,7 @@ class CollectorThread:
             collector = Collector(CollectOptions(
                 rest_url=self.rest_url, out_dir=self.history, job_name=self.job_name, duration_s=1e9,
                 interval_s=o.sample_s, flush_s=o.flush_s, keep_s=o.keep_s, keep_bytes=o.keep_bytes,
+                inventory=self.inventory,
             ), sleep=self._sleep)
             try:
                 self._say("waiting for the job")

@@ -180,7 +180,7 @@ class Watch:
             for d in (track.history, track.windows_dir):
                 d.mkdir(parents=True, exist_ok=True)
             collectors.append(CollectorThread(self.inventory.flink.rest_url, self.o, track.history, self.stop_event,
-                                              self.status, job_name=track.name))
+                                              self.status, job_name=track.name, inventory=self.inventory))
         for collector in collectors:
             collector.start()
         started = self.clock()

@@ -27,6 +27,7 @@ from placement.lab import chain
 from placement.lab.jobs import IOT_SENSOR_JOB
 from placement.lab.runner import leftovers
 from placement.netns import netns_available
+from placement.profile.format import load_profile
 from placement.writers.planjson import load_plan
 
 NO_NETNS = netns_available()
@@ -102,10 +103,18 @@ def test_profile_plan_move_and_measure_on_the_real_lab(tmp_path):
         # profile's 10-sample confidence floor; each is a 60 s average already)
         job = chain.submit(rest, jar, IOT_SENSOR_JOB, JOB_ARGS)
         time.sleep(chain.METER_SETTLE_S)
+        # (with the inventory: each TaskManager's threads too, over the edge hosts' sshd and locally on the server)
         cli("metrics", "collect", "--rest", st["rest_url"], "--job-name", "iot-sensors", "--duration", "30",
-            "--interval", "2", "--out", str(tmp_path / "metrics"), "--quiet")
+            "--interval", "2", "--out", str(tmp_path / "metrics"), "--inventory", lab_inv, "--quiet")
         cli("profile", str(tmp_path / "metrics"), "--out", str(tmp_path / "profile.json"), "--inventory", lab_inv,
             "--warmup", "60", "--quiet")
+        profile = load_profile(tmp_path / "profile.json")
+        # issue 23: every TaskManager's threads were read (none noted as unreachable) and every vertex's CPU share
+        # follows its task threads: each subtask's thread was found on the TaskManager it ran on
+        assert all(t.task_thread_cores is not None and t.other_thread_cores is not None for t in profile.taskmanagers), \
+            profile.job.note
+        assert {v.stats.get("cpu_calibration_basis", "").split(" on ")[0] for v in profile.vertices} == {"threads"}, \
+            [(v.name, v.stats.get("cpu_calibration_basis")) for v in profile.vertices]
         out = cli("plan", "--inventory", lab_inv, "--profile", str(tmp_path / "profile.json"), "--out",
                   str(tmp_path / "plan"))
         plan = load_plan(tmp_path / "plan" / "plan.json")
