@@ -6,7 +6,8 @@
 What a user does, per job, on one custom-mode lab (``lab up``): the job submitted unmodified (Flink's own placement)
 -> 60 s for Flink's rate meters -> ``metrics collect`` ``--window`` s (per-subtask busy time and each TaskManager's
 JVM CPU, and its CPU per thread over the lab's SSH: ``--inventory``) -> ``profile`` with the lab inventory -> ``plan`` (the ILP at the profiled rates: WAN first, so operators
-move onto the Pis as far as their CPU allows) -> ``apply`` -> 60 s (the moved subtasks' JIT) -> ``lab measure`` over
+move onto the Pis as far as their CPU allows) -> ``apply`` -> until the moved subtasks' JIT has settled (every edge
+TaskManager's compiler threads under 0.02 host cores over 15 s; 60 s at least, 360 s at most) -> ``lab measure`` over
 ``--window`` s, while ``metrics collect`` polls the job as it did for the profile: each host's TaskManager JVM CPU, in
 the host's own cores, beside plan.json's ``predicted_cores`` for that host (its TaskManager's baseline + its
 subtasks' calibrated cores).
@@ -15,7 +16,8 @@ subtasks' calibrated cores).
 calibration — the profile's ``taskmanagers`` and ``cpu_calibration`` dropped) for the same placement.
 
 Target (issue 23): every edge host within ±15 % of the measured, or within 0.03 host cores where the host is nearly
-idle. Prints a PASS/FAIL line per edge host and a table; exit 1 on any FAIL. Writes ``<workdir>/../cpu_accuracy.json``.
+idle (measured below 0.2 host cores). Prints a PASS/FAIL line per edge host and a table; exit 1 on any FAIL. Writes
+``<workdir>/../cpu_accuracy.json``.
 
 ``--reprice`` runs no lab: it profiles the recorded histories of an earlier run (in ``--workdir``) again with this
 checkout's profile and cost model and prices the placements that were measured, against the CPU measured then — the
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -47,13 +50,23 @@ from placement.flink.rest import FlinkRest  # noqa: E402
 from placement.inventory import load_inventory  # noqa: E402
 from placement.lab import chain  # noqa: E402
 from placement.lab.jobs import BRANCHING_JOB, IOT_SENSOR_JOB, NEXMARK_BIDS_JOB  # noqa: E402
+from placement.lab.measure import taskmanager_pids  # noqa: E402
 from placement.profile.format import JobProfile, load_profile  # noqa: E402
 from placement.writers.planjson import load_plan  # noqa: E402
 
 TOLERANCE = 0.15
 IDLE_ABS = 0.03  # host cores: a nearly idle host is held to this absolute error instead
-# after apply: the moved subtasks start on cold JIT, which on a 0.3-core Pi compiles for tens of seconds
+NEARLY_IDLE = 0.2  # host cores measured: below a fifth of its cores a host counts as nearly idle
+# after apply: the moved subtasks start on cold JIT, which on a 0.3-core Pi compiles for minutes: the model predicts
+# the steady state, so the measurement waits until every edge TaskManager's compiler threads (C1, C2) use under
+# JIT_SETTLED of its host's cores over JIT_WINDOW_S (at most JIT_MAX_S after SETTLE_S). Measured before this wait: the
+# placed Pi's C2 thread used 0.04-0.09 host cores 60 s after the apply, 22-23 % of the host's CPU
 SETTLE_S = 60
+TICKS = os.sysconf("SC_CLK_TCK")
+JIT_SETTLED = 0.02
+JIT_WINDOW_S = 15
+JIT_MAX_S = 300
+COMPILER_THREADS = ("C1 CompilerThre", "C2 CompilerThre")
 
 
 @dataclass(frozen=True)
@@ -107,6 +120,38 @@ def busy_time_only(profile: JobProfile) -> JobProfile:
     return JobProfile.model_validate(data)
 
 
+def compiler_cpu_s(state: dict) -> dict[str, float]:
+    """Edge host -> CPU seconds its TaskManager JVM's JIT compiler threads have used (from /proc: the lab is here)."""
+    out = {}
+    for h in state["hosts"]:
+        if not h.get("cgroup") or h.get("role") == "server":
+            continue
+        total = 0.0
+        for pid in taskmanager_pids(Path(h["cgroup"])):
+            for task in Path(f"/proc/{pid}/task").glob("*"):
+                try:
+                    if (task / "comm").read_text().strip() in COMPILER_THREADS:
+                        fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+                        total += (int(fields[11]) + int(fields[12])) / TICKS
+                except (OSError, IndexError, ValueError):
+                    continue  # the thread ended
+        out[h["name"]] = total
+    return out
+
+
+def wait_for_jit(state: dict) -> float:
+    """Seconds until every edge TaskManager's JIT compiler threads used under JIT_SETTLED host cores over a window."""
+    speeds = {h["name"]: float(h.get("speed") or 1.0) for h in state["hosts"]}
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < JIT_MAX_S:
+        before = compiler_cpu_s(state)
+        time.sleep(JIT_WINDOW_S)
+        after = compiler_cpu_s(state)
+        if all((after[h] - before.get(h, 0.0)) / JIT_WINDOW_S / speeds[h] < JIT_SETTLED for h in after):
+            break
+    return time.monotonic() - t0
+
+
 def run_job(job: LabJob, state: dict, work: Path, window: float, console: Console) -> list[dict]:
     rest = FlinkRest(state["rest_url"])
     chain.cancel_all(rest)
@@ -128,6 +173,7 @@ def run_job(job: LabJob, state: dict, work: Path, window: float, console: Consol
     if not as_planned:
         console.print(f"[red]{job.key}: apply failed[/] ({proc.returncode}): {proc.stderr.strip()[-800:]}")
     time.sleep(SETTLE_S)
+    jit_s = wait_for_jit(state)
     # observed as it was profiled (and as `placement watch` observes it): the collector polls the TaskManagers'
     # metrics over the measured window too, and that polling is part of the baseline the profile measured
     collector = subprocess.Popen([PLACEMENT, "metrics", "collect", "--rest", state["rest_url"], "--job-name", job.name,
@@ -141,14 +187,16 @@ def run_job(job: LabJob, state: dict, work: Path, window: float, console: Consol
     inv = load_inventory(inventory)
     assignment = {(a.vertex_id, a.subtask): a.host for a in plan.assignment}
     before = {h.host: h.cores_used for h in evaluate(build_problem(inv, busy_time_only(profile)), assignment).hosts}
-    console.print(f"{job.key}: {'placed as planned' if as_planned else 'NOT placed as planned'}; TaskManager "
+    console.print(f"{job.key}: {'placed as planned' if as_planned else 'NOT placed as planned'}; JIT settled "
+                  f"{SETTLE_S + jit_s:.0f} s after the apply; TaskManager "
                   "baselines " + ", ".join(f"{t.id} {t.baseline_cores:.3f} ({t.basis})" for t in profile.taskmanagers))
     rows = []
     for c in measured["cpu"]:
         host = next(h for h in plan.hosts if h.host == c["host"])
         rows.append({"job": job.key, "host": c["host"], "role": host.role, "placed": as_planned,
                      "subtasks": host.subtasks, "predicted": host.predicted_cores, "baseline": host.baseline_cores or 0.0,
-                     "basis": host.baseline_basis, "before": before.get(c["host"], 0.0), "measured": c["host_cores"]})
+                     "basis": host.baseline_basis, "before": before.get(c["host"], 0.0), "measured": c["host_cores"],
+                     "jit_settle_s": round(SETTLE_S + jit_s)})
     return rows
 
 
@@ -172,7 +220,7 @@ def reprice(work: Path, rows: list[dict]) -> list[dict]:
 
 def judged(row: dict) -> tuple[bool, float]:
     err = row["predicted"] / row["measured"] - 1 if row["measured"] > 0 else float("inf")
-    ok = abs(err) <= TOLERANCE or abs(row["predicted"] - row["measured"]) <= IDLE_ABS
+    ok = abs(err) <= TOLERANCE or (row["measured"] < NEARLY_IDLE and abs(row["predicted"] - row["measured"]) <= IDLE_ABS)
     return ok, err
 
 

@@ -210,7 +210,8 @@ def apply_plan(rest: FlinkRest, jar: str, spec: JobSpec, args: list[str], plan_d
 
 
 def profile_unpinned(spec: JobSpec, args: list[str], inventory: str, work: Path, state: dict, engine: str) -> str:
-    """The job unpinned with ``args``, 60 s for Flink's rate meters, ``metrics collect`` 60 s, ``profile``; the job
+    """The job unpinned with ``args``, 60 s for Flink's rate meters, ``metrics collect`` 60 s (with the TaskManagers'
+    threads, over the lab's SSH), ``profile``; the job
     is cancelled after. Returns the profile's path."""
     rest = FlinkRest(state["rest_url"])
     job = chain.submit(rest, state["jar"], spec.entry_class, args)
@@ -218,7 +219,7 @@ def profile_unpinned(spec: JobSpec, args: list[str], inventory: str, work: Path,
     metrics_dir = work / f"bench-metrics-{spec.key}"
     shutil.rmtree(metrics_dir, ignore_errors=True)
     cli("metrics", "collect", "--rest", state["rest_url"], "--job", job, "--duration", "60", "--interval", "2",
-        "--out", str(metrics_dir), "--quiet")
+        "--out", str(metrics_dir), "--inventory", inventory, "--quiet")  # with each TaskManager's threads
     profile_path = str(work / f"bench-profile-{spec.key}.json")
     cli("profile", str(metrics_dir), "--out", profile_path, "--inventory", inventory, "--engine", engine, "--quiet")
     chain.cancel_all(rest)

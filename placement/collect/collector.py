@@ -360,7 +360,12 @@ class Collector:
         factory = ExecutorFactory(inv, echo=None)
         stack.callback(factory.close)
         targets = {}
-        for tm in self.rest.get("/taskmanagers").get("taskmanagers", []):
+        try:
+            listed = self.rest.get("/taskmanagers").get("taskmanagers", [])
+        except FlinkRestError as exc:
+            manifest.notes.append(f"per-thread CPU not recorded: the TaskManagers could not be listed ({exc})")
+            return None
+        for tm in listed:
             tm_id, port, address = str(tm.get("id")), tm.get("dataPort"), shaping.host_of_pekko_path(tm.get("path"))
             host = inv.host_of_taskmanager(tm_id, address)
             if host is None or not isinstance(port, int) or port <= 0:

@@ -15,7 +15,9 @@ JVM process CPU (``Status.JVM.CPU.Time``, cumulative ns of all its threads) besi
   metric store, refreshed every ``metrics.fetcher.update-interval`` (10 s by default), so the same value comes back
   for several polls: only the samples at which the value changed are paired (each is at most one poll interval
   after the refresh that brought it), not the poll times of repeated readings. Without ``CPU.Time``: mean ``CPU.Load`` × the
-  machine's cores.
+  machine's cores. Where the history has t's threads (``metrics collect --inventory``), their CPU summed instead: the
+  kernel's figure for the process, read every round (over a 30 s window CPU.Time gives two or three pairs: an idle lab
+  Pi read 0.054 cores from it against 0.087 from its threads, and 0.087 is what it went on using).
 * ``B_t = Σ_v B_{t,v}``: what the cost model charges the job's subtasks on t — the busy-time rule of
   :func:`placement.costmodel.demand.server_cores` (floor and NaN rule included) divided by ``σ_t``.
 * ``C_t``: the co-tenants' charge — the other running jobs' subtasks on t (several pipelines share an edge fleet's
@@ -183,7 +185,9 @@ def calibrate(profile: JobProfile, runs: Sequence[tuple[RunManifest, pa.Table]],
         info = infos.get(tm)
         load_cores[tm] = (statistics.fmean(m.loads) * float(info.hardware_cpu_cores) * to_host
                           if m.loads and info is not None and info.hardware_cpu_cores else None)
-        if m.pairs > 0 and m.wall_s > 0:
+        if tm in by_thread:  # the kernel's figure, read every round (CPU.Time comes from a store refreshed every 10 s)
+            process[tm] = (sum(by_thread[tm].vertices.values()) + by_thread[tm].other) * to_host
+        elif m.pairs > 0 and m.wall_s > 0:
             process[tm] = m.cpu_s / m.wall_s * to_host
         elif load_cores[tm] is not None:
             process[tm] = load_cores[tm]

@@ -157,14 +157,14 @@ def test_each_vertex_takes_its_task_threads_share_of_what_the_taskmanager_used(t
     Busy time as the key ("shared": both 0.25 / 0.8) gave the source five times its thread's share."""
     _history_with_threads(tmp_path / "metrics", {
         "rpi1": {(1, "Source: Gen (1/"): 0.05, (2, "Map (1/2)#0"): 0.15, (3, "flink-rate-limi"): 0.04,
-                 (4, "C2 CompilerThre"): 0.02},
-        "srv": {(10, "Map (2/2)#0"): 0.35, (11, "Sink: Out (1/1)"): 0.15, (12, "flink-scheduler"): 0.3},
+                 (4, "C2 CompilerThre"): 0.06},
+        "srv": {(10, "Map (2/2)#0"): 0.35, (11, "Sink: Out (1/1)"): 0.15, (12, "flink-scheduler"): 0.35},
     })
     profile = _profile(tmp_path)
     tms = {t.id: t for t in profile.taskmanagers}
     rpi1, srv = tms["rpi1"], tms["srv"]
     assert rpi1.basis == "prior" and rpi1.calibrated_cores == pytest.approx(0.25)
-    assert rpi1.task_thread_cores == pytest.approx(0.20) and rpi1.other_thread_cores == pytest.approx(0.06)
+    assert rpi1.task_thread_cores == pytest.approx(0.20) and rpi1.other_thread_cores == pytest.approx(0.10)
     src = profile.vertex("src")
     assert src.cpu_calibration == pytest.approx(0.0625 / 0.5) and src.stats["cpu_calibration_basis"] == "threads on rpi1"
     # the server: 0.835 used beside its 0.015 baseline, map's subtask 0.35 / 0.5 of the threads, the sink's 0.15 / 0.5
@@ -173,16 +173,37 @@ def test_each_vertex_takes_its_task_threads_share_of_what_the_taskmanager_used(t
     # a vertex on two TaskManagers: their factors weighted by its charge on each (0.3 Pi cores = 0.09 server cores
     # on rpi1 vs 0.3 on the server, in each host's own cores: 0.3 and 0.3)
     assert profile.vertex("map").cpu_calibration == pytest.approx((k_map_rpi1 * 0.3 + k_map_srv * 0.3) / 0.6, rel=1e-5)
-    assert "task threads 0.200 + other 0.060" in (profile.job.note or "") and srv.task_thread_cores == pytest.approx(0.5)
+    assert "task threads 0.200 + other 0.100" in (profile.job.note or "") and srv.task_thread_cores == pytest.approx(0.5)
 
 
 def test_without_a_vertexs_task_thread_busy_time_stays_the_key(tmp_path):
     """rpi1's listing lacks the map subtask's thread (a name that did not match): its vertices are split by busy time
     as before (shared: busy time overstates by more than the source's charge, so both get 0.25 / 0.8)."""
-    _history_with_threads(tmp_path / "metrics", {"rpi1": {(1, "Source: Gen (1/"): 0.05, (3, "flink-rate-limi"): 0.04}})
+    _history_with_threads(tmp_path / "metrics", {"rpi1": {(1, "Source: Gen (1/"): 0.05, (3, "flink-rate-limi"): 0.04,
+                                                          (4, "C2 CompilerThre"): 0.21}})
     profile = _profile(tmp_path)
     assert profile.vertex("src").stats["cpu_calibration_basis"] == "shared on rpi1"
     assert profile.vertex("src").cpu_calibration == pytest.approx(0.25 / 0.8)
+
+
+def test_where_threads_were_read_their_sum_is_the_processs_cpu(tmp_path):
+    """Status.JVM.CPU.Time comes over REST from the JobManager's metric store, refreshed every 10 s: over a short
+    window a few pairs, and an idle lab Pi read 0.054 cores from it against 0.087 from its threads (0.087 is what it
+    went on using). The threads are read from the kernel every round: their sum is the process's CPU. Here the idle
+    rpi2's threads use 0.08 where CPU.Time says 0.05: its baseline is 0.08, and rpi1's prior with it (0.024 server
+    cores); rpi1's threads add up to its CPU.Time's 0.30, so it used 0.30 - 0.08 beside its baseline."""
+    _history_with_threads(tmp_path / "metrics", {
+        "rpi1": {(1, "Source: Gen (1/"): 0.05, (2, "Map (1/2)#0"): 0.15, (3, "C2 CompilerThre"): 0.10},
+        "rpi2": {(20, "flink-scheduler"): 0.05, (21, "flink-metrics-s"): 0.03},
+    })
+    profile = _profile(tmp_path)
+    tms = {t.id: t for t in profile.taskmanagers}
+    assert tms["rpi2"].basis == "idle" and tms["rpi2"].process_cores == pytest.approx(0.08)
+    assert tms["rpi2"].baseline_cores == pytest.approx(0.08)
+    assert tms["srv"].process_cores == pytest.approx(0.85)  # no threads read there: CPU.Time, as before
+    rpi1 = tms["rpi1"]
+    assert rpi1.baseline_cores == pytest.approx(0.08) and rpi1.calibrated_cores == pytest.approx(0.22)
+    assert profile.vertex("src").cpu_calibration == pytest.approx(0.22 * 0.25 / 0.5)
 
 
 def test_a_history_without_thread_rows_profiles_as_before(tmp_path):
