@@ -46,6 +46,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from lab_placements import PLACEMENT, cli  # noqa: E402
 
 from placement.costmodel import build_problem, evaluate  # noqa: E402
+from placement.collect.threads import parse_thread_stats  # noqa: E402
 from placement.flink.rest import FlinkRest  # noqa: E402
 from placement.inventory import load_inventory  # noqa: E402
 from placement.lab import chain  # noqa: E402
@@ -126,16 +127,15 @@ def compiler_cpu_s(state: dict) -> dict[str, float]:
     for h in state["hosts"]:
         if not h.get("cgroup") or h.get("role") == "server":
             continue
-        total = 0.0
+        listing = [str(TICKS)]  # what `metrics collect --inventory` reads on a host, read here: the lab is local
         for pid in taskmanager_pids(Path(h["cgroup"])):
-            for task in Path(f"/proc/{pid}/task").glob("*"):
+            for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
                 try:
-                    if (task / "comm").read_text().strip() in COMPILER_THREADS:
-                        fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
-                        total += (int(fields[11]) + int(fields[12])) / TICKS
-                except (OSError, IndexError, ValueError):
+                    listing.append(stat.read_text().strip())
+                except OSError:
                     continue  # the thread ended
-        out[h["name"]] = total
+        out[h["name"]] = sum(ns for _, name, ns in parse_thread_stats("\n".join(listing))
+                             if name in COMPILER_THREADS) / 1e9
     return out
 
 

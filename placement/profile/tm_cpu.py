@@ -180,8 +180,10 @@ def calibrate(profile: JobProfile, runs: Sequence[tuple[RunManifest, pa.Table]],
     by_thread = _thread_cores(profile, pooled, thread_tables, placement, charge, warmup_s)
     process: dict[str, float] = {}
     load_cores: dict[str, float | None] = {}  # mean CPU.Load x the machine's cores, in the host's cores
+    # host cores per core-second of CPU time measured on each TaskManager (a lab host's counts this machine's cores)
+    to_host_of = {tm: cpu_time_to_host_cores(inventory, hosts[tm]) for tm in measured}
     for tm, m in measured.items():
-        to_host = cpu_time_to_host_cores(inventory, hosts[tm])  # a lab host's CPU time counts this machine's cores
+        to_host = to_host_of[tm]
         info = infos.get(tm)
         load_cores[tm] = (statistics.fmean(m.loads) * float(info.hardware_cpu_cores) * to_host
                           if m.loads and info is not None and info.hardware_cpu_cores else None)
@@ -223,7 +225,7 @@ def calibrate(profile: JobProfile, runs: Sequence[tuple[RunManifest, pa.Table]],
         calibrated = b_charge
         baseline: float | None
         given = prior(tm)
-        to_host = cpu_time_to_host_cores(inventory, hosts[tm])
+        to_host = to_host_of[tm]
         threads_here = by_thread.get(tm)
         shares = _thread_shares(threads_here, charge[tm])
         others = cotenant[tm] or 0.0
