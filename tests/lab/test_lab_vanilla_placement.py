@@ -45,9 +45,12 @@ def planned_counts(mapping: dict[str, list[str]]) -> dict[tuple[str, str], int]:
 
 
 def max_key_total(rest, job_id: str, vertex_id: str) -> float:
-    """The Window Aggregate's gauge: the largest per-sensor running total held in keyed state."""
+    """The Window Aggregate's gauge: the largest per-sensor running total held in keyed state; 0 while a just
+    restored job has not listed it yet (the callers poll until it is above 0)."""
     listed = rest.get(f"/jobs/{job_id}/vertices/{vertex_id}/subtasks/metrics")
-    name = next(m["id"] for m in listed if m["id"].endswith(".maxKeyTotal"))
+    name = next((m["id"] for m in listed if m["id"].endswith(".maxKeyTotal")), None)
+    if name is None:
+        return 0.0
     return rest.vertex_metrics(job_id, vertex_id, [name], agg="max", refresh=1.0).get(name, 0.0)
 
 
