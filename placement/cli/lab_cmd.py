@@ -148,12 +148,13 @@ def measure_cmd(work_dir: Path, duration: float, as_json: bool) -> None:
     console.print(links)
     if m.cpu:
         cpu = Table(title=f"CPU over {m.seconds:.1f} s (each host's TaskManager JVM: tasks, GC, netty, metrics)")
-        for col in ("host", "cores here", "speed", "host cores"):
+        for col in ("host", "cores here", "of it JIT compiler", "speed", "host cores", "without the JIT"):
             cpu.add_column(col, justify="left" if col == "host" else "right")
         for c in m.cpu:
             found = "" if c.processes == 1 else f" ({c.processes} TaskManagers)"
-            cpu.add_row(c.host + found, f"{c.server_cores:.3f}", f"{c.speed:g}" if c.speed else "-",
-                        f"{c.host_cores:.3f}" if c.host_cores is not None else "-")
+            cpu.add_row(c.host + found, f"{c.server_cores:.3f}", f"{c.compiler_server_cores:.3f}",
+                        f"{c.speed:g}" if c.speed else "-", f"{c.host_cores:.3f}" if c.host_cores is not None else "-",
+                        f"{c.steady_host_cores:.3f}" if c.steady_host_cores is not None else "-")
         console.print(cpu)
     for job in m.jobs:
         t = Table(title=f"{job.name} ({job.job_id}): sources {job.source_records_per_s:,.0f} records/s")

@@ -14,7 +14,10 @@ And the CPU per host over the same window: the CPU time (``utime + stime`` in ``
 the process: tasks, GC, netty, metrics) of the host's TaskManager JVM — the processes of its cgroup whose command line
 runs ``TaskManagerRunner``, so the server's JobManager is not counted — per second, in this machine's cores, and in the
 host's own cores (÷ the lab's effective speed of that host: a lab Pi core is a fraction of a core here). This is what
-``plan.json``'s per-host ``predicted_cores`` predicts (its TaskManager's baseline + its subtasks' ``cores_used``).
+``plan.json``'s per-host ``predicted_cores`` predicts (its TaskManager's baseline + its subtasks' ``cores_used``) once
+the JVM has compiled what it runs: of that CPU, what the JIT compiler's threads used (``compiler_server_cores``, from
+``/proc/<pid>/task/*/stat``) is shown apart, and ``steady_host_cores`` is the rest — for minutes after subtasks move
+onto a lab Pi its compiler uses 20-35 % of it (placement.collect.threads.COMPILER_THREAD_PREFIXES).
 
 And, after the window like the job figures, the latency of each job at each of its sinks (vertices no other vertex
 reads from), two kinds side by side (:class:`LatencyMeasurement`):
@@ -46,6 +49,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from placement.collect import shaping
+from placement.collect.threads import is_compiler_thread, parse_thread_stats
 from placement.errors import PlacementError
 from placement.flink.rest import FlinkRest, FlinkRestError, VertexInfo
 from placement.lab.runner import read_state, veth_tx_bytes
@@ -76,11 +80,17 @@ class HostCpu:
     seconds: float
     server_cores: float  # CPU seconds per second, in this machine's cores
     speed: float | None  # the host's effective speed in the lab (None: a lab started before it was recorded)
+    compiler_server_cores: float = 0.0  # of server_cores, the JVMs' JIT compiler threads
 
     @property
     def host_cores(self) -> float | None:
-        """The same CPU in the host's own cores (what the plan predicts)."""
+        """The same CPU in the host's own cores."""
         return self.server_cores / self.speed if self.speed else None
+
+    @property
+    def steady_host_cores(self) -> float | None:
+        """Without the JIT compiler's threads, in the host's own cores: what the plan predicts (the steady state)."""
+        return (self.server_cores - self.compiler_server_cores) / self.speed if self.speed else None
 
 
 @dataclass
@@ -128,7 +138,8 @@ class Measurement:
 
     def to_json(self) -> dict:
         return {"seconds": self.seconds, "links": [asdict(lk) | {"utilisation": lk.utilisation} for lk in self.links],
-                "cpu": [asdict(c) | {"host_cores": c.host_cores} for c in self.cpu],
+                "cpu": [asdict(c) | {"host_cores": c.host_cores, "steady_host_cores": c.steady_host_cores}
+                        for c in self.cpu],
                 "jobs": [asdict(j) for j in self.jobs]}
 
 
@@ -191,6 +202,19 @@ def cpu_seconds(pids: list[int]) -> dict[int, float]:
     return out
 
 
+def compiler_cpu_seconds(pids: list[int]) -> float:
+    """CPU seconds the JIT compiler threads of ``pids`` have used (their /proc stat lines, parsed as ``metrics
+    collect`` parses a host's thread listing); threads and processes that end while read are left out."""
+    listing = [str(_TICKS_PER_S)]
+    for pid in pids:
+        for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
+            try:
+                listing.append(stat.read_text().strip())
+            except OSError:
+                continue
+    return sum(ns for _, name, ns in parse_thread_stats("\n".join(listing)) if is_compiler_thread(name)) / 1e9
+
+
 def _host_cgroup(h: dict) -> Path | None:
     if h.get("cgroup"):
         return Path(h["cgroup"])
@@ -202,6 +226,7 @@ def measure_window(state: dict, duration: float) -> tuple[list[LinkMeasurement],
     edges = [h for h in state["hosts"] if h.get("namespace")]
     tms = {h["name"]: taskmanager_pids(cg) for h in state["hosts"] if (cg := _host_cgroup(h)) is not None}
     cpu_before = {name: cpu_seconds(pids) for name, pids in tms.items()}
+    jit_before = {name: compiler_cpu_seconds(pids) for name, pids in tms.items()}
     before = {h["name"]: veth_tx_bytes(h["namespace"], h["ns_if"]) for h in edges}
     data_before = {h["name"]: data_plane_bytes(h["namespace"]) for h in edges}
     t0 = time.monotonic()
@@ -210,11 +235,13 @@ def measure_window(state: dict, duration: float) -> tuple[list[LinkMeasurement],
     data_after = {h["name"]: data_plane_bytes(h["namespace"]) for h in edges}
     seconds = time.monotonic() - t0
     cpu_after = {name: cpu_seconds(pids) for name, pids in tms.items()}
+    jit_after = {name: compiler_cpu_seconds(pids) for name, pids in tms.items()}
     speeds = {h["name"]: h.get("speed") for h in state["hosts"]}
     cpu: list[HostCpu] = []
     for name in tms:
         used = sum(t - cpu_before[name][pid] for pid, t in cpu_after[name].items() if pid in cpu_before[name])
-        cpu.append(HostCpu(name, len(cpu_after[name]), seconds, used / seconds, speeds.get(name)))
+        jit = min(max(0.0, jit_after[name] - jit_before[name]), used)  # a JVM that restarted: its threads are new
+        cpu.append(HostCpu(name, len(cpu_after[name]), seconds, used / seconds, speeds.get(name), jit / seconds))
     out = []
     for h in edges:
         b0, b1 = before[h["name"]], after[h["name"]]

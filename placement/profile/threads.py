@@ -6,7 +6,8 @@ vertex name's first 15 characters for long ones (then the subtasks of one vertex
 figure is per vertex). Two vertices on one TaskManager whose names agree in their first 15 characters cannot be told
 apart: their threads' CPU is split between them in proportion to their busy-time charges. Every other thread (the
 JVM's compiler and GC, netty, the output flusher, a source's rate limiter, Flink's RPC and metrics) is the
-TaskManager's own.
+TaskManager's own — but the JIT compiler's threads, kept apart: they compile what the JVM has just started to
+run, a cost that ends (placement.collect.threads.COMPILER_THREAD_PREFIXES), where the model predicts the steady state.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from placement.collect.threads import is_compiler_thread
+
 LINUX_COMM_CHARS = 15  # TASK_COMM_LEN - 1: the kernel keeps this much of a thread's name
 
 
@@ -25,8 +28,9 @@ class ThreadCpu:
     """One TaskManager's threads over a window, in cores of CPU time (the caller converts to its host's cores)."""
 
     vertices: dict[str, float]  # vertex id -> its task threads' cores
-    other: float  # every thread no subtask of the job names
+    other: float  # every thread no subtask of the job names, but the JIT compiler's
     unmatched: tuple[str, ...]  # vertices with subtasks on it whose task thread was not found
+    compiler: float = 0.0  # the JIT compiler's threads (a warm-up cost: not the TaskManager's steady own)
 
 
 def names_of(comm: str, name: str, index: int, parallelism: int) -> bool:
@@ -77,8 +81,11 @@ def _by_vertex(used: Mapping[str, float], subtasks: list[tuple[str, str, int, in
                charges: Mapping[str, float]) -> ThreadCpu:
     vertices: dict[str, float] = {}
     found: set[str] = set()
-    other = 0.0
+    other = compiler = 0.0
     for comm, cores in used.items():
+        if is_compiler_thread(comm):
+            compiler += cores
+            continue
         owners = sorted({vid for vid, vname, i, p in subtasks if names_of(comm, vname, i, p)})
         if not owners:
             other += cores
@@ -89,4 +96,4 @@ def _by_vertex(used: Mapping[str, float], subtasks: list[tuple[str, str, int, in
         for v, w in zip(owners, weights):
             vertices[v] = vertices.get(v, 0.0) + cores * (w / total if total > 0 else 1 / len(owners))
     unmatched = tuple(sorted({vid for vid, *_ in subtasks} - found))
-    return ThreadCpu(vertices, other, unmatched)
+    return ThreadCpu(vertices, other, unmatched, compiler)

@@ -187,7 +187,9 @@ def calibrate(profile: JobProfile, runs: Sequence[tuple[RunManifest, pa.Table]],
         info = infos.get(tm)
         load_cores[tm] = (statistics.fmean(m.loads) * float(info.hardware_cpu_cores) * to_host
                           if m.loads and info is not None and info.hardware_cpu_cores else None)
-        if tm in by_thread:  # the kernel's figure, read every round (CPU.Time comes from a store refreshed every 10 s)
+        # the kernel's figure, read every round (CPU.Time comes from a store refreshed every 10 s), without the JIT
+        # compiler's warm-up (profile.threads)
+        if tm in by_thread:
             process[tm] = (sum(by_thread[tm].vertices.values()) + by_thread[tm].other) * to_host
         elif m.pairs > 0 and m.wall_s > 0:
             process[tm] = m.cpu_s / m.wall_s * to_host
@@ -257,6 +259,7 @@ def calibrate(profile: JobProfile, runs: Sequence[tuple[RunManifest, pa.Table]],
             cotenant_cores=cotenant[tm], cotenant_subtasks=m.cotenant_subtasks,
             task_thread_cores=None if threads_here is None else sum(threads_here.vertices.values()) * to_host,
             other_thread_cores=None if threads_here is None else threads_here.other * to_host,
+            compiler_thread_cores=None if threads_here is None else threads_here.compiler * to_host,
         ))
 
     vertices = []
@@ -327,6 +330,7 @@ def _noted(t: TaskManagerCpu) -> str:
     others = (f", co-tenants {t.cotenant_cores:.3f} busy ({t.cotenant_subtasks or 0} subtasks)"
               if t.cotenant_cores else "")
     threads = (f", task threads {t.task_thread_cores:.3f} + other {t.other_thread_cores:.3f}"
+               f" (JIT compiler {t.compiler_thread_cores or 0.0:.3f} left out)"
                if t.task_thread_cores is not None and t.other_thread_cores is not None else "")
     return f"{t.id} {t.process_cores:.3f} cores, baseline {base} ({t.basis}){others}{threads}"
 

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from support import real_parts
 
 from placement.lab import cores, measure
@@ -78,8 +79,21 @@ def test_a_busy_task_thread_is_held_to_one_slow_core_and_lab_down_order_removes_
     assert not parent.exists()
 
 
+# a TaskManager stand-in whose CPU two threads spend: its main thread and one named as HotSpot names its C2 compiler's
+JIT_AND_TASK = r"""
+import ctypes, threading
+def compiler():
+    ctypes.CDLL(None).prctl(15, b"C2 CompilerThread0", 0, 0, 0)  # PR_SET_NAME; Linux keeps "C2 CompilerThre"
+    while True:
+        pass
+threading.Thread(target=compiler, daemon=True).start()
+while True:
+    pass
+"""
+
+
 @real_parts.needs(NO_CGROUP)
-def test_lab_measure_counts_the_taskmanager_of_a_hosts_cgroup_only_and_in_the_hosts_own_cores():
+def test_lab_measure_counts_the_taskmanager_of_a_hosts_cgroup_only_in_the_hosts_own_cores_and_its_jit_apart():
     host = CGROUP_ROOT / f"{NS_PREFIX}test-measure"
     host.mkdir(exist_ok=True)
     procs: list[subprocess.Popen] = []
@@ -87,9 +101,11 @@ def test_lab_measure_counts_the_taskmanager_of_a_hosts_cgroup_only_and_in_the_ho
         (host / "cpu.cfs_period_us").write_text("100000")
         (host / "cpu.cfs_quota_us").write_text("20000")  # the host's quota: 0.2 of a core here
         # a busy process whose command line runs TaskManagerRunner (as a TaskManager JVM's does), and a busy one that
-        # does not (as the JobManager beside the server's TaskManager): only the first is the host's TaskManager
-        procs = [subprocess.Popen([sys.executable, "-c", "while True: pass", arg])
-                 for arg in ("org.apache.flink.runtime.taskexecutor.TaskManagerRunner", "StandaloneSessionClusterEntrypoint")]
+        # does not (as the JobManager beside the server's TaskManager): only the first is the host's TaskManager. The
+        # TaskManager's CPU is spent by two threads, one named as HotSpot names its C2 compiler's
+        procs = [subprocess.Popen([sys.executable, "-c", code, arg]) for code, arg in (
+            (JIT_AND_TASK, "org.apache.flink.runtime.taskexecutor.TaskManagerRunner"),
+            ("while True: pass", "StandaloneSessionClusterEntrypoint"))]
         for proc in procs:
             (host / "cgroup.procs").write_text(str(proc.pid))
         assert measure.taskmanager_pids(host) == [procs[0].pid]
@@ -101,6 +117,10 @@ def test_lab_measure_counts_the_taskmanager_of_a_hosts_cgroup_only_and_in_the_ho
         # the two share the quota: the TaskManager gets about half of 0.2 cores, never more than all of it
         assert 0.04 < rpi9.server_cores <= 0.21, rpi9
         assert rpi9.host_cores == rpi9.server_cores / 0.25
+        # the JIT compiler's thread is shown apart (the two threads share the GIL: about half each), and what the
+        # plan predicts is the rest
+        assert 0.2 < rpi9.compiler_server_cores / rpi9.server_cores < 0.8, rpi9
+        assert rpi9.steady_host_cores == pytest.approx((rpi9.server_cores - rpi9.compiler_server_cores) / 0.25)
     finally:
         for proc in procs:
             proc.kill()
