@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/cpu_accuracy.py [--job iot,nexmark,branching,zoo,shapes,sql|all] [--window 30]
                                                 [--inventory inventory/lab.yaml] [--keep] [--flink-version X]
+                                                [--hold SECONDS] [--reprice]
 
 What a user does, per job, on one custom-mode lab (``lab up``): the job submitted unmodified (Flink's own placement)
 -> 60 s for Flink's rate meters -> ``metrics collect`` ``--window`` s (per-subtask busy time and each TaskManager's
@@ -139,7 +140,7 @@ def wait_for_jit(state: dict) -> float:
     return time.monotonic() - t0
 
 
-def run_job(job: LabJob, state: dict, work: Path, window: float, console: Console) -> list[dict]:
+def run_job(job: LabJob, state: dict, work: Path, window: float, console: Console, hold: float = 0.0) -> list[dict]:
     rest = FlinkRest(state["rest_url"])
     chain.cancel_all(rest)
     args = [*job.args, "--job-name", job.name]
@@ -168,6 +169,8 @@ def run_job(job: LabJob, state: dict, work: Path, window: float, console: Consol
                                   "--inventory", inventory, "--quiet"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     measured = json.loads(cli("lab", "measure", "--workdir", str(work), "--duration", f"{window:g}", "--json"))
     collector.wait(timeout=120)
+    applied_s = SETTLE_S + jit_s + window
+    held = hold_and_measure(state, work, hold, window, applied_s, console) if hold > 0 else []
     chain.cancel_all(rest)
 
     profile = load_profile(profile_path)
@@ -184,8 +187,29 @@ def run_job(job: LabJob, state: dict, work: Path, window: float, console: Consol
                      "subtasks": host.subtasks, "predicted": host.predicted_cores, "baseline": host.baseline_cores or 0.0,
                      "basis": host.baseline_basis, "before": before.get(c["host"], 0.0),
                      "measured": c["steady_host_cores"], "measured_with_jit": c["host_cores"],
-                     "jit_settle_s": round(SETTLE_S + jit_s)})
+                     "jit_settle_s": round(SETTLE_S + jit_s),
+                     "held": [{"after_apply_s": h["after_apply_s"], **h["hosts"][c["host"]]} for h in held]})
     return rows
+
+
+def hold_and_measure(state: dict, work: Path, hold: float, window: float, since_apply_s: float,
+                     console: Console) -> list[dict]:
+    """``--hold``: the placed job measured again every ``window`` s for ``hold`` s — each host's CPU with and without
+    its JIT compiler's threads, to see the warm-up end and the whole come down to the steady state."""
+    from placement.lab.measure import measure_window
+
+    out = []
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < hold:
+        _, cpu = measure_window(state, window)
+        after = round(since_apply_s + time.monotonic() - t0)
+        out.append({"after_apply_s": after, "hosts": {c.host: {"with_jit": c.host_cores, "steady": c.steady_host_cores,
+                                                                "jit": c.compiler_server_cores / c.speed if c.speed else None}
+                                                       for c in cpu}})
+        console.print(f"  {after:4d} s after the apply: " + ", ".join(
+            f"{c.host} {c.host_cores:.3f} (JIT {c.compiler_server_cores / c.speed:.3f}, without {c.steady_host_cores:.3f})"
+            for c in cpu if c.speed))
+    return out
 
 
 def reprice(work: Path, rows: list[dict]) -> list[dict]:
@@ -251,6 +275,8 @@ def main() -> None:
     ap.add_argument("--workdir", default="/tmp/placement-cpu-accuracy/lab")
     ap.add_argument("--flink-version", default=None)
     ap.add_argument("--keep", action="store_true", help="leave the lab up")
+    ap.add_argument("--hold", type=float, default=0.0,
+                    help="seconds to keep measuring each placed job after its measurement (the JIT warm-up's end)")
     ap.add_argument("--reprice", action="store_true", help="no lab: price the runs recorded in --workdir again")
     args = ap.parse_args()
     keys = list(JOBS) if args.job == "all" else args.job.split(",")
@@ -271,7 +297,7 @@ def main() -> None:
     try:
         state = json.loads((work / "lab.json").read_text())
         for key in keys:
-            rows += run_job(JOBS[key], state, work, args.window, console)
+            rows += run_job(JOBS[key], state, work, args.window, console, args.hold)
     finally:
         if not args.keep:
             subprocess.run([PLACEMENT, "lab", "down", "--workdir", str(work)], check=False, capture_output=True,

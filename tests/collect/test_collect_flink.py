@@ -139,7 +139,6 @@ def test_collect_records_each_taskmanagers_threads_and_every_subtasks_task_threa
               f"({', '.join(f'{m.vertex(v).name} {c:.3f}' for v, c in got.vertices.items())}), other {got.other:.3f}, "
               f"JIT compiler {got.compiler:.3f}, the JVM {KERNEL_CORES[tm]:.3f} from /proc")
         assert got.unmatched == (), f"no task thread found for {got.unmatched} on {tm}"
-        assert got.compiler > 0  # a JVM this young is compiling: its C1/C2 threads are found and kept apart
         assert sum(got.vertices.values()) + got.other + got.compiler == pytest.approx(KERNEL_CORES[tm], rel=0.25, abs=0.03)
     assert {loc.taskmanager_id for loc in m.locations} <= set(per_tm)
 
