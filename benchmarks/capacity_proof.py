@@ -53,6 +53,7 @@ from lab_placements import JOBS, PLACEMENT, cli, job_args, job_inventory, profil
 from placement.flink.rest import FlinkRest  # noqa: E402
 from placement.lab import chain  # noqa: E402
 from placement.lab.measure import measure_window  # noqa: E402
+from placement.profile.format import load_profile  # noqa: E402
 
 STEPS = (0.8, 0.9, 1.0, 1.1, 1.2, 1.4)  # × the predicted highest rate
 HOLDS = 0.97  # a step holds when the source emits this share of its target
@@ -78,7 +79,8 @@ class Case:
 
 
 CASES = {
-    "cpu": Case("cpu", speed=0.15, bandwidth="50mbit", profile_rate=300.0, binds="cpu"),
+    # profiled below what the Pi sustains with all six subtasks (at 300/s it emitted 217): a saturated run's figures
+    "cpu": Case("cpu", speed=0.15, bandwidth="50mbit", profile_rate=150.0, binds="cpu"),
     "uplink": Case("uplink", speed=1.0, bandwidth="2mbit", profile_rate=200.0, binds="link",
                    server_only=("Parse", "Filter", "Enrich", "Window Aggregate", "Sink: Readings")),
 }
@@ -113,6 +115,12 @@ def source_count(rest: FlinkRest, job: str, vertex: str) -> tuple[float, float]:
     return count, time.monotonic()
 
 
+def profiled_rate(profile: str, source: str) -> float:
+    """Records/s per subtask the profile measured out of the source vertex named ``source``."""
+    v = next(v for v in load_profile(profile).vertices if v.name == source)
+    return sum(s.records_out_per_s for s in v.subtasks) / v.parallelism
+
+
 def max_rate(inventory: str, profile: str, out: Path) -> dict:
     """``placement plan --max-rate``'s answer (and its plan, written to ``out``)."""
     return json.loads(cli("plan", "--inventory", inventory, "--profile", profile, "--max-rate", "--json", "--out",
@@ -131,14 +139,21 @@ def run_case(case: Case, args, console: Console) -> dict:
         rest = FlinkRest(state["rest_url"])
         edge = next(h for h in state["hosts"] if h["name"] == "rpi1")
         lab_inv, parallelism = job_inventory(state["lab_inventory"], spec, work / "profile-inventory.yaml")
-        profile = profile_unpinned(spec, job_args(spec, {source: case.profile_rate}, parallelism), lab_inv, work, state,
-                                   "pandas")
+        # profiled with the pacer the steps run under (a one-step --rate-schedule), not Flink's GuavaRateLimiter: the
+        # lab jobs' pacer waits on CompletableFuture's delay scheduler, a thread that used 0.26 of the 0.15-core Pi's
+        # cores at 400 readings/s where GuavaRateLimiter's threads use ~35 µs of CPU per record
+        program = [*job_args(spec, {source: case.profile_rate}, parallelism), "--rate-schedule",
+                   f"0:{case.profile_rate:g}"]
+        profile = profile_unpinned(spec, program, lab_inv, work, state, "pandas")
         capacity = max_rate(lab_inv, profile, work / "plan-max-rate")
         if capacity["status"] != "bounded":
             return {"case": case.key, "failures": [f"--max-rate is {capacity['status']}, not bounded"], "steps": []}
         scale, binding = capacity["scale"], capacity["binding"][0]
-        predicted = scale * case.profile_rate
-        console.print(f"[bold]{case.key}[/]: --max-rate {scale:.3f}× of {case.profile_rate:g}/s = {predicted:,.0f} "
+        # the scale multiplies the rates the profile measured, which fall short of the target where the profiling run
+        # could not keep up (a 0.15-core Pi running all six subtasks at 300/s emitted 217/s)
+        profiled = profiled_rate(profile, source)
+        predicted = scale * profiled
+        console.print(f"[bold]{case.key}[/]: --max-rate {scale:.3f}× of {profiled:,.0f}/s = {predicted:,.0f} "
                       f"readings/s; runs out first: {binding['message']}")
         rates = [round(f * predicted) for f in STEPS]
         warm_up = round(WARM_UP_FRACTION * predicted)
@@ -158,6 +173,13 @@ def run_case(case: Case, args, console: Console) -> dict:
             return {"case": case.key, "failures": [f"apply failed: {applied.stderr.strip()[-300:]}"], "steps": []}
         placed = next(j.id for j in rest.running_jobs() if j.name == spec.job_name)
         started = rest.job_raw(placed)["start-time"] / 1000  # the schedule's clock starts with the job's main()
+        # every TaskManager's threads over the steps (as the profile read them): what the Pi's CPU went to at each
+        span = WARM_UP_S + len(rates) * args.step_s - (time.time() - started)
+        threads_dir = work / "placed-metrics"
+        collector = subprocess.Popen([PLACEMENT, "metrics", "collect", "--rest", state["rest_url"], "--job", placed,
+                                      "--duration", f"{span:.0f}", "--interval", "2", "--out", str(threads_dir),
+                                      "--inventory", lab_inv, "--quiet"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
         steps = []
         for i, rate in enumerate(rates):
             begin = started + WARM_UP_S + i * args.step_s + SKIP_S
@@ -172,18 +194,43 @@ def run_case(case: Case, args, console: Console) -> dict:
             periods = max(p1[0] - p0[0], 1)
             rpi = next(c for c in cpu if c.host == "rpi1")
             steps.append({"fraction": STEPS[i], "target": rate, "emitted": emitted, "holds": emitted >= HOLDS * rate,
+                          "window_ms": (int((time.time() - window) * 1000), int(time.time() * 1000)),
                           "link_mbit": link.mbit, "link_share": link.mbit / link.rate_mbit if link.rate_mbit else None,
                           "pi_host_cores": rpi.host_cores, "pi_jit_cores": rpi.compiler_server_cores / case.speed,
                           "throttled": (p1[1] - p0[1]) / periods})
             console.print(f"  step {STEPS[i]:.2f}×: target {rate:,}/s, emitted {emitted:,.0f}/s, link "
                           f"{link.mbit:.3f} Mbit/s, Pi {rpi.host_cores:.3f} cores (JIT compiler "
                           f"{steps[-1]['pi_jit_cores']:.3f}), throttled {steps[-1]['throttled']:.0%}")
+        collector.wait(timeout=120)
+        print_threads(console, threads_dir, steps, case.speed)
         chain.cancel_all(rest)
     finally:
         if not args.keep:
             subprocess.run([PLACEMENT, "lab", "down", "--workdir", str(work)], check=False, capture_output=True,
                            timeout=300)
     return verdict(case, predicted, binding, steps)
+
+
+def print_threads(console: Console, history: Path, steps: list[dict], speed: float) -> None:
+    """Per step, the edge TaskManager's busiest threads in its host's cores (from the collection over the steps)."""
+    from placement.collect.layout import find_manifests, read_thread_cpu
+
+    runs = find_manifests(history)
+    if not runs:
+        return
+    run, m = runs[-1]
+    df = read_thread_cpu(run, m).to_pandas()
+    df = df[df["taskmanager_id"] == "rpi1"]
+    for s in steps:
+        lo, hi = s["window_ms"]
+        w = df[(df["ts_ms"] >= lo) & (df["ts_ms"] <= hi)]
+        if w["ts_ms"].nunique() < 2:
+            continue
+        seconds = (w["ts_ms"].max() - w["ts_ms"].min()) / 1000
+        used = (w.groupby(["tid", "thread"])["cpu_time_ns"].agg(lambda c: c.iloc[-1] - c.iloc[0])
+                .groupby("thread").sum() / 1e9 / seconds / speed).sort_values(ascending=False)
+        s["pi_threads"] = {str(k): float(v) for k, v in used.items() if v >= 0.005}
+        console.print(f"  step {s['fraction']:.2f}× on rpi1: " + ", ".join(f"{k} {v:.3f}" for k, v in used.head(8).items()))
 
 
 def verdict(case: Case, predicted: float, binding: dict, steps: list[dict]) -> dict:
