@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from lab_placements import JOBS, PLACEMENT, cli, job_args, job_inventory, profile_unpinned  # noqa: E402
+from lab_placements import JOBS, PLACEMENT, cli, job_args, job_inventory, profile_unpinned, thread_cores  # noqa: E402
 
 from placement.flink.rest import FlinkRest  # noqa: E402
 from placement.lab import chain  # noqa: E402
@@ -213,22 +213,11 @@ def run_case(case: Case, args, console: Console) -> dict:
 
 def print_threads(console: Console, history: Path, steps: list[dict], speed: float) -> None:
     """Per step, the edge TaskManager's busiest threads in its host's cores (from the collection over the steps)."""
-    from placement.collect.layout import find_manifests, read_thread_cpu
-
-    runs = find_manifests(history)
-    if not runs:
-        return
-    run, m = runs[-1]
-    df = read_thread_cpu(run, m).to_pandas()
-    df = df[df["taskmanager_id"] == "rpi1"]
     for s in steps:
-        lo, hi = s["window_ms"]
-        w = df[(df["ts_ms"] >= lo) & (df["ts_ms"] <= hi)]
-        if w["ts_ms"].nunique() < 2:
+        used = thread_cores(history, *s["window_ms"]).get("rpi1")
+        if used is None:
             continue
-        seconds = (w["ts_ms"].max() - w["ts_ms"].min()) / 1000
-        used = (w.groupby(["tid", "thread"])["cpu_time_ns"].agg(lambda c: c.iloc[-1] - c.iloc[0])
-                .groupby("thread").sum() / 1e9 / seconds / speed).sort_values(ascending=False)
+        used = used / speed
         s["pi_threads"] = {str(k): float(v) for k, v in used.items() if v >= 0.005}
         console.print(f"  step {s['fraction']:.2f}× on rpi1: " + ", ".join(f"{k} {v:.3f}" for k, v in used.head(8).items()))
 

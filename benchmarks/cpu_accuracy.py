@@ -44,16 +44,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from lab_placements import PLACEMENT, cli  # noqa: E402
+from lab_placements import PLACEMENT, cli, thread_cores  # noqa: E402
 
 from placement.costmodel import build_problem, evaluate  # noqa: E402
-from placement.collect.layout import find_manifests, read_thread_cpu  # noqa: E402
 from placement.collect.threads import is_compiler_thread  # noqa: E402
 from placement.flink.rest import FlinkRest  # noqa: E402
 from placement.inventory import load_inventory  # noqa: E402
 from placement.lab import chain  # noqa: E402
 from placement.lab.jobs import BRANCHING_JOB, IOT_SENSOR_JOB, NEXMARK_BIDS_JOB  # noqa: E402
-from placement.lab.measure import compiler_cpu_seconds, taskmanager_pids  # noqa: E402
+from placement.lab.measure import compiler_cpu_seconds, measure_window, taskmanager_pids  # noqa: E402
 from placement.profile.format import JobProfile, load_profile  # noqa: E402
 from placement.writers.planjson import load_plan  # noqa: E402
 
@@ -170,7 +169,7 @@ def run_job(job: LabJob, state: dict, work: Path, window: float, console: Consol
     measured = json.loads(cli("lab", "measure", "--workdir", str(work), "--duration", f"{window:g}", "--json"))
     collector.wait(timeout=120)
     applied_s = SETTLE_S + jit_s + window
-    held = hold_and_measure(state, work, hold, window, applied_s, console) if hold > 0 else []
+    held = hold_and_measure(state, hold, window, applied_s, console) if hold > 0 else []
     chain.cancel_all(rest)
 
     profile = load_profile(profile_path)
@@ -192,12 +191,9 @@ def run_job(job: LabJob, state: dict, work: Path, window: float, console: Consol
     return rows
 
 
-def hold_and_measure(state: dict, work: Path, hold: float, window: float, since_apply_s: float,
-                     console: Console) -> list[dict]:
+def hold_and_measure(state: dict, hold: float, window: float, since_apply_s: float, console: Console) -> list[dict]:
     """``--hold``: the placed job measured again every ``window`` s for ``hold`` s — each host's CPU with and without
     its JIT compiler's threads, to see the warm-up end and the whole come down to the steady state."""
-    from placement.lab.measure import measure_window
-
     out = []
     t0 = time.monotonic()
     while time.monotonic() - t0 < hold:
@@ -235,14 +231,8 @@ def reprice(work: Path, rows: list[dict]) -> list[dict]:
 
 def compiler_share(history: Path) -> dict[str, float]:
     """TaskManager -> the share of its threads' CPU its JIT compiler threads used over a recorded collection."""
-    out: dict[str, float] = {}
-    for run, m in find_manifests(history):
-        df = read_thread_cpu(run, m).to_pandas()
-        for tm, g in df.groupby("taskmanager_id"):
-            used = g.groupby(["tid", "thread"]).cpu_time_ns.agg(lambda s: s.iloc[-1] - s.iloc[0]).groupby("thread").sum()
-            if used.sum() > 0:
-                out[str(tm)] = float(used[[is_compiler_thread(n) for n in used.index]].sum() / used.sum())
-    return out
+    return {tm: float(used[[is_compiler_thread(n) for n in used.index]].sum() / used.sum())
+            for tm, used in thread_cores(history).items() if used.sum() > 0}
 
 
 def judged(row: dict) -> tuple[bool, float]:

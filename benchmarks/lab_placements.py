@@ -66,6 +66,7 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from placement.collect.layout import find_manifests, read_thread_cpu
 from placement.costmodel.model import PlanOptions, build_problem
 from placement.flink.rest import FlinkRest
 from placement.inventory import load_inventory
@@ -185,6 +186,27 @@ def target_rates(spec: JobSpec, rate: float | None) -> dict[str, float]:
         first = spec.sources[0].vertex
         rates = {v: r * rate / rates[first] for v, r in rates.items()}
     return rates
+
+
+def thread_cores(history: Path, since_ms: int | None = None, until_ms: int | None = None):
+    """TaskManager -> thread name -> CPU-time cores (of this machine) its threads used over a recorded collection
+    (``metrics collect --inventory``'s ``_threads/`` parts of the newest run), between ``since_ms`` and ``until_ms``
+    when given; a TaskManager with fewer than two rounds there is left out."""
+    runs = find_manifests(history)
+    if not runs:
+        return {}
+    run, m = runs[-1]
+    df = read_thread_cpu(run, m).to_pandas()
+    if since_ms is not None:
+        df = df[(df["ts_ms"] >= since_ms) & (df["ts_ms"] <= until_ms)]
+    out = {}
+    for tm, g in df.groupby("taskmanager_id"):
+        if g["ts_ms"].nunique() < 2:
+            continue
+        seconds = (g["ts_ms"].max() - g["ts_ms"].min()) / 1000
+        used = g.groupby(["tid", "thread"])["cpu_time_ns"].agg(lambda c: c.iloc[-1] - c.iloc[0]).groupby("thread").sum()
+        out[str(tm)] = (used / 1e9 / seconds).sort_values(ascending=False)
+    return out
 
 
 def by_index(rest: FlinkRest, job_id: str) -> dict[str, list[str]]:
