@@ -67,6 +67,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from placement.collect.layout import find_manifests, read_thread_cpu
+from placement.collect.threads import PROCESS_ROW
 from placement.costmodel.model import PlanOptions, build_problem
 from placement.flink.rest import FlinkRest
 from placement.inventory import load_inventory
@@ -188,10 +189,14 @@ def target_rates(spec: JobSpec, rate: float | None) -> dict[str, float]:
     return rates
 
 
+ENDED = "(ended threads)"  # thread_cores' name for the CPU of threads too short-lived to be listed
+
+
 def thread_cores(history: Path, since_ms: int | None = None, until_ms: int | None = None):
     """TaskManager -> thread name -> CPU-time cores (of this machine) its threads used over a recorded collection
     (``metrics collect --inventory``'s ``_threads/`` parts of the newest run), between ``since_ms`` and ``until_ms``
-    when given; a TaskManager with fewer than two rounds there is left out."""
+    when given, with the CPU of threads that ended inside the window as :data:`ENDED` where the whole process was
+    recorded; a TaskManager with fewer than two rounds there is left out."""
     runs = find_manifests(history)
     if not runs:
         return {}
@@ -205,6 +210,9 @@ def thread_cores(history: Path, since_ms: int | None = None, until_ms: int | Non
             continue
         seconds = (g["ts_ms"].max() - g["ts_ms"].min()) / 1000
         used = g.groupby(["tid", "thread"])["cpu_time_ns"].agg(lambda c: c.iloc[-1] - c.iloc[0]).groupby("thread").sum()
+        if PROCESS_ROW in used.index:  # the whole process: what it used beyond the threads listed, they ended
+            process = used.pop(PROCESS_ROW)
+            used[ENDED] = max(process - used.sum(), 0)
         out[str(tm)] = (used / 1e9 / seconds).sort_values(ascending=False)
     return out
 

@@ -243,7 +243,8 @@ class TaskManagerCpu(Strict):
         None, ge=0, description="CPU of the job's task threads on it (per-thread CPU from /proc, metrics collect "
         "--inventory); its vertices' share of the calibrated CPU follows these; null: not recorded")
     other_thread_cores: float | None = Field(
-        None, ge=0, description="CPU of its other threads (GC, netty, flusher, rate limiters, RPC, metrics)")
+        None, ge=0, description="CPU of its other threads (GC, netty, flusher, rate limiters, RPC, metrics; threads that "
+        "ended between two readings too, where the process's own /proc line was recorded)")
     compiler_thread_cores: float | None = Field(
         None, ge=0, description="CPU of its JIT compiler threads: the JVM compiling what it has just started to run, "
         "left out of process_cores and of every figure derived from it (the model predicts the steady state)")

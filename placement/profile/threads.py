@@ -12,13 +12,14 @@ run, a cost that ends (placement.collect.threads.COMPILER_THREAD_PREFIXES), wher
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
-from placement.collect.threads import is_compiler_thread
+from placement.collect.threads import PROCESS_TID, is_compiler_thread
 
 LINUX_COMM_CHARS = 15  # TASK_COMM_LEN - 1: the kernel keeps this much of a thread's name
 
@@ -28,7 +29,7 @@ class ThreadCpu:
     """One TaskManager's threads over a window, in cores of CPU time (the caller converts to its host's cores)."""
 
     vertices: dict[str, float]  # vertex id -> its task threads' cores
-    other: float  # every thread no subtask of the job names, but the JIT compiler's
+    other: float  # every thread no subtask of the job names, but the JIT compiler's (ended threads included)
     unmatched: tuple[str, ...]  # vertices with subtasks on it whose task thread was not found
     compiler: float = 0.0  # the JIT compiler's threads (a warm-up cost: not the TaskManager's steady own)
 
@@ -46,7 +47,9 @@ def thread_cpu(rows: pa.Table, since_ms: int, subtasks: Mapping[str, list[tuple[
     """Per TaskManager, its threads' CPU after ``since_ms`` (all rows when that leaves fewer than two per thread):
     ``subtasks`` maps a TaskManager id to the job's subtasks on it as (vertex id, vertex name, index, parallelism),
     ``charges`` to each vertex's busy-time charge on it (the key for names two vertices share). A thread seen once
-    (started or ended inside the window) is left out, as are TaskManagers without two readings."""
+    (started or ended inside the window) is left out, as are TaskManagers without two readings; where the listing has
+    the whole process's row (``PROCESS_TID``), what it used beyond the threads seen is the TaskManager's too
+    (``other``): the CPU of threads that ended inside the window."""
     if rows.num_rows == 0:
         return {}
     cols = {c: rows.column(c).to_numpy(zero_copy_only=False) for c in ("ts_ms", "taskmanager_id", "tid", "thread",
@@ -63,6 +66,7 @@ def thread_cpu(rows: pa.Table, since_ms: int, subtasks: Mapping[str, list[tuple[
             continue
         wall_s = (rounds[-1] - rounds[0]) / 1000.0
         used: dict[str, float] = {}  # thread name -> cores, summed over its threads
+        process: float | None = None  # the whole process's cores, where recorded
         for t in np.unique(tid):
             one = tid == t
             first, last = np.argmin(ts[one]), np.argmax(ts[one])
@@ -71,9 +75,16 @@ def thread_cpu(rows: pa.Table, since_ms: int, subtasks: Mapping[str, list[tuple[
             delta = float(ns[one][last] - ns[one][first]) / 1e9
             if delta < 0:  # a thread id reused by another thread
                 continue
+            if t == PROCESS_TID:
+                process = delta / wall_s
+                continue
             key = str(name[one][last])
             used[key] = used.get(key, 0.0) + delta / wall_s
-        out[str(tm)] = _by_vertex(used, subtasks.get(str(tm), []), charges.get(str(tm), {}))
+        got = _by_vertex(used, subtasks.get(str(tm), []), charges.get(str(tm), {}))
+        if process is not None:
+            ended = process - sum(got.vertices.values()) - got.other - got.compiler
+            got = dataclasses.replace(got, other=got.other + max(ended, 0.0))
+        out[str(tm)] = got
     return out
 
 

@@ -119,6 +119,7 @@ def test_collect_records_each_taskmanagers_threads_and_every_subtasks_task_threa
     the TaskManager's data port), in _threads/; every subtask's task thread is named after it, and the threads' CPU
     adds up to the process's (the kernel's figure for the JVM over the same collection)."""
     from placement.collect.layout import read_thread_cpu
+    from placement.collect.threads import PROCESS_TID
     from placement.profile.threads import thread_cpu
 
     _, run_dir, m = collected
@@ -129,6 +130,8 @@ def test_collect_records_each_taskmanagers_threads_and_every_subtasks_task_threa
     assert set(df["taskmanager_id"]) == {"server", "rpi1"}
     assert df.groupby("taskmanager_id")["ts_ms"].nunique().min() >= 10  # every round
     assert df.groupby("taskmanager_id")["tid"].nunique().min() >= 20  # a JVM's threads, not one process's
+    whole = df[df["tid"] == PROCESS_TID]  # and the whole process's own row (its ended threads in it), every round
+    assert (whole.groupby("taskmanager_id")["ts_ms"].nunique() == df.groupby("taskmanager_id")["ts_ms"].nunique()).all()
     subtasks: dict[str, list] = {}
     for loc in m.locations:
         v = m.vertex(loc.vertex_id)

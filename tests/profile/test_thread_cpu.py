@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from test_tm_cpu import SECONDS, T0, inventory, write_job
 
@@ -23,7 +24,13 @@ from placement.collect.layout import (
     thread_writer,
     write_manifest,
 )
-from placement.collect.threads import ThreadSampler, parse_thread_stats, thread_stats_argv
+from placement.collect.threads import (
+    PROCESS_ROW,
+    PROCESS_TID,
+    ThreadSampler,
+    parse_thread_stats,
+    thread_stats_argv,
+)
 from placement.errors import PlacementError
 from placement.profile.pipeline import build_profile
 from placement.profile.threads import names_of, thread_cpu
@@ -76,6 +83,45 @@ def test_the_threads_of_the_process_listening_on_the_data_port_are_read_with_the
     assert spun > 0.3e9 and slept < 0.05e9  # the spinning thread used most of the second, the sleeping one none
 
 
+# A process on a port whose main thread keeps starting threads that spin ~30 ms and end: what a JVM that sees one CPU
+# does with each async task (no common pool: a thread per task). No thread lives through two readings a second apart.
+_SHORT_LIVED_CHILD = r"""
+import socket, threading, time
+def spin_briefly():
+    end = time.monotonic() + 0.03
+    while time.monotonic() < end:
+        sum(range(1000))
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
+print(s.getsockname()[1], flush=True)
+while True:
+    t = threading.Thread(target=spin_briefly); t.start(); t.join()
+    time.sleep(0.02)
+"""
+
+
+def test_the_cpu_of_threads_that_ended_between_two_readings_is_the_taskmanagers_own():
+    proc = subprocess.Popen([sys.executable, "-c", _SHORT_LIVED_CHILD], stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(proc.stdout.readline())
+        sampler = ThreadSampler({"tm": (LocalExecutor("here"), port)}, clock=time.time)
+        rows = sampler.sample()
+        time.sleep(2.0)
+        rows += sampler.sample()
+    finally:
+        proc.kill()
+        proc.wait()
+    assert sampler.notes == []
+    table = pa.Table.from_pylist(rows, schema=THREAD_SCHEMA)
+    whole = [r for r in rows if r["tid"] == PROCESS_TID]
+    assert [r["thread"] for r in whole] == [PROCESS_ROW, PROCESS_ROW]  # one per reading
+    got = thread_cpu(table, 0, {}, {})["tm"]
+    listed = thread_cpu(table.filter(pc.not_equal(table["tid"], PROCESS_TID)), 0, {}, {})["tm"]
+    # spinning 30 of every ~50 ms: about 0.6 of a core, all of it in threads no reading saw twice
+    print(f"other: {got.other:.3f} cores with the whole process, {listed.other:.3f} from the threads listed")
+    assert listed.other < 0.1
+    assert 0.25 < got.other < 1.0
+
+
 def test_a_port_nobody_listens_on_is_a_note_not_a_failure():
     with __import__("socket").socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -89,8 +135,10 @@ def test_the_listing_parses_names_with_spaces_and_parentheses():
     text = ("100\n"
             "4242 (Source: Gen (1/) S 1 2 3 4 5 6 7 8 9 10 250 50 0 0\n"  # a cut name with a parenthesis in it
             "4243 (flink-rate-limi) S 1 2 3 4 5 6 7 8 9 10 7 3 0 0\n"
-            "garbage\n")
-    assert parse_thread_stats(text) == [(4242, "Source: Gen (1/", 3_000_000_000), (4243, "flink-rate-limi", 100_000_000)]
+            "garbage\n"
+            "process 4241 (java) S 1 2 3 4 5 6 7 8 9 10 900 100 0 0\n")  # the whole process, ended threads in it
+    assert parse_thread_stats(text) == [(4242, "Source: Gen (1/", 3_000_000_000), (4243, "flink-rate-limi", 100_000_000),
+                                        (PROCESS_TID, PROCESS_ROW, 10_000_000_000)]
     with pytest.raises(PlacementError):
         parse_thread_stats("")
 
@@ -126,6 +174,19 @@ def test_thread_cpu_per_vertex_splits_a_shared_name_by_charge_and_leaves_the_res
                      {"tm": {"a": 0.3, "b": 0.1, "map": 0.2}})["tm"]
     assert got.vertices == pytest.approx({"map": 0.3, "a": 0.225, "b": 0.075})
     assert got.other == pytest.approx(0.01) and got.compiler == pytest.approx(0.05) and got.unmatched == ("sink",)
+
+
+def test_what_the_whole_process_used_beyond_its_listed_threads_is_the_taskmanagers_own():
+    threads = {(1, "Map (1/1)#0"): 0.2, (4, "C2 CompilerThre"): 0.05, (5, "OutputFlusher f"): 0.01}
+    on_tm = {"tm": [("map", "Map", 0, 1)]}
+    rows = _thread_rows("tm", {**threads, (PROCESS_TID, PROCESS_ROW): 0.41})
+    got = thread_cpu(pa.Table.from_pylist(rows, schema=THREAD_SCHEMA), 0, on_tm, {"tm": {"map": 0.2}})["tm"]
+    # 0.41 - 0.2 - 0.05 - 0.01: 0.15 of ended threads, the TaskManager's; the task thread and the JIT keep theirs
+    assert got.vertices == pytest.approx({"map": 0.2}) and got.compiler == pytest.approx(0.05)
+    assert got.other == pytest.approx(0.16)
+    without = thread_cpu(pa.Table.from_pylist(_thread_rows("tm", threads), schema=THREAD_SCHEMA), 0, on_tm,
+                         {"tm": {"map": 0.2}})["tm"]
+    assert without.other == pytest.approx(0.01)  # a history recorded before the process's row: as before
 
 
 def _history_with_threads(root: Path, threads: dict[str, dict[tuple[int, str], float]]) -> None:
