@@ -123,3 +123,27 @@ def test_cli_max_rate_bad_combinations_are_one_line(tmp_path, capsys, extra, opt
     code, out, err = cli_run(["plan", "--inventory", "inventory/edge-lab.yaml", "--profile",
                               "examples/profiles/branching-join.json", "--out", tmp_path, "--max-rate", *extra], capsys)
     assert code == 2 and option in err and err.strip().count("\n") == 0 and "Traceback" not in err + out
+
+
+def test_an_answer_far_beyond_the_profiled_rates_bound_by_cpu_carries_a_caution_and_a_near_one_or_a_links_not():
+    from placement.cli.capacity_plan import max_rate_of
+
+    def answer(busy: float, bandwidth: str):
+        inv = inventory([{"name": "rpi1", "cores": 1, "bandwidth": bandwidth}], pins={"sources": {"Source: S": "rpi1"}})
+        prof = profile([vertex("Source: S", rin=0, rout=100, busy=busy, bpr=100), vertex("Sink: T", rout=0, busy=1)],
+                       [("Source: S", "Sink: T", "FORWARD")])
+        return max_rate_of(builder(inv, prof), options=SolverOptions(), method="exact")
+
+    far = answer(busy=5, bandwidth="1gbit")  # the source's thread on its Pi binds, many times the profiled rate
+    assert far.capacity.binding[0].kind in ("cpu", "thread") and far.capacity.scale > 3
+    assert far.caution is not None and "likely low" in far.caution and far.json()["caution"] == far.caution
+    assert f"caution: {far.caution}" in far.line
+    near = answer(busy=100, bandwidth="1gbit")  # the same, within 3× of the profile
+    assert near.capacity.binding[0].kind in ("cpu", "thread") and near.capacity.scale <= 3
+    assert near.caution is None and "caution" not in near.line
+    link = answer(busy=5, bandwidth="1mbit")  # bytes scale with records: far from the profile, no caution
+    assert link.capacity.binding[0].kind == "link" and link.capacity.scale > 3, link.capacity
+    assert link.caution is None
+    from placement.cli.capacity_plan import extrapolation_caution
+    assert "likely high" in extrapolation_caution(0.2, "thread")  # far below: CPU per record rises as the rate falls
+    assert extrapolation_caution(0.5, "cpu") is None and extrapolation_caution(0.2, "memory") is None
