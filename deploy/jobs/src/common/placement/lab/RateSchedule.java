@@ -24,7 +24,8 @@ import org.apache.flink.api.connector.source.util.ratelimit.RateLimiterStrategy;
  * <p>Each subtask paces itself at the current step's rate (Flink's {@code perSecond} strategy divides one rate over
  * the subtasks; here the rate is per subtask, like the jobs' {@code --rate}). Pacing is by a reservation clock: every
  * acquire books its records after the previous booking and completes when that time has come, through the JDK's
- * shared delayed executor (no thread of our own, so nothing leaks when a job is cancelled). Idle time earns no burst.
+ * shared delayed executor (no thread of our own, so nothing leaks when a job is cancelled). Idle time earns at most
+ * 100 ms of records (what a late wake-up missed).
  * What pacing costs is kept small, because it is CPU no operator of the job spends and the lab measures a Pi's CPU
  * against the model: a booking due within {@link Pacer#AHEAD_NANOS} completes at once (one wake-up per 10 ms, not one
  * per record), and a delayed one completes on the delay scheduler's own thread — the JDK's default would hand each
@@ -133,6 +134,8 @@ public final class RateSchedule implements Serializable {
         /** How far ahead of its booked time a record may leave: the average rate stays exact (the clock books every
          * record), records leave in bursts of at most 10 ms worth. */
         static final long AHEAD_NANOS = 10_000_000L;
+        /** How far behind the clock a booking may start: the records a late wake-up missed, at most 100 ms of them. */
+        static final long CATCH_UP_NANOS = 100_000_000L;
         /** Completes a delayed booking on the scheduler's thread: the completion only wakes the source's mailbox. */
         private static final Executor ON_SCHEDULER = Runnable::run;
 
@@ -154,7 +157,10 @@ public final class RateSchedule implements Serializable {
                 return CompletableFuture.runAsync(() -> {}, CompletableFuture.delayedExecutor(waitMs, TimeUnit.MILLISECONDS, ON_SCHEDULER))
                         .thenCompose(ignored -> acquire(permits));
             }
-            long start = Math.max(nowNanos, bookedUntilNanos); // idle time earns no burst
+            // a booking woken late (the delay scheduler, the mailbox, a throttled cgroup) may catch up by CATCH_UP:
+            // without it every late wake-up was lost, and a lab Pi at 4,900 records/s emitted 5 % short on 40 % of its
+            // CPU; longer idle time earns no more (Flink's GuavaRateLimiter stores up to a second)
+            long start = Math.max(nowNanos - CATCH_UP_NANOS, bookedUntilNanos);
             bookedUntilNanos = start + (long) (permits * 1e9 / rate);
             long delay = start - nowNanos;
             if (delay <= AHEAD_NANOS) {
