@@ -158,8 +158,8 @@ public final class RateSchedule implements Serializable {
                         .thenCompose(ignored -> acquire(permits));
             }
             // a booking woken late (the delay scheduler, the mailbox, a throttled cgroup) may catch up by CATCH_UP:
-            // without it every late wake-up was lost, and a lab Pi at 4,900 records/s emitted 5 % short on 40 % of its
-            // CPU; longer idle time earns no more (Flink's GuavaRateLimiter stores up to a second)
+            // without it every late wake-up is lost for good; longer idle time earns no more (Flink's
+            // GuavaRateLimiter stores up to a second)
             long start = Math.max(nowNanos - CATCH_UP_NANOS, bookedUntilNanos);
             bookedUntilNanos = start + (long) (permits * 1e9 / rate);
             long delay = start - nowNanos;
