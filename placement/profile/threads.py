@@ -12,9 +12,8 @@ run, a cost that ends (placement.collect.threads.COMPILER_THREAD_PREFIXES), wher
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
@@ -83,7 +82,7 @@ def thread_cpu(rows: pa.Table, since_ms: int, subtasks: Mapping[str, list[tuple[
         got = _by_vertex(used, subtasks.get(str(tm), []), charges.get(str(tm), {}))
         if process is not None:
             ended = process - sum(got.vertices.values()) - got.other - got.compiler
-            got = dataclasses.replace(got, other=got.other + max(ended, 0.0))
+            got = replace(got, other=got.other + max(ended, 0.0))
         out[str(tm)] = got
     return out
 
