@@ -39,22 +39,37 @@ def whatif(inv: Inventory, profile: JobProfile, add_host: tuple[str, ...],
     return apply_whatif(inv, adds, links, sources)
 
 
-# --max-rate scales the profiled rates linearly, but a subtask's CPU per record is what it was at the profiled rate:
-# it falls as the rate rises (a wake-up, a network buffer, a flush serve more records) and rises as it falls. In the
-# lab a Pi answer 8.7x beyond the profile predicted 0.68 of its core where 0.25 was used. Beyond this factor either way
-# an answer bound by CPU carries a caution, as a forecast far outside its data should.
+# --max-rate scales the profiled rates, and a subtask's CPU with them on the line the profile measured: in proportion
+# where it saw one rate, fixed part + per-record part where it saw several (profile.tm_cpu). Beyond the rates it saw a
+# line is a guess: a wake-up, a network buffer, a flush serve more records as the rate rises. In the lab an answer
+# 8.7x beyond a one-rate profile predicted 0.68 of a Pi's core where 0.25 was used. More than this factor beyond the
+# rates measured, either way, an answer bound by CPU carries a caution, as a forecast far outside its data should.
 FAR_FROM_PROFILE = 3.0
 
 
-def extrapolation_caution(scale: float, binding_kind: str | None) -> str | None:
-    """What ``--max-rate`` adds to an answer ``scale``× the profiled rates bound by ``binding_kind``, or None."""
-    if binding_kind not in ("cpu", "thread") or 1 / FAR_FROM_PROFILE <= scale <= FAR_FROM_PROFILE:
+def measured_scales(profile: JobProfile) -> tuple[float, float]:
+    """The slowest and fastest source rates the profile measured CPU at, as scales of its rates: (1, 1) but where
+    a TaskManager's CPU was fitted over runs at several rates."""
+    rate = sum(v.records_out_per_s for v in profile.sources())
+    fits = [t.rate_fit for t in profile.taskmanagers if t.rate_fit is not None]
+    if not fits or rate <= 0:
+        return 1.0, 1.0
+    return min(1.0, min(f.rate_low for f in fits) / rate), max(1.0, max(f.rate_high for f in fits) / rate)
+
+
+def extrapolation_caution(scale: float, binding_kind: str | None,
+                          measured: tuple[float, float] = (1.0, 1.0)) -> str | None:
+    """What ``--max-rate`` adds to an answer ``scale``× the profiled rates bound by ``binding_kind``, or None;
+    ``measured``: the scales CPU was measured at (:func:`measured_scales`)."""
+    low, high = measured
+    if binding_kind not in ("cpu", "thread") or low / FAR_FROM_PROFILE <= scale <= high * FAR_FROM_PROFILE:
         return None
-    direction = ("falls as the rate rises: the answer is likely low" if scale > 1
+    direction = ("falls as the rate rises: the answer is likely low" if scale > high
                  else "rises as the rate falls: the answer is likely high")
-    return (f"{scale:.3g}× is far from the profiled rates and CPU binds: a subtask's CPU per record was measured at "
-            f"the profiled rate and {direction} — profile the job nearer that rate (e.g. on this plan at half of it) "
-            "and ask again")
+    seen = "the profiled rate" if low == high else f"{low:.3g}-{high:.3g}× the profiled rates"
+    return (f"{scale:.3g}× is far from the rates CPU was measured at and CPU binds: a subtask's CPU per record was "
+            f"measured at {seen} and {direction} — profile the job nearer that rate (e.g. on this plan at half of "
+            "it, and at a second rate) and ask again")
 
 
 @dataclass(frozen=True)
@@ -62,6 +77,7 @@ class MaxRate:
     capacity: Capacity
     problem: PlacementProblem | None  # the problem at the scale found (None: unbounded or nothing fits)
     result: PlanResult | None
+    measured: tuple[float, float] = (1.0, 1.0)  # the scales CPU was measured at (measured_scales)
 
     @property
     def line(self) -> str:
@@ -89,7 +105,7 @@ class MaxRate:
         c = self.capacity
         if c.status != "bounded" or c.scale is None:
             return None
-        return extrapolation_caution(c.scale, c.binding[0].kind if c.binding else None)
+        return extrapolation_caution(c.scale, c.binding[0].kind if c.binding else None, self.measured)
 
     def json(self) -> dict:
         c = self.capacity
@@ -109,19 +125,20 @@ def plan_max_rate(inv: Inventory, profile: JobProfile, *, placement_mode: str, i
         return with_running(build_problem(inv, profile, PlanOptions(rate_scale=scale, placement_mode=placement_mode),
                                           inventory_source=inventory_source, other_jobs=other_jobs), running or {})
 
-    return max_rate_of(build, options=options, method=method)
+    return max_rate_of(build, options=options, method=method, measured=measured_scales(profile))
 
 
-def max_rate_of(build: Callable[[float], PlacementProblem], *, options: SolverOptions, method: Method) -> MaxRate:
+def max_rate_of(build: Callable[[float], PlacementProblem], *, options: SolverOptions, method: Method,
+                measured: tuple[float, float] = (1.0, 1.0)) -> MaxRate:
     """:func:`plan_max_rate` of any problem built at a scale (several jobs scaled together, jobs already running as
-    fixed load: only what ``build`` scales grows)."""
+    fixed load: only what ``build`` scales grows); ``measured``: the scales CPU was measured at."""
     capacity = max_scale(build, options)
     if capacity.status == "infeasible":
         raise Infeasible(f"no placement fits at any rate: {capacity.note}; plan at --rate-scale 1 for the shortfalls")
     if capacity.status != "bounded" or capacity.scale is None:
-        return MaxRate(capacity, None, None)
+        return MaxRate(capacity, None, None, measured)
     from dataclasses import replace
 
     capacity = replace(capacity, binding=binding_constraints(build, capacity.scale, options))
     problem = build(capacity.scale)
-    return MaxRate(capacity, problem, solve_with(problem, options, method))
+    return MaxRate(capacity, problem, solve_with(problem, options, method), measured)

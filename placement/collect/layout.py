@@ -26,7 +26,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -319,6 +319,16 @@ def read_latency(run: Path, manifest: RunManifest) -> pa.Table:
     if not tables:
         return LATENCY_SCHEMA.empty_table()
     return pa.concat_tables([t.cast(LATENCY_SCHEMA) for t in tables])
+
+
+def read_samples(run: Path, vertex_ids: Iterable[str], columns: Sequence[str]) -> pa.Table:
+    """Those ``columns`` of a run's samples of ``vertex_ids`` (its Parquet parts, as the profile selects them)."""
+    wanted = [("vertex_id", "in", sorted(set(vertex_ids)))]
+    tables = [pq.read_table(p, columns=list(columns), filters=wanted)
+              for p in sorted(run.glob("*.parquet")) if not p.name.startswith((".", "_"))]
+    if not tables:
+        return pa.schema([SAMPLE_SCHEMA.field(c) for c in columns]).empty_table()
+    return pa.concat_tables(tables)
 
 
 def read_thread_cpu(run: Path, manifest: RunManifest) -> pa.Table:

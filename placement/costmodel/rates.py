@@ -44,8 +44,9 @@ class VertexRates:
     records_out_per_s: float  # target output
     partitioned_in: float  # A_v: split evenly over the instances
     broadcast_in: float  # B_v: every instance receives all of it
-    cores_per_record: float | None  # 1/λ_v in server-core seconds; None when no record was measured
+    cores_per_record: float | None  # 1/λ_v in server-core seconds, beyond the fixed part; None: no record measured
     estimated: bool  # the busy-time rule filled in (see demand)
+    fixed_cores: float = 0.0  # server cores an instance uses whatever its rate (demand: the fixed share)
 
     @property
     def true_rate(self) -> float | None:
@@ -60,10 +61,11 @@ class VertexRates:
         return self.records_out_per_s / p
 
     def instance_cores(self, p: int) -> float:
-        """Server cores one of ``p`` instances needs (never below :data:`.demand.MIN_CORES`)."""
+        """Server cores one of ``p`` instances needs (never below :data:`.demand.MIN_CORES`): its fixed part and its
+        records' part."""
         if self.cores_per_record is None:
             return demand.MIN_CORES
-        return max(self.instance_in(p) * self.cores_per_record, demand.MIN_CORES)
+        return max(self.fixed_cores + self.instance_in(p) * self.cores_per_record, demand.MIN_CORES)
 
     def min_parallelism(self, cores: float, upper: int) -> int | None:
         """Smallest ``p ≤ upper`` whose instances each need at most ``cores`` server cores (None: none does).
@@ -85,9 +87,12 @@ def _produced(v: VertexProfile) -> float:
     return v.records_in_per_s or v.records_out_per_s
 
 
-def cores_per_record(v: VertexProfile) -> tuple[float | None, bool]:
-    """``1/λ_v`` from the profile (busy-time rule of :func:`.demand.server_cores` per subtask) and whether estimated."""
+def cpu_line(v: VertexProfile) -> tuple[float, float | None, bool]:
+    """One instance's server cores as ``fixed + records/s × per_record`` (:func:`.demand.at_scale`: the fixed share of
+    its cores at the profiled rate, and the rest per record), and whether estimated; ``per_record`` None when no
+    record was measured."""
     cores = records = 0.0
+    counted = 0
     estimated = False
     for sp in v.subtasks:
         cpu = demand.server_cores(v, sp)
@@ -96,7 +101,11 @@ def cores_per_record(v: VertexProfile) -> tuple[float | None, bool]:
         if rate > 0:
             cores += cpu.server_cores
             records += rate
-    return (cores / records if records > 0 else None), estimated
+            counted += 1
+    if records <= 0:
+        return 0.0, None, estimated
+    theta = demand.fixed_share(v)
+    return theta * cores / counted, (1.0 - theta) * cores / records, estimated
 
 
 def parse_target_rates(text: str, option: str = "--target-rate") -> dict[str, float]:
@@ -168,10 +177,10 @@ def propagate(profile: JobProfile, targets: Mapping[str, float]) -> dict[str, Ve
         delivered = sum(factor[e.source] * w for e, w in weights)
         broadcast = sum(factor[e.source] * w for e, w in weights if e.ship_strategy is ShipStrategy.BROADCAST)
         per_instance_broadcast = received * broadcast / delivered / v.parallelism if delivered > 0 else 0.0
-        per_record, estimated = cores_per_record(v)
+        fixed, per_record, estimated = cpu_line(v)
         rates[v.id] = VertexRates(
             vertex_id=v.id, factor=f, records_in_per_s=received, records_out_per_s=f * v.records_out_per_s,
             partitioned_in=received - per_instance_broadcast * v.parallelism, broadcast_in=per_instance_broadcast,
-            cores_per_record=per_record, estimated=estimated,
+            cores_per_record=per_record, estimated=estimated, fixed_cores=fixed,
         )
     return rates

@@ -126,6 +126,9 @@ class VertexProfile(Strict):
     subtasks: list[SubtaskProfile]
     cpu_calibration: float | None = Field(
         None, gt=0, le=10, description="busy-time cores × this = the CPU measured (placement.profile.tm_cpu); null: 1")
+    cpu_fixed_share: float | None = Field(
+        None, ge=0, lt=1, description="the share of its calibrated CPU at the profiled rate that does not grow with "
+        "the rate, fitted over runs at different rates (placement.profile.tm_cpu); null: 0, all of it grows with it")
     stats: dict[str, float | int | str | bool | None] = Field(
         default_factory=dict, description="extra figures from the profiling job (p95s, selectivity, ...)"
     )
@@ -218,6 +221,19 @@ class JobInfo(Strict):
 TaskManagerBasis = Literal["idle", "residual", "prior", "floor", "co-tenant", "unmeasured"]
 
 
+class RateFit(Strict):
+    """A TaskManager's process CPU as ``fixed_cores + per_record_us·1e-6 × rate`` over runs of one placement at
+    different source rates (:mod:`placement.profile.tm_cpu`), in cores of its host; ``fixed_share``: the part of
+    what its subtasks used beyond the baseline at the profiled rate that does not grow with the rate."""
+
+    runs: int = Field(ge=2)
+    rate_low: float = Field(ge=0, description="the job's source records/s in the slowest run")
+    rate_high: float = Field(ge=0, description="… and in the fastest")
+    fixed_cores: float = Field(description="the fit's CPU at rate 0, baseline included")
+    per_record_us: float = Field(ge=0, description="CPU µs (of one of its host's cores) per source record")
+    fixed_share: float = Field(ge=0, lt=1)
+
+
 class TaskManagerCpu(Strict):
     """One TaskManager's measured CPU against busy time (:mod:`placement.profile.tm_cpu`); cores of its own host."""
 
@@ -248,6 +264,8 @@ class TaskManagerCpu(Strict):
     compiler_thread_cores: float | None = Field(
         None, ge=0, description="CPU of its JIT compiler threads: the JVM compiling what it has just started to run, "
         "left out of process_cores and of every figure derived from it (the model predicts the steady state)")
+    rate_fit: RateFit | None = Field(
+        None, description="its process CPU against the job's source rate over runs at different rates; null: one rate")
 
 
 class MeasuredLatency(Strict):
@@ -356,10 +374,11 @@ class JobProfile(Strict):
             del data["latency"]
         drop_unset(data["job"], "flink_version")
         for v in data["vertices"]:
-            drop_unset(v, "cpu_calibration")
+            drop_unset(v, "cpu_calibration", "cpu_fixed_share")
         for t in data.get("taskmanagers", []):  # co-tenants not recorded: as before they existed
             drop_unset(t, "cotenant_cores")
             drop_unset(t, "cotenant_subtasks")
+            drop_unset(t, "rate_fit")
         return data
 
     def digest(self) -> str:

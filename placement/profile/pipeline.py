@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
-from placement.collect.layout import read_taskmanager_cpu, read_thread_cpu
+from placement.collect.layout import read_samples, read_taskmanager_cpu, read_thread_cpu
 from placement.errors import BadInput, PlacementError
 from placement.inventory import load_inventory
 from placement.profile.format import JobProfile
@@ -16,7 +16,7 @@ from placement.profile.history import select_runs
 from placement.profile.lanes import fold_lane_copies
 from placement.profile.rules import Options, assemble, subtask_details
 from placement.profile.latency import measured_latency
-from placement.profile.tm_cpu import calibrate
+from placement.profile.tm_cpu import SOURCE_RATE_COLUMNS, calibrate
 
 Engine = Literal["spark", "pandas"]
 
@@ -64,7 +64,11 @@ def build_profile(
     profile = assemble(manifests, aggregates, options, source=str(metrics_dir))
     cpu = [(m, read_taskmanager_cpu(d, m)) for d, m in runs]  # TaskManager CPU rows: read here, at the edge
     threads = [read_thread_cpu(d, m) for d, m in runs]
-    profile = calibrate(profile, cpu, warmup_s=warmup_s, inventory=inv, threads=threads)
+    # each run's source rate, for the CPU's line over runs at different rates (a lane copy's source is another vertex)
+    fit_rates = len(runs) > 1 and not copies and any(m.taskmanager_files for _, m in runs)
+    source_ids = [v.id for v in profile.sources()]
+    sources = [read_samples(d, source_ids, SOURCE_RATE_COLUMNS) for d, _ in runs] if fit_rates else []
+    profile = calibrate(profile, cpu, warmup_s=warmup_s, inventory=inv, threads=threads, source_samples=sources)
     latency = measured_latency(profile, runs, warmup_s=warmup_s, lane_copies=copies)
     if latency:
         profile = profile.model_copy(update={"latency": latency})

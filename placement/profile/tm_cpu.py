@@ -65,6 +65,27 @@ multiplies its busy-time cores by ``k_v``.
 
 Only the runs whose subtasks ran where the newest run with TaskManager CPU says are pooled (another placement puts
 other subtasks on each TaskManager). A history without TaskManager CPU leaves the profile as it was.
+
+**Rate** (:class:`~placement.profile.format.RateFit`). Part of what a TaskManager spends does not grow with the rate:
+a task thread's wake-ups, a remote channel's netty work, a rate limiter's timer. On a lab Pi the source's thread used
+104 µs per record at 498 records/s and 42 µs at 3,600-5,300/s while netty and the pacer stayed at 0.02-0.05 of its
+core; a model that scales all of it with the rate predicted 0.80 of the Pi's core at 5,213/s where 0.33 was used.
+Where the pooled runs ran the job at different source rates ``R_j`` (the fastest at least :data:`MIN_RATE_SPREAD` ×
+the slowest: nearer rates fit noise), each TaskManager t without co-tenants gets the least-squares line
+``P_t(R) = F_t + G_t·R`` through its per-run process cores (measured as above, run by run), ``G_t > 0``. Then:
+
+* ``P_t`` is the line at the profile's source rate ``R̄`` (the runs' rates pooled as the profile pools them),
+  not the newest run's figure — the vertices' cores at 1× belong to the profile's rates (the thread figures listed
+  beside it, and the vertices' shares of it, stay the newest run's);
+* ``θ_t = (F_t − b_t) / (P_t − b_t)``, within [0, :data:`MAX_FIXED_SHARE`]: the share of what the job's subtasks
+  used on t beyond the baseline that stays when the rate changes;
+* a vertex's ``cpu_fixed_share`` is ``θ_t`` charge-weighted over the TaskManagers it ran on (0 where t had no line),
+  and the cost model charges it ``c·(θ + (1 − θ)·X)`` at ``X ×`` the rates
+  (:func:`placement.costmodel.demand.at_scale`).
+
+One rate (every history before this, or runs of one rate) leaves ``cpu_fixed_share`` unset: all of a subtask's CPU
+grows with the rate, as before. Three or more rates are fitted by least squares; a line is only as good as the
+rates it spans, so ``plan --max-rate`` compares its answer with the fastest run, not the pooled rate.
 """
 
 from __future__ import annotations
@@ -75,17 +96,21 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from placement.collect.layout import COTENANT_BUSY, COTENANT_SUBTASKS, RunManifest
 from placement.costmodel import demand
 from placement.inventory import Inventory
-from placement.profile.format import JobProfile, TaskManagerCpu
+from placement.profile.format import JobProfile, RateFit, TaskManagerCpu
 from placement.profile.rules import cpu_time_to_host_cores
 from placement.profile.threads import ThreadCpu, thread_cpu
 
 MIN_CONFIDENT_PAIRS = 5  # sample pairs of the CPU counter behind a confident figure
 MIN_FACTOR = 0.01  # a factor below this is a measurement problem, not a calibration
 MAX_FACTOR = 10.0  # nor one above this (the profile format's bound)
+MIN_RATE_SPREAD = 1.5  # the fastest run's rate at least this × the slowest's before a line is fitted through them
+MAX_FIXED_SHARE = 0.9  # part of a subtask's CPU always grows with its rate: a flatter line is noise, not capacity
+SOURCE_RATE_COLUMNS = ("ts_ms", "vertex_id", "subtask", "records_out_per_s")  # what run_source_rate reads
 
 
 @dataclass
@@ -135,12 +160,15 @@ def _mapping(m: RunManifest) -> dict[tuple[str, int], str | None]:
 
 
 def calibrate(profile: JobProfile, runs: Sequence[tuple[RunManifest, pa.Table]], *, warmup_s: float = 60.0,
-              inventory: Inventory | None = None, threads: Sequence[pa.Table] = ()) -> JobProfile:
+              inventory: Inventory | None = None, threads: Sequence[pa.Table] = (),
+              source_samples: Sequence[pa.Table] = ()) -> JobProfile:
     """The profile with each TaskManager's measured CPU and baseline (``profile.taskmanagers``) and its vertices'
-    ``cpu_calibration``, from each run's TaskManager CPU rows (``read_taskmanager_cpu``; the caller reads them) and,
-    where recorded, its per-thread CPU rows (``threads``, one table per run: ``read_thread_cpu``); the profile
-    unchanged when no run recorded TaskManager CPU."""
+    ``cpu_calibration`` (and ``cpu_fixed_share``), from each run's TaskManager CPU rows (``read_taskmanager_cpu``; the
+    caller reads them), where recorded its per-thread CPU rows (``threads``, one table per run: ``read_thread_cpu``)
+    and its sources' samples (``source_samples``, one table per run: ``read_samples`` of
+    :data:`SOURCE_RATE_COLUMNS`, for the rate line); the profile unchanged when no run recorded TaskManager CPU."""
     thread_tables = {m.run_id: t for (m, _), t in zip(runs, threads)}
+    source_tables = {m.run_id: t for (m, _), t in zip(runs, source_samples)}
     with_cpu = [(m, table) for m, table in runs if m.taskmanager_files]
     if not with_cpu:
         return profile
@@ -197,6 +225,11 @@ def calibrate(profile: JobProfile, runs: Sequence[tuple[RunManifest, pa.Table]],
             process[tm] = load_cores[tm]
     # other jobs' busy time on each TaskManager, in its host's cores (None: not recorded, read as none)
     cotenant = {tm: statistics.fmean(m.cotenant) if m.cotenant else None for tm, m in measured.items()}
+    profile_rate = sum(v.records_out_per_s for v in profile.sources())
+    lines = {tm: line for tm, line in _rate_lines(pooled, thread_tables, source_tables, to_host_of, warmup_s).items()
+             if tm in process and not cotenant[tm]}  # a co-tenant's CPU follows its own rate, not the job's
+    for tm, line in lines.items():
+        process[tm] = max(line.at(profile_rate), 0.0)
     # a TaskManager running another job's subtasks is not idle: its CPU is no baseline
     idle_server = [process[tm] * speeds[tm] for tm in process if not charge[tm] and not cotenant[tm]]
     idle_prior = statistics.median(idle_server) if idle_server else None
@@ -211,6 +244,7 @@ def calibrate(profile: JobProfile, runs: Sequence[tuple[RunManifest, pa.Table]],
 
     factors: dict[str, dict[str, float]] = {}  # vertex -> tm -> k
     bases: dict[str, str] = {}
+    fixed: dict[str, float] = {}  # tm -> θ_t, where a line was fitted
     out: list[TaskManagerCpu] = []
     for tm in sorted(measured):
         m, info = measured[tm], infos.get(tm)
@@ -251,6 +285,10 @@ def calibrate(profile: JobProfile, runs: Sequence[tuple[RunManifest, pa.Table]],
                 factors.setdefault(vid, {})[tm] = k
                 bases.setdefault(vid, ("threads" if shares is not None else _which(charge[tm], sources, used))
                                  + f" on {tm}")
+        fit = None
+        if tm in lines and baseline is not None:
+            fixed[tm] = lines[tm].fixed_share(baseline, p)
+            fit = lines[tm].summary(fixed[tm])
         out.append(TaskManagerCpu(
             id=tm, host=info.host if info else None, inventory_host=hosts[tm], host_speed=speeds[tm],
             samples=m.samples, subtasks=_count(placement, tm), process_cores=p, load_cores=load_cores[tm],
@@ -259,26 +297,111 @@ def calibrate(profile: JobProfile, runs: Sequence[tuple[RunManifest, pa.Table]],
             cotenant_cores=cotenant[tm], cotenant_subtasks=m.cotenant_subtasks,
             task_thread_cores=None if threads_here is None else sum(threads_here.vertices.values()) * to_host,
             other_thread_cores=None if threads_here is None else threads_here.other * to_host,
-            compiler_thread_cores=None if threads_here is None else threads_here.compiler * to_host,
+            compiler_thread_cores=None if threads_here is None else threads_here.compiler * to_host, rate_fit=fit,
         ))
 
     vertices = []
     for v in profile.vertices:
-        if v.id not in factors:
-            vertices.append(v)
-            continue
-        weight = total = 0.0
-        for tm, per in charge.items():
-            if v.id in per:
-                weight += per[v.id]
-                total += per[v.id] * factors[v.id].get(tm, 1.0)
-        k = max(MIN_FACTOR, min(MAX_FACTOR, total / weight)) if weight > 0 else 1.0
-        stats = dict(v.stats)
-        stats["cpu_calibration_basis"] = bases[v.id]
-        vertices.append(v.model_copy(update={"cpu_calibration": round(k, 6), "stats": stats}))
+        update: dict = {}
+        if v.id in factors:
+            stats = dict(v.stats)
+            stats["cpu_calibration_basis"] = bases[v.id]
+            k = max(MIN_FACTOR, min(MAX_FACTOR, _weighted(charge, v.id, factors[v.id], 1.0)))
+            update.update(cpu_calibration=round(k, 6), stats=stats)
+        if any(v.id in charge[tm] for tm in fixed):
+            update["cpu_fixed_share"] = round(_weighted(charge, v.id, fixed, 0.0), 6)
+        vertices.append(v.model_copy(update=update) if update else v)
     note = "TaskManager CPU: " + ", ".join(_noted(t) for t in out)
     job = profile.job.model_copy(update={"note": "; ".join(x for x in (profile.job.note, note) if x)})
     return profile.model_copy(update={"vertices": vertices, "taskmanagers": out, "job": job})
+
+
+def _weighted(charge: dict[str, dict[str, float]], vid: str, per_tm: dict[str, float], missing: float) -> float:
+    """A vertex's figure from its TaskManagers' (``missing`` where one has none), weighted by its charge on each."""
+    weight = total = 0.0
+    for tm, per in charge.items():
+        if vid in per:
+            weight += per[vid]
+            total += per[vid] * per_tm.get(tm, missing)
+    return total / weight if weight > 0 else missing
+
+
+@dataclass(frozen=True)
+class _Line:
+    """A TaskManager's process cores against the job's source rate: ``fixed + per_record × R`` (its host's cores)."""
+
+    fixed: float
+    per_record: float
+    runs: int
+    low: float
+    high: float
+
+    def at(self, rate: float) -> float:
+        return self.fixed + self.per_record * rate
+
+    def fixed_share(self, baseline: float, process: float) -> float:
+        """``θ_t``: the share of what the subtasks used beyond the baseline at ``process`` cores that the line keeps at
+        rate 0."""
+        used = process - baseline
+        return min(MAX_FIXED_SHARE, max(0.0, (self.fixed - baseline) / used)) if used > 0 else 0.0
+
+    def summary(self, share: float) -> RateFit:
+        return RateFit(runs=self.runs, rate_low=round(self.low, 3), rate_high=round(self.high, 3),
+                       fixed_cores=round(self.fixed, 6), per_record_us=round(self.per_record * 1e6, 6),
+                       fixed_share=round(share, 6))
+
+
+def run_source_rate(samples: pa.Table, since_ms: int) -> float | None:
+    """The job's source records/s in one run: each source subtask's mean ``records_out_per_s`` after ``since_ms``
+    (all of the run's readings when none is that late), summed; None without a reading."""
+    readings = samples.filter(pc.is_finite(samples["records_out_per_s"]))
+    late = readings.filter(pc.greater_equal(readings["ts_ms"], since_ms))
+    per_subtask = (late if late.num_rows else readings).group_by(["vertex_id", "subtask"]).aggregate(
+        [("records_out_per_s", "mean")])
+    return float(pc.sum(per_subtask["records_out_per_s_mean"]).as_py()) if per_subtask.num_rows else None
+
+
+def _run_cores(m: RunManifest, table: pa.Table, threads: pa.Table | None, warmup_s: float) -> dict[str, float]:
+    """Per TaskManager, one run's process cores (CPU-time cores): its threads' (the JIT compiler left out) where
+    recorded, else its CPU.Time pairs."""
+    since = m.started_ms + int(warmup_s * 1000)
+    out = {tm: t.other + sum(t.vertices.values())
+           for tm, t in (thread_cpu(threads, since, {}, {}) if threads is not None else {}).items()}
+    if table.num_rows:
+        rows = {c: table.column(c).to_numpy(zero_copy_only=False) for c in table.column_names}
+        rows["cpu_time_ns"] = rows["cpu_time_ns"].astype(np.float64)
+        rows["cpu_load"] = rows["cpu_load"].astype(np.float64)
+        measured: dict[str, _Measured] = {}
+        _measure(rows, since, measured)
+        for tm, one in measured.items():
+            if tm not in out and one.pairs > 0 and one.wall_s > 0:
+                out[tm] = one.cpu_s / one.wall_s
+    return out
+
+
+def _rate_lines(pooled: Sequence[tuple[RunManifest, pa.Table]], threads: dict[str, pa.Table],
+                sources: dict[str, pa.Table], to_host_of: dict[str, float], warmup_s: float) -> dict[str, _Line]:
+    """Per TaskManager, the least-squares line of its process cores (host cores) over the pooled runs' source rates,
+    where the rates spread by :data:`MIN_RATE_SPREAD` and the line rises."""
+    points: dict[str, list[tuple[float, float]]] = {}
+    for m, table in pooled:
+        samples = sources.get(m.run_id)
+        rate = run_source_rate(samples, m.started_ms + int(warmup_s * 1000)) if samples is not None else None
+        if rate is None or rate <= 0:
+            continue
+        for tm, cores in _run_cores(m, table, threads.get(m.run_id), warmup_s).items():
+            if tm in to_host_of:
+                points.setdefault(tm, []).append((rate, cores * to_host_of[tm]))
+    lines: dict[str, _Line] = {}
+    for tm, pts in points.items():
+        rates = np.array([r for r, _ in pts])
+        cores = np.array([c for _, c in pts])
+        if len(pts) < 2 or rates.max() < MIN_RATE_SPREAD * rates.min():
+            continue
+        slope, intercept = np.polyfit(rates, cores, 1)
+        if slope > 0:
+            lines[tm] = _Line(float(intercept), float(slope), len(pts), float(rates.min()), float(rates.max()))
+    return lines
 
 
 def _thread_cores(profile: JobProfile, pooled: Sequence[tuple[RunManifest, pa.Table]], tables: dict[str, pa.Table],
@@ -332,7 +455,10 @@ def _noted(t: TaskManagerCpu) -> str:
     threads = (f", task threads {t.task_thread_cores:.3f} + other {t.other_thread_cores:.3f}"
                f" (JIT compiler {t.compiler_thread_cores or 0.0:.3f} left out)"
                if t.task_thread_cores is not None and t.other_thread_cores is not None else "")
-    return f"{t.id} {t.process_cores:.3f} cores, baseline {base} ({t.basis}){others}{threads}"
+    fit = t.rate_fit
+    line = (f", {fit.fixed_cores:.3f} + {fit.per_record_us:.1f} µs × records/s over {fit.runs} runs "
+            f"({fit.rate_low:,.0f}-{fit.rate_high:,.0f}/s): {fit.fixed_share:.0%} fixed" if fit is not None else "")
+    return f"{t.id} {t.process_cores:.3f} cores, baseline {base} ({t.basis}){others}{threads}{line}"
 
 
 def _count(placement: dict[tuple[str, int], str | None], tm: str) -> int:

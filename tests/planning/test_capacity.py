@@ -147,3 +147,8 @@ def test_an_answer_far_beyond_the_profiled_rates_bound_by_cpu_carries_a_caution_
     from placement.cli.capacity_plan import extrapolation_caution
     assert "likely high" in extrapolation_caution(0.2, "thread")  # far below: CPU per record rises as the rate falls
     assert extrapolation_caution(0.5, "cpu") is None and extrapolation_caution(0.2, "memory") is None
+    # CPU measured on a line from 0.5x to 2x the profiled rates: 6x is within 3x of what was seen, 7x is not
+    assert extrapolation_caution(6.0, "cpu", (0.5, 2.0)) is None
+    assert "0.5-2× the profiled rates" in extrapolation_caution(7.0, "cpu", (0.5, 2.0))
+    assert extrapolation_caution(0.17, "cpu", (0.5, 2.0)) is None
+    assert "likely high" in extrapolation_caution(0.16, "cpu", (0.5, 2.0))

@@ -61,11 +61,12 @@ def write_history(root: Path, *, with_cpu: bool = True) -> None:
 
 
 def write_job(root: Path, job_id: str, name: str, vertices: list[VertexInfo], busy: dict, where: dict, rates: dict,
-              process: dict | None, cotenant: dict[str, tuple[float, int]] | None = None) -> None:
+              process: dict | None, cotenant: dict[str, tuple[float, int]] | None = None, *, run_id: str = "r1",
+              t0: int = T0) -> None:
     """One run of a job, its vertices in a chain; ``process``: each TaskManager's JVM cores (None: no TaskManager CPU
     recorded); ``cotenant``: TaskManager -> (other jobs' busy cores on it, their subtasks), recorded beside the CPU."""
     m = RunManifest(
-        job_id=job_id, job_name=name, run_id="r1", started_ms=T0, ended_ms=T0 + SECONDS * 1000, interval_s=1.0,
+        job_id=job_id, job_name=name, run_id=run_id, started_ms=t0, ended_ms=t0 + SECONDS * 1000, interval_s=1.0,
         stopped="completed", vertices=vertices,
         edges=[EdgeInfo(source=a.id, target=b.id, ship_strategy="REBALANCE") for a, b in zip(vertices, vertices[1:])],
         locations=[SubtaskLocation(vertex_id=v, subtask=i, taskmanager_id=tm, host=f"host-{tm}")
@@ -74,24 +75,24 @@ def write_job(root: Path, job_id: str, name: str, vertices: list[VertexInfo], bu
                       for tm in (process or PROCESS)],
     )
     parallelism = {v.id: v.parallelism for v in vertices}
-    writer = PartWriter(root, job_id, "r1")
+    writer = PartWriter(root, job_id, run_id)
     rows = []
     for k in range(SECONDS):
         for (v, i), b in busy.items():
             rin, rout = (r / parallelism[v] for r in rates[v])
-            rows.append({"ts_ms": T0 + k * 1000, "vertex_id": v, "subtask": i, "attempt": 0, "attempt_start_ms": T0,
+            rows.append({"ts_ms": t0 + k * 1000, "vertex_id": v, "subtask": i, "attempt": 0, "attempt_start_ms": t0,
                          "running": True, "busy_ms_per_s": b, "idle_ms_per_s": 1000 - b,
                          "backpressured_ms_per_s": 0.0, "records_in_per_s": rin, "records_out_per_s": rout,
                          "bytes_in_per_s": rin * 50 * parallelism[v], "bytes_out_per_s": rout * 50 * parallelism[v]})
     writer.write(rows_to_table(rows))
     m.files, m.samples = list(writer.files), writer.rows
     if process is not None:
-        tm_rows = [{"ts_ms": T0 + k * 1000, "taskmanager_id": tm, "cpu_time_ns": 5e9 + k * cores * 1e9,
+        tm_rows = [{"ts_ms": t0 + k * 1000, "taskmanager_id": tm, "cpu_time_ns": 5e9 + k * cores * 1e9,
                     "cpu_load": cores / (2 if tm == "srv" else 1) if k % 10 else -1.0,  # -1: Flink's "unknown"
                     **({COTENANT_BUSY: cotenant.get(tm, (0.0, 0))[0], COTENANT_SUBTASKS: cotenant.get(tm, (0.0, 0))[1]}
                        if cotenant is not None else {})}
                    for k in range(SECONDS) for tm, cores in process.items()]
-        tm_writer = taskmanager_writer(root, job_id, "r1")
+        tm_writer = taskmanager_writer(root, job_id, run_id)
         tm_writer.write(taskmanager_rows_to_table(tm_rows))
         m.taskmanager_files = tm_writer.files
         m.taskmanager_metrics = list(TASKMANAGER_METRICS)
