@@ -11,8 +11,10 @@ Two lab cases, one edge host each, so that one resource binds and the other has 
 
 Per case: ``lab up`` with that inventory (custom mode) -> the IoT job unpinned at a low rate, profiled as
 ``benchmarks/lab_placements.py`` does -> ``placement plan --max-rate`` -> the job profiled again as a user would
-refine it, on that plan at half that answer (warmed up ``WARM_UP_S``; the edge host's TaskManager baseline from the
-first run, where a TaskManager was idle) -> ``placement plan --max-rate`` from that profile (the highest scale ``X*``
+refine it, on that plan at 0.3 and then 0.6 of that answer (``PROFILE_FRACTIONS``: a run each, so that the profile
+fits each TaskManager's CPU as a fixed part plus a per-record part; warmed up ``WARM_UP_S``; the edge host's
+TaskManager baseline from the first run, where a TaskManager was idle) -> ``placement plan --max-rate`` from that
+profile (the highest scale ``X*``
 of the profiled rate that fits, the plan that fits there, and what is short just above) -> that plan applied with ``placement apply`` to
 the job whose source follows a rate schedule (``--rate-schedule``: no resubmission between steps) of a warm-up
 (``WARM_UP_S`` at half the predicted rate: the JIT compiles the moved code) and then ``STEPS`` × the predicted rate
@@ -70,6 +72,11 @@ SKIP_S = 20.0  # of each step: the rate change reaching every operator and queue
 # a move), and --max-rate answers for the compiled steady state
 WARM_UP_S = 150.0
 WARM_UP_FRACTION = 0.5
+# the second profile: on the first answer's plan at these fractions of it, one run each — a Pi's CPU per record falls
+# as its rate rises, and two rates give the profile the line (fixed part + per-record part) that --max-rate scales
+PROFILE_FRACTIONS = (0.3, 0.6)
+PROFILE_S = 60.0  # each run's collection
+SWITCH_S = 75.0  # after the rate switch: Flink's 60 s meters (the profile's rates) all at the new rate
 
 
 @dataclass(frozen=True)
@@ -127,6 +134,12 @@ def profiled_rate(profile: str, source: str) -> float:
     return sum(s.records_out_per_s for s in v.subtasks) / v.parallelism
 
 
+def pi_line(profile: str) -> dict | None:
+    """The edge host's CPU line (fixed + per-record part, profile.tm_cpu) in the profile, where one was fitted."""
+    fit = next((t.rate_fit for t in load_profile(profile).taskmanagers if t.inventory_host == "rpi1"), None)
+    return fit.model_dump() if fit is not None else None
+
+
 def idle_baseline(profile: str, speed: float) -> float:
     """The edge host's TaskManager baseline in its own cores from a profile where some TaskManager ran nothing: the
     edge host's own where it was the idle one, else the idle TaskManagers' in server cores over the edge's speed."""
@@ -156,23 +169,29 @@ def run_placed(rest: FlinkRest, state: dict, spec, program: list[str], plan_dir:
     return next(j.id for j in rest.running_jobs() if j.name == spec.job_name)
 
 
-def profile_placed(spec, state: dict, work: Path, first: str, rate: float, parallelism: dict[str, int],
+def profile_placed(spec, state: dict, work: Path, first: str, rates: tuple[float, float], parallelism: dict[str, int],
                    baseline: float) -> str:
-    """The job at ``rate`` (a one-step schedule: the steps' pacer) placed by ``--max-rate``'s plan from the ``first``
-    profile, warmed up ``WARM_UP_S``, collected 60 s with its threads and profiled; returns the profile's path."""
+    """The job placed by ``--max-rate``'s plan from the ``first`` profile at each of ``rates`` in turn (a two-step
+    schedule: the steps' pacer, no resubmission: one placement), warmed up ``WARM_UP_S`` at the first and
+    ``SWITCH_S`` after the switch, collected ``PROFILE_S`` at each (a run each, in one history, with its threads) and
+    profiled: the profile's CPU is the line through the two runs; returns the profile's path."""
     source = spec.sources[0].vertex
-    program = [*job_args(spec, {source: rate}, parallelism), "--rate-schedule", f"0:{rate:.0f}"]
+    switch = WARM_UP_S + PROFILE_S + 5
+    program = [*job_args(spec, {source: rates[0]}, parallelism), "--rate-schedule",
+               f"0:{rates[0]:.0f},{switch:.0f}:{rates[1]:.0f}"]
     inventory, _ = job_inventory(state["lab_inventory"], spec, work / "placed-profile-inventory.yaml", lambda p: program)
     inventory = with_baseline(inventory, baseline)
     plan_dir = work / "plan-first"
     max_rate(inventory, first, plan_dir)  # the plan again with the inventory apply resubmits the job from
     rest = FlinkRest(state["rest_url"])
     job = run_placed(rest, state, spec, program, plan_dir, inventory)
-    time.sleep(WARM_UP_S)
+    started = rest.job_raw(job)["start-time"] / 1000  # the schedule's clock starts with the job's main()
     history = work / "placed-profile-metrics"
     shutil.rmtree(history, ignore_errors=True)
-    cli("metrics", "collect", "--rest", state["rest_url"], "--job", job, "--duration", "60", "--interval", "2",
-        "--out", str(history), "--inventory", inventory, "--quiet")
+    for begin in (WARM_UP_S, switch + SWITCH_S):
+        time.sleep(max(0.0, started + begin - time.time()))
+        cli("metrics", "collect", "--rest", state["rest_url"], "--job", job, "--duration", f"{PROFILE_S:.0f}",
+            "--interval", "2", "--out", str(history), "--inventory", inventory, "--quiet")
     profile = str(work / f"placed-profile-{spec.key}.json")
     cli("profile", str(history), "--out", profile, "--inventory", inventory, "--engine", "pandas", "--quiet")
     chain.cancel_all(rest)
@@ -217,14 +236,21 @@ def run_case(case: Case, args, console: Console) -> dict:
                       f"{rough:,.0f} readings/s ({capacity['binding'][0]['message']})")
         # A Pi's CPU per record falls as its rate rises (a wake-up, a network buffer and a flush serve more records),
         # so an answer 8.7× beyond the profiled rate was 2.7× high on the Pi's CPU (0.68 predicted, 0.25 used): the
-        # job profiled again as a user would, on that plan at half its answer, and --max-rate asked from that profile.
-        # No TaskManager is idle then, so the Pi's own baseline comes from the first run (an inventory prior).
+        # job profiled again as a user would, on that plan at two fractions of its answer, and --max-rate asked from
+        # that profile. No TaskManager is idle then, so the Pi's own baseline comes from the first run (an inventory
+        # prior).
         baseline = idle_baseline(first, case.speed)
-        profile = profile_placed(spec, state, work, first, WARM_UP_FRACTION * rough, parallelism, baseline)
+        profile = profile_placed(spec, state, work, first, tuple(f * rough for f in PROFILE_FRACTIONS), parallelism,
+                                 baseline)
         capacity = max_rate(with_baseline(lab_inv, baseline), profile, work / "plan-max-rate")
         if capacity["status"] != "bounded":
             return {"case": case.key, "failures": [f"--max-rate is {capacity['status']}, not bounded"], "steps": []}
         scale, binding = capacity["scale"], capacity["binding"][0]
+        line = pi_line(profile)
+        console.print(f"[bold]{case.key}[/]: the Pi's CPU over the two runs: " + (
+            f"{line['fixed_cores']:.3f} + {line['per_record_us']:.1f} µs × readings/s "
+            f"({line['rate_low']:,.0f}-{line['rate_high']:,.0f}/s), {line['fixed_share']:.0%} of its use fixed"
+            if line else "no line (the runs' rates too near, or the line did not rise)"))
         profiled = profiled_rate(profile, source)
         predicted = scale * profiled
         console.print(f"[bold]{case.key}[/]: --max-rate {scale:.3f}× of {profiled:,.0f}/s = {predicted:,.0f} "
@@ -280,7 +306,7 @@ def run_case(case: Case, args, console: Console) -> dict:
         if not args.keep:
             subprocess.run([PLACEMENT, "lab", "down", "--workdir", str(work)], check=False, capture_output=True,
                            timeout=300)
-    return verdict(case, predicted, binding, steps)
+    return {**verdict(case, predicted, binding, steps), "pi_line": line}
 
 
 def print_threads(console: Console, history: Path, steps: list[dict], speed: float) -> None:
