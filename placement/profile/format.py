@@ -223,14 +223,18 @@ TaskManagerBasis = Literal["idle", "residual", "prior", "floor", "co-tenant", "u
 
 class RateFit(Strict):
     """A TaskManager's process CPU as ``fixed_cores + per_record_us·1e-6 × rate`` over runs of one placement at
-    different source rates (:mod:`placement.profile.tm_cpu`), in cores of its host; ``fixed_share``: the part of
-    what its subtasks used beyond the baseline at the profiled rate that does not grow with the rate."""
+    different source rates (:mod:`placement.profile.tm_cpu`), in cores of its host — the line planned on, steeper
+    than the fitted one by two standard errors; ``fixed_share``: the part of what its subtasks used beyond the
+    baseline at the profiled rate that does not grow with the rate."""
 
     runs: int = Field(ge=2)
     rate_low: float = Field(ge=0, description="the job's source records/s in the slowest run")
     rate_high: float = Field(ge=0, description="… and in the fastest")
-    fixed_cores: float = Field(description="the fit's CPU at rate 0, baseline included")
-    per_record_us: float = Field(ge=0, description="CPU µs (of one of its host's cores) per source record")
+    fixed_cores: float = Field(description="the planned line's CPU at rate 0, baseline included")
+    per_record_us: float = Field(ge=0, description="the planned line's CPU µs (of one of its host's cores) per source "
+                                 "record: the fitted slope plus two standard errors")
+    fitted_per_record_us: float = Field(ge=0, description="the least-squares slope")
+    per_record_se_us: float = Field(ge=0, description="its standard error (from each run's spread over its windows)")
     fixed_share: float = Field(ge=0, lt=1)
 
 

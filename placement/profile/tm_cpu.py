@@ -111,6 +111,9 @@ MAX_FACTOR = 10.0  # nor one above this (the profile format's bound)
 MIN_RATE_SPREAD = 1.5  # the fastest run's rate at least this × the slowest's before a line is fitted through them
 MAX_FIXED_SHARE = 0.9  # part of a subtask's CPU always grows with its rate: a flatter line is noise, not capacity
 SOURCE_RATE_COLUMNS = ("ts_ms", "vertex_id", "subtask", "records_out_per_s")  # what run_source_rate reads
+BATCHES = 5  # windows of a run whose figures' spread is its process cores' standard error
+SE_FLOOR = 0.002  # cores: no run's figure is known better than this (a 2 s reading of a Pi's CPU is 10 ms of ticks)
+SLOPE_MARGIN = 2.0  # standard errors the planned per-record CPU lies above the fitted: capacity errs low, not high
 
 
 @dataclass
@@ -330,11 +333,13 @@ def _weighted(charge: dict[str, dict[str, float]], vid: str, per_tm: dict[str, f
 class _Line:
     """A TaskManager's process cores against the job's source rate: ``fixed + per_record × R`` (its host's cores)."""
 
-    fixed: float
-    per_record: float
+    fixed: float  # of the planned line: through the runs' weighted centroid with the planned slope
+    per_record: float  # planned: the fitted slope + SLOPE_MARGIN standard errors
     runs: int
     low: float
     high: float
+    fitted: float  # the least-squares slope
+    se: float  # its standard error
 
     def at(self, rate: float) -> float:
         return self.fixed + self.per_record * rate
@@ -348,6 +353,7 @@ class _Line:
     def summary(self, share: float) -> RateFit:
         return RateFit(runs=self.runs, rate_low=round(self.low, 3), rate_high=round(self.high, 3),
                        fixed_cores=round(self.fixed, 6), per_record_us=round(self.per_record * 1e6, 6),
+                       fitted_per_record_us=round(self.fitted * 1e6, 6), per_record_se_us=round(self.se * 1e6, 6),
                        fixed_share=round(share, 6))
 
 
@@ -361,46 +367,79 @@ def run_source_rate(samples: pa.Table, since_ms: int) -> float | None:
     return float(pc.sum(per_subtask["records_out_per_s_mean"]).as_py()) if per_subtask.num_rows else None
 
 
-def _run_cores(m: RunManifest, table: pa.Table, threads: pa.Table | None, warmup_s: float) -> dict[str, float]:
-    """Per TaskManager, one run's process cores (CPU-time cores): its threads' (the JIT compiler left out) where
+def _run_cores(table: pa.Table, threads: pa.Table | None, since_ms: int,
+               until_ms: int | None = None) -> dict[str, float]:
+    """Per TaskManager, one run's process cores (CPU-time cores) from ``since_ms`` (the whole run when that leaves too
+    few readings) or, given ``until_ms``, within that window only: its threads' (the JIT compiler left out) where
     recorded, else its CPU.Time pairs."""
-    since = m.started_ms + int(warmup_s * 1000)
+    if until_ms is not None:
+        table, threads = (None if t is None else t.filter(pc.and_(pc.greater_equal(t["ts_ms"], since_ms),
+                                                                  pc.less_equal(t["ts_ms"], until_ms)))
+                          for t in (table, threads))
     out = {tm: t.other + sum(t.vertices.values())
-           for tm, t in (thread_cpu(threads, since, {}, {}) if threads is not None else {}).items()}
+           for tm, t in (thread_cpu(threads, since_ms, {}, {}) if threads is not None else {}).items()}
     if table.num_rows:
         rows = {c: table.column(c).to_numpy(zero_copy_only=False) for c in table.column_names}
         rows["cpu_time_ns"] = rows["cpu_time_ns"].astype(np.float64)
         rows["cpu_load"] = rows["cpu_load"].astype(np.float64)
         measured: dict[str, _Measured] = {}
-        _measure(rows, since, measured)
+        _measure(rows, since_ms, measured)
         for tm, one in measured.items():
             if tm not in out and one.pairs > 0 and one.wall_s > 0:
                 out[tm] = one.cpu_s / one.wall_s
     return out
 
 
+def _run_figures(m: RunManifest, table: pa.Table, threads: pa.Table | None,
+                 warmup_s: float) -> dict[str, tuple[float, float | None]]:
+    """Per TaskManager, one run's process cores and their standard error: the spread of the figure over
+    :data:`BATCHES` consecutive windows of the run (batch means: the readings of one window are not independent of
+    the next), None where fewer than two windows had a figure."""
+    since = m.started_ms + int(warmup_s * 1000)
+    whole = _run_cores(table, threads, since)
+    stamps = np.concatenate([t["ts_ms"].to_numpy() for t in (table, threads) if t is not None and t.num_rows])
+    late = stamps[stamps >= since]
+    start, end = (late.min(), late.max()) if len(late) >= 2 else (stamps.min(), stamps.max())
+    edges = np.linspace(start, end, BATCHES + 1)
+    windows = [_run_cores(table, threads, int(a), int(b)) for a, b in zip(edges, edges[1:])]
+    out: dict[str, tuple[float, float | None]] = {}
+    for tm, cores in whole.items():
+        batch = [w[tm] for w in windows if tm in w]
+        out[tm] = (cores, float(np.std(batch, ddof=1) / np.sqrt(len(batch))) if len(batch) >= 2 else None)
+    return out
+
+
 def _rate_lines(pooled: Sequence[tuple[RunManifest, pa.Table]], threads: dict[str, pa.Table],
                 sources: dict[str, pa.Table], to_host_of: dict[str, float], warmup_s: float) -> dict[str, _Line]:
-    """Per TaskManager, the least-squares line of its process cores (host cores) over the pooled runs' source rates,
-    where the rates spread by :data:`MIN_RATE_SPREAD` and the line rises."""
-    points: dict[str, list[tuple[float, float]]] = {}
+    """Per TaskManager, the weighted least-squares line of its process cores (host cores) over the pooled runs'
+    source rates, where the rates spread by :data:`MIN_RATE_SPREAD`, every run's figure has a standard error and
+    the fitted line rises; planned on the steeper line :data:`SLOPE_MARGIN` standard errors above it."""
+    points: dict[str, list[tuple[float, float, float | None]]] = {}
     for m, table in pooled:
         samples = sources.get(m.run_id)
         rate = run_source_rate(samples, m.started_ms + int(warmup_s * 1000)) if samples is not None else None
         if rate is None or rate <= 0:
             continue
-        for tm, cores in _run_cores(m, table, threads.get(m.run_id), warmup_s).items():
+        for tm, (cores, se) in _run_figures(m, table, threads.get(m.run_id), warmup_s).items():
             if tm in to_host_of:
-                points.setdefault(tm, []).append((rate, cores * to_host_of[tm]))
+                points.setdefault(tm, []).append((rate, cores * to_host_of[tm],
+                                                  None if se is None else se * to_host_of[tm]))
     lines: dict[str, _Line] = {}
     for tm, pts in points.items():
-        rates = np.array([r for r, _ in pts])
-        cores = np.array([c for _, c in pts])
-        if len(pts) < 2 or rates.max() < MIN_RATE_SPREAD * rates.min():
+        if len(pts) < 2 or any(se is None for _, _, se in pts):
             continue
-        slope, intercept = np.polyfit(rates, cores, 1)
+        x, y = np.array([p[0] for p in pts]), np.array([p[1] for p in pts])
+        if x.max() < MIN_RATE_SPREAD * x.min():
+            continue
+        w = 1.0 / np.maximum([p[2] for p in pts], SE_FLOOR) ** 2
+        xw, yw = np.average(x, weights=w), np.average(y, weights=w)
+        sxx = float(np.sum(w * (x - xw) ** 2))
+        slope = float(np.sum(w * (x - xw) * (y - yw)) / sxx)
+        residual = np.sum(w * (y - yw - slope * (x - xw)) ** 2) / (len(pts) - 2) if len(pts) > 2 else 1.0
+        se = float(np.sqrt(max(1.0, residual) / sxx))  # runs further off the line than their errors: wider
         if slope > 0:
-            lines[tm] = _Line(float(intercept), float(slope), len(pts), float(rates.min()), float(rates.max()))
+            planned = slope + SLOPE_MARGIN * se
+            lines[tm] = _Line(float(yw - planned * xw), planned, len(pts), float(x.min()), float(x.max()), slope, se)
     return lines
 
 
@@ -456,8 +495,9 @@ def _noted(t: TaskManagerCpu) -> str:
                f" (JIT compiler {t.compiler_thread_cores or 0.0:.3f} left out)"
                if t.task_thread_cores is not None and t.other_thread_cores is not None else "")
     fit = t.rate_fit
-    line = (f", {fit.fixed_cores:.3f} + {fit.per_record_us:.1f} µs × records/s over {fit.runs} runs "
-            f"({fit.rate_low:,.0f}-{fit.rate_high:,.0f}/s): {fit.fixed_share:.0%} fixed" if fit is not None else "")
+    line = (f", {fit.fixed_cores:.3f} + {fit.per_record_us:.1f} µs × records/s (fitted {fit.fitted_per_record_us:.1f} "
+            f"± {fit.per_record_se_us:.1f}) over {fit.runs} runs ({fit.rate_low:,.0f}-{fit.rate_high:,.0f}/s): "
+            f"{fit.fixed_share:.0%} fixed" if fit is not None else "")
     return f"{t.id} {t.process_cores:.3f} cores, baseline {base} ({t.basis}){others}{threads}{line}"
 
 
