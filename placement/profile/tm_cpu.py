@@ -71,8 +71,17 @@ a task thread's wake-ups, a remote channel's netty work, a rate limiter's timer.
 104 µs per record at 498 records/s and 42 µs at 3,600-5,300/s while netty and the pacer stayed at 0.02-0.05 of its
 core; a model that scales all of it with the rate predicted 0.80 of the Pi's core at 5,213/s where 0.33 was used.
 Where the pooled runs ran the job at different source rates ``R_j`` (the fastest at least :data:`MIN_RATE_SPREAD` ×
-the slowest: nearer rates fit noise), each TaskManager t without co-tenants gets the least-squares line
-``P_t(R) = F_t + G_t·R`` through its per-run process cores (measured as above, run by run), ``G_t > 0``. Then:
+the slowest: nearer rates fit noise), each TaskManager t without co-tenants gets a line ``P_t(R) = F_t + G_t·R``
+through its per-run process cores (measured as above, run by run), where the fitted slope is positive:
+
+* each run's figure has a standard error, from its spread over :data:`BATCHES` consecutive windows of the run (batch
+  means), at least :data:`SE_FLOOR`; a run without one (too few readings) leaves t without a line;
+* the slope is the weighted least-squares one (weights 1/se², its error widened where the runs lie further off the
+  line than their errors say), and the line planned on is :data:`SLOPE_MARGIN` errors steeper, through the runs'
+  weighted centroid: noise errs towards a low capacity. On the lab Pi two two-run fits of one job at 400-850/s gave
+  114 and 26 µs per reading; the flatter one answered a capacity 35× beyond its runs.
+
+Then:
 
 * ``P_t`` is the line at the profile's source rate ``R̄`` (the runs' rates pooled as the profile pools them),
   not the newest run's figure — the vertices' cores at 1× belong to the profile's rates (the thread figures listed
