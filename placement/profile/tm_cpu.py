@@ -406,6 +406,8 @@ def _run_figures(m: RunManifest, table: pa.Table, threads: pa.Table | None,
     the next), None where fewer than two windows had a figure."""
     since = m.started_ms + int(warmup_s * 1000)
     whole = _run_cores(table, threads, since)
+    if not whole:
+        return {}
     stamps = np.concatenate([t["ts_ms"].to_numpy() for t in (table, threads) if t is not None and t.num_rows])
     late = stamps[stamps >= since]
     start, end = (late.min(), late.max()) if len(late) >= 2 else (stamps.min(), stamps.max())
