@@ -409,8 +409,10 @@ def _run_figures(m: RunManifest, table: pa.Table, threads: pa.Table | None,
     if not whole:
         return {}
     stamps = np.concatenate([t["ts_ms"].to_numpy() for t in (table, threads) if t is not None and t.num_rows])
-    late = stamps[stamps >= since]
-    start, end = (late.min(), late.max()) if len(late) >= 2 else (stamps.min(), stamps.max())
+    late = np.unique(stamps[stamps >= since])
+    # as the run's own figure does: the whole run when the warm-up leaves too few readings (a 60 s collection of a
+    # job warmed up before it, profiled with the default 60 s warm-up, has one or two)
+    start, end = (late.min(), late.max()) if len(late) >= 2 * BATCHES else (stamps.min(), stamps.max())
     edges = np.linspace(start, end, BATCHES + 1)
     windows = [_run_cores(table, threads, int(a), int(b)) for a, b in zip(edges, edges[1:])]
     out: dict[str, tuple[float, float | None]] = {}

@@ -87,11 +87,11 @@ def _write_threads(root: Path, run_id: str, t0: int, threads: dict[tuple[int, st
     write_manifest(root, m)
 
 
-def profile_of(tmp_path: Path, source_rates: list[float], **kw):
+def profile_of(tmp_path: Path, source_rates: list[float], warmup_s: float = 0.0, **kw):
     write_runs(tmp_path / "metrics", source_rates, **kw)
     inv = tmp_path / "inventory.json"
     inv.write_text(json.dumps(inventory().model_dump(mode="json", by_alias=True)))
-    out = write_profile(build_profile(tmp_path / "metrics", engine="pandas", warmup_s=0, inventory=inv),
+    out = write_profile(build_profile(tmp_path / "metrics", engine="pandas", warmup_s=warmup_s, inventory=inv),
                         tmp_path / "profile.json")
     return load_profile(out)  # through the file: what `plan` reads
 
@@ -191,6 +191,15 @@ def test_where_the_threads_were_recorded_each_runs_process_cores_come_from_them(
     assert pi.rate_fit.per_record_us == pytest.approx(slope * 1e6, rel=1e-4)
     assert pi.process_cores == pytest.approx(0.12 + 0.06 * 2)  # the line at the pooled 2,000/s
     assert pi.rate_fit.fixed_share == pytest.approx((fixed - 0.05) / (0.24 - 0.05))
+
+
+@pytest.mark.parametrize("threads", [False, True])
+def test_a_warm_up_that_leaves_a_run_few_readings_takes_the_whole_run_as_its_figure_and_its_error(tmp_path, threads):
+    """Collections of a job that warmed up before them, profiled with a warm-up nearly as long as each (the lab's
+    60 s collections under the default 60 s warm-up): each run's figure and error come from the whole run."""
+    profile = profile_of(tmp_path, [1000.0, 2000.0], warmup_s=SECONDS - 5, threads=threads)
+    pi = {t.id: t for t in profile.taskmanagers}["rpi1"].rate_fit
+    assert pi is not None and pi.fitted_per_record_us == pytest.approx(60 if threads else 50)
 
 
 def test_one_rate_or_rates_too_near_leave_all_of_the_cpu_growing_with_the_rate(tmp_path):
