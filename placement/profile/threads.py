@@ -32,6 +32,11 @@ class ThreadCpu:
     unmatched: tuple[str, ...]  # vertices with subtasks on it whose task thread was not found
     compiler: float = 0.0  # the JIT compiler's threads (a warm-up cost: not the TaskManager's steady own)
 
+    @property
+    def steady(self) -> float:
+        """The process's cores without the JIT compiler's: what the model predicts."""
+        return sum(self.vertices.values()) + self.other
+
 
 def names_of(comm: str, name: str, index: int, parallelism: int) -> bool:
     """True when the kernel's name ``comm`` is that of the task thread of subtask ``index`` of vertex ``name``."""

@@ -167,6 +167,15 @@ def _measure(rows: dict[str, np.ndarray], since_ms: int, into: dict[str, _Measur
         m.loads.extend(float(x) for x in load[np.isfinite(load)])  # type: ignore[union-attr]
 
 
+def _cpu_rows(table: pa.Table) -> dict[str, np.ndarray]:
+    """A run's TaskManager CPU rows as columns for :func:`_measure`, the nullable figures as floats (null: NaN)."""
+    rows = {c: table.column(c).to_numpy(zero_copy_only=False) for c in table.column_names}
+    for c in ("cpu_time_ns", "cpu_load", COTENANT_BUSY, COTENANT_SUBTASKS):
+        if c in rows:
+            rows[c] = rows[c].astype(np.float64)
+    return rows
+
+
 def _mapping(m: RunManifest) -> dict[tuple[str, int], str | None]:
     return {(loc.vertex_id, loc.subtask): loc.taskmanager_id for loc in m.locations}
 
@@ -191,12 +200,7 @@ def calibrate(profile: JobProfile, runs: Sequence[tuple[RunManifest, pa.Table]],
     for m, table in pooled:
         if table.num_rows == 0:
             continue
-        rows = {c: table.column(c).to_numpy(zero_copy_only=False) for c in table.column_names}
-        rows["cpu_time_ns"] = rows["cpu_time_ns"].astype(np.float64)
-        rows["cpu_load"] = rows["cpu_load"].astype(np.float64)
-        for c in (COTENANT_BUSY, COTENANT_SUBTASKS):  # null (NaN here) where not known
-            if c in rows:
-                rows[c] = rows[c].astype(np.float64)
+        rows = _cpu_rows(table)
         _measure(rows, m.started_ms + int(warmup_s * 1000), measured)
     if not measured:
         return profile
@@ -230,7 +234,7 @@ def calibrate(profile: JobProfile, runs: Sequence[tuple[RunManifest, pa.Table]],
         # the kernel's figure, read every round (CPU.Time comes from a store refreshed every 10 s), without the JIT
         # compiler's warm-up (profile.threads)
         if tm in by_thread:
-            process[tm] = (sum(by_thread[tm].vertices.values()) + by_thread[tm].other) * to_host
+            process[tm] = by_thread[tm].steady * to_host
         elif m.pairs > 0 and m.wall_s > 0:
             process[tm] = m.cpu_s / m.wall_s * to_host
         elif load_cores[tm] is not None:
@@ -385,14 +389,11 @@ def _run_cores(table: pa.Table, threads: pa.Table | None, since_ms: int,
         table, threads = (None if t is None else t.filter(pc.and_(pc.greater_equal(t["ts_ms"], since_ms),
                                                                   pc.less_equal(t["ts_ms"], until_ms)))
                           for t in (table, threads))
-    out = {tm: t.other + sum(t.vertices.values())
-           for tm, t in (thread_cpu(threads, since_ms, {}, {}) if threads is not None else {}).items()}
+    listed = thread_cpu(threads, since_ms, {}, {}) if threads is not None else {}
+    out = {tm: t.steady for tm, t in listed.items()}
     if table.num_rows:
-        rows = {c: table.column(c).to_numpy(zero_copy_only=False) for c in table.column_names}
-        rows["cpu_time_ns"] = rows["cpu_time_ns"].astype(np.float64)
-        rows["cpu_load"] = rows["cpu_load"].astype(np.float64)
         measured: dict[str, _Measured] = {}
-        _measure(rows, since_ms, measured)
+        _measure(_cpu_rows(table), since_ms, measured)
         for tm, one in measured.items():
             if tm not in out and one.pairs > 0 and one.wall_s > 0:
                 out[tm] = one.cpu_s / one.wall_s
