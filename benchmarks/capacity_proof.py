@@ -5,7 +5,7 @@
 Two lab cases, one edge host each, so that one resource binds and the other has room:
 
 * ``cpu`` — a slow Pi (one core of ``speed`` 0.15: a cgroup quota of 0.15 of a core here) behind a wide uplink
-  (50 Mbit/s): what runs out first at the highest rate is the Pi's CPU;
+  (50 Mbit/s), planned at ``cpu_utilisation_target`` 1.0: what runs out first at the highest rate is the Pi's CPU;
 * ``uplink`` — a fast edge host (one whole core) behind a 2 Mbit/s uplink, every operator but the source forbidden
   on it (``pins.forbid``), so the raw readings cross: what runs out first is the link.
 
@@ -14,8 +14,8 @@ Per case: ``lab up`` with that inventory (custom mode) -> the IoT job unpinned a
 refine it, on that plan at 0.4 and then 0.8 of that answer (``PROFILE_FRACTIONS``: a run each, so that the profile
 fits each TaskManager's CPU as a fixed part plus a per-record part; warmed up ``WARM_UP_S``; the edge host's
 TaskManager baseline from the first run, where a TaskManager was idle) -> ``placement plan --max-rate`` from that
-profile, and again on a profile nearer its answer while ``--max-rate`` cautions that the answer extrapolates the CPU
-(``MAX_ROUNDS`` at most) (the highest scale ``X*``
+profile, and again on a profile nearer its answer while ``--max-rate`` cautions that the answer extrapolates the CPU,
+``MAX_ROUNDS`` at most (the highest scale ``X*``
 of the profiled rate that fits, the plan that fits there, and what is short just above) -> that plan applied with ``placement apply`` to
 the job whose source follows a rate schedule (``--rate-schedule``: no resubmission between steps) of a warm-up
 (``WARM_UP_S`` at half the predicted rate: the JIT compiles the moved code) and then ``STEPS`` × the predicted rate
