@@ -1,6 +1,6 @@
 """`plan --max-rate` proven on a running job: the predicted highest sustainable rate against the measured one.
 
-    .venv/bin/python benchmarks/capacity_proof.py [--case cpu|uplink|all] [--step-s 50] [--keep] [--flink-version X]
+    .venv/bin/python benchmarks/capacity_proof.py [--case cpu|uplink|all] [--step-s 80] [--keep] [--flink-version X]
 
 Two lab cases, one edge host each, so that one resource binds and the other has room:
 
@@ -19,12 +19,14 @@ profile, and again on a profile nearer its answer while ``--max-rate`` cautions 
 of the profiled rate that fits, the plan that fits there, and what is short just above) -> that plan applied with ``placement apply`` to
 the job whose source follows a rate schedule (``--rate-schedule``: no resubmission between steps) of a warm-up
 (``WARM_UP_S`` at half the predicted rate: the JIT compiles the moved code) and then ``STEPS`` × the predicted rate
-``X* × profile rate``, ``--step-s`` seconds each -> per step, over its last part: the
+``X* × profile rate``, ``--step-s`` seconds each -> per step, after ``SKIP_S``, in ``PARTS`` windows: the
 source's records/s from the ``numRecordsOut`` counter (not Flink's 60 s meter, which lags a step), the uplink's wire
-Mbit/s, the edge TaskManager's CPU and how often its cgroup was throttled.
+Mbit/s, the edge TaskManager's CPU and its JIT compiler's, and how often its cgroup was throttled.
 
-A step *holds* when the source emits at least 97 % of its target. The measured highest sustainable rate is the last
-step that holds with every step below it holding. Verdicts (PASS/FAIL lines, exit 1 on any FAIL):
+A window *holds* when the source emits at least 97 % of its target. A step is judged on its first window, unless that
+missed while the edge host's JIT compiler used ``JIT_BUSY`` of its cores or more: then on the next (the model answers
+for compiled code; the pacer does not make up what a starved source missed). The measured highest sustainable rate is
+the last step that holds with every step below it holding. Verdicts (PASS/FAIL lines, exit 1 on any FAIL):
 
 * the plan at 0.9 × the predicted rate holds;
 * the measured highest sustainable rate is within ±15 % of the predicted;
@@ -68,6 +70,8 @@ TOLERANCE = 0.15
 LINK_SATURATED = 0.85  # of the shaped rate, on the wire
 THROTTLED_SATURATED = 0.5  # of the cgroup's periods
 SKIP_S = 20.0  # of each step: the rate change reaching every operator and queues settling
+PARTS = 2  # measured windows per step: one that missed while the JIT compiler was busy is read again (judged_part)
+JIT_BUSY = 0.05  # of the edge host's cores: its JIT compiler busy in a window
 # before the first step the placed job runs at WARM_UP_FRACTION × the predicted rate for WARM_UP_S: the JVMs compile
 # what they have just been given (on a lab Pi the JIT compiler's threads use 20-35 % of it for the first minutes after
 # a move), and --max-rate answers for the compiled steady state
@@ -295,25 +299,15 @@ def run_case(case: Case, args, console: Console) -> dict:
                                      stderr=subprocess.DEVNULL)
         steps = []
         for i, rate in enumerate(rates):
-            begin = started + WARM_UP_S + i * args.step_s + SKIP_S
-            time.sleep(max(0.0, begin - time.time()))
-            c0, t0 = source_count(rest, placed, source)
-            p0 = cgroup_periods(edge.get("cgroup"))
-            window = max(5.0, started + WARM_UP_S + (i + 1) * args.step_s - 3 - time.time())
-            [link], cpu = measure_window(state, window)
-            p1 = cgroup_periods(edge.get("cgroup"))
-            c1, t1 = source_count(rest, placed, source)
-            emitted = (c1 - c0) / (t1 - t0) / parallelism[source]
-            periods = max(p1[0] - p0[0], 1)
-            rpi = next(c for c in cpu if c.host == "rpi1")
-            steps.append({"fraction": STEPS[i], "target": rate, "emitted": emitted, "holds": emitted >= HOLDS * rate,
-                          "window_ms": (int((time.time() - window) * 1000), int(time.time() * 1000)),
-                          "link_mbit": link.mbit, "link_share": link.mbit / link.rate_mbit if link.rate_mbit else None,
-                          "pi_host_cores": rpi.host_cores, "pi_jit_cores": rpi.compiler_server_cores / case.speed,
-                          "throttled": (p1[1] - p0[1]) / periods})
-            console.print(f"  step {STEPS[i]:.2f}×: target {rate:,}/s, emitted {emitted:,.0f}/s, link "
-                          f"{link.mbit:.3f} Mbit/s, Pi {rpi.host_cores:.3f} cores (JIT compiler "
-                          f"{steps[-1]['pi_jit_cores']:.3f}), throttled {steps[-1]['throttled']:.0%}")
+            begin = started + WARM_UP_S + i * args.step_s
+            time.sleep(max(0.0, begin + SKIP_S - time.time()))
+            parts = measure_parts(rest, state, placed, source, parallelism[source], rate, begin + args.step_s - 3)
+            steps.append({"fraction": STEPS[i], "target": rate, **judged_part(parts), "parts": parts})
+            for k, p in enumerate(parts):
+                console.print(f"  step {STEPS[i]:.2f}× part {k + 1}{'*' if p is judged_part(parts) else ' '}: target "
+                              f"{rate:,}/s, emitted {p['emitted']:,.0f}/s, link {p['link_mbit']:.3f} Mbit/s, Pi "
+                              f"{p['pi_host_cores']:.3f} cores (JIT compiler {p['pi_jit_cores']:.3f}), throttled "
+                              f"{p['throttled']:.0%}")
         collector.wait(timeout=120)
         print_threads(console, threads_dir, steps, case.speed)
         chain.cancel_all(rest)
@@ -324,6 +318,42 @@ def run_case(case: Case, args, console: Console) -> dict:
             subprocess.run([PLACEMENT, "lab", "down", "--workdir", str(work)], check=False, capture_output=True,
                            timeout=300)
     return {**verdict(case, predicted, binding, steps), "pi_lines": lines}
+
+
+def measure_parts(rest: FlinkRest, state: dict, job: str, source: str, parallelism: int, target: int,
+                  end: float) -> list[dict]:
+    """A step from now to ``end`` in ``PARTS`` consecutive windows, each: the source's records/s per subtask (its
+    ``numRecordsOut`` counter), whether that holds ``target``, the uplink's wire Mbit/s, the edge host's CPU and its
+    JIT compiler's (in its cores) and the share of its cgroup's periods that were throttled."""
+    edge = next(h for h in state["hosts"] if h["name"] == "rpi1")
+    count = source_count(rest, job, source)
+    start, parts = time.time(), []
+    for k in range(1, PARTS + 1):
+        p0 = cgroup_periods(edge.get("cgroup"))
+        window = max(5.0, start + k * (end - start) / PARTS - time.time())
+        [link], cpu = measure_window(state, window)
+        p1 = cgroup_periods(edge.get("cgroup"))
+        after = source_count(rest, job, source)
+        emitted = (after[0] - count[0]) / (after[1] - count[1]) / parallelism
+        count = after
+        rpi = next(c for c in cpu if c.host == "rpi1")
+        parts.append({"emitted": emitted, "holds": emitted >= HOLDS * target,
+                      "window_ms": (int((time.time() - window) * 1000), int(time.time() * 1000)),
+                      "link_mbit": link.mbit, "link_share": link.mbit / link.rate_mbit if link.rate_mbit else None,
+                      "pi_host_cores": rpi.host_cores, "pi_jit_cores": rpi.compiler_server_cores / rpi.speed,
+                      "throttled": (p1[1] - p0[1]) / max(p1[0] - p0[0], 1)})
+    return parts
+
+
+def judged_part(parts: list[dict]) -> dict:
+    """The part of a step its verdict reads: the first, unless it missed while the edge host's JIT compiler used
+    ``JIT_BUSY`` of its cores or more — then the next, under the same rule. The model answers for compiled code, and
+    the pacer does not make up records a starved source missed: on a Pi at 0.97 of its core, 10 s of the C2 compiler
+    at 0.22 of it cost a step 8 % of its records (capacity run d, 0.9×), which a step without one never lost."""
+    for part in parts[:-1]:
+        if part["holds"] or part["pi_jit_cores"] < JIT_BUSY:
+            return part
+    return parts[-1]
 
 
 def print_threads(console: Console, history: Path, steps: list[dict], speed: float) -> None:
@@ -385,7 +415,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--case", default="all", help="cpu, uplink or all")
     ap.add_argument("--workdir", default="/tmp/placement-capacity")
-    ap.add_argument("--step-s", type=float, default=50.0, help="seconds of each rate step")
+    ap.add_argument("--step-s", type=float, default=80.0, help="seconds of each rate step")
     ap.add_argument("--keep", action="store_true", help="leave the lab up")
     ap.add_argument("--flink-version", help="run the lab on this Flink release (`lab up --flink-version`)")
     args = ap.parse_args()
