@@ -9,7 +9,8 @@ What a user does, per job, on one custom-mode lab (``lab up``): the job submitte
 JVM CPU, and its CPU per thread over the lab's SSH: ``--inventory``) -> ``profile`` with the lab inventory -> ``plan`` (the ILP at the profiled rates: WAN first, so operators
 move onto the Pis as far as their CPU allows) -> ``apply`` -> until the moved subtasks' JIT has settled (every edge
 TaskManager's compiler threads under 0.02 host cores over 15 s; 60 s at least, 360 s at most) -> ``lab measure`` over
-``--window`` s, while ``metrics collect`` polls the job as it did for the profile: each host's TaskManager JVM CPU, in
+``--window`` s — again, up to ``MEASURE_TRIES`` windows, until one in which every edge TaskManager's compiler stayed
+under 0.02 host cores too — while ``metrics collect`` polls the job as it did for the profile: each host's TaskManager JVM CPU, in
 the host's own cores, beside plan.json's ``predicted_cores`` for that host (its TaskManager's baseline + its
 subtasks' calibrated cores). The model predicts the steady state, so what is judged is the JVM's CPU without its JIT
 compiler threads (``lab measure``'s ``steady_host_cores``); the table shows it with them too.
@@ -67,6 +68,11 @@ SETTLE_S = 60
 JIT_SETTLED = 0.02
 JIT_WINDOW_S = 15
 JIT_MAX_S = 300
+# ... and the window measured is one in which the compiler stayed under JIT_SETTLED too, else the next (MEASURE_TRIES at
+# most): a quiet 15 s can fall between two bursts — Branching's rpi1 passed the wait 75 s after the apply, then its
+# compiler used 0.059 host cores over the window, and its Cameras source's thread 1.7x the CPU per frame it was
+# profiled at (a source at 100 frames/s reaches C2's thresholds in minutes)
+MEASURE_TRIES = 6
 
 
 @dataclass(frozen=True)
@@ -161,14 +167,19 @@ def run_job(job: LabJob, state: dict, work: Path, window: float, console: Consol
         console.print(f"[red]{job.key}: apply failed[/] ({proc.returncode}): {proc.stderr.strip()[-800:]}")
     time.sleep(SETTLE_S)
     jit_s = wait_for_jit(state)
-    # observed as it was profiled (and as `placement watch` observes it): the collector polls the TaskManagers'
-    # metrics over the measured window too, and that polling is part of the baseline the profile measured
-    collector = subprocess.Popen([PLACEMENT, "metrics", "collect", "--rest", state["rest_url"], "--job-name", job.name,
-                                  "--duration", f"{window:g}", "--interval", "2", "--out", str(metrics) + "-placed",
-                                  "--inventory", inventory, "--quiet"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    measured = json.loads(cli("lab", "measure", "--workdir", str(work), "--duration", f"{window:g}", "--json"))
-    collector.wait(timeout=120)
-    applied_s = SETTLE_S + jit_s + window
+    edges = {h.host for h in plan.hosts if h.role != "server"}
+    for tries in range(1, MEASURE_TRIES + 1):
+        # observed as it was profiled (and as `placement watch` observes it): the collector polls the TaskManagers'
+        # metrics over the measured window too, and that polling is part of the baseline the profile measured
+        collector = subprocess.Popen([PLACEMENT, "metrics", "collect", "--rest", state["rest_url"], "--job-name",
+                                      job.name, "--duration", f"{window:g}", "--interval", "2", "--out",
+                                      str(metrics) + "-placed", "--inventory", inventory, "--quiet"], cwd=ROOT,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        measured = json.loads(cli("lab", "measure", "--workdir", str(work), "--duration", f"{window:g}", "--json"))
+        collector.wait(timeout=120)
+        if all(c["compiler_server_cores"] / c["speed"] < JIT_SETTLED for c in measured["cpu"] if c["host"] in edges):
+            break  # a window whose JIT compiler was quiet: the compiled steady state the model predicts
+    applied_s = SETTLE_S + jit_s + tries * window
     held = hold_and_measure(state, hold, window, applied_s, console) if hold > 0 else []
     chain.cancel_all(rest)
 
@@ -177,7 +188,7 @@ def run_job(job: LabJob, state: dict, work: Path, window: float, console: Consol
     assignment = {(a.vertex_id, a.subtask): a.host for a in plan.assignment}
     before = {h.host: h.cores_used for h in evaluate(build_problem(inv, busy_time_only(profile)), assignment).hosts}
     console.print(f"{job.key}: {'placed as planned' if as_planned else 'NOT placed as planned'}; JIT settled "
-                  f"{SETTLE_S + jit_s:.0f} s after the apply; TaskManager "
+                  f"{SETTLE_S + jit_s:.0f} s after the apply, measured in window {tries}; TaskManager "
                   "baselines " + ", ".join(f"{t.id} {t.baseline_cores:.3f} ({t.basis})" for t in profile.taskmanagers))
     rows = []
     for c in measured["cpu"]:
@@ -186,7 +197,7 @@ def run_job(job: LabJob, state: dict, work: Path, window: float, console: Consol
                      "subtasks": host.subtasks, "predicted": host.predicted_cores, "baseline": host.baseline_cores or 0.0,
                      "basis": host.baseline_basis, "before": before.get(c["host"], 0.0),
                      "measured": c["steady_host_cores"], "measured_with_jit": c["host_cores"],
-                     "jit_settle_s": round(SETTLE_S + jit_s),
+                     "jit_settle_s": round(SETTLE_S + jit_s + (tries - 1) * window), "windows": tries,
                      "held": [{"after_apply_s": h["after_apply_s"], **h["hosts"][c["host"]]} for h in held]})
     return rows
 
