@@ -233,7 +233,6 @@ def run_case(case: Case, args, console: Console) -> dict:
     try:
         state = json.loads((work / "lab.json").read_text())
         rest = FlinkRest(state["rest_url"])
-        edge = next(h for h in state["hosts"] if h["name"] == "rpi1")
         lab_inv, parallelism = job_inventory(state["lab_inventory"], spec, work / "profile-inventory.yaml")
         # profiled with the pacer the steps run under (a one-step --rate-schedule), not Flink's GuavaRateLimiter: the
         # lab jobs' pacer waits on CompletableFuture's delay scheduler, a thread that used 0.26 of the 0.15-core Pi's
@@ -350,7 +349,7 @@ def judged_part(parts: list[dict]) -> dict:
     """The part of a step its verdict reads: the first, unless it missed while the edge host's JIT compiler used
     ``JIT_BUSY`` of its cores or more — then the next, under the same rule. The model answers for compiled code, and
     the pacer does not make up records a starved source missed: on a Pi at 0.97 of its core, 10 s of the C2 compiler
-    at 0.22 of it cost a step 8 % of its records (capacity run d, 0.9×), which a step without one never lost."""
+    at 0.22 of it cost a step 8 % of its records (session 22, run d, 0.9×), which a step without one never lost."""
     for part in parts[:-1]:
         if part["holds"] or part["pi_jit_cores"] < JIT_BUSY:
             return part
