@@ -135,20 +135,20 @@ def test_an_answer_far_beyond_the_profiled_rates_bound_by_cpu_carries_a_caution_
         return max_rate_of(builder(inv, prof), options=SolverOptions(), method="exact")
 
     far = answer(busy=5, bandwidth="1gbit")  # the source's thread on its Pi binds, many times the profiled rate
-    assert far.capacity.binding[0].kind in ("cpu", "thread") and far.capacity.scale > 2
+    assert far.capacity.binding[0].kind in ("cpu", "thread") and far.capacity.scale > 1.5
     assert far.caution is not None and "likely low" in far.caution and far.json()["caution"] == far.caution
     assert f"caution: {far.caution}" in far.line
-    near = answer(busy=125, bandwidth="1gbit")  # the same, within 2× of the profile
-    assert near.capacity.binding[0].kind in ("cpu", "thread") and near.capacity.scale <= 2
+    near = answer(busy=170, bandwidth="1gbit")  # the same, within 1.5× of the profile
+    assert near.capacity.binding[0].kind in ("cpu", "thread") and near.capacity.scale <= 1.5
     assert near.caution is None and "caution" not in near.line
     link = answer(busy=5, bandwidth="1mbit")  # bytes scale with records: far from the profile, no caution
-    assert link.capacity.binding[0].kind == "link" and link.capacity.scale > 2, link.capacity
+    assert link.capacity.binding[0].kind == "link" and link.capacity.scale > 1.5, link.capacity
     assert link.caution is None
     from placement.cli.capacity_plan import extrapolation_caution
     assert "likely high" in extrapolation_caution(0.2, "thread")  # far below: CPU per record rises as the rate falls
-    assert extrapolation_caution(0.5, "cpu") is None and extrapolation_caution(0.2, "memory") is None
-    # CPU measured on a line from 0.5x to 2x the profiled rates: 4x is within 2x of what was seen, 4.1x is not
-    assert extrapolation_caution(4.0, "cpu", (0.5, 2.0)) is None
-    assert "0.5-2× the profiled rates" in extrapolation_caution(4.1, "cpu", (0.5, 2.0))
-    assert extrapolation_caution(0.25, "cpu", (0.5, 2.0)) is None
-    assert "likely high" in extrapolation_caution(0.24, "cpu", (0.5, 2.0))
+    assert extrapolation_caution(0.7, "cpu") is None and extrapolation_caution(0.2, "memory") is None
+    # CPU measured on a line from 0.5x to 2x the profiled rates: 3x is within 1.5x of what was seen, 3.1x is not
+    assert extrapolation_caution(3.0, "cpu", (0.5, 2.0)) is None
+    assert "0.5-2× the profiled rates" in extrapolation_caution(3.1, "cpu", (0.5, 2.0))
+    assert extrapolation_caution(0.34, "cpu", (0.5, 2.0)) is None
+    assert "likely high" in extrapolation_caution(0.33, "cpu", (0.5, 2.0))
