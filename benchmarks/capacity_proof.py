@@ -82,8 +82,8 @@ WARM_UP_FRACTION = 0.5
 # bends on (the lab Pi: 114 µs per reading between 392 and 783/s, 34 µs between 4,400 and 7,800/s), so a user asks
 # again on a profile nearer the answer while --max-rate cautions that it extrapolates, and so does this benchmark
 PROFILE_FRACTIONS = (0.4, 0.8)  # below the answer they refine: a run at the answer itself would saturate
-MAX_ROUNDS = 4  # placed profiles at most, each nearer the answer of the one before (the lab Pi took 3 under a
-# caution at 2x beyond the rates measured: 1,042 -> 6,794 -> 12,613 -> ...)
+MAX_ROUNDS = 4  # placed profiles at most, each nearer the answer of the one before (the lab Pi took 3 under the
+# caution at 1.5x beyond the rates measured: 1,291/s unpinned -> 9,409 -> 15,893 -> 18,952)
 PROFILE_S = 60.0  # each run's collection
 SWITCH_S = 75.0  # after the rate switch: Flink's 60 s meters (the profile's rates) all at the new rate
 
