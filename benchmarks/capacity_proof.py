@@ -302,9 +302,10 @@ def run_case(case: Case, args, console: Console) -> dict:
             begin = started + WARM_UP_S + i * args.step_s
             time.sleep(max(0.0, begin + SKIP_S - time.time()))
             parts = measure_parts(rest, state, placed, source, parallelism[source], rate, begin + args.step_s - 3)
-            steps.append({"fraction": STEPS[i], "target": rate, **judged_part(parts), "parts": parts})
+            judged = judged_part(parts)
+            steps.append({"fraction": STEPS[i], "target": rate, **judged, "parts": parts})
             for k, p in enumerate(parts):
-                console.print(f"  step {STEPS[i]:.2f}× part {k + 1}{'*' if p is judged_part(parts) else ' '}: target "
+                console.print(f"  step {STEPS[i]:.2f}× part {k + 1}{'*' if p is judged else ' '}: target "
                               f"{rate:,}/s, emitted {p['emitted']:,.0f}/s, link {p['link_mbit']:.3f} Mbit/s, Pi "
                               f"{p['pi_host_cores']:.3f} cores (JIT compiler {p['pi_jit_cores']:.3f}), throttled "
                               f"{p['throttled']:.0%}")
