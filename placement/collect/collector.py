@@ -36,6 +36,7 @@ from placement.collect.layout import (
     CheckpointConfig,
     latency_rows_to_table,
     latency_writer,
+    missing_metric_notes,
     PartWriter,
     RunManifest,
     TaskManagerInfo,
@@ -339,9 +340,8 @@ class Collector:
             latency_interval_ms=self.latency_interval(job_id),
         )
         tm_ids = [tm.id for tm in manifest.taskmanagers]
-        missing = [m for m in RATE_METRICS if m not in metric_names]
-        if missing:
-            manifest.notes.append(f"not reported by this job (recorded as null): {', '.join(missing)}")
+        manifest.notes.extend(missing_metric_notes([m for m in RATE_METRICS if m not in metric_names],
+                                                   "not reported by this job"))
         run = _Run(manifest, PartWriter(o.out_dir, job_id, run_id), tm_writer=taskmanager_writer(o.out_dir, job_id, run_id),
                    latency_writer=latency_writer(o.out_dir, job_id, run_id),
                    thread_writer=thread_writer(o.out_dir, job_id, run_id))

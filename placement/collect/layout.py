@@ -49,8 +49,18 @@ RATE_METRICS: dict[str, str] = {
     "numRecordsOutPerSecond": "records_out_per_s",
     "numBytesInPerSecond": "bytes_in_per_s",
     "numBytesOutPerSecond": "bytes_out_per_s",
+    # Consumer side of the network (Flink 1.18-2.3): buffers delivered to the subtask a second from senders in the same
+    # TaskManager and from others. A sender hands a channel's consumer one buffer per flush (its buffer timeout, or a
+    # full buffer), so together they count the subtask's input deliveries a second over all its input channels.
+    "numBuffersInLocalPerSecond": "buffers_in_local_per_s",
+    "numBuffersInRemotePerSecond": "buffers_in_remote_per_s",
 }
 METRIC_COLUMNS = list(RATE_METRICS.values())
+# Rate metrics a history may lack: the collector recorded them only later, and a Prometheus reporter's filter may
+# leave them out. A part without their columns reads them as null (not measured: what such a history meant), and a
+# collection that finds none says what the profile then lacks instead of reporting a gap (:func:`missing_metric_notes`).
+OPTIONAL_METRICS = ("numBuffersInLocalPerSecond", "numBuffersInRemotePerSecond")
+OPTIONAL_COLUMNS = frozenset(RATE_METRICS[m] for m in OPTIONAL_METRICS)
 
 SAMPLE_SCHEMA = pa.schema(
     [
@@ -322,13 +332,35 @@ def read_latency(run: Path, manifest: RunManifest) -> pa.Table:
 
 
 def read_samples(run: Path, vertex_ids: Iterable[str], columns: Sequence[str]) -> pa.Table:
-    """Those ``columns`` of a run's samples of ``vertex_ids`` (its Parquet parts, as the profile selects them)."""
+    """Those ``columns`` of a run's samples of ``vertex_ids`` (its Parquet parts, as the profile selects them); an
+    optional metric a part was written without reads as null."""
     wanted = [("vertex_id", "in", sorted(set(vertex_ids)))]
-    tables = [pq.read_table(p, columns=list(columns), filters=wanted)
-              for p in sorted(run.glob("*.parquet")) if not p.name.startswith((".", "_"))]
+    schema = pa.schema([SAMPLE_SCHEMA.field(c) for c in columns])
+    tables = [_read_part(p, schema, wanted) for p in sorted(run.glob("*.parquet")) if not p.name.startswith((".", "_"))]
     if not tables:
-        return pa.schema([SAMPLE_SCHEMA.field(c) for c in columns]).empty_table()
+        return schema.empty_table()
     return pa.concat_tables(tables)
+
+
+def _read_part(path: Path, schema: pa.Schema, filters: list) -> pa.Table:
+    """A sample part's ``schema`` columns; those it lacks (OPTIONAL_COLUMNS, in parts written before them) as nulls."""
+    present = set(pq.read_schema(path).names)
+    table = pq.read_table(path, columns=[c for c in schema.names if c in present], filters=filters)
+    return _with_missing_columns(table, schema)
+
+
+def missing_metric_notes(missing: Iterable[str], where: str) -> list[str]:
+    """Run notes for the rate metrics a collection found no value of (``where``: "not reported by this job"): a gap
+    for most; for the OPTIONAL_METRICS (often filtered out) what the profile then lacks."""
+    missing = list(missing)
+    gaps = [m for m in missing if m not in OPTIONAL_METRICS]
+    optional = [m for m in missing if m in OPTIONAL_METRICS]
+    notes = [f"{where} (recorded as null): {', '.join(gaps)}"] if gaps else []
+    if optional:
+        lacks = ("has no buffers_in_per_s" if len(optional) == len(OPTIONAL_METRICS)
+                 else "counts the other alone in buffers_in_per_s")
+        notes.append(f"{where}: {', '.join(optional)} (recorded as null: the profile {lacks})")
+    return notes
 
 
 def read_thread_cpu(run: Path, manifest: RunManifest) -> pa.Table:

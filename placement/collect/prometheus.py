@@ -11,7 +11,9 @@ What comes from where:
   ``flink_taskmanager_job_task_<metric>{job_id, task_id, subtask_index, task_attempt_num, tm_id, …}``, one per metric
   and time chunk (at most :data:`MAX_POINTS` steps each; Prometheus refuses more than 11,000). The step is the sample
   interval: by default the scrape interval Prometheus reports for the targets the series come from (a smaller step
-  only repeats samples, a larger one skips some).
+  only repeats samples, a larger one skips some). A metric without series is recorded as null; for the buffers in
+  (``numBuffersInLocal/RemotePerSecond``, which older histories and filtering reporters lack) the run's note says what
+  the profile then does without.
 * **Running and attempt start**: Prometheus keeps no task status. The reporter registers a task's metrics when it is
   deployed and drops them when it ends, and Prometheus marks a vanished series stale at the next scrape; so a subtask
   has an attempt at a step when its ``busyTimeMsPerSecond`` series has a sample there (the ``task_attempt_num``
@@ -81,6 +83,7 @@ from placement.collect.layout import (
     TaskManagerInfo,
     VertexInfo,
     find_manifests,
+    missing_metric_notes,
     read_manifest,
     run_dir,
     latency_writer,
@@ -689,13 +692,12 @@ def _read_job(reader: _JobReader, staging: Path, notes: list[str],
             on_progress(PromProgress(jid, done, len(chunks), writer.rows))
     if writer.rows == 0:
         return None
-    missing = [m for m in RATE_METRICS if m not in reader.metrics_seen]
     run_notes = [
         f"collected from Prometheus {o.url} ({o.prefix}<metric>, step {reader.step:g} s); graph from {graph.source}",
         *notes,
+        *missing_metric_notes([m for m in RATE_METRICS if m not in reader.metrics_seen],
+                              "not in Prometheus for this job"),
     ]
-    if missing:
-        run_notes.append(f"not in Prometheus for this job (recorded as null): {', '.join(missing)}")
     tm_table, tm_seen = reader.taskmanager_cpu(max(o.since_s, alive[0]), min(o.until_s, alive[1]))
     tm_writer = taskmanager_writer(staging, jid, run_id)
     if tm_writer.write(tm_table) is None:

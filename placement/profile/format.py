@@ -10,6 +10,8 @@ A profile is the contract between ``placement profile`` (which computes it from 
   ``bytes_per_record_out`` and ``subtasks``; each subtask carries its mean ``records_in_per_s``, ``records_out_per_s``,
   ``busy_ms_per_s``, ``idle_ms_per_s``, ``backpressured_ms_per_s`` and the ``host_speed`` of the host it was measured on
   (1.0 = a server core). ``busy_ms_per_s`` may be ``null`` (NaN in Flink) — see :mod:`placement.costmodel.demand`.
+  Optional ``buffers_in_per_s``: the network buffers delivered to the subtask a second over all its inputs (one per
+  channel flush; :mod:`placement.costmodel.deliveries`); absent or null in older profiles.
 * ``edges`` — ``source``/``target`` vertex ids and Flink's ``ship_strategy``; since v2 also what travels along the
   edge: per upstream subtask the ``records_per_s`` and ``bytes_per_s`` it puts on this edge (one copy: a broadcast
   record counts once, not once per receiver), for HASH edges the measured ``receiver_shares`` (key skew), and the
@@ -102,6 +104,9 @@ class SubtaskProfile(Strict):
     idle_ms_per_s: float | None = Field(None, ge=0, le=1000)
     backpressured_ms_per_s: float | None = Field(None, ge=0, le=1000)
     host_speed: float = Field(1.0, gt=0, le=MAX_HOST_SPEED, description="speed of the host it was measured on (server core = 1)")
+    buffers_in_per_s: float | None = Field(
+        None, ge=0, le=MAX_RECORDS_PER_S, description="network buffers delivered to it a second, local and remote, all "
+        "inputs (Flink's numBuffersInLocal/RemotePerSecond): one per flush of a channel; null: not measured")
     samples: int | None = Field(None, ge=0)
     confident: bool = Field(True, description="false when busy time was too low to estimate a rate")
 
@@ -379,6 +384,8 @@ class JobProfile(Strict):
         drop_unset(data["job"], "flink_version")
         for v in data["vertices"]:
             drop_unset(v, "cpu_calibration", "cpu_fixed_share")
+            for s in v["subtasks"]:  # deliveries not recorded (older histories): as before they existed
+                drop_unset(s, "buffers_in_per_s")
         for t in data.get("taskmanagers", []):  # co-tenants not recorded: as before they existed
             drop_unset(t, "cotenant_cores")
             drop_unset(t, "cotenant_subtasks")

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 
 from placement.collect.layout import (
     METRIC_COLUMNS,
+    OPTIONAL_COLUMNS,
     SAMPLE_SCHEMA,
     RunManifest,
     find_manifests,
@@ -77,7 +78,8 @@ def select_runs(root: str | Path, job: str | None = None, runs: list[str] | None
 
 
 def check_parts(run_dirs: list[Path]) -> tuple[list[Path], int]:
-    """Every part file must be readable Parquet with the sample columns; returns the parts and their row count."""
+    """Every part file must be readable Parquet with the sample columns (an optional metric may be missing: older
+    parts lack it); returns the parts and their row count."""
     parts: list[Path] = []
     rows = 0
     needed = {f.name: f.type for f in SAMPLE_SCHEMA}
@@ -92,6 +94,8 @@ def check_parts(run_dirs: list[Path]) -> tuple[list[Path], int]:
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                 raise BadInput(f"not a readable Parquet file ({first})", source=str(p)) from None
             for name, typ in needed.items():
+                if name not in schema.names and name in OPTIONAL_COLUMNS:
+                    continue  # written before the column existed: read as null
                 if name not in schema.names:
                     kind = "metric column" if name in METRIC_COLUMNS else "column"
                     raise BadInput(f"{kind} missing from the samples", source=str(p), field=name)

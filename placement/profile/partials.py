@@ -32,7 +32,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from placement.collect.layout import METRIC_COLUMNS
+from placement.collect.layout import METRIC_COLUMNS, OPTIONAL_COLUMNS
 from placement.profile.history import Selection
 from placement.profile.rules import (
     AGGREGATE_COLUMNS,
@@ -44,7 +44,7 @@ from placement.profile.rules import (
 )
 
 SEED = 20_240_601
-# Sample categories in the group code and the number of missing-metric bit patterns (2^7 metrics).
+# Sample categories in the group code and the number of missing-metric bit patterns (a bit per metric).
 USABLE, WARMUP, NOT_RUNNING = 0, 1, 2
 _MISSING_CODES = 1 << len(METRIC_COLUMNS)
 _CODES = 3 * _MISSING_CODES
@@ -78,12 +78,22 @@ def file_partials(path: str | PurePath, job: PartialsJob) -> Partials:
     wanted = {v: i for i, v in enumerate(job.vertex_ids)}
     name = "/".join(PurePath(path).parts[-3:])  # job, run and part: the same on every machine that mounts it
     parquet = pq.ParquetFile(path, read_dictionary=["vertex_id"], pre_buffer=False)
+    # a part written before an optional metric existed lacks its column: every sample of it misses the metric
+    lacking = [c for c in READ_COLUMNS if c in OPTIONAL_COLUMNS and c not in parquet.schema_arrow.names]
+    columns = [c for c in READ_COLUMNS if c not in lacking]
     frames = [
-        _row_group_partials(parquet.read_row_group(i, columns=list(READ_COLUMNS), use_threads=False), wanted, job,
-                            np.random.default_rng([job.seed, zlib.crc32(name.encode()), i]))
+        _row_group_partials(_with_nulls(parquet.read_row_group(i, columns=columns, use_threads=False), lacking),
+                            wanted, job, np.random.default_rng([job.seed, zlib.crc32(name.encode()), i]))
         for i in range(parquet.metadata.num_row_groups)
     ]
     return _concat(frames)
+
+
+def _with_nulls(table: pa.Table, metrics: Sequence[str]) -> pa.Table:
+    """The row group with a null column for each of ``metrics`` (the part lacks them)."""
+    for m in metrics:
+        table = table.append_column(m, pa.nulls(table.num_rows, pa.float64()))
+    return table
 
 
 _SET_UP = {"done": False}  # a plain flag, not functools.cache: Spark ships this module to executors by value

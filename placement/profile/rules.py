@@ -12,6 +12,12 @@ Rules (they follow the Flink Kubernetes autoscaler where it has one):
   running for hours trims nothing. A sample whose attempt start is unknown is kept.
 * **NaN.** A NaN/missing busy time is skipped (the autoscaler's rule): the sample still counts for the record and
   byte rates, but not for busy time or the true rates. Other missing metrics are skipped per metric.
+* **Deliveries.** A subtask's ``buffers_in_per_s`` is its mean local plus its mean remote buffers in a second
+  (``numBuffersInLocal/RemotePerSecond``; one alone when only it was recorded); null when a history has neither
+  (recorded before they were, or filtered out of Prometheus), and then absent from the profile's JSON. Also null
+  under a warm-up shorter than :data:`METER_SPAN_S`: Flink's ``…PerSecond`` meters average the last minute, so a young
+  subtask reads every rate low by its age — the record rates and the deliveries alike, but the cost model compares the
+  deliveries with ``min(records, flushes)``, which a ramp does not scale alike (a steady stream would look bursty).
 * **True rates** are ratios of sums over the samples that have busy time and both record rates
   (``Σ in / Σ busy/1000``), not means of per-sample ratios, which explode when busy time is small.
 * **Busy ≈ 0.** When a subtask's busy time sums to 0 its true rate is unbounded (the autoscaler's "infinite
@@ -269,6 +275,16 @@ def _sum(values: Iterable[float | None]) -> float | None:
     return sum(vals) if vals else None
 
 
+METER_SPAN_S = 60.0  # Flink's MeterView default time span: a …PerSecond rate is the last minute's
+
+
+def _deliveries(mean: Mapping[str, float | None]) -> float | None:
+    """Buffers delivered to a subtask a second: its mean local plus mean remote deliveries (Flink counts a buffer in
+    one of them, by where its sender ran); one alone when only it was measured, None when neither was."""
+    total = _sum((mean["buffers_in_local_per_s"], mean["buffers_in_remote_per_s"]))
+    return None if total is None else max(0.0, total)  # clipped as the record rates are: a profile has no negative rate
+
+
 def _max(values: Iterable[float | None]) -> float | None:
     vals = [v for v in values if v is not None]
     return max(vals) if vals else None
@@ -349,6 +365,7 @@ def assemble(
                     busy_ms_per_s=clip(busy),
                     idle_ms_per_s=clip(mean["idle_ms_per_s"]),
                     backpressured_ms_per_s=clip(mean["backpressured_ms_per_s"]),
+                    buffers_in_per_s=_deliveries(mean) if options.warmup_s >= METER_SPAN_S else None,
                     host_speed=speed,
                     samples=samples,
                     confident=confident,

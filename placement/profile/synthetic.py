@@ -13,6 +13,11 @@ Edges carry what Flink's metrics show (:class:`SynthEdge`): a producer's ``numBy
 the records at a size of its own; a HASH edge may give its downstream subtasks unequal shares (key skew); RESCALE is
 wired pointwise like Flink. :func:`edge_truth` gives the per-edge figures a profile must recover.
 
+Each subtask's buffers in a second (``numBuffersInLocal/RemotePerSecond``) follow from its readings of records and
+bytes in, channel by channel (:class:`_Channels`): one buffer per flush cycle that finds data, ``min(records/s,
+1000/timeout)`` at Flink's default timeout, plus every buffer that fills first; local when sender and receiver share
+a TaskManager. Sources have no input channels: 0, as Flink reports.
+
 Everything that is not warm-up or a restart obeys ``busy = records_in / true_rate`` (sources: ``records_out``), so a
 profile that trims warm-up and drops restarts must recover ``true_rate`` and the selectivities; one that does not is
 visibly off. Generation is vectorised over (time x subtask) blocks, so 50M samples take about a minute.
@@ -43,7 +48,10 @@ from placement.collect.layout import (
     VertexInfo,
     write_manifest,
 )
-from placement.profile.edge_flows import pointwise_receivers
+from placement.profile.edge_flows import DEFAULT_BUFFER_TIMEOUT_MS, SEGMENT_BYTES, pointwise_receivers
+
+# Flush cycles a second of a channel that has data (the synthetic job runs with Flink's default buffer timeout).
+FLUSHES_PER_S = 1000.0 / DEFAULT_BUFFER_TIMEOUT_MS
 
 
 def stable_id(*parts: str) -> str:
@@ -232,6 +240,57 @@ def _received(e: SynthEdge, sent: np.ndarray, p: int) -> np.ndarray:
     return out
 
 
+@dataclass(frozen=True)
+class _Channels:
+    """The input channels that carry records at nominal load, sorted by receiver: the receiving subtask (its index on
+    the flattened subtask axis), the channel's share of that subtask's records and bytes in, and whether its sender
+    runs in the same TaskManager (Flink counts those buffers as local, the others as remote)."""
+
+    receiver: np.ndarray
+    records_share: np.ndarray
+    bytes_share: np.ndarray
+    local: np.ndarray
+
+
+def _channels(job: SynthJob, nom: _Nominal) -> _Channels:
+    """Every (sender, receiver) pair of subtasks an edge puts records on at nominal load, as :class:`_Channels`."""
+    # a vertex's subtasks on the flattened axis end where the parallelisms of it and the vertices before it do
+    end = dict(zip([v.name for v in job.vertices], itertools.accumulate(v.parallelism for v in job.vertices),
+                   strict=True))
+    rows = []
+    for e in job.edge_specs:
+        up, down = job.vertex(e.source), job.vertex(e.target)
+        start, base = end[up.name] - up.parallelism, end[down.name] - down.parallelism
+        sent = nom.records_out[start:start + up.parallelism] * e.records_share
+        for i in range(up.parallelism):
+            # what subtask i alone puts on each receiver: the edge's wiring as _received spreads records
+            got = _received(e, np.where(np.arange(up.parallelism) == i, sent, 0.0), down.parallelism)
+            rows.extend((base + j, got[j], got[j] * job.edge_bytes_per_record(e),
+                         job.subtask_tm(up, i).id == job.subtask_tm(down, j).id) for j in np.flatnonzero(got > 0))
+    rows.sort(key=lambda r: r[0])
+    receiver = np.array([r[0] for r in rows], dtype=np.int64)
+    records, data = np.array([r[1] for r in rows]), np.array([r[2] for r in rows])
+    bytes_in = nom.bytes_in[receiver]
+    return _Channels(receiver, records / nom.records_in[receiver],
+                     np.divide(data, bytes_in, out=np.zeros_like(data), where=bytes_in > 0),
+                     np.array([r[3] for r in rows], dtype=bool))
+
+
+def _deliveries(records_in: np.ndarray, bytes_in: np.ndarray, ch: _Channels, local: bool) -> np.ndarray:
+    """(time x subtask) buffers delivered a second over the channels that are ``local`` (or remote), from the
+    subtasks' readings of records and bytes in — the flush rule of :func:`placement.costmodel.traffic.messages_per_s`:
+    a flush cycle that finds data sends one buffer, and a buffer that fills is sent at once."""
+    mine = ch.local == local
+    receiver = ch.receiver[mine]
+    records = records_in[:, receiver] * ch.records_share[mine]
+    full = bytes_in[:, receiver] * ch.bytes_share[mine] / SEGMENT_BYTES
+    out = np.zeros_like(records_in)
+    if receiver.size:
+        starts = np.flatnonzero(np.r_[True, receiver[1:] != receiver[:-1]])  # each receiver's run of channels
+        out[:, receiver[starts]] = np.add.reduceat(np.minimum(records, FLUSHES_PER_S) + full, starts, axis=1)
+    return out
+
+
 def edge_truth(job: SynthJob) -> list[dict[str, object]]:
     """Per edge (in ``job.edges`` order): what each upstream subtask puts on it at nominal load (one copy per record)
     and, for HASH, the downstream subtasks' shares — the figures a profile must recover."""
@@ -327,7 +386,7 @@ def _attempts(t: np.ndarray, shape: Shape, sched: _Schedule) -> tuple[np.ndarray
 
 
 def _block(
-    t: np.ndarray, nom: _Nominal, shape: Shape, sched: _Schedule, rng: np.random.Generator
+    t: np.ndarray, nom: _Nominal, channels: _Channels, shape: Shape, sched: _Schedule, rng: np.random.Generator
 ) -> dict[str, np.ndarray]:
     """Samples for times ``t`` (s from run start) x every subtask, flattened time-major like the collector writes."""
     attempt, a_start, running = _attempts(t, shape, sched)
@@ -363,6 +422,9 @@ def _block(
         "bytes_in_per_s": noisy(nom.bytes_in[None, :] * L),
         "bytes_out_per_s": noisy(nom.bytes_out[None, :] * L),
     }
+    # from the readings above, drawing nothing: the other columns stay what they were before these existed
+    for column, local in (("buffers_in_local_per_s", True), ("buffers_in_remote_per_s", False)):
+        cols[column] = _deliveries(cols["records_in_per_s"], cols["bytes_in_per_s"], channels, local)
     nan_busy = rng.random((n_t, n_s)) < shape.nan_fraction
     cols["busy_ms_per_s"] = np.where(nan_busy, np.nan, cols["busy_ms_per_s"])
     no_metrics = ~running | (np.nan_to_num(age, nan=0.0) < shape.metrics_delay_s)
@@ -405,6 +467,7 @@ def write_run(
     """Generate one run of ``job`` and write it (Parquet parts + manifest) under ``root``."""
     rng = np.random.default_rng(shape.seed)
     nom = _nominal(job)
+    channels = _channels(job, nom)
     sched = _schedule(shape, rng)
     job_id = job_id or stable_id("job", job.name, str(shape.seed))
     run_id = run_id or f"synthetic-{shape.seed:04d}"
@@ -416,7 +479,7 @@ def write_run(
     per_block = max(1, rows_per_part // nom.busy.size)
     for k0 in range(0, n_ts, per_block):
         t = np.arange(k0, min(n_ts, k0 + per_block)) * shape.interval_s
-        writer.write(_to_table(_block(t, nom, shape, sched, rng), codes, dictionary, t.size))
+        writer.write(_to_table(_block(t, nom, channels, shape, sched, rng), codes, dictionary, t.size))
     states = dict(state_bytes or {})
     manifest = RunManifest(
         job_id=job_id,

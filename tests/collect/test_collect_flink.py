@@ -189,6 +189,59 @@ def test_collect_samples_every_subtask_with_real_rates(collected):
         assert len(vals) > 0 and vals.between(0, 1000).all()
 
 
+def _input_channels(m) -> dict[tuple[str, int], dict[bool, int]]:
+    """Per subtask of the run: its input channels whose sender ran in its own TaskManager (True) and in another
+    (False), by Flink's wiring of each edge (FORWARD i -> i, HASH and REBALANCE every sender)."""
+    from placement.costmodel.traffic import senders
+    from placement.profile.format import ShipStrategy
+
+    tm = {(loc.vertex_id, loc.subtask): loc.taskmanager_id for loc in m.locations}
+    out = {key: {True: 0, False: 0} for key in tm}
+    for e in m.edges:
+        n_up, n_down = m.vertex(e.source).parallelism, m.vertex(e.target).parallelism
+        for j in range(n_down):
+            for i in senders(ShipStrategy.parse(e.ship_strategy), j, n_up, n_down):
+                out[(e.target, j)][tm[(e.source, i)] == tm[(e.target, j)]] += 1
+    return out
+
+
+def test_collect_records_each_subtasks_buffers_in_local_and_remote(collected):
+    """numBuffersInLocal/RemotePerSecond: the buffers a subtask's senders in its own TaskManager, and in others,
+    delivered to it a second. An input channel delivers one buffer per flush cycle that finds data — every 100 ms, the
+    job's buffer timeout (Flink's default) — plus each 32 KiB buffer that fills first, and an event buffer per
+    checkpoint (every 10 s). Like the record rates they are 60 s meters: at age a, at most min(a, 60) / 60 of it."""
+    from placement.costmodel.traffic import SEGMENT_BYTES
+    from placement.profile.edge_flows import DEFAULT_BUFFER_TIMEOUT_MS
+
+    _, run_dir, m = collected
+    assert {"numBuffersInLocalPerSecond", "numBuffersInRemotePerSecond"} <= set(m.metrics)
+    assert not [n for n in m.notes if "not reported" in n], m.notes
+    assert m.buffer_timeout_ms is None  # Flink's default
+    flushes = 1000 / DEFAULT_BUFFER_TIMEOUT_MS + 0.1  # flush cycles and checkpoint barriers a second per channel
+    df = samples(run_dir)
+    names = {v.id: v.name for v in m.vertices}
+    ramp = ((df["ts_ms"] - df["attempt_start_ms"]) / 1000).clip(upper=60) / 60
+    columns = {True: "buffers_in_local_per_s", False: "buffers_in_remote_per_s"}
+    assert df[list(columns.values())].notna().all().all()
+    for (vid, i), one in df.groupby(["vertex_id", "subtask"]):
+        channels = _input_channels(m)[(vid, i)]
+        last = one.sort_values("ts_ms").iloc[-1]
+        print(f"{names[vid]} {i}: channels local {channels[True]}, remote {channels[False]}; last reading records in "
+              f"{last['records_in_per_s']:.1f}/s, buffers local {last[columns[True]]:.2f}/s, remote "
+              f"{last[columns[False]]:.2f}/s")
+        for local, column in columns.items():
+            ceiling = (channels[local] * flushes * ramp[one.index] + one["bytes_in_per_s"] / SEGMENT_BYTES) * 1.05
+            assert (one[column] <= ceiling + 0.2).all(), (names[vid], i, column, one[[column]].join(ceiling.rename("max")))
+            if channels[local] == 0:  # a source's, or senders all in one TaskManager: nothing the other way
+                assert (one[column] == 0).all(), (names[vid], i, column)
+        # while records flow, each channel of this job carries at most RATE a second, so a flush cycle holds at most
+        # RATE / 10 of them (twice that when the flusher runs late on the 2 shared cores); not the sink, which gets
+        # the window's results in one burst every 2 s: one buffer a burst
+        if names[vid] != "Sink: Readings" and last["records_in_per_s"] > 0:
+            delivered = last[columns[True]] + last[columns[False]]
+            assert delivered >= last["records_in_per_s"] * flushes / (2 * RATE), (names[vid], i, last.to_dict())
+
+
 def test_collect_reads_state_size_from_checkpoints(collected):
     _, _, m = collected
     by_name = {v.name: v for v in m.vertices}

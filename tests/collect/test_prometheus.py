@@ -184,6 +184,18 @@ def test_profile_from_prometheus_agrees_with_rest_collection_per_vertex(scraped,
             assert abs(y - x) <= AGREEMENT * max(abs(x), abs(y)), (a.name, key, x, y)
             compared += 1
     assert compared >= 2 * len(from_rest.vertices) and busy_compared >= 1  # figures of every vertex were compared
+    # the buffers delivered to each subtask (numBuffersInLocal/RemotePerSecond, local + remote): recorded by both, and
+    # the same 60 s meters, so they agree as the record rates do; a source has no input channel: 0
+    assert {"numBuffersInLocalPerSecond", "numBuffersInRemotePerSecond"} <= set(manifest.metrics)
+    assert not [n for n in manifest.notes if "not in Prometheus" in n], manifest.notes
+    for a, b in zip(from_rest.vertices, from_prom.vertices, strict=True):
+        for x, y in zip(a.subtasks, b.subtasks, strict=True):
+            assert x.buffers_in_per_s is not None and y.buffers_in_per_s is not None, (a.name, x.index)
+            assert y.buffers_in_per_s == pytest.approx(x.buffers_in_per_s, rel=AGREEMENT, abs=0.05), (a.name, x.index)
+        print(f"{a.name:18s} buffers in a second, per subtask: REST {[round(x.buffers_in_per_s, 2) for x in a.subtasks]}"
+              f" Prometheus {[round(y.buffers_in_per_s, 2) for y in b.subtasks]}")
+        if a.name.startswith("Source:"):
+            assert all(x.buffers_in_per_s == 0 for x in (*a.subtasks, *b.subtasks))
     # issue 23: each TaskManager's JVM CPU (flink_taskmanager_Status_JVM_CPU_Time / _Load) for the same seconds,
     # agreeing with what REST recorded (the JobManager's metric store vs the reporter: other instants, same counter)
     assert manifest.taskmanager_metrics == ["Status.JVM.CPU.Time", "Status.JVM.CPU.Load"]

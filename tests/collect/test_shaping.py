@@ -12,8 +12,10 @@ import pytest
 from placement.collect import shaping
 from placement.collect.layout import (
     METRIC_COLUMNS,
+    OPTIONAL_COLUMNS,
     RATE_METRICS,
     SAMPLE_SCHEMA,
+    missing_metric_notes,
     rows_to_table,
 )
 
@@ -73,7 +75,7 @@ def test_metric_queries_cover_every_subtask_and_stay_under_the_request_line_limi
 def test_parse_subtask_metrics_of_a_real_answer():
     m = shaping.parse_subtask_metrics(load("metrics_Source_Sensors"))
     assert set(m) == {0, 1}
-    assert set(m[0]) == set(METRIC_COLUMNS)
+    assert set(m[0]) == set(METRIC_COLUMNS) - OPTIONAL_COLUMNS  # recorded when the collector asked for no others
     assert m[0]["records_out_per_s"] == pytest.approx(57.733333333333334)
     assert m[1]["idle_ms_per_s"] == 1000.0
     assert m[0]["records_in_per_s"] == 0.0  # a source has no task input
@@ -102,6 +104,21 @@ def test_sample_rows_mark_missing_metrics_null_and_non_running_subtasks():
     table = rows_to_table(rows)
     assert table.schema == SAMPLE_SCHEMA
     assert table.column("busy_ms_per_s").null_count == 1
+
+
+def test_missing_metrics_are_a_gap_and_missing_buffer_metrics_what_the_profile_lacks():
+    """A rate metric without values is noted as a gap in the record; the buffers in, which an older history or a
+    reporter's filter leaves out as a matter of course, as what the profile then does without."""
+    where = "not in Prometheus for this job"
+    assert missing_metric_notes([], where) == []
+    assert missing_metric_notes(["busyTimeMsPerSecond", "numBuffersInLocalPerSecond",
+                                 "numBuffersInRemotePerSecond"], where) == [
+        "not in Prometheus for this job (recorded as null): busyTimeMsPerSecond",
+        "not in Prometheus for this job: numBuffersInLocalPerSecond, numBuffersInRemotePerSecond (recorded as null: "
+        "the profile has no buffers_in_per_s)"]
+    assert missing_metric_notes(["numBuffersInRemotePerSecond"], where) == [
+        "not in Prometheus for this job: numBuffersInRemotePerSecond (recorded as null: the profile counts the "
+        "other alone in buffers_in_per_s)"]
 
 
 def test_rows_to_table_turns_nan_into_null():

@@ -266,6 +266,49 @@ def test_nan_and_null_metrics_are_missing_alike(spark, tmp_path):
         pd.testing.assert_frame_equal(got[_exact_columns(got)], want[_exact_columns(got)], check_dtype=False, rtol=1e-9)
 
 
+def test_buffers_in_are_the_mean_local_plus_remote_in_both_engines_over_old_and_new_parts(spark, tmp_path):
+    """A subtask's buffers_in_per_s is the mean of its usable samples' local buffers in plus that of its remote ones,
+    each over the samples that have it — the means every rate has; one alone where the other was not recorded, null
+    where neither was. The history mixes a run an older collector wrote (parts without the columns) with a newer one,
+    in which Enrich's remote series was filtered out and Filter's both. Both engines give the same figures."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from placement.profile.synthetic import Shape, write_history
+
+    local, remote = "buffers_in_local_per_s", "buffers_in_remote_per_s"
+    write_history(IOT_JOB, Shape(duration_s=300, restarts=1, seed=9), tmp_path, runs=2)
+    (old_run, _), (new_run, newer) = find_manifests(tmp_path)
+    for part in old_run.glob("part-*.parquet"):
+        pq.write_table(pq.read_table(part).drop_columns([local, remote]), part)
+    ids = {v.name: v.id for v in newer.vertices}
+    for part in new_run.glob("part-*.parquet"):
+        t = pq.read_table(part)
+        vertex = t["vertex_id"].to_numpy(zero_copy_only=False)
+        for column, filtered in ((remote, ("Enrich", "Filter")), (local, ("Filter",))):
+            gone = np.isin(vertex, [ids[n] for n in filtered])
+            values = pa.array(t[column].to_numpy(zero_copy_only=False), mask=gone)
+            t = t.set_column(t.schema.get_field_index(column), column, values)
+        pq.write_table(t, part)
+    want = reference_aggregates(select_runs(tmp_path), 60).set_index(["vertex_id", "subtask"])
+    pandas, spark_ = build_profile(tmp_path, engine="pandas"), build_profile(tmp_path, spark=spark)
+    names = {v.id: v.name for v in pandas.vertices}
+    for v, w in zip(pandas.vertices, spark_.vertices, strict=True):
+        for s, t in zip(v.subtasks, w.subtasks, strict=True):
+            means = want.loc[(v.id, s.index), [f"{local}_mean", f"{remote}_mean"]].dropna()
+            if names[v.id] == "Filter":
+                assert means.empty and s.buffers_in_per_s is None and t.buffers_in_per_s is None
+                continue
+            assert len(means) == (1 if names[v.id] == "Enrich" else 2)
+            assert s.buffers_in_per_s == pytest.approx(means.sum(), rel=1e-9), (v.name, s.index)
+            assert t.buffers_in_per_s == pytest.approx(s.buffers_in_per_s, rel=1e-12), (v.name, s.index)
+    by_name = {v.name: v for v in pandas.vertices}
+    assert all(s.buffers_in_per_s == 0 for s in by_name["Source: Sensors"].subtasks)  # no input channel
+    assert all(s.buffers_in_per_s > 10 for s in by_name["Parse"].subtasks)  # its sources ran on the Pis: remote
+    assert not any("buffers_in_per_s" in s for v in pandas.dump()["vertices"] if v["name"] == "Filter"
+                   for s in v["subtasks"])
+
+
 def test_percentiles_from_a_random_subset_stay_close_to_the_full_ones(spark, multi_history):
     """Big histories feed the percentile sketches a random subset; a 500-per-subtask subset is already close."""
     root, _ = multi_history

@@ -39,14 +39,15 @@ def manifest(state: dict[str, float | None] | None = None, locations=(), run_id=
 
 
 def agg_row(vertex: str, subtask: int, *, n: int = 100, busy: float | None = 100.0, rin: float = 1000.0,
-            rout: float = 500.0, nan: int = 0) -> dict:
+            rout: float = 500.0, nan: int = 0, local: float | None = None, remote: float | None = None) -> dict:
     valid = n - nan if busy is not None else 0
     row = {c: None for c in AGGREGATE_COLUMNS}
     row.update(vertex_id=vertex, subtask=subtask, rows=n + 20, samples=n, warmup_trimmed=15, not_running=5, busy_nan=nan,
                valid=valid, sum_busy_valid=(busy or 0.0) * valid if busy is not None else None,
                sum_in_valid=rin * valid, sum_out_valid=rout * valid)
     means = {"busy_ms_per_s": busy, "idle_ms_per_s": None if busy is None else 1000 - busy, "backpressured_ms_per_s": 0.0,
-             "records_in_per_s": rin, "records_out_per_s": rout, "bytes_in_per_s": rin * 10, "bytes_out_per_s": rout * 40}
+             "records_in_per_s": rin, "records_out_per_s": rout, "bytes_in_per_s": rin * 10, "bytes_out_per_s": rout * 40,
+             "buffers_in_local_per_s": local, "buffers_in_remote_per_s": remote}
     for m in METRIC_COLUMNS:
         row[f"{m}_mean"] = means[m]
         row[f"{m}_p50"] = means[m]
@@ -100,6 +101,28 @@ def test_nan_busy_subtask_keeps_its_rates_but_has_no_busy_time():
     assert s1.busy_ms_per_s is None and s1.idle_ms_per_s is None and s1.records_out_per_s == 3000 and not s1.confident
     # the vertex's true rate comes from the subtask that has busy time
     assert p.vertices[0].stats["true_output_processing_rate"] == pytest.approx(1000 / 0.05)
+
+
+def test_buffers_in_are_the_mean_local_plus_remote_one_alone_or_absent():
+    """A subtask's buffers_in_per_s: its mean local plus mean remote buffers in a second; the one recorded when the
+    other was not (a filtered series); null when neither was — and then absent from the JSON, so a profile of a
+    history recorded before them dumps and hashes as it did."""
+    rows = frame(agg_row("src", 0, rin=0.0, rout=1000.0, busy=50.0, local=0.0, remote=0.0),
+                 agg_row("src", 1, rin=0.0, rout=3000.0, busy=150.0),
+                 agg_row("map", 0, rin=4000.0, rout=2000.0, busy=200.0, local=12.5, remote=7.25),
+                 agg_row("win", 0, rin=2000.0, rout=10.0, busy=400.0, local=None, remote=20.0))
+    p = assemble([manifest()], rows, Options())
+    src, mp, win = p.vertices
+    assert [s.buffers_in_per_s for s in src.subtasks] == [0.0, None]
+    assert mp.subtasks[0].buffers_in_per_s == 19.75 and win.subtasks[0].buffers_in_per_s == 20.0
+    dumped = p.dump()["vertices"]
+    assert dumped[0]["subtasks"][0]["buffers_in_per_s"] == 0.0 and "buffers_in_per_s" not in dumped[0]["subtasks"][1]
+    before = assemble([manifest()], standard(), Options())  # no deliveries recorded anywhere
+    assert not any("buffers_in_per_s" in s for v in before.dump()["vertices"] for s in v["subtasks"])
+    # a warm-up under the meters' minute: the rates read ramped, the deliveries are left out (rules.METER_SPAN_S)
+    young = assemble([manifest()], rows, Options(warmup_s=59.0))
+    assert all(s.buffers_in_per_s is None for v in young.vertices for s in v.subtasks)
+    assert young.vertices[1].subtasks[0].records_in_per_s == 4000.0
 
 
 def test_subtask_without_any_sample_is_reported_empty_not_dropped():
