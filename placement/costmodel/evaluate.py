@@ -52,11 +52,12 @@ class HostLoad:
     subtasks: int
     baseline_cores: float = 0.0  # the TaskManager's own CPU (HostSpec.baseline_cores), not in cores_used
     baseline_basis: str = "none"
+    netty_cores: float = 0.0  # its Netty server's CPU for the stream leaving it (HostSpec.netty_cores), not in cores_used
 
     @property
     def predicted_cores(self) -> float:
-        """What the host's CPU should read: its TaskManager's baseline + its subtasks' (calibrated) cores."""
-        return self.baseline_cores + self.cores_used
+        """What the host's CPU should read: its TaskManager's baseline and Netty work + its subtasks' (calibrated) cores."""
+        return self.baseline_cores + self.netty_cores + self.cores_used
 
 
 @dataclass(frozen=True)
@@ -171,10 +172,12 @@ def evaluate(problem: PlacementProblem, assignment: Assignment) -> PlanCost:
             host=h.name, role=h.role, cores_used=cores, cores_usable=problem.usable_cores(h), cores=h.cores,
             slots_used=slots, slots=h.slots, memory_mib_used=memory, memory_mib_usable=problem.usable_memory(h),
             subtasks=len(placed), baseline_cores=h.baseline_cores, baseline_basis=h.baseline_basis,
+            netty_cores=h.netty_cores,
         )
         host_loads.append(load)
         if cores > load.cores_usable + EPS:
-            own = f" beside its TaskManager's own {h.baseline_cores:.2f}" if h.baseline_cores > 0 else ""
+            own_cores = h.baseline_cores + h.netty_cores
+            own = f" beside its TaskManager's own {own_cores:.2f}" if own_cores > 0 else ""
             violations.append(f"host {h.name} needs {cores:.2f} cores, has {load.cores_usable:.2f} usable of {h.cores:g}{own}")
         if slots > h.slots:
             violations.append(f"host {h.name} needs {slots} task slots, has {h.slots}")

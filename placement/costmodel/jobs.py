@@ -103,7 +103,8 @@ def fleet_vertex_keys(profiles: Iterable) -> frozenset[str]:
 
 
 def _shared_hosts(problems: Sequence[PlacementProblem]) -> tuple[HostSpec, ...]:
-    """The hosts once, each with the largest TaskManager baseline any job's profile gave it (one JVM per host)."""
+    """The hosts once, each with the largest TaskManager baseline any job's profile gave it (one JVM per host) and
+    every job's Netty charge (each job's subtasks flush on their own cycles: costmodel.deliveries)."""
     first = problems[0].hosts
     names = [h.name for h in first]
     for p in problems[1:]:
@@ -112,7 +113,8 @@ def _shared_hosts(problems: Sequence[PlacementProblem]) -> tuple[HostSpec, ...]:
     hosts = []
     for n, h in enumerate(first):
         busiest = max((p.hosts[n] for p in problems), key=lambda spec: spec.baseline_cores)
-        hosts.append(replace(h, baseline_cores=busiest.baseline_cores, baseline_basis=busiest.baseline_basis))
+        hosts.append(replace(h, baseline_cores=busiest.baseline_cores, baseline_basis=busiest.baseline_basis,
+                             netty_cores=sum(p.hosts[n].netty_cores for p in problems)))
     return tuple(hosts)
 
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 import difflib
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import networkx as nx
 
-from placement.costmodel import demand, traffic
+from placement.costmodel import deliveries, demand, traffic
 from placement.errors import BadInput
 from placement.inventory import Inventory, Policy
 from placement.profile.edge_flows import DEFAULT_BUFFER_TIMEOUT_MS
@@ -82,6 +82,10 @@ class HostSpec:
     # since the host runs a TaskManager whatever is placed on it; the CPU rows take it off the usable cores
     baseline_cores: float = 0.0
     baseline_basis: str = "none"
+    # κ_h: what one buffer a second delivered to another TaskManager costs its Netty server, in this host's cores, and
+    # what the stream leaving it costs (costmodel.deliveries; 0 on servers): a constant beside the baseline
+    netty_cores_per_delivery: float = 0.0
+    netty_cores: float = 0.0
     running: tuple[RunningUse, ...] = ()  # jobs already running here, as fixed load (usable_* take it off)
 
     @property
@@ -143,6 +147,9 @@ class Channel:
     receiver_shares: tuple[float, ...] | None = None  # HASH: measured share of each downstream subtask (key skew)
     flushes_per_s: float | None = None  # network flushes/s of a busy channel; None: framing not charged
     buffer_timeout_ms: float = DEFAULT_BUFFER_TIMEOUT_MS  # execution.buffer-timeout (the flush wait, costmodel.latency)
+    # per downstream subtask: the deliveries it was measured to get over the flush cycles the rule predicts
+    # (costmodel.deliveries); None: the rule as it is
+    delivery_ratio: tuple[float, ...] | None = None
 
     @property
     def all_to_all(self) -> bool:
@@ -170,7 +177,20 @@ class Channel:
         payload = self.up_out_mbit[i] * self.share(i, j)
         if self.flushes_per_s is None:
             return payload
-        return payload + traffic.framing_mbit(payload, self.bytes_per_record, self.flushes_per_s)
+        return payload + traffic.framing_mbit(self.deliveries(i, j))
+
+    def deliveries(self, i: int, j: int) -> float:
+        """Buffers a second u_i delivers to v_j (:func:`.traffic.messages_per_s`): one network message each when the
+        pair crosses TaskManagers, and the work of the sender's Netty server (:mod:`.deliveries`). A profile without
+        a flush interval: Flink's default one."""
+        ratio = self.delivery_ratio[j] if self.delivery_ratio is not None and len(self.delivery_ratio) == self.n_down else 1.0
+        return traffic.messages_per_s(self.up_out_mbit[i] * self.share(i, j), self.bytes_per_record,
+                                      self.flush_cycles_per_s, ratio)
+
+    @property
+    def flush_cycles_per_s(self) -> float:
+        """How often a busy pair is flushed (a profile without a flush interval: Flink's default one)."""
+        return self.flushes_per_s if self.flushes_per_s is not None else traffic.flushes_per_s(DEFAULT_BUFFER_TIMEOUT_MS)
 
     def pairs(self):
         """(i, j, Mbit/s) for every pair that carries data."""
@@ -194,6 +214,25 @@ class Channel:
     def received_mbit(self, j: int) -> float:
         """Mbit/s downstream subtask j receives over this channel."""
         return self._flows[1][j]
+
+    @cached_property
+    def _deliveries(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        sent = [0.0] * self.n_up
+        received = [0.0] * self.n_down
+        for i in range(self.n_up):
+            for j in self.receivers(i):
+                d = self.deliveries(i, j)
+                sent[i] += d
+                received[j] += d
+        return tuple(sent), tuple(received)
+
+    def sent_deliveries(self, i: int) -> float:
+        """Buffers a second upstream subtask i delivers over this channel, to all its receivers together."""
+        return self._deliveries[0][i]
+
+    def received_deliveries(self, j: int) -> float:
+        """Buffers a second downstream subtask j gets over this channel."""
+        return self._deliveries[1][j]
 
 
 @dataclass(frozen=True)
@@ -307,9 +346,10 @@ class PlacementProblem:
         return sum(per_job.values())
 
     def usable_cores(self, h: HostSpec) -> float:
-        """What the subtasks may use: ``cores·ρ`` less the TaskManager's own baseline and the jobs already running
-        there (every CPU row reads this)."""
-        return max(0.0, h.cores * self.policy.cpu_utilisation_target - h.baseline_cores - h.running_total("cores"))
+        """What the subtasks may use: ``cores·ρ`` less the TaskManager's own baseline, its Netty server's work for the
+        stream that leaves the host and the jobs already running there (every CPU row reads this)."""
+        return max(0.0, h.cores * self.policy.cpu_utilisation_target - h.baseline_cores - h.netty_cores
+                   - h.running_total("cores"))
 
     def usable_mbit(self, h: HostSpec) -> float:
         """The uplink under the headroom, less what jobs already running send over it."""
@@ -393,6 +433,7 @@ def _hosts(inv: Inventory, profile: JobProfile | None = None) -> tuple[HostSpec,
             uplink_mbit=link.bandwidth if link else None, uplink_delay_ms=link.delay if link else 0.0,
             uplink_to=link.to if link else None, uplink_burst_bytes=(link.burst or 0.0) if link else 0.0,
             allow_stateful=bool(h.allow_stateful), allow_sinks=bool(h.allow_sinks),
+            netty_cores_per_delivery=deliveries.host_cores_per_delivery(h.role, float(h.speed or 1), h.netty_cores_per_delivery),
             **_baseline(h, profile),
         ))
     return tuple(specs)
@@ -486,6 +527,24 @@ def _path_weights(profile: JobProfile) -> dict[tuple[str, str], float]:
     return {(u, w): p_in[u] * p_out[w] / total for u, w in g.edges}
 
 
+def _channels(profile: JobProfile, weights: Mapping[tuple[str, str], float], options: PlanOptions) -> tuple[Channel, ...]:
+    """Every job edge, its flush cycles corrected by what the profile measured of them (:mod:`.deliveries`)."""
+    channels = [_channel(profile, e, weights[(e.source, e.target)], options) for e in profile.edges]
+    if not any(s.buffers_in_per_s is not None for v in profile.vertices for s in v.subtasks):
+        return tuple(channels)
+    at_profile = channels if options.rate_scale == 1.0 else [
+        _channel(profile, e, weights[(e.source, e.target)], PlanOptions()) for e in profile.edges]
+    flushed: dict[str, list[float]] = {v.id: [0.0] * v.parallelism for v in profile.vertices}
+    full: dict[str, list[float]] = {v.id: [0.0] * v.parallelism for v in profile.vertices}
+    for ch in at_profile:
+        only_full = replace(ch, delivery_ratio=(0.0,) * ch.n_down)  # the buffers sent full, whatever the flushes
+        for j in range(ch.n_down):
+            full[ch.target][j] += only_full.received_deliveries(j)
+            flushed[ch.target][j] += ch.received_deliveries(j) - only_full.received_deliveries(j)
+    ratios = deliveries.delivery_ratios(profile, flushed, full)
+    return tuple(ch if ch.target not in ratios else replace(ch, delivery_ratio=ratios[ch.target]) for ch in channels)
+
+
 def _channel(profile: JobProfile, e: EdgeProfile, path_weight: float, options: PlanOptions) -> Channel:
     """One job edge with what each upstream subtask puts on it: the profile's per-edge figures, or the fan-out rule
     for a profile without them (:func:`placement.profile.format.edge_output`)."""
@@ -565,7 +624,7 @@ def build_problem(
     g = profile.graph()
 
     weights = _path_weights(profile)
-    channels = tuple(_channel(profile, e, weights[(e.source, e.target)], options) for e in profile.edges)
+    channels = _channels(profile, weights, options)
     emitted: dict[str, list[float]] = {v.id: [0.0] * v.parallelism for v in profile.vertices}
     for ch in channels:  # every copy a subtask puts on any of its edges
         for i in range(ch.n_up):
@@ -591,6 +650,8 @@ def build_problem(
             ))
             if birth is not None and host_by_name[birth].role != "edge":
                 warnings.append(f"source {v.name!r} subtask {sp.index} is born on server {birth!r}")
+    leaving = deliveries.leaving_deliveries(channels, {s.key: s.birth for s in subtasks if s.birth is not None})
+    hosts = tuple(replace(h, netty_cores=h.netty_cores_per_delivery * leaving.get(h.name, 0.0)) for h in hosts)
     return PlacementProblem(
         hosts=hosts, subtasks=tuple(subtasks), channels=channels,
         vertex_order=tuple(v.id for v in profile.topological_vertices()),

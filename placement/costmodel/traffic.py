@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from placement.profile.edge_flows import (
     DEFAULT_BUFFER_TIMEOUT_MS,
+    SEGMENT_BYTES,
     pointwise_receivers,
     pointwise_senders,
 )
@@ -37,7 +38,6 @@ MBIT = 1e6
 # Flink 2.3 netty framing of a BufferResponse: 9 bytes frame header (length, magic, id) + 38 bytes message header
 # (receiver id 16, subpartition 4, sequence number 4, backlog 4, data type 1, compressed 1, size 4, partial buffers 4).
 MESSAGE_HEADER_BYTES = 47
-SEGMENT_BYTES = 32 * 1024  # taskmanager.memory.segment-size: a full buffer is sent whatever the timeout
 
 # Strategies where every upstream subtask feeds every downstream subtask.
 ALL_TO_ALL = frozenset({ShipStrategy.HASH, ShipStrategy.REBALANCE, ShipStrategy.BROADCAST})
@@ -91,8 +91,10 @@ def flushes_per_s(buffer_timeout_ms: float) -> float:
     return float("inf") if buffer_timeout_ms <= 0 else 1000.0 / buffer_timeout_ms
 
 
-def framing_mbit(payload_mbit: float, bytes_per_record: float, flushes: float) -> float:
-    """Mbit/s of network-message headers a channel carrying ``payload_mbit`` of records adds (see the module doc)."""
+def messages_per_s(payload_mbit: float, bytes_per_record: float, flushes: float, ratio: float = 1.0) -> float:
+    """Buffers a channel carrying ``payload_mbit`` of records delivers a second: ``min(records/s, flushes/s)`` flush
+    cycles, times ``ratio`` — what the profile measured of them (:mod:`placement.costmodel.deliveries`: a source that
+    emits in bursts flushes once a burst, not every timeout) — plus the buffers filled before their timeout."""
     if payload_mbit <= 0:
         return 0.0
     payload_bytes = payload_mbit * MBIT / BITS_PER_BYTE
@@ -100,5 +102,9 @@ def framing_mbit(payload_mbit: float, bytes_per_record: float, flushes: float) -
         records = payload_bytes / bytes_per_record
     else:  # record size unknown: assume a flush's worth of records at least
         records = flushes if flushes != float("inf") else 1000.0 / DEFAULT_BUFFER_TIMEOUT_MS
-    messages = min(records, flushes) + payload_bytes / SEGMENT_BYTES
+    return min(records, flushes) * ratio + payload_bytes / SEGMENT_BYTES
+
+
+def framing_mbit(messages: float) -> float:
+    """Mbit/s of network-message headers ``messages`` a second add (see the module doc)."""
     return messages * MESSAGE_HEADER_BYTES * BITS_PER_BYTE / MBIT

@@ -73,6 +73,10 @@ class Host(Strict):
     taskmanager_baseline_cores: float | None = Field(
         None, ge=0, description="CPU its TaskManager JVM uses of its own (GC, netty, metrics, heartbeats), in cores of "
         "this host; used where the profile measured no TaskManager here (default: the host model's, if any)")
+    netty_cores_per_delivery: float | None = Field(
+        None, ge=0, le=1, description="edge hosts: what its TaskManager's Netty server spends per buffer a second its "
+        "subtasks deliver to another TaskManager, in cores of this host (default: the cost model's measured figure "
+        "over this host's speed; placement.costmodel.deliveries)")
     cpu_time_core_speed: float | None = Field(
         None, gt=0, le=100, description="speed of the cores its processes' measured CPU time is counted in (default: "
         "this host's own speed); a lab host that is a CPU quota on a faster machine counts that machine's (1.0)")
@@ -405,7 +409,7 @@ class Inventory(Strict):
         """sha256 of the validated inventory's canonical JSON: formatting and comments do not change it."""
         data = self.model_dump(mode="json", by_alias=True)
         for h in data.get("hosts", []):  # added by issue 23: an inventory without them hashes as before
-            drop_unset(h, "taskmanager_baseline_cores", "cpu_time_core_speed")
+            drop_unset(h, "taskmanager_baseline_cores", "cpu_time_core_speed", "netty_cores_per_delivery")
         drop_unset(data.get("policy", {}), "max_latency_ms")  # issue 25: an unbounded inventory hashes as before
         for link in data.get("links", []):  # and one whose links state no burst
             drop_unset(link, "burst")

@@ -69,9 +69,11 @@ class HostPrediction(Strict):
     subtasks: int
     # since issue 23 (absent in older plans): the predicted CPU of the host and its parts, in this host's cores;
     # cores_used stays the subtasks' share
-    predicted_cores: float | None = Field(None, description="baseline_cores + subtask_cores")
-    baseline_cores: float | None = Field(None, description="its TaskManager's own CPU (GC, netty, metrics)")
+    predicted_cores: float | None = Field(None, description="baseline_cores + netty_cores + subtask_cores")
+    baseline_cores: float | None = Field(None, description="its TaskManager's own CPU (GC, heartbeats, metrics)")
     subtask_cores: float | None = Field(None, description="its subtasks' calibrated busy-time cores (= cores_used)")
+    netty_cores: float | None = Field(None, description="its Netty server's CPU for the stream that leaves it for "
+                                      "another TaskManager (placement.costmodel.deliveries); absent: none")
     baseline_basis: str | None = Field(None, description="where the baseline comes from (measured, inventory, ...)")
 
 
@@ -230,7 +232,8 @@ def build_plan_document(
         hosts=[HostPrediction(host=h.host, role=h.role, address=hosts[h.host].address, cores_used=h.cores_used, cores=h.cores,
                               slots_used=h.slots_used, slots=h.slots, memory_mib_used=h.memory_mib_used, subtasks=h.subtasks,
                               predicted_cores=h.predicted_cores, baseline_cores=h.baseline_cores,
-                              subtask_cores=h.cores_used, baseline_basis=h.baseline_basis)
+                              subtask_cores=h.cores_used, baseline_basis=h.baseline_basis,
+                              netty_cores=h.netty_cores or None)
                for h in cost.hosts],
         warnings=list(warnings or []),
         parallelism={vid: problem.by_vertex[vid][0].parallelism for vid in problem.vertex_order},

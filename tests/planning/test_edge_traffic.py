@@ -29,6 +29,7 @@ from placement.costmodel.traffic import (
     MESSAGE_HEADER_BYTES,
     SEGMENT_BYTES,
     framing_mbit,
+    messages_per_s,
 )
 from placement.profile.format import JobProfile, load_profile
 from placement.solver import solve
@@ -194,9 +195,12 @@ def test_no_checkpoint_interval_no_upload_and_incremental_checkpoints_upload_the
 def test_each_channel_adds_a_header_per_flushed_buffer():
     # 1000 records/s of 100 B on one channel, 100 ms buffer timeout: 10 flushes plus 100 kB / 32 kB full buffers.
     messages = 10 + 100_000 / SEGMENT_BYTES
-    assert framing_mbit(0.8, 100, 10.0) == pytest.approx(messages * MESSAGE_HEADER_BYTES * 8 / 1e6)
-    assert framing_mbit(0.004, 100, 10.0) == pytest.approx((5 + 500 / SEGMENT_BYTES) * MESSAGE_HEADER_BYTES * 8 / 1e6)
-    assert framing_mbit(0.0, 100, 10.0) == 0.0  # a channel without data sends nothing
+    assert messages_per_s(0.8, 100, 10.0) == pytest.approx(messages)
+    assert framing_mbit(messages) == pytest.approx(messages * MESSAGE_HEADER_BYTES * 8 / 1e6)
+    assert messages_per_s(0.004, 100, 10.0) == pytest.approx(5 + 500 / SEGMENT_BYTES)
+    assert messages_per_s(0.0, 100, 10.0) == 0.0  # a channel without data sends nothing
+    # a source that emits in bursts: the measured share of the flush cycles (costmodel.deliveries)
+    assert messages_per_s(0.8, 100, 10.0, ratio=0.13) == pytest.approx(1.3 + 100_000 / SEGMENT_BYTES)
     vs = [vertex("Source: S"), vertex("A", 2), vertex("Sink: T")]
     es = [edge("Source: S", "A", "REBALANCE", 0.8), edge("A", "Sink: T", "REBALANCE", [0.0, 0.0], n_up=2)]
     framed = build_problem(inventory(pins=PIN1), profile(vs, es, buffer_timeout_ms=100))
