@@ -86,6 +86,5 @@ def leaving_deliveries(channels: Iterable[Channel], births: Mapping[tuple[str, i
             host = births.get((ch.source, i))
             if host is None:
                 continue
-            busiest = max((ch.deliveries(i, j) for j in ch.receivers(i)), default=0.0)
-            out[host] = max(out.get(host, 0.0), min(busiest, ch.flush_cycles_per_s))
+            out[host] = max(out.get(host, 0.0), min(ch.busiest_deliveries(i), ch.flush_cycles_per_s))
     return out

@@ -183,9 +183,26 @@ class Channel:
         """Buffers a second u_i delivers to v_j (:func:`.traffic.messages_per_s`): one network message each when the
         pair crosses TaskManagers, and the work of the sender's Netty server (:mod:`.deliveries`). A profile without
         a flush interval: Flink's default one."""
-        ratio = self.delivery_ratio[j] if self.delivery_ratio is not None and len(self.delivery_ratio) == self.n_down else 1.0
+        ratios = self.ratios
         return traffic.messages_per_s(self.up_out_mbit[i] * self.share(i, j), self.bytes_per_record,
-                                      self.flush_cycles_per_s, ratio)
+                                      self.flush_cycles_per_s, 1.0 if ratios is None else ratios[j])
+
+    @property
+    def ratios(self) -> tuple[float, ...] | None:
+        """The measured delivery ratios, when they fit this channel's downstream parallelism (as :attr:`shares`)."""
+        if self.delivery_ratio is not None and len(self.delivery_ratio) == self.n_down:
+            return self.delivery_ratio
+        return None
+
+    def busiest_deliveries(self, i: int) -> float:
+        """The most buffers a second u_i delivers to any one receiver — without building every pair where its receivers
+        share alike (all-to-all without measured key shares: then the pair whose receiver got the most of its
+        flush cycles)."""
+        receivers = self.receivers(i)
+        if len(receivers) > 1 and self.all_to_all and self.shares is None:
+            ratios = self.ratios
+            return self.deliveries(i, receivers[0] if ratios is None else max(receivers, key=lambda k: ratios[k]))
+        return max((self.deliveries(i, j) for j in receivers), default=0.0)
 
     @property
     def flush_cycles_per_s(self) -> float:
@@ -198,14 +215,20 @@ class Channel:
             for j in self.receivers(i):
                 yield i, j, self.flow_mbit(i, j)
 
-    @cached_property
-    def _flows(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    def _per_end(self, figure) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        """``figure(i, j)`` summed over each upstream subtask's receivers and over each downstream subtask's senders."""
         sent = [0.0] * self.n_up
         received = [0.0] * self.n_down
-        for i, j, mbit in self.pairs():
-            sent[i] += mbit
-            received[j] += mbit
+        for i in range(self.n_up):
+            for j in self.receivers(i):
+                f = figure(i, j)
+                sent[i] += f
+                received[j] += f
         return tuple(sent), tuple(received)
+
+    @cached_property
+    def _flows(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        return self._per_end(self.flow_mbit)
 
     def sent_mbit(self, i: int) -> float:
         """Mbit/s upstream subtask i sends over this channel, to all its receivers together."""
@@ -217,18 +240,7 @@ class Channel:
 
     @cached_property
     def _deliveries(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
-        sent = [0.0] * self.n_up
-        received = [0.0] * self.n_down
-        for i in range(self.n_up):
-            for j in self.receivers(i):
-                d = self.deliveries(i, j)
-                sent[i] += d
-                received[j] += d
-        return tuple(sent), tuple(received)
-
-    def sent_deliveries(self, i: int) -> float:
-        """Buffers a second upstream subtask i delivers over this channel, to all its receivers together."""
-        return self._deliveries[0][i]
+        return self._per_end(self.deliveries)
 
     def received_deliveries(self, j: int) -> float:
         """Buffers a second downstream subtask j gets over this channel."""

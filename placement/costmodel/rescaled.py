@@ -217,7 +217,10 @@ class RescaleSpace:
         else:
             out = (sum(scaled.up_out_mbit) / n_up,) * n_up
         shares = scaled.receiver_shares if self.group_of[ch.target].per_subtask else None
-        return replace(scaled, n_up=n_up, n_down=n_down, up_out_mbit=out, receiver_shares=shares)
+        ratio = scaled.delivery_ratio  # flush cycles measured per profiled subtask: rescaled instances get their mean
+        if ratio is not None and not self.group_of[ch.target].per_subtask:
+            ratio = (sum(ratio) / len(ratio),) * n_down
+        return replace(scaled, n_up=n_up, n_down=n_down, up_out_mbit=out, receiver_shares=shares, delivery_ratio=ratio)
 
     def instance(self, vertex_id: str, p: int) -> Subtask:
         """The first of ``p`` instances of a rescalable vertex (all have the same figures; ``out_mbit`` at the

@@ -5,6 +5,7 @@ by hand from the measured 0.00036 server cores a delivery a second, the hosts' s
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from planning_factories import cli_run, inventory, profile, vertex
@@ -115,3 +116,17 @@ def test_jobs_on_one_host_each_pay_their_own_flush_cycles():
     assert both.host_by_name["rpi1"].netty_cores == pytest.approx(KAPPA * (10 + SLOW))
     assert evaluate(one, {s.key: "server" if not s.is_source else "rpi1" for s in one.subtasks}).host("rpi1") \
         .netty_cores == pytest.approx(KAPPA * 10)
+
+
+def test_a_rescaled_vertex_keeps_the_flush_cycles_measured_of_it_and_a_hash_pair_its_receivers_busiest():
+    """--rescale rebuilds the Map→Sink channel at another parallelism: the sink's instances get the measured ratio's
+    mean (per-subtask figures do not carry over); a HASH sender's busiest pair is its receiver with the most cycles."""
+    from placement.costmodel.rescaled import build_space
+
+    space = build_space(edges(), job(buffers_in=1.3))
+    to_sink = next(ch for ch in space.base.channels if ch.strategy.value == "REBALANCE")
+    wider = space.channel_at(to_sink, 1, 3)
+    assert wider.delivery_ratio == pytest.approx((to_sink.delivery_ratio[0],) * 3)
+    skewed = replace(wider, delivery_ratio=(0.1, 0.5, 0.2))
+    assert skewed.busiest_deliveries(0) == pytest.approx(skewed.deliveries(0, 1))
+    assert skewed.busiest_deliveries(0) == max(skewed.deliveries(0, j) for j in range(3))
