@@ -35,6 +35,17 @@ def is_compiler_thread(name: str) -> bool:
     return name.startswith(COMPILER_THREAD_PREFIXES)
 
 
+# "Flink Netty Server (<port>) Thread <n>": what a TaskManager spends writing its subtasks' buffers to other
+# TaskManagers. The cost model charges it per host from the buffers delivered (placement.costmodel.deliveries), so a
+# profile keeps these threads apart rather than sharing them out to the vertices that happened to send remotely.
+NETTY_SERVER_THREAD_PREFIX = "Flink Netty Ser"
+
+
+def is_netty_server_thread(name: str) -> bool:
+    """True for a Flink Netty server thread's kernel name (:data:`NETTY_SERVER_THREAD_PREFIX`)."""
+    return name.startswith(NETTY_SERVER_THREAD_PREFIX)
+
+
 # The whole process's own stat line, recorded as a row of its own: the kernel adds the CPU of the JVM's ended threads
 # to it, and a thread that starts and ends between two rounds is in no thread's delta. Such threads are real: a JVM
 # that sees one CPU (a Pi's TaskManager in a cgroup) has no common ForkJoin pool and runs each async task of a job's

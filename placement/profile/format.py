@@ -268,11 +268,14 @@ class TaskManagerCpu(Strict):
         None, ge=0, description="CPU of the job's task threads on it (per-thread CPU from /proc, metrics collect "
         "--inventory); its vertices' share of the calibrated CPU follows these; null: not recorded")
     other_thread_cores: float | None = Field(
-        None, ge=0, description="CPU of its other threads (GC, netty, flusher, rate limiters, RPC, metrics; threads that "
+        None, ge=0, description="CPU of its other threads (GC, Netty client, flusher, rate limiters, RPC, metrics; threads that "
         "ended between two readings too, where the process's own /proc line was recorded)")
     compiler_thread_cores: float | None = Field(
         None, ge=0, description="CPU of its JIT compiler threads: the JVM compiling what it has just started to run, "
         "left out of process_cores and of every figure derived from it (the model predicts the steady state)")
+    netty_server_thread_cores: float | None = Field(
+        None, ge=0, description="CPU of its Flink Netty server threads, left out of process_cores likewise: the cost "
+        "model charges it per host from the buffers delivered (placement.costmodel.deliveries); null: not recorded")
     rate_fit: RateFit | None = Field(
         None, description="its process CPU against the job's source rate over runs at different rates; null: one rate")
 
@@ -390,6 +393,7 @@ class JobProfile(Strict):
             drop_unset(t, "cotenant_cores")
             drop_unset(t, "cotenant_subtasks")
             drop_unset(t, "rate_fit")
+            drop_unset(t, "netty_server_thread_cores")  # threads not recorded: as before the field existed
         return data
 
     def digest(self) -> str:

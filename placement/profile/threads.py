@@ -7,7 +7,10 @@ figure is per vertex). Two vertices on one TaskManager whose names agree in thei
 apart: their threads' CPU is split between them in proportion to their busy-time charges. Every other thread (the
 JVM's compiler and GC, netty, the output flusher, a source's rate limiter, Flink's RPC and metrics) is the
 TaskManager's own — but the JIT compiler's threads, kept apart: they compile what the JVM has just started to
-run, a cost that ends (placement.collect.threads.COMPILER_THREAD_PREFIXES), where the model predicts the steady state.
+run, a cost that ends (placement.collect.threads.COMPILER_THREAD_PREFIXES), where the model predicts the steady state;
+and the Netty server's, which the cost model charges per host from the buffers delivered
+(placement.costmodel.deliveries): shared out to the vertices that sent remotely while profiled, it would be charged
+again wherever they are placed.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pyarrow as pa
 
-from placement.collect.threads import PROCESS_TID, is_compiler_thread
+from placement.collect.threads import PROCESS_TID, is_compiler_thread, is_netty_server_thread
 
 LINUX_COMM_CHARS = 15  # TASK_COMM_LEN - 1: the kernel keeps this much of a thread's name
 
@@ -28,13 +31,16 @@ class ThreadCpu:
     """One TaskManager's threads over a window, in cores of CPU time (the caller converts to its host's cores)."""
 
     vertices: dict[str, float]  # vertex id -> its task threads' cores
-    other: float  # every thread no subtask of the job names, but the JIT compiler's (ended threads included)
+    other: float  # every thread no subtask of the job names, but the JIT compiler's and the Netty server's (ended
+    # threads included)
     unmatched: tuple[str, ...]  # vertices with subtasks on it whose task thread was not found
     compiler: float = 0.0  # the JIT compiler's threads (a warm-up cost: not the TaskManager's steady own)
+    netty_server: float = 0.0  # the Netty server's threads (charged per host by the cost model, not shared out)
 
     @property
     def steady(self) -> float:
-        """The process's cores without the JIT compiler's: what the model predicts."""
+        """The process's cores without the JIT compiler's and the Netty server's: what the profile shares out between
+        the subtasks and the TaskManager's baseline."""
         return sum(self.vertices.values()) + self.other
 
 
@@ -86,7 +92,7 @@ def thread_cpu(rows: pa.Table, since_ms: int, subtasks: Mapping[str, list[tuple[
             used[key] = used.get(key, 0.0) + delta / wall_s
         got = _by_vertex(used, subtasks.get(str(tm), []), charges.get(str(tm), {}))
         if process is not None:
-            ended = process - sum(got.vertices.values()) - got.other - got.compiler
+            ended = process - sum(got.vertices.values()) - got.other - got.compiler - got.netty_server
             got = replace(got, other=got.other + max(ended, 0.0))
         out[str(tm)] = got
     return out
@@ -96,10 +102,13 @@ def _by_vertex(used: Mapping[str, float], subtasks: list[tuple[str, str, int, in
                charges: Mapping[str, float]) -> ThreadCpu:
     vertices: dict[str, float] = {}
     found: set[str] = set()
-    other = compiler = 0.0
+    other = compiler = netty = 0.0
     for comm, cores in used.items():
         if is_compiler_thread(comm):
             compiler += cores
+            continue
+        if is_netty_server_thread(comm):
+            netty += cores
             continue
         owners = sorted({vid for vid, vname, i, p in subtasks if names_of(comm, vname, i, p)})
         if not owners:
@@ -111,4 +120,4 @@ def _by_vertex(used: Mapping[str, float], subtasks: list[tuple[str, str, int, in
         for v, w in zip(owners, weights):
             vertices[v] = vertices.get(v, 0.0) + cores * (w / total if total > 0 else 1 / len(owners))
     unmatched = tuple(sorted({vid for vid, *_ in subtasks} - found))
-    return ThreadCpu(vertices, other, unmatched, compiler)
+    return ThreadCpu(vertices, other, unmatched, compiler, netty)

@@ -232,7 +232,7 @@ def calibrate(profile: JobProfile, runs: Sequence[tuple[RunManifest, pa.Table]],
         load_cores[tm] = (statistics.fmean(m.loads) * float(info.hardware_cpu_cores) * to_host
                           if m.loads and info is not None and info.hardware_cpu_cores else None)
         # the kernel's figure, read every round (CPU.Time comes from a store refreshed every 10 s), without the JIT
-        # compiler's warm-up (profile.threads)
+        # compiler's warm-up and the Netty server's work (profile.threads)
         if tm in by_thread:
             process[tm] = by_thread[tm].steady * to_host
         elif m.pairs > 0 and m.wall_s > 0:
@@ -313,7 +313,8 @@ def calibrate(profile: JobProfile, runs: Sequence[tuple[RunManifest, pa.Table]],
             cotenant_cores=cotenant[tm], cotenant_subtasks=m.cotenant_subtasks,
             task_thread_cores=None if threads_here is None else sum(threads_here.vertices.values()) * to_host,
             other_thread_cores=None if threads_here is None else threads_here.other * to_host,
-            compiler_thread_cores=None if threads_here is None else threads_here.compiler * to_host, rate_fit=fit,
+            compiler_thread_cores=None if threads_here is None else threads_here.compiler * to_host,
+            netty_server_thread_cores=None if threads_here is None else threads_here.netty_server * to_host, rate_fit=fit,
         ))
 
     vertices = []
@@ -506,7 +507,8 @@ def _noted(t: TaskManagerCpu) -> str:
     others = (f", co-tenants {t.cotenant_cores:.3f} busy ({t.cotenant_subtasks or 0} subtasks)"
               if t.cotenant_cores else "")
     threads = (f", task threads {t.task_thread_cores:.3f} + other {t.other_thread_cores:.3f}"
-               f" (JIT compiler {t.compiler_thread_cores or 0.0:.3f} left out)"
+               f" (JIT compiler {t.compiler_thread_cores or 0.0:.3f}, Netty server "
+               f"{t.netty_server_thread_cores or 0.0:.3f} left out)"
                if t.task_thread_cores is not None and t.other_thread_cores is not None else "")
     fit = t.rate_fit
     line = (f", {fit.fixed_cores:.3f} + {fit.per_record_us:.1f} µs × records/s (fitted {fit.fitted_per_record_us:.1f} "

@@ -65,7 +65,7 @@ def write_runs(root: Path, source_rates: list[float], *, moved: bool = False, th
                   t0=T0 + n * 3_600_000)
         if threads:
             _write_threads(root, f"r{n + 1}", T0 + n * 3_600_000, {(1, "Source: Gen (1/"): _line(0.07, 0.06, rate),
-                                                                   (2, "Flink Netty Ser"): 0.05}, wobble)
+                                                                   (2, "flink-metrics-s"): 0.05}, wobble)
 
 
 def _write_threads(root: Path, run_id: str, t0: int, threads: dict[tuple[int, str], float], wobble: float) -> None:

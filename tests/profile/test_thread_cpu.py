@@ -258,6 +258,21 @@ def test_without_a_vertexs_task_thread_busy_time_stays_the_key(tmp_path):
     assert profile.vertex("src").cpu_calibration == pytest.approx(0.25 / 0.8)
 
 
+def test_the_netty_servers_threads_are_left_to_the_cost_models_per_host_charge(tmp_path):
+    """rpi1 sends to the server while profiled: its Netty server's 0.04 cores would be shared out to Map and the source
+    (and charged again by costmodel.deliveries wherever they are placed): left out, as the JIT compiler's is."""
+    threads = {(1, "Source: Gen (1/"): 0.05, (2, "Map (1/2)#0"): 0.15, (3, "OutputFlusher f"): 0.10}
+    _history_with_threads(tmp_path / "quiet" / "metrics", {"rpi1": threads})
+    _history_with_threads(tmp_path / "sends" / "metrics", {"rpi1": {**threads, (5, "Flink Netty Ser"): 0.04}})
+    quiet, sends = _profile(tmp_path / "quiet"), _profile(tmp_path / "sends")
+    rpi1 = {t.id: t for t in sends.taskmanagers}["rpi1"]
+    assert rpi1.netty_server_thread_cores == pytest.approx(0.04) and rpi1.other_thread_cores == pytest.approx(0.10)
+    assert rpi1.process_cores == pytest.approx({t.id: t for t in quiet.taskmanagers}["rpi1"].process_cores)
+    for vid in ("src", "map"):
+        assert sends.vertex(vid).cpu_calibration == pytest.approx(quiet.vertex(vid).cpu_calibration)
+    assert "Netty server 0.040 left out" in (sends.job.note or "")
+
+
 def test_where_threads_were_read_their_sum_is_the_processs_cpu(tmp_path):
     """Status.JVM.CPU.Time comes over REST from the JobManager's metric store, refreshed every 10 s: over a short
     window a few pairs, and an idle lab Pi read 0.054 cores from it against 0.087 from its threads (0.087 is what it
@@ -297,7 +312,7 @@ def test_the_jit_compilers_threads_are_left_out_of_the_processs_cpu_and_the_base
     assert rpi1.other_thread_cores == pytest.approx(0.04) and rpi1.baseline_cores == pytest.approx(0.06)
     assert rpi1.calibrated_cores == pytest.approx(0.18)
     assert profile.vertex("src").cpu_calibration == pytest.approx(0.18 * 0.25 / 0.5)
-    assert "JIT compiler 0.060 left out" in (profile.job.note or "")
+    assert "JIT compiler 0.060, Netty server 0.000 left out" in (profile.job.note or "")
 
 
 def test_a_history_without_thread_rows_profiles_as_before(tmp_path):
