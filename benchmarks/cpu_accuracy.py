@@ -154,6 +154,10 @@ def run_job(job: LabJob, state: dict, work: Path, window: float, console: Consol
     vertices = {v.name: v.id for v in rest.job(running).vertices}
     inventory = job_inventory(state["lab_inventory"], state["jar"], job, vertices, work / f"cpu-{job.key}-inventory.yaml")
     time.sleep(chain.METER_SETTLE_S)
+    # the profile's idle TaskManagers give the baselines: as settled as the placed ones are when measured. The first
+    # job after `lab up` ran on JVMs minutes old — idle Pis at 0.085 of their cores (their compilers at 0.03), where
+    # the same TaskManagers used 0.04-0.05 idle for every later job — and its plan was 22 % high for it
+    wait_for_jit(state)
     metrics, profile_path, plan_dir = work / f"cpu-{job.key}-metrics", work / f"cpu-{job.key}.json", work / f"cpu-{job.key}-plan"
     cli("metrics", "collect", "--rest", state["rest_url"], "--job", running, "--duration", f"{window:g}",
         "--interval", "2", "--out", str(metrics), "--inventory", inventory, "--quiet")
