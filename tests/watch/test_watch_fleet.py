@@ -65,8 +65,10 @@ def inv_path(tmp_path) -> Path:
     # nothing listens on 127.0.0.1:9 (REST) nor on port 9 of the hosts (ssh): a preflight is refused at once
     doc = {"ssh": {"port": 9},
            "hosts": [{"name": "server", "address": "127.0.0.1", "role": "server", "cores": 8, "memory": "16GiB"},
+                     # its Netty server costs nothing here: the scales below are tuned to its 0.8 usable cores
+                     # (tests/planning/test_netty_cpu.py holds the planners to that charge)
                      {"name": "rpi1", "address": "127.0.0.2", "role": "edge", "model": "rpi4b", "cores": 1,
-                      "task_slots": 4}],
+                      "task_slots": 4, "netty_cores_per_delivery": 0.0}],
            "links": [{"from": "rpi1", "to": "server", "bandwidth": "14mbit", "delay": "50ms"}],
            "pins": {"sources": {"Source: A": "rpi1", "Source: B": "rpi1"}},
            "flink": {"rest_url": "http://127.0.0.1:9"},
