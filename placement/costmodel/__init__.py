@@ -7,7 +7,8 @@ Every figure comes from the profile (:mod:`placement.profile.format`) and the in
 needs ``c(s) = busy(s)/1000 · σ_m`` server-cores, and ``c(s, h) = c(s) / σ_h`` cores of host ``h``. This is the same
 figure as "input rate / true processing rate": true rate = ``in/(busy/1000)``, so ``in / true rate = busy/1000``.
 Busy time 0 (Flink's idle reading at low load) and NaN/missing busy time are handled by an explicit rule — see
-:func:`.demand.server_cores`; a subtask never costs less than :data:`.demand.MIN_CORES`.
+:func:`.demand.server_cores`; a subtask never costs less than :data:`.demand.MIN_CORES` times its vertex's
+calibration (the CPU its threads were measured to use, :func:`.demand.floor_cores`).
 
 **Memory**: ``m(s) = memory_per_subtask + state_bytes(v)/parallelism(v)`` (MiB).
 

@@ -9,13 +9,19 @@
 * **0 while records flow** (the operator was so lightly loaded that busy time rounds to 0): the autoscaler reads this
   as infinite capacity. A plan must not: the subtask is charged :data:`MIN_CORES`.
 
-Every subtask costs at least :data:`MIN_CORES` server cores — thread scheduling, timers and watermarks are never free.
+Every subtask's busy-time figure is at least :data:`MIN_CORES` server cores — thread scheduling, timers and watermarks
+are never free — until its CPU was measured (below).
 
 **Calibration.** Where the profile measured TaskManager CPU (:mod:`placement.profile.tm_cpu`), a vertex may carry a
 ``cpu_calibration`` factor ``k_v``: below 1 where busy time overstated its CPU (a rate-limited source waiting in its
 limiter reads busy), above 1 where it understated it (work outside busy time: serialising in the output flusher,
-netty, timers — which moves with the subtask). Its busy-time cores are multiplied by ``k_v`` before the floor. The TaskManager's own CPU is not a subtask's:
-:func:`baseline_cores` gives it per host, and the cost model takes it off the host's usable cores.
+netty, timers — which moves with the subtask). ``k_v`` is what the vertex used over what this module charged it, and
+that charge is floored (:func:`placement.profile.tm_cpu.calibrate` asks :func:`server_cores` for it), so ``k_v``
+multiplies the floored figure: ``k_v · max(busy, MIN_CORES)`` is what the vertex used while profiled. Floored after
+``k_v`` instead, a light operator's measured thread was charged the floor again: on the lab's Zoo job five such
+subtasks on one Pi (0.001-0.004 of its cores each, measured) were charged 0.0167 each, a third of its prediction.
+The TaskManager's own CPU is not a subtask's: :func:`baseline_cores` gives it per host, and the cost model takes it
+off the host's usable cores.
 
 **Rate.** A subtask's CPU at ``X ×`` the profiled rates is ``c·(θ_v + (1 − θ_v)·X)``: ``c`` its calibrated cores at the
 profiled rate and ``θ_v`` the vertex's ``cpu_fixed_share``, the part that does not grow with the rate (a thread's
@@ -59,29 +65,35 @@ def at_scale(cores: float, vertex: VertexProfile, rate_scale: float) -> float:
 
 
 def _busy_per_record(vertex: VertexProfile) -> float | None:
-    """Mean server-core-seconds per input record over subtasks with a usable reading (None if there are none)."""
+    """Mean busy server-core-seconds per input record over subtasks with a usable reading (None if there are none)."""
     busy = records = 0.0
     for s in vertex.subtasks:
         rate = s.records_in_per_s or s.records_out_per_s
         if s.busy_ms_per_s and rate > 0:
             busy += s.busy_ms_per_s / 1000 * s.host_speed
             records += rate
-    return busy * calibration(vertex) / records if records > 0 else None
+    return busy / records if records > 0 else None
+
+
+def floor_cores(vertex: VertexProfile) -> float:
+    """The least a subtask of ``vertex`` costs, in server cores: :data:`MIN_CORES`, calibrated (the module doc)."""
+    return MIN_CORES * calibration(vertex)
 
 
 def server_cores(vertex: VertexProfile, subtask: SubtaskProfile, rate_scale: float = 1.0) -> CpuDemand:
-    """Server cores subtask needs at ``rate_scale`` × the measured rate (the busy-time rule above)."""
+    """Server cores subtask needs at ``rate_scale`` × the measured rate (the busy-time rule above), calibrated."""
+    k = calibration(vertex)
     if subtask.busy_ms_per_s is not None and subtask.busy_ms_per_s > 0:
-        cores = subtask.busy_ms_per_s / 1000 * subtask.host_speed * calibration(vertex)
-        return CpuDemand(max(at_scale(cores, vertex, rate_scale), MIN_CORES), estimated=not subtask.confident)
+        cores = subtask.busy_ms_per_s / 1000 * subtask.host_speed
+        return CpuDemand(k * max(at_scale(cores, vertex, rate_scale), MIN_CORES), estimated=not subtask.confident)
     rate = subtask.records_in_per_s or subtask.records_out_per_s
     if subtask.busy_ms_per_s is None:
         per_record = _busy_per_record(vertex)
         if per_record is not None and rate > 0:
-            return CpuDemand(max(at_scale(per_record * rate, vertex, rate_scale), MIN_CORES), estimated=True)
-        return CpuDemand(MIN_CORES, estimated=True)
+            return CpuDemand(k * max(at_scale(per_record * rate, vertex, rate_scale), MIN_CORES), estimated=True)
+        return CpuDemand(k * MIN_CORES, estimated=True)
     # busy == 0: lightly loaded; charge the floor. Only an estimate if records actually flowed.
-    return CpuDemand(MIN_CORES, estimated=rate > 0)
+    return CpuDemand(k * MIN_CORES, estimated=rate > 0)
 
 
 def checkpoint_mbit(vertex: VertexProfile, interval_ms: float | None) -> float:

@@ -47,6 +47,7 @@ class VertexRates:
     cores_per_record: float | None  # 1/λ_v in server-core seconds, beyond the fixed part; None: no record measured
     estimated: bool  # the busy-time rule filled in (see demand)
     fixed_cores: float = 0.0  # server cores an instance uses whatever its rate (demand: the fixed share)
+    floor_cores: float = demand.MIN_CORES  # the least an instance costs (demand.floor_cores)
 
     @property
     def true_rate(self) -> float | None:
@@ -61,11 +62,11 @@ class VertexRates:
         return self.records_out_per_s / p
 
     def instance_cores(self, p: int) -> float:
-        """Server cores one of ``p`` instances needs (never below :data:`.demand.MIN_CORES`): its fixed part and its
-        records' part."""
+        """Server cores one of ``p`` instances needs (never below its floor, :func:`.demand.floor_cores`): its fixed
+        part and its records' part."""
         if self.cores_per_record is None:
-            return demand.MIN_CORES
-        return max(self.fixed_cores + self.instance_in(p) * self.cores_per_record, demand.MIN_CORES)
+            return self.floor_cores
+        return max(self.fixed_cores + self.instance_in(p) * self.cores_per_record, self.floor_cores)
 
     def min_parallelism(self, cores: float, upper: int) -> int | None:
         """Smallest ``p ≤ upper`` whose instances each need at most ``cores`` server cores (None: none does).
@@ -181,6 +182,6 @@ def propagate(profile: JobProfile, targets: Mapping[str, float]) -> dict[str, Ve
         rates[v.id] = VertexRates(
             vertex_id=v.id, factor=f, records_in_per_s=received, records_out_per_s=f * v.records_out_per_s,
             partitioned_in=received - per_instance_broadcast * v.parallelism, broadcast_in=per_instance_broadcast,
-            cores_per_record=per_record, estimated=estimated, fixed_cores=fixed,
+            cores_per_record=per_record, estimated=estimated, fixed_cores=fixed, floor_cores=demand.floor_cores(v),
         )
     return rates

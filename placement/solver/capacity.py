@@ -1,7 +1,7 @@
 """Capacity: the highest uniform scale of the profiled source rates the inventory can sustain (``plan --max-rate``).
 
 Planning at ``X×`` the rates (:class:`placement.costmodel.model.PlanOptions` ``rate_scale``) multiplies every rate:
-a subtask's CPU (``busy × X``, floored at :data:`placement.costmodel.demand.MIN_CORES`) and the payload of every pair
+a subtask's CPU (``busy × X``, floored at :func:`placement.costmodel.demand.floor_cores`) and the payload of every pair
 of subtasks (plus network framing, which grows with the records up to one message per flush). Memory, slots and
 checkpoint uploads do not change. Every capacity row's left-hand side is therefore non-decreasing in ``X`` for a
 fixed assignment, so *feasibility is monotone*: if a plan fits at ``X`` it fits below ``X``. Two exact ways to find

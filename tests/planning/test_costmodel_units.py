@@ -10,10 +10,11 @@ import pytest
 
 from planning_factories import inventory, profile, vertex
 from placement.costmodel import build_problem, evaluate
-from placement.costmodel.demand import MIN_CORES, server_cores
+from placement.costmodel.demand import MIN_CORES, floor_cores, server_cores
+from placement.costmodel.rates import propagate
 from placement.costmodel.traffic import output_mbit, share
 from placement.inventory import load_inventory
-from placement.profile.format import ShipStrategy, SubtaskProfile, VertexProfile
+from placement.profile.format import JobProfile, ShipStrategy, SubtaskProfile, VertexProfile
 from placement.solver import solve
 from placement.units import format_rate, format_time, parse_percent, parse_rate_mbit, parse_size_mib, parse_time_ms
 from placement.writers.planjson import SourceRef, build_plan_document, load_plan, render_plan_json
@@ -50,6 +51,20 @@ def test_nan_busy_without_siblings_and_zero_busy_get_the_floor():
     assert d.server_cores == MIN_CORES and d.estimated  # busy 0 with records flowing: never "infinite capacity"
     quiet = _vertex([0.0], [0.0])
     assert not server_cores(quiet, quiet.subtasks[0]).estimated
+
+
+def test_a_calibration_scales_the_floored_figure_it_was_measured_against():
+    """The profile's factor is what a vertex used over the floored charge (placement.profile.tm_cpu), so the floor
+    is calibrated too: a light operator measured at a fifth of it costs a fifth of it, in every busy-time case and in
+    --rescale's per-instance line; one measured above its busy time costs that much more of a busy reading."""
+    light = _vertex([1.0, None, 0.0], [50.0, 50.0, 50.0]).model_copy(update={"cpu_calibration": 0.2})
+    assert [server_cores(light, s).server_cores for s in light.subtasks] == pytest.approx([0.2 * MIN_CORES] * 3)
+    assert floor_cores(light) == pytest.approx(0.2 * MIN_CORES)
+    busy = _vertex([100.0], [1000.0]).model_copy(update={"cpu_calibration": 1.5})
+    assert server_cores(busy, busy.subtasks[0], rate_scale=2).server_cores == pytest.approx(0.3)
+    one = JobProfile.model_validate({"job": {"name": "light", "origin": "synthetic"}, "vertices": [light.model_dump()]})
+    line = propagate(one, {"v": 150.0})["v"]
+    assert line.instance_cores(3) == pytest.approx(0.2 * MIN_CORES)  # never the uncalibrated floor
 
 
 def test_traffic_shares_by_ship_strategy():

@@ -32,6 +32,7 @@ from placement.collect.threads import (
     parse_thread_stats,
     thread_stats_argv,
 )
+from placement.costmodel import build_problem, evaluate
 from placement.errors import PlacementError
 from placement.profile.pipeline import build_profile
 from placement.profile.threads import names_of, thread_cpu
@@ -256,6 +257,37 @@ def test_without_a_vertexs_task_thread_busy_time_stays_the_key(tmp_path):
     profile = _profile(tmp_path)
     assert profile.vertex("src").stats["cpu_calibration_basis"] == "shared on rpi1"
     assert profile.vertex("src").cpu_calibration == pytest.approx(0.25 / 0.8)
+
+
+def test_a_light_operator_costs_what_its_thread_used_not_the_floor_again(tmp_path):
+    """The busy-time floor (0.005 server cores) is part of the charge a calibration is measured against: a Tag
+    operator on rpi1 whose busy time reads 2 ms/s is charged the floor, its thread used 0.002 of rpi1's cores. Priced
+    on the placement it was profiled on, rpi1's subtasks cost exactly what the profile says they used (0.10: 0.15
+    measured, 0.05 of it the baseline) and Tag its thread's share of it. Flooring again after the calibration charged
+    Tag 0.005 / 0.3 = 0.0167 of rpi1's cores: eight times its thread (the lab's Zoo job: five such subtasks on a Pi)."""
+    vertices = [VertexInfo(id="src", name="Source: Gen", parallelism=1), VertexInfo(id="tag", name="Tag", parallelism=1),
+                VertexInfo(id="sink", name="Sink: Out", parallelism=1)]
+    where = {("src", 0): "rpi1", ("tag", 0): "rpi1", ("sink", 0): "srv"}
+    write_job(tmp_path / "metrics", "j1", "cpu-job", vertices, {("src", 0): 500.0, ("tag", 0): 2.0, ("sink", 0): 100.0},
+              where, {"src": (0.0, 1000.0), "tag": (1000.0, 1000.0), "sink": (1000.0, 0.0)},
+              {"srv": 0.5, "rpi1": 0.15, "rpi2": 0.05})
+    (run, m), = find_manifests(tmp_path / "metrics")
+    writer = thread_writer(tmp_path / "metrics", m.job_id, m.run_id)
+    writer.write(pa.Table.from_pylist(
+        _thread_rows("rpi1", {(1, "Source: Gen (1/"): 0.05, (2, "Tag (1/1)#0"): 0.002, (3, "flink-rate-limi"): 0.04,
+                              (4, "OutputFlusher f"): 0.058})
+        + _thread_rows("srv", {(10, "Sink: Out (1/1)"): 0.15, (11, "flink-scheduler"): 0.35}), schema=THREAD_SCHEMA))
+    m = read_manifest(run / "_manifest.json")
+    m.thread_files = writer.files
+    write_manifest(tmp_path / "metrics", m)
+    profile = _profile(tmp_path)
+    rpi1 = next(t for t in profile.taskmanagers if t.id == "rpi1")
+    assert rpi1.basis == "prior" and rpi1.calibrated_cores == pytest.approx(0.10)
+    problem = build_problem(inventory(), profile)
+    cost = evaluate(problem, {key: tm for key, tm in where.items()})
+    assert cost.host("rpi1").cores_used == pytest.approx(0.10, rel=1e-5)  # (the profile keeps factors to 6 places)
+    tag = next(s for s in problem.subtasks if s.vertex_id == "tag")
+    assert tag.cores_on(problem.host_by_name["rpi1"]) == pytest.approx(0.10 * 0.002 / 0.052, rel=1e-5)
 
 
 def test_the_netty_servers_threads_are_left_to_the_cost_models_per_host_charge(tmp_path):
