@@ -75,25 +75,29 @@ def _busy_per_record(vertex: VertexProfile) -> float | None:
     return busy / records if records > 0 else None
 
 
+def _calibrated(vertex: VertexProfile, cores: float) -> float:
+    """``k_v · max(cores, MIN_CORES)``: a busy-time figure floored, then calibrated (the module doc)."""
+    return calibration(vertex) * max(cores, MIN_CORES)
+
+
 def floor_cores(vertex: VertexProfile) -> float:
     """The least a subtask of ``vertex`` costs, in server cores: :data:`MIN_CORES`, calibrated (the module doc)."""
-    return MIN_CORES * calibration(vertex)
+    return _calibrated(vertex, 0.0)
 
 
 def server_cores(vertex: VertexProfile, subtask: SubtaskProfile, rate_scale: float = 1.0) -> CpuDemand:
     """Server cores subtask needs at ``rate_scale`` × the measured rate (the busy-time rule above), calibrated."""
-    k = calibration(vertex)
     if subtask.busy_ms_per_s is not None and subtask.busy_ms_per_s > 0:
         cores = subtask.busy_ms_per_s / 1000 * subtask.host_speed
-        return CpuDemand(k * max(at_scale(cores, vertex, rate_scale), MIN_CORES), estimated=not subtask.confident)
+        return CpuDemand(_calibrated(vertex, at_scale(cores, vertex, rate_scale)), estimated=not subtask.confident)
     rate = subtask.records_in_per_s or subtask.records_out_per_s
     if subtask.busy_ms_per_s is None:
         per_record = _busy_per_record(vertex)
         if per_record is not None and rate > 0:
-            return CpuDemand(k * max(at_scale(per_record * rate, vertex, rate_scale), MIN_CORES), estimated=True)
-        return CpuDemand(k * MIN_CORES, estimated=True)
+            return CpuDemand(_calibrated(vertex, at_scale(per_record * rate, vertex, rate_scale)), estimated=True)
+        return CpuDemand(floor_cores(vertex), estimated=True)
     # busy == 0: lightly loaded; charge the floor. Only an estimate if records actually flowed.
-    return CpuDemand(k * MIN_CORES, estimated=rate > 0)
+    return CpuDemand(floor_cores(vertex), estimated=rate > 0)
 
 
 def checkpoint_mbit(vertex: VertexProfile, interval_ms: float | None) -> float:
