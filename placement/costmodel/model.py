@@ -87,6 +87,9 @@ class HostSpec:
     netty_cores_per_delivery: float = 0.0
     netty_cores: float = 0.0
     running: tuple[RunningUse, ...] = ()  # jobs already running here, as fixed load (usable_* take it off)
+    # edge hosts: while this host or its uplink is lost, its sources' data reaches the server another way (the
+    # contingency charges it there, costmodel.degraded); False: it is lost with the host
+    data_reroutes_on_loss: bool = False
 
     @property
     def is_edge(self) -> bool:
@@ -445,6 +448,7 @@ def _hosts(inv: Inventory, profile: JobProfile | None = None) -> tuple[HostSpec,
             uplink_mbit=link.bandwidth if link else None, uplink_delay_ms=link.delay if link else 0.0,
             uplink_to=link.to if link else None, uplink_burst_bytes=(link.burst or 0.0) if link else 0.0,
             allow_stateful=bool(h.allow_stateful), allow_sinks=bool(h.allow_sinks),
+            data_reroutes_on_loss=bool(h.data_reroutes_on_loss),
             netty_cores_per_delivery=deliveries.host_cores_per_delivery(h.role, float(h.speed or 1), h.netty_cores_per_delivery),
             **_baseline(h, profile),
         ))

@@ -70,6 +70,10 @@ class Host(Strict):
     ssh: SshSettings | None = None
     allow_stateful: bool | None = Field(None, description="may stateful operators run here (default: servers only)")
     allow_sinks: bool | None = Field(None, description="may sinks run here (default: servers only)")
+    data_reroutes_on_loss: bool = Field(
+        False, description="edge hosts: while this host or its uplink is lost, its sources' data still reaches the "
+        "server another way (a second gateway, a direct path), so the contingency plan charges it there; default: the "
+        "data is lost with the host")
     taskmanager_baseline_cores: float | None = Field(
         None, ge=0, description="CPU its TaskManager JVM uses of its own (GC, netty, metrics, heartbeats), in cores of "
         "this host; used where the profile measured no TaskManager here (default: the host model's, if any)")
