@@ -66,6 +66,11 @@ from placement.errors import BadInput
               help="what-if: N more hosts like TEMPLATE (a host, or a model such as rpi4b); the file is not changed")
 @click.option("--link", multiple=True, metavar="HOST:BANDWIDTH[:DELAY]",
               help="what-if: an edge host's uplink at another bandwidth (and delay), e.g. rpi1:10mbit")
+@click.option("--require-contingency", is_flag=True,
+              help="fail (exit 3, nothing written) when some edge host's loss leaves a state nothing fits; by default "
+                   "the plan names it and has no contingency for that host")
+@click.option("--no-contingency", is_flag=True,
+              help="plan no contingencies (where the subtasks run while an edge host or its uplink is lost)")
 @click.option("--json", "as_json", is_flag=True, help="machine-readable summary on stdout instead of tables")
 @click.option("--verbose", is_flag=True, help="show the solver's own log (on stderr, so --json stays JSON)")
 @click.option("--quiet", "-q", is_flag=True, help="no tables: warnings, errors and the --json summary only")
@@ -79,7 +84,7 @@ def plan(inventory_path: str, profile_path: tuple[str, ...], out_dir: str, solve
          link: tuple[str, ...] = (), verbose: bool = False, quiet: bool = False, strict: bool = False,
          running: tuple[str, ...] = (), running_cluster: bool = False, rest_url: str | None = None,
          running_window: float = 20.0, running_warmup: float = 60.0, running_ignore_unknown: bool = False,
-         running_keep: str | None = None) -> None:
+         running_keep: str | None = None, require_contingency: bool = False, no_contingency: bool = False) -> None:
     """Place a job's subtasks on the inventory's hosts, optimally, and write the plan directory.
 
     Writes OUT/plan.json, OUT/schedulercfg, OUT/redeploy.sh, OUT/placement.json and OUT/plan.{svg,png,dot}. With
@@ -89,6 +94,10 @@ def plan(inventory_path: str, profile_path: tuple[str, ...], out_dir: str, solve
     an error.
     """
     options = dict(locals())  # the parsed options, by parameter name
+    if require_contingency and no_contingency:
+        raise BadInput("asks for contingencies and for none", field="--require-contingency/--no-contingency")
+    options["contingency"] = "required" if require_contingency else "off" if no_contingency else "on"
+    del options["require_contingency"], options["no_contingency"]
     options["rate_scale"], job_rate_scales = rate_scales(rate_scale)
     for name in ("running_cluster", "rest_url", "running_window", "running_warmup", "running_ignore_unknown",
                  "running_keep"):

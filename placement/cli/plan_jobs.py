@@ -16,7 +16,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from placement.cli import capacity_plan, jobs_tables, plan_tables
+from placement.cli import capacity_plan, contingency_plan, jobs_tables, plan_tables
 from placement.cli.fit import print_table
 from placement.cli.plan_notes import input_warnings, report_warnings
 from placement.cli.running_cluster import ClusterRead, running_load
@@ -94,7 +94,7 @@ def run_jobs(inventory_path: str, profile_path: tuple[str, ...], out_dir: str, s
              target_rate: str | None, compare: bool, as_json: bool, method: str = "auto", max_rate: bool = False,
              add_host: tuple[str, ...] = (), link: tuple[str, ...] = (), verbose: bool = False, quiet: bool = False,
              strict: bool = False, running: tuple[str, ...] = (), cluster: ClusterRead | None = None,
-             job_rate_scales: dict[str, float] | None = None) -> None:
+             job_rate_scales: dict[str, float] | None = None, contingency: str = "on") -> None:
     """``placement plan`` with several profiles (see the module doc); ``job_rate_scales``: job -> its own rate scale
     (``--rate-scale JOB=X``), the others at ``rate_scale``."""
     job_scales = dict(job_rate_scales or {})
@@ -135,12 +135,16 @@ def run_jobs(inventory_path: str, profile_path: tuple[str, ...], out_dir: str, s
     result = capped.result if capped is not None and capped.result is not None else \
         solve_with(problem, options, method)  # type: ignore[arg-type]
     parts = _per_job(joint, result)
+    contingencies = contingency_plan.plan_for(problem, result, options, method, placement_mode) \
+        if contingency != "off" else ()
+    contingency_plan.require(contingencies, contingency == "required")
     others = [in_sequence(joint, options, method), each_alone(joint, options, method),  # type: ignore[arg-type]
               all_jobs_on_server(joint)] if compare else []
 
     console = Console(stderr=as_json, width=None if sys.stdout.isatty() else 140)
     if not as_json and not quiet:
         _print(console, inv, joint, runs, result, parts, others, whatif_notes, capped)
+        contingency_plan.print_all(console, problem, contingencies, placement_mode, contingency)
 
     budgets = _budgets(joint, parts)
     summary: dict = {"jobs": [{"job": n, "dir": dirs[n], **_budget_json(budgets.get(n))} for n in names],
@@ -153,10 +157,12 @@ def run_jobs(inventory_path: str, profile_path: tuple[str, ...], out_dir: str, s
         summary["max_rate"] = capped.json()
     if whatif_notes:
         summary["what_if"] = whatif_notes
+    if contingencies:
+        summary["contingencies"] = contingency_plan.summary(contingencies)
     if result.assignment is not None:
         written = _write(Path(out_dir), inv, inventory_path, profile_path, profiles, joint, result, parts, budgets,
                          dirs, runs, placement_mode, [*whatif_notes, *joint.problem.warnings, *result.notes],
-                         summary.get("compare"))
+                         summary.get("compare"), contingencies)
         summary["out"] = [str(p) for p in written]
         if not as_json and not quiet:
             console.print(f"wrote {', '.join(f'{dirs[n]}/' for n in names)}, fleet.json and the fleet picture to "
@@ -222,7 +228,7 @@ def _one_by_one_json(o: OneByOne) -> dict:
 def _write(out: Path, inv: Inventory, inventory_path: str, profile_paths: tuple[str, ...], profiles: list[JobProfile],
            joint: JointProblem, result: PlanResult, parts: dict[str, PlanResult],
            budgets: dict[str, JobBudgetRecord | None], dirs: dict[str, str], runs: RunningPlans, placement_mode: str,
-           notes: list[str], compare: list[dict] | None) -> list[Path]:
+           notes: list[str], compare: list[dict] | None, contingencies=()) -> list[Path]:
     inventory = SourceRef(path=inventory_path, digest=inv.digest(), name=inv.name)
     refs = {job.name: SourceRef(path=path, digest=p.digest(), name=p.job.name)
             for job, path, p in zip(joint.jobs, profile_paths, profiles)}
@@ -236,6 +242,8 @@ def _write(out: Path, inv: Inventory, inventory_path: str, profile_paths: tuple[
         doc = build_plan_document(job.problem, parts[job.name], job=p.job.name,
                                   placement_mode=placement_mode, inventory=inventory,  # type: ignore[arg-type]
                                   profile=refs[job.name], budget=budgets[job.name],
+                                  contingencies=contingency_plan.job_records(
+                                      job.problem, parts[job.name].assignment, contingencies, joint.split, job.name),
                                   warnings=mine + [n for n in notes if not any(n.startswith(f"{j.name}: ")
                                                                                for j in joint.jobs)])
         artifacts[dirs[job.name]] = render_artifacts(job.problem, doc, inv)

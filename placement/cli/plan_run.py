@@ -13,7 +13,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from placement.cli import capacity_plan, plan_tables, rescale_plan
+from placement.cli import capacity_plan, contingency_plan, plan_tables, rescale_plan
 from placement.cli.fit import print_table
 from placement.cli.plan_notes import alone_policy_notes, input_warnings, report_warnings
 from placement.cli.running_cluster import ClusterRead, running_load
@@ -57,7 +57,8 @@ def run_plan(inventory_path: str, profile_path: str, out_dir: str, solver: str, 
              objective: str | None, mode: str | None, rate_scale: float, rescale: bool, target_rate: str | None,
              compare: bool, as_json: bool, method: str = "auto", max_rate: bool = False,
              add_host: tuple[str, ...] = (), link: tuple[str, ...] = (), verbose: bool = False, quiet: bool = False,
-             strict: bool = False, running: tuple[str, ...] = (), cluster: ClusterRead | None = None) -> None:
+             strict: bool = False, running: tuple[str, ...] = (), cluster: ClusterRead | None = None,
+             contingency: str = "on") -> None:
     """``placement plan`` with its parsed options (see :func:`placement.cli.plan_cmd.plan`)."""
     rescale_plan.check_options(rescale, target_rate)
     if rescale and (running or cluster):
@@ -96,6 +97,9 @@ def run_plan(inventory_path: str, profile_path: str, out_dir: str, solver: str, 
         else:
             result = solve_with(problem, options, method)  # type: ignore[arg-type]
         results = [result, all_on_server(problem), greedy(problem)] if compare else [result]
+    contingencies = contingency_plan.plan_for(problem, result, options, method, placement_mode) \
+        if contingency != "off" else ()
+    contingency_plan.require(contingencies, contingency == "required")
     # wide enough for the comparison table when output goes to a file or CI log
     console = Console(stderr=as_json, width=None if sys.stdout.isatty() else 140)
 
@@ -112,6 +116,7 @@ def run_plan(inventory_path: str, profile_path: str, out_dir: str, solver: str, 
             if result.cost.paths:
                 print_table(console, plan_tables.paths_table(result))
             print_table(console, plan_tables.placement_table(problem, result))
+            contingency_plan.print_all(console, problem, contingencies, placement_mode, contingency)
         if rescaled:
             print_table(console, rescale_plan.parallelism_table(rescaled))
         if compare:
@@ -128,6 +133,8 @@ def run_plan(inventory_path: str, profile_path: str, out_dir: str, solver: str, 
         summary["running"] = running_json(runs)
     if runs.notes:
         summary["running_notes"] = runs.notes
+    if contingencies:
+        summary["contingencies"] = contingency_plan.summary(contingencies)
     if result.assignment is not None:
         doc = build_plan_document(
             problem, result, job=profile.job.name, placement_mode=placement_mode,  # type: ignore[arg-type]
@@ -135,6 +142,7 @@ def run_plan(inventory_path: str, profile_path: str, out_dir: str, solver: str, 
             profile=SourceRef(path=profile_path, digest=profile.digest(), name=profile.job.name),
             warnings=whatif_notes + notes + list(problem.warnings) + list(result.notes),
             rescale=rescaled.info() if rescaled else None,
+            contingencies=contingency_plan.records(problem, result.assignment, contingencies),
         )
         artifacts = render_artifacts(problem, doc, inv)
         written = write_plan_dir(Path(out_dir), artifacts)

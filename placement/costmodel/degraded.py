@@ -65,8 +65,10 @@ def degraded_problem(problem: PlacementProblem, lost: str, rerouted: bool | None
     subtasks = tuple(_degraded_subtask(s, alive[s.key], lost) for s in problem.subtasks)
     channels = tuple(replace(ch, up_out_mbit=tuple(m * alive[(ch.source, i)] for i, m in enumerate(ch.up_out_mbit)))
                      for ch in problem.channels)
+    policies = {job: replace(p, uplink_shares={h: x for h, x in p.uplink_shares.items() if h != lost})
+                for job, p in problem.job_policies.items()}  # a budget on the lost uplink has nothing to bound
     return replace(problem, hosts=tuple(h for h in problem.hosts if h.name != lost), subtasks=subtasks,
-                   channels=channels, warnings=(), input_warnings=())
+                   channels=channels, job_policies=policies, warnings=(), input_warnings=())
 
 
 def moved(main: Mapping[SubtaskKey, str], degraded: Mapping[SubtaskKey, str]) -> dict[SubtaskKey, tuple[str, str]]:

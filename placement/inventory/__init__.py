@@ -70,8 +70,8 @@ class Host(Strict):
     ssh: SshSettings | None = None
     allow_stateful: bool | None = Field(None, description="may stateful operators run here (default: servers only)")
     allow_sinks: bool | None = Field(None, description="may sinks run here (default: servers only)")
-    data_reroutes_on_loss: bool = Field(
-        False, description="edge hosts: while this host or its uplink is lost, its sources' data still reaches the "
+    data_reroutes_on_loss: bool | None = Field(
+        None, description="edge hosts: while this host or its uplink is lost, its sources' data still reaches the "
         "server another way (a second gateway, a direct path), so the contingency plan charges it there; default: the "
         "data is lost with the host")
     taskmanager_baseline_cores: float | None = Field(
@@ -413,7 +413,8 @@ class Inventory(Strict):
         """sha256 of the validated inventory's canonical JSON: formatting and comments do not change it."""
         data = self.model_dump(mode="json", by_alias=True)
         for h in data.get("hosts", []):  # added by issue 23: an inventory without them hashes as before
-            drop_unset(h, "taskmanager_baseline_cores", "cpu_time_core_speed", "netty_cores_per_delivery")
+            drop_unset(h, "taskmanager_baseline_cores", "cpu_time_core_speed", "netty_cores_per_delivery",
+                       "data_reroutes_on_loss")  # and issue 43's
         drop_unset(data.get("policy", {}), "max_latency_ms")  # issue 25: an unbounded inventory hashes as before
         for link in data.get("links", []):  # and one whose links state no burst
             drop_unset(link, "burst")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from placement.costmodel.model import PlacementProblem
 from placement.inventory import Inventory
-from placement.writers.picture import plan_graph, render_images
+from placement.writers.picture import contingency_lines, plan_graph, render_images
 from placement.writers.planjson import PlanDocument, render_plan_json
 from placement.writers.plandir import PLAN_ARTIFACTS, write_whole
 from placement.writers.redeploy import render_redeploy
@@ -38,14 +38,14 @@ def render_artifacts(problem: PlacementProblem, plan: PlanDocument, inv: Invento
                         "extension matches exactly and places both right; the seed projects' patched Flink (contains()) "
                         "would not")
     files = {
-        "schedulercfg": render_schedulercfg(plan.assignment, problem.vertex_order).encode(),
+        "schedulercfg": render_schedulercfg(plan.assignment, problem.vertex_order, plan.contingencies or ()).encode(),
         "redeploy.sh": render_redeploy(plan, inv.for_job(plan.job)).encode(),
         "placement.json": (json.dumps(plan.mapping(), indent=2, ensure_ascii=False) + "\n").encode(),
         **{name: text.encode() for name, text in render_taskmanager_configs(plan, inv).items()},
     }
     title = f"{plan.job}: {plan.objective.wan_mbit:.2f} Mbit/s over the WAN ({plan.solver.status})"
     assignment = {(a.vertex_id, a.subtask): a.host for a in plan.assignment}
-    images, warning = render_images(plan_graph(problem, assignment, title))
+    images, warning = render_images(plan_graph(problem, assignment, title, contingency_lines(plan.contingencies or ())))
     if warning:
         warnings.append(warning)
     files.update({f"plan.{fmt}": data for fmt, data in images.items()})

@@ -7,6 +7,8 @@ needs Graphviz's ``dot`` (Debian package ``graphviz``); :func:`render_files` rep
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
+
 import graphviz
 
 from placement.costmodel.model import Assignment, PlacementProblem
@@ -14,7 +16,8 @@ from placement.costmodel.model import Assignment, PlacementProblem
 PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"]
 
 
-def plan_graph(problem: PlacementProblem, assignment: Assignment, title: str) -> graphviz.Digraph:
+def plan_graph(problem: PlacementProblem, assignment: Assignment, title: str,
+               contingencies: Sequence[str] = ()) -> graphviz.Digraph:
     dot = graphviz.Digraph("plan", graph_attr={"rankdir": "LR", "label": title, "labelloc": "t", "fontname": "Helvetica",
                                                "compound": "true"},
                            node_attr={"shape": "box", "style": "rounded,filled", "fontname": "Helvetica", "fontsize": "10"},
@@ -49,7 +52,27 @@ def plan_graph(problem: PlacementProblem, assignment: Assignment, title: str) ->
             dot.edge(node_id[a], node_id[b], label=label, color="#d62728", fontcolor="#d62728", penwidth="2.2")
         else:
             dot.edge(node_id[a], node_id[b], color="#555555")
+    if contingencies:  # one line per lost host: what moves where and the degraded state's WAN and CPU
+        text = "\\l".join(["while an edge host or its uplink is lost:", *contingencies]) + "\\l"
+        dot.node("contingencies", label=text, shape="note", style="filled", fillcolor="#f5f5f5", color="#999999")
     return dot
+
+
+def contingency_lines(contingencies) -> list[str]:
+    """One line per plan.json contingency record, for the picture's note."""
+    lines = []
+    for c in contingencies:
+        if c.shortfall:
+            lines.append(f"{c.shortfall} (no contingency)")
+            continue
+        by_target: dict[str, list[str]] = defaultdict(list)
+        for m in c.moves:
+            by_target[m.to].append(m.label)
+        moves = "; ".join(f"{', '.join(labels)} → {to}" for to, labels in by_target.items()) or "nothing moves"
+        figures = (f" · WAN {c.objective.wan_mbit:.2f} Mbit/s, server {c.objective.server_cores:.2f} cores"
+                   if c.objective else "")
+        lines.append(f"{c.lost} lost ({c.status}): {moves}{figures}")
+    return lines
 
 
 def _uplink_ms(problem: PlacementProblem, assignment: Assignment, flows) -> dict[str, float]:

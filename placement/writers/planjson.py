@@ -10,6 +10,7 @@ import json
 import math
 from datetime import datetime, timezone
 from pathlib import Path
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -19,7 +20,7 @@ from placement.loading import drop_unset, load_model
 
 if TYPE_CHECKING:  # annotations only: reading a plan (`placement apply`) loads neither the cost model nor networkx
     from placement.costmodel.evaluate import PlanCost
-    from placement.costmodel.model import JobPolicy, PlacementProblem
+    from placement.costmodel.model import JobPolicy, PlacementProblem, SubtaskKey
     from placement.solver.result import PlanResult
 
 PLAN_FORMAT = "placement.plan/v1"
@@ -165,6 +166,33 @@ def budget_record(policy: JobPolicy | None, problem: PlacementProblem, cost: Pla
                            rate_scale=problem.rate_scale)
 
 
+class ContingencyMove(Strict):
+    vertex_id: str
+    vertex: str
+    subtask: int = Field(ge=0, description="0-based")
+    label: str
+    host: str = Field(description="where the plan runs it")
+    to: str = Field(description="where it runs while the lost host is gone")
+    address: str = Field(description="the address of `to`, as the schedulercfg names it")
+
+
+class ContingencyRecord(Strict):
+    """Since issue 43 (absent in older plans): where the subtasks run while one edge host, or its uplink, is lost —
+    the same model over that degraded state (placement.costmodel.degraded). The scheduler extension reads it from the
+    schedulercfg's ``[lost <address>]`` section."""
+
+    lost: str = Field(description="the edge host")
+    address: str
+    status: str = Field(description="optimal | feasible | heuristic | infeasible")
+    gap: float | None = None
+    shortfall: str | None = Field(None, description="infeasible: what is short in that state")
+    moves: list[ContingencyMove] = Field(default_factory=list, description="this job's subtasks that run elsewhere")
+    objective: Objective | None = Field(None, description="the degraded state's figures (planned with other jobs: "
+                                        "the fleet's, as links and hosts)")
+    links: list[LinkPrediction] = Field(default_factory=list)
+    hosts: list[HostPrediction] = Field(default_factory=list)
+
+
 class PlanDocument(Strict):
     format: Literal["placement.plan/v1"] = PLAN_FORMAT
     created_at: str
@@ -188,6 +216,8 @@ class PlanDocument(Strict):
                                                "issue 25; absent in older plans)")
     budget: JobBudgetRecord | None = Field(None, description="planned with other jobs: its priority and budget from "
                                            "the inventory's jobs[] entry, and its use of each (absent when unset)")
+    contingencies: list[ContingencyRecord] | None = Field(None, description="one per edge host: where the subtasks "
+                                                          "run while it or its uplink is lost (since issue 43)")
 
     def mapping(self) -> dict[str, list[str]]:
         """vertex name -> host of each subtask (the vanilla-mode placement argument)."""
@@ -206,10 +236,47 @@ def solver_info(result: PlanResult) -> SolverInfo:
     )
 
 
+def _links(cost: PlanCost) -> list[LinkPrediction]:
+    return [LinkPrediction(link=link.name, source=link.host, to=link.to, mbit=link.mbit, bandwidth_mbit=link.bandwidth_mbit,
+                           usable_mbit=link.usable_mbit, utilisation=link.utilisation) for link in cost.links]
+
+
+def _hosts(cost: PlanCost, problem: PlacementProblem) -> list[HostPrediction]:
+    hosts = problem.host_by_name
+    return [HostPrediction(host=h.host, role=h.role, address=hosts[h.host].address, cores_used=h.cores_used, cores=h.cores,
+                           slots_used=h.slots_used, slots=h.slots, memory_mib_used=h.memory_mib_used, subtasks=h.subtasks,
+                           predicted_cores=h.predicted_cores, baseline_cores=h.baseline_cores,
+                           subtask_cores=h.cores_used, baseline_basis=h.baseline_basis,
+                           netty_cores=h.netty_cores or None)
+            for h in cost.hosts]
+
+
+def _objective(cost: PlanCost) -> Objective:
+    return Objective(wan_mbit=cost.wan_mbit, server_cores=cost.server_cores, edge_cores=cost.edge_cores,
+                     latency_ms=cost.latency_ms)
+
+
+def contingency_record(problem: PlacementProblem, main: Mapping[SubtaskKey, str], lost: str, result: PlanResult,
+                       assignment: Mapping[SubtaskKey, str] | None, shortfall: str = "") -> ContingencyRecord:
+    """One contingency of ``problem``'s job: ``result`` is the degraded state's plan (planned with other jobs: the
+    fleet's), ``assignment`` this job's part of it, ``main`` this job's plan."""
+    hosts = problem.host_by_name
+    moves = [] if assignment is None else [
+        ContingencyMove(vertex_id=s.vertex_id, vertex=s.vertex_name, subtask=s.index, label=s.label, host=main[s.key],
+                        to=assignment[s.key], address=hosts[assignment[s.key]].address)
+        for s in problem.subtasks if assignment[s.key] != main[s.key]]
+    cost = result.cost if assignment is not None else None
+    return ContingencyRecord(lost=lost, address=hosts[lost].address, status=result.status, gap=result.gap,
+                             shortfall=shortfall or None, moves=moves,
+                             objective=_objective(cost) if cost else None,
+                             links=_links(cost) if cost else [], hosts=_hosts(cost, problem) if cost else [])
+
+
 def build_plan_document(
     problem: PlacementProblem, result: PlanResult, *, job: str, inventory: SourceRef, profile: SourceRef,
     placement_mode: Literal["custom", "vanilla"], warnings: list[str] | None = None, now: datetime | None = None,
     rescale: RescaleInfo | None = None, budget: JobBudgetRecord | None = None,
+    contingencies: list[ContingencyRecord] | None = None,
 ) -> PlanDocument:
     """The plan document of a solved ``result`` (pure: the timestamp can be given)."""
     assert result.assignment is not None and result.cost is not None, "only solved plans have a document"
@@ -219,22 +286,15 @@ def build_plan_document(
         created_at=(now or datetime.now(timezone.utc)).isoformat(timespec="seconds"),
         tool=f"placement {__version__}",
         job=job, inventory=inventory, profile=profile, placement_mode=placement_mode, rate_scale=problem.rate_scale,
-        objective=Objective(wan_mbit=cost.wan_mbit, server_cores=cost.server_cores, edge_cores=cost.edge_cores,
-                            latency_ms=cost.latency_ms),
+        objective=_objective(cost),
         solver=solver_info(result),
         assignment=[
             SubtaskAssignment(vertex_id=s.vertex_id, vertex=s.vertex_name, subtask=s.index, parallelism=s.parallelism,
                               label=s.label, host=result.assignment[s.key], address=hosts[result.assignment[s.key]].address)
             for s in problem.subtasks
         ],
-        links=[LinkPrediction(link=link.name, source=link.host, to=link.to, mbit=link.mbit, bandwidth_mbit=link.bandwidth_mbit,
-                              usable_mbit=link.usable_mbit, utilisation=link.utilisation) for link in cost.links],
-        hosts=[HostPrediction(host=h.host, role=h.role, address=hosts[h.host].address, cores_used=h.cores_used, cores=h.cores,
-                              slots_used=h.slots_used, slots=h.slots, memory_mib_used=h.memory_mib_used, subtasks=h.subtasks,
-                              predicted_cores=h.predicted_cores, baseline_cores=h.baseline_cores,
-                              subtask_cores=h.cores_used, baseline_basis=h.baseline_basis,
-                              netty_cores=h.netty_cores or None)
-               for h in cost.hosts],
+        links=_links(cost),
+        hosts=_hosts(cost, problem),
         warnings=list(warnings or []),
         parallelism={vid: problem.by_vertex[vid][0].parallelism for vid in problem.vertex_order},
         rescale=rescale,
@@ -243,6 +303,7 @@ def build_plan_document(
                               utilisation=p.utilisation, bound_ms=p.bound_ms, expected_ms=_finite(p.expected_ms),
                               expected_queue_ms=_finite(p.expected_queue_ms)) for p in cost.paths] or None,
         budget=budget,
+        contingencies=contingencies,
     )
 
 
@@ -257,6 +318,10 @@ def render_plan_json(doc: PlanDocument) -> str:
     for path in data.get("paths") or ():  # the expected figure's: an older plan's paths dump as they did
         drop_unset(path, "expected_ms", "expected_queue_ms")
     drop_unset(data, "budget")  # issue 24's: a plan without priority or budget reads as before
+    drop_unset(data, "contingencies")  # issue 43's: a plan made without them reads as before
+    for c in data.get("contingencies") or ():
+        for field in ("gap", "shortfall", "objective"):
+            drop_unset(c, field)
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 

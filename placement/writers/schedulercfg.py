@@ -8,6 +8,12 @@ inside ``FlatMap (1/2)``) places the right subtask; the seed forks match with ``
 :func:`label_collisions` finds those for a warning. Two vertices with the same name cannot be told apart by name at
 all: their lines carry the job vertex id in place of the name (``<32 hex digits> (<i>/<n>)``), which the extension
 understands (the seed forks do not).
+
+Contingencies (issue 43) follow the plan's lines as sections: ``[lost <address>]``, then the lines of the subtasks
+that run elsewhere while that TaskManager is lost (the others keep their plan line). The extension uses a section
+when the TaskManager it names is not alive at (re)scheduling; a contingency nothing fits has no section, only a
+comment saying what is short. The seed forks read no sections: a plan for them is written without
+(``contingencies=()``).
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from placement.errors import BadInput
-from placement.writers.planjson import SubtaskAssignment
+from placement.writers.planjson import ContingencyRecord, SubtaskAssignment
 
 
 def label_collisions(assignment: Sequence[SubtaskAssignment]) -> list[tuple[str, str]]:
@@ -36,20 +42,44 @@ def file_labels(assignment: Sequence[SubtaskAssignment]) -> dict[tuple[str, int]
     }
 
 
-def render_schedulercfg(assignment: Sequence[SubtaskAssignment], vertex_order: Sequence[str]) -> str:
-    """The schedulercfg text."""
+def render_schedulercfg(assignment: Sequence[SubtaskAssignment], vertex_order: Sequence[str],
+                        contingencies: Sequence[ContingencyRecord] = ()) -> str:
+    """The schedulercfg text: the plan's lines, then a section per contingency that moves anything."""
     rank = {vid: n for n, vid in enumerate(vertex_order)}
     labels = file_labels(assignment)
     rows = sorted(assignment, key=lambda a: (rank[a.vertex_id], a.subtask))
-    return "".join(f"{labels[(a.vertex_id, a.subtask)]}; {a.address}\n" for a in rows)
+    text = "".join(f"{labels[(a.vertex_id, a.subtask)]}; {a.address}\n" for a in rows)
+    for c in contingencies:
+        if c.shortfall:
+            text += f"\n# no contingency for {c.lost} ({c.address}): {c.shortfall}\n"
+        elif c.moves:
+            moves = sorted(c.moves, key=lambda m: (rank[m.vertex_id], m.subtask))
+            text += f"\n[lost {c.address}]\n" + "".join(f"{labels[(m.vertex_id, m.subtask)]}; {m.address}\n"
+                                                        for m in moves)
+    return text
 
 
 def parse_schedulercfg(text: str) -> dict[str, str]:
-    """label -> address (for checks and for reading a schedulercfg back); blank lines and ``#`` comments skipped, the
-    default line ``*; <TaskManager>`` kept under the label ``*``."""
-    out = {}
+    """label -> address of the plan's lines (for checks and for reading a schedulercfg back); blank lines and ``#``
+    comments skipped, the default line ``*; <TaskManager>`` kept under the label ``*``."""
+    return parse_sections(text)[""]
+
+
+def parse_sections(text: str) -> dict[str, dict[str, str]]:
+    """The plan's lines under ``""`` and each contingency section's under the address its ``[lost <address>]`` names."""
+    sections: dict[str, dict[str, str]] = {"": {}}
+    out = sections[""]
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        head = line.strip()
+        if head.startswith("["):
+            lost = head[len("[lost "):-1].strip() if head.startswith("[lost ") and head.endswith("]") else ""
+            if not lost or " " in lost:
+                raise BadInput(f"line {n} is not a section header '[lost <address>]'", source="schedulercfg")
+            if lost in sections:
+                raise BadInput(f"line {n}: a second section for {lost!r}", source="schedulercfg")
+            out = sections[lost] = {}
             continue
         label, sep, address = line.rpartition(";")
         if not sep or not label.strip() or not address.strip() or " " in address.strip():
@@ -57,4 +87,4 @@ def parse_schedulercfg(text: str) -> dict[str, str]:
         if label.strip() in out:
             raise BadInput(f"line {n}: a second line for {label.strip()!r}", source="schedulercfg")
         out[label.strip()] = address.strip()
-    return out
+    return sections

@@ -17,7 +17,7 @@ from placement.inventory import load_inventory
 from placement.profile.format import load_profile
 from placement.writers.planjson import load_plan
 from placement.scheduler.naming import schedulercfg_filename
-from placement.writers.schedulercfg import parse_schedulercfg
+from placement.writers.schedulercfg import parse_schedulercfg, parse_sections
 
 REPO = Path(__file__).resolve().parents[2]
 INVENTORY = REPO / "inventory" / "edge-lab.yaml"
@@ -88,13 +88,21 @@ def test_plan_writes_every_artifact_and_is_optimal(profile, tmp_path, capsys):
     expected = "".join(f"{s.label}; {pr.host_by_name[planned[s.key]].address}\n"
                        for vid in pr.vertex_order for s in pr.by_vertex[vid])
     cfg = (tmp_path / "schedulercfg").read_text()
-    assert cfg == expected
+    plan_lines, _, sections = cfg.partition("\n[lost ")
+    assert plan_lines == expected
+    # then a section per Pi that runs anything: its subtasks on the server while it is lost
+    lost = {c.address: c for c in plan.contingencies}
+    for address, lines in parse_sections(cfg).items():
+        if address:
+            moved = {m.label: m.address for m in lost[address].moves}
+            assert lines == moved and set(moved.values()) == {pr.host_by_name["server"].address}
     assert parse_schedulercfg(cfg) == {a.label: a.address for a in plan.assignment}
     # the shipped example files (schedulercfg/golden, what the README shows) are such a plan too
     if len(optima) == 1:
         golden = REPO / "schedulercfg" / "golden" / f"{profile.stem}.edge-lab.schedulercfg"
-        assert golden.read_text() == expected
+        assert golden.read_text() == cfg
     svg = (tmp_path / "plan.svg").read_text()
+    assert "while an edge host or its uplink is lost" in svg and "rpi1 lost (optimal)" in svg
     assert "Mbit/s" in svg and all(h in svg for h in ("rpi1", "server"))
     assert (tmp_path / "redeploy.sh").stat().st_mode & 0o111
     assert subprocess.run(["bash", "-n", str(tmp_path / "redeploy.sh")]).returncode == 0

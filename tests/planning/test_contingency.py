@@ -6,12 +6,14 @@ to three jobs planned together: optimal for each degraded state, and none that t
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
+import yaml
 from brute import brute_force
 from multi_job_factories import problems, random_instance
-from planning_factories import close, inventory, profile, vertex
+from planning_factories import cli_run, close, inventory, profile, vertex
 
 from placement.costmodel import build_problem, evaluate
 from placement.costmodel.degraded import degraded_problem, surviving_shares
@@ -115,3 +117,37 @@ def _check(seed: int) -> list[str]:
 def test_each_contingency_is_the_brute_force_optimum_of_its_degraded_state(chunk):
     outcomes = [o for seed in range(chunk * 15, (chunk + 1) * 15) for o in _check(seed)]
     assert outcomes.count("optimal") >= 10, outcomes
+
+
+def _short_files(tmp_path):
+    """Files of the two-Pi job whose rpi1 data reroutes to a server of half a core: rpi1's loss leaves no fit."""
+    inv = inventory([{"name": "rpi1", "data_reroutes_on_loss": True}, {"name": "rpi2"}], server={"cores": 0.5, "task_slots": 4},
+                    pins={"sources": {"Source: S": ["rpi1", "rpi2"]}})
+    prof = profile([vertex("Source: S", 2, rin=0, rout=1000, busy=20, bpr=500),
+                    vertex("Parse", 2, rin=1000, rout=500, busy=200, bpr=100),
+                    vertex("Count", 2, rin=500, rout=10, busy=100, bpr=50, stateful=True),
+                    vertex("Sink: T", 1, rin=20, rout=0, busy=10)],
+                   [("Source: S", "Parse", "FORWARD"), ("Parse", "Count", "HASH"), ("Count", "Sink: T", "REBALANCE")])
+    inv_path, prof_path = tmp_path / "inv.yaml", tmp_path / "tiny.json"
+    inv_path.write_text(yaml.safe_dump(inv.model_dump(mode="json", by_alias=True)))
+    prof_path.write_text(json.dumps(prof.model_dump(mode="json")))
+    return ["plan", "--inventory", inv_path, "--profile", prof_path]
+
+
+def test_plan_names_the_state_nothing_fits_and_require_contingency_refuses_it(tmp_path, capsys):
+    args = _short_files(tmp_path)
+    code, out, err = cli_run([*args, "--out", tmp_path / "plan"], capsys)
+    assert code == 0, err
+    assert "rpi1 │ infeasible │ host server needs" in out  # the contingency table names what is short
+    cfg = (tmp_path / "plan" / "schedulercfg").read_text()
+    assert "# no contingency for rpi1 (10.0.1.1): if rpi1 is lost, host server needs" in cfg
+    assert "[lost 10.0.1.2]" in cfg and "[lost 10.0.1.1]" not in cfg
+    doc = json.loads((tmp_path / "plan" / "plan.json").read_text())
+    assert [(c["lost"], c["status"]) for c in doc["contingencies"]] == [("rpi1", "infeasible"), ("rpi2", "optimal")]
+    code, out, err = cli_run([*args, "--out", tmp_path / "required", "--require-contingency"], capsys)
+    assert code == 3 and not (tmp_path / "required").exists()
+    assert err.strip().startswith("error: --require-contingency: if rpi1 is lost, host server needs ")
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    code, out, err = cli_run([*args, "--out", tmp_path / "none", "--no-contingency", "--json"], capsys)
+    assert code == 0 and "contingencies" not in json.loads(out)
+    assert "[lost" not in (tmp_path / "none" / "schedulercfg").read_text()

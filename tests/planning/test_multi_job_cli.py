@@ -66,9 +66,15 @@ def test_each_job_gets_the_plan_directory_the_single_job_writer_makes_of_its_par
             inventory=SourceRef(path="inventory/edge-lab.yaml", digest=inv.digest(), name=inv.name),
             profile=SourceRef(path=profile_path, digest=profile.digest(), name=profile.job.name))
         mine, theirs = doc.model_dump(), alone.model_dump()
-        for key in ("created_at", "solver", "warnings", "paths"):
+        for key in ("created_at", "solver", "warnings", "paths", "contingencies"):
             mine.pop(key), theirs.pop(key)
         assert mine == theirs
+        # the fleet's contingency for each Pi, this job's part of it: whatever of it ran on the lost Pi moves off it
+        assert [c.lost for c in doc.contingencies] == ["rpi1", "rpi2", "rpi3"]
+        for c in doc.contingencies:
+            on_lost = {a.label for a in doc.assignment if a.host == c.lost}
+            assert on_lost <= {m.label for m in c.moves} and all(m.to != c.lost for m in c.moves), c.lost
+            assert c.objective.wan_mbit == pytest.approx(sum(link.mbit for link in c.links))
         # its paths queue behind every job's traffic on a shared uplink (issue 25), not its own alone
         joint_use = {link["link"]: link["utilisation"] for link in fleet["links"]}
         for path, single in zip(doc.paths, alone.paths):
@@ -79,7 +85,8 @@ def test_each_job_gets_the_plan_directory_the_single_job_writer_makes_of_its_par
         assert doc.solver.status == "optimal" and doc.solver.stages[0].name == "wan"  # the joint solve's record
         assert any(w.startswith("planned together with ") and "fleet.json" in w for w in doc.warnings)
         assert (out / entry["dir"] / "schedulercfg").read_text() == render_schedulercfg(doc.assignment,
-                                                                                       problem.vertex_order)
+                                                                                       problem.vertex_order,
+                                                                                       doc.contingencies)
         assert entry["objective"]["wan_mbit"] == pytest.approx(cost.wan_mbit)
     # fleet.json: every link's use per job adds up to its total, and matches each job's own plan.json
     plans = {j["job"]: load_plan(out / j["dir"]) for j in fleet["jobs"]}

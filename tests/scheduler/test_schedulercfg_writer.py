@@ -51,3 +51,13 @@ def test_reading_skips_comments_keeps_the_default_line_and_refuses_bad_lines() -
                       ("X (1/1); a\nX (1/1); b\n", "line 2: a second line for 'X (1/1)'")):
         with pytest.raises(BadInput, match=re.escape(msg)):
             parse_schedulercfg(text)
+
+
+def test_contingency_sections_read_back_and_bad_headers_name_their_line():
+    from placement.writers.schedulercfg import parse_sections
+
+    text = "A (1/1); 10.0.0.2\n# a comment\n\n[lost 10.0.0.2]\nA (1/1); 10.0.0.1\n"
+    assert parse_sections(text) == {"": {"A (1/1)": "10.0.0.2"}, "10.0.0.2": {"A (1/1)": "10.0.0.1"}}
+    for bad, line in (("[lost]\n", 2), ("[gone 10.0.0.2]\n", 2), ("[lost 10.0.0.2]\n[lost 10.0.0.2]\n", 3)):
+        with pytest.raises(BadInput, match=f"line {line}"):
+            parse_sections("A (1/1); 10.0.0.2\n" + bad)
