@@ -201,6 +201,10 @@ def _line(status: Status, several: bool = False) -> str:
 @click.option("--sustained", type=click.IntRange(min=1), default=2, show_default=True,
               help="windows in a row backpressure must last")
 @click.option("--settle", type=float, default=10.0, show_default=True, help="as `placement apply --settle`")
+@click.option("--plan", "plan_dir", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
+              help="the plan directory in effect (the one `placement apply` put there): while a planned TaskManager is "
+                   "lost the job runs in its contingency, and once it is back for --cooldown the watch restores this "
+                   "plan (default: the placement running when the watch starts is held, and not restored)")
 @click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path),
               help="rolling history, window snapshots and plans (default ./watch-<job name>)")
 @click.option("--log", "log_path", type=click.Path(dir_okay=False, path_type=Path),
@@ -213,7 +217,7 @@ def watch(inventory: Path, job_names: tuple[str, ...], fleet: bool, apply_mode: 
           window: float, sample: float, flush: float, keep: float, keep_mb: int, warmup: float, cooldown: float, stabilization: float,
           min_gain: float, rate_change: float, reprice_change: float, backpressure: float, sustained: int, settle: float,
           work_dir: Path | None, log_path: Path | None, engine: str, spark_master: str | None,
-          duration: float | None) -> None:
+          duration: float | None, plan_dir: Path | None = None) -> None:
     """Watch a running job and keep its placement right: collect a rolling window, profile it, detect drift,
     re-plan, and (with --apply auto/ask) apply through `placement apply`. Every decision goes to a JSON-lines log.
 
@@ -236,6 +240,7 @@ def watch(inventory: Path, job_names: tuple[str, ...], fleet: bool, apply_mode: 
         interval_s=interval, window_s=window, sample_s=sample, flush_s=flush, keep_s=keep, keep_bytes=keep_mb << 20,
         warmup_s=warmup, settle_s=settle, engine=engine, spark_master=spark_master,  # type: ignore[arg-type]
         thresholds=thresholds, policy=policy, log_path=log_path or work_dir / "decisions.jsonl", duration_s=duration,
+        plan_dir=plan_dir,
     )
     console = Console(highlight=False)
     live = Live(console=console, refresh_per_second=2, transient=False) if console.is_terminal else None

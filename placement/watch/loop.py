@@ -49,8 +49,10 @@ from placement.watch.acting import apply_fleet_plan, apply_plan
 from placement.watch.collecting import CollectorThread
 from placement.watch.options import AskFn, JobsPlanFn, PlanFn, Status, WatchOptions
 from placement.watch.policy import Decision, PolicyState, Proposal, after_change, decide
+from placement.writers.planjson import load_plan
 from placement.watch.pricing import cost_peak, joint_running, moves, proposal_from
 from placement.watch.profiling import WindowProfiler
+from placement.watch.recovery import back_since, contingency_decision, differs
 from placement.watch.record import DecisionLog, decision_record, effect_record, job_entry
 from placement.watch.signals import (
     Baseline,
@@ -83,6 +85,7 @@ class JobTrack:
     job_id: str | None = None  # the running job last seen
     sources: dict[str, Any] = field(default_factory=dict)  # the job whose source vertices are known, ids -> names
     counts: tuple[float, dict[str, float | None]] | None = None  # the last tick's source counters
+    started_on: Assignment | None = None  # the placement running when the watch started (no plan in effect)
 
     @property
     def history(self) -> Path:
@@ -157,6 +160,7 @@ class Watch:
         self.state = PolicyState()
         self.last_change_ms: int | None = None
         self._fetch_wait_s: float | None = None  # how long a fresh counter reading may wait for a metric fetch
+        self.back_since: dict[str, int] = {}  # planned hosts registered now -> since when (recovery.back_since)
 
     @property
     def several(self) -> bool:
@@ -233,7 +237,11 @@ class Watch:
         notes = [n for s in seen for n in s.notes]
         drifts = [d for s in seen for d in s.drifts] + self._shared_drifts(seen, total)
         proposal = None
-        if drifts and not blockers and all(s.profile is not None and s.window is not None for s in seen):
+        restore = None if blockers else self._contingency(seen, now_ms)
+        if restore is not None:  # a planned host lost or just back: the plan is still right, nothing to re-plan
+            decision, drift, proposal = restore
+            drifts = [drift]
+        elif drifts and not blockers and all(s.profile is not None and s.window is not None for s in seen):
             self._update("re-planning")
             try:
                 if self.several:
@@ -248,7 +256,8 @@ class Watch:
                         notes.append(f"planned for {scale:.2f}x the window's profiled rates (the sources' demand now)")
             except PlacementError as exc:
                 notes.append(f"re-plan failed: {exc}")
-        decision = decide(self.state, now_ms, drifts, proposal, blockers, self.o.policy)
+        if restore is None:
+            decision = decide(self.state, now_ms, drifts, proposal, blockers, self.o.policy)
         if decision.action == "apply" and all(s.job is not None for s in seen) and self.o.apply != "never":
             waited = next(filter(None, (self._checkpoint_settled(s.job.id) for s in seen if s.job)), None)
             if waited is not None:
@@ -343,7 +352,9 @@ class Watch:
             s.notes.append(f"baseline: the rates the applied plan was made for (re-planned if this window's differ "
                            f"by more than {track.baseline.rate_change:.0%})")
         elif track.baseline is None:  # the placement running at start is taken as fit for this load
-            track.baseline = Baseline(dict(window.source_rates), window.taskmanagers)
+            plan_dir = str(self.o.plan_dir) if self.o.plan_dir is not None else None
+            track.baseline = Baseline(dict(window.source_rates), window.taskmanagers, plan_dir=plan_dir)
+            track.started_on = dict(s.running) if s.running else None
             s.notes.append("baseline: this window's source rates and TaskManagers")
         s.drifts = detect(track.baseline, track.windows, self.o.thresholds)
         if track.baseline.rate_change is not None:  # the tighter tolerance is for the first warm window only
@@ -352,6 +363,51 @@ class Watch:
         moving = still_moving(track.windows) if any(d.kind == "rate" for d in s.drifts) else None
         if moving:
             s.blockers.append(moving)
+
+    def _held_placement(self, track: JobTrack) -> Assignment | None:
+        """Where the plan in effect puts the job's subtasks (no plan in effect: where they ran at the start)."""
+        plan_dir = track.plan_in_effect()
+        if plan_dir is None:  # only the scheduler extension (custom mode) runs a contingency
+            return track.started_on if self.inventory.flink.placement_mode == "custom" else None
+        path = Path(plan_dir) / (track.root.name if self.several else "") / "plan.json"
+        try:
+            doc = load_plan(path)
+        except PlacementError:
+            return None
+        return {(a.vertex_id, a.subtask): a.host for a in doc.assignment} if doc.placement_mode == "custom" else None
+
+    def _contingency(self, seen: list[Seen], now_ms: int) -> tuple[Decision, Drift, Proposal] | None:
+        """The hold or the restore of a job running in its plan's contingency (:mod:`.recovery`); several jobs: the
+        first job's that is in one decides for the set (they share the hosts), and a restore applies the fleet's
+        plan."""
+        found = []
+        for s in seen:
+            planned = self._held_placement(s.track)
+            if planned is None or s.running is None or s.window is None:
+                continue
+            registered = s.window.taskmanagers
+            self.back_since = {**self.back_since, **back_since(self.back_since, frozenset(planned.values()),
+                                                               registered, now_ms)}
+            for host in set(self.back_since) - registered:
+                del self.back_since[host]
+            verdict = contingency_decision(planned, s.running, registered, self.back_since, self.state, now_ms,
+                                           self.o.policy)
+            if verdict is not None:
+                found.append((s, planned, verdict))
+        if not found:
+            return None
+        s, planned, (decision, drift) = next((f for f in found if f[2][0].action == "hold"), found[0])
+        if self.several:
+            drift = replace(drift, job=s.track.name)
+        plan_dir = s.track.plan_in_effect()
+        if decision.action == "apply" and plan_dir is None:
+            decision = replace(decision, action="hold", reason=decision.reason + ": no plan directory to restore "
+                               "(start the watch with --plan, or run `placement apply` of the plan)")
+        current = sum(link.mbit for link in s.window.links)  # type: ignore[union-attr]
+        proposal = Proposal(current_wan_mbit=current, current_violations=s.window.violations,  # type: ignore[union-attr]
+                            planned_wan_mbit=None if plan_dir is None else current,
+                            moves=differs(planned, s.running or {}), plan_dir=plan_dir)
+        return decision, drift, proposal
 
     def _shared_drifts(self, seen: list[Seen], total: PlanCost | None) -> list[Drift]:
         """Several jobs: what they share, detected once — an uplink the running placements together overfill

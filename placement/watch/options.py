@@ -51,6 +51,7 @@ class WatchOptions:
     keep_bytes: int = 256 << 20  # ... and at most this much (size)
     warmup_s: float = 60.0  # as `placement profile --warmup`
     settle_s: float = 10.0  # as `placement apply --settle`
+    plan_dir: Path | None = None  # the plan in effect when the watch starts (what a contingency is restored to)
     engine: Literal["spark", "pandas"] = "spark"
     spark_master: str | None = None
     max_demand_scale: float = 4.0  # plan for up to this multiple of the window's profiled source rates

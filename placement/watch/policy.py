@@ -31,7 +31,7 @@ from typing import Literal
 from placement.watch.signals import Drift
 
 Action = Literal["steady", "wait", "hold", "apply"]
-Kind = Literal["relief", "cheaper"]
+Kind = Literal["relief", "cheaper", "restore"]
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from placement.costmodel.evaluate import LinkLoad, PlanCost
 from placement.costmodel.latency import PathLatency
 from placement.profile.format import JobProfile
 
-KINDS = ("rate", "backpressure", "link", "latency", "taskmanager-lost", "taskmanager-added")
+KINDS = ("rate", "backpressure", "link", "latency", "taskmanager-lost", "taskmanager-added", "contingency")
 LatencyBasis = Literal["predicted", "measured"]  # the cost model's figure, or Flink's latency markers'
 
 
