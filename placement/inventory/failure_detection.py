@@ -118,16 +118,16 @@ class FailureDetection(_Strict):
     rpc_failure_threshold: int = Field(
         2, description="consecutive failed heartbeat RPCs that mark a TaskManager lost before the timeout (a dead "
         "process: its port refuses), heartbeat.rpc-failure-threshold; -1 turns it off")
-    slot_request_timeout: DurationMs = Field(
-        15_000.0, description="a slot request that no TaskManager serves fails after this (slot.request.timeout), and "
-        "the job restarts; at least heartbeat_timeout")
+    slot_request_timeout: DurationMs | None = Field(
+        None, description="a slot request that no TaskManager serves fails after this (slot.request.timeout), and "
+        "the job restarts; at least heartbeat_timeout (default: 15 s, or heartbeat_timeout + 5 s where that is longer)")
     restart: RestartSettings = Field(default_factory=RestartSettings)
     rejoin: RejoinSettings = Field(default_factory=RejoinSettings)
 
     @field_validator("heartbeat_interval", "heartbeat_timeout", "slot_request_timeout")
     @classmethod
-    def _whole(cls, v: float) -> float:
-        return _whole_ms(v)
+    def _whole(cls, v: float | None) -> float | None:
+        return None if v is None else _whole_ms(v)
 
     @field_validator("rpc_failure_threshold")
     @classmethod
@@ -145,10 +145,17 @@ class FailureDetection(_Strict):
             raise FieldError("rpc_failure_threshold", f"{self.rpc_failure_threshold} failed RPCs × heartbeat_interval "
                              f"{self.heartbeat_interval:g} ms is not below heartbeat_timeout {self.heartbeat_timeout:g} ms: "
                              "the timeout always fires first (lower it, or -1 for off)")
-        if self.slot_request_timeout < self.heartbeat_timeout:
+        if self.slot_request_timeout is not None and self.slot_request_timeout < self.heartbeat_timeout:
             raise FieldError("slot_request_timeout", f"{self.slot_request_timeout:g} ms is below heartbeat_timeout "
                              f"{self.heartbeat_timeout:g} ms: slot requests would fail while a loss is still undecided")
         return self
+
+    @property
+    def slot_request_timeout_ms(self) -> float:
+        """The slot request timeout: as given, else 15 s, or heartbeat_timeout + 5 s where that is longer."""
+        if self.slot_request_timeout is not None:
+            return self.slot_request_timeout
+        return max(15_000.0, self.heartbeat_timeout + 5_000.0)
 
     @property
     def dead_process_detection_ms(self) -> float:
@@ -188,7 +195,7 @@ def flink_config(fd: FailureDetection) -> dict[str, object]:
         "heartbeat.interval": _ms(fd.heartbeat_interval),
         "heartbeat.timeout": _ms(fd.heartbeat_timeout),
         "heartbeat.rpc-failure-threshold": int(fd.rpc_failure_threshold),
-        "slot.request.timeout": _ms(fd.slot_request_timeout),
+        "slot.request.timeout": _ms(fd.slot_request_timeout_ms),
         **restart,
         "taskmanager.registration.timeout": _ms(fd.rejoin.registration_timeout),
         "cluster.registration.max-timeout": _ms(fd.rejoin.retry_max),

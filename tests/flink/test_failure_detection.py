@@ -51,6 +51,12 @@ def test_an_inventory_without_the_block_gets_the_edge_defaults_and_keeps_its_dig
     assert load_inventory(inventory_with(tmp_path, {"heartbeat_timeout": "12s"})).digest() != inv.digest()
 
 
+def test_the_slot_request_timeout_follows_a_longer_heartbeat_timeout_unless_given():
+    assert flink_config(FailureDetection(heartbeat_timeout=30_000))["slot.request.timeout"] == 35_000
+    assert flink_config(FailureDetection(heartbeat_timeout=8_000))["slot.request.timeout"] == 15_000
+    assert flink_config(FailureDetection(heartbeat_timeout=30_000, slot_request_timeout=60_000))["slot.request.timeout"] == 60_000
+
+
 def test_overrides_in_human_units_become_plain_milliseconds(tmp_path):
     inv = load_inventory(inventory_with(tmp_path, {
         "heartbeat_interval": "5s", "heartbeat_timeout": "1min", "rpc_failure_threshold": 3,
