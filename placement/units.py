@@ -86,6 +86,15 @@ def parse_time_ms(text: object) -> float:
     return _parse(text, _TIME_UNITS, "time", "50ms")
 
 
+_DURATION_UNITS = {**_TIME_UNITS, "min": 60_000.0, "h": 3_600_000.0, "d": 86_400_000.0}
+
+
+def parse_duration_ms(text: object) -> float:
+    """``'10s'`` -> 10000.0, ``'5min'`` -> 300000.0, ``'7d'`` -> 604800000.0 (milliseconds; a bare number is ms):
+    :func:`parse_time_ms` with minutes, hours and days, for timeouts rather than link delays."""
+    return _parse(text, _DURATION_UNITS, "duration", "10s")
+
+
 def parse_size_mib(text: object) -> float:
     """``'4GiB'`` -> 4096.0 (MiB)."""
     return _parse(text, _SIZE_UNITS, "size", "4GiB")
@@ -126,6 +135,7 @@ def parse_positive_rate_mbit(text: object) -> float:
 # Field types for pydantic models: accept the human spelling, store the number in the named unit.
 RateMbit = Annotated[float, BeforeValidator(parse_positive_rate_mbit)]  # '50mbit' -> 50.0
 Millis = Annotated[float, BeforeValidator(parse_time_ms)]  # '50ms' -> 50.0
+DurationMs = Annotated[float, BeforeValidator(parse_duration_ms)]  # '10s' -> 10000.0, '7d' -> 604800000.0
 Percent = Annotated[float, BeforeValidator(parse_percent)]  # '0.5%' -> 0.5
 MiB = Annotated[float, BeforeValidator(parse_size_mib)]  # '4GiB' -> 4096.0
 Bytes = Annotated[float, BeforeValidator(parse_size_bytes)]  # '4KiB' -> 4096.0

@@ -64,6 +64,7 @@ from placement.apply.vertices import (
     running_subtask_hosts,
 )
 from placement.flink.options import read_config, update_config
+from placement.inventory.failure_detection import flink_config as failure_detection_config
 from placement.scheduler import ExtensionJar, render_taskmanagers
 from placement.submitter import SubmitterJar
 from placement.writers.vanilla import placement_args
@@ -142,6 +143,14 @@ def _merge_keys(cfg: HostConfigView | None, path: str, wanted: dict[str, object]
     return update_config(text, updates, name)
 
 
+def failure_detection_missing(req: ApplyRequest, cfg: HostConfigView | None) -> dict[str, object]:
+    """The keys of the inventory's ``flink.failure_detection`` (one mapping for every writer:
+    :func:`placement.inventory.failure_detection.flink_config`) that the config file ``cfg`` does not give yet."""
+    wanted = failure_detection_config(req.inventory.flink.failure_detection)
+    current = parse_config(cfg) if cfg is not None and cfg.text is not None else {}
+    return {k: v for k, v in wanted.items() if k in config_satisfies(current, {k: v})}
+
+
 def plan_apply(req: ApplyRequest, view: ClusterView, *, holder: str, extension: ExtensionJar | None = None,
                submitter: SubmitterJar | None = None) -> ApplyPlan:
     """The steps and roll back. ``extension``: the jar to install when the JobManager host has none (custom mode);
@@ -182,11 +191,16 @@ def plan_apply(req: ApplyRequest, view: ClusterView, *, holder: str, extension: 
                 assert extension is not None, "preflight builds the extension when the JobManager host has none"
                 install.append(Step(UploadFile(jm, posixpath.join(paths.lib, extension.path.name), extension.path.read_bytes(),
                                                f"the scheduler extension for Flink {extension.flink_version}"), "install"))
-            if fix.config:
-                cfg = view.jobmanager_config
+            # the JobManager restarts anyway: its config file gets the inventory's failure detection too (it reads
+            # it at start); an absent file is left to preflight, which refuses one the extension's keys must go into
+            cfg = view.jobmanager_config
+            failure = failure_detection_missing(req, cfg) if cfg is None or cfg.text is not None else {}
+            if fix.config or failure:
                 path = cfg.path if cfg is not None else paths.config
-                install.append(Step(UploadFile(jm, path, _merge_keys(cfg, path, fix.config),
-                                               ", ".join(f"{k}: {v}" for k, v in fix.config.items())), "install"))
+                why = ", ".join(f"{k}: {v}" for k, v in fix.config.items())
+                if failure:
+                    why += ("; " if why else "") + f"{len(failure)} key(s) of flink.failure_detection"
+                install.append(Step(UploadFile(jm, path, _merge_keys(cfg, path, {**fix.config, **failure}), why), "install"))
             restart = [Step(SshCommand(jm, (paths.daemon("jobmanager"), "stop"), "restart the JobManager"), "install"),
                        Step(SshCommand(jm, (paths.daemon("jobmanager"), "start"), "restart the JobManager"), "install")]
             install += restart
@@ -199,9 +213,15 @@ def plan_apply(req: ApplyRequest, view: ClusterView, *, holder: str, extension: 
     else:
         for host, cfg in sorted(view.taskmanager_configs.items()):
             wanted = req.vanilla_configs.get(host, {})
-            if config_satisfies(parse_config(cfg), wanted):
-                install.append(Step(UploadFile(host, cfg.path, _merge_keys(cfg, cfg.path, wanted),
-                                               f"TaskManager {host} declares external resource {host!r}"), "install"))
+            # restarted anyway: the inventory's failure detection goes in with the resource (a TaskManager reads both
+            # at start)
+            failure = failure_detection_missing(req, cfg)
+            if config_satisfies(parse_config(cfg), wanted) or failure:
+                why = f"TaskManager {host} declares external resource {host!r}"
+                if failure:
+                    why += f"; {len(failure)} key(s) of flink.failure_detection"
+                install.append(Step(UploadFile(host, cfg.path, _merge_keys(cfg, cfg.path, {**wanted, **failure}), why),
+                                    "install"))
             restart = [Step(SshCommand(host, (paths.daemon("taskmanager"), "stop"), f"restart the TaskManager on {host}"), "install"),
                        Step(SshCommand(host, (paths.daemon("taskmanager"), "start"), f"restart the TaskManager on {host}"), "install")]
             install += restart

@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from placement.flink.versions import release_problem
+from placement.inventory.failure_detection import FailureDetection
 from placement.loading import FieldError, canonical_digest, drop_unset, load_model
 from placement.units import Bytes, MiB, Millis, Percent, RateMbit
 
@@ -201,6 +202,9 @@ class FlinkCluster(Strict):
     slot_sharing: bool = Field(True, description="subtasks of different vertices share a slot (Flink's default)")
     archive_url: str | None = Field(None, description="Flink distribution tarball for ansible")
     archive_sha512: str | None = None
+    failure_detection: FailureDetection = Field(
+        default_factory=FailureDetection, description="heartbeats, slot requests, restarts and rejoining, with edge "
+        "defaults (placement.inventory.failure_detection): what every writer of a Flink config sets")
 
     @field_validator("version")
     @classmethod
@@ -422,6 +426,9 @@ class Inventory(Strict):
             data.pop("jobs", None)
         for j in data.get("jobs", []):  # issue 24's priorities and budgets: a jobs list without them hashes as before
             drop_unset(j, "priority", "budget")
+        flink = data.get("flink", {})  # failure detection: an inventory that keeps the defaults hashes as before
+        if flink.get("failure_detection") == FailureDetection().model_dump(mode="json", by_alias=True):
+            flink.pop("failure_detection")
         return canonical_digest(data)
 
 

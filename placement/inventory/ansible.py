@@ -22,7 +22,9 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from placement.flink.config import nest
 from placement.inventory import Host, Inventory
+from placement.inventory.failure_detection import flink_config as failure_detection_config
 from placement.netem import tc
 from placement.netem.plan import shapes_for_host
 from placement.netem.profiles import WanProfile
@@ -141,6 +143,8 @@ def _cluster_vars(inv: Inventory, archive: LocalArchive | None) -> dict[str, Any
         "flink_jobmanager_address": jm.address,
         "flink_rest_address": rest.hostname or jm.address,
         "flink_rest_port": rest.port or FLINK_REST_DEFAULT_PORT,
+        # flink.failure_detection, through the mapping the lab and apply use (nested, as the role's config.yaml is)
+        "flink_failure_detection_config": nest(failure_detection_config(flink.failure_detection)),
     }
     # the pin, else the release of the archive given, else the role's own default (its defaults say which)
     version = flink.version or (archive.flink_version if archive is not None else None)

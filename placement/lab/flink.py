@@ -34,6 +34,7 @@ from placement.errors import PlacementError
 from placement.flink.home import JAVA17_FLAGS, FlinkHome, find_flink_home
 from placement.flink.options import CONFIG_YAML, duration, jobmanager_bind_host, render_config
 from placement.flink.versions import FlinkVersion
+from placement.inventory.failure_detection import FailureDetection, flink_config
 from placement.scheduler.install import launcher_classpath
 
 JOBMANAGER_MAIN = "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint"
@@ -105,6 +106,9 @@ class ClusterSpec:
     jobmanager_extra_config: Mapping[str, object] = field(default_factory=dict)  # only the JobManager's config.yaml
     jobmanager_conf_dir: Path | None = None  # default <work_dir>/jobmanager/conf; the lab uses <flink home>/conf
     jvm_flags: tuple[str, ...] = ()  # more flags for every JobManager and TaskManager JVM (kept in cluster.json's argv)
+    # heartbeats, slot requests, restarts, rejoining: every process's (the inventory's flink.failure_detection, mapped
+    # by placement.inventory.failure_detection.flink_config; default: its edge defaults)
+    failure_detection: Mapping[str, object] = field(default_factory=lambda: flink_config(FailureDetection()))
 
     def __post_init__(self) -> None:
         ids = [tm.resource_id for tm in self.taskmanagers]
@@ -128,16 +132,12 @@ def common_config(spec: ClusterSpec, rest_port: int, rpc_port: int) -> dict[str,
         # durations as plain milliseconds: the form every supported Flink parses (placement.flink.options)
         "execution.checkpointing.interval": duration(timedelta(seconds=10)),
         "state.backend.type": "hashmap",
-        # Fail fast instead of restarting forever when a pinned subtask can never be scheduled.
-        "restart-strategy.type": "fixed-delay",
-        "restart-strategy.fixed-delay.attempts": 3,
-        "restart-strategy.fixed-delay.delay": duration(timedelta(seconds=2)),
-        "slot.request.timeout": duration(timedelta(seconds=60)),
         "metrics.fetcher.update-interval": duration(timedelta(seconds=2)),
-        # A TaskManager that asks for the ResourceManager before the JobManager has it up (they start together: a
-        # TaskManager's JVM is often up first) tries again after this, not Flink's 10 s: measured, a start that hit
-        # it took 21.5 s instead of ~12
-        "cluster.registration.error-delay": duration(timedelta(seconds=1)),
+        # Heartbeats, slot request timeout, restart strategy (bounded: a pinned subtask that can never be scheduled
+        # fails the job after the attempts) and rejoining, as the inventory says. Its cluster.registration.error-delay
+        # (edge default 1 s, Flink's 10 s) also serves the start: a TaskManager that asks for the ResourceManager before
+        # the JobManager has it up tries again after it (measured with 10 s, a start that hit it took 21.5 s, not ~12)
+        **spec.failure_detection,
         # REST answers a job's state, vertices and checkpoints from a cache of its execution graph kept this long
         # (Flink's default 3 s; web.refresh-interval before 2.0, rest.cache.execution-graph.timeout since): a job
         # CANCELED or RUNNING was read as still CANCELLING or DEPLOYING for up to 3 s. Measured on a 2.3 test

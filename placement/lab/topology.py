@@ -30,12 +30,14 @@ leftovers of a crashed run by name alone.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from placement.errors import BadInput
 from placement.inventory import Inventory
+from placement.inventory.failure_detection import FailureDetection, flink_config
 from placement.lab.flink import ClusterSpec, TaskManagerSpec
 from placement.lab.home import scheduler_dir
 from placement.netem.tc import Shape, burst_bytes
@@ -99,6 +101,8 @@ class LabPlan:
     machine_cores: int
     cpu_scale: float
     notes: tuple[str, ...] = field(default=())
+    # the Flink keys of the inventory's flink.failure_detection (placement.inventory.failure_detection.flink_config)
+    failure_detection: Mapping[str, object] = field(default_factory=lambda: flink_config(FailureDetection()))
 
     @property
     def edges(self) -> tuple[LabHost, ...]:
@@ -157,7 +161,8 @@ def plan_lab(inv: Inventory, work_dir: Path, *, machine_cores: int | None = None
         ))
         if missing:
             notes.append(f"{h.name}: {', '.join(missing)} not emulated (no sch_netem in this kernel); rate only")
-    return LabPlan(inv.name, Path(work_dir), tuple(hosts), machine_cores, scale, tuple(notes))
+    return LabPlan(inv.name, Path(work_dir), tuple(hosts), machine_cores, scale, tuple(notes),
+                   failure_detection=flink_config(inv.flink.failure_detection))
 
 
 # Flink's latency tracking on for every lab job (`lab measure` shows it beside the jobs' event-time latency). Each
@@ -205,7 +210,8 @@ def cluster_spec(plan: LabPlan, *, flink_home: Path | None = None, mode: Mode = 
             jm_extra = jobmanager_config(str(scheduler_dir(Path(flink_home))))
     return ClusterSpec(work_dir=plan.work_dir / "flink", taskmanagers=tuple(tms), jobmanager_address=SERVER_ADDRESS,
                        rest_address="127.0.0.1", flink_home=flink_home, jobmanager_extra_config=jm_extra,
-                       jobmanager_conf_dir=jm_conf_dir, extra_config=LAB_METRICS)
+                       jobmanager_conf_dir=jm_conf_dir, extra_config=LAB_METRICS,
+                       failure_detection=dict(plan.failure_detection))
 
 
 @dataclass(frozen=True)

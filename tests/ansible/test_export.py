@@ -156,6 +156,21 @@ def test_the_flink_version_pin_is_what_the_role_installs_and_unpinned_leaves_the
     assert role["flink_supported_lines"] == [f"{major}.{minor}" for major, minor in SUPPORTED_LINES]
 
 
+def test_failure_detection_is_exported_through_the_one_mapping_and_the_roles_defaults_are_the_edge_defaults() -> None:
+    from placement.flink.config import flatten
+    from placement.inventory.failure_detection import FailureDetection, flink_config
+
+    role = yaml.safe_load((REPO / "ansible" / "roles" / "flink" / "defaults" / "main.yml").read_text())
+    # a hand-written Ansible inventory gets what an inventory without the block maps to: the three writers agree
+    assert flatten(role["flink_failure_detection_config"]) == flink_config(FailureDetection())
+    assert flatten(ansible_inventory(minimal())["all"]["vars"]["flink_failure_detection_config"]) == flink_config(
+        FailureDetection())
+    flink = minimal().flink.model_dump() | {"failure_detection": {"heartbeat_timeout": "30s", "rejoin": {"retry_max": "2s"}}}
+    exported = flatten(ansible_inventory(minimal(flink=flink))["all"]["vars"]["flink_failure_detection_config"])
+    assert (exported["heartbeat.timeout"], exported["cluster.registration.max-timeout"]) == (30000, 2000)
+    assert exported["heartbeat.interval"] == 2000 and exported["restart-strategy.type"] == "exponential-delay"
+
+
 def test_edge_without_interface_is_bad_input() -> None:
     inv = minimal()
     inv.hosts[1].interface = None

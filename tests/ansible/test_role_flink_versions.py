@@ -18,6 +18,7 @@ from ansible_support import ANSIBLE_DIR, Ansible, require_tool
 from placement.flink.distribution import flink_home_for
 from placement.flink.home import FlinkHome, find_flink_home
 from placement.flink.versions import FlinkVersion
+from placement.inventory.failure_detection import FailureDetection, flink_config
 from support import real_parts
 from support.flink_reads import FlinkReads, tm_process_mib
 
@@ -135,3 +136,63 @@ def test_a_1x_conf_dir_with_a_flink_conf_yaml_is_refused_2x_ignores_it(tmp_path,
     else:
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
         assert "flink-conf.yaml exists" not in proc.stdout
+
+
+# flink.failure_detection's keys -> the option constant each line defines (tests/flink/test_failure_detection_flink_reads.py)
+FAILURE_OPTIONS = {
+    "heartbeat.interval": CONF + "HeartbeatManagerOptions#HEARTBEAT_INTERVAL",
+    "heartbeat.timeout": CONF + "HeartbeatManagerOptions#HEARTBEAT_TIMEOUT",
+    "heartbeat.rpc-failure-threshold": CONF + "HeartbeatManagerOptions#HEARTBEAT_RPC_FAILURE_THRESHOLD",
+    "slot.request.timeout": CONF + "JobManagerOptions#SLOT_REQUEST_TIMEOUT",
+    "restart-strategy.type": CONF + "RestartStrategyOptions#RESTART_STRATEGY",
+    "restart-strategy.exponential-delay.initial-backoff": CONF + "RestartStrategyOptions#RESTART_STRATEGY_EXPONENTIAL_DELAY_INITIAL_BACKOFF",
+    "restart-strategy.exponential-delay.attempts-before-reset-backoff": CONF + "RestartStrategyOptions#RESTART_STRATEGY_EXPONENTIAL_DELAY_ATTEMPTS",
+    "taskmanager.registration.timeout": CONF + "TaskManagerOptions#REGISTRATION_TIMEOUT",
+    "cluster.registration.max-timeout": CONF + "ClusterOptions#MAX_REGISTRATION_TIMEOUT",
+}
+
+
+def _ms(text: str) -> object:
+    """Flink's toString of what it read, as the project writes it: PT10S / PT168H / 10000 -> 10000 ms."""
+    import re
+
+    m = re.fullmatch(r"PT(?:(\d+)H)?(?:(\d+)M)?(?:([\d.]+)S)?", text)
+    if m:
+        h, mins, sec = (float(g) if g else 0.0 for g in m.groups())
+        return round((h * 3600 + mins * 60 + sec) * 1000)
+    return int(text) if text.lstrip("-").isdigit() else text
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_each_version_reads_the_roles_failure_detection_defaults_as_the_inventory_maps_them(rendered, reads, version):
+    """The role's own defaults are the inventory defaults' mapping, and each line reads them back as written."""
+    home, conf_dir = home_of(version), rendered / version
+    want = flink_config(FailureDetection())
+    got = reads(home, conf_dir, *FAILURE_OPTIONS.values())
+    assert {k: _ms(got[o]) for k, o in FAILURE_OPTIONS.items()} == {k: want[k] for k in FAILURE_OPTIONS}
+
+
+def test_the_exported_failure_detection_reaches_the_rendered_config(tmp_path, reads):
+    """An inventory's overrides, through `placement inventory ansible`'s variable, in the config the role renders."""
+    import json
+
+    from placement.flink.config import nest
+
+    fd = FailureDetection.model_validate({"heartbeat_timeout": "30s", "slot_request_timeout": "45s",
+                                          "restart": {"strategy": "fixed-delay", "attempts": 50, "initial_delay": "3s"}})
+    (tmp_path / "fd.json").write_text(json.dumps({"flink_failure_detection_config": nest(flink_config(fd))}))
+    out = tmp_path / "out"
+    for version in ("1.19.3", "2.3.0"):
+        (out / version).mkdir(parents=True)
+    play = RENDER.replace(f"loop: {list(VERSIONS)}", "loop: ['1.19.3', '2.3.0']")
+    proc = run_play(tmp_path, play, "-e", f"out={out}", "-e", f"@{tmp_path / 'fd.json'}")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    fixed = {"restart-strategy.fixed-delay.attempts": CONF + "RestartStrategyOptions#RESTART_STRATEGY_FIXED_DELAY_ATTEMPTS",
+             "restart-strategy.fixed-delay.delay": CONF + "RestartStrategyOptions#RESTART_STRATEGY_FIXED_DELAY_DELAY"}
+    for version in ("1.19.3", "2.3.0"):
+        got = reads(home_of(version), out / version, *FAILURE_OPTIONS.values(), *fixed.values())
+        read = {k: _ms(got[o]) for k, o in {**FAILURE_OPTIONS, **fixed}.items()}
+        assert (read["heartbeat.timeout"], read["slot.request.timeout"], read["restart-strategy.type"]) == (
+            30000, 45000, "fixed-delay"), (version, got)
+        assert (read["restart-strategy.fixed-delay.attempts"], read["restart-strategy.fixed-delay.delay"]) == (50, 3000)
+        assert read["heartbeat.interval"] == 2000  # what the inventory left at its default

@@ -29,14 +29,20 @@ from placement.apply.planner import new_program_args, placement_matches, plan_ap
 from placement.apply.preflight import check, config_satisfies, jar_built_for, read_host_config, slots_needed
 from placement.apply.request import load_request
 from placement.errors import BadInput
+from placement.flink.config import flatten
 from placement.flink.rest import TaskManagerInfo, VertexInfo
+from placement.inventory.failure_detection import FailureDetection, flink_config
 from placement.flink.versions import FlinkVersion
 from placement.lab.jobs import IOT_SENSOR_JOB
 from placement.remote import LocalExecutor
 from placement.scheduler import ExtensionJar
 
 
-def inventory(tmp: Path, mode: str = "vanilla", *, version: str | None = None, home: str = "/opt/flink") -> Path:
+EDGE_FAILURE_DETECTION = flink_config(FailureDetection())  # the edge defaults, as every writer maps them
+
+
+def inventory(tmp: Path, mode: str = "vanilla", *, version: str | None = None, home: str = "/opt/flink",
+              failure_detection: dict | None = None) -> Path:
     jar = tmp / "job.jar"
     jar.write_bytes(b"PK")
     doc = {
@@ -45,7 +51,8 @@ def inventory(tmp: Path, mode: str = "vanilla", *, version: str | None = None, h
                   {"name": "rpi1", "address": "10.204.9.6", "role": "edge", "model": "rpi4b"}],
         "links": [{"from": "rpi1", "to": "server", "bandwidth": "50mbit"}],
         "flink": {"rest_url": "http://127.0.0.1:8081", "home": home, "placement_mode": mode,
-                  **({"version": version} if version else {})},
+                  **({"version": version} if version else {}),
+                  **({"failure_detection": failure_detection} if failure_detection else {})},
         "job": {"name": JOB_NAME, "jar": str(jar), "entry_class": IOT_SENSOR_JOB, "program_args": JOB_ARGS},
     }
     path = tmp / "inv.yaml"
@@ -98,6 +105,9 @@ def test_a_taskmanager_without_its_resource_needs_consent_then_gets_config_and_r
     written = yaml.safe_load(upload.content)
     assert written["taskmanager"]["numberOfTaskSlots"] == 4 and written["taskmanager"]["resource-id"] == "rpi1"
     assert written["external-resources"] == ["rpi1"] and written["external-resource"]["rpi1"]["amount"] == 4
+    # restarted anyway, it gets the inventory's failure detection with its resource
+    assert flatten(written) | EDGE_FAILURE_DETECTION == flatten(written)
+    assert flatten(written)["heartbeat.timeout"] == 10000 and flatten(written)["slot.request.timeout"] == 15000
     assert [s.action.argv for s in plan.steps[4:6]] == [("/opt/flink/bin/taskmanager.sh", "stop"), ("/opt/flink/bin/taskmanager.sh", "start")]
     assert plan.restarts == ("TaskManager on rpi1",)
     # roll back: the config back from .prev, the TaskManager restarted again, the previous arguments resubmitted
@@ -200,8 +210,10 @@ def test_custom_mode_restarts_the_jobmanager_only_with_consent_and_only_where_th
     assert kinds == ["upload", "upload", "upload", "upload", "ssh", "ssh", "wait-tms", "check-extension", "upload-jar"]
     uploads = [s.action for s in plan.steps if isinstance(s.action, UploadFile)]
     assert uploads[2].path == "/opt/flink/lib/placement-scheduler-2.3.0-abc.jar" and uploads[2].content == b"PK-ext"
-    assert yaml.safe_load(uploads[3].content) == {"jobmanager": {"scheduler": "default"},
-                                                  "placement": {"scheduler": {"dir": EXT_DIR}}}
+    # the extension's keys, and the inventory's failure detection: the JobManager reads both at its restart
+    assert flatten(yaml.safe_load(uploads[3].content)) == {"jobmanager.scheduler": "default",
+                                                           "placement.scheduler.dir": EXT_DIR, **EDGE_FAILURE_DETECTION}
+    assert uploads[3].why.endswith(f"; {len(EDGE_FAILURE_DETECTION)} key(s) of flink.failure_detection")
     assert plan.restarts == ("JobManager on server",)
     assert "jobmanager.scheduler: Custom" not in json.dumps([s.describe() for s in plan.steps])  # not a stock value
     # a JobManager that runs the extension already: no restart
@@ -306,7 +318,8 @@ def test_a_1x_host_whose_flink_conf_yaml_wins_gets_its_keys_there_line_by_line(r
     upload = next(s.action for s in plan.steps if isinstance(s.action, UploadFile))
     assert upload.path == "/opt/flink/conf/flink-conf.yaml"
     assert upload.content == ("# rpi1, by hand\ntaskmanager.numberOfTaskSlots: 4\nexternal-resources: gpu;rpi1\n"
-                              "taskmanager.resource-id: rpi1\nexternal-resource.rpi1.amount: 4\n")
+                              "taskmanager.resource-id: rpi1\nexternal-resource.rpi1.amount: 4\n"
+                              + "".join(f"{k}: {v}\n" for k, v in EDGE_FAILURE_DETECTION.items()))
 
 
 @pytest.mark.parametrize(("version", "files", "read"), [
@@ -326,3 +339,45 @@ def test_preflight_reads_the_file_the_hosts_flink_reads(request_, tmp_path, vers
         assert (got.path, got.text) == (str(home / "conf" / "config.yaml"), None)
     else:
         assert (got.path, got.text) == (str(home / "conf" / read), f"# {read}\n")
+
+
+def test_the_config_apply_writes_carries_the_inventorys_failure_detection_and_only_what_is_missing(request_):
+    block = {"heartbeat_timeout": "20s", "slot_request_timeout": "30s", "restart": {"attempts": 4}}
+    tm_config = HostConfigView("rpi1", "/opt/flink/conf/config.yaml", "taskmanager:\n  numberOfTaskSlots: 4\n")
+    v = view(ALL_SERVER, taskmanagers={"server": tm("server", 16), "rpi1": tm("rpi1", 0)}, taskmanager_configs={"rpi1": tm_config})
+    plan = plan_apply(request_(consent=True, failure_detection=block), v, holder="t")
+    upload = next(s.action for s in plan.steps if isinstance(s.action, UploadFile))
+    written = flatten(yaml.safe_load(upload.content))
+    assert {k: written[k] for k in ("heartbeat.interval", "heartbeat.timeout", "slot.request.timeout",
+                                    "restart-strategy.type",
+                                    "restart-strategy.exponential-delay.attempts-before-reset-backoff")} == {
+        "heartbeat.interval": 2000, "heartbeat.timeout": 20000, "slot.request.timeout": 30000,
+        "restart-strategy.type": "exponential-delay", "restart-strategy.exponential-delay.attempts-before-reset-backoff": 4}
+    # a file that has them already (an Ansible-provisioned host) gets only the resource
+    provisioned = HostConfigView("rpi1", "/opt/flink/conf/config.yaml", upload.content.replace(
+        "external-resources:\n- rpi1\n", "") if isinstance(upload.content, str) else "")
+    again = plan_apply(request_(consent=True, failure_detection=block), view(
+        ALL_SERVER, taskmanagers={"server": tm("server", 16), "rpi1": tm("rpi1", 0)},
+        taskmanager_configs={"rpi1": provisioned}), holder="t")
+    step = next(s.action for s in again.steps if isinstance(s.action, UploadFile))
+    assert "flink.failure_detection" not in step.why and flatten(yaml.safe_load(step.content)) == written
+
+
+def test_a_jobmanager_restarted_for_the_jar_alone_gets_the_failure_detection_its_config_lacks(request_, tmp_path):
+    # the extension's keys are set, its jar is missing: the restart for the jar also loads the failure detection
+    jm_config = HostConfigView("server", "/opt/flink/conf/config.yaml",
+                               f"jobmanager:\n  scheduler: default\nplacement:\n  scheduler:\n    dir: {EXT_DIR}\n"
+                               "heartbeat:\n  timeout: 50000\n")
+    no_jar = SchedulerView(active=False, settings={"placement.scheduler.dir": EXT_DIR, "jobmanager.scheduler": "default"},
+                           installed_jars=(), flink_version="2.3.0")
+    jar = tmp_path / "placement-scheduler-2.3.0-abc.jar"
+    jar.write_bytes(b"PK-ext")
+    req = request_(mode="custom", consent=True)
+    plan = plan_apply(req, custom_view(ALL_SERVER, scheduler=no_jar, jobmanager_config=jm_config), holder="t",
+                      extension=ExtensionJar(jar, "abc", "2.3.0"))
+    config = next(s.action for s in plan.steps if isinstance(s.action, UploadFile) and s.action.path.endswith("config.yaml")
+                  and s.action.host == "server")
+    written = flatten(yaml.safe_load(config.content))
+    assert written == {"jobmanager.scheduler": "default", "placement.scheduler.dir": EXT_DIR, **EDGE_FAILURE_DETECTION}
+    assert written["heartbeat.timeout"] == 10000  # Flink's 50 s replaced by the edge default
+    assert config.why == f"{len(EDGE_FAILURE_DETECTION)} key(s) of flink.failure_detection"

@@ -23,7 +23,7 @@ VERSIONS = ("1.19.3", "1.20.5", "2.0.2", "2.1.3", "2.2.1", "2.3.0")  # every lin
 CONF = "org.apache.flink.configuration."
 SLOT_REQUEST_TIMEOUT = CONF + "JobManagerOptions#SLOT_REQUEST_TIMEOUT"
 FETCH_INTERVAL = CONF + "MetricOptions#METRIC_FETCHER_UPDATE_INTERVAL"
-RESTART_DELAY = CONF + "RestartStrategyOptions#RESTART_STRATEGY_FIXED_DELAY_DELAY"
+RESTART_DELAY = CONF + "RestartStrategyOptions#RESTART_STRATEGY_EXPONENTIAL_DELAY_INITIAL_BACKOFF"
 SAVEPOINT_DIR = CONF + "CheckpointingOptions#SAVEPOINT_DIRECTORY"
 RESOURCES = CONF + "ExternalResourceOptions#EXTERNAL_RESOURCE_LIST"
 REGISTRATION_ERROR_DELAY = CONF + "ClusterOptions#ERROR_REGISTRATION_DELAY"
@@ -63,12 +63,12 @@ def test_the_labs_durations_and_savepoint_key_are_read_by_each_version(home, rea
     got = reads(home, tmp_path / "conf", SLOT_REQUEST_TIMEOUT, FETCH_INTERVAL, RESTART_DELAY, checkpoint_interval(version),
                 SAVEPOINT_DIR, REGISTRATION_ERROR_DELAY)
     if version.at_least(1, 20):  # Durations, read from plain milliseconds
-        assert got[SLOT_REQUEST_TIMEOUT] == "PT1M" and got[FETCH_INTERVAL] == "PT2S"
+        assert got[SLOT_REQUEST_TIMEOUT] == "PT15S" and got[FETCH_INTERVAL] == "PT2S"
         assert got[REGISTRATION_ERROR_DELAY] == "PT1S"
     else:  # 1.19: Long milliseconds
-        assert got[SLOT_REQUEST_TIMEOUT] == "60000" and got[FETCH_INTERVAL] == "2000"
+        assert got[SLOT_REQUEST_TIMEOUT] == "15000" and got[FETCH_INTERVAL] == "2000"
         assert got[REGISTRATION_ERROR_DELAY] == "1000"
-    assert got[RESTART_DELAY] == "PT2S" and got[checkpoint_interval(version)] == "PT10S"
+    assert got[RESTART_DELAY] == "PT1S" and got[checkpoint_interval(version)] == "PT10S"
     assert got[SAVEPOINT_DIR] == "file:///savepoints"
 
 

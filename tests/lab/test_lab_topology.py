@@ -131,3 +131,43 @@ def test_ss_output_is_summed_per_socket():
         "[::ffff:10.203.1.2]:6121 [::ffff:10.203.1.1]:57606": 914066,
         "[::ffff:10.203.1.2]:6121 [::ffff:10.203.1.1]:57610": 10,
     }
+
+
+def _written(conf_dir: Path) -> dict[str, object]:
+    from placement.flink.options import read_config
+    return read_config((conf_dir / "config.yaml").read_text(), "config.yaml")
+
+
+@pytest.mark.parametrize("block", [None, {"heartbeat_interval": "3s", "heartbeat_timeout": "20s",
+                                          "slot_request_timeout": "30s", "restart": {"attempts": 4}}])
+def test_every_config_yaml_the_lab_writes_carries_the_inventorys_failure_detection(tmp_path, block):
+    import yaml
+
+    from placement.flink.options import CONFIG_YAML
+    from placement.lab import flink as lf
+
+    data = yaml.safe_load(LAB.read_text())
+    if block is not None:
+        data["flink"]["failure_detection"] = block
+    (tmp_path / "inv.yaml").write_text(yaml.safe_dump(data))
+    plan = topo.plan_lab(load_inventory(tmp_path / "inv.yaml"), tmp_path, machine_cores=2)
+    spec = topo.cluster_spec(plan, flink_home=tmp_path / "home", mode="custom")
+    # what _start writes: the JobManager's conf dir and one per TaskManager, through the same builders
+    lf._write_conf_dir(tmp_path / "jm", lf.jobmanager_config(spec, 18081, 16123))
+    for tm in spec.taskmanagers:
+        lf._write_conf_dir(tmp_path / tm.resource_id, lf.taskmanager_config(spec, tm, 18081, 16123))
+    want = {"heartbeat.interval": 2000, "heartbeat.timeout": 10000, "heartbeat.rpc-failure-threshold": 2,
+            "slot.request.timeout": 15000, "restart-strategy.type": "exponential-delay",
+            "restart-strategy.exponential-delay.initial-backoff": 1000,
+            "restart-strategy.exponential-delay.max-backoff": 10000,
+            "restart-strategy.exponential-delay.attempts-before-reset-backoff": 10,
+            "taskmanager.registration.timeout": 604_800_000, "cluster.registration.max-timeout": 5000,
+            "cluster.registration.error-delay": 1000}
+    if block is not None:
+        want |= {"heartbeat.interval": 3000, "heartbeat.timeout": 20000, "slot.request.timeout": 30000,
+                 "restart-strategy.exponential-delay.attempts-before-reset-backoff": 4}
+    for conf_dir in (tmp_path / "jm", *(tmp_path / tm.resource_id for tm in spec.taskmanagers)):
+        written = _written(conf_dir)
+        assert {k: written.get(k) for k in want} == want, conf_dir
+        assert "restart-strategy.fixed-delay.attempts" not in written  # the lab's old 3 attempts are gone
+    assert CONFIG_YAML == "config.yaml"

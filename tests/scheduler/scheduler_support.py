@@ -36,6 +36,7 @@ ADDRESSES = {"rpi1": ["10.77.0.1"], "rpi2": ["10.77.0.2"]}
 
 CLUSTER_CONFIG: dict[str, object] = {
     # a TaskManager killed and restarted must find the job still restarting, not FAILED after three attempts
+    "restart-strategy.type": "fixed-delay",  # over the edge default (exponential-delay, 10 attempts)
     "restart-strategy.fixed-delay.attempts": 200,
     "restart-strategy.fixed-delay.delay": duration(timedelta(seconds=1)),
     "heartbeat.interval": 2000,
