@@ -1,0 +1,66 @@
+"""Faults an edge fleet has, made for real on the lab: a Pi's power lost and back, its uplink cut and back.
+
+* power loss — SIGKILL every process of the Pi's network namespace (its TaskManager JVM, its sshd): nothing is shut
+  down cleanly, the kernel closes their sockets as it would after a crash; power back starts its sshd and its
+  TaskManager again with the command lines the lab started them with (same config, same resource id);
+* uplink cut — the server-side end of the Pi's veth set down: the Pi and its processes live on, but no packet reaches
+  the server or comes back (no reset: the JobManager learns of it from missed heartbeats); uplink back — set up again.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+from placement.errors import PlacementError
+from placement.lab import sshd as lab_sshd
+from placement.lab.flink import relaunch_from_state
+from placement.netns import run
+
+
+def host_entry(state: dict, host: str) -> dict:
+    """The lab state's entry for edge host ``host``."""
+    entry = next((h for h in state["hosts"] if h["name"] == host), None)
+    if entry is None or not entry.get("namespace"):
+        raise PlacementError(f"{host!r} is not an edge host of the lab ({', '.join(h['name'] for h in state['hosts'])})")
+    return entry
+
+
+def namespace_pids(namespace: str) -> set[int]:
+    out = run(["ip", "netns", "pids", namespace], check=False).stdout
+    return {int(p) for p in out.split() if p.isdigit()} - {os.getpid()}
+
+
+def power_loss(state: dict, host: str, timeout: float = 10.0) -> int:
+    """SIGKILL every process of ``host``; returns how many there were. Waits until none is left."""
+    ns = host_entry(state, host)["namespace"]
+    pids = namespace_pids(ns)
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + timeout
+    while namespace_pids(ns) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if namespace_pids(ns):
+        raise PlacementError(f"lab host {host}: processes still alive after SIGKILL: {sorted(namespace_pids(ns))}")
+    return len(pids)
+
+
+def power_back(state: dict, host: str) -> None:
+    """``host`` boots: its sshd and its TaskManager start again as the lab started them."""
+    entry = host_entry(state, host)
+    work = Path(state["work_dir"])
+    lab_sshd.start_sshd(work, host, entry["namespace"], entry["address"], lab_sshd.client_key(work))
+    relaunch_from_state(work / "flink", f"taskmanager {host}")
+
+
+def cut_uplink(state: dict, host: str) -> None:
+    run(["ip", "link", "set", "dev", host_entry(state, host)["host_if"], "down"])
+
+
+def restore_uplink(state: dict, host: str) -> None:
+    run(["ip", "link", "set", "dev", host_entry(state, host)["host_if"], "up"])
