@@ -151,16 +151,18 @@ def schedulercfg(plan: dict[str, list[str]], aliases: dict[str, str] | None = No
 
 @contextlib.contextmanager
 def start_placed_cluster(work: Path, flink: FlinkHome, jobs_jar: Path, *,
-                         taskmanagers: tuple[TaskManagerSpec, ...] | None = None) -> Iterator[PlacedCluster]:
+                         taskmanagers: tuple[TaskManagerSpec, ...] | None = None,
+                         extra_config: Mapping[str, object] | None = None) -> Iterator[PlacedCluster]:
     """A cluster of ``flink`` (never modified: the extension, built for it, goes into a lab home whose ``lib/`` links
     its jars) with the three TaskManagers of :data:`TASKMANAGERS` (``taskmanagers``: those specs changed, e.g. with a
-    metrics reporter), the TaskManager table written and ``jobs_jar`` uploaded; stopped on exit."""
+    metrics reporter), the TaskManager table written and ``jobs_jar`` uploaded; stopped on exit. ``extra_config``
+    overrides keys of :data:`CLUSTER_CONFIG` (every JVM's config)."""
     home = make_lab_home(work, flink, with_extension=True)
     scheduler_dir = work / "schedulercfg"
     scheduler_dir.mkdir()
     spec = ClusterSpec(
         work_dir=work / "cluster", taskmanagers=taskmanagers or taskmanager_specs(), flink_home=home.path,
-        extra_config=CLUSTER_CONFIG, jobmanager_extra_config={**S.jobmanager_config(str(scheduler_dir)), **JOBMANAGER_CONFIG},
+        extra_config={**CLUSTER_CONFIG, **(extra_config or {})}, jobmanager_extra_config={**S.jobmanager_config(str(scheduler_dir)), **JOBMANAGER_CONFIG},
         # the JobManager's config where a Flink home keeps it (<home>/conf), as the lab has it: what apply reads there
         # and compiles a resubmitted job with
         jobmanager_conf_dir=home.path / "conf", jvm_flags=JVM_FLAGS,

@@ -73,6 +73,10 @@ abstract class PlacementAllocatorFactory implements ExecutionSlotAllocatorFactor
             what.append(": ").append(plan.get().taskManagerOf.size()).append(" subtasks in ");
             placed.requestsOf.forEach((tm, slots) -> what.append(slots.size()).append(" slot(s) on ").append(tm).append(", "));
             what.setLength(what.length() - 2);
+            for (PlacementPlan.Contingency c : plan.get().contingencies) {
+                what.append("; if ").append(c.lost).append(" is lost: ").append(c.moves.size())
+                        .append(" subtask(s) move (").append(c.where).append(")");
+            }
         } else {
             strategy = slotSharingStrategyFactory.create(
                     context.getSchedulingTopology(), context.getLogicalSlotSharingGroups(), context.getCoLocationGroups());
@@ -84,8 +88,13 @@ abstract class PlacementAllocatorFactory implements ExecutionSlotAllocatorFactor
         SharedSlotProfileRetriever.SharedSlotProfileRetrieverFactory profiles =
                 new MergingSharedSlotProfileRetrieverFactory(
                         locations, context::findPriorAllocationId, context::getReservedAllocations);
-        return PlacementCompat.newAllocator(
+        ExecutionSlotAllocator allocator = PlacementCompat.newAllocator(
                 provider, slotWillBeOccupiedIndefinitely, strategy, profiles, bulkChecker, allocationTimeout,
                 context::getResourceProfile);
+        if (plan.isPresent() && !plan.get().contingencies.isEmpty()) {
+            // the layout is chosen at each (re)scheduling from the TaskManagers alive then
+            return new PlacementContingencyAllocator(allocator, (PlacementSlotSharingStrategy) strategy);
+        }
+        return allocator;
     }
 }

@@ -87,7 +87,23 @@ final class PlacementAssignment {
         return out;
     }
 
-    private static Subtask find(String jobName, List<Subtask> subtasks, PlacementFiles.Line line) {
+    /** A contingency section's lines: subtask -> its line (no default line; a subtask named twice is an error). */
+    static Map<ExecutionVertexID, PlacementFiles.Line> assignSection(
+            String jobName, List<Subtask> subtasks, PlacementFiles.Section section) {
+        Map<ExecutionVertexID, PlacementFiles.Line> out = new LinkedHashMap<>();
+        for (PlacementFiles.Line line : section.lines) {
+            Subtask found = find(jobName, subtasks, line);
+            PlacementFiles.Line earlier = out.put(found.id, line);
+            if (earlier != null) {
+                throw new PlacementSchedulerException(line.where() + ": '" + line.label + "' places subtask '"
+                        + found.label + "', which line " + earlier.number + " ('" + earlier.label + "') of section"
+                        + " '[lost " + section.lost + "]' places already");
+            }
+        }
+        return out;
+    }
+
+    static Subtask find(String jobName, List<Subtask> subtasks, PlacementFiles.Line line) {
         String label = line.label;
         String norm = normalise(label);
         Matcher byId = BY_ID.matcher(label);

@@ -14,6 +14,8 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /** Reading the two files: a job's schedulercfg and the TaskManager table beside it. Errors name file and line. */
 final class PlacementFiles {
@@ -73,13 +75,61 @@ final class PlacementFiles {
         return t.isEmpty() || t.startsWith("#");
     }
 
-    /** The lines of a schedulercfg: {@code <task name> (<i>/<n>); <TaskManager>}, blank lines and #-comments aside. */
-    static List<Line> readSchedulercfg(Path file) {
-        List<Line> out = new ArrayList<>();
+    /**
+     * A contingency section: {@code [lost <TaskManager>]} and the lines after it, up to the next header or the end of
+     * the file; its lines move subtasks while that TaskManager is lost.
+     */
+    static final class Section {
+        final Path file;
+        final int number; // the header's line
+        final String lost; // the header's TaskManager, as written
+        final List<Line> lines = new ArrayList<>();
+
+        Section(Path file, int number, String lost) {
+            this.file = file;
+            this.number = number;
+            this.lost = lost;
+        }
+
+        String where() {
+            return file + ":" + number;
+        }
+    }
+
+    /** A schedulercfg: the plan (the lines before the first section header) and its contingency sections. */
+    static final class Schedulercfg {
+        final List<Line> plan;
+        final List<Section> sections;
+
+        Schedulercfg(List<Line> plan, List<Section> sections) {
+            this.plan = plan;
+            this.sections = sections;
+        }
+    }
+
+    private static final Pattern HEADER = Pattern.compile("^\\[lost ([^\\s\\[\\];]+)\\]$");
+
+    /**
+     * A schedulercfg: lines {@code <task name> (<i>/<n>); <TaskManager>} (blank lines and #-comments aside), then any
+     * number of sections {@code [lost <TaskManager>]} with lines of the same syntax (no default line).
+     */
+    static Schedulercfg readSchedulercfg(Path file) {
+        List<Line> plan = new ArrayList<>();
+        List<Section> sections = new ArrayList<>();
         List<String> lines = readLines(file);
         for (int n = 0; n < lines.size(); n++) {
             String raw = lines.get(n);
             if (skip(raw)) {
+                continue;
+            }
+            String t = raw.trim();
+            if (t.startsWith("[")) {
+                Matcher header = HEADER.matcher(t.replaceAll("\\s+", " ").replace("[ ", "[").replace(" ]", "]"));
+                if (!header.matches()) {
+                    throw new PlacementSchedulerException(file + ":" + (n + 1) + ": expected a section header '[lost"
+                            + " <TaskManager>]', got '" + t + "'");
+                }
+                sections.add(new Section(file, n + 1, header.group(1)));
                 continue;
             }
             int cut = raw.lastIndexOf(';');
@@ -87,15 +137,27 @@ final class PlacementFiles {
             String tm = cut < 0 ? "" : raw.substring(cut + 1).trim();
             if (label.isEmpty() || tm.isEmpty() || tm.contains(" ")) {
                 throw new PlacementSchedulerException(file + ":" + (n + 1) + ": expected '<task name> (<i>/<n>); "
-                        + "<TaskManager>' or '*; <TaskManager>', got '" + raw.trim() + "'");
+                        + "<TaskManager>' or '*; <TaskManager>', got '" + t + "'");
             }
-            out.add(new Line(file, n + 1, label, tm));
+            Line line = new Line(file, n + 1, label, tm);
+            if (sections.isEmpty()) {
+                plan.add(line);
+                continue;
+            }
+            Section section = sections.get(sections.size() - 1);
+            if (line.isDefault()) {
+                throw new PlacementSchedulerException(line.where() + ": a default line '*' inside section '[lost "
+                        + section.lost + "]' (line " + section.number + "): a section lists only the subtasks that"
+                        + " move; the others keep their plan line");
+            }
+            section.lines.add(line);
         }
-        if (out.isEmpty()) {
-            throw new PlacementSchedulerException(file + ": no placement lines (an empty file places nothing; remove it"
-                    + " to run the job without placement)");
+        if (plan.isEmpty()) {
+            throw new PlacementSchedulerException(file + ": no placement lines" + (sections.isEmpty() ? "" : " before"
+                    + " the first section (line " + sections.get(0).number + ")") + " (an empty file places nothing;"
+                    + " remove it to run the job without placement)");
         }
-        return out;
+        return new Schedulercfg(plan, sections);
     }
 
     /** The TaskManager table, or null when there is none. */

@@ -15,9 +15,11 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.stream.Collectors;
 
 /**
@@ -31,15 +33,38 @@ final class PlacementPlan {
     final Map<String, ResourceProfile> slotOf; // one slot of each TaskManager used, without the external resource
     final Map<String, Integer> slotsOf; // from the table; absent when the slot size came from the cluster config
     final Map<String, String> whereOf; // TaskManager -> the first line placing something there
+    final List<Contingency> contingencies; // the file's sections, in file order
+    final Map<ExecutionVertexID, String> labelOf; // each subtask's "Name (i/n)", for messages
+
+    /** A section {@code [lost <tm>]}: where its subtasks run instead while {@code lost} is lost. */
+    static final class Contingency {
+        final String lost; // a resource id
+        final String where; // the header's file:line
+        final Map<ExecutionVertexID, String> moves; // subtask -> its TaskManager while lost is lost
+
+        Contingency(String lost, String where, Map<ExecutionVertexID, String> moves) {
+            this.lost = lost;
+            this.where = where;
+            this.moves = moves;
+        }
+    }
 
     private PlacementPlan(Path file, String jobName, Map<ExecutionVertexID, String> taskManagerOf,
-            Map<String, ResourceProfile> slotOf, Map<String, Integer> slotsOf, Map<String, String> whereOf) {
+            Map<String, ResourceProfile> slotOf, Map<String, Integer> slotsOf, Map<String, String> whereOf,
+            List<Contingency> contingencies, Map<ExecutionVertexID, String> labelOf) {
         this.file = file;
         this.jobName = jobName;
         this.taskManagerOf = taskManagerOf;
         this.slotOf = slotOf;
         this.slotsOf = slotsOf;
         this.whereOf = whereOf;
+        this.contingencies = contingencies;
+        this.labelOf = labelOf;
+    }
+
+    /** The TaskManagers the plan itself uses (in the order of its lines). */
+    Set<String> planTaskManagers() {
+        return new LinkedHashSet<>(taskManagerOf.values());
     }
 
     /** The scheduler a slot-allocation context belongs to (Flink internals: the context is its inner class). */
@@ -79,7 +104,8 @@ final class PlacementPlan {
             logLine.append(describeUnplaced(file));
             return Optional.empty();
         }
-        List<PlacementFiles.Line> lines = PlacementFiles.readSchedulercfg(file.get());
+        PlacementFiles.Schedulercfg cfg = PlacementFiles.readSchedulercfg(file.get());
+        List<PlacementFiles.Line> lines = cfg.plan;
         Path tableFile = file.get().toAbsolutePath().getParent().resolve(PlacementNames.TASKMANAGERS_FILE);
         Map<String, PlacementFiles.TaskManager> table = PlacementFiles.readTaskManagers(tableFile);
 
@@ -90,6 +116,10 @@ final class PlacementPlan {
                     scheduler.getExecutionVertex(id).getTaskNameWithSubtaskIndex()));
         }
         Map<ExecutionVertexID, PlacementFiles.Line> lineOf = PlacementAssignment.assign(jobName, subtasks, lines);
+        Map<ExecutionVertexID, String> labelOf = new LinkedHashMap<>();
+        for (PlacementAssignment.Subtask s : subtasks) {
+            labelOf.put(s.id, s.label);
+        }
 
         Map<ExecutionVertexID, String> tmOf = new LinkedHashMap<>();
         Map<String, ResourceProfile> slotOf = new LinkedHashMap<>();
@@ -97,27 +127,57 @@ final class PlacementPlan {
         Map<String, String> whereOf = new LinkedHashMap<>();
         for (Map.Entry<ExecutionVertexID, PlacementFiles.Line> e : lineOf.entrySet()) {
             PlacementFiles.Line line = e.getValue();
-            String tm = resolve(line, table, tableFile);
+            String tm = resolve(line.taskManager, line.where(), table, tableFile);
             tmOf.put(e.getKey(), tm);
-            if (!slotOf.containsKey(tm)) {
-                whereOf.put(tm, line.where());
-                if (table != null) {
-                    slotOf.put(tm, table.get(tm).slotProfile);
-                    slotsOf.put(tm, table.get(tm).slots);
-                } else {
-                    slotOf.put(tm, slotFromClusterConfig(tm, line, tableFile));
-                }
-            }
+            slotInfo(tm, line, table, tableFile, slotOf, slotsOf, whereOf);
         }
-        PlacementPlan plan = new PlacementPlan(file.get(), jobName, tmOf, slotOf, slotsOf, whereOf);
+        List<Contingency> contingencies = new ArrayList<>();
+        Map<String, PlacementFiles.Section> sectionOf = new LinkedHashMap<>();
+        for (PlacementFiles.Section section : cfg.sections) {
+            String lost = resolve(section.lost, section.where(), table, tableFile);
+            PlacementFiles.Section earlier = sectionOf.put(lost, section);
+            if (earlier != null) {
+                throw new PlacementSchedulerException(section.where() + ": a second section for TaskManager '" + lost
+                        + "' (the first is line " + earlier.number + ", '[lost " + earlier.lost + "]')");
+            }
+            Map<ExecutionVertexID, String> moves = new LinkedHashMap<>();
+            for (Map.Entry<ExecutionVertexID, PlacementFiles.Line> e
+                    : PlacementAssignment.assignSection(jobName, subtasks, section).entrySet()) {
+                PlacementFiles.Line line = e.getValue();
+                String tm = resolve(line.taskManager, line.where(), table, tableFile);
+                if (tm.equals(lost)) {
+                    throw new PlacementSchedulerException(line.where() + ": section '[lost " + section.lost + "]' (line "
+                            + section.number + ") binds '" + labelOf.get(e.getKey()) + "' to TaskManager '" + tm
+                            + "', the one it is lost for");
+                }
+                moves.put(e.getKey(), tm);
+                slotInfo(tm, line, table, tableFile, slotOf, slotsOf, whereOf);
+            }
+            contingencies.add(new Contingency(lost, section.where(), moves));
+        }
+        PlacementPlan plan = new PlacementPlan(file.get(), jobName, tmOf, slotOf, slotsOf, whereOf, contingencies,
+                labelOf);
         logLine.append("placed by ").append(file.get()).append(table == null ? " (slot size from the JobManager's"
                 + " config: no " + tableFile + ")" : " with " + tableFile);
         return Optional.of(plan);
     }
 
-    /** The TaskManager resource id a line names: an id of the table, or an address of exactly one of its entries. */
-    private static String resolve(PlacementFiles.Line line, Map<String, PlacementFiles.TaskManager> table, Path tableFile) {
-        String name = line.taskManager;
+    private static void slotInfo(String tm, PlacementFiles.Line line, Map<String, PlacementFiles.TaskManager> table,
+            Path tableFile, Map<String, ResourceProfile> slotOf, Map<String, Integer> slotsOf, Map<String, String> whereOf) {
+        if (!slotOf.containsKey(tm)) {
+            whereOf.put(tm, line.where());
+            if (table != null) {
+                slotOf.put(tm, table.get(tm).slotProfile);
+                slotsOf.put(tm, table.get(tm).slots);
+            } else {
+                slotOf.put(tm, slotFromClusterConfig(tm, line, tableFile));
+            }
+        }
+    }
+
+    /** The TaskManager resource id a name means: an id of the table, or an address of exactly one of its entries. */
+    private static String resolve(String name, String where, Map<String, PlacementFiles.TaskManager> table,
+            Path tableFile) {
         if (table == null || table.containsKey(name)) {
             return name;
         }
@@ -127,10 +187,10 @@ final class PlacementPlan {
             return hits.get(0);
         }
         if (hits.size() > 1) {
-            throw new PlacementSchedulerException(line.where() + ": '" + name + "' is an address of several TaskManagers"
+            throw new PlacementSchedulerException(where + ": '" + name + "' is an address of several TaskManagers"
                     + " (" + String.join(", ", hits) + " in " + tableFile + "): name one by its resource id");
         }
-        throw new PlacementSchedulerException(line.where() + ": TaskManager '" + name + "' is not registered with"
+        throw new PlacementSchedulerException(where + ": TaskManager '" + name + "' is not registered with"
                 + " this cluster (" + tableFile + " lists " + table.values().stream().map(t -> t.addresses.isEmpty()
                 ? t.id : t.id + " " + t.addresses).collect(Collectors.joining(", ")) + "): start it, or plan again");
     }
