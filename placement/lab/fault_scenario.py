@@ -41,7 +41,8 @@ from placement.writers.planjson import PlanDocument, load_plan
 
 JOB_NAME = "ledger"
 LEDGER_JOB = "placement.lab.LedgerJob"
-RATE = 150  # readings/s per source: ~0.25 Mbit/s of readings per uplink, light for a lab Pi
+RATE = 300  # readings/s per source: ~0.5 Mbit/s of readings per uplink, light for a lab Pi
+METER_S = 65  # Flink's rate meters average the last 60 s: a profile of a younger job reads its rates low
 ARGS = ("--parallelism", "2", "--rate", str(RATE), "--job-name", JOB_NAME)
 SOURCE = "Source: Readings"
 LANE_METRIC = re.compile(r"lane(\d+)\.(count|gaps|repeats|lastMs)$")
@@ -91,14 +92,17 @@ def fault_inventory(lab_inventory: str | Path, out: Path, jar: str) -> Path:
     return out
 
 
-def place(state: dict, work: Path) -> Placed:
-    """Submit the ledger, profile it, plan it with its contingencies, apply the plan. Raises on any failure."""
+def place(state: dict, work: Path, *, contingency: bool = True) -> Placed:
+    """Submit the ledger, profile it, plan it with its contingencies (``contingency=False``: without, as a placed job
+    was before issue 43), apply the plan. Raises on any failure."""
     from placement.apply import execute, prepare
     from placement.apply.request import load_request
 
     rest = FlinkRest(state["rest_url"])
     chain.cancel_all(rest)
     chain.submit(rest, state["jar"], LEDGER_JOB, list(ARGS))
+    _wait("the ledger running", lambda: (job := running_job(rest)) is not None and rest.job(job).all_running, 120)
+    time.sleep(METER_S)
     work.mkdir(parents=True, exist_ok=True)
     metrics = work / "metrics"
     Collector(CollectOptions(rest_url=state["rest_url"], out_dir=metrics, job_name=JOB_NAME, duration_s=12,
@@ -107,7 +111,7 @@ def place(state: dict, work: Path) -> Placed:
     inventory = fault_inventory(state["lab_inventory"], work / "fault-inventory.yaml", state["jar"])
     plan_dir = work / "plan"
     done = subprocess.run([PLACEMENT, "plan", "--inventory", str(inventory), "--profile", str(profile), "--out",
-                           str(plan_dir), "--require-contingency", "--quiet"], capture_output=True, text=True,
+                           str(plan_dir), "--require-contingency" if contingency else "--no-contingency", "--quiet"], capture_output=True, text=True,
                           timeout=300, check=False)
     if done.returncode != 0:
         raise PlacementError(f"placement plan: {done.stderr.strip() or done.stdout.strip()}")
@@ -162,6 +166,56 @@ def _wait(what: str, predicate: Callable[[], bool], timeout: float, interval: fl
     raise PlacementError(f"{what}: not within {timeout:.0f} s")
 
 
+def recover(state: dict, kind: str, host: str, lanes: list[int], *, timeout: float = 180.0) -> FaultRun:
+    """Make the fault and wait for the recovery: the job restarted and RUNNING, the ledger taking readings of every
+    lane in ``lanes`` again (``recovery_s`` stays None when that does not happen within ``timeout``)."""
+    rest = FlinkRest(state["rest_url"], timeout=5)
+    job_before = running_job(rest)
+    run = FaultRun(kind, host, time.time())
+    if kind == "power":
+        faults.power_loss(state, host)
+    else:
+        faults.cut_uplink(state, host)
+    restarted, last = False, None
+    while time.time() - run.fault_at < timeout:
+        now = time.time() - run.fault_at
+        job = running_job(rest)
+        try:
+            details = rest.job(job) if job else None
+        except PlacementError:
+            details = None
+        st = details.state if details else "NONE"
+        if st != last:
+            run.states.append((round(now, 1), st))
+            last = st
+        restarted = restarted or st != "RUNNING" or job != job_before
+        if restarted and details is not None and details.all_running:
+            try:
+                books = ledger(rest, details.id)
+            except PlacementError:
+                books = {}
+            if books and all(books.get(lane, {}).get("lastMs", 0) / 1000 > run.fault_at + now - 3 for lane in lanes):
+                run.recovery_s = round(now, 1)
+                break
+        time.sleep(0.5)
+    return run
+
+
+def undo(state: dict, run: FaultRun) -> float:
+    """Power back or the link back; returns when (monotonic) it was undone."""
+    if run.kind == "power":
+        faults.power_back(state, run.host)
+    else:
+        faults.restore_uplink(state, run.host)
+    return time.monotonic()
+
+
+def exactly_once(rest: FlinkRest, job: str) -> tuple[int, int]:
+    """The ledger's gaps and repeats, every lane together."""
+    books = ledger(rest, job)
+    return (int(sum(b.get("gaps", 0) for b in books.values())), int(sum(b.get("repeats", 0) for b in books.values())))
+
+
 def run_fault(state: dict, placed: Placed, kind: str, host: str, *, timeout: float = 180.0,
               wan_window_s: float = 15.0) -> FaultRun:
     """One fault of ``kind`` (``power`` or ``uplink``) on ``host``, its recovery and the way back."""
@@ -171,34 +225,8 @@ def run_fault(state: dict, placed: Placed, kind: str, host: str, *, timeout: flo
     rest = FlinkRest(state["rest_url"], timeout=5)
     surviving = sorted({a.host for a in placed.plan.assignment if a.host != host} - {"server"})
     lanes = {a.host: a.subtask for a in placed.plan.assignment if a.vertex == SOURCE}
-    watch_lanes = [lanes[h] for h in surviving if h in lanes]
-    job_before = running_job(rest)
-    run = FaultRun(kind, host, time.time())
-    if kind == "power":
-        faults.power_loss(state, host)
-    else:
-        faults.cut_uplink(state, host)
+    run = recover(state, kind, host, [lanes[h] for h in surviving if h in lanes], timeout=timeout)
     try:
-        restarted, last = False, None
-        while time.time() - run.fault_at < timeout:
-            now = time.time() - run.fault_at
-            job = running_job(rest)
-            try:
-                details = rest.job(job) if job else None
-            except PlacementError:
-                details = None
-            st = details.state if details else "NONE"
-            if st != last:
-                run.states.append((round(now, 1), st))
-                last = st
-            restarted = restarted or st != "RUNNING" or job != job_before
-            if restarted and details is not None and details.all_running:
-                books = ledger(rest, details.id)
-                if books and all(books.get(lane, {}).get("lastMs", 0) / 1000 > run.fault_at + now - 3
-                                 for lane in watch_lanes):
-                    run.recovery_s = round(now, 1)
-                    break
-            time.sleep(0.5)
         if run.recovery_s is None:
             return run
         job = running_job(rest)
@@ -209,15 +237,9 @@ def run_fault(state: dict, placed: Placed, kind: str, host: str, *, timeout: flo
         contingency = next(c for c in placed.plan.contingencies or () if c.lost == host)
         predicted = {link.source: link.mbit for link in contingency.links}
         run.wan = {m.host: (m.data_mbit, predicted.get(m.host, 0.0)) for m in links if m.host in surviving}
-        books = ledger(rest, job)
-        run.gaps = int(sum(b.get("gaps", 0) for b in books.values()))
-        run.repeats = int(sum(b.get("repeats", 0) for b in books.values()))
+        run.gaps, run.repeats = exactly_once(rest, job)
     finally:
-        back_at = time.monotonic()
-        if kind == "power":
-            faults.power_back(state, host)
-        else:
-            faults.restore_uplink(state, host)
+        back_at = undo(state, run)
     _wait(f"TaskManager {host} registered again", lambda: host in {tm.id for tm in rest.taskmanagers()}, 120)
     prepared = prepare(load_request(placed.plan_dir, placed.inventory, job_name=JOB_NAME, settle_s=5))
     try:
@@ -231,9 +253,7 @@ def run_fault(state: dict, placed: Placed, kind: str, host: str, *, timeout: flo
     if job is not None:
         _wait("the ledger after the restore", lambda: bool(ledger(rest, job)), 60)
         time.sleep(5)
-        books = ledger(rest, job)
-        run.gaps_after_restore = int(sum(b.get("gaps", 0) for b in books.values()))
-        run.repeats_after_restore = int(sum(b.get("repeats", 0) for b in books.values()))
+        run.gaps_after_restore, run.repeats_after_restore = exactly_once(rest, job)
     return run
 
 

@@ -54,7 +54,7 @@ def power_back(state: dict, host: str) -> None:
     """``host`` boots: its sshd and its TaskManager start again as the lab started them."""
     entry = host_entry(state, host)
     work = Path(state["work_dir"])
-    lab_sshd.start_sshd(work, host, entry["namespace"], entry["address"], lab_sshd.client_key(work))
+    lab_sshd.restart_sshd(work, host, entry["namespace"], entry["address"])
     relaunch_from_state(work / "flink", f"taskmanager {host}")
 
 

@@ -114,6 +114,20 @@ def start_sshd(work_dir: Path, host: str, namespace: str, address: str, key: Pat
     config = d / "sshd_config"
     config.write_text(sshd_config(address=address, port=port, host_key=host_key, authorized_keys=authorized,
                                   pid_file=d / "sshd.pid"))
+    pid = _serve(d, host, namespace, address, port, timeout)
+    return pid, known_hosts_line(address, port, host_key.with_name(host_key.name + ".pub").read_text())
+
+
+def restart_sshd(work_dir: Path, host: str, namespace: str, address: str, *, port: int = SSH_PORT,
+                 timeout: float = 20.0) -> int:
+    """Start ``host``'s sshd again with the config, host key and authorized key it had (a Pi that boots keeps its
+    keys: the known_hosts line still holds); returns its pid."""
+    return _serve(ssh_dir(work_dir) / host, host, namespace, address, port, timeout)
+
+
+def _serve(d: Path, host: str, namespace: str, address: str, port: int, timeout: float) -> int:
+    """sshd on the config in ``d``, once it answers on ``address:port``."""
+    config = d / "sshd_config"
     PRIVSEP_DIR.mkdir(mode=0o755, exist_ok=True)
     log = d / "sshd.log"
     with open(log, "ab") as out:
@@ -134,7 +148,7 @@ def start_sshd(work_dir: Path, host: str, namespace: str, address: str, key: Pat
         if time.monotonic() > deadline:
             raise PlacementError(f"sshd for lab host {host} does not answer on {address}:{port} (log {log})")
         time.sleep(0.1)
-    return proc.pid, known_hosts_line(address, port, host_key.with_name(host_key.name + ".pub").read_text())
+    return proc.pid
 
 
 def write_known_hosts(work_dir: Path, lines: list[str]) -> Path:

@@ -49,12 +49,15 @@ def render_schedulercfg(assignment: Sequence[SubtaskAssignment], vertex_order: S
     labels = file_labels(assignment)
     rows = sorted(assignment, key=lambda a: (rank[a.vertex_id], a.subtask))
     text = "".join(f"{labels[(a.vertex_id, a.subtask)]}; {a.address}\n" for a in rows)
+    shared = {a for a, n in Counter(c.address for c in contingencies).items() if n > 1}
     for c in contingencies:
         if c.shortfall:
             text += f"\n# no contingency for {c.lost} ({c.address}): {c.shortfall}\n"
         elif c.moves:
             moves = sorted(c.moves, key=lambda m: (rank[m.vertex_id], m.subtask))
-            text += f"\n[lost {c.address}]\n" + "".join(f"{labels[(m.vertex_id, m.subtask)]}; {m.address}\n"
+            # a header names its TaskManager as a line does; where hosts share an address, by its resource id (the
+            # inventory's host name, as apply, the lab and the Ansible role set it)
+            text += f"\n[lost {c.lost if c.address in shared else c.address}]\n" + "".join(f"{labels[(m.vertex_id, m.subtask)]}; {m.address}\n"
                                                         for m in moves)
     return text
 
