@@ -92,9 +92,10 @@ def stock_runs(work: Path, n: int, before: bool) -> tuple[list[scenario.FaultRun
         chain.submit(rest, state["jar"], scenario.LEDGER_JOB, list(scenario.ARGS))
         scenario._wait("the ledger running", lambda: len(scenario.ledger(rest, scenario.running_job(rest) or "")) == 2,
                        120)
+        lanes = {scenario.JOB_NAME: [0, 1]}  # Flink places the sources itself: both lanes run on
         for kind in ("power", "uplink"):
             for i in range(n):
-                run = scenario.recover(state, kind, "rpi2", [0, 1])
+                run = scenario.recover(state, kind, "rpi2", lanes)
                 scenario.undo(state, run)
                 scenario._wait("rpi2 back", lambda: "rpi2" in {tm.id for tm in rest.taskmanagers()}, 180)
                 print(f"  stock {kind} {i + 1}: {scenario.as_json(run)}", flush=True)
@@ -103,7 +104,7 @@ def stock_runs(work: Path, n: int, before: bool) -> tuple[list[scenario.FaultRun
         old = None
         if before:
             placed = scenario.place(state, work / "before", contingency=False)
-            old = scenario.recover(state, "power", "rpi2", [0])
+            old = scenario.recover(state, "power", "rpi2", {scenario.JOB_NAME: [0]})
             scenario.undo(state, old)
             print(f"  placed, no contingency: {scenario.as_json(old)}", flush=True)
         return runs, old

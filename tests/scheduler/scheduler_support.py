@@ -7,6 +7,8 @@ Three TaskManagers of different slot sizes (``server``, ``rpi1``, ``rpi2``), eac
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import timedelta
@@ -185,3 +187,24 @@ def wait_for(predicate, timeout: float, what: str, interval: float = 0.5):  # ty
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
         time.sleep(interval)
+
+
+def lose_taskmanager(pc: PlacedCluster, job: str, tm: str, expected: dict[str, list[str]], bound_s: float) -> float:
+    """SIGKILL TaskManager ``tm``'s process group (a Pi's power loss) under ``job`` and wait until the job runs where
+    ``expected`` says (its contingency), sampled every 0.5 s; fails if the job is ever FAILED or not there within
+    ``bound_s``. Returns the seconds from the kill."""
+    victim = pc.cluster.taskmanagers[tm]
+    os.killpg(victim.pid, signal.SIGKILL)
+    killed = time.monotonic()
+    if victim.popen is not None:
+        victim.popen.wait(timeout=30)
+    states: list[str] = []
+    while time.monotonic() - killed < bound_s:
+        details = pc.rest.job(job)
+        states.append(details.state)
+        assert details.state != "FAILED", f"the job FAILED after the kill: {pc.rest.root_exception(job)}"
+        if details.all_running and details.restarting_since_ms and pc.rest.placement(job) == expected:
+            return time.monotonic() - killed
+        time.sleep(0.5)
+    raise AssertionError(f"not RUNNING in the contingency {bound_s:.0f}s after the kill (states {sorted(set(states))}, "
+                         f"placement {pc.rest.placement(job)})")

@@ -35,6 +35,7 @@ from scheduler_support import (
     ADDRESSES,
     TASKMANAGERS,
     PlacedCluster,
+    lose_taskmanager,
     require_jdk,
     schedulercfg,
     start_placed_cluster,
@@ -312,6 +313,26 @@ def test_apply_refuses_an_extension_built_for_another_release_in_one_line(line: 
         (pc.home.lib / foreign.path.name).unlink(missing_ok=True)
         aside.rename(installed)
     assert pc.rest.job(line.job).all_running  # nothing was stopped
+
+
+# while rpi2 is lost: its subtasks on the server (the section names rpi2 by its address, as a plan's lines may)
+IN_CONTINGENCY = {v: [("server" if tm == "rpi2" else tm) for tm in tms] for v, tms in IOT_PLAN.items()}
+SECTION = f"\n[lost {ADDRESSES['rpi2'][0]}]\n" + "".join(
+    f"{v} ({i + 1}/{len(tms)}); server\n" for v, tms in IOT_PLAN.items() for i, tm in enumerate(tms) if tm == "rpi2")
+
+
+def test_a_lost_taskmanager_restarts_the_job_in_its_contingency(line: Line) -> None:
+    """Issue 43 on every line: rpi2 SIGKILLed under a job whose schedulercfg has a section for it — the job is never
+    FAILED and runs again where the section says (the last test on the cluster: rpi2 stays down)."""
+    pc = line.pc
+    if line.job:
+        pc.cancel(line.job)
+    pc.write_schedulercfg(JOB, schedulercfg(IOT_PLAN, {"rpi2": ADDRESSES["rpi2"][0]}) + SECTION)
+    line.job = pc.run_until_running(IOT_SENSOR_JOB, IOT_ARGS)
+    assert pc.rest.placement(line.job) == IOT_PLAN
+    seconds = lose_taskmanager(pc, line.job, "rpi2", IN_CONTINGENCY, 90)
+    print(f"\nFlink {line.release}: kill of rpi2 -> RUNNING in its contingency: {seconds:.1f} s")
+    assert f"job '{JOB}': TaskManager rpi2 lost: placed by its contingency" in pc.jobmanager_log()
 
 
 def test_the_installer_refuses_an_extension_built_for_another_release(tmp_path: Path) -> None:
