@@ -89,13 +89,15 @@ def stock_runs(work: Path, n: int, before: bool) -> tuple[list[scenario.FaultRun
     try:
         runs = []
         chain.cancel_all(rest)
-        chain.submit(rest, state["jar"], scenario.LEDGER_JOB, list(scenario.ARGS))
-        scenario._wait("the ledger running", lambda: len(scenario.ledger(rest, scenario.running_job(rest) or "")) == 2,
-                       120)
-        lanes = {scenario.JOB_NAME: [0, 1]}  # Flink places the sources itself: both lanes run on
+        ledgers = work / "stock-ledgers"
+        ledgers.mkdir(parents=True, exist_ok=True)
+        chain.submit(rest, state["jar"], scenario.LEDGER_JOB, scenario.job_args(scenario.JOB_NAME, ledgers))
+        lanes = {scenario.JOB_NAME: [0, 1]}  # Flink places the sources itself: both lanes outlive rpi2
+        scenario._wait("the ledger running", lambda: scenario.flowing_since(
+            scenario.ledger_file(ledgers, scenario.JOB_NAME), 0, [0, 1]) is not None, 120)
         for kind in ("power", "uplink"):
             for i in range(n):
-                run = scenario.recover(state, kind, "rpi2", lanes)
+                run = scenario.recover(state, kind, "rpi2", lanes, ledgers)
                 scenario.undo(state, run)
                 scenario._wait("rpi2 back", lambda: "rpi2" in {tm.id for tm in rest.taskmanagers()}, 180)
                 print(f"  stock {kind} {i + 1}: {scenario.as_json(run)}", flush=True)
@@ -104,7 +106,7 @@ def stock_runs(work: Path, n: int, before: bool) -> tuple[list[scenario.FaultRun
         old = None
         if before:
             placed = scenario.place(state, work / "before", contingency=False)
-            old = scenario.recover(state, "power", "rpi2", {scenario.JOB_NAME: [0]})
+            old = scenario.recover(state, "power", "rpi2", {scenario.JOB_NAME: [0]}, placed.ledgers)
             scenario.undo(state, old)
             print(f"  placed, no contingency: {scenario.as_json(old)}", flush=True)
         return runs, old

@@ -42,6 +42,7 @@ from placement.solver.methods import solve_with
 from placement.solver.one_by_one import OneByOne, all_jobs_on_server, each_alone, in_sequence
 from placement.writers.bundle import render_artifacts, render_fleet_artifacts, write_fleet_dir
 from placement.writers.fleetjson import RunningJob, build_fleet_document, render_fleet_json
+from placement.writers.picture import contingency_lines
 from placement.writers.planjson import JobBudgetRecord, SourceRef, budget_record, build_plan_document
 from placement.writers.plandir import check_writable
 
@@ -253,7 +254,9 @@ def _write(out: Path, inv: Inventory, inventory_path: str, profile_paths: tuple[
         warnings=notes, compare=compare, budgets=budgets)
     title = (f"{', '.join(j.name for j in joint.jobs)}: {result.cost.wan_mbit:.2f} Mbit/s over the WAN "  # type: ignore[union-attr]
              f"({result.status})")
-    bundle = render_fleet_artifacts(artifacts, render_fleet_json(fleet), joint.problem, result.assignment, title)  # type: ignore[arg-type]
+    lines = contingency_lines(contingency_plan.records(joint.problem, result.assignment, contingencies) or ())  # type: ignore[arg-type]
+    bundle = render_fleet_artifacts(artifacts, render_fleet_json(fleet), joint.problem, result.assignment, title,  # type: ignore[arg-type]
+                                    lines)
     return write_fleet_dir(out, bundle)
 
 

@@ -21,7 +21,6 @@ server when they are lost (``data_reroutes_on_loss``): the contingency charges t
 from __future__ import annotations
 
 import json
-import re
 import signal
 import subprocess
 import sys
@@ -46,7 +45,6 @@ RATE = 300  # readings/s per source: ~0.5 Mbit/s of readings per uplink, light f
 METER_S = 65  # Flink's rate meters average the last 60 s: a profile of a younger job reads its rates low
 ARGS = ("--parallelism", "2", "--rate", str(RATE), "--job-name", JOB_NAME)
 SOURCE = "Source: Readings"
-LANE_METRIC = re.compile(r"lane(\d+)\.(count|gaps|repeats|lastMs)$")
 PLACEMENT = str(Path(sys.executable).with_name("placement"))
 
 
@@ -55,6 +53,7 @@ class Placed:
     inventory: Path
     plan_dir: Path  # one job: its plan directory; several: the fleet directory
     plans: dict[str, PlanDocument]  # job name -> its plan
+    ledgers: Path  # where each job's ledger file is (ledger_file)
 
     @property
     def several(self) -> bool:
@@ -82,11 +81,61 @@ class FaultRun:
         return all(s != "FAILED" for _, _, s in self.states)
 
 
-def job_args(name: str) -> list[str]:
-    return [*ARGS[:-1], name]
+def job_args(name: str, ledgers: Path) -> list[str]:
+    return [*ARGS[:-1], name, "--ledger-file", str(ledger_file(ledgers, name))]
 
 
-def fault_inventory(lab_inventory: str | Path, out: Path, jar: str, jobs: tuple[str, ...]) -> Path:
+def ledger_file(ledgers: Path, name: str) -> Path:
+    return ledgers / f"{name}.ledger"
+
+
+@dataclass(frozen=True)
+class Book:
+    """One line of a ledger file: a lane's figures at ``ms`` (wall clock)."""
+
+    ms: int
+    lane: int
+    count: int
+    gaps: int
+    repeats: int
+
+
+def read_ledger(path: Path) -> tuple[list[int], list[Book]]:
+    """The attempts' open times and the lanes' lines of a ledger file (LedgerJob's ``--ledger-file``)."""
+    opens: list[int] = []
+    books: list[Book] = []
+    text = path.read_text() if path.exists() else ""
+    for line in text.splitlines():
+        parts = line.split(",")
+        if parts[0] == "open" and len(parts) == 2:
+            opens.append(int(parts[1]))
+        elif len(parts) == 5:  # a line cut short by a kill has fewer fields
+            books.append(Book(*map(int, parts)))
+    return opens, books
+
+
+def flowing_since(path: Path, after_ms: int, lanes: list[int]) -> int | None:
+    """When every lane of ``lanes`` was taken again by an attempt opened after ``after_ms`` (its first line each),
+    the last of them; None while one is not."""
+    opens, books = read_ledger(path)
+    later = [t for t in opens if t > after_ms]
+    if not later:
+        return None
+    first = {}
+    for b in books:
+        if b.ms > later[-1] and b.lane not in first:
+            first[b.lane] = b.ms
+    return max(first[lane] for lane in lanes) if all(lane in first for lane in lanes) else None
+
+
+def exactly_once(path: Path) -> tuple[int, int]:
+    """Gaps and repeats the ledger counted, every lane together (its newest line of each)."""
+    _opens, books = read_ledger(path)
+    newest = {b.lane: b for b in books}
+    return sum(b.gaps for b in newest.values()), sum(b.repeats for b in newest.values())
+
+
+def fault_inventory(lab_inventory: str | Path, out: Path, jar: str, jobs: tuple[str, ...], ledgers: Path) -> Path:
     """The running lab inventory with the ledger jobs as what apply resubmits (``job:`` for one, ``jobs:`` for
     several), their sources born on the Pis, whose data reaches the server while they are lost (the lab's sources
     make their readings wherever they run)."""
@@ -95,7 +144,7 @@ def fault_inventory(lab_inventory: str | Path, out: Path, jar: str, jobs: tuple[
     for h in doc["hosts"]:
         if h["role"] == "edge":
             h["data_reroutes_on_loss"] = True
-    entries = [{"name": j, "entry_class": LEDGER_JOB, "program_args": job_args(j), "jar": jar} for j in jobs]
+    entries = [{"name": j, "entry_class": LEDGER_JOB, "program_args": job_args(j, ledgers), "jar": jar} for j in jobs]
     doc["job"] = entries[0]
     if len(jobs) > 1:
         doc["jobs"] = entries
@@ -130,19 +179,19 @@ def place(state: dict, work: Path, *, jobs: tuple[str, ...] = (JOB_NAME,), conti
     without, as a placed job was before issue 43), apply the plan. Raises on any failure."""
     rest = FlinkRest(state["rest_url"])
     chain.cancel_all(rest)
+    work.mkdir(parents=True, exist_ok=True)
     for name in jobs:
-        chain.submit(rest, state["jar"], LEDGER_JOB, job_args(name))
+        chain.submit(rest, state["jar"], LEDGER_JOB, job_args(name, work))
     for name in jobs:
         _wait(f"{name} running", lambda n=name: (j := running_job(rest, n)) is not None and rest.job(j).all_running, 120)
     time.sleep(METER_S)
-    work.mkdir(parents=True, exist_ok=True)
     profiles = []
     for name in jobs:
         metrics = work / f"metrics-{name}"
         Collector(CollectOptions(rest_url=state["rest_url"], out_dir=metrics, job_name=name, duration_s=12,
                                  interval_s=2)).run()
         profiles.append(write_profile(build_profile(metrics, engine="pandas", warmup_s=0), work / f"{name}.json"))
-    inventory = fault_inventory(state["lab_inventory"], work / "fault-inventory.yaml", state["jar"], jobs)
+    inventory = fault_inventory(state["lab_inventory"], work / "fault-inventory.yaml", state["jar"], jobs, work)
     plan_dir = work / "plan"
     done = subprocess.run([PLACEMENT, "plan", "--inventory", str(inventory),
                            *[a for p in profiles for a in ("--profile", str(p))], "--out", str(plan_dir),
@@ -153,28 +202,14 @@ def place(state: dict, work: Path, *, jobs: tuple[str, ...] = (JOB_NAME,), conti
     if not apply_plan(plan_dir, inventory, jobs):
         raise PlacementError(f"placement apply of {plan_dir} did not apply")
     if len(jobs) == 1:
-        return Placed(inventory, plan_dir, {jobs[0]: load_plan(plan_dir)})
+        return Placed(inventory, plan_dir, {jobs[0]: load_plan(plan_dir)}, work)
     fleet = json.loads((plan_dir / "fleet.json").read_text())
-    return Placed(inventory, plan_dir, {j["job"]: load_plan(plan_dir / j["dir"]) for j in fleet["jobs"]})
+    return Placed(inventory, plan_dir, {j["job"]: load_plan(plan_dir / j["dir"]) for j in fleet["jobs"]}, work)
 
 
 def running_job(rest: FlinkRest, name: str = JOB_NAME) -> str | None:
     return next((j.id for j in rest.jobs() if j.name == name and j.state not in ("FAILED", "CANCELED", "FINISHED")),
                 None)
-
-
-def ledger(rest: FlinkRest, job_id: str) -> dict[int, dict[str, float]]:
-    """The ledger's gauges per lane (summed over its subtasks): lane -> {count, gaps, repeats, lastMs (max)}."""
-    vid = rest.job(job_id).vertex_named("Ledger").id
-    names = [m["id"] for m in rest.get(f"/jobs/{job_id}/vertices/{vid}/subtasks/metrics")
-             if LANE_METRIC.search(m["id"])]
-    if not names:
-        return {}
-    out: dict[int, dict[str, float]] = {}
-    for m in rest.get(f"/jobs/{job_id}/vertices/{vid}/subtasks/metrics?get={','.join(names)}&agg=sum,max"):
-        lane, what = LANE_METRIC.search(m["id"]).groups()  # type: ignore[union-attr]
-        out.setdefault(int(lane), {})[what] = float(m["max"] if what == "lastMs" else m["sum"])
-    return out
 
 
 def expected_placement(plan: PlanDocument, lost: str | None) -> dict[str, list[str]]:
@@ -201,45 +236,39 @@ def _wait(what: str, predicate: Callable[[], bool], timeout: float, interval: fl
     raise PlacementError(f"{what}: not within {timeout:.0f} s")
 
 
-def recover(state: dict, kind: str, host: str, lanes: dict[str, list[int]], *, timeout: float = 180.0) -> FaultRun:
-    """Make the fault and wait for the recovery: each job of ``lanes`` restarted and RUNNING, its ledger taking
-    readings of each of its lanes again (``recovery_s``: when the last one did; None when not within ``timeout``)."""
+def recover(state: dict, kind: str, host: str, lanes: dict[str, list[int]], ledgers: Path, *,
+            timeout: float = 180.0) -> FaultRun:
+    """Make the fault and wait for the recovery: each job of ``lanes`` restarted, its ledger (a new attempt, opened
+    after the fault) taking readings of each of its lanes again. ``recovery_s``: from the fault to the last job's
+    first reading of its last lane, read from the ledger files (None when not within ``timeout``); the job states are
+    sampled every half second meanwhile."""
     rest = FlinkRest(state["rest_url"], timeout=5)
-    before = {name: running_job(rest, name) for name in lanes}
     run = FaultRun(kind, host, time.time())
+    fault_ms = int(run.fault_at * 1000)
     if kind == "power":
         faults.power_loss(state, host)
     else:
         faults.cut_uplink(state, host)
     last: dict[str, str] = {}
-    restarted: set[str] = set()
-    recovered: set[str] = set()
-    while time.time() - run.fault_at < timeout and recovered != set(lanes):
+    flowing: dict[str, int] = {}
+    while time.time() - run.fault_at < timeout and len(flowing) < len(lanes):
         now = time.time() - run.fault_at
-        for name in sorted(set(lanes) - recovered):
+        for name in lanes:
             job = running_job(rest, name)
             try:
-                details = rest.job(job) if job else None
+                st = rest.job(job).state if job else "NONE"
             except PlacementError:
-                details = None
-            st = details.state if details else "NONE"
+                st = "UNKNOWN"
             if st != last.get(name):
                 run.states.append((round(now, 1), name, st))
                 last[name] = st
-            if st != "RUNNING" or job != before[name]:
-                restarted.add(name)
-            if name in restarted and details is not None and details.all_running:
-                try:
-                    books = ledger(rest, details.id)
-                except PlacementError:
-                    books = {}
-                if books and all(books.get(lane, {}).get("lastMs", 0) / 1000 > run.fault_at + now - 3
-                                 for lane in lanes[name]):
-                    recovered.add(name)
-        if recovered == set(lanes):
-            run.recovery_s = round(time.time() - run.fault_at, 1)
-            break
+            if name not in flowing:
+                since = flowing_since(ledger_file(ledgers, name), fault_ms, lanes[name])
+                if since is not None:
+                    flowing[name] = since
         time.sleep(0.5)
+    if len(flowing) == len(lanes):
+        run.recovery_s = round((max(flowing.values()) - fault_ms) / 1000, 1)
     return run
 
 
@@ -252,14 +281,8 @@ def undo(state: dict, run: FaultRun) -> float:
     return time.monotonic()
 
 
-def exactly_once(rest: FlinkRest, job: str) -> tuple[int, int]:
-    """The ledger's gaps and repeats, every lane together."""
-    books = ledger(rest, job)
-    return (int(sum(b.get("gaps", 0) for b in books.values())), int(sum(b.get("repeats", 0) for b in books.values())))
-
-
-def _all_once(rest: FlinkRest, jobs) -> tuple[int, int]:
-    counts = [exactly_once(rest, running_job(rest, name) or "") for name in jobs]
+def _all_once(placed: Placed) -> tuple[int, int]:
+    counts = [exactly_once(ledger_file(placed.ledgers, name)) for name in placed.plans]
     return sum(g for g, _ in counts), sum(r for _, r in counts)
 
 
@@ -313,7 +336,7 @@ def run_fault(state: dict, placed: Placed, kind: str, host: str, *, timeout: flo
     surviving = sorted({a.host for a in first.assignment if a.host != host} - {"server"})
     lanes = {name: [a.subtask for a in plan.assignment if a.vertex == SOURCE and a.host in surviving]
              for name, plan in placed.plans.items()}
-    run = recover(state, kind, host, lanes, timeout=timeout)
+    run = recover(state, kind, host, lanes, placed.ledgers, timeout=timeout)
     try:
         if run.recovery_s is None:
             return run
@@ -324,7 +347,7 @@ def run_fault(state: dict, placed: Placed, kind: str, host: str, *, timeout: flo
         contingency = next(c for c in first.contingencies or () if c.lost == host)  # several jobs: the fleet's links
         predicted = {link.source: link.mbit for link in contingency.links}
         run.wan = {m.host: (m.data_mbit, predicted.get(m.host, 0.0)) for m in links if m.host in surviving}
-        run.gaps, run.repeats = _all_once(rest, placed.plans)
+        run.gaps, run.repeats = _all_once(placed)
     finally:
         back_at = undo(state, run)
     _wait(f"TaskManager {host} registered again", lambda: host in {tm.id for tm in rest.taskmanagers()}, 120)
@@ -335,11 +358,13 @@ def run_fault(state: dict, placed: Placed, kind: str, host: str, *, timeout: flo
     run.back_s = round(time.monotonic() - back_at, 1)
     run.restored = applied and all(rest.placement(running_job(rest, name) or "") == expected_placement(plan, None)
                                    for name, plan in placed.plans.items())
-    for name in placed.plans:
-        _wait(f"the ledger of {name} after the restore", lambda n=name: bool(ledger(rest, running_job(rest, n) or "")),
+    restored_ms = int(time.time() * 1000)
+    for name, mine in lanes.items():
+        _wait(f"the ledger of {name} after the restore",
+              lambda n=name, m=mine: flowing_since(ledger_file(placed.ledgers, n), restored_ms - 60_000, m) is not None,
               60)
-    time.sleep(5)
-    run.gaps_after_restore, run.repeats_after_restore = _all_once(rest, placed.plans)
+    time.sleep(3)
+    run.gaps_after_restore, run.repeats_after_restore = _all_once(placed)
     return run
 
 

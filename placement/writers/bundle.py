@@ -8,6 +8,7 @@ directory is written whole or not at all (:mod:`placement.writers.plandir`).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,7 +64,7 @@ FLEET_ARTIFACTS = frozenset({"fleet.json", "fleet.dot", "fleet.svg", "fleet.png"
 
 
 def render_fleet_artifacts(jobs: dict[str, Artifacts], fleet_json: str, picture_problem: PlacementProblem,
-                           assignment: dict, title: str) -> Artifacts:
+                           assignment: dict, title: str, contingencies: Sequence[str] = ()) -> Artifacts:
     """Several jobs planned together: each job's plan directory as :func:`render_artifacts` makes it, under its
     directory name (``jobs``: directory -> artifacts), ``fleet.json``, and one picture with every job."""
     files: dict[str, bytes] = {}
@@ -73,7 +74,7 @@ def render_fleet_artifacts(jobs: dict[str, Artifacts], fleet_json: str, picture_
         files.update({f"{directory}/{name}": data for name, data in art.files.items()})
         executable.update(f"{directory}/{name}" for name in art.executable)
         warnings.extend(w for w in art.warnings if w not in warnings)
-    images, warning = render_images(plan_graph(picture_problem, assignment, title))
+    images, warning = render_images(plan_graph(picture_problem, assignment, title, contingencies))
     if warning and warning not in warnings:
         warnings.append(warning)
     files.update({f"fleet.{fmt}": data for fmt, data in images.items()})

@@ -1,5 +1,10 @@
 package placement.lab;
 
+import java.io.FileOutputStream;
+import java.io.IOException;
+import java.io.OutputStreamWriter;
+import java.io.Writer;
+import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.Locale;
 import java.util.Map;
@@ -34,9 +39,14 @@ import org.apache.flink.util.Collector;
  * repeat. Per lane it registers the gauges {@code lane<i>.count}, {@code lane<i>.gaps}, {@code lane<i>.repeats} and
  * {@code lane<i>.lastMs} (wall clock of the last reading of that lane it took: when data flows again).
  *
+ * <p>With {@code --ledger-file PATH} it also appends to that file (on the host it runs on; the lab is one machine)
+ * a line {@code open,<ms>} when a task attempt opens and, at most every 200 ms per lane,
+ * {@code <ms>,<lane>,<count>,<gaps>,<repeats>}: what a fault experiment reads without Flink's metric fetcher, which
+ * serves gauges up to its update interval late and, after a TaskManager is lost, can stop updating for minutes.
+ *
  * <p>Arguments: {@code --rate} readings/s per source subtask (default 200, or {@code --rate-schedule}),
  * {@code --parallelism} of the sources and Parse (default 2), {@code --ledger-parallelism} (default 1),
- * {@code --job-name} (default "ledger").
+ * {@code --job-name} (default "ledger"), {@code --ledger-file} (default: none).
  */
 public final class LedgerJob {
     public static void main(String[] args) throws Exception {
@@ -52,7 +62,8 @@ public final class LedgerJob {
                 .uid("readings").setParallelism(parallelism);
         SingleOutputStreamOperator<Entry> parsed = raw.map(LedgerJob::parse).name("Parse").uid("parse")
                 .setParallelism(parallelism);
-        SingleOutputStreamOperator<Entry> ledger = parsed.keyBy(e -> e.lane).process(new Ledger()).name("Ledger")
+        SingleOutputStreamOperator<Entry> ledger = parsed.keyBy(e -> e.lane)
+                .process(new Ledger(params.get("ledger-file", ""))).name("Ledger")
                 .uid("ledger").setParallelism(params.getInt("ledger-parallelism", 1));
         Sinks.discard(ledger, "Ledger", "sink-ledger", params.get("sink", "legacy"), e -> e.createdMs)
                 .setParallelism(ledger.getParallelism());
@@ -107,12 +118,32 @@ public final class LedgerJob {
         private transient ValueState<long[]> book; // next, count, gaps, repeats
         private transient Map<Integer, long[]> shown; // lane -> {count, gaps, repeats, lastMs}, what the gauges read
         private transient MetricGroup metrics;
+        private final String file; // "" for none
+        private transient Writer out;
+        private transient Map<Integer, Long> written; // lane -> when its last line was written
+
+        public Ledger(String file) {
+            this.file = file;
+        }
 
         @Override
-        public void open(OpenContext ctx) {
+        public void open(OpenContext ctx) throws IOException {
             book = getRuntimeContext().getState(new ValueStateDescriptor<>("book", long[].class));
             shown = new HashMap<>();
+            written = new HashMap<>();
             metrics = getRuntimeContext().getMetricGroup();
+            if (!file.isEmpty()) {
+                out = new OutputStreamWriter(new FileOutputStream(file, true), StandardCharsets.UTF_8);
+                out.write("open," + System.currentTimeMillis() + "\n");
+                out.flush();
+            }
+        }
+
+        @Override
+        public void close() throws IOException {
+            if (out != null) {
+                out.close();
+            }
         }
 
         @Override
@@ -144,6 +175,11 @@ public final class LedgerJob {
             s[1] = b[2];
             s[2] = b[3];
             s[3] = System.currentTimeMillis();
+            if (this.out != null && s[3] - written.getOrDefault(e.lane, 0L) >= 200) {
+                this.out.write(s[3] + "," + e.lane + "," + b[1] + "," + b[2] + "," + b[3] + "\n");
+                this.out.flush();
+                written.put(e.lane, s[3]);
+            }
             out.collect(e);
         }
     }
