@@ -25,6 +25,7 @@ from placement.inventory import load_inventory
 from placement.profile.format import load_profile
 from placement.solver import solve
 from placement.solver.domains import restricted_domain, rule_domain
+from placement.solver.fleet import solve_decomposed
 
 DATA = Path(__file__).parent / "data" / "issue49"
 CASES = {  # name: (inventory, profile)
@@ -69,6 +70,15 @@ def test_the_shipped_cases_list_a_sufficient_set_threads_first(name):
     fixed = build_problem(relieved, prof)
     assert solve(fixed).status == "optimal"
     assert brute_force(fixed)[0] is not None
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_decomposition_lists_the_same_table(name):
+    """--method decompose: a domain the thread limit empties is diagnosed by the exact model (it used to give the
+    rule's sentence and no table at all)."""
+    pr = build_problem(*case(name))
+    result = solve_decomposed(pr)
+    assert result.status == "infeasible" and rows(result) == EXPECTED[name]
 
 
 def test_case_b_reason_and_error_line_name_both_rows(tmp_path, capsys):
