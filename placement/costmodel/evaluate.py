@@ -92,7 +92,16 @@ def _channel_crossings(problem: PlacementProblem, ch: Channel, assignment: Assig
     """Add the channel's WAN traffic to ``links``; record inbound-to-edge violations; return its worst crossing delay.
 
     Upstream subtask ``u_i`` on edge host ``e`` adds ``Σ_{j: v_j not on e} flow(i, j)`` to ``e``'s uplink: every pair
-    of :meth:`Channel.pairs` is charged on its own, so skewed keys, pointwise RESCALE and framing come out exact."""
+    of :meth:`Channel.pairs` is charged on its own, so skewed keys, pointwise RESCALE and framing come out exact.
+
+    The delay is that of every uplink a wired pair crosses — ``u_i`` on edge host ``e``, a receiver ``v_j`` not on
+    ``e`` — whatever the pair carried when it was profiled: the latency term is the delay a record taking that route
+    meets, and a route that carried no record then (an idle key range, a quiet sensor) still has one, which its first
+    record pays. This is the definition the rest of the cost model already uses — the path latencies and their bounds
+    (:func:`placement.costmodel.latency.path_latencies`, :func:`placement.solver.constraints.latency_bound`) count
+    every crossing pair — and the solver's latency term (:func:`placement.solver.objectives.latency_ms`) writes it
+    as ``d ≥ delay(h)·(x[u_i, h] − x[v_j, h])`` for every pair; until issue #49 this sum left out a pair carrying
+    0 Mbit/s, so the latency stage's optimum and plan.json's ``objective.latency_ms`` disagreed on such a plan."""
     hosts = problem.host_by_name
     up = [assignment[(ch.source, i)] for i in range(ch.n_up)]
     down = [assignment[(ch.target, j)] for j in range(ch.n_down)]
@@ -100,9 +109,11 @@ def _channel_crossings(problem: PlacementProblem, ch: Channel, assignment: Assig
     for i, hu in enumerate(up):
         if not hosts[hu].is_edge:
             continue
-        away = sum(ch.flow_mbit(i, j) for j in ch.receivers(i) if down[j] != hu)
+        crossing = [j for j in ch.receivers(i) if down[j] != hu]
+        away = sum(ch.flow_mbit(i, j) for j in crossing)
         if away > 0:
             links[hu] += away
+        if crossing:
             worst_delay = max(worst_delay, hosts[hu].uplink_delay_ms)
     # Inbound to an edge host: every sender of v_j must sit on v_j's host.
     name = problem.vertex_names

@@ -108,6 +108,15 @@ def restricted_domain(problem: PlacementProblem, families=DOMAIN_FAMILIES) -> Do
     return domain
 
 
+def filtered_domain(problem: PlacementProblem, families=DOMAIN_FAMILIES) -> Domain:
+    """Every domain family applied, as :func:`restricted_domain`, but a subtask left with no host keeps an empty
+    list (for explaining an infeasible problem: which hosts each subtask had, whatever emptied another's)."""
+    domain: Domain = {s.key: [h.name for h in problem.hosts] for s in problem.subtasks}
+    for _, family in families:
+        domain = family(problem, domain)
+    return domain
+
+
 def rule_domain(problem: PlacementProblem) -> Domain | None:
     """The rules' domain (:data:`RULE_DOMAIN_FAMILIES`: no thread limit), or None when the rules alone leave a
     subtask no host (then there is no thread to blame)."""

@@ -13,7 +13,7 @@ import pulp
 from placement.costmodel.model import PlacementProblem
 from placement.costmodel.running import running_note
 from placement.solver import backends, constraints
-from placement.solver.domains import Domain, fastest_host, rule_domain
+from placement.solver.domains import Domain, rule_domain
 from placement.solver.model import new_model
 from placement.solver.result import Shortage, SolverOptions
 
@@ -113,17 +113,3 @@ def _bounded_paths(problem: PlacementProblem):
 
     return [p for p in source_sink_paths(problem) or () if p.bound_ms is not None]
 
-
-def emptied_by_threads(problem: PlacementProblem) -> tuple[Shortage, ...]:
-    """When the thread limit leaves a subtask no host (its domain is empty only because of it): that subtask's thread
-    on the fastest host the rules allow, as a shortage — the same account as the elastic re-solve's thread rows."""
-    rules = rule_domain(problem)
-    if rules is None:
-        return ()
-    hosts = problem.host_by_name
-    out = []
-    for s in problem.subtasks:
-        allowed = rules[s.key]
-        if allowed and not any(problem.keeps_up(s, hosts[h]) for h in allowed):
-            out.append(Shortage.thread(problem, s, fastest_host(problem, allowed)))
-    return tuple(sorted(out, key=lambda s: -s.needed))

@@ -16,8 +16,8 @@ from placement.costmodel.model import PlacementProblem, SubtaskKey
 from placement.errors import BadInput, Infeasible, PlacementError
 from placement.solver import backends, constraints, objectives
 from placement.solver.causes import structural_causes
-from placement.solver.domains import restricted_domain
-from placement.solver.elastic import diagnose, emptied_by_threads
+from placement.solver.domains import filtered_domain, restricted_domain, rule_domain
+from placement.solver.elastic import diagnose
 from placement.solver.model import IlpModel, new_model
 from placement.solver.server_pools import pooled_problem, server_pools, unpool
 from placement.solver.result import PlanResult, SolverOptions, Stage
@@ -72,8 +72,7 @@ def _solve(problem: PlacementProblem, options: SolverOptions) -> PlanResult:
     try:
         domain = restricted_domain(problem)
     except Infeasible as exc:  # a rule, or a thread that keeps up nowhere it may run (then named as what is short)
-        return PlanResult("ilp", "infeasible", None, None, shortages=emptied_by_threads(problem), reason=str(exc),
-                          objective_mode=mode)
+        return _emptied(problem, exc, options, mode)
     m = new_model(problem, domain)
     constraints.add_all(m)
     deadline = None if options.time_limit is None else time.monotonic() + options.time_limit
@@ -119,3 +118,26 @@ def _solve(problem: PlacementProblem, options: SolverOptions) -> PlanResult:
         raise PlacementError(f"internal error: the solver's plan breaks a rule the model should enforce: {cost.violations[0]}")
     status = "optimal" if all(st.info.status == "optimal" for st in stages) else "feasible"
     return PlanResult("ilp", status, assignment, cost, stages=tuple(stages), objective_mode=mode, notes=tuple(notes))
+
+
+def _emptied(problem: PlacementProblem, exc: Infeasible, options: SolverOptions, mode: str) -> PlanResult:
+    """The domain families left a subtask no host. When the rules alone leave every subtask one (:func:`rule_domain`),
+    the thread limit is why — directly (a thread that keeps up nowhere it may run) or through a rule it feeds (a
+    pinned operator whose sender's thread cannot follow it onto its Pi) — and what is short is found as for any
+    infeasible model: the slack re-solve over the rules' domain, every thread row beside the hosts' and links' rows
+    (:func:`placement.solver.elastic.diagnose`), so the table lists a set whose relief gives a plan, threads first.
+    Naming only the subtask whose domain emptied was not enough: another thread, or a host's CPU, may be short too.
+    When the rules alone contradict each other no capacity is involved: the rule is the reason, with no shortage."""
+    rules = rule_domain(problem)
+    if rules is None:
+        return PlanResult("ilp", "infeasible", None, None, reason=str(exc), objective_mode=mode)
+    shortages, reason = diagnose(problem, rules, options)
+    if not shortages:  # the elastic model found no explanation: say what the domain families did
+        return PlanResult("ilp", "infeasible", None, None, reason=f"{exc}; {reason}", objective_mode=mode)
+    causes = structural_causes(problem, filtered_domain(problem), shortages)
+    # the thread family's own sentence ("…, nor on any other host it may run on") leads when it names the cause;
+    # a later family's ("can run on no host once 'no data flows down…' applies") blames a rule the shortfalls explain
+    lead = (str(exc),) if any(str(exc).startswith(s.message) for s in shortages) else ()
+    rest = tuple(s.message for s in shortages if not (lead and lead[0].startswith(s.message)))
+    return PlanResult("ilp", "infeasible", None, None, shortages=shortages, causes=causes,
+                      reason="; ".join((*lead, *rest, *causes)), objective_mode=mode)

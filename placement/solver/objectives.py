@@ -11,7 +11,10 @@
 * Server CPU (server cores) — ``Σ_{server h} Σ_s c(s)·x[s, h]``.
 * Latency (ms) — ``Σ_{U→V} w(U→V)·d(U→V)`` with path weight ``w`` (share of source→sink paths through the edge) and
   ``d ≥ delay(h)·(x[u_i, h] − x[v_j, h])`` for every pair and edge host ``h`` (for all-to-all edges via
-  ``b[U→V, h] ≤ x[v_j, h]``, "all of V is on h"): the worst uplink delay any pair of the edge crosses.
+  ``b[U→V, h] ≤ x[v_j, h]``, "all of V is on h"): the worst uplink delay any pair of the edge crosses — every wired
+  pair, also one that carried no record when profiled (its route has the delay all the same): the one definition
+  :func:`placement.costmodel.evaluate.evaluate` (plan.json's ``objective.latency_ms``, ``--compare``) and the path
+  latencies of :mod:`placement.costmodel.latency` use too.
 
 **Combining them** (``Policy.objective``): ``lexicographic`` (default) minimises WAN, then — keeping WAN within
 ``lexicographic_tolerance`` of its optimum — server CPU, then latency; ``weighted`` minimises

@@ -34,7 +34,11 @@ def solve_decomposed(problem: PlacementProblem, options: SolverOptions = SolverO
     deadline = None if options.time_limit is None else started + options.time_limit
     try:
         hm = homes(problem)
-    except Infeasible as exc:
+    except Infeasible as exc:  # a rule, or a thread that keeps up nowhere it may run
+        if len(problem.subtasks) <= EXACT_FALLBACK_SUBTASKS:
+            # small enough for the exact model's slack re-solve, whose table (threads beside hosts and links) is a
+            # set whose relief gives a plan; the sentence alone names one subtask, maybe not all that is short
+            return solve(problem, options)
         return PlanResult("ilp", "infeasible", None, None, reason=str(exc), objective_mode=mode)
     pools = server_classes(problem)
     shrink: dict[int, float] = {}

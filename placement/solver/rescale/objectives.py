@@ -182,7 +182,9 @@ def latency_ms(m: RescaleModel) -> pulp.LpAffineExpression:
         return m.aux[("latency",)]  # type: ignore[return-value]
     terms = []
     for n, ch in enumerate(m.ref.channels):
-        if ch.path_weight <= 0 or _payload(m, ch) <= 0:
+        # every wired pair that crosses an uplink counts, whatever it carries (an edge of no payload too): the
+        # definition of evaluate's latency term and the path latencies' (costmodel.evaluate._channel_crossings)
+        if ch.path_weight <= 0:
             continue
         d = None
         for h in m.ref.edges:
@@ -209,7 +211,7 @@ def _crossing_pairs(m: RescaleModel, ch: Channel, host: str):
         m.lp += m.count(u, host) - m.count(v, host) <= m.max_count(u, host) * delta, f"split_{tag}"
         yield delta, 0
         return
-    senders = [s for s in m.subtasks(u) if ch.up_out_mbit[s.index] > 0] if not m.is_rescalable(u) else []
+    senders = list(m.subtasks(u)) if not m.is_rescalable(u) else []  # a sender of no records crosses all the same
     if pointwise(ch.strategy):
         for s in senders:
             up = m.x_of(s.key, host)
