@@ -20,9 +20,17 @@ from placement.flink.home import FlinkHome, find_flink_home
 from placement.flink.versions import FlinkVersion
 from placement.inventory.failure_detection import FailureDetection, flink_config
 from support import real_parts
-from support.flink_reads import FlinkReads, tm_process_mib
+from support.flink_reads import FAILURE_OPTIONS as ALL_FAILURE_OPTIONS
+from support.flink_reads import FlinkReads, as_written, tm_process_mib
 
 pytestmark = [pytest.mark.ansible, pytest.mark.flink]
+
+# the failure-detection keys the role's rendered config is read back for, each as every line defines it
+FAILURE_OPTIONS = {k: ALL_FAILURE_OPTIONS[k] for k in (
+    "heartbeat.interval", "heartbeat.timeout", "heartbeat.rpc-failure-threshold", "slot.request.timeout",
+    "restart-strategy.type", "restart-strategy.exponential-delay.initial-backoff",
+    "restart-strategy.exponential-delay.attempts-before-reset-backoff", "taskmanager.registration.timeout",
+    "cluster.registration.max-timeout")}
 
 VERSIONS = ("1.19.3", "1.20.5", "2.0.2", "2.1.3", "2.2.1", "2.3.0")  # one release of every supported line
 ROLE = ANSIBLE_DIR / "roles" / "flink"
@@ -138,29 +146,6 @@ def test_a_1x_conf_dir_with_a_flink_conf_yaml_is_refused_2x_ignores_it(tmp_path,
         assert "flink-conf.yaml exists" not in proc.stdout
 
 
-# flink.failure_detection's keys -> the option constant each line defines (tests/flink/test_failure_detection_flink_reads.py)
-FAILURE_OPTIONS = {
-    "heartbeat.interval": CONF + "HeartbeatManagerOptions#HEARTBEAT_INTERVAL",
-    "heartbeat.timeout": CONF + "HeartbeatManagerOptions#HEARTBEAT_TIMEOUT",
-    "heartbeat.rpc-failure-threshold": CONF + "HeartbeatManagerOptions#HEARTBEAT_RPC_FAILURE_THRESHOLD",
-    "slot.request.timeout": CONF + "JobManagerOptions#SLOT_REQUEST_TIMEOUT",
-    "restart-strategy.type": CONF + "RestartStrategyOptions#RESTART_STRATEGY",
-    "restart-strategy.exponential-delay.initial-backoff": CONF + "RestartStrategyOptions#RESTART_STRATEGY_EXPONENTIAL_DELAY_INITIAL_BACKOFF",
-    "restart-strategy.exponential-delay.attempts-before-reset-backoff": CONF + "RestartStrategyOptions#RESTART_STRATEGY_EXPONENTIAL_DELAY_ATTEMPTS",
-    "taskmanager.registration.timeout": CONF + "TaskManagerOptions#REGISTRATION_TIMEOUT",
-    "cluster.registration.max-timeout": CONF + "ClusterOptions#MAX_REGISTRATION_TIMEOUT",
-}
-
-
-def _ms(text: str) -> object:
-    """Flink's toString of what it read, as the project writes it: PT10S / PT168H / 10000 -> 10000 ms."""
-    import re
-
-    m = re.fullmatch(r"PT(?:(\d+)H)?(?:(\d+)M)?(?:([\d.]+)S)?", text)
-    if m:
-        h, mins, sec = (float(g) if g else 0.0 for g in m.groups())
-        return round((h * 3600 + mins * 60 + sec) * 1000)
-    return int(text) if text.lstrip("-").isdigit() else text
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -169,7 +154,7 @@ def test_each_version_reads_the_roles_failure_detection_defaults_as_the_inventor
     home, conf_dir = home_of(version), rendered / version
     want = flink_config(FailureDetection())
     got = reads(home, conf_dir, *FAILURE_OPTIONS.values())
-    assert {k: _ms(got[o]) for k, o in FAILURE_OPTIONS.items()} == {k: want[k] for k in FAILURE_OPTIONS}
+    assert {k: as_written(got[o]) for k, o in FAILURE_OPTIONS.items()} == {k: want[k] for k in FAILURE_OPTIONS}
 
 
 def test_the_exported_failure_detection_reaches_the_rendered_config(tmp_path, reads):
@@ -191,7 +176,7 @@ def test_the_exported_failure_detection_reaches_the_rendered_config(tmp_path, re
              "restart-strategy.fixed-delay.delay": CONF + "RestartStrategyOptions#RESTART_STRATEGY_FIXED_DELAY_DELAY"}
     for version in ("1.19.3", "2.3.0"):
         got = reads(home_of(version), out / version, *FAILURE_OPTIONS.values(), *fixed.values())
-        read = {k: _ms(got[o]) for k, o in {**FAILURE_OPTIONS, **fixed}.items()}
+        read = {k: as_written(got[o]) for k, o in {**FAILURE_OPTIONS, **fixed}.items()}
         assert (read["heartbeat.timeout"], read["slot.request.timeout"], read["restart-strategy.type"]) == (
             30000, 45000, "fixed-delay"), (version, got)
         assert (read["restart-strategy.fixed-delay.attempts"], read["restart-strategy.fixed-delay.delay"]) == (50, 3000)

@@ -9,17 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from placement.flink.distribution import flink_home_for
-from placement.flink.home import FlinkHome, find_flink_home
 from placement.flink.options import CONFIG_YAML, LEGACY_CONFIG, config_file, render_config, savepoint_dir_key, update_config
 from placement.flink.versions import FlinkVersion
 from placement.lab import flink as lf
-from support import real_parts
-from support.flink_reads import FlinkReads
 
 pytestmark = pytest.mark.flink
 
-VERSIONS = ("1.19.3", "1.20.5", "2.0.2", "2.1.3", "2.2.1", "2.3.0")  # every line; the boundaries: 1.19 | 1.20 (durations, keys), 1.x | 2.x (files)
 CONF = "org.apache.flink.configuration."
 SLOT_REQUEST_TIMEOUT = CONF + "JobManagerOptions#SLOT_REQUEST_TIMEOUT"
 FETCH_INTERVAL = CONF + "MetricOptions#METRIC_FETCHER_UPDATE_INTERVAL"
@@ -34,19 +29,6 @@ def checkpoint_interval(version: FlinkVersion) -> str:
     if version.at_least(1, 20):
         return CONF + "CheckpointingOptions#CHECKPOINTING_INTERVAL"
     return "org.apache.flink.streaming.api.environment.ExecutionCheckpointingOptions#CHECKPOINTING_INTERVAL"
-
-
-@pytest.fixture(scope="module")
-def reads(tmp_path_factory) -> FlinkReads:
-    return FlinkReads.compile(tmp_path_factory.mktemp("flink-reads"))
-
-
-@pytest.fixture(scope="module", params=VERSIONS)
-def home(request) -> FlinkHome:
-    local = find_flink_home()
-    if request.param == "2.3.0" and local.version != "2.3.0":
-        real_parts.missing(f"this machine's Flink is {local.version}, not 2.3.0")
-    return flink_home_for(request.param)  # 1.x fetched once into the cache
 
 
 def conf_dir(tmp_path: Path, files: dict[str, str]) -> Path:

@@ -63,6 +63,18 @@ JOBMANAGER_CONFIG: dict[str, object] = {
 }
 
 
+# the IoT job placed by hand (test_placed_cluster.py, test_contingency_cluster.py): Window Aggregate comes after a HASH
+# edge and is split over two hosts; every TaskManager gets subtasks
+IOT_ARGS = ["--rate", "40", "--parallelism", "3", "--window-parallelism", "2", "--window-ms", "1000"]
+IOT_PLAN = {
+    "Source: Sensors": ["rpi1", "rpi2", "rpi1"],
+    "Parse": ["rpi1", "rpi2", "rpi1"],
+    "Filter": ["rpi1", "rpi2", "server"],
+    "Enrich": ["rpi1", "server", "server"],
+    "Window Aggregate": ["server", "rpi1"],
+    "Sink: Readings": ["server", "server"],
+}
+
 def taskmanager_specs() -> tuple[TaskManagerSpec, ...]:
     return tuple(
         TaskManagerSpec(tm, slots=slots, task_heap_mib=heap, managed_mib=managed, network_mib=network,

@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 from scheduler_support import (
     ADDRESSES,
+    IOT_ARGS,
+    IOT_PLAN,
     PlacedCluster,
     lose_taskmanager,
     require_jdk,
@@ -43,15 +45,6 @@ CONTINGENCY_CONFIG: dict[str, object] = {
     "execution.checkpointing.interval": duration(timedelta(seconds=2)),
 }
 
-IOT_ARGS = ["--rate", "40", "--parallelism", "3", "--window-parallelism", "2", "--window-ms", "1000"]
-IOT_PLAN = {
-    "Source: Sensors": ["rpi1", "rpi2", "rpi1"],
-    "Parse": ["rpi1", "rpi2", "rpi1"],
-    "Filter": ["rpi1", "rpi2", "server"],
-    "Enrich": ["rpi1", "server", "server"],
-    "Window Aggregate": ["server", "rpi1"],
-    "Sink: Readings": ["server", "server"],
-}
 RPI2 = ADDRESSES["rpi2"][0]  # the section header names rpi2 by its address, as a plan's lines may
 # while rpi2 is lost: its three subtasks on the server (which then runs 2 slots of the job, as in the plan)
 SECTION = f"[lost {RPI2}]\nSource: Sensors (2/3); server\nParse (2/3); server\nFilter (2/3); server\n"

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from scheduler_support import ADDRESSES, TASKMANAGERS, PlacedCluster, schedulercfg, wait_for
+from scheduler_support import ADDRESSES, IOT_ARGS, IOT_PLAN, TASKMANAGERS, PlacedCluster, schedulercfg, wait_for
 
 from placement import scheduler as S
 from placement.lab.flink import FlinkProcess
@@ -26,17 +26,6 @@ from placement.lab.jobs import BRANCHING_JOB, IOT_SENSOR_JOB, NEXMARK_BIDS_JOB
 pytestmark = pytest.mark.flink
 
 SQL_JOB = "placement.lab.SqlJob"
-
-IOT_ARGS = ["--rate", "40", "--parallelism", "3", "--window-parallelism", "2", "--window-ms", "1000"]
-# Window Aggregate comes after a HASH edge and is split over two hosts; rpi2 is named by its address in the file.
-IOT_PLAN = {
-    "Source: Sensors": ["rpi1", "rpi2", "rpi1"],
-    "Parse": ["rpi1", "rpi2", "rpi1"],
-    "Filter": ["rpi1", "rpi2", "server"],
-    "Enrich": ["rpi1", "server", "server"],
-    "Window Aggregate": ["server", "rpi1"],
-    "Sink: Readings": ["server", "server"],
-}
 
 
 def allocated_slots(pc: PlacedCluster, tm: str, job_id: str) -> list[dict]:

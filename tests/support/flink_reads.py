@@ -99,3 +99,53 @@ def tm_process_mib(home: FlinkHome, conf_dir: Path) -> float:
     direct = mib(next(f.split("=")[1] for f in flags if f.startswith("-XX:MaxDirectMemorySize=")))
     metaspace = mib(next(f.split("=")[1] for f in flags if f.startswith("-XX:MaxMetaspaceSize=")))
     return heap + direct + metaspace + mib(props["taskmanager.memory.managed.size"]) + mib(props["taskmanager.memory.jvm-overhead.max"])
+
+
+_C = "org.apache.flink.configuration."
+# flink.failure_detection's keys -> the option constant every line (1.19 to 2.3) defines for each
+FAILURE_OPTIONS = {
+    "heartbeat.interval": _C + "HeartbeatManagerOptions#HEARTBEAT_INTERVAL",
+    "heartbeat.timeout": _C + "HeartbeatManagerOptions#HEARTBEAT_TIMEOUT",
+    "heartbeat.rpc-failure-threshold": _C + "HeartbeatManagerOptions#HEARTBEAT_RPC_FAILURE_THRESHOLD",
+    "slot.request.timeout": _C + "JobManagerOptions#SLOT_REQUEST_TIMEOUT",
+    "restart-strategy.type": _C + "RestartStrategyOptions#RESTART_STRATEGY",
+    "restart-strategy.exponential-delay.initial-backoff": _C + "RestartStrategyOptions#RESTART_STRATEGY_EXPONENTIAL_DELAY_INITIAL_BACKOFF",
+    "restart-strategy.exponential-delay.max-backoff": _C + "RestartStrategyOptions#RESTART_STRATEGY_EXPONENTIAL_DELAY_MAX_BACKOFF",
+    "restart-strategy.exponential-delay.backoff-multiplier": _C + "RestartStrategyOptions#RESTART_STRATEGY_EXPONENTIAL_DELAY_BACKOFF_MULTIPLIER",
+    "restart-strategy.exponential-delay.jitter-factor": _C + "RestartStrategyOptions#RESTART_STRATEGY_EXPONENTIAL_DELAY_JITTER_FACTOR",
+    "restart-strategy.exponential-delay.reset-backoff-threshold": _C + "RestartStrategyOptions#RESTART_STRATEGY_EXPONENTIAL_DELAY_RESET_BACKOFF_THRESHOLD",
+    "restart-strategy.exponential-delay.attempts-before-reset-backoff": _C + "RestartStrategyOptions#RESTART_STRATEGY_EXPONENTIAL_DELAY_ATTEMPTS",
+    "restart-strategy.fixed-delay.attempts": _C + "RestartStrategyOptions#RESTART_STRATEGY_FIXED_DELAY_ATTEMPTS",
+    "restart-strategy.fixed-delay.delay": _C + "RestartStrategyOptions#RESTART_STRATEGY_FIXED_DELAY_DELAY",
+    "taskmanager.registration.timeout": _C + "TaskManagerOptions#REGISTRATION_TIMEOUT",
+    "cluster.registration.max-timeout": _C + "ClusterOptions#MAX_REGISTRATION_TIMEOUT",
+    "cluster.registration.error-delay": _C + "ClusterOptions#ERROR_REGISTRATION_DELAY",
+}
+
+
+def as_written(value: str) -> object:
+    """A value as Flink's toString shows it, in the form the project writes: ``PT168H``/``10000`` -> ms."""
+    m = re.fullmatch(r"PT(?:(\d+)H)?(?:(\d+)M)?(?:([\d.]+)S)?", value)
+    if m:
+        h, mins, s = (float(g) if g else 0.0 for g in m.groups())
+        return round((h * 3600 + mins * 60 + s) * 1000)
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value
+
+
+VERSIONS = ("1.19.3", "1.20.5", "2.0.2", "2.1.3", "2.2.1", "2.3.0")  # one release of every supported line
+
+
+def line_home(version: str) -> FlinkHome:
+    """The Flink home of ``version`` for a read test: this machine's 2.3 (missing if it runs another), the other
+    lines fetched once into the cache."""
+    from placement.flink.distribution import flink_home_for
+
+    local = find_flink_home()
+    if version == "2.3.0" and local.version != "2.3.0":
+        real_parts.missing(f"this machine's Flink is {local.version}, not 2.3.0")
+    return flink_home_for(version)
