@@ -125,10 +125,15 @@ def format_time(ms: float) -> str:
     return f"{us // 1000}ms" if us % 1000 == 0 else f"{us}us"
 
 
+MAX_LINK_MBIT = 1e7  # 10 Tbit/s: beyond any network link; past it a figure is a typo ('1e30gbit'), and it overflows the solvers
+
+
 def parse_positive_rate_mbit(text: object) -> float:
     mbit = parse_rate_mbit(text)
     if mbit <= 0:
         raise ValueError("bandwidth must be positive")
+    if mbit > MAX_LINK_MBIT:
+        raise ValueError(f"{text!r} is more than 10tbit: no link is that fast")
     return mbit
 
 

@@ -427,4 +427,4 @@ def edge_output(profile: JobProfile, edge: EdgeProfile) -> EdgeOutput:
 
 def load_profile(path: str | Path) -> JobProfile:
     """Load and validate a profile JSON file."""
-    return load_model(path, JobProfile)
+    return load_model(path, JobProfile, finite=" (JSON has no NaN: write null where Flink reported NaN)")
