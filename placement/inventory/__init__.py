@@ -18,8 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from placement.flink.versions import release_problem
 from placement.inventory.failure_detection import FailureDetection
-from placement.loading import FieldError, canonical_digest, drop_unset, load_model
-from placement.units import Bytes, MiB, Millis, Percent, RateMbit
+from placement.loading import FieldError, canonical_digest, drop_unset, load_model, read_document
+from placement.units import Bytes, MiB, Millis, Percent, RateMbit, bytes_rate_note, is_bytes_rate
 
 NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]*$"  # also a Flink external-resource name and a resource-id: no dots, no spaces
 
@@ -463,6 +463,19 @@ class Inventory(Strict):
         if flink.get("failure_detection") == FailureDetection().model_dump(mode="json", by_alias=True):
             flink.pop("failure_detection")
         return canonical_digest(data)
+
+
+def link_rate_warnings(path: str | Path) -> list[str]:
+    """One warning per link bandwidth written in tc's bytes-per-second units (``50mbps`` is 400 Mbit/s, what tc
+    means, rarely what a person writing it does), read from the file as written (the model holds Mbit/s): what
+    ``placement plan`` and ``placement netem apply`` both say."""
+    doc = read_document(path)
+    notes = []
+    for i, link in enumerate((doc.get("links") or []) if isinstance(doc, dict) else []):
+        bandwidth = link.get("bandwidth") if isinstance(link, dict) else None
+        if is_bytes_rate(bandwidth):
+            notes.append(bytes_rate_note(f"{path}: links[{i}].bandwidth", bandwidth))
+    return notes
 
 
 def load_inventory(path: str | Path) -> Inventory:

@@ -92,6 +92,8 @@ PROFILE_CASES = {
     "busy NaN": (_set("vertices.1.subtasks.0.busy_ms_per_s", float("nan")),
                  "vertices[1].subtasks[0].busy_ms_per_s: NaN is not a number (JSON has no NaN: write null where Flink "
                  "reported NaN)"),
+    "no edges": (_set("edges", DELETE), "edges: required field is missing: 6 vertices and no edges would plan each as "
+                                        "its own source and sink (write [] if that is meant)"),
     "rate infinite": (_set("vertices.1.subtasks.0.records_in_per_s", float("inf")),
                       "vertices[1].subtasks[0].records_in_per_s: Infinity is not a number"),
 }
@@ -178,6 +180,19 @@ def test_bad_options(args, expected, tmp_path, capsys):
     code, out, err = run_main(["plan", "--inventory", REPO / "inventory/edge-lab.yaml", "--profile",
                           REPO / "examples/profiles/iot-sensors.json", "--out", tmp_path / "o", *args], capsys)
     assert_one_line_error(code, out, err, expected)
+
+
+@pytest.mark.parametrize("command", [
+    ["plan", "--inventory", REPO / "inventory/edge-lab.yaml", "--profile", REPO / "examples/profiles/iot-sensors.json"],
+    ["inventory", "ansible", REPO / "inventory/edge-lab.yaml"],
+], ids=["plan", "inventory ansible"])
+def test_an_empty_out_is_not_the_current_directory(command, tmp_path, capsys, monkeypatch):
+    """``--out ''`` wrote the plan's files into the current directory (issue 46, item 9)."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_main([*command, "--out", ""], capsys)
+    assert_one_line_error(code, out, err, "Invalid value for '--out': empty: name a file or directory (an empty path "
+                                          "is the current directory)")
+    assert not list(tmp_path.iterdir())
 
 
 def test_missing_required_option(capsys):
