@@ -26,6 +26,7 @@ class BadInput(PlacementError):
     def __init__(self, message: str, *, source: str | None = None, field: str | None = None):
         self.source = source
         self.field = field
+        self.message = message  # without the file and field
         parts = [p for p in (source, field) if p]
         super().__init__(": ".join([*parts, message]))
 

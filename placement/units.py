@@ -76,9 +76,16 @@ def parse_rate_mbit(text: object) -> float:
 
 def is_bytes_rate(text: object) -> bool:
     """Is ``text`` a rate in one of tc's bytes-per-second units (``50mbps`` = 50 MB/s = 400 Mbit/s)? Valid, and what
-    tc means, but most people writing ``mbps`` mean megabits: ``placement plan`` warns about it."""
+    tc means, but most people writing ``mbps`` mean megabits: ``placement plan`` and ``placement netem apply`` warn about it
+    (:func:`placement.inventory.link_rate_warnings`)."""
     m = re.fullmatch(_NUMBER + r"(?P<unit>[A-Za-z/%]*)", str(text).strip()) if isinstance(text, str) else None
     return bool(m) and m.group("unit").lower() in _BYTES_RATE_UNITS
+
+
+def bytes_rate_note(where: str, text: str) -> str:
+    """The warning for a rate in tc's bytes-per-second units (:func:`is_bytes_rate`), ``where`` naming it."""
+    return (f"{where}: {text!r} is in tc's bytes per second ({parse_rate_mbit(text):g} Mbit/s); "
+            f"write '{text.lower().replace('bps', 'bit')}' for megabits")
 
 
 def parse_time_ms(text: object) -> float:
@@ -125,10 +132,15 @@ def format_time(ms: float) -> str:
     return f"{us // 1000}ms" if us % 1000 == 0 else f"{us}us"
 
 
+MAX_LINK_MBIT = 1e7  # 10 Tbit/s: beyond any network link; past it a figure is a typo ('1e30gbit'), and it overflows the solvers
+
+
 def parse_positive_rate_mbit(text: object) -> float:
     mbit = parse_rate_mbit(text)
     if mbit <= 0:
         raise ValueError("bandwidth must be positive")
+    if mbit > MAX_LINK_MBIT:
+        raise ValueError(f"{text!r} is more than 10tbit: no link is that fast")
     return mbit
 
 

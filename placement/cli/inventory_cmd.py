@@ -12,6 +12,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from placement.cli.params import nonempty_path
 from placement.cli.fit import print_table
 from placement.inventory.ansible import LocalArchive, ansible_inventory, render
 from placement.errors import BadInput
@@ -62,7 +63,7 @@ def validate(file: str, as_json: bool) -> None:
 
 @inventory.command("ansible")
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--out", "out", type=click.Path(dir_okay=False), help="write here instead of standard output")
+@click.option("--out", "out", type=click.Path(dir_okay=False), callback=nonempty_path, help="write here instead of standard output")
 @click.option(
     "--flink-archive",
     type=click.Path(dir_okay=False),

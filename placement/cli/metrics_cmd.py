@@ -8,7 +8,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-from placement.cli.params import HTTP_URL
+from placement.cli.params import HTTP_URL, nonempty_path
 
 
 @click.group()
@@ -23,7 +23,7 @@ def metrics() -> None:
 @click.option("--job-name", help="name of a running job (instead of --job)")
 @click.option("--duration", type=float, help="seconds to sample")
 @click.option("--interval", type=float, default=1.0, show_default=True, help="seconds between samples")
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="metrics directory (created)")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), callback=nonempty_path, help="metrics directory (created)")
 @click.option("--flush", type=float, default=30.0, show_default=True, help="seconds between Parquet parts")
 @click.option("--metrics-timeout", type=float, default=30.0, show_default=True,
               help="how long to wait for a freshly started job's metrics to appear")

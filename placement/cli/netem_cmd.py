@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from placement.errors import BadInput, PlacementError
-from placement.inventory import Inventory, load_inventory
+from placement.inventory import Inventory, link_rate_warnings, load_inventory
 from placement.netem import ops
 from placement.netem.plan import host_index, shaped_hosts, shapes_for_host
 from placement.netem.profiles import WanProfile, load_profile
@@ -116,6 +116,9 @@ def apply_cmd(inventory_file: str, hosts: tuple[str, ...], dry_run: bool, force_
     inv = load_inventory(inventory_file)
     profile = load_profile(profile_name, field="--profile") if profile_name else None
     targets = _targets(inv, inventory_file, hosts, profile, need_shapes=True)
+    if profile is None:  # the links' own figures are shaped: said as `placement plan` says it
+        for note in link_rate_warnings(inventory_file):
+            click.echo(f"warning: {note}", err=True)
     for name in sorted(set(hosts) - {t.host for t in targets}):
         click.echo(f"{name}: no link leaves this host; nothing to shape")
     if not targets:

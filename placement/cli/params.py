@@ -25,6 +25,14 @@ class HttpUrl(click.ParamType):
 HTTP_URL = HttpUrl()
 
 
+def nonempty_path(ctx, param, value):
+    """``--out ''`` is the current directory to pathlib: refused, it would write (or replace) files in it."""
+    if value is not None and not str(value).strip():
+        raise click.BadParameter("empty: name a file or directory (an empty path is the current directory)",
+                                 ctx=ctx, param=param)
+    return value
+
+
 class RateScale(click.ParamType):
     """One ``--rate-scale`` value: ``X`` (the fleet's) -> (None, X), ``JOB=X`` -> (JOB, X); X a number above 0."""
 

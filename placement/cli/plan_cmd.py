@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from placement.cli.params import HTTP_URL, RateScale
+from placement.cli.params import HTTP_URL, RateScale, nonempty_path
 from placement.errors import BadInput
 
 
@@ -34,7 +34,7 @@ from placement.errors import BadInput
 @click.option("--running-keep", default=None, type=click.Path(file_okay=False), metavar="DIR",
               help="with --running-cluster: keep each running job's window (DIR/<job id>/) and its profile "
                    "(DIR/<job id>.profile.json)")
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="directory for the plan files, replaced whole (other files in it are kept)")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), callback=nonempty_path, help="directory for the plan files, replaced whole (other files in it are kept)")
 @click.option("--solver", type=click.Choice(["highs", "cbc"]), default="highs", show_default=True,
               help="MILP solver; highs falls back to cbc when it is unavailable")
 @click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,

@@ -18,15 +18,9 @@ from pathlib import Path
 
 from placement.costmodel.model import PlacementProblem
 from placement.errors import BadInput
-from placement.inventory import Inventory
-from placement.loading import read_document
+from placement.inventory import Inventory, link_rate_warnings
 from placement.profile.format import JobProfile
-from placement.units import is_bytes_rate, parse_rate_mbit
-
-
-def _bytes_rate_note(where: str, text: str) -> str:
-    return (f"{where}: {text!r} is in tc's bytes per second ({parse_rate_mbit(text):g} Mbit/s); "
-            f"write '{text.lower().replace('bps', 'bit')}' for megabits")
+from placement.units import bytes_rate_note, is_bytes_rate
 
 
 def input_warnings(inv: Inventory, profile: JobProfile, inventory_path: str | Path,
@@ -40,15 +34,11 @@ def input_warnings(inv: Inventory, profile: JobProfile, inventory_path: str | Pa
     if collected_on and pinned and collected_on != pinned:
         notes.append(f"{inventory_path}: flink.version: the cluster is pinned to Flink {pinned} but the profile was "
                      f"collected on {collected_on}: profile the job on {pinned} (graph and costs may differ)")
-    doc = read_document(inventory_path)  # the rate as written: the model holds Mbit/s
-    for i, link in enumerate((doc.get("links") or []) if isinstance(doc, dict) else []):
-        bandwidth = link.get("bandwidth") if isinstance(link, dict) else None
-        if is_bytes_rate(bandwidth):
-            notes.append(_bytes_rate_note(f"{inventory_path}: links[{i}].bandwidth", bandwidth))
+    notes += link_rate_warnings(inventory_path)
     for text in links:  # --link HOST:BANDWIDTH[:DELAY]
         parts = text.split(":")
         if len(parts) > 1 and is_bytes_rate(parts[1]):
-            notes.append(_bytes_rate_note(f"--link {text}", parts[1].strip()))
+            notes.append(bytes_rate_note(f"--link {text}", parts[1].strip()))
     return notes
 
 

@@ -6,6 +6,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from placement.cli.params import nonempty_path
 from placement.cli.fit import print_table
 from placement.profile.rules import MIN_CONFIDENT_BUSY_MS
 
@@ -16,7 +17,7 @@ def _fmt(x: object, spec: str = ",.0f") -> str:
 
 @click.command()
 @click.argument("metrics_dir", metavar="DIR", type=click.Path(file_okay=True, dir_okay=True))
-@click.option("--out", "out", required=True, type=click.Path(), help="profile JSON to write")
+@click.option("--out", "out", required=True, type=click.Path(), callback=nonempty_path, help="profile JSON to write")
 @click.option("--job", "job_id", metavar="ID",
               help="job id: that one submission, as in `metrics collect` and `apply` (needed when DIR holds several jobs)")
 @click.option("--job-name", metavar="NAME", help="job name: every submission of it, pooled (instead of --job)")

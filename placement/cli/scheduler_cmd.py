@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from placement.cli.params import HTTP_URL
+from placement.cli.params import HTTP_URL, nonempty_path
 
 FLINK_HOME = click.option("--flink-home", "flink_home", type=click.Path(file_okay=False, path_type=Path), default=None,
                           help="Flink installation (has lib/flink-dist-*.jar); default $FLINK_HOME, else the pyflink wheel")
@@ -117,7 +117,7 @@ def status_cmd(flink_home: Path | None, rest_url: str | None, as_json: bool) -> 
 @click.option("--rest", "rest_url", required=True, type=HTTP_URL, help="the JobManager's REST URL")
 @click.option("--address", "addresses", multiple=True, metavar="ID=ADDRESS",
               help="another name for a TaskManager, as schedulercfg lines may use it (repeatable)")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, callback=nonempty_path,
               help="write here (e.g. <placement.scheduler.dir>/taskmanagers.cfg) instead of printing")
 def taskmanagers_cmd(rest_url: str, addresses: tuple[str, ...], out: Path | None) -> None:
     """The TaskManager table (taskmanagers.cfg) from the registered TaskManagers: addresses and slot size of each."""

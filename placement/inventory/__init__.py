@@ -8,6 +8,7 @@ host overrides them.
 
 from __future__ import annotations
 
+import ipaddress
 import posixpath
 import re
 from pathlib import Path
@@ -17,8 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from placement.flink.versions import release_problem
 from placement.inventory.failure_detection import FailureDetection
-from placement.loading import FieldError, canonical_digest, drop_unset, load_model
-from placement.units import Bytes, MiB, Millis, Percent, RateMbit
+from placement.loading import FieldError, canonical_digest, drop_unset, load_model, read_document
+from placement.units import Bytes, MiB, Millis, Percent, RateMbit, bytes_rate_note, is_bytes_rate
 
 NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]*$"  # also a Flink external-resource name and a resource-id: no dots, no spaces
 
@@ -92,6 +93,11 @@ class Host(Strict):
         # ';' separates fields in schedulercfg; whitespace would break tc filters and ssh.
         if not v or re.search(r"[\s;]", v):
             raise ValueError(f"{v!r} is not a host address (no spaces or ';')")
+        if re.fullmatch(r"[0-9]+(\.[0-9]+){3}", v):  # looks like IPv4: then it must be one (no DNS name is all digits)
+            try:
+                ipaddress.IPv4Address(v)
+            except ValueError:
+                raise ValueError(f"{v!r} is not an IPv4 address (four numbers 0-255, no leading zeros)") from None
         return v
 
     @model_validator(mode="after")
@@ -141,6 +147,25 @@ class Link(Strict):
         "(placement netem and the lab shape with htb: 10 ms of the rate, at least 3200 B); unset or 0: every byte at "
         "the link's rate, as a physical uplink sends it")
     profile: str | None = Field(None, description="a named WAN profile from netem/ whose figures this link takes")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _figures_from_profile(cls, data: object) -> object:
+        """A link naming a WAN profile takes the figures it leaves out from that profile (``profile: lte`` alone is
+        a link of LTE's bandwidth, delay, jitter, loss and correlation): what ``placement netem`` shapes, planned."""
+        if not isinstance(data, dict) or not isinstance(data.get("profile"), str):
+            return data
+        from placement.errors import BadInput
+        from placement.netem.profiles import load_profile
+
+        figures = ("bandwidth", "delay", "jitter", "loss", "correlation")
+        try:
+            wan = load_profile(data["profile"])
+        except BadInput as exc:
+            if "bandwidth" in data:  # the link's own figures plan; netem names the profile when it needs it
+                return data
+            raise FieldError("profile", f"{exc.message}: a link without its own bandwidth takes its profile's") from None
+        return {**{f: getattr(wan, f) for f in figures}, **data}
 
     @property
     def name(self) -> str:
@@ -342,6 +367,14 @@ class Inventory(Strict):
             if h.name in names:
                 raise FieldError(f"hosts[{i}].name", f"duplicate host name {h.name!r}")
             names[h.name] = i
+        addresses: dict[str, int] = {}
+        for i, h in enumerate(self.hosts):
+            if h.address in addresses:  # schedulercfg, the TaskManager table and tc filters tell hosts by address
+                first = self.hosts[addresses[h.address]]
+                raise FieldError(f"hosts[{i}].address", f"{h.address!r} is also host {first.name!r}'s address "
+                                 f"(hosts[{addresses[h.address]}]): each host needs its own, schedulercfg and tc "
+                                 "filters tell hosts by address")
+            addresses[h.address] = i
         if not any(h.role == "server" for h in self.hosts):
             raise FieldError("hosts", "at least one host must have role 'server'")
         seen_uplink: dict[str, int] = {}
@@ -432,6 +465,19 @@ class Inventory(Strict):
         return canonical_digest(data)
 
 
+def link_rate_warnings(path: str | Path) -> list[str]:
+    """One warning per link bandwidth written in tc's bytes-per-second units (``50mbps`` is 400 Mbit/s, what tc
+    means, rarely what a person writing it does), read from the file as written (the model holds Mbit/s): what
+    ``placement plan`` and ``placement netem apply`` both say."""
+    doc = read_document(path)
+    notes = []
+    for i, link in enumerate((doc.get("links") or []) if isinstance(doc, dict) else []):
+        bandwidth = link.get("bandwidth") if isinstance(link, dict) else None
+        if is_bytes_rate(bandwidth):
+            notes.append(bytes_rate_note(f"{path}: links[{i}].bandwidth", bandwidth))
+    return notes
+
+
 def load_inventory(path: str | Path) -> Inventory:
     """Load and validate an inventory file (YAML or JSON)."""
-    return load_model(path, Inventory)
+    return load_model(path, Inventory, finite="")

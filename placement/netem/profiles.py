@@ -57,7 +57,7 @@ def load_profile(name: str, directory: Path | None = None, *, field: str | None 
     if path is None:
         known = ", ".join(list_profiles(d)) or "none"
         raise BadInput(f"unknown WAN profile {name!r} (known: {known})", source=str(d), field=field)
-    profile = load_model(path, WanProfile)
+    profile = load_model(path, WanProfile, finite="")
     if profile.name is not None and profile.name != name:
         raise BadInput(f"profile is named {profile.name!r} but its file says {name!r}", source=str(path), field="name")
     return profile.model_copy(update={"name": name})

@@ -305,6 +305,17 @@ class JobProfile(Strict):
     latency: list[MeasuredLatency] = Field(
         default_factory=list, description="measured latency per source → sink (Flink's latency tracking); empty: not tracked")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _edges_given(cls, data: object) -> object:
+        """A profile of several vertices without ``edges`` is a file cut short or mistyped, not a job whose every
+        vertex is its own source and sink; ``edges: []`` says that is meant."""
+        if isinstance(data, dict) and "edges" not in data and isinstance(data.get("vertices"), list) \
+                and len(data["vertices"]) > 1:
+            raise FieldError("edges", f"required field is missing: {len(data['vertices'])} vertices and no edges would "
+                                      "plan each as its own source and sink (write [] if that is meant)")
+        return data
+
     @model_validator(mode="after")
     def _graph_checks(self) -> JobProfile:
         ids: dict[str, int] = {}
@@ -427,4 +438,4 @@ def edge_output(profile: JobProfile, edge: EdgeProfile) -> EdgeOutput:
 
 def load_profile(path: str | Path) -> JobProfile:
     """Load and validate a profile JSON file."""
-    return load_model(path, JobProfile)
+    return load_model(path, JobProfile, finite=" (JSON has no NaN: write null where Flink reported NaN)")

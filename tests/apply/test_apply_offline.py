@@ -12,11 +12,12 @@ from placement.inventory import load_inventory
 
 
 def _unreachable_edge_lab(tmp_path, **server_changes):
-    """edge-lab with every address on this machine at a closed port: a live-cluster check fails at once."""
+    """edge-lab with every address on this machine at a closed port: a live-cluster check fails at once. Each host
+    at a loopback address of its own: an inventory's hosts must have distinct addresses."""
     doc = yaml.safe_load(EDGE_LAB.read_text())
     doc["ssh"]["port"] = 1
-    for host in doc["hosts"]:
-        host["address"] = "127.0.0.1"
+    for n, host in enumerate(doc["hosts"], start=1):
+        host["address"] = f"127.0.0.{n}"
         if host["name"] == "server":
             host.update(server_changes)
     doc["flink"]["rest_url"] = "http://127.0.0.1:1"

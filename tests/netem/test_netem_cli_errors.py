@@ -85,3 +85,25 @@ def test_dry_run_prints_commands_and_touches_nothing(capsys: pytest.CaptureFixtu
     assert lines[0] == "rpi1: tc qdisc add dev eth0 root handle ede: htb default 0"
     assert "rpi1: tc qdisc add dev eth0 parent ede:10 handle 10: netem limit 1000 delay 300ms 10ms 25% loss 0.5% 25%" in lines
     assert lines[-1] == "rpi1 eth0: would shape → 192.168.1.180 10 Mbit/s, delay 300 ms ± 10 ms, loss 0.5%, correlation 25%"
+
+
+def test_a_bandwidth_in_bytes_per_second_is_warned_as_plan_warns(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """tc's ``mbps`` is megabytes: ``plan`` warned, ``netem`` shaped 400 Mbit/s without a word (issue 46, item 9)."""
+    import yaml
+
+    doc = yaml.safe_load((REPO / "inventory" / "edge-lab.yaml").read_text())
+    doc["links"][0]["bandwidth"] = "50mbps"
+    inv = tmp_path / "inv.yaml"
+    inv.write_text(yaml.safe_dump(doc, sort_keys=False))
+    said = (f"warning: {inv}: links[0].bandwidth: '50mbps' is in tc's bytes per second (400 Mbit/s); write '50mbit' "
+            "for megabits\n")
+    code, out, err = run_cli(capsys, "netem", "apply", "--inventory", str(inv), "--dry-run", "--host", "rpi1")
+    assert code == 0, err
+    assert err == said and "rate 400mbit" in out
+    code, _, err = run_cli(capsys, "plan", "--inventory", str(inv), "--profile",
+                           str(REPO / "examples" / "profiles" / "iot-sensors.json"), "--out", str(tmp_path / "plan"))
+    assert code == 0 and said in err
+    code, _, err = run_cli(capsys, "netem", "apply", "--inventory", str(inv), "--dry-run", "--host", "rpi1",
+                           "--profile", "lte")
+    assert code == 0 and "warning" not in err  # the profile's figures are shaped, not the link's

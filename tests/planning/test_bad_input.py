@@ -61,6 +61,23 @@ INVENTORY_CASES = {
     "flink not a version": (_set("flink.version", "latest"), "flink.version: cannot tell the Flink version from 'latest'"),
     "bad interface": (_set("hosts.1.interface", "eth0; rm -rf /"), "hosts[1].interface: String should match pattern"),
     "address with semicolon": (_set("hosts.1.address", "10.0.0.1;x"), "hosts[1].address: '10.0.0.1;x' is not a host address"),
+    # issue 46, item 9: what passed without a word before
+    "address octet over 255": (_set("hosts.1.address", "999.1.1.1"),
+                               "hosts[1].address: '999.1.1.1' is not an IPv4 address (four numbers 0-255, no leading zeros)"),
+    "two hosts one address": (_set("hosts.2.address", "192.168.1.181"),
+                              "hosts[2].address: '192.168.1.181' is also host 'rpi1''s address (hosts[1]): each host needs "
+                              "its own, schedulercfg and tc filters tell hosts by address"),
+    "bandwidth absurd": (_set("links.0.bandwidth", "1e30gbit"),
+                         "links[0].bandwidth: '1e30gbit' is more than 10tbit: no link is that fast"),
+    "latency bound not a time": (_set("policy.max_latency_ms", "fast"),
+                                 "policy.max_latency_ms: takes a time like '50ms' or a mapping to times like '50ms', not 'fast'"),
+    "latency bound entry": (_set("policy.max_latency_ms", {"Sink: Alerts": "soon"}),
+                            "policy.max_latency_ms.Sink: Alerts: 'soon' is not a time like '50ms'"),
+    "pin not a name": (_set("pins.forbid", {"Parse": 5}), "pins.forbid.Parse: takes a string or a list of strings, not 5"),
+    "cores NaN": (_set("hosts.0.cores", float("nan")), "hosts[0].cores: NaN is not a number"),
+    "link profile unknown": (_set("links.0", {"from": "rpi1", "to": "server", "profile": "5g-dream"}),
+                             "links[0].profile: unknown WAN profile '5g-dream' (known: 3g, constrained-5mbit, lte, "
+                             "satellite, wan-50mbit-50ms): a link without its own bandwidth takes its profile's"),
 }
 
 PROFILE_CASES = {
@@ -71,6 +88,14 @@ PROFILE_CASES = {
     "busy over 1000": (_set("vertices.1.subtasks.0.busy_ms_per_s", 1200), "vertices[1].subtasks[0].busy_ms_per_s: Input should be less than or equal to 1000"),
     "wrong format": (_set("format", "other/v9"), "format: Input should be 'placement.profile/v1'"),
     "no vertices": (_set("vertices", []), "vertices: List should have at least 1 item"),
+    # issue 46, item 9: Python's json reads NaN, which JSON has not; a profile says null where Flink reported NaN
+    "busy NaN": (_set("vertices.1.subtasks.0.busy_ms_per_s", float("nan")),
+                 "vertices[1].subtasks[0].busy_ms_per_s: NaN is not a number (JSON has no NaN: write null where Flink "
+                 "reported NaN)"),
+    "no edges": (_set("edges", DELETE), "edges: required field is missing: 6 vertices and no edges would plan each as "
+                                        "its own source and sink (write [] if that is meant)"),
+    "rate infinite": (_set("vertices.1.subtasks.0.records_in_per_s", float("inf")),
+                      "vertices[1].subtasks[0].records_in_per_s: Infinity is not a number"),
 }
 
 
@@ -79,6 +104,7 @@ def assert_one_line_error(code, out, err, *fragments):
     assert code == 2, (code, err)
     assert err.count("\n") == 1 and err.startswith("error: "), err
     assert "Traceback" not in err
+    assert "function-" not in err and "list[" not in err, err  # what the field takes, not pydantic's validator names
     for fragment in fragments:
         assert fragment in err, (fragment, err)
 
@@ -156,6 +182,19 @@ def test_bad_options(args, expected, tmp_path, capsys):
     assert_one_line_error(code, out, err, expected)
 
 
+@pytest.mark.parametrize("command", [
+    ["plan", "--inventory", REPO / "inventory/edge-lab.yaml", "--profile", REPO / "examples/profiles/iot-sensors.json"],
+    ["inventory", "ansible", REPO / "inventory/edge-lab.yaml"],
+], ids=["plan", "inventory ansible"])
+def test_an_empty_out_is_not_the_current_directory(command, tmp_path, capsys, monkeypatch):
+    """``--out ''`` wrote the plan's files into the current directory (issue 46, item 9)."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_main([*command, "--out", ""], capsys)
+    assert_one_line_error(code, out, err, "Invalid value for '--out': empty: name a file or directory (an empty path "
+                                          "is the current directory)")
+    assert not list(tmp_path.iterdir())
+
+
 def test_missing_required_option(capsys):
     code, out, err = run_main(["plan", "--inventory", REPO / "inventory/edge-lab.yaml"], capsys)
     assert_one_line_error(code, out, err, "Missing option '--profile'")
@@ -193,3 +232,39 @@ def test_operator_pin_on_a_source_is_bad_input(births, expected, tmp_path, capsy
                               "--out", tmp_path / "out", *extra], capsys)
         assert_one_line_error(code, out, err, str(inv), expected, "pins.sources")
         assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("text,field,where", [
+    ("policy:\n  wan_headroom: 0.5\npolicy:\n  objective: weighted\n", "policy", "lines 1 and 3"),
+    ("hosts:\n  - {name: rpi1, role: edge, name: rpi2}\n", "hosts[0].name", "line 2, columns 6 and 30"),
+], ids=["section twice", "key twice in a flow mapping"])
+def test_a_yaml_key_given_twice_is_refused(text, field, where, tmp_path, capsys):
+    """YAML keeps the last of two equal keys: a second ``policy:`` silently replaced the first (issue 46, item 9)."""
+    inv = tmp_path / "inv.yaml"
+    inv.write_text(text)
+    code, out, err = run_main(["inventory", "validate", inv], capsys)
+    assert_one_line_error(code, out, err, f"{inv}: {field}: given twice ({where}): YAML would keep only the second")
+
+
+def test_yaml_merge_keys_are_no_duplicates(tmp_path):
+    from placement.loading import read_document
+
+    doc = tmp_path / "merge.yaml"
+    doc.write_text("a: &d {x: 1, y: 1}\nb:\n  <<: *d\n  x: 2\n")  # a merged key set again is YAML's override
+    assert read_document(doc) == {"a": {"x": 1, "y": 1}, "b": {"x": 2, "y": 1}}
+
+
+def test_a_link_naming_a_wan_profile_alone_takes_its_figures(tmp_path, capsys):
+    """inventory/README.md: ``profile: lte`` takes the figures of a named WAN profile; it was refused with
+    "links[0].bandwidth: required field is missing" (issue 46, item 9). Figures the link gives itself stay its own."""
+    doc = copy.deepcopy(INVENTORY)
+    doc["links"][0] = {"from": "rpi1", "to": "server", "profile": "lte"}
+    doc["links"][1] = {"from": "rpi2", "to": "server", "profile": "3g", "delay": "10ms"}
+    inv = tmp_path / "inv.yaml"
+    inv.write_text(yaml.safe_dump(doc, allow_unicode=True))
+    code, out, err = run_main(["inventory", "validate", inv, "--json"], capsys)
+    assert code == 0, err
+    links = json.loads(out)["links"]
+    assert {k: links[0][k] for k in ("bandwidth", "delay", "jitter", "loss", "correlation", "profile")} == \
+        {"bandwidth": 20.0, "delay": 35.0, "jitter": 10.0, "loss": 0.1, "correlation": 25.0, "profile": "lte"}
+    assert (links[1]["bandwidth"], links[1]["delay"]) == (2.0, 10.0)
