@@ -18,7 +18,8 @@ import click
 
 from placement import __version__
 from placement.cli.epilog import add_epilogs, epilog_for
-from placement.errors import EXIT_BAD_INPUT, PlacementError
+from placement.cli.streams import EXIT_BROKEN_PIPE, guarded
+from placement.errors import EXIT_BAD_INPUT, EXIT_FAILURE, PlacementError
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a command stopped by Ctrl-C
 
@@ -114,15 +115,28 @@ def main(argv: list[str] | None = None) -> None:
     # Every failure the tool expects reaches the user as one line of its own.
     if not logging.getLogger().handlers:
         logging.getLogger().addHandler(logging.NullHandler())
-    try:
-        code = _run(argv)
-        # The command is over (its output and files complete): a Ctrl-C from here on would only turn the
-        # interpreter's shutdown into a traceback or a death by signal, so it is ignored — in the `placement`
-        # process only (argv None): a caller in the same process (a test's main([...])) keeps its own handler, and
-        # the processes it starts later do not inherit an ignored SIGINT.
-        if argv is None:
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-    except KeyboardInterrupt:  # it landed between the command's end and the line above
-        click.echo("aborted", err=True)
-        code = EXIT_INTERRUPTED
+    # stdout's failures (`| head`, `>&-`, `>/dev/full`) never stop a command half-way: said once it is done
+    with guarded(process=argv is None) as stdout:
+        try:
+            code = _run(argv)
+            # The command is over (its output and files complete): a Ctrl-C from here on would only turn the
+            # interpreter's shutdown into a traceback or a death by signal, so it is ignored — in the `placement`
+            # process only (argv None): a caller in the same process (a test's main([...])) keeps its own handler,
+            # and the processes it starts later do not inherit an ignored SIGINT.
+            if argv is None:
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+        except KeyboardInterrupt:  # it landed between the command's end and the line above
+            click.echo("aborted", err=True)
+            code = EXIT_INTERRUPTED
+        except SystemExit as exc:  # a command's own sys.exit(n)
+            code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+            if isinstance(exc.code, str):
+                click.echo(exc.code, err=True)
+        stdout.flush()
+        problem = stdout.problem()
+    if problem:
+        click.echo(f"error: {problem}", err=True)
+        code = code or EXIT_FAILURE
+    elif stdout.broken_pipe:  # the reader stopped reading (`| head`): quiet, as `git log | head`
+        code = code or EXIT_BROKEN_PIPE
     sys.exit(code)

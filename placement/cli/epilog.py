@@ -9,7 +9,8 @@ from __future__ import annotations
 import click
 
 EXIT_CODES = ("Exit codes: 0 done; 1 failed (the reason on one line); 2 bad input (an option, file or field, named on "
-              "one line); 3 no placement fits (plan, the shortfall named); 130 interrupted (Ctrl-C).")
+              "one line); 3 no placement fits (plan, the shortfall named); 130 interrupted (Ctrl-C); 141 stdout's "
+              "reader stopped reading (| head), the rest done.")
 
 # command path -> examples; "ex/" is what `placement examples --copy ex` makes. " \\\n" continues an example on the
 # next line: every line stays within 80 columns, where click does not re-flow them (see epilog_for).

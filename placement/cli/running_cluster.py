@@ -19,17 +19,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from placement.cli.running_plans import RunningPlans, load_running
-from placement.collect.collector import collect_jobs
-from placement.collect.layout import find_manifests
 from placement.costmodel.model import PlanOptions, RunningUse, build_problem
 from placement.costmodel.running import cost_uses, merged, running_cost
 from placement.errors import BadInput
-from placement.flink.rest import FlinkRest, JobSummary
 from placement.inventory import Inventory
 from placement.profile.format import JobProfile
-from placement.profile.pipeline import build_profile, write_profile
-from placement.profile.rules import subtask_hosts
+
+# What reads the cluster (the collector, requests, the profile pipeline and pandas, pyarrow) is imported only when
+# --running-cluster is given: every `placement plan` imports this module, and they were most of its start-up time.
+if TYPE_CHECKING:
+    from placement.flink.rest import FlinkRest, JobSummary
 
 FIELD = "--running-cluster"
 
@@ -121,6 +123,8 @@ def measured(label: str, metrics: Path, read: ClusterRead, inv: Inventory, inven
             raise BadInput(f"{unknown}: add its host to the inventory, or --running-ignore-unknown to plan without "
                            "this job's load", field=FIELD)
         return f"{unknown}: its load is left out (--running-ignore-unknown)"
+    from placement.profile.pipeline import build_profile, write_profile
+
     try:
         profile = build_profile(metrics, engine="pandas", warmup_s=read.warmup_s, inventory=inventory_path)
     except BadInput as exc:
@@ -134,6 +138,9 @@ def load_cluster(read: ClusterRead, inv: Inventory, planned: Sequence[str], give
                  inventory_path: str) -> RunningPlans:
     """Every other running job's use of hosts and uplinks now, as :class:`RunningPlans` (what ``--running PLAN``
     gives). No other running job: a note, nothing else."""
+    from placement.collect.collector import collect_jobs
+    from placement.flink.rest import FlinkRest
+
     url = read.rest_url or inv.flink.rest_url
     jobs = others_running(FlinkRest(url), planned, given)
     # a job being (re)started holds its slots but says nothing yet of its load: named, not guessed
