@@ -151,3 +151,11 @@ def test_plan_names_the_state_nothing_fits_and_require_contingency_refuses_it(tm
     code, out, err = cli_run([*args, "--out", tmp_path / "none", "--no-contingency", "--json"], capsys)
     assert code == 0 and "contingencies" not in json.loads(out)
     assert "[lost" not in (tmp_path / "none" / "schedulercfg").read_text()
+
+
+def test_vanilla_mode_says_what_happens_when_a_pi_is_lost_and_plans_no_contingency(tmp_path, capsys):
+    code, out, err = cli_run(["plan", "--inventory", "inventory/edge-lab.yaml", "--profile",
+                              "examples/profiles/iot-sensors.json", "--out", tmp_path / "p", "--mode", "vanilla"], capsys)
+    assert code == 0, err
+    assert "vanilla mode has no contingency" in " ".join(out.split())
+    assert "contingencies" not in json.loads((tmp_path / "p" / "plan.json").read_text())
