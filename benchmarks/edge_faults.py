@@ -35,6 +35,7 @@ sys.path[:0] = [str(ROOT)]
 
 import yaml
 
+from placement.errors import PlacementError
 from placement.flink.rest import FlinkRest
 from placement.lab import chain
 from placement.lab import fault_scenario as scenario
@@ -123,10 +124,16 @@ def on_rpi2(rest: FlinkRest, state: dict, ledgers: Path, tries: int = 5) -> None
         if job and rest.job(job).all_running and any("rpi2" in tms for tms in rest.placement(job).values()):
             return
         chain.cancel_all(rest)
-        chain.submit(rest, state["jar"], scenario.LEDGER_JOB, scenario.job_args(scenario.JOB_NAME, ledgers))
         started = int(time.time() * 1000)
-        scenario._wait("the ledger running", lambda: scenario.flowing_since(
-            scenario.ledger_file(ledgers, scenario.JOB_NAME), started, [0, 1]) is not None, 120)
+        chain.submit(rest, state["jar"], scenario.LEDGER_JOB, scenario.job_args(scenario.JOB_NAME, ledgers))
+        try:
+            scenario._wait("the ledger running", lambda: scenario.flowing_since(
+                scenario.ledger_file(ledgers, scenario.JOB_NAME), started, [0, 1]) is not None, 120)
+        except PlacementError as exc:
+            job = scenario.running_job(rest)
+            raise SystemExit(f"{exc}: job {job} {rest.job(job).state if job else ''}, "
+                             f"{rest.root_exception(job) if job else ''}; ledger "
+                             f"{scenario.read_ledger(scenario.ledger_file(ledgers, scenario.JOB_NAME))[0][-3:]}")
     raise SystemExit(f"stock Flink placed nothing on rpi2 in {tries} submissions")
 
 
