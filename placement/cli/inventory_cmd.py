@@ -12,12 +12,12 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from placement.cli.params import nonempty_path
 from placement.cli.fit import print_table
-from placement.inventory.ansible import LocalArchive, ansible_inventory, render
+from placement.cli.params import nonempty_path
 from placement.errors import BadInput
 from placement.inventory import load_inventory
-from placement.netem.profiles import load_profile
+from placement.inventory.wan_profiles import load_profile
+from placement.writers.ansible import LocalArchive, ansible_inventory, render
 
 
 def _archive_flink_version(path: Path) -> str | None:

@@ -16,9 +16,9 @@ from rich.table import Table
 
 from placement.errors import BadInput, PlacementError
 from placement.inventory import Inventory, link_rate_warnings, load_inventory
+from placement.inventory.wan_profiles import WanProfile, load_profile
 from placement.netem import ops
 from placement.netem.plan import host_index, shaped_hosts, shapes_for_host
-from placement.netem.profiles import WanProfile, load_profile
 from placement.netem.status import InterfaceStatus
 from placement.netem.tc import Shape
 from placement.remote import Executor, ExecutorFactory

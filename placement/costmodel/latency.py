@@ -17,7 +17,7 @@ latency of a path is the mean latency of its slowest route::
   way.
 * ``delay(h)`` — the uplink's one-way delay (inventory ``links[].delay``).
 * ``T(e, i, h)`` — transmission of the record's own network message at the uplink's rate: a flush carries
-  ``min(r·τ, B)`` bytes plus :data:`~placement.costmodel.traffic.MESSAGE_HEADER_BYTES`; the largest of upstream
+  ``min(r·τ, B)`` bytes plus :data:`~placement.flink.facts.MESSAGE_HEADER_BYTES`; the largest of upstream
   subtask ``i``'s channels on ``e`` is charged, whole: the receiver hands a buffer on only once all of it arrived.
 * ``Q_h(ρ_h)`` — **queueing** at the shaped uplink (htb: a FIFO served at the link's rate) at utilisation
   ``ρ_h = Mbit/s on the link / bandwidth`` under the plan (job data, framing and checkpoint uploads, and what jobs
@@ -80,8 +80,8 @@ from typing import NamedTuple
 import networkx as nx
 
 from placement.costmodel.model import Assignment, Channel, HostSpec, PlacementProblem
-from placement.costmodel.traffic import BITS_PER_BYTE, MBIT, MESSAGE_HEADER_BYTES, SEGMENT_BYTES
-from placement.profile.edge_flows import DEFAULT_BUFFER_TIMEOUT_MS
+from placement.costmodel.traffic import BITS_PER_BYTE, MBIT
+from placement.flink.facts import DEFAULT_BUFFER_TIMEOUT_MS, MESSAGE_HEADER_BYTES, SEGMENT_BYTES
 
 BUFFER_BYTES = SEGMENT_BYTES  # taskmanager.memory.segment-size: Flink's network buffer, 32 KiB
 MAX_UTILISATION = 0.99

@@ -19,8 +19,8 @@ import networkx as nx
 
 from placement.costmodel import deliveries, demand, traffic
 from placement.errors import BadInput
+from placement.flink.facts import DEFAULT_BUFFER_TIMEOUT_MS
 from placement.inventory import Inventory, Policy
-from placement.profile.edge_flows import DEFAULT_BUFFER_TIMEOUT_MS
 from placement.profile.format import (
     EdgeProfile,
     JobProfile,

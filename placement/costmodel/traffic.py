@@ -10,9 +10,9 @@ downstream subtask 0, and HASH, REBALANCE and BROADCAST *all-to-all*.
 measured); BROADCAST 1 for every ``j`` (a copy each).
 
 **On the wire** (the job's data plane between two TaskManagers): the serialized records plus Flink's network framing.
-Each network message carries a header of :data:`MESSAGE_HEADER_BYTES`; a channel (one upstream-downstream pair)
+Each network message carries a header of :data:`~placement.flink.facts.MESSAGE_HEADER_BYTES`; a channel (one upstream-downstream pair)
 sends a message when its buffer is flushed — every ``execution.buffer-timeout`` (100 ms by default) if it has data, or
-when a :data:`SEGMENT_BYTES` buffer is full — so it sends ``min(records/s, 1000/timeout) + bytes/s ÷ segment``
+when a :data:`~placement.flink.facts.SEGMENT_BYTES` buffer is full — so it sends ``min(records/s, 1000/timeout) + bytes/s ÷ segment``
 messages per second. Framing is charged when the profile says how the job flushes (``job.buffer_timeout_ms``, which
 ``placement profile`` always records); a hand-written profile without it is charged its records' bytes alone. At a
 few hundred records/s that is 10 × 47 B per second per channel: 4 kbit/s, a few per cent of
@@ -25,19 +25,12 @@ flowing downstream-to-upstream, checkpoint barriers (one small event per channel
 
 from __future__ import annotations
 
-from placement.profile.edge_flows import (
-    DEFAULT_BUFFER_TIMEOUT_MS,
-    SEGMENT_BYTES,
-    pointwise_receivers,
-    pointwise_senders,
-)
+from placement.flink.facts import DEFAULT_BUFFER_TIMEOUT_MS, MESSAGE_HEADER_BYTES, SEGMENT_BYTES
+from placement.profile.edge_flows import pointwise_receivers, pointwise_senders
 from placement.profile.format import ShipStrategy
 
 BITS_PER_BYTE = 8
 MBIT = 1e6
-# Flink 2.3 netty framing of a BufferResponse: 9 bytes frame header (length, magic, id) + 38 bytes message header
-# (receiver id 16, subpartition 4, sequence number 4, backlog 4, data type 1, compressed 1, size 4, partial buffers 4).
-MESSAGE_HEADER_BYTES = 47
 
 # Strategies where every upstream subtask feeds every downstream subtask.
 ALL_TO_ALL = frozenset({ShipStrategy.HASH, ShipStrategy.REBALANCE, ShipStrategy.BROADCAST})

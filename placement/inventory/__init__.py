@@ -156,7 +156,7 @@ class Link(Strict):
         if not isinstance(data, dict) or not isinstance(data.get("profile"), str):
             return data
         from placement.errors import BadInput
-        from placement.netem.profiles import load_profile
+        from placement.inventory.wan_profiles import load_profile
 
         figures = ("bandwidth", "delay", "jitter", "loss", "correlation")
         try:

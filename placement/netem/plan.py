@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 
 from placement.errors import BadInput
 from placement.inventory import Inventory, Link
-from placement.netem.profiles import WanProfile, load_profile
+from placement.inventory.wan_profiles import WanProfile, load_profile
 from placement.netem.tc import Shape
 
 

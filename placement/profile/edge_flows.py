@@ -36,8 +36,6 @@ from dataclasses import dataclass
 from placement.profile.format import ShipStrategy, copies
 
 EPS = 1e-9
-DEFAULT_BUFFER_TIMEOUT_MS = 100.0  # Flink's execution.buffer-timeout.interval when a job does not set it
-SEGMENT_BYTES = 32 * 1024  # taskmanager.memory.segment-size: a full buffer is sent whatever the timeout
 
 
 @dataclass(frozen=True)

@@ -51,9 +51,9 @@ import pandas as pd
 
 from placement.collect.layout import METRIC_COLUMNS, RunManifest, SubtaskLocation
 from placement.errors import BadInput
+from placement.flink.facts import DEFAULT_BUFFER_TIMEOUT_MS
 from placement.inventory import Host, Inventory
 from placement.profile import edge_flows
-from placement.profile.edge_flows import DEFAULT_BUFFER_TIMEOUT_MS
 from placement.profile.lanes import fold_manifest
 from placement.profile.format import (
     PROFILE_FORMAT,

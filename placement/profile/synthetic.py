@@ -48,7 +48,8 @@ from placement.collect.layout import (
     VertexInfo,
     write_manifest,
 )
-from placement.profile.edge_flows import DEFAULT_BUFFER_TIMEOUT_MS, SEGMENT_BYTES, pointwise_receivers
+from placement.flink.facts import DEFAULT_BUFFER_TIMEOUT_MS, SEGMENT_BYTES
+from placement.profile.edge_flows import pointwise_receivers
 
 # Flush cycles a second of a channel that has data (the synthetic job runs with Flink's default buffer timeout).
 FLUSHES_PER_S = 1000.0 / DEFAULT_BUFFER_TIMEOUT_MS

@@ -19,7 +19,7 @@ JVM process CPU (``Status.JVM.CPU.Time``, cumulative ns of all its threads) besi
   kernel's figure for the process, read every round (over a 30 s window CPU.Time gives two or three pairs: an idle lab
   Pi read 0.054 cores from it against 0.087 from its threads, and 0.087 is what it went on using).
 * ``B_t = Σ_v B_{t,v}``: what the cost model charges the job's subtasks on t — the busy-time rule of
-  :func:`placement.costmodel.demand.server_cores` (floor and NaN rule included) divided by ``σ_t``.
+  :func:`placement.profile.cpu_demand.server_cores` (floor and NaN rule included) divided by ``σ_t``.
 * ``C_t``: the co-tenants' charge — the other running jobs' subtasks on t (several pipelines share an edge fleet's
   TaskManagers), their ``busyTimeMsPerSecond`` summed / 1000, as the collectors record it beside t's CPU
   (:data:`placement.collect.layout.COTENANT_BUSY`); 0 where nothing else ran *or nothing was recorded* (histories
@@ -90,7 +90,7 @@ Then:
   used on t beyond the baseline that stays when the rate changes;
 * a vertex's ``cpu_fixed_share`` is ``θ_t`` charge-weighted over the TaskManagers it ran on (0 where t had no line),
   and the cost model charges it ``c·(θ + (1 − θ)·X)`` at ``X ×`` the rates
-  (:func:`placement.costmodel.demand.at_scale`).
+  (:func:`placement.profile.cpu_demand.at_scale`).
 
 One rate (every history before this, or runs of one rate) leaves ``cpu_fixed_share`` unset: all of a subtask's CPU
 grows with the rate, as before. Three or more rates are fitted by least squares; a line is only as good as the
@@ -108,8 +108,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from placement.collect.layout import COTENANT_BUSY, COTENANT_SUBTASKS, RunManifest
-from placement.costmodel import demand
 from placement.inventory import Inventory
+from placement.profile import cpu_demand
 from placement.profile.format import JobProfile, RateFit, TaskManagerCpu
 from placement.profile.rules import cpu_time_to_host_cores
 from placement.profile.threads import ThreadCpu, thread_cpu
@@ -218,7 +218,7 @@ def calibrate(profile: JobProfile, runs: Sequence[tuple[RunManifest, pa.Table]],
         for s in v.subtasks:
             tm = placement.get((v.id, s.index))
             if tm in charge:
-                charge[tm][v.id] = charge[tm].get(v.id, 0.0) + demand.server_cores(v, s).server_cores / speeds[tm]
+                charge[tm][v.id] = charge[tm].get(v.id, 0.0) + cpu_demand.server_cores(v, s).server_cores / speeds[tm]
 
     # the job's task threads per TaskManager, from the newest pooled run that recorded them
     by_thread = _thread_cores(profile, pooled, thread_tables, placement, charge, warmup_s)

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from placement.inventory.ansible import LocalArchive, ansible_inventory, render
 from placement.errors import BadInput
 from placement.flink.versions import SUPPORTED_LINES
 from placement.inventory import Inventory, load_inventory
-from placement.netem.profiles import load_profile
+from placement.inventory.wan_profiles import load_profile
+from placement.writers.ansible import LocalArchive, ansible_inventory, render
 
 from ansible_support import REPO, placement_cli, require_tool
 

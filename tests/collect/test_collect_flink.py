@@ -210,8 +210,7 @@ def test_collect_records_each_subtasks_buffers_in_local_and_remote(collected):
     delivered to it a second. An input channel delivers one buffer per flush cycle that finds data — every 100 ms, the
     job's buffer timeout (Flink's default) — plus each 32 KiB buffer that fills first, and an event buffer per
     checkpoint (every 10 s). Like the record rates they are 60 s meters: at age a, at most min(a, 60) / 60 of it."""
-    from placement.costmodel.traffic import SEGMENT_BYTES
-    from placement.profile.edge_flows import DEFAULT_BUFFER_TIMEOUT_MS
+    from placement.flink.facts import DEFAULT_BUFFER_TIMEOUT_MS, SEGMENT_BYTES
 
     _, run_dir, m = collected
     assert {"numBuffersInLocalPerSecond", "numBuffersInRemotePerSecond"} <= set(m.metrics)

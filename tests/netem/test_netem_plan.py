@@ -9,8 +9,8 @@ import yaml
 
 from placement.errors import BadInput
 from placement.inventory import Inventory, load_inventory
+from placement.inventory.wan_profiles import ENV_VAR, WanProfile, list_profiles, load_profile, profiles_dir
 from placement.netem.plan import shaped_hosts, shapes_for_host
-from placement.netem.profiles import ENV_VAR, WanProfile, list_profiles, load_profile, profiles_dir
 from placement.netem.tc import Shape
 
 REPO = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from placement import resources
-from placement.netem.profiles import list_profiles, load_profile
+from placement.inventory.wan_profiles import list_profiles, load_profile
 from placement.resources import SHIPPED, repo_dir
 
 REPO = Path(__file__).resolve().parents[2]

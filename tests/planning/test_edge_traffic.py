@@ -25,12 +25,8 @@ from planning_factories import brute_force, close, inventory
 
 from placement.cli import main
 from placement.costmodel import PlacementProblem, build_problem, evaluate
-from placement.costmodel.traffic import (
-    MESSAGE_HEADER_BYTES,
-    SEGMENT_BYTES,
-    framing_mbit,
-    messages_per_s,
-)
+from placement.costmodel.traffic import framing_mbit, messages_per_s
+from placement.flink.facts import MESSAGE_HEADER_BYTES, SEGMENT_BYTES
 from placement.profile.format import JobProfile, load_profile
 from placement.solver import solve
 

@@ -13,7 +13,7 @@ from planning_factories import cli_run, inventory, profile, vertex
 from placement.costmodel import build_problem, evaluate
 from placement.costmodel.deliveries import SERVER_CORES_PER_DELIVERY
 from placement.costmodel.model import PlanOptions
-from placement.costmodel.traffic import MESSAGE_HEADER_BYTES, SEGMENT_BYTES
+from placement.flink.facts import MESSAGE_HEADER_BYTES, SEGMENT_BYTES
 from placement.profile.format import JobProfile
 from placement.solver import solve
 from placement.solver.capacity import max_scale

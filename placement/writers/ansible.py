@@ -25,9 +25,9 @@ import yaml
 from placement.flink.config import nest
 from placement.inventory import Host, Inventory
 from placement.inventory.failure_detection import flink_config as failure_detection_config
+from placement.inventory.wan_profiles import WanProfile
 from placement.netem import tc
 from placement.netem.plan import shapes_for_host
-from placement.netem.profiles import WanProfile
 from placement.scheduler.naming import taskmanager_resource_name
 
 FLINK_REST_DEFAULT_PORT = 8081
