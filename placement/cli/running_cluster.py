@@ -105,6 +105,9 @@ def priced_uses(label: str, profile: JobProfile, placed: dict[tuple[str, int], s
 def unknown_taskmanager(label: str, metrics: Path, inv: Inventory) -> tuple[dict[tuple[str, int], str], str | None]:
     """Where the job's subtasks ran (inventory host names), and what to say when one ran on a TaskManager no
     inventory host matches (None: all matched)."""
+    from placement.collect.layout import find_manifests
+    from placement.profile.rules import subtask_hosts
+
     placed, unmatched = subtask_hosts(find_manifests(metrics)[-1][1], inv)
     if not unmatched:
         return placed, None

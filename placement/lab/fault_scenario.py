@@ -26,6 +26,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -185,12 +186,12 @@ def place(state: dict, work: Path, *, jobs: tuple[str, ...] = (JOB_NAME,), conti
     for name in jobs:
         _wait(f"{name} running", lambda n=name: (j := running_job(rest, n)) is not None and rest.job(j).all_running, 120)
     time.sleep(METER_S)
-    profiles = []
-    for name in jobs:
-        metrics = work / f"metrics-{name}"
-        Collector(CollectOptions(rest_url=state["rest_url"], out_dir=metrics, job_name=name, duration_s=12,
-                                 interval_s=2)).run()
-        profiles.append(write_profile(build_profile(metrics, engine="pandas", warmup_s=0), work / f"{name}.json"))
+    collectors = [Collector(CollectOptions(rest_url=state["rest_url"], out_dir=work / f"metrics-{name}", job_name=name,
+                                           duration_s=12, interval_s=2)) for name in jobs]
+    with ThreadPoolExecutor(len(jobs)) as pool:  # the jobs' windows side by side: one window's wait, not one each
+        list(pool.map(lambda c: c.run(), collectors))
+    profiles = [write_profile(build_profile(work / f"metrics-{name}", engine="pandas", warmup_s=0), work / f"{name}.json")
+                for name in jobs]
     inventory = fault_inventory(state["lab_inventory"], work / "fault-inventory.yaml", state["jar"], jobs, work)
     plan_dir = work / "plan"
     done = subprocess.run([PLACEMENT, "plan", "--inventory", str(inventory),
@@ -288,9 +289,9 @@ def _all_once(placed: Placed) -> tuple[int, int]:
 
 class Watching:
     """``placement watch --apply auto --plan PLAN`` over the placed job, in the background: the way back without an
-    apply by hand. Short windows and a 20 s cooldown, so that the lab's way back fits a test."""
+    apply by hand. Short windows and a 10 s cooldown, so that the lab's way back fits a test."""
 
-    COOLDOWN_S = 20
+    COOLDOWN_S = 10
 
     def __init__(self, placed: Placed, work: Path):
         self.work = work
@@ -299,7 +300,7 @@ class Watching:
         self.out = open(work / "watch.out", "wb")  # noqa: SIM115 (closed in stop)
         self.proc = subprocess.Popen(
             [PLACEMENT, "watch", "--inventory", str(placed.inventory), *names, "--apply", "auto", "--plan",
-             str(placed.plan_dir), "--interval", "8", "--window", "20", "--warmup", "30", "--cooldown",
+             str(placed.plan_dir), "--interval", "5", "--window", "12", "--flush", "4", "--warmup", "20", "--cooldown",
              str(self.COOLDOWN_S), "--engine", "pandas", "--work-dir", str(work / "watch"), "--log", str(self.log),
              "--duration", "900"], stdout=self.out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
@@ -328,7 +329,7 @@ class Watching:
 
 
 def run_fault(state: dict, placed: Placed, kind: str, host: str, *, timeout: float = 180.0,
-              wan_window_s: float = 15.0, watch: Watching | None = None) -> FaultRun:
+              wan_window_s: float = 10.0, watch: Watching | None = None) -> FaultRun:
     """One fault of ``kind`` (``power`` or ``uplink``) on ``host``, the recovery of every job placed, the way back:
     ``placement apply`` of the plan, or (``watch``) the watch's own restore."""
     rest = FlinkRest(state["rest_url"], timeout=5)
@@ -340,7 +341,7 @@ def run_fault(state: dict, placed: Placed, kind: str, host: str, *, timeout: flo
     try:
         if run.recovery_s is None:
             return run
-        time.sleep(5)
+        time.sleep(2)
         run.placed_as_contingency = all(rest.placement(running_job(rest, name) or "") == expected_placement(plan, host)
                                         for name, plan in placed.plans.items())
         links, _cpu = measure_window(state, wan_window_s)
@@ -363,7 +364,7 @@ def run_fault(state: dict, placed: Placed, kind: str, host: str, *, timeout: flo
         _wait(f"the ledger of {name} after the restore",
               lambda n=name, m=mine: flowing_since(ledger_file(placed.ledgers, n), restored_ms - 60_000, m) is not None,
               60)
-    time.sleep(3)
+    time.sleep(2)
     run.gaps_after_restore, run.repeats_after_restore = _all_once(placed)
     return run
 

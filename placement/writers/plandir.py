@@ -46,8 +46,9 @@ def check_writable(out: Path) -> None:
     if not parent.is_dir():
         raise _unwritable(out, f"{parent} is not a directory")
     try:
-        probe = tempfile.mkdtemp(prefix=f".{out.name}.probe-", dir=parent)
-        os.rmdir(probe)
+        with sigint_held_back():  # a Ctrl-C between the two would leave the probe behind
+            probe = tempfile.mkdtemp(prefix=f".{out.name}.probe-", dir=parent)
+            os.rmdir(probe)
     except OSError as exc:
         raise _unwritable(out, f"{parent}: {exc.strerror or exc}") from None
     # Replacing an existing directory renames it, which needs write access to it (its ".." entry changes).

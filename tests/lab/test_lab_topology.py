@@ -113,7 +113,7 @@ def test_the_running_inventory_has_real_addresses_the_rest_url_the_mode_and_the_
 def test_an_inventory_with_two_servers_is_refused_naming_the_field(tmp_path):
     inv = load_inventory(LAB)
     data = inv.model_dump(mode="json", by_alias=True, exclude_none=True)
-    data["hosts"].append({**data["hosts"][0], "name": "server2"})
+    data["hosts"].append({**data["hosts"][0], "name": "server2", "address": "10.203.0.9"})
     from placement.inventory import Inventory
 
     with pytest.raises(BadInput, match="lab.yaml: hosts: the lab runs exactly one server host, the inventory has 2"):

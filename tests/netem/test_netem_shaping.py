@@ -117,7 +117,7 @@ def test_a_bad_host_later_in_the_list_changes_no_host(wire: VethPair, tmp_path: 
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     inv = write_inventory(tmp_path / "inv.yaml", server_address=wire.ns_addr, edges=[
         {"name": "edge1", "address": wire.host_addr, "interface": wire.host_if},
-        {"name": "edge2", "address": wire.host_addr, "interface": "pnnosuch1"},
+        {"name": "edge2", "address": "127.0.0.2", "interface": "pnnosuch1"},  # local too, an address of its own
     ])
     code, _, err = run_cli(capsys, "netem", "apply", "--inventory", str(inv))
     assert code == 2 and "hosts[2].interface: edge2: no interface 'pnnosuch1'" in err
