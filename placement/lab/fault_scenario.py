@@ -76,6 +76,7 @@ class FaultRun:
     restored: bool = False
     gaps_after_restore: int | None = None
     repeats_after_restore: int | None = None
+    load_scale: float | None = None  # the surviving sources' rate now over the profile's (the prediction is scaled)
 
     @property
     def never_failed(self) -> bool:
@@ -328,6 +329,28 @@ class Watching:
         self.out.close()
 
 
+def _lane_counts(placed: Placed, lanes: dict[str, list[int]]) -> float:
+    """Readings the ledgers have taken so far of ``lanes`` (each job's), together."""
+    total = 0.0
+    for name, mine in lanes.items():
+        _opens, books = read_ledger(ledger_file(placed.ledgers, name))
+        newest = {b.lane: b.count for b in books}
+        total += sum(newest.get(lane, 0) for lane in mine)
+    return total
+
+
+def _profiled_rate(placed: Placed, lanes: dict[str, list[int]]) -> float:
+    """Records/s the profiles measured those lanes' source subtasks send."""
+    from placement.profile.format import load_profile
+
+    total = 0.0
+    for name, mine in lanes.items():
+        profile = load_profile(placed.ledgers / f"{name}.json")
+        source = next(v for v in profile.vertices if v.name == SOURCE)
+        total += sum(s.records_out_per_s for s in source.subtasks if s.index in mine)
+    return total
+
+
 def run_fault(state: dict, placed: Placed, kind: str, host: str, *, timeout: float = 180.0,
               wan_window_s: float = 10.0, watch: Watching | None = None) -> FaultRun:
     """One fault of ``kind`` (``power`` or ``uplink``) on ``host``, the recovery of every job placed, the way back:
@@ -344,9 +367,16 @@ def run_fault(state: dict, placed: Placed, kind: str, host: str, *, timeout: flo
         time.sleep(2)
         run.placed_as_contingency = all(rest.placement(running_job(rest, name) or "") == expected_placement(plan, host)
                                         for name, plan in placed.plans.items())
+        counts_before = _lane_counts(placed, lanes)
+        started = time.monotonic()
         links, _cpu = measure_window(state, wan_window_s)
+        rate_now = (_lane_counts(placed, lanes) - counts_before) / (time.monotonic() - started)
         contingency = next(c for c in first.contingencies or () if c.lost == host)  # several jobs: the fleet's links
-        predicted = {link.source: link.mbit for link in contingency.links}
+        # the prediction at the load the surviving sources send now: a profile made on a loaded machine may have
+        # caught them below their rate (its Pis short of CPU), and the check is of the model, not of that load
+        scale = rate_now / profiled if (profiled := _profiled_rate(placed, lanes)) > 0 and rate_now > 0 else 1.0
+        run.load_scale = round(scale, 3)
+        predicted = {link.source: link.mbit * scale for link in contingency.links}
         run.wan = {m.host: (m.data_mbit, predicted.get(m.host, 0.0)) for m in links if m.host in surviving}
         run.gaps, run.repeats = _all_once(placed)
     finally:
