@@ -66,17 +66,22 @@ def with_flink_defaults(out: Path) -> Path:
     return out
 
 
+def faults(state: dict, placed: scenario.Placed, n: int, label: str) -> list[scenario.FaultRun]:
+    """``n`` power losses, then ``n`` uplink cuts of rpi2, each with its way back, printed as they end."""
+    runs = []
+    for kind in ("power", "uplink"):
+        for i in range(n):
+            run = scenario.run_fault(state, placed, kind, "rpi2")
+            print(f"  {label} {kind} {i + 1}: {scenario.as_json(run)}", flush=True)
+            runs.append(run)
+    return runs
+
+
 def contingency_runs(work: Path, n: int) -> list[scenario.FaultRun]:
     state = lab(ROOT / "inventory" / "lab.yaml", work / "lab")
     try:
         placed = scenario.place(state, work / "placed")
-        runs = []
-        for kind in ("power", "uplink"):
-            for i in range(n):
-                run = scenario.run_fault(state, placed, kind, "rpi2")
-                print(f"  contingency {kind} {i + 1}: {scenario.as_json(run)}", flush=True)
-                runs.append(run)
-        return runs
+        return faults(state, placed, n, "contingency")
     finally:
         down(work / "lab")
 
@@ -87,12 +92,7 @@ def default_runs(work: Path, n: int, before: bool) -> tuple[list[scenario.FaultR
     state = lab(with_flink_defaults(work / "flink-defaults.yaml"), work / "defaults")
     try:
         placed = scenario.place(state, work / "defaults-placed")
-        runs = []
-        for kind in ("power", "uplink"):
-            for i in range(n):
-                run = scenario.run_fault(state, placed, kind, "rpi2")
-                print(f"  Flink's defaults {kind} {i + 1}: {scenario.as_json(run)}", flush=True)
-                runs.append(run)
+        runs = faults(state, placed, n, "Flink's defaults")
         old = None
         if before:
             unplanned = scenario.place(state, work / "before", contingency=False)
