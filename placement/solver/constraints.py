@@ -8,11 +8,9 @@ Rows that cannot bind (even all candidates together fit) are not added.
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 import pulp
 
-from placement.solver import objectives
+from placement.solver import families, objectives
 from placement.solver.model import IlpModel
 
 
@@ -22,53 +20,29 @@ def one_host_per_subtask(m: IlpModel) -> None:
         m.lp += pulp.lpSum(m.x[(s.key, h)] for h in m.domain[s.key]) == 1, f"one_host_{n}"
 
 
+def sink(m: IlpModel) -> families.PulpSink:
+    """The model's rows go to its PuLP problem through :mod:`placement.solver.families` (built once)."""
+    if ("sink",) not in m.aux:
+        m.aux[("sink",)] = families.PulpSink(m.lp, m.add_slack, m.elastic)  # type: ignore[assignment]
+    return m.aux[("sink",)]  # type: ignore[return-value]
+
+
+def _placed(m: IlpModel, host: str):
+    return [(s, var, 1) for s, var in m.on_host(host)]
+
+
 def task_slots(m: IlpModel) -> None:
     """With slot sharing (Flink's default): ``Σ_i x[(v, i), h] ≤ slots(h)`` for every vertex ``v`` and host ``h`` —
     one slot holds one subtask of each vertex. Without: ``Σ_s x[s, h] ≤ slots(h)``. Several jobs with slot sharing:
-    :func:`task_slots_per_job`."""
-    if m.problem.vertex_job and m.problem.slot_sharing:
-        task_slots_per_job(m)
-        return
+    :func:`placement.solver.families.job_slots` (:func:`families.slots`)."""
     for h in m.problem.hosts:
-        placed = m.on_host(h.name)
-        groups: dict[str, list] = defaultdict(list)
-        for s, var in placed:
-            groups[s.vertex_id if m.problem.slot_sharing else "all"].append(var)
-        for n, (group, vars_) in enumerate(groups.items()):
-            if len(vars_) > h.slots:
-                slack = m.add_slack(("slots", h.name, group), h.slots)
-                m.lp += pulp.lpSum(vars_) <= h.slots + slack, f"slots_{h.name}_{n}"
-
-
-def task_slots_per_job(m: IlpModel) -> None:
-    """Several jobs, slot sharing: a slot holds one subtask of each vertex of one job — jobs never share one — so
-    job ``J`` fills ``max_{v∈J} Σ_i x[(v, i), h]`` slots of ``h``. With ``y[J, h] ≥ 0``:
-    ``Σ_i x[(v, i), h] ≤ y[J, h]`` for every vertex ``v`` of ``J``, and ``Σ_J y[J, h] ≤ slots(h)``. (``y`` need not be
-    integral: the rounded-up maxima satisfy the rows whenever some ``y`` does.)"""
-    for h in m.problem.hosts:
-        groups: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))  # job -> vertex -> variables
-        for s, var in m.on_host(h.name):
-            groups[m.problem.vertex_job.get(s.vertex_id, "")][s.vertex_id].append(var)
-        if sum(max(len(v) for v in vertices.values()) for vertices in groups.values()) <= h.slots:
-            continue  # cannot bind
-        used = []
-        for n, (job, vertices) in enumerate(groups.items()):
-            y = m.lp.add_variable(f"jobslots_{h.name}_{n}", lowBound=0)
-            used.append(y)
-            for k, vars_ in enumerate(vertices.values()):
-                m.lp += pulp.lpSum(vars_) <= y, f"jobslots_{h.name}_{n}_{k}"
-        slack = m.add_slack(("slots", h.name, "jobs"), h.slots)
-        m.lp += pulp.lpSum(used) <= h.slots + slack, f"slots_{h.name}"
+        families.slots(sink(m), m.problem, h.name, h.slots, _placed(m, h.name))
 
 
 def cpu_capacity(m: IlpModel) -> None:
-    """``Σ_s c(s)/σ_h · x[s, h] ≤ ρ · cores(h)`` for every host ``h``."""
+    """``Σ_s c(s)/σ_h · x[s, h] ≤ ρ · cores(h)`` for every host ``h`` (:func:`placement.solver.families.cpu`)."""
     for h in m.problem.hosts:
-        placed = m.on_host(h.name)
-        cap = m.problem.usable_cores(h)
-        if sum(s.cores_on(h) for s, _ in placed) > cap:
-            slack = m.add_slack(("cpu", h.name), cap)
-            m.lp += pulp.lpSum(s.cores_on(h) * var for s, var in placed) <= cap + slack, f"cpu_{h.name}"
+        families.cpu(sink(m), m.problem, h, _placed(m, h.name))
 
 
 def one_thread(m: IlpModel) -> None:
@@ -77,48 +51,31 @@ def one_thread(m: IlpModel) -> None:
     The domain (:func:`placement.solver.domains.one_thread_keeps_up`) leaves no such pair in the model itself; the
     elastic re-solve starts from the rules' domain, where these rows let a thread stretch like any capacity, so a
     thread that cannot keep up is named as what is short rather than the link its input would then cross."""
-    rho = m.problem.usable_thread
     for h in m.problem.hosts:
         for s, var in m.on_host(h.name):
             if not m.problem.keeps_up(s, h):
-                slack = m.add_slack(("thread", h.name, *map(str, s.key)), rho)
-                m.lp += s.cores_on(h) * var <= rho + slack, f"thread_{h.name}_{s.vertex_id}_{s.index}"
+                families.one_thread(sink(m), m.problem, h, s, var)
 
 
 def memory_capacity(m: IlpModel) -> None:
-    """``Σ_s m(s) · x[s, h] ≤ μ · memory(h)`` for every host ``h``."""
+    """``Σ_s m(s) · x[s, h] ≤ μ · memory(h)`` for every host ``h`` (:func:`placement.solver.families.memory`)."""
     for h in m.problem.hosts:
-        placed = m.on_host(h.name)
-        cap = m.problem.usable_memory(h)
-        if sum(s.memory_mib for s, _ in placed) > cap:
-            slack = m.add_slack(("memory", h.name), cap)
-            m.lp += pulp.lpSum(s.memory_mib * var for s, var in placed) <= cap + slack, f"memory_{h.name}"
+        families.memory(sink(m), m.problem, h, _placed(m, h.name))
 
 
 def wan_bandwidth(m: IlpModel) -> None:
     """``W_h(x) ≤ η · bandwidth(h)`` for every edge host ``h``, with ``W_h`` the uplink traffic of
     :func:`placement.solver.objectives.wan_mbit` (exact given :func:`no_data_down_to_edge`)."""
     for h in m.problem.edges:
-        cap = m.problem.usable_mbit(h)
-        expr = objectives.wan_mbit(m, h.name)
-        if expr is not None:
-            slack = m.add_slack(("link", h.name), cap)
-            m.lp += expr <= cap + slack, f"wan_{h.name}"
+        families.uplink(sink(m), m.problem, h, families.terms_of(objectives.wan_mbit(m, h.name)))
 
 
 def job_uplink_budget(m: IlpModel) -> None:
     """``W_{J,h}(x) ≤ s_{J,h} · η · bandwidth(h)`` for every job ``J`` with a share ``s_{J,h}`` of edge host
     ``h``'s uplink (``jobs[].budget.uplinks``), ``W_{J,h}`` the part of ``W_h`` that ``J``'s own subtasks send
-    (:func:`placement.solver.objectives.wan_mbit` over ``J``). Elastic: a slack named ``("budget", h, J)``, so a budget
-    that cannot be met is named as that job's on that link, not as the link."""
-    for n, (job, policy) in enumerate(m.problem.job_policies.items()):
-        for host, share in policy.uplink_shares.items():
-            h = m.problem.host_by_name[host]
-            expr = objectives.wan_mbit(m, host, frozenset({job}))
-            cap = m.problem.budget_mbit(h, share)
-            if expr is not None:
-                slack = m.add_slack(("budget", host, job), cap)
-                m.lp += expr <= cap + slack, f"budget_{n}_{host}"
+    (:func:`placement.solver.objectives.wan_mbit` over ``J``; :func:`placement.solver.families.uplink_budget`)."""
+    families.uplink_budgets(sink(m), m.problem, lambda host, job: families.terms_of(
+        objectives.wan_mbit(m, host, frozenset({job}))))
 
 
 def no_data_down_to_edge(m: IlpModel) -> None:
@@ -179,12 +136,8 @@ def latency_bound(m: IlpModel) -> None:
 
     A route crosses at most one uplink (nothing flows down to an edge host), so ``L_P = F(P) + max_e Z_e`` is the
     prediction's slowest crossing exactly."""
-    from placement.solver.objectives import path_latency_ms
-
     for n, path in enumerate(objectives.bounded_paths(m)):
-        expr = path_latency_ms(m, path)
-        slack = m.add_slack(("latency", str(n)), path.bound_ms)
-        m.lp += expr <= path.bound_ms + slack, f"latency_bound_{n}"
+        families.latency_bound(sink(m), n, path, objectives.path_latency_ms(m, path))
 
 
 ROW_FAMILIES = (one_host_per_subtask, no_data_down_to_edge, task_slots, cpu_capacity, one_thread, memory_capacity,

@@ -35,6 +35,7 @@ from collections.abc import Callable
 import pulp
 
 from placement.costmodel import latency
+from placement.solver import families
 from placement.solver.model import IlpModel
 
 
@@ -141,91 +142,56 @@ def latency_ms(m: IlpModel, jobs: frozenset[str] | None = None) -> pulp.LpAffine
 
 
 def bounded_paths(m: IlpModel) -> list[latency.JobPath]:
-    """The source→sink paths with a latency bound (refused when the job has too many paths to list)."""
-    if not m.problem.latency_bounds:
-        return []
-    paths = latency.source_sink_paths(m.problem)
-    if paths is None:
-        from placement.errors import BadInput
-
-        raise BadInput(f"the job has more than {latency.MAX_PATHS} source→sink paths: policy.max_latency_ms cannot be "
-                       "planned for it", field="policy.max_latency_ms")
-    return [p for p in paths if p.bound_ms is not None]
+    """The source→sink paths with a latency bound (:func:`placement.solver.families.bounded_paths`)."""
+    return families.bounded_paths(m.problem)
 
 
-def _queue_wait(m: IlpModel, host) -> pulp.LpVariable | float:
-    """``q_h ≥ Q(W_h/C_h)`` (every chord), built once per uplink; 0 when nothing can cross it."""
-    key = ("queue", host.name)
-    if key in m.aux:
-        return m.aux[key]
-    traffic = wan_mbit(m, host.name)
-    capacity = host.uplink_mbit or 0.0
-    if traffic is None or capacity <= 0:
-        m.aux[key] = 0.0  # type: ignore[assignment]
-        return 0.0
-    q = m.lp.add_variable(f"queue_{host.name}", lowBound=0)
-    running = host.running_total("mbit")  # jobs already running on this uplink (plan --running): fixed load
-    for k, (a, b) in enumerate(latency.queue_pieces(latency.buffer_service_ms(capacity))):
-        m.lp += q >= a * (1.0 / capacity) * traffic + (b + a * running / capacity), f"queue_{host.name}_{k}"
-    if m.problem.policy.wan_headroom > latency.MAX_UTILISATION and not m.elastic:
-        m.lp += traffic <= latency.MAX_UTILISATION * capacity - running, f"queue_cap_{host.name}"
-    m.aux[key] = q
-    return q
-
-
-def _queue_big_m(m: IlpModel, host) -> float:
-    capacity = host.uplink_mbit or 0.0
-    rho = min(m.problem.policy.wan_headroom, latency.MAX_UTILISATION)
-    return latency.queue_ms(rho, latency.buffer_service_ms(capacity)) if capacity > 0 else 0.0
-
-
-def _edge_crossing(m: IlpModel, n: int, ch) -> pulp.LpVariable | float:
-    """``Z_e``: at least the slowest crossing of channel ``ch`` (delay + send + queue), built once per channel."""
-    key = ("crossing", n)
-    if key in m.aux:
-        return m.aux[key]
-    z = None
-    for h in m.problem.edges:
-        ups = m.placed(ch.source, h.name)
-        if not ups:
-            continue
+def _crossings(m: IlpModel, n: int, ch) -> Callable[[str], list[families.Crossing]]:
+    """The crossings of channel ``ch`` at an edge host: ``y = x[u_i, h] − x[v_j, h]`` for a pair, ``x[u_i, h] − b``
+    with ``b ≤ x[v_j, h] ∀j`` ("all of V on h") for an all-to-all edge; both are 0/1 given
+    :func:`placement.solver.constraints.no_data_down_to_edge`."""
+    def at(host: str) -> list[families.Crossing]:
+        h = m.problem.host_by_name[host]
         bandwidth = h.uplink_mbit or 0.0
-        q = _queue_wait(m, h)
-        big_m = _queue_big_m(m, h)
         b = None
         if ch.all_to_all:
-            b = m.lp.add_variable(f"lat_allv_{n}_{h.name}", lowBound=0, upBound=1)
+            b = m.lp.add_variable(f"lat_allv_{n}_{host}", lowBound=0, upBound=1)
             for j in range(ch.n_down):
-                v = m.var((ch.target, j), h.name)
-                m.lp += b <= (v if v is not None else 0), f"lat_allv_{n}_{h.name}_{j}"
-        for i, u in ups:
-            crossings = [u - b] if b is not None else [
-                u - (v if (v := m.var((ch.target, j), h.name)) is not None else 0) for j in ch.receivers(i)]
+                v = m.var((ch.target, j), host)
+                m.lp += b <= (v if v is not None else 0), f"lat_allv_{n}_{host}_{j}"
+        out = []
+        for i, u in m.placed(ch.source, host):
+            if b is not None:
+                ys = [[(u, 1.0), (b, -1.0)]]
+            else:
+                ys = [[(u, 1.0)] + ([(v, -1.0)] if (v := m.var((ch.target, j), host)) is not None else [])
+                      for j in ch.receivers(i)]
             send = latency.transmit_ms(ch, i, bandwidth)
-            for k, y in enumerate(crossings):
-                if send == float("inf"):  # a link without bandwidth: this subtask's data must not cross it
-                    m.lp += y <= 0, f"lat_none_{n}_{h.name}_{i}_{k}"
-                    continue
-                if z is None:
-                    z = m.lp.add_variable(f"crossing_{n}", lowBound=0)
-                m.lp += (z >= (h.uplink_delay_ms + send + big_m) * y + q - big_m), f"lat_cross_{n}_{h.name}_{i}_{k}"
-    m.aux[key] = z if z is not None else 0.0  # type: ignore[assignment]
-    return m.aux[key]
+            out += [families.Crossing(y, send, f"{i}_{k}") for k, y in enumerate(ys)]
+        return out
+
+    return at
 
 
 def path_latency_ms(m: IlpModel, path: latency.JobPath) -> pulp.LpVariable:
     """``L_P``: a variable at least the path's predicted latency ``F(P) + max_e Z_e`` (rows of
+    :func:`placement.solver.families.path_latency` and :func:`~placement.solver.families.edge_crossing`, for
     :func:`placement.solver.constraints.latency_bound`)."""
+    from placement.solver.constraints import sink
+
     key = ("path", path.vertices)
     if key in m.aux:
         return m.aux[key]
     index = {(ch.source, ch.target): n for n, ch in enumerate(m.problem.channels)}
     tag = len([k for k in m.aux if k[0] == "path"])
-    lp = m.lp.add_variable(f"path_latency_{tag}", lowBound=path.flush_ms)
-    for e in path.edges:
-        n = index[e]
-        z = _edge_crossing(m, n, m.problem.channels[n])
-        if not isinstance(z, float):
-            m.lp += lp >= path.flush_ms + z, f"path_{tag}_edge_{n}"
-    m.aux[key] = lp
-    return lp
+
+    def crossing(n: int):
+        ch = m.problem.channels[n]
+        hosts = [h.name for h in m.problem.edges if m.placed(ch.source, h.name)]
+        return lambda: families.edge_crossing(sink(m), m.problem, n, hosts, _crossings(m, n, ch),
+                                              lambda host: families.terms_of(wan_mbit(m, host)), m.aux)
+
+    edges = [(index[e], crossing(index[e])) for e in path.edges]
+    lp = families.path_latency(sink(m), path, tag, (path.flush_ms, []), edges)
+    m.aux[key] = lp  # type: ignore[assignment]
+    return lp  # type: ignore[return-value]

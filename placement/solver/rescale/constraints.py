@@ -14,6 +14,7 @@ from collections import defaultdict
 import pulp
 
 from placement.costmodel.rescaled import pointwise
+from placement.solver import families
 from placement.solver.rescale import objectives
 from placement.solver.rescale.model import RescaleModel, or_zero
 
@@ -104,52 +105,59 @@ def _placed(m: RescaleModel, host: str):
     return index.get(host, [])
 
 
+def sink(m: RescaleModel) -> families.PulpSink:
+    """The model's rows go to its PuLP problem through :mod:`placement.solver.families` (built once)."""
+    if ("sink",) not in m.aux:
+        m.aux[("sink",)] = families.PulpSink(m.lp, m.add_slack, m.elastic, eps=1e-9)
+    return m.aux[("sink",)]  # type: ignore[return-value]
+
+
 def task_slots(m: RescaleModel) -> None:
     """With slot sharing: ``n[v, h] ≤ slots(h)`` for every vertex and host (a slot holds one subtask of each vertex);
-    without: ``Σ_v n[v, h] ≤ slots(h)``."""
+    without: ``Σ_v n[v, h] ≤ slots(h)`` (:func:`placement.solver.families.slots`; a row binds when the most instances
+    the choices allow there exceed the slots)."""
     for h in m.ref.hosts:
-        groups: dict[str, list] = defaultdict(list)
-        bound: dict[str, int] = defaultdict(int)
-        for s, var, multiple in _placed(m, h.name):
-            group = s.vertex_id if m.ref.slot_sharing else "all"
-            groups[group].append(multiple * var)
-        for group in groups:
+        def most(group: str, host: str = h.name) -> float:
             members = [group] if m.ref.slot_sharing else list(m.ref.vertex_order)
-            bound[group] = sum(m.most(vid, h.name) for vid in members)
-        for n, (group, vars_) in enumerate(groups.items()):
-            if bound[group] > h.slots:
-                slack = m.add_slack(("slots", h.name, group), h.slots)
-                m.lp += pulp.lpSum(vars_) <= h.slots + slack, f"slots_{h.name}_{n}"
+            return sum(m.most(vid, host) for vid in members)
 
-
-def _capacity(m: RescaleModel, kind: str, figure, usable) -> None:
-    for h in m.ref.hosts:
-        placed = [(figure(s, h) * multiple, var) for s, var, multiple in _placed(m, h.name)]
-        cap = usable(h)
-        worst = sum(c * var.upBound for c, var in placed)  # every candidate at its largest count
-        if worst > cap + 1e-9:
-            slack = m.add_slack((kind, h.name), cap)
-            m.lp += pulp.lpSum(c * var for c, var in placed) <= cap + slack, f"{kind}_{h.name}"
+        families.slots(sink(m), m.ref, h.name, h.slots, _placed(m, h.name), most=most)
 
 
 def cpu_capacity(m: RescaleModel) -> None:
-    """``Σ_s c(s)/σ_h·x[s, h] + Σ_{v,p} c_v(p)/σ_h·z[v, p, h] ≤ ρ·cores(h)`` for every host ``h``."""
-    _capacity(m, "cpu", lambda s, h: s.cores_on(h), m.ref.usable_cores)
+    """``Σ_s c(s)/σ_h·x[s, h] + Σ_{v,p} c_v(p)/σ_h·z[v, p, h] ≤ ρ·cores(h)`` for every host ``h``
+    (:func:`placement.solver.families.cpu`)."""
+    for h in m.ref.hosts:
+        families.cpu(sink(m), m.ref, h, _placed(m, h.name))
 
 
 def memory_capacity(m: RescaleModel) -> None:
-    """``Σ_s m(s)·x[s, h] + Σ_{v,p} m_v(p)·z[v, p, h] ≤ μ·memory(h)`` for every host ``h``."""
-    _capacity(m, "memory", lambda s, h: s.memory_mib, m.ref.usable_memory)
+    """``Σ_s m(s)·x[s, h] + Σ_{v,p} m_v(p)·z[v, p, h] ≤ μ·memory(h)`` for every host ``h``
+    (:func:`placement.solver.families.memory`)."""
+    for h in m.ref.hosts:
+        families.memory(sink(m), m.ref, h, _placed(m, h.name))
 
 
 def wan_bandwidth(m: RescaleModel) -> None:
     """``W_h ≤ η·bandwidth(h)`` for every edge host ``h`` (``W_h`` of :func:`.objectives.wan_mbit`)."""
     for h in m.ref.edges:
-        expr = objectives.wan_mbit(m, h.name)
-        if expr is not None:
-            cap = m.ref.usable_mbit(h)
-            slack = m.add_slack(("link", h.name), cap)
-            m.lp += expr <= cap + slack, f"wan_{h.name}"
+        families.uplink(sink(m), m.ref, h, families.terms_of(objectives.wan_mbit(m, h.name)))
+
+
+def job_uplink_budget(m: RescaleModel) -> None:
+    """``W_{J,h} ≤ s_{J,h}·η·bandwidth(h)`` for every job with a share of an uplink
+    (:func:`placement.solver.families.uplink_budget`; ``W_{J,h}`` of :func:`.objectives.wan_mbit` over ``J``)."""
+    families.uplink_budgets(sink(m), m.ref, lambda host, job: families.terms_of(
+        objectives.wan_mbit(m, host, frozenset({job}))))
+
+
+def latency_bound(m: RescaleModel) -> None:
+    """``L(P) ≤ B(P)`` for every source→sink path with a bound (``policy.max_latency_ms``), the rows of the plain
+    model (:func:`placement.solver.constraints.latency_bound`) over this model's crossings and at each choice of
+    parallelism: the flush wait ``F(e)`` and the send time ``T(e, i, h)`` depend on it
+    (:func:`.objectives.path_latency_ms`)."""
+    for n, path in enumerate(families.bounded_paths(m.ref)):
+        families.latency_bound(sink(m), n, path, objectives.path_latency_ms(m, path, sink(m)))
 
 
 def vanilla_whole_vertices(m: RescaleModel) -> None:
@@ -175,7 +183,7 @@ def vanilla_whole_vertices(m: RescaleModel) -> None:
 
 
 ROW_FAMILIES = (one_parallelism_per_group, every_instance_placed, slots_bound_counts, no_data_down_to_edge, task_slots,
-                cpu_capacity, memory_capacity, wan_bandwidth, vanilla_whole_vertices)
+                cpu_capacity, memory_capacity, wan_bandwidth, job_uplink_budget, vanilla_whole_vertices, latency_bound)
 
 
 def add_all(m: RescaleModel) -> None:

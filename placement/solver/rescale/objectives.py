@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import pulp
 
+from placement.costmodel import latency
 from placement.costmodel.model import Channel
 from placement.costmodel.rescaled import pointwise, received_by, sent_by
 from placement.profile.format import ShipStrategy
+from placement.solver import families
 from placement.solver.rescale.model import RescaleModel, or_zero
 
 
@@ -127,27 +129,32 @@ def _payload(m: RescaleModel, ch: Channel) -> float:
     return sum(_channel(m, ch, m.parallelisms(ch.source)[0], m.parallelisms(ch.target)[0]).up_out_mbit)
 
 
-def _checkpoints(m: RescaleModel, host: str) -> pulp.LpAffineExpression:
+def _checkpoints(m: RescaleModel, host: str, mine=lambda vid: True) -> pulp.LpAffineExpression:
     """``Σ k(s)·x[s, h] + Σ k_v(p)·z[v, p, h]``: checkpoint uploads of stateful instances on edge host ``host``."""
-    terms = [(var, m.ref.subtask_by_key[key].checkpoint_mbit) for (key, h), var in m.x.items() if h == host]
-    terms += [(var, m.instance(vid, p).checkpoint_mbit * k) for (vid, p, h), var, k in m.z_items() if h == host]
+    terms = [(var, m.ref.subtask_by_key[key].checkpoint_mbit) for (key, h), var in m.x.items()
+             if h == host and mine(key[0])]
+    terms += [(var, m.instance(vid, p).checkpoint_mbit * k) for (vid, p, h), var, k in m.z_items()
+              if h == host and mine(vid)]
     return linear((var, c) for var, c in terms if c > 0)
 
 
-def wan_mbit(m: RescaleModel, host: str) -> pulp.LpAffineExpression | None:
-    """Uplink traffic of edge host ``host`` (None when nothing can run there)."""
-    key = ("wan", host)
+def wan_mbit(m: RescaleModel, host: str, jobs: frozenset[str] | None = None) -> pulp.LpAffineExpression | None:
+    """Uplink traffic of edge host ``host`` (None when nothing can run there); ``jobs``: of those jobs' instances only
+    (a channel never crosses jobs, so its traffic is its source's job's)."""
+    key = ("wan", host) if jobs is None else ("wan", host, jobs)
     if key in m.aux:
         return m.aux[key]  # type: ignore[return-value]
+    mine = (lambda vid: True) if jobs is None else (lambda vid: m.ref.vertex_job.get(vid) in jobs)
     parts = []
+    suffix = "" if jobs is None else f"_b{len(m.aux)}"  # a job's own product variables, beside the link's
     for n, ch in enumerate(m.ref.channels):
-        if _payload(m, ch) <= 0:
+        if _payload(m, ch) <= 0 or not mine(ch.source):
             continue
         if host in m.hosts_of(ch.source):
-            parts.append(_sent(m, ch, host, f"{n}_{host}"))
+            parts.append(_sent(m, ch, host, f"{n}_{host}{suffix}"))
             if host in m.hosts_of(ch.target):
-                parts.append(-1 * _received(m, ch, host, f"{n}_{host}"))
-    parts.append(_checkpoints(m, host))
+                parts.append(-1 * _received(m, ch, host, f"{n}_{host}{suffix}"))
+    parts.append(_checkpoints(m, host, mine))
     expr = pulp.lpSum(parts)
     m.aux[key] = expr if len(expr) > 0 else None
     return m.aux[key]  # type: ignore[return-value]
@@ -192,7 +199,7 @@ def latency_ms(m: RescaleModel) -> pulp.LpAffineExpression:
                 continue
             if d is None:
                 d = m.lp.add_variable(f"delay_{n}", lowBound=0)
-            for k, (up, down) in enumerate(_crossing_pairs(m, ch, h.name)):
+            for k, (_, up, down) in enumerate(_crossing_pairs(m, ch, h.name)):
                 m.lp += d >= h.uplink_delay_ms * (up - down), f"lat_{n}_{h.name}_{k}"
         if d is not None:
             terms.append((d, ch.path_weight))
@@ -202,14 +209,17 @@ def latency_ms(m: RescaleModel) -> pulp.LpAffineExpression:
 
 
 def _crossing_pairs(m: RescaleModel, ch: Channel, host: str):
-    """(``u`` sends from ``host``, everything it sends from there stays there) expression pairs of one edge and host;
-    a pair crosses the uplink when the first is 1 and the second 0."""
+    """(sender index, ``u`` sends from ``host``, everything it sends from there stays there) of one edge and host — a
+    pair crosses the uplink when the first expression is 1 and the second 0; a rescalable sender's instances are
+    alike, instance 0 stands for them."""
     u, v = ch.source, ch.target
     if pointwise(ch.strategy) and m.is_rescalable(u):
         tag = f"{m._tag(u)}_{m._tag(v)}_{host}"
-        delta = m.lp.add_variable(f"split_{tag}", cat=pulp.LpBinary)
-        m.lp += m.count(u, host) - m.count(v, host) <= m.max_count(u, host) * delta, f"split_{tag}"
-        yield delta, 0
+        if ("split", tag) not in m.aux:
+            delta = m.lp.add_variable(f"split_{tag}", cat=pulp.LpBinary)
+            m.lp += m.count(u, host) - m.count(v, host) <= m.max_count(u, host) * delta, f"split_{tag}"
+            m.aux[("split", tag)] = delta
+        yield 0, m.aux[("split", tag)], 0
         return
     senders = list(m.subtasks(u)) if not m.is_rescalable(u) else []  # a sender of no records crosses all the same
     if pointwise(ch.strategy):
@@ -217,13 +227,92 @@ def _crossing_pairs(m: RescaleModel, ch: Channel, host: str):
             up = m.x_of(s.key, host)
             if up is not None:
                 for j in ch.receivers(s.index):
-                    yield up, or_zero(m.x_of((v, j), host))
+                    yield s.index, up, or_zero(m.x_of((v, j), host))
         return
     down = or_zero(m.x_of((v, 0), host)) if ch.strategy is ShipStrategy.GLOBAL else m.whole(v, host)
     if m.is_rescalable(u):
-        yield m.occupied(u, host), down
+        yield 0, m.occupied(u, host), down
         return
     for s in senders:
         up = m.x_of(s.key, host)
         if up is not None:
-            yield up, down
+            yield s.index, up, down
+
+
+# ---- predicted path latency, for the bound of constraints.latency_bound (the rows of placement.solver.families) ------
+
+
+def _choices(m: RescaleModel, ch: Channel):
+    """(parallelism of ``ch``'s source, of its target, the ``y`` that are 1 exactly then) of every pair the choices
+    allow: one group's parallelism for a pointwise edge (both ends share it), every combination otherwise."""
+    u, v = ch.source, ch.target
+    if pointwise(ch.strategy):
+        pairs = [(p, p if m.is_rescalable(v) else ch.n_down, (m.y_of(u, p),)) for p in m.parallelisms(u)]
+    else:
+        pairs = [(p, q, (m.y_of(u, p), m.y_of(v, q))) for p in m.parallelisms(u) for q in m.parallelisms(v)]
+    for p, q, ys in pairs:
+        if all(not isinstance(y, (int, float)) or y == 1 for y in ys):
+            yield p, q, tuple(y for y in ys if not isinstance(y, (int, float)))
+
+
+def _flush(m: RescaleModel, path: latency.JobPath, sink: families.Sink) -> tuple[float, families.Terms]:
+    """``F(P) = Σ_e F(e)``: constant where an edge's flush wait is the same at every choice, else a variable
+    ``f_e ≥ F(e at p, q)·(1 − Σ (1 − y))`` per choice (exact: ``y`` is binary and one-hot)."""
+    constant, terms = 0.0, []
+    index = {(ch.source, ch.target): n for n, ch in enumerate(m.ref.channels)}
+    for e in path.edges:
+        n = index[e]
+        ch = m.ref.channels[n]
+        waits = [(latency.flush_wait_ms(_channel(m, ch, p, q)), given) for p, q, given in _choices(m, ch)]
+        if max(w for w, _ in waits) - min(w for w, _ in waits) <= 1e-12:
+            constant += waits[0][0]
+            continue
+        key = ("flush", n)
+        if key not in m.aux:
+            f = sink.fresh(f"flush_{n}")
+            for k, (w, given) in enumerate(waits):
+                sink.add(families.Row([(f, 1.0), *((y, -w) for y in given)], ">=", w - w * len(given),
+                                      f"flush_{n}_{k}"))
+            m.aux[key] = f
+        terms.append((m.aux[key], 1.0))
+    return constant, terms
+
+
+def _crossings(m: RescaleModel, n: int, ch: Channel):
+    """The crossings of ``ch`` at an edge host, one per sender, receiver and choice of parallelism whose send time
+    differs (one for all choices where it does not)."""
+    def at(host: str) -> list[families.Crossing]:
+        bandwidth = m.host(host).uplink_mbit or 0.0
+        out = []
+        for k, (i, up, down) in enumerate(_crossing_pairs(m, ch, host)):
+            indicator = [(up, 1.0)] + ([(down, -1.0)] if not isinstance(down, (int, float)) else [])
+            sends = [(latency.transmit_ms(_channel(m, ch, p, q), min(i, p - 1), bandwidth), given)
+                     for p, q, given in _choices(m, ch)]
+            if max(t for t, _ in sends) - min(t for t, _ in sends) <= 1e-12:
+                out.append(families.Crossing(indicator, sends[0][0], f"{i}_{k}"))
+                continue
+            out += [families.Crossing(indicator, t, f"{i}_{k}_{c}", given) for c, (t, given) in enumerate(sends)]
+        return out
+
+    return at
+
+
+def path_latency_ms(m: RescaleModel, path: latency.JobPath, sink: families.Sink):
+    """``L_P``: a variable at least the path's predicted latency ``F(P) + max_e Z_e`` at the chosen parallelism."""
+    key = ("path", path.vertices)
+    if key in m.aux:
+        return m.aux[key]
+    index = {(ch.source, ch.target): n for n, ch in enumerate(m.ref.channels)}
+    tag = len([k for k in m.aux if k[0] == "path"])
+    edge_hosts = [h.name for h in m.ref.edges]
+
+    def crossing(n: int):
+        ch = m.ref.channels[n]
+        hosts = [h for h in edge_hosts if h in m.hosts_of(ch.source)]
+        return lambda: families.edge_crossing(sink, m.ref, n, hosts, _crossings(m, n, ch),
+                                              lambda host: families.terms_of(wan_mbit(m, host)), m.aux)
+
+    flush = _flush(m, path, sink)
+    lp = families.path_latency(sink, path, tag, flush, [(index[e], crossing(index[e])) for e in path.edges])
+    m.aux[key] = lp
+    return lp

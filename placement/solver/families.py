@@ -1,0 +1,353 @@
+"""One encoding of each constraint family of the placement ILPs, shared by every model (issue 44).
+
+A family says what is summed, against what capacity, with which headroom, and writes the rows over the model's own
+variables: the plain ILP's ``x[s, h]``, the rescale ILP's counts ``z[v, p, h]`` (an instance's figures times the
+instances one unit of the variable stands for), the fleet's compact columns (a Pi or a server pool), the packing's
+``y[s, k]``. Variables are opaque here: a family hands :class:`Row` objects to the model's :class:`Sink` (a PuLP
+problem, :class:`PulpSink`, or a :class:`~placement.solver.highs_model.SparseMip`'s row collector), which knows what
+a variable is, how large it may be and how a capacity row stretches when elastic.
+
+Notation of :mod:`placement.solver.constraints`: ``c(s)`` server cores (``c(s)/σ_h`` on host ``h``), ``m(s)`` MiB,
+``ρ``/``μ``/``η`` the policy's CPU, memory and WAN targets. Rows that cannot bind are not added; what the most a row's
+left-hand side can reach is, is the model's to say (its variables' bounds, or a tighter figure it knows).
+
+The vectorised packing (:mod:`placement.solver.packing`) and the column form of the fleet
+(:mod:`placement.solver.fleet.columns`) build their arrays from the figures below (``*_need``, ``*_room``) rather
+than row by row: their variable spaces are matrices, but what they sum against what is the same.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+import pulp
+
+from placement.costmodel import latency
+from placement.costmodel.model import HostSpec, PlacementProblem, Subtask
+
+Var = Hashable  # a model's variable: a PuLP variable, a column index; None in a term: fixed at 1
+Terms = list[tuple[Var, float]]
+Placed = Iterable[tuple[Subtask, Var, float]]  # (one instance's figures, its variable, instances per unit of it)
+
+
+@dataclass(frozen=True)
+class Row:
+    """``Σ c·var  sense  rhs``; ``slack``: a capacity row that stretches by a slack of that name when elastic."""
+
+    terms: Terms
+    sense: Literal["<=", ">=", "=="]
+    rhs: float
+    name: str
+    slack: tuple[str, ...] | None = None
+
+
+class Sink(Protocol):
+    elastic: bool
+    eps: float  # a row whose left-hand side can exceed its capacity by no more than this cannot bind
+
+    def add(self, row: Row) -> None: ...
+
+    def fresh(self, name: str, low: float = 0.0, up: float | None = None, binary: bool = False) -> Var: ...
+
+    def upper(self, var: Var) -> float: ...
+
+
+class PulpSink:
+    """Rows into a PuLP problem; ``add_slack(name, capacity)`` is the model's (0 when not elastic)."""
+
+    def __init__(self, lp: pulp.LpProblem, add_slack: Callable, elastic: bool, eps: float = 0.0):
+        self.lp, self.add_slack, self.elastic, self.eps = lp, add_slack, elastic, eps
+
+    def add(self, row: Row) -> None:
+        summed: dict = {}
+        for var, c in row.terms:
+            summed[var] = summed.get(var, 0.0) + c
+        expr = pulp.LpAffineExpression(list(summed.items()))
+        rhs = row.rhs + self.add_slack(row.slack, row.rhs) if row.slack is not None else row.rhs
+        self.lp += (expr <= rhs if row.sense == "<=" else expr >= rhs if row.sense == ">=" else expr == rhs), row.name
+
+    def fresh(self, name: str, low: float = 0.0, up: float | None = None, binary: bool = False) -> Var:
+        if binary:
+            return self.lp.add_variable(name, cat=pulp.LpBinary)
+        return self.lp.add_variable(name, lowBound=low, upBound=up)
+
+    def upper(self, var) -> float:
+        return 1.0 if var.upBound is None else var.upBound
+
+
+# ---- figures: what a subtask needs of a host and what the host has for it --------------------------------------------
+
+
+def cpu_need(s: Subtask, h: HostSpec) -> float:
+    """``c(s)/σ_h``: a subtask's cores on host ``h``."""
+    return s.cores_on(h)
+
+
+def cpu_room(problem: PlacementProblem, h: HostSpec) -> float:
+    """``ρ·cores(h)`` less what the TaskManager and running jobs use (:meth:`PlacementProblem.usable_cores`)."""
+    return problem.usable_cores(h)
+
+
+def pool_cpu_room(problem: PlacementProblem, members: Sequence[HostSpec]) -> float:
+    """A pool of servers in server cores: ``Σ_k ρ·cores_k·σ_k`` (each member's :func:`cpu_room` at its speed)."""
+    return sum(cpu_room(problem, h) * h.speed for h in members)
+
+
+def memory_need(s: Subtask) -> float:
+    return s.memory_mib
+
+
+def memory_room(problem: PlacementProblem, h: HostSpec) -> float:
+    """``μ·memory(h)`` less what running jobs use."""
+    return problem.usable_memory(h)
+
+
+def pool_memory_room(problem: PlacementProblem, members: Sequence[HostSpec]) -> float:
+    return sum(memory_room(problem, h) for h in members)
+
+
+def slot_group(problem: PlacementProblem, s: Subtask) -> str:
+    """One slot holds one subtask of each vertex with slot sharing (Flink's default), one subtask without."""
+    return s.vertex_id if problem.slot_sharing else "all"
+
+
+def thread_room(problem: PlacementProblem) -> float:
+    """``ρ`` of one core: a subtask is one thread."""
+    return problem.usable_thread
+
+
+def uplink_room(problem: PlacementProblem, h: HostSpec) -> float:
+    """``η·bandwidth(h)`` less what running jobs send (:meth:`PlacementProblem.usable_mbit`)."""
+    return problem.usable_mbit(h)
+
+
+def budget_room(problem: PlacementProblem, h: HostSpec, share: float) -> float:
+    """A job's share of ``η·bandwidth(h)`` (:meth:`PlacementProblem.budget_mbit`)."""
+    return problem.budget_mbit(h, share)
+
+
+# ---- capacity rows ---------------------------------------------------------------------------------------------------
+
+
+def capacity(sink: Sink, slack: tuple[str, ...], terms: Terms, room: float, name: str,
+             most: float | None = None) -> None:
+    """``Σ terms ≤ room`` — stretching by a slack named ``slack`` when elastic — unless it cannot bind: ``most``, the
+    largest the left-hand side can be (default: every positive term at its variable's bound), is within ``room``."""
+    if most is None:
+        most = sum(c * sink.upper(var) for var, c in terms if c > 0)
+    if most > room + sink.eps:
+        sink.add(Row(terms, "<=", room, name, slack=slack))
+
+
+def cpu(sink: Sink, problem: PlacementProblem, h: HostSpec, placed: Placed, name: str | None = None) -> None:
+    """``Σ c(s)/σ_h · n[s, h] ≤ ρ·cores(h)``."""
+    terms = [(var, cpu_need(s, h) * k) for s, var, k in placed]
+    capacity(sink, ("cpu", h.name), terms, cpu_room(problem, h), name or f"cpu_{h.name}")
+
+
+def memory(sink: Sink, problem: PlacementProblem, h: HostSpec, placed: Placed, name: str | None = None) -> None:
+    """``Σ m(s) · n[s, h] ≤ μ·memory(h)``."""
+    terms = [(var, memory_need(s) * k) for s, var, k in placed]
+    capacity(sink, ("memory", h.name), terms, memory_room(problem, h), name or f"memory_{h.name}")
+
+
+def pool_cpu(sink: Sink, problem: PlacementProblem, pool: str, members: Sequence[HostSpec], placed: Placed,
+             shrink: float = 1.0) -> None:
+    """``Σ c(s) · x[s, pool] ≤ Σ_k ρ·cores_k·σ_k`` (server cores; the sum of the members' rows, a relaxation)."""
+    terms = [(var, s.server_cores * k) for s, var, k in placed]
+    capacity(sink, ("cpu", pool), terms, pool_cpu_room(problem, members) * shrink, f"cpu_{pool}")
+
+
+def pool_memory(sink: Sink, problem: PlacementProblem, pool: str, members: Sequence[HostSpec], placed: Placed,
+                shrink: float = 1.0) -> None:
+    """``Σ m(s) · x[s, pool] ≤ Σ_k μ·memory_k``."""
+    terms = [(var, memory_need(s) * k) for s, var, k in placed]
+    capacity(sink, ("memory", pool), terms, pool_memory_room(problem, members) * shrink, f"memory_{pool}")
+
+
+def slots(sink: Sink, problem: PlacementProblem, where: str, room: int, placed: Placed,
+          most: Callable[[str], float] | None = None) -> None:
+    """With slot sharing ``Σ_i n[(v, i), h] ≤ slots(h)`` for every vertex ``v`` (one slot holds one subtask of each
+    vertex), without ``Σ_s n[s, h] ≤ slots(h)``; several jobs with slot sharing: :func:`job_slots`. ``most``: group ->
+    the most subtasks of it the model allows here, where that is less than its variables' bounds add up to."""
+    placed = list(placed)
+    if problem.vertex_job and problem.slot_sharing:
+        job_slots(sink, problem, where, room, placed)
+        return
+    groups: dict[str, Terms] = defaultdict(list)
+    for s, var, k in placed:
+        groups[slot_group(problem, s)].append((var, k))
+    for n, (group, terms) in enumerate(groups.items()):
+        capacity(sink, ("slots", where, group), terms, room, f"slots_{where}_{n}",
+                 most=most(group) if most is not None else None)
+
+
+def job_slots(sink: Sink, problem: PlacementProblem, where: str, room: int, placed: Placed) -> None:
+    """Several jobs, slot sharing: a slot holds one subtask of each vertex of one job — jobs never share one — so job
+    ``J`` fills ``max_{v∈J} Σ_i n[(v, i), h]`` slots. With ``N_J`` the most subtasks a vertex of ``J`` has here and a
+    share ``u[J, h] ∈ [0, 1]``: ``Σ_i n[(v, i), h] ≤ N_J·u[J, h]`` for every vertex ``v`` of ``J``, and
+    ``Σ_J N_J·u[J, h] ≤ slots(h)``. (``u`` need not be integral: the rounded-up maxima satisfy the rows whenever some
+    ``u`` does.)"""
+    jobs: dict[str, dict[str, Terms]] = defaultdict(lambda: defaultdict(list))  # job -> vertex -> terms
+    for s, var, k in placed:
+        jobs[problem.vertex_job.get(s.vertex_id, "")][s.vertex_id].append((var, k))
+    biggest = {job: max(sum(k * sink.upper(var) for var, k in terms) for terms in vertices.values())
+               for job, vertices in jobs.items()}
+    if sum(biggest.values()) <= room:
+        return  # cannot bind
+    used: Terms = []
+    for n, (job, vertices) in enumerate(jobs.items()):
+        u = sink.fresh(f"jobslots_{where}_{n}", 0.0, 1.0)
+        used.append((u, biggest[job]))
+        for k, terms in enumerate(vertices.values()):
+            sink.add(Row([*terms, (u, -biggest[job])], "<=", 0.0, f"jobslots_{where}_{n}_{k}"))
+    capacity(sink, ("slots", where, "jobs"), used, room, f"slots_{where}")
+
+
+def one_thread(sink: Sink, problem: PlacementProblem, h: HostSpec, s: Subtask, var: Var) -> None:
+    """``c(s)/σ_h · x[s, h] ≤ ρ`` (a subtask is one thread: one core at most), always written: the model asks for it
+    only where the thread cannot keep up (elsewhere the domain leaves no such pair)."""
+    sink.add(Row([(var, cpu_need(s, h))], "<=", thread_room(problem), f"thread_{h.name}_{s.vertex_id}_{s.index}",
+                 slack=("thread", h.name, *map(str, s.key))))
+
+
+def uplink(sink: Sink, problem: PlacementProblem, h: HostSpec, traffic: Terms | None) -> None:
+    """``W_h ≤ η·bandwidth(h)``, ``W_h`` the uplink traffic as the model writes it."""
+    if traffic is not None:
+        sink.add(Row(traffic, "<=", uplink_room(problem, h), f"wan_{h.name}", slack=("link", h.name)))
+
+
+def uplink_budget(sink: Sink, problem: PlacementProblem, n: int, job: str, h: HostSpec, share: float,
+                  traffic: Terms | None) -> None:
+    """``W_{J,h} ≤ s_{J,h}·η·bandwidth(h)``: job ``J``'s own traffic on edge host ``h``'s uplink within its share
+    (``jobs[].budget.uplinks``). Elastic: a slack ``("budget", h, J)``, so a budget that cannot be met is named as
+    that job's on that link, not as the link."""
+    if traffic is not None:
+        sink.add(Row(traffic, "<=", budget_room(problem, h, share), f"budget_{n}_{h.name}", slack=("budget", h.name, job)))
+
+
+def uplink_budgets(sink: Sink, problem: PlacementProblem, traffic_of: Callable[[str, str], Terms | None]) -> None:
+    """:func:`uplink_budget` for every job and uplink share; ``traffic_of(host, job)``: that job's traffic there."""
+    for n, (job, policy) in enumerate(problem.job_policies.items()):
+        for host, share in policy.uplink_shares.items():
+            uplink_budget(sink, problem, n, job, problem.host_by_name[host], share, traffic_of(host, job))
+
+
+def terms_of(expr: pulp.LpAffineExpression | None) -> Terms | None:
+    """A PuLP expression's terms (None stays None: nothing can run there)."""
+    return None if expr is None else list(expr.items())
+
+
+# ---- the latency bound -----------------------------------------------------------------------------------------------
+
+
+def bounded_paths(problem: PlacementProblem) -> list[latency.JobPath]:
+    """The source→sink paths with a latency bound (refused when the job has too many paths to list)."""
+    if not problem.latency_bounds:
+        return []
+    paths = latency.source_sink_paths(problem)
+    if paths is None:
+        from placement.errors import BadInput
+
+        raise BadInput(f"the job has more than {latency.MAX_PATHS} source→sink paths: policy.max_latency_ms cannot be "
+                       "planned for it", field="policy.max_latency_ms")
+    return [p for p in paths if p.bound_ms is not None]
+
+
+@dataclass(frozen=True)
+class Crossing:
+    """One way a channel's data may leave an edge host: ``indicator`` (terms of an expression that is 1 when it does,
+    at most 0 when it does not, given the model's rows) costs ``send_ms`` to transmit when every variable of ``given``
+    is 1 (the rescale model's choice of parallelism that ``send_ms`` is at; empty: whatever is chosen)."""
+
+    indicator: Terms
+    send_ms: float
+    tag: str
+    given: tuple[Var, ...] = ()
+
+
+def queue_wait(sink: Sink, problem: PlacementProblem, h: HostSpec, traffic: Terms | None, memo: dict) -> Var | float:
+    """``q_h ≥ a_k·W_h/C_h + b_k`` for every chord of the queueing curve (:func:`placement.costmodel.latency.queue_pieces`),
+    built once per uplink; 0 when nothing can cross it. Past :data:`~placement.costmodel.latency.MAX_UTILISATION` the
+    queue has no bound: ``W_h ≤ 0.99·C_h`` when the headroom ``η`` allows more."""
+    key = ("queue", h.name)
+    if key in memo:
+        return memo[key]
+    capacity_ = h.uplink_mbit or 0.0
+    if traffic is None or capacity_ <= 0:
+        memo[key] = 0.0
+        return 0.0
+    q = sink.fresh(f"queue_{h.name}")
+    running = h.running_total("mbit")  # jobs already running on this uplink (plan --running): fixed load
+    for k, (a, b) in enumerate(latency.queue_pieces(latency.buffer_service_ms(capacity_))):
+        slope = a * (1.0 / capacity_)
+        sink.add(Row([(q, 1.0), *((var, -(slope * c)) for var, c in traffic)], ">=", b + a * running / capacity_,
+                     f"queue_{h.name}_{k}"))
+    if problem.policy.wan_headroom > latency.MAX_UTILISATION and not sink.elastic:
+        sink.add(Row(traffic, "<=", latency.MAX_UTILISATION * capacity_ - running, f"queue_cap_{h.name}"))
+    memo[key] = q
+    return q
+
+
+def queue_big_m(problem: PlacementProblem, h: HostSpec) -> float:
+    """``M_h = Q(ρ_max)``, ``ρ_max = min(η, 0.99)``: the largest ``q_h`` any plan needs."""
+    capacity_ = h.uplink_mbit or 0.0
+    rho = min(problem.policy.wan_headroom, latency.MAX_UTILISATION)
+    return latency.queue_ms(rho, latency.buffer_service_ms(capacity_)) if capacity_ > 0 else 0.0
+
+
+def edge_crossing(sink: Sink, problem: PlacementProblem, n: int, hosts: Iterable[str],
+                  crossings: Callable[[str], list[Crossing]], traffic: Callable[[str], Terms | None],
+                  memo: dict) -> Var | float:
+    """``Z_e ≥ (d_h + T + M_h)·y + q_h − M_h`` for every crossing ``y`` of channel ``n`` at the edge hosts ``hosts``
+    its source may run on (``−(d_h + T + M_h)`` more per ``given`` variable that is 0, so a crossing at another
+    parallelism never binds); a crossing that cannot be sent (no bandwidth) is forbidden. Built once per channel."""
+    key = ("crossing", n)
+    if key in memo:
+        return memo[key]
+    z = None
+    for host in hosts:
+        h = problem.host_by_name[host]
+        q = queue_wait(sink, problem, h, traffic(host), memo)
+        big_m = queue_big_m(problem, h)
+        for c in crossings(host):
+            given = [(g, 1.0) for g in c.given]
+            if c.send_ms == math.inf:  # a link without bandwidth: this subtask's data must not cross it
+                sink.add(Row([*c.indicator, *given], "<=", float(len(given)), f"lat_none_{n}_{host}_{c.tag}"))
+                continue
+            if z is None:
+                z = sink.fresh(f"crossing_{n}")
+            k = h.uplink_delay_ms + c.send_ms + big_m
+            terms = [(z, 1.0), *((var, -k * a) for var, a in c.indicator)]
+            if not isinstance(q, float):
+                terms.append((q, -1.0))
+            terms += [(g, -k) for g, _ in given]
+            sink.add(Row(terms, ">=", -big_m - k * len(given), f"lat_cross_{n}_{host}_{c.tag}"))
+    memo[key] = z if z is not None else 0.0
+    return memo[key]
+
+
+def path_latency(sink: Sink, path: latency.JobPath, tag: int, flush: tuple[float, Terms],
+                 crossings: Iterable[tuple[int, Callable[[], Var | float]]]) -> Var:
+    """``L_P ≥ F(P) + Z_e`` for every edge ``e`` of ``P`` (``crossings``: its channel and a builder of its ``Z_e``,
+    :func:`edge_crossing`) and ``L_P ≥ F(P)``; ``flush``: ``F(P)`` as a constant and terms (the rescale model's flush
+    waits depend on the parallelism; the plain model's are constant)."""
+    constant, terms = flush
+    lp = sink.fresh(f"path_latency_{tag}", low=constant)
+    rest = [(var, -c) for var, c in terms]
+    for n, build in crossings:
+        z = build()
+        if not isinstance(z, float):
+            sink.add(Row([(lp, 1.0), (z, -1.0), *rest], ">=", constant, f"path_{tag}_edge_{n}"))
+    if rest:
+        sink.add(Row([(lp, 1.0), *rest], ">=", constant, f"path_{tag}_flush"))
+    return lp
+
+
+def latency_bound(sink: Sink, n: int, path: latency.JobPath, lp: Var) -> None:
+    """``L_P ≤ B(P)`` (elastic: plus a slack ``("latency", n)``, the n-th bounded path)."""
+    sink.add(Row([(lp, 1.0)], "<=", path.bound_ms or 0.0, f"latency_bound_{n}", slack=("latency", str(n))))
