@@ -20,13 +20,6 @@ def one_host_per_subtask(m: IlpModel) -> None:
         m.lp += pulp.lpSum(m.x[(s.key, h)] for h in m.domain[s.key]) == 1, f"one_host_{n}"
 
 
-def sink(m: IlpModel) -> families.PulpSink:
-    """The model's rows go to its PuLP problem through :mod:`placement.solver.families` (built once)."""
-    if ("sink",) not in m.aux:
-        m.aux[("sink",)] = families.PulpSink(m.lp, m.add_slack, m.elastic)  # type: ignore[assignment]
-    return m.aux[("sink",)]  # type: ignore[return-value]
-
-
 def _placed(m: IlpModel, host: str):
     return [(s, var, 1) for s, var in m.on_host(host)]
 
@@ -36,13 +29,13 @@ def task_slots(m: IlpModel) -> None:
     one slot holds one subtask of each vertex. Without: ``Σ_s x[s, h] ≤ slots(h)``. Several jobs with slot sharing:
     :func:`placement.solver.families.job_slots` (:func:`families.slots`)."""
     for h in m.problem.hosts:
-        families.slots(sink(m), m.problem, h.name, h.slots, _placed(m, h.name))
+        families.slots(m.sink, m.problem, h.name, h.slots, _placed(m, h.name))
 
 
 def cpu_capacity(m: IlpModel) -> None:
     """``Σ_s c(s)/σ_h · x[s, h] ≤ ρ · cores(h)`` for every host ``h`` (:func:`placement.solver.families.cpu`)."""
     for h in m.problem.hosts:
-        families.cpu(sink(m), m.problem, h, _placed(m, h.name))
+        families.cpu(m.sink, m.problem, h, _placed(m, h.name))
 
 
 def one_thread(m: IlpModel) -> None:
@@ -54,27 +47,27 @@ def one_thread(m: IlpModel) -> None:
     for h in m.problem.hosts:
         for s, var in m.on_host(h.name):
             if not m.problem.keeps_up(s, h):
-                families.one_thread(sink(m), m.problem, h, s, var)
+                families.one_thread(m.sink, m.problem, h, s, var)
 
 
 def memory_capacity(m: IlpModel) -> None:
     """``Σ_s m(s) · x[s, h] ≤ μ · memory(h)`` for every host ``h`` (:func:`placement.solver.families.memory`)."""
     for h in m.problem.hosts:
-        families.memory(sink(m), m.problem, h, _placed(m, h.name))
+        families.memory(m.sink, m.problem, h, _placed(m, h.name))
 
 
 def wan_bandwidth(m: IlpModel) -> None:
     """``W_h(x) ≤ η · bandwidth(h)`` for every edge host ``h``, with ``W_h`` the uplink traffic of
     :func:`placement.solver.objectives.wan_mbit` (exact given :func:`no_data_down_to_edge`)."""
     for h in m.problem.edges:
-        families.uplink(sink(m), m.problem, h, families.terms_of(objectives.wan_mbit(m, h.name)))
+        families.uplink(m.sink, m.problem, h, families.terms_of(objectives.wan_mbit(m, h.name)))
 
 
 def job_uplink_budget(m: IlpModel) -> None:
     """``W_{J,h}(x) ≤ s_{J,h} · η · bandwidth(h)`` for every job ``J`` with a share ``s_{J,h}`` of edge host
     ``h``'s uplink (``jobs[].budget.uplinks``), ``W_{J,h}`` the part of ``W_h`` that ``J``'s own subtasks send
     (:func:`placement.solver.objectives.wan_mbit` over ``J``; :func:`placement.solver.families.uplink_budget`)."""
-    families.uplink_budgets(sink(m), m.problem, lambda host, job: families.terms_of(
+    families.uplink_budgets(m.sink, m.problem, lambda host, job: families.terms_of(
         objectives.wan_mbit(m, host, frozenset({job}))))
 
 
@@ -137,7 +130,7 @@ def latency_bound(m: IlpModel) -> None:
     A route crosses at most one uplink (nothing flows down to an edge host), so ``L_P = F(P) + max_e Z_e`` is the
     prediction's slowest crossing exactly."""
     for n, path in enumerate(objectives.bounded_paths(m)):
-        families.latency_bound(sink(m), n, path, objectives.path_latency_ms(m, path))
+        families.latency_bound(m.sink, n, path, objectives.path_latency_ms(m, path))
 
 
 ROW_FAMILIES = (one_host_per_subtask, no_data_down_to_edge, task_slots, cpu_capacity, one_thread, memory_capacity,

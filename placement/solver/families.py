@@ -215,10 +215,11 @@ def one_thread(sink: Sink, problem: PlacementProblem, h: HostSpec, s: Subtask, v
                  slack=("thread", h.name, *map(str, s.key))))
 
 
-def uplink(sink: Sink, problem: PlacementProblem, h: HostSpec, traffic: Terms | None) -> None:
-    """``W_h ≤ η·bandwidth(h)``, ``W_h`` the uplink traffic as the model writes it."""
+def uplink(sink: Sink, problem: PlacementProblem, h: HostSpec, traffic: Terms | None, most: float | None = math.inf) -> None:
+    """``W_h ≤ η·bandwidth(h)``, ``W_h`` the uplink traffic as the model writes it (``most``: as :func:`capacity`;
+    by default always written — a sum of what is sent less what is received has no cheap bound)."""
     if traffic is not None:
-        sink.add(Row(traffic, "<=", uplink_room(problem, h), f"wan_{h.name}", slack=("link", h.name)))
+        capacity(sink, ("link", h.name), traffic, uplink_room(problem, h), f"wan_{h.name}", most=most)
 
 
 def uplink_budget(sink: Sink, problem: PlacementProblem, n: int, job: str, h: HostSpec, share: float,

@@ -9,6 +9,7 @@ from functools import cached_property
 import pulp
 
 from placement.costmodel.model import PlacementProblem, SubtaskKey
+from placement.solver import families
 from placement.solver.domains import Domain
 
 
@@ -47,6 +48,11 @@ class IlpModel:
                     by_host[h].append((s, var))
                     by_vertex[(s.vertex_id, h)].append((s.index, var))
         return by_host, by_vertex
+
+    @cached_property
+    def sink(self) -> families.PulpSink:
+        """Where :mod:`placement.solver.families` puts this model's rows."""
+        return families.PulpSink(self.lp, self.add_slack, self.elastic, eps=0.0)
 
     def add_slack(self, name: tuple[str, ...], capacity: float) -> pulp.LpAffineExpression | float:
         """A non-negative slack for a capacity row when elastic, else 0."""

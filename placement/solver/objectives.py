@@ -177,8 +177,6 @@ def path_latency_ms(m: IlpModel, path: latency.JobPath) -> pulp.LpVariable:
     """``L_P``: a variable at least the path's predicted latency ``F(P) + max_e Z_e`` (rows of
     :func:`placement.solver.families.path_latency` and :func:`~placement.solver.families.edge_crossing`, for
     :func:`placement.solver.constraints.latency_bound`)."""
-    from placement.solver.constraints import sink
-
     key = ("path", path.vertices)
     if key in m.aux:
         return m.aux[key]
@@ -188,10 +186,10 @@ def path_latency_ms(m: IlpModel, path: latency.JobPath) -> pulp.LpVariable:
     def crossing(n: int):
         ch = m.problem.channels[n]
         hosts = [h.name for h in m.problem.edges if m.placed(ch.source, h.name)]
-        return lambda: families.edge_crossing(sink(m), m.problem, n, hosts, _crossings(m, n, ch),
+        return lambda: families.edge_crossing(m.sink, m.problem, n, hosts, _crossings(m, n, ch),
                                               lambda host: families.terms_of(wan_mbit(m, host)), m.aux)
 
     edges = [(index[e], crossing(index[e])) for e in path.edges]
-    lp = families.path_latency(sink(m), path, tag, (path.flush_ms, []), edges)
+    lp = families.path_latency(m.sink, path, tag, (path.flush_ms, []), edges)
     m.aux[key] = lp  # type: ignore[assignment]
     return lp  # type: ignore[return-value]

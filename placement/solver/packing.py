@@ -14,16 +14,22 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from placement.costmodel.model import HostSpec, PlacementProblem, Subtask, SubtaskKey, thread_keeps_up
-from placement.solver import highs_model
+from placement.costmodel.model import (
+    HostSpec,
+    PlacementProblem,
+    Subtask,
+    SubtaskKey,
+    thread_keeps_up,
+)
+from placement.solver import families, highs_model
 from placement.solver.highs_model import INF, SparseMip
 
 EPS = 1e-9
 
 
 def _group(problem: PlacementProblem, s: Subtask) -> str:
-    """The slot group: one slot holds one subtask of each vertex with slot sharing, one subtask without."""
-    return s.vertex_id if problem.slot_sharing else "all"
+    """The slot group (:func:`placement.solver.families.slot_group`)."""
+    return families.slot_group(problem, s)
 
 
 def _greedy(problem: PlacementProblem, items: Sequence[Subtask], servers: Sequence[HostSpec],
@@ -31,8 +37,8 @@ def _greedy(problem: PlacementProblem, items: Sequence[Subtask], servers: Sequen
     """Decreasing dominant share (cores, memory, or the item's slot group); each item to the fitting server with the
     most room left in its tightest dimension (``balance``) or the least. Vectorised over the servers: a fleet packs
     tens of thousands of subtasks onto hundreds of them."""
-    cap_cores = np.array([problem.usable_cores(h) for h in servers])
-    cap_memory = np.array([problem.usable_memory(h) for h in servers])
+    cap_cores = np.array([families.cpu_room(problem, h) for h in servers])
+    cap_memory = np.array([families.memory_room(problem, h) for h in servers])
     slots = np.array([h.slots for h in servers], dtype=float)
     speed = np.array([h.speed for h in servers])
     cores, memory = cap_cores.copy(), cap_memory.copy()
@@ -78,7 +84,8 @@ def _slots_hold(problem: PlacementProblem, items: Sequence[Subtask], servers: Se
 def _exact(problem: PlacementProblem, items: Sequence[Subtask], servers: Sequence[HostSpec],
            time_limit: float | None) -> dict[SubtaskKey, str] | None:
     """``Σ_k y[s, k] = 1``; ``y[s, k] = 0`` where ``s``'s thread cannot keep up on ``k``;
-    per server ``Σ c(s)/σ_k·y ≤ ρ·cores``, ``Σ m(s)·y ≤ μ·memory``, slots per group."""
+    per server ``Σ c(s)/σ_k·y ≤ ρ·cores``, ``Σ m(s)·y ≤ μ·memory``, slots per group — the families of
+    :mod:`placement.solver.families` as arrays (``y`` is an ``n × k`` matrix: their figures, written at once)."""
     n, k = len(items), len(servers)
     mip = SparseMip()
     y = mip.add_cols(n * k).reshape(n, k)  # y[s, k]
@@ -90,9 +97,9 @@ def _exact(problem: PlacementProblem, items: Sequence[Subtask], servers: Sequenc
     cores = np.array([s.server_cores for s in items])
     memory = np.array([s.memory_mib for s in items])
     speed = np.array([h.speed for h in servers])
-    mip.add_rows(k, -INF, [problem.usable_cores(h) for h in servers], np.tile(np.arange(k), n), y.ravel(),
+    mip.add_rows(k, -INF, [families.cpu_room(problem, h) for h in servers], np.tile(np.arange(k), n), y.ravel(),
                  (cores[:, None] / speed[None, :]).ravel())
-    mip.add_rows(k, -INF, [problem.usable_memory(h) for h in servers], np.tile(np.arange(k), n), y.ravel(),
+    mip.add_rows(k, -INF, [families.memory_room(problem, h) for h in servers], np.tile(np.arange(k), n), y.ravel(),
                  np.repeat(memory, k))
     groups: dict[str, list[int]] = {}
     for i, s in enumerate(items):
@@ -141,8 +148,8 @@ def pack(problem: PlacementProblem, items: Sequence[Subtask], servers: Sequence[
     if len(servers) == 1:
         h = servers[0]
         fits = (all(problem.keeps_up(s, h) for s in items)
-                and sum(s.cores_on(h) for s in items) <= problem.usable_cores(h) + EPS
-                and sum(s.memory_mib for s in items) <= problem.usable_memory(h) + EPS
+                and sum(families.cpu_need(s, h) for s in items) <= families.cpu_room(problem, h) + EPS
+                and sum(families.memory_need(s) for s in items) <= families.memory_room(problem, h) + EPS
                 and problem.slots_needed(list(items)) <= h.slots)
         return {s.key: h.name for s in items} if fits else None
     start = time.monotonic()

@@ -8,7 +8,16 @@ from collections import defaultdict
 import numpy as np
 
 from placement.costmodel.model import PlacementProblem, Subtask, SubtaskKey
-from placement.solver.fleet.common import EPS, Built, PoolsOf, Rows, net_mbit, pool_name, staged
+from placement.solver import families
+from placement.solver.fleet.common import (
+    EPS,
+    Built,
+    PoolsOf,
+    Rows,
+    net_mbit,
+    pool_name,
+    staged,
+)
 from placement.solver.fleet.plans import PiPlans, TooMany, pi_plans
 from placement.solver.highs_model import INF, SparseMip
 from placement.solver.homes import Homes
@@ -31,8 +40,8 @@ def _pool_rows(problem: PlacementProblem, pools: list[Pool], places: dict[Subtas
             most[("cpu", k)] += s.server_cores
             most[("memory", k)] += s.memory_mib
             most[("slots", k, s.vertex_id if problem.slot_sharing else "all")] += 1
-    full = [{"cpu": sum(problem.usable_cores(h) * h.speed for h in p.members),  # per pool, in server cores
-             "memory": sum(problem.usable_memory(h) for h in p.members),
+    full = [{"cpu": families.pool_cpu_room(problem, p.members),  # per pool, in server cores
+             "memory": families.pool_memory_room(problem, p.members),
              "slots": sum(h.slots for h in p.members)} for p in pools]
     rows = {}
     for key, total in most.items():

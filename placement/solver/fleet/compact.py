@@ -12,9 +12,9 @@ import numpy as np
 from placement.costmodel.model import PlacementProblem, Subtask, SubtaskKey
 from placement.costmodel.running import running_note
 from placement.errors import Infeasible
-from placement.solver import highs_model
+from placement.solver import families, highs_model
 from placement.solver.causes import structural_causes, thread_causes
-from placement.solver.fleet.common import EPS, Built, PoolsOf, Rows, net_mbit, pool_name, staged
+from placement.solver.fleet.common import EPS, Built, ColumnSink, PoolsOf, Rows, net_mbit, pool_name, staged
 from placement.solver.highs_model import INF, SparseMip
 from placement.solver.homes import Homes, homes
 from placement.solver.result import PlanResult, Shortage
@@ -95,82 +95,33 @@ def no_data_down_to_edge(m: CompactModel, rows: Rows) -> None:
                         rows.add([(v, 1.0)] + ([(u, -1.0)] if u is not False else []), -INF, 0.0)
 
 
-def _capacity_row(m: CompactModel, rows: Rows, name: tuple[str, ...], terms: list[tuple[int | None, float]],
-                  capacity: float) -> None:
-    """``Σ coefficient·x ≤ capacity`` with fixed terms moved to the right; not added when it cannot bind."""
-    fixed = sum(v for c, v in terms if c is None)
-    free = [(c, v) for c, v in terms if c is not None and v != 0]
-    if fixed + sum(v for _, v in free if v > 0) <= capacity + EPS:
-        return
-    if m.elastic:
-        slack = int(m.mip.add_cols(1, 0.0, INF, integer=False)[0])
-        m.slack[name] = (slack, max(capacity, 1e-9))
-        free.append((slack, -1.0))
-    rows.add(free, -INF, capacity - fixed)
-
-
-def edge_capacity(m: CompactModel, rows: Rows, net: dict[SubtaskKey, float]) -> None:
+def edge_capacity(m: CompactModel, sink: ColumnSink, net: dict[SubtaskKey, float]) -> None:
     """Per edge host ``h``: ``Σ c(s)/σ_h·x ≤ ρ·cores``, ``Σ m(s)·x ≤ μ·memory``, slots per group, and the uplink
-    ``W_h = Σ net(s)·x[s, h] ≤ η·bandwidth``."""
+    ``W_h = Σ net(s)·x[s, h] ≤ η·bandwidth`` (:mod:`placement.solver.families`; a column None: fixed there)."""
     p = m.problem
     for h in p.edges:
-        placed = m.on_edge.get(h.name, [])
+        placed = [(s, c, 1.0) for s, c in m.on_edge.get(h.name, [])]
         if not placed:
             continue
-        _capacity_row(m, rows, ("cpu", h.name), [(c, s.cores_on(h)) for s, c in placed], p.usable_cores(h))
-        _capacity_row(m, rows, ("memory", h.name), [(c, s.memory_mib) for s, c in placed], p.usable_memory(h))
-        _slot_rows(m, rows, h.name, placed, h.slots)
-        _capacity_row(m, rows, ("link", h.name), [(c, net[s.key]) for s, c in placed], p.usable_mbit(h))
+        families.cpu(sink, p, h, placed)
+        families.memory(sink, p, h, placed)
+        families.slots(sink, p, h.name, h.slots, placed)
+        families.uplink(sink, p, h, [(c, net[s.key]) for s, c, _ in placed], most=None)
 
 
-def _slot_rows(m: CompactModel, rows: Rows, name: str, placed, slots: int) -> None:
-    if m.problem.vertex_job and m.problem.slot_sharing:
-        _job_slot_rows(m, rows, name, placed, slots)
-        return
-    groups: dict[str, list] = defaultdict(list)
-    for s, c in placed:
-        groups[s.vertex_id if m.problem.slot_sharing else "all"].append((c, 1.0))
-    for group, terms in groups.items():
-        if len(terms) > slots:
-            _capacity_row(m, rows, ("slots", name, group), terms, slots)
-
-
-def _job_slot_rows(m: CompactModel, rows: Rows, name: str, placed, slots: int) -> None:
-    """Several jobs, slot sharing (as :func:`placement.solver.constraints.task_slots_per_job`): ``y[J] ≥ Σ x`` over the
-    subtasks of each vertex of job ``J`` here, ``Σ_J y[J] ≤ slots``."""
-    jobs: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
-    for s, c in placed:
-        jobs[m.problem.vertex_job.get(s.vertex_id, "")][s.vertex_id].append(c)
-    if sum(max(len(cols) for cols in vertices.values()) for vertices in jobs.values()) <= slots:
-        return
-    used = []
-    for vertices in jobs.values():
-        # y[J] as a share u ∈ [0, 1] of the most it can be (its largest vertex here), so that the capacity row's terms
-        # are bounded by their coefficients, as _capacity_row assumes of every column
-        most = max(len(cols) for cols in vertices.values())
-        u = int(m.mip.add_cols(1, 0.0, 1.0, integer=False)[0])
-        used.append((u, float(most)))
-        for cols in vertices.values():
-            fixed = sum(1 for c in cols if c is None)
-            rows.add([(c, 1.0) for c in cols if c is not None] + [(u, -float(most))], -INF, -float(fixed))
-    _capacity_row(m, rows, ("slots", name, "jobs"), used, slots)
-
-
-def pool_capacity(m: CompactModel, rows: Rows) -> None:
+def pool_capacity(m: CompactModel, sink: ColumnSink) -> None:
     """Per pool: ``Σ c(s)·x ≤ Σ_k ρ·cores_k·σ_k``, ``Σ m(s)·x ≤ Σ_k μ·memory_k``, slots per group ``≤ Σ_k slots_k``
     (each the sum of its members' rows: a relaxation, see the module doc)."""
     p = m.problem
     for k, pool in enumerate(m.pools):
-        placed = m.on_pool.get(k, [])
+        placed = [(s, c, 1.0) for s, c in m.on_pool.get(k, [])]
         if not placed:
             continue
         shrink = m.pool_shrink.get(k, 1.0)
         name = pool_name(pool)
-        cores = sum(p.usable_cores(h) * h.speed for h in pool.members) * shrink
-        memory = sum(p.usable_memory(h) for h in pool.members) * shrink
-        _capacity_row(m, rows, ("cpu", name), [(c, s.server_cores) for s, c in placed], cores)
-        _capacity_row(m, rows, ("memory", name), [(c, s.memory_mib) for s, c in placed], memory)
-        _slot_rows(m, rows, name, placed, int(sum(h.slots for h in pool.members) * shrink))
+        families.pool_cpu(sink, p, name, pool.members, placed, shrink)
+        families.pool_memory(sink, p, name, pool.members, placed, shrink)
+        families.slots(sink, p, name, int(sum(h.slots for h in pool.members) * shrink), placed)
 
 
 def wan_cost(m: CompactModel, net: dict[SubtaskKey, float]) -> tuple[np.ndarray, float]:
@@ -260,8 +211,9 @@ def build_compact(problem: PlacementProblem, hm: Homes, pools: list[Pool], *, el
     one_place_per_subtask(m, rows)
     no_data_down_to_edge(m, rows)
     net = net_mbit(problem)
-    edge_capacity(m, rows, net)
-    pool_capacity(m, rows)
+    sink = ColumnSink(m.mip, rows, elastic, m.slack)
+    edge_capacity(m, sink, net)
+    pool_capacity(m, sink)
     lat = latency(m, rows) if not elastic else []
     rows.flush(m.mip)
     return m, net, lat

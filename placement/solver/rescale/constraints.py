@@ -105,13 +105,6 @@ def _placed(m: RescaleModel, host: str):
     return index.get(host, [])
 
 
-def sink(m: RescaleModel) -> families.PulpSink:
-    """The model's rows go to its PuLP problem through :mod:`placement.solver.families` (built once)."""
-    if ("sink",) not in m.aux:
-        m.aux[("sink",)] = families.PulpSink(m.lp, m.add_slack, m.elastic, eps=1e-9)
-    return m.aux[("sink",)]  # type: ignore[return-value]
-
-
 def task_slots(m: RescaleModel) -> None:
     """With slot sharing: ``n[v, h] ≤ slots(h)`` for every vertex and host (a slot holds one subtask of each vertex);
     without: ``Σ_v n[v, h] ≤ slots(h)`` (:func:`placement.solver.families.slots`; a row binds when the most instances
@@ -121,33 +114,33 @@ def task_slots(m: RescaleModel) -> None:
             members = [group] if m.ref.slot_sharing else list(m.ref.vertex_order)
             return sum(m.most(vid, host) for vid in members)
 
-        families.slots(sink(m), m.ref, h.name, h.slots, _placed(m, h.name), most=most)
+        families.slots(m.sink, m.ref, h.name, h.slots, _placed(m, h.name), most=most)
 
 
 def cpu_capacity(m: RescaleModel) -> None:
     """``Σ_s c(s)/σ_h·x[s, h] + Σ_{v,p} c_v(p)/σ_h·z[v, p, h] ≤ ρ·cores(h)`` for every host ``h``
     (:func:`placement.solver.families.cpu`)."""
     for h in m.ref.hosts:
-        families.cpu(sink(m), m.ref, h, _placed(m, h.name))
+        families.cpu(m.sink, m.ref, h, _placed(m, h.name))
 
 
 def memory_capacity(m: RescaleModel) -> None:
     """``Σ_s m(s)·x[s, h] + Σ_{v,p} m_v(p)·z[v, p, h] ≤ μ·memory(h)`` for every host ``h``
     (:func:`placement.solver.families.memory`)."""
     for h in m.ref.hosts:
-        families.memory(sink(m), m.ref, h, _placed(m, h.name))
+        families.memory(m.sink, m.ref, h, _placed(m, h.name))
 
 
 def wan_bandwidth(m: RescaleModel) -> None:
     """``W_h ≤ η·bandwidth(h)`` for every edge host ``h`` (``W_h`` of :func:`.objectives.wan_mbit`)."""
     for h in m.ref.edges:
-        families.uplink(sink(m), m.ref, h, families.terms_of(objectives.wan_mbit(m, h.name)))
+        families.uplink(m.sink, m.ref, h, families.terms_of(objectives.wan_mbit(m, h.name)))
 
 
 def job_uplink_budget(m: RescaleModel) -> None:
     """``W_{J,h} ≤ s_{J,h}·η·bandwidth(h)`` for every job with a share of an uplink
     (:func:`placement.solver.families.uplink_budget`; ``W_{J,h}`` of :func:`.objectives.wan_mbit` over ``J``)."""
-    families.uplink_budgets(sink(m), m.ref, lambda host, job: families.terms_of(
+    families.uplink_budgets(m.sink, m.ref, lambda host, job: families.terms_of(
         objectives.wan_mbit(m, host, frozenset({job}))))
 
 
@@ -157,7 +150,7 @@ def latency_bound(m: RescaleModel) -> None:
     parallelism: the flush wait ``F(e)`` and the send time ``T(e, i, h)`` depend on it
     (:func:`.objectives.path_latency_ms`)."""
     for n, path in enumerate(families.bounded_paths(m.ref)):
-        families.latency_bound(sink(m), n, path, objectives.path_latency_ms(m, path, sink(m)))
+        families.latency_bound(m.sink, n, path, objectives.path_latency_ms(m, path))
 
 
 def vanilla_whole_vertices(m: RescaleModel) -> None:

@@ -27,6 +27,7 @@ import pulp
 
 from placement.costmodel.model import PlacementProblem, Subtask, SubtaskKey
 from placement.costmodel.rescaled import Group, RescaleSpace
+from placement.solver import families
 
 Number = float | int
 Term = pulp.LpVariable | Number
@@ -182,6 +183,11 @@ class RescaleModel:
     def _tag(self, vid: str) -> str:
         tags = self.aux.setdefault(("tags",), {})
         return tags.setdefault(vid, f"v{len(tags)}")  # type: ignore[union-attr]
+
+    @cached_property
+    def sink(self) -> families.PulpSink:
+        """Where :mod:`placement.solver.families` puts this model's rows."""
+        return families.PulpSink(self.lp, self.add_slack, self.elastic, eps=1e-9)
 
     def add_slack(self, name: tuple[str, ...], capacity: float) -> pulp.LpVariable | float:
         """A non-negative slack for a capacity row when elastic, else 0."""

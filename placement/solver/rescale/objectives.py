@@ -297,7 +297,7 @@ def _crossings(m: RescaleModel, n: int, ch: Channel):
     return at
 
 
-def path_latency_ms(m: RescaleModel, path: latency.JobPath, sink: families.Sink):
+def path_latency_ms(m: RescaleModel, path: latency.JobPath):
     """``L_P``: a variable at least the path's predicted latency ``F(P) + max_e Z_e`` at the chosen parallelism."""
     key = ("path", path.vertices)
     if key in m.aux:
@@ -312,6 +312,7 @@ def path_latency_ms(m: RescaleModel, path: latency.JobPath, sink: families.Sink)
         return lambda: families.edge_crossing(sink, m.ref, n, hosts, _crossings(m, n, ch),
                                               lambda host: families.terms_of(wan_mbit(m, host)), m.aux)
 
+    sink = m.sink
     flush = _flush(m, path, sink)
     lp = families.path_latency(sink, path, tag, flush, [(index[e], crossing(index[e])) for e in path.edges])
     m.aux[key] = lp
