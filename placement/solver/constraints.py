@@ -3,7 +3,9 @@
 Notation: ``x[s, h]`` binary; ``c(s)`` server cores (``c(s)/σ_h`` on host ``h``), ``m(s)`` MiB, ``o(u_i)`` Mbit/s out;
 ``ρ`` cpu_utilisation_target, ``μ`` memory_utilisation_target, ``η`` wan_headroom (see :class:`placement.inventory.Policy`).
 With ``elastic=True`` each capacity row gets a slack ``σ ≥ 0`` on its right-hand side (used to explain infeasibility).
-Rows that cannot bind (even all candidates together fit) are not added.
+Rows that cannot bind (even all candidates together fit) are not added. The capacity rows, the thread row, the uplink,
+the budgets and the latency bound are written once in :mod:`placement.solver.families`, which every model instantiates;
+the functions here say which of the plain model's variables each family runs over.
 """
 
 from __future__ import annotations

@@ -4,7 +4,9 @@ Notation of :mod:`.model` and :mod:`placement.solver.constraints`: ``c_v(p)`` se
 of ``p`` instances, ``σ_h`` host speed, ``ρ``/``μ``/``η`` the policy's CPU, memory and WAN targets. With
 ``elastic=True`` each capacity row gets a slack ``σ ≥ 0`` (used to explain infeasibility). Rows that cannot bind are
 not added. The per-instance rate row (an instance keeps up with its share of the input on its host) is a domain family:
-:func:`.domains.instances_keep_up`.
+:func:`.domains.instances_keep_up`. The capacity rows, the uplink, the budgets and the latency bound are the families
+of :mod:`placement.solver.families` over this model's counts (an instance's figures times the instances a unit of a
+variable stands for).
 """
 
 from __future__ import annotations

@@ -246,6 +246,7 @@ def _choices(m: RescaleModel, ch: Channel):
     """(parallelism of ``ch``'s source, of its target, the ``y`` that are 1 exactly then) of every pair the choices
     allow: one group's parallelism for a pointwise edge (both ends share it), every combination otherwise."""
     u, v = ch.source, ch.target
+    pairs: list[tuple[int, int, tuple]]
     if pointwise(ch.strategy):
         pairs = [(p, p if m.is_rescalable(v) else ch.n_down, (m.y_of(u, p),)) for p in m.parallelisms(u)]
     else:
