@@ -215,7 +215,8 @@ def one_thread(sink: Sink, problem: PlacementProblem, h: HostSpec, s: Subtask, v
                  slack=("thread", h.name, *map(str, s.key))))
 
 
-def uplink(sink: Sink, problem: PlacementProblem, h: HostSpec, traffic: Terms | None, most: float | None = math.inf) -> None:
+def uplink(sink: Sink, problem: PlacementProblem, h: HostSpec, traffic: Terms | None,
+           most: float | None = math.inf) -> None:
     """``W_h ≤ η·bandwidth(h)``, ``W_h`` the uplink traffic as the model writes it (``most``: as :func:`capacity`;
     by default always written — a sum of what is sent less what is received has no cheap bound)."""
     if traffic is not None:
@@ -228,7 +229,8 @@ def uplink_budget(sink: Sink, problem: PlacementProblem, n: int, job: str, h: Ho
     (``jobs[].budget.uplinks``). Elastic: a slack ``("budget", h, J)``, so a budget that cannot be met is named as
     that job's on that link, not as the link."""
     if traffic is not None:
-        sink.add(Row(traffic, "<=", budget_room(problem, h, share), f"budget_{n}_{h.name}", slack=("budget", h.name, job)))
+        sink.add(Row(traffic, "<=", budget_room(problem, h, share), f"budget_{n}_{h.name}",
+                     slack=("budget", h.name, job)))
 
 
 def uplink_budgets(sink: Sink, problem: PlacementProblem, traffic_of: Callable[[str, str], Terms | None]) -> None:
@@ -272,8 +274,8 @@ class Crossing:
 
 
 def queue_wait(sink: Sink, problem: PlacementProblem, h: HostSpec, traffic: Terms | None, memo: dict) -> Var | float:
-    """``q_h ≥ a_k·W_h/C_h + b_k`` for every chord of the queueing curve (:func:`placement.costmodel.latency.queue_pieces`),
-    built once per uplink; 0 when nothing can cross it. Past :data:`~placement.costmodel.latency.MAX_UTILISATION` the
+    """``q_h ≥ a_k·W_h/C_h + b_k`` for every chord of the queueing curve
+    (:func:`placement.costmodel.latency.queue_pieces`), built once per uplink; 0 when nothing can cross it. Past :data:`~placement.costmodel.latency.MAX_UTILISATION` the
     queue has no bound: ``W_h ≤ 0.99·C_h`` when the headroom ``η`` allows more."""
     key = ("queue", h.name)
     if key in memo:

@@ -122,7 +122,8 @@ def _exact(problem: PlacementProblem, items: Sequence[Subtask], servers: Sequenc
 
 def _job_slot_rows(problem: PlacementProblem, mip: SparseMip, items: Sequence[Subtask], servers: Sequence[HostSpec],
                    y: np.ndarray, groups: dict[str, list[int]]) -> None:
-    """Several jobs (as :func:`placement.solver.families.job_slots`, with an unbounded count per job): per server ``k`` and job ``J``
+    """Several jobs (as :func:`placement.solver.families.job_slots`, with an unbounded count per job): per server
+    ``k`` and job ``J``
     ``z[J, k] ≥ Σ_{s∈v} y[s, k]`` for each vertex ``v`` of ``J``, and ``Σ_J z[J, k] ≤ slots(k)``."""
     k = len(servers)
     jobs: dict[str, list[list[int]]] = {}
