@@ -32,10 +32,10 @@ from typing import Literal
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from placement.errors import BadInput
-from placement.loading import describe_validation_error
+from placement.loading import Strict, describe_validation_error
 
 MANIFEST_FORMAT = "placement.metrics/v1"
 MANIFEST_NAME = "_manifest.json"
@@ -118,10 +118,6 @@ THREAD_SCHEMA = pa.schema(
 )
 
 _ID_PATTERN = re.compile(r"^[A-Za-z0-9_.:-]+$")  # ids become directory names
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class VertexInfo(Strict):
