@@ -43,9 +43,9 @@ from placement.collect.layout import (
     EdgeInfo,
     PartWriter,
     RunManifest,
+    RunTaskManager,
+    RunVertex,
     SubtaskLocation,
-    TaskManagerInfo,
-    VertexInfo,
     write_manifest,
 )
 from placement.flink.facts import DEFAULT_BUFFER_TIMEOUT_MS, SEGMENT_BYTES
@@ -497,7 +497,7 @@ def write_run(
         samples=writer.rows,
         files=writer.files,
         vertices=[
-            VertexInfo(id=v.id, name=v.name, parallelism=v.parallelism, state_bytes=states.get(v.name, v.state_bytes),
+            RunVertex(id=v.id, name=v.name, parallelism=v.parallelism, state_bytes=states.get(v.name, v.state_bytes),
                        checkpointed_bytes=states.get(v.name, v.state_bytes) if job.checkpoint_interval_ms else None)
             for v in job.vertices
         ],
@@ -509,7 +509,7 @@ def write_run(
             for v in job.vertices
             for i in range(v.parallelism)
         ],
-        taskmanagers=[TaskManagerInfo(id=t.id, host=t.host, slots=t.slots, cpu_cores=t.cpu_cores) for t in job.taskmanagers],
+        taskmanagers=[RunTaskManager(id=t.id, host=t.host, slots=t.slots, cpu_cores=t.cpu_cores) for t in job.taskmanagers],
         notes=[
             (
                 f"restarts at {', '.join(f'{r:.0f}s' for r in sched.restarts) or 'none'}; "
