@@ -67,9 +67,10 @@ def parse_size(text: str) -> int:
 
 def ensure_history(work: Path, samples: int) -> Path:
     """A cached synthetic history of about ``samples`` samples (regenerated if missing or of another size)."""
+    from support.synthetic import IOT_JOB, HistoryShape, scaled_job, write_history
+
     from placement.collect.layout import find_manifests
     from placement.errors import BadInput
-    from placement.profile.synthetic import IOT_JOB, Shape, scaled_job, write_history
 
     job = scaled_job(IOT_JOB, 8)
     subtasks = sum(v.parallelism for v in job.vertices)
@@ -86,7 +87,8 @@ def ensure_history(work: Path, samples: int) -> Path:
 
     shutil.rmtree(root, ignore_errors=True)
     t = time.perf_counter()
-    write_history(job, Shape(duration_s=seconds, restarts=3, backpressure_episodes=6, seed=42), root, runs=2, jobs=2)
+    shape = HistoryShape(duration_s=seconds, restarts=3, backpressure_episodes=6, seed=42)
+    write_history(job, shape, root, runs=2, jobs=2)
     print(f"generated {actual:,} samples in {time.perf_counter() - t:.1f} s under {root}", file=sys.stderr)
     return root
 
@@ -228,7 +230,6 @@ def maybe_cluster(wanted: bool, work: Path, console: Console):
     if not wanted:
         yield None
         return
-    sys.path.insert(0, str(ROOT / "tests"))
     from support.spark_cluster import spark_cluster
 
     console.print("[dim]starting a Spark standalone master and two workers…[/dim]")
@@ -324,5 +325,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(ROOT))
+    sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # tests/: support.synthetic and support.spark_cluster
     sys.exit(main())

@@ -10,11 +10,17 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from placement.errors import BadInput
 
 M = TypeVar("M", bound=BaseModel)
+
+
+class Strict(BaseModel):
+    """A model of a document we read or write: a field it does not declare is an error (a typo), never ignored."""
+
+    model_config = ConfigDict(extra="forbid")
 
 
 class FieldError(ValueError):

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from placement.apply.audit import AuditLog, new_apply_id
-from placement.apply.model import ApplyPlan, ClusterView
-from placement.apply.planner import plan_apply
+from placement.apply.model import ApplyPlan, ClusterView, JarContents, JarFile
+from placement.apply.planner import plan_apply, uploads_job_jar
 from placement.apply.preflight import (
     PreflightFailed,
     Problem,
@@ -42,7 +42,7 @@ from placement.remote import DryRunExecutor, Executor, ExecutorFactory
 from placement.scheduler import ExtensionJar, build_extension
 from placement.submitter import SubmitterJar, build_submitter
 
-__all__ = ["ApplyFailed", "ApplyOutcome", "PreflightFailed", "Prepared", "connect", "execute", "prepare"]
+__all__ = ["ApplyFailed", "ApplyOutcome", "PreflightFailed", "Prepared", "connect", "execute", "prepare", "read_jars"]
 
 
 @dataclass
@@ -89,15 +89,27 @@ def prepare(req: ApplyRequest, *, dry_run: bool = False, accept_new_host_keys: b
                 problems += [problem] if problem else []
         if view is None and dry_run:  # the cluster could not be read: show the steps anyway, on stated assumptions
             view = presumed_view(req)
-            plan = plan_apply(req, view, holder=holder_string())
+            plan = plan_apply(req, view, holder=holder_string(), jars=read_jars(req, view))
             return Prepared(req, view, plan, rest, executors, factory, unchecked=tuple(p.message for p in problems))
         if problems or view is None:
             raise PreflightFailed([p.message for p in problems], bad_input=any(p.stale_input for p in problems))
-        plan = plan_apply(req, view, holder=holder_string(), extension=extension, submitter=submitter)
+        plan = plan_apply(req, view, holder=holder_string(), jars=read_jars(req, view, extension, submitter))
     except BaseException:
         factory.close()
         raise
     return Prepared(req, view, plan, rest, executors, factory)
+
+
+def read_jars(req: ApplyRequest, view: ClusterView, extension: ExtensionJar | None = None,
+              submitter: SubmitterJar | None = None) -> JarContents:
+    """The bytes of the jars the plan uploads, read here so that :func:`plan_apply` does no I/O: the extension and
+    the submitter built for a JobManager host that lacks them, and the job's jar when the submitter needs a copy."""
+    job = req.jar_path.read_bytes() if req.jar_path is not None and uploads_job_jar(req, view) else None
+    return JarContents(extension=_jar_file(extension), submitter=_jar_file(submitter), job=job)
+
+
+def _jar_file(jar: ExtensionJar | SubmitterJar | None) -> JarFile | None:
+    return None if jar is None else JarFile(jar.path.name, jar.flink_version, jar.path.read_bytes())
 
 
 def presumed_view(req: ApplyRequest) -> ClusterView:

@@ -316,6 +316,26 @@ class Step:
 
 
 @dataclass(frozen=True)
+class JarFile:
+    """A jar an apply may copy onto the JobManager host: its file name, the Flink release it was built for, its bytes."""
+
+    name: str
+    flink_version: str
+    content: bytes
+
+
+@dataclass(frozen=True)
+class JarContents:
+    """The jars the planner may put in an upload step, read before it plans (the planner does no I/O): the scheduler
+    extension and the JobGraph submitter when built here for a JobManager host that lacks them, and the job's own jar
+    when the submitter needs a copy of it there."""
+
+    extension: JarFile | None = None
+    submitter: JarFile | None = None
+    job: bytes | None = None
+
+
+@dataclass(frozen=True)
 class ApplyPlan:
     """What apply will do. ``noop`` when the plan is already in effect (``steps`` then empty)."""
 

@@ -39,8 +39,7 @@ from placement.apply.rescale import (
     needs_submitter,
     submitter_remote_path,
 )
-from placement.apply.vertices import match_vertices
-from placement.apply.vertices import planned_vertices as planned_vertex_list
+from placement.apply.vertices import match_vertices, planned_vertices
 from placement.errors import BadInput, PlacementError
 from placement.flink.cluster_version import pin_mismatch, reported_version_text
 from placement.flink.options import CONFIG_YAML, LEGACY_CONFIG, config_file_names, read_config
@@ -80,7 +79,8 @@ def planned_counts(req: ApplyRequest) -> Counts:
     return dict(Counter((a.vertex, a.host) for a in req.plan.assignment))
 
 
-def planned_vertices(req: ApplyRequest) -> dict[str, int]:
+def planned_parallelism(req: ApplyRequest) -> dict[str, int]:
+    """Vertex name -> the parallelism the plan gives it."""
     return {a.vertex: a.parallelism for a in req.plan.assignment}
 
 
@@ -447,10 +447,10 @@ def graph_problems(req: ApplyRequest, view: ClusterView) -> list[Problem]:
     without the SQL planner's ``[n]`` counters (a SQL job's names change with every submission); vanilla mode compares
     names and parallelism summed over lane copies."""
     if req.mode == "custom":  # a parallelism change is a rescale, resubmitted through the submitter
-        planned = planned_vertex_list(req.plan.assignment)
+        planned = planned_vertices(req.plan.assignment)
         diffs = match_vertices(planned, view.running_vertices).problems
     else:
-        want = planned_vertices(req)
+        want = planned_parallelism(req)
         diffs = []
         for name in sorted(set(want) | set(view.vertices)):
             p, r = want.get(name), view.vertices.get(name)

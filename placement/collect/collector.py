@@ -39,8 +39,8 @@ from placement.collect.layout import (
     missing_metric_notes,
     PartWriter,
     RunManifest,
-    TaskManagerInfo,
-    VertexInfo,
+    RunTaskManager,
+    RunVertex,
     rows_to_table,
     taskmanager_rows_to_table,
     taskmanager_writer,
@@ -122,7 +122,7 @@ class _Run:
     latency_buffer: list[dict[str, Any]] = field(default_factory=list)
     latency_names: dict[str, list[str]] = field(default_factory=dict)  # vertex id -> its latency-tracking metrics
     latency_listed: float | None = None  # time.monotonic() of the last listing
-    cotenant_vertices: dict[str, list[VertexInfo]] = field(default_factory=dict)  # other running job -> its vertices
+    cotenant_vertices: dict[str, list[RunVertex]] = field(default_factory=dict)  # other running job -> its vertices
     thread_writer: PartWriter | None = None  # the per-thread CPU parts (layout.thread_writer)
     thread_buffer: list[dict[str, Any]] = field(default_factory=list)
 
@@ -158,7 +158,7 @@ class Collector:
                            field="--job-name")
         return self.rest.job_raw(running[0].id)
 
-    def wait_for_metrics(self, job_id: str, vertices: list[VertexInfo]) -> list[str]:
+    def wait_for_metrics(self, job_id: str, vertices: list[RunVertex]) -> list[str]:
         """Wait until every vertex lists busyTimeMsPerSecond; returns the rate metrics Flink knows for the job."""
         deadline = time.monotonic() + self.o.metrics_timeout_s
         while True:
@@ -205,7 +205,7 @@ class Collector:
         except FlinkRestError:
             return None
 
-    def taskmanagers(self) -> list[TaskManagerInfo]:
+    def taskmanagers(self) -> list[RunTaskManager]:
         return shaping.taskmanagers(self.rest.get("/taskmanagers"))
 
     def latency_interval(self, job_id: str) -> float | None:
@@ -216,7 +216,7 @@ class Collector:
         except FlinkRestError:
             return None
 
-    def sample_latency(self, job_id: str, vertices: list[VertexInfo], run: _Run) -> None:
+    def sample_latency(self, job_id: str, vertices: list[RunVertex], run: _Run) -> None:
         """Flink's latency-tracking histograms of every vertex (none when the job does not track latency). The
         listing of each vertex's metrics is read again every :data:`LATENCY_RELIST_S` (markers reach an operator
         only after the first interval, and new ones appear after a restart); the values every round."""
@@ -293,7 +293,7 @@ class Collector:
 
     # ---- the loop ------------------------------------------------------------------------------------------------
 
-    def sample_vertex(self, job_id: str, v: VertexInfo, *, metrics: Iterable[str] = RATE_METRICS
+    def sample_vertex(self, job_id: str, v: RunVertex, *, metrics: Iterable[str] = RATE_METRICS
                       ) -> tuple[list[dict[str, Any]], list[shaping.SubtaskState]]:
         """One row per subtask of the vertex with ``metrics`` (the others null), and the subtasks' states."""
         ts = int(self.clock() * 1000)
@@ -377,7 +377,7 @@ class Collector:
             targets[tm_id] = (factory.for_host(host.model_copy(update={"address": address or host.address})), port)
         return ThreadSampler(targets, self.clock)
 
-    def _loop(self, run: _Run, vertices: list[VertexInfo], tm_ids: list[str], job_id: str, started: float,
+    def _loop(self, run: _Run, vertices: list[RunVertex], tm_ids: list[str], job_id: str, started: float,
               threads: ThreadSampler | None, on_progress: Callable[[Progress], None] | None) -> None:
         o = self.o
         rounds = 0
@@ -426,7 +426,7 @@ class Collector:
         self._finish(run, locations, job_id)
 
     @staticmethod
-    def _with_state(v: VertexInfo, sizes: tuple[dict[str, float], dict[str, float]] | None) -> VertexInfo:
+    def _with_state(v: RunVertex, sizes: tuple[dict[str, float], dict[str, float]] | None) -> RunVertex:
         if sizes is None:
             return v
         state, written = sizes

@@ -32,10 +32,10 @@ from typing import Literal
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from placement.errors import BadInput
-from placement.loading import describe_validation_error
+from placement.loading import Strict, describe_validation_error
 
 MANIFEST_FORMAT = "placement.metrics/v1"
 MANIFEST_NAME = "_manifest.json"
@@ -120,11 +120,9 @@ THREAD_SCHEMA = pa.schema(
 _ID_PATTERN = re.compile(r"^[A-Za-z0-9_.:-]+$")  # ids become directory names
 
 
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class RunVertex(Strict):
+    """A vertex of the job graph as a run's manifest records it (flink/rest.VertexInfo is the REST answer)."""
 
-
-class VertexInfo(Strict):
     id: str
     name: str
     parallelism: int = Field(ge=1)
@@ -163,7 +161,9 @@ class CheckpointConfig(Strict):
         return max(self.interval_ms, self.min_pause_ms)
 
 
-class TaskManagerInfo(Strict):
+class RunTaskManager(Strict):
+    """A TaskManager as a run's manifest records it (flink/rest.TaskManagerInfo is the REST answer)."""
+
     id: str
     host: str | None = None
     slots: int | None = None
@@ -189,10 +189,10 @@ class RunManifest(Strict):
     samples: int = Field(0, ge=0)
     files: list[str] = Field(default_factory=list)
     metrics: list[str] = Field(default_factory=lambda: list(RATE_METRICS))
-    vertices: list[VertexInfo] = Field(min_length=1)
+    vertices: list[RunVertex] = Field(min_length=1)
     edges: list[EdgeInfo] = Field(default_factory=list)
     locations: list[SubtaskLocation] = Field(default_factory=list)
-    taskmanagers: list[TaskManagerInfo] = Field(default_factory=list)
+    taskmanagers: list[RunTaskManager] = Field(default_factory=list)
     checkpoints: CheckpointConfig | None = Field(None, description="the job's checkpointing; null: off or unknown")
     buffer_timeout_ms: float | None = Field(
         None, ge=0, description="execution.buffer-timeout from the job's configuration; null: not set (Flink's default)")
@@ -211,7 +211,7 @@ class RunManifest(Strict):
                                           "empty: not recorded (no inventory to reach the hosts, or an older run)")
     truth: dict[str, dict[str, float | None]] | None = Field(None, description="synthetic histories: the true figures per vertex")
 
-    def vertex(self, vertex_id: str) -> VertexInfo:
+    def vertex(self, vertex_id: str) -> RunVertex:
         for v in self.vertices:
             if v.id == vertex_id:
                 return v

@@ -80,8 +80,8 @@ from placement.collect.layout import (
     PartWriter,
     RunManifest,
     SubtaskLocation,
-    TaskManagerInfo,
-    VertexInfo,
+    RunTaskManager,
+    RunVertex,
     find_manifests,
     missing_metric_notes,
     read_manifest,
@@ -233,10 +233,10 @@ class JobGraph:
     """What Prometheus lacks, from REST or a file: names, parallelism, edges, state sizes, TaskManagers."""
 
     job_name: str
-    vertices: list[VertexInfo]
+    vertices: list[RunVertex]
     edges: list[EdgeInfo]
     source: str
-    taskmanagers: list[TaskManagerInfo] = field(default_factory=list)
+    taskmanagers: list[RunTaskManager] = field(default_factory=list)
     checkpoints: CheckpointConfig | None = None
     buffer_timeout_ms: float | None = None
     flink_version: str | None = None

@@ -37,9 +37,9 @@ from placement.collect.layout import (
     RATE_METRICS,
     CheckpointConfig,
     EdgeInfo,
+    RunTaskManager,
+    RunVertex,
     SubtaskLocation,
-    TaskManagerInfo,
-    VertexInfo,
 )
 from placement.units import flink_duration_ms
 
@@ -105,7 +105,7 @@ def clean_vertex_name(description: str) -> str:
     return " ".join(text.split())
 
 
-def job_graph(job: Mapping[str, Any], plan: Mapping[str, Any]) -> tuple[list[VertexInfo], list[EdgeInfo]]:
+def job_graph(job: Mapping[str, Any], plan: Mapping[str, Any]) -> tuple[list[RunVertex], list[EdgeInfo]]:
     """Vertices (plain names from ``/jobs/<jid>``) and edges with ship strategies (from the plan)."""
     plan = plan.get("plan", plan)  # 2.3 wraps it
     nodes = {n["id"]: n for n in plan.get("nodes", [])}
@@ -114,7 +114,7 @@ def job_graph(job: Mapping[str, Any], plan: Mapping[str, Any]) -> tuple[list[Ver
         node = nodes.get(v["id"], {})
         name = v.get("name") or clean_vertex_name(node.get("description", "")) or v["id"]
         vertices.append(
-            VertexInfo(
+            RunVertex(
                 id=v["id"],
                 name=name,
                 parallelism=int(v.get("parallelism") or node.get("parallelism") or 1),
@@ -123,7 +123,7 @@ def job_graph(job: Mapping[str, Any], plan: Mapping[str, Any]) -> tuple[list[Ver
         )
     if not vertices:  # a plan without a job body: fall back to the plan's nodes
         vertices = [
-            VertexInfo(id=n["id"], name=clean_vertex_name(n.get("description", "")) or n["id"], parallelism=int(n.get("parallelism", 1)))
+            RunVertex(id=n["id"], name=clean_vertex_name(n.get("description", "")) or n["id"], parallelism=int(n.get("parallelism", 1)))
             for n in nodes.values()
         ]
     edges = [
@@ -339,14 +339,14 @@ def _text(x: object) -> str | None:
     return None if x is None else str(x)
 
 
-def taskmanagers(answer: Mapping[str, Any]) -> list[TaskManagerInfo]:
+def taskmanagers(answer: Mapping[str, Any]) -> list[RunTaskManager]:
     out = []
     for tm in answer.get("taskmanagers", []):
         hw = tm.get("hardware") or {}
         mem = tm.get("memoryConfiguration") or {}
         total = tm.get("totalResource") or {}
         out.append(
-            TaskManagerInfo(
+            RunTaskManager(
                 id=str(tm["id"]),
                 host=host_of_pekko_path(tm.get("path")),
                 slots=_int(tm.get("slotsNumber")),

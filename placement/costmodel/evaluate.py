@@ -140,6 +140,35 @@ def evaluate(problem: PlacementProblem, assignment: Assignment) -> PlanCost:
     missing = [s.label for s in problem.subtasks if s.key not in assignment]
     if missing:
         raise ValueError(f"assignment misses {len(missing)} subtasks, e.g. {missing[0]}")
+    violations = _subtask_violations(problem, assignment) + _split_violations(problem, assignment)
+    links = {h.name: 0.0 for h in problem.edges}
+    latency = 0.0
+    for ch in problem.channels:
+        latency += ch.path_weight * _channel_crossings(problem, ch, assignment, links, violations)
+    checkpoints = {h.name: 0.0 for h in problem.edges}
+    for s in problem.subtasks:  # checkpoints of subtasks on an edge host go up its uplink
+        if assignment[s.key] in checkpoints:
+            checkpoints[assignment[s.key]] += s.checkpoint_mbit
+    for h, mbit in checkpoints.items():
+        links[h] += mbit
+    host_loads = _host_loads(problem, assignment, violations)
+    link_loads = _link_loads(problem, links, checkpoints, violations)
+    violations += budget_violations(problem, assignment)
+    from placement.costmodel.latency import path_latencies  # it imports model, as this module does
+    paths = path_latencies(problem, assignment, links)
+    for p in paths:
+        if p.over_bound:
+            violations.append(latency_sentence(p))
+    server_cores = sum(hl.cores_used * problem.host_by_name[hl.host].speed for hl in host_loads if hl.role == "server")
+    edge_cores = sum(hl.cores_used for hl in host_loads if hl.role == "edge")
+    return PlanCost(
+        links=tuple(link_loads), hosts=tuple(host_loads), wan_mbit=sum(links.values()), server_cores=server_cores,
+        edge_cores=edge_cores, latency_ms=latency, violations=tuple(violations), paths=paths,
+    )
+
+
+def _subtask_violations(problem: PlacementProblem, assignment: Assignment) -> list[str]:
+    """Each subtask on a host the rules allow it, where its thread keeps up with its input."""
     violations: list[str] = []
     hosts = problem.host_by_name
     for s in problem.subtasks:
@@ -152,24 +181,22 @@ def evaluate(problem: PlacementProblem, assignment: Assignment) -> PlanCost:
             violations.append(f"{s.label} on {h}, which the rules forbid ({why})")
         if not problem.keeps_up(s, hosts[h]):
             violations.append(problem.thread_shortfall(s, hosts[h]))
+    return violations
 
+
+def _split_violations(problem: PlacementProblem, assignment: Assignment) -> list[str]:
+    """Vanilla mode's whole vertices, each on one host."""
+    violations = []
     for vid in sorted(problem.whole_vertices):
         split = sorted({assignment[s.key] for s in problem.subtasks if s.vertex_id == vid})
         if len(split) > 1:
             violations.append(f"{problem.vertex_names[vid]} is split over {', '.join(split)}, which vanilla placement "
                               "cannot do (a whole operator per host after the source chain; custom mode can)")
+    return violations
 
-    links = {h.name: 0.0 for h in problem.edges}
-    latency = 0.0
-    for ch in problem.channels:
-        latency += ch.path_weight * _channel_crossings(problem, ch, assignment, links, violations)
-    checkpoints = {h.name: 0.0 for h in problem.edges}
-    for s in problem.subtasks:  # checkpoints of subtasks on an edge host go up its uplink
-        if assignment[s.key] in checkpoints:
-            checkpoints[assignment[s.key]] += s.checkpoint_mbit
-    for h, mbit in checkpoints.items():
-        links[h] += mbit
 
+def _host_loads(problem: PlacementProblem, assignment: Assignment, violations: list[str]) -> list[HostLoad]:
+    """Each host's cores, slots and memory under the assignment; one violation per figure past what it has."""
     host_loads = []
     by_host: dict[str, list] = {h.name: [] for h in problem.hosts}  # one pass: fleets have 10 000 hosts
     for s in problem.subtasks:
@@ -194,7 +221,12 @@ def evaluate(problem: PlacementProblem, assignment: Assignment) -> PlanCost:
             violations.append(f"host {h.name} needs {slots} task slots, has {h.slots}")
         if memory > load.memory_mib_usable + EPS:
             violations.append(f"host {h.name} needs {memory:.0f} MiB, has {load.memory_mib_usable:.0f} usable")
+    return host_loads
 
+
+def _link_loads(problem: PlacementProblem, links: dict[str, float], checkpoints: dict[str, float],
+                violations: list[str]) -> list[LinkLoad]:
+    """Each edge host's uplink under the assignment; a violation where it carries more than its usable share."""
     link_loads = []
     for h in problem.edges:
         load = LinkLoad(host=h.name, to=h.uplink_to or "", mbit=links[h.name], bandwidth_mbit=h.uplink_mbit or 0.0,
@@ -205,18 +237,7 @@ def evaluate(problem: PlacementProblem, assignment: Assignment) -> PlanCost:
             needed, usable = needed_and_usable_mbit(load.mbit, load.usable_mbit)
             violations.append(f"link {load.name} needs {needed} Mbit/s, has {load.bandwidth_mbit:g} "
                               f"({usable} usable at {problem.policy.wan_headroom:.0%})")
-    violations += budget_violations(problem, assignment)
-    from placement.costmodel.latency import path_latencies  # it imports model, as this module does
-    paths = path_latencies(problem, assignment, links)
-    for p in paths:
-        if p.over_bound:
-            violations.append(latency_sentence(p))
-    server_cores = sum(hl.cores_used * problem.host_by_name[hl.host].speed for hl in host_loads if hl.role == "server")
-    edge_cores = sum(hl.cores_used for hl in host_loads if hl.role == "edge")
-    return PlanCost(
-        links=tuple(link_loads), hosts=tuple(host_loads), wan_mbit=sum(links.values()), server_cores=server_cores,
-        edge_cores=edge_cores, latency_ms=latency, violations=tuple(violations), paths=paths,
-    )
+    return link_loads
 
 
 def job_link_mbit(problem: PlacementProblem, assignment: Assignment, job: str) -> dict[str, float]:

@@ -383,15 +383,11 @@ def _slowest(crossings: Iterable[Crossing | None]) -> Crossing | None:
     return max((c for c in crossings if c is not None), key=lambda c: c[0], default=None)
 
 
-def path_latencies(problem: PlacementProblem, assignment: Assignment, link_mbit: dict[str, float]) -> tuple[PathLatency, ...]:
-    """:math:`L(P)` of every source → sink path under ``assignment`` (see the module doc), with ``link_mbit`` the
-    Mbit/s on each edge host's uplink under it (:func:`placement.costmodel.evaluate.evaluate`'s): the bound and the
-    expected figure."""
-    paths = source_sink_paths(problem)
-    if not paths:
-        return ()
+def _crossing_sends(problem: PlacementProblem, assignment: Assignment) -> tuple[
+        dict[tuple[str, str], list[_CrossingSend]], dict[str, dict[tuple[tuple[str, str], int], list[tuple[float, float]]]]]:
+    """Per edge: its crossings of an uplink; per uplink and flusher (edge, upstream subtask): the messages of its
+    channels that cross."""
     hosts = problem.host_by_name
-    # per edge: its crossings; per uplink and flusher (edge, upstream subtask): the messages of its channels that cross
     sends: dict[tuple[str, str], list[_CrossingSend]] = {}
     messages: dict[str, dict[tuple[tuple[str, str], int], list[tuple[float, float]]]] = {}
     for ch in problem.channels:
@@ -407,6 +403,18 @@ def path_latencies(problem: PlacementProblem, assignment: Assignment, link_mbit:
                 crossing.append(_CrossingSend(h.uplink_delay_ms, send_ms(size, h.uplink_mbit or 0.0),
                                               send_ms(size, h.uplink_mbit or 0.0, h.uplink_burst_bytes), hu, i))
                 messages.setdefault(hu, {})[(edge, i)] = [channel_messages(ch, i, j) for j in away]
+    return sends, messages
+
+
+def path_latencies(problem: PlacementProblem, assignment: Assignment, link_mbit: dict[str, float]) -> tuple[PathLatency, ...]:
+    """:math:`L(P)` of every source → sink path under ``assignment`` (see the module doc), with ``link_mbit`` the
+    Mbit/s on each edge host's uplink under it (:func:`placement.costmodel.evaluate.evaluate`'s): the bound and the
+    expected figure."""
+    paths = source_sink_paths(problem)
+    if not paths:
+        return ()
+    hosts = problem.host_by_name
+    sends, messages = _crossing_sends(problem, assignment)
     queue = {h: link_queue_ms(hosts[h], mbit) for h, mbit in link_mbit.items()}
     # per uplink, each flusher's (Σρ_k, Σρ_k·S_k) and the link's totals: a flusher's "others" are the totals less its
     # own, so a link with many crossing flushers costs one pass, not one per flusher

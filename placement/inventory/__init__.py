@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from placement.flink.versions import release_problem
 from placement.inventory.failure_detection import FailureDetection
-from placement.loading import FieldError, canonical_digest, drop_unset, load_model, read_document
+from placement.loading import FieldError, Strict, canonical_digest, drop_unset, load_model, read_document
 from placement.units import Bytes, MiB, Millis, Percent, RateMbit, bytes_rate_note, is_bytes_rate
 
 NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]*$"  # also a Flink external-resource name and a resource-id: no dots, no spaces
@@ -42,10 +42,6 @@ HOST_MODELS: dict[str, HostModel] = {
     "rpi5": HostModel(cores=4, memory_mib=8192, speed=0.5, description="Raspberry Pi 5, 8 GiB"),
     "generic": HostModel(cores=None, memory_mib=None, speed=1.0, description="any host; give cores and memory"),
 }
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
 class SshSettings(Strict):
@@ -134,6 +130,9 @@ class Host(Strict):
 
 class Link(Strict):
     """A WAN link from an edge host up to a server: shaped on the edge host's egress towards the server."""
+
+    # the one aliased field of the inventory: read as ``from`` from a file, built as ``Link(from_=...)`` in code
+    model_config = Strict.model_config | {"populate_by_name": True}
 
     from_: str = Field(alias="from")
     to: str

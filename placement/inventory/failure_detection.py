@@ -38,15 +38,11 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from placement.flink.options import duration
-from placement.loading import FieldError
+from placement.loading import FieldError, Strict
 from placement.units import DurationMs
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
 def _whole_ms(v: float) -> float:
@@ -55,7 +51,7 @@ def _whole_ms(v: float) -> float:
     return v
 
 
-class RestartSettings(_Strict):
+class RestartSettings(Strict):
     """The restart strategy: how often and how soon a failed job (a lost Pi) is restarted."""
 
     strategy: Literal["exponential-delay", "fixed-delay"] = Field(
@@ -84,7 +80,7 @@ class RestartSettings(_Strict):
         return self
 
 
-class RejoinSettings(_Strict):
+class RejoinSettings(Strict):
     """How a TaskManager cut off from the JobManager (a partitioned uplink) gets back in without a restart."""
 
     registration_timeout: DurationMs = Field(
@@ -108,7 +104,7 @@ class RejoinSettings(_Strict):
         return v
 
 
-class FailureDetection(_Strict):
+class FailureDetection(Strict):
     """``flink.failure_detection:`` — heartbeats, slot requests, restarts and rejoining (defaults for the edge)."""
 
     heartbeat_interval: DurationMs = Field(2_000.0, description="between heartbeat RPCs (heartbeat.interval)")

@@ -39,7 +39,9 @@ class NetemUnavailable(PlacementError):
 
 
 @dataclass(frozen=True)
-class ApplyOutcome:
+class ShapingOutcome:
+    """What shaping one host's interface did (apply/runner.ApplyOutcome is a plan's apply)."""
+
     host: str
     interface: str
     shapes: tuple[tc.Shape, ...]
@@ -82,7 +84,8 @@ def is_netem_missing(result: CommandResult) -> bool:
     return any(marker in text for marker in _NO_NETEM_MARKERS)
 
 
-def apply_host(ex: Executor, interface: str, shapes: Sequence[tc.Shape], *, require_delay: bool = False) -> ApplyOutcome:
+def apply_host(ex: Executor, interface: str, shapes: Sequence[tc.Shape], *,
+               require_delay: bool = False) -> ShapingOutcome:
     commands = tc.apply_commands(interface, shapes, with_netem=True)  # validates before touching anything
     check_interface(ex, interface)
     root = read_root(ex, interface)
@@ -117,7 +120,7 @@ def apply_host(ex: Executor, interface: str, shapes: Sequence[tc.Shape], *, requ
         for cmd in tc.clear_commands(interface):
             _tc(ex, cmd, check=False)
         raise
-    return ApplyOutcome(host=ex.host, interface=interface, shapes=tuple(shapes), replaced=replaced,
+    return ShapingOutcome(host=ex.host, interface=interface, shapes=tuple(shapes), replaced=replaced,
                         netem_wanted=netem_wanted, netem_missing=netem_missing, netem_error=netem_error,
                         dry_run=isinstance(ex, DryRunExecutor))
 

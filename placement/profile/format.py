@@ -45,9 +45,9 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
+from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
-from placement.loading import FieldError, canonical_digest, drop_unset, load_model
+from placement.loading import FieldError, Strict, canonical_digest, drop_unset, load_model
 
 if TYPE_CHECKING:  # networkx is imported where a graph is built: `placement apply` imports this module, and uses none
     import networkx as nx
@@ -71,10 +71,6 @@ class ShipStrategy(str, Enum):
         # Flink's plan JSON spells some strategies as e.g. "HASH[...]" or "REBALANCE"; keep the leading word.
         word = text.strip().upper().split("[")[0].split(" ")[0]
         return cls(word)
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 # Physical plausibility: a figure past these is a typo or a corrupted file, never a measurement, and left in it makes

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from placement.collect.layout import EdgeInfo, RunManifest, SubtaskLocation, VertexInfo
+from placement.collect.layout import EdgeInfo, RunManifest, RunVertex, SubtaskLocation
 
 # copy id -> (the job's vertex id: its name's first-lane copy, subtask offset of the copy)
 CopyMap = dict[str, tuple[str, int]]
@@ -53,14 +53,14 @@ def fold_manifest(manifest: RunManifest) -> RunManifest:
 
 def _copies(m: RunManifest) -> CopyMap:
     """Copy id -> (the id of its name's first-lane copy in this run, subtask offset)."""
-    by_name: dict[str, list[VertexInfo]] = defaultdict(list)
+    by_name: dict[str, list[RunVertex]] = defaultdict(list)
     for v in m.vertices:
         by_name[v.name].append(v)
     forward_from = {e.target: e.source for e in m.edges if e.ship_strategy.upper() == "FORWARD"}
     vertex = {v.id: v for v in m.vertices}
     lane: dict[str, int] = {}
 
-    def lane_of(v: VertexInfo) -> int:  # the lane of its FORWARD feeder when that is a copy of another name
+    def lane_of(v: RunVertex) -> int:  # the lane of its FORWARD feeder when that is a copy of another name
         if v.id not in lane:
             up = forward_from.get(v.id)
             if up is not None and up in vertex and len(by_name[vertex[up].name]) == len(by_name[v.name]):
@@ -85,10 +85,10 @@ def _fold(m: RunManifest, copy_map: CopyMap) -> RunManifest:
     def job_vertex(vertex_id: str) -> str:
         return copy_map.get(vertex_id, (vertex_id, 0))[0]
 
-    merged: dict[str, list[VertexInfo]] = defaultdict(list)
+    merged: dict[str, list[RunVertex]] = defaultdict(list)
     for v in m.vertices:
         merged[job_vertex(v.id)].append(v)
-    vertices = [VertexInfo(id=vid, name=copies[0].name, parallelism=sum(c.parallelism for c in copies),
+    vertices = [RunVertex(id=vid, name=copies[0].name, parallelism=sum(c.parallelism for c in copies),
                            state_bytes=_sum(c.state_bytes for c in copies),
                            checkpointed_bytes=_sum(c.checkpointed_bytes for c in copies),
                            max_parallelism=copies[0].max_parallelism)

@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from placement.collect.layout import METRIC_COLUMNS, RunManifest, SubtaskLocation
+from placement.collect.layout import METRIC_COLUMNS, RunManifest, RunVertex, SubtaskLocation
 from placement.errors import BadInput
 from placement.flink.facts import DEFAULT_BUFFER_TIMEOUT_MS
 from placement.inventory import Host, Inventory
@@ -297,10 +297,35 @@ def assemble(
     if not runs:
         raise BadInput("no runs selected", source=source)
     latest = runs[-1]
+    _check_state_flags(latest, options)
     notes = _Notes()
     by_key: dict[tuple[str, int], Mapping[str, object]] = {
         (str(r["vertex_id"]), int(r["subtask"])): r for r in aggregates.to_dict("records")  # type: ignore[call-overload]
     }
+    locations, moved = _locations(runs)
+    keyed_targets = {e.target for e in latest.edges if e.ship_strategy.upper().startswith("HASH")}
+    job = _Inputs(runs, by_key, locations, moved, keyed_targets, options)
+    unmatched: set[str] = set()
+    total = {c: 0 for c in COUNT_COLUMNS}
+    any_busy = False
+    vertices: list[VertexProfile] = []
+    for v in latest.vertices:
+        rollup = _subtasks(v, job)
+        for c in COUNT_COLUMNS:
+            total[c] += rollup.counts[c]
+        any_busy = any_busy or rollup.any_busy
+        unmatched |= rollup.unmatched
+        vertices.append(_vertex(v, rollup, job, notes))
+    _check_usable(latest, total, any_busy, options, source)
+    if unmatched:
+        notes.add(f"TaskManagers not in {options.inventory_source or 'the inventory'} (host_speed 1.0): {', '.join(sorted(unmatched))}")
+    edges = _edges(latest, vertices, by_key, notes)
+    _record_sizes(vertices, edges)
+    return JobProfile(format=PROFILE_FORMAT, job=_job_info(runs, total, options, notes), vertices=vertices, edges=edges)
+
+
+def _check_state_flags(latest: RunManifest, options: Options) -> None:
+    """``--stateful``/``--stateless`` name vertices of the job, and never the same one twice."""
     names = {v.id: v.name for v in latest.vertices}
     for flag, wanted in (("--stateful", options.stateful), ("--stateless", options.stateless)):
         for w in wanted:
@@ -310,128 +335,174 @@ def assemble(
     if both:
         raise BadInput(f"vertex {min(both)!r} given as both --stateful and --stateless", field="--stateful")
 
-    locations, moved = _locations(runs)
-    keyed_targets = {e.target for e in latest.edges if e.ship_strategy.upper().startswith("HASH")}
-    unmatched: set[str] = set()
-    total = {c: 0 for c in COUNT_COLUMNS}
-    any_busy = False
-    vertices: list[VertexProfile] = []
-    for v in latest.vertices:
-        subtasks: list[SubtaskProfile] = []
-        stats: dict[str, float | int | str | bool | None] = {}
-        sums = {"in": 0.0, "out": 0.0, "busy": 0.0, "busy_speed": 0.0}
-        counts = {c: 0 for c in COUNT_COLUMNS}
-        pct: dict[str, list[float | None]] = {}
-        unbounded = False
-        for i in range(v.parallelism):
-            row = by_key.get((v.id, i), {})
-            for c in COUNT_COLUMNS:
-                counts[c] += int(_f(row.get(c)) or 0)
-            samples = int(_f(row.get("samples")) or 0)
-            valid = int(_f(row.get("valid")) or 0)
-            mean = {m: _f(row.get(f"{m}_mean")) for m in METRIC_COLUMNS}
-            for m in METRIC_COLUMNS:
-                for q in ("p50", "p95"):
-                    pct.setdefault(f"{m}_{q}", []).append(_f(row.get(f"{m}_{q}")))
-            busy = mean["busy_ms_per_s"]
-            if busy is not None:
-                any_busy = True
-            speed, matched = host_speed_for(locations.get((v.id, i)), options.inventory)
-            loc = locations.get((v.id, i))
-            if options.inventory is not None and matched is None and loc is not None:
-                unmatched.add(loc.taskmanager_id or loc.host or "?")
-            s_busy = _f(row.get("sum_busy_valid")) or 0.0
-            sums["in"] += _f(row.get("sum_in_valid")) or 0.0
-            sums["out"] += _f(row.get("sum_out_valid")) or 0.0
-            sums["busy"] += s_busy
-            sums["busy_speed"] += s_busy * speed
-            if valid > 0 and s_busy <= 0:
-                unbounded = True
-            confident = (
-                samples >= MIN_CONFIDENT_SAMPLES
-                and valid >= MIN_CONFIDENT_SAMPLES
-                and busy is not None
-                and busy >= MIN_CONFIDENT_BUSY_MS
-            )
 
-            def clip(x: float | None) -> float | None:
-                return None if x is None else min(1000.0, max(0.0, x))
+@dataclass(frozen=True)
+class _Inputs:
+    """What every vertex's figures come from: the runs (newest last), the aggregates by (vertex id, subtask), the
+    newest location of each subtask and those that moved between runs, the vertices with a keyed input."""
 
-            subtasks.append(
-                SubtaskProfile(
-                    index=i,
-                    records_in_per_s=max(0.0, mean["records_in_per_s"] or 0.0),
-                    records_out_per_s=max(0.0, mean["records_out_per_s"] or 0.0),
-                    busy_ms_per_s=clip(busy),
-                    idle_ms_per_s=clip(mean["idle_ms_per_s"]),
-                    backpressured_ms_per_s=clip(mean["backpressured_ms_per_s"]),
-                    buffers_in_per_s=_deliveries(mean) if options.warmup_s >= METER_SPAN_S else None,
-                    host_speed=speed,
-                    samples=samples,
-                    confident=confident,
-                )
-            )
+    runs: list[RunManifest]
+    by_key: Mapping[tuple[str, int], Mapping[str, object]]
+    locations: dict[tuple[str, int], SubtaskLocation]
+    moved: set[tuple[str, int]]
+    keyed_targets: set[str]
+    options: Options
+
+    @property
+    def latest(self) -> RunManifest:
+        return self.runs[-1]
+
+
+@dataclass
+class _Rollup:
+    """One vertex's subtasks, summed up: their profiles, the sums its true rates divide, the sample counts, every
+    subtask's percentiles per column, and what the job-level checks need (busy time seen, unmatched TaskManagers)."""
+
+    subtasks: list[SubtaskProfile] = field(default_factory=list)
+    sums: dict[str, float] = field(default_factory=lambda: {"in": 0.0, "out": 0.0, "busy": 0.0, "busy_speed": 0.0})
+    counts: dict[str, int] = field(default_factory=lambda: {c: 0 for c in COUNT_COLUMNS})
+    pct: dict[str, list[float | None]] = field(default_factory=dict)
+    unbounded: bool = False
+    any_busy: bool = False
+    unmatched: set[str] = field(default_factory=set)
+
+
+def _clip_ms(x: float | None) -> float | None:
+    """A time share in ms/s, within the 0..1000 a second has."""
+    return None if x is None else min(1000.0, max(0.0, x))
+
+
+def _subtasks(v: RunVertex, job: _Inputs) -> _Rollup:
+    """The vertex's subtask profiles from their aggregate rows, and the sums over them."""
+    out = _Rollup()
+    for i in range(v.parallelism):
+        row = job.by_key.get((v.id, i), {})
         for c in COUNT_COLUMNS:
-            total[c] += counts[c]
-
-        rin = sum(s.records_in_per_s for s in subtasks)
-        rout = sum(s.records_out_per_s for s in subtasks)
-        bout = _sum(_f(by_key.get((v.id, i), {}).get("bytes_out_per_s_mean")) for i in range(v.parallelism))
-        bin_ = _sum(_f(by_key.get((v.id, i), {}).get("bytes_in_per_s_mean")) for i in range(v.parallelism))
-        is_source = not any(e.target == v.id for e in latest.edges)
-        stats["samples"] = counts["samples"]
-        stats["samples_warmup_trimmed"] = counts["warmup_trimmed"]
-        stats["samples_not_running"] = counts["not_running"]
-        stats["samples_busy_nan"] = counts["busy_nan"]
-        stats["records_in_per_s"] = rin
-        stats["records_out_per_s"] = rout
-        stats["bytes_in_per_s"] = bin_
-        stats["bytes_out_per_s"] = bout
-        stats["selectivity"] = None if is_source else _ratio(rout, rin)
-        stats["true_processing_rate"] = None if is_source else _ratio(sums["in"], sums["busy"], 1000.0)
-        stats["true_output_processing_rate"] = _ratio(sums["out"], sums["busy"], 1000.0)
-        stats["true_processing_rate_server_core"] = None if is_source else _ratio(sums["in"], sums["busy_speed"], 1000.0)
-        stats["true_output_processing_rate_server_core"] = _ratio(sums["out"], sums["busy_speed"], 1000.0)
-        stats["true_rate_unbounded"] = unbounded
-        for col, share in (("busy_ms_per_s", "busy_share"), ("idle_ms_per_s", "idle_share"),
-                           ("backpressured_ms_per_s", "backpressured_share")):
-            vals = [getattr(s, col) for s in subtasks if getattr(s, col) is not None]
-            stats[share] = (sum(vals) / len(vals) / 1000.0) if vals else None
-        for m in RATE_COLUMNS:
-            stats[f"{m}_p50_sum"] = _sum(pct[f"{m}_p50"])
-            stats[f"{m}_p95_sum"] = _sum(pct[f"{m}_p95"])
-        for m in TIME_COLUMNS:
-            stats[f"{m}_p50_max"] = _max(pct[f"{m}_p50"])
-            stats[f"{m}_p95_max"] = _max(pct[f"{m}_p95"])
-        stats["confident"] = all(s.confident for s in subtasks)
-        if any((v.id, i) in moved for i in range(v.parallelism)):
-            stats["moved_between_runs"] = True
-            notes.add("some subtasks ran on different TaskManagers in different runs; host_speed is from the newest run")
-
-        state = _state(runs, v.id)
-        if v.name in options.stateful or v.id in options.stateful:
-            stateful, basis = True, "--stateful"
-        elif v.name in options.stateless or v.id in options.stateless:
-            stateful, basis = False, "--stateless"
-        elif state is not None:
-            stateful, basis = state > 0, "checkpoint"
-        else:
-            stateful, basis = v.id in keyed_targets, "keyed input (no checkpoint)" if v.id in keyed_targets else "no checkpoint"
-        stats["stateful_basis"] = basis
-        vertices.append(
-            VertexProfile(
-                id=v.id,
-                name=v.name,
-                parallelism=v.parallelism,
-                max_parallelism=v.max_parallelism if v.max_parallelism and v.max_parallelism >= v.parallelism else None,
-                stateful=stateful,
-                state_bytes=state or 0.0,
-                checkpointed_bytes=_state(runs, v.id, "checkpointed_bytes"),
-                bytes_per_record_out=(_ratio(bout, rout) or 0.0),
-                subtasks=subtasks,
-                stats=stats,
+            out.counts[c] += int(_f(row.get(c)) or 0)
+        samples = int(_f(row.get("samples")) or 0)
+        valid = int(_f(row.get("valid")) or 0)
+        mean = {m: _f(row.get(f"{m}_mean")) for m in METRIC_COLUMNS}
+        for m in METRIC_COLUMNS:
+            for q in ("p50", "p95"):
+                out.pct.setdefault(f"{m}_{q}", []).append(_f(row.get(f"{m}_{q}")))
+        busy = mean["busy_ms_per_s"]
+        if busy is not None:
+            out.any_busy = True
+        loc = job.locations.get((v.id, i))
+        speed, matched = host_speed_for(loc, job.options.inventory)
+        if job.options.inventory is not None and matched is None and loc is not None:
+            out.unmatched.add(loc.taskmanager_id or loc.host or "?")
+        s_busy = _f(row.get("sum_busy_valid")) or 0.0
+        out.sums["in"] += _f(row.get("sum_in_valid")) or 0.0
+        out.sums["out"] += _f(row.get("sum_out_valid")) or 0.0
+        out.sums["busy"] += s_busy
+        out.sums["busy_speed"] += s_busy * speed
+        if valid > 0 and s_busy <= 0:
+            out.unbounded = True
+        confident = (
+            samples >= MIN_CONFIDENT_SAMPLES
+            and valid >= MIN_CONFIDENT_SAMPLES
+            and busy is not None
+            and busy >= MIN_CONFIDENT_BUSY_MS
+        )
+        out.subtasks.append(
+            SubtaskProfile(
+                index=i,
+                records_in_per_s=max(0.0, mean["records_in_per_s"] or 0.0),
+                records_out_per_s=max(0.0, mean["records_out_per_s"] or 0.0),
+                busy_ms_per_s=_clip_ms(busy),
+                idle_ms_per_s=_clip_ms(mean["idle_ms_per_s"]),
+                backpressured_ms_per_s=_clip_ms(mean["backpressured_ms_per_s"]),
+                buffers_in_per_s=_deliveries(mean) if job.options.warmup_s >= METER_SPAN_S else None,
+                host_speed=speed,
+                samples=samples,
+                confident=confident,
             )
         )
+    return out
+
+
+def _vertex(v: RunVertex, rollup: _Rollup, job: _Inputs, notes: _Notes) -> VertexProfile:
+    """The vertex's profile: its stats, its state, its record size."""
+    stats = _vertex_stats(v, rollup, job, notes)
+    state = _state(job.runs, v.id)
+    stateful, stats["stateful_basis"] = _statefulness(v, state, job)
+    rout = sum(s.records_out_per_s for s in rollup.subtasks)
+    return VertexProfile(
+        id=v.id,
+        name=v.name,
+        parallelism=v.parallelism,
+        max_parallelism=v.max_parallelism if v.max_parallelism and v.max_parallelism >= v.parallelism else None,
+        stateful=stateful,
+        state_bytes=state or 0.0,
+        checkpointed_bytes=_state(job.runs, v.id, "checkpointed_bytes"),
+        bytes_per_record_out=(_ratio(_mean_sum(v, job, "bytes_out_per_s_mean"), rout) or 0.0),
+        subtasks=rollup.subtasks,
+        stats=stats,
+    )
+
+
+def _vertex_stats(v: RunVertex, rollup: _Rollup, job: _Inputs,
+                  notes: _Notes) -> dict[str, float | int | str | bool | None]:
+    """The vertex's ``stats``: sample counts, rates, selectivity, true rates, time shares, percentiles, confidence."""
+    subtasks, sums, counts, pct = rollup.subtasks, rollup.sums, rollup.counts, rollup.pct
+    rin = sum(s.records_in_per_s for s in subtasks)
+    rout = sum(s.records_out_per_s for s in subtasks)
+    bout = _mean_sum(v, job, "bytes_out_per_s_mean")
+    bin_ = _mean_sum(v, job, "bytes_in_per_s_mean")
+    is_source = not any(e.target == v.id for e in job.latest.edges)
+    stats: dict[str, float | int | str | bool | None] = {}
+    stats["samples"] = counts["samples"]
+    stats["samples_warmup_trimmed"] = counts["warmup_trimmed"]
+    stats["samples_not_running"] = counts["not_running"]
+    stats["samples_busy_nan"] = counts["busy_nan"]
+    stats["records_in_per_s"] = rin
+    stats["records_out_per_s"] = rout
+    stats["bytes_in_per_s"] = bin_
+    stats["bytes_out_per_s"] = bout
+    stats["selectivity"] = None if is_source else _ratio(rout, rin)
+    stats["true_processing_rate"] = None if is_source else _ratio(sums["in"], sums["busy"], 1000.0)
+    stats["true_output_processing_rate"] = _ratio(sums["out"], sums["busy"], 1000.0)
+    stats["true_processing_rate_server_core"] = None if is_source else _ratio(sums["in"], sums["busy_speed"], 1000.0)
+    stats["true_output_processing_rate_server_core"] = _ratio(sums["out"], sums["busy_speed"], 1000.0)
+    stats["true_rate_unbounded"] = rollup.unbounded
+    for col, share in (("busy_ms_per_s", "busy_share"), ("idle_ms_per_s", "idle_share"),
+                       ("backpressured_ms_per_s", "backpressured_share")):
+        vals = [getattr(s, col) for s in subtasks if getattr(s, col) is not None]
+        stats[share] = (sum(vals) / len(vals) / 1000.0) if vals else None
+    for m in RATE_COLUMNS:
+        stats[f"{m}_p50_sum"] = _sum(pct[f"{m}_p50"])
+        stats[f"{m}_p95_sum"] = _sum(pct[f"{m}_p95"])
+    for m in TIME_COLUMNS:
+        stats[f"{m}_p50_max"] = _max(pct[f"{m}_p50"])
+        stats[f"{m}_p95_max"] = _max(pct[f"{m}_p95"])
+    stats["confident"] = all(s.confident for s in subtasks)
+    if any((v.id, i) in job.moved for i in range(v.parallelism)):
+        stats["moved_between_runs"] = True
+        notes.add("some subtasks ran on different TaskManagers in different runs; host_speed is from the newest run")
+    return stats
+
+
+def _mean_sum(v: RunVertex, job: _Inputs, column: str) -> float | None:
+    """A mean over the vertex's subtasks that have it, summed: the vertex's rate."""
+    return _sum(_f(job.by_key.get((v.id, i), {}).get(column)) for i in range(v.parallelism))
+
+
+def _statefulness(v: RunVertex, state: float | None, job: _Inputs) -> tuple[bool, str]:
+    """Is the vertex stateful, and on what basis: the flags, else its latest checkpoint, else a keyed input."""
+    options = job.options
+    if v.name in options.stateful or v.id in options.stateful:
+        return True, "--stateful"
+    if v.name in options.stateless or v.id in options.stateless:
+        return False, "--stateless"
+    if state is not None:
+        return state > 0, "checkpoint"
+    keyed = v.id in job.keyed_targets
+    return keyed, "keyed input (no checkpoint)" if keyed else "no checkpoint"
+
+
+def _check_usable(latest: RunManifest, total: Mapping[str, int], any_busy: bool, options: Options, source: str) -> None:
+    """A profile needs usable samples, and busy time in them."""
     if total["samples"] == 0:
         raise BadInput(
             f"no usable samples for job {latest.job_name!r}: {total['rows']} samples, {total['warmup_trimmed']} in warm-up "
@@ -441,24 +512,20 @@ def assemble(
     if not any_busy:
         raise BadInput(f"busyTimeMsPerSecond is absent from every usable sample of job {latest.job_name!r}",
                        source=source, field="busy_ms_per_s")
-    if unmatched:
-        notes.add(f"TaskManagers not in {options.inventory_source or 'the inventory'} (host_speed 1.0): {', '.join(sorted(unmatched))}")
-    edges = _edges(latest, vertices, by_key, notes)
-    _record_sizes(vertices, edges)
+
+
+def _job_info(runs: list[RunManifest], total: Mapping[str, int], options: Options, notes: _Notes) -> JobInfo:
+    """The profile's job: names, origin, checkpointing, buffer timeout, and a note that sums up the samples used."""
+    latest = runs[-1]
     checkpoints = _newest(runs, "checkpoints")
     origin = "synthetic" if all(m.origin == "synthetic" for m in runs) else "collected"
     summary = (
         f"{len(runs)} run(s), {total['samples']} of {total['rows']} samples used "
         f"(warm-up {options.warmup_s:g} s trimmed {total['warmup_trimmed']}, not running {total['not_running']})"
     )
-    return JobProfile(
-        format=PROFILE_FORMAT,
-        job=JobInfo(name=latest.job_name, id=latest.job_id, origin=origin, note="; ".join([summary, *notes.items]),
-                    checkpoint_interval_ms=checkpoints.period_ms if checkpoints else None,
-                    buffer_timeout_ms=_buffer_timeout(runs), flink_version=_newest(runs, "flink_version")),
-        vertices=vertices,
-        edges=edges,
-    )
+    return JobInfo(name=latest.job_name, id=latest.job_id, origin=origin, note="; ".join([summary, *notes.items]),
+                   checkpoint_interval_ms=checkpoints.period_ms if checkpoints else None,
+                   buffer_timeout_ms=_buffer_timeout(runs), flink_version=_newest(runs, "flink_version"))
 
 
 def subtask_details(profile: JobProfile, aggregates: pd.DataFrame) -> pd.DataFrame:

@@ -107,10 +107,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from placement.collect.layout import COTENANT_BUSY, COTENANT_SUBTASKS, RunManifest
+from placement.collect.layout import COTENANT_BUSY, COTENANT_SUBTASKS, RunManifest, RunTaskManager
 from placement.inventory import Inventory
 from placement.profile import cpu_demand
-from placement.profile.format import JobProfile, RateFit, TaskManagerCpu
+from placement.profile.format import JobProfile, RateFit, TaskManagerCpu, VertexProfile
 from placement.profile.rules import cpu_time_to_host_cores
 from placement.profile.threads import ThreadCpu, thread_cpu
 
@@ -190,42 +190,132 @@ def calibrate(profile: JobProfile, runs: Sequence[tuple[RunManifest, pa.Table]],
     :data:`SOURCE_RATE_COLUMNS`, for the rate line); the profile unchanged when no run recorded TaskManager CPU."""
     thread_tables = {m.run_id: t for (m, _), t in zip(runs, threads)}
     source_tables = {m.run_id: t for (m, _), t in zip(runs, source_samples)}
+    pool = _pool(runs, warmup_s)
+    if pool is None:
+        return profile
+    obs = _observe(profile, pool, inventory, thread_tables, source_tables, warmup_s)
+    sources = {v.id for v in profile.sources()}
+    factors: dict[str, dict[str, float]] = {}  # vertex -> tm -> k
+    bases: dict[str, str] = {}
+    fixed: dict[str, float] = {}  # tm -> θ_t, where a line was fitted
+    out: list[TaskManagerCpu] = []
+    for tm in sorted(obs.measured):
+        cpu, split, basis, share = _taskmanager_cpu(tm, obs, inventory, sources)
+        out.append(cpu)
+        for vid, k in split.items():
+            factors.setdefault(vid, {})[tm] = k
+            bases.setdefault(vid, basis)
+        if share is not None:
+            fixed[tm] = share
+    vertices = _calibrated_vertices(profile, obs.charge, factors, bases, fixed)
+    note = "TaskManager CPU: " + ", ".join(_noted(t) for t in out)
+    job = profile.job.model_copy(update={"note": "; ".join(x for x in (profile.job.note, note) if x)})
+    return profile.model_copy(update={"vertices": vertices, "taskmanagers": out, "job": job})
+
+
+@dataclass(frozen=True)
+class _Pool:
+    """The runs pooled for the figures: those with TaskManager CPU that placed the job as the newest of them did,
+    that placement, and each TaskManager's CPU measured over them."""
+
+    runs: list[tuple[RunManifest, pa.Table]]
+    placement: dict[tuple[str, int], str | None]
+    measured: dict[str, _Measured]
+
+
+def _pool(runs: Sequence[tuple[RunManifest, pa.Table]], warmup_s: float) -> _Pool | None:
+    """None when no run recorded TaskManager CPU (or none has a row of it)."""
     with_cpu = [(m, table) for m, table in runs if m.taskmanager_files]
     if not with_cpu:
-        return profile
-    newest = with_cpu[-1][0]
-    placement = _mapping(newest)
+        return None
+    placement = _mapping(with_cpu[-1][0])
     pooled = [(m, table) for m, table in with_cpu if _mapping(m) == placement]
     measured: dict[str, _Measured] = {}
     for m, table in pooled:
         if table.num_rows == 0:
             continue
-        rows = _cpu_rows(table)
-        _measure(rows, m.started_ms + int(warmup_s * 1000), measured)
-    if not measured:
-        return profile
-    infos = {tm.id: tm for m, _ in pooled for tm in m.taskmanagers}
+        _measure(_cpu_rows(table), m.started_ms + int(warmup_s * 1000), measured)
+    return _Pool(pooled, placement, measured) if measured else None
 
-    # what the cost model charges each vertex on each TaskManager, in that host's cores
-    charge: dict[str, dict[str, float]] = {tm: {} for tm in measured}
+
+@dataclass(frozen=True)
+class _Observed:
+    """Per measured TaskManager, in its host's cores: what the cost model charges each vertex there, the host's speed
+    and inventory name, host cores per CPU-time core, the job's task threads, the process cores (from the threads,
+    CPU.Time or CPU.Load; on the rate line at the profile's rate where one was fitted), the mean CPU.Load cores and
+    the other jobs' busy cores."""
+
+    measured: dict[str, _Measured]
+    placement: dict[tuple[str, int], str | None]
+    infos: dict[str, RunTaskManager]
+    charge: dict[str, dict[str, float]]
+    speeds: dict[str, float]
+    hosts: dict[str, str | None]
+    to_host_of: dict[str, float]
+    by_thread: dict[str, ThreadCpu]
+    process: dict[str, float]
+    load_cores: dict[str, float | None]
+    cotenant: dict[str, float | None]
+    lines: dict[str, _Line]
+
+    def idle_prior(self) -> float | None:
+        """The median process cores of the idle TaskManagers, in server cores (a TaskManager running another job's
+        subtasks is not idle: its CPU is no baseline)."""
+        idle_server = [self.process[tm] * self.speeds[tm] for tm in self.process
+                       if not self.charge[tm] and not self.cotenant[tm]]
+        return statistics.median(idle_server) if idle_server else None
+
+
+def _observe(profile: JobProfile, pool: _Pool, inventory: Inventory | None, thread_tables: dict[str, pa.Table],
+             source_tables: dict[str, pa.Table], warmup_s: float) -> _Observed:
+    measured = pool.measured
+    infos = {tm.id: tm for m, _ in pool.runs for tm in m.taskmanagers}
+    speeds, hosts = _hosts(measured, infos, inventory)
+    charge = _charges(profile, pool, speeds)
+    # the job's task threads per TaskManager, from the newest pooled run that recorded them
+    by_thread = _thread_cores(profile, pool.runs, thread_tables, pool.placement, charge, warmup_s)
+    # host cores per core-second of CPU time measured on each TaskManager (a lab host's counts this machine's cores)
+    to_host_of = {tm: cpu_time_to_host_cores(inventory, hosts[tm]) for tm in measured}
+    process, load_cores = _process_cores(measured, infos, by_thread, to_host_of)
+    # other jobs' busy time on each TaskManager, in its host's cores (None: not recorded, read as none)
+    cotenant = {tm: statistics.fmean(m.cotenant) if m.cotenant else None for tm, m in measured.items()}
+    profile_rate = sum(v.records_out_per_s for v in profile.sources())
+    lines = {tm: line for tm, line in _rate_lines(pool.runs, thread_tables, source_tables, to_host_of, warmup_s).items()
+             if tm in process and not cotenant[tm]}  # a co-tenant's CPU follows its own rate, not the job's
+    for tm, line in lines.items():
+        process[tm] = max(line.at(profile_rate), 0.0)
+    return _Observed(measured, pool.placement, infos, charge, speeds, hosts, to_host_of, by_thread, process,
+                     load_cores, cotenant, lines)
+
+
+def _hosts(measured: dict[str, _Measured], infos: dict[str, RunTaskManager], inventory: Inventory | None
+           ) -> tuple[dict[str, float], dict[str, str | None]]:
+    """Each TaskManager's host speed and inventory host name (1.0 and None where no inventory host matches)."""
     speeds: dict[str, float] = {}
     hosts: dict[str, str | None] = {}
     for tm in measured:
         h = inventory.host_of_taskmanager(tm, infos[tm].host if tm in infos else None) if inventory else None
         speeds[tm], hosts[tm] = (float(h.speed or 1.0), h.name) if h is not None else (1.0, None)
-    sources = {v.id for v in profile.sources()}
+    return speeds, hosts
+
+
+def _charges(profile: JobProfile, pool: _Pool, speeds: dict[str, float]) -> dict[str, dict[str, float]]:
+    """What the cost model charges each vertex on each TaskManager, in that host's cores."""
+    charge: dict[str, dict[str, float]] = {tm: {} for tm in pool.measured}
     for v in profile.vertices:
         for s in v.subtasks:
-            tm = placement.get((v.id, s.index))
+            tm = pool.placement.get((v.id, s.index))
             if tm in charge:
                 charge[tm][v.id] = charge[tm].get(v.id, 0.0) + cpu_demand.server_cores(v, s).server_cores / speeds[tm]
+    return charge
 
-    # the job's task threads per TaskManager, from the newest pooled run that recorded them
-    by_thread = _thread_cores(profile, pooled, thread_tables, placement, charge, warmup_s)
+
+def _process_cores(measured: dict[str, _Measured], infos: dict[str, RunTaskManager], by_thread: dict[str, ThreadCpu],
+                   to_host_of: dict[str, float]) -> tuple[dict[str, float], dict[str, float | None]]:
+    """Each TaskManager's process cores (where any reading gives them) and mean CPU.Load × the machine's cores, both
+    in the host's cores."""
     process: dict[str, float] = {}
-    load_cores: dict[str, float | None] = {}  # mean CPU.Load x the machine's cores, in the host's cores
-    # host cores per core-second of CPU time measured on each TaskManager (a lab host's counts this machine's cores)
-    to_host_of = {tm: cpu_time_to_host_cores(inventory, hosts[tm]) for tm in measured}
+    load_cores: dict[str, float | None] = {}
     for tm, m in measured.items():
         to_host = to_host_of[tm]
         info = infos.get(tm)
@@ -237,86 +327,83 @@ def calibrate(profile: JobProfile, runs: Sequence[tuple[RunManifest, pa.Table]],
             process[tm] = by_thread[tm].steady * to_host
         elif m.pairs > 0 and m.wall_s > 0:
             process[tm] = m.cpu_s / m.wall_s * to_host
-        elif load_cores[tm] is not None:
-            process[tm] = load_cores[tm]
-    # other jobs' busy time on each TaskManager, in its host's cores (None: not recorded, read as none)
-    cotenant = {tm: statistics.fmean(m.cotenant) if m.cotenant else None for tm, m in measured.items()}
-    profile_rate = sum(v.records_out_per_s for v in profile.sources())
-    lines = {tm: line for tm, line in _rate_lines(pooled, thread_tables, source_tables, to_host_of, warmup_s).items()
-             if tm in process and not cotenant[tm]}  # a co-tenant's CPU follows its own rate, not the job's
-    for tm, line in lines.items():
-        process[tm] = max(line.at(profile_rate), 0.0)
-    # a TaskManager running another job's subtasks is not idle: its CPU is no baseline
-    idle_server = [process[tm] * speeds[tm] for tm in process if not charge[tm] and not cotenant[tm]]
-    idle_prior = statistics.median(idle_server) if idle_server else None
+        elif (load := load_cores[tm]) is not None:
+            process[tm] = load
+    return process, load_cores
 
-    def prior(tm: str) -> float | None:
-        h = hosts[tm]
-        if inventory is not None and h is not None:
-            given = inventory.host(h).taskmanager_baseline_cores
-            if given is not None:
-                return float(given)
-        return None if idle_prior is None else idle_prior / speeds[tm]
 
-    factors: dict[str, dict[str, float]] = {}  # vertex -> tm -> k
-    bases: dict[str, str] = {}
-    fixed: dict[str, float] = {}  # tm -> θ_t, where a line was fitted
-    out: list[TaskManagerCpu] = []
-    for tm in sorted(measured):
-        m, info = measured[tm], infos.get(tm)
-        p = process.get(tm)
-        b_charge = sum(charge[tm].values())
-        enough = m.pairs >= MIN_CONFIDENT_PAIRS
-        if p is None:
-            out.append(TaskManagerCpu(id=tm, host=info.host if info else None, inventory_host=hosts[tm],
-                                      host_speed=speeds[tm], samples=m.samples, subtasks=_count(placement, tm),
-                                      charged_cores=b_charge, load_cores=load_cores[tm], basis="unmeasured",
-                                      confident=False, cotenant_cores=cotenant[tm],
-                                      cotenant_subtasks=m.cotenant_subtasks))
-            continue
-        calibrated = b_charge
-        baseline: float | None
-        given = prior(tm)
-        to_host = to_host_of[tm]
-        threads_here = by_thread.get(tm)
-        shares = _thread_shares(threads_here, charge[tm])
-        others = cotenant[tm] or 0.0
-        if not charge[tm] and others > 0:  # only other jobs' subtasks: its CPU is theirs and its baseline's, unsplit
-            baseline, basis, confident = None, "co-tenant", False
-        elif not charge[tm]:
-            baseline, basis, confident = p, "idle", enough
-        elif given is None and p - b_charge - others >= 0:
-            baseline, basis, confident = p - b_charge - others, "residual", enough
-            if shares is not None:  # the charge as it is, shared out as the threads used it
-                for vid, k in _split_by_threads(charge[tm], shares, b_charge).items():
-                    factors.setdefault(vid, {})[tm] = k
-                    bases.setdefault(vid, f"threads on {tm}")
-        else:
-            baseline, basis, confident = (min(given, p), "prior", enough) if given is not None else (0.0, "floor", False)
-            used = (p - baseline) * own_share(b_charge, others)
-            calibrated = used
-            split = (_split_by_threads(charge[tm], shares, used) if shares is not None
-                     else _split(charge[tm], sources, used))
-            for vid, k in split.items():
-                factors.setdefault(vid, {})[tm] = k
-                bases.setdefault(vid, ("threads" if shares is not None else _which(charge[tm], sources, used))
-                                 + f" on {tm}")
-        fit = None
-        if tm in lines and baseline is not None:
-            fixed[tm] = lines[tm].fixed_share(baseline, p)
-            fit = lines[tm].summary(fixed[tm])
-        out.append(TaskManagerCpu(
-            id=tm, host=info.host if info else None, inventory_host=hosts[tm], host_speed=speeds[tm],
-            samples=m.samples, subtasks=_count(placement, tm), process_cores=p, load_cores=load_cores[tm],
-            charged_cores=b_charge, calibrated_cores=calibrated, baseline_cores=baseline,
-            baseline_server_cores=None if baseline is None else baseline * speeds[tm], basis=basis, confident=confident,
-            cotenant_cores=cotenant[tm], cotenant_subtasks=m.cotenant_subtasks,
-            task_thread_cores=None if threads_here is None else sum(threads_here.vertices.values()) * to_host,
-            other_thread_cores=None if threads_here is None else threads_here.other * to_host,
-            compiler_thread_cores=None if threads_here is None else threads_here.compiler * to_host,
-            netty_server_thread_cores=None if threads_here is None else threads_here.netty_server * to_host, rate_fit=fit,
-        ))
+def _prior(tm: str, obs: _Observed, inventory: Inventory | None) -> float | None:
+    """The baseline a TaskManager is given rather than measured: its inventory host's ``taskmanager_baseline_cores``,
+    else the idle TaskManagers' median at its host's speed."""
+    h = obs.hosts[tm]
+    if inventory is not None and h is not None:
+        given = inventory.host(h).taskmanager_baseline_cores
+        if given is not None:
+            return float(given)
+    idle_prior = obs.idle_prior()
+    return None if idle_prior is None else idle_prior / obs.speeds[tm]
 
+
+def _taskmanager_cpu(tm: str, obs: _Observed, inventory: Inventory | None, sources: set[str]
+                     ) -> tuple[TaskManagerCpu, dict[str, float], str, float | None]:
+    """One TaskManager's CPU record, the calibration factors it gives the vertices it ran (and on what basis), and
+    its fixed share where a rate line was fitted."""
+    m, info = obs.measured[tm], obs.infos.get(tm)
+    p = obs.process.get(tm)
+    charge = obs.charge[tm]
+    b_charge = sum(charge.values())
+    enough = m.pairs >= MIN_CONFIDENT_PAIRS
+    placed = _count(obs.placement, tm)
+    if p is None:
+        return TaskManagerCpu(id=tm, host=info.host if info else None, inventory_host=obs.hosts[tm],
+                              host_speed=obs.speeds[tm], samples=m.samples, subtasks=placed,
+                              charged_cores=b_charge, load_cores=obs.load_cores[tm], basis="unmeasured",
+                              confident=False, cotenant_cores=obs.cotenant[tm],
+                              cotenant_subtasks=m.cotenant_subtasks), {}, "", None
+    calibrated = b_charge
+    baseline: float | None
+    split: dict[str, float] = {}
+    split_basis = ""
+    given = _prior(tm, obs, inventory)
+    to_host = obs.to_host_of[tm]
+    threads_here = obs.by_thread.get(tm)
+    shares = _thread_shares(threads_here, charge)
+    others = obs.cotenant[tm] or 0.0
+    if not charge and others > 0:  # only other jobs' subtasks: its CPU is theirs and its baseline's, unsplit
+        baseline, basis, confident = None, "co-tenant", False
+    elif not charge:
+        baseline, basis, confident = p, "idle", enough
+    elif given is None and p - b_charge - others >= 0:
+        baseline, basis, confident = p - b_charge - others, "residual", enough
+        if shares is not None:  # the charge as it is, shared out as the threads used it
+            split, split_basis = _split_by_threads(charge, shares, b_charge), f"threads on {tm}"
+    else:
+        baseline, basis, confident = (min(given, p), "prior", enough) if given is not None else (0.0, "floor", False)
+        used = (p - baseline) * own_share(b_charge, others)
+        calibrated = used
+        split = _split_by_threads(charge, shares, used) if shares is not None else _split(charge, sources, used)
+        split_basis = ("threads" if shares is not None else _which(charge, sources, used)) + f" on {tm}"
+    fit = share = None
+    if tm in obs.lines and baseline is not None:
+        share = obs.lines[tm].fixed_share(baseline, p)
+        fit = obs.lines[tm].summary(share)
+    return TaskManagerCpu(
+        id=tm, host=info.host if info else None, inventory_host=obs.hosts[tm], host_speed=obs.speeds[tm],
+        samples=m.samples, subtasks=placed, process_cores=p, load_cores=obs.load_cores[tm],
+        charged_cores=b_charge, calibrated_cores=calibrated, baseline_cores=baseline,
+        baseline_server_cores=None if baseline is None else baseline * obs.speeds[tm], basis=basis, confident=confident,
+        cotenant_cores=obs.cotenant[tm], cotenant_subtasks=m.cotenant_subtasks,
+        task_thread_cores=None if threads_here is None else sum(threads_here.vertices.values()) * to_host,
+        other_thread_cores=None if threads_here is None else threads_here.other * to_host,
+        compiler_thread_cores=None if threads_here is None else threads_here.compiler * to_host,
+        netty_server_thread_cores=None if threads_here is None else threads_here.netty_server * to_host, rate_fit=fit,
+    ), split, split_basis, share
+
+
+def _calibrated_vertices(profile: JobProfile, charge: dict[str, dict[str, float]], factors: dict[str, dict[str, float]],
+                         bases: dict[str, str], fixed: dict[str, float]) -> list[VertexProfile]:
+    """The profile's vertices with their ``cpu_calibration`` (weighted over their TaskManagers by charge) and
+    ``cpu_fixed_share`` where their TaskManagers gave them one."""
     vertices = []
     for v in profile.vertices:
         update: dict = {}
@@ -328,9 +415,7 @@ def calibrate(profile: JobProfile, runs: Sequence[tuple[RunManifest, pa.Table]],
         if any(v.id in charge[tm] for tm in fixed):
             update["cpu_fixed_share"] = round(_weighted(charge, v.id, fixed, 0.0), 6)
         vertices.append(v.model_copy(update=update) if update else v)
-    note = "TaskManager CPU: " + ", ".join(_noted(t) for t in out)
-    job = profile.job.model_copy(update={"note": "; ".join(x for x in (profile.job.note, note) if x)})
-    return profile.model_copy(update={"vertices": vertices, "taskmanagers": out, "job": job})
+    return vertices
 
 
 def _weighted(charge: dict[str, dict[str, float]], vid: str, per_tm: dict[str, float], missing: float) -> float:

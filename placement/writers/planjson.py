@@ -13,10 +13,10 @@ from pathlib import Path
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from placement import __version__
-from placement.loading import drop_unset, load_model
+from placement.loading import Strict, drop_unset, load_model
 
 if TYPE_CHECKING:  # annotations only: reading a plan (`placement apply`) loads neither the cost model nor networkx
     from placement.costmodel.evaluate import PlanCost
@@ -24,10 +24,6 @@ if TYPE_CHECKING:  # annotations only: reading a plan (`placement apply`) loads 
     from placement.solver.result import PlanResult
 
 PLAN_FORMAT = "placement.plan/v1"
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class SourceRef(Strict):
@@ -55,7 +51,7 @@ class LinkPrediction(Strict):
     usable_mbit: float
     utilisation: float
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = Strict.model_config | {"populate_by_name": True}
 
 
 class HostPrediction(Strict):

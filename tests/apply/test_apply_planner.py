@@ -15,6 +15,7 @@ import pytest
 import yaml
 from apply_support import ALL_SERVER, JOB_ARGS, JOB_NAME, PLACED, write_plan_dir
 
+from placement.apply import read_jars
 from placement.apply.model import (
     ClusterView,
     HostConfigView,
@@ -205,7 +206,7 @@ def test_custom_mode_restarts_the_jobmanager_only_with_consent_and_only_where_th
     assert check(req, v) == []
     jar = tmp_path / "placement-scheduler-2.3.0-abc.jar"
     jar.write_bytes(b"PK-ext")
-    plan = plan_apply(req, v, holder="t", extension=ExtensionJar(jar, "abc", "2.3.0"))
+    plan = plan_apply(req, v, holder="t", jars=read_jars(req, v, extension=ExtensionJar(jar, "abc", "2.3.0")))
     kinds = [s.action.kind for s in plan.steps if s.phase == "install"]
     assert kinds == ["upload", "upload", "upload", "upload", "ssh", "ssh", "wait-tms", "check-extension", "upload-jar"]
     uploads = [s.action for s in plan.steps if isinstance(s.action, UploadFile)]
@@ -373,8 +374,8 @@ def test_a_jobmanager_restarted_for_the_jar_alone_gets_the_failure_detection_its
     jar = tmp_path / "placement-scheduler-2.3.0-abc.jar"
     jar.write_bytes(b"PK-ext")
     req = request_(mode="custom", consent=True)
-    plan = plan_apply(req, custom_view(ALL_SERVER, scheduler=no_jar, jobmanager_config=jm_config), holder="t",
-                      extension=ExtensionJar(jar, "abc", "2.3.0"))
+    v = custom_view(ALL_SERVER, scheduler=no_jar, jobmanager_config=jm_config)
+    plan = plan_apply(req, v, holder="t", jars=read_jars(req, v, extension=ExtensionJar(jar, "abc", "2.3.0")))
     config = next(s.action for s in plan.steps if isinstance(s.action, UploadFile) and s.action.path.endswith("config.yaml")
                   and s.action.host == "server")
     written = flatten(yaml.safe_load(config.content))

@@ -14,6 +14,7 @@ import pytest
 from apply_support import JOB_ARGS, PLACED, write_plan_dir
 from test_apply_planner import custom_view, inventory, tm, view
 
+from placement.apply import read_jars
 from placement.apply.model import SubmitJob, SubmitJobGraph, SubmitterView, UploadFile
 from placement.apply.planner import plan_apply
 from placement.apply.preflight import check, submitter_probe_argv, upload_candidates
@@ -65,7 +66,7 @@ def test_a_rescaled_plan_is_resubmitted_through_the_submitter_on_the_jobmanager_
     req = rescaled_request(tmp_path)
     v = graph_view()
     assert check(req, v) == []
-    plan = plan_apply(req, v, holder="t", submitter=built(tmp_path))
+    plan = plan_apply(req, v, holder="t", jars=read_jars(req, v, submitter=built(tmp_path)))
     kinds = [(s.phase, s.action.kind) for s in plan.steps]
     assert kinds == [("prepare", "lock"), ("prepare", "upload"), ("prepare", "upload"), ("stop", "stop"),
                      ("install", "upload"), ("install", "upload"), ("redeploy", "submit-graph"), ("redeploy", "wait"),

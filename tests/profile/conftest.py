@@ -22,9 +22,9 @@ def spark():
 @pytest.fixture(scope="session")
 def multi_history(tmp_path_factory):
     """Two submissions (job ids) x two runs of the IoT job, parallelism doubled, with restarts and backpressure."""
-    from placement.profile.synthetic import IOT_JOB, Shape, scaled_job, write_history
+    from support.synthetic import IOT_JOB, HistoryShape, scaled_job, write_history
 
     root = tmp_path_factory.mktemp("multi")
     job = scaled_job(IOT_JOB, 2)
-    write_history(job, Shape(duration_s=600, restarts=2, backpressure_episodes=2, seed=11), root, runs=2, jobs=2)
+    write_history(job, HistoryShape(duration_s=600, restarts=2, backpressure_episodes=2, seed=11), root, runs=2, jobs=2)
     return root, job

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pytest
 from test_tm_cpu import SECONDS, T0, inventory, write_job
 
-from placement.collect.layout import THREAD_SCHEMA, VertexInfo, find_manifests, thread_writer, write_manifest
+from placement.collect.layout import THREAD_SCHEMA, RunVertex, find_manifests, thread_writer, write_manifest
 from placement.collect.threads import PROCESS_ROW, PROCESS_TID
 from placement.costmodel import build_problem, evaluate
 from placement.costmodel.model import PlanOptions
@@ -29,8 +29,8 @@ from placement.profile.pipeline import build_profile, write_profile
 from placement.solver.capacity import binding_constraints, max_scale
 from placement.solver.result import SolverOptions
 
-VERTICES = [VertexInfo(id="src", name="Source: Gen", parallelism=1), VertexInfo(id="map", name="Map", parallelism=2),
-            VertexInfo(id="sink", name="Sink: Out", parallelism=1)]
+VERTICES = [RunVertex(id="src", name="Source: Gen", parallelism=1), RunVertex(id="map", name="Map", parallelism=2),
+            RunVertex(id="sink", name="Sink: Out", parallelism=1)]
 WHERE = {("src", 0): "rpi1", ("map", 0): "srv", ("map", 1): "srv", ("sink", 0): "srv"}
 
 

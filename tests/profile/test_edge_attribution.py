@@ -1,15 +1,15 @@
 """Per-edge figures from a whole metric history, by both profile engines: a synthetic job with a fan-out, a
-broadcast, a side output, a pointwise RESCALE, skewed keys and a two-input join (placement.profile.synthetic.SHAPES_JOB),
+broadcast, a side output, a pointwise RESCALE, skewed keys and a two-input join (support.synthetic.SHAPES_JOB),
 whose true per-edge figures are known (edge_truth). Both engines feed the same rules (placement/profile/rules.py,
 edge_flows.py); the Spark one is checked against the pandas one figure by figure."""
 
 from __future__ import annotations
 
 import pytest
+from support.synthetic import SHAPES_JOB, HistoryShape, edge_truth, write_history
 
 from placement.profile.format import JobProfile
 from placement.profile.pipeline import build_profile
-from placement.profile.synthetic import SHAPES_JOB, Shape, edge_truth, write_history
 
 TOLERANCE = 0.02
 
@@ -17,7 +17,7 @@ TOLERANCE = 0.02
 @pytest.fixture(scope="module")
 def shapes_history(tmp_path_factory):
     root = tmp_path_factory.mktemp("shapes")
-    write_history(SHAPES_JOB, Shape(duration_s=300, restarts=1, backpressure_episodes=1, seed=5), root)
+    write_history(SHAPES_JOB, HistoryShape(duration_s=300, restarts=1, backpressure_episodes=1, seed=5), root)
     return root
 
 
@@ -46,7 +46,7 @@ def assert_edges_recover_truth(profile: JobProfile) -> None:
 
 
 def _records_out() -> dict[str, list[float]]:
-    from placement.profile.synthetic import _nominal
+    from support.synthetic import _nominal
 
     nom = _nominal(SHAPES_JOB)
     out, start = {}, 0

@@ -6,7 +6,7 @@ from __future__ import annotations
 from profile_support import INVENTORY
 from test_rules import agg_row, frame
 
-from placement.collect.layout import EdgeInfo, RunManifest, SubtaskLocation, VertexInfo
+from placement.collect.layout import EdgeInfo, RunManifest, SubtaskLocation, RunVertex
 from placement.profile.lanes import fold_lane_copies
 from placement.inventory import load_inventory
 from placement.profile.rules import Options, assemble, current_assignment
@@ -15,11 +15,11 @@ from placement.profile.rules import Options, assemble, current_assignment
 def lanes_manifest() -> RunManifest:
     """Source → Parse FORWARD in two lanes (listed out of lane order: Flink lists vertices topologically, not by
     lane), both lanes HASH into one Window of parallelism 2; lane 1 runs on rpi1, lane 0's Parse on the server."""
-    v = [VertexInfo(id="s0", name="Source: S", parallelism=1, state_bytes=10.0),
-         VertexInfo(id="s1", name="Source: S", parallelism=1, state_bytes=20.0),
-         VertexInfo(id="p1", name="Parse", parallelism=1),
-         VertexInfo(id="p0", name="Parse", parallelism=1),
-         VertexInfo(id="win", name="Window", parallelism=2, state_bytes=5.0)]
+    v = [RunVertex(id="s0", name="Source: S", parallelism=1, state_bytes=10.0),
+         RunVertex(id="s1", name="Source: S", parallelism=1, state_bytes=20.0),
+         RunVertex(id="p1", name="Parse", parallelism=1),
+         RunVertex(id="p0", name="Parse", parallelism=1),
+         RunVertex(id="win", name="Window", parallelism=2, state_bytes=5.0)]
     e = [EdgeInfo(source="s0", target="p0", ship_strategy="FORWARD"),
          EdgeInfo(source="s1", target="p1", ship_strategy="FORWARD"),
          EdgeInfo(source="p1", target="win", ship_strategy="HASH"),
@@ -80,7 +80,7 @@ def test_where_the_subtasks_run_is_read_with_the_copies_folded_as_the_profile_fo
 
 def test_a_job_without_copies_is_left_as_it_is():
     run = lanes_manifest()
-    single = run.model_copy(update={"vertices": [VertexInfo(id="s0", name="Source: S", parallelism=1)], "edges": [],
+    single = run.model_copy(update={"vertices": [RunVertex(id="s0", name="Source: S", parallelism=1)], "edges": [],
                                     "locations": []})
     agg = frame(agg_row("s0", 0, rin=0, rout=100))
     runs, out, copies = fold_lane_copies([single], agg)

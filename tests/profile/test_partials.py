@@ -13,19 +13,19 @@ import sys
 
 import pandas as pd
 import pytest
+from support.synthetic import IOT_JOB, HistoryShape, write_history
 
 from placement.profile import partials
 from placement.profile.history import select_runs
 from placement.profile.pandas_job import aggregate_pandas
 from placement.profile.partials import finish_partials, partials_job, task_partials
 from placement.profile.spark_job import file_tasks
-from placement.profile.synthetic import IOT_JOB, Shape, write_history
 
 
 @pytest.fixture(scope="module")
 def history(tmp_path_factory):
     root = tmp_path_factory.mktemp("history")
-    write_history(IOT_JOB, Shape(duration_s=400, restarts=1, seed=3), root, runs=2, jobs=2)
+    write_history(IOT_JOB, HistoryShape(duration_s=400, restarts=1, seed=3), root, runs=2, jobs=2)
     return root
 
 

@@ -14,9 +14,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from profile_support import EXAMPLE, INVENTORY
+from support.synthetic import IOT_JOB, HistoryShape, SynthJob, SynthVertex, write_run
 
 from placement.cli import main
-from placement.profile.synthetic import IOT_JOB, Shape, SynthJob, SynthVertex, write_run
 
 
 def run_profile(args: list[str], capsys) -> tuple[int, str]:
@@ -108,7 +108,7 @@ def test_manifest_with_a_bad_field(history, tmp_path, capsys):
 def test_all_metrics_absent(tmp_path, capsys):
     """Every busy reading null (a job whose tasks never reported busy time): nothing to estimate from."""
     root = tmp_path / "h"
-    write_run(IOT_JOB, Shape(duration_s=120, restarts=0, backpressure_episodes=0, seed=3), root)
+    write_run(IOT_JOB, HistoryShape(duration_s=120, restarts=0, backpressure_episodes=0, seed=3), root)
     for part in root.glob("job_id=*/run_id=*/part-*.parquet"):
         t = pq.read_table(part)
         i = t.schema.get_field_index("busy_ms_per_s")
@@ -119,14 +119,14 @@ def test_all_metrics_absent(tmp_path, capsys):
 
 def test_every_sample_in_warmup(tmp_path, capsys):
     root = tmp_path / "h"
-    write_run(IOT_JOB, Shape(duration_s=30, restarts=0, backpressure_episodes=0, seed=3), root)
+    write_run(IOT_JOB, HistoryShape(duration_s=30, restarts=0, backpressure_episodes=0, seed=3), root)
     code, err = run_profile([str(root), "--out", str(tmp_path / "p.json"), "--engine", "pandas"], capsys)
     assert_one_line_error(code, err, "no usable samples", "--warmup 60")
 
 
 def test_several_jobs_need_a_choice(history, tmp_path, capsys):
     other = SynthJob("other-job", (SynthVertex("Source: X", 1, true_rate=1e5, source_rate=100.0),), ())
-    write_run(other, Shape(duration_s=100, restarts=0, backpressure_episodes=0), history)
+    write_run(other, HistoryShape(duration_s=100, restarts=0, backpressure_episodes=0), history)
     code, err = run_profile([str(history), "--out", str(tmp_path / "p.json")], capsys)
     assert_one_line_error(code, err, "--job", "iot-sensors", "other-job")
     code, err = run_profile([str(history), "--out", str(tmp_path / "p.json"), "--job", "nothing"], capsys)

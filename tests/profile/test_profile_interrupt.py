@@ -21,8 +21,7 @@ from pathlib import Path
 import psutil
 import pytest
 from support.cli import PLACEMENT, default_sigint
-
-from placement.profile.synthetic import IOT_JOB, Shape, scaled_job, write_history
+from support.synthetic import IOT_JOB, HistoryShape, scaled_job, write_history
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
 
@@ -34,7 +33,7 @@ def history(tmp_path_factory) -> Path:
     """A history whose profile takes Spark a few seconds of tasks (an hour of a doubled IoT job), so an interrupt
     lands while the Python workers run."""
     root = tmp_path_factory.mktemp("history")
-    write_history(scaled_job(IOT_JOB, 2), Shape(duration_s=3600, seed=5), root, runs=2)
+    write_history(scaled_job(IOT_JOB, 2), HistoryShape(duration_s=3600, seed=5), root, runs=2)
     return root
 
 

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 from profile_support import EXAMPLE, INVENTORY, ROOT
+from support.synthetic import IOT_JOB, truth
 
 from placement.cli import main
 from placement.collect.layout import METRIC_COLUMNS, find_manifests
@@ -23,7 +24,6 @@ from placement.profile.pandas_job import aggregate_pandas
 from placement.profile.pipeline import build_profile
 from placement.profile.rules import percentile_fraction
 from placement.profile.spark_job import aggregate_spark
-from placement.profile.synthetic import IOT_JOB, truth
 from placement.writers.planjson import load_plan
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
@@ -218,11 +218,11 @@ def test_samples_of_vertices_outside_the_latest_graph_are_left_out(spark, tmp_pa
     and percentile subset (as the plain reference computation leaves them out)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
+    from support.synthetic import HistoryShape, write_history
 
     from placement.collect.layout import PartWriter
-    from placement.profile.synthetic import Shape, write_history
 
-    write_history(IOT_JOB, Shape(duration_s=300, restarts=1, seed=5), tmp_path, runs=2, jobs=1)
+    write_history(IOT_JOB, HistoryShape(duration_s=300, restarts=1, seed=5), tmp_path, runs=2, jobs=1)
     run, manifest = find_manifests(tmp_path)[0]
     own = pq.read_table(next(run.glob("part-*.parquet"))).to_pandas()
     foreign = own.assign(vertex_id="0123456789abcdef0123456789abcdef")  # same shape, a vertex no manifest lists
@@ -243,10 +243,9 @@ def test_nan_and_null_metrics_are_missing_alike(spark, tmp_path):
     (the autoscaler's rule), NaN values never poison a sum."""
     import pyarrow as pa
     import pyarrow.parquet as pq
+    from support.synthetic import HistoryShape, write_history
 
-    from placement.profile.synthetic import Shape, write_history
-
-    write_history(IOT_JOB, Shape(duration_s=300, restarts=1, seed=7), tmp_path, runs=1, jobs=1)
+    write_history(IOT_JOB, HistoryShape(duration_s=300, restarts=1, seed=7), tmp_path, runs=1, jobs=1)
     for part in sorted(tmp_path.rglob("part-*.parquet")):
         table = pq.read_table(part)
         rows = np.arange(table.num_rows)
@@ -273,11 +272,10 @@ def test_buffers_in_are_the_mean_local_plus_remote_in_both_engines_over_old_and_
     in which Enrich's remote series was filtered out and Filter's both. Both engines give the same figures."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-
-    from placement.profile.synthetic import Shape, write_history
+    from support.synthetic import HistoryShape, write_history
 
     local, remote = "buffers_in_local_per_s", "buffers_in_remote_per_s"
-    write_history(IOT_JOB, Shape(duration_s=300, restarts=1, seed=9), tmp_path, runs=2)
+    write_history(IOT_JOB, HistoryShape(duration_s=300, restarts=1, seed=9), tmp_path, runs=2)
     (old_run, _), (new_run, newer) = find_manifests(tmp_path)
     for part in old_run.glob("part-*.parquet"):
         pq.write_table(pq.read_table(part).drop_columns([local, remote]), part)
@@ -390,10 +388,11 @@ def test_spark_submit_runs_the_profiling_module(tmp_path):
 def test_a_part_file_the_executors_cannot_read_is_named_in_one_line(spark, tmp_path):
     """The executors read the files by the driver's paths: one missing where they run (here: deleted after the
     history check) fails the job with a one-line error naming it, not a Python traceback from a worker."""
-    from placement.errors import PlacementError
-    from placement.profile.synthetic import Shape, write_history
+    from support.synthetic import HistoryShape, write_history
 
-    write_history(IOT_JOB, Shape(duration_s=120, seed=9), tmp_path, runs=1, jobs=1)
+    from placement.errors import PlacementError
+
+    write_history(IOT_JOB, HistoryShape(duration_s=120, seed=9), tmp_path, runs=1, jobs=1)
     sel = select_runs(tmp_path)
     gone = sel.parts[-1]
     gone.unlink()

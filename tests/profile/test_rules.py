@@ -10,8 +10,8 @@ from placement.collect.layout import (
     METRIC_COLUMNS,
     EdgeInfo,
     RunManifest,
+    RunVertex,
     SubtaskLocation,
-    VertexInfo,
 )
 from placement.errors import BadInput
 from placement.inventory import load_inventory
@@ -29,9 +29,9 @@ def manifest(state: dict[str, float | None] | None = None, locations=(), run_id=
     state = state or {}
     return RunManifest(
         job_id="j1", job_name="job", run_id=run_id, started_ms=0, interval_s=1.0,
-        vertices=[VertexInfo(id="src", name="Source: S", parallelism=2, state_bytes=state.get("src")),
-                  VertexInfo(id="map", name="Map", parallelism=1, state_bytes=state.get("map")),
-                  VertexInfo(id="win", name="Window", parallelism=1, state_bytes=state.get("win"))],
+        vertices=[RunVertex(id="src", name="Source: S", parallelism=2, state_bytes=state.get("src")),
+                  RunVertex(id="map", name="Map", parallelism=1, state_bytes=state.get("map")),
+                  RunVertex(id="win", name="Window", parallelism=1, state_bytes=state.get("win"))],
         edges=[EdgeInfo(source="src", target="map", ship_strategy="REBALANCE"),
                EdgeInfo(source="map", target="win", ship_strategy="HASH[key]")],
         locations=list(locations),

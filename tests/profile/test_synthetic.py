@@ -5,17 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pyarrow.dataset as ds
 import pytest
-
-from placement.collect.layout import SAMPLE_SCHEMA, find_manifests
-from placement.profile.synthetic import (
+from support.synthetic import (
     IOT_JOB,
-    Shape,
+    HistoryShape,
     SynthJob,
     SynthVertex,
     scaled_job,
     truth,
     write_run,
 )
+
+from placement.collect.layout import SAMPLE_SCHEMA, find_manifests
 
 
 def load(root):
@@ -26,7 +26,7 @@ def load(root):
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     root = tmp_path_factory.mktemp("synth")
-    shape = Shape(duration_s=600, restarts=1, backpressure_episodes=2, seed=5)
+    shape = HistoryShape(duration_s=600, restarts=1, backpressure_episodes=2, seed=5)
     write_run(IOT_JOB, shape, root, rows_per_part=3000)
     m, t = load(root)
     return shape, m, t, t.to_pandas()
@@ -82,7 +82,7 @@ def test_nan_busy_readings(run):
 
 
 def test_same_seed_same_history(tmp_path):
-    shape = Shape(duration_s=100, seed=9, restarts=0, backpressure_episodes=1)
+    shape = HistoryShape(duration_s=100, seed=9, restarts=0, backpressure_episodes=1)
     write_run(IOT_JOB, shape, tmp_path / "a")
     write_run(IOT_JOB, shape, tmp_path / "b")
     assert load(tmp_path / "a")[1].equals(load(tmp_path / "b")[1])

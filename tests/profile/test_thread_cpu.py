@@ -19,7 +19,7 @@ from test_tm_cpu import SECONDS, T0, inventory, write_job
 
 from placement.collect.layout import (
     THREAD_SCHEMA,
-    VertexInfo,
+    RunVertex,
     find_manifests,
     read_manifest,
     thread_writer,
@@ -203,8 +203,8 @@ def test_what_the_whole_process_used_beyond_its_listed_threads_is_the_taskmanage
 
 def _history_with_threads(root: Path, threads: dict[str, dict[tuple[int, str], float]]) -> None:
     """tm_cpu's history with the source and one map subtask on rpi1, and per-thread rows for ``threads``."""
-    vertices = [VertexInfo(id="src", name="Source: Gen", parallelism=1), VertexInfo(id="map", name="Map", parallelism=2),
-                VertexInfo(id="sink", name="Sink: Out", parallelism=1)]
+    vertices = [RunVertex(id="src", name="Source: Gen", parallelism=1), RunVertex(id="map", name="Map", parallelism=2),
+                RunVertex(id="sink", name="Sink: Out", parallelism=1)]
     busy = {("src", 0): 500.0, ("map", 0): 300.0, ("map", 1): 300.0, ("sink", 0): 100.0}
     where = {("src", 0): "rpi1", ("map", 0): "rpi1", ("map", 1): "srv", ("sink", 0): "srv"}
     rates = {"src": (0.0, 1000.0), "map": (500.0, 500.0), "sink": (1000.0, 0.0)}
@@ -265,8 +265,8 @@ def test_a_light_operator_costs_what_its_thread_used_not_the_floor_again(tmp_pat
     on the placement it was profiled on, rpi1's subtasks cost exactly what the profile says they used (0.10: 0.15
     measured, 0.05 of it the baseline) and Tag its thread's share of it. Flooring again after the calibration charged
     Tag 0.005 / 0.3 = 0.0167 of rpi1's cores: eight times its thread (the lab's Zoo job: five such subtasks on a Pi)."""
-    vertices = [VertexInfo(id="src", name="Source: Gen", parallelism=1), VertexInfo(id="tag", name="Tag", parallelism=1),
-                VertexInfo(id="sink", name="Sink: Out", parallelism=1)]
+    vertices = [RunVertex(id="src", name="Source: Gen", parallelism=1), RunVertex(id="tag", name="Tag", parallelism=1),
+                RunVertex(id="sink", name="Sink: Out", parallelism=1)]
     where = {("src", 0): "rpi1", ("tag", 0): "rpi1", ("sink", 0): "srv"}
     write_job(tmp_path / "metrics", "j1", "cpu-job", vertices, {("src", 0): 500.0, ("tag", 0): 2.0, ("sink", 0): 100.0},
               where, {"src": (0.0, 1000.0), "tag": (1000.0, 1000.0), "sink": (1000.0, 0.0)},
@@ -349,7 +349,7 @@ def test_the_jit_compilers_threads_are_left_out_of_the_processs_cpu_and_the_base
 
 def test_a_history_without_thread_rows_profiles_as_before(tmp_path):
     write_job(tmp_path / "metrics", "j1", "cpu-job",
-              [VertexInfo(id="src", name="Source: Gen", parallelism=1)], {("src", 0): 500.0}, {("src", 0): "rpi1"},
+              [RunVertex(id="src", name="Source: Gen", parallelism=1)], {("src", 0): 500.0}, {("src", 0): "rpi1"},
               {"src": (0.0, 1000.0)}, {"srv": 0.85, "rpi1": 0.30, "rpi2": 0.05})
     profile = _profile(tmp_path)
     rpi1 = next(t for t in profile.taskmanagers if t.id == "rpi1")

@@ -17,9 +17,9 @@ from placement.collect.layout import (
     EdgeInfo,
     PartWriter,
     RunManifest,
+    RunTaskManager,
+    RunVertex,
     SubtaskLocation,
-    TaskManagerInfo,
-    VertexInfo,
     rows_to_table,
     taskmanager_rows_to_table,
     taskmanager_writer,
@@ -57,13 +57,13 @@ def inventory(rpi3: dict | None = None) -> Inventory:
 
 
 def write_history(root: Path, *, with_cpu: bool = True) -> None:
-    write_job(root, "j1", "cpu-job", [VertexInfo(id="src", name="Source: Gen", parallelism=1),
-                                      VertexInfo(id="map", name="Map", parallelism=2),
-                                      VertexInfo(id="sink", name="Sink: Out", parallelism=1)],
+    write_job(root, "j1", "cpu-job", [RunVertex(id="src", name="Source: Gen", parallelism=1),
+                                      RunVertex(id="map", name="Map", parallelism=2),
+                                      RunVertex(id="sink", name="Sink: Out", parallelism=1)],
               BUSY, WHERE, RATES, PROCESS if with_cpu else None)
 
 
-def write_job(root: Path, job_id: str, name: str, vertices: list[VertexInfo], busy: dict, where: dict, rates: dict,
+def write_job(root: Path, job_id: str, name: str, vertices: list[RunVertex], busy: dict, where: dict, rates: dict,
               process: dict | None, cotenant: dict[str, tuple[float, int]] | None = None, *, run_id: str = "r1",
               t0: int = T0) -> None:
     """One run of a job, its vertices in a chain; ``process``: each TaskManager's JVM cores (None: no TaskManager CPU
@@ -74,7 +74,7 @@ def write_job(root: Path, job_id: str, name: str, vertices: list[VertexInfo], bu
         edges=[EdgeInfo(source=a.id, target=b.id, ship_strategy="REBALANCE") for a, b in zip(vertices, vertices[1:])],
         locations=[SubtaskLocation(vertex_id=v, subtask=i, taskmanager_id=tm, host=f"host-{tm}")
                    for (v, i), tm in where.items()],
-        taskmanagers=[TaskManagerInfo(id=tm, host=f"host-{tm}", hardware_cpu_cores=2 if tm == "srv" else 1)
+        taskmanagers=[RunTaskManager(id=tm, host=f"host-{tm}", hardware_cpu_cores=2 if tm == "srv" else 1)
                       for tm in (process or PROCESS)],
     )
     parallelism = {v.id: v.parallelism for v in vertices}
@@ -282,13 +282,13 @@ def test_without_a_known_baseline_the_residual_stays_on_the_host_and_an_overstat
 # Job B (two vertices, 200 + 100 ms/s busy) shares the server with job A (the job above: 0.7 cores of busy time there);
 # the server's JVM uses 1.2 cores for both. rpi1 runs A's source only, rpi2 nothing of either.
 SHARED = {"srv": 1.2, "rpi1": 0.30, "rpi2": 0.05}
-B_VERTICES = [VertexInfo(id="osrc", name="Source: Other", parallelism=1),
-              VertexInfo(id="osink", name="Sink: Other", parallelism=1)]
+B_VERTICES = [RunVertex(id="osrc", name="Source: Other", parallelism=1),
+              RunVertex(id="osink", name="Sink: Other", parallelism=1)]
 B_BUSY = {("osrc", 0): 200.0, ("osink", 0): 100.0}
 B_WHERE = {("osrc", 0): "srv", ("osink", 0): "srv"}
 B_RATES = {"osrc": (0.0, 400.0), "osink": (400.0, 0.0)}
-A_VERTICES = [VertexInfo(id="src", name="Source: Gen", parallelism=1), VertexInfo(id="map", name="Map", parallelism=2),
-              VertexInfo(id="sink", name="Sink: Out", parallelism=1)]
+A_VERTICES = [RunVertex(id="src", name="Source: Gen", parallelism=1), RunVertex(id="map", name="Map", parallelism=2),
+              RunVertex(id="sink", name="Sink: Out", parallelism=1)]
 
 
 def _profile(tmp_path: Path, name: str, write) -> object:

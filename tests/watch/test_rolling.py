@@ -11,7 +11,7 @@ from placement.cli import main
 from placement.collect.layout import (
     PartWriter,
     RunManifest,
-    VertexInfo,
+    RunVertex,
     find_manifests,
     read_taskmanager_cpu,
     rows_to_table,
@@ -23,7 +23,7 @@ from placement.collect.rolling import SAMPLE_PARTS, TASKMANAGER_PARTS, parts_of,
 from placement.errors import BadInput
 
 T0 = 1_700_000_000_000
-VERTICES = [VertexInfo(id="a" * 32, name="Source: S", parallelism=1), VertexInfo(id="b" * 32, name="Sink: K", parallelism=1)]
+VERTICES = [RunVertex(id="a" * 32, name="Source: S", parallelism=1), RunVertex(id="b" * 32, name="Sink: K", parallelism=1)]
 
 
 def rows(start_ms: int, seconds: int, rate: float):

@@ -2,11 +2,11 @@
 
 A :class:`SynthJob` says what is true about a job: per vertex the records a subtask processes per busy second on a
 server core (``true_rate``), its selectivity, bytes per output record and state size, and where each subtask runs
-(TaskManagers have a ``speed``: a subtask on a 0.3-speed Pi spends 1/0.3 as long per record). A :class:`Shape` says
-how the history looks: a slow load wave, measurement noise, warm-up after every (re)start (metrics missing for the
-first seconds, rates ramping up, busy time inflated while the JIT warms), load spikes that saturate the bottleneck
-and backpressure everything upstream of it, restarts (subtasks not RUNNING, then a new attempt that catches up on
-its backlog) and NaN busy readings.
+(TaskManagers have a ``speed``: a subtask on a 0.3-speed Pi spends 1/0.3 as long per record). A
+:class:`HistoryShape` says how the history looks: a slow load wave, measurement noise, warm-up after every (re)start
+(metrics missing for the first seconds, rates ramping up, busy time inflated while the JIT warms), load spikes that
+saturate the bottleneck and backpressure everything upstream of it, restarts (subtasks not RUNNING, then a new
+attempt that catches up on its backlog) and NaN busy readings.
 
 Edges carry what Flink's metrics show (:class:`SynthEdge`): a producer's ``numBytesOut`` sums every edge it feeds
 (a broadcast edge once per receiver), its ``numRecordsOut`` counts each record once; a side output carries a share of
@@ -43,9 +43,9 @@ from placement.collect.layout import (
     EdgeInfo,
     PartWriter,
     RunManifest,
+    RunTaskManager,
+    RunVertex,
     SubtaskLocation,
-    TaskManagerInfo,
-    VertexInfo,
     write_manifest,
 )
 from placement.flink.facts import DEFAULT_BUFFER_TIMEOUT_MS, SEGMENT_BYTES
@@ -131,7 +131,9 @@ class SynthJob:
 
 
 @dataclass(frozen=True)
-class Shape:
+class HistoryShape:
+    """How a synthetic history looks around its truth: length, load, noise, warm-up, backpressure, restarts."""
+
     duration_s: float = 900.0
     interval_s: float = 1.0
     warmup_s: float = 60.0  # after this long an attempt is warm (ramp and catch-up < 0.3 %, JIT < 2 %)
@@ -351,7 +353,7 @@ class _Schedule:
     episodes: list[tuple[float, float]] = field(default_factory=list)
 
 
-def _schedule(shape: Shape, rng: np.random.Generator) -> _Schedule:
+def _schedule(shape: HistoryShape, rng: np.random.Generator) -> _Schedule:
     d = shape.duration_s
     sched = _Schedule()
     # Keep events apart from each other and from the start so each one is followed by enough warm time.
@@ -370,7 +372,7 @@ def _schedule(shape: Shape, rng: np.random.Generator) -> _Schedule:
     return sched
 
 
-def _attempts(t: np.ndarray, shape: Shape, sched: _Schedule) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _attempts(t: np.ndarray, shape: HistoryShape, sched: _Schedule) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per time: attempt number, attempt start (s, nan while down) and whether subtasks are running."""
     attempt = np.zeros(t.shape, dtype=np.int32)
     start = np.zeros(t.shape)
@@ -387,7 +389,7 @@ def _attempts(t: np.ndarray, shape: Shape, sched: _Schedule) -> tuple[np.ndarray
 
 
 def _block(
-    t: np.ndarray, nom: _Nominal, channels: _Channels, shape: Shape, sched: _Schedule, rng: np.random.Generator
+    t: np.ndarray, nom: _Nominal, channels: _Channels, shape: HistoryShape, sched: _Schedule, rng: np.random.Generator
 ) -> dict[str, np.ndarray]:
     """Samples for times ``t`` (s from run start) x every subtask, flattened time-major like the collector writes."""
     attempt, a_start, running = _attempts(t, shape, sched)
@@ -457,7 +459,7 @@ def _to_table(cols: dict[str, np.ndarray], vertex_codes: np.ndarray, dictionary:
 
 def write_run(
     job: SynthJob,
-    shape: Shape,
+    shape: HistoryShape,
     root: str | Path,
     *,
     job_id: str | None = None,
@@ -495,7 +497,7 @@ def write_run(
         samples=writer.rows,
         files=writer.files,
         vertices=[
-            VertexInfo(id=v.id, name=v.name, parallelism=v.parallelism, state_bytes=states.get(v.name, v.state_bytes),
+            RunVertex(id=v.id, name=v.name, parallelism=v.parallelism, state_bytes=states.get(v.name, v.state_bytes),
                        checkpointed_bytes=states.get(v.name, v.state_bytes) if job.checkpoint_interval_ms else None)
             for v in job.vertices
         ],
@@ -507,7 +509,7 @@ def write_run(
             for v in job.vertices
             for i in range(v.parallelism)
         ],
-        taskmanagers=[TaskManagerInfo(id=t.id, host=t.host, slots=t.slots, cpu_cores=t.cpu_cores) for t in job.taskmanagers],
+        taskmanagers=[RunTaskManager(id=t.id, host=t.host, slots=t.slots, cpu_cores=t.cpu_cores) for t in job.taskmanagers],
         notes=[
             (
                 f"restarts at {', '.join(f'{r:.0f}s' for r in sched.restarts) or 'none'}; "
@@ -521,7 +523,8 @@ def write_run(
 
 
 def write_history(
-    job: SynthJob, shape: Shape, root: str | Path, *, runs: int = 1, jobs: int = 1, rows_per_part: int = 2_000_000
+    job: SynthJob, shape: HistoryShape, root: str | Path, *, runs: int = 1, jobs: int = 1,
+    rows_per_part: int = 2_000_000,
 ) -> list[RunManifest]:
     """Several submissions (``jobs``, each a new Flink job id) of ``runs`` consecutive runs each, same truth."""
     out = []
@@ -529,7 +532,7 @@ def write_history(
     for j in range(jobs):
         for r in range(runs):
             seed = shape.seed + 1000 * j + r
-            s = Shape(**{**shape.__dict__, "seed": seed, "start_ms": start})
+            s = HistoryShape(**{**shape.__dict__, "seed": seed, "start_ms": start})
             out.append(write_run(job, s, root, job_id=stable_id("job", job.name, str(shape.seed), str(j)),
                                  run_id=f"run-{j:03d}-{r:03d}", rows_per_part=rows_per_part))
             start += int(shape.duration_s * 1000) + 60_000
@@ -633,7 +636,7 @@ def sample_names(job: SynthJob) -> Sequence[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """``python -m placement.profile.synthetic --out DIR``: write a synthetic IoT history (what examples/metrics holds)."""
+    """``PYTHONPATH=tests python -m support.synthetic --out DIR``: write a synthetic IoT history (examples/metrics)."""
     import argparse
 
     ap = argparse.ArgumentParser(description=main.__doc__)
@@ -645,7 +648,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=7)
     a = ap.parse_args(argv)
     job = scaled_job(IOT_JOB, a.scale) if a.scale > 1 else IOT_JOB
-    runs = write_history(job, Shape(duration_s=a.duration, restarts=a.restarts, seed=a.seed), a.out, runs=a.runs)
+    runs = write_history(job, HistoryShape(duration_s=a.duration, restarts=a.restarts, seed=a.seed), a.out, runs=a.runs)
     print(f"{sum(r.samples for r in runs)} samples in {len(runs)} run(s) under {a.out}")
 
 
