@@ -4,9 +4,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from placement.cli.params import HTTP_URL, RateScale, nonempty_path
+
+if TYPE_CHECKING:
+    from placement.planning.request import Method, Mode, Objective, Solver
 
 
 @click.command()
@@ -77,10 +82,10 @@ from placement.cli.params import HTTP_URL, RateScale, nonempty_path
 @click.option("--strict", is_flag=True,
               help="make the input warnings (a pin naming no vertex, another job's profile, a 'bps' rate) errors, "
                    "exit 2")
-def plan(inventory_path: str, profile_path: tuple[str, ...], out_dir: str, solver: str, time_limit: float, gap: float,
-         objective: str | None, mode: str | None, rate_scale: tuple[tuple[str | None, float], ...], rescale: bool,
+def plan(inventory_path: str, profile_path: tuple[str, ...], out_dir: str, solver: Solver, time_limit: float,
+         gap: float, objective: Objective | None, mode: Mode | None, rate_scale: tuple[tuple[str | None, float], ...], rescale: bool,
          target_rate: str | None,
-         compare: bool, as_json: bool, method: str = "auto", max_rate: bool = False, add_host: tuple[str, ...] = (),
+         compare: bool, as_json: bool, method: Method = "auto", max_rate: bool = False, add_host: tuple[str, ...] = (),
          link: tuple[str, ...] = (), verbose: bool = False, quiet: bool = False, strict: bool = False,
          running: tuple[str, ...] = (), running_cluster: bool = False, rest_url: str | None = None,
          running_window: float = 20.0, running_warmup: float = 60.0, running_ignore_unknown: bool = False,

@@ -42,9 +42,9 @@ def plan(request: PlanRequest) -> PlanOutcome:
     request.check_job_scales(names)
     notes = alone_policy_notes(inv, names[0]) if len(names) == 1 else []  # said with the plan, beside the what-if's
     runs = running_load(request.running, request.cluster, inv, names, request.inventory)  # fixed load
-    options = SolverOptions(solver=request.solver, time_limit=request.time_limit, gap=request.gap,  # type: ignore[arg-type]
-                            objective=request.objective, verbose=request.verbose)  # type: ignore[arg-type]
-    method: Method = request.method  # type: ignore[assignment]
+    options = SolverOptions(solver=request.solver, time_limit=request.time_limit, gap=request.gap,
+                            objective=request.objective, verbose=request.verbose)
+    method = request.method
     placement_mode = request.mode or inv.flink.placement_mode  # vanilla keeps operators after the source chain whole
     policies = job_policies(inv, list(zip(names, (p.job.name for p in profiles)))) if len(names) > 1 else {}
     if not request.max_rate:
@@ -112,7 +112,8 @@ def _max_rate(build: fleet.Builder, options: SolverOptions, method: Method, poli
         raise Infeasible(f"{exc} (with the jobs' budget.min_rate_scale held: {minima})") from exc
 
 
-def _baselines(request: PlanRequest, joint: JointProblem, rescaled: rescale.RescalePlan | None) -> tuple[PlanResult, ...]:
+def _baselines(request: PlanRequest, joint: JointProblem,
+               rescaled: rescale.RescalePlan | None) -> tuple[PlanResult, ...]:
     """``--compare`` of one job: all-on-server and greedy beside the plan (with ``--rescale``: its own baselines)."""
     if rescaled is not None:
         return tuple(b.plan for b in rescaled.baselines)

@@ -1,7 +1,7 @@
 """What a plan is asked for (:class:`PlanRequest`), and the one place its options are checked against each other.
 
-Every caller — ``placement plan``, ``placement watch``, the lab and the benchmarks — builds a request and hands it to
-:func:`placement.planning.plan`; a combination of options that makes no sense is refused here, as bad input naming
+Every caller — ``placement plan``, ``placement watch``, the lab and the benchmarks — builds a request and hands it
+to :func:`placement.planning.plan`; a combination of options that makes no sense is refused here, as bad input naming
 the option (``field``) the user would change. What needs the files read first (a ``--rate-scale JOB=X`` naming no
 job planned, a latency bound ``--rescale`` cannot honour) is checked here too, by the pipeline once it has them.
 
@@ -24,6 +24,10 @@ if TYPE_CHECKING:
     from placement.planning.running import RunningPlans
 
 Contingency = Literal["on", "off", "required"]
+Solver = Literal["highs", "cbc"]
+Objective = Literal["lexicographic", "weighted"]
+Mode = Literal["custom", "vanilla"]
+Method = Literal["auto", "exact", "decompose"]  # as placement.solver.methods.Method
 FIELD = "--running-cluster"
 
 
@@ -55,17 +59,17 @@ class PlanRequest:
     inventory: str  # the inventory YAML's path (plan.json records it)
     profiles: tuple[str, ...]  # job profile JSONs: one job, or several placed together
     out_dir: str | None = None  # checked writable before solving (writing is write_outcome's)
-    solver: str = "highs"
+    solver: Solver = "highs"
     time_limit: float = 60.0
     gap: float = 1e-4
-    objective: str | None = None
-    mode: str | None = None  # None: the inventory's flink.placement_mode
+    objective: Objective | None = None
+    mode: Mode | None = None  # None: the inventory's flink.placement_mode
     rate_scale: float = 1.0  # the fleet's
     job_rate_scales: Mapping[str, float] = field(default_factory=dict)  # --rate-scale JOB=X
     rescale: bool = False
     target_rate: str | None = None
     compare: bool = False
-    method: str = "auto"
+    method: Method = "auto"
     max_rate: bool = False
     add_host: tuple[str, ...] = ()
     link: tuple[str, ...] = ()

@@ -1,4 +1,5 @@
-"""``--rescale``: the joint plan (parallelism and placement) and its baselines (their tables: :mod:`placement.cli.rescale_tables`)."""
+"""``--rescale``: the joint plan (parallelism and placement) and its baselines (their tables:
+:mod:`placement.cli.rescale_tables`)."""
 
 from __future__ import annotations
 

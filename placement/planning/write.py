@@ -103,12 +103,10 @@ def _write_fleet(outcome: PlanOutcome, out: Path) -> list[Path]:
         inventory=inventory, profiles=refs, running=[RunningJob(job=j, plan=p) for j, p in outcome.running.jobs],
         warnings=notes, compare=compare_json(outcome.one_by_one) if outcome.one_by_one else None,
         budgets=outcome.budgets)
-    title = (f"{', '.join(j.name for j in joint.jobs)}: {result.cost.wan_mbit:.2f} Mbit/s over the WAN "  # type: ignore[union-attr]
-             f"({result.status})")
-    lines = contingency_lines(contingency.records(joint.problem, result.assignment,  # type: ignore[arg-type]
-                                                  outcome.contingencies) or ())
-    bundle = render_fleet_artifacts(artifacts, render_fleet_json(fleet), joint.problem, result.assignment,  # type: ignore[arg-type]
-                                    title, lines)
+    assert result.cost is not None and result.assignment is not None
+    title = f"{', '.join(j.name for j in joint.jobs)}: {result.cost.wan_mbit:.2f} Mbit/s over the WAN ({result.status})"
+    lines = contingency_lines(contingency.records(joint.problem, result.assignment, outcome.contingencies) or ())
+    bundle = render_fleet_artifacts(artifacts, render_fleet_json(fleet), joint.problem, result.assignment, title, lines)
     return write_fleet_dir(out, bundle)
 
 
