@@ -59,7 +59,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from lab_placements import JOBS, PLACEMENT, cli, job_args, job_inventory, profile_unpinned, thread_cores  # noqa: E402
+from lab_placements import (  # noqa: E402
+    JOBS,
+    PLACEMENT,
+    cli,
+    job_args,
+    job_inventory,
+    plan_to,
+    profile_unpinned,
+    thread_cores,
+)
 
 from placement.flink.rest import FlinkRest  # noqa: E402
 from placement.lab import chain  # noqa: E402
@@ -221,8 +230,7 @@ class Failed(Exception):
 
 def max_rate(inventory: str, profile: str, out: Path) -> dict:
     """``placement plan --max-rate``'s answer (and its plan, written to ``out``)."""
-    return json.loads(cli("plan", "--inventory", inventory, "--profile", profile, "--max-rate", "--json", "--out",
-                          str(out)))["max_rate"]
+    return plan_to(out, inventory, profile, max_rate=True).capped.json()
 
 
 def run_case(case: Case, args, console: Console) -> dict:

@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from lab_placements import PLACEMENT, cli, thread_cores  # noqa: E402
+from lab_placements import PLACEMENT, cli, plan_to, thread_cores  # noqa: E402
 
 from placement.costmodel import build_problem, evaluate  # noqa: E402
 from placement.collect.threads import is_compiler_thread  # noqa: E402
@@ -162,7 +162,7 @@ def run_job(job: LabJob, state: dict, work: Path, window: float, console: Consol
     cli("metrics", "collect", "--rest", state["rest_url"], "--job", running, "--duration", f"{window:g}",
         "--interval", "2", "--out", str(metrics), "--inventory", inventory, "--quiet")
     cli("profile", str(metrics), "--out", str(profile_path), "--inventory", inventory, "--warmup", "60", "--quiet")
-    cli("plan", "--inventory", inventory, "--profile", str(profile_path), "--out", str(plan_dir), "--quiet")
+    plan_to(plan_dir, inventory, profile_path)
     proc = subprocess.run([PLACEMENT, "apply", str(plan_dir), "--inventory", inventory, "--job", running, "--settle", "5"],
                           check=False, capture_output=True, text=True, cwd=ROOT, timeout=900)
     plan = load_plan(plan_dir / "plan.json")

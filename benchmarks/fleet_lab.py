@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from lab_placements import DATA_FLOOR_MBIT, DATA_TOLERANCE, JOBS, cli, holds_rate, job_args  # noqa: E402
+from lab_placements import DATA_FLOOR_MBIT, DATA_TOLERANCE, JOBS, cli, holds_rate, job_args, plan_to  # noqa: E402
 
 from placement.flink.rest import FlinkRest  # noqa: E402
 from placement.lab import chain  # noqa: E402
@@ -305,12 +305,10 @@ def main() -> None:
         profiles = ({k: str(args.profiles / f"fleet-profile-{k}.json") for k in KEYS} if args.profiles
                     else profile_together(state, inventory, parallelism, work))
         joint_dir = work / "plan-joint"
-        cli("plan", "--inventory", inventory, *[a for k in KEYS for a in ("--profile", profiles[k])],
-            "--rate-scale", f"{args.scale:g}", "--out", str(joint_dir), "--quiet")
+        plan_to(joint_dir, inventory, *[profiles[k] for k in KEYS], rate_scale=float(f"{args.scale:g}"))
         alone_dirs = {k: work / f"plan-alone-{k}" for k in KEYS}
         for k in KEYS:
-            cli("plan", "--inventory", inventory, "--profile", profiles[k], "--rate-scale", f"{args.scale:g}",
-                "--out", str(alone_dirs[k]), "--quiet")
+            plan_to(alone_dirs[k], inventory, profiles[k], rate_scale=float(f"{args.scale:g}"))
         joint_jobs = [joint_dir / JOBS[k].job_name for k in KEYS]
         server_dirs = all_on_server_dirs(inventory, profiles, args.scale, work)
         rows.append(run_strategy("all-on-server", state, inventory, targets, parallelism,

@@ -137,6 +137,25 @@ def cli(*args: str) -> str:
     return proc.stdout
 
 
+def plan_to(out: str | Path, inventory: str | Path, *profiles: str | Path, **options):
+    """``placement plan --inventory INV --profile P… --out OUT`` with ``options`` (the fields of
+    :class:`placement.planning.PlanRequest`) through :func:`placement.planning.plan`, its plan directory written: the outcome. Bad input or nothing
+    fitting ends the benchmark, as a failed ``placement plan`` did; its input warnings are not said (``--quiet``)."""
+    from placement.errors import PlacementError
+    from placement.planning import PlanRequest, plan, write_outcome
+
+    what = f"placement plan --profile {' --profile '.join(map(str, profiles))}"
+    try:
+        outcome = plan(PlanRequest(inventory=str(inventory), profiles=tuple(map(str, profiles)), out_dir=str(out),
+                                   say_warning=lambda _warning: None, **options))
+    except PlacementError as exc:
+        sys.exit(f"{what} failed: {exc}")
+    if outcome.result.status == "infeasible" or outcome.result.assignment is None:
+        sys.exit(f"{what} failed: nothing fits: {outcome.result.reason}")
+    write_outcome(outcome, out)
+    return outcome
+
+
 def mapping_of(problem, result) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for s in sorted(problem.subtasks, key=lambda s: (s.vertex_name, s.index)):

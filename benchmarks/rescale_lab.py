@@ -62,7 +62,7 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from placement.cli.rescale_plan import RescalePlan, plan_rescaled
+from placement.planning.rescale import RescalePlan, plan_rescaled
 from placement.costmodel.rescaled import build_space
 from placement.flink.rest import FlinkRest
 from placement.inventory import load_inventory

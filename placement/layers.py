@@ -19,6 +19,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer.split()) for layer in
     "profile",  # pure rules from collected runs to a job profile
     "costmodel",  # pure demand, traffic, transport, latency
     "solver writers",  # the planners; the renderers of a plan
+    "planning",  # plan(PlanRequest) -> PlanOutcome: validation, one job = a fleet of one, contingencies, writing
     "apply",  # observe -> plan -> run against a cluster
     "watch",  # observe, assess, re-plan (through apply)
     "lab",  # the lab experiments

@@ -1,12 +1,17 @@
-"""``placement plan``: inventory + profile -> optimal placement and its artifacts (the options; the work is
-:mod:`placement.cli.plan_run`, imported when the command runs)."""
+"""``placement plan``: inventory + profile -> optimal placement and its artifacts (the options, made a
+:class:`placement.planning.PlanRequest`; the plan is :func:`placement.planning.plan`, its tables
+:mod:`placement.cli.plan_render`, both imported when the command runs)."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import click
 
 from placement.cli.params import HTTP_URL, RateScale, nonempty_path
-from placement.errors import BadInput
+
+if TYPE_CHECKING:
+    from placement.planning.request import Method, Mode, Objective, Solver
 
 
 @click.command()
@@ -77,10 +82,10 @@ from placement.errors import BadInput
 @click.option("--strict", is_flag=True,
               help="make the input warnings (a pin naming no vertex, another job's profile, a 'bps' rate) errors, "
                    "exit 2")
-def plan(inventory_path: str, profile_path: tuple[str, ...], out_dir: str, solver: str, time_limit: float, gap: float,
-         objective: str | None, mode: str | None, rate_scale: tuple[tuple[str | None, float], ...], rescale: bool,
+def plan(inventory_path: str, profile_path: tuple[str, ...], out_dir: str, solver: Solver, time_limit: float,
+         gap: float, objective: Objective | None, mode: Mode | None, rate_scale: tuple[tuple[str | None, float], ...], rescale: bool,
          target_rate: str | None,
-         compare: bool, as_json: bool, method: str = "auto", max_rate: bool = False, add_host: tuple[str, ...] = (),
+         compare: bool, as_json: bool, method: Method = "auto", max_rate: bool = False, add_host: tuple[str, ...] = (),
          link: tuple[str, ...] = (), verbose: bool = False, quiet: bool = False, strict: bool = False,
          running: tuple[str, ...] = (), running_cluster: bool = False, rest_url: str | None = None,
          running_window: float = 20.0, running_warmup: float = 60.0, running_ignore_unknown: bool = False,
@@ -93,45 +98,29 @@ def plan(inventory_path: str, profile_path: tuple[str, ...], out_dir: str, solve
     inventory's job.name, a rate in tc's 'bps' = bytes/s) is a warning on stderr, also with --json; --strict makes it
     an error.
     """
-    options = dict(locals())  # the parsed options, by parameter name
-    if require_contingency and no_contingency:
-        raise BadInput("asks for contingencies and for none", field="--require-contingency/--no-contingency")
-    options["contingency"] = "required" if require_contingency else "off" if no_contingency else "on"
-    del options["require_contingency"], options["no_contingency"]
-    options["rate_scale"], job_rate_scales = rate_scales(rate_scale)
-    for name in ("running_cluster", "rest_url", "running_window", "running_warmup", "running_ignore_unknown",
-                 "running_keep"):
-        del options[name]  # they make one thing: how the cluster's running jobs are read
-    from placement.cli.running_cluster import cluster_read
+    from placement.planning.request import PlanRequest, cluster_read, contingency_mode, rate_scales
 
-    options["cluster"] = cluster_read(running_cluster, rest_url, running_window, running_warmup,
-                                      running_ignore_unknown, running_keep)
-    if len(profile_path) > 1:  # several jobs placed together (issue 24)
-        from placement.cli.plan_jobs import run_jobs
+    contingency = contingency_mode(require_contingency, no_contingency)
+    fleet_scale, job_scales = rate_scales(rate_scale)
+    cluster = _cluster_reader(cluster_read(running_cluster, rest_url, running_window, running_warmup,
+                                           running_ignore_unknown, running_keep))
+    request = PlanRequest(
+        inventory=inventory_path, profiles=profile_path, out_dir=out_dir, solver=solver, time_limit=time_limit,
+        gap=gap, objective=objective, mode=mode, rate_scale=fleet_scale, job_rate_scales=job_scales,
+        rescale=rescale, target_rate=target_rate, compare=compare, method=method, max_rate=max_rate,
+        add_host=add_host, link=link, verbose=verbose, strict=strict, running=running,
+        contingency=contingency, cluster=cluster,
+    )
+    request.validate()  # before the solver's imports: a refused option answers at once
+    from placement.cli.plan_render import plan_and_render
 
-        run_jobs(**options, job_rate_scales=job_rate_scales)
-        return
-    if job_rate_scales:
-        raise BadInput(f"{next(iter(job_rate_scales))}=…: JOB=X scales one of several jobs planned together; with one "
-                       "--profile give --rate-scale X", field="--rate-scale")
-    from placement.cli.plan_run import run_plan  # the solver's imports, only once the options are known to be right
-
-    run_plan(**{**options, "profile_path": profile_path[0]})
+    plan_and_render(request, out_dir, as_json=as_json, quiet=quiet)
 
 
-def rate_scales(given: tuple[tuple[str | None, float], ...]) -> tuple[float, dict[str, float]]:
-    """``--rate-scale`` values (:class:`placement.cli.params.RateScale`) as (the fleet's scale, job -> its own): ``X`` once at most
-    (default 1), ``JOB=X`` once per job. Which jobs exist is known only once the profiles are read
-    (:func:`placement.cli.plan_jobs.run_jobs`)."""
-    scale: float | None = None
-    per_job: dict[str, float] = {}
-    for job, x in given:
-        if job is None:
-            if scale is not None:
-                raise BadInput(f"the fleet's scale is given twice ({scale:g} and {x:g})", field="--rate-scale")
-            scale = x
-        elif job in per_job:
-            raise BadInput(f"job {job!r} is given twice ({per_job[job]:g} and {x:g})", field="--rate-scale")
-        else:
-            per_job[job] = x
-    return (1.0 if scale is None else scale), per_job
+def _cluster_reader(read):
+    """The live reader of ``--running-cluster`` (None: not asked); it imports the collector only when it reads."""
+    if read is None:
+        return None
+    from placement.planning.cluster import LiveCluster
+
+    return LiveCluster(read)

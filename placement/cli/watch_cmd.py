@@ -1,20 +1,18 @@
 """``placement watch``: keep a job's placement right while its workload moves (collect -> profile -> plan -> apply).
 
-The loop is :class:`placement.watch.loop.Watch`; this module gives it the planner (``placement plan`` itself, run as
-a function with ``--json``: with one ``--profile``, or with one per job when several jobs are watched and re-planned
+The loop is :class:`placement.watch.loop.Watch`; this module gives it the planner (:func:`placement.planning.plan`,
+what ``placement plan`` runs: with one profile, or with one per job when several jobs are watched and re-planned
 together), a prompt for ``--apply ask``, a live status (rich) and a clean stop on Ctrl-C/SIGTERM.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
 import math
 import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console, Group
@@ -24,57 +22,75 @@ from rich.text import Text
 
 from placement.costmodel.jobs import dir_names
 from placement.errors import BadInput, PlacementError
+from placement.planning.request import PlanRequest
 from placement.watch.loop import Watch
 from placement.watch.options import JobsPlanFn, PlanFn, PlanOutcome, Status, WatchOptions
-from placement.watch.pricing import peak_use
 from placement.watch.policy import PolicyConfig
+from placement.watch.pricing import peak_use
 from placement.watch.signals import DriftThresholds, Window
 
-
-def _run_plan(args: list[str]) -> dict:
-    """``placement plan ARGS --json`` in this process: its summary (stdout), whatever its exit."""
-    from placement.cli.plan_cmd import plan
-
-    captured = io.StringIO()
-    with contextlib.redirect_stdout(captured):
-        try:
-            plan.main(args=args, prog_name="placement plan", standalone_mode=False)
-        except SystemExit:  # --json exits 3 when nothing fits, after printing the summary
-            pass
-    return json.loads(captured.getvalue())
+if TYPE_CHECKING:
+    from placement.planning.outcome import PlanOutcome as Planned
+    from placement.solver.result import PlanResult
 
 
-def _infeasible(result: dict) -> tuple[str, ...]:
-    return tuple(s["message"] for s in result.get("shortages", [])) or (result.get("reason") or "no placement fits",)
+def _request(inventory: Path, profiles: Sequence[Path], out_dir: Path, **options) -> PlanRequest:
+    """What the loop asks of the planner: ``placement plan --inventory INV --profile … --out DIR`` and ``options``,
+    planned as a user's plan is."""
+    return PlanRequest(inventory=str(inventory), profiles=tuple(str(p) for p in profiles), out_dir=str(out_dir),
+                       **options)
+
+
+def _given(scale: float) -> float:
+    """A scale as the loop has always handed it to the planner: to four places."""
+    return float(f"{scale:.4f}")
+
+
+def _planned(request: PlanRequest, out_dir: Path, plan_file: str) -> tuple[Planned, bool]:
+    """Plan ``request`` and write its directory when something is placed; whether it is a plan to read back."""
+    from placement.planning import plan, write_outcome
+
+    outcome = plan(request)
+    if outcome.result.assignment is not None:
+        write_outcome(outcome, out_dir)
+    return outcome, outcome.result.status != "infeasible" and (out_dir / plan_file).is_file()
+
+
+def _infeasible(result: PlanResult) -> tuple[str, ...]:
+    return tuple(s.message for s in result.shortages) or (result.reason or "no placement fits",)
+
+
+def _figures(result: PlanResult) -> tuple[bool, float | None]:
+    """Whether the plan fits its capacities, and its WAN Mbit/s."""
+    return (result.cost.feasible, result.cost.wan_mbit) if result.cost is not None else (True, None)
 
 
 def plan_jobs_command(inventory: Path) -> JobsPlanFn:
-    """The planner for several jobs watched together: ``placement plan --inventory INV --profile A --profile B …
-    --out DIR --json --rate-scale A=S_A --rate-scale B=S_B …`` (each job at its own scale), the command itself (one joint model over the shared uplinks and hosts; DIR is
-    a fleet directory, what ``placement apply --plan DIR`` applies as one change). Each job's part — its plan
-    directory, links and assignment — is read back as the one-job planner reads a plan."""
+    """The planner for several jobs watched together: :func:`placement.planning.plan` of every job's profile, each
+    job at its own scale (``placement plan --profile A --profile B … --rate-scale A=S_A …``: one joint model over
+    the shared uplinks and hosts), written to a fleet directory, what ``placement apply --plan DIR`` applies as one
+    change. Each job's part — its plan directory, links and assignment — is read back as the one-job planner reads a
+    plan."""
     from placement.loading import load_model
     from placement.writers.fleetjson import FLEET_FILE, FleetDocument
     from placement.writers.planjson import load_plan
 
     def run(profiles: Mapping[str, Path], out_dir: Path, scales: Mapping[str, float]) -> PlanOutcome:
-        args = ["--inventory", str(inventory), *[a for p in profiles.values() for a in ("--profile", str(p))],
-                "--out", str(out_dir), "--json",
-                *[a for name, x in scales.items() for a in ("--rate-scale", f"{name}={x:.4f}")]]
-        summary = _run_plan(args)
-        first = summary["results"][0]
-        if first["status"] == "infeasible" or not (out_dir / FLEET_FILE).is_file():
-            return PlanOutcome(out_dir, False, None, _infeasible(first))
+        request = _request(inventory, list(profiles.values()), out_dir,
+                           job_rate_scales={name: _given(x) for name, x in scales.items()})
+        outcome, written = _planned(request, out_dir, FLEET_FILE)
+        if not written:
+            return PlanOutcome(out_dir, False, None, _infeasible(outcome.result))
         fleet = load_model(out_dir / FLEET_FILE, FleetDocument)
         jobs, paths = {}, []
-        for name, entry in zip(profiles, summary["jobs"]):  # the summary lists the jobs in --profile order
-            doc = load_plan(out_dir / entry["dir"])
+        for name, job in zip(profiles, outcome.names):  # the plan names the jobs in --profile order
+            doc = load_plan(out_dir / outcome.dirs[job])
             paths += [(p.latency_ms, p.bound_ms) for p in doc.paths or ()]
-            jobs[name] = PlanOutcome(out_dir / entry["dir"], True, sum(link.mbit for link in doc.links),
+            jobs[name] = PlanOutcome(out_dir / outcome.dirs[job], True, sum(link.mbit for link in doc.links),
                                      links={link.source: link.mbit for link in doc.links},
                                      assignment={(a.vertex_id, a.subtask): a.host for a in doc.assignment})
-        return PlanOutcome(out_dir, bool(first.get("feasible", True)), first.get("wan_mbit"),
-                           links={link.source: link.mbit for link in fleet.links}, jobs=jobs,
+        feasible, wan = _figures(outcome.result)
+        return PlanOutcome(out_dir, feasible, wan, links={link.source: link.mbit for link in fleet.links}, jobs=jobs,
                            peak=peak_use(((link.mbit, link.bandwidth_mbit) for link in fleet.links),
                                          ((h.cores_used, h.cores) for h in fleet.hosts), paths))
 
@@ -82,19 +98,19 @@ def plan_jobs_command(inventory: Path) -> JobsPlanFn:
 
 
 def plan_command(inventory: Path, *, rescale: bool) -> PlanFn:
-    """The planner the loop calls on drift: ``placement plan --inventory INV --profile P --out DIR --json
-    [--rescale] --rate-scale S``, the command itself, so watch plans exactly as a user would."""
+    """The planner the loop calls on drift: :func:`placement.planning.plan` of the window's profile at the loop's
+    rate scale (``placement plan --inventory INV --profile P --out DIR [--rescale] --rate-scale S``), so watch plans
+    exactly as a user would."""
     from placement.writers.planjson import load_plan
 
     def run(profile: Path, out_dir: Path, rate_scale: float) -> PlanOutcome:
-        args = ["--inventory", str(inventory), "--profile", str(profile), "--out", str(out_dir), "--json",
-                "--rate-scale", f"{rate_scale:.4f}", *(["--rescale"] if rescale else [])]
-        summary = _run_plan(args)
-        first = summary["results"][0]
-        if first["status"] == "infeasible" or not (out_dir / "plan.json").is_file():
-            return PlanOutcome(out_dir, False, None, _infeasible(first))
+        request = _request(inventory, [profile], out_dir, rate_scale=_given(rate_scale), rescale=rescale)
+        outcome, written = _planned(request, out_dir, "plan.json")
+        if not written:
+            return PlanOutcome(out_dir, False, None, _infeasible(outcome.result))
         doc = load_plan(out_dir)
-        return PlanOutcome(out_dir, bool(first.get("feasible", True)), first.get("wan_mbit"),
+        feasible, wan = _figures(outcome.result)
+        return PlanOutcome(out_dir, feasible, wan,
                            links={link.source: link.mbit for link in doc.links},
                            assignment={(a.vertex_id, a.subtask): a.host for a in doc.assignment},
                            peak=peak_use(((link.mbit, link.bandwidth_mbit) for link in doc.links),

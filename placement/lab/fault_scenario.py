@@ -37,6 +37,7 @@ from placement.errors import PlacementError
 from placement.flink.rest import FlinkRest
 from placement.lab import chain, faults
 from placement.lab.measure import measure_window
+from placement.planning import PlanRequest, plan, write_outcome
 from placement.profile.pipeline import build_profile, write_profile
 from placement.writers.planjson import PlanDocument, load_plan
 
@@ -195,12 +196,11 @@ def place(state: dict, work: Path, *, jobs: tuple[str, ...] = (JOB_NAME,), conti
                 for name in jobs]
     inventory = fault_inventory(state["lab_inventory"], work / "fault-inventory.yaml", state["jar"], jobs, work)
     plan_dir = work / "plan"
-    done = subprocess.run([PLACEMENT, "plan", "--inventory", str(inventory),
-                           *[a for p in profiles for a in ("--profile", str(p))], "--out", str(plan_dir),
-                           "--require-contingency" if contingency else "--no-contingency", "--quiet"],
-                          capture_output=True, text=True, timeout=300, check=False)
-    if done.returncode != 0:
-        raise PlacementError(f"placement plan: {done.stderr.strip() or done.stdout.strip()}")
+    planned = plan(PlanRequest(inventory=str(inventory), profiles=tuple(str(p) for p in profiles),
+                               out_dir=str(plan_dir), contingency="required" if contingency else "off"))
+    if planned.result.status == "infeasible" or planned.result.assignment is None:
+        raise PlacementError(f"placement plan: no placement fits: {planned.result.reason}")
+    write_outcome(planned, plan_dir)
     if not apply_plan(plan_dir, inventory, jobs):
         raise PlacementError(f"placement apply of {plan_dir} did not apply")
     if len(jobs) == 1:

@@ -126,7 +126,7 @@ def test_cli_max_rate_bad_combinations_are_one_line(tmp_path, capsys, extra, opt
 
 
 def test_an_answer_far_beyond_the_profiled_rates_bound_by_cpu_carries_a_caution_and_a_near_one_or_a_links_not():
-    from placement.cli.capacity_plan import max_rate_of
+    from placement.planning.capacity import max_rate_of
 
     def answer(busy: float, bandwidth: str):
         inv = inventory([{"name": "rpi1", "cores": 1, "bandwidth": bandwidth}], pins={"sources": {"Source: S": "rpi1"}})
@@ -144,7 +144,7 @@ def test_an_answer_far_beyond_the_profiled_rates_bound_by_cpu_carries_a_caution_
     link = answer(busy=5, bandwidth="1mbit")  # bytes scale with records: far from the profile, no caution
     assert link.capacity.binding[0].kind == "link" and link.capacity.scale > 1.5, link.capacity
     assert link.caution is None
-    from placement.cli.capacity_plan import extrapolation_caution
+    from placement.planning.capacity import extrapolation_caution
     assert "likely high" in extrapolation_caution(0.2, "thread")  # far below: CPU per record rises as the rate falls
     assert extrapolation_caution(0.7, "cpu") is None and extrapolation_caution(0.2, "memory") is None
     # CPU measured on a line from 0.5x to 2x the profiled rates: 3x is within 1.5x of what was seen, 3.1x is not

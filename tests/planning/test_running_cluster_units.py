@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from planning_factories import inventory, profile, vertex
 
-from placement.cli.running_cluster import labels, priced_uses
+from placement.planning.cluster import labels, priced_uses
 from placement.collect.layout import SubtaskLocation, find_manifests
 from placement.costmodel import build_problem
 from placement.costmodel.model import RunningUse

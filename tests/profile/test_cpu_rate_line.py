@@ -173,7 +173,7 @@ def test_max_rate_on_the_line_finds_the_rate_where_the_pis_core_is_full(tmp_path
     # the answer the CLI gives: 4.57x is 2.7x beyond the fastest run's 5/3x: a caution (more than 1.5x), as for one
     # rate measured, 3.75x in proportion; runs at 6,000 and 10,000/s (1x: 8,000/s) put the same Pi's full core 1.37x
     # beyond the fastest: no caution
-    from placement.cli.capacity_plan import plan_max_rate
+    from placement.planning.capacity import plan_max_rate
     kw = dict(placement_mode="custom", inventory_source="inv", options=SolverOptions(), method="exact")
     answer = plan_max_rate(inv, profile, **kw)
     assert answer.capacity.scale == pytest.approx(on_line, rel=1e-3)

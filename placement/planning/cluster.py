@@ -1,5 +1,6 @@
-"""``placement plan --running-cluster``: the jobs running in the cluster now, read live, as fixed load — for jobs that
-were not planned by ``placement plan`` and so have no plan.json for ``--running``.
+"""``--running-cluster``: the jobs running in the cluster now, read live, as fixed load — for jobs that were not
+planned by ``placement plan`` and so have no plan.json for ``--running``. The reading is :class:`LiveCluster`, which
+the command line hands the request (a test hands it a fake: planning needs no cluster).
 
 Each job RUNNING at the JobManager (``--rest`` or the inventory's ``flink.rest_url``) other than the ones being
 planned (by the profiles' job names) is measured the way ``placement watch`` measures its window: a short collection
@@ -18,14 +19,14 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
-from placement.cli.running_plans import RunningPlans, load_running
 from placement.costmodel.model import PlanOptions, RunningUse, build_problem
 from placement.costmodel.running import cost_uses, merged, running_cost
 from placement.errors import BadInput
 from placement.inventory import Inventory
+from placement.planning.request import FIELD, ClusterRead, ClusterReader
+from placement.planning.running import RunningPlans, load_running
 from placement.profile.format import JobProfile
 
 # What reads the cluster (the collector, requests, the profile pipeline and pandas, pyarrow) is imported only when
@@ -33,41 +34,27 @@ from placement.profile.format import JobProfile
 if TYPE_CHECKING:
     from placement.flink.rest import FlinkRest, JobSummary
 
-FIELD = "--running-cluster"
-
 
 @dataclass(frozen=True)
-class ClusterRead:
-    """How the running jobs are read: where, for how long, and what to do with one on TaskManagers the inventory
-    does not know."""
+class LiveCluster:
+    """The :class:`placement.planning.request.ClusterReader` of a real cluster: every other running job measured
+    as ``read`` says (:func:`load_cluster`)."""
 
-    rest_url: str | None = None  # None: the inventory's flink.rest_url
-    window_s: float = 20.0
-    warmup_s: float = 60.0  # as `placement profile --warmup`: a subtask's first seconds are not its steady load
-    ignore_unknown: bool = False
-    keep_dir: Path | None = None  # keep each job's window (DIR/<job id>/) and profile (DIR/<job id>.profile.json)
+    read: ClusterRead
 
-
-def cluster_read(on: bool, rest_url: str | None, window_s: float, warmup_s: float, ignore_unknown: bool,
-                 keep_dir: str | None = None) -> ClusterRead | None:
-    """The ``--running-cluster`` options as one value (None: not asked); its own options without it are refused."""
-    if not on:
-        for given, option in ((rest_url, "--rest"), (ignore_unknown, "--running-ignore-unknown"),
-                              (keep_dir, "--running-keep")):
-            if given:
-                raise BadInput("is for --running-cluster: add it, or drop this option", field=option)
-        return None
-    return ClusterRead(rest_url, window_s, warmup_s, ignore_unknown, Path(keep_dir) if keep_dir else None)
+    def __call__(self, inv: Inventory, planned: Sequence[str], given: Sequence[tuple[str, str]],
+                 inventory_path: str) -> RunningPlans:
+        return load_cluster(self.read, inv, planned, given, inventory_path)
 
 
-def running_load(paths: Sequence[str], cluster: ClusterRead | None, inv: Inventory, planned: Sequence[str],
+def running_load(paths: Sequence[str], cluster: ClusterReader | None, inv: Inventory, planned: Sequence[str],
                  inventory_path: str) -> RunningPlans:
     """What the new plan fits around: the ``--running`` plans' predictions and (``--running-cluster``) the jobs
-    running now, measured."""
+    running now, as ``cluster`` reads them."""
     plans = load_running(paths, inv, planned)
     if cluster is None:
         return plans
-    return combined(plans, load_cluster(cluster, inv, planned, plans.jobs, inventory_path))
+    return combined(plans, cluster(inv, planned, plans.jobs, inventory_path))
 
 
 def others_running(rest: FlinkRest, planned: Sequence[str], given: Sequence[tuple[str, str]]) -> list[JobSummary]:

@@ -1,21 +1,17 @@
-"""``placement plan --rescale``: the joint plan (parallelism and placement), its baselines, and their tables."""
+"""``--rescale``: the joint plan (parallelism and placement) and its baselines (their tables:
+:mod:`placement.cli.rescale_tables`)."""
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
-
-from rich.table import Table
 
 from placement.costmodel.model import PlacementProblem
 from placement.costmodel.rates import parse_target_rates
 from placement.costmodel.rescaled import RescaleSpace, build_space
-from placement.errors import BadInput
 from placement.inventory import Inventory
 from placement.profile.format import JobProfile
 from placement.solver.rescale import (
     RescaleResult,
-    ds2_parallelism,
     ds2_then_place,
     placement_alone,
     solve_rescale,
@@ -60,41 +56,6 @@ def plan_rescaled(inv: Inventory, profile: JobProfile, *, inventory_source: str,
     joint = solve_rescale(space, options)
     baselines = (placement_alone(space, options), ds2_then_place(space, options)) if compare else ()
     return RescalePlan(space, joint, baselines)
-
-
-def check_options(rescale: bool, target_rate: str | None) -> None:
-    if target_rate is not None and not rescale:
-        raise BadInput("needs --rescale (the target rate is what the parallelism is chosen for)", field="--target-rate")
-
-
-def targets_line(space: RescaleSpace) -> str:
-    parts = []
-    for vid, rate in space.targets.items():
-        v = space.profile.vertex(vid)
-        measured = v.records_out_per_s
-        scale = f" ({rate / measured:.3g}× measured)" if measured > 0 else ""
-        parts.append(f"{v.name} {rate:,.0f} records/s{scale}")
-    return "target: " + "; ".join(parts)
-
-
-def parallelism_table(plan: RescalePlan) -> Table:
-    """Per vertex: today's parallelism, DS2's, the joint plan's, and where the joint plan puts the instances."""
-    space = plan.space
-    t = Table(title="Parallelism")
-    for col in ("vertex", "today", "DS2", "joint", "joint hosts", "why fixed"):
-        t.add_column(col, justify="right" if col in ("today", "DS2", "joint") else "left")
-    ds2 = ds2_parallelism(space)
-    joint = plan.joint
-    for vid in space.vertex_order:
-        group = space.group_of[vid]
-        where = ""
-        if joint.plan.assignment is not None and joint.problem is not None:
-            counts = Counter(joint.plan.assignment[s.key] for s in joint.problem.by_vertex[vid])
-            where = ", ".join(f"{h} ×{n}" if n > 1 else h for h, n in counts.items())
-        planned = str(joint.parallelism[vid]) if joint.parallelism else "–"
-        t.add_row(space.profile.vertex(vid).name, str(space.profiled(vid)),
-                  str(ds2.get(group.id, space.profiled(vid))), planned, where, group.reason or "")
-    return t
 
 
 def result_parallelism(plan: RescalePlan) -> dict[str, dict[str, int] | None]:

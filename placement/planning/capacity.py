@@ -1,5 +1,6 @@
-"""``placement plan --max-rate`` and the what-if options (``--add-host``, ``--link``): the CLI side of
-:mod:`placement.solver.capacity` and :mod:`placement.inventory.whatif` (presentation and option checks only)."""
+"""``--max-rate`` and the what-if options (``--add-host``, ``--link``) of a plan: the planning side of
+:mod:`placement.solver.capacity` and :mod:`placement.inventory.whatif` (what is asked of them and what their answer
+says; the option checks are the request's, :mod:`placement.planning.request`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dataclasses import dataclass
 
 from placement.costmodel.model import PlacementProblem, PlanOptions, RunningUse, build_problem
 from placement.costmodel.running import with_running
-from placement.errors import BadInput, Infeasible
+from placement.errors import Infeasible
 from placement.inventory import Inventory
 from placement.inventory.whatif import apply_whatif, parse_add_host, parse_link
 from placement.profile.format import JobProfile
@@ -18,24 +19,12 @@ from placement.solver.result import PlanResult, SolverOptions
 from placement.units import figures_apart
 
 
-def check_options(max_rate: bool, rescale: bool, rate_scale: float, method: str, per_job: bool = False) -> None:
-    """``per_job``: some job has its own ``--rate-scale JOB=X``."""
-    if max_rate and rescale:
-        raise BadInput("finds the highest rate at today's parallelism; --rescale chooses parallelism for a given rate: "
-                       "use one of them", field="--max-rate")
-    if max_rate and (rate_scale != 1.0 or per_job):
-        raise BadInput("finds the scale of the rates itself: drop --rate-scale", field="--max-rate")
-    if rescale and method == "decompose":
-        raise BadInput("the decomposition places at the profiled parallelism; --rescale chooses it: use --method exact "
-                       "or auto with --rescale", field="--method")
-
-
-def whatif(inv: Inventory, profile: JobProfile, add_host: tuple[str, ...],
-           link: tuple[str, ...]) -> tuple[Inventory, list[str]]:
-    """The inventory with ``--add-host``/``--link`` applied; added Pis take over births of this job's sources."""
+def whatif(inv: Inventory, profiles: Sequence[JobProfile], add_host: Sequence[str],
+           link: Sequence[str]) -> tuple[Inventory, list[str]]:
+    """The inventory with ``--add-host``/``--link`` applied; added Pis take over births of the jobs' sources."""
     adds = [parse_add_host(text) for text in add_host]
     links = [parse_link(text) for text in link]
-    sources = {key: v.parallelism for v in profile.sources() for key in (v.name, v.id)}
+    sources = {key: v.parallelism for p in profiles for v in p.sources() for key in (v.name, v.id)}
     return apply_whatif(inv, adds, links, sources)
 
 

@@ -14,9 +14,9 @@ Like a compiler's warnings (and ``--strict`` like ``-Werror``): each is one ``wa
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
-from placement.costmodel.model import PlacementProblem
 from placement.errors import BadInput
 from placement.inventory import Inventory, link_rate_warnings
 from placement.profile.format import JobProfile
@@ -42,13 +42,18 @@ def input_warnings(inv: Inventory, profile: JobProfile, inventory_path: str | Pa
     return notes
 
 
-def report_warnings(warnings: list[str], *, strict: bool) -> None:
-    """Say each warning on stderr; under ``--strict`` the first is an error instead (nothing solved or written)."""
+def warn_on_stderr(warning: str) -> None:
+    print(f"warning: {warning}", file=sys.stderr)
+
+
+def report_warnings(warnings: list[str], *, strict: bool, say: Callable[[str], None] = warn_on_stderr) -> None:
+    """Say each warning (on stderr unless ``say`` is another sink), before anything is solved; under ``--strict`` the
+    first is an error instead (nothing solved or written)."""
     if strict and warnings:
         more = f" (and {len(warnings) - 1} more)" if len(warnings) > 1 else ""
         raise BadInput(f"{warnings[0]}{more} [--strict]")
     for w in warnings:
-        print(f"warning: {w}", file=sys.stderr)
+        say(w)
 
 
 def alone_policy_notes(inv: Inventory, job: str) -> list[str]:

@@ -1,0 +1,99 @@
+"""What ``placement plan`` does once its request is built: plan, print the tables, write the plan directory, and
+say the ``--json`` summary — in that order, so a reader that stops reading (``| head``) does not lose the plan
+(:mod:`placement.cli.streams`).
+
+Kept apart from :mod:`placement.cli.plan_cmd` (the options) so that ``placement plan --help`` and a mistyped option
+answer without importing the solver, networkx and the writers.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from rich.console import Console
+from rich.markup import escape
+
+from placement.cli import contingency_plan, jobs_tables, plan_tables, rescale_tables
+from placement.cli.fit import print_table
+from placement.planning import PlanOutcome, PlanRequest, Written, plan, summary_json, write_outcome
+
+
+def plan_and_render(request: PlanRequest, out_dir: str, *, as_json: bool, quiet: bool) -> None:
+    outcome = plan(request)
+    # wide enough for the comparison table when output goes to a file or CI log
+    console = Console(stderr=as_json, width=None if sys.stdout.isatty() else 140)
+    tables = not as_json and not quiet
+    if tables:
+        (print_jobs if outcome.several else print_job)(console, outcome)
+    written = None
+    if outcome.result.assignment is not None:
+        written = write_outcome(outcome, out_dir)
+        if tables:
+            print_written(console, outcome, written, out_dir)
+    plan_tables.finish(summary_json(outcome, written.paths if written else None), outcome.result, as_json)
+
+
+def print_job(console: Console, outcome: PlanOutcome) -> None:
+    problem, result, rescaled = outcome.problem, outcome.result, outcome.rescaled
+    console.print(f"[bold]{outcome.profiles[0].job.name}[/] on [bold]{outcome.inventory.name}[/] — "
+                  f"{len(problem.subtasks)} subtasks, {len(problem.hosts)} hosts")
+    plan_tables.print_preamble(console, problem, outcome.running.jobs,
+                               [*outcome.what_if, *outcome.notes, *outcome.running.notes], outcome.capped)
+    if rescaled:
+        console.print(escape(rescale_tables.targets_line(rescaled.space)), overflow="ignore", crop=False)
+    plan_tables.print_outcome(console, result)
+    if result.cost is not None:
+        print_table(console, plan_tables.links_table(result))
+        print_table(console, plan_tables.hosts_table(result))
+        if result.cost.paths:
+            print_table(console, plan_tables.paths_table(result))
+        print_table(console, plan_tables.placement_table(problem, result))
+        _print_contingencies(console, outcome)
+    if rescaled:
+        print_table(console, rescale_tables.parallelism_table(rescaled))
+    if outcome.request.compare:
+        print_table(console, plan_tables.compare_table(problem, list(outcome.results)))
+
+
+def print_jobs(console: Console, outcome: PlanOutcome) -> None:
+    joint, result, parts, others = outcome.joint, outcome.result, outcome.parts, list(outcome.one_by_one)
+    problem = joint.problem
+    console.print(f"[bold]{len(joint.jobs)} jobs[/] ({escape(', '.join(j.name for j in joint.jobs))}) on "
+                  f"[bold]{outcome.inventory.name}[/] — {len(problem.subtasks)} subtasks, {len(problem.hosts)} hosts")
+    plan_tables.print_preamble(console, problem, outcome.running.jobs,
+                               [*outcome.what_if, *outcome.notes, *outcome.running.notes], outcome.capped)
+    plan_tables.print_outcome(console, result)
+    if result.cost is not None:
+        scales = {job.name: job.problem.rate_scale for job in joint.jobs}
+        if len(set(scales.values())) == 1:  # one scale for the set: the preamble says it
+            scales = {}
+        print_table(console, jobs_tables.jobs_table(parts, problem, scales))
+        print_table(console, jobs_tables.shared_links_table(problem, result.cost, parts))
+        print_table(console, plan_tables.hosts_table(result))
+        print_table(console, plan_tables.placement_table(problem, result))
+    if others:
+        print_table(console, jobs_tables.compare_jobs_table(problem, result, parts, others))
+        for o in others[:2]:  # all on server: its violations are the table's "no"
+            if o.failed:
+                console.print(f"{o.strategy}: {escape(o.failed)} does not fit: {escape(o.reason)}", overflow="ignore",
+                              crop=False)
+            elif o.cost is not None and not o.cost.feasible:
+                console.print(f"{o.strategy}: the plans together oversubscribe: {escape(o.cost.violations[0])}"
+                              + (f" (and {len(o.cost.violations) - 1} more)" if len(o.cost.violations) > 1 else ""),
+                              overflow="ignore", crop=False)
+    _print_contingencies(console, outcome)
+
+
+def _print_contingencies(console: Console, outcome: PlanOutcome) -> None:
+    contingency_plan.print_all(console, outcome.problem, outcome.contingencies, outcome.placement_mode,
+                               outcome.request.contingency)
+
+
+def print_written(console: Console, outcome: PlanOutcome, written: Written, out_dir: str) -> None:
+    for w in written.warnings:
+        console.print(f"[yellow]warning: {escape(w)}[/]")
+    if outcome.several:
+        console.print(f"wrote {', '.join(f'{outcome.dirs[n]}/' for n in outcome.names)}, fleet.json and the fleet "
+                      f"picture to {out_dir}")
+    else:
+        console.print(f"wrote {', '.join(p.name for p in written.paths)} to {out_dir}")

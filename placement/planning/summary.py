@@ -1,0 +1,111 @@
+"""The ``--json`` summary of a plan: one function for one job and for several (:func:`summary_json`).
+
+One job's keys are those it always had (``job``, its results beside its baselines); several jobs' are ``jobs`` (each
+with its directory and budget), the joint result (with each job's figures under ``jobs``), the running jobs always
+and the one-by-one plans under ``compare``. A result's figures are built once for both, paths included.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+from placement.costmodel.evaluate import PlanCost
+from placement.planning import contingency, rescale
+from placement.planning.outcome import PlanOutcome
+from placement.planning.running import running_json
+from placement.solver.one_by_one import OneByOne
+from placement.solver.result import PlanResult
+
+# the order of the top-level keys, as each shape has always had them
+ONE_JOB_KEYS = ("job", "inventory", "results", "parallelism", "max_rate", "what_if", "running", "running_notes",
+                "contingencies", "out")
+FLEET_KEYS = ("jobs", "inventory", "results", "running", "running_notes", "compare", "max_rate", "what_if",
+              "contingencies", "out")
+
+
+def summary_json(outcome: PlanOutcome, written: Sequence[Path] | None = None) -> dict:
+    """What ``placement plan --json`` prints (``written``: the files :func:`write_outcome` wrote, if any)."""
+    several = outcome.several
+    runs = outcome.running
+    entries: dict = {
+        "job": outcome.names[0],
+        "jobs": [{"job": n, "dir": outcome.dirs[n], **_budget_json(outcome.budgets.get(n))} for n in outcome.names],
+        "inventory": outcome.inventory.name,
+        "results": [result_json(r, outcome.parts if several else None) for r in outcome.results],
+    }
+    if outcome.rescaled is not None:
+        entries["parallelism"] = rescale.result_parallelism(outcome.rescaled)
+    if outcome.capped is not None:
+        entries["max_rate"] = outcome.capped.json()
+    if outcome.what_if:
+        entries["what_if"] = outcome.what_if
+    if runs.jobs or several:  # several jobs' summary always says what they were planned around
+        entries["running"] = running_json(runs)
+    if runs.notes:
+        entries["running_notes"] = runs.notes
+    if outcome.one_by_one:
+        entries["compare"] = compare_json(outcome.one_by_one)
+    if outcome.contingencies:
+        entries["contingencies"] = contingency.summary(outcome.contingencies)
+    if written is not None:
+        entries["out"] = [str(p) for p in written]
+    return {key: entries[key] for key in (FLEET_KEYS if several else ONE_JOB_KEYS) if key in entries}
+
+
+def result_json(r: PlanResult, parts: dict[str, PlanResult] | None = None) -> dict:
+    """One result's status and figures; ``parts``: several jobs' joint result, each job's figures under ``jobs``."""
+    out: dict = {"strategy": "joint" if parts is not None else r.strategy, "status": r.status, "reason": r.reason}
+    if r.cost is not None:
+        out.update(wan_mbit=r.cost.wan_mbit, server_cores=r.cost.server_cores, edge_cores=r.cost.edge_cores,
+                   latency_ms=r.cost.latency_ms, feasible=r.cost.feasible,
+                   links={link.name: link.mbit for link in r.cost.links})
+        if parts is not None:
+            out["jobs"] = {name: cost_json(p.cost) for name, p in parts.items() if p.cost is not None}
+        if r.cost.paths:
+            out.update(_paths_json(r.cost))
+    if r.shortages:
+        out["shortages"] = [{"kind": s.kind, "resource": s.resource, "needed": s.needed, "usable": s.usable,
+                             "capacity": s.capacity, "message": s.message} for s in r.shortages]
+    if r.causes:
+        out["causes"] = list(r.causes)
+    return out
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None  # JSON has no infinity: null, a saturated uplink
+
+
+def _paths_json(cost: PlanCost) -> dict:
+    """The worst path's upper bound under the keys it always had, the expected figure beside it, and every path's."""
+    worst = cost.worst_path
+    return {"worst_path_ms": _finite(worst.latency_ms), "worst_path": worst.name,
+            "worst_path_expected_ms": _finite(worst.expected_ms),
+            "paths": {p.name: _finite(p.latency_ms) for p in cost.paths},
+            "paths_expected": {p.name: _finite(p.expected_ms) for p in cost.paths}}
+
+
+def cost_json(c: PlanCost) -> dict:
+    return {"wan_mbit": c.wan_mbit, "server_cores": c.server_cores, "edge_cores": c.edge_cores,
+            "latency_ms": c.latency_ms, "links": {link.name: link.mbit for link in c.links}}
+
+
+def compare_json(others: Sequence[OneByOne]) -> list[dict]:
+    """Several jobs' ``compare``: each way of planning them one by one (also recorded in fleet.json)."""
+    return [_one_by_one_json(o) for o in others]
+
+
+def _one_by_one_json(o: OneByOne) -> dict:
+    out: dict = {"strategy": o.strategy, **({"order": list(o.order)} if o.order else {}), "feasible": o.feasible,
+                 "failed": o.failed, "reason": o.reason or None,
+                 "jobs": {name: {"status": r.status, **(cost_json(r.cost) if r.cost is not None else {})}
+                          for name, r in o.results.items()}}
+    if o.cost is not None:
+        out.update(wan_mbit=o.cost.wan_mbit, server_cores=o.cost.server_cores, latency_ms=o.cost.latency_ms,
+                   links={link.name: link.mbit for link in o.cost.links}, violations=list(o.cost.violations))
+    return out
+
+
+def _budget_json(record) -> dict:
+    return {"budget": record.model_dump(mode="json")} if record is not None else {}
