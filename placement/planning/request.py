@@ -122,12 +122,11 @@ class PlanRequest:
                                field="--rate-scale")
 
     def check_latency_bounds(self, problem: PlacementProblem) -> None:
-        """One job's ``--rescale`` and ``--max-rate`` have no latency rows yet (the exact model and ``--method
-        exact/auto`` have them)."""
-        if not self.several and problem.latency_bounds and (self.rescale or self.max_rate):
-            raise BadInput(f"{'--rescale' if self.rescale else '--max-rate'} does not honour a latency bound yet: plan "
-                           "without it, or drop policy.max_latency_ms", source=self.inventory,
-                           field="policy.max_latency_ms")
+        """One job's ``--max-rate`` has no latency rows yet: its scale search is a model of its own (the exact
+        model, ``--rescale`` and ``--method exact/auto`` have them)."""
+        if not self.several and problem.latency_bounds and self.max_rate:
+            raise BadInput("--max-rate does not honour a latency bound yet: plan without it, or drop "
+                           "policy.max_latency_ms", source=self.inventory, field="policy.max_latency_ms")
 
 
 def contingency_mode(required: bool, off: bool) -> Contingency:
