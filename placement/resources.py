@@ -1,7 +1,8 @@
-"""Where the data the tool ships is found at run time: netem profiles, lab job and scheduler sources, templates, examples.
+"""Where the data the tool ships is found at run time: netem profiles, lab job and scheduler sources, templates, examples,
+the Ansible playbooks.
 
 The repository's top-level folders are the one source (``deploy/``, ``netem/``, ``inventory/``, ``examples/``,
-``scheduler/``). A wheel carries copies of them under ``placement/data/<name>/`` (``setup.py`` maps them in at build
+``scheduler/``, ``submitter/``, ``ansible/``). A wheel carries copies of them under ``placement/data/<name>/`` (``setup.py`` maps them in at build
 time, nothing is committed twice); a clone or an editable install reads them in place. ``PLACEMENT_<NAME>_DIR``
 (e.g. ``PLACEMENT_NETEM_DIR``) overrides both.
 """
@@ -14,7 +15,7 @@ from pathlib import Path
 PACKAGE_DATA = Path(__file__).resolve().parent / "data"  # a built wheel's copies
 REPO_ROOT = Path(__file__).resolve().parent.parent  # a clone's top level
 # The folders a wheel ships (setup.py reads this list).
-SHIPPED = ("deploy", "netem", "inventory", "examples", "scheduler", "submitter")
+SHIPPED = ("deploy", "netem", "inventory", "examples", "scheduler", "submitter", "ansible")
 ENV_CACHE = "PLACEMENT_CACHE_DIR"  # where built and fetched things are kept (class archives, Flink distributions)
 # Older names of an override, still honoured after the new one.
 LEGACY_ENV = {"netem": "PLACEMENT_NETEM_PROFILES"}

@@ -67,7 +67,11 @@ stamp="$VENV/.installed-$extras-$digest"
 full_stamp="$VENV/.installed-test,lab,ansible-$digest"   # the full install holds the basic one
 if [ "$LATEST" = 1 ] || { [ ! -f "$stamp" ] && ! { [ "$FULL" = 0 ] && [ -f "$full_stamp" ]; }; }; then
   "$VENV/bin/pip" install -q --upgrade pip >/dev/null
-  "$VENV/bin/pip" install -q "${PIN[@]}" -e ".[$extras]"
+  # setuptools ends an editable install with a block of asterisks, "Editable installation ... be careful with folders
+  # in your working directory with the same name as your package": a notice (InformationOnly) for the import finder
+  # it maps placement/ with, which pip -q still prints. Only that notice is filtered; every other warning shows.
+  PYTHONWARNINGS="ignore:Editable installation${PYTHONWARNINGS:+,$PYTHONWARNINGS}" \
+    "$VENV/bin/pip" install -q "${PIN[@]}" -e ".[$extras]"
   rm -f "$VENV"/.installed-*
   touch "$stamp"
 fi

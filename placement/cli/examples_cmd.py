@@ -1,4 +1,4 @@
-"""``placement examples``: where the shipped example inputs are, and a copy of them to edit.
+"""``placement examples``: where the shipped example inputs and the Ansible playbooks are, and a copy of them to edit.
 
 In a clone they are the repository's folders; in an installed package, the copies the wheel carries
 (:mod:`placement.resources`). Either way a user can plan right away without knowing where pip put them.
@@ -22,15 +22,17 @@ SHOWN = (
     ("examples", "profiles", "job profiles (plan --profile)", "*.json"),
     ("examples", "metrics", "metric histories (profile METRICS_DIR)", "*"),
     ("netem", "", "WAN profiles (netem apply --profile NAME)", "*.yaml"),
+    ("ansible", "", "Ansible playbooks (ansible-playbook in a copy: --copy DIR, cd DIR/ansible)", "*.yml"),
 )
-COPIED = ("inventory", "examples", "netem")
+COPIED = ("inventory", "examples", "netem", "ansible")
 
 
 @click.command()
 @click.option("--copy", "copy_to", type=click.Path(file_okay=False), metavar="DIR",
               help=f"copy {', '.join(f'{name}/' for name in COPIED)} into DIR to edit them (never overwrites)")
 def examples(copy_to: str | None) -> None:
-    """List the example inventories, profiles, metric histories and WAN profiles that ship with placement."""
+    """List the example inventories, profiles, metric histories, WAN profiles and Ansible playbooks that ship with
+    placement."""
     if copy_to:
         _copy(Path(copy_to))
         return

@@ -76,8 +76,9 @@ def validate(file: str, as_json: bool) -> None:
 )
 @click.option("--wan-profile", help="shape every link like this named WAN profile (as `placement netem apply --profile`)")
 def ansible(file: str, out: str | None, flink_archive: str | None, rate_only: bool, wan_profile: str | None) -> None:
-    """Export FILE as an Ansible inventory for the project's playbooks (site.yml, stop.yml, netem.yml: in a clone of
-    the repository; the pip package does not carry them).
+    """Export FILE as an Ansible inventory for the shipped playbooks (site.yml, stop.yml, netem.yml: `placement
+    examples` lists them, `placement examples --copy DIR` puts them into DIR/ansible/). Run them from that folder,
+    whose ansible.cfg they use: cd DIR/ansible && ansible-playbook -i hosts.yml site.yml.
 
     Relative ssh key and known_hosts paths are taken relative to FILE's directory.
     """

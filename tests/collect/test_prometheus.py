@@ -27,7 +27,7 @@ from placement.profile.rules import MIN_CONFIDENT_BUSY_MS
 REST_SECONDS = 100  # after the warm-up, 25 s of samples: the figures compared agree to < 1 % (5 % allowed)
 # Flink's rates and busy times are 60 s averages, so 60 s after a start they drop off a cliff (the start-up leaves the
 # window). REST's attempt start is its deployment; Prometheus' is its initialization (deployment took 1-5 s here):
-# a warm-up of exactly 60 s would put the two cut-offs on either side of that cliff. 75 s covers it, as the README
+# a warm-up of exactly 60 s would put the two cut-offs on either side of that cliff. 75 s covers it, as docs/profile.md
 # advises.
 WARMUP_S = 75
 AGREEMENT = 0.05

@@ -181,5 +181,5 @@ def test_examples_copy_that_fails_renaming_puts_nothing_in_place(tmp_path, monke
 def test_examples_copy_still_copies(tmp_path):
     done = run_placement("examples", "--copy", tmp_path / "ex", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert sorted(p.name for p in (tmp_path / "ex").iterdir()) == ["examples", "inventory", "netem"]
+    assert sorted(p.name for p in (tmp_path / "ex").iterdir()) == ["ansible", "examples", "inventory", "netem"]
     assert (tmp_path / "ex" / "inventory" / "edge-lab.yaml").read_text() == EDGE_LAB.read_text()

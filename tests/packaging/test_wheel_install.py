@@ -151,6 +151,24 @@ def test_examples_copy_gives_editable_inputs(installed):
     assert again.returncode == 2 and again.stderr.count("\n") == 1 and "exists" in again.stderr
 
 
+def test_the_ansible_playbooks_ship_and_copy_beside_the_inventories(installed):
+    """An installed package provisions hosts: its playbooks are listed, copied with the inventories, and the exported
+    inventory goes beside them (where `cd DIR/ansible && ansible-playbook -i hosts.yml site.yml` runs)."""
+    data = installed.data()
+    for name in ("site.yml", "stop.yml", "netem.yml", "ansible.cfg", "roles/flink/tasks/main.yml"):
+        assert (data / "ansible" / name).is_file(), name
+    listing = installed.placement("examples")
+    assert listing.returncode == 0 and str(data / "ansible") in listing.stdout and "site.yml" in listing.stdout
+    target = installed.elsewhere / "with-playbooks"
+    done = installed.placement("examples", "--copy", target)
+    assert done.returncode == 0, done.stderr
+    assert (target / "ansible" / "site.yml").read_bytes() == (REPO / "ansible" / "site.yml").read_bytes()
+    done = installed.placement("inventory", "ansible", target / "inventory" / "edge-lab.yaml",
+                               "--out", target / "ansible" / "hosts.yml")
+    assert done.returncode == 0, done.stderr
+    assert (target / "ansible" / "hosts.yml").is_file()
+
+
 def test_java_sources_of_the_lab_jobs_and_the_scheduler_are_found(installed):
     found = json.loads(installed.python(
         "import json; from placement.lab.jobs import JOBS_DIR; from placement.scheduler.build import SOURCES_DIR;"

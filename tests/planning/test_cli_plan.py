@@ -97,7 +97,7 @@ def test_plan_writes_every_artifact_and_is_optimal(profile, tmp_path, capsys):
             moved = {m.label: m.address for m in lost[address].moves}
             assert lines == moved and set(moved.values()) == {pr.host_by_name["server"].address}
     assert parse_schedulercfg(cfg) == {a.label: a.address for a in plan.assignment}
-    # the shipped example files (schedulercfg/golden, what the README shows) are such a plan too
+    # the shipped example files (schedulercfg/golden, what the demo writes) are such a plan too
     if len(optima) == 1:
         golden = REPO / "schedulercfg" / "golden" / f"{profile.stem}.edge-lab.schedulercfg"
         assert golden.read_text() == cfg

@@ -87,7 +87,7 @@ def test_no_structural_cause_when_the_pi_itself_is_too_small():
     assert result.causes == ()
 
 
-NARROW = ["--link", "rpi1:1mbit", "--link", "rpi2:1mbit", "--link", "rpi3:1mbit"]  # the README's example of a short link
+NARROW = ["--link", "rpi1:1mbit", "--link", "rpi2:1mbit", "--link", "rpi3:1mbit"]  # docs/plan.md's example of a short link
 
 
 def test_cli_lists_each_shortfall_once_and_ends_with_one_line(tmp_path, capsys):

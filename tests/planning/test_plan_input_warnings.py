@@ -45,7 +45,7 @@ CASES = {
     "pin typo": (_typo_pin, PROFILES / "iot-sensors.json",
                  "pins.sources.Source: Sensor names no vertex of job 'iot-sensors' and is ignored; "
                  "did you mean 'Source: Sensors'?"),
-    "other job": (lambda doc: None, PROFILES / "branching-join.json",
+    "other job": (lambda doc: doc.pop("jobs", None), PROFILES / "branching-join.json",  # no entry for the job
                   "job.name: is 'iot-sensors' but the profile is of job 'camera-meter-join'"),
     "bytes unit": (_megabytes, PROFILES / "iot-sensors.json",
                    "links[0].bandwidth: '50mbps' is in tc's bytes per second (400 Mbit/s); write '50mbit'"),
