@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import yaml
 from support.cli import EDGE_LAB, IOT, PROFILES
 from support.planning import FakeClusterReader
 
@@ -43,9 +44,14 @@ def test_two_jobs_are_one_joint_plan_written_as_a_fleet_directory(tmp_path):
     assert all((tmp_path / "out" / outcome.dirs[n] / "plan.json").is_file() for n in outcome.names)
 
 
-def test_the_input_warnings_go_to_the_sink_the_request_names():
+def test_the_input_warnings_go_to_the_sink_the_request_names(tmp_path):
+    # an inventory that does not know the job: neither its job block nor a jobs: entry names nexmark-q5
+    doc = yaml.safe_load(EDGE_LAB.read_text())
+    doc["jobs"] = [j for j in doc.get("jobs", []) if j["name"] != "nexmark-q5"]
+    inv = tmp_path / "inv.yaml"
+    inv.write_text(yaml.safe_dump(doc))
     said: list[str] = []
-    outcome = plan(PlanRequest(inventory=str(EDGE_LAB), profiles=(str(NEXMARK),), say_warning=said.append))
+    outcome = plan(PlanRequest(inventory=str(inv), profiles=(str(NEXMARK),), say_warning=said.append))
     assert said == outcome.warnings and any("job.name" in w for w in said)
 
 
