@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from placement.errors import PlacementError
-from placement.flink.rest import FlinkRest
+from placement.flink.port import FlinkPort
 from placement.watch.options import WatchOptions
 
 
@@ -41,7 +41,7 @@ def apply_fleet_plan(fleet_dir: Path, options: WatchOptions) -> dict[str, Any]:
             "audit": str(audit)}
 
 
-def apply_plan(plan_dir: Path, options: WatchOptions, rest: FlinkRest) -> dict[str, Any]:
+def apply_plan(plan_dir: Path, options: WatchOptions, rest: FlinkPort) -> dict[str, Any]:
     """``placement apply PLAN_DIR --inventory INV --job-name NAME`` through its public request, prepare and execute
     (same preflight, lock, savepoint, verify, roll back, audit log in PLAN_DIR/apply-audit.jsonl). Never raises for
     an apply that did not take effect: the outcome says what happened, ``changed`` whether the job was redeployed."""
