@@ -11,11 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from support.fake_flink import FakeFlinkRest
-
 from placement.profile.format import JobProfile
 from placement.watch.observing import JobTrack, JobWindow
 from placement.writers.planjson import load_plan
+from support.fake_flink import FakeFlinkRest
 
 
 class FakeWindows:

@@ -26,9 +26,9 @@ from placement.loading import load_model
 from placement.profile.format import JobProfile, load_profile
 from placement.solver.methods import solve_with
 from placement.watch.loop import Observed, Seen, Watch
-from placement.watch.replanning import plan_for_demand
 from placement.watch.options import WatchOptions
 from placement.watch.record import DecisionLog, read_log, window_json
+from placement.watch.replanning import plan_for_demand
 from placement.watch.signals import window_from_profile
 from placement.writers.fleetjson import FleetDocument
 from placement.writers.planjson import load_plan
