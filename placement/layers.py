@@ -9,8 +9,9 @@ with why: the test fails on any other, and on an exception that no longer occurs
 from __future__ import annotations
 
 LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer.split()) for layer in (
-    "errors",  # core: the error types everything raises
-    "__init__ layers units loading signals resources netns",  # core: units, loading, signals, data paths, namespaces
+    "errors clock",  # core: the error types everything raises; the clock waits and dates are read from
+    "__init__ layers units loading signals resources netns polling",  # core: units, loading, signals, data paths,
+    # namespaces, the one poll helper
     "flink",  # Flink facts, config, versions, homes, the REST client
     "inventory",  # the inventory model and its what-if edits
     "remote",  # hosts: SSH / local / dry-run execution

@@ -37,6 +37,7 @@ from placement.apply.runner import ApplyFailed, ApplyOutcome, Runner, holder_str
 from placement.errors import PlacementError
 from placement.flink.distribution import flink_home_for
 from placement.flink.home import FlinkHome, find_flink_home
+from placement.flink.port import FlinkPort
 from placement.flink.rest import FlinkRest
 from placement.remote import DryRunExecutor, Executor, ExecutorFactory
 from placement.scheduler import ExtensionJar, build_extension
@@ -50,7 +51,7 @@ class Prepared:
     request: ApplyRequest
     view: ClusterView
     plan: ApplyPlan
-    rest: FlinkRest
+    rest: FlinkPort
     executors: dict[str, Executor]
     factory: ExecutorFactory
     # a dry run against a cluster it could not read: what preflight could not check (the steps are then planned on
@@ -72,7 +73,7 @@ def connect(req: ApplyRequest, *, dry_run: bool, accept_new_host_keys: bool) -> 
 
 
 def prepare(req: ApplyRequest, *, dry_run: bool = False, accept_new_host_keys: bool = False,
-            rest: FlinkRest | None = None) -> Prepared:
+            rest: FlinkPort | None = None) -> Prepared:
     """Preflight and plan; raises :class:`PreflightFailed` (nothing changed) when the plan cannot be applied."""
     rest = rest or FlinkRest(req.inventory.flink.rest_url)
     executors, factory = connect(req, dry_run=dry_run, accept_new_host_keys=accept_new_host_keys)

@@ -43,7 +43,8 @@ from placement.apply.vertices import match_vertices, planned_vertices
 from placement.errors import BadInput, PlacementError
 from placement.flink.cluster_version import pin_mismatch, reported_version_text
 from placement.flink.options import CONFIG_YAML, LEGACY_CONFIG, config_file_names, read_config
-from placement.flink.rest import TERMINAL_STATES, FlinkRest, FlinkRestError, VertexInfo
+from placement.flink.port import FlinkPort
+from placement.flink.rest import TERMINAL_STATES, FlinkRestError, VertexInfo
 from placement.flink.versions import FlinkVersion, supported_version
 from placement.remote import CommandFailed, Executor, HostUnreachable
 from placement.scheduler import (
@@ -92,7 +93,7 @@ def slots_needed(counts: Counts) -> dict[str, int]:
     return out
 
 
-def resolve_job(req: ApplyRequest, rest: FlinkRest) -> tuple[str, str, str]:
+def resolve_job(req: ApplyRequest, rest: FlinkPort) -> tuple[str, str, str]:
     """(job id, name, state) of the job to apply to; an unknown id or name is bad input (exit 2)."""
     sel = req.selector
     if sel.job_id:
@@ -126,7 +127,7 @@ def probe_writable_argv(path: str) -> list[str]:
     return ["sh", "-c", script, "sh", path]
 
 
-def observe(req: ApplyRequest, rest: FlinkRest, executors: dict[str, Executor]) -> tuple[ClusterView | None, list[Problem]]:
+def observe(req: ApplyRequest, rest: FlinkPort, executors: dict[str, Executor]) -> tuple[ClusterView | None, list[Problem]]:
     """Read everything (SSH to every host, REST); returns the view (None when the job could not be read) and problems."""
     problems: list[Problem] = []
     inv = req.inventory
@@ -286,7 +287,7 @@ def submitter_probe_argv(submitter: str, candidates: Sequence[str], java: str) -
     return ["sh", "-c", script, "sh", java]
 
 
-def read_subtask_hosts(rest: FlinkRest, job_id: str, vertices: Sequence[VertexInfo]) -> dict[str, tuple[str, ...]]:
+def read_subtask_hosts(rest: FlinkPort, job_id: str, vertices: Sequence[VertexInfo]) -> dict[str, tuple[str, ...]]:
     """Running vertex id -> taskmanager-id of subtask 0, 1, ... (REST ``/jobs/<id>/vertices/<vid>``)."""
     return {v.id: tuple(s.taskmanager_id for s in sorted(rest.subtasks(job_id, v.id), key=lambda s: s.index))
             for v in vertices}

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -47,8 +46,11 @@ from placement.apply.model import (
 from placement.apply.preflight import read_subtask_hosts
 from placement.apply.verify import VerifyRow, all_ok, compare, compare_subtasks
 from placement.apply.vertices import PlannedVertex, match_vertices
+from placement.clock import SYSTEM_CLOCK, Clock
 from placement.errors import PlacementError
-from placement.flink.rest import TERMINAL_STATES, FlinkRest
+from placement.flink.port import FlinkPort
+from placement.flink.rest import TERMINAL_STATES
+from placement.polling import poll
 from placement.remote import CommandFailed, Executor
 from placement.scheduler import SCHEDULER_DIR_KEY, extension_active
 from placement.submitter import job_id_from
@@ -130,10 +132,11 @@ QUIET_AFTER_FAILED_STOP_S = 5.0
 
 
 class Runner:
-    def __init__(self, plan: ApplyPlan, rest: FlinkRest, executors: dict[str, Executor], audit: AuditLog,
-                 echo: Callable[[str], None] = print, *, jar_id: str | None = None):
+    def __init__(self, plan: ApplyPlan, rest: FlinkPort, executors: dict[str, Executor], audit: AuditLog,
+                 echo: Callable[[str], None] = print, *, jar_id: str | None = None, clock: Clock = SYSTEM_CLOCK):
         self.plan = plan
         self.rest = rest
+        self.clock = clock  # every wait, duration and date of the run: a fake one runs a test in simulated time
         self.executors = executors
         self.audit = audit
         self.echo = echo
@@ -149,14 +152,14 @@ class Runner:
         a = step.action
         self.echo(f"[{label} {index}] {step.phase}: {self._describe(a)}")
         self.audit.write("start", step=index, seq=label, phase=step.phase, kind=a.kind, action=self._describe(a))
-        t0 = time.monotonic()
+        t0 = self.clock.monotonic()
         try:
             detail = self._do(a)
         except Exception as exc:
-            self.audit.write("failed", step=index, seq=label, kind=a.kind, seconds=round(time.monotonic() - t0, 3),
+            self.audit.write("failed", step=index, seq=label, kind=a.kind, seconds=round(self.clock.monotonic() - t0, 3),
                              error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
             raise
-        self.audit.write("ok", step=index, seq=label, kind=a.kind, seconds=round(time.monotonic() - t0, 3), **(detail or {}))
+        self.audit.write("ok", step=index, seq=label, kind=a.kind, seconds=round(self.clock.monotonic() - t0, 3), **(detail or {}))
 
     def _describe(self, a: Action) -> str:
         text = a.describe()
@@ -203,7 +206,7 @@ class Runner:
             job = a.job_id or self.ctx.new_job_id
             assert job
             self.rest.wait_until_running(job, timeout=a.timeout)
-            self.running_again_at = time.monotonic()
+            self.running_again_at = self.clock.monotonic()
         elif isinstance(a, WaitTaskManagers):
             self.rest.wait_for_taskmanagers(dict(a.wanted), timeout=a.timeout)
         elif isinstance(a, CheckExtension):
@@ -232,16 +235,13 @@ class Runner:
         return compare_subtasks(a.subtasks, match, read_subtask_hosts(self.rest, job_id, list(match.matched.values())))
 
     def _watch_stable(self, job_id: str, seconds: float) -> None:
-        deadline = time.monotonic() + seconds
-        while True:
-            job = self.rest.job(job_id)
-            if job.state != "RUNNING" or job.restarting_since_ms > 0:
-                cause = self.rest.root_exception(job_id) or "no exception recorded"
-                raise PlacementError(f"job {job_id} did not stay RUNNING after it was placed (now {job.state}"
-                                     f"{', it restarted' if job.restarting_since_ms else ''}): {cause}")
-            if time.monotonic() >= deadline:
-                return
-            time.sleep(0.5)
+        job, left_running = poll(lambda: self.rest.job(job_id),
+                                 lambda job: job.state != "RUNNING" or job.restarting_since_ms > 0,
+                                 timeout=seconds, every=0.5, clock=self.clock)
+        if left_running:
+            cause = self.rest.root_exception(job_id) or "no exception recorded"
+            raise PlacementError(f"job {job_id} did not stay RUNNING after it was placed (now {job.state}"
+                                 f"{', it restarted' if job.restarting_since_ms else ''}): {cause}")
 
     def _check_extension(self, a: CheckExtension) -> None:
         active = extension_active(self.rest)
@@ -257,7 +257,7 @@ class Runner:
         ex = self.executors[a.host]
         machine = socket.gethostname()
         for attempt in (1, 2):
-            now = time.time()
+            now = self.clock.now()
             content = json.dumps({"holder": a.holder, "machine": machine, "pid": os.getpid(), "apply": self.audit.apply_id,
                                   "since": datetime.fromtimestamp(now, timezone.utc).isoformat(timespec="seconds"),
                                   "since_epoch": now, "job": self.plan.job_id})
@@ -290,24 +290,23 @@ class Runner:
         self.ctx.lock = None
 
     def _stop(self, a: StopWithSavepoint) -> None:
-        self.stop_requested_at = time.monotonic()
+        self.stop_requested_at = self.clock.monotonic()
         self.stop_requested_at_jm_ms = self.rest.job(a.job_id).now_ms
         trigger = self.rest.trigger_stop_with_savepoint(a.job_id, a.target_directory)
-        deadline = time.monotonic() + a.timeout
-        while time.monotonic() < deadline:
-            status, location, failure = self.rest.savepoint_status(a.job_id, trigger)
-            if status == "COMPLETED":
-                if failure or not location:
-                    raise StopFailed(f"stop-with-savepoint of job {a.job_id} failed: {failure}")
-                self.ctx.savepoint = location
-                self.ctx.stopped = True
-                return
-            time.sleep(0.2)
+        (_, location, failure), completed = poll(lambda: self.rest.savepoint_status(a.job_id, trigger),
+                                                 lambda status: status[0] == "COMPLETED", timeout=a.timeout,
+                                                 every=0.2, clock=self.clock)
+        if completed:
+            if failure or not location:
+                raise StopFailed(f"stop-with-savepoint of job {a.job_id} failed: {failure}")
+            self.ctx.savepoint = location
+            self.ctx.stopped = True
+            return
         raise StopFailed(f"stop-with-savepoint of job {a.job_id} did not complete within {a.timeout:.0f}s")
 
     def _record(self, host: str, path: str, record: dict) -> None:
         full = {**record, "job_id": self.ctx.new_job_id, "savepoint": self.ctx.savepoint,
-                "applied_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "apply": self.audit.apply_id}
+                "applied_at": datetime.fromtimestamp(self.clock.now(), timezone.utc).isoformat(timespec="seconds"), "apply": self.audit.apply_id}
         self.executors[host].upload_atomic(path, json.dumps(full, indent=2) + "\n")
 
     # ---- the whole plan -------------------------------------------------------------------------------------------
@@ -387,21 +386,23 @@ class Runner:
         may be about to restart. Settled: the job and all its vertices RUNNING, and either a restart that began after
         the stop was triggered is over, or none began within ``quiet`` seconds.
         """
-        deadline = time.monotonic() + timeout
-        quiet_until = time.monotonic() + quiet
+        quiet_until = self.clock.monotonic() + quiet
         since = self.stop_requested_at_jm_ms or 0
         state, restarted = "unknown (REST unreachable)", False
-        while True:
+
+        def done() -> bool:
+            nonlocal state, restarted
             try:
                 job = self.rest.job(job_id)
             except PlacementError:
-                return state, restarted
+                return True
             state = job.state
             restarted = restarted or job.restarting_since_ms >= since > 0
-            settled = job.all_running and (restarted or time.monotonic() >= quiet_until)
-            if settled or state in TERMINAL_STATES or time.monotonic() >= deadline:
-                return state, restarted
-            time.sleep(0.25)
+            settled = job.all_running and (restarted or self.clock.monotonic() >= quiet_until)
+            return settled or state in TERMINAL_STATES
+
+        poll(done, bool, timeout=timeout, every=0.25, clock=self.clock)
+        return state, restarted
 
     def _roll_back(self, reason: str) -> ApplyOutcome:
         self.echo(f"failed after the stop: {reason}")

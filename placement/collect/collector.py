@@ -49,6 +49,8 @@ from placement.collect.layout import (
 )
 from placement.errors import BadInput, PlacementError
 from placement.flink.cluster_version import reported_version_text
+from placement.flink.port import FlinkPort
+from placement.polling import poll
 from placement.flink.rest import TERMINAL_STATES, FlinkRest, FlinkRestError
 from placement.inventory import Inventory
 from placement.remote import ExecutorFactory
@@ -131,7 +133,7 @@ class Collector:
     def __init__(self, options: CollectOptions, *, sleep: Callable[[float], None] = time.sleep,
                  clock: Callable[[], float] = time.time):
         self.o = options
-        self.rest = FlinkRest(options.rest_url, timeout=options.timeout_s,
+        self.rest: FlinkPort = FlinkRest(options.rest_url, timeout=options.timeout_s,
                               session=retrying_session(options.retries, options.backoff_s))
         self.sleep = sleep
         self.clock = clock
@@ -160,8 +162,7 @@ class Collector:
 
     def wait_for_metrics(self, job_id: str, vertices: list[RunVertex]) -> list[str]:
         """Wait until every vertex lists busyTimeMsPerSecond; returns the rate metrics Flink knows for the job."""
-        deadline = time.monotonic() + self.o.metrics_timeout_s
-        while True:
+        def listed() -> tuple[set[str], list[str]]:
             known: set[str] = set()
             missing = []
             for v in vertices:
@@ -169,15 +170,17 @@ class Collector:
                 known |= names
                 if REQUIRED_METRIC not in names:
                     missing.append(v.name)
-            if not missing:
-                return [m for m in RATE_METRICS if m in known]
-            if time.monotonic() >= deadline:
-                raise BadInput(
-                    f"job {job_id} reports no {REQUIRED_METRIC} for {', '.join(missing)} after {self.o.metrics_timeout_s:g} s "
-                    "(metrics appear about 10 s after a job starts; is it running?)",
-                    source=self.o.rest_url, field="metrics",
-                )
-            self.sleep(1.0)
+            return known, missing
+
+        (known, missing), complete = poll(listed, lambda seen: not seen[1], timeout=self.o.metrics_timeout_s,
+                                          every=1.0, sleep=self.sleep)
+        if not complete:
+            raise BadInput(
+                f"job {job_id} reports no {REQUIRED_METRIC} for {', '.join(missing)} after {self.o.metrics_timeout_s:g} s "
+                "(metrics appear about 10 s after a job starts; is it running?)",
+                source=self.o.rest_url, field="metrics",
+            )
+        return [m for m in RATE_METRICS if m in known]
 
     def checkpoint_sizes(self, job_id: str) -> tuple[dict[str, float], dict[str, float]] | None:
         """Vertex id -> (full state, what was written) in bytes, of the latest completed checkpoint; None when there is

@@ -23,6 +23,7 @@ import requests
 
 from placement.errors import PlacementError
 from placement.flink.jar_run import run_request_body  # noqa: F401  (part of this module's API)
+from placement.polling import poll
 from placement.units import flink_duration_ms
 
 TERMINAL_STATES = frozenset({"FINISHED", "FAILED", "CANCELED", "SUSPENDED"})
@@ -188,21 +189,20 @@ class FlinkRest:
     def wait_for_taskmanagers(self, wanted: Mapping[str, str | None], timeout: float = 120.0) -> list[TaskManagerInfo]:
         """Wait until a TaskManager with each resource id in ``wanted`` is registered; a non-None value is an
         external resource that TaskManager must declare (``totalResource.extendedResources``)."""
-        deadline = time.monotonic() + timeout
-        missing = sorted(wanted)
-        while time.monotonic() < deadline:
+        def registered() -> tuple[dict[str, TaskManagerInfo], list[str]]:
             try:
                 tms = {tm.id: tm for tm in self.taskmanagers()}
             except FlinkRestError:
                 tms = {}
-            missing = [
+            return tms, [
                 tm_id for tm_id, resource in sorted(wanted.items())
                 if tm_id not in tms
                 or (resource is not None and resource not in (tms[tm_id].total_resource.get("extendedResources") or {}))
             ]
-            if not missing:
-                return list(tms.values())
-            time.sleep(0.5)
+
+        (tms, missing), complete = poll(registered, lambda seen: not seen[1], timeout=timeout, every=0.5)
+        if complete:
+            return list(tms.values())
         raise PlacementError(f"TaskManager(s) {', '.join(missing)} not registered (with their resource) after {timeout:.0f}s")
 
     # ---- jars --------------------------------------------------------------------------------------------------
@@ -335,12 +335,9 @@ class FlinkRest:
             return {vid: self.vertex_metrics(job_id, vid, [name]).get(name) for vid in vertex_ids}
 
         first = read()
-        deadline = time.monotonic() + wait_s
-        while True:
-            values, at = read(), time.monotonic()
-            if values != first or at >= deadline:
-                return at, values
-            time.sleep(poll_s)
+        (values, at), _ = poll(lambda: (read(), time.monotonic()), lambda dated: dated[0] != first, timeout=wait_s,
+                               every=poll_s)
+        return at, values
 
     def trigger_stop_with_savepoint(self, job_id: str, target_directory: str, *, drain: bool = False) -> str:
         """Ask for stop-with-savepoint; returns the trigger id (see :meth:`savepoint_status`)."""
@@ -370,48 +367,36 @@ class FlinkRest:
         trigger = answer.get("request-id")
         if not trigger:
             raise FlinkRestError(f"Flink REST POST {self.url}/jobs/{job_id}/stop: no request-id in {answer}")
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            status = self.get(f"/jobs/{job_id}/savepoints/{trigger}")
-            if status.get("status", {}).get("id") == "COMPLETED":
-                operation = status.get("operation", {})
-                if "location" in operation:
-                    return operation["location"]
-                cause = operation.get("failure-cause", {}).get("stack-trace", "") or str(operation)
-                raise PlacementError(f"stop-with-savepoint of job {job_id} failed: {cause.strip().splitlines()[0]}")
-            time.sleep(0.5)
+        status, completed = poll(lambda: self.get(f"/jobs/{job_id}/savepoints/{trigger}"),
+                                 lambda body: body.get("status", {}).get("id") == "COMPLETED", timeout=timeout, every=0.5)
+        if completed:
+            operation = status.get("operation", {})
+            if "location" in operation:
+                return operation["location"]
+            cause = operation.get("failure-cause", {}).get("stack-trace", "") or str(operation)
+            raise PlacementError(f"stop-with-savepoint of job {job_id} failed: {cause.strip().splitlines()[0]}")
         raise PlacementError(f"stop-with-savepoint of job {job_id} did not complete within {timeout:.0f}s")
 
     def wait_for_state(self, job_id: str, states: str | Sequence[str] = "RUNNING", timeout: float = 60.0) -> str:
         """Wait until the job is in one of ``states``; fails early if it ends in another terminal state."""
         wanted = {states} if isinstance(states, str) else set(states)
-        deadline = time.monotonic() + timeout
-        state = "?"
-        while time.monotonic() < deadline:
-            state = self.job_raw(job_id)["state"]
-            if state in wanted:
-                return state
-            if state in TERMINAL_STATES:
-                break
-            time.sleep(0.5)
+        state, _ = poll(lambda: self.job_raw(job_id)["state"], lambda now: now in wanted or now in TERMINAL_STATES,
+                        timeout=timeout, every=0.5)
+        if state in wanted:
+            return state
         why = self.root_exception(job_id)
         raise PlacementError(f"job {job_id} is {state}, not {'/'.join(sorted(wanted))}" + (f": {why}" if why else ""))
 
     def wait_until_running(self, job_id: str, timeout: float = 90.0) -> JobDetails:
         """Wait until the job and every one of its subtasks are RUNNING (a RUNNING job may still be scheduling)."""
         start = time.monotonic()
-        deadline = start + timeout
-        details = None
-        while time.monotonic() < deadline:
-            details = self.job(job_id)
-            if details.state in TERMINAL_STATES:
-                break
-            if details.all_running:
-                return details
-            time.sleep(0.5)
+        details, _ = poll(lambda: self.job(job_id), lambda job: job.state in TERMINAL_STATES or job.all_running,
+                          timeout=timeout, every=0.5)
+        if details.all_running:
+            return details
         why = self.root_exception(job_id)
-        pending = "" if details is None else ", ".join(f"{v.name}={v.status}" for v in details.vertices if v.status != "RUNNING")
-        state = details.state if details else "?"
+        pending = ", ".join(f"{v.name}={v.status}" for v in details.vertices if v.status != "RUNNING")
+        state = details.state
         # a job that ended (FAILED, CANCELED) stopped the wait early: say so, not that the timeout ran out
         head = (f"job {job_id} is {state} after {time.monotonic() - start:.0f}s" if state in TERMINAL_STATES
                 else f"job {job_id} not fully RUNNING after {timeout:.0f}s (job {state}" + (f"; {pending}" if pending else "") + ")")

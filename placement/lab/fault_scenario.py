@@ -38,6 +38,7 @@ from placement.flink.rest import FlinkRest
 from placement.lab import chain, faults
 from placement.lab.measure import measure_window
 from placement.planning import PlanRequest, plan, write_outcome
+from placement.polling import poll
 from placement.profile.pipeline import build_profile, write_profile
 from placement.writers.planjson import PlanDocument, load_plan
 
@@ -227,14 +228,17 @@ def expected_placement(plan: PlanDocument, lost: str | None) -> dict[str, list[s
 
 
 def _wait(what: str, predicate: Callable[[], bool], timeout: float, interval: float = 0.5) -> float:
+    """Seconds until ``predicate()`` held (a REST error counts as not yet)."""
     start = time.monotonic()
-    while time.monotonic() - start < timeout:
+
+    def holds() -> bool:
         try:
-            if predicate():
-                return time.monotonic() - start
+            return predicate()
         except PlacementError:
-            pass
-        time.sleep(interval)
+            return False
+
+    if poll(holds, bool, timeout=timeout, every=interval)[1]:
+        return time.monotonic() - start
     raise PlacementError(f"{what}: not within {timeout:.0f} s")
 
 

@@ -10,14 +10,14 @@
 from __future__ import annotations
 
 import os
-import signal
-import time
 from pathlib import Path
 
 from placement.errors import PlacementError
 from placement.lab import sshd as lab_sshd
+from placement.lab import stopping
 from placement.lab.flink import relaunch_from_state
 from placement.netns import run
+from placement.polling import poll
 
 
 def host_entry(state: dict, host: str) -> dict:
@@ -37,16 +37,10 @@ def power_loss(state: dict, host: str, timeout: float = 10.0) -> int:
     """SIGKILL every process of ``host``; returns how many there were. Waits until none is left."""
     ns = host_entry(state, host)["namespace"]
     pids = namespace_pids(ns)
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    deadline = time.monotonic() + timeout
-    while namespace_pids(ns) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    if namespace_pids(ns):
-        raise PlacementError(f"lab host {host}: processes still alive after SIGKILL: {sorted(namespace_pids(ns))}")
+    stopping.kill(pids, timeout=timeout)
+    left, emptied = poll(lambda: namespace_pids(ns), lambda listed: not listed, timeout=timeout, every=0.05)
+    if not emptied:
+        raise PlacementError(f"lab host {host}: processes still alive after SIGKILL: {sorted(left)}")
     return len(pids)
 
 

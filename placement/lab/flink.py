@@ -20,21 +20,25 @@ import contextlib
 import hashlib
 import json
 import os
-import signal
 import socket
 import subprocess
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
-
 from placement.errors import PlacementError
 from placement.flink.home import JAVA17_FLAGS, FlinkHome, find_flink_home
-from placement.flink.options import CONFIG_YAML, duration, jobmanager_bind_host, render_config
+from placement.flink.options import (
+    CONFIG_YAML,
+    duration,
+    jobmanager_bind_host,
+    render_config,
+)
 from placement.flink.versions import FlinkVersion
 from placement.inventory.failure_detection import FailureDetection, flink_config
+from placement.lab import stopping
+from placement.polling import poll
 from placement.scheduler.install import launcher_classpath
 
 JOBMANAGER_MAIN = "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint"
@@ -319,22 +323,10 @@ class RunningCluster:
         self.state_file.unlink(missing_ok=True)
 
 
-def _signal_group(pid: int, sig: int) -> None:
-    try:
-        os.killpg(pid, sig)  # started with start_new_session: pgid == pid
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 def stop_processes(processes: Sequence[FlinkProcess], timeout: float = 20.0) -> None:
+    """TERM each process and what it started (its wrapper's JVM), KILL what is left after ``timeout``."""
+    stopping.stop([p.pid for p in processes], timeout=timeout, tree=True)
     for p in processes:
-        _signal_group(p.pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    for p in processes:
-        while p.alive() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        if p.alive():
-            _signal_group(p.pid, signal.SIGKILL)
         if p.popen is not None:
             try:
                 p.popen.wait(timeout=5)
@@ -477,7 +469,9 @@ PORT_ATTEMPTS = 3
 
 def _start(spec: ClusterSpec, home: FlinkHome, rest_port: int, rpc_port: int, *, timeout: float,
            die_with_parent: bool) -> RunningCluster:
-    from placement.flink.rest import FlinkRest  # the REST client is also used without a lab
+    from placement.flink.rest import (
+        FlinkRest,  # the REST client is also used without a lab
+    )
 
     started: list[FlinkProcess] = []
     try:
@@ -520,21 +514,21 @@ def _wait_until_ready(cluster: RunningCluster, rest: object, timeout: float) -> 
 
     assert isinstance(rest, FlinkRest)
     wanted = set(cluster.taskmanagers)
-    deadline = time.monotonic() + timeout
-    registered: set[str] = set()
-    while time.monotonic() < deadline:
+
+    def registered_now() -> set[str]:
         for p in cluster.processes:
             if not p.alive():
                 error = PortTaken if _bind_failed(p) else PlacementError
                 raise error(f"{p.name} exited during start (log {p.log_file}): {p.log_tail()}")
         try:
             # a TM counts once its slots are reported too (registration and the slot report are separate steps)
-            registered = {tm.id for tm in rest.taskmanagers() if tm.slots > 0}
+            return {tm.id for tm in rest.taskmanagers() if tm.slots > 0}
         except PlacementError:
-            registered = set()
-        if wanted <= registered:
-            return
-        time.sleep(0.5)
+            return set()
+
+    registered, ready = poll(registered_now, lambda ids: wanted <= ids, timeout=timeout, every=0.5)
+    if ready:
+        return
     missing = ", ".join(sorted(wanted - registered)) or "REST endpoint"
     raise PlacementError(f"Flink cluster at {cluster.rest_url} not ready after {timeout:.0f}s: waiting for {missing} (logs in {cluster.spec.work_dir})")
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +33,7 @@ from placement.flink.rest import FlinkRest
 from placement.flink.versions import version_problem
 from placement.inventory import Inventory, load_inventory
 from placement.lab import sshd as lab_sshd
+from placement.lab import stopping
 from placement.lab import topology as topo
 from placement.lab.cores import create_cgroup
 from placement.lab.flink import start_cluster, stop_from_state
@@ -282,29 +282,7 @@ def up(inventory_path: str, work_dir: Path = DEFAULT_WORK_DIR, *, timeout: float
 
 
 def _kill_pids(pids: set[int], timeout: float = 15.0) -> None:
-    me = os.getpid()
-    pids.discard(me)
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, sig)
-        deadline = time.monotonic() + (timeout if sig == signal.SIGTERM else 5)
-        while time.monotonic() < deadline and any(_alive(p) for p in pids):
-            time.sleep(0.2)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # a zombie is dead for our purposes
-    with contextlib.suppress(OSError):
-        if Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z"):
-            return False
-    return True
+    stopping.stop(pids, timeout=timeout)
 
 
 def lab_namespaces() -> list[str]:

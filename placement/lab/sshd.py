@@ -19,12 +19,12 @@ from __future__ import annotations
 import shutil
 import socket
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from placement.errors import PlacementError
 from placement.netns import ns_exec
+from placement.polling import poll
 
 SSHD = Path("/usr/sbin/sshd")
 SFTP_SERVERS = (Path("/usr/lib/openssh/sftp-server"), Path("/usr/libexec/openssh/sftp-server"))
@@ -134,20 +134,19 @@ def _serve(d: Path, host: str, namespace: str, address: str, port: int, timeout:
         # by absolute path (sshd re-executes itself); -D: no daemonising (its pid is ours to record), -e: log to stderr
         proc = subprocess.Popen(ns_exec(namespace, [str(SSHD), "-D", "-e", "-f", str(config)]), stdout=out,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + timeout
-    while True:
+
+    def answers() -> bool:
         if proc.poll() is not None:
             tail = log.read_text(errors="replace").strip().splitlines()
             raise PlacementError(f"sshd for lab host {host} exited ({proc.returncode}): {tail[-1] if tail else log}")
         try:
             with socket.create_connection((address, port), timeout=1) as conn:
-                if conn.recv(4).startswith(b"SSH-"):
-                    break
+                return conn.recv(4).startswith(b"SSH-")
         except OSError:
-            pass
-        if time.monotonic() > deadline:
-            raise PlacementError(f"sshd for lab host {host} does not answer on {address}:{port} (log {log})")
-        time.sleep(0.1)
+            return False
+
+    if not poll(answers, bool, timeout=timeout, every=0.1)[1]:
+        raise PlacementError(f"sshd for lab host {host} does not answer on {address}:{port} (log {log})")
     return proc.pid
 
 

@@ -16,7 +16,7 @@ from placement.flink.home import FlinkHome
 from placement.scheduler.build import JAR_PREFIX
 
 if TYPE_CHECKING:  # annotations only: writing a plan (schedulercfg naming) needs no HTTP client
-    from placement.flink.rest import FlinkRest
+    from placement.flink.port import FlinkPort
 
 
 def classpath_order(classpath: list[str]) -> bool | None:
@@ -28,7 +28,7 @@ def classpath_order(classpath: list[str]) -> bool | None:
     return any(name.startswith(JAR_PREFIX + "-") and name.endswith(".jar") for name in names[:dist])
 
 
-def jobmanager_classpath(rest: FlinkRest) -> list[str] | None:
+def jobmanager_classpath(rest: FlinkPort) -> list[str] | None:
     """The JobManager JVM's classpath entries in order, or None where the endpoint does not say."""
     try:
         body = rest.get("/jobmanager/environment")
@@ -42,7 +42,7 @@ def jobmanager_classpath(rest: FlinkRest) -> list[str] | None:
     return None
 
 
-def extension_active(rest: FlinkRest) -> bool | None:
+def extension_active(rest: FlinkPort) -> bool | None:
     """Whether the JobManager behind ``rest`` places jobs with the extension (None: it cannot be told)."""
     classpath = jobmanager_classpath(rest)
     return None if classpath is None else classpath_order(classpath)
@@ -64,7 +64,7 @@ def extension_message(text: str) -> str | None:
     return message
 
 
-def extension_error(rest: FlinkRest, job_id: str) -> str | None:
+def extension_error(rest: FlinkPort, job_id: str) -> str | None:
     """The extension's message among a job's failures (a malformed schedulercfg, an unplaced subtask, an unknown
     TaskManager, a version mismatch), or None. Flink wraps it (JobInitializationException, ...); this digs it out."""
     try:
@@ -100,7 +100,7 @@ class ExtensionStatus:
         return self.installed is not None and self.built_for == self.flink_version
 
 
-def extension_status(home: FlinkHome, rest: FlinkRest | None = None) -> ExtensionStatus:
+def extension_status(home: FlinkHome, rest: FlinkPort | None = None) -> ExtensionStatus:
     from placement.scheduler.build import jar_info
     from placement.scheduler.install import installed_extension
     from placement.scheduler.naming import SCHEDULER_DIR_KEY

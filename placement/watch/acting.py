@@ -1,14 +1,43 @@
-"""The watch's realizer: a plan the policy chose, applied through ``placement apply``'s public functions (one job's
-request / prepare / execute, or a fleet's as one change), its outcome returned as a record, never raised."""
+"""The watch's actor: a plan the policy chose, applied through ``placement apply``'s public functions (one job's
+request / prepare / execute, or a fleet's as one change), its outcome returned as a record, never raised.
+
+:class:`Actor` is what the loop calls: it honours ``--apply never`` / ``ask`` and says which jobs were redeployed;
+``apply`` (one job: :func:`apply_plan`, several: :func:`apply_fleet_plan`) can be swapped for a decision test.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from placement.errors import PlacementError
-from placement.flink.rest import FlinkRest
-from placement.watch.options import WatchOptions
+from placement.flink.port import FlinkPort
+from placement.watch.options import AskFn, WatchOptions
+from placement.watch.policy import Decision, Proposal
+
+ApplyFn = Callable[[Path], dict[str, Any]]  # a plan directory -> the apply's outcome record
+
+
+class Actor:
+    def __init__(self, options: WatchOptions, names: Sequence[str], rest: FlinkPort, ask_fn: AskFn | None = None,
+                 apply: ApplyFn | None = None):
+        self.o, self.names, self.ask_fn = options, tuple(names), ask_fn
+        self.apply = apply or (
+            (lambda plan_dir: apply_plan(plan_dir, options, rest)) if len(self.names) == 1 else
+            (lambda fleet_dir: apply_fleet_plan(fleet_dir, options)))
+
+    def refusal(self, decision: Decision, proposal: Proposal) -> dict[str, Any] | None:
+        """Why the proposal is not applied (``--apply never``, declined at the prompt); None: it is."""
+        if self.o.apply == "never":
+            return {"status": "not-applied", "message": "--apply never: recorded only"}
+        if self.o.apply == "ask" and not (self.ask_fn and self.ask_fn(decision, proposal)):
+            return {"status": "declined", "message": "declined at the prompt"}
+        return None
+
+    def redeployed(self, outcome: dict[str, Any]) -> set[str]:
+        """The jobs an applied change redeployed (a job whose plan was in effect already keeps its job)."""
+        return set(outcome["jobs"]) if len(self.names) > 1 else set(self.names)
 
 
 def apply_fleet_plan(fleet_dir: Path, options: WatchOptions) -> dict[str, Any]:
@@ -17,7 +46,12 @@ def apply_fleet_plan(fleet_dir: Path, options: WatchOptions) -> dict[str, Any]:
     audit log in FLEET_DIR/apply-audit.jsonl. Never raises for an apply that did not take effect: the outcome says
     what happened, ``changed`` whether any job was redeployed, ``jobs`` each redeployed job's outcome."""
     from placement.apply import PreflightFailed
-    from placement.apply.fleet import FleetFailed, execute_fleet, load_fleet, prepare_fleet
+    from placement.apply.fleet import (
+        FleetFailed,
+        execute_fleet,
+        load_fleet,
+        prepare_fleet,
+    )
 
     audit = fleet_dir / "apply-audit.jsonl"
     try:
@@ -41,7 +75,7 @@ def apply_fleet_plan(fleet_dir: Path, options: WatchOptions) -> dict[str, Any]:
             "audit": str(audit)}
 
 
-def apply_plan(plan_dir: Path, options: WatchOptions, rest: FlinkRest) -> dict[str, Any]:
+def apply_plan(plan_dir: Path, options: WatchOptions, rest: FlinkPort) -> dict[str, Any]:
     """``placement apply PLAN_DIR --inventory INV --job-name NAME`` through its public request, prepare and execute
     (same preflight, lock, savepoint, verify, roll back, audit log in PLAN_DIR/apply-audit.jsonl). Never raises for
     an apply that did not take effect: the outcome says what happened, ``changed`` whether the job was redeployed."""

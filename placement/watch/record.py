@@ -23,13 +23,17 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from placement.errors import PlacementError
 from placement.watch.policy import Decision, Proposal
 from placement.watch.signals import Drift, Window
+
+if TYPE_CHECKING:
+    from placement.watch.observing import Seen
 
 FORMAT = "placement.watch/v1"
 
@@ -86,6 +90,23 @@ def decision_record(tick: int, at_ms: int, window: Window | None, snapshot: str 
         "notes": notes or [],
         **({"jobs": jobs} if jobs is not None else {}),
     }
+
+
+def tick_record(tick: int, at_ms: int, seen: Sequence[Seen], drifts: list[Drift], proposal: Proposal | None,
+                decision: Decision, *, apply: dict[str, Any] | None, notes: list[str],
+                plan_in_effect: str | None) -> dict[str, Any]:
+    """The decision record of a tick from what each job's part of it showed: one job's as ever (its window at the
+    top); several jobs' with the set's drifts and decision, and each job's window and drifts under ``jobs``."""
+    def snapshot(s: Seen) -> str | None:
+        return str(s.snapshot) if s.snapshot else None
+
+    if not any(s.track.named for s in seen):
+        (s,) = seen
+        return decision_record(tick, at_ms, s.window, snapshot(s), drifts, proposal, decision, apply=apply,
+                               notes=notes, plan_in_effect=plan_in_effect)
+    jobs = [job_entry(s.track.name, s.track.job_id, s.window, snapshot(s), s.drifts) for s in seen]
+    return decision_record(tick, at_ms, None, None, drifts, proposal, decision, apply=apply, notes=notes,
+                           plan_in_effect=plan_in_effect, jobs=jobs)
 
 
 def effect_record(decision_tick: int, at_ms: int, predicted: dict[str, float], window: Window,

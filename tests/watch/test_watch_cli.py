@@ -218,7 +218,7 @@ def test_the_loop_re_plans_a_placement_that_breaks_its_latency_bound_into_one_th
     drifts = detect(Baseline(source_rates(profile)), [window])
     assert [(d.kind, d.basis) for d in drifts] == [("latency", "predicted")]
     assert drifts[0].measured == pytest.approx(168.65, abs=0.05) and drifts[0].reference == 166
-    proposal, scale = watch._replan(1, profile, window, running, drifts)
+    proposal, scale = watch.replanner.replan_job(1, profile, window, running, drifts)
     (path,) = load_plan(proposal.plan_dir).paths
     assert scale == 1.0 and proposal.planned_fits and path.latency_ms == pytest.approx(163.20, abs=0.05)
     assert [v.split(":")[0] for v in proposal.current_violations] == ["path Source"]
@@ -235,7 +235,7 @@ def test_the_loop_re_plans_a_placement_that_breaks_its_latency_bound_into_one_th
                                    latency_bounds=problem.latency_bounds) for t in (30_000, 60_000)]
     drifts = detect(Baseline(source_rates(profile)), windows, DriftThresholds(sustained_windows=2))
     assert [(d.kind, d.basis) for d in drifts] == [("latency", "measured")]
-    proposal, _ = watch._replan(2, marked, windows[-1], best, drifts)
+    proposal, _ = watch.replanner.replan_job(2, marked, windows[-1], best, drifts)
     assert proposal.current_violations == (drifts[0].message,) and proposal.moves == 0
     assert proposal.current_latency_breaches == (drifts[0].message,)
     d = decide(PolicyState(), 60_000, drifts, proposal)

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 from support.cli import run_main
+from support.fake_clock import FakeClock
 
 from placement.cli.watch_cmd import plan_command, plan_jobs_command
 from placement.costmodel import build_problem, evaluate
@@ -27,6 +28,7 @@ from placement.solver.methods import solve_with
 from placement.watch.loop import Observed, Seen, Watch
 from placement.watch.options import WatchOptions
 from placement.watch.record import DecisionLog, read_log, window_json
+from placement.watch.replanning import plan_for_demand
 from placement.watch.signals import window_from_profile
 from placement.writers.fleetjson import FleetDocument
 from placement.writers.planjson import load_plan
@@ -103,7 +105,7 @@ def tick(watch: Watch, n: int, profiles: dict[str, JobProfile], blockers: dict[s
                                         now_ms - 90_000, (job_ids or {}).get(track.name, f"flink-{track.name}"), TMS,
                                         (fresh or {}).get(track.name, {}))
     watch.status.ticks = n
-    watch.clock = lambda: now_ms / 1000  # the tick's time is the loop's clock
+    watch.clock = FakeClock(now=now_ms / 1000)  # the tick's time is the loop's clock
     made = watch._conclude(n, now_ms, seen, watch._assess(seen, observed, now_ms))
     logged = read_log(watch.o.log_path)[-1]  # as written: JSON, one line
     assert logged == json.loads(json.dumps(made))
@@ -358,7 +360,5 @@ def test_the_plan_for_the_demand_falls_back_to_the_measured_rates_only_when_it_d
         key = max(scales.values()) if isinstance(scales, dict) else scales
         return type("Outcome", (), {"fits": fits[key], "scales": scales})()
 
-    watch = Watch.__new__(Watch)
-    watch.plans_dir = tmp_path
-    outcome, scales, demand_unmet = watch._plan_for_demand(plan, 7, demand, measured, above)
+    outcome, scales, demand_unmet = plan_for_demand(plan, tmp_path, 7, demand, measured, above)
     assert calls == asked and outcome.scales == scales == asked[-1][1] and demand_unmet is unmet

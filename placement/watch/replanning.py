@@ -1,0 +1,124 @@
+"""The watch's re-planner: on drift, a plan for the sources' demand now through the planner callable the CLI gives
+(``placement plan`` itself, run as a function), and the running placement priced under the same load — the
+:class:`~placement.watch.policy.Proposal` the policy weighs.
+
+One job is planned by ``plan_fn`` (one rate scale), several together by ``plan_jobs_fn`` (each job at its own scale,
+the running placements priced jointly): :func:`replanner_for` picks once, the loop calls :meth:`replan` either way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from placement.costmodel.evaluate import evaluate
+from placement.costmodel.jobs import job_costs
+from placement.costmodel.model import Assignment
+from placement.inventory import Inventory
+from placement.profile.format import JobProfile
+from placement.watch.assessing import job_problem, joint_problem
+from placement.watch.observing import JobTrack, Seen
+from placement.watch.options import JobsPlanFn, PlanFn, WatchOptions
+from placement.watch.policy import Proposal
+from placement.watch.pricing import cost_peak, joint_running, moves, proposal_from
+from placement.watch.signals import Drift, Window, demand_scale
+
+S = TypeVar("S", float, dict[str, float])  # one job's rate scale, or each job's
+
+
+class RePlanner(Protocol):
+    def replan(self, tick: int, seen: Sequence[Seen], drifts: Sequence[Drift]) -> tuple[Proposal, list[str]]:
+        """The proposal for the tick's windows and the notes on the demand it was planned for."""
+        ...
+
+
+def plan_for_demand(plan: Callable[[Path, S], Any], plans_dir: Path, tick: int, demand: S, measured: S,
+                    above: bool) -> tuple[Any, S, bool]:
+    """``plan(out_dir, scales)`` at the sources' demand; where nothing fits it and the demand is ``above`` the
+    measured rates, again at the measured rates (``…-measured``). Returns the outcome, the scales it was made
+    for, and whether the demand went unmet (a plan that may relieve, never one applied as cheaper)."""
+    outcome = plan(plans_dir / f"tick-{tick:05d}", demand)
+    if outcome.fits or not above:
+        return outcome, demand, False
+    return plan(plans_dir / f"tick-{tick:05d}-measured", measured), measured, True
+
+
+class OneJobPlanner:
+    def __init__(self, options: WatchOptions, inventory: Inventory, track: JobTrack, plans_dir: Path, plan_fn: PlanFn):
+        self.o, self.inventory, self.track, self.plans_dir, self.plan_fn = options, inventory, track, plans_dir, plan_fn
+
+    def replan(self, tick: int, seen: Sequence[Seen], drifts: Sequence[Drift]) -> tuple[Proposal, list[str]]:
+        s = seen[0]
+        proposal, scale = self.replan_job(tick, s.profile, s.window, s.running, drifts)  # type: ignore[arg-type]
+        notes = [f"planned for {scale:.2f}x the window's profiled rates (the sources' demand now)"] if scale > 1.005 \
+            else []
+        return proposal, notes
+
+    def replan_job(self, tick: int, profile: JobProfile, window: Window, running: Assignment | None,
+                   drifts: Iterable[Drift] = ()) -> tuple[Proposal, float]:
+        """Plan for the demand (measured rates, scaled up where sources are back-pressured; the measured rates where
+        nothing fits the scaled ones) and price the running placement under the same load. ``placement plan`` reads
+        the same inventory, so the plan honours ``policy.max_latency_ms`` (the ILP's bound) as the pricing does; a
+        measured latency breach counts against the running placement like a capacity it breaks."""
+        profile_path = self.track.windows_dir / f"tick-{tick:05d}" / "profile.json"
+        scale = demand_scale(window, self.o.max_demand_scale)
+        outcome, scale, demand_unmet = plan_for_demand(lambda out, x: self.plan_fn(profile_path, out, x),
+                                                       self.plans_dir, tick, scale, 1.0, scale > 1.0)
+        current_wan, current_violations, current_peak = sum(link.mbit for link in window.links), window.violations, None
+        paths = window.paths
+        if running is not None:
+            cost = evaluate(job_problem(self.inventory, self.o, profile, scale), running)
+            current_wan, current_violations, current_peak = cost.wan_mbit, tuple(cost.violations), cost_peak(cost)
+            paths = cost.paths
+        proposal = proposal_from(outcome, current_wan, current_violations, current_peak, paths, drifts,
+                                 moves(outcome.assignment, running) if outcome.fits else 0, demand_unmet=demand_unmet)
+        self.track.planned_links = dict(outcome.links)
+        self.track.planned_rates = {name: rate * scale for name, rate in window.source_rates.items()}
+        return proposal, scale
+
+
+class JointPlanner:
+    def __init__(self, options: WatchOptions, inventory: Inventory, plans_dir: Path, plan_jobs_fn: JobsPlanFn):
+        self.o, self.inventory, self.plans_dir, self.plan_jobs_fn = options, inventory, plans_dir, plan_jobs_fn
+
+    def replan(self, tick: int, seen: Sequence[Seen], drifts: Sequence[Drift]) -> tuple[Proposal, list[str]]:
+        """One joint plan of every watched job with its fresh profile (``placement plan --profile … --profile …``),
+        the running placements priced together under the same load. Each job at its own rate scale (``--rate-scale
+        JOB=X``): what its own sources want now, so a job whose demand grew does not over-plan the others — the
+        measured rates of every job where nothing fits them."""
+        profiles = {s.track.name: s.track.windows_dir / f"tick-{tick:05d}" / "profile.json" for s in seen}
+        scales = {s.track.name: demand_scale(s.window, self.o.max_demand_scale) for s in seen}  # type: ignore[arg-type]
+        outcome, scales, demand_unmet = plan_for_demand(
+            lambda out, x: self.plan_jobs_fn(profiles, out, x), self.plans_dir, tick, scales,
+            dict.fromkeys(scales, 1.0), max(scales.values()) > 1.0)
+        joint = joint_problem(self.inventory, self.o, {s.track.name: s.profile for s in seen},  # type: ignore[misc]
+                              1.0, scales)
+        running = joint_running(joint, {s.track.name: s.running for s in seen})
+        if running is not None:
+            cost = evaluate(joint.problem, running)
+            paths = tuple(p for c in job_costs(joint, running, cost).values() for p in c.paths)
+            current = (cost.wan_mbit, tuple(cost.violations), cost_peak(cost), paths)
+        else:  # a placement not known: the windows' own figures, as for one job
+            current = (sum(link.mbit for s in seen for link in s.window.links),  # type: ignore[union-attr]
+                       tuple(v for s in seen for v in s.window.violations), None,  # type: ignore[union-attr]
+                       tuple(p for s in seen for p in s.window.paths))  # type: ignore[union-attr]
+        moved = sum(moves(outcome.jobs[s.track.name].assignment, s.running) for s in seen) if outcome.fits else 0
+        proposal = proposal_from(outcome, *current, drifts, moved, demand_unmet=demand_unmet)
+        for s in seen:
+            part = outcome.jobs.get(s.track.name)
+            s.track.planned_links = dict(part.links) if part is not None else {}
+            rates = s.window.source_rates  # type: ignore[union-attr]
+            s.track.planned_rates = {name: rate * scales[s.track.name] for name, rate in rates.items()}
+        notes = [f"planned job {name} for {scale:.2f}x its window's profiled rates (its sources' demand now)"
+                 for name, scale in scales.items() if scale > 1.005]
+        return proposal, notes
+
+
+def replanner_for(options: WatchOptions, inventory: Inventory, tracks: Sequence[JobTrack], plans_dir: Path,
+                  plan_fn: PlanFn | None, plan_jobs_fn: JobsPlanFn | None) -> OneJobPlanner | JointPlanner:
+    if len(tracks) == 1 and plan_fn is not None:
+        return OneJobPlanner(options, inventory, tracks[0], plans_dir, plan_fn)
+    if len(tracks) > 1 and plan_jobs_fn is not None:
+        return JointPlanner(options, inventory, plans_dir, plan_jobs_fn)
+    raise ValueError("one job is planned by plan_fn, several by plan_jobs_fn")
