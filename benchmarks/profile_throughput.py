@@ -101,8 +101,8 @@ SQL_SCAN_JVM_FLAGS = ("-XX:+UseSerialGC -XX:Tier4InvocationThreshold=50000 -XX:T
 
 
 def read_samples(spark, parts):
-    """The floor's input: the part files as a DataFrame of the columns the profile reads, typed as the layout writes them: no directory is
-    listed and no footer opened to infer a schema (the history check validated them)."""
+    """The floor's input: the part files as a DataFrame of the columns the profile reads, typed as the layout writes
+    them: no directory is listed and no footer opened to infer a schema (the history check validated them)."""
     import pyarrow as pa
     from pyspark.sql.pandas.types import from_arrow_schema
 

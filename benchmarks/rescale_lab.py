@@ -37,9 +37,9 @@ rate meters, then
 the plan's prediction, every subtask index on its planned host (REST); the load average at that moment -> ``lab down``.
 
 Verdicts (exit 1 on any FAIL): the profiled plan does not hold the target (the scenario's premise); the joint plan
-differs from both baselines; every plan placed as planned; the joint plan holds the target (>= 95 % of it, sources backpressured < 10 %, the window taking in >= 95 % of
-what it is offered); its WAN job data is below each baseline's, or that
-baseline does not hold the target.
+differs from both baselines; every plan placed as planned; the joint plan holds the target (>= 95 % of it, sources
+backpressured < 10 %, the window taking in >= 95 % of what it is offered); its WAN job data is below each baseline's, or
+that baseline does not hold the target.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer.split()) for layer in (
     "errors",  # core: the error types everything raises
-    "__init__ layers units loading signals resources netns",  # core: units, loading, signals, data paths, namespaces
+    "__init__ layers units loading signals resources netns",  # core: units, loading, signals, data paths, netns
     "flink",  # Flink facts, config, versions, homes, the REST client
     "inventory",  # the inventory model and its what-if edits
     "remote",  # hosts: SSH / local / dry-run execution

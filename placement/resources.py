@@ -1,4 +1,5 @@
-"""Where the data the tool ships is found at run time: netem profiles, lab job and scheduler sources, templates, examples.
+"""Where the data the tool ships is found at run time: netem profiles, lab job and scheduler sources, templates,
+examples.
 
 The repository's top-level folders are the one source (``deploy/``, ``netem/``, ``inventory/``, ``examples/``,
 ``scheduler/``). A wheel carries copies of them under ``placement/data/<name>/`` (``setup.py`` maps them in at build

@@ -127,7 +127,8 @@ def probe_writable_argv(path: str) -> list[str]:
 
 
 def observe(req: ApplyRequest, rest: FlinkRest, executors: dict[str, Executor]) -> tuple[ClusterView | None, list[Problem]]:
-    """Read everything (SSH to every host, REST); returns the view (None when the job could not be read) and problems."""
+    """Read everything (SSH to every host, REST); returns the view (None when the job could not be read) and
+    problems."""
     problems: list[Problem] = []
     inv = req.inventory
     paths = req.paths
@@ -276,7 +277,8 @@ def upload_candidates(settings: dict[str, str], jar_id: str) -> list[str]:
 
 
 def submitter_probe_argv(submitter: str, candidates: Sequence[str], java: str) -> list[str]:
-    """``have <path>`` for each existing file (candidates may hold ``*``), ``java-error <why>`` when java does not run."""
+    """``have <path>`` for each existing file (candidates may hold ``*``), ``java-error <why>`` when java does not
+    run."""
     def quoted_glob(path: str) -> str:
         return "*".join(shlex.quote(part) for part in path.split("*"))
 
@@ -382,9 +384,11 @@ def check(req: ApplyRequest, view: ClusterView) -> list[Problem]:
                     problems.append(Problem(f"TaskManager {host}: {have:g} of external resource {host!r} free, the plan needs {slots}"))
             cpu, heap = available("cpuCores"), available("taskHeapMemory")
             if cpu + 1e-9 < slots * slot_cpu:
-                problems.append(Problem(f"TaskManager {host}: {cpu:g} cpu cores free, the plan's {slots} slot(s) need {slots * slot_cpu:g}"))
+                problems.append(Problem(f"TaskManager {host}: {cpu:g} cpu cores free, the plan's {slots} slot(s) need "
+                                        f"{slots * slot_cpu:g}"))
             if heap + 1e-9 < slots * slot_heap:
-                problems.append(Problem(f"TaskManager {host}: {heap:g} MiB task heap free, the plan's {slots} slot(s) need {slots * slot_heap:g}"))
+                problems.append(Problem(f"TaskManager {host}: {heap:g} MiB task heap free, the plan's {slots} slot(s) need "
+                                        f"{slots * slot_heap:g}"))
         else:
             # a placed slot requests one unit of the TaskManager's own resource (and its slot size): units are slots
             resource = taskmanager_resource_name(host)

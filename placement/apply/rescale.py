@@ -35,7 +35,8 @@ def changes(req: ApplyRequest, view: ClusterView) -> list[str]:
 
 
 def started_with_overrides(view: ClusterView) -> bool:
-    """Did an earlier apply start the running job through the submitter (so a jar run would not keep its parallelism)?"""
+    """Did an earlier apply start the running job through the submitter (so a jar run would not keep its
+    parallelism)?"""
     record = view.state_record or {}
     return record.get("job_id") == view.job_id and bool(record.get(RECORD_KEY))
 

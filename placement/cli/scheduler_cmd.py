@@ -1,4 +1,5 @@
-"""``placement scheduler``: build, install and check the scheduler extension that makes stock Flink read schedulercfgs."""
+"""``placement scheduler``: build, install and check the scheduler extension that makes stock Flink read
+schedulercfgs."""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ def _home(flink_home: Path | None, flink_version: str | None = None):  # type: i
 @click.group()
 def scheduler() -> None:
     """The Java extension that lets stock Flink place every subtask of an unmodified job where a schedulercfg says
-    (see README.md in the scheduler folder of the installed package). Install it into the JobManager's Flink home, then restart the JobManager."""
+    (see README.md in the scheduler folder of the installed package). Install it into the JobManager's Flink home, then
+    restart the JobManager."""
 
 
 @scheduler.command("build")
@@ -99,7 +101,8 @@ def status_cmd(flink_home: Path | None, rest_url: str | None, as_json: bool) -> 
         click.echo(json.dumps({**data, "version_ok": st.version_ok, "ok": ok}, ensure_ascii=False))
     else:
         if st.installed is None:
-            click.echo(f"not installed in {home.lib} (Flink {st.flink_version}): placement scheduler install --flink-home {home.path}")
+            click.echo(f"not installed in {home.lib} (Flink {st.flink_version}): placement scheduler install --flink-home "
+                       f"{home.path}")
         else:
             verdict = "ok" if st.version_ok else f"MISMATCH: Flink here is {st.flink_version}, rebuild and reinstall"
             click.echo(f"installed: {st.installed} (built for Flink {st.built_for}, build {st.digest}): {verdict}")

@@ -28,25 +28,25 @@ from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 from placement.collect import rolling, shaping
-from placement.collect.threads import ThreadSampler
 from placement.collect.layout import (
     RATE_METRICS,
     TASKMANAGER_METRICS,
     THREAD_SCHEMA,
     CheckpointConfig,
-    latency_rows_to_table,
-    latency_writer,
-    missing_metric_notes,
     PartWriter,
     RunManifest,
     TaskManagerInfo,
     VertexInfo,
+    latency_rows_to_table,
+    latency_writer,
+    missing_metric_notes,
     rows_to_table,
     taskmanager_rows_to_table,
     taskmanager_writer,
     thread_writer,
     write_manifest,
 )
+from placement.collect.threads import ThreadSampler
 from placement.errors import BadInput, PlacementError
 from placement.flink.cluster_version import reported_version_text
 from placement.flink.rest import TERMINAL_STATES, FlinkRest, FlinkRestError
@@ -154,7 +154,8 @@ class Collector:
             raise BadInput(f"no running job named {o.job_name!r} at {o.rest_url} (running: {', '.join(names) or 'none'})",
                            field="--job-name")
         if len(running) > 1:
-            raise BadInput(f"{len(running)} running jobs are named {o.job_name!r} ({', '.join(j.id for j in running)}); use --job ID",
+            raise BadInput(f"{len(running)} running jobs are named {o.job_name!r} "
+                           f"({', '.join(j.id for j in running)}); use --job ID",
                            field="--job-name")
         return self.rest.job_raw(running[0].id)
 
@@ -173,8 +174,8 @@ class Collector:
                 return [m for m in RATE_METRICS if m in known]
             if time.monotonic() >= deadline:
                 raise BadInput(
-                    f"job {job_id} reports no {REQUIRED_METRIC} for {', '.join(missing)} after {self.o.metrics_timeout_s:g} s "
-                    "(metrics appear about 10 s after a job starts; is it running?)",
+                    f"job {job_id} reports no {REQUIRED_METRIC} for {', '.join(missing)} after "
+                    f"{self.o.metrics_timeout_s:g} s (metrics appear about 10 s after a job starts; is it running?)",
                     source=self.o.rest_url, field="metrics",
                 )
             self.sleep(1.0)

@@ -56,7 +56,8 @@ class HostLoad:
 
     @property
     def predicted_cores(self) -> float:
-        """What the host's CPU should read: its TaskManager's baseline and Netty work + its subtasks' (calibrated) cores."""
+        """What the host's CPU should read: its TaskManager's baseline and Netty work + its subtasks' (calibrated)
+        cores."""
         return self.baseline_cores + self.netty_cores + self.cores_used
 
 

@@ -74,14 +74,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
+from itertools import pairwise
 from typing import NamedTuple
 
 import networkx as nx
 
 from placement.costmodel.model import Assignment, Channel, HostSpec, PlacementProblem
 from placement.costmodel.traffic import BITS_PER_BYTE, MBIT
-from placement.flink.facts import DEFAULT_BUFFER_TIMEOUT_MS, MESSAGE_HEADER_BYTES, SEGMENT_BYTES
+from placement.flink.facts import MESSAGE_HEADER_BYTES, SEGMENT_BYTES
 
 BUFFER_BYTES = SEGMENT_BYTES  # taskmanager.memory.segment-size: Flink's network buffer, 32 KiB
 MAX_UTILISATION = 0.99
@@ -108,12 +109,12 @@ def md1_wait_ms(rho: float, service_ms: float) -> float:
     return rho * service_ms / (2.0 * (1.0 - rho))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _unit_pieces() -> tuple[tuple[float, float], ...]:
     """(slope, intercept) of each chord of ``ρ/(2(1 − ρ))`` between consecutive :data:`BREAKPOINTS` (``S = 1``)."""
     pts = [(r, md1_wait_ms(r, 1.0)) for r in BREAKPOINTS]
     out = []
-    for (r0, w0), (r1, w1) in zip(pts, pts[1:]):
+    for (r0, w0), (r1, w1) in pairwise(pts):
         slope = (w1 - w0) / (r1 - r0)
         out.append((slope, w0 - slope * r0))
     return tuple(out)
@@ -330,7 +331,7 @@ def source_sink_paths(problem: PlacementProblem) -> tuple[JobPath, ...] | None:
                 assert paths is not None
                 paths.append(JobPath(
                     vertices=tuple(p), name=" → ".join(names[v] for v in p),
-                    flush_ms=sum(flush[e] for e in zip(p, p[1:])),
+                    flush_ms=sum(flush[e] for e in pairwise(p)),
                     bound_ms=problem.latency_bounds.get((s, t)),
                 ))
                 if len(paths) > MAX_PATHS:

@@ -512,8 +512,8 @@ def _resolve_pins(inv: Inventory, profile: JobProfile, source: str, warnings: li
 
 def _unmatched_pin_notes(unmatched: list[str], profile: JobProfile, births: dict[str, list[str]]) -> list[str]:
     """Notes on pins naming no vertex of this job. A shared inventory pins several jobs' sources (the shipped
-    edge-lab.yaml pins all three example jobs'), so an unmatched pin alone is no news; it is when it looks like a typo of
-    one of this job's vertices, or when this job has a source left without a birth pin."""
+    edge-lab.yaml pins all three example jobs'), so an unmatched pin alone is no news; it is when it looks like a typo
+    of one of this job's vertices, or when this job has a source left without a birth pin."""
     names = [v.name for v in profile.vertices]
     typos = {pin: close[0] for pin in unmatched
              if (close := difflib.get_close_matches(pin.split(".", 2)[2], names, n=1, cutoff=0.85))}

@@ -212,10 +212,8 @@ class RescaleSpace:
         spreads what it puts on the edge evenly over its instances; a rescalable downstream vertex gets even shares
         (key skew is measured per subtask of the profiled parallelism, not per key group, so it does not carry over)."""
         scaled = _channel(self._at_factor(self.rates[ch.source].factor), ch.source, ch.target)
-        if self.group_of[ch.source].per_subtask:
-            out = scaled.up_out_mbit
-        else:
-            out = (sum(scaled.up_out_mbit) / n_up,) * n_up
+        per_subtask = self.group_of[ch.source].per_subtask
+        out = scaled.up_out_mbit if per_subtask else (sum(scaled.up_out_mbit) / n_up,) * n_up
         shares = scaled.receiver_shares if self.group_of[ch.target].per_subtask else None
         ratio = scaled.delivery_ratio  # flush cycles measured per profiled subtask: rescaled instances get their mean
         if ratio is not None and not self.group_of[ch.target].per_subtask:

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -38,10 +39,8 @@ def power_loss(state: dict, host: str, timeout: float = 10.0) -> int:
     ns = host_entry(state, host)["namespace"]
     pids = namespace_pids(ns)
     for pid in pids:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     deadline = time.monotonic() + timeout
     while namespace_pids(ns) and time.monotonic() < deadline:
         time.sleep(0.05)

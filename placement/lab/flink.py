@@ -29,7 +29,6 @@ from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
-
 from placement.errors import PlacementError
 from placement.flink.home import JAVA17_FLAGS, FlinkHome, find_flink_home
 from placement.flink.options import CONFIG_YAML, duration, jobmanager_bind_host, render_config
@@ -320,10 +319,8 @@ class RunningCluster:
 
 
 def _signal_group(pid: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)  # started with start_new_session: pgid == pid
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def stop_processes(processes: Sequence[FlinkProcess], timeout: float = 20.0) -> None:
@@ -336,10 +333,8 @@ def stop_processes(processes: Sequence[FlinkProcess], timeout: float = 20.0) -> 
         if p.alive():
             _signal_group(p.pid, signal.SIGKILL)
         if p.popen is not None:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 p.popen.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
 
 
 def stop_from_state(work_dir: Path, timeout: float = 20.0) -> bool:
@@ -536,7 +531,8 @@ def _wait_until_ready(cluster: RunningCluster, rest: object, timeout: float) -> 
             return
         time.sleep(0.5)
     missing = ", ".join(sorted(wanted - registered)) or "REST endpoint"
-    raise PlacementError(f"Flink cluster at {cluster.rest_url} not ready after {timeout:.0f}s: waiting for {missing} (logs in {cluster.spec.work_dir})")
+    raise PlacementError(f"Flink cluster at {cluster.rest_url} not ready after {timeout:.0f}s: waiting for {missing} (logs in "
+                         f"{cluster.spec.work_dir})")
 
 
 def _bind_failed(p: FlinkProcess) -> bool:

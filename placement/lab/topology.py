@@ -136,8 +136,8 @@ def plan_lab(inv: Inventory, work_dir: Path, *, machine_cores: int | None = None
     notes: list[str] = []
     if scale < 1.0:
         notes.append(
-            f"edge hosts ask for {demand:.2f} server cores, the lab gives them {budget:g} (half of {machine_cores} cores):"
-            f" every edge quota is scaled by {scale:.3f}"
+            f"edge hosts ask for {demand:.2f} server cores, the lab gives them {budget:g} (half of {machine_cores} "
+            f"cores): every edge quota is scaled by {scale:.3f}"
         )
 
     server = servers[0]
@@ -183,9 +183,10 @@ def cluster_spec(plan: LabPlan, *, flink_home: Path | None = None, mode: Mode = 
     """The Flink cluster: JobManager and server TM on the server address, each edge TM in its namespace and cgroup.
 
     Every TaskManager is named after its host (``taskmanager.resource-id``) and declares an external resource of
-    that name. ``custom``: one unit per slot (a placed slot requests one unit: :func:`placement.scheduler.taskmanager_config`),
-    and the JobManager gets the extension's keys, its conf dir being ``<flink home>/conf``. ``vanilla``: at least 16
-    units (the lab jobs' per-host slot sharing groups, deploy/jobs/README.md)."""
+    that name. ``custom``: one unit per slot (a placed slot requests one unit:
+    :func:`placement.scheduler.taskmanager_config`), and the JobManager gets the extension's keys, its conf dir being
+    ``<flink home>/conf``. ``vanilla``: at least 16 units (the lab jobs' per-host slot sharing groups,
+    deploy/jobs/README.md)."""
     tms = []
     for h in plan.hosts:
         wrapper: tuple[str, ...] = ()

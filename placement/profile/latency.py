@@ -88,6 +88,6 @@ def measured_latency(profile: JobProfile, runs: Sequence[tuple[Path, RunManifest
     for (source, sink), group in per_instant.groupby(["source", "vertex_id"]):
         paths = [" → ".join(names[v] for v in p) for p in nx.all_simple_paths(g, source, sink)]
         figures = {s: (float(group[s].median()) if group[s].notna().any() else None) for s in stats}
-        out.append(MeasuredLatency(source=source, sink=sink, paths=sorted(paths), samples=int(len(group)), **figures))
+        out.append(MeasuredLatency(source=source, sink=sink, paths=sorted(paths), samples=len(group), **figures))
     order = {v.id: n for n, v in enumerate(profile.vertices)}
     return sorted(out, key=lambda m: (order[m.source], order[m.sink]))

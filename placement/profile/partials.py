@@ -115,7 +115,8 @@ def _reuse_freed_memory() -> None:
     it zeroed again: Arrow's buffers from the C allocator (its default, mimalloc, returns freed pages a few ms
     later), and glibc's allocator told to serve the 8 MB columns from its heap and not to trim it. Measured on 50M
     samples: kernel time 0.45-0.55 s instead of 1.3-2.0 (page zeroing was an eighth of all CPU time), the pass
-    10-15 % faster, peak memory unchanged (~480 MB: one row group's working set). Without glibc only the pool changes."""
+    10-15 % faster, peak memory unchanged (~480 MB: one row group's working set). Without glibc only the pool
+    changes."""
     pa.set_memory_pool(pa.system_memory_pool())
     mallopt = getattr(ctypes.CDLL(None), "mallopt", None)
     if mallopt is not None:

@@ -14,8 +14,8 @@ from placement.inventory import load_inventory
 from placement.profile.format import JobProfile
 from placement.profile.history import select_runs
 from placement.profile.lanes import fold_lane_copies
-from placement.profile.rules import Options, assemble, subtask_details
 from placement.profile.latency import measured_latency
+from placement.profile.rules import Options, assemble, subtask_details
 from placement.profile.tm_cpu import SOURCE_RATE_COLUMNS, calibrate
 
 Engine = Literal["spark", "pandas"]

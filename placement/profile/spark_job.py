@@ -166,8 +166,8 @@ def spark_session(master: str | None = None, *, driver_memory: str = "1g", shuff
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.shuffle.partitions": str(shuffle_partitions),
         "spark.sql.sources.partitionColumnTypeInference.enabled": "false",  # run ids stay strings
-        # Spark SQL scans (benchmarks/profile_throughput.py's floor) in splits of about one Parquet row group: with 256 MiB
-        # splits a 10M history made 3 tasks of 4M, 5M and 1M samples, and one of the 2 cores sat idle for the last.
+        # Spark SQL scans (benchmarks/profile_throughput.py's floor) in splits of about one Parquet row group: with 256
+        # MiB splits a 10M history made 3 tasks of 4M, 5M and 1M samples, and one of the 2 cores sat idle for the last.
         "spark.sql.files.maxPartitionBytes": str(32 << 20),
     }
     # The Python workers run stage 1 with NumPy/PyArrow: this interpreter, unless the user named another (PySpark's

@@ -24,6 +24,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 import pulp
@@ -116,7 +117,7 @@ def new_highs(verbose: bool = False, tolerances: Tolerances = TOLERANCES):
 def highs_available() -> bool:
     try:
         return pulp.HiGHS().available()
-    except Exception:  # noqa: BLE001 - a broken highspy install means "not available"
+    except Exception:
         return False
 
 
@@ -209,7 +210,8 @@ def _run_highs(lp: pulp.LpProblem, time_limit: float | None, gap: float, threads
     bound = None
     if objective is not None:
         dual = info.mip_dual_bound
-        # A model HiGHS solved as an LP (every binary fixed by presolve) has no MIP bound: optimal means bound = objective.
+        # A model HiGHS solved as an LP (every binary fixed by presolve) has no MIP bound: optimal means bound =
+        # objective.
         finite = dual is not None and abs(dual) != float("inf") and info.mip_node_count >= 0
         # PuLP does not hand HiGHS the objective's constant; the bound is HiGHS's, the objective ours: add it back.
         bound = dual + lp.objective.constant if finite else (objective if status == "optimal" else None)
@@ -229,7 +231,7 @@ def _run_cbc(lp: pulp.LpProblem, time_limit: float | None, gap: float, threads: 
         with native_output(verbose):
             lp.solve(cmd)
         seconds = time.perf_counter() - start
-        text = open(log, encoding="utf-8", errors="replace").read()
+        text = Path(log).read_text(encoding="utf-8", errors="replace")
     finally:
         os.unlink(log)
     status = _status(lp)
@@ -272,7 +274,7 @@ def run(lp: pulp.LpProblem, solver: SolverName = "highs", *, time_limit: float |
                 if info.status != "not solved" or (time_limit is not None and info.seconds >= time_limit * 0.95):
                     return info
                 _say_fallback(f"HiGHS returned no answer ({info.status})")
-            except Exception as exc:  # noqa: BLE001 - a HiGHS crash is what the CBC fallback is for
+            except Exception as exc:
                 _say_fallback(f"HiGHS failed ({_first_line(exc)})")
     try:
         return _run_cbc(lp, time_limit, gap, threads, warm_start, verbose)

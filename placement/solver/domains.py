@@ -91,7 +91,8 @@ RULE_DOMAIN_FAMILIES = tuple(f for f in DOMAIN_FAMILIES if f[0] != THREAD_FAMILY
 
 
 def restricted_domain(problem: PlacementProblem, families=DOMAIN_FAMILIES) -> Domain:
-    """Apply every domain family; a subtask left with no host makes the problem infeasible, and we say which rule did it."""
+    """Apply every domain family; a subtask left with no host makes the problem infeasible, and we say which rule did
+    it."""
     domain: Domain = {s.key: [h.name for h in problem.hosts] for s in problem.subtasks}
     for description, family in families:
         domain_before, domain = domain, family(problem, domain)

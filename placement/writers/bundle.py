@@ -15,8 +15,8 @@ from pathlib import Path
 from placement.costmodel.model import PlacementProblem
 from placement.inventory import Inventory
 from placement.writers.picture import contingency_lines, plan_graph, render_images
-from placement.writers.planjson import PlanDocument, render_plan_json
 from placement.writers.plandir import PLAN_ARTIFACTS, write_whole
+from placement.writers.planjson import PlanDocument, render_plan_json
 from placement.writers.redeploy import render_redeploy
 from placement.writers.schedulercfg import label_collisions, render_schedulercfg
 from placement.writers.vanilla import render_taskmanager_configs

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 from pydantic import Field

@@ -55,7 +55,7 @@ body["savepointPath"] = sys.argv[1]
 print(json.dumps(body))
 PY
 )
-echo "    new job: $NEW_JOB\""""
+echo "    new job: $NEW_JOB\""""  # noqa: E501 - the curl pipeline is one line of the script the plan ships
 
 RESCALE_CHECK = """case "$JAR_ID" in
   /*) ;;

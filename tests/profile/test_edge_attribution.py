@@ -1,7 +1,7 @@
 """Per-edge figures from a whole metric history, by both profile engines: a synthetic job with a fan-out, a
-broadcast, a side output, a pointwise RESCALE, skewed keys and a two-input join (placement.profile.synthetic.SHAPES_JOB),
-whose true per-edge figures are known (edge_truth). Both engines feed the same rules (placement/profile/rules.py,
-edge_flows.py); the Spark one is checked against the pandas one figure by figure."""
+broadcast, a side output, a pointwise RESCALE, skewed keys and a two-input join
+(placement.profile.synthetic.SHAPES_JOB), whose true per-edge figures are known (edge_truth). Both engines feed the same
+rules (placement/profile/rules.py, edge_flows.py); the Spark one is checked against the pandas one figure by figure."""
 
 from __future__ import annotations
 

@@ -7,8 +7,8 @@ from profile_support import INVENTORY
 from test_rules import agg_row, frame
 
 from placement.collect.layout import EdgeInfo, RunManifest, SubtaskLocation, VertexInfo
-from placement.profile.lanes import fold_lane_copies
 from placement.inventory import load_inventory
+from placement.profile.lanes import fold_lane_copies
 from placement.profile.rules import Options, assemble, current_assignment
 
 

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import psutil
 import pytest
-from support.cli import PLACEMENT, default_sigint
 
 from placement.profile.synthetic import IOT_JOB, Shape, scaled_job, write_history
+from support.cli import PLACEMENT, default_sigint
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
 

@@ -116,7 +116,10 @@ def test_one_job_id_or_one_run_selects_only_those_samples(spark, multi_history):
     by_id = build_profile(root, spark=spark, job=one_job)
     one_run = build_profile(root, spark=spark, runs=[runs[-1][1].run_id])
     every = build_profile(root, spark=spark)
-    n = lambda p: sum(s.samples for s in p.vertices[0].subtasks)
+
+    def n(p: JobProfile) -> int:
+        return sum(s.samples for s in p.vertices[0].subtasks)
+
     assert n(by_id) * 2 == pytest.approx(n(every), rel=0.02)
     assert n(one_run) * 4 == pytest.approx(n(every), rel=0.02)
     assert by_id.job.id == one_job

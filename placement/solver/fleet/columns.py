@@ -174,7 +174,7 @@ def _column_latency(problem: PlacementProblem, plans: list[PiPlans], z_of, mip: 
         lower[d] = floor.get(c, 0.0)
         for t in terms.get(c, []):
             if max(-v for _, v in t) > floor.get(c, 0.0):  # a row that can bind above the floor
-                rows.add([(d, 1.0)] + t, 0.0, INF)
+                rows.add([(d, 1.0), *t], 0.0, INF)
         out.append((d, problem.channels[c].path_weight))
     mip.col_lower = [lower]
     return out

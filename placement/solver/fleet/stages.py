@@ -92,7 +92,10 @@ def _relax_and_round(h, mip: SparseMip, options: SolverOptions, deadline: float 
     integral one fixed. Small models whose rounded plan is not within ``options.gap`` of the bound also get the full
     MIP. Returns (SolveInfo with the LP or MIP bound, column values)."""
     started = time.perf_counter()
-    left = lambda: None if deadline is None else max(1.0, deadline - time.monotonic())
+
+    def left() -> float | None:
+        return None if deadline is None else max(1.0, deadline - time.monotonic())
+
     h.setOptionValue("solve_relaxation", True)
     h.setOptionValue("solver", "ipm")  # the latency stage's LP: seconds with the interior point method, minutes simplex
     lp = highs_model.solve(h, time_limit=left(), gap=options.gap, threads=options.threads,
