@@ -79,7 +79,7 @@ def is_bytes_rate(text: object) -> bool:
     tc means, but most people writing ``mbps`` mean megabits: ``placement plan`` and ``placement netem apply`` warn
     about it (:func:`placement.inventory.link_rate_warnings`)."""
     m = re.fullmatch(_NUMBER + r"(?P<unit>[A-Za-z/%]*)", str(text).strip()) if isinstance(text, str) else None
-    return bool(m) and m.group("unit").lower() in _BYTES_RATE_UNITS
+    return m is not None and m.group("unit").lower() in _BYTES_RATE_UNITS
 
 
 def bytes_rate_note(where: str, text: str) -> str:

@@ -203,13 +203,13 @@ def observe(req: ApplyRequest, rest: FlinkRest, executors: dict[str, Executor]) 
             problems.append(Problem(str(exc)))
     if req.mode == "vanilla":
         needed = slots_needed(planned_counts(req))
-        for host in sorted(needed):
-            tm = tms.get(host)
-            if tm is not None and tm.extended(host) >= needed[host]:
+        for name in sorted(needed):
+            tm = tms.get(name)
+            if tm is not None and tm.extended(name) >= needed[name]:
                 continue  # the running TaskManager declares enough of its resource: no config to look at
-            if host in reachable:
+            if name in reachable:
                 try:
-                    tm_configs[host] = read_host_config(executors[host], host, req, version)
+                    tm_configs[name] = read_host_config(executors[name], name, req, version)
                 except CommandFailed as exc:
                     problems.append(Problem(str(exc)))
     scheduler = None
@@ -461,9 +461,9 @@ def graph_problems(req: ApplyRequest, view: ClusterView) -> list[Problem]:
             if p != r:
                 diffs.append(f"{name!r} plan {p if p is not None else 'absent'} vs running {r if r is not None else 'absent'}")
         diffs = [f"parallelism: {'; '.join(diffs)}"] if diffs else []
-        rescaled = req.plan.rescale is not None and req.plan.rescale.changed
-        if rescaled and set(want) == set(view.vertices):
-            changed = ", ".join(f"{name} {a}→{b}" for name, (a, b) in req.plan.rescale.changed.items())
+        rescale = req.plan.rescale
+        if rescale is not None and rescale.changed and set(want) == set(view.vertices):
+            changed = ", ".join(f"{name} {a}→{b}" for name, (a, b) in rescale.changed.items())
             return [Problem(f"the plan changes parallelism ({changed}), which vanilla mode cannot apply: it resubmits "
                             "by a REST jar run, which keeps the job's own parallelism; plan it for custom mode "
                             "(placement plan --rescale --mode custom)")]

@@ -7,10 +7,14 @@ import json
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from placement.cli.params import HTTP_URL, nonempty_path
+
+if TYPE_CHECKING:  # imported where used: the CLI starts without loading the Flink modules
+    from placement.flink.home import FlinkHome
 
 FLINK_HOME = click.option("--flink-home", "flink_home", type=click.Path(file_okay=False, path_type=Path), default=None,
                           help="Flink installation (has lib/flink-dist-*.jar); default $FLINK_HOME, else the pyflink wheel")
@@ -21,7 +25,7 @@ FLINK_VERSION = click.option(
          "--flink-home: that installation must be this version)")
 
 
-def _home(flink_home: Path | None, flink_version: str | None = None):  # type: ignore[no-untyped-def]
+def _home(flink_home: Path | None, flink_version: str | None = None) -> FlinkHome:
     from placement.errors import BadInput
     from placement.flink.distribution import resolve_flink_home
 

@@ -113,17 +113,17 @@ class Progress:
 class _Run:
     manifest: RunManifest
     writer: PartWriter
+    tm_writer: PartWriter  # the TaskManager CPU parts (layout.taskmanager_writer)
+    latency_writer: PartWriter  # the latency-tracking parts (layout.latency_writer)
+    thread_writer: PartWriter  # the per-thread CPU parts (layout.thread_writer)
     buffer: list[dict[str, Any]] = field(default_factory=list)
     nulls: int = 0
-    tm_writer: PartWriter | None = None  # the TaskManager CPU parts (layout.taskmanager_writer)
-    latency_writer: PartWriter | None = None  # the latency-tracking parts (layout.latency_writer)
     tm_buffer: list[dict[str, Any]] = field(default_factory=list)
     tm_seen: set[str] = field(default_factory=set)  # TaskManager metrics some TaskManager answered
     latency_buffer: list[dict[str, Any]] = field(default_factory=list)
     latency_names: dict[str, list[str]] = field(default_factory=dict)  # vertex id -> its latency-tracking metrics
     latency_listed: float | None = None  # time.monotonic() of the last listing
     cotenant_vertices: dict[str, list[VertexInfo]] = field(default_factory=dict)  # other running job -> its vertices
-    thread_writer: PartWriter | None = None  # the per-thread CPU parts (layout.thread_writer)
     thread_buffer: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -283,7 +283,7 @@ class Collector:
             try:
                 if jid not in run.cotenant_vertices:  # a job's vertices do not change: read once
                     run.cotenant_vertices[jid] = shaping.job_graph(self.rest.job_raw(jid), {})[0]
-                mine = []
+                mine: list[tuple[shaping.SubtaskState, dict[str, Any]]] = []
                 for v in run.cotenant_vertices[jid]:
                     rows, states = self.sample_vertex(jid, v, metrics=(REQUIRED_METRIC,))
                     mine.extend(zip(states, rows))

@@ -470,7 +470,7 @@ class _JobReader:
         wanted = {tm.id for tm in self.graph.taskmanagers} | {tm for sub in self.known.values()
                                                                 for tm in sub.taskmanager.values() if tm}
         grid0 = self.start + self.step * math.ceil((start - self.start) / self.step - 1e-9)
-        cells: dict[tuple[int, str], dict[str, float]] = {}
+        cells: dict[tuple[int, str | None], dict[str, float]] = {}
         seen: set[str] = set()
         n_all = math.floor((end - grid0) / self.step + 1e-9) + 1
         for i0 in range(0, max(0, n_all), MAX_POINTS):

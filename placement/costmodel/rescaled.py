@@ -117,7 +117,7 @@ class RescaleSpace:
         return self._at_factor(1.0)
 
     def _at_factor(self, factor: float) -> PlacementProblem:
-        cache = self.__dict__.setdefault("_factor_cache", {})
+        cache: dict[float, PlacementProblem] = self.__dict__.setdefault("_factor_cache", {})
         if factor not in cache:
             problem = build_problem(self.inventory, self.profile,
                                     PlanOptions(rate_scale=factor, placement_mode=self.placement_mode),
@@ -249,7 +249,7 @@ def _channel(problem: PlacementProblem, source: str, target: str) -> Channel:
 
 def _outputs(problem: PlacementProblem, source: str) -> list[Channel]:
     """The channels out of ``source`` (indexed once per problem: the solver asks for them per vertex and choice)."""
-    index = problem.__dict__.get("_outputs_by_source")
+    index: dict[str, list[Channel]] | None = problem.__dict__.get("_outputs_by_source")
     if index is None:
         index = {}
         for ch in problem.channels:
@@ -270,7 +270,7 @@ def _ranges(values: Sequence[int]) -> str:
 
 
 def _forward_groups(profile: JobProfile) -> list[list[str]]:
-    g = nx.Graph()
+    g: nx.Graph[str] = nx.Graph()
     g.add_nodes_from(v.id for v in profile.vertices)
     g.add_edges_from((e.source, e.target) for e in profile.edges if pointwise(e.ship_strategy))
     order = {v.id: n for n, v in enumerate(profile.topological_vertices())}

@@ -122,7 +122,8 @@ def _deal_births(doc: dict, template: str, names: list[str], sources: dict[str, 
 def _add(doc: dict, add: AddHosts, sources: dict[str, int] | None) -> list[str]:
     template, model = _template(doc, add.template, sources)
     taken = {h["name"] for h in doc["hosts"]}
-    names, n = [], 0
+    names: list[str] = []
+    n = 0
     while len(names) < add.count:
         n += 1
         if f"{template['name']}-add{n}" not in taken:

@@ -382,7 +382,7 @@ def _write_conf_dir(conf_dir: Path, conf: Mapping[str, object]) -> None:
 # both resolved, the command, the sizing key) and in the tool's cache (the same, the two jars' sizes and times too:
 # a jar replaced in place is another Flink), so clusters of one Flink and sizing ask once per machine — also across lab
 # homes, which link the jars of the Flink they mirror. Only answers are kept; a rejected config is asked again.
-_MEMORY_FLAGS: dict[tuple[str, str, str, str], tuple[tuple[str, ...], tuple[str, ...]]] = {}
+_MEMORY_FLAGS: dict[tuple[str, ...], tuple[tuple[str, ...], tuple[str, ...]]] = {}
 MEMORY_FLAGS_CACHE = "flink-memory-flags"  # under placement.resources.cache_dir()
 
 

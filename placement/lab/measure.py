@@ -296,7 +296,8 @@ def marker_measurements(sink: str, rows: Iterable[Mapping], source_names: Mappin
         chain = chains.setdefault(key, {"p50_ms": None, "p99_ms": None})
         for stat in ("p50_ms", "p99_ms"):
             if r.get(stat) is not None:
-                chain[stat] = max(float(r[stat]), chain[stat] if chain[stat] is not None else float("-inf"))
+                held = chain[stat]
+                chain[stat] = max(float(r[stat]), held if held is not None else float("-inf"))
     by_source: dict[str | None, list[Mapping]] = defaultdict(list)
     for (source_id, _subtask, _source_subtask), chain in chains.items():
         by_source[source_names.get(source_id, source_id)].append(chain)

@@ -6,6 +6,7 @@ this only writes it."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from placement.costmodel.model import PlacementProblem
 from placement.inventory import Inventory
@@ -17,7 +18,7 @@ from placement.writers.planjson import SourceRef, build_plan_document
 
 def write_lab_plan(out: Path, problem: PlacementProblem, result: PlanResult, *, job: str,
                    inventory: Inventory, inventory_path: str | Path, profile: JobProfile, profile_path: str | Path,
-                   placement_mode: str = "custom", **document) -> Path:
+                   placement_mode: Literal["custom", "vanilla"] = "custom", **document) -> Path:
     """``result`` on ``problem`` written to ``out`` (``document``: more of :func:`build_plan_document`'s fields,
     e.g. ``warnings`` or ``rescale``)."""
     doc = build_plan_document(problem, result, job=job, placement_mode=placement_mode,

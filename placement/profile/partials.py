@@ -227,7 +227,8 @@ def finish_partials(partials: Sequence[Partials], vertex_ids: Sequence[str]) -> 
     missing metrics are NaN; a group's row holds 0 for a metric its code says is missing."""
     rows = pd.DataFrame(_concat(partials))
     if rows.empty:
-        return pd.DataFrame(columns=list(AGGREGATE_COLUMNS))
+        empty: pd.DataFrame = pd.DataFrame(columns=list(AGGREGATE_COLUMNS))
+        return empty
     rows.insert(0, "vertex_id", np.asarray(vertex_ids, dtype=object)[rows.pop("vertex").to_numpy(dtype=np.int64)])
     k = rows["k"].to_numpy(dtype=np.int64)
     drawn = k >= 0

@@ -25,11 +25,14 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import pulp
 
 from placement.errors import PlacementError
+
+if TYPE_CHECKING:  # imported where a model is solved (placement.solver imports it first, for a clean Ctrl-C)
+    import highspy
 
 SolverName = Literal["highs", "cbc"]
 
@@ -58,7 +61,7 @@ def carried_optimum(optimum: float, rounded: float, relative: float, tolerances:
 
 def rounded_value(expr: pulp.LpAffineExpression) -> float:
     """``expr`` at the variables' current values with the integer ones rounded (see :func:`carried_optimum`)."""
-    total = expr.constant
+    total: float = expr.constant
     for var, coefficient in expr.items():
         value = var.varValue or 0.0
         total += coefficient * (round(value) if var.cat == pulp.LpInteger else value)
@@ -99,7 +102,7 @@ def native_output(verbose: bool = False) -> Iterator[None]:
         os.close(target)
 
 
-def new_highs(verbose: bool = False, tolerances: Tolerances = TOLERANCES):
+def new_highs(verbose: bool = False, tolerances: Tolerances = TOLERANCES) -> highspy.Highs:
     """A ``highspy.Highs`` with its output off (unless ``verbose``) and the certificate's options set explicitly."""
     import highspy
 
@@ -116,7 +119,8 @@ def new_highs(verbose: bool = False, tolerances: Tolerances = TOLERANCES):
 
 def highs_available() -> bool:
     try:
-        return pulp.HiGHS().available()
+        available: bool = pulp.HiGHS().available()
+        return available
     except Exception:
         return False
 
@@ -139,7 +143,7 @@ def _objective_value(lp: pulp.LpProblem) -> float | None:
 
     An objective without terms gets PuLP's ``__dummy`` variable while it is solved; it stays in the expression with
     coefficient 0 afterwards, and CBC reports no value for it (HiGHS does). Terms with coefficient 0 do not count."""
-    total = lp.objective.constant
+    total: float = lp.objective.constant
     for var, coefficient in lp.objective.items():
         if coefficient == 0:
             continue
@@ -169,7 +173,7 @@ def _highs_command(verbose: bool, warm_start: bool, tolerances: Tolerances) -> t
     import highspy
     import numpy as np
 
-    class PlacementHiGHS(pulp.HiGHS):  # type: ignore[misc, valid-type]
+    class PlacementHiGHS(pulp.HiGHS):  # type: ignore[misc]  # PuLP has no types: subclassing Any
         def createAndConfigureSolver(self, lp: pulp.LpProblem) -> None:
             lp.solverModel = new_highs(verbose, tolerances)
             lp.solverModel.setOptionValue("mip_rel_gap", float(self.gapRel))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from typing import Literal
 
 import pulp
 
@@ -119,7 +120,7 @@ def _solve(problem: PlacementProblem, options: SolverOptions) -> PlanResult:
     cost = evaluate(problem, assignment)
     if not cost.feasible:
         raise PlacementError(f"internal error: the solver's plan breaks a rule the model should enforce: {cost.violations[0]}")
-    status = "optimal" if all(st.info.status == "optimal" for st in stages) else "feasible"
+    status: Literal["optimal", "feasible"] = "optimal" if all(st.info.status == "optimal" for st in stages) else "feasible"
     return PlanResult("ilp", status, assignment, cost, stages=tuple(stages), objective_mode=mode, notes=tuple(notes))
 
 

@@ -29,12 +29,15 @@ priority is refused there (:func:`placement.solver.ilp.check_weighted`).
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Callable
+from typing import TypeAlias
 
 import pulp
 
 from placement.costmodel import latency
+from placement.costmodel.model import Channel, HostSpec
 from placement.solver.model import IlpModel
 
 
@@ -61,7 +64,7 @@ def wan_mbit(m: IlpModel, host: str, jobs: frozenset[str] | None = None) -> pulp
     return pulp.LpAffineExpression(list(terms.items()))
 
 
-def _of_jobs(m: IlpModel, jobs: frozenset[str] | None):
+def _of_jobs(m: IlpModel, jobs: frozenset[str] | None) -> Callable[[str], bool]:
     """A test of a vertex id: is it one of ``jobs``' (every vertex when ``jobs`` is None)."""
     if jobs is None:
         return lambda vid: True
@@ -74,7 +77,7 @@ def total_wan_mbit(m: IlpModel, jobs: frozenset[str] | None = None) -> pulp.LpAf
     return pulp.lpSum(exprs)
 
 
-StageTerm = pulp.LpAffineExpression | Callable[[], pulp.LpAffineExpression]
+StageTerm: TypeAlias = "pulp.LpAffineExpression | Callable[[], pulp.LpAffineExpression]"
 
 
 def stages(m: IlpModel) -> list[tuple[str, StageTerm]]:
@@ -86,7 +89,7 @@ def stages(m: IlpModel) -> list[tuple[str, StageTerm]]:
         return [("wan", total_wan_mbit(m)), ("server_cpu", server_cores(m)), ("latency", lambda: latency_ms(m))]
     out: list[tuple[str, StageTerm]] = [(f"wan[p{p}]", total_wan_mbit(m, jobs)) for p, jobs in classes]
     out.append(("server_cpu", server_cores(m)))
-    out += [(f"latency[p{p}]", (lambda jobs=jobs: latency_ms(m, jobs))) for p, jobs in classes]
+    out += [(f"latency[p{p}]", functools.partial(latency_ms, m, jobs)) for p, jobs in classes]
     return out
 
 
@@ -98,7 +101,7 @@ def latency_ms(m: IlpModel, jobs: frozenset[str] | None = None) -> pulp.LpAffine
     """Build (once) the delay variables ``d`` and their rows; return ``Σ w·d`` (``jobs``: over those jobs' channels
     only — each channel's ``d`` is built once, whichever class asks first)."""
     if ("latency", jobs) in m.aux:
-        return m.aux[("latency", jobs)]  # type: ignore[return-value]
+        return m.aux[("latency", jobs)]
     mine = _of_jobs(m, jobs)
     terms = []
     for n, ch in enumerate(m.problem.channels):
@@ -129,11 +132,11 @@ def latency_ms(m: IlpModel, jobs: frozenset[str] | None = None) -> pulp.LpAffine
                     for j in ch.receivers(i):
                         v = m.var((ch.target, j), h.name)
                         m.lp += d >= delay * (u - (v if v is not None else 0)), f"lat_{n}_{h.name}_{i}_{j}"
-        m.aux[("delay", n)] = d  # type: ignore[assignment]
+        m.aux[("delay", n)] = d
         if d is not None:
             terms.append((d, ch.path_weight))
     expr = pulp.LpAffineExpression(terms)
-    m.aux[("latency", jobs)] = expr  # type: ignore[assignment]
+    m.aux[("latency", jobs)] = expr
     return expr
 
 
@@ -153,7 +156,7 @@ def bounded_paths(m: IlpModel) -> list[latency.JobPath]:
     return [p for p in paths if p.bound_ms is not None]
 
 
-def _queue_wait(m: IlpModel, host) -> pulp.LpVariable | float:
+def _queue_wait(m: IlpModel, host: HostSpec) -> pulp.LpVariable | float:
     """``q_h ≥ Q(W_h/C_h)`` (every chord), built once per uplink; 0 when nothing can cross it."""
     key = ("queue", host.name)
     if key in m.aux:
@@ -161,7 +164,7 @@ def _queue_wait(m: IlpModel, host) -> pulp.LpVariable | float:
     traffic = wan_mbit(m, host.name)
     capacity = host.uplink_mbit or 0.0
     if traffic is None or capacity <= 0:
-        m.aux[key] = 0.0  # type: ignore[assignment]
+        m.aux[key] = 0.0
         return 0.0
     q = m.lp.add_variable(f"queue_{host.name}", lowBound=0)
     running = host.running_total("mbit")  # jobs already running on this uplink (plan --running): fixed load
@@ -173,13 +176,13 @@ def _queue_wait(m: IlpModel, host) -> pulp.LpVariable | float:
     return q
 
 
-def _queue_big_m(m: IlpModel, host) -> float:
+def _queue_big_m(m: IlpModel, host: HostSpec) -> float:
     capacity = host.uplink_mbit or 0.0
     rho = min(m.problem.policy.wan_headroom, latency.MAX_UTILISATION)
     return latency.queue_ms(rho, latency.buffer_service_ms(capacity)) if capacity > 0 else 0.0
 
 
-def _edge_crossing(m: IlpModel, n: int, ch) -> pulp.LpVariable | float:
+def _edge_crossing(m: IlpModel, n: int, ch: Channel) -> pulp.LpVariable | float:
     """``Z_e``: at least the slowest crossing of channel ``ch`` (delay + send + queue), built once per channel."""
     key = ("crossing", n)
     if key in m.aux:
@@ -209,7 +212,7 @@ def _edge_crossing(m: IlpModel, n: int, ch) -> pulp.LpVariable | float:
                 if z is None:
                     z = m.lp.add_variable(f"crossing_{n}", lowBound=0)
                 m.lp += (z >= (h.uplink_delay_ms + send + big_m) * y + q - big_m), f"lat_cross_{n}_{h.name}_{i}_{k}"
-    m.aux[key] = z if z is not None else 0.0  # type: ignore[assignment]
+    m.aux[key] = z if z is not None else 0.0
     return m.aux[key]
 
 

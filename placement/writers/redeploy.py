@@ -20,6 +20,7 @@ import json
 import posixpath
 import shlex
 from string import Template
+from typing import Any
 
 from placement.flink.jar_run import run_request_body
 from placement.inventory import Inventory
@@ -36,7 +37,7 @@ ssh -p {port} -o StrictHostKeyChecking=yes {target} {remote}"""
 VANILLA_INSTALL = """echo "2/4 vanilla placement: the mapping travels in programArgsList (--placement)\""""
 
 
-def run_body(plan: PlanDocument, inv: Inventory) -> dict:
+def run_body(plan: PlanDocument, inv: Inventory) -> dict[str, Any]:
     """The REST body for ``POST /jars/<id>/run`` (``savepointPath`` is filled in by the script)."""
     args = list(inv.job.program_args)
     if plan.placement_mode == "vanilla":
