@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 OUT ?= out
 
-.PHONY: setup setup-full demo test test-quick test-latest lock bench clean
+.PHONY: setup setup-full demo lint test test-quick test-latest lock bench clean
 
 setup:
 	@scripts/setup.sh
@@ -16,6 +16,12 @@ demo: setup
 	.venv/bin/placement plan --inventory inventory/edge-lab.yaml --profile examples/profiles/iot-sensors.json \
 	  --out $(OUT)/iot-sensors --compare
 
+## The static checks, before any test runs: lint, the formatting and the types (config in pyproject.toml).
+LINT = .venv/bin/ruff check && .venv/bin/ruff format --check && .venv/bin/mypy
+
+lint: setup
+	$(LINT)
+
 ## Everything, with real Flink, PySpark, sshd, tc and Ansible (needs root for namespaces; CI runs this).
 ## Two pytest-xdist workers: the suite mostly waits on clusters; tests that share machine-wide names (the lab, fixed
 ## namespaces) run as one group in one worker (tests/conftest.py: pytest_xdist_make_scheduler). Three were tried: the
@@ -23,10 +29,12 @@ demo: setup
 PYTEST_ARGS := -q -p no:cacheprovider -n 2 --timeout=900 --durations=30
 
 test: setup-full
+	$(LINT)
 	.venv/bin/pytest $(PYTEST_ARGS)
 
-## The fast part: no Flink cluster, no Spark, no Ansible, no wheel build.
+## The static checks and the fast part of the suite: no Flink cluster, no Spark, no Ansible, no wheel build.
 test-quick: setup
+	$(LINT)
 	.venv/bin/pytest -q -p no:cacheprovider -n 2 -m "not flink and not spark and not ansible and not packaging"
 
 ## The suite against the newest versions pyproject.toml's ranges allow (in .venv-latest; .venv keeps the tested ones):

@@ -22,7 +22,7 @@ SHIPPED = runpy.run_path(str(HERE / "placement" / "resources.py"))["SHIPPED"]
 IGNORE = shutil.ignore_patterns("*.jar", "*.class", "__pycache__", "*.pyc", ".*", "build")
 
 
-class build_py_with_data(build_py):  # noqa: N801 - setuptools command naming
+class build_py_with_data(build_py):
     def run(self) -> None:
         super().run()
         if getattr(self, "editable_mode", False):

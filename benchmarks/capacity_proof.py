@@ -18,10 +18,10 @@ fits each TaskManager's CPU as a fixed part plus a per-record part; warmed up ``
 TaskManager baseline from the first run, where a TaskManager was idle) -> ``placement plan --max-rate`` from that
 profile, and again on a profile nearer its answer while ``--max-rate`` cautions that the answer extrapolates the CPU,
 ``MAX_ROUNDS`` at most (the highest scale ``X*``
-of the profiled rate that fits, the plan that fits there, and what is short just above) -> that plan applied with ``placement apply`` to
-the job whose source follows a rate schedule (``--rate-schedule``: no resubmission between steps) of a warm-up
-(``WARM_UP_S`` at half the predicted rate: the JIT compiles the moved code) and then ``STEPS`` × the predicted rate
-``X* × profile rate``, ``--step-s`` seconds each -> per step, after ``SKIP_S``, in ``PARTS`` windows: the
+of the profiled rate that fits, the plan that fits there, and what is short just above) -> that plan applied with
+``placement apply`` to the job whose source follows a rate schedule (``--rate-schedule``: no resubmission between steps)
+of a warm-up (``WARM_UP_S`` at half the predicted rate: the JIT compiles the moved code) and then ``STEPS`` × the
+predicted rate ``X* × profile rate``, ``--step-s`` seconds each -> per step, after ``SKIP_S``, in ``PARTS`` windows: the
 source's records/s from the ``numRecordsOut`` counter (not Flink's 60 s meter, which lags a step), the uplink's wire
 Mbit/s, the edge TaskManager's CPU and its JIT compiler's, and how often its cgroup was throttled.
 
@@ -70,10 +70,10 @@ from lab_placements import (  # noqa: E402
     thread_cores,
 )
 
-from placement.flink.rest import FlinkRest  # noqa: E402
-from placement.lab import chain  # noqa: E402
-from placement.lab.measure import measure_window  # noqa: E402
-from placement.profile.format import load_profile  # noqa: E402
+from placement.flink.rest import FlinkRest
+from placement.lab import chain
+from placement.lab.measure import measure_window
+from placement.profile.format import load_profile
 
 STEPS = (0.8, 0.9, 1.0, 1.1, 1.2, 1.4)  # × the predicted highest rate
 HOLDS = 0.97  # a step holds when the source emits this share of its target
@@ -275,8 +275,8 @@ def run_case(case: Case, args, console: Console) -> dict:
             rough = capacity["scale"] * profiled_rate(profile, source)
             console.print(f"[bold]{case.key}[/]: round {n}, the Pi's CPU over its two runs: " + (
                 f"{lines[-1]['fixed_cores']:.3f} + {lines[-1]['per_record_us']:.1f} µs × readings/s "
-                f"({lines[-1]['rate_low']:,.0f}-{lines[-1]['rate_high']:,.0f}/s), {lines[-1]['fixed_share']:.0%} of "
-                "its use fixed" if lines[-1] else "no line (the runs' rates too near, or the line did not rise)")
+                f"({lines[-1]['rate_low']:,.0f}-{lines[-1]['rate_high']:,.0f}/s), {lines[-1]['fixed_share']:.0%} "
+                "of its use fixed" if lines[-1] else "no line (the runs' rates too near, or the line did not rise)")
                 + f"; --max-rate {rough:,.0f} readings/s" + (f" — caution: {capacity['caution']}"
                                                               if capacity.get("caution") else ""))
             if not capacity.get("caution"):

@@ -6,14 +6,15 @@
 
 What a user does, per job, on one custom-mode lab (``lab up``): the job submitted unmodified (Flink's own placement)
 -> 60 s for Flink's rate meters -> ``metrics collect`` ``--window`` s (per-subtask busy time and each TaskManager's
-JVM CPU, and its CPU per thread over the lab's SSH: ``--inventory``) -> ``profile`` with the lab inventory -> ``plan`` (the ILP at the profiled rates: WAN first, so operators
-move onto the Pis as far as their CPU allows) -> ``apply`` -> until the moved subtasks' JIT has settled (every edge
-TaskManager's compiler threads under 0.02 host cores over 15 s; 60 s at least, 360 s at most) -> ``lab measure`` over
-``--window`` s — again, up to ``MEASURE_TRIES`` windows, until one in which every edge TaskManager's compiler stayed
-under 0.02 host cores too — while ``metrics collect`` polls the job as it did for the profile: each host's TaskManager JVM CPU, in
-the host's own cores, beside plan.json's ``predicted_cores`` for that host (its TaskManager's baseline + its
-subtasks' calibrated cores). The model predicts the steady state, so what is judged is the JVM's CPU without its JIT
-compiler threads (``lab measure``'s ``steady_host_cores``); the table shows it with them too.
+JVM CPU, and its CPU per thread over the lab's SSH: ``--inventory``) -> ``profile`` with the lab inventory -> ``plan``
+(the ILP at the profiled rates: WAN first, so operators move onto the Pis as far as their CPU allows) -> ``apply`` ->
+until the moved subtasks' JIT has settled (every edge TaskManager's compiler threads under 0.02 host cores over 15 s; 60
+s at least, 360 s at most) -> ``lab measure`` over ``--window`` s — again, up to ``MEASURE_TRIES`` windows, until one in
+which every edge TaskManager's compiler stayed under 0.02 host cores too — while ``metrics collect`` polls the job as it
+did for the profile: each host's TaskManager JVM CPU, in the host's own cores, beside plan.json's ``predicted_cores``
+for that host (its TaskManager's baseline + its subtasks' calibrated cores). The model predicts the steady state, so
+what is judged is the JVM's CPU without its JIT compiler threads (``lab measure``'s ``steady_host_cores``); the table
+shows it with them too.
 
 "before" is the same profile priced as the planner did before issue 23 (busy time only: no TaskManager baseline, no
 calibration — the profile's ``taskmanagers`` and ``cpu_calibration`` dropped) for the same placement.
@@ -47,15 +48,15 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from lab_placements import PLACEMENT, cli, plan_to, thread_cores  # noqa: E402
 
-from placement.costmodel import build_problem, evaluate  # noqa: E402
-from placement.collect.threads import is_compiler_thread  # noqa: E402
-from placement.flink.rest import FlinkRest  # noqa: E402
-from placement.inventory import load_inventory  # noqa: E402
-from placement.lab import chain  # noqa: E402
-from placement.lab.jobs import BRANCHING_JOB, IOT_SENSOR_JOB, NEXMARK_BIDS_JOB  # noqa: E402
-from placement.lab.measure import compiler_cpu_seconds, measure_window, taskmanager_pids  # noqa: E402
-from placement.profile.format import JobProfile, load_profile  # noqa: E402
-from placement.writers.planjson import load_plan  # noqa: E402
+from placement.collect.threads import is_compiler_thread
+from placement.costmodel import build_problem, evaluate
+from placement.flink.rest import FlinkRest
+from placement.inventory import load_inventory
+from placement.lab import chain
+from placement.lab.jobs import BRANCHING_JOB, IOT_SENSOR_JOB, NEXMARK_BIDS_JOB
+from placement.lab.measure import compiler_cpu_seconds, measure_window, taskmanager_pids
+from placement.profile.format import JobProfile, load_profile
+from placement.writers.planjson import load_plan
 
 TOLERANCE = 0.15
 IDLE_ABS = 0.03  # host cores: a nearly idle host is held to this absolute error instead
@@ -172,7 +173,7 @@ def run_job(job: LabJob, state: dict, work: Path, window: float, console: Consol
     time.sleep(SETTLE_S)
     jit_s = wait_for_jit(state)
     edges = {h.host for h in plan.hosts if h.role != "server"}
-    for tries in range(1, MEASURE_TRIES + 1):
+    for tries in range(1, MEASURE_TRIES + 1):  # noqa: B007 - read after the loop: the window it settled in
         # observed as it was profiled (and as `placement watch` observes it): the collector polls the TaskManagers'
         # metrics over the measured window too, and that polling is part of the baseline the profile measured
         collector = subprocess.Popen([PLACEMENT, "metrics", "collect", "--rest", state["rest_url"], "--job-name",
@@ -218,7 +219,8 @@ def hold_and_measure(state: dict, hold: float, window: float, since_apply_s: flo
                                                                 "jit": c.compiler_server_cores / c.speed if c.speed else None}
                                                        for c in cpu}})
         console.print(f"  {after:4d} s after the apply: " + ", ".join(
-            f"{c.host} {c.host_cores:.3f} (JIT {c.compiler_server_cores / c.speed:.3f}, without {c.steady_host_cores:.3f})"
+            f"{c.host} {c.host_cores:.3f} (JIT {c.compiler_server_cores / c.speed:.3f}, without "
+            f"{c.steady_host_cores:.3f})"
             for c in cpu if c.speed))
     return out
 

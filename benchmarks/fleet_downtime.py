@@ -6,8 +6,8 @@ each costs on a real Flink 2.3 cluster started from the apache-flink-libraries w
 extension places each job from its schedulercfg, and the job graph is the same whatever the placement, so each
 change can read what the running placements use — in vanilla mode the lab job chains by its ``--placement``, the
 running graph differs from the next plan's and apply rightly falls back to stop-all; a JobManager and TaskManagers
-``server`` 127.0.0.1 and ``rpi1`` 127.0.0.2, so apply runs its host commands here instead of over SSH): two IoT jobs, and fleets that move both of them between
-two placements, applied alternately
+``server`` 127.0.0.1 and ``rpi1`` 127.0.0.2, so apply runs its host commands here instead of over SSH): two IoT jobs,
+and fleets that move both of them between two placements, applied alternately
 
 * sequential — each job's plan names its profile, so the order's mixed states can be checked (a 50 Mbit/s link,
   far from full): stop A → redeploy A → verify A, then B;
@@ -35,13 +35,13 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "apply"), s
 import yaml
 from apply_support import JOB_ARGS, JOB_NAME, MOVED, PLACED, fleet_profile
 from redeploy_downtime import cluster_spec, write_local_inventory
-from support.plan_dirs import write_fleet_dir
 
 from placement.apply.fleet import FleetFailed, execute_fleet, load_fleet, prepare_fleet
 from placement.errors import PlacementError
 from placement.flink.rest import FlinkRest
 from placement.lab.flink import start_cluster
 from placement.lab.jobs import IOT_SENSOR_JOB, build_jobs_jar
+from support.plan_dirs import write_fleet_dir
 
 JOB_B = "pp-apply-iot-b"
 ARGS_B = [*JOB_ARGS[:-1], JOB_B]  # the same job under another name (JOB_ARGS ends with --job-name NAME)
@@ -121,7 +121,7 @@ def main() -> int:
         fleets = write_fleets(work, inventory, ids)
         print(f"{'run':>4} {'strategy':<11} {'job A s':>8} {'job B s':>8} {'change s':>8} status")
         run = 0
-        for i in range(args.runs):
+        for _ in range(args.runs):
             for s in STRATEGIES:
                 time.sleep(args.settle)
                 chosen, status, downtime, seconds = apply_fleet_once(fleets[run % 2], inventory, s)

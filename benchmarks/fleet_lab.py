@@ -51,10 +51,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from lab_placements import DATA_FLOOR_MBIT, DATA_TOLERANCE, JOBS, cli, holds_rate, job_args, plan_to  # noqa: E402
 
-from placement.flink.rest import FlinkRest  # noqa: E402
-from placement.lab import chain  # noqa: E402
-from placement.lab.measure import measure  # noqa: E402
-from placement.scheduler.naming import schedulercfg_filename  # noqa: E402
+from placement.flink.rest import FlinkRest
+from placement.lab import chain
+from placement.lab.measure import measure
+from placement.scheduler.naming import schedulercfg_filename
 
 PLACEMENT = str(Path(sys.executable).with_name("placement"))
 PROFILE_RATES = {"iot": {"Source: Sensors": 500.0}, "nexmark": {"Source: Bids": 580.0}}
@@ -263,7 +263,7 @@ def failures_of(rows: list[dict]) -> list[str]:
     joint, alone = by.get("joint"), by.get("each alone")
     out = [f"{r['strategy']}: not every subtask placed as planned" for r in rows if not r["placed"]]
     if joint is None or alone is None:
-        return out + ["a strategy did not run"]
+        return [*out, "a strategy did not run"]
     out += [f"joint: {JOBS[k].title} does not hold its target ({j['throughput']:,.0f} of {j['target']:,.0f}, "
             f"sources back-pressured {j['source_bp']:.0%})" for k, j in joint["jobs"].items() if not holds_rate(j)]
     for host, (pred, data, _wire) in sorted(joint["links"].items()):

@@ -54,7 +54,7 @@ def _instance_files(cache: Path, family: str, n: int, hosts: int, servers: int |
     inv_path, prof_path = d / "inventory.json", d / "profile.json"
     if not prof_path.exists():
         d.mkdir(parents=True, exist_ok=True)
-        code = ("import json, sys; sys.path.insert(0, %r)\n"
+        code = ("import json, sys; sys.path.insert(0, %r)\n"  # noqa: UP031 - %r writes the script's Python literals
                 "from hard_jobs import instance as hard; from random_jobs import instance as rand\n"
                 "inv, prof = (hard(%d, %d, %d, servers=%r) if %r == 'hard' else rand(%d, %d, %d))\n"
                 "open(%r, 'w').write(json.dumps(inv.model_dump(mode='json', by_alias=True)))\n"

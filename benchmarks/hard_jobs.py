@@ -277,7 +277,7 @@ def _size_servers(spec: list[dict], problem, assignment: dict, rng: random.Rando
     fastest = max(servers, key=lambda h: h["speed"])
     if thread > fastest["speed"]:  # the heaviest subtask's one thread keeps up on the fastest server
         fastest["speed"] = next((x for x in sorted(SERVER_SPEEDS) if x >= thread), round(thread * 1.05, 3))
-    for attempt in range(50):
+    for _attempt in range(50):
         for h, share in zip(servers, shares):
             w = share / total
             h["cores"] = max(1.0, round(demand * w * slack / (policy.cpu_utilisation_target * h["speed"]), 2))

@@ -43,11 +43,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from lab_placements import (  # noqa: E402
+from lab_placements import (
     PLACEMENT,
     JobSpec,
-    _ms,
     Source,
+    _ms,
     apply_plan,
     cli,
     holds_rate,
@@ -61,15 +61,16 @@ from lab_placements import (  # noqa: E402
     run_figures,
     worst_p99,
 )
-from placement.costmodel.model import PlanOptions, build_problem  # noqa: E402
-from placement.flink.rest import FlinkRest  # noqa: E402
-from placement.inventory import load_inventory  # noqa: E402
-from placement.lab import chain  # noqa: E402
-from placement.lab.jobs import IOT_SENSOR_JOB  # noqa: E402
-from placement.lab.measure import measure  # noqa: E402
-from placement.lab.plans import write_lab_plan  # noqa: E402
-from placement.profile.format import load_profile  # noqa: E402
-from placement.solver import SolverOptions, solve  # noqa: E402
+
+from placement.costmodel.model import PlanOptions, build_problem
+from placement.flink.rest import FlinkRest
+from placement.inventory import load_inventory
+from placement.lab import chain
+from placement.lab.jobs import IOT_SENSOR_JOB
+from placement.lab.measure import measure
+from placement.lab.plans import write_lab_plan
+from placement.profile.format import load_profile
+from placement.solver import SolverOptions, solve
 
 SPEC = JobSpec("iot-bound", "IoT job, Enrich growing the alarms", IOT_SENSOR_JOB, "iot-sensors",
                (Source("Source: Sensors", "Parse", "--rate", "--parallelism", 185, "readings/s", 600.0),), spread=True)
@@ -126,8 +127,8 @@ def plan_and_run(name: str, inv_path: str, profile_path: str, scale: float, args
     predicted = {lk.host: lk.mbit for lk in links.values()}
     predicted_cores = {h.host: h.predicted_cores for h in result.cost.hosts}
     runs = []
-    for k in range(args.repeats):
-        job, placed_ok, applied_s = apply_plan(rest, state["jar"], SPEC, job_argv, plan_dir, inv_path, mapping, console)
+    for _ in range(args.repeats):
+        _job, placed_ok, applied_s = apply_plan(rest, state["jar"], SPEC, job_argv, plan_dir, inv_path, mapping, console)
         time.sleep(args.settle)
         m = measure(work, args.window)
         runs.append(run_figures(SPEC, {SPEC.sources[0].vertex: args.rate}, parallelism, m, predicted, predicted_cores,
@@ -188,7 +189,10 @@ def print_table(console: Console, rows: dict[str, dict], bound: float) -> None:
             pred, data, _wire = r.get("links", {}).get(h, (0.0, 0.0, 0.0))
             cells += [f"{pred:.2f} / {data:.2f}", f"{r['utilisation'].get(h, 0.0):.0%}"]
         lat = r.get("latency", [])
-        worst = (lambda key: max((x[key] for x in lat if x[key] is not None), default=None))
+
+        def worst(key: str, lat: list[dict] = lat) -> float | None:
+            return max((x[key] for x in lat if x[key] is not None), default=None)
+
         cells += [_ms(worst("markers_p50")), _ms(worst("markers_p99")), _ms(worst("event_p99")),
                   f"{r['throughput']:,.0f} / {r['target']:,.0f}" if "throughput" in r else "-",
                   ("yes" if r["placed"] else "NO") if "placed" in r else "-"]

@@ -67,10 +67,9 @@ def parse_size(text: str) -> int:
 
 def ensure_history(work: Path, samples: int) -> Path:
     """A cached synthetic history of about ``samples`` samples (regenerated if missing or of another size)."""
-    from support.synthetic import IOT_JOB, HistoryShape, scaled_job, write_history
-
     from placement.collect.layout import find_manifests
     from placement.errors import BadInput
+    from support.synthetic import IOT_JOB, HistoryShape, scaled_job, write_history
 
     job = scaled_job(IOT_JOB, 8)
     subtasks = sum(v.parallelism for v in job.vertices)
@@ -103,8 +102,8 @@ SQL_SCAN_JVM_FLAGS = ("-XX:+UseSerialGC -XX:Tier4InvocationThreshold=50000 -XX:T
 
 
 def read_samples(spark, parts):
-    """The floor's input: the part files as a DataFrame of the columns the profile reads, typed as the layout writes them: no directory is
-    listed and no footer opened to infer a schema (the history check validated them)."""
+    """The floor's input: the part files as a DataFrame of the columns the profile reads, typed as the layout writes
+    them: no directory is listed and no footer opened to infer a schema (the history check validated them)."""
     import pyarrow as pa
     from pyspark.sql.pandas.types import from_arrow_schema
 

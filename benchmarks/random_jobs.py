@@ -1,9 +1,10 @@
 """Random layered jobs and edge clusters with realistic figures, for benchmarks.
 
 A cluster has ``hosts`` hosts, about 5 % of them servers (at least one), the rest Raspberry Pi 4B edge hosts behind
-20–100 Mbit/s links; sources emit 500–4000 records/s of 100–400 bytes per subtask. A job is layered: source vertices born on distinct Pis (one subtask per Pi), then layers of
-operators joined by FORWARD (same parallelism) or HASH/REBALANCE edges; per-record CPU costs of 2–40 µs on a server
-core, selectivities 0.05–1.2, 40–600 bytes per record, 20 % of operators stateful.
+20–100 Mbit/s links; sources emit 500–4000 records/s of 100–400 bytes per subtask. A job is layered: source vertices
+born on distinct Pis (one subtask per Pi), then layers of operators joined by FORWARD (same parallelism) or
+HASH/REBALANCE edges; per-record CPU costs of 2–40 µs on a server core, selectivities 0.05–1.2, 40–600 bytes per record,
+20 % of operators stateful.
 """
 
 from __future__ import annotations

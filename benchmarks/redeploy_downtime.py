@@ -120,7 +120,8 @@ def verdict(rows: list[tuple[str, int, float | None, float | None, str]], runs: 
     if "placement apply" in medians and base:
         print(f"\napply vs cancel+submit: {medians['placement apply'] / base:.2f}x the baseline's median downtime "
               "(the baseline loses all state; apply restores it from the savepoint)")
-    print(f"applies that verified green: {applied}/{runs}; target: median stop requested -> RUNNING again <= {TARGET_S:.0f} s")
+    print(f"applies that verified green: {applied}/{runs}; target: median stop requested -> RUNNING again <= "
+          f"{TARGET_S:.0f} s")
     print(("PASS" if ok else "FAIL") + (f": {runs - applied} apply(s) did not verify green" if applied < runs else ""))
     return ok
 
@@ -151,7 +152,8 @@ def main() -> int:
             time.sleep(args.settle)
             downtime, total, status = apply_once(plans[i % 2], inventory, work / "audit.jsonl")
             rows.append(("placement apply", i + 1, downtime, total, status))
-            print(f"{i + 1:>4} {'placement apply':<22} {downtime if downtime is not None else float('nan'):>10.2f} {total:>8.2f} {status:<12}", flush=True)
+            print(f"{i + 1:>4} {'placement apply':<22} {downtime if downtime is not None else float('nan'):>10.2f} "
+                  f"{total:>8.2f} {status:<12}", flush=True)
         for i in range(args.runs):
             time.sleep(args.settle)
             downtime = cancel_and_submit(rest, jar_id)

@@ -37,9 +37,9 @@ rate meters, then
 the plan's prediction, every subtask index on its planned host (REST); the load average at that moment -> ``lab down``.
 
 Verdicts (exit 1 on any FAIL): the profiled plan does not hold the target (the scenario's premise); the joint plan
-differs from both baselines; every plan placed as planned; the joint plan holds the target (>= 95 % of it, sources backpressured < 10 %, the window taking in >= 95 % of
-what it is offered); its WAN job data is below each baseline's, or that
-baseline does not hold the target.
+differs from both baselines; every plan placed as planned; the joint plan holds the target (>= 95 % of it, sources
+backpressured < 10 %, the window taking in >= 95 % of what it is offered); its WAN job data is below each baseline's, or
+that baseline does not hold the target.
 """
 
 from __future__ import annotations
@@ -62,7 +62,6 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from placement.planning.rescale import RescalePlan, plan_rescaled
 from placement.costmodel.rescaled import build_space
 from placement.flink.rest import FlinkRest
 from placement.inventory import load_inventory
@@ -71,6 +70,7 @@ from placement.lab.jobs import IOT_SENSOR_JOB, NEXMARK_BIDS_JOB
 from placement.lab.measure import measure
 from placement.lab.plans import write_lab_plan
 from placement.lab.topology import CGROUP_ROOT, NS_PREFIX
+from placement.planning.rescale import RescalePlan, plan_rescaled
 from placement.profile.format import load_profile
 from placement.solver.result import SolverOptions
 from placement.writers.planjson import load_plan

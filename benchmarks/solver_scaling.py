@@ -28,17 +28,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import fleet_scaling  # noqa: E402
-from random_jobs import edge_rescalable, instance  # noqa: E402
+import fleet_scaling
+from random_jobs import edge_rescalable, instance
 
-from placement.costmodel import build_problem  # noqa: E402
-from placement.costmodel.rescaled import build_space  # noqa: E402
-from placement.errors import PlacementError  # noqa: E402
-from placement.solver import SolverOptions, solve  # noqa: E402
-from placement.solver.ilp import _solve as solve_without_pooling  # noqa: E402
-from placement.solver.baselines import all_on_server, greedy  # noqa: E402
-from placement.solver.domains import restricted_domain  # noqa: E402
-from placement.solver.rescale import ds2_then_place, placement_alone, solve_rescale  # noqa: E402
+from placement.costmodel import build_problem
+from placement.costmodel.rescaled import build_space
+from placement.errors import PlacementError
+from placement.solver import SolverOptions, solve
+from placement.solver.baselines import all_on_server, greedy
+from placement.solver.domains import restricted_domain
+from placement.solver.ilp import _solve as solve_without_pooling
+from placement.solver.rescale import ds2_then_place, placement_alone, solve_rescale
 
 TARGETS = {(500, 50): (10.0, 0.0), (2000, 200): (60.0, 0.01)}  # seconds, gap (0: proven optimal)
 PROVEN = 1e-4  # the relative gap the solver is asked for: "optimal" means a reported gap of at most this

@@ -4,10 +4,10 @@
         [--runs 5] [--steady-min 15] [--oscillations 3] [--low 100] [--high 300] [--uplink 400kbit]
         (--phase fault: a savepoint that cannot be written during the watch's apply)
 
-Scenario (placement.lab.watch_scenario): ``lab up`` (inventory/lab.yaml: 1 server + 2 Pis, custom mode, its uplinks
-set to ``--uplink``); the IoT job placed all-on-server (raw readings over the uplinks) at ``--low`` readings/s per source subtask,
-its rate changed by its own ``--rate-schedule`` (no resubmission); ``placement watch --apply auto --engine pandas``
-in its own process, as a user runs it, with its decision log.
+Scenario (placement.lab.watch_scenario): ``lab up`` (inventory/lab.yaml: 1 server + 2 Pis, custom mode, its uplinks set
+to ``--uplink``); the IoT job placed all-on-server (raw readings over the uplinks) at ``--low`` readings/s per source
+subtask, its rate changed by its own ``--rate-schedule`` (no resubmission); ``placement watch --apply auto --engine
+pandas`` in its own process, as a user runs it, with its decision log.
 
 * ``recovery`` (``--runs``): a step to ``--high`` (1.2x what an uplink carries under all-on-server). Per run: step ->
   decision, step -> apply done, step -> restored (the sources' counters at >= 95 % of the target over 12 s and the

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic_core import ErrorDetails
 
 from placement.errors import BadInput
 
@@ -94,7 +95,7 @@ def _untagged(loc: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(part for part in loc if not (isinstance(part, str) and _TAG.match(part)))
 
 
-def _union_choice(errors: list[dict]) -> tuple[dict, str | None, int]:
+def _union_choice(errors: list[ErrorDetails]) -> tuple[ErrorDetails, str | None, int]:
     """The error to report, the message for a value no member of a union took (None: the error's own), and how many
     of ``errors`` it stands for. A union's members each fail with their tag in the location: when one of them got
     further into the value (a mapping with a bad entry), that one's error is the problem; when none did, the message
@@ -105,12 +106,12 @@ def _union_choice(errors: list[dict]) -> tuple[dict, str | None, int]:
     if t is None:
         return first, None, 1
     prefix = loc[:t]
-    members = [e for e in errors if len(e["loc"]) > t and e["loc"][:t] == prefix and isinstance(e["loc"][t], str)
-               and _TAG.match(e["loc"][t])]
+    members = [e for e in errors if len(e["loc"]) > t and e["loc"][:t] == prefix and isinstance(tag := e["loc"][t], str)
+               and _TAG.match(tag)]
     deeper = [e for e in members if len(e["loc"]) > t + 1]
     if deeper:
         return max(deeper, key=lambda e: len(e["loc"])), None, len(members)
-    tags = list(dict.fromkeys(e["loc"][t] for e in members))
+    tags = list(dict.fromkeys(str(e["loc"][t]) for e in members))  # str already: the members are those with a tag
     takes = ", ".join(describe_tag(tag) for tag in tags[:-1]) + (" or " if len(tags) > 1 else "") + describe_tag(tags[-1])
     return first, f"takes {takes}, not {first.get('input')!r}", len(members)
 

@@ -108,7 +108,7 @@ class Executor(ABC):
         """Put ``<path>.prev`` back as ``path`` (atomic rename of a copy); without a ``.prev`` the file is removed."""
         return self.run(restore_previous_argv(path))
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - a default: executors without connections have nothing to release
         """Release connections; running commands afterwards reconnects."""
 
     def __enter__(self) -> Executor:
@@ -236,7 +236,8 @@ class SshExecutor(Executor):
         except paramiko.SSHException as exc:
             if "not found in known_hosts" in str(exc):
                 raise HostUnreachable(
-                    f"{self.host} ({self.address}): host key not in {known}; add it (ssh-keyscan) or pass --accept-new-host-keys"
+                    f"{self.host} ({self.address}): host key not in {known}; add it (ssh-keyscan) or pass "
+                    "--accept-new-host-keys"
                 ) from None
             raise HostUnreachable(f"{self.host} ({self.address}): ssh failed: {exc}") from None
         except (OSError, EOFError) as exc:
@@ -251,7 +252,7 @@ class SshExecutor(Executor):
             command = "sudo -n " + command  # -n: fail rather than wait for a password nobody will type
         try:
             res = conn.run(command, hide=True, warn=True, in_stream=False, timeout=timeout)
-        except Exception as exc:  # noqa: BLE001  invoke's CommandTimedOut, transport errors: one line, no traceback
+        except Exception as exc:
             return CommandResult(self.host, tuple(argv), 255, stderr=f"{type(exc).__name__}: {str(exc).strip()}")
         return CommandResult(self.host, tuple(argv), res.exited, res.stdout, res.stderr)
 
@@ -262,7 +263,7 @@ class SshExecutor(Executor):
             with sftp.open(path, "wb") as fh:
                 fh.write(data)
             sftp.chmod(path, mode)
-        except Exception as exc:  # noqa: BLE001  IOError, paramiko's SSHException/SFTPError: one line, no traceback
+        except Exception as exc:
             raise CommandFailed(CommandResult(self.host, ("sftp-put", path), 1, stderr=f"upload to {path} failed: {exc}")) from None
 
     def close(self) -> None:

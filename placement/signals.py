@@ -64,9 +64,10 @@ def _replaces_an_interrupt(exc: BaseException) -> bool:
     process group too) that call raises "Answer from Java side is empty", which replaces the interrupt (seen in 2 of
     10 interrupted profiles on a loaded machine)."""
     seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, KeyboardInterrupt):
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        if isinstance(link, KeyboardInterrupt):
             return True
-        seen.add(id(exc))
-        exc = exc.__context__
+        seen.add(id(link))
+        link = link.__context__
     return False

@@ -76,10 +76,10 @@ def parse_rate_mbit(text: object) -> float:
 
 def is_bytes_rate(text: object) -> bool:
     """Is ``text`` a rate in one of tc's bytes-per-second units (``50mbps`` = 50 MB/s = 400 Mbit/s)? Valid, and what
-    tc means, but most people writing ``mbps`` mean megabits: ``placement plan`` and ``placement netem apply`` warn about it
-    (:func:`placement.inventory.link_rate_warnings`)."""
+    tc means, but most people writing ``mbps`` mean megabits: ``placement plan`` and ``placement netem apply`` warn
+    about it (:func:`placement.inventory.link_rate_warnings`)."""
     m = re.fullmatch(_NUMBER + r"(?P<unit>[A-Za-z/%]*)", str(text).strip()) if isinstance(text, str) else None
-    return bool(m) and m.group("unit").lower() in _BYTES_RATE_UNITS
+    return m is not None and m.group("unit").lower() in _BYTES_RATE_UNITS
 
 
 def bytes_rate_note(where: str, text: str) -> str:

@@ -9,11 +9,18 @@ strict switch every "this real part is missing" path goes through. pytest puts `
 import os
 
 import pytest
+
 import support.flink as support_flink
+from placement.profile.class_archive import ENV_SWITCH
 from support.flink import flink_cluster, flink_rest, iot_job, lab_jobs_jar  # noqa: F401  (session/module fixtures)
 from support.lab import shared_custom_lab  # noqa: F401  (session fixture)
 
-# strict mode (PLACEMENT_STRICT=1 / --strict-real): a missing real part fails instead of skipping (support/real_parts.py)
+# the suite checks at its end that it left nothing behind (support/left_behind.py)
+from support.left_behind import pytest_sessionfinish, pytest_sessionstart  # noqa: F401  (pytest hooks)
+from support.left_behind import pytest_terminal_summary as left_behind_summary
+
+# strict mode (PLACEMENT_STRICT=1 / --strict-real): a missing real part fails instead of skipping
+# (support/real_parts.py)
 from support.real_parts import (  # noqa: F401  (pytest hooks)
     pytest_addoption,
     pytest_configure,
@@ -22,12 +29,6 @@ from support.real_parts import (  # noqa: F401  (pytest hooks)
     pytest_runtest_setup,
 )
 from support.real_parts import pytest_terminal_summary as real_parts_summary
-
-# the suite checks at its end that it left nothing behind (support/left_behind.py)
-from support.left_behind import pytest_sessionfinish, pytest_sessionstart  # noqa: F401  (pytest hooks)
-from support.left_behind import pytest_terminal_summary as left_behind_summary
-
-from placement.profile.class_archive import ENV_SWITCH
 
 # Spark sessions in tests start without the driver's class archive: a JVM that dumps one on exit would take ~15 s
 # more at the end of the run and, in-process, `placement profile` would stop the shared session to publish it.
@@ -41,7 +42,7 @@ def flink_support():
     return support_flink
 
 
-# ---- running in two pytest-xdist workers (`make test`: -n 2) ------------------------------------------------------------
+# ---- running in two pytest-xdist workers (`make test`: -n 2) ---------------------------------------------------------
 # The suite mostly waits (clusters settling, measurement windows: ~33 % of one core on average), so two workers nearly
 # halve it. Tests that share fixed machine-wide names run in one worker, one after the other, as a group: the lab
 # (namespaces pl-lab-*, 10.203/16, `lab down` removes any lab's leftovers by prefix, CPU quotas a timing test relies

@@ -47,7 +47,7 @@ from placement.apply.vertices import match_vertices, planned_vertices, running_s
 from placement.errors import BadInput, PlacementError
 from placement.loading import load_model
 from placement.profile.format import JobProfile, load_profile
-from placement.writers.fleetjson import FLEET_FILE, FleetDocument, is_fleet_dir
+from placement.writers.fleetjson import FLEET_FILE, FleetDocument
 
 if TYPE_CHECKING:
     from placement.costmodel.evaluate import PlanCost

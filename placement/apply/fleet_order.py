@@ -133,7 +133,7 @@ def _safe_sequence(jobs: Sequence[JobLoads], limits: Mapping[Resource, float], s
             if after in dead:
                 continue
             if not over_limit(state_load(jobs, after, steady), limits):
-                found = extend(after, order + (name,))
+                found = extend(after, (*order, name))
                 if found is not None:
                     return found
             dead.add(after)
@@ -143,7 +143,8 @@ def _safe_sequence(jobs: Sequence[JobLoads], limits: Mapping[Resource, float], s
 
 
 def _peak(jobs: Sequence[JobLoads], order: Sequence[str], steady: Loads) -> dict[Resource, float]:
-    """The most any state of moving ``order`` one at a time puts on each resource (what the reason's "at most" reads)."""
+    """The most any state of moving ``order`` one at a time puts on each resource (what the reason's "at most"
+    reads)."""
     peak: dict[Resource, float] = {}
     for k in range(len(order) + 1):
         for res, amount in state_load(jobs, frozenset(order[:k]), steady).items():

@@ -297,7 +297,8 @@ class RecordState:
     kind: Literal["record"] = "record"
 
     def describe(self) -> str:
-        return f"ssh {self.host}: sftp put the applied state (plan, mapping, <new job>, <savepoint>) -> {self.path} (atomic)"
+        return (f"ssh {self.host}: sftp put the applied state (plan, mapping, <new job>, <savepoint>) -> {self.path} "
+                "(atomic)")
 
 
 Action = (SshCommand | UploadFile | RestoreFile | AcquireLock | ReleaseLock | UploadJar | StopWithSavepoint | SubmitJob

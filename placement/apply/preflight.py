@@ -203,13 +203,13 @@ def observe(req: ApplyRequest, rest: FlinkPort, executors: dict[str, Executor]) 
             problems.append(Problem(str(exc)))
     if req.mode == "vanilla":
         needed = slots_needed(planned_counts(req))
-        for host in sorted(needed):
-            tm = tms.get(host)
-            if tm is not None and tm.extended(host) >= needed[host]:
+        for name in sorted(needed):
+            tm = tms.get(name)
+            if tm is not None and tm.extended(name) >= needed[name]:
                 continue  # the running TaskManager declares enough of its resource: no config to look at
-            if host in reachable:
+            if name in reachable:
                 try:
-                    tm_configs[host] = read_host_config(executors[host], host, req, version)
+                    tm_configs[name] = read_host_config(executors[name], name, req, version)
                 except CommandFailed as exc:
                     problems.append(Problem(str(exc)))
     scheduler = None
@@ -277,7 +277,8 @@ def upload_candidates(settings: dict[str, str], jar_id: str) -> list[str]:
 
 
 def submitter_probe_argv(submitter: str, candidates: Sequence[str], java: str) -> list[str]:
-    """``have <path>`` for each existing file (candidates may hold ``*``), ``java-error <why>`` when java does not run."""
+    """``have <path>`` for each existing file (candidates may hold ``*``), ``java-error <why>`` when java does not
+    run."""
     def quoted_glob(path: str) -> str:
         return "*".join(shlex.quote(part) for part in path.split("*"))
 
@@ -383,9 +384,11 @@ def check(req: ApplyRequest, view: ClusterView) -> list[Problem]:
                     problems.append(Problem(f"TaskManager {host}: {have:g} of external resource {host!r} free, the plan needs {slots}"))
             cpu, heap = available("cpuCores"), available("taskHeapMemory")
             if cpu + 1e-9 < slots * slot_cpu:
-                problems.append(Problem(f"TaskManager {host}: {cpu:g} cpu cores free, the plan's {slots} slot(s) need {slots * slot_cpu:g}"))
+                problems.append(Problem(f"TaskManager {host}: {cpu:g} cpu cores free, the plan's {slots} slot(s) need "
+                                        f"{slots * slot_cpu:g}"))
             if heap + 1e-9 < slots * slot_heap:
-                problems.append(Problem(f"TaskManager {host}: {heap:g} MiB task heap free, the plan's {slots} slot(s) need {slots * slot_heap:g}"))
+                problems.append(Problem(f"TaskManager {host}: {heap:g} MiB task heap free, the plan's {slots} slot(s) need "
+                                        f"{slots * slot_heap:g}"))
         else:
             # a placed slot requests one unit of the TaskManager's own resource (and its slot size): units are slots
             resource = taskmanager_resource_name(host)
@@ -458,9 +461,9 @@ def graph_problems(req: ApplyRequest, view: ClusterView) -> list[Problem]:
             if p != r:
                 diffs.append(f"{name!r} plan {p if p is not None else 'absent'} vs running {r if r is not None else 'absent'}")
         diffs = [f"parallelism: {'; '.join(diffs)}"] if diffs else []
-        rescaled = req.plan.rescale is not None and req.plan.rescale.changed
-        if rescaled and set(want) == set(view.vertices):
-            changed = ", ".join(f"{name} {a}→{b}" for name, (a, b) in req.plan.rescale.changed.items())
+        rescale = req.plan.rescale
+        if rescale is not None and rescale.changed and set(want) == set(view.vertices):
+            changed = ", ".join(f"{name} {a}→{b}" for name, (a, b) in rescale.changed.items())
             return [Problem(f"the plan changes parallelism ({changed}), which vanilla mode cannot apply: it resubmits "
                             "by a REST jar run, which keeps the job's own parallelism; plan it for custom mode "
                             "(placement plan --rescale --mode custom)")]

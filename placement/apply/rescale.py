@@ -35,7 +35,8 @@ def changes(req: ApplyRequest, view: ClusterView) -> list[str]:
 
 
 def started_with_overrides(view: ClusterView) -> bool:
-    """Did an earlier apply start the running job through the submitter (so a jar run would not keep its parallelism)?"""
+    """Did an earlier apply start the running job through the submitter (so a jar run would not keep its
+    parallelism)?"""
     record = view.state_record or {}
     return record.get("job_id") == view.job_id and bool(record.get(RECORD_KEY))
 
@@ -83,6 +84,7 @@ def submitter_remote_path(req: ApplyRequest, flink_version: str) -> str:
 def submit_call(req: ApplyRequest, view: ClusterView, sub: SubmitterView, overrides: Mapping[str, int],
                 program_args: list[str], *, allow_non_restored_state: bool = False) -> SubmitCall:
     inv = req.inventory
+    assert sub.job_jar_path is not None  # preflight refuses a parallelism change without the job's jar on the host
     return SubmitCall(
         java=java_launcher(sub.java_home), submitter_jar=sub.submitter_path, flink_home=req.paths.home,
         conf_dir=posixpath.dirname(req.paths.config), rest_url=inv.flink.rest_url.rstrip("/"), job_jar=sub.job_jar_path,

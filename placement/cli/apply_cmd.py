@@ -13,18 +13,20 @@ parallelism on Flink 2.3.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import click
 from rich.console import Console
 from rich.table import Table
 
 from placement.apply import ApplyFailed, Prepared, execute, prepare
-from placement.apply.fleet import FleetFailed, describe_fleet, execute_fleet, is_fleet_dir, load_fleet, prepare_fleet
+from placement.apply.fleet import FleetFailed, describe_fleet, execute_fleet, load_fleet, prepare_fleet
 from placement.apply.preflight import PreflightFailed, describe_reads
 from placement.apply.request import load_request
 from placement.apply.verify import VerifyRow
 from placement.cli.fit import print_table
 from placement.errors import BadInput
+from placement.writers.fleetjson import is_fleet_dir
 
 
 def _print_plan(console: Console, prepared: Prepared) -> None:
@@ -83,7 +85,7 @@ def _verify_table(rows: tuple[VerifyRow, ...] | list[VerifyRow]) -> Table:
                    "all first; stop-all always stops every job first, then starts all")
 def apply(plan_dir: Path | None, plan_file: Path | None, inventory: Path, job_id: str | None, job_name: str | None,
           jar: str | None, jar_id: str | None, dry_run: bool, consent: bool, accept_new_host_keys: bool,
-          audit_log: Path | None, settle_s: float, fleet_order: str) -> None:
+          audit_log: Path | None, settle_s: float, fleet_order: Literal["auto", "stop-all"]) -> None:
     """Put the plan in PLAN_DIR (or --plan DIR/plan.json) into effect on the running Flink job: savepoint, redeploy,
     verify, roll back.
 
@@ -149,7 +151,8 @@ def apply(plan_dir: Path | None, plan_file: Path | None, inventory: Path, job_id
 
 
 def apply_fleet(console: Console, fleet_dir: Path, inventory: Path, *, dry_run: bool, consent: bool, settle_s: float,
-                accept_new_host_keys: bool, audit_log: Path | None, fleet_order: str = "auto") -> None:
+                accept_new_host_keys: bool, audit_log: Path | None,
+                fleet_order: Literal["auto", "stop-all"] = "auto") -> None:
     freq = load_fleet(fleet_dir, inventory, consent=consent, settle_s=settle_s)
     fp = prepare_fleet(freq, dry_run=dry_run, accept_new_host_keys=accept_new_host_keys, fleet_order=fleet_order)
     try:

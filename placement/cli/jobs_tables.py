@@ -94,7 +94,7 @@ def compare_jobs_table(problem: PlacementProblem, result: PlanResult, parts: dic
         fits = "yes" if o.feasible else "[red]no[/]"  # why: the line after the table
         rows.append((o.label, o.results, o.cost, fits))
     for name, results, cost, fits in rows:
-        per_job = [f"{results[j].cost.wan_mbit:.2f}" if j in results and results[j].cost is not None else "–"
+        per_job = [f"{c.wan_mbit:.2f}" if j in results and (c := results[j].cost) is not None else "–"
                    for j in jobs]
         links = [f"{cost.link(h.name).mbit:.2f}" if cost is not None else "–" for h in problem.edges]
         t.add_row(name, *per_job, *links, f"{cost.wan_mbit:.2f}" if cost else "–",

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
 from placement.cli.params import HTTP_URL, nonempty_path
 
@@ -133,7 +133,7 @@ def _from_prometheus(ctx: click.Context, url: str, quiet: bool) -> None:
     console = Console(stderr=True, quiet=quiet)
     bar = Progress(TextColumn("[bold]reading Prometheus"), BarColumn(), TextColumn("{task.fields[rows]} samples"),
                    console=console, transient=True)
-    tasks: dict[str, object] = {}
+    tasks: dict[str, TaskID] = {}
 
     def on_progress(pr) -> None:
         if not tasks:

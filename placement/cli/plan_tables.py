@@ -183,7 +183,8 @@ def print_outcome(console, result: PlanResult) -> None:
 
 
 def finish(summary: dict, result: PlanResult, as_json: bool) -> None:
-    """The --json summary on stdout, then an infeasible plan's exit: 3, with its one-line error unless --json said it."""
+    """The --json summary on stdout, then an infeasible plan's exit: 3, with its one-line error unless --json said
+    it."""
     if as_json:
         click.echo(json.dumps(summary, indent=2, ensure_ascii=False))
     if result.status == "infeasible":

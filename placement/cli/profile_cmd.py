@@ -6,8 +6,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from placement.cli.params import nonempty_path
 from placement.cli.fit import print_table
+from placement.cli.params import nonempty_path
 from placement.profile.rules import MIN_CONFIDENT_BUSY_MS
 
 

@@ -1,4 +1,5 @@
-"""``placement scheduler``: build, install and check the scheduler extension that makes stock Flink read schedulercfgs."""
+"""``placement scheduler``: build, install and check the scheduler extension that makes stock Flink read
+schedulercfgs."""
 
 from __future__ import annotations
 
@@ -6,10 +7,14 @@ import json
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from placement.cli.params import HTTP_URL, nonempty_path
+
+if TYPE_CHECKING:  # imported where used: the CLI starts without loading the Flink modules
+    from placement.flink.home import FlinkHome
 
 FLINK_HOME = click.option("--flink-home", "flink_home", type=click.Path(file_okay=False, path_type=Path), default=None,
                           help="Flink installation (has lib/flink-dist-*.jar); default $FLINK_HOME, else the pyflink wheel")
@@ -20,7 +25,7 @@ FLINK_VERSION = click.option(
          "--flink-home: that installation must be this version)")
 
 
-def _home(flink_home: Path | None, flink_version: str | None = None):  # type: ignore[no-untyped-def]
+def _home(flink_home: Path | None, flink_version: str | None = None) -> FlinkHome:
     from placement.errors import BadInput
     from placement.flink.distribution import resolve_flink_home
 
@@ -32,7 +37,8 @@ def _home(flink_home: Path | None, flink_version: str | None = None):  # type: i
 @click.group()
 def scheduler() -> None:
     """The Java extension that lets stock Flink place every subtask of an unmodified job where a schedulercfg says
-    (see README.md in the scheduler folder of the installed package). Install it into the JobManager's Flink home, then restart the JobManager."""
+    (see README.md in the scheduler folder of the installed package). Install it into the JobManager's Flink home, then
+    restart the JobManager."""
 
 
 @scheduler.command("build")
@@ -99,7 +105,8 @@ def status_cmd(flink_home: Path | None, rest_url: str | None, as_json: bool) -> 
         click.echo(json.dumps({**data, "version_ok": st.version_ok, "ok": ok}, ensure_ascii=False))
     else:
         if st.installed is None:
-            click.echo(f"not installed in {home.lib} (Flink {st.flink_version}): placement scheduler install --flink-home {home.path}")
+            click.echo(f"not installed in {home.lib} (Flink {st.flink_version}): placement scheduler install --flink-home "
+                       f"{home.path}")
         else:
             verdict = "ok" if st.version_ok else f"MISMATCH: Flink here is {st.flink_version}, rebuild and reinstall"
             click.echo(f"installed: {st.installed} (built for Flink {st.built_for}, build {st.digest}): {verdict}")

@@ -125,7 +125,7 @@ def guarded(process: bool) -> Iterator[Guarded]:
     ``placement`` process itself, whose fds 1 and 2 may be repaired (not a test calling ``main([...])``)."""
     saved = sys.stdout, sys.stderr
     out, err = _guard("stdout", 1, process), _guard("stderr", 2, process)
-    sys.stdout, sys.stderr = out, err  # type: ignore[assignment]
+    sys.stdout, sys.stderr = out, err
     try:
         yield out
     finally:

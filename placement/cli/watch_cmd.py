@@ -32,6 +32,7 @@ from placement.watch.signals import DriftThresholds, Window
 if TYPE_CHECKING:
     from placement.planning.outcome import PlanOutcome as Planned
     from placement.solver.result import PlanResult
+    from placement.watch.policy import Proposal
 
 
 def _request(inventory: Path, profiles: Sequence[Path], out_dir: Path, **options) -> PlanRequest:

@@ -28,31 +28,31 @@ from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 from placement.collect import rolling, shaping
-from placement.collect.threads import ThreadSampler
 from placement.collect.layout import (
     RATE_METRICS,
     TASKMANAGER_METRICS,
     THREAD_SCHEMA,
     CheckpointConfig,
-    latency_rows_to_table,
-    latency_writer,
-    missing_metric_notes,
     PartWriter,
     RunManifest,
     RunTaskManager,
     RunVertex,
+    latency_rows_to_table,
+    latency_writer,
+    missing_metric_notes,
     rows_to_table,
     taskmanager_rows_to_table,
     taskmanager_writer,
     thread_writer,
     write_manifest,
 )
+from placement.collect.threads import ThreadSampler
 from placement.errors import BadInput, PlacementError
 from placement.flink.cluster_version import reported_version_text
 from placement.flink.port import FlinkPort
-from placement.polling import poll
 from placement.flink.rest import TERMINAL_STATES, FlinkRest, FlinkRestError
 from placement.inventory import Inventory
+from placement.polling import poll
 from placement.remote import ExecutorFactory
 
 REQUIRED_METRIC = "busyTimeMsPerSecond"
@@ -115,10 +115,11 @@ class Progress:
 class _Run:
     manifest: RunManifest
     writer: PartWriter
+    tm_writer: PartWriter  # the TaskManager CPU parts (layout.taskmanager_writer)
+    latency_writer: PartWriter  # the latency-tracking parts (layout.latency_writer)
+    thread_writer: PartWriter  # the per-thread CPU parts (layout.thread_writer)
     buffer: list[dict[str, Any]] = field(default_factory=list)
     nulls: int = 0
-    tm_writer: PartWriter | None = None  # the TaskManager CPU parts (layout.taskmanager_writer)
-    latency_writer: PartWriter | None = None  # the latency-tracking parts (layout.latency_writer)
     tm_buffer: list[dict[str, Any]] = field(default_factory=list)
     tm_seen: set[str] = field(default_factory=set)  # TaskManager metrics some TaskManager answered
     latency_buffer: list[dict[str, Any]] = field(default_factory=list)
@@ -156,7 +157,8 @@ class Collector:
             raise BadInput(f"no running job named {o.job_name!r} at {o.rest_url} (running: {', '.join(names) or 'none'})",
                            field="--job-name")
         if len(running) > 1:
-            raise BadInput(f"{len(running)} running jobs are named {o.job_name!r} ({', '.join(j.id for j in running)}); use --job ID",
+            raise BadInput(f"{len(running)} running jobs are named {o.job_name!r} "
+                           f"({', '.join(j.id for j in running)}); use --job ID",
                            field="--job-name")
         return self.rest.job_raw(running[0].id)
 
@@ -285,7 +287,7 @@ class Collector:
             try:
                 if jid not in run.cotenant_vertices:  # a job's vertices do not change: read once
                     run.cotenant_vertices[jid] = shaping.job_graph(self.rest.job_raw(jid), {})[0]
-                mine = []
+                mine: list[tuple[shaping.SubtaskState, dict[str, Any]]] = []
                 for v in run.cotenant_vertices[jid]:
                     rows, states = self.sample_vertex(jid, v, metrics=(REQUIRED_METRIC,))
                     mine.extend(zip(states, rows))

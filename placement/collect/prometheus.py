@@ -59,7 +59,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
@@ -79,14 +79,14 @@ from placement.collect.layout import (
     EdgeInfo,
     PartWriter,
     RunManifest,
-    SubtaskLocation,
     RunTaskManager,
     RunVertex,
+    SubtaskLocation,
     find_manifests,
+    latency_writer,
     missing_metric_notes,
     read_manifest,
     run_dir,
-    latency_writer,
     taskmanager_writer,
     write_manifest,
 )
@@ -243,7 +243,8 @@ class JobGraph:
 
 
 def graph_from_rest(rest_url: str, job_id: str, o: PromOptions) -> JobGraph:
-    """The job's graph, latest checkpoint sizes and TaskManagers from Flink's REST API, as the REST collector gets them."""
+    """The job's graph, latest checkpoint sizes and TaskManagers from Flink's REST API, as the REST collector gets
+    them."""
     from placement.collect.collector import CollectOptions, Collector
 
     rest = Collector(CollectOptions(rest_url=rest_url, out_dir=o.out_dir, job_id=job_id, timeout_s=o.timeout_s,
@@ -469,7 +470,7 @@ class _JobReader:
         wanted = {tm.id for tm in self.graph.taskmanagers} | {tm for sub in self.known.values()
                                                                 for tm in sub.taskmanager.values() if tm}
         grid0 = self.start + self.step * math.ceil((start - self.start) / self.step - 1e-9)
-        cells: dict[tuple[int, str], dict[str, float]] = {}
+        cells: dict[tuple[int, str | None], dict[str, float]] = {}
         seen: set[str] = set()
         n_all = math.floor((end - grid0) / self.step + 1e-9) + 1
         for i0 in range(0, max(0, n_all), MAX_POINTS):
@@ -485,7 +486,7 @@ class _JobReader:
                         continue
                     values, present = _on_grid(s.get("values") or [], c0, self.step, n)
                     for k in np.flatnonzero(present):
-                        cells.setdefault((int(round((c0 + k * self.step) * 1000)), tm), {})[column] = float(values[k])
+                        cells.setdefault((round((c0 + k * self.step) * 1000), tm), {})[column] = float(values[k])
                         seen.add(metric)
             # the other jobs' subtasks on each of those TaskManagers at each step (layout.COTENANT_BUSY): a step where
             # none has a series is 0 of them, not unknown
@@ -494,7 +495,7 @@ class _JobReader:
                     tm = (s.get("metric") or {}).get("tm_id")
                     values, present = _on_grid(s.get("values") or [], c0, self.step, n)
                     for k in np.flatnonzero(present):
-                        cell = cells.get((int(round((c0 + k * self.step) * 1000)), tm))
+                        cell = cells.get((round((c0 + k * self.step) * 1000), tm))
                         if cell is not None:
                             cell[column] = float(values[k])
         keys = sorted(cells)
@@ -515,7 +516,7 @@ class _JobReader:
         return [(f"sum by (tm_id) ({others} == {others}) / 1000", COTENANT_BUSY),
                 (f"count by (tm_id) ({others})", COTENANT_SUBTASKS)]
 
-    LATENCY_QUANTILES = {"0.5": "p50_ms", "0.95": "p95_ms", "0.99": "p99_ms"}
+    LATENCY_QUANTILES: ClassVar[dict[str, str]] = {"0.5": "p50_ms", "0.95": "p95_ms", "0.99": "p99_ms"}
 
     def latency(self, start: float, end: float) -> pa.Table:
         """The job's latency-tracking summaries from ``start`` to ``end`` on the step grid: a row per reporting
@@ -545,7 +546,7 @@ class _JobReader:
                 source_subtask = labels.get("source_subtask_index")
                 values, present = _on_grid(series.get("values") or [], c0, self.step, n)
                 for k in np.flatnonzero(present):
-                    key = (int(round((c0 + k * self.step) * 1000)), vid, subtask, labels.get("source_id"),
+                    key = (round((c0 + k * self.step) * 1000), vid, subtask, labels.get("source_id"),
                            int(source_subtask) if source_subtask is not None else None, labels.get("operator_id"))
                     row = cells.setdefault(key, dict(zip(("ts_ms", "vertex_id", "subtask", "source_id",
                                                           "source_subtask", "operator_id"), key)))

@@ -8,8 +8,9 @@
   manifest. The collector calls it after every flush when :class:`~placement.collect.collector.CollectOptions` has a
   bound. A part's age is the newest sample in it (its ``ts_ms`` statistics, read from the footer).
 * :func:`snapshot_window` cuts a window out of it as a metrics directory of its own: hard links to the part files
-  (samples and TaskManager CPU) whose rows reach into the window, and the runs' manifests (their ``files`` cut to match). ``placement profile``
-  on that directory is, by construction, the profile of the window; pruning or later flushes never change it.
+  (samples and TaskManager CPU) whose rows reach into the window, and the runs' manifests (their ``files`` cut to
+  match). ``placement profile`` on that directory is, by construction, the profile of the window; pruning or later
+  flushes never change it.
 
 Parts are the unit: a window starts at a part boundary (a collector flushes a part every ``--flush`` seconds), so
 choose a flush interval small against the window.
@@ -36,7 +37,6 @@ from placement.collect.layout import (
     write_manifest,
 )
 from placement.errors import BadInput
-
 
 SAMPLE_PARTS = "job_id=*/run_id=*/part-*.parquet"
 TASKMANAGER_PARTS = f"job_id=*/run_id=*/{TASKMANAGER_DIR}/part-*.parquet"

@@ -157,7 +157,8 @@ def metric_queries(parallelism: int, metrics: Iterable[str] = RATE_METRICS, max_
 
 
 def parse_subtask_metrics(answer: Iterable[Mapping[str, Any]]) -> dict[int, dict[str, float | None]]:
-    """``[{"id": "2.busyTimeMsPerSecond", "value": "NaN"}]`` -> ``{2: {"busy_ms_per_s": None}}`` (known metrics only)."""
+    """``[{"id": "2.busyTimeMsPerSecond", "value": "NaN"}]`` -> ``{2: {"busy_ms_per_s": None}}`` (known metrics
+    only)."""
     out: dict[int, dict[str, float | None]] = {}
     for item in answer:
         mid = str(item.get("id", ""))
@@ -263,10 +264,11 @@ def checkpoint_config(answer: Mapping[str, Any]) -> CheckpointConfig | None:
 
 
 def buffer_timeout_ms(config: Iterable[Mapping[str, Any]]) -> float | None:
-    """The network flush interval in ms from a ``[{"key", "value"}]`` configuration: ``execution.buffer-timeout.interval``
-    (``execution.buffer-timeout`` before 2.0). Flushing only full buffers (``execution.buffer-timeout.enabled: false``,
-    or a negative timeout before 2.0) reads as :data:`NEVER_MS`. None when the configuration does not set it (the job
-    runs with Flink's default, or set it in its code, which REST does not show)."""
+    """The network flush interval in ms from a ``[{"key", "value"}]`` configuration:
+    ``execution.buffer-timeout.interval`` (``execution.buffer-timeout`` before 2.0). Flushing only full buffers
+    (``execution.buffer-timeout.enabled: false``, or a negative timeout before 2.0) reads as :data:`NEVER_MS`. None when
+    the configuration does not set it (the job runs with Flink's default, or set it in its code, which REST does not
+    show)."""
     values = {str(item.get("key")): str(item.get("value", "")) for item in config}
     if values.get("execution.buffer-timeout.enabled", "true").strip().lower() == "false":
         return float(NEVER_MS)

@@ -31,12 +31,20 @@ TCP/IP headers are not modelled; keep them in the WAN headroom.
 
 **Latency term**: the mean, over all source→sink paths of the job graph, of the WAN delay on the path, where an edge
 ``U → V`` adds the delay of the worst uplink any of its pairs crosses. Path weights are computed without enumerating
-paths: edge ``U → V`` lies on ``P_in(U)·P_out(V)`` of the ``P`` paths. Because plans never send data down to an edge host,
-a path crosses the WAN at most once, where its data is born.
+paths: edge ``U → V`` lies on ``P_in(U)·P_out(V)`` of the ``P`` paths. Because plans never send data down to an edge
+host, a path crosses the WAN at most once, where its data is born.
 """
 
 from placement.costmodel.evaluate import PlanCost, evaluate
-from placement.costmodel.model import Assignment, Channel, HostSpec, PlacementProblem, PlanOptions, Subtask, build_problem
+from placement.costmodel.model import (
+    Assignment,
+    Channel,
+    HostSpec,
+    PlacementProblem,
+    PlanOptions,
+    Subtask,
+    build_problem,
+)
 
 __all__ = [
     "Assignment", "Channel", "HostSpec", "PlacementProblem", "PlanCost", "PlanOptions", "Subtask", "build_problem", "evaluate",

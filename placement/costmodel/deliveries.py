@@ -5,11 +5,11 @@ writes it to the receiver's connection: a wake-up, a syscall and a message, what
 goes with the buffers a pair *delivers* a second — one per flush cycle, ``min(records/s, 1000/buffer-timeout)``, plus
 every full buffer (:func:`placement.costmodel.traffic.messages_per_s`) — not with its records or bytes. Measured on
 this project's machine (Flink 2.3 from the wheel; the IoT job with its sources, Parse and Filter in one TaskManager
-and the rest in another, two sending subtasks of one channel each over one connection; the ``Flink Netty*`` threads from ``/proc`` over 40 s):
-20.3 deliveries/s → 7.56, 16.7 → 6.83, 2.7 → 1.22 thousandths of a server core, ≈ 0.36 a delivery a second
-(:data:`SERVER_CORES_PER_DELIVERY`); the lab's placed Pis that send one stream sat on the same line (one channel at 10
-a second: 3.0–5.7, two bursty SQL channels at ~1.3: 1.0–1.3). A host's figure is that divided by its speed, as a subtask's CPU is, unless
-the inventory states its own (``netty_cores_per_delivery``, in that host's cores).
+and the rest in another, two sending subtasks of one channel each over one connection; the ``Flink Netty*`` threads from
+``/proc`` over 40 s): 20.3 deliveries/s → 7.56, 16.7 → 6.83, 2.7 → 1.22 thousandths of a server core, ≈ 0.36 a delivery
+a second (:data:`SERVER_CORES_PER_DELIVERY`); the lab's placed Pis that send one stream sat on the same line (one
+channel at 10 a second: 3.0–5.7, two bursty SQL channels at ~1.3: 1.0–1.3). A host's figure is that divided by its
+speed, as a subtask's CPU is, unless the inventory states its own (``netty_cores_per_delivery``, in that host's cores).
 
 **Once per flush cycle, not per pair.** The placed lab Pis say the work does not add up pair by pair: a Pi sending one
 stream to the server spent 3.0–5.7 thousandths of a server core, one sending 4–5 pairs (2–4 sending subtasks)
@@ -67,7 +67,8 @@ def delivery_ratios(profile: JobProfile, flushed: Mapping[str, Sequence[float]],
                     full: Mapping[str, Sequence[float]]) -> dict[str, tuple[float, ...]]:
     """Per vertex whose every subtask was measured: the share of its predicted flush cycles it got — measured
     ``buffers_in_per_s`` less the buffers sent full (``full``: vertex id -> per subtask, all inputs together) over the
-    flush cycles the rule predicts (``flushed``, at the profiled rates) — and 1 where too few were predicted to compare."""
+    flush cycles the rule predicts (``flushed``, at the profiled rates) — and 1 where too few were predicted to
+    compare."""
     out: dict[str, tuple[float, ...]] = {}
     for v in profile.vertices:
         rule, sent_full = flushed.get(v.id), full.get(v.id)

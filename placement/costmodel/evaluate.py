@@ -7,9 +7,13 @@ tests (and ``placement plan --compare``) can hold the solver and the baselines t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from placement.costmodel.model import Assignment, Channel, PlacementProblem
+from placement.costmodel.model import Assignment, Channel, PlacementProblem, Subtask
 from placement.units import needed_and_usable_mbit
+
+if TYPE_CHECKING:  # latency imports model, as this module does: imported where used, named here for the types
+    from placement.costmodel.latency import PathLatency
 
 EPS = 1e-6
 
@@ -56,7 +60,8 @@ class HostLoad:
 
     @property
     def predicted_cores(self) -> float:
-        """What the host's CPU should read: its TaskManager's baseline and Netty work + its subtasks' (calibrated) cores."""
+        """What the host's CPU should read: its TaskManager's baseline and Netty work + its subtasks' (calibrated)
+        cores."""
         return self.baseline_cores + self.netty_cores + self.cores_used
 
 
@@ -69,10 +74,10 @@ class PlanCost:
     edge_cores: float
     latency_ms: float
     violations: tuple[str, ...]
-    paths: tuple = ()  # PathLatency of every source→sink path (costmodel.latency); () when not computed
+    paths: tuple[PathLatency, ...] = ()  # PathLatency of every source→sink path (costmodel.latency); () when not computed
 
     @property
-    def worst_path(self):
+    def worst_path(self) -> PathLatency | None:
         """The path with the highest predicted latency (None: no paths)."""
         return max(self.paths, key=lambda p: p.latency_ms, default=None)
 
@@ -172,15 +177,15 @@ def _subtask_violations(problem: PlacementProblem, assignment: Assignment) -> li
     violations: list[str] = []
     hosts = problem.host_by_name
     for s in problem.subtasks:
-        h = assignment[s.key]
-        if h not in hosts:
-            raise ValueError(f"{s.label} assigned to unknown host {h!r}")
-        if not problem.allows(s, h):
+        on = assignment[s.key]
+        if on not in hosts:
+            raise ValueError(f"{s.label} assigned to unknown host {on!r}")
+        if not problem.allows(s, on):
             allowed = problem.allowed_hosts(s)
             why = f"born on {s.birth}" if s.birth else f"allowed: {', '.join(sorted(allowed)) or 'none'}"
-            violations.append(f"{s.label} on {h}, which the rules forbid ({why})")
-        if not problem.keeps_up(s, hosts[h]):
-            violations.append(problem.thread_shortfall(s, hosts[h]))
+            violations.append(f"{s.label} on {on}, which the rules forbid ({why})")
+        if not problem.keeps_up(s, hosts[on]):
+            violations.append(problem.thread_shortfall(s, hosts[on]))
     return violations
 
 
@@ -198,7 +203,7 @@ def _split_violations(problem: PlacementProblem, assignment: Assignment) -> list
 def _host_loads(problem: PlacementProblem, assignment: Assignment, violations: list[str]) -> list[HostLoad]:
     """Each host's cores, slots and memory under the assignment; one violation per figure past what it has."""
     host_loads = []
-    by_host: dict[str, list] = {h.name: [] for h in problem.hosts}  # one pass: fleets have 10 000 hosts
+    by_host: dict[str, list[Subtask]] = {h.name: [] for h in problem.hosts}  # one pass: fleets have 10 000 hosts
     for s in problem.subtasks:
         by_host[assignment[s.key]].append(s)
     for h in problem.hosts:
@@ -229,13 +234,13 @@ def _link_loads(problem: PlacementProblem, links: dict[str, float], checkpoints:
     """Each edge host's uplink under the assignment; a violation where it carries more than its usable share."""
     link_loads = []
     for h in problem.edges:
-        load = LinkLoad(host=h.name, to=h.uplink_to or "", mbit=links[h.name], bandwidth_mbit=h.uplink_mbit or 0.0,
+        link = LinkLoad(host=h.name, to=h.uplink_to or "", mbit=links[h.name], bandwidth_mbit=h.uplink_mbit or 0.0,
                         usable_mbit=problem.usable_mbit(h), delay_ms=h.uplink_delay_ms,
                         checkpoint_mbit=checkpoints[h.name])
-        link_loads.append(load)
-        if load.mbit > load.usable_mbit + EPS:
-            needed, usable = needed_and_usable_mbit(load.mbit, load.usable_mbit)
-            violations.append(f"link {load.name} needs {needed} Mbit/s, has {load.bandwidth_mbit:g} "
+        link_loads.append(link)
+        if link.mbit > link.usable_mbit + EPS:
+            needed, usable = needed_and_usable_mbit(link.mbit, link.usable_mbit)
+            violations.append(f"link {link.name} needs {needed} Mbit/s, has {link.bandwidth_mbit:g} "
                               f"({usable} usable at {problem.policy.wan_headroom:.0%})")
     return link_loads
 
@@ -270,7 +275,7 @@ def budget_violations(problem: PlacementProblem, assignment: Assignment) -> list
     return out
 
 
-def latency_sentence(p) -> str:
+def latency_sentence(p: PathLatency) -> str:
     """"path Source: Sensors → Parse → Sink: predicted 182.4 ms, bound 150 ms (flush 120.0, rpi1→server: delay 50,
     queue 11.2, send 1.2)"."""
     parts = f"flush {p.flush_ms:.1f}"

@@ -33,6 +33,7 @@ from placement.costmodel.model import (
     JobPolicy,
     PlacementProblem,
     PlanOptions,
+    Subtask,
     SubtaskKey,
     build_problem,
 )
@@ -94,7 +95,7 @@ def dir_names(jobs: Sequence[str]) -> list[str]:
     return unique_names([dir_name(j) for j in jobs])
 
 
-def fleet_vertex_keys(profiles: Iterable) -> frozenset[str]:
+def fleet_vertex_keys(profiles: Iterable[JobProfile]) -> frozenset[str]:
     """Every profile's vertex names and ids, one set: each job's ``other_jobs``
     (:func:`placement.costmodel.model.build_problem`: pins naming one of them are no typo of this job's). One set built
     once serves every job — linear in the profiles — because a job's own keys in it change nothing: ``build_problem``
@@ -176,7 +177,14 @@ def combine(named: Sequence[tuple[str, PlacementProblem]], policies: Mapping[str
         raise ValueError("jobs planned together must share the inventory's policy and the rate scale (or the scale "
                          "asked of each)")
     jobs = tuple(Job(name, p, f"j{n}_") for n, (name, p) in enumerate(named))
-    subtasks, channels, order, names, whole, vertex_job, warnings, input_warnings = [], [], [], {}, set(), {}, [], []
+    subtasks: list[Subtask] = []
+    channels: list[Channel] = []
+    order: list[str] = []
+    names: dict[str, str] = {}
+    whole: set[str] = set()
+    vertex_job: dict[str, str] = {}
+    warnings: list[str] = []
+    input_warnings: list[str] = []
     latency_bounds: dict[tuple[str, str], float] = {}
     for job in jobs:
         p, pre = job.problem, job.prefix

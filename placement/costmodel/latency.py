@@ -72,16 +72,17 @@ placement's), credit-based flow control stalls (a backpressured path has no stea
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
+from itertools import pairwise
 from typing import NamedTuple
 
 import networkx as nx
 
 from placement.costmodel.model import Assignment, Channel, HostSpec, PlacementProblem
 from placement.costmodel.traffic import BITS_PER_BYTE, MBIT
-from placement.flink.facts import DEFAULT_BUFFER_TIMEOUT_MS, MESSAGE_HEADER_BYTES, SEGMENT_BYTES
+from placement.flink.facts import MESSAGE_HEADER_BYTES, SEGMENT_BYTES
 
 BUFFER_BYTES = SEGMENT_BYTES  # taskmanager.memory.segment-size: Flink's network buffer, 32 KiB
 MAX_UTILISATION = 0.99
@@ -108,12 +109,12 @@ def md1_wait_ms(rho: float, service_ms: float) -> float:
     return rho * service_ms / (2.0 * (1.0 - rho))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _unit_pieces() -> tuple[tuple[float, float], ...]:
     """(slope, intercept) of each chord of ``ρ/(2(1 − ρ))`` between consecutive :data:`BREAKPOINTS` (``S = 1``)."""
     pts = [(r, md1_wait_ms(r, 1.0)) for r in BREAKPOINTS]
     out = []
-    for (r0, w0), (r1, w1) in zip(pts, pts[1:]):
+    for (r0, w0), (r1, w1) in pairwise(pts):
         slope = (w1 - w0) / (r1 - r0)
         out.append((slope, w0 - slope * r0))
     return tuple(out)
@@ -308,10 +309,10 @@ class JobPath:
 
 def source_sink_paths(problem: PlacementProblem) -> tuple[JobPath, ...] | None:
     """Every source → sink path of the job graph, in a deterministic order (None: more than :data:`MAX_PATHS`)."""
-    cache = problem.__dict__.get("_latency_paths")
+    cache: tuple[tuple[JobPath, ...] | None] | None = problem.__dict__.get("_latency_paths")
     if cache is not None:
         return cache[0]
-    g = nx.DiGraph()
+    g: nx.DiGraph[str] = nx.DiGraph()
     g.add_nodes_from(problem.vertex_order)
     channel = {}
     for ch in problem.channels:
@@ -330,7 +331,7 @@ def source_sink_paths(problem: PlacementProblem) -> tuple[JobPath, ...] | None:
                 assert paths is not None
                 paths.append(JobPath(
                     vertices=tuple(p), name=" → ".join(names[v] for v in p),
-                    flush_ms=sum(flush[e] for e in zip(p, p[1:])),
+                    flush_ms=sum(flush[e] for e in pairwise(p)),
                     bound_ms=problem.latency_bounds.get((s, t)),
                 ))
                 if len(paths) > MAX_PATHS:
@@ -418,7 +419,7 @@ def path_latencies(problem: PlacementProblem, assignment: Assignment, link_mbit:
     queue = {h: link_queue_ms(hosts[h], mbit) for h, mbit in link_mbit.items()}
     # per uplink, each flusher's (Σρ_k, Σρ_k·S_k) and the link's totals: a flusher's "others" are the totals less its
     # own, so a link with many crossing flushers costs one pass, not one per flusher
-    sums = {hu: {key: _stream_sums(ms, BITS_PER_BYTE / (hosts[hu].uplink_mbit * MBIT) * 1000.0)
+    sums = {hu: {key: _stream_sums(ms, BITS_PER_BYTE / ((hosts[hu].uplink_mbit or 0.0) * MBIT) * 1000.0)
                  for key, ms in by_key.items()}
             for hu, by_key in messages.items() if (hosts[hu].uplink_mbit or 0.0) > 0}
     totals = {hu: (sum(r for r, _ in per.values()), sum(w for _, w in per.values())) for hu, per in sums.items()}
@@ -431,7 +432,8 @@ def path_latencies(problem: PlacementProblem, assignment: Assignment, link_mbit:
         others = (max(0.0, totals[hu][0] - own_rho), max(0.0, totals[hu][1] - own_work))
         return _expected_queue_from_sums(hosts[hu], link_mbit[hu], others, own_rho)
 
-    def slowest(edge: tuple[str, str], q, expected: bool) -> Crossing | None:
+    def slowest(edge: tuple[str, str], q: Callable[[tuple[str, str], int, str], float], expected: bool,
+                ) -> Crossing | None:
         crossings = []
         for c in sends[edge]:
             send, wait = (c.expected_send if expected else c.send), q(edge, c.subtask, c.host)

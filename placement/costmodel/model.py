@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
@@ -20,7 +20,7 @@ import networkx as nx
 from placement.costmodel import deliveries, demand, traffic
 from placement.errors import BadInput
 from placement.flink.facts import DEFAULT_BUFFER_TIMEOUT_MS
-from placement.inventory import Inventory, Policy
+from placement.inventory import Host, Inventory, Policy
 from placement.profile.format import (
     EdgeProfile,
     JobProfile,
@@ -97,7 +97,8 @@ class HostSpec:
 
     def running_total(self, what: str) -> float:
         """The running jobs' ``cores``, ``memory_mib``, ``slots`` or ``mbit`` here, together."""
-        return sum(getattr(r, what) for r in self.running)
+        total: float = sum(getattr(r, what) for r in self.running)
+        return total
 
 
 @dataclass(frozen=True)
@@ -212,13 +213,13 @@ class Channel:
         """How often a busy pair is flushed (a profile without a flush interval: Flink's default one)."""
         return self.flushes_per_s if self.flushes_per_s is not None else traffic.flushes_per_s(DEFAULT_BUFFER_TIMEOUT_MS)
 
-    def pairs(self):
+    def pairs(self) -> Iterator[tuple[int, int, float]]:
         """(i, j, Mbit/s) for every pair that carries data."""
         for i in range(self.n_up):
             for j in self.receivers(i):
                 yield i, j, self.flow_mbit(i, j)
 
-    def _per_end(self, figure) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    def _per_end(self, figure: Callable[[int, int], float]) -> tuple[tuple[float, ...], tuple[float, ...]]:
         """``figure(i, j)`` summed over each upstream subtask's receivers and over each downstream subtask's senders."""
         sent = [0.0] * self.n_up
         received = [0.0] * self.n_down
@@ -442,6 +443,7 @@ def _hosts(inv: Inventory, profile: JobProfile | None = None) -> tuple[HostSpec,
     uplinks = {link.from_: link for link in inv.links}  # one pass: inv.uplink() scans the links (fleets: 10 000)
     for h in inv.hosts:
         link = uplinks[h.name] if h.role == "edge" else None
+        baseline = _baseline(h, profile)
         specs.append(HostSpec(
             name=h.name, address=h.address, role=h.role, cores=float(h.cores or 0), speed=float(h.speed or 1),
             slots=int(h.task_slots or 1), memory_mib=h.memory_mib,
@@ -450,17 +452,16 @@ def _hosts(inv: Inventory, profile: JobProfile | None = None) -> tuple[HostSpec,
             allow_stateful=bool(h.allow_stateful), allow_sinks=bool(h.allow_sinks),
             data_reroutes_on_loss=bool(h.data_reroutes_on_loss),
             netty_cores_per_delivery=deliveries.host_cores_per_delivery(h.role, float(h.speed or 1), h.netty_cores_per_delivery),
-            **_baseline(h, profile),
+            baseline_cores=baseline.cores, baseline_basis=baseline.basis,
         ))
     return tuple(specs)
 
 
-def _baseline(h, profile: JobProfile | None) -> dict:
+def _baseline(h: Host, profile: JobProfile | None) -> demand.Baseline:
     if profile is None:
         given = h.taskmanager_baseline_cores
-        return {"baseline_cores": float(given or 0.0), "baseline_basis": "inventory" if given is not None else "none"}
-    b = demand.baseline_cores(h.name, h.address, float(h.speed or 1), h.taskmanager_baseline_cores, profile)
-    return {"baseline_cores": b.cores, "baseline_basis": b.basis}
+        return demand.Baseline(float(given or 0.0), "inventory" if given is not None else "none")
+    return demand.baseline_cores(h.name, h.address, float(h.speed or 1), h.taskmanager_baseline_cores, profile)
 
 
 def _match_vertex(profile: JobProfile, key: str) -> VertexProfile | None:
@@ -475,7 +476,8 @@ def _as_list(value: str | list[str]) -> list[str]:
 
 
 def _resolve_pins(inv: Inventory, profile: JobProfile, source: str, warnings: list[str],
-                  other_jobs: frozenset[str] = frozenset()):
+                  other_jobs: frozenset[str] = frozenset(),
+                  ) -> tuple[dict[str, list[str]], dict[str, set[str]], dict[str, set[str]]]:
     """Source births, user allow-lists and forbids per vertex id; pins naming no vertex of this job are reported,
     unless they name one of ``other_jobs``' (vertex names and ids of the jobs planned with it)."""
     unmatched: list[str] = []
@@ -483,7 +485,7 @@ def _resolve_pins(inv: Inventory, profile: JobProfile, source: str, warnings: li
     allow: dict[str, set[str]] = {}
     forbid: dict[str, set[str]] = {}
     is_source = {v.id for v in profile.sources()}
-    for section, target in (("sources", births), ("operators", allow), ("forbid", forbid)):
+    for section in ("sources", "operators", "forbid"):
         for key, hosts in getattr(inv.pins, section).items():
             v = _match_vertex(profile, key)
             if v is None:
@@ -499,9 +501,9 @@ def _resolve_pins(inv: Inventory, profile: JobProfile, source: str, warnings: li
                         f"lists {len(hosts)} hosts but {v.name!r} has parallelism {v.parallelism}",
                         source=source, field=f"pins.sources.{key}",
                     )
-                target[v.id] = hosts * v.parallelism if len(hosts) == 1 else hosts
+                births[v.id] = hosts * v.parallelism if len(hosts) == 1 else hosts
             else:
-                target.setdefault(v.id, set()).update(hosts)  # type: ignore[union-attr]
+                (allow if section == "operators" else forbid).setdefault(v.id, set()).update(hosts)
     warnings.extend(_unmatched_pin_notes(unmatched, profile, births))
     for vid in allow:  # born or not: an unborn source runs at the server side, a pin cannot move it to an edge host
         if vid in is_source:
@@ -512,8 +514,8 @@ def _resolve_pins(inv: Inventory, profile: JobProfile, source: str, warnings: li
 
 def _unmatched_pin_notes(unmatched: list[str], profile: JobProfile, births: dict[str, list[str]]) -> list[str]:
     """Notes on pins naming no vertex of this job. A shared inventory pins several jobs' sources (the shipped
-    edge-lab.yaml pins all three example jobs'), so an unmatched pin alone is no news; it is when it looks like a typo of
-    one of this job's vertices, or when this job has a source left without a birth pin."""
+    edge-lab.yaml pins all three example jobs'), so an unmatched pin alone is no news; it is when it looks like a typo
+    of one of this job's vertices, or when this job has a source left without a birth pin."""
     names = [v.name for v in profile.vertices]
     typos = {pin: close[0] for pin in unmatched
              if (close := difflib.get_close_matches(pin.split(".", 2)[2], names, n=1, cutoff=0.85))}
@@ -589,13 +591,13 @@ def _latency_bounds(policy: Policy, profile: JobProfile, warnings: list[str]) ->
     if not isinstance(spec, dict):
         return {(s.id, t.id): float(spec) for s in sources for t in sinks}
 
-    def find(name: str, among):
+    def find(name: str, among: Iterable[VertexProfile]) -> VertexProfile | None:
         return next((v for v in among if name.strip() in (v.name, v.id)), None)
 
     default = spec.get("*")
     by_sink: dict[str, float] = {}
     by_pair: dict[tuple[str, str], float] = {}
-    unmatched = []
+    unmatched: list[str] = []
     for key, ms in spec.items():
         if key == "*":
             continue
@@ -610,12 +612,12 @@ def _latency_bounds(policy: Policy, profile: JobProfile, warnings: list[str]) ->
         warnings.append(f"{', '.join(unmatched)} name{'s' if len(unmatched) == 1 else ''} no sink or source -> sink of "
                         f"job {profile.job.name!r} and {'is' if len(unmatched) == 1 else 'are'} ignored "
                         f"(sinks: {', '.join(repr(t.name) for t in sinks)})")
-    out = {}
+    out: dict[tuple[str, str], float] = {}
     for s in sources:
         for t in sinks:
-            ms = by_pair.get((s.id, t.id), by_sink.get(t.id, default))
-            if ms is not None:
-                out[(s.id, t.id)] = ms
+            bound = by_pair.get((s.id, t.id), by_sink.get(t.id, default))
+            if bound is not None:
+                out[(s.id, t.id)] = bound
     return out
 
 

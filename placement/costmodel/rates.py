@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from placement.costmodel import demand
 from placement.errors import BadInput
-from placement.profile.format import JobProfile, ShipStrategy, VertexProfile
+from placement.profile.format import EdgeProfile, JobProfile, ShipStrategy, VertexProfile
 
 
 @dataclass(frozen=True)
@@ -158,7 +158,7 @@ def propagate(profile: JobProfile, targets: Mapping[str, float]) -> dict[str, Ve
     """Every vertex's target figures when each source ``s`` produces ``targets[s]`` records/s (see module doc)."""
     factor: dict[str, float] = {}
     rates: dict[str, VertexRates] = {}
-    inputs: dict[str, list] = {v.id: [] for v in profile.vertices}
+    inputs: dict[str, list[EdgeProfile]] = {v.id: [] for v in profile.vertices}
     for e in profile.edges:
         inputs[e.target].append(e)
     for v in profile.topological_vertices():

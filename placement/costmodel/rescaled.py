@@ -117,7 +117,7 @@ class RescaleSpace:
         return self._at_factor(1.0)
 
     def _at_factor(self, factor: float) -> PlacementProblem:
-        cache = self.__dict__.setdefault("_factor_cache", {})
+        cache: dict[float, PlacementProblem] = self.__dict__.setdefault("_factor_cache", {})
         if factor not in cache:
             problem = build_problem(self.inventory, self.profile,
                                     PlanOptions(rate_scale=factor, placement_mode=self.placement_mode),
@@ -212,10 +212,8 @@ class RescaleSpace:
         spreads what it puts on the edge evenly over its instances; a rescalable downstream vertex gets even shares
         (key skew is measured per subtask of the profiled parallelism, not per key group, so it does not carry over)."""
         scaled = _channel(self._at_factor(self.rates[ch.source].factor), ch.source, ch.target)
-        if self.group_of[ch.source].per_subtask:
-            out = scaled.up_out_mbit
-        else:
-            out = (sum(scaled.up_out_mbit) / n_up,) * n_up
+        per_subtask = self.group_of[ch.source].per_subtask
+        out = scaled.up_out_mbit if per_subtask else (sum(scaled.up_out_mbit) / n_up,) * n_up
         shares = scaled.receiver_shares if self.group_of[ch.target].per_subtask else None
         ratio = scaled.delivery_ratio  # flush cycles measured per profiled subtask: rescaled instances get their mean
         if ratio is not None and not self.group_of[ch.target].per_subtask:
@@ -251,7 +249,7 @@ def _channel(problem: PlacementProblem, source: str, target: str) -> Channel:
 
 def _outputs(problem: PlacementProblem, source: str) -> list[Channel]:
     """The channels out of ``source`` (indexed once per problem: the solver asks for them per vertex and choice)."""
-    index = problem.__dict__.get("_outputs_by_source")
+    index: dict[str, list[Channel]] | None = problem.__dict__.get("_outputs_by_source")
     if index is None:
         index = {}
         for ch in problem.channels:
@@ -272,7 +270,7 @@ def _ranges(values: Sequence[int]) -> str:
 
 
 def _forward_groups(profile: JobProfile) -> list[list[str]]:
-    g = nx.Graph()
+    g: nx.Graph[str] = nx.Graph()
     g.add_nodes_from(v.id for v in profile.vertices)
     g.add_edges_from((e.source, e.target) for e in profile.edges if pointwise(e.ship_strategy))
     order = {v.id: n for n, v in enumerate(profile.topological_vertices())}

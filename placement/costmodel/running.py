@@ -37,7 +37,11 @@ def running_note(h: HostSpec, what: str, unit: str) -> str:
     users = sorted((r for r in h.running if getattr(r, what) > 0), key=lambda r: -getattr(r, what))
     if not users:
         return ""
-    fmt = (lambda x: f"{x:.0f}") if what in ("slots", "memory_mib") else (lambda x: f"{x:.3g}")
+    spec = ".0f" if what in ("slots", "memory_mib") else ".3g"
+
+    def fmt(x: float) -> str:
+        return format(x, spec)
+
     named = ", ".join(f"{r.job}'s {fmt(getattr(r, what))}{unit}" for r in users)
     return f" after running job{'s' if len(users) > 1 else ''} {named}"
 

@@ -10,13 +10,13 @@ downstream subtask 0, and HASH, REBALANCE and BROADCAST *all-to-all*.
 measured); BROADCAST 1 for every ``j`` (a copy each).
 
 **On the wire** (the job's data plane between two TaskManagers): the serialized records plus Flink's network framing.
-Each network message carries a header of :data:`~placement.flink.facts.MESSAGE_HEADER_BYTES`; a channel (one upstream-downstream pair)
-sends a message when its buffer is flushed — every ``execution.buffer-timeout`` (100 ms by default) if it has data, or
-when a :data:`~placement.flink.facts.SEGMENT_BYTES` buffer is full — so it sends ``min(records/s, 1000/timeout) + bytes/s ÷ segment``
-messages per second. Framing is charged when the profile says how the job flushes (``job.buffer_timeout_ms``, which
-``placement profile`` always records); a hand-written profile without it is charged its records' bytes alone. At a
-few hundred records/s that is 10 × 47 B per second per channel: 4 kbit/s, a few per cent of
-a lightly used link; at high rates it vanishes.
+Each network message carries a header of :data:`~placement.flink.facts.MESSAGE_HEADER_BYTES`; a channel (one
+upstream-downstream pair) sends a message when its buffer is flushed — every ``execution.buffer-timeout`` (100 ms by
+default) if it has data, or when a :data:`~placement.flink.facts.SEGMENT_BYTES` buffer is full — so it sends
+``min(records/s, 1000/timeout) + bytes/s ÷ segment`` messages per second. Framing is charged when the profile says how
+the job flushes (``job.buffer_timeout_ms``, which ``placement profile`` always records); a hand-written profile without
+it is charged its records' bytes alone. At a few hundred records/s that is 10 × 47 B per second per channel: 4 kbit/s, a
+few per cent of a lightly used link; at high rates it vanishes.
 
 Not modelled (and not part of what ``placement lab measure`` calls the job's data): TCP/IP headers, Flink's RPC
 (heartbeats, checkpoint acknowledgements, metric dumps: about 20 kbit/s per TaskManager), credit announcements

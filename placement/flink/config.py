@@ -91,7 +91,7 @@ def merge_legacy(text: str, updates: Mapping[str, object]) -> str:
     for line in text.splitlines():
         entry = _legacy_entry(line)
         key = entry[0] if entry else None
-        if key in updates:
+        if key is not None and key in updates:
             if key not in done:
                 out.append(f"{key}: {legacy_value(updates[key])}")
                 done.add(key)

@@ -76,7 +76,8 @@ def release_problem(text: str | None) -> str | None:
     exact release to install, fetch or build for."""
     problem = version_problem(text)
     if problem is None and is_line(str(text)):
-        return f"{str(text).strip()!r} is a release line: give the exact release, {FlinkVersion.parse(str(text)).line}.<patch>"
+        line = FlinkVersion.parse(str(text)).line
+        return f"{str(text).strip()!r} is a release line: give the exact release, {line}.<patch>"
     return problem
 
 

@@ -8,8 +8,8 @@ the three never disagree.
 
 Every key exists in every supported line (1.19 to 2.3, read with ``javap`` from each line's option classes) and every
 duration is written as plain milliseconds: 1.19 reads ``heartbeat.*``, ``slot.request.timeout`` and
-``cluster.registration.*`` as ``Long`` milliseconds and refuses ``"10 s"``; later lines read them as ``Duration``s, which
-take a bare number as milliseconds (:func:`placement.flink.options.duration`).
+``cluster.registration.*`` as ``Long`` milliseconds and refuses ``"10 s"``; later lines read them as ``Duration``s,
+which take a bare number as milliseconds (:func:`placement.flink.options.duration`).
 
 The edge defaults fit detect + restart + restore in about 30 s:
 

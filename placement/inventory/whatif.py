@@ -122,7 +122,8 @@ def _deal_births(doc: dict, template: str, names: list[str], sources: dict[str, 
 def _add(doc: dict, add: AddHosts, sources: dict[str, int] | None) -> list[str]:
     template, model = _template(doc, add.template, sources)
     taken = {h["name"] for h in doc["hosts"]}
-    names, n = [], 0
+    names: list[str] = []
+    n = 0
     while len(names) < add.count:
         n += 1
         if f"{template['name']}-add{n}" not in taken:
@@ -152,8 +153,8 @@ def _add(doc: dict, add: AddHosts, sources: dict[str, int] | None) -> list[str]:
         idle = [n for n in names if not births.get(n)]
         if idle:
             notes.append(f"what-if: {len(idle)} added Pi{'s' if len(idle) > 1 else ''} ({', '.join(idle[:3])}"
-                         f"{' …' if len(idle) > 3 else ''}) {'take' if len(idle) > 1 else 'takes'} over no data ({template['name']} had "
-                         f"{before} born subtask{'s' if before != 1 else ''}): nothing can run there")
+                         f"{' …' if len(idle) > 3 else ''}) {'take' if len(idle) > 1 else 'takes'} over no data "
+                         f"({template['name']} had {before} born subtask{'s' if before != 1 else ''}): nothing can run there")
     return notes
 
 

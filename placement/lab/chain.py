@@ -6,6 +6,7 @@ after a (re)start: :data:`METER_SETTLE_S`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections import Counter
@@ -28,10 +29,8 @@ def submit(rest: FlinkRest, jar: str | Path, entry_class: str, args: Sequence[st
     try:
         rest.wait_until_running(job_id, timeout=timeout)
     except BaseException:
-        try:
+        with contextlib.suppress(PlacementError):
             rest.cancel(job_id)
-        except PlacementError:
-            pass
         raise
     return job_id
 

@@ -187,7 +187,10 @@ def place(state: dict, work: Path, *, jobs: tuple[str, ...] = (JOB_NAME,), conti
     for name in jobs:
         chain.submit(rest, state["jar"], LEDGER_JOB, job_args(name, work))
     for name in jobs:
-        _wait(f"{name} running", lambda n=name: (j := running_job(rest, n)) is not None and rest.job(j).all_running, 120)
+        def started(n: str = name) -> bool:
+            return (j := running_job(rest, n)) is not None and rest.job(j).all_running
+
+        _wait(f"{name} running", started, 120)
     time.sleep(METER_S)
     collectors = [Collector(CollectOptions(rest_url=state["rest_url"], out_dir=work / f"metrics-{name}", job_name=name,
                                            duration_s=12, interval_s=2)) for name in jobs]
@@ -395,9 +398,10 @@ def run_fault(state: dict, placed: Placed, kind: str, host: str, *, timeout: flo
                                    for name, plan in placed.plans.items())
     restored_ms = int(time.time() * 1000)
     for name, mine in lanes.items():
-        _wait(f"the ledger of {name} after the restore",
-              lambda n=name, m=mine: flowing_since(ledger_file(placed.ledgers, n), restored_ms - 60_000, m) is not None,
-              60)
+        def flowing(n: str = name, m: list[int] = mine) -> bool:
+            return flowing_since(ledger_file(placed.ledgers, n), restored_ms - 60_000, m) is not None
+
+        _wait(f"the ledger of {name} after the restore", flowing, 60)
     time.sleep(2)
     run.gaps_after_restore, run.repeats_after_restore = _all_once(placed)
     return run

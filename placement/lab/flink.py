@@ -328,10 +328,8 @@ def stop_processes(processes: Sequence[FlinkProcess], timeout: float = 20.0) -> 
     stopping.stop([p.pid for p in processes], timeout=timeout, tree=True)
     for p in processes:
         if p.popen is not None:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 p.popen.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
 
 
 def stop_from_state(work_dir: Path, timeout: float = 20.0) -> bool:
@@ -379,7 +377,7 @@ def _write_conf_dir(conf_dir: Path, conf: Mapping[str, object]) -> None:
 # both resolved, the command, the sizing key) and in the tool's cache (the same, the two jars' sizes and times too:
 # a jar replaced in place is another Flink), so clusters of one Flink and sizing ask once per machine — also across lab
 # homes, which link the jars of the Flink they mirror. Only answers are kept; a rejected config is asked again.
-_MEMORY_FLAGS: dict[tuple[str, str, str, str], tuple[tuple[str, ...], tuple[str, ...]]] = {}
+_MEMORY_FLAGS: dict[tuple[str, ...], tuple[tuple[str, ...], tuple[str, ...]]] = {}
 MEMORY_FLAGS_CACHE = "flink-memory-flags"  # under placement.resources.cache_dir()
 
 
@@ -530,7 +528,8 @@ def _wait_until_ready(cluster: RunningCluster, rest: object, timeout: float) -> 
     if ready:
         return
     missing = ", ".join(sorted(wanted - registered)) or "REST endpoint"
-    raise PlacementError(f"Flink cluster at {cluster.rest_url} not ready after {timeout:.0f}s: waiting for {missing} (logs in {cluster.spec.work_dir})")
+    raise PlacementError(f"Flink cluster at {cluster.rest_url} not ready after {timeout:.0f}s: waiting for {missing} (logs in "
+                         f"{cluster.spec.work_dir})")
 
 
 def _bind_failed(p: FlinkProcess) -> bool:

@@ -4,8 +4,8 @@ The sources are ``deploy/jobs/src/common`` plus the overlays :func:`source_dirs`
 the DataStream API moved a few classes between lines (``deploy/jobs/README.md`` lists what each overlay holds).
 
 Maven is not reachable from the lab machines, and the lab jobs need nothing beyond Flink's own jars, so they are
-compiled against ``<flink>/lib/*`` at lab start (:mod:`placement.flink.javabuild`, shared with the scheduler extension). The
-jar is cached in a work dir under a name that carries the hash of the sources and of the Flink version, so an
+compiled against ``<flink>/lib/*`` at lab start (:mod:`placement.flink.javabuild`, shared with the scheduler extension).
+The jar is cached in a work dir under a name that carries the hash of the sources and of the Flink version, so an
 unchanged tree is compiled once.
 """
 

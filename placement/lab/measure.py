@@ -26,9 +26,10 @@ reads from), two kinds side by side (:class:`LatencyMeasurement`):
   histograms the sink keeps of the markers from that source, read over REST and parsed as ``metrics collect`` does
   (:func:`placement.collect.shaping.latency_rows`). Markers wait in the same network buffers as records but skip
   operator processing and windows;
-* ``event-time`` — the lab jobs' own sink histogram ``eventTimeLatency`` (deploy/jobs/src/common/placement/lab/Sinks.java):
-  per record, now minus the creation time of the freshest source record it carries (one machine, one clock). Behind
-  a window that includes the wait from that record to the window's end.
+* ``event-time`` — the lab jobs' own sink histogram ``eventTimeLatency``
+  (deploy/jobs/src/common/placement/lab/Sinks.java): per record, now minus the creation time of the freshest source
+  record it carries (one machine, one clock). Behind a window that includes the wait from that record to the window's
+  end.
 
 Each figure merges several histograms (markers: one per sink subtask, and per source subtask where a job sets
 ``metrics.latency.granularity: subtask``; event time: one per sink subtask) by one rule:
@@ -273,7 +274,8 @@ def merge_histograms(rows: Iterable[Mapping[str, float | None]]) -> tuple[float 
 
 
 def event_time_rows(answer: Iterable[Mapping]) -> list[dict[str, float | None]]:
-    """``eventTimeLatency_median``/``_p99`` values of a vertex's subtasks -> one ``{"p50_ms", "p99_ms"}`` per subtask."""
+    """``eventTimeLatency_median``/``_p99`` values of a vertex's subtasks -> one ``{"p50_ms", "p99_ms"}`` per
+    subtask."""
     rows: dict[int, dict[str, float | None]] = {}
     for item in answer:
         m = EVENT_TIME_NAME.match(str(item.get("id", "")))
@@ -294,7 +296,8 @@ def marker_measurements(sink: str, rows: Iterable[Mapping], source_names: Mappin
         chain = chains.setdefault(key, {"p50_ms": None, "p99_ms": None})
         for stat in ("p50_ms", "p99_ms"):
             if r.get(stat) is not None:
-                chain[stat] = max(float(r[stat]), chain[stat] if chain[stat] is not None else float("-inf"))
+                held = chain[stat]
+                chain[stat] = max(float(r[stat]), held if held is not None else float("-inf"))
     by_source: dict[str | None, list[Mapping]] = defaultdict(list)
     for (source_id, _subtask, _source_subtask), chain in chains.items():
         by_source[source_names.get(source_id, source_id)].append(chain)

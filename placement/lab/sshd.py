@@ -1,4 +1,5 @@
-"""A real OpenSSH server per lab edge host, so ``placement apply`` reaches the lab's "hosts" the way it reaches real ones.
+"""A real OpenSSH server per lab edge host, so ``placement apply`` reaches the lab's "hosts" the way it reaches real
+ones.
 
 The lab's edge hosts are network namespaces; apply talks to every inventory host over SSH with the host key verified
 (the server's address 10.203.0.1 is this machine's, so apply runs the server's commands locally, as it does on any

@@ -33,7 +33,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from placement.errors import BadInput
 from placement.inventory import Inventory
@@ -136,8 +136,8 @@ def plan_lab(inv: Inventory, work_dir: Path, *, machine_cores: int | None = None
     notes: list[str] = []
     if scale < 1.0:
         notes.append(
-            f"edge hosts ask for {demand:.2f} server cores, the lab gives them {budget:g} (half of {machine_cores} cores):"
-            f" every edge quota is scaled by {scale:.3f}"
+            f"edge hosts ask for {demand:.2f} server cores, the lab gives them {budget:g} (half of {machine_cores} "
+            f"cores): every edge quota is scaled by {scale:.3f}"
         )
 
     server = servers[0]
@@ -183,9 +183,10 @@ def cluster_spec(plan: LabPlan, *, flink_home: Path | None = None, mode: Mode = 
     """The Flink cluster: JobManager and server TM on the server address, each edge TM in its namespace and cgroup.
 
     Every TaskManager is named after its host (``taskmanager.resource-id``) and declares an external resource of
-    that name. ``custom``: one unit per slot (a placed slot requests one unit: :func:`placement.scheduler.taskmanager_config`),
-    and the JobManager gets the extension's keys, its conf dir being ``<flink home>/conf``. ``vanilla``: at least 16
-    units (the lab jobs' per-host slot sharing groups, deploy/jobs/README.md)."""
+    that name. ``custom``: one unit per slot (a placed slot requests one unit:
+    :func:`placement.scheduler.taskmanager_config`), and the JobManager gets the extension's keys, its conf dir being
+    ``<flink home>/conf``. ``vanilla``: at least 16 units (the lab jobs' per-host slot sharing groups,
+    deploy/jobs/README.md)."""
     tms = []
     for h in plan.hosts:
         wrapper: tuple[str, ...] = ()
@@ -227,14 +228,14 @@ class LabAccess:
     flink_version: str | None = None  # the release the lab runs (its inventory pins it)
 
 
-def lab_inventory(inv: Inventory, plan: LabPlan, access: LabAccess) -> dict[str, object]:
+def lab_inventory(inv: Inventory, plan: LabPlan, access: LabAccess) -> dict[str, Any]:
     """The inventory of what runs: real addresses, interfaces, effective speeds, the REST URL, the placement mode,
     the lab's Flink home, version and scheduler dir, and the SSH key and known_hosts that reach the edge hosts' sshd."""
     data = inv.model_dump(mode="json", by_alias=True, exclude_none=True)
     data["name"] = f"{inv.name}-running"
-    data["ssh"] = {**dict(data.get("ssh") or {}), "user": access.ssh_user, "key": str(access.ssh_key),  # type: ignore[arg-type]
+    data["ssh"] = {**dict(data.get("ssh") or {}), "user": access.ssh_user, "key": str(access.ssh_key),
                    "known_hosts": str(access.known_hosts)}
-    for host in data["hosts"]:  # type: ignore[union-attr]
+    for host in data["hosts"]:
         lh = plan.host(host["name"])
         host["address"] = lh.address
         host.pop("ssh", None)  # the lab's own sshd and key, not the shipped inventory's
@@ -243,10 +244,10 @@ def lab_inventory(inv: Inventory, plan: LabPlan, access: LabAccess) -> dict[str,
             host["speed"] = round(lh.effective_speed or host.get("speed", 1.0), 4)
             # its TaskManager is a CPU quota on this machine: the CPU time it measures counts this machine's cores
             host["cpu_time_core_speed"] = 1.0
-    for link in data["links"]:  # type: ignore[union-attr]
+    for link in data["links"]:
         # the lab's uplinks are htb classes (netem.tc): their burst leaves at once, which the expected latency counts
         link["burst"] = burst_bytes(float(link["bandwidth"]))
-    flink = dict(data["flink"])  # type: ignore[arg-type]
+    flink = dict(data["flink"])
     flink.pop("schedulercfg_path", None)
     flink.update(rest_url=access.rest_url, placement_mode=access.mode, jobmanager=plan.hosts[0].name,
                  home=str(access.flink_home), scheduler_dir=str(scheduler_dir(access.flink_home)),

@@ -38,8 +38,12 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from placement.resources import ENV_CACHE, cache_dir  # noqa: F401  (ENV_CACHE: named here in the docs and tests)
+
+if TYPE_CHECKING:
+    from py4j.java_gateway import JavaGateway
 
 ENV_SWITCH = "PLACEMENT_SPARK_CLASS_ARCHIVE"
 KEEP = 2  # archives kept (~170 MB each): this install's and one other
@@ -177,7 +181,7 @@ def prune(directory: Path, *, current: Path | None = None, keep: int = KEEP, max
             continue
         recorded = _read_sidecar(archive.with_suffix(".json"))
         jars = Path(recorded.get("jars", "")) if recorded else None
-        if jars is None or not jars.is_dir() or recorded.get("classpath") != _digest(classpath_identity(jars)):
+        if not recorded or jars is None or not jars.is_dir() or recorded.get("classpath") != _digest(classpath_identity(jars)):
             drop(archive)  # an older placement's, or its jars are gone or changed
             continue
         st = archive.stat()
@@ -200,7 +204,7 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _read_sidecar(path: Path) -> dict | None:
+def _read_sidecar(path: Path) -> dict[str, Any] | None:
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -216,7 +220,7 @@ def _write_sidecar(archive: ClassArchive) -> None:
     os.replace(tmp, archive.sidecar)
 
 
-def publish(archive: ClassArchive, gateway) -> bool:
+def publish(archive: ClassArchive, gateway: JavaGateway) -> bool:
     """Stop the driver JVM this process started with a pending dump, wait for the dump, and move it into place.
 
     Returns True when an archive was published. Call it only when the process needs no more Spark: the JVM is gone

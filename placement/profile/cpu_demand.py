@@ -23,8 +23,8 @@ that charge is floored (:func:`placement.profile.tm_cpu.calibrate` asks :func:`s
 multiplies the floored figure: ``k_v · max(busy, MIN_CORES)`` is what the vertex used while profiled. Floored after
 ``k_v`` instead, a light operator's measured thread was charged the floor again: on the lab's Zoo job five such
 subtasks on one Pi (0.001-0.004 of its cores each, measured) were charged 0.0167 each, a third of its prediction.
-The TaskManager's own CPU is not a subtask's: :func:`placement.costmodel.demand.baseline_cores` gives it per host, and the cost model takes it
-off the host's usable cores.
+The TaskManager's own CPU is not a subtask's: :func:`placement.costmodel.demand.baseline_cores` gives it per host, and
+the cost model takes it off the host's usable cores.
 
 **Rate.** A subtask's CPU at ``X ×`` the profiled rates is ``c·(θ_v + (1 − θ_v)·X)``: ``c`` its calibrated cores at the
 profiled rate and ``θ_v`` the vertex's ``cpu_fixed_share``, the part that does not grow with the rate (a thread's

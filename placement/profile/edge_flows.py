@@ -84,6 +84,11 @@ def pointwise_senders(j: int, n_up: int, n_down: int) -> range:
     return range(i, i + 1)
 
 
+def _known(figures: list[float] | None) -> list[float]:
+    """An edge's figures once a rule set them (the rules read only edges they or an earlier rule completed)."""
+    assert figures is not None
+    return figures
+
 def _vector(rows: Sequence[SubtaskIO], attr: str) -> list[float] | None:
     """One figure of every subtask of a vertex; None when no subtask reported it (a single gap counts as 0)."""
     values = [getattr(r, attr) for r in rows]
@@ -172,10 +177,10 @@ class _Solver:
             done = [x for x in ks if x != k]
             byt, rec = [], []
             for i in range(len(rows)):
-                left = bo[i] - sum(self.bytes[x][i] * self.m[x] for x in done)  # type: ignore[index]
+                left = bo[i] - sum(_known(self.bytes[x])[i] * self.m[x] for x in done)
                 byt.append(max(0.0, left) / self.m[k])
                 # records: a side output carries what the other outputs did not; a fan-out carries them all again
-                rest = ro[i] - sum(self.records[x][i] for x in done)  # type: ignore[index]
+                rest = ro[i] - sum(_known(self.records[x])[i] for x in done)
                 rec.append(rest if rest > 0.02 * ro[i] else ro[i])
             self._set(k, rec, byt, "remainder")
             changed = True
@@ -187,8 +192,8 @@ class _Solver:
             k = open_[0]
             ri = _vector(self.io[vid], "records_in") or [0.0] * len(bi)
             done = [x for x in ks if x != k]
-            got_b = sum(sum(self.bytes[x]) * self.m[x] for x in done)  # type: ignore[arg-type]
-            got_r = sum(sum(self.records[x]) * self.m[x] for x in done)  # type: ignore[arg-type]
+            got_b = sum(sum(_known(self.bytes[x])) * self.m[x] for x in done)
+            got_r = sum(sum(_known(self.records[x])) * self.m[x] for x in done)
             w = _weights(self.io[self.edges[k].source])
             self._set(k, _split(max(0.0, sum(ri) - got_r) / self.m[k], w),
                       _split(max(0.0, sum(bi) - got_b) / self.m[k], w), "remainder")
@@ -205,7 +210,7 @@ class _Solver:
             ro = _vector(rows, "records_out") or [0.0] * len(rows)
             done = [x for x in ks if x not in open_]
             delivered = sum(self.m[k] for k in open_)
-            byt = [max(0.0, bo[i] - sum(self.bytes[x][i] * self.m[x] for x in done)) / delivered  # type: ignore[index]
+            byt = [max(0.0, bo[i] - sum(_known(self.bytes[x])[i] * self.m[x] for x in done)) / delivered
                    for i in range(len(rows))]
             for k in open_:
                 self._set(k, list(ro), list(byt), "fan-out rule")

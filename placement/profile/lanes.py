@@ -13,7 +13,7 @@ one index along the chain (FORWARD stays pointwise, subtask ``i`` to subtask ``i
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import pandas as pd
 
@@ -104,6 +104,6 @@ def _fold(m: RunManifest, copy_map: CopyMap) -> RunManifest:
     return m.model_copy(update={"vertices": vertices, "edges": edges, "locations": locations})
 
 
-def _sum(values) -> float | None:
+def _sum(values: Iterable[float | None]) -> float | None:
     known = [v for v in values if v is not None]
     return sum(known) if known else None

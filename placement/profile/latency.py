@@ -43,11 +43,14 @@ def _run_start_ms(run: Path, manifest: RunManifest) -> tuple[np.ndarray, np.ndar
 
 def _warm(rows: pd.DataFrame, run: Path, manifest: RunManifest, warmup_s: float) -> pd.DataFrame:
     ts, start = _run_start_ms(run, manifest)
+    warm: pd.DataFrame
     if len(ts) == 0:
-        return rows[rows["ts_ms"] >= manifest.started_ms + warmup_s * 1000]
+        warm = rows[rows["ts_ms"] >= manifest.started_ms + warmup_s * 1000]
+        return warm
     k = np.searchsorted(ts, rows["ts_ms"].to_numpy(np.int64), side="right") - 1
     began = np.where(k >= 0, start[np.clip(k, 0, None)], manifest.started_ms)
-    return rows[rows["ts_ms"].to_numpy(np.int64) - began >= warmup_s * 1000]
+    warm = rows[rows["ts_ms"].to_numpy(np.int64) - began >= warmup_s * 1000]
+    return warm
 
 
 def measured_latency(profile: JobProfile, runs: Sequence[tuple[Path, RunManifest]], *, warmup_s: float = 60.0,
@@ -88,6 +91,6 @@ def measured_latency(profile: JobProfile, runs: Sequence[tuple[Path, RunManifest
     for (source, sink), group in per_instant.groupby(["source", "vertex_id"]):
         paths = [" → ".join(names[v] for v in p) for p in nx.all_simple_paths(g, source, sink)]
         figures = {s: (float(group[s].median()) if group[s].notna().any() else None) for s in stats}
-        out.append(MeasuredLatency(source=source, sink=sink, paths=sorted(paths), samples=int(len(group)), **figures))
+        out.append(MeasuredLatency(source=source, sink=sink, paths=sorted(paths), samples=len(group), **figures))
     order = {v.id: n for n, v in enumerate(profile.vertices)}
     return sorted(out, key=lambda m: (order[m.source], order[m.sink]))

@@ -6,7 +6,7 @@ import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from placement.collect.layout import read_samples, read_taskmanager_cpu, read_thread_cpu
 from placement.errors import BadInput, PlacementError
@@ -14,9 +14,12 @@ from placement.inventory import load_inventory
 from placement.profile.format import JobProfile
 from placement.profile.history import select_runs
 from placement.profile.lanes import fold_lane_copies
-from placement.profile.rules import Options, assemble, subtask_details
 from placement.profile.latency import measured_latency
+from placement.profile.rules import Options, assemble, subtask_details
 from placement.profile.tm_cpu import SOURCE_RATE_COLUMNS, calibrate
+
+if TYPE_CHECKING:  # the Spark engine is imported only when it runs
+    from pyspark.sql import SparkSession
 
 Engine = Literal["spark", "pandas"]
 
@@ -29,7 +32,7 @@ def build_profile(
     warmup_s: float = 60.0,
     engine: Engine = "spark",
     spark_master: str | None = None,
-    spark=None,
+    spark: SparkSession | None = None,
     inventory: str | Path | None = None,
     stateful: Iterable[str] = (),
     stateless: Iterable[str] = (),
@@ -60,16 +63,16 @@ def build_profile(
         aggregates = aggregate_spark(spark or spark_session(spark_master), selection, warmup_s)
     # a vanilla-placed job's lane copies: the job's vertices again (placement.profile.lanes)
     manifests, aggregates, copies = fold_lane_copies([m for _, m in selection.runs], aggregates)
-    runs = [(d, m) for (d, _), m in zip(selection.runs, manifests, strict=True)]
+    folded = [(d, m) for (d, _), m in zip(selection.runs, manifests, strict=True)]
     profile = assemble(manifests, aggregates, options, source=str(metrics_dir))
-    cpu = [(m, read_taskmanager_cpu(d, m)) for d, m in runs]  # TaskManager CPU rows: read here, at the edge
-    threads = [read_thread_cpu(d, m) for d, m in runs]
+    cpu = [(m, read_taskmanager_cpu(d, m)) for d, m in folded]  # TaskManager CPU rows: read here, at the edge
+    threads = [read_thread_cpu(d, m) for d, m in folded]
     # each run's source rate, for the CPU's line over runs at different rates (a lane copy's source is another vertex)
-    fit_rates = len(runs) > 1 and not copies and any(m.taskmanager_files for _, m in runs)
+    fit_rates = len(folded) > 1 and not copies and any(m.taskmanager_files for _, m in folded)
     source_ids = [v.id for v in profile.sources()]
-    sources = [read_samples(d, source_ids, SOURCE_RATE_COLUMNS) for d, _ in runs] if fit_rates else []
+    sources = [read_samples(d, source_ids, SOURCE_RATE_COLUMNS) for d, _ in folded] if fit_rates else []
     profile = calibrate(profile, cpu, warmup_s=warmup_s, inventory=inv, threads=threads, source_samples=sources)
-    latency = measured_latency(profile, runs, warmup_s=warmup_s, lane_copies=copies)
+    latency = measured_latency(profile, folded, warmup_s=warmup_s, lane_copies=copies)
     if latency:
         profile = profile.model_copy(update={"latency": latency})
     if details is not None:

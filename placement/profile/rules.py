@@ -52,9 +52,8 @@ import pandas as pd
 from placement.collect.layout import METRIC_COLUMNS, RunManifest, RunVertex, SubtaskLocation
 from placement.errors import BadInput
 from placement.flink.facts import DEFAULT_BUFFER_TIMEOUT_MS
-from placement.inventory import Host, Inventory
+from placement.inventory import Inventory
 from placement.profile import edge_flows
-from placement.profile.lanes import fold_manifest
 from placement.profile.format import (
     PROFILE_FORMAT,
     EdgeProfile,
@@ -65,6 +64,7 @@ from placement.profile.format import (
     VertexProfile,
     copies,
 )
+from placement.profile.lanes import fold_manifest
 
 MIN_CONFIDENT_BUSY_MS = 10.0  # 1 % busy: below this a true rate multiplies measurement noise by > 100
 MIN_CONFIDENT_SAMPLES = 10

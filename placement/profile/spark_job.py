@@ -35,6 +35,7 @@ import threading
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from typing import IO, TYPE_CHECKING
 
 import pandas as pd
 
@@ -48,6 +49,10 @@ from placement.profile.class_archive import (
 from placement.profile.history import Selection
 from placement.profile.partials import finish_partials, partials_job
 from placement.signals import sigint_held_back, sigint_is_an_interrupt
+
+if TYPE_CHECKING:  # PySpark is imported when the engine runs: `placement` starts without it
+    from pyspark import SparkConf
+    from pyspark.sql import SparkSession
 
 # Tasks per executor core: two, so a core that finishes early takes another instead of idling while the last big
 # task runs; not more, as each PySpark task costs its own overhead (measured on 2 busy cores: 16 empty tasks 0.5-1 s,
@@ -98,7 +103,7 @@ def _quiet_log4j() -> str:
     return str(path)
 
 
-def _forward_stderr(stream) -> None:
+def _forward_stderr(stream: IO[bytes]) -> None:
     """Copy the driver JVM's stderr to ours, minus its start-up chatter; real errors still reach the terminal."""
     for line in iter(stream.readline, b""):
         if not _JVM_CHATTER.match(line):
@@ -106,7 +111,7 @@ def _forward_stderr(stream) -> None:
             sys.stderr.flush()
 
 
-def _start_driver(conf) -> None:
+def _start_driver(conf: SparkConf) -> None:
     """Start the driver JVM (PySpark's gateway) with ``conf`` and its stderr filtered, and its SparkContext.
 
     The JVM gets a session of its own: a Ctrl-C typed at the terminal reaches this process alone, not the JVM nor
@@ -149,7 +154,7 @@ def stop_driver() -> None:
 
 
 def spark_session(master: str | None = None, *, driver_memory: str = "1g", shuffle_partitions: int = 4,
-                  jvm_flags: str = DRIVER_JVM_FLAGS):
+                  jvm_flags: str = DRIVER_JVM_FLAGS) -> SparkSession:
     """A small session for 2 cores: few shuffle partitions, modest driver memory, no UI, quiet logs; ``jvm_flags``
     for the driver JVM if this call starts it.
 
@@ -166,8 +171,8 @@ def spark_session(master: str | None = None, *, driver_memory: str = "1g", shuff
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.shuffle.partitions": str(shuffle_partitions),
         "spark.sql.sources.partitionColumnTypeInference.enabled": "false",  # run ids stay strings
-        # Spark SQL scans (benchmarks/profile_throughput.py's floor) in splits of about one Parquet row group: with 256 MiB
-        # splits a 10M history made 3 tasks of 4M, 5M and 1M samples, and one of the 2 cores sat idle for the last.
+        # Spark SQL scans (benchmarks/profile_throughput.py's floor) in splits of about one Parquet row group: with 256
+        # MiB splits a 10M history made 3 tasks of 4M, 5M and 1M samples, and one of the 2 cores sat idle for the last.
         "spark.sql.files.maxPartitionBytes": str(32 << 20),
     }
     # The Python workers run stage 1 with NumPy/PyArrow: this interpreter, unless the user named another (PySpark's
@@ -217,7 +222,7 @@ def finish_spark() -> bool:
     return publish(archive, gateway) if gateway is not None else False
 
 
-def aggregate_spark(spark, selection: Selection, warmup_s: float, *, per_subtask: int | None = None) -> pd.DataFrame:
+def aggregate_spark(spark: SparkSession, selection: Selection, warmup_s: float, *, per_subtask: int | None = None) -> pd.DataFrame:
     """One row per (vertex_id, subtask) with :data:`~placement.profile.rules.AGGREGATE_COLUMNS`.
 
     The executors' Python workers run stage 1 (:func:`~placement.profile.partials.file_partials`) on the part files,

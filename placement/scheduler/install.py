@@ -24,7 +24,8 @@ from placement.scheduler.build import (
 
 
 def launcher_classpath(home: FlinkHome) -> str:
-    """``lib/*.jar`` sorted by name except flink-dist, then flink-dist last, ``:``-joined (``bin/config.sh``'s order)."""
+    """``lib/*.jar`` sorted by name except flink-dist, then flink-dist last, ``:``-joined (``bin/config.sh``'s
+    order)."""
     jars = sorted(p for p in home.lib.glob("*.jar") if p.is_file())
     dist = [p for p in jars if p.name.startswith("flink-dist")]
     if not dist:

@@ -24,11 +24,15 @@ import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 import pulp
 
 from placement.errors import PlacementError
+
+if TYPE_CHECKING:  # imported where a model is solved (placement.solver imports it first, for a clean Ctrl-C)
+    import highspy
 
 SolverName = Literal["highs", "cbc"]
 
@@ -57,7 +61,7 @@ def carried_optimum(optimum: float, rounded: float, relative: float, tolerances:
 
 def rounded_value(expr: pulp.LpAffineExpression) -> float:
     """``expr`` at the variables' current values with the integer ones rounded (see :func:`carried_optimum`)."""
-    total = expr.constant
+    total: float = expr.constant
     for var, coefficient in expr.items():
         value = var.varValue or 0.0
         total += coefficient * (round(value) if var.cat == pulp.LpInteger else value)
@@ -98,7 +102,7 @@ def native_output(verbose: bool = False) -> Iterator[None]:
         os.close(target)
 
 
-def new_highs(verbose: bool = False, tolerances: Tolerances = TOLERANCES):
+def new_highs(verbose: bool = False, tolerances: Tolerances = TOLERANCES) -> highspy.Highs:
     """A ``highspy.Highs`` with its output off (unless ``verbose``) and the certificate's options set explicitly."""
     import highspy
 
@@ -115,8 +119,9 @@ def new_highs(verbose: bool = False, tolerances: Tolerances = TOLERANCES):
 
 def highs_available() -> bool:
     try:
-        return pulp.HiGHS().available()
-    except Exception:  # noqa: BLE001 - a broken highspy install means "not available"
+        available: bool = pulp.HiGHS().available()
+        return available
+    except Exception:
         return False
 
 
@@ -138,7 +143,7 @@ def _objective_value(lp: pulp.LpProblem) -> float | None:
 
     An objective without terms gets PuLP's ``__dummy`` variable while it is solved; it stays in the expression with
     coefficient 0 afterwards, and CBC reports no value for it (HiGHS does). Terms with coefficient 0 do not count."""
-    total = lp.objective.constant
+    total: float = lp.objective.constant
     for var, coefficient in lp.objective.items():
         if coefficient == 0:
             continue
@@ -168,7 +173,7 @@ def _highs_command(verbose: bool, warm_start: bool, tolerances: Tolerances) -> t
     import highspy
     import numpy as np
 
-    class PlacementHiGHS(pulp.HiGHS):  # type: ignore[misc, valid-type]
+    class PlacementHiGHS(pulp.HiGHS):  # type: ignore[misc]  # PuLP has no types: subclassing Any
         def createAndConfigureSolver(self, lp: pulp.LpProblem) -> None:
             lp.solverModel = new_highs(verbose, tolerances)
             lp.solverModel.setOptionValue("mip_rel_gap", float(self.gapRel))
@@ -209,7 +214,8 @@ def _run_highs(lp: pulp.LpProblem, time_limit: float | None, gap: float, threads
     bound = None
     if objective is not None:
         dual = info.mip_dual_bound
-        # A model HiGHS solved as an LP (every binary fixed by presolve) has no MIP bound: optimal means bound = objective.
+        # A model HiGHS solved as an LP (every binary fixed by presolve) has no MIP bound: optimal means bound =
+        # objective.
         finite = dual is not None and abs(dual) != float("inf") and info.mip_node_count >= 0
         # PuLP does not hand HiGHS the objective's constant; the bound is HiGHS's, the objective ours: add it back.
         bound = dual + lp.objective.constant if finite else (objective if status == "optimal" else None)
@@ -229,7 +235,7 @@ def _run_cbc(lp: pulp.LpProblem, time_limit: float | None, gap: float, threads: 
         with native_output(verbose):
             lp.solve(cmd)
         seconds = time.perf_counter() - start
-        text = open(log, encoding="utf-8", errors="replace").read()
+        text = Path(log).read_text(encoding="utf-8", errors="replace")
     finally:
         os.unlink(log)
     status = _status(lp)
@@ -272,7 +278,7 @@ def run(lp: pulp.LpProblem, solver: SolverName = "highs", *, time_limit: float |
                 if info.status != "not solved" or (time_limit is not None and info.seconds >= time_limit * 0.95):
                     return info
                 _say_fallback(f"HiGHS returned no answer ({info.status})")
-            except Exception as exc:  # noqa: BLE001 - a HiGHS crash is what the CBC fallback is for
+            except Exception as exc:
                 _say_fallback(f"HiGHS failed ({_first_line(exc)})")
     try:
         return _run_cbc(lp, time_limit, gap, threads, warm_start, verbose)

@@ -58,7 +58,7 @@ def greedy(problem: PlacementProblem) -> PlanResult:
     assignment = _all_on_server(problem)
     used_cores: dict[str, float] = defaultdict(float)
     used_memory: dict[str, float] = defaultdict(float)
-    per_vertex: dict[str, Counter] = defaultdict(Counter)
+    per_vertex: dict[str, Counter[str]] = defaultdict(Counter)
     for s in problem.subtasks:
         h = problem.host_by_name[assignment[s.key]]
         used_cores[h.name] += s.cores_on(h)

@@ -163,7 +163,8 @@ def _pieces(build: Builder, lo: float, hi: float) -> list[tuple[float, float]] |
     return sorted(done, reverse=True)
 
 
-def _direct_piece(build: Builder, lo: float, hi: float, options: SolverOptions) -> tuple[float, dict] | None:
+def _direct_piece(build: Builder, lo: float, hi: float, options: SolverOptions,
+                  ) -> tuple[float, dict[SubtaskKey, str]] | None:
     """max X on [lo, hi] with every rate-dependent coefficient affine there: (X*, plan) or None if nothing fits."""
     pa, pb = build(lo), build(hi)
     try:
@@ -176,7 +177,7 @@ def _direct_piece(build: Builder, lo: float, hi: float, options: SolverOptions) 
                    constraints.memory_capacity, constraints.vanilla_whole_vertices):
         family(m)
     scale = m.lp.add_variable("scale", lowBound=lo, upBound=hi)
-    w: dict = {}
+    w: dict[str, pulp.LpVariable] = {}
 
     def product(var: pulp.LpVariable) -> pulp.LpVariable:
         """``w = X·x`` for binary ``x`` (McCormick, exact at 0/1)."""
@@ -189,7 +190,8 @@ def _direct_piece(build: Builder, lo: float, hi: float, options: SolverOptions) 
             w[var.name] = p
         return w[var.name]
 
-    def scaled_row(at_lo: dict, at_hi: dict, capacity: float, name: str) -> None:
+    def scaled_row(at_lo: dict[pulp.LpVariable, float], at_hi: dict[pulp.LpVariable, float], capacity: float,
+                   name: str) -> None:
         terms = []
         for var in at_lo.keys() | at_hi.keys():
             a, b = at_lo.get(var, 0.0), at_hi.get(var, 0.0)
@@ -208,9 +210,9 @@ def _direct_piece(build: Builder, lo: float, hi: float, options: SolverOptions) 
         scaled_row(at_lo, at_hi, pa.usable_cores(h), f"cpu_{h.name}")
     for h in pa.hosts:  # one thread: x[s, h] = 1 ⇒ c(s, X)/σ_h ≤ ρ, i.e. X ≤ the scale where s's thread is full on h
         for s, var in m.on_host(h.name):
-            at_hi = pb.subtask_by_key[s.key]
-            if not pb.keeps_up(at_hi, h):  # binds inside [lo, hi] (pairs full already at lo left the domain)
-                scaled_row({var: s.cores_on(h)}, {var: at_hi.cores_on(h)}, pa.usable_thread,
+            scaled = pb.subtask_by_key[s.key]
+            if not pb.keeps_up(scaled, h):  # binds inside [lo, hi] (pairs full already at lo left the domain)
+                scaled_row({var: s.cores_on(h)}, {var: scaled.cores_on(h)}, pa.usable_thread,
                            f"thread_{h.name}_{s.vertex_id}_{s.index}")
     for h in pa.edges:  # uplink W_h(X)
         ea, eb = objectives.wan_mbit(m, h.name), objectives.wan_mbit(mb, h.name)

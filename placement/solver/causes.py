@@ -41,7 +41,7 @@ def structural_causes(problem: PlacementProblem, domain: Domain, shortages: tupl
     sentences = [_sentence(problem, domain, vid, why, sorted(on))
                  for vid in problem.vertex_order if vid in blocked for why, on in sorted(blocked[vid].items())]
     if len(sentences) > MAX_CAUSES:
-        sentences = sentences[:MAX_CAUSES] + [f"{len(sentences) - MAX_CAUSES} more operators are kept off the edge"]
+        sentences = [*sentences[:MAX_CAUSES], f"{len(sentences) - MAX_CAUSES} more operators are kept off the edge"]
     return tuple(sentences)
 
 

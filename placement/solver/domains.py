@@ -78,7 +78,8 @@ def reachable_edge_hosts(problem: PlacementProblem, domain: Domain) -> Domain:
 
 
 THREAD_FAMILY = "one thread keeps up"
-DOMAIN_FAMILIES: tuple[tuple[str, Callable[[PlacementProblem, Domain], Domain]], ...] = (
+DomainFamily = tuple[str, Callable[[PlacementProblem, Domain], Domain]]  # (description, the hosts it leaves)
+DOMAIN_FAMILIES: tuple[DomainFamily, ...] = (
     ("sources stay where their data is born", sources_stay_where_data_is_born),
     ("sinks and stateful operators stay on servers", sinks_and_stateful_on_servers),
     ("user pins and forbids", user_pins_and_forbids),
@@ -90,8 +91,9 @@ DOMAIN_FAMILIES: tuple[tuple[str, Callable[[PlacementProblem, Domain], Domain]],
 RULE_DOMAIN_FAMILIES = tuple(f for f in DOMAIN_FAMILIES if f[0] != THREAD_FAMILY)
 
 
-def restricted_domain(problem: PlacementProblem, families=DOMAIN_FAMILIES) -> Domain:
-    """Apply every domain family; a subtask left with no host makes the problem infeasible, and we say which rule did it."""
+def restricted_domain(problem: PlacementProblem, families: Sequence[DomainFamily] = DOMAIN_FAMILIES) -> Domain:
+    """Apply every domain family; a subtask left with no host makes the problem infeasible, and we say which rule did
+    it."""
     domain: Domain = {s.key: [h.name for h in problem.hosts] for s in problem.subtasks}
     for description, family in families:
         domain_before, domain = domain, family(problem, domain)
@@ -108,7 +110,7 @@ def restricted_domain(problem: PlacementProblem, families=DOMAIN_FAMILIES) -> Do
     return domain
 
 
-def filtered_domain(problem: PlacementProblem, families=DOMAIN_FAMILIES) -> Domain:
+def filtered_domain(problem: PlacementProblem, families: Sequence[DomainFamily] = DOMAIN_FAMILIES) -> Domain:
     """Every domain family applied, as :func:`restricted_domain`, but a subtask left with no host keeps an empty
     list (for explaining an infeasible problem: which hosts each subtask had, whatever emptied another's)."""
     domain: Domain = {s.key: [h.name for h in problem.hosts] for s in problem.subtasks}

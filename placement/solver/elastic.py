@@ -8,6 +8,8 @@ shortfalls that would make the job fit.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pulp
 
 from placement.costmodel.model import PlacementProblem
@@ -16,6 +18,9 @@ from placement.solver import backends, constraints
 from placement.solver.domains import Domain, rule_domain
 from placement.solver.model import new_model
 from placement.solver.result import Shortage, SolverOptions
+
+if TYPE_CHECKING:  # imported where used, as the latency model is
+    from placement.costmodel.latency import JobPath
 
 EPS = 1e-6
 
@@ -74,7 +79,9 @@ def shortages_from_slack(problem: PlacementProblem, slack: dict[tuple[str, ...],
         if kind == "latency":  # ("latency", n): the n-th bounded path (objectives.bounded_paths' order)
             path = _bounded_paths(problem)[int(host)]
             flush = f"{path.flush_ms:.1f} ms of it buffer-flush waits, which a shorter execution.buffer-timeout shortens"
-            shortages.append(Shortage("latency", path.name, path.bound_ms + over, path.bound_ms, path.bound_ms,
+            bound = path.bound_ms
+            assert bound is not None  # _bounded_paths keeps the paths with a bound
+            shortages.append(Shortage("latency", path.name, bound + over, bound, bound,
                                       detail=flush))
             continue
         h = hosts[host]
@@ -108,7 +115,7 @@ def shortages_from_slack(problem: PlacementProblem, slack: dict[tuple[str, ...],
     return tuple(shortages), reason
 
 
-def _bounded_paths(problem: PlacementProblem):
+def _bounded_paths(problem: PlacementProblem) -> list[JobPath]:
     from placement.costmodel.latency import source_sink_paths
 
     return [p for p in source_sink_paths(problem) or () if p.bound_ms is not None]

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import highspy
 import numpy as np
+from numpy.typing import ArrayLike
 
 from placement.solver.backends import SolveInfo, certify, native_output, new_highs, relative_gap
 
@@ -40,7 +41,8 @@ class SparseMip:
         self.n_cols += n
         return np.arange(first, first + n)
 
-    def add_rows(self, n: int, lower, upper, row, col, value) -> np.ndarray:
+    def add_rows(self, n: int, lower: ArrayLike, upper: ArrayLike, row: ArrayLike, col: ArrayLike, value: ArrayLike,
+                 ) -> np.ndarray:
         """``n`` rows ``lower ≤ Σ value·x[col] ≤ upper``; ``row`` numbers them from 0 (one entry per term), ``lower``
         and ``upper`` are per row or shared scalars. Returns the new rows' indices."""
         self.row_lower.append(np.broadcast_to(np.asarray(lower, dtype=float), (n,)).copy())
@@ -122,7 +124,7 @@ def solve(h: highspy.Highs, *, time_limit: float | None, gap: float, threads: in
     return SolveInfo("highs", name, objective, bound, relative_gap(objective, bound), seconds)
 
 
-def _option(h: highspy.Highs, name: str):
+def _option(h: highspy.Highs, name: str) -> object:
     value = h.getOptionValue(name)  # (status, value) in highspy 1.7–1.16; the value alone in some builds
     return value[1] if isinstance(value, tuple) else value
 

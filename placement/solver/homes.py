@@ -78,7 +78,8 @@ def _thread_servers(problem: PlacementProblem, s: Subtask, servers: tuple[str, .
 def homes(problem: PlacementProblem, *, thread: bool = True) -> Homes:
     """Every subtask's edge hosts and servers; raises Infeasible like ``restricted_domain``.
 
-    ``thread=False``: the rules alone, without the one-thread limit (``RULE_DOMAIN_FAMILIES``), to explain a shortfall."""
+    ``thread=False``: the rules alone, without the one-thread limit (``RULE_DOMAIN_FAMILIES``), to explain a
+    shortfall."""
     servers = tuple(h.name for h in problem.servers)
     rule_servers = {s.key: _rule_servers(s, servers) for s in problem.subtasks}
     needs_edge = [s for s in problem.subtasks if not rule_servers[s.key]]  # the rest always has a server

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from typing import Literal
 
 import pulp
 
@@ -19,8 +20,8 @@ from placement.solver.causes import structural_causes
 from placement.solver.domains import filtered_domain, restricted_domain, rule_domain
 from placement.solver.elastic import diagnose
 from placement.solver.model import IlpModel, new_model
-from placement.solver.server_pools import pooled_problem, server_pools, unpool
 from placement.solver.result import PlanResult, SolverOptions, Stage
+from placement.solver.server_pools import pooled_problem, server_pools, unpool
 
 
 def _assignment(m: IlpModel) -> dict[SubtaskKey, str]:
@@ -53,7 +54,7 @@ def solve(problem: PlacementProblem, options: SolverOptions = SolverOptions()) -
                 cost = evaluate(problem, assignment)
                 if cost.feasible:
                     note = f"servers solved as pools: {', '.join(p.name for p in pools)}"
-                    return replace(result, assignment=assignment, cost=cost, notes=result.notes + (note,))
+                    return replace(result, assignment=assignment, cost=cost, notes=(*result.notes, note))
     return _solve(problem, options)
 
 
@@ -76,8 +77,11 @@ def _solve(problem: PlacementProblem, options: SolverOptions) -> PlanResult:
     m = new_model(problem, domain)
     constraints.add_all(m)
     deadline = None if options.time_limit is None else time.monotonic() + options.time_limit
-    run = lambda: backends.run(m.lp, options.solver, time_limit=_remaining(deadline), gap=options.gap,  # noqa: E731
-                               threads=options.threads, verbose=options.verbose)
+
+    def run() -> backends.SolveInfo:
+        return backends.run(m.lp, options.solver, time_limit=_remaining(deadline), gap=options.gap,
+                            threads=options.threads, verbose=options.verbose)
+
     stages: list[Stage] = []
     notes: list[str] = []
     assignment: dict[SubtaskKey, str] | None = None
@@ -116,7 +120,7 @@ def _solve(problem: PlacementProblem, options: SolverOptions) -> PlanResult:
     cost = evaluate(problem, assignment)
     if not cost.feasible:
         raise PlacementError(f"internal error: the solver's plan breaks a rule the model should enforce: {cost.violations[0]}")
-    status = "optimal" if all(st.info.status == "optimal" for st in stages) else "feasible"
+    status: Literal["optimal", "feasible"] = "optimal" if all(st.info.status == "optimal" for st in stages) else "feasible"
     return PlanResult("ilp", status, assignment, cost, stages=tuple(stages), objective_mode=mode, notes=tuple(notes))
 
 

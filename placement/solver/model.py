@@ -8,7 +8,7 @@ from functools import cached_property
 
 import pulp
 
-from placement.costmodel.model import PlacementProblem, SubtaskKey
+from placement.costmodel.model import PlacementProblem, Subtask, SubtaskKey
 from placement.solver import families
 from placement.solver.domains import Domain
 
@@ -22,12 +22,13 @@ class IlpModel:
     elastic: bool = False  # capacity rows get a slack variable (infeasibility diagnosis)
     slack: dict[tuple[str, ...], pulp.LpVariable] = field(default_factory=dict)
     slack_scale: dict[tuple[str, ...], float] = field(default_factory=dict)  # the capacity each slack is relative to
-    aux: dict[tuple, pulp.LpVariable] = field(default_factory=dict)
+    # built once per model and asked again: delay and crossing variables, queue waits, latency expressions (0.0: none)
+    aux: dict[tuple[object, ...], pulp.LpVariable | pulp.LpAffineExpression | float] = field(default_factory=dict)
 
     def var(self, key: SubtaskKey, host: str) -> pulp.LpVariable | None:
         return self.x.get((key, host))
 
-    def on_host(self, host: str):
+    def on_host(self, host: str) -> list[tuple[Subtask, pulp.LpVariable]]:
         """(subtask, variable) pairs that may run on ``host``."""
         return self._index[0].get(host, [])
 
@@ -36,11 +37,12 @@ class IlpModel:
         return self._index[1].get((vertex_id, host), [])
 
     @cached_property
-    def _index(self):
+    def _index(self) -> tuple[dict[str, list[tuple[Subtask, pulp.LpVariable]]],
+                              dict[tuple[str, str], list[tuple[int, pulp.LpVariable]]]]:
         """The variables by host and by (vertex, host), built once: the row families ask per host, and scanning every
         subtask for each of 200 hosts was most of the model's build time."""
-        by_host: dict[str, list] = defaultdict(list)
-        by_vertex: dict[tuple[str, str], list] = defaultdict(list)
+        by_host: dict[str, list[tuple[Subtask, pulp.LpVariable]]] = defaultdict(list)
+        by_vertex: dict[tuple[str, str], list[tuple[int, pulp.LpVariable]]] = defaultdict(list)
         for s in self.problem.subtasks:
             for h in self.domain[s.key]:
                 var = self.x.get((s.key, h))

@@ -29,8 +29,10 @@ priority is refused there (:func:`placement.solver.ilp.check_weighted`).
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Callable
+from typing import TypeAlias
 
 import pulp
 
@@ -62,7 +64,7 @@ def wan_mbit(m: IlpModel, host: str, jobs: frozenset[str] | None = None) -> pulp
     return pulp.LpAffineExpression(list(terms.items()))
 
 
-def _of_jobs(m: IlpModel, jobs: frozenset[str] | None):
+def _of_jobs(m: IlpModel, jobs: frozenset[str] | None) -> Callable[[str], bool]:
     """A test of a vertex id: is it one of ``jobs``' (every vertex when ``jobs`` is None)."""
     if jobs is None:
         return lambda vid: True
@@ -75,7 +77,7 @@ def total_wan_mbit(m: IlpModel, jobs: frozenset[str] | None = None) -> pulp.LpAf
     return pulp.lpSum(exprs)
 
 
-StageTerm = pulp.LpAffineExpression | Callable[[], pulp.LpAffineExpression]
+StageTerm: TypeAlias = "pulp.LpAffineExpression | Callable[[], pulp.LpAffineExpression]"
 
 
 def stages(m: IlpModel) -> list[tuple[str, StageTerm]]:
@@ -87,7 +89,7 @@ def stages(m: IlpModel) -> list[tuple[str, StageTerm]]:
         return [("wan", total_wan_mbit(m)), ("server_cpu", server_cores(m)), ("latency", lambda: latency_ms(m))]
     out: list[tuple[str, StageTerm]] = [(f"wan[p{p}]", total_wan_mbit(m, jobs)) for p, jobs in classes]
     out.append(("server_cpu", server_cores(m)))
-    out += [(f"latency[p{p}]", (lambda jobs=jobs: latency_ms(m, jobs))) for p, jobs in classes]
+    out += [(f"latency[p{p}]", functools.partial(latency_ms, m, jobs)) for p, jobs in classes]
     return out
 
 
@@ -99,7 +101,7 @@ def latency_ms(m: IlpModel, jobs: frozenset[str] | None = None) -> pulp.LpAffine
     """Build (once) the delay variables ``d`` and their rows; return ``Σ w·d`` (``jobs``: over those jobs' channels
     only — each channel's ``d`` is built once, whichever class asks first)."""
     if ("latency", jobs) in m.aux:
-        return m.aux[("latency", jobs)]  # type: ignore[return-value]
+        return m.aux[("latency", jobs)]
     mine = _of_jobs(m, jobs)
     terms = []
     for n, ch in enumerate(m.problem.channels):
@@ -130,11 +132,11 @@ def latency_ms(m: IlpModel, jobs: frozenset[str] | None = None) -> pulp.LpAffine
                     for j in ch.receivers(i):
                         v = m.var((ch.target, j), h.name)
                         m.lp += d >= delay * (u - (v if v is not None else 0)), f"lat_{n}_{h.name}_{i}_{j}"
-        m.aux[("delay", n)] = d  # type: ignore[assignment]
+        m.aux[("delay", n)] = d
         if d is not None:
             terms.append((d, ch.path_weight))
     expr = pulp.LpAffineExpression(terms)
-    m.aux[("latency", jobs)] = expr  # type: ignore[assignment]
+    m.aux[("latency", jobs)] = expr
     return expr
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 
 from placement.costmodel.evaluate import PlanCost, evaluate
 from placement.costmodel.jobs import Job, JointProblem
+from placement.costmodel.model import RunningUse
 from placement.costmodel.running import cost_uses, merged, with_running
 from placement.solver.baselines import all_on_server
 from placement.solver.methods import Method, solve_with
@@ -61,7 +62,7 @@ def in_sequence(joint: JointProblem, options: SolverOptions = SolverOptions(), m
     """Each job in turn, in :func:`priority_order`, around the earlier jobs' plans (and whatever runs already, in each
     job's own problem)."""
     results: dict[str, PlanResult] = {}
-    earlier: dict = {}
+    earlier: dict[str, list[RunningUse]] = {}
     jobs = priority_order(joint)
     order = tuple(job.name for job in jobs)
     for job in jobs:

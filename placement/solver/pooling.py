@@ -18,14 +18,14 @@ from placement.costmodel.model import HostSpec, PlacementProblem, SubtaskKey
 POOL_SEPARATOR = "+"
 
 
-def _shape(h: HostSpec) -> tuple:
+def _shape(h: HostSpec) -> tuple[object, ...]:
     return (h.speed, h.cores, h.slots, h.memory_mib, h.allow_stateful, h.allow_sinks, h.baseline_cores, h.running)
 
 
 def pool_servers(problem: PlacementProblem) -> tuple[PlacementProblem, dict[str, list[HostSpec]]] | None:
     """The pooled problem and pool name -> servers, or None when no two servers can be pooled."""
     named = {s.birth for s in problem.subtasks} | {h for s in problem.subtasks for h in (s.pinned_to or frozenset()) | s.forbidden}
-    groups: dict[tuple, list[HostSpec]] = defaultdict(list)
+    groups: dict[tuple[object, ...], list[HostSpec]] = defaultdict(list)
     for h in problem.servers:
         if h.name not in named:  # a server a pin names keeps its identity
             groups[_shape(h)].append(h)
@@ -50,7 +50,7 @@ def unpool(problem: PlacementProblem, assignment: dict[SubtaskKey, str],
         placed = sorted((s for s in problem.subtasks if assignment[s.key] == name), key=lambda s: -s.server_cores)
         cores = {h.name: problem.usable_cores(h) for h in servers}
         memory = {h.name: problem.usable_memory(h) for h in servers}
-        slots: dict[str, Counter] = {h.name: Counter() for h in servers}
+        slots: dict[str, Counter[str]] = {h.name: Counter() for h in servers}
         for s in placed:
             group = s.vertex_id if problem.slot_sharing else "all"
             fits = [h for h in servers

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, replace
 
-from placement.costmodel.model import HostSpec, PlacementProblem, SubtaskKey
+from placement.costmodel.model import HostSpec, PlacementProblem, Subtask, SubtaskKey
 from placement.solver.packing import pack
 
 POOL_SEPARATOR = "+"
@@ -50,11 +50,16 @@ class Pool:
                        running=tuple(replace(r, cores=r.cores * h.speed) for h in self.members for r in h.running))
 
 
-def signatures(problem: PlacementProblem) -> dict[str, tuple]:
+Signature = tuple[frozenset[str], frozenset[str], frozenset[SubtaskKey]]  # pinning vertices, forbidding ones, births
+
+
+def signatures(problem: PlacementProblem) -> dict[str, Signature]:
     """Per server: the vertices that pin it, the vertices that forbid it, the subtasks born on it."""
     servers = [h.name for h in problem.servers]
     server_names = set(servers)
-    pinned, forbidden, born = defaultdict(set), defaultdict(set), defaultdict(set)
+    pinned: defaultdict[str, set[str]] = defaultdict(set)
+    forbidden: defaultdict[str, set[str]] = defaultdict(set)
+    born: defaultdict[str, set[SubtaskKey]] = defaultdict(set)
     seen: set[str] = set()
     for s in problem.subtasks:
         if s.birth in server_names:
@@ -72,7 +77,7 @@ def signatures(problem: PlacementProblem) -> dict[str, tuple]:
 
 def server_classes(problem: PlacementProblem) -> list[Pool]:
     """Every server in exactly one class of servers the rules cannot tell apart (inventory order within and between)."""
-    groups: dict[tuple, list[HostSpec]] = defaultdict(list)
+    groups: dict[tuple[object, ...], list[HostSpec]] = defaultdict(list)
     by_server = signatures(problem)
     for h in problem.servers:
         groups[by_server[h.name]].append(h)
@@ -103,7 +108,7 @@ def unpool(problem: PlacementProblem, assignment: dict[SubtaskKey, str], pools: 
            time_limit: float | None = 30.0) -> dict[SubtaskKey, str] | None:
     """The assignment with each pool's subtasks packed onto its servers; None when some pool's do not fit."""
     out = dict(assignment)
-    by_pool: dict[str, list] = {p.name: [] for p in pools}
+    by_pool: dict[str, list[Subtask]] = {p.name: [] for p in pools}
     for s in problem.subtasks:
         if assignment[s.key] in by_pool:
             by_pool[assignment[s.key]].append(s)

@@ -4,12 +4,13 @@ Two record kinds (``"record"``):
 
 * ``decision`` — one per tick (several jobs watched: one for the set, with each job's window and drifts under
   ``jobs`` and every drift naming its ``job``, or none for an uplink or TaskManager they share): the window (its
-  span, job, snapshot directory: ``placement profile <snapshot>`` reproduces its profile; since issue 25 also each path's predicted latency and each source → sink pair's measured
-  p50 and bound), the drifts (kind, subject, measured and reference figures, message; a ``latency`` drift's
-  ``basis``: predicted or measured), the proposal (running placement vs new plan, WAN predicted under the window),
-  the decision and its reason, and — when it applied — the apply's outcome (status, downtime, new job id, audit log);
-  ``plan_in_effect``, after the decision: the plan directory whose prediction the running placement is held to (the
-  last plan applied, or the last re-plan that kept the placement; null until the watch has made one);
+  span, job, snapshot directory: ``placement profile <snapshot>`` reproduces its profile; since issue 25 also each
+  path's predicted latency and each source → sink pair's measured p50 and bound), the drifts (kind, subject, measured
+  and reference figures, message; a ``latency`` drift's ``basis``: predicted or measured), the proposal (running
+  placement vs new plan, WAN predicted under the window), the decision and its reason, and — when it applied — the
+  apply's outcome (status, downtime, new job id, audit log); ``plan_in_effect``, after the decision: the plan directory
+  whose prediction the running placement is held to (the last plan applied, or the last re-plan that kept the placement;
+  null until the watch has made one);
 * ``effect`` — once the first usable window after an apply has been profiled: the predicted WAN per uplink of the plan
   that was applied next to what the cost model gives for the placement that then ran under the measured load, and the
   source rates and backpressure measured; ``decision`` names the tick whose apply it follows (several jobs: one per

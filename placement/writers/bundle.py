@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from placement.costmodel.model import PlacementProblem
+from placement.costmodel.model import Assignment, PlacementProblem
 from placement.inventory import Inventory
 from placement.writers.picture import contingency_lines, plan_graph, render_images
-from placement.writers.planjson import PlanDocument, render_plan_json
 from placement.writers.plandir import PLAN_ARTIFACTS, write_whole
+from placement.writers.planjson import PlanDocument, render_plan_json
 from placement.writers.redeploy import render_redeploy
 from placement.writers.schedulercfg import label_collisions, render_schedulercfg
 from placement.writers.vanilla import render_taskmanager_configs
@@ -64,7 +64,7 @@ FLEET_ARTIFACTS = frozenset({"fleet.json", "fleet.dot", "fleet.svg", "fleet.png"
 
 
 def render_fleet_artifacts(jobs: dict[str, Artifacts], fleet_json: str, picture_problem: PlacementProblem,
-                           assignment: dict, title: str, contingencies: Sequence[str] = ()) -> Artifacts:
+                           assignment: Assignment, title: str, contingencies: Sequence[str] = ()) -> Artifacts:
     """Several jobs planned together: each job's plan directory as :func:`render_artifacts` makes it, under its
     directory name (``jobs``: directory -> artifacts), ``fleet.json``, and one picture with every job."""
     files: dict[str, bytes] = {}

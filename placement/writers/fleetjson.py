@@ -10,10 +10,9 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from typing import TYPE_CHECKING
-
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from placement import __version__
 from placement.loading import drop_unset
@@ -22,6 +21,7 @@ from placement.writers.planjson import JobBudgetRecord, Objective, SolverInfo, S
 if TYPE_CHECKING:  # annotations only: reading a fleet (`placement apply --plan`) loads neither the cost model nor networkx
     from placement.costmodel.evaluate import PlanCost
     from placement.costmodel.jobs import JointProblem
+    from placement.solver.result import PlanResult
 
 FLEET_FILE = "fleet.json"  # beside the jobs' plan directories in the OUT of `placement plan --profile a --profile b`
 
@@ -60,7 +60,7 @@ class LinkShare(Strict):
     jobs: dict[str, float] = Field(description="job -> Mbit/s it puts on this link")
     running: dict[str, float] = Field(default_factory=dict, description="running job -> Mbit/s (its plan's)")
 
-    model_config = Strict.model_config | {"populate_by_name": True}
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)  # Strict's, and the aliases' field names too
 
 
 class HostShare(Strict):
@@ -90,7 +90,7 @@ class FleetDocument(Strict):
     links: list[LinkShare]
     hosts: list[HostShare]
     warnings: list[str] = Field(default_factory=list)
-    compare: list[dict] | None = Field(None, description="--compare: the joint plan beside planning the jobs one by one")
+    compare: list[dict[str, Any]] | None = Field(None, description="--compare: the joint plan beside planning the jobs one by one")
 
 
 def _objective(cost: PlanCost) -> Objective:
@@ -98,9 +98,9 @@ def _objective(cost: PlanCost) -> Objective:
                      latency_ms=cost.latency_ms)
 
 
-def build_fleet_document(joint: JointProblem, result, costs: dict[str, PlanCost], *, dirs: dict[str, str],
+def build_fleet_document(joint: JointProblem, result: PlanResult, costs: dict[str, PlanCost], *, dirs: dict[str, str],
                          inventory: SourceRef, profiles: dict[str, SourceRef], running: list[RunningJob],
-                         warnings: list[str] | None = None, compare: list[dict] | None = None,
+                         warnings: list[str] | None = None, compare: list[dict[str, Any]] | None = None,
                          now: datetime | None = None,
                          budgets: dict[str, JobBudgetRecord | None] | None = None) -> FleetDocument:
     """The fleet summary of a solved joint ``result``; ``costs``: each job's own evaluation (job -> PlanCost)."""
@@ -116,17 +116,17 @@ def build_fleet_document(joint: JointProblem, result, costs: dict[str, PlanCost]
             utilisation=(load.mbit + sum(on_link.values())) / load.bandwidth_mbit if load.bandwidth_mbit else 0.0,
             jobs={name: c.link(load.host).mbit for name, c in costs.items()}))
     hosts = []
-    for load in total.hosts:
-        h = problem.host_by_name[load.host]
+    for hl in total.hosts:
+        h = problem.host_by_name[hl.host]
         per_job = {}
         for name, c in costs.items():
-            mine = c.host(load.host)
+            mine = c.host(hl.host)
             per_job[name] = {"cores": mine.cores_used, "slots": mine.slots_used, "memory_mib": mine.memory_mib_used,
                              "subtasks": mine.subtasks}
         hosts.append(HostShare(
-            host=load.host, role=load.role, cores=load.cores, cores_used=load.cores_used, cores_usable=load.cores_usable,
-            slots_used=load.slots_used, slots=load.slots, memory_mib_used=load.memory_mib_used,
-            memory_mib_usable=load.memory_mib_usable, jobs=per_job,
+            host=hl.host, role=hl.role, cores=hl.cores, cores_used=hl.cores_used, cores_usable=hl.cores_usable,
+            slots_used=hl.slots_used, slots=hl.slots, memory_mib_used=hl.memory_mib_used,
+            memory_mib_usable=hl.memory_mib_usable, jobs=per_job,
             running={r.job: {"cores": r.cores, "slots": r.slots, "memory_mib": r.memory_mib} for r in h.running}))
     return FleetDocument(
         created_at=(now or datetime.now(timezone.utc)).isoformat(timespec="seconds"), tool=f"placement {__version__}",

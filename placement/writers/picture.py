@@ -7,11 +7,12 @@ needs Graphviz's ``dot`` (Debian package ``graphviz``); :func:`render_files` rep
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import graphviz
 
 from placement.costmodel.model import Assignment, PlacementProblem
+from placement.writers.planjson import ContingencyRecord
 
 PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"]
 
@@ -58,7 +59,7 @@ def plan_graph(problem: PlacementProblem, assignment: Assignment, title: str,
     return dot
 
 
-def contingency_lines(contingencies) -> list[str]:
+def contingency_lines(contingencies: Iterable[ContingencyRecord]) -> list[str]:
     """One line per plan.json contingency record, for the picture's note."""
     lines = []
     for c in contingencies:
@@ -75,7 +76,8 @@ def contingency_lines(contingencies) -> list[str]:
     return lines
 
 
-def _uplink_ms(problem: PlacementProblem, assignment: Assignment, flows) -> dict[str, float]:
+def _uplink_ms(problem: PlacementProblem, assignment: Assignment, flows: Mapping[tuple[tuple[str, str], tuple[str, str]], float],
+               ) -> dict[str, float]:
     """Each used uplink's delay + queueing under the plan, for the WAN edges' labels: the queue's upper bound
     (costmodel.latency's ``queue_ms``, the figure the ILP and ``policy.max_latency_ms`` use) — one figure per edge;
     the expected one is in plan.json and the latency table."""

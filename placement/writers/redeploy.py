@@ -20,6 +20,7 @@ import json
 import posixpath
 import shlex
 from string import Template
+from typing import Any
 
 from placement.flink.jar_run import run_request_body
 from placement.inventory import Inventory
@@ -36,7 +37,7 @@ ssh -p {port} -o StrictHostKeyChecking=yes {target} {remote}"""
 VANILLA_INSTALL = """echo "2/4 vanilla placement: the mapping travels in programArgsList (--placement)\""""
 
 
-def run_body(plan: PlanDocument, inv: Inventory) -> dict:
+def run_body(plan: PlanDocument, inv: Inventory) -> dict[str, Any]:
     """The REST body for ``POST /jars/<id>/run`` (``savepointPath`` is filled in by the script)."""
     args = list(inv.job.program_args)
     if plan.placement_mode == "vanilla":
@@ -55,7 +56,7 @@ body["savepointPath"] = sys.argv[1]
 print(json.dumps(body))
 PY
 )
-echo "    new job: $NEW_JOB\""""
+echo "    new job: $NEW_JOB\""""  # noqa: E501 - the curl pipeline is one line of the script the plan ships
 
 RESCALE_CHECK = """case "$JAR_ID" in
   /*) ;;

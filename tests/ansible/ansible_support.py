@@ -137,7 +137,7 @@ def build_flink_archive(target: Path, version: str = "2.3.0", home: Path | None 
             import pyflink
         except ImportError:
             real_parts.missing("apache-flink-libraries is not installed")
-        home = Path(list(pyflink.__path__)[0])
+        home = Path(next(iter(pyflink.__path__)))
     lib, utils = home / "lib", home / "bin" / "bash-java-utils.jar"
     if not (lib / f"flink-dist-{version}.jar").exists() or not utils.exists():
         real_parts.missing(f"{home} is not Flink {version}")

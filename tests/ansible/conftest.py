@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from ansible_support import Ansible, FlinkArchive, build_flink_archive
 
 

@@ -10,14 +10,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from ansible_support import REPO, placement_cli, require_tool
 
 from placement.errors import BadInput
 from placement.flink.versions import SUPPORTED_LINES
 from placement.inventory import Inventory, load_inventory
 from placement.inventory.wan_profiles import load_profile
 from placement.writers.ansible import LocalArchive, ansible_inventory, render
-
-from ansible_support import REPO, placement_cli, require_tool
 
 EDGE_LAB = REPO / "inventory" / "edge-lab.yaml"
 

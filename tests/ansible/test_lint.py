@@ -7,7 +7,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from ansible_support import ANSIBLE_DIR, VENV_BIN, require_tool
 
 PLAYBOOKS = ["site.yml", "stop.yml", "netem.yml"]

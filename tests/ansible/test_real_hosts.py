@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from ansible_support import Ansible, FlinkArchive, PlaybookRun, build_flink_archive, placement_cli, recap_summary
+
 from placement.flink.distribution import flink_home_for
 from placement.flink.home import FlinkHome
 from placement.lab.flink import JAVA17_FLAGS

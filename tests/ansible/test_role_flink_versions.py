@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from ansible_support import ANSIBLE_DIR, Ansible, require_tool
+
 from placement.flink.distribution import flink_home_for
 from placement.flink.home import FlinkHome, find_flink_home
 from placement.flink.versions import FlinkVersion

@@ -14,8 +14,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from ansible_support import ANSIBLE_DIR, Ansible, require_tool
+
 from support import real_parts
 
 pytestmark = pytest.mark.ansible

@@ -14,17 +14,17 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
-
+from placement.flink.rest import FlinkRest
+from placement.lab.jobs import IOT_SENSOR_JOB
 from support import plan_dirs
 from support.sshd import SshHost
 
-from placement.flink.rest import FlinkRest
-from placement.lab.jobs import IOT_SENSOR_JOB
+REPO = Path(__file__).resolve().parents[2]
 
 PLACEMENT = [str(Path(sys.executable).parent / "placement")]
 JOB_NAME = "pp-apply-iot"
@@ -80,7 +80,8 @@ def write_inventory(path: Path, lab: SshLab, *, rest_url: str, home: Path, savep
 
 def write_plan_dir(out: Path, inventory_path: Path, mapping: Mapping[str, Sequence[str]], *, mode: str | None = None,
                    vertex_ids: Mapping[str, str] | None = None) -> Path:
-    """A plan directory as `placement plan --out` writes it (plan.json, schedulercfg, vanilla/<host>.yaml) for a mapping."""
+    """A plan directory as `placement plan --out` writes it (plan.json, schedulercfg, vanilla/<host>.yaml) for a
+    mapping."""
     return plan_dirs.write_plan_dir(out, inventory_path, mapping, job=JOB_NAME, mode=mode, vertex_ids=vertex_ids)
 
 
@@ -163,7 +164,7 @@ def fleet_profile(path: Path, name: str, vertex_ids: Mapping[str, str] | None = 
     def vid(vertex: str) -> str:
         return (vertex_ids or {}).get(vertex) or plan_dirs.made_up_id(vertex)
 
-    edges = [("FORWARD", a, b) for a, b in zip(VERTICES[:3], VERTICES[1:4])]
+    edges = [("FORWARD", a, b) for a, b in pairwise(VERTICES[:4])]
     edges += [("HASH", VERTICES[3], VERTICES[4]), ("FORWARD", VERTICES[4], VERTICES[5])]
     doc = {"job": {"name": name, "origin": "synthetic"},
            "vertices": [{"id": vid(v), "name": v, "parallelism": 2, "stateful": v == "Window Aggregate",

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 from apply_support import JOB_ARGS, SshLab
-from support import real_parts
-from support.sshd import generate_key, sshd_available, sshd_in_namespace
 
 from placement.errors import PlacementError
 from placement.lab.jobs import IOT_SENSOR_JOB
 from placement.netns import Namespaces, netns_available
+from support import real_parts
+from support.sshd import generate_key, sshd_available, sshd_in_namespace
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -5,12 +5,12 @@ own jars (fetched once into the cache from the package index), whatever Flink th
 from __future__ import annotations
 
 import pytest
-from support.flink import require_jdk
 from test_apply_planner import ALL_SERVER, custom_view, request_  # noqa: F401 (request_ is a fixture)
 
 from placement.apply import extension_to_install, submitter_to_install
 from placement.apply.model import SchedulerView, SubmitterView
 from placement.flink.home import find_flink_home
+from support.flink import require_jdk
 
 pytestmark = pytest.mark.flink  # javac against a fetched Flink distribution
 
@@ -34,7 +34,8 @@ def test_the_extension_and_the_submitter_are_built_for_the_clusters_release(requ
     assert problem is None and jar is not None
     assert jar.flink_version == OTHER and jar.path.name.startswith(f"placement-scheduler-{OTHER}-")
     # compiled against that release's jars (the class files' constructor signatures per line are checked in
-    # tests/scheduler/test_flink_lines_build.py); the jar's name is what preflight compares with the JobManager's release
+    # tests/scheduler/test_flink_lines_build.py); the jar's name is what preflight compares with the JobManager's
+    # release
     submitter, problem = submitter_to_install(view)
     assert problem is None and submitter is not None
     assert submitter.flink_version == OTHER and f"-{OTHER}-" in submitter.path.name

@@ -37,6 +37,7 @@ from apply_support import (
     write_inventory,
     write_plan_dir,
 )
+
 from support.sshd import generate_key, known_hosts_line
 
 pytestmark = [pytest.mark.flink, pytest.mark.netns, pytest.mark.timeout(600)]

@@ -28,9 +28,8 @@ from apply_support import (
     JOB_ARGS,
     JOB_NAME,
     MOVED,
-    PLACEMENT,
-    VERTICES,
     PLACED,
+    PLACEMENT,
     SshLab,
     assert_keyed_state_continued,
     fleet_profile,
@@ -40,11 +39,11 @@ from apply_support import (
     running_job,
     write_inventory,
 )
-from support.plan_dirs import write_fleet_dir
 
 from placement.errors import PlacementError
 from placement.lab.jobs import IOT_SENSOR_JOB
 from placement.writers.planjson import load_plan
+from support.plan_dirs import write_fleet_dir
 
 pytestmark = [pytest.mark.flink, pytest.mark.netns, pytest.mark.timeout(600)]
 
@@ -164,7 +163,7 @@ def test_a_fault_after_the_first_jobs_stop_rolls_both_back_with_their_keyed_stat
         assert state["job_id"] == new and state["rolled_back"]
     audit = read_audit(fleet / "apply-audit.jsonl")
     assert [r["kind"] for r in audit if r["event"] == "failed"] == ["submit"]
-    assert [r for r in audit if r["event"] == "fleet-rollback"][0]["failed"] == JOB_B
+    assert next(r for r in audit if r["event"] == "fleet-rollback")["failed"] == JOB_B
     assert audit[-1]["status"] == "rolled-back"
     assert not (env.home / "placement" / "apply.lock").exists()
 

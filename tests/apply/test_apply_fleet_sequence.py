@@ -11,11 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 from apply_support import ALL_SERVER, MOVED, PLACED, run_cli
-from support.plan_dirs import write_fleet_dir
 
 from placement.apply.fleet import deduplicate_uploads, describe_fleet, fleet_sequence, load_fleet
-from placement.apply.request import load_request
-from placement.inventory import load_inventory
 from placement.apply.fleet_order import FleetOrder, cores, memory, slots, uplink
 from placement.apply.model import (
     AcquireLock,
@@ -31,8 +28,11 @@ from placement.apply.model import (
     VerifyPlacement,
     WaitRunning,
 )
+from placement.apply.request import load_request
 from placement.errors import BadInput
+from placement.inventory import load_inventory
 from placement.profile.format import JobProfile
+from support.plan_dirs import write_fleet_dir
 
 LOCK = "/opt/flink/placement/apply.lock"
 TABLE = "/opt/flink/placement/scheduler/taskmanagers.cfg"

@@ -6,9 +6,10 @@ REST is not up" and never that the plan was stale. The shipped edge-lab inventor
 from __future__ import annotations
 
 import yaml
-from support.cli import EDGE_LAB, IOT as IOT_PROFILE, one_line_error, plan_args, run_placement
 
 from placement.inventory import load_inventory
+from support.cli import EDGE_LAB, one_line_error, plan_args, run_placement
+from support.cli import IOT as IOT_PROFILE
 
 
 def _unreachable_edge_lab(tmp_path, **server_changes):

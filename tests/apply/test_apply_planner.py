@@ -32,12 +32,11 @@ from placement.apply.request import load_request
 from placement.errors import BadInput
 from placement.flink.config import flatten
 from placement.flink.rest import TaskManagerInfo, VertexInfo
-from placement.inventory.failure_detection import FailureDetection, flink_config
 from placement.flink.versions import FlinkVersion
+from placement.inventory.failure_detection import FailureDetection, flink_config
 from placement.lab.jobs import IOT_SENSOR_JOB
 from placement.remote import LocalExecutor
 from placement.scheduler import ExtensionJar
-
 
 EDGE_FAILURE_DETECTION = flink_config(FailureDetection())  # the edge defaults, as every writer maps them
 
@@ -267,7 +266,7 @@ def test_a_partial_or_malformed_schedulercfg_is_bad_input_naming_the_file(reques
     with pytest.raises(BadInput, match=rf"^{cfg}: line \d+ is not '<task name> \(<i>/<n>\); <address>'"):
         load_request(req.plan_dir, req.inventory_path)
     cfg.write_text(full.replace("10.204.9.6", "10.9.9.9"))
-    with pytest.raises(BadInput, match="names TaskManager '10.9.9.9', which is no host of the inventory"):
+    with pytest.raises(BadInput, match=r"names TaskManager '10.9.9.9', which is no host of the inventory"):
         load_request(req.plan_dir, req.inventory_path)
     cfg.write_text("")
     with pytest.raises(BadInput, match=rf"^{cfg}: empty"):
@@ -290,8 +289,8 @@ def test_a_pin_the_jobmanager_does_not_run_is_a_stale_inventory(request_, tmp_pa
     pinned = request_(version="2.3.0")
     problems = check(pinned, view(ALL_SERVER, flink_version="1.20.5"))
     assert [(p.message, p.stale_input) for p in problems] == [(
-        f"{tmp_path / 'inv.yaml'}: flink.version: pinned to Flink 2.3.0, but the JobManager at http://127.0.0.1:8081 "
-        "runs 1.20.5 (correct the pin, or remove it to follow the JobManager)", True)]
+        f"{tmp_path / 'inv.yaml'}: flink.version: pinned to Flink 2.3.0, but the JobManager at "
+        "http://127.0.0.1:8081 runs 1.20.5 (correct the pin, or remove it to follow the JobManager)", True)]
     assert check(pinned, view(ALL_SERVER, flink_version="2.3.0")) == []
     assert check(request_(), view(ALL_SERVER, flink_version="1.20.5")) == []  # unpinned: the JobManager decides
 
@@ -303,8 +302,8 @@ def test_an_extension_built_for_another_flink_is_refused_even_with_consent(reque
         messages = [p.message for p in check(request_(mode="custom", consent=consent), custom_view(ALL_SERVER, scheduler=other))]
         assert messages == [
             "the JobManager on server does not run the scheduler extension: the extension jar in server:/opt/flink/lib "
-            "(placement-scheduler-2.3.0-abc.jar) was built for Flink 2.3.0, the JobManager runs 1.20.5: replace it with "
-            "one built for that (`placement scheduler install --flink-home <its Flink home>`, or the Ansible role)"]
+            "(placement-scheduler-2.3.0-abc.jar) was built for Flink 2.3.0, the JobManager runs 1.20.5: replace it "
+            "with one built for that (`placement scheduler install --flink-home <its Flink home>`, or the Ansible role)"]
     assert jar_built_for("placement-scheduler-1.20.5-0123456789abcdef.jar") == "1.20.5"
     assert jar_built_for("placement-scheduler.jar") is None
 

@@ -29,15 +29,15 @@ from apply_support import (
     assert_keyed_state_continued,
     let_totals_grow,
 )
-from support.lab import module_on_shared_lab
-from support.lab import placement_cli as cli
-from support.plan_dirs import running_vertex_ids, write_plan_dir
 
 from placement.flink.rest import FlinkRest
 from placement.lab import chain
 from placement.lab.jobs import IOT_SENSOR_JOB
 from placement.scheduler import schedulercfg_filename
 from placement.writers.planjson import RescaleInfo, load_plan, render_plan_json
+from support.lab import module_on_shared_lab
+from support.lab import placement_cli as cli
+from support.plan_dirs import running_vertex_ids, write_plan_dir
 
 pytestmark = [pytest.mark.flink, pytest.mark.netns, pytest.mark.timeout(900)]
 

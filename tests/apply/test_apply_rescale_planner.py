@@ -171,5 +171,5 @@ def test_the_submitters_answer_is_a_job_id_or_one_line():
     assert job_id_from("noise\nJOBID " + "a" * 32 + "\n") == "a" * 32
     with pytest.raises(PlacementError, match=r"^the JobGraph submitter failed: vertex 'Parse' \(.*\): parallelism 300 is above"):
         job_id_from("", "error: vertex 'Parse' (00ff): parallelism 300 is above its max parallelism 128\n", 1)
-    with pytest.raises(PlacementError, match="^the JobGraph submitter failed: exit 127$"):
+    with pytest.raises(PlacementError, match=r"^the JobGraph submitter failed: exit 127$"):
         job_id_from("", "", 127)

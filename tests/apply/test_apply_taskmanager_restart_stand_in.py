@@ -80,7 +80,8 @@ def start():
     jvm = [*jvm, *{flags!r}]  # the JIT's first tier only, as the test's cluster was started (quick_start)
     argv = taskmanager_argv(home, TaskManagerSpec({rid!r}), conf, HOME / "taskmanager.log", jvm, dyn)
     with open(HOME / "taskmanager.out", "ab") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
     PIDFILE.write_text(str(proc.pid))
 
 

@@ -5,8 +5,6 @@ The same runner against a real Flink and real sshd is tests/apply/test_apply_van
 from __future__ import annotations
 
 import pytest
-from support.fake_clock import FakeClock
-from support.fake_flink import FakeFlinkRest
 
 from placement.apply.audit import AuditLog
 from placement.apply.model import (
@@ -19,6 +17,8 @@ from placement.apply.model import (
     WatchStable,
 )
 from placement.apply.runner import Runner
+from support.fake_clock import FakeClock
+from support.fake_flink import FakeFlinkRest
 
 BEFORE = {"Source: S": ["rpi1"], "Map": ["rpi1", "rpi1"], "Sink: K": ["server"]}
 PLANNED = {"Source: S": ["rpi1"], "Map": ["server", "server"], "Sink: K": ["server"]}

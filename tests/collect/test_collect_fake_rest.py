@@ -86,7 +86,7 @@ class FakeJobManager:
             return 200, json.loads((DATA / "checkpoint_config.json").read_text())
         if path == f"/jobs/{JID}/jobmanager/config":
             config = json.loads((DATA / "jobmanager_config.json").read_text())
-            return 200, config + [{"key": "execution.buffer-timeout.interval", "value": "20 ms"}]
+            return 200, [*config, {"key": "execution.buffer-timeout.interval", "value": "20 ms"}]
         if path == "/taskmanagers":
             return 200, json.loads((DATA / "taskmanagers.json").read_text())
         if path == "/jobs/overview":

@@ -13,11 +13,11 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.dataset as ds
 import pytest
-from support.cli import default_sigint
 
 from placement.cli import main
 from placement.collect.layout import MANIFEST_NAME, find_manifests
 from placement.lab.measure import cpu_seconds
+from support.cli import default_sigint
 
 pytestmark = [pytest.mark.flink, pytest.mark.timeout(300)]
 

@@ -12,8 +12,6 @@ from types import SimpleNamespace
 
 import pyarrow.parquet as pq
 import pytest
-from support.flink import TASKMANAGERS, cancel_job, start_flink, submit_job
-from support.prometheus import start_prometheus, with_prometheus_reporter
 
 from placement.cli import main
 from placement.collect.layout import find_manifests, read_latency, read_taskmanager_cpu
@@ -23,6 +21,8 @@ from placement.flink.rest import FlinkRest
 from placement.lab.jobs import IOT_SENSOR_JOB
 from placement.profile.pipeline import build_profile
 from placement.profile.rules import MIN_CONFIDENT_BUSY_MS
+from support.flink import TASKMANAGERS, cancel_job, start_flink, submit_job
+from support.prometheus import start_prometheus, with_prometheus_reporter
 
 REST_SECONDS = 100  # after the warm-up, 25 s of samples: the figures compared agree to < 1 % (5 % allowed)
 # Flink's rates and busy times are 60 s averages, so 60 s after a start they drop off a cliff (the start-up leaves the

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from support.flink_reads import VERSIONS, FlinkReads, line_home
 
 from placement.flink.home import FlinkHome
+from support.flink_reads import VERSIONS, FlinkReads, line_home
 
 
 @pytest.fixture(scope="module")

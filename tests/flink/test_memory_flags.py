@@ -5,11 +5,11 @@ sizing asks again."""
 from __future__ import annotations
 
 import pytest
-from support.flink import require_jdk
 
 from placement.flink.home import find_flink_home
 from placement.lab import flink as lf
 from placement.lab.home import make_lab_home
+from support.flink import require_jdk
 
 
 @pytest.fixture

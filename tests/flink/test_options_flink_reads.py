@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from placement.flink.options import CONFIG_YAML, LEGACY_CONFIG, config_file, render_config, savepoint_dir_key, update_config
+from placement.flink.options import (
+    CONFIG_YAML,
+    LEGACY_CONFIG,
+    config_file,
+    render_config,
+    savepoint_dir_key,
+    update_config,
+)
 from placement.flink.versions import FlinkVersion
 from placement.lab import flink as lf
 

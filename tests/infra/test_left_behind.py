@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import real_parts
 
 from placement.netns import netns_available
+from support import real_parts
 
 TESTS = Path(__file__).resolve().parents[1]
 pytestmark = real_parts.needs(netns_available())

@@ -9,10 +9,10 @@ import time
 
 import psutil
 import pytest
-from support import real_parts
-from support.sshd import SSHD, sshd_available, sshd_in_namespace
 
 from placement.netns import Namespaces, netns_available
+from support import real_parts
+from support.sshd import SSHD, sshd_available, sshd_in_namespace
 
 
 def _in_namespace(ns: str) -> set[int]:

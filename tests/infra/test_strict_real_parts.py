@@ -12,6 +12,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+
 from support.real_parts import ENV
 
 TESTS = Path(__file__).resolve().parents[1]

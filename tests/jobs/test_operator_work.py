@@ -13,9 +13,9 @@ import shutil
 import subprocess
 
 import pytest
-from support import real_parts
 
 from placement.flink.home import find_flink_home
+from support import real_parts
 
 pytestmark = [pytest.mark.flink, real_parts.needs(None if shutil.which("javac") else "needs a JDK (javac not found on PATH)")]
 

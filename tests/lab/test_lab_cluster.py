@@ -77,7 +77,10 @@ def test_records_flow_through_every_vertex_and_filter_keeps_about_thirty_percent
     # rate-limited to 2 subtasks x 200 readings/s. Flink's PerSecond meters average over 60 s and start at 0, so
     # measure the count's growth; refresh= because the JobManager answers from its previous (lazy) metric fetch.
     source = ids["Source: Sensors"]
-    count = lambda: rest.vertex_metrics(jid, source, ["numRecordsOut"], refresh=1.0)["numRecordsOut"]
+
+    def count() -> float:
+        return rest.vertex_metrics(jid, source, ["numRecordsOut"], refresh=1.0)["numRecordsOut"]
+
     first, t0 = count(), time.monotonic()
     time.sleep(10)
     rate = (count() - first) / (time.monotonic() - t0)

@@ -11,11 +11,11 @@ import time
 from pathlib import Path
 
 import pytest
-from support import real_parts
 
 from placement.lab import cores, measure
 from placement.lab.runner import lab_cgroups
 from placement.lab.topology import CGROUP_ROOT, NS_PREFIX
+from support import real_parts
 
 NO_CGROUP = (None if os.geteuid() == 0 and (CGROUP_ROOT / "cpu.cfs_quota_us").exists()
              else "needs root and the cgroup v1 cpu controller")

@@ -37,7 +37,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support import real_parts
 
 from placement.costmodel import build_problem, evaluate
 from placement.flink.rest import FlinkRest
@@ -49,6 +48,7 @@ from placement.lab.runner import leftovers, read_state
 from placement.netns import netns_available
 from placement.profile.format import JobProfile
 from placement.profile.pipeline import build_profile
+from support import real_parts
 
 NO_NETNS = netns_available()
 pytestmark = [

@@ -32,9 +32,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support.lab import ROOT, module_on_shared_lab
-from support.lab import placement_cli as cli
-from support.plan_dirs import mapping_for, running_vertex_ids, write_plan_dir
 
 from placement.errors import PlacementError
 from placement.flink.home import find_flink_home
@@ -45,6 +42,9 @@ from placement.lab.flink import relaunch_from_state
 from placement.lab.jobs import BRANCHING_JOB, IOT_SENSOR_JOB, NEXMARK_BIDS_JOB
 from placement.remote import HostUnreachable, SshExecutor
 from placement.scheduler import ACTIVE_LOG_LINE, extension_active, schedulercfg_filename
+from support.lab import ROOT, module_on_shared_lab
+from support.lab import placement_cli as cli
+from support.plan_dirs import mapping_for, running_vertex_ids, write_plan_dir
 
 pytestmark = [pytest.mark.flink, pytest.mark.netns, pytest.mark.timeout(1800)]
 
@@ -91,7 +91,8 @@ def apply(plan: Path, inventory: Path, *extra: str) -> subprocess.CompletedProce
 
 def place(lab: Lab, name: str, entry_class: str, args: list[str], hosts_of, *, job_id: str | None = None,
           tag: str = "") -> tuple[str, dict[str, list[str]], subprocess.CompletedProcess[str]]:
-    """Submit the job unplaced (unless ``job_id`` runs already), write its plan, apply it: (new job, mapping, result)."""
+    """Submit the job unplaced (unless ``job_id`` runs already), write its plan, apply it: (new job, mapping,
+    result)."""
     job_id = job_id or chain.submit(lab.rest, lab.jar, entry_class, args)
     inventory = lab.job_inventory(name, entry_class, args)
     mapping = mapping_for(lab.rest, job_id, hosts_of)

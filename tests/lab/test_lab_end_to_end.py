@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support import real_parts
 
 from placement.flink.distribution import release_for
 from placement.flink.rest import FlinkRest
@@ -29,6 +28,7 @@ from placement.lab.runner import leftovers
 from placement.netns import netns_available
 from placement.profile.format import load_profile
 from placement.writers.planjson import load_plan
+from support import real_parts
 
 NO_NETNS = netns_available()
 pytestmark = [
@@ -166,9 +166,9 @@ def test_profile_plan_move_and_measure_on_the_real_lab(tmp_path):
 
 
 def assert_latency_at_the_sink(job: dict) -> None:
-    """Issue 25: the lab tracks latency (markers every 250 ms, the last 60 s kept) and the IoT sink records event time; `lab measure`
-    reports both at `Sink: Readings`. They differ by the window: markers pass Window Aggregate at once, a summary
-    leaves at the window's end, WINDOW_WAIT_MS (median) after its sensor's freshest reading."""
+    """Issue 25: the lab tracks latency (markers every 250 ms, the last 60 s kept) and the IoT sink records event time;
+    `lab measure` reports both at `Sink: Readings`. They differ by the window: markers pass Window Aggregate at once, a
+    summary leaves at the window's end, WINDOW_WAIT_MS (median) after its sensor's freshest reading."""
     assert job["name"] == "iot-sensors"
     lat = {(x["sink"], x["kind"], x["source"]): x for x in job["latency"]}
     markers, event = lat[("Sink: Readings", "markers", "Source: Sensors")], lat[("Sink: Readings", "event-time", None)]

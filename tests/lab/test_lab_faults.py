@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from support.lab import module_on_shared_lab
 
 from placement.lab import fault_scenario as scenario
+from support.lab import module_on_shared_lab
 
 pytestmark = [pytest.mark.flink, pytest.mark.netns, pytest.mark.timeout(1200)]
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from support import real_parts
 
 from placement.flink.home import find_flink_home
 from placement.lab import sshd
 from placement.lab.home import make_lab_home, scheduler_dir
 from placement.scheduler import installed_extension, launcher_classpath
+from support import real_parts
 
 pytestmark = real_parts.needs(None if shutil.which("javac") else "needs a JDK (javac) to build the extension")
 

@@ -8,11 +8,11 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from support import real_parts
 
 from placement.errors import PlacementError
 from placement.flink.home import find_flink_home
 from placement.lab.jobs import JOBS_DIR, build_jobs_jar, jobs_digest
+from support import real_parts
 
 pytestmark = real_parts.needs(None if shutil.which("javac") else "needs a JDK (javac not found on PATH)")
 

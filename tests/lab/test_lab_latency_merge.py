@@ -1,6 +1,7 @@
-"""`lab measure`'s latency figures from histogram rows (pure): markers rows as :func:`placement.collect.shaping.latency_rows`
-gives them (Flink 2.3's REST answer recorded in tests/collect/data/flink-2.3/latency_values_Sink.json), the lab sinks'
-``eventTimeLatency`` histogram, and the one merge rule (median of the histograms' p50, largest p99)."""
+"""`lab measure`'s latency figures from histogram rows (pure): markers rows as
+:func:`placement.collect.shaping.latency_rows` gives them (Flink 2.3's REST answer recorded in
+tests/collect/data/flink-2.3/latency_values_Sink.json), the lab sinks' ``eventTimeLatency`` histogram, and the one merge
+rule (median of the histograms' p50, largest p99)."""
 
 from __future__ import annotations
 

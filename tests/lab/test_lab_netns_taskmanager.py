@@ -6,12 +6,12 @@ import json
 import time
 
 import pytest
-from support import real_parts
 
 from placement.flink.rest import FlinkRest
 from placement.lab.flink import TaskManagerSpec
 from placement.lab.jobs import IOT_SENSOR_JOB
 from placement.netns import Namespaces, netns_available, ns_exec, run
+from support import real_parts
 
 NO_NETNS = netns_available()  # None, or why namespaces cannot be made here
 pytestmark = [

@@ -32,7 +32,7 @@ def test_lab_yaml_gives_each_pi_a_namespace_a_shaped_veth_and_a_third_of_a_core(
     assert [(s.dest, s.rate_mbit) for s in rpi1.shapes] == [("10.203.0.0/16", 2.0)]
     # the shared tc builder turns it into one htb class at 2 Mbit/s matching the whole lab network
     cmds = apply_commands(rpi1.ns_if, list(rpi1.shapes), with_netem=False)
-    assert ["rate", "2mbit"] == cmds[1][cmds[1].index("rate"):cmds[1].index("rate") + 2]
+    assert cmds[1][cmds[1].index("rate"):cmds[1].index("rate") + 2] == ["rate", "2mbit"]
     assert cmds[2][-4:] == ["dst", "10.203.0.0/16", "flowid", "ede:10"]
 
 
@@ -116,7 +116,7 @@ def test_an_inventory_with_two_servers_is_refused_naming_the_field(tmp_path):
     data["hosts"].append({**data["hosts"][0], "name": "server2", "address": "10.203.0.9"})
     from placement.inventory import Inventory
 
-    with pytest.raises(BadInput, match="lab.yaml: hosts: the lab runs exactly one server host, the inventory has 2"):
+    with pytest.raises(BadInput, match=r"lab.yaml: hosts: the lab runs exactly one server host, the inventory has 2"):
         topo.plan_lab(Inventory.model_validate(data), tmp_path, source="lab.yaml")
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from support import real_parts
 
 from placement.netns import Namespaces, VethPair, netns_available
+from support import real_parts
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ Namespaces are named ``pn-...``, interfaces ``pn...`` and addresses lie in 10.20
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import subprocess
@@ -14,10 +15,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support import real_parts
 
 from placement.cli import main
 from placement.netns import Namespaces, netns_available, ns_exec, run
+from support import real_parts
 
 REPO = Path(__file__).resolve().parents[2]
 # the shared helpers in tests/support are imported as `support.*` (tests/ is not a package; see tests/ansible)
@@ -93,10 +94,8 @@ def connect_rtt_ms(addr: str, port: int = 9, samples: int = 7) -> float:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
             s.settimeout(5)
             t0 = time.perf_counter()
-            try:
+            with contextlib.suppress(ConnectionRefusedError):
                 s.connect((addr, port))
-            except ConnectionRefusedError:
-                pass
             times.append((time.perf_counter() - t0) * 1000)
     return sorted(times)[len(times) // 2]
 

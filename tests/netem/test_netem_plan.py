@@ -81,7 +81,7 @@ def test_host_names_need_a_resolver() -> None:
     def fails(name: str) -> str:
         raise OSError("Name or service not known")
 
-    with pytest.raises(BadInput, match="cannot resolve 'flink-server.lab': Name or service not known"):
+    with pytest.raises(BadInput, match=r"cannot resolve 'flink-server.lab': Name or service not known"):
         shapes_for_host(inv, "rpi1", resolve=fails)
 
 
@@ -131,5 +131,5 @@ def test_bad_profile_files_name_file_and_field(tmp_path: Path, text: str, expect
 def test_profile_names_cannot_leave_the_directory(tmp_path: Path) -> None:
     (tmp_path / "outside.yaml").write_text("bandwidth: 1mbit\n")  # exists, but outside the profile directory
     (tmp_path / "profiles").mkdir()
-    with pytest.raises(BadInput, match="unknown WAN profile '../outside'"):
+    with pytest.raises(BadInput, match=r"unknown WAN profile '../outside'"):
         load_profile("../outside", tmp_path / "profiles")

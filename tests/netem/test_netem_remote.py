@@ -10,8 +10,6 @@ from pathlib import Path
 
 import pytest
 from netem_helpers import iperf_transfer, root_qdisc, run_cli, write_inventory
-from support import real_parts
-from support.sshd import SshHost, sshd_available, sshd_in_namespace
 
 from placement.inventory import SshSettings, load_inventory
 from placement.netns import Namespaces, VethPair, run
@@ -24,6 +22,8 @@ from placement.remote import (
     SshExecutor,
     is_local_address,
 )
+from support import real_parts
+from support.sshd import SshHost, sshd_available, sshd_in_namespace
 
 
 def test_local_executor_results_and_one_line_failures() -> None:
@@ -120,18 +120,18 @@ def ssh_lab(netns_required: None, tmp_path: Path) -> Iterator[SshLab]:
 @pytest.mark.netns
 def test_ssh_refuses_unknown_and_changed_host_keys(ssh_lab: SshLab) -> None:
     empty = ssh_lab.known_hosts("known_empty")
-    with SshExecutor("edge", ssh_lab.wire.ns_addr, ssh_lab.settings(empty)) as ex:
-        with pytest.raises(HostUnreachable, match=r"host key not in .*known_empty; add it \(ssh-keyscan\) or pass "
-                                                  r"--accept-new-host-keys"):
-            ex.run(["true"])
+    with (SshExecutor("edge", ssh_lab.wire.ns_addr, ssh_lab.settings(empty)) as ex,
+          pytest.raises(HostUnreachable, match=r"host key not in .*known_empty; add it \(ssh-keyscan\) or pass "
+                                               r"--accept-new-host-keys")):
+        ex.run(["true"])
     other = ssh_lab.tmp / "other_key"
     _keygen(other)
     pub = (ssh_lab.tmp / "other_key.pub").read_text().split()
     changed = ssh_lab.known_hosts("known_changed", f"[{ssh_lab.wire.ns_addr}]:{SSH_PORT} {pub[0]} {pub[1]}")
     for accept_new in (False, True):  # opting in to new keys never accepts a changed one
-        with SshExecutor("edge", ssh_lab.wire.ns_addr, ssh_lab.settings(changed), accept_new_host_keys=accept_new) as ex:
-            with pytest.raises(HostUnreachable, match="host key CHANGED"):
-                ex.run(["true"])
+        with (SshExecutor("edge", ssh_lab.wire.ns_addr, ssh_lab.settings(changed), accept_new_host_keys=accept_new) as ex,
+              pytest.raises(HostUnreachable, match="host key CHANGED")):
+            ex.run(["true"])
 
 
 @pytest.mark.netns

@@ -19,11 +19,11 @@ from netem_helpers import (
     socket_transfer,
     write_inventory,
 )
-from support import real_parts
 
 from placement.netem import ops, tc
 from placement.netns import Namespaces, VethPair, run
 from placement.remote import CommandFailed, LocalExecutor
+from support import real_parts
 
 pytestmark = [pytest.mark.netns, pytest.mark.timeout(180)]
 

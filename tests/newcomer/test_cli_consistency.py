@@ -12,10 +12,10 @@ from pathlib import Path
 import click
 import pytest
 import yaml
-from support.cli import EDGE_LAB, one_line_error, plan_args, run_placement
 
 from placement.cli import cli
 from placement.cli.epilog import EXIT_CODES
+from support.cli import EDGE_LAB, one_line_error, plan_args, run_placement
 
 
 def _commands(command=cli, path=(), parent=None):

@@ -13,9 +13,9 @@ from pathlib import Path
 import click
 import pytest
 import yaml
-from support import real_parts
 
 from placement.cli import cli, main
+from support import real_parts
 
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text()

@@ -12,10 +12,10 @@ import json
 import re
 
 import pytest
-from support.cli import EDGE_LAB, IOT, PLACEMENT, REPO, run_placement
-from support.terminal import run_on_terminal
 
 from placement.inventory import load_inventory
+from support.cli import EDGE_LAB, IOT, PLACEMENT, REPO, run_placement
+from support.terminal import run_on_terminal
 
 COLUMNS = 80
 

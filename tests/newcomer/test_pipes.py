@@ -17,9 +17,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support.cli import EDGE_LAB, PLACEMENT, one_line_error, plan_args, run_main, run_placement
 
 from placement.cli import examples_cmd
+from support.cli import EDGE_LAB, PLACEMENT, one_line_error, plan_args, run_main, run_placement
 
 EXIT_BROKEN_PIPE = 141
 

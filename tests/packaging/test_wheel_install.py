@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -86,6 +87,11 @@ def test_installed_placement_is_the_wheel_not_the_checkout(installed):
     where = Path(installed.python("import placement, placement.cli; print(placement.__file__)"))
     assert where.is_relative_to(installed.venv) and not where.is_relative_to(REPO)
     assert installed.data().is_relative_to(installed.venv)
+
+
+def test_wheel_marks_the_package_typed(installed):
+    assert "placement/py.typed" in zipfile.ZipFile(installed.wheel).namelist()  # PEP 561: mypy reads our annotations
+    assert (Path(installed.python("import placement; print(placement.__file__)")).parent / "py.typed").is_file()
 
 
 def test_console_script_runs_from_another_directory(installed):

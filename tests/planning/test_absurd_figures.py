@@ -11,6 +11,7 @@ import time
 
 import psutil
 import pytest
+
 from support.cli import IOT, PROFILES, one_line_error, plan_args, run_placement, start_placement
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from support.cli import run_main
 
 REPO = Path(__file__).resolve().parents[2]

@@ -38,7 +38,10 @@ def builder(inv, prof):
 
 def brute_max_scale(build, lo: float, hi: float) -> float:
     """Bisection over the scale with brute force (no ILP) as the oracle, from a bracket lo fits / hi does not."""
-    fits = lambda s: brute_force(build(s))[0] is not None
+
+    def fits(s: float) -> bool:
+        return brute_force(build(s))[0] is not None
+
     assert fits(lo) and not fits(hi)
     while hi - lo > TOL * lo / 4:
         mid = (lo + hi) / 2

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from planning_factories import lexicographic_key
+
 from placement.cli import main
 from placement.costmodel import PlacementProblem, build_problem, evaluate
 from placement.inventory import load_inventory
 from placement.profile.format import load_profile
-from placement.writers.planjson import load_plan
 from placement.scheduler.naming import schedulercfg_filename
+from placement.writers.planjson import load_plan
 from placement.writers.schedulercfg import parse_schedulercfg, parse_sections
 
 REPO = Path(__file__).resolve().parents[2]

@@ -6,8 +6,8 @@ Every test also shows the family binds: without the limit (or with it relaxed) t
 from __future__ import annotations
 
 import pytest
-
 from planning_factories import brute_force, close, inventory, problem, profile, vertex
+
 from placement.costmodel import evaluate
 from placement.solver import SolverOptions, solve
 from placement.solver.domains import restricted_domain
@@ -83,7 +83,8 @@ def test_task_slots_without_slot_sharing_count_every_subtask():
 
 
 def test_memory_capacity_limits_subtasks_on_the_pi():
-    # 1 GiB per subtask, Pi 4 GiB at 80 % = 3276 MiB: three subtasks fit (S, A, B would be 3 -> fits; make it 2 GiB each)
+    # 1 GiB per subtask, Pi 4 GiB at 80 % = 3276 MiB: three subtasks fit (S, A, B would be 3 -> fits; make it 2 GiB
+    # each)
     pr = problem(inventory(pins=PINS, policy={"memory_per_subtask": "1400MiB"}), profile(CHAIN, CHAIN_EDGES))
     result = assert_matches_brute_force(pr)
     assert hosts_of(result, pr, "A") == ["rpi1"] and hosts_of(result, pr, "B") == ["server"]

@@ -7,8 +7,8 @@ import math
 from pathlib import Path
 
 import pytest
-
 from planning_factories import inventory, profile, vertex
+
 from placement.costmodel import build_problem, evaluate
 from placement.costmodel.demand import MIN_CORES, floor_cores, server_cores
 from placement.costmodel.rates import propagate

@@ -23,7 +23,10 @@ REL = 1e-6
 
 def same_optimum(a, b) -> bool:
     """Equal WAN and server CPU (within the lexicographic tolerance) and latency."""
-    close = lambda x, y: abs(x - y) <= REL * max(1.0, abs(x)) + 1e-6
+
+    def close(x: float, y: float) -> bool:
+        return abs(x - y) <= REL * max(1.0, abs(x)) + 1e-6
+
     return close(a.wan_mbit, b.wan_mbit) and close(a.server_cores, b.server_cores) and close(a.latency_ms, b.latency_ms)
 
 

@@ -1,5 +1,5 @@
-"""The compact domains (placement/solver/homes.py) equal the exact model's, and server pools generalised beyond identical
-servers (placement/solver/server_pools.py, packing.py) keep the exact model's optimum."""
+"""The compact domains (placement/solver/homes.py) equal the exact model's, and server pools generalised beyond
+identical servers (placement/solver/server_pools.py, packing.py) keep the exact model's optimum."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from hard_jobs import instance as hard_instance
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from planning_factories import inventory, profile, vertex
-from test_plan_properties import instances
 from random_jobs import instance as random_instance
+from test_plan_properties import instances
 
 from placement.costmodel import build_problem
 from placement.errors import Infeasible
@@ -22,6 +22,7 @@ from placement.solver.homes import homes
 from placement.solver.ilp import _solve as solve_full_model
 from placement.solver.packing import pack
 from placement.solver.server_pools import pooled_problem, server_pools
+
 
 def same_domains(pr) -> None:
     try:
@@ -146,8 +147,9 @@ def test_packing_finds_what_greedy_misses():
 
 def test_unpacked_pool_falls_back_to_the_full_model():
     """Seven subtasks of 0.55 server cores (3.85) fit the pool (4 usable) but one thread of 0.55 keeps up only on
-    ``big`` (ρ = 0.5 of a core: 0.625 server cores there, 0.5 on ``server``, 0.25 on ``slow``), which holds four of them:
-    the pooled plan does not pack, the full model decides — and finds that nothing fits, naming the short threads."""
+    ``big`` (ρ = 0.5 of a core: 0.625 server cores there, 0.5 on ``server``, 0.25 on ``slow``), which holds four of
+    them: the pooled plan does not pack, the full model decides — and finds that nothing fits, naming the short
+    threads."""
     inv = three_servers(cpu_utilisation_target=0.5)
     h = vertex("H", 7, rin=8000, rout=10, busy=550, bpr=40, stateful=True)
     pr = build_problem(inv, profile([vertex("Source: S", 4, rin=0, rout=2000, busy=100, bpr=200), h],

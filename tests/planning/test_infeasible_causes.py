@@ -6,11 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from planning_factories import inventory, problem, profile, vertex
-from support.cli import run_main
+
 from placement.solver import solve
+from support.cli import run_main
 
 REPO = Path(__file__).resolve().parents[2]
 PIS = [{"name": "rpi1", "bandwidth": "5mbit"}, {"name": "rpi2", "bandwidth": "5mbit"}]
@@ -75,7 +74,8 @@ def test_a_keyed_operator_over_two_pis_is_told_to_pre_aggregate():
     result = solve(problem(inventory(edges, pins=births), job))
     assert result.causes == (
         "Count (parallelism 2) can only run on a server: its input comes from Source: S on rpi1, rpi2. "
-        "To run it at the edge: pre-aggregate on each host before the keyBy (its input is exchanged by key across hosts)",)
+        "To run it at the edge: pre-aggregate on each host before the keyBy "
+        "(its input is exchanged by key across hosts)",)
 
 
 def test_no_structural_cause_when_the_pi_itself_is_too_small():
@@ -131,7 +131,8 @@ def test_cli_json_carries_the_causes(tmp_path, capsys):
 
 
 def test_vertex_names_with_brackets_survive_the_terminal(tmp_path, capsys):
-    # Table/SQL jobs name vertices like "GroupWindowAggregate[4]" or "out_t[5]: Writer"; rich must not eat them as markup
+    # Table/SQL jobs name vertices like "GroupWindowAggregate[4]" or "out_t[5]: Writer"; rich must not eat them as
+    # markup
     doc = json.loads((REPO / "examples/profiles/iot-sensors.json").read_text())
     window = next(v for v in doc["vertices"] if v["name"] == "Window Aggregate")
     window["name"] = "GroupWindowAggregate[window_t]"

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import itertools
 import json
-from pathlib import Path
 import math
 import random
+from pathlib import Path
 
 import pytest
 from brute import brute_force
@@ -30,7 +30,7 @@ def lab(**policy) -> Inventory:
     return Inventory.model_validate(doc)
 
 
-# ---- the model's figures ----------------------------------------------------------------------------------------------
+# ---- the model's figures ---------------------------------------------------------------------------------------------
 
 
 def test_queue_is_an_upper_bound_of_md1_and_tight_at_the_breakpoints():
@@ -105,8 +105,8 @@ def test_plan_cli_reports_paths_and_refuses_methods_without_the_bound(tmp_path, 
     code, out, err = cli_run([*args, "--out", tmp_path / "p"], capsys)
     assert code == 3
     assert err.strip().splitlines()[-1].startswith(
-        "error: no placement fits: path Source: Sensors → Parse → Filter → Enrich → Window Aggregate → Sink: Readings "
-        "needs 163.2 ms, its bound is 160 ms (109.4 ms of it buffer-flush waits")
+        "error: no placement fits: path Source: Sensors → Parse → Filter → Enrich → Window Aggregate → Sink: "
+        "Readings needs 163.2 ms, its bound is 160 ms (109.4 ms of it buffer-flush waits")
     rows = [line.split("│")[1].strip() for line in out.splitlines() if line.startswith("│ latency of")]
     assert rows == ["latency of Source: Sensors → Parse → Filter → Enrich → Window Aggregate → Sink: Readings"]
     # the rescale model has the bound's rows: another parallelism brings the path under it
@@ -172,7 +172,7 @@ def enumerated_paths(pr):
             paths.append(chans)
             return
         for ch in out_edges[v]:
-            walk(ch.target, chans + [ch])
+            walk(ch.target, [*chans, ch])
 
     for v in pr.vertex_order:
         if v not in targets:
@@ -224,7 +224,7 @@ def test_bounded_ilp_agrees_with_enumeration(seed):
     if not plans:  # the links cannot carry it whatever the bound
         assert solve(build_problem(inv, prof)).status == "infeasible"
         return
-    worst = sorted({round(max(l for *_, l in paths), 6) for _, _, paths in plans})
+    worst = sorted({round(max(ms for *_, ms in paths), 6) for _, _, paths in plans})
     rng = random.Random(1000 + seed)
     # a bound between two plans' worst paths (or just below the best: infeasible), on every path or per sink
     k = rng.randrange(len(worst) + 1)
@@ -234,7 +234,7 @@ def test_bounded_ilp_agrees_with_enumeration(seed):
     doc["policy"]["max_latency_ms"] = spec
     bounded = build_problem(Inventory.model_validate(doc), prof)
     limit = {pair: ms for pair, ms in bounded.latency_bounds.items()}
-    ok = [(a, c) for a, c, paths in plans if all(l <= limit[(s, t)] + 1e-6 for s, t, l in paths)]
+    ok = [(a, c) for a, c, paths in plans if all(ms <= limit[(s, t)] + 1e-6 for s, t, ms in paths)]
     result = solve(bounded)
     shared, _, _ = brute_force(bounded)  # tests/planning/brute.py: backtracking, judged by evaluate (the bound too)
     if not ok:
@@ -246,8 +246,8 @@ def test_bounded_ilp_agrees_with_enumeration(seed):
     best = min(ok, key=lambda ac: key(ac[1]))
     assert key(result.cost)[:2] == pytest.approx(key(best[1])[:2], rel=1e-5, abs=1e-6)
     mine = brute_latency(bounded, result.assignment, result.cost)
-    assert all(l <= limit[(s, t)] + 1e-6 for s, t, l in mine)
-    assert sorted(p.latency_ms for p in result.cost.paths) == pytest.approx(sorted(l for *_, l in mine))
+    assert all(ms <= limit[(s, t)] + 1e-6 for s, t, ms in mine)
+    assert sorted(p.latency_ms for p in result.cost.paths) == pytest.approx(sorted(ms for *_, ms in mine))
 
 
 def test_the_bound_changes_the_plan_on_some_instances():

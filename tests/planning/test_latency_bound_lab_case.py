@@ -13,7 +13,6 @@ from __future__ import annotations
 import pytest
 import yaml
 from latency_bound_lab import SPEC, failures, note_bytes
-
 from planning_factories import cli_run
 
 from placement.costmodel import build_problem

@@ -34,7 +34,7 @@ def on_one_link(bandwidth: str, prof: JobProfile, burst: str | None = None):
     return pr, evaluate(pr, assignment)
 
 
-# ---- the queue of a message mix ---------------------------------------------------------------------------------------
+# ---- the queue of a message mix --------------------------------------------------------------------------------------
 
 
 def test_mg1_wait_is_pollaczek_khinchine_and_at_most_the_full_buffer_wait():
@@ -63,7 +63,7 @@ def test_a_channel_sends_a_message_per_timeout_or_per_full_buffer():
     assert lat.channel_messages(ch, 0, 0) == pytest.approx((1e6 / B, B + H))  # 1 MB/s fills a buffer every 33 ms
 
 
-# ---- on a plan ---------------------------------------------------------------------------------------------------------
+# ---- on a plan -------------------------------------------------------------------------------------------------------
 
 
 def test_two_channels_of_known_sizes_on_one_link_match_the_hand_computed_mg1_wait():
@@ -187,7 +187,7 @@ def test_expected_is_never_above_the_bound_on_any_assignment():
     assert below > 100
 
 
-# ---- plan.json ---------------------------------------------------------------------------------------------------------
+# ---- plan.json -------------------------------------------------------------------------------------------------------
 
 
 def test_plan_json_carries_both_figures_and_older_plans_load(tmp_path, capsys):

@@ -45,7 +45,8 @@ work = pathlib.Path(tempfile.mkdtemp())
 (work / "inv.yaml").write_text(yaml.safe_dump(space.inventory.model_dump(mode="json", by_alias=True)))
 (work / "job.json").write_text(json.dumps(space.profile.model_dump(mode="json")))
 runs = [("inventory/edge-lab.yaml", f"examples/profiles/{name}.json", extra)
-        for name in ("iot-sensors", "branching-join", "nexmark-hot-items") for extra in ([], ["--rescale"], ["--compare"])]
+        for name in ("iot-sensors", "branching-join", "nexmark-hot-items")
+        for extra in ([], ["--rescale"], ["--compare"])]
 runs.append((str(work / "inv.yaml"), str(work / "job.json"), ["--rescale", "--mode", "vanilla"]))
 for n, (inventory, profile, extra) in enumerate(runs):
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):

@@ -15,8 +15,8 @@ from multi_job_factories import (
     problems,
     random_instance,
     random_policies,
-    streaming_job,
     ranked_key,
+    streaming_job,
     within_budgets,
 )
 from planning_factories import inventory

@@ -29,7 +29,8 @@ def reducing_job(tag: str, raw_mbit: float) -> object:
 
 
 def contested():
-    """rpi1: one core (0.8 usable: one reducer), a 14 Mbit/s uplink (12.6 usable). Job A sends 10 Mbit/s raw, job B 30."""
+    """rpi1: one core (0.8 usable: one reducer), a 14 Mbit/s uplink (12.6 usable). Job A sends 10 Mbit/s raw, job B
+    30."""
     inv = inventory([{"name": "rpi1", "cores": 1, "task_slots": 4, "bandwidth": "14mbit"}],
                     pins={"sources": {"Source: A": "rpi1", "Source: B": "rpi1"}})
     return inv, [reducing_job("A", 10), reducing_job("B", 30)]

@@ -25,9 +25,9 @@ from __future__ import annotations
 import itertools
 
 import pytest
-
 from planning_factories import brute_force, close, inventory, problem, vertex
 from planning_factories import profile as v1_profile
+
 from placement.costmodel import PlacementProblem, evaluate
 from placement.profile.format import JobProfile
 from placement.solver import solve
@@ -239,9 +239,10 @@ def test_weighted_server_cpu_weight_at_its_break_even(factor):
 
 
 # ---- latency rows ----------------------------------------------------------------------------------------------------
-# Only the weighted objective can trade latency against WAN; the Pi fits the sources and one of A's two subtasks. Placing one
-# A at the edge saves WAN but makes the paths cross the 50 ms uplink twice (once on each side of A). The latency weight
-# is set just below / above the break-even, so latency rows that are missing or mis-scaled tip one of the pair.
+# Only the weighted objective can trade latency against WAN; the Pi fits the sources and one of A's two subtasks.
+# Placing one A at the edge saves WAN but makes the paths cross the 50 ms uplink twice (once on each side of A). The
+# latency weight is set just below / above the break-even, so latency rows that are missing or mis-scaled tip one of the
+# pair.
 DELAY_MS = 50
 PI_CORES_PER_SUBTASK = 0.1 / 0.3  # busy 100 ms/s of a server core on a speed-0.3 Pi
 

@@ -9,6 +9,7 @@ import json
 
 import pytest
 import yaml
+
 from support.cli import EDGE_LAB, PROFILES, one_line_error, plan_args, run_placement
 
 

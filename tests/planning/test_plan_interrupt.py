@@ -20,6 +20,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+
 from support.cli import plan_args, run_placement, start_placement
 
 POLL_S = 0.001

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from support.cli import EDGE_LAB, PROFILES, one_line_error, plan_args, run_placement
 
 

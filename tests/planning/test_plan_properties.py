@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
-
 from planning_factories import brute_force, close, inventory, problem, profile, vertex
+
 from placement.solver import solve
 from placement.solver.baselines import all_on_server, greedy
 

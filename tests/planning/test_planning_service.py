@@ -8,12 +8,12 @@ import json
 
 import pytest
 import yaml
-from support.cli import EDGE_LAB, IOT, PROFILES
-from support.planning import FakeClusterReader
 
 from placement.costmodel.model import RunningUse
 from placement.errors import BadInput
 from placement.planning import PlanRequest, plan, summary_json, write_outcome
+from support.cli import EDGE_LAB, IOT, PROFILES
+from support.planning import FakeClusterReader
 
 NEXMARK = PROFILES / "nexmark-hot-items.json"
 

@@ -4,8 +4,8 @@ the pool's plan cannot be packed."""
 from __future__ import annotations
 
 import pytest
-
 from planning_factories import inventory, profile, vertex
+
 from placement.costmodel.model import build_problem
 from placement.inventory import Inventory
 from placement.solver import SolverOptions, solve

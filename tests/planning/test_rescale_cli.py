@@ -11,11 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 from test_rescale_baselines import FILTERED_MBIT, RAW_MBIT, edge_filter
-from support.cli import run_main
 
 from placement.writers.planjson import load_plan
 from placement.writers.schedulercfg import parse_schedulercfg
-
+from support.cli import run_main
 
 
 @pytest.fixture

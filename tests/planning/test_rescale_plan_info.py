@@ -6,8 +6,8 @@ from __future__ import annotations
 from planning_factories import inventory, profile, vertex
 from rescale_factories import _revalidate
 
-from placement.planning.rescale import RescalePlan
 from placement.costmodel.rescaled import build_space
+from placement.planning.rescale import RescalePlan
 from placement.solver.rescale import ds2_then_place, placement_alone, solve_rescale
 
 

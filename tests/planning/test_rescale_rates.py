@@ -184,10 +184,9 @@ def test_problem_at_a_chosen_parallelism_spreads_the_target_over_the_instances()
 def test_collected_max_parallelism_reaches_the_profile(tmp_path):
     """The collector records Flink's maxParallelism per vertex in the run manifest; the profile carries it on, and a
     value below the parallelism is refused."""
-    from support.synthetic import SHAPES_JOB, HistoryShape, write_history
-
     from placement.collect.layout import write_manifest
     from placement.profile.pipeline import build_profile
+    from support.synthetic import SHAPES_JOB, HistoryShape, write_history
 
     (manifest,) = write_history(SHAPES_JOB, HistoryShape(duration_s=180, seed=3), tmp_path)
     first = manifest.vertices[0]

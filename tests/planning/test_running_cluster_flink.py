@@ -5,8 +5,8 @@ Another job planned around it finds that load taken off the uplink — read live
 profiled and its placement priced — and a tight uplink's shortfall names it.
 
 The expected figure is worked out here from the window the command collected (kept with ``--running-keep``), from
-its raw samples: Parse's serialized bytes out per second, as Flink's meters report them, and Flink's framing (for a job younger than a
-minute they average over its start as well: what the window says is what is priced)."""
+its raw samples: Parse's serialized bytes out per second, as Flink's meters report them, and Flink's framing (for a job
+younger than a minute they average over its start as well: what the window says is what is priced)."""
 
 from __future__ import annotations
 
@@ -19,12 +19,12 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from planning_factories import cli_run, vertex
-from support.flink import cancel_job, submit_job
 
 from placement.collect.layout import find_manifests
 from placement.errors import PlacementError
 from placement.lab.jobs import IOT_SENSOR_JOB
 from placement.profile.format import JobProfile
+from support.flink import cancel_job, submit_job
 
 pytestmark = [pytest.mark.flink, pytest.mark.timeout(300)]
 
@@ -104,8 +104,8 @@ def test_a_job_is_planned_around_the_jobs_running_in_the_cluster_read_live(runni
     expected = on_the_wire(payload)
     rpi1, server = entry["uses"]["rpi1"], entry["uses"]["server"]
     with capsys.disabled():
-        print(f"\nrunning job on rpi1's uplink: {rpi1['mbit']:.4f} Mbit/s priced, {payload:.4f} of records in its window's "
-              f"samples, {expected:.4f} with framing; "
+        print(f"\nrunning job on rpi1's uplink: {rpi1['mbit']:.4f} Mbit/s priced, {payload:.4f} of records in its "
+              f"window's samples, {expected:.4f} with framing; "
               f"rpi1 {rpi1['cores']:.3f} cores, {rpi1['slots']} slot(s), {rpi1['memory_mib']:.0f} MiB; server "
               f"{server['cores']:.3f} cores")
     assert payload > 0.05  # 4000 readings/s parsed on the Pi: a real stream, not noise (and enough to break B's fit)

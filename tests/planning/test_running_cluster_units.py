@@ -7,13 +7,13 @@ from __future__ import annotations
 import pytest
 from planning_factories import inventory, profile, vertex
 
-from placement.planning.cluster import labels, priced_uses
 from placement.collect.layout import SubtaskLocation, find_manifests
 from placement.costmodel import build_problem
 from placement.costmodel.model import RunningUse
 from placement.costmodel.running import with_running
 from placement.errors import BadInput
 from placement.flink.rest import JobSummary
+from placement.planning.cluster import labels, priced_uses
 from placement.profile.rules import current_assignment, subtask_hosts
 from placement.solver.methods import solve_with
 from placement.solver.result import SolverOptions

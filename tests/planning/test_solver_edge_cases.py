@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from planning_factories import inventory, problem, profile, vertex
-from support.cli import run_main
+
 from placement.costmodel import evaluate
 from placement.solver import SolverOptions, solve
 from placement.solver.result import Shortage
+from support.cli import run_main
 
 REPO = Path(__file__).resolve().parents[2]
 

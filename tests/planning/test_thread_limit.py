@@ -21,8 +21,8 @@ from placement.solver import SolverOptions, solve
 from placement.solver.baselines import greedy
 from placement.solver.capacity import max_scale, max_scale_bisection
 from placement.solver.domains import restricted_domain
-from placement.solver.homes import homes
 from placement.solver.fleet import solve_decomposed
+from placement.solver.homes import homes
 from placement.solver.rescale import solve_rescale
 
 IOT = ["plan", "--inventory", "inventory/edge-lab.yaml", "--profile", "examples/profiles/iot-sensors.json"]
@@ -167,13 +167,14 @@ def test_the_random_family_binds_on_threads():
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_the_fleet_s_homes_are_the_exact_domain_with_tight_threads(seed):
-    """:func:`homes` (the fleet's domains, computed directly) equals :func:`restricted_domain` with the thread family."""
+    """:func:`homes` (the fleet's domains, computed directly) equals :func:`restricted_domain` with the thread
+    family."""
     inv, prof = tight(seed)
     for scale in (0.5, 1.0, 1.2, 1.6):
         pr = build_problem(inv, prof, PlanOptions(rate_scale=scale))
         try:
             exact = restricted_domain(pr)
-        except Exception as exc:  # noqa: BLE001 — the same Infeasible, word for word
+        except Exception as exc:
             with pytest.raises(type(exc)) as raised:
                 homes(pr)
             assert str(raised.value) == str(exc)

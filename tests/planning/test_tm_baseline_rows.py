@@ -1,5 +1,6 @@
-"""Issue 23: a host's TaskManager baseline takes CPU capacity in every CPU row: the ILP's (tests/profile/test_tm_cpu.py),
-``--max-rate``'s and ``--rescale``'s. The figures follow by hand from ρ = 0.8 and the profiles below."""
+"""Issue 23: a host's TaskManager baseline takes CPU capacity in every CPU row: the ILP's
+(tests/profile/test_tm_cpu.py), ``--max-rate``'s and ``--rescale``'s. The figures follow by hand from ρ = 0.8 and the
+profiles below."""
 
 from __future__ import annotations
 

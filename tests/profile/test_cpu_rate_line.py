@@ -21,10 +21,10 @@ from test_tm_cpu import SECONDS, T0, inventory, write_job
 from placement.collect.layout import THREAD_SCHEMA, RunVertex, find_manifests, thread_writer, write_manifest
 from placement.collect.threads import PROCESS_ROW, PROCESS_TID
 from placement.costmodel import build_problem, evaluate
-from placement.costmodel.model import PlanOptions
+from placement.costmodel.model import PlacementProblem, PlanOptions
 from placement.costmodel.rates import propagate, source_targets
 from placement.inventory import Inventory
-from placement.profile.format import load_profile
+from placement.profile.format import JobProfile, load_profile
 from placement.profile.pipeline import build_profile, write_profile
 from placement.solver.capacity import binding_constraints, max_scale
 from placement.solver.result import SolverOptions
@@ -165,10 +165,12 @@ def test_max_rate_on_the_line_finds_the_rate_where_the_pis_core_is_full(tmp_path
     on_line = (0.8 - fixed) / slope / 3000
     assert 4.5 < on_line < 14_000 / 3000
     for prof, expected in ((profile, on_line), (_flat(profile), 3.75)):
-        answer = max_scale(lambda scale: build_problem(inv, prof, PlanOptions(rate_scale=scale)))
+        def build(scale: float, prof: JobProfile = prof) -> PlacementProblem:
+            return build_problem(inv, prof, PlanOptions(rate_scale=scale))
+
+        answer = max_scale(build)
         assert answer.status == "bounded" and answer.scale == pytest.approx(expected, rel=1e-3)
-        short = binding_constraints(lambda scale: build_problem(inv, prof, PlanOptions(rate_scale=scale)),
-                                    answer.scale, SolverOptions())
+        short = binding_constraints(build, answer.scale, SolverOptions())
         assert (short[0].kind, short[0].resource) == ("cpu", "rpi1"), short
     # the answer the CLI gives: 4.57x is 2.7x beyond the fastest run's 5/3x: a caution (more than 1.5x), as for one
     # rate measured, 3.75x in proportion; runs at 6,000 and 10,000/s (1x: 8,000/s) put the same Pi's full core 1.37x

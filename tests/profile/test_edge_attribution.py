@@ -6,10 +6,10 @@ edge_flows.py); the Spark one is checked against the pandas one figure by figure
 from __future__ import annotations
 
 import pytest
-from support.synthetic import SHAPES_JOB, HistoryShape, edge_truth, write_history
 
 from placement.profile.format import JobProfile
 from placement.profile.pipeline import build_profile
+from support.synthetic import SHAPES_JOB, HistoryShape, edge_truth, write_history
 
 TOLERANCE = 0.02
 

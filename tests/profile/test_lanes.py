@@ -6,9 +6,9 @@ from __future__ import annotations
 from profile_support import INVENTORY
 from test_rules import agg_row, frame
 
-from placement.collect.layout import EdgeInfo, RunManifest, SubtaskLocation, RunVertex
-from placement.profile.lanes import fold_lane_copies
+from placement.collect.layout import EdgeInfo, RunManifest, RunVertex, SubtaskLocation
 from placement.inventory import load_inventory
+from placement.profile.lanes import fold_lane_copies
 from placement.profile.rules import Options, assemble, current_assignment
 
 

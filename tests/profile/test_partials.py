@@ -13,13 +13,13 @@ import sys
 
 import pandas as pd
 import pytest
-from support.synthetic import IOT_JOB, HistoryShape, write_history
 
 from placement.profile import partials
 from placement.profile.history import select_runs
 from placement.profile.pandas_job import aggregate_pandas
 from placement.profile.partials import finish_partials, partials_job, task_partials
 from placement.profile.spark_job import file_tasks
+from support.synthetic import IOT_JOB, HistoryShape, write_history
 
 
 @pytest.fixture(scope="module")

@@ -14,9 +14,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from profile_support import EXAMPLE, INVENTORY
-from support.synthetic import IOT_JOB, HistoryShape, SynthJob, SynthVertex, write_run
 
 from placement.cli import main
+from support.synthetic import IOT_JOB, HistoryShape, SynthJob, SynthVertex, write_run
 
 
 def run_profile(args: list[str], capsys) -> tuple[int, str]:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+
 from support.cli import PLACEMENT, default_sigint
 from support.synthetic import IOT_JOB, HistoryShape, scaled_job, write_history
 

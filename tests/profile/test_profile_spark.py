@@ -14,7 +14,6 @@ import pandas as pd
 import pytest
 import yaml
 from profile_support import EXAMPLE, INVENTORY, ROOT
-from support.synthetic import IOT_JOB, truth
 
 from placement.cli import main
 from placement.collect.layout import METRIC_COLUMNS, find_manifests
@@ -25,6 +24,7 @@ from placement.profile.pipeline import build_profile
 from placement.profile.rules import percentile_fraction
 from placement.profile.spark_job import aggregate_spark
 from placement.writers.planjson import load_plan
+from support.synthetic import IOT_JOB, truth
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
 
@@ -116,7 +116,10 @@ def test_one_job_id_or_one_run_selects_only_those_samples(spark, multi_history):
     by_id = build_profile(root, spark=spark, job=one_job)
     one_run = build_profile(root, spark=spark, runs=[runs[-1][1].run_id])
     every = build_profile(root, spark=spark)
-    n = lambda p: sum(s.samples for s in p.vertices[0].subtasks)
+
+    def n(p: JobProfile) -> int:
+        return sum(s.samples for s in p.vertices[0].subtasks)
+
     assert n(by_id) * 2 == pytest.approx(n(every), rel=0.02)
     assert n(one_run) * 4 == pytest.approx(n(every), rel=0.02)
     assert by_id.job.id == one_job
@@ -218,9 +221,9 @@ def test_samples_of_vertices_outside_the_latest_graph_are_left_out(spark, tmp_pa
     and percentile subset (as the plain reference computation leaves them out)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-    from support.synthetic import HistoryShape, write_history
 
     from placement.collect.layout import PartWriter
+    from support.synthetic import HistoryShape, write_history
 
     write_history(IOT_JOB, HistoryShape(duration_s=300, restarts=1, seed=5), tmp_path, runs=2, jobs=1)
     run, manifest = find_manifests(tmp_path)[0]
@@ -243,6 +246,7 @@ def test_nan_and_null_metrics_are_missing_alike(spark, tmp_path):
     (the autoscaler's rule), NaN values never poison a sum."""
     import pyarrow as pa
     import pyarrow.parquet as pq
+
     from support.synthetic import HistoryShape, write_history
 
     write_history(IOT_JOB, HistoryShape(duration_s=300, restarts=1, seed=7), tmp_path, runs=1, jobs=1)
@@ -272,6 +276,7 @@ def test_buffers_in_are_the_mean_local_plus_remote_in_both_engines_over_old_and_
     in which Enrich's remote series was filtered out and Filter's both. Both engines give the same figures."""
     import pyarrow as pa
     import pyarrow.parquet as pq
+
     from support.synthetic import HistoryShape, write_history
 
     local, remote = "buffers_in_local_per_s", "buffers_in_remote_per_s"
@@ -388,9 +393,8 @@ def test_spark_submit_runs_the_profiling_module(tmp_path):
 def test_a_part_file_the_executors_cannot_read_is_named_in_one_line(spark, tmp_path):
     """The executors read the files by the driver's paths: one missing where they run (here: deleted after the
     history check) fails the job with a one-line error naming it, not a Python traceback from a worker."""
-    from support.synthetic import HistoryShape, write_history
-
     from placement.errors import PlacementError
+    from support.synthetic import HistoryShape, write_history
 
     write_history(IOT_JOB, HistoryShape(duration_s=120, seed=9), tmp_path, runs=1, jobs=1)
     sel = select_runs(tmp_path)

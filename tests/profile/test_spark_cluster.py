@@ -15,9 +15,9 @@ from pathlib import Path
 import psutil
 import pytest
 from profile_support import ROOT
-from support.spark_cluster import spark_cluster
 
 from placement.profile.history import select_runs
+from support.spark_cluster import spark_cluster
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(1200)]
 

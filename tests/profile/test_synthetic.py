@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow.dataset as ds
 import pytest
+
+from placement.collect.layout import SAMPLE_SCHEMA, find_manifests
 from support.synthetic import (
     IOT_JOB,
     HistoryShape,
@@ -14,8 +16,6 @@ from support.synthetic import (
     truth,
     write_run,
 )
-
-from placement.collect.layout import SAMPLE_SCHEMA, find_manifests
 
 
 def load(root):

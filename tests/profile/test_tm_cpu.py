@@ -1,11 +1,12 @@
-"""Issue 23: measured TaskManager CPU -> per-TaskManager baselines and per-vertex calibration (placement.profile.tm_cpu),
-and the cost model's CPU rows with the baseline (placement.costmodel). A recorded history, written through the
-collector's own layout functions, with known process CPU and busy time; the figures below follow by hand from the
-module's rules."""
+"""Issue 23: measured TaskManager CPU -> per-TaskManager baselines and per-vertex calibration
+(placement.profile.tm_cpu), and the cost model's CPU rows with the baseline (placement.costmodel). A recorded history,
+written through the collector's own layout functions, with known process CPU and busy time; the figures below follow by
+hand from the module's rules."""
 
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -71,7 +72,7 @@ def write_job(root: Path, job_id: str, name: str, vertices: list[RunVertex], bus
     m = RunManifest(
         job_id=job_id, job_name=name, run_id=run_id, started_ms=t0, ended_ms=t0 + SECONDS * 1000, interval_s=1.0,
         stopped="completed", vertices=vertices,
-        edges=[EdgeInfo(source=a.id, target=b.id, ship_strategy="REBALANCE") for a, b in zip(vertices, vertices[1:])],
+        edges=[EdgeInfo(source=a.id, target=b.id, ship_strategy="REBALANCE") for a, b in pairwise(vertices)],
         locations=[SubtaskLocation(vertex_id=v, subtask=i, taskmanager_id=tm, host=f"host-{tm}")
                    for (v, i), tm in where.items()],
         taskmanagers=[RunTaskManager(id=tm, host=f"host-{tm}", hardware_cpu_cores=2 if tm == "srv" else 1)

@@ -11,19 +11,18 @@ import os
 import signal
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import timedelta
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
-
-from support.flink import require_jdk  # noqa: F401 (the scheduler tests import it from here)
 
 from placement import scheduler as S
 from placement.errors import PlacementError
-from placement.flink.options import duration
 from placement.flink.home import FlinkHome
+from placement.flink.options import duration
 from placement.flink.rest import FlinkRest
 from placement.lab.flink import ClusterSpec, RunningCluster, TaskManagerSpec, start_cluster
 from placement.lab.home import make_lab_home
+from support.flink import require_jdk  # noqa: F401 (the scheduler tests import it from here)
 
 # resource id -> (slots, task heap MiB, managed MiB, network MiB): a server and two Pis of different sizes
 TASKMANAGERS: dict[str, tuple[int, int, int, int]] = {

@@ -98,7 +98,8 @@ def test_taskmanager_table_divides_each_taskmanager_into_its_slots() -> None:
         {"rpi1": ["rpi1.local"]},
     )
     assert text.splitlines()[1:] == [
-        "rpi1; addresses=rpi1.local,192.168.1.181; slots=3; cpu=1.333; task-heap=333m; task-off-heap=3m; managed=100m; network=21m",
+        "rpi1; addresses=rpi1.local,192.168.1.181; slots=3; cpu=1.333; task-heap=333m; task-off-heap=3m; managed=100m; "
+        "network=21m",
         "server; addresses=10.0.0.1; slots=8; cpu=1; task-heap=512m; task-off-heap=0m; managed=1024m; network=64m",
     ]
 

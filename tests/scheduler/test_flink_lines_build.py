@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 from scheduler_support import require_jdk
-from support.cli import PLACEMENT, one_line_error
 
 from placement import scheduler as S
 from placement.errors import PlacementError
@@ -29,6 +28,7 @@ from placement.lab.jobs import JobsJar, build_jobs_jar
 from placement.scheduler.build import ExtensionJar, read_build_info
 from placement.submitter import MAIN_CLASS as SUBMITTER_MAIN
 from placement.submitter import SubmitterJar, build_submitter
+from support.cli import PLACEMENT, one_line_error
 
 RELEASES = ("1.19.3", "1.20.5", "2.0.2", "2.1.3", "2.2.1", "2.3.0")  # one release of each supported line
 

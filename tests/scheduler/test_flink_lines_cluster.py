@@ -41,9 +41,6 @@ from scheduler_support import (
     start_placed_cluster,
     taskmanager_specs,
 )
-from support.flink import wait_for_records
-from support.plan_dirs import running_vertex_ids, write_plan_dir
-from support.prometheus import RunningPrometheus, start_prometheus, with_prometheus_reporter
 
 from placement import scheduler as S
 from placement.apply import execute, prepare
@@ -59,6 +56,9 @@ from placement.lab.home import make_lab_home
 from placement.lab.jobs import IOT_SENSOR_JOB, build_jobs_jar
 from placement.scheduler.build import jar_info
 from placement.submitter import build_submitter
+from support.flink import wait_for_records
+from support.plan_dirs import running_vertex_ids, write_plan_dir
+from support.prometheus import RunningPrometheus, start_prometheus, with_prometheus_reporter
 
 pytestmark = pytest.mark.flink
 

@@ -159,13 +159,13 @@ TABLE = f"{{dir}}/{S.TASKMANAGERS_FILENAME}"
 # job name, the file, the message the submission is refused with ({file} and {dir} filled in; "..." ends a prefix)
 REFUSALS = [
     ("iot-partial", schedulercfg({k: v for k, v in IOT_PLAN.items() if k != "Sink: Readings"}),
-     ("{file}: job 'iot-partial': 2 subtask(s) not placed: 'Sink: Readings (1/2)', 'Sink: Readings (2/2)' (list every "
-     "subtask, or add a default line '*; <TaskManager>')")),
+     ("{file}: job 'iot-partial': 2 subtask(s) not placed: 'Sink: Readings (1/2)', 'Sink: Readings (2/2)' (list "
+     "every subtask, or add a default line '*; <TaskManager>')")),
     ("iot-malformed", _with_line_inserted(schedulercfg(IOT_PLAN), 3, "Parse (2/3) rpi2\n"),
      "{file}:4: expected '<task name> (<i>/<n>); <TaskManager>' or '*; <TaskManager>', got 'Parse (2/3) rpi2'"),
     ("iot-stale", schedulercfg({**IOT_PLAN, "Window Aggregate": ["server"] * 3}),
-     ("{file}:13: 'Window Aggregate (1/3)' matches no subtask of job 'iot-stale' (its vertices: Source: Sensors x3, "
-     "Parse x3, Filter x3, Enrich x3, Window Aggregate x2, Sink: Readings x2)")),
+     ("{file}:13: 'Window Aggregate (1/3)' matches no subtask of job 'iot-stale' (its vertices: Source: Sensors "
+     "x3, Parse x3, Filter x3, Enrich x3, Window Aggregate x2, Sink: Readings x2)")),
     # the seed's contains() would silently take one of the four vertices whose second subtask ends so
     ("iot-ambiguous", "# a comment\n(2/3); rpi1\n*; server\n",
      "{file}:2: '(2/3)' is ambiguous in job 'iot-ambiguous': it matches 'Source: Sensors (2/3)' (vertex ..."),

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 from scheduler_support import FAKE_VERSION, require_jdk
-from support.flink import start_flink
 
 from placement import scheduler as S
 from placement.errors import PlacementError
@@ -20,6 +19,7 @@ from placement.flink.rest import FlinkRest
 from placement.lab.flink import TaskManagerSpec
 from placement.lab.home import make_lab_home
 from placement.lab.jobs import IOT_SENSOR_JOB
+from support.flink import start_flink
 
 pytestmark = pytest.mark.flink
 

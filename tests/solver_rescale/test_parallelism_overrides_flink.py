@@ -20,12 +20,12 @@ import time
 from pathlib import Path
 
 import pytest
-from support.flink import IOT_ARGS, cancel_job, submit_job
 
 from placement.errors import PlacementError
 from placement.flink.home import find_flink_home
 from placement.lab.jobs import IOT_SENSOR_JOB
 from placement.submitter import SubmitCall, build_submitter, job_id_from, overrides_text
+from support.flink import IOT_ARGS, cancel_job, submit_job
 
 pytestmark = pytest.mark.flink
 

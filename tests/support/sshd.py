@@ -32,7 +32,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -222,35 +222,27 @@ def _stop(proc: subprocess.Popen[bytes], namespace: str, port: int) -> None:
     and ended with it."""
     sessions = _sessions(proc, namespace, port)
     if proc.poll() is None:
-        try:
+        with suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
     for p in sessions:
-        try:
+        with suppress(psutil.NoSuchProcess):
             p.terminate()
-        except psutil.NoSuchProcess:
-            pass
     _, alive = psutil.wait_procs(sessions, timeout=5)
     for p in alive:
-        try:
+        with suppress(psutil.NoSuchProcess):
             p.kill()
-        except psutil.NoSuchProcess:
-            pass
     psutil.wait_procs(alive, timeout=5)
 
 
 def _sessions(proc: subprocess.Popen[bytes], namespace: str, port: int) -> list[psutil.Process]:
     found: dict[int, psutil.Process] = {}
-    try:
+    with suppress(psutil.NoSuchProcess):
         found.update((p.pid, p) for p in psutil.Process(proc.pid).children(recursive=True))
-    except psutil.NoSuchProcess:
-        pass
     listed = subprocess.run(["ip", "netns", "pids", namespace], capture_output=True, text=True, timeout=10)
     for pid in map(int, listed.stdout.split()):
         try:

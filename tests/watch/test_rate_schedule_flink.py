@@ -8,11 +8,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from support.flink import cancel_job, submit_job
 
 from placement.errors import PlacementError
 from placement.flink.rest import FlinkRest, FlinkRestError
 from placement.lab.jobs import IOT_SENSOR_JOB
+from support.flink import cancel_job, submit_job
 
 pytestmark = [pytest.mark.flink, pytest.mark.timeout(240)]
 
@@ -39,7 +39,10 @@ def test_source_rate_follows_the_schedule_without_resubmission(flink_rest, lab_j
                    [*common, "--job-name", "sched-b", "--rate-schedule", "0:100,60:300",
                     "--rate-schedule-start-ms", str(now_ms - 100_000)])
     try:
-        elapsed = lambda: time.time() - now_ms / 1000
+
+        def elapsed() -> float:
+            return time.time() - now_ms / 1000
+
         a1, b1 = source_count(a), source_count(b)
         time.sleep(max(0.0, 25 - elapsed()))
         a2 = source_count(a)

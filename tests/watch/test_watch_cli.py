@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support.cli import run_main
 
 from placement.watch.pricing import moves
 from placement.watch.signals import Window, demand_scale
+from support.cli import run_main
 
 REPO = Path(__file__).resolve().parents[2]
 INVENTORY = str(REPO / "inventory" / "lab.yaml")
@@ -123,8 +123,8 @@ def test_the_watch_s_planner_honours_the_latency_bound_and_counts_it_in_the_busi
 
 
 def test_a_plan_nearer_its_latency_bound_is_not_roomier():
-    from placement.watch.pricing import peak_use
     from placement.watch.policy import Proposal
+    from placement.watch.pricing import peak_use
 
     links, hosts = [(10.0, 50.0)], [(1.0, 4.0)]
     assert peak_use(links, hosts) == pytest.approx(0.25)

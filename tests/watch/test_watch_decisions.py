@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support.fake_clock import FakeClock
-from support.fake_flink import FakeFlinkRest
-from support.fake_watch import FakeApply, FakeWindows
 
 from placement.cli.watch_cmd import plan_command
 from placement.profile.format import JobProfile
 from placement.watch.loop import Watch
 from placement.watch.options import WatchOptions
 from placement.watch.record import read_log
+from support.fake_clock import FakeClock
+from support.fake_flink import FakeFlinkRest
+from support.fake_watch import FakeApply, FakeWindows
 
 INTERVAL_S = 30.0
 ON_SERVER = {"Source: A": ["rpi1"], "Reduce A": ["server"], "Sink: A": ["server"]}  # raw records up the uplink

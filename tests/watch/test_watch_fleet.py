@@ -11,12 +11,11 @@ Pi). Job B: the same shape with records three times the size — 10 Mbit/s raw a
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
 import yaml
-from support.cli import run_main
-from support.fake_clock import FakeClock
 
 from placement.cli.watch_cmd import plan_command, plan_jobs_command
 from placement.costmodel import build_problem, evaluate
@@ -32,6 +31,8 @@ from placement.watch.replanning import plan_for_demand
 from placement.watch.signals import window_from_profile
 from placement.writers.fleetjson import FleetDocument
 from placement.writers.planjson import load_plan
+from support.cli import run_main
+from support.fake_clock import FakeClock
 
 REPO = Path(__file__).resolve().parents[2]
 TMS = frozenset({"server", "rpi1"})
@@ -55,7 +56,7 @@ def reducing_job(tag: str, rate: float, record_bytes: float) -> JobProfile:
     ids = [v["id"] for v in vertices]
     return JobProfile.model_validate({
         "job": {"name": f"job-{tag}", "origin": "synthetic"}, "vertices": vertices,
-        "edges": [{"source": a, "target": b, "ship_strategy": "FORWARD"} for a, b in zip(ids, ids[1:])]})
+        "edges": [{"source": a, "target": b, "ship_strategy": "FORWARD"} for a, b in pairwise(ids)]})
 
 
 A = reducing_job("A", 1000, 1250)
@@ -252,8 +253,8 @@ def test_one_job_keeps_its_record(tmp_path):
 @pytest.mark.parametrize(("args", "message"), [
     (["--job-name", "job-A", "--job-name", "job-A"], "error: --job-name: job 'job-A' is named twice"),
     (["--job-name", "job-A", "--job-name", "job-C"],
-     "error: --job-name: job 'job-C' has no entry in {inv}'s jobs: (what apply resubmits it with when the jobs are "
-     "applied together; listed: job-A, job-B)"),
+     "error: --job-name: job 'job-C' has no entry in {inv}'s jobs: (what apply resubmits it with when the jobs "
+     "are applied together; listed: job-A, job-B)"),
     (["--fleet", "--job-name", "job-A"], "error: --fleet: --fleet watches every job of the inventory's jobs: list"),
     ([], "error: --job-name: name the job to watch"),
     (["--fleet", "--rescale"], "error: --rescale: chooses one job's parallelism"),

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support.flink import cancel_job, submit_job
 
 from placement.cli import main
 from placement.collect.rolling import parts_of
 from placement.errors import PlacementError
 from placement.lab.jobs import IOT_SENSOR_JOB
 from placement.watch.record import read_log
+from support.flink import cancel_job, submit_job
 
 pytestmark = [pytest.mark.flink, pytest.mark.timeout(240)]
 

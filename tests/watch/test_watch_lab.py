@@ -27,7 +27,6 @@ import time
 from pathlib import Path
 
 import pytest
-from support import real_parts
 
 from placement.flink.rest import FlinkRest
 from placement.lab import watch_scenario as lab
@@ -35,6 +34,7 @@ from placement.lab.runner import leftovers
 from placement.netns import netns_available
 from placement.watch.record import read_log
 from placement.writers.planjson import load_plan
+from support import real_parts
 
 pytestmark = [pytest.mark.flink, pytest.mark.netns, pytest.mark.timeout(900), real_parts.needs(netns_available())]
 
@@ -158,8 +158,8 @@ def test_steady_then_a_saturating_step_is_detected_asked_on_a_terminal_and_appli
         before = [r for r in records if r["at_ms"] < step_at * 1000]
         steady = [r for r in before if r["decision"]["action"] == "steady"]
         print(f"before the step: {len(before)} decisions, {len(steady)} steady, "
-              f"{sum(1 for r in before if r['apply'])} applies; step -> decided {applied['at_ms'] / 1000 - step_at:.0f} s, "
-              f"applied {applied['at_ms'] / 1000 + applied['apply']['took_s'] - step_at:.0f} s (apply "
+              f"{sum(1 for r in before if r['apply'])} applies; step -> decided {applied['at_ms'] / 1000 - step_at:.0f} "
+              f"s, applied {applied['at_ms'] / 1000 + applied['apply']['took_s'] - step_at:.0f} s (apply "
               f"{applied['apply']['took_s']} s), source rate {rate:.0f}/s (target {2 * HIGH}) "
               f"{restored_at - step_at:.0f} s after the step")
         assert len(steady) >= 2 and not any(r["apply"] for r in before)

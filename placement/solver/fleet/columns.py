@@ -18,7 +18,7 @@ from placement.solver.fleet.common import (
     pool_name,
     staged,
 )
-from placement.solver.fleet.plans import PiPlans, TooMany, pi_plans
+from placement.solver.fleet.plans import PiPlans, RowKey, TooMany, pi_plans
 from placement.solver.highs_model import INF, SparseMip
 from placement.solver.homes import Homes
 from placement.solver.server_pools import Pool
@@ -29,9 +29,9 @@ class NoPlan(Exception):
 
 
 def _pool_rows(problem: PlacementProblem, pools: list[Pool], places: dict[SubtaskKey, list[str]],
-               pool_index: dict[str, int], shrink: dict[int, float]) -> dict[tuple, float]:
+               pool_index: dict[str, int], shrink: dict[int, float]) -> dict[RowKey, float]:
     """The pool rows that can bind (everything that may go to the pool exceeds it): key -> capacity."""
-    most: dict[tuple, float] = defaultdict(float)
+    most: dict[RowKey, float] = defaultdict(float)
     for s in problem.subtasks:
         for name in places[s.key]:
             k = pool_index.get(name)
@@ -72,7 +72,7 @@ def column_form(problem: PlacementProblem, hm: Homes, pools: list[Pool], shrink:
     for c, ch in enumerate(problem.channels):
         if ch.path_weight > 0:
             lat_channels[ch.source].append(c)
-    by_edge: dict[str, list] = defaultdict(list)
+    by_edge: dict[str, list[tuple[Subtask, list[tuple[str, int | None]]]]] = defaultdict(list)
     server_only: list[Subtask] = []
     for s in problem.subtasks:
         if hm.edge[s.key]:
@@ -88,8 +88,8 @@ def column_form(problem: PlacementProblem, hm: Homes, pools: list[Pool], shrink:
 
     mip, rows = SparseMip(), Rows()
     const = {"wan": 0.0, "cpu": 0.0}
-    usage_const: dict[tuple, float] = defaultdict(float)
-    usage_terms: dict[tuple, list[tuple[int, float]]] = defaultdict(list)
+    usage_const: dict[RowKey, float] = defaultdict(float)
+    usage_terms: dict[RowKey, list[tuple[int, float]]] = defaultdict(list)
     wan_terms, cpu_terms = [], []
     z_of: list[np.ndarray | None] = []
     for p in plans:
@@ -113,8 +113,8 @@ def column_form(problem: PlacementProblem, hm: Homes, pools: list[Pool], shrink:
         ks = [pool_index[n] for n in places[s.key]]
         const["cpu"] += s.server_cores
         if len(ks) == 1:
-            for key, v in (("cpu", s.server_cores), ("memory", s.memory_mib), ("slots", 1.0)):
-                full = (key, ks[0]) if key != "slots" else (key, ks[0], slot_group(s))
+            for resource, v in (("cpu", s.server_cores), ("memory", s.memory_mib), ("slots", 1.0)):
+                full = (resource, ks[0]) if resource != "slots" else (resource, ks[0], slot_group(s))
                 if full in rows_cap:
                     usage_const[full] += v
             continue
@@ -160,12 +160,12 @@ def column_form(problem: PlacementProblem, hm: Homes, pools: list[Pool], shrink:
                   detail)
 
 
-def _column_latency(problem: PlacementProblem, plans: list[PiPlans], z_of, mip: SparseMip,
+def _column_latency(problem: PlacementProblem, plans: list[PiPlans], z_of: list[np.ndarray | None], mip: SparseMip,
                     rows: Rows) -> list[tuple[int, float]]:
     """``d[U→V] ≥ delay(h)·Σ_{plans of h that cross U→V} z`` per Pi whose plans differ; the delay of a Pi every plan
     of which crosses is the column's lower bound."""
     floor: dict[int, float] = defaultdict(float)
-    terms: dict[int, list] = defaultdict(list)
+    terms: dict[int, list[list[tuple[int, float]]]] = defaultdict(list)
     for p, z in zip(plans, z_of):
         delay = problem.host_by_name[p.host].uplink_delay_ms
         for c, cross in p.crossing.items():
@@ -173,7 +173,7 @@ def _column_latency(problem: PlacementProblem, plans: list[PiPlans], z_of, mip: 
                 floor[c] = max(floor[c], delay)
             elif cross.any() and z is not None:
                 terms[c].append([(int(col), -delay) for col in z[cross]])
-    out = []
+    out: list[tuple[int, float]] = []
     channels = sorted(set(floor) | set(terms))
     if not channels:
         return out
@@ -183,7 +183,7 @@ def _column_latency(problem: PlacementProblem, plans: list[PiPlans], z_of, mip: 
         lower[d] = floor.get(c, 0.0)
         for t in terms.get(c, []):
             if max(-v for _, v in t) > floor.get(c, 0.0):  # a row that can bind above the floor
-                rows.add([(d, 1.0)] + t, 0.0, INF)
+                rows.add([(d, 1.0), *t], 0.0, INF)
         out.append((d, problem.channels[c].path_weight))
     mip.col_lower = [lower]
     return out

@@ -3,6 +3,7 @@ the stages' costs, and the built model the stages run on."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -105,12 +106,13 @@ class Built:
 
     mip: SparseMip
     costs: list[tuple[str, np.ndarray, float]]
-    decode: object  # values -> {subtask: edge host or pool name}
+    decode: Callable[[np.ndarray], dict[SubtaskKey, str]]  # values -> {subtask: edge host or pool name}
     form: str  # "columns" | "compact"
     detail: str = ""
 
 
-def staged(problem: PlacementProblem, mode: str, wan, cpu, latc) -> list[tuple[str, np.ndarray, float]]:
+def staged(problem: PlacementProblem, mode: str, wan: tuple[np.ndarray, float], cpu: tuple[np.ndarray, float],
+           latc: np.ndarray) -> list[tuple[str, np.ndarray, float]]:
     if mode == "weighted":
         w = problem.policy.weights
         return [("weighted", w.wan * wan[0] + w.server_cpu * cpu[0] + w.latency * latc,

@@ -19,11 +19,14 @@ handful of plans per Pi; a Pi left with one is decided.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
 from placement.costmodel.model import PlacementProblem, Subtask, SubtaskKey
+
+RowKey = tuple[str, int] | tuple[str, int, str]  # a pool row: ("cpu" | "memory", pool) or ("slots", pool, slot group)
 
 MAX_PLANS = 4096  # per Pi; a Pi with more (a very wide graph of its own) is planned by the compact model
 EPS = 1e-6
@@ -42,11 +45,11 @@ class PiPlans:
     keep: np.ndarray  # bool (plans × local): which local subtasks a plan keeps
     wan: np.ndarray
     cpu_off: np.ndarray
-    usage: dict[tuple, np.ndarray]  # pool row key -> per plan
+    usage: dict[RowKey, np.ndarray]  # pool row key -> per plan
     crossing: dict[int, np.ndarray]  # channel index -> bool per plan (only channels that may cross here)
 
 
-_IDEALS: dict[tuple, np.ndarray] = {}
+_IDEALS: dict[tuple[tuple[int, ...], ...], np.ndarray] = {}
 
 
 def ideals(preds: tuple[tuple[int, ...], ...]) -> np.ndarray:
@@ -85,7 +88,7 @@ def _pareto(attrs: np.ndarray) -> np.ndarray:
 
 
 def pi_plans(problem: PlacementProblem, host: str, placed: list[tuple[Subtask, list[tuple[str, int | None]]]],
-             pool_of_place: dict[str, int], net: dict[SubtaskKey, float], pool_rows: dict[tuple, float],
+             pool_of_place: dict[str, int], net: dict[SubtaskKey, float], pool_rows: dict[RowKey, float],
              latency_channels: dict[str, list[int]]) -> PiPlans:
     """The Pi's feasible, undominated plans. ``placed``: its subtasks with their places; ``pool_rows``: the pool rows
     that can bind (key -> capacity; keys ``("cpu", k)``, ``("memory", k)``, ``("slots", k, group)``);
@@ -121,7 +124,7 @@ def pi_plans(problem: PlacementProblem, host: str, placed: list[tuple[Subtask, l
     kf = keep.astype(float)
     n_local = len(local)
 
-    def vec(values) -> np.ndarray:
+    def vec(values: Iterable[float]) -> np.ndarray:
         return np.fromiter(values, dtype=float, count=n_local)
 
     ok = np.ones(len(keep), dtype=bool)
@@ -149,7 +152,7 @@ def pi_plans(problem: PlacementProblem, host: str, placed: list[tuple[Subtask, l
     cores = vec(s.server_cores for s in local)
     cpu_off = off @ cores
     pools = np.array(local_pool, dtype=np.int64)
-    usage: dict[tuple, np.ndarray] = {}
+    usage: dict[RowKey, np.ndarray] = {}
     for key in pool_rows:
         kind, k = key[0], key[1]
         in_pool = pools == k
@@ -160,7 +163,9 @@ def pi_plans(problem: PlacementProblem, host: str, placed: list[tuple[Subtask, l
         elif kind == "memory":
             weights = np.where(in_pool, vec(s.memory_mib for s in local), 0.0)
         else:
-            weights = np.where(in_pool & np.array([slot_group(s) == key[2] for s in local]), 1.0, 0.0)
+            assert len(key) == 3  # ("slots", pool, slot group)
+            group = key[2]
+            weights = np.where(in_pool & np.array([slot_group(s) == group for s in local]), 1.0, 0.0)
         if weights.any():
             usage[key] = off @ weights
     crossing = _crossings(problem, host, local, fixed, keep, latency_channels) if h.uplink_delay_ms > 0 else {}

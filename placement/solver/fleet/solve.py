@@ -5,10 +5,12 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from dataclasses import replace
+from typing import Literal
 
 from placement.costmodel.evaluate import evaluate
 from placement.costmodel.model import PlacementProblem, Subtask, SubtaskKey
 from placement.errors import Infeasible, PlacementError
+from placement.solver.backends import SolveInfo
 from placement.solver.fleet.columns import NoPlan, column_form
 from placement.solver.fleet.common import pool_name
 from placement.solver.fleet.compact import compact_form, infeasible_result
@@ -84,11 +86,12 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def _unpack(problem: PlacementProblem, pooled: dict[SubtaskKey, str], pools: list[Pool], deadline):
+def _unpack(problem: PlacementProblem, pooled: dict[SubtaskKey, str], pools: list[Pool], deadline: float | None,
+            ) -> tuple[dict[SubtaskKey, str] | None, dict[int, float]]:
     """Pack each pool onto its servers; (assignment, {}) or (None, {pool: share of its load left over})."""
     names = {pool_name(p): k for k, p in enumerate(pools)}
     by_pool: dict[int, list[Subtask]] = defaultdict(list)
-    out = {}
+    out: dict[SubtaskKey, str] = {}
     for s in problem.subtasks:
         k = names.get(pooled[s.key])
         if k is None:
@@ -106,13 +109,15 @@ def _unpack(problem: PlacementProblem, pooled: dict[SubtaskKey, str], pools: lis
     return (out, {}) if not failed else (None, failed)
 
 
-def _result(problem, assignment, stages, first, mode, notes, attempt) -> PlanResult:
+def _result(problem: PlacementProblem, assignment: dict[SubtaskKey, str], stages: list[Stage], first: list[Stage],
+            mode: str, notes: list[str], attempt: int) -> PlanResult:
     cost = evaluate(problem, assignment)
     if not cost.feasible:
         raise PlacementError(f"internal error: the decomposition's plan breaks a rule: {cost.violations[0]}")
     if attempt:  # the bound of the untightened model is the valid one; the gap is measured against it
         stages = [Stage(st.name, _rebound(st.info, fb.info, n == 0)) for n, (st, fb) in enumerate(zip(stages, first))]
-    status = "optimal" if stages and all(st.info.status == "optimal" for st in stages) else "feasible"
+    status: Literal["optimal", "feasible"] = (
+        "optimal" if stages and all(st.info.status == "optimal" for st in stages) else "feasible")
     unfinished = [st.name for st in stages if st.info.objective is None]
     if unfinished:
         notes.append(f"stage {unfinished[0]} found no solution within the time limit; the plan optimises the earlier "
@@ -121,7 +126,7 @@ def _result(problem, assignment, stages, first, mode, notes, attempt) -> PlanRes
     return PlanResult("ilp", status, assignment, cost, stages=tuple(stages), objective_mode=mode, notes=tuple(notes))
 
 
-def _rebound(info, first, valid: bool):
+def _rebound(info: SolveInfo, first: SolveInfo, valid: bool) -> SolveInfo:
     """A stage of a re-solve with tightened pools: its own bound holds for the tightened model only. The first
     stage's bound of the first attempt holds for the real problem (``valid``); a later stage's, which depends on the
     earlier stages' objectives, is not known — reported as none."""

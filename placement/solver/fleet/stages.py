@@ -4,17 +4,22 @@ over what it left fractional for the plan, reduced-cost fixing into the next sta
 from __future__ import annotations
 
 import time
+from typing import TypeAlias
 
+import highspy
 import numpy as np
 
 from placement.solver import highs_model
-from placement.solver.backends import carried_optimum
+from placement.solver.backends import SolveInfo, carried_optimum
 from placement.solver.fleet.common import Built
 from placement.solver.highs_model import INF, SparseMip
 from placement.solver.result import SolverOptions, Stage
 
+Relaxed: TypeAlias = tuple[float, np.ndarray, np.ndarray]  # an LP relaxation's (objective, column values, reduced costs)
 
-def run_stages(built: Built, tol: float, options: SolverOptions, deadline: float | None):
+
+def run_stages(built: Built, tol: float, options: SolverOptions, deadline: float | None,
+               ) -> tuple[list[Stage], np.ndarray | None]:
     h = built.mip.build(built.costs[0][1], built.costs[0][2])
     stages: list[Stage] = []
     values = None
@@ -43,7 +48,7 @@ def run_stages(built: Built, tol: float, options: SolverOptions, deadline: float
     return stages, values
 
 
-def _fix_by_reduced_cost(h, mip: SparseMip, relaxed, keep: float) -> None:
+def _fix_by_reduced_cost(h: highspy.Highs, mip: SparseMip, relaxed: Relaxed, keep: float) -> None:
     """Reduced-cost fixing for the later stages. With the stage's LP bound ``LB`` and reduced costs ``r``, every
     solution has ``objective ≥ LB + Σ_{r_j>0} r_j·x_j + Σ_{r_j<0} |r_j|·(1 − x_j)``; the later stages keep the objective
     ``≤ keep``, so a binary with ``r_j > keep − LB`` is 0 in all of them (``−r_j > keep − LB``: 1). Most columns go: the
@@ -60,7 +65,8 @@ def _fix_by_reduced_cost(h, mip: SparseMip, relaxed, keep: float) -> None:
         h.changeColsBounds(len(one), one.astype(np.int32), np.ones(len(one)), np.ones(len(one)))
 
 
-def _latency_of(h, mip: SparseMip, cost: np.ndarray, values: np.ndarray, options: SolverOptions):
+def _latency_of(h: highspy.Highs, mip: SparseMip, cost: np.ndarray, values: np.ndarray, options: SolverOptions,
+                ) -> tuple[SolveInfo | None, np.ndarray | None]:
     """The latency term of the previous stage's plan (its integer columns fixed) against the bound every plan has:
     each edge's delay column at its lower bound, the delay of the Pis that cannot avoid crossing it. When they meet
     (within ``options.gap``) the stage needs no solve; else this is the fallback when the solve runs out of time."""
@@ -79,20 +85,24 @@ def _latency_of(h, mip: SparseMip, cost: np.ndarray, values: np.ndarray, options
     bound = float(cost @ lower)
     gap = relative_gap(info.objective, bound)
     status = "optimal" if gap <= options.gap else "feasible"
-    return highs_model.SolveInfo("highs", status, info.objective, bound, gap, time.perf_counter() - started), x
+    return SolveInfo("highs", status, info.objective, bound, gap, time.perf_counter() - started), x
 
 
 FULL_MIP_COLUMNS = 50_000  # up to this many free binaries a fractional stage also gets the full MIP (time allowing)
 
 
 
-def _relax_and_round(h, mip: SparseMip, options: SolverOptions, deadline: float | None):
+def _relax_and_round(h: highspy.Highs, mip: SparseMip, options: SolverOptions, deadline: float | None,
+                     ) -> tuple[SolveInfo, np.ndarray | None, Relaxed | None]:
     """Solve the stage's LP relaxation (its objective is the stage's lower bound: the column form's is the
     Dantzig-Wolfe bound, each Pi's plans convexified), then the MIP over the columns the LP left fractional with every
     integral one fixed. Small models whose rounded plan is not within ``options.gap`` of the bound also get the full
     MIP. Returns (SolveInfo with the LP or MIP bound, column values)."""
     started = time.perf_counter()
-    left = lambda: None if deadline is None else max(1.0, deadline - time.monotonic())
+
+    def left() -> float | None:
+        return None if deadline is None else max(1.0, deadline - time.monotonic())
+
     h.setOptionValue("solve_relaxation", True)
     h.setOptionValue("solver", "ipm")  # the latency stage's LP: seconds with the interior point method, minutes simplex
     lp = highs_model.solve(h, time_limit=left(), gap=options.gap, threads=options.threads,
@@ -108,7 +118,7 @@ def _relax_and_round(h, mip: SparseMip, options: SolverOptions, deadline: float 
     frac = integer & (np.abs(x - np.round(x)) > 1e-6)
     bound = lp.objective
     if not frac.any():
-        return (highs_model.SolveInfo("highs", "optimal", lp.objective, bound, 0.0, time.perf_counter() - started), x,
+        return (SolveInfo("highs", "optimal", lp.objective, bound, 0.0, time.perf_counter() - started), x,
                 relaxed)
     lp_now = h.getLp()
     lower, upper = np.asarray(lp_now.col_lower_), np.asarray(lp_now.col_upper_)
@@ -132,18 +142,18 @@ def _relax_and_round(h, mip: SparseMip, options: SolverOptions, deadline: float 
     seconds = time.perf_counter() - started
     if best is None:  # the full MIP proved there is none (its LP relaxation had one: a thread, a slot split by it)
         proven = free <= FULL_MIP_COLUMNS and full.status == "infeasible"
-        return (highs_model.SolveInfo("highs", "infeasible" if proven else "not solved", None, None, None, seconds),
+        return (SolveInfo("highs", "infeasible" if proven else "not solved", None, None, None, seconds),
                 None, relaxed)
     gap = relative_gap(best[0], bound)
     status = "optimal" if gap <= options.gap else "feasible"
-    return highs_model.SolveInfo("highs", status, best[0], bound, gap, seconds), best[1], relaxed
+    return SolveInfo("highs", status, best[0], bound, gap, seconds), best[1], relaxed
 
 
 def relative_gap(objective: float, bound: float) -> float:
     return abs(objective - bound) / max(abs(objective), 1e-9) if abs(objective - bound) > 1e-9 else 0.0
 
 
-def highspy_solution(h, values: np.ndarray):
+def highspy_solution(h: highspy.Highs, values: np.ndarray) -> highspy.HighsSolution:
     solution = h.getSolution()
     solution.col_value = list(values)
     return solution
