@@ -32,7 +32,7 @@ def sigint_is_an_interrupt() -> Iterator[None]:
     PySpark's handler cancels the Spark jobs over py4j first; when the Ctrl-C reached the whole process group and
     the driver JVM is already gone, that call raises py4j's "Answer from Java side is empty" instead, and the
     interrupt would be reported as a failed Spark job (exit 1, not 130); so would a KeyboardInterrupt that a cleanup's
-    py4j call replaced on its way out (:func:`_replaces_an_interrupt`). The handler in place still runs first."""
+    py4j call replaced on its way out (:func:`replaces_an_interrupt`). The handler in place still runs first."""
     if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
         yield
         return
@@ -51,14 +51,14 @@ def sigint_is_an_interrupt() -> Iterator[None]:
     try:
         yield
     except Exception as exc:
-        if _replaces_an_interrupt(exc):
+        if replaces_an_interrupt(exc):
             raise KeyboardInterrupt from None
         raise
     finally:
         signal.signal(signal.SIGINT, previous)
 
 
-def _replaces_an_interrupt(exc: BaseException) -> bool:
+def replaces_an_interrupt(exc: BaseException) -> bool:
     """True when ``exc`` was raised while a KeyboardInterrupt was on its way out: PySpark's ``collect`` leaves
     through ``SCCallSiteSync.__exit__``, a py4j call of its own, and with the driver JVM gone (the Ctrl-C reached its
     process group too) that call raises "Answer from Java side is empty", which replaces the interrupt (seen in 2 of

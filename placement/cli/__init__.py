@@ -20,6 +20,7 @@ from placement import __version__
 from placement.cli.epilog import add_epilogs, epilog_for
 from placement.cli.streams import EXIT_BROKEN_PIPE, guarded
 from placement.errors import EXIT_BAD_INPUT, EXIT_FAILURE, PlacementError
+from placement.signals import replaces_an_interrupt
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a command stopped by Ctrl-C
 
@@ -106,6 +107,13 @@ def _run(argv: list[str] | None) -> int:
         return exc.exit_code if exc.exit_code else EXIT_BAD_INPUT
     except click.exceptions.Exit as exc:
         return exc.exit_code
+    except Exception as exc:
+        # a Ctrl-C can surface wrapped: Python turns one raised in a class body's __set_name__ (an import under way)
+        # into a RuntimeError whose context is the interrupt
+        if not replaces_an_interrupt(exc):
+            raise
+        click.echo("aborted", err=True)
+        return EXIT_INTERRUPTED
     return 0
 
 

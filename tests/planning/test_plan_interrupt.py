@@ -135,3 +135,28 @@ class _Done:
 
     def communicate(self, timeout: float) -> tuple[str, str]:
         return self._out, self._err
+
+
+def test_an_interrupt_python_wraps_while_a_class_is_made_is_still_an_interrupt(monkeypatch, capsys):
+    """A Ctrl-C that lands in a descriptor's ``__set_name__`` (networkx's ``class Partition`` being imported, seen
+    once at the 45 % point on a loaded machine) reaches the command as a RuntimeError: exit 130, "aborted"."""
+    import placement.cli as cli_module
+
+    class Interrupted:
+        def __set_name__(self, owner, name):
+            raise KeyboardInterrupt
+
+    def importing(**_):
+        class Partition:  # noqa: F841 (made only to raise as the import did)
+            partition_dict = Interrupted()
+
+    monkeypatch.setattr(cli_module.cli, "main", importing)
+    assert cli_module._run(["plan"]) == 130
+    assert capsys.readouterr().err.strip() == "aborted"
+
+    def failing(**_):
+        raise RuntimeError("a real failure")
+
+    monkeypatch.setattr(cli_module.cli, "main", failing)
+    with pytest.raises(RuntimeError, match="a real failure"):
+        cli_module._run(["plan"])
