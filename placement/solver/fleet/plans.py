@@ -20,10 +20,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
 from placement.costmodel.model import PlacementProblem, Subtask, SubtaskKey
+from placement.solver import families
 
 MAX_PLANS = 4096  # per Pi; a Pi with more (a very wide graph of its own) is planned by the compact model
 EPS = 1e-6
@@ -125,13 +127,13 @@ def pi_plans(problem: PlacementProblem, host: str, placed: list[tuple[Subtask, l
         return np.fromiter(values, dtype=float, count=n_local)
 
     ok = np.ones(len(keep), dtype=bool)
-    cpu = kf @ vec(s.cores_on(h) for s in local) + sum(s.cores_on(h) for s in fixed)
-    ok &= cpu <= problem.usable_cores(h) + EPS
-    mem = kf @ vec(s.memory_mib for s in local) + sum(s.memory_mib for s in fixed)
-    ok &= mem <= problem.usable_memory(h) + EPS
+    cpu = kf @ vec(families.cpu_need(s, h) for s in local) + sum(families.cpu_need(s, h) for s in fixed)
+    ok &= cpu <= families.cpu_room(problem, h) + EPS
+    mem = kf @ vec(families.memory_need(s) for s in local) + sum(families.memory_need(s) for s in fixed)
+    ok &= mem <= families.memory_room(problem, h) + EPS
     groups: dict[str, list[int]] = defaultdict(list)
     fixed_groups: dict[str, int] = defaultdict(int)
-    slot_group = (lambda s: s.vertex_id) if problem.slot_sharing else (lambda s: "all")
+    slot_group = partial(families.slot_group, problem)
     for n, s in enumerate(local):
         groups[slot_group(s)].append(n)
     for s in fixed:
@@ -143,10 +145,10 @@ def pi_plans(problem: PlacementProblem, host: str, placed: list[tuple[Subtask, l
             if len(members) + fixed_groups[g] > h.slots:
                 ok &= keep[:, members].sum(axis=1) + fixed_groups[g] <= h.slots
     wan = kf @ vec(net[s.key] for s in local) + sum(net[s.key] for s in fixed)
-    ok &= wan <= problem.usable_mbit(h) + EPS
+    ok &= wan <= families.uplink_room(problem, h) + EPS
     keep, kf, wan = keep[ok], kf[ok], wan[ok]
     off = 1.0 - kf
-    cores = vec(s.server_cores for s in local)
+    cores = vec(families.pool_cpu_need(s) for s in local)
     cpu_off = off @ cores
     pools = np.array(local_pool, dtype=np.int64)
     usage: dict[tuple, np.ndarray] = {}
@@ -158,7 +160,7 @@ def pi_plans(problem: PlacementProblem, host: str, placed: list[tuple[Subtask, l
         if kind == "cpu":
             weights = np.where(in_pool, cores, 0.0)
         elif kind == "memory":
-            weights = np.where(in_pool, vec(s.memory_mib for s in local), 0.0)
+            weights = np.where(in_pool, vec(families.memory_need(s) for s in local), 0.0)
         else:
             weights = np.where(in_pool & np.array([slot_group(s) == key[2] for s in local]), 1.0, 0.0)
         if weights.any():
