@@ -12,8 +12,48 @@ Notation of :mod:`placement.solver.constraints`: ``c(s)`` server cores (``c(s)/�
 left-hand side can reach is, is the model's to say (its variables' bounds, or a tighter figure it knows).
 
 The vectorised packing (:mod:`placement.solver.packing`) and the column form of the fleet
-(:mod:`placement.solver.fleet.columns`) build their arrays from the figures below (``*_need``, ``*_room``) rather
-than row by row: their variable spaces are matrices, but what they sum against what is the same.
+(:mod:`placement.solver.fleet.columns`, :mod:`~placement.solver.fleet.plans`) build their arrays from the figures
+below (``*_need``, ``*_room``) rather than row by row: their variable spaces are matrices, but what they sum against
+what is the same. Where a family has two equivalent forms (the pairs of :func:`data_down` or the all-to-all form of
+:func:`data_down_all`), both are here and the model picks one (the compact model by row count,
+:func:`all_form_is_smaller`).
+
+Which model has which family — ``row``: this module's rows over the model's variables; ``domain``: the pairs it
+forbids are not variables at all (:mod:`placement.solver.domains`, :mod:`placement.solver.homes`,
+:mod:`placement.solver.rescale.domains`); ``arrays``: this module's figures written as arrays; ``—``: cannot apply:
+
+================== ======= ======= ========== ============ ============= ============
+family             plain   rescale max-rate   fleet column fleet compact packing
+================== ======= ======= ========== ============ ============= ============
+CPU, memory        row     row     affine (1) arrays (2)   row           arrays
+pool CPU, memory   —       —       —          arrays       row           —
+slots, job slots   row     row     row        arrays (3)   row           arrays, row
+one thread         row (4) domain  affine (1) domain       domain        domain
+uplink             row     row     affine (1) arrays (2)   row           — (5)
+uplink budgets     row     row     affine (1) — (6)        — (6)         — (5)
+no data down       row     row     row        by plan (7)  row           — (5)
+whole vertices     row     row     row        — (8)        — (8)         — (9)
+latency bound      row     row     — (10)     — (6)        — (6)         — (5)
+pins, births, ...  domain  domain  domain     domain       domain        by pool (11)
+================== ======= ======= ========== ============ ============= ============
+
+(1) :func:`placement.solver.capacity.max_scale`'s direct model: the same figures as rows affine in the scale it
+maximises (products with it, McCormick), not through a sink; its other rows are the plain model's.
+(2) A Pi's plans are filtered by its own rows (:func:`placement.solver.fleet.plans.pi_plans`); the pools' rows are
+arrays over the plans. (3) A pool's slot rows are per slot group also with several jobs: the sum of its members'
+per-vertex rows, implied by their job-slot rows — a relaxation, like every pool row; the packing holds the job slots.
+(4) The domain leaves no pair whose thread cannot keep up; the row binds in the elastic re-solve, which starts from
+the rules' domain, so a thread is named as what is short. (5) The packing places on servers: no uplink, no edge host,
+no latency. (6) The decomposition refuses a latency bound, job priorities and budgets
+(:func:`placement.solver.methods.solve_with`): its Pi plans see neither the queue at their uplink nor a job's share
+of it. (7) A Pi's plans are the down-closed sets of its subtasks (:func:`placement.solver.fleet.plans.ideals`): no
+plan keeps a receiver and sends its sender away. (8) The decomposition refuses vanilla mode
+(:func:`placement.solver.methods.choose_method`, :func:`placement.solver.fleet.solve_decomposed`): a whole operator
+ties Pis and servers together. (9) The packing may split a whole vertex over a pool's servers; the evaluator then
+refuses the packed plan and the full model, which has the rows, plans it (:func:`placement.solver.ilp.solve`; the
+rescale model's :mod:`placement.solver.pooling` likewise). (10) ``--max-rate`` refuses a latency bound
+(:meth:`placement.planning.request.PlanRequest.check_latency_bounds`). (11) A pool's servers share every pin,
+forbid and birth (:func:`placement.solver.server_pools.server_classes`).
 """
 
 from __future__ import annotations
@@ -294,7 +334,7 @@ def data_down_subtasks(sink: Sink, ch: Channel, where: str, sender: Callable[[in
             data_down(sink, down, sender(i), f"{pair}_{where}_{i}_{j}")
 
 
-# ---- vanilla placement's whole vertices -------------------------------------------------------------------------------
+# ---- vanilla placement's whole vertices ------------------------------------------------------------------------------
 
 
 def whole_subtasks(sink: Sink, tag: str, host: str, first: Terms, rest: Iterable[tuple[int, Terms]]) -> None:

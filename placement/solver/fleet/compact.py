@@ -1,6 +1,6 @@
 """The compact form of the fleet decomposition: a column per subtask and *place* (its Pi, each allowed server pool),
-the exact model's rows over them (the capacity families of :mod:`placement.solver.families`, through a column
-sink). It covers every problem the column form (:mod:`.columns`) does not, and its elastic re-solve explains
+the exact model's rows over them (the capacity and no-data-down families of :mod:`placement.solver.families`,
+through a column sink). It covers every problem the column form (:mod:`.columns`) does not, and its elastic re-solve explains
 infeasible ones."""
 
 from __future__ import annotations

@@ -166,8 +166,9 @@ def latency_bound(m: RescaleModel) -> None:
 def vanilla_whole_vertices(m: RescaleModel) -> None:
     """Vanilla placement mode (:func:`placement.costmodel.model.vanilla_whole_vertices`): a vertex it cannot split
     runs on one host — ``x[(v, i), h] = x[(v, 0), h]`` for a per-subtask vertex; for a rescalable one a binary
-    ``o[v, h]`` with ``Σ_h o[v, h] = 1`` and ``z[v, p, h] ≤ p·o[v, h]`` (:func:`placement.solver.families.whole_subtasks`,
-    :func:`~placement.solver.families.whole_counts`). None in custom mode."""
+    ``o[v, h]`` with ``Σ_h o[v, h] = 1`` and ``z[v, p, h] ≤ p·o[v, h]``
+    (:func:`placement.solver.families.whole_subtasks`, :func:`~placement.solver.families.whole_counts`). None in custom
+    mode."""
     for vid in sorted(m.ref.whole_vertices):
         tag = m._tag(vid)
         if not m.is_rescalable(vid):
