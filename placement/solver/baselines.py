@@ -15,6 +15,7 @@ from collections import Counter, defaultdict
 
 from placement.costmodel.evaluate import evaluate
 from placement.costmodel.model import PlacementProblem, Subtask, SubtaskKey
+from placement.solver import families
 from placement.solver.result import PlanResult
 
 
@@ -25,7 +26,7 @@ def _result(strategy: str, problem: PlacementProblem, assignment: dict[SubtaskKe
 
 
 def _all_on_server(problem: PlacementProblem) -> dict[SubtaskKey, str]:
-    spare = {h.name: problem.usable_cores(h) for h in problem.servers}
+    spare = {h.name: families.cpu_room(problem, h) for h in problem.servers}
     assignment: dict[SubtaskKey, str] = {}
     for vid in problem.vertex_order:
         for s in problem.by_vertex[vid]:
@@ -37,7 +38,7 @@ def _all_on_server(problem: PlacementProblem) -> dict[SubtaskKey, str]:
                 assignment[s.key] = s.birth
             elif servers:
                 best = max(servers, key=lambda h: spare[h])  # max() keeps the first of equals: deterministic
-                spare[best] -= s.cores_on(problem.host_by_name[best])
+                spare[best] -= families.cpu_need(s, problem.host_by_name[best])
                 assignment[s.key] = best
             else:  # a user pin keeps it off every server
                 assignment[s.key] = sorted(allowed)[0] if allowed else problem.servers[0].name
@@ -61,16 +62,16 @@ def greedy(problem: PlacementProblem) -> PlanResult:
     per_vertex: dict[str, Counter[str]] = defaultdict(Counter)
     for s in problem.subtasks:
         h = problem.host_by_name[assignment[s.key]]
-        used_cores[h.name] += s.cores_on(h)
-        used_memory[h.name] += s.memory_mib
+        used_cores[h.name] += families.cpu_need(s, h)
+        used_memory[h.name] += families.memory_need(s)
         per_vertex[h.name][s.vertex_id] += 1
 
     def fits(s: Subtask, host: str) -> bool:
         h = problem.host_by_name[host]
         slots = problem.slots_of_counts(per_vertex[host] + Counter({s.vertex_id: 1}))
         return (problem.keeps_up(s, h)  # one thread: the subtask must keep up on the Pi on its own
-                and used_cores[host] + s.cores_on(h) <= problem.usable_cores(h) + 1e-9
-                and used_memory[host] + s.memory_mib <= problem.usable_memory(h) + 1e-9
+                and used_cores[host] + families.cpu_need(s, h) <= families.cpu_room(problem, h) + 1e-9
+                and used_memory[host] + families.memory_need(s) <= families.memory_room(problem, h) + 1e-9
                 and slots <= h.slots)
 
     def input_host(s: Subtask) -> str | None:
@@ -92,12 +93,12 @@ def greedy(problem: PlacementProblem) -> PlanResult:
                 if target not in problem.allowed_hosts(s) or not fits(s, target):
                     continue
                 old = problem.host_by_name[current]
-                used_cores[current] -= s.cores_on(old)
-                used_memory[current] -= s.memory_mib
+                used_cores[current] -= families.cpu_need(s, old)
+                used_memory[current] -= families.memory_need(s)
                 per_vertex[current][s.vertex_id] -= 1
                 new = problem.host_by_name[target]
-                used_cores[target] += s.cores_on(new)
-                used_memory[target] += s.memory_mib
+                used_cores[target] += families.cpu_need(s, new)
+                used_memory[target] += families.memory_need(s)
                 per_vertex[target][s.vertex_id] += 1
                 assignment[s.key] = target
                 moved = True

@@ -35,7 +35,7 @@ import pulp
 from placement.costmodel.evaluate import evaluate
 from placement.costmodel.model import PlacementProblem, SubtaskKey
 from placement.errors import Infeasible, PlacementError
-from placement.solver import backends, constraints, objectives
+from placement.solver import backends, constraints, families, objectives
 from placement.solver.domains import restricted_domain
 from placement.solver.ilp import solve
 from placement.solver.model import IlpModel, new_model
@@ -205,26 +205,26 @@ def _direct_piece(build: Builder, lo: float, hi: float, options: SolverOptions,
             m.lp += pulp.lpSum(terms) <= capacity, name
 
     for h in pa.hosts:  # CPU: c(s, X)/σ_h
-        at_lo = {var: s.cores_on(h) for s, var in m.on_host(h.name)}
-        at_hi = {var: pb.subtask_by_key[s.key].cores_on(h) for s, var in m.on_host(h.name)}
-        scaled_row(at_lo, at_hi, pa.usable_cores(h), f"cpu_{h.name}")
+        at_lo = {var: families.cpu_need(s, h) for s, var in m.on_host(h.name)}
+        at_hi = {var: families.cpu_need(pb.subtask_by_key[s.key], h) for s, var in m.on_host(h.name)}
+        scaled_row(at_lo, at_hi, families.cpu_room(pa, h), f"cpu_{h.name}")
     for h in pa.hosts:  # one thread: x[s, h] = 1 ⇒ c(s, X)/σ_h ≤ ρ, i.e. X ≤ the scale where s's thread is full on h
         for s, var in m.on_host(h.name):
-            scaled = pb.subtask_by_key[s.key]
-            if not pb.keeps_up(scaled, h):  # binds inside [lo, hi] (pairs full already at lo left the domain)
-                scaled_row({var: s.cores_on(h)}, {var: scaled.cores_on(h)}, pa.usable_thread,
+            at_hi = pb.subtask_by_key[s.key]
+            if not pb.keeps_up(at_hi, h):  # binds inside [lo, hi] (pairs full already at lo left the domain)
+                scaled_row({var: families.cpu_need(s, h)}, {var: families.cpu_need(at_hi, h)}, families.thread_room(pa),
                            f"thread_{h.name}_{s.vertex_id}_{s.index}")
     for h in pa.edges:  # uplink W_h(X)
         ea, eb = objectives.wan_mbit(m, h.name), objectives.wan_mbit(mb, h.name)
         if ea is not None or eb is not None:
             scaled_row(dict(ea.items()) if ea is not None else {}, dict(eb.items()) if eb is not None else {},
-                       pa.usable_mbit(h), f"wan_{h.name}")
+                       families.uplink_room(pa, h), f"wan_{h.name}")
     for job, policy in pa.job_policies.items():  # a job's share of an uplink: W_{J,h}(X) ≤ s·η·bandwidth
         for host, share in policy.uplink_shares.items():
             ea, eb = (objectives.wan_mbit(model, host, frozenset({job})) for model in (m, mb))
             if ea is not None or eb is not None:
                 scaled_row(dict(ea.items()) if ea is not None else {}, dict(eb.items()) if eb is not None else {},
-                           pa.budget_mbit(pa.host_by_name[host], share), f"budget_{job}_{host}")
+                           families.budget_room(pa, pa.host_by_name[host], share), f"budget_{job}_{host}")
     m.lp.setObjective(-1.0 * scale)
     info = backends.run(m.lp, options.solver, time_limit=options.time_limit, gap=1e-9, threads=options.threads,
                         verbose=options.verbose)

@@ -79,39 +79,30 @@ def no_data_down_to_edge(m: IlpModel) -> None:
     to an edge host).
 
     For all-to-all edges (HASH, REBALANCE, BROADCAST) the ``n_U · n_V`` pairs are written with one continuous
-    ``a[U→V, h] ∈ [0, 1]`` ("all of U is on h"): ``x[v_j, h] ≤ a ≤ x[u_i, h]`` — ``n_U + n_V`` rows, same integer hull."""
+    ``a[U→V, h] ∈ [0, 1]`` ("all of U is on h"): ``x[v_j, h] ≤ a ≤ x[u_i, h]`` — ``n_U + n_V`` rows, same integer hull
+    (:func:`placement.solver.families.data_down_subtasks`)."""
     edge = [h.name for h in m.problem.edges]  # a list: the rows' order must not follow Python's string hashing
     for n, ch in enumerate(m.problem.channels):
         for h in edge:
             down = m.placed(ch.target, h)
-            if not down:
-                continue
-            if not ch.all_to_all:  # FORWARD, RESCALE (pointwise) and GLOBAL: pair by pair
-                for j, v in down:
-                    for i in ch.senders(j):
-                        u = m.var((ch.source, i), h)
-                        m.lp += v <= (u if u is not None else 0), f"down_{n}_{h}_{i}_{j}"
-            else:
-                a = m.lp.add_variable(f"all_{n}_{h}", lowBound=0, upBound=1)
-                for i in range(ch.n_up):
-                    u = m.var((ch.source, i), h)
-                    m.lp += a <= (u if u is not None else 0), f"all_up_{n}_{h}_{i}"
-                for j, v in down:
-                    m.lp += v <= a, f"all_down_{n}_{h}_{j}"
+            if down:
+                families.data_down_subtasks(m.sink, ch, f"{n}_{h}", _sender(m, ch.source, h),
+                                            [(j, [(v, 1.0)]) for j, v in down], all_form=ch.all_to_all)
+
+
+def _sender(m: IlpModel, vid: str, host: str):
+    return lambda i: families.var_terms(m.var((vid, i), host))
 
 
 def vanilla_whole_vertices(m: IlpModel) -> None:
     """``x[(v, i), h] = x[(v, 0), h]`` for every host ``h`` and subtask ``i > 0`` of a vertex ``v`` vanilla placement
-    cannot split (:func:`placement.costmodel.model.vanilla_whole_vertices`; none in custom mode)."""
+    cannot split (:func:`placement.costmodel.model.vanilla_whole_vertices`; none in custom mode;
+    :func:`placement.solver.families.whole_subtasks`)."""
     for vid in sorted(m.problem.whole_vertices):
-        subtasks = m.problem.by_vertex[vid]
-        first = subtasks[0]
+        first, *rest = m.problem.by_vertex[vid]
         for h in m.problem.hosts:
-            x0 = m.var(first.key, h.name)
-            for s in subtasks[1:]:
-                xi = m.var(s.key, h.name)
-                if x0 is not None or xi is not None:
-                    m.lp += (xi if xi is not None else 0) == (x0 if x0 is not None else 0), f"whole_{vid}_{s.index}_{h.name}"
+            families.whole_subtasks(m.sink, vid, h.name, families.var_terms(m.var(first.key, h.name)),
+                                    [(s.index, families.var_terms(m.var(s.key, h.name))) for s in rest])
 
 
 def latency_bound(m: IlpModel) -> None:

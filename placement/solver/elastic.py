@@ -14,7 +14,7 @@ import pulp
 
 from placement.costmodel.model import PlacementProblem
 from placement.costmodel.running import running_note
-from placement.solver import backends, constraints
+from placement.solver import backends, constraints, families
 from placement.solver.domains import Domain, rule_domain
 from placement.solver.model import new_model
 from placement.solver.result import Shortage, SolverOptions
@@ -88,18 +88,18 @@ def shortages_from_slack(problem: PlacementProblem, slack: dict[tuple[str, ...],
         if kind == "thread":  # ("thread", host, vertex id, index): the thread of that subtask on that host
             shortages.append(Shortage.thread(problem, problem.subtask_by_key[(name[2], int(name[3]))], h))
         elif kind == "budget":  # ("budget", edge host, job): the job's share of that uplink
-            budget = problem.budget_mbit(h, problem.job_policies[name[2]].uplink_shares[host])
+            budget = families.budget_room(problem, h, problem.job_policies[name[2]].uplink_shares[host])
             shortages.append(Shortage("budget", f"{host}→{h.uplink_to}", budget + over, budget,
-                                      problem.budget_mbit(h, 1.0), detail=name[2]))
+                                      families.budget_room(problem, h, 1.0), detail=name[2]))
         elif kind == "link":
-            usable = problem.usable_mbit(h)
+            usable = families.uplink_room(problem, h)
             shortages.append(Shortage("link", f"{host}→{h.uplink_to}", usable + over, usable, h.uplink_mbit or 0.0,
                                       running=running_note(h, "mbit", " Mbit/s")))
         elif kind == "cpu":
-            usable = problem.usable_cores(h)
+            usable = families.cpu_room(problem, h)
             shortages.append(Shortage("cpu", host, usable + over, usable, h.cores, running=running_note(h, "cores", "")))
         elif kind == "memory":
-            usable = problem.usable_memory(h)
+            usable = families.memory_room(problem, h)
             shortages.append(Shortage("memory", host, usable + over, usable, h.memory_mib,
                                       running=running_note(h, "memory_mib", " MiB")))
         else:

@@ -12,8 +12,48 @@ Notation of :mod:`placement.solver.constraints`: ``c(s)`` server cores (``c(s)/�
 left-hand side can reach is, is the model's to say (its variables' bounds, or a tighter figure it knows).
 
 The vectorised packing (:mod:`placement.solver.packing`) and the column form of the fleet
-(:mod:`placement.solver.fleet.columns`) build their arrays from the figures below (``*_need``, ``*_room``) rather
-than row by row: their variable spaces are matrices, but what they sum against what is the same.
+(:mod:`placement.solver.fleet.columns`, :mod:`~placement.solver.fleet.plans`) build their arrays from the figures
+below (``*_need``, ``*_room``) rather than row by row: their variable spaces are matrices, but what they sum against
+what is the same. Where a family has two equivalent forms (the pairs of :func:`data_down` or the all-to-all form of
+:func:`data_down_all`), both are here and the model picks one (the compact model by row count,
+:func:`all_form_is_smaller`).
+
+Which model has which family — ``row``: this module's rows over the model's variables; ``domain``: the pairs it
+forbids are not variables at all (:mod:`placement.solver.domains`, :mod:`placement.solver.homes`,
+:mod:`placement.solver.rescale.domains`); ``arrays``: this module's figures written as arrays; ``—``: cannot apply:
+
+================== ======= ======= ========== ============ ============= ============
+family             plain   rescale max-rate   fleet column fleet compact packing
+================== ======= ======= ========== ============ ============= ============
+CPU, memory        row     row     affine (1) arrays (2)   row           arrays
+pool CPU, memory   —       —       —          arrays       row           —
+slots, job slots   row     row     row        arrays (3)   row           arrays, row
+one thread         row (4) domain  affine (1) domain       domain        domain
+uplink             row     row     affine (1) arrays (2)   row           — (5)
+uplink budgets     row     row     affine (1) — (6)        — (6)         — (5)
+no data down       row     row     row        by plan (7)  row           — (5)
+whole vertices     row     row     row        — (8)        — (8)         — (9)
+latency bound      row     row     — (10)     — (6)        — (6)         — (5)
+pins, births, ...  domain  domain  domain     domain       domain        by pool (11)
+================== ======= ======= ========== ============ ============= ============
+
+(1) :func:`placement.solver.capacity.max_scale`'s direct model: the same figures as rows affine in the scale it
+maximises (products with it, McCormick), not through a sink; its other rows are the plain model's.
+(2) A Pi's plans are filtered by its own rows (:func:`placement.solver.fleet.plans.pi_plans`); the pools' rows are
+arrays over the plans. (3) A pool's slot rows are per slot group also with several jobs: the sum of its members'
+per-vertex rows, implied by their job-slot rows — a relaxation, like every pool row; the packing holds the job slots.
+(4) The domain leaves no pair whose thread cannot keep up; the row binds in the elastic re-solve, which starts from
+the rules' domain, so a thread is named as what is short. (5) The packing places on servers: no uplink, no edge host,
+no latency. (6) The decomposition refuses a latency bound, job priorities and budgets
+(:func:`placement.solver.methods.solve_with`): its Pi plans see neither the queue at their uplink nor a job's share
+of it. (7) A Pi's plans are the down-closed sets of its subtasks (:func:`placement.solver.fleet.plans.ideals`): no
+plan keeps a receiver and sends its sender away. (8) The decomposition refuses vanilla mode
+(:func:`placement.solver.methods.choose_method`, :func:`placement.solver.fleet.solve_decomposed`): a whole operator
+ties Pis and servers together. (9) The packing may split a whole vertex over a pool's servers; the evaluator then
+refuses the packed plan and the full model, which has the rows, plans it (:func:`placement.solver.ilp.solve`; the
+rescale model's :mod:`placement.solver.pooling` likewise). (10) ``--max-rate`` refuses a latency bound
+(:meth:`placement.planning.request.PlanRequest.check_latency_bounds`). (11) A pool's servers share every pin,
+forbid and birth (:func:`placement.solver.server_pools.server_classes`).
 """
 
 from __future__ import annotations
@@ -27,7 +67,7 @@ from typing import Literal, Protocol
 import pulp
 
 from placement.costmodel import latency
-from placement.costmodel.model import HostSpec, PlacementProblem, Subtask
+from placement.costmodel.model import Channel, HostSpec, PlacementProblem, Subtask
 
 Var = Hashable  # a model's variable: a PuLP variable, a column index; None in a term: fixed at 1
 Terms = list[tuple[Var, float]]
@@ -85,6 +125,11 @@ class PulpSink:
 def cpu_need(s: Subtask, h: HostSpec) -> float:
     """``c(s)/σ_h``: a subtask's cores on host ``h``."""
     return s.cores_on(h)
+
+
+def pool_cpu_need(s: Subtask) -> float:
+    """``c(s)``: a subtask's server cores, what it takes of a pool's cores at speed 1 (and the server-CPU objective)."""
+    return s.server_cores
 
 
 def cpu_room(problem: PlacementProblem, h: HostSpec) -> float:
@@ -158,7 +203,7 @@ def memory(sink: Sink, problem: PlacementProblem, h: HostSpec, placed: Placed, n
 def pool_cpu(sink: Sink, problem: PlacementProblem, pool: str, members: Sequence[HostSpec], placed: Placed,
              shrink: float = 1.0) -> None:
     """``Σ c(s) · x[s, pool] ≤ Σ_k ρ·cores_k·σ_k`` (server cores; the sum of the members' rows, a relaxation)."""
-    terms = [(var, s.server_cores * k) for s, var, k in placed]
+    terms = [(var, pool_cpu_need(s) * k) for s, var, k in placed]
     capacity(sink, ("cpu", pool), terms, pool_cpu_room(problem, members) * shrink, f"cpu_{pool}")
 
 
@@ -238,6 +283,81 @@ def uplink_budgets(sink: Sink, problem: PlacementProblem, traffic_of: Callable[[
     for n, (job, policy) in enumerate(problem.job_policies.items()):
         for host, share in policy.uplink_shares.items():
             uplink_budget(sink, problem, n, job, problem.host_by_name[host], share, traffic_of(host, job))
+
+
+# ---- nothing flows down into an edge host ----------------------------------------------------------------------------
+
+
+def _minus(terms: Terms) -> Terms:
+    return [(var, -c) for var, c in terms]
+
+
+def data_down(sink: Sink, down: Terms, up: Terms, name: str) -> None:
+    """``down ≤ up``: a receiver on edge host ``h`` only if its sender is there too (its terms there: a variable, a
+    count, a share; empty where it cannot be). A sender fixed on ``h`` holds it: not written."""
+    if any(var is None for var, _ in up):
+        return
+    sink.add(Row([*down, *_minus(up)], "<=", 0.0, name))
+
+
+def data_down_all(sink: Sink, where: str, var_name: str, ups: Iterable[tuple[str, Terms]],
+                  downs: Iterable[tuple[str, Terms]]) -> None:
+    """An all-to-all edge ``U → V`` at one edge host: ``down ≤ a ≤ up`` for every sender ``up`` and receiver ``down``
+    with one continuous ``a[U→V, h] ∈ [0, 1]`` ("all of U is on h") — ``n_U + n_V`` rows for the ``n_U · n_V`` pairs,
+    the same integer hull. ``ups``/``downs``: (suffix of the row's name, terms); taken in that order, after ``a``
+    (a receiver's terms may be built with rows of their own, which then follow the senders' rows)."""
+    a = sink.fresh(var_name, 0.0, 1.0)
+    for suffix, up in ups:
+        data_down(sink, [(a, 1.0)], up, f"all_up_{where}{suffix}")
+    for suffix, down in downs:
+        data_down(sink, down, [(a, 1.0)], f"all_down_{where}{suffix}")
+
+
+def all_form_is_smaller(n_up: int, n_down: int) -> bool:
+    """Whether :func:`data_down_all` takes fewer rows than the pairs (a model that counts its rows picks by it)."""
+    return n_up * n_down > n_up + n_down
+
+
+def data_down_subtasks(sink: Sink, ch: Channel, where: str, sender: Callable[[int], Terms],
+                       receivers: Iterable[tuple[int, Terms]], all_form: bool, pair: str = "down",
+                       var_name: str | None = None) -> None:
+    """:func:`data_down` over one channel's subtasks at one edge host: ``x[v_j, h] ≤ x[u_i, h]`` for every receiver
+    ``v_j`` that may be there and each of its senders ``u_i`` (``sender(i)``: its terms there), or with ``all_form``
+    :func:`data_down_all` over every ``u_i`` and every receiver that has a sender. Names: ``{pair}_{where}_{i}_{j}``,
+    the all-form's ``a`` ``var_name`` (default ``all_{where}``)."""
+    if all_form:
+        data_down_all(sink, where, var_name or f"all_{where}", ((f"_{i}", sender(i)) for i in range(ch.n_up)),
+                      ((f"_{j}", down) for j, down in receivers if len(ch.senders(j)) > 0))
+        return
+    for j, down in receivers:
+        for i in ch.senders(j):
+            data_down(sink, down, sender(i), f"{pair}_{where}_{i}_{j}")
+
+
+# ---- vanilla placement's whole vertices ------------------------------------------------------------------------------
+
+
+def whole_subtasks(sink: Sink, tag: str, host: str, first: Terms, rest: Iterable[tuple[int, Terms]]) -> None:
+    """``x[(v, i), h] = x[(v, 0), h]`` for every subtask ``i > 0`` of a vertex vanilla placement cannot split
+    (``rest``: ``i`` and its terms on ``host``; ``x[(v, 0), h] = 0`` where ``(v, i)`` cannot be there, nothing where
+    neither can)."""
+    for i, xi in rest:
+        if xi or first:
+            sink.add(Row([*xi, *_minus(first)] if xi else first, "==", 0.0, f"whole_{tag}_{i}_{host}"))
+
+
+def whole_counts(sink: Sink, tag: str, hosts: Sequence[str], counts: Iterable[tuple[int, str, Terms]]) -> None:
+    """The same for a vertex whose parallelism is chosen (the rescale model's counts): a binary ``o[v, h]`` with
+    ``Σ_h o[v, h] = 1`` and ``z[v, p, h] ≤ p·o[v, h]`` (``counts``: ``p``, ``h`` and the terms of ``z[v, p, h]``)."""
+    one = {h: sink.fresh(f"whole_{tag}_{h}", binary=True) for h in hosts}
+    sink.add(Row([(o, 1.0) for o in one.values()], "==", 1.0, f"whole_{tag}"))
+    for p, h, z in counts:
+        sink.add(Row([*z, (one[h], -float(p))], "<=", 0.0, f"whole_{tag}_{p}_{h}"))
+
+
+def var_terms(var: Var | None) -> Terms:
+    """One variable's terms (none where it was never created)."""
+    return [] if var is None else [(var, 1.0)]
 
 
 def terms_of(expr: pulp.LpAffineExpression | None) -> Terms | None:

@@ -10,12 +10,22 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import highspy
 import numpy as np
 from numpy.typing import ArrayLike
 
-from placement.solver.backends import SolveInfo, certify, native_output, new_highs, relative_gap
+from placement.solver.backends import (
+    SolveInfo,
+    certify,
+    native_output,
+    new_highs,
+    relative_gap,
+)
+
+if TYPE_CHECKING:
+    from placement.solver.families import Row
 
 INF = highspy.kHighsInf
 
@@ -133,3 +143,54 @@ def _columns_objective(h: highspy.Highs) -> float:
     lp = h.getLp()
     x = np.asarray(h.getSolution().col_value)
     return float(np.asarray(lp.col_cost_) @ x) + float(lp.offset_)
+
+
+class Rows:
+    """Rows collected as (row, column, value) triples, with per-row bounds, then added in one call."""
+
+    def __init__(self) -> None:
+        self.r: list[int] = []
+        self.c: list[int] = []
+        self.v: list[float] = []
+        self.lower: list[float] = []
+        self.upper: list[float] = []
+
+    def add(self, terms: list[tuple[int, float]], lower: float, upper: float) -> None:
+        n = len(self.lower)
+        for col, value in terms:
+            self.r.append(n)
+            self.c.append(col)
+            self.v.append(value)
+        self.lower.append(lower)
+        self.upper.append(upper)
+
+    def flush(self, mip: SparseMip) -> None:
+        if self.lower:
+            mip.add_rows(len(self.lower), np.array(self.lower), np.array(self.upper), self.r, self.c, self.v)
+
+
+class ColumnSink:
+    """:mod:`placement.solver.families`' rows as :class:`Rows` over a :class:`SparseMip`'s columns: a term whose
+    column is None is fixed at 1 and moves to the right-hand side; an elastic capacity row gets a slack column
+    (``slack``: its name -> (column, capacity))."""
+
+    def __init__(self, mip: SparseMip, rows: Rows, elastic: bool, slack: dict[tuple[str, ...], tuple[int, float]],
+                 eps: float = 1e-6):
+        self.mip, self.rows, self.elastic, self.slack, self.eps = mip, rows, elastic, slack, eps
+
+    def add(self, row: Row) -> None:
+        fixed = sum(c for col, c in row.terms if col is None)
+        free = [(col, c) for col, c in row.terms if col is not None and c != 0]
+        if row.slack is not None and self.elastic:
+            col = int(self.mip.add_cols(1, 0.0, INF, integer=False)[0])
+            self.slack[row.slack] = (col, max(row.rhs, 1e-9))
+            free.append((col, -1.0))
+        rhs = row.rhs - fixed
+        lower, upper = {"<=": (-INF, rhs), ">=": (rhs, INF), "==": (rhs, rhs)}[row.sense]
+        self.rows.add(free, lower, upper)  # type: ignore[arg-type]
+
+    def fresh(self, name: str, low: float = 0.0, up: float | None = None, binary: bool = False) -> int:
+        return int(self.mip.add_cols(1, low, INF if up is None else up, integer=binary)[0])
+
+    def upper(self, var) -> float:
+        return 1.0

@@ -22,7 +22,7 @@ from placement.costmodel.model import (
     thread_keeps_up,
 )
 from placement.solver import families, highs_model
-from placement.solver.highs_model import INF, SparseMip
+from placement.solver.highs_model import INF, ColumnSink, Rows, SparseMip
 
 EPS = 1e-9
 
@@ -54,7 +54,7 @@ def _greedy(problem: PlacementProblem, items: Sequence[Subtask], servers: Sequen
         group = _group(problem, s)
         in_group = used.setdefault(group, np.zeros(len(servers)))
         need = s.server_cores / speed
-        keeps_up = thread_keeps_up(need, problem.usable_thread)  # one thread: at most ρ of one core of the server
+        keeps_up = thread_keeps_up(need, families.thread_room(problem))  # one thread: at most ρ of one core
         fits = (cores >= need - EPS) & (memory >= s.memory_mib - EPS) & (in_group < slots) & keeps_up
         if not fits.any():
             return None
@@ -105,7 +105,7 @@ def _exact(problem: PlacementProblem, items: Sequence[Subtask], servers: Sequenc
     for i, s in enumerate(items):
         groups.setdefault(_group(problem, s), []).append(i)
     if problem.vertex_job and problem.slot_sharing:
-        _job_slot_rows(problem, mip, items, servers, y, groups)
+        _job_slot_rows(problem, mip, items, servers, y)
         groups = {}
     for members in groups.values():
         members_ = np.array(members)
@@ -116,28 +116,19 @@ def _exact(problem: PlacementProblem, items: Sequence[Subtask], servers: Sequenc
     info = highs_model.solve(h, time_limit=time_limit, gap=1.0)
     if info.status not in ("optimal", "feasible"):
         return None
-    values = np.asarray(h.getSolution().col_value)[:n * k].reshape(n, k)  # y first; per-job slot columns after
+    values = np.asarray(h.getSolution().col_value)[:n * k].reshape(n, k)  # y first; per-job shares after
     return {s.key: servers[int(np.argmax(values[i]))].name for i, s in enumerate(items)}
 
 
 def _job_slot_rows(problem: PlacementProblem, mip: SparseMip, items: Sequence[Subtask], servers: Sequence[HostSpec],
-                   y: np.ndarray, groups: dict[str, list[int]]) -> None:
-    """Several jobs (as :func:`placement.solver.families.job_slots`, with an unbounded count per job): per server
-    ``k`` and job ``J``
-    ``z[J, k] ≥ Σ_{s∈v} y[s, k]`` for each vertex ``v`` of ``J``, and ``Σ_J z[J, k] ≤ slots(k)``."""
-    k = len(servers)
-    jobs: dict[str, list[list[int]]] = {}
-    for vid, members in groups.items():
-        jobs.setdefault(problem.vertex_job.get(vid, ""), []).append(members)
-    z = mip.add_cols(len(jobs) * k, 0.0, INF, integer=False).reshape(len(jobs), k)
-    for n, vertices in enumerate(jobs.values()):
-        for members in vertices:
-            for j in range(k):
-                cols = [int(y[i, j]) for i in members] + [int(z[n, j])]
-                mip.add_rows(1, -INF, 0.0, np.zeros(len(cols), dtype=int), np.array(cols),
-                             np.array([1.0] * len(members) + [-1.0]))
-    mip.add_rows(k, -INF, [h.slots for h in servers], np.tile(np.arange(k), len(jobs)), z.ravel(),
-                 np.ones(len(jobs) * k))
+                   y: np.ndarray) -> None:
+    """Several jobs share the servers: per server :func:`placement.solver.families.job_slots` over ``y[·, k]`` (a share
+    ``u[J, k]`` per job; jobs never share a slot)."""
+    rows = Rows()
+    sink = ColumnSink(mip, rows, elastic=False, slack={}, eps=EPS)
+    for k, h in enumerate(servers):
+        families.job_slots(sink, problem, h.name, h.slots, [(s, int(y[i, k]), 1.0) for i, s in enumerate(items)])
+    rows.flush(mip)
 
 
 def pack(problem: PlacementProblem, items: Sequence[Subtask], servers: Sequence[HostSpec], *,

@@ -14,6 +14,7 @@ from collections import Counter, defaultdict
 from dataclasses import replace
 
 from placement.costmodel.model import HostSpec, PlacementProblem, SubtaskKey
+from placement.solver import families
 
 POOL_SEPARATOR = "+"
 
@@ -48,19 +49,20 @@ def unpool(problem: PlacementProblem, assignment: dict[SubtaskKey, str],
     out = dict(assignment)
     for name, servers in pools.items():
         placed = sorted((s for s in problem.subtasks if assignment[s.key] == name), key=lambda s: -s.server_cores)
-        cores = {h.name: problem.usable_cores(h) for h in servers}
-        memory = {h.name: problem.usable_memory(h) for h in servers}
+        cores = {h.name: families.cpu_room(problem, h) for h in servers}
+        memory = {h.name: families.memory_room(problem, h) for h in servers}
         slots: dict[str, Counter[str]] = {h.name: Counter() for h in servers}
         for s in placed:
-            group = s.vertex_id if problem.slot_sharing else "all"
+            group = families.slot_group(problem, s)
             fits = [h for h in servers
-                    if cores[h.name] >= s.cores_on(h) - 1e-9 and memory[h.name] >= s.memory_mib - 1e-9
+                    if cores[h.name] >= families.cpu_need(s, h) - 1e-9
+                    and memory[h.name] >= families.memory_need(s) - 1e-9
                     and slots[h.name][group] < h.slots]
             if not fits:
                 return None
             best = max(fits, key=lambda h: cores[h.name])  # most room left: keeps the servers balanced
-            cores[best.name] -= s.cores_on(best)
-            memory[best.name] -= s.memory_mib
+            cores[best.name] -= families.cpu_need(s, best)
+            memory[best.name] -= families.memory_need(s)
             slots[best.name][group] += 1
             out[s.key] = best.name
     return out

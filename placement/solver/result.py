@@ -7,6 +7,7 @@ from typing import Literal
 
 from placement.costmodel.evaluate import PlanCost
 from placement.costmodel.model import HostSpec, PlacementProblem, Subtask, SubtaskKey, thread_sentence
+from placement.solver import families
 from placement.solver.backends import SolveInfo, SolverName
 from placement.units import figures_apart, needed_and_usable_mbit
 
@@ -43,7 +44,7 @@ class Shortage:
     @classmethod
     def thread(cls, problem: PlacementProblem, s: Subtask, h: HostSpec) -> Shortage:
         """Subtask ``s``'s thread on host ``h``: what it needs of one core there against what one thread may use."""
-        return cls("thread", h.name, s.cores_on(h), problem.usable_thread, 1.0, detail=s.label)
+        return cls("thread", h.name, families.cpu_need(s, h), families.thread_room(problem), 1.0, detail=s.label)
 
     @property
     def figures(self) -> tuple[str, str]:

@@ -4,6 +4,7 @@ server pools' rows over all of them, and the latency rows per Pi whose plans dif
 from __future__ import annotations
 
 from collections import defaultdict
+from functools import partial
 
 import numpy as np
 
@@ -13,13 +14,12 @@ from placement.solver.fleet.common import (
     EPS,
     Built,
     PoolsOf,
-    Rows,
     net_mbit,
     pool_name,
     staged,
 )
 from placement.solver.fleet.plans import PiPlans, RowKey, TooMany, pi_plans
-from placement.solver.highs_model import INF, SparseMip
+from placement.solver.highs_model import INF, Rows, SparseMip
 from placement.solver.homes import Homes
 from placement.solver.server_pools import Pool
 
@@ -37,9 +37,9 @@ def _pool_rows(problem: PlacementProblem, pools: list[Pool], places: dict[Subtas
             k = pool_index.get(name)
             if k is None:
                 continue
-            most[("cpu", k)] += s.server_cores
-            most[("memory", k)] += s.memory_mib
-            most[("slots", k, s.vertex_id if problem.slot_sharing else "all")] += 1
+            most[("cpu", k)] += families.pool_cpu_need(s)
+            most[("memory", k)] += families.memory_need(s)
+            most[("slots", k, families.slot_group(problem, s))] += 1
     full = [{"cpu": families.pool_cpu_room(problem, p.members),  # per pool, in server cores
              "memory": families.pool_memory_room(problem, p.members),
              "slots": sum(h.slots for h in p.members)} for p in pools]
@@ -107,13 +107,13 @@ def column_form(problem: PlacementProblem, hm: Homes, pools: list[Pool], shrink:
         cpu_terms += list(zip(z.tolist(), p.cpu_off.tolist()))
         for key, u in p.usage.items():
             usage_terms[key] += [(int(c), float(v)) for c, v in zip(z, u) if v]
-    slot_group = (lambda s: s.vertex_id) if problem.slot_sharing else (lambda s: "all")
+    slot_group = partial(families.slot_group, problem)
     x_of: dict[SubtaskKey, list[tuple[int, int]]] = {}
     for s in server_only:  # servers only: their pool is a choice only when several pools allow them
         ks = [pool_index[n] for n in places[s.key]]
         const["cpu"] += s.server_cores
         if len(ks) == 1:
-            for resource, v in (("cpu", s.server_cores), ("memory", s.memory_mib), ("slots", 1.0)):
+            for resource, v in (("cpu", families.pool_cpu_need(s)), ("memory", families.memory_need(s)), ("slots", 1.0)):
                 full = (resource, ks[0]) if resource != "slots" else (resource, ks[0], slot_group(s))
                 if full in rows_cap:
                     usage_const[full] += v
@@ -122,7 +122,7 @@ def column_form(problem: PlacementProblem, hm: Homes, pools: list[Pool], shrink:
         x_of[s.key] = list(zip(cols.tolist(), ks))
         rows.add([(int(c), 1.0) for c in cols], 1.0, 1.0)
         for c, k in zip(cols.tolist(), ks):
-            for key, v in ((("cpu", k), s.server_cores), (("memory", k), s.memory_mib),
+            for key, v in ((("cpu", k), families.pool_cpu_need(s)), (("memory", k), families.memory_need(s)),
                            (("slots", k, slot_group(s)), 1.0)):
                 if key in rows_cap:
                     usage_terms[key].append((c, v))

@@ -1,5 +1,5 @@
-"""What the two forms of the fleet decomposition share: server classes, row collection, the WAN term of a subtask,
-the stages' costs, and the built model the stages run on."""
+"""What the two forms of the fleet decomposition share: server classes, the WAN term of a subtask, the stages' costs,
+and the built model the stages run on (row collection: :class:`placement.solver.highs_model.Rows`)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from placement.costmodel.model import PlacementProblem, SubtaskKey
-from placement.solver import families
-from placement.solver.highs_model import INF, SparseMip
+from placement.solver.highs_model import SparseMip
 from placement.solver.server_pools import Pool
 
 EPS = 1e-6
@@ -34,58 +33,6 @@ class PoolsOf:
         if hit is None or hit[0] is not servers:
             hit = self.cache[id(servers)] = (servers, sorted({self.of_server[h] for h in servers}))
         return hit[1]
-
-
-class Rows:
-    """Rows collected as (row, column, value) triples, with per-row bounds, then added in one call."""
-
-    def __init__(self) -> None:
-        self.r: list[int] = []
-        self.c: list[int] = []
-        self.v: list[float] = []
-        self.lower: list[float] = []
-        self.upper: list[float] = []
-
-    def add(self, terms: list[tuple[int, float]], lower: float, upper: float) -> None:
-        n = len(self.lower)
-        for col, value in terms:
-            self.r.append(n)
-            self.c.append(col)
-            self.v.append(value)
-        self.lower.append(lower)
-        self.upper.append(upper)
-
-    def flush(self, mip: SparseMip) -> None:
-        if self.lower:
-            mip.add_rows(len(self.lower), np.array(self.lower), np.array(self.upper), self.r, self.c, self.v)
-
-
-class ColumnSink:
-    """:mod:`placement.solver.families`' rows as :class:`Rows` over a :class:`SparseMip`'s columns: a term whose
-    column is None is fixed at 1 and moves to the right-hand side; an elastic capacity row gets a slack column
-    (``slack``: its name -> (column, capacity))."""
-
-    eps = EPS
-
-    def __init__(self, mip: SparseMip, rows: Rows, elastic: bool, slack: dict[tuple[str, ...], tuple[int, float]]):
-        self.mip, self.rows, self.elastic, self.slack = mip, rows, elastic, slack
-
-    def add(self, row: families.Row) -> None:
-        fixed = sum(c for col, c in row.terms if col is None)
-        free = [(col, c) for col, c in row.terms if col is not None and c != 0]
-        if row.slack is not None and self.elastic:
-            col = int(self.mip.add_cols(1, 0.0, INF, integer=False)[0])
-            self.slack[row.slack] = (col, max(row.rhs, 1e-9))
-            free.append((col, -1.0))
-        rhs = row.rhs - fixed
-        lower, upper = {"<=": (-INF, rhs), ">=": (rhs, INF), "==": (rhs, rhs)}[row.sense]
-        self.rows.add(free, lower, upper)  # type: ignore[arg-type]
-
-    def fresh(self, name: str, low: float = 0.0, up: float | None = None, binary: bool = False) -> int:
-        return int(self.mip.add_cols(1, low, INF if up is None else up, integer=binary)[0])
-
-    def upper(self, var) -> float:
-        return 1.0
 
 
 def net_mbit(problem: PlacementProblem) -> dict[SubtaskKey, float]:

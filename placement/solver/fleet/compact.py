@@ -1,6 +1,6 @@
 """The compact form of the fleet decomposition: a column per subtask and *place* (its Pi, each allowed server pool),
-the exact model's rows over them (the capacity families of :mod:`placement.solver.families`, through a column
-sink). It covers every problem the column form (:mod:`.columns`) does not, and its elastic re-solve explains
+the exact model's rows over them (the capacity and no-data-down families of :mod:`placement.solver.families`,
+through a column sink). It covers every problem the column form (:mod:`.columns`) does not, and its elastic re-solve explains
 infeasible ones."""
 
 from __future__ import annotations
@@ -15,8 +15,15 @@ from placement.costmodel.running import running_note
 from placement.errors import Infeasible
 from placement.solver import families, highs_model
 from placement.solver.causes import structural_causes, thread_causes
-from placement.solver.fleet.common import EPS, Built, ColumnSink, PoolsOf, Rows, net_mbit, pool_name, staged
-from placement.solver.highs_model import INF, SparseMip
+from placement.solver.fleet.common import (
+    EPS,
+    Built,
+    PoolsOf,
+    net_mbit,
+    pool_name,
+    staged,
+)
+from placement.solver.highs_model import INF, ColumnSink, Rows, SparseMip
 from placement.solver.homes import Homes, homes
 from placement.solver.result import PlanResult, Shortage
 from placement.solver.server_pools import POOL_SEPARATOR, Pool
@@ -70,30 +77,29 @@ def one_place_per_subtask(m: CompactModel, rows: Rows) -> None:
             rows.add([(c, 1.0) for c in cols], 1.0, 1.0)
 
 
-def no_data_down_to_edge(m: CompactModel, rows: Rows) -> None:
-    """``x[v_j, h] ≤ x[u_i, h]`` for every pair ``u_i → v_j`` and the edge host ``h`` of ``v_j`` (as the exact model;
-    all-to-all edges through ``a[U→V, h]`` when that takes fewer rows)."""
+def no_data_down_to_edge(m: CompactModel, sink: ColumnSink) -> None:
+    """``x[v_j, h] ≤ x[u_i, h]`` for every pair ``u_i → v_j`` and the edge host ``h`` of ``v_j`` (as the exact model,
+    :func:`placement.solver.families.data_down_subtasks`; all-to-all edges through ``a[U→V, h]`` when that takes
+    fewer rows)."""
     for ch in m.problem.channels:
-        local: dict[str, list[int]] = defaultdict(list)  # edge host -> columns of the receivers that may be there
+        local: dict[str, list[tuple[int, int]]] = defaultdict(list)  # edge host -> receivers that may be there
         for j in range(ch.n_down):
             for h, col in m.places[(ch.target, j)]:
                 if col is not None and m.problem.host_by_name.get(h) is not None and m.problem.host_by_name[h].is_edge:
                     local[h].append((j, col))
         for h, receivers in local.items():
-            if ch.all_to_all and ch.n_up * len(receivers) > ch.n_up + len(receivers):
-                a = int(m.mip.add_cols(1, integer=False)[0])
-                for i in range(ch.n_up):
-                    u = m.column((ch.source, i), h)
-                    if u is not True:
-                        rows.add([(a, 1.0)] + ([(u, -1.0)] if u is not False else []), -INF, 0.0)
-                for _, v in receivers:
-                    rows.add([(v, 1.0), (a, -1.0)], -INF, 0.0)
-                continue
-            for j, v in receivers:
-                for i in ch.senders(j):
-                    u = m.column((ch.source, i), h)
-                    if u is not True:
-                        rows.add([(v, 1.0)] + ([(u, -1.0)] if u is not False else []), -INF, 0.0)
+            all_form = ch.all_to_all and families.all_form_is_smaller(ch.n_up, len(receivers))
+            families.data_down_subtasks(sink, ch, h, _sender(m, ch.source, h), [(j, [(v, 1.0)]) for j, v in receivers],
+                                        all_form=all_form)
+
+
+def _sender(m: CompactModel, vid: str, host: str):
+    """Subtask ``i`` of ``vid`` on ``host`` as terms: its column, fixed there (None: 1), or none."""
+    def terms(i: int) -> families.Terms:
+        col = m.column((vid, i), host)
+        return [] if col is False else [(None, 1.0)] if col is True else [(col, 1.0)]
+
+    return terms
 
 
 def edge_capacity(m: CompactModel, sink: ColumnSink, net: dict[SubtaskKey, float]) -> None:
@@ -210,9 +216,9 @@ def build_compact(problem: PlacementProblem, hm: Homes, pools: list[Pool], *, el
     _places(m)
     rows = Rows()
     one_place_per_subtask(m, rows)
-    no_data_down_to_edge(m, rows)
-    net = net_mbit(problem)
     sink = ColumnSink(m.mip, rows, elastic, m.slack)
+    no_data_down_to_edge(m, sink)
+    net = net_mbit(problem)
     edge_capacity(m, sink, net)
     pool_capacity(m, sink)
     lat = latency(m, rows) if not elastic else []
@@ -289,16 +295,16 @@ def _shortages(problem: PlacementProblem, pools: list[Pool], slack: dict[tuple[s
         kind, where = name[0], name[1]
         if where in by_name and where not in hosts:  # a pool of several servers
             members = by_name[where].members
-            usable = {"cpu": sum(problem.usable_cores(h) * h.speed for h in members),
-                      "memory": sum(problem.usable_memory(h) for h in members),
+            usable = {"cpu": families.pool_cpu_room(problem, members),
+                      "memory": families.pool_memory_room(problem, members),
                       "slots": float(sum(h.slots for h in members))}[kind]
             capacity = {"cpu": sum(h.cores * h.speed for h in members), "memory": sum(h.memory_mib for h in members),
                         "slots": usable}[kind]
             resource = f"{where} ({', '.join(h.name for h in members)})"
         else:
             h = hosts[where]
-            usable = {"link": problem.usable_mbit(h), "cpu": problem.usable_cores(h), "memory": problem.usable_memory(h),
-                      "slots": float(h.slots)}[kind]
+            usable = {"link": families.uplink_room(problem, h), "cpu": families.cpu_room(problem, h),
+                      "memory": families.memory_room(problem, h), "slots": float(h.slots)}[kind]
             capacity = {"link": h.uplink_mbit or 0.0, "cpu": h.cores, "memory": h.memory_mib, "slots": float(h.slots)}[kind]
             resource = f"{where}→{h.uplink_to}" if kind == "link" else where
         detail, running = "", ""

@@ -21,10 +21,12 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
 from placement.costmodel.model import PlacementProblem, Subtask, SubtaskKey
+from placement.solver import families
 
 RowKey = tuple[str, int] | tuple[str, int, str]  # a pool row: ("cpu" | "memory", pool) or ("slots", pool, slot group)
 
@@ -128,13 +130,13 @@ def pi_plans(problem: PlacementProblem, host: str, placed: list[tuple[Subtask, l
         return np.fromiter(values, dtype=float, count=n_local)
 
     ok = np.ones(len(keep), dtype=bool)
-    cpu = kf @ vec(s.cores_on(h) for s in local) + sum(s.cores_on(h) for s in fixed)
-    ok &= cpu <= problem.usable_cores(h) + EPS
-    mem = kf @ vec(s.memory_mib for s in local) + sum(s.memory_mib for s in fixed)
-    ok &= mem <= problem.usable_memory(h) + EPS
+    cpu = kf @ vec(families.cpu_need(s, h) for s in local) + sum(families.cpu_need(s, h) for s in fixed)
+    ok &= cpu <= families.cpu_room(problem, h) + EPS
+    mem = kf @ vec(families.memory_need(s) for s in local) + sum(families.memory_need(s) for s in fixed)
+    ok &= mem <= families.memory_room(problem, h) + EPS
     groups: dict[str, list[int]] = defaultdict(list)
     fixed_groups: dict[str, int] = defaultdict(int)
-    slot_group = (lambda s: s.vertex_id) if problem.slot_sharing else (lambda s: "all")
+    slot_group = partial(families.slot_group, problem)
     for n, s in enumerate(local):
         groups[slot_group(s)].append(n)
     for s in fixed:
@@ -146,10 +148,10 @@ def pi_plans(problem: PlacementProblem, host: str, placed: list[tuple[Subtask, l
             if len(members) + fixed_groups[g] > h.slots:
                 ok &= keep[:, members].sum(axis=1) + fixed_groups[g] <= h.slots
     wan = kf @ vec(net[s.key] for s in local) + sum(net[s.key] for s in fixed)
-    ok &= wan <= problem.usable_mbit(h) + EPS
+    ok &= wan <= families.uplink_room(problem, h) + EPS
     keep, kf, wan = keep[ok], kf[ok], wan[ok]
     off = 1.0 - kf
-    cores = vec(s.server_cores for s in local)
+    cores = vec(families.pool_cpu_need(s) for s in local)
     cpu_off = off @ cores
     pools = np.array(local_pool, dtype=np.int64)
     usage: dict[RowKey, np.ndarray] = {}
@@ -161,7 +163,7 @@ def pi_plans(problem: PlacementProblem, host: str, placed: list[tuple[Subtask, l
         if kind == "cpu":
             weights = np.where(in_pool, cores, 0.0)
         elif kind == "memory":
-            weights = np.where(in_pool, vec(s.memory_mib for s in local), 0.0)
+            weights = np.where(in_pool, vec(families.memory_need(s) for s in local), 0.0)
         else:
             assert len(key) == 3  # ("slots", pool, slot group)
             group = key[2]

@@ -18,7 +18,7 @@ import pulp
 from placement.costmodel.rescaled import pointwise
 from placement.solver import families
 from placement.solver.rescale import objectives
-from placement.solver.rescale.model import RescaleModel, or_zero
+from placement.solver.rescale.model import RescaleModel
 
 
 def one_parallelism_per_group(m: RescaleModel) -> None:
@@ -52,7 +52,8 @@ def slots_bound_counts(m: RescaleModel) -> None:
 
 
 def no_data_down_to_edge(m: RescaleModel) -> None:
-    """Nothing flows from a server, or another edge host, down into an edge host ``h``:
+    """Nothing flows from a server, or another edge host, down into an edge host ``h``
+    (:func:`placement.solver.families.data_down` and its all-to-all form over this model's terms):
 
     * FORWARD ``u → v``: ``z[v, p, h] ≤ z[u, p, h]`` for every ``p`` (rescalable: as many ``v`` as ``u`` instances
       there at most — they pair up there, see :mod:`.realize`); pointwise between per-subtask vertices (FORWARD,
@@ -62,36 +63,43 @@ def no_data_down_to_edge(m: RescaleModel) -> None:
       for a per-subtask ``v``: ``x[v_j, h] ≤ a ≤ x[u_i, h]`` as in the plain ILP."""
     edge = [h.name for h in m.ref.edges]
     for n, ch in enumerate(m.ref.channels):
-        u, v = ch.source, ch.target
         for h in edge:
-            if h not in m.hosts_of(v):
-                continue
-            if pointwise(ch.strategy):
-                if m.is_rescalable(v):
-                    for p in m.parallelisms(v):
-                        down = m.z_of(v, p, h)
-                        if down is not None:
-                            m.lp += down <= or_zero(m.z_of(u, p, h)), f"fwd_{n}_{h}_{p}"
-                else:
-                    for s in m.subtasks(v):
-                        down = m.x_of(s.key, h)
-                        if down is not None:
-                            for i in ch.senders(s.index):
-                                m.lp += down <= or_zero(m.x_of((u, i), h)), f"fwd_{n}_{h}_{i}_{s.index}"
-                continue
-            a = m.lp.add_variable(f"all_up_{n}_{h}", lowBound=0, upBound=1)
-            if m.is_rescalable(u):
-                m.lp += a <= m.fraction(u, h), f"all_up_{n}_{h}"
-            else:
-                for s in m.subtasks(u):
-                    m.lp += a <= or_zero(m.x_of(s.key, h)), f"all_up_{n}_{h}_{s.index}"
-            if m.is_rescalable(v):
-                m.lp += m.occupied(v, h) <= a, f"all_down_{n}_{h}"
-            else:
-                for s in m.subtasks(v):
-                    down = m.x_of(s.key, h)
-                    if down is not None and len(ch.senders(s.index)) > 0:
-                        m.lp += down <= a, f"all_down_{n}_{h}_{s.index}"
+            if h in m.hosts_of(ch.target):
+                (_pointwise_down if pointwise(ch.strategy) else _all_down)(m, n, ch, h)
+
+
+def _pointwise_down(m: RescaleModel, n: int, ch, h: str) -> None:
+    u, v = ch.source, ch.target
+    if m.is_rescalable(v):
+        for p in m.parallelisms(v):
+            down = m.z_of(v, p, h)
+            if down is not None:
+                families.data_down(m.sink, _terms(down), _terms(m.z_of(u, p, h)), f"fwd_{n}_{h}_{p}")
+        return
+    receivers = [(s.index, [(x, 1.0)]) for s in m.subtasks(v) if (x := m.x_of(s.key, h)) is not None]
+    families.data_down_subtasks(m.sink, ch, f"{n}_{h}", lambda i: _terms(m.x_of((u, i), h)), receivers,
+                                all_form=False, pair="fwd")
+
+
+def _all_down(m: RescaleModel, n: int, ch, h: str) -> None:
+    u, v = ch.source, ch.target
+    if m.is_rescalable(u):
+        ups = [("", _terms(m.fraction(u, h)))]
+    else:
+        ups = [(f"_{s.index}", _terms(m.x_of(s.key, h))) for s in m.subtasks(u)]
+    if m.is_rescalable(v):  # lazily: any[v, h] comes with a row of its own, written after the senders' rows
+        downs = (("", [(m.occupied(v, h), 1.0)]) for _ in range(1))
+    else:
+        downs = ((f"_{s.index}", [(x, 1.0)]) for s in m.subtasks(v)
+                 if (x := m.x_of(s.key, h)) is not None and len(ch.senders(s.index)) > 0)
+    families.data_down_all(m.sink, f"{n}_{h}", f"all_up_{n}_{h}", ups, downs)
+
+
+def _terms(term) -> families.Terms:
+    """A variable's or an expression's terms (none where it does not exist)."""
+    if term is None:
+        return []
+    return list(term.items()) if isinstance(term, pulp.LpAffineExpression) else [(term, 1.0)]
 
 
 def _placed(m: RescaleModel, host: str):
@@ -158,23 +166,20 @@ def latency_bound(m: RescaleModel) -> None:
 def vanilla_whole_vertices(m: RescaleModel) -> None:
     """Vanilla placement mode (:func:`placement.costmodel.model.vanilla_whole_vertices`): a vertex it cannot split
     runs on one host — ``x[(v, i), h] = x[(v, 0), h]`` for a per-subtask vertex; for a rescalable one a binary
-    ``o[v, h]`` with ``Σ_h o[v, h] = 1`` and ``z[v, p, h] ≤ p·o[v, h]``. None in custom mode."""
+    ``o[v, h]`` with ``Σ_h o[v, h] = 1`` and ``z[v, p, h] ≤ p·o[v, h]``
+    (:func:`placement.solver.families.whole_subtasks`, :func:`~placement.solver.families.whole_counts`). None in custom
+    mode."""
     for vid in sorted(m.ref.whole_vertices):
         tag = m._tag(vid)
         if not m.is_rescalable(vid):
             first, *rest = m.subtasks(vid)
             for h in m.hosts_of(vid):
-                for s in rest:
-                    m.lp += or_zero(m.x_of(s.key, h)) == or_zero(m.x_of(first.key, h)), f"whole_{tag}_{s.index}_{h}"
+                families.whole_subtasks(m.sink, tag, h, _terms(m.x_of(first.key, h)),
+                                        [(s.index, _terms(m.x_of(s.key, h))) for s in rest])
             continue
         hosts = sorted(m.hosts_of(vid))
-        one = {h: m.lp.add_variable(f"whole_{tag}_{h}", cat=pulp.LpBinary) for h in hosts}
-        m.lp += pulp.lpSum(one.values()) == 1, f"whole_{tag}"
-        for p in m.parallelisms(vid):
-            for h in hosts:
-                z = m.z_of(vid, p, h)
-                if z is not None:
-                    m.lp += z <= p * one[h], f"whole_{tag}_{p}_{h}"
+        counts = [(p, h, _terms(z)) for p in m.parallelisms(vid) for h in hosts if (z := m.z_of(vid, p, h)) is not None]
+        families.whole_counts(m.sink, tag, hosts, counts)
 
 
 ROW_FAMILIES = (one_parallelism_per_group, every_instance_placed, slots_bound_counts, no_data_down_to_edge, task_slots,
