@@ -25,12 +25,6 @@ PYTEST_ARGS := -q -p no:cacheprovider -n 2 --timeout=900 --durations=30
 test: setup-full
 	.venv/bin/pytest $(PYTEST_ARGS)
 
-## The suite with two CPU spinners beside it (scripts/with-load.sh; LOAD_NICE=0 for spinners that compete as other
-## work does): a check that holds only on a quiet machine fails here. The spinners stop however pytest ends.
-.PHONY: test-loaded
-test-loaded: setup-full
-	@scripts/with-load.sh .venv/bin/pytest $(PYTEST_ARGS)
-
 ## The fast part: no Flink cluster, no Spark, no Ansible, no wheel build.
 test-quick: setup
 	.venv/bin/pytest -q -p no:cacheprovider -n 2 -m "not flink and not spark and not ansible and not packaging"
@@ -40,6 +34,12 @@ test-quick: setup
 test-latest:
 	@scripts/setup.sh --full --latest
 	.venv-latest/bin/pytest $(PYTEST_ARGS)
+
+## The suite with two CPU spinners beside it (scripts/with-load.sh; LOAD_NICE=0 for spinners that compete as other
+## work does): a check that holds only on a quiet machine fails here. The spinners stop however pytest ends.
+.PHONY: test-loaded
+test-loaded: setup-full
+	@scripts/with-load.sh .venv/bin/pytest $(PYTEST_ARGS)
 
 ## Record the newest versions the ranges allow as the tested ones (run `make test-latest` first and commit on green).
 lock:

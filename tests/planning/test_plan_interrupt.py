@@ -5,8 +5,8 @@ A real SIGINT is sent to a real ``placement`` process at points it is seen to ha
 solver (highspy's shared object mapped into it), while it writes the plan directory (an entry appearing beside
 ``--out``), and at fractions of an uninterrupted run's duration (for the stretches no marker shows: solving,
 drawing) — a share of its CPU time, not its wall-clock time: a busy machine stretches the second, not the first,
-so the interrupt meets the same stretch of work however busy the machine is. Before the fix an interrupt in the write left a directory with part of the plan in it, and one in
-highspy's import (1 in 6) a traceback.
+so the interrupt meets the same stretch of work however busy the machine is. Before the fix an interrupt in the
+write left a directory with part of the plan in it, and one in highspy's import (1 in 6) a traceback.
 """
 
 from __future__ import annotations
