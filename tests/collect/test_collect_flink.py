@@ -10,14 +10,15 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow.dataset as ds
 import pytest
 
 from placement.cli import main
 from placement.collect.layout import MANIFEST_NAME, find_manifests
-from placement.lab.measure import cpu_seconds
 from support.cli import default_sigint
+from support.kernel_cpu import KernelCpu, kernel_cpu
 
 pytestmark = [pytest.mark.flink, pytest.mark.timeout(300)]
 
@@ -40,7 +41,7 @@ def samples(run_dir: Path):
     return ds.dataset(run_dir, format="parquet").to_table().to_pandas()
 
 
-KERNEL_CORES: dict[str, float] = {}  # TaskManager -> its JVM's cores over the shared collection, from /proc
+KERNEL: list[KernelCpu] = []  # each TaskManager JVM's CPU over the shared collection, from /proc
 
 
 @pytest.fixture(scope="module")
@@ -57,16 +58,25 @@ def collected(iot_job, flink_cluster, tmp_path_factory):
         "flink": {"rest_url": iot_job.rest_url},
     }))
     pids = {name: p.pid for name, p in flink_cluster.taskmanagers.items()}
-    before, t0 = cpu_seconds(list(pids.values())), time.monotonic()
-    with pytest.raises(SystemExit) as exit_info:
+    with kernel_cpu(pids) as kernel, pytest.raises(SystemExit) as exit_info:
         main(["metrics", "collect", "--rest", iot_job.rest_url, "--job", iot_job.job_id, "--duration", "12",
               "--interval", "1", "--flush", "5", "--out", str(out), "--inventory", str(inventory), "--quiet"])
-    after = cpu_seconds(list(pids.values()))
-    kernel = {n: (after[pid] - before[pid]) / (time.monotonic() - t0) for n, pid in pids.items()}
     assert exit_info.value.code == 0
     (run_dir, manifest), = find_manifests(out)
-    KERNEL_CORES.update(kernel)
+    KERNEL.append(kernel)
     return out, run_dir, manifest
+
+
+def cpu_time_window_s(one: pd.DataFrame, poll_s: float) -> tuple[float, float]:
+    """The wall-clock seconds a TaskManager's ``Status.JVM.CPU.Time`` rate covers, as placement.profile.tm_cpu pairs
+    the readings (those at which the value changed, where there are two); each value is at most one poll older than
+    the reading that brought it, so the window is taken half a poll early."""
+    one = one.sort_values("ts_ms", kind="stable")
+    ts, cpu = one["ts_ms"].to_numpy() / 1000, one["cpu_time_ns"].to_numpy()
+    changed = np.flatnonzero(np.diff(cpu) != 0) + 1
+    if len(changed) >= 2:
+        ts = ts[changed]
+    return ts[0] - poll_s / 2, ts[-1] - poll_s / 2
 
 
 def test_collect_records_the_job_graph_locations_and_taskmanagers(collected, iot_job):
@@ -105,13 +115,14 @@ def test_collect_records_each_taskmanagers_jvm_cpu_and_the_flink_version(collect
     for _, one in tm.groupby("taskmanager_id"):
         assert one.sort_values("ts_ms")["cpu_time_ns"].is_monotonic_increasing  # a cumulative counter
     # the rate of the counter is the JVM's CPU: the kernel's utime + stime of that process over the collection
+    # over the seconds that rate covers
     measured: dict = {}
     _measure({c: tm[c].to_numpy() for c in tm.columns}, 0, measured)
-    kernel = KERNEL_CORES
     for name, got in measured.items():
         cores = got.cpu_s / got.wall_s
-        print(f"TaskManager {name}: {cores:.3f} cores from Status.JVM.CPU.Time, {kernel[name]:.3f} from /proc")
-        assert cores == pytest.approx(kernel[name], rel=0.35, abs=0.03)
+        kernel = KERNEL[0].cores(name, *cpu_time_window_s(tm[tm["taskmanager_id"] == name], poll_s=1.0))
+        print(f"TaskManager {name}: {cores:.3f} cores from Status.JVM.CPU.Time, {kernel:.3f} from /proc")
+        assert cores == pytest.approx(kernel, rel=0.35, abs=0.03)
 
 
 def test_collect_records_each_taskmanagers_threads_and_every_subtasks_task_thread_is_among_them(collected):
@@ -138,11 +149,13 @@ def test_collect_records_each_taskmanagers_threads_and_every_subtasks_task_threa
         subtasks.setdefault(loc.taskmanager_id, []).append((v.id, v.name, loc.subtask, v.parallelism))
     per_tm = thread_cpu(rows, 0, subtasks, {})
     for tm, got in per_tm.items():
+        rounds = df.loc[df["taskmanager_id"] == tm, "ts_ms"] / 1000  # the rates' window: the first round to the last
+        kernel = KERNEL[0].cores(tm, rounds.min(), rounds.max())
         print(f"TaskManager {tm}: task threads {sum(got.vertices.values()):.3f} cores "
               f"({', '.join(f'{m.vertex(v).name} {c:.3f}' for v, c in got.vertices.items())}), other {got.other:.3f}, "
-              f"JIT compiler {got.compiler:.3f}, the JVM {KERNEL_CORES[tm]:.3f} from /proc")
+              f"JIT compiler {got.compiler:.3f}, the JVM {kernel:.3f} from /proc")
         assert got.unmatched == (), f"no task thread found for {got.unmatched} on {tm}"
-        assert sum(got.vertices.values()) + got.other + got.compiler == pytest.approx(KERNEL_CORES[tm], rel=0.25, abs=0.03)
+        assert sum(got.vertices.values()) + got.other + got.compiler == pytest.approx(kernel, rel=0.25, abs=0.03)
     assert {loc.taskmanager_id for loc in m.locations} <= set(per_tm)
 
 

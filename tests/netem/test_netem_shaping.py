@@ -57,6 +57,7 @@ def test_achieved_rate_is_within_ten_percent(rate: int, wire: VethPair, tmp_path
 def test_unshaped_link_is_much_faster_than_the_limits(wire: VethPair) -> None:
     # guards the test above: without our rules the veth carries far more than 50 Mbit/s
     end = iperf_transfer(wire.ns, wire.ns_addr, seconds=1)
+    print(f"unshaped: {end['sum_received']['bits_per_second'] / 1e6:.0f} Mbit/s")
     assert end["sum_received"]["bits_per_second"] / 1e6 > 200
 
 
@@ -155,6 +156,7 @@ def test_delay_is_added_to_the_round_trip(wire: VethPair, tmp_path: Path, capsys
     assert code == 0, err
     assert "no netem" not in out
     shaped = connect_rtt_ms(wire.ns_addr)
+    print(f"round trip {base:.2f} ms unshaped, {shaped:.2f} ms with 40 ms of delay")
     assert shaped - base == pytest.approx(40, abs=8)
     [cls] = _show(capsys, inv)["classes"]
     assert cls["leaf"] == "netem" and cls["delay_ms"] == pytest.approx(40)
