@@ -178,7 +178,8 @@ class Collector:
                                           every=1.0, sleep=self.sleep)
         if not complete:
             raise BadInput(
-                f"job {job_id} reports no {REQUIRED_METRIC} for {', '.join(missing)} after {self.o.metrics_timeout_s:g} s "
+                f"job {job_id} reports no {REQUIRED_METRIC} for {', '.join(missing)} "
+                f"after {self.o.metrics_timeout_s:g} s "
                 "(metrics appear about 10 s after a job starts; is it running?)",
                 source=self.o.rest_url, field="metrics",
             )

@@ -313,7 +313,8 @@ class Inventory(Strict):
     job: JobSettings = Field(default_factory=JobSettings)
     jobs: list[FleetJobSettings] = Field(
         default_factory=list, description="several jobs on this cluster (issue 24), each by its name: what `placement "
-        "apply --plan FLEET` resubmits for it (jar and entry_class default to job:'s); a job named in job: needs no entry")
+        "apply --plan FLEET` resubmits for it (jar and entry_class default to job:'s); "
+        "a job named in job: needs no entry")
     pins: Pins = Field(default_factory=Pins)
     parallelism: dict[str, ParallelismBounds] = Field(
         default_factory=dict, description="vertex name (or id) -> {min, max}: bounds for `placement plan --rescale`")

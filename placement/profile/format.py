@@ -6,10 +6,10 @@ A profile is the contract between ``placement profile`` (which computes it from 
 * ``format`` — ``"placement.profile/v2"`` (``"placement.profile/v1"`` still loads).
 * ``job`` — name (and optionally id) of the Flink job.
 * ``vertices`` — one per Flink job vertex (a chain of operators), in any order: ``id``, ``name`` (the task name Flink
-  shows, e.g. ``"Source: Sensors"`` or ``"Parse -> Filter"``), ``parallelism``, ``max_parallelism`` (optional), ``stateful``, ``state_bytes``,
-  ``bytes_per_record_out`` and ``subtasks``; each subtask carries its mean ``records_in_per_s``, ``records_out_per_s``,
-  ``busy_ms_per_s``, ``idle_ms_per_s``, ``backpressured_ms_per_s`` and the ``host_speed`` of the host it was measured on
-  (1.0 = a server core). ``busy_ms_per_s`` may be ``null`` (NaN in Flink) — see :mod:`placement.costmodel.demand`.
+  shows, e.g. ``"Source: Sensors"`` or ``"Parse -> Filter"``), ``parallelism``, ``max_parallelism`` (optional),
+  ``stateful``, ``state_bytes``, ``bytes_per_record_out`` and ``subtasks``; each subtask carries its mean
+  ``records_in_per_s``, ``records_out_per_s``, ``busy_ms_per_s``, ``idle_ms_per_s``, ``backpressured_ms_per_s`` and the
+  ``host_speed`` of the host it was measured on (1.0 = a server core). ``busy_ms_per_s`` may be ``null`` (NaN in Flink) — see :mod:`placement.costmodel.demand`.
   Optional ``buffers_in_per_s``: the network buffers delivered to the subtask a second over all its inputs (one per
   channel flush; :mod:`placement.costmodel.deliveries`); absent or null in older profiles.
 * ``edges`` — ``source``/``target`` vertex ids and Flink's ``ship_strategy``; since v2 also what travels along the
@@ -337,7 +337,8 @@ class JobProfile(Strict):
             if e.ship_strategy is ShipStrategy.FORWARD and up.parallelism != down.parallelism:
                 raise FieldError(
                     f"edges[{i}].ship_strategy",
-                    f"FORWARD needs equal parallelism, {up.name!r} has {up.parallelism} and {down.name!r} {down.parallelism}",
+                    f"FORWARD needs equal parallelism, {up.name!r} has {up.parallelism} "
+                    f"and {down.name!r} {down.parallelism}",
                 )
         import networkx as nx
 
@@ -359,7 +360,7 @@ class JobProfile(Strict):
             raise KeyError(vertex_id)
         return v
 
-    def graph(self) -> "nx.DiGraph":
+    def graph(self) -> nx.DiGraph:
         import networkx as nx
 
         g = nx.DiGraph()

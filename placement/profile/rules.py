@@ -25,8 +25,8 @@ Rules (they follow the Flink Kubernetes autoscaler where it has one):
   :data:`MIN_CONFIDENT_BUSY_MS` (or it has fewer than :data:`MIN_CONFIDENT_SAMPLES` usable samples) the subtask is
   ``confident = false``: its rate is an extrapolation of very little work and should not drive a decision.
 * **Medians and p95s** are computed from a uniform random subset of the usable samples of at most about
-  :data:`PERCENTILE_SAMPLES_PER_SUBTASK` per subtask (both engines, same subset rule): at that size the sampling error of
-  a p95 is about half a percentile point, and it keeps the percentile sketches off the hot path for big histories.
+  :data:`PERCENTILE_SAMPLES_PER_SUBTASK` per subtask (both engines, same subset rule): at that size the sampling error
+  of a p95 is about half a percentile point, and it keeps the percentile sketches off the hot path for big histories.
   Per vertex, rates report the sum of the subtasks' percentiles (``*_p50_sum``, ``*_p95_sum``: a conservative total)
   and time shares the worst subtask's (``*_p50_max``, ``*_p95_max``).
 * **State.** A vertex is stateful when its latest checkpoint holds state (> 0 bytes). Without any checkpoint the state
@@ -318,7 +318,8 @@ def assemble(
         vertices.append(_vertex(v, rollup, job, notes))
     _check_usable(latest, total, any_busy, options, source)
     if unmatched:
-        notes.add(f"TaskManagers not in {options.inventory_source or 'the inventory'} (host_speed 1.0): {', '.join(sorted(unmatched))}")
+        notes.add(f"TaskManagers not in {options.inventory_source or 'the inventory'} (host_speed 1.0): "
+                  f"{', '.join(sorted(unmatched))}")
     edges = _edges(latest, vertices, by_key, notes)
     _record_sizes(vertices, edges)
     return JobProfile(format=PROFILE_FORMAT, job=_job_info(runs, total, options, notes), vertices=vertices, edges=edges)
@@ -505,7 +506,8 @@ def _check_usable(latest: RunManifest, total: Mapping[str, int], any_busy: bool,
     """A profile needs usable samples, and busy time in them."""
     if total["samples"] == 0:
         raise BadInput(
-            f"no usable samples for job {latest.job_name!r}: {total['rows']} samples, {total['warmup_trimmed']} in warm-up "
+            f"no usable samples for job {latest.job_name!r}: {total['rows']} samples, "
+            f"{total['warmup_trimmed']} in warm-up "
             f"(--warmup {options.warmup_s:g} s), {total['not_running']} while not running",
             source=source,
         )

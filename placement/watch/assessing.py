@@ -9,6 +9,7 @@ Pricing is where one job and several differ: one job's problem alone, or the joi
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -129,12 +130,11 @@ class Assessor:
         track, window = s.track, s.window
         if window is None:
             if track.baseline is not None:  # TaskManagers are still worth a look (and a line in the log)
-                try:
+                with contextlib.suppress(PlacementError):
                     s.drifts = taskmanager_drifts(track.baseline, self.registered())
-                except PlacementError:
-                    pass
             return []
-        track.windows = [w for w in track.windows if w.job_id == window.job_id][-9:] + [window]
+        same_job = [w for w in track.windows if w.job_id == window.job_id]
+        track.windows = [*same_job[-9:], window]
         if track.baseline is None and track.made_for is not None:  # the first warm window after an apply
             track.baseline, track.made_for = replace(track.made_for, taskmanagers=window.taskmanagers), None
             s.notes.append(f"baseline: the rates the applied plan was made for (re-planned if this window's differ "
@@ -177,10 +177,8 @@ class Assessor:
         first = self.tracks[0]
         if first.baseline is not None:
             registered = next((s.window.taskmanagers for s in seen if s.window is not None), None)
-            try:
+            with contextlib.suppress(PlacementError):
                 out += taskmanager_drifts(first.baseline, registered if registered is not None else self.registered())
-            except PlacementError:
-                pass
         return out
 
     # ---- contingencies ---------------------------------------------------------------------------------------------
