@@ -321,7 +321,7 @@ def _job_names(inventory: Path, given: tuple[str, ...], fleet: bool, rescale: bo
     from placement.inventory import load_inventory
 
     inv = load_inventory(inventory)
-    listed = [j.name for j in inv.jobs]
+    listed = [j.name for j in inv.jobs if j.name is not None]  # each has its name: load_inventory checks it
     if fleet and not listed:
         raise BadInput(f"{inventory} has no jobs: list to watch", field="--fleet")
     names = tuple(listed) if fleet else given

@@ -126,7 +126,6 @@ class _Run:
     latency_names: dict[str, list[str]] = field(default_factory=dict)  # vertex id -> its latency-tracking metrics
     latency_listed: float | None = None  # time.monotonic() of the last listing
     cotenant_vertices: dict[str, list[RunVertex]] = field(default_factory=dict)  # other running job -> its vertices
-    thread_writer: PartWriter | None = None  # the per-thread CPU parts (layout.thread_writer)
     thread_buffer: list[dict[str, Any]] = field(default_factory=list)
 
 

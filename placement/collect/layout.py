@@ -28,7 +28,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -37,7 +37,7 @@ from pydantic import Field, ValidationError
 from placement.errors import BadInput
 from placement.loading import Strict, describe_validation_error
 
-MANIFEST_FORMAT = "placement.metrics/v1"
+MANIFEST_FORMAT: Final = "placement.metrics/v1"
 MANIFEST_NAME = "_manifest.json"
 
 # Flink metric name -> column. The names are the real Flink 2.x task metrics (see shared notes).

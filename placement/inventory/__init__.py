@@ -396,9 +396,9 @@ class Inventory(Strict):
             raise FieldError("flink.jobmanager", f"unknown host {self.flink.jobmanager!r}")
         for section in ("sources", "operators", "forbid"):
             for vertex, hosts in getattr(self.pins, section).items():
-                for h in [hosts] if isinstance(hosts, str) else hosts:
-                    if h not in names:
-                        raise FieldError(f"pins.{section}.{vertex}", f"unknown host {h!r}")
+                for host in [hosts] if isinstance(hosts, str) else hosts:
+                    if host not in names:
+                        raise FieldError(f"pins.{section}.{vertex}", f"unknown host {host!r}")
         return self
 
     # ---- lookups -------------------------------------------------------------------------------------------------

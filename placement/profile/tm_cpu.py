@@ -15,9 +15,9 @@ JVM process CPU (``Status.JVM.CPU.Time``, cumulative ns of all its threads) besi
   metric store, refreshed every ``metrics.fetcher.update-interval`` (10 s by default), so the same value comes back
   for several polls: only the samples at which the value changed are paired (each is at most one poll interval
   after the refresh that brought it), not the poll times of repeated readings. Without ``CPU.Time``: mean ``CPU.Load``
-  × the machine's cores. Where the history has t's threads (``metrics collect --inventory``), their CPU summed instead: the
-  kernel's figure for the process, read every round (over a 30 s window CPU.Time gives two or three pairs: an idle lab
-  Pi read 0.054 cores from it against 0.087 from its threads, and 0.087 is what it went on using).
+  × the machine's cores. Where the history has t's threads (``metrics collect --inventory``), their CPU summed
+  instead: the kernel's figure for the process, read every round (over a 30 s window CPU.Time gives two or three
+  pairs: an idle lab Pi read 0.054 cores from it against 0.087 from its threads, and 0.087 is what it went on using).
 * ``B_t = Σ_v B_{t,v}``: what the cost model charges the job's subtasks on t — the busy-time rule of
   :func:`placement.profile.cpu_demand.server_cores` (floor and NaN rule included) divided by ``σ_t``.
 * ``C_t``: the co-tenants' charge — the other running jobs' subtasks on t (several pipelines share an edge fleet's
@@ -407,7 +407,7 @@ def _calibrated_vertices(profile: JobProfile, charge: dict[str, dict[str, float]
     ``cpu_fixed_share`` where their TaskManagers gave them one."""
     vertices = []
     for v in profile.vertices:
-        update: dict = {}
+        update: dict[str, object] = {}
         if v.id in factors:
             stats = dict(v.stats)
             stats["cpu_calibration_basis"] = bases[v.id]
@@ -532,7 +532,7 @@ def _rate_lines(pooled: Sequence[tuple[RunManifest, pa.Table]], threads: dict[st
         x, y = np.array([p[0] for p in pts]), np.array([p[1] for p in pts])
         if x.max() < MIN_RATE_SPREAD * x.min():
             continue
-        w = 1.0 / np.maximum([p[2] for p in pts], SE_FLOOR) ** 2
+        w = 1.0 / np.maximum([se for _, _, se in pts if se is not None], SE_FLOOR) ** 2
         xw, yw = np.average(x, weights=w), np.average(y, weights=w)
         sxx = float(np.sum(w * (x - xw) ** 2))
         slope = float(np.sum(w * (x - xw) * (y - yw)) / sxx)

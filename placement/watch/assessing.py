@@ -222,8 +222,10 @@ class Assessor:
         if decision.action == "apply" and plan_dir is None:
             decision = replace(decision, action="hold", reason=decision.reason + ": no plan directory to restore "
                                "(start the watch with --plan, or run `placement apply` of the plan)")
-        current = sum(link.mbit for link in s.window.links)  # type: ignore[union-attr]
-        proposal = Proposal(current_wan_mbit=current, current_violations=s.window.violations,  # type: ignore[union-attr]
+        window = s.window
+        assert window is not None, "found holds only jobs with a window"
+        current = sum(link.mbit for link in window.links)
+        proposal = Proposal(current_wan_mbit=current, current_violations=window.violations,
                             planned_wan_mbit=None if plan_dir is None else current,
                             moves=differs(planned, s.running or {}), plan_dir=plan_dir)
         return decision, drift, proposal
