@@ -59,7 +59,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from lab_placements import (  # noqa: E402
+from lab_placements import (
     JOBS,
     PLACEMENT,
     cli,

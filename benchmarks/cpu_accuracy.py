@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from lab_placements import PLACEMENT, cli, plan_to, thread_cores  # noqa: E402
+from lab_placements import PLACEMENT, cli, plan_to, thread_cores
 
 from placement.collect.threads import is_compiler_thread
 from placement.costmodel import build_problem, evaluate

@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from lab_placements import DATA_FLOOR_MBIT, DATA_TOLERANCE, JOBS, cli, holds_rate, job_args, plan_to  # noqa: E402
+from lab_placements import DATA_FLOOR_MBIT, DATA_TOLERANCE, JOBS, cli, holds_rate, job_args, plan_to
 
 from placement.flink.rest import FlinkRest
 from placement.lab import chain

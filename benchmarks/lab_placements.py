@@ -139,8 +139,9 @@ def cli(*args: str) -> str:
 
 def plan_to(out: str | Path, inventory: str | Path, *profiles: str | Path, **options):
     """``placement plan --inventory INV --profile P… --out OUT`` with ``options`` (the fields of
-    :class:`placement.planning.PlanRequest`) through :func:`placement.planning.plan`, its plan directory written: the outcome. Bad input or nothing
-    fitting ends the benchmark, as a failed ``placement plan`` did; its input warnings are not said (``--quiet``)."""
+    :class:`placement.planning.PlanRequest`) through :func:`placement.planning.plan`, its plan directory written: the
+    outcome. Bad input or nothing fitting ends the benchmark, as a failed ``placement plan`` did; its input warnings are
+    not said (``--quiet``)."""
     from placement.errors import PlacementError
     from placement.planning import PlanRequest, plan, write_outcome
 

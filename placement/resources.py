@@ -1,10 +1,10 @@
-"""Where the data the tool ships is found at run time: netem profiles, lab job and scheduler sources, templates, examples,
-the Ansible playbooks.
+"""Where the data the tool ships is found at run time: netem profiles, lab job and scheduler sources, templates,
+examples, the Ansible playbooks.
 
 The repository's top-level folders are the one source (``deploy/``, ``netem/``, ``inventory/``, ``examples/``,
-``scheduler/``, ``submitter/``, ``ansible/``). A wheel carries copies of them under ``placement/data/<name>/`` (``setup.py`` maps them in at build
-time, nothing is committed twice); a clone or an editable install reads them in place. ``PLACEMENT_<NAME>_DIR``
-(e.g. ``PLACEMENT_NETEM_DIR``) overrides both.
+``scheduler/``, ``submitter/``, ``ansible/``). A wheel carries copies of them under ``placement/data/<name>/``
+(``setup.py`` maps them in at build time, nothing is committed twice); a clone or an editable install reads them in
+place. ``PLACEMENT_<NAME>_DIR`` (e.g. ``PLACEMENT_NETEM_DIR``) overrides both.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Annotated
+from typing import Annotated, TypeGuard
 
 from pydantic import BeforeValidator
 
@@ -74,7 +74,7 @@ def parse_rate_mbit(text: object) -> float:
     return _parse(text, _RATE_UNITS, "rate", "50mbit", _RATE_ALIASES)
 
 
-def is_bytes_rate(text: object) -> bool:
+def is_bytes_rate(text: object) -> TypeGuard[str]:
     """Is ``text`` a rate in one of tc's bytes-per-second units (``50mbps`` = 50 MB/s = 400 Mbit/s)? Valid, and what
     tc means, but most people writing ``mbps`` mean megabits: ``placement plan`` and ``placement netem apply`` warn
     about it (:func:`placement.inventory.link_rate_warnings`)."""

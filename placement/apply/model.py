@@ -318,7 +318,8 @@ class Step:
 
 @dataclass(frozen=True)
 class JarFile:
-    """A jar an apply may copy onto the JobManager host: its file name, the Flink release it was built for, its bytes."""
+    """A jar an apply may copy onto the JobManager host: its file name, the Flink release it was built for, its
+    bytes."""
 
     name: str
     flink_version: str

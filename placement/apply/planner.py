@@ -113,7 +113,8 @@ def in_effect(req: ApplyRequest, view: ClusterView) -> tuple[bool, str]:
         return False, "the running placement differs from the plan"
     record = view.state_record or {}
     if record.get("job_id") != view.job_id or record.get("plan") != req.plan_fingerprint:
-        return False, "the placement matches, but this job was not started by `placement apply` with this plan (redeploying pins it)"
+        return False, ("the placement matches, but this job was not started by `placement apply` with this plan "
+                       "(redeploying pins it)")
     if record.get("program_args") != new_program_args(req):
         return False, "the job runs with other program arguments than this plan needs"
     if req.mode == "custom" and view.schedulercfg != req.schedulercfg:

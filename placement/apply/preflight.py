@@ -128,7 +128,8 @@ def probe_writable_argv(path: str) -> list[str]:
 
 
 def observe(req: ApplyRequest, rest: FlinkPort, executors: dict[str, Executor]) -> tuple[ClusterView | None, list[Problem]]:
-    """Read everything (SSH to every host, REST); returns the view (None when the job could not be read) and problems."""
+    """Read everything (SSH to every host, REST); returns the view (None when the job could not be read) and
+    problems."""
     problems: list[Problem] = []
     inv = req.inventory
     paths = req.paths

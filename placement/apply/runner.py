@@ -357,7 +357,7 @@ class Runner:
             self.echo(f"warning: could not release the lock: {exc}")
             self.audit.write("failed", kind="unlock", error=str(exc))
 
-    def _failed(self, step: Step, exc: Exception) -> ApplyOutcome:
+    def _failed(self, step: Step, exc: BaseException) -> ApplyOutcome:
         reason = str(exc)
         old = self.plan.job_id
         if not self.ctx.stopped:

@@ -26,6 +26,7 @@ def table(problem: PlacementProblem, contingencies: Sequence[Contingency]) -> Ta
             by_target.setdefault(to, []).append(problem.subtask_by_key[key].label)
         moves = "; ".join(f"{', '.join(labels)} → {to}" for to, labels in by_target.items()) or "nothing"
         cost = c.result.cost
+        assert cost is not None, "a feasible contingency has its cost"
         t.add_row(c.lost, c.result.status, escape(moves), f"{cost.wan_mbit:.2f}", f"{cost.server_cores:.2f}")
     return t
 

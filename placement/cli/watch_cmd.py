@@ -24,13 +24,14 @@ from placement.costmodel.jobs import dir_names
 from placement.errors import BadInput, PlacementError
 from placement.planning.request import PlanRequest
 from placement.watch.loop import Watch
-from placement.watch.options import JobsPlanFn, PlanFn, PlanOutcome, Status, WatchOptions
+from placement.watch.options import ApplyMode, JobsPlanFn, PlanFn, PlanOutcome, Status, WatchOptions
 from placement.watch.policy import PolicyConfig
 from placement.watch.pricing import peak_use
 from placement.watch.signals import DriftThresholds, Window
 
 if TYPE_CHECKING:
     from placement.planning.outcome import PlanOutcome as Planned
+    from placement.profile.pipeline import Engine
     from placement.solver.result import PlanResult
     from placement.watch.policy import Proposal
 
@@ -230,10 +231,10 @@ def _line(status: Status, several: bool = False) -> str:
               help="how each window is profiled, as `placement profile --engine`")
 @click.option("--spark-master", help="Spark master URL (default local[*])")
 @click.option("--duration", type=float, help="stop after this many seconds (default: until Ctrl-C / SIGTERM)")
-def watch(inventory: Path, job_names: tuple[str, ...], fleet: bool, apply_mode: str, rescale: bool, interval: float,
+def watch(inventory: Path, job_names: tuple[str, ...], fleet: bool, apply_mode: ApplyMode, rescale: bool, interval: float,
           window: float, sample: float, flush: float, keep: float, keep_mb: int, warmup: float, cooldown: float, stabilization: float,
           min_gain: float, rate_change: float, reprice_change: float, backpressure: float, sustained: int, settle: float,
-          work_dir: Path | None, log_path: Path | None, engine: str, spark_master: str | None,
+          work_dir: Path | None, log_path: Path | None, engine: Engine, spark_master: str | None,
           duration: float | None, plan_dir: Path | None = None) -> None:
     """Watch a running job and keep its placement right: collect a rolling window, profile it, detect drift,
     re-plan, and (with --apply auto/ask) apply through `placement apply`. Every decision goes to a JSON-lines log.
@@ -253,9 +254,9 @@ def watch(inventory: Path, job_names: tuple[str, ...], fleet: bool, apply_mode: 
     work_dir = work_dir or Path("watch-" + "+".join(dir_names(names)))
     options = WatchOptions(
         inventory_path=inventory, job_name=job_name, job_names=names if len(names) > 1 else (), work_dir=work_dir,
-        apply=apply_mode,  # type: ignore[arg-type]
+        apply=apply_mode,
         interval_s=interval, window_s=window, sample_s=sample, flush_s=flush, keep_s=keep, keep_bytes=keep_mb << 20,
-        warmup_s=warmup, settle_s=settle, engine=engine, spark_master=spark_master,  # type: ignore[arg-type]
+        warmup_s=warmup, settle_s=settle, engine=engine, spark_master=spark_master,
         thresholds=thresholds, policy=policy, log_path=log_path or work_dir / "decisions.jsonl", duration_s=duration,
         plan_dir=plan_dir,
     )
@@ -321,7 +322,7 @@ def _job_names(inventory: Path, given: tuple[str, ...], fleet: bool, rescale: bo
     from placement.inventory import load_inventory
 
     inv = load_inventory(inventory)
-    listed = [j.name for j in inv.jobs]
+    listed = [j.name for j in inv.jobs if j.name is not None]  # each has its name: load_inventory checks it
     if fleet and not listed:
         raise BadInput(f"{inventory} has no jobs: list to watch", field="--fleet")
     names = tuple(listed) if fleet else given

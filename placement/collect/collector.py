@@ -126,7 +126,6 @@ class _Run:
     latency_names: dict[str, list[str]] = field(default_factory=dict)  # vertex id -> its latency-tracking metrics
     latency_listed: float | None = None  # time.monotonic() of the last listing
     cotenant_vertices: dict[str, list[RunVertex]] = field(default_factory=dict)  # other running job -> its vertices
-    thread_writer: PartWriter | None = None  # the per-thread CPU parts (layout.thread_writer)
     thread_buffer: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -178,7 +177,8 @@ class Collector:
                                           every=1.0, sleep=self.sleep)
         if not complete:
             raise BadInput(
-                f"job {job_id} reports no {REQUIRED_METRIC} for {', '.join(missing)} after {self.o.metrics_timeout_s:g} s "
+                f"job {job_id} reports no {REQUIRED_METRIC} for {', '.join(missing)} "
+                f"after {self.o.metrics_timeout_s:g} s "
                 "(metrics appear about 10 s after a job starts; is it running?)",
                 source=self.o.rest_url, field="metrics",
             )

@@ -28,7 +28,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -37,7 +37,7 @@ from pydantic import Field, ValidationError
 from placement.errors import BadInput
 from placement.loading import Strict, describe_validation_error
 
-MANIFEST_FORMAT = "placement.metrics/v1"
+MANIFEST_FORMAT: Final = "placement.metrics/v1"
 MANIFEST_NAME = "_manifest.json"
 
 # Flink metric name -> column. The names are the real Flink 2.x task metrics (see shared notes).
@@ -102,8 +102,8 @@ TASKMANAGER_SCHEMA = pa.schema(
 
 # Per-thread CPU of each TaskManager JVM (issue 23), read over SSH from the host's /proc (placement.collect.threads)
 # when ``metrics collect`` is given an inventory: one row per thread per round, its cumulative CPU time (user +
-# system) in ns of the host's CPU time. A task thread is named "<vertex name> (<i>/<n>)#<attempt>", truncated by Linux to
-# 15 characters; placement.profile.threads maps the names to vertices. Busy time is wall-clock time of a subtask's
+# system) in ns of the host's CPU time. A task thread is named "<vertex name> (<i>/<n>)#<attempt>", truncated by Linux
+# to 15 characters; placement.profile.threads maps the names to vertices. Busy time is wall-clock time of a subtask's
 # thread, so it errs where that thread waits without being idle (a rate-limited source, a CPU-quota host); the
 # thread's CPU time does not.
 THREAD_DIR = "_threads"

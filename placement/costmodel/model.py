@@ -457,10 +457,10 @@ def _hosts(inv: Inventory, profile: JobProfile | None = None) -> tuple[HostSpec,
     return tuple(specs)
 
 
-def _baseline(h: Host, profile: JobProfile | None) -> demand.Baseline:
+def _baseline(h: Host, profile: JobProfile | None) -> demand.TaskManagerBaseline:
     if profile is None:
         given = h.taskmanager_baseline_cores
-        return demand.Baseline(float(given or 0.0), "inventory" if given is not None else "none")
+        return demand.TaskManagerBaseline(float(given or 0.0), "inventory" if given is not None else "none")
     return demand.baseline_cores(h.name, h.address, float(h.speed or 1), h.taskmanager_baseline_cores, profile)
 
 

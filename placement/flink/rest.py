@@ -22,7 +22,7 @@ from typing import Any
 import requests
 
 from placement.errors import PlacementError
-from placement.flink.jar_run import run_request_body  # noqa: F401  (part of this module's API)
+from placement.flink.jar_run import run_request_body  # also part of this module's API
 from placement.polling import poll
 from placement.units import flink_duration_ms
 

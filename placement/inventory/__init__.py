@@ -313,7 +313,8 @@ class Inventory(Strict):
     job: JobSettings = Field(default_factory=JobSettings)
     jobs: list[FleetJobSettings] = Field(
         default_factory=list, description="several jobs on this cluster (issue 24), each by its name: what `placement "
-        "apply --plan FLEET` resubmits for it (jar and entry_class default to job:'s); a job named in job: needs no entry")
+        "apply --plan FLEET` resubmits for it (jar and entry_class default to job:'s); "
+        "a job named in job: needs no entry")
     pins: Pins = Field(default_factory=Pins)
     parallelism: dict[str, ParallelismBounds] = Field(
         default_factory=dict, description="vertex name (or id) -> {min, max}: bounds for `placement plan --rescale`")
@@ -395,9 +396,9 @@ class Inventory(Strict):
             raise FieldError("flink.jobmanager", f"unknown host {self.flink.jobmanager!r}")
         for section in ("sources", "operators", "forbid"):
             for vertex, hosts in getattr(self.pins, section).items():
-                for h in [hosts] if isinstance(hosts, str) else hosts:
-                    if h not in names:
-                        raise FieldError(f"pins.{section}.{vertex}", f"unknown host {h!r}")
+                for host in [hosts] if isinstance(hosts, str) else hosts:
+                    if host not in names:
+                        raise FieldError(f"pins.{section}.{vertex}", f"unknown host {host!r}")
         return self
 
     # ---- lookups -------------------------------------------------------------------------------------------------

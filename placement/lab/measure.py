@@ -266,11 +266,10 @@ EVENT_TIME_NAME = re.compile(rf"^(?P<subtask>\d+)\.(?:.+\.)?{EVENT_TIME_LATENCY}
 def merge_histograms(rows: Iterable[Mapping[str, float | None]]) -> tuple[float | None, float | None, int]:
     """(p50, p99, histograms) of histograms given as ``{"p50_ms", "p99_ms"}``: the median of their p50 and the largest
     p99; histograms without values (markers not arrived yet, NaN) are left out."""
-    full = [r for r in rows if r.get("p50_ms") is not None and r.get("p99_ms") is not None]
+    full = [(p50, p99) for r in rows if (p50 := r.get("p50_ms")) is not None and (p99 := r.get("p99_ms")) is not None]
     if not full:
         return None, None, 0
-    return (statistics.median(float(r["p50_ms"]) for r in full),  # type: ignore[arg-type]
-            max(float(r["p99_ms"]) for r in full), len(full))  # type: ignore[arg-type]
+    return statistics.median(float(p50) for p50, _ in full), max(float(p99) for _, p99 in full), len(full)
 
 
 def event_time_rows(answer: Iterable[Mapping]) -> list[dict[str, float | None]]:

@@ -131,6 +131,7 @@ def max_rate_of(build: Callable[[float], PlacementProblem], *, options: SolverOp
         return MaxRate(capacity, None, None, measured)
     from dataclasses import replace
 
-    capacity = replace(capacity, binding=binding_constraints(build, capacity.scale, options))
-    problem = build(capacity.scale)
+    scale = capacity.scale
+    capacity = replace(capacity, binding=binding_constraints(build, scale, options))
+    problem = build(scale)
     return MaxRate(capacity, problem, solve_with(problem, options, method), measured)

@@ -76,7 +76,7 @@ def labels(jobs: Sequence[JobSummary]) -> dict[str, str]:
 
 
 def priced_uses(label: str, profile: JobProfile, placed: dict[tuple[str, int], str], inv: Inventory,
-                inventory_source: str | None = None) -> dict[str, list[RunningUse]]:
+                inventory_source: str = "inventory") -> dict[str, list[RunningUse]]:
     """A running job's profile and where its subtasks run, priced by the cost model as running load (host ->
     uses). Pure: what the offline tests hold to the numbers."""
     problem = build_problem(inv, profile, PlanOptions(placement_mode=inv.flink.placement_mode),

@@ -1,6 +1,7 @@
 """``placement plan --running PLAN``: the plans of jobs that keep running, read as fixed load
-(:mod:`placement.costmodel.running`) — a plan.json, a plan directory, or a fleet's directory (all its jobs). Their figures are the plans' own predictions (plan.json ``hosts`` and
-``links``), checked against the inventory the new plan is made for."""
+(:mod:`placement.costmodel.running`) — a plan.json, a plan directory, or a fleet's directory (all its jobs). Their
+figures are the plans' own predictions (plan.json ``hosts`` and ``links``), checked against the inventory the new plan
+is made for."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ class RunningPlans:
     notes: list[str] = field(default_factory=list)  # said with the plan (no warning: --strict does not fail on them)
 
     def uses_of_job(self, job: str) -> dict[str, dict[str, float]]:
-        """One running job's use of each host it uses (cores, memory_mib, slots, mbit on its uplink): --json's figures."""
+        """One running job's use of each host it uses (cores, memory_mib, slots, mbit on its uplink): --json's
+        figures."""
         return {host: {"cores": r.cores, "memory_mib": r.memory_mib, "slots": r.slots, "mbit": r.mbit}
                 for host, here in self.uses.items() for r in here if r.job == job}
 

@@ -73,13 +73,14 @@ def result_json(r: PlanResult, parts: dict[str, PlanResult] | None = None) -> di
     return out
 
 
-def _finite(x: float) -> float | None:
-    return x if math.isfinite(x) else None  # JSON has no infinity: null, a saturated uplink
+def _finite(x: float | None) -> float | None:
+    return x if x is not None and math.isfinite(x) else None  # JSON has no infinity: null, a saturated uplink
 
 
 def _paths_json(cost: PlanCost) -> dict:
     """The worst path's upper bound under the keys it always had, the expected figure beside it, and every path's."""
     worst = cost.worst_path
+    assert worst is not None, "only a plan with paths has their figures"
     return {"worst_path_ms": _finite(worst.latency_ms), "worst_path": worst.name,
             "worst_path_expected_ms": _finite(worst.expected_ms),
             "paths": {p.name: _finite(p.latency_ms) for p in cost.paths},

@@ -6,12 +6,13 @@ A profile is the contract between ``placement profile`` (which computes it from 
 * ``format`` — ``"placement.profile/v2"`` (``"placement.profile/v1"`` still loads).
 * ``job`` — name (and optionally id) of the Flink job.
 * ``vertices`` — one per Flink job vertex (a chain of operators), in any order: ``id``, ``name`` (the task name Flink
-  shows, e.g. ``"Source: Sensors"`` or ``"Parse -> Filter"``), ``parallelism``, ``max_parallelism`` (optional), ``stateful``, ``state_bytes``,
-  ``bytes_per_record_out`` and ``subtasks``; each subtask carries its mean ``records_in_per_s``, ``records_out_per_s``,
-  ``busy_ms_per_s``, ``idle_ms_per_s``, ``backpressured_ms_per_s`` and the ``host_speed`` of the host it was measured on
-  (1.0 = a server core). ``busy_ms_per_s`` may be ``null`` (NaN in Flink) — see :mod:`placement.costmodel.demand`.
-  Optional ``buffers_in_per_s``: the network buffers delivered to the subtask a second over all its inputs (one per
-  channel flush; :mod:`placement.costmodel.deliveries`); absent or null in older profiles.
+  shows, e.g. ``"Source: Sensors"`` or ``"Parse -> Filter"``), ``parallelism``, ``max_parallelism`` (optional),
+  ``stateful``, ``state_bytes``, ``bytes_per_record_out`` and ``subtasks``; each subtask carries its mean
+  ``records_in_per_s``, ``records_out_per_s``, ``busy_ms_per_s``, ``idle_ms_per_s``, ``backpressured_ms_per_s`` and the
+  ``host_speed`` of the host it was measured on (1.0 = a server core). ``busy_ms_per_s`` may be ``null`` (NaN in
+  Flink) — see :mod:`placement.costmodel.demand`. Optional ``buffers_in_per_s``: the network buffers delivered to the
+  subtask a second over all its inputs (one per channel flush; :mod:`placement.costmodel.deliveries`); absent or null
+  in older profiles.
 * ``edges`` — ``source``/``target`` vertex ids and Flink's ``ship_strategy``; since v2 also what travels along the
   edge: per upstream subtask the ``records_per_s`` and ``bytes_per_s`` it puts on this edge (one copy: a broadcast
   record counts once, not once per receiver), for HASH edges the measured ``receiver_shares`` (key skew), and the
@@ -43,7 +44,7 @@ import math
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
@@ -52,7 +53,7 @@ from placement.loading import FieldError, Strict, canonical_digest, drop_unset, 
 if TYPE_CHECKING:  # networkx is imported where a graph is built: `placement apply` imports this module, and uses none
     import networkx as nx
 
-PROFILE_FORMAT = "placement.profile/v2"
+PROFILE_FORMAT: Final = "placement.profile/v2"
 PROFILE_FORMATS = ("placement.profile/v1", PROFILE_FORMAT)  # v1: no per-edge figures (still loads)
 
 
@@ -337,7 +338,8 @@ class JobProfile(Strict):
             if e.ship_strategy is ShipStrategy.FORWARD and up.parallelism != down.parallelism:
                 raise FieldError(
                     f"edges[{i}].ship_strategy",
-                    f"FORWARD needs equal parallelism, {up.name!r} has {up.parallelism} and {down.name!r} {down.parallelism}",
+                    f"FORWARD needs equal parallelism, {up.name!r} has {up.parallelism} "
+                    f"and {down.name!r} {down.parallelism}",
                 )
         import networkx as nx
 
@@ -359,10 +361,10 @@ class JobProfile(Strict):
             raise KeyError(vertex_id)
         return v
 
-    def graph(self) -> "nx.DiGraph":
+    def graph(self) -> nx.DiGraph[str]:
         import networkx as nx
 
-        g = nx.DiGraph()
+        g: nx.DiGraph[str] = nx.DiGraph()
         g.add_nodes_from(v.id for v in self.vertices)
         g.add_edges_from((e.source, e.target) for e in self.edges)
         return g
@@ -383,7 +385,7 @@ class JobProfile(Strict):
         g = self.graph()
         return [v for v in self.vertices if g.out_degree(v.id) == 0]
 
-    def dump(self) -> dict:
+    def dump(self) -> dict[str, Any]:
         """The JSON object of this profile; the optional TaskManager figures only when measured, so a profile without
         them reads (and hashes) as it did before they existed."""
         data = self.model_dump(mode="json")

@@ -25,8 +25,8 @@ Rules (they follow the Flink Kubernetes autoscaler where it has one):
   :data:`MIN_CONFIDENT_BUSY_MS` (or it has fewer than :data:`MIN_CONFIDENT_SAMPLES` usable samples) the subtask is
   ``confident = false``: its rate is an extrapolation of very little work and should not drive a decision.
 * **Medians and p95s** are computed from a uniform random subset of the usable samples of at most about
-  :data:`PERCENTILE_SAMPLES_PER_SUBTASK` per subtask (both engines, same subset rule): at that size the sampling error of
-  a p95 is about half a percentile point, and it keeps the percentile sketches off the hot path for big histories.
+  :data:`PERCENTILE_SAMPLES_PER_SUBTASK` per subtask (both engines, same subset rule): at that size the sampling error
+  of a p95 is about half a percentile point, and it keeps the percentile sketches off the hot path for big histories.
   Per vertex, rates report the sum of the subtasks' percentiles (``*_p50_sum``, ``*_p95_sum``: a conservative total)
   and time shares the worst subtask's (``*_p50_max``, ``*_p95_max``).
 * **State.** A vertex is stateful when its latest checkpoint holds state (> 0 bytes). Without any checkpoint the state
@@ -44,9 +44,11 @@ Rules (they follow the Flink Kubernetes autoscaler where it has one):
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any, TypeVar, cast
 
+import numpy as np
 import pandas as pd
 
 from placement.collect.layout import METRIC_COLUMNS, RunManifest, RunVertex, SubtaskLocation
@@ -65,6 +67,8 @@ from placement.profile.format import (
     copies,
 )
 from placement.profile.lanes import fold_manifest
+
+T = TypeVar("T")
 
 MIN_CONFIDENT_BUSY_MS = 10.0  # 1 % busy: below this a true rate multiplies measurement noise by > 100
 MIN_CONFIDENT_SAMPLES = 10
@@ -97,17 +101,19 @@ def finish_aggregates(totals: pd.DataFrame, drawn: pd.DataFrame) -> pd.DataFrame
     metrics of the percentile subset, one row per sample. Means are ``sum / n`` (null when n = 0); medians and p95s
     interpolate linearly between the drawn samples.
     """
-    out = totals[[*COUNT_COLUMNS, *SUM_COLUMNS]].copy()
+    out: pd.DataFrame = totals[[*COUNT_COLUMNS, *SUM_COLUMNS]].copy()
     for c in COUNT_COLUMNS:
         out[c] = out[c].fillna(0).astype("int64")
     for m in METRIC_COLUMNS:
         n = totals[f"{m}_n"]
         out[f"{m}_mean"] = totals[f"{m}_sum"] / n.where(n > 0)
-    q = drawn.groupby(SUBTASK_KEYS, sort=False)[list(METRIC_COLUMNS)].quantile(list(QUANTILES))
+    q = drawn.groupby(SUBTASK_KEYS, sort=False)[list(METRIC_COLUMNS)].quantile(np.array(QUANTILES))
     for m in METRIC_COLUMNS:
         for qq, name in zip(QUANTILES, ("p50", "p95")):
             out[f"{m}_{name}"] = q[m].xs(qq, level=-1) if len(q) else float("nan")
-    return out.reset_index()[list(AGGREGATE_COLUMNS)]
+    # annotated: pandas-stubs types DataFrame's methods with typing.Self, which it reads as Any for Python 3.10
+    aggregates: pd.DataFrame = out.reset_index()[list(AGGREGATE_COLUMNS)]
+    return aggregates
 
 
 def percentile_fraction(rows: int, subtasks: int, per_subtask: int = PERCENTILE_SAMPLES_PER_SUBTASK) -> float:
@@ -207,19 +213,20 @@ def _state(runs: list[RunManifest], vertex_id: str, attr: str = "state_bytes") -
     """The newest run's checkpoint figure of a vertex (``state_bytes`` or ``checkpointed_bytes``) that some run has."""
     for m in reversed(runs):
         for v in m.vertices:
-            if v.id == vertex_id and getattr(v, attr) is not None:
-                return getattr(v, attr)
+            value: float | None = getattr(v, attr)
+            if v.id == vertex_id and value is not None:
+                return value
     return None
 
 
-def _newest(runs: list[RunManifest], attr: str):
+def _newest(runs: list[RunManifest], setting: Callable[[RunManifest], T | None]) -> T | None:
     """The newest run's value of a job-level setting (checkpointing, buffer timeout) that some run recorded."""
-    return next((getattr(m, attr) for m in reversed(runs) if getattr(m, attr) is not None), None)
+    return next((value for m in reversed(runs) if (value := setting(m)) is not None), None)
 
 
 def _buffer_timeout(runs: list[RunManifest]) -> float:
     """The job's network flush interval: as its configuration set it, else Flink's default."""
-    timeout = _newest(runs, "buffer_timeout_ms")
+    timeout = _newest(runs, lambda m: m.buffer_timeout_ms)
     return DEFAULT_BUFFER_TIMEOUT_MS if timeout is None else timeout
 
 
@@ -255,9 +262,10 @@ def _record_sizes(vertices: list[VertexProfile], edges: list[EdgeProfile]) -> No
     record once but its bytes once per output partition (and receiver)."""
     par = {v.id: v.parallelism for v in vertices}
     for v in vertices:
-        own = [e for e in edges if e.source == v.id and e.bytes_per_s is not None and e.records_per_s is not None]
-        sent = sum(sum(e.bytes_per_s) * copies(e.ship_strategy, par[e.target]) for e in own)  # type: ignore[arg-type]
-        records = sum(sum(e.records_per_s) * copies(e.ship_strategy, par[e.target]) for e in own)  # type: ignore[arg-type]
+        own = [(e.bytes_per_s, e.records_per_s, copies(e.ship_strategy, par[e.target])) for e in edges
+               if e.source == v.id and e.bytes_per_s is not None and e.records_per_s is not None]
+        sent = sum(sum(bytes_per_s) * n for bytes_per_s, _, n in own)
+        records = sum(sum(records_per_s) * n for _, records_per_s, n in own)
         if records > 0:
             v.bytes_per_record_out = sent / records
 
@@ -299,9 +307,8 @@ def assemble(
     latest = runs[-1]
     _check_state_flags(latest, options)
     notes = _Notes()
-    by_key: dict[tuple[str, int], Mapping[str, object]] = {
-        (str(r["vertex_id"]), int(r["subtask"])): r for r in aggregates.to_dict("records")  # type: ignore[call-overload]
-    }
+    rows = cast("list[dict[str, Any]]", aggregates.to_dict("records"))  # the columns: AGGREGATE_COLUMNS, str labels
+    by_key: dict[tuple[str, int], Mapping[str, object]] = {(str(r["vertex_id"]), int(r["subtask"])): r for r in rows}
     locations, moved = _locations(runs)
     keyed_targets = {e.target for e in latest.edges if e.ship_strategy.upper().startswith("HASH")}
     job = _Inputs(runs, by_key, locations, moved, keyed_targets, options)
@@ -318,7 +325,8 @@ def assemble(
         vertices.append(_vertex(v, rollup, job, notes))
     _check_usable(latest, total, any_busy, options, source)
     if unmatched:
-        notes.add(f"TaskManagers not in {options.inventory_source or 'the inventory'} (host_speed 1.0): {', '.join(sorted(unmatched))}")
+        notes.add(f"TaskManagers not in {options.inventory_source or 'the inventory'} (host_speed 1.0): "
+                  f"{', '.join(sorted(unmatched))}")
     edges = _edges(latest, vertices, by_key, notes)
     _record_sizes(vertices, edges)
     return JobProfile(format=PROFILE_FORMAT, job=_job_info(runs, total, options, notes), vertices=vertices, edges=edges)
@@ -505,7 +513,8 @@ def _check_usable(latest: RunManifest, total: Mapping[str, int], any_busy: bool,
     """A profile needs usable samples, and busy time in them."""
     if total["samples"] == 0:
         raise BadInput(
-            f"no usable samples for job {latest.job_name!r}: {total['rows']} samples, {total['warmup_trimmed']} in warm-up "
+            f"no usable samples for job {latest.job_name!r}: {total['rows']} samples, "
+            f"{total['warmup_trimmed']} in warm-up "
             f"(--warmup {options.warmup_s:g} s), {total['not_running']} while not running",
             source=source,
         )
@@ -517,7 +526,7 @@ def _check_usable(latest: RunManifest, total: Mapping[str, int], any_busy: bool,
 def _job_info(runs: list[RunManifest], total: Mapping[str, int], options: Options, notes: _Notes) -> JobInfo:
     """The profile's job: names, origin, checkpointing, buffer timeout, and a note that sums up the samples used."""
     latest = runs[-1]
-    checkpoints = _newest(runs, "checkpoints")
+    checkpoints = _newest(runs, lambda m: m.checkpoints)
     origin = "synthetic" if all(m.origin == "synthetic" for m in runs) else "collected"
     summary = (
         f"{len(runs)} run(s), {total['samples']} of {total['rows']} samples used "
@@ -525,7 +534,7 @@ def _job_info(runs: list[RunManifest], total: Mapping[str, int], options: Option
     )
     return JobInfo(name=latest.job_name, id=latest.job_id, origin=origin, note="; ".join([summary, *notes.items]),
                    checkpoint_interval_ms=checkpoints.period_ms if checkpoints else None,
-                   buffer_timeout_ms=_buffer_timeout(runs), flink_version=_newest(runs, "flink_version"))
+                   buffer_timeout_ms=_buffer_timeout(runs), flink_version=_newest(runs, lambda m: m.flink_version))
 
 
 def subtask_details(profile: JobProfile, aggregates: pd.DataFrame) -> pd.DataFrame:
@@ -550,4 +559,5 @@ def subtask_details(profile: JobProfile, aggregates: pd.DataFrame) -> pd.DataFra
                 "true_output_processing_rate": _ratio(_f(r.get("sum_out_valid")), busy, 1000.0),
                 "selectivity": _ratio(_f(r.get("records_out_per_s_mean")), _f(r.get("records_in_per_s_mean"))),
             })
-    return pd.DataFrame.from_records(rows)
+    details: pd.DataFrame = pd.DataFrame.from_records(rows)  # annotated: the stubs' Self is Any for Python 3.10
+    return details

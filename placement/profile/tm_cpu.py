@@ -14,10 +14,10 @@ JVM process CPU (``Status.JVM.CPU.Time``, cumulative ns of all its threads) besi
   that goes down — a restarted TaskManager — drops that pair). Flink's REST API answers from the JobManager's
   metric store, refreshed every ``metrics.fetcher.update-interval`` (10 s by default), so the same value comes back
   for several polls: only the samples at which the value changed are paired (each is at most one poll interval
-  after the refresh that brought it), not the poll times of repeated readings. Without ``CPU.Time``: mean ``CPU.Load`` × the
-  machine's cores. Where the history has t's threads (``metrics collect --inventory``), their CPU summed instead: the
-  kernel's figure for the process, read every round (over a 30 s window CPU.Time gives two or three pairs: an idle lab
-  Pi read 0.054 cores from it against 0.087 from its threads, and 0.087 is what it went on using).
+  after the refresh that brought it), not the poll times of repeated readings. Without ``CPU.Time``: mean ``CPU.Load``
+  × the machine's cores. Where the history has t's threads (``metrics collect --inventory``), their CPU summed
+  instead: the kernel's figure for the process, read every round (over a 30 s window CPU.Time gives two or three
+  pairs: an idle lab Pi read 0.054 cores from it against 0.087 from its threads, and 0.087 is what it went on using).
 * ``B_t = Σ_v B_{t,v}``: what the cost model charges the job's subtasks on t — the busy-time rule of
   :func:`placement.profile.cpu_demand.server_cores` (floor and NaN rule included) divided by ``σ_t``.
 * ``C_t``: the co-tenants' charge — the other running jobs' subtasks on t (several pipelines share an edge fleet's
@@ -99,6 +99,7 @@ rates it spans, so ``plan --max-rate`` compares its answer with the fastest run,
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -406,7 +407,7 @@ def _calibrated_vertices(profile: JobProfile, charge: dict[str, dict[str, float]
     ``cpu_fixed_share`` where their TaskManagers gave them one."""
     vertices = []
     for v in profile.vertices:
-        update: dict = {}
+        update: dict[str, object] = {}
         if v.id in factors:
             stats = dict(v.stats)
             stats["cpu_calibration_basis"] = bases[v.id]
@@ -501,7 +502,7 @@ def _run_figures(m: RunManifest, table: pa.Table, threads: pa.Table | None,
     # job warmed up before it, profiled with the default 60 s warm-up, has one or two)
     start, end = (late.min(), late.max()) if len(late) >= 2 * BATCHES else (stamps.min(), stamps.max())
     edges = np.linspace(start, end, BATCHES + 1)
-    windows = [_run_cores(table, threads, int(a), int(b)) for a, b in zip(edges, edges[1:])]
+    windows = [_run_cores(table, threads, int(a), int(b)) for a, b in itertools.pairwise(edges)]
     out: dict[str, tuple[float, float | None]] = {}
     for tm, cores in whole.items():
         batch = [w[tm] for w in windows if tm in w]
@@ -531,7 +532,7 @@ def _rate_lines(pooled: Sequence[tuple[RunManifest, pa.Table]], threads: dict[st
         x, y = np.array([p[0] for p in pts]), np.array([p[1] for p in pts])
         if x.max() < MIN_RATE_SPREAD * x.min():
             continue
-        w = 1.0 / np.maximum([p[2] for p in pts], SE_FLOOR) ** 2
+        w = 1.0 / np.maximum([se for _, _, se in pts if se is not None], SE_FLOOR) ** 2
         xw, yw = np.average(x, weights=w), np.average(y, weights=w)
         sxx = float(np.sum(w * (x - xw) ** 2))
         slope = float(np.sum(w * (x - xw) * (y - yw)) / sxx)

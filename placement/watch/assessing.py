@@ -9,6 +9,7 @@ Pricing is where one job and several differ: one job's problem alone, or the joi
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -129,12 +130,11 @@ class Assessor:
         track, window = s.track, s.window
         if window is None:
             if track.baseline is not None:  # TaskManagers are still worth a look (and a line in the log)
-                try:
+                with contextlib.suppress(PlacementError):
                     s.drifts = taskmanager_drifts(track.baseline, self.registered())
-                except PlacementError:
-                    pass
             return []
-        track.windows = [w for w in track.windows if w.job_id == window.job_id][-9:] + [window]
+        same_job = [w for w in track.windows if w.job_id == window.job_id]
+        track.windows = [*same_job[-9:], window]
         if track.baseline is None and track.made_for is not None:  # the first warm window after an apply
             track.baseline, track.made_for = replace(track.made_for, taskmanagers=window.taskmanagers), None
             s.notes.append(f"baseline: the rates the applied plan was made for (re-planned if this window's differ "
@@ -177,10 +177,8 @@ class Assessor:
         first = self.tracks[0]
         if first.baseline is not None:
             registered = next((s.window.taskmanagers for s in seen if s.window is not None), None)
-            try:
+            with contextlib.suppress(PlacementError):
                 out += taskmanager_drifts(first.baseline, registered if registered is not None else self.registered())
-            except PlacementError:
-                pass
         return out
 
     # ---- contingencies ---------------------------------------------------------------------------------------------
@@ -224,8 +222,10 @@ class Assessor:
         if decision.action == "apply" and plan_dir is None:
             decision = replace(decision, action="hold", reason=decision.reason + ": no plan directory to restore "
                                "(start the watch with --plan, or run `placement apply` of the plan)")
-        current = sum(link.mbit for link in s.window.links)  # type: ignore[union-attr]
-        proposal = Proposal(current_wan_mbit=current, current_violations=s.window.violations,  # type: ignore[union-attr]
+        window = s.window
+        assert window is not None, "found holds only jobs with a window"
+        current = sum(link.mbit for link in window.links)
+        proposal = Proposal(current_wan_mbit=current, current_violations=window.violations,
                             planned_wan_mbit=None if plan_dir is None else current,
                             moves=differs(planned, s.running or {}), plan_dir=plan_dir)
         return decision, drift, proposal

@@ -192,8 +192,8 @@ class Watch:
             # (else every tick re-plans the same placement until the load returns)
             for s in seen:
                 w = s.window
-                s.track.baseline = Baseline(dict(w.rates_now()), w.taskmanagers,  # type: ignore[union-attr]
-                                            plan_dir=proposal.plan_dir)
+                assert w is not None, "every job has its window (checked above)"
+                s.track.baseline = Baseline(dict(w.rates_now()), w.taskmanagers, plan_dir=proposal.plan_dir)
             notes.append("baseline: the placement running is the plan for this window's load")
         outcome = None
         if decision.action == "apply" and proposal is not None:

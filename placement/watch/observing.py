@@ -239,8 +239,8 @@ class Observer:
         before, track.counts = track.counts, (now, counts)
         if before is None or now - before[0] < 1.0:
             return {}
-        return {name: (c - before[1][name]) / (now - before[0]) for name, c in counts.items()
-                if c is not None and before[1].get(name) is not None and c >= before[1][name]}
+        return {name: (c - was) / (now - before[0]) for name, c in counts.items()
+                if c is not None and (was := before[1].get(name)) is not None and c >= was}
 
     def checkpoint_settled(self, job_id: str) -> str | None:
         """Wait (up to ``checkpoint_grace_s``) until no checkpoint or savepoint of the job is in progress; the

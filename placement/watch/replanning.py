@@ -44,13 +44,24 @@ def plan_for_demand(plan: Callable[[Path, S], Any], plans_dir: Path, tick: int, 
     return plan(plans_dir / f"tick-{tick:05d}-measured", measured), measured, True
 
 
+def _window(s: Seen) -> Window:
+    """A re-planned job's window: the loop re-plans only when every job has its window and profile."""
+    assert s.window is not None, f"job {s.track.name} re-planned without a window"
+    return s.window
+
+
+def _profile(s: Seen) -> JobProfile:
+    assert s.profile is not None, f"job {s.track.name} re-planned without a profile"
+    return s.profile
+
+
 class OneJobPlanner:
     def __init__(self, options: WatchOptions, inventory: Inventory, track: JobTrack, plans_dir: Path, plan_fn: PlanFn):
         self.o, self.inventory, self.track, self.plans_dir, self.plan_fn = options, inventory, track, plans_dir, plan_fn
 
     def replan(self, tick: int, seen: Sequence[Seen], drifts: Sequence[Drift]) -> tuple[Proposal, list[str]]:
         s = seen[0]
-        proposal, scale = self.replan_job(tick, s.profile, s.window, s.running, drifts)  # type: ignore[arg-type]
+        proposal, scale = self.replan_job(tick, _profile(s), _window(s), s.running, drifts)
         notes = [f"planned for {scale:.2f}x the window's profiled rates (the sources' demand now)"] if scale > 1.005 \
             else []
         return proposal, notes
@@ -88,11 +99,11 @@ class JointPlanner:
         JOB=X``): what its own sources want now, so a job whose demand grew does not over-plan the others — the
         measured rates of every job where nothing fits them."""
         profiles = {s.track.name: s.track.windows_dir / f"tick-{tick:05d}" / "profile.json" for s in seen}
-        scales = {s.track.name: demand_scale(s.window, self.o.max_demand_scale) for s in seen}  # type: ignore[arg-type]
+        scales = {s.track.name: demand_scale(_window(s), self.o.max_demand_scale) for s in seen}
         outcome, scales, demand_unmet = plan_for_demand(
             lambda out, x: self.plan_jobs_fn(profiles, out, x), self.plans_dir, tick, scales,
             dict.fromkeys(scales, 1.0), max(scales.values()) > 1.0)
-        joint = joint_problem(self.inventory, self.o, {s.track.name: s.profile for s in seen},  # type: ignore[misc]
+        joint = joint_problem(self.inventory, self.o, {s.track.name: _profile(s) for s in seen},
                               1.0, scales)
         running = joint_running(joint, {s.track.name: s.running for s in seen})
         if running is not None:
@@ -100,15 +111,15 @@ class JointPlanner:
             paths = tuple(p for c in job_costs(joint, running, cost).values() for p in c.paths)
             current = (cost.wan_mbit, tuple(cost.violations), cost_peak(cost), paths)
         else:  # a placement not known: the windows' own figures, as for one job
-            current = (sum(link.mbit for s in seen for link in s.window.links),  # type: ignore[union-attr]
-                       tuple(v for s in seen for v in s.window.violations), None,  # type: ignore[union-attr]
-                       tuple(p for s in seen for p in s.window.paths))  # type: ignore[union-attr]
+            current = (sum(link.mbit for s in seen for link in _window(s).links),
+                       tuple(v for s in seen for v in _window(s).violations), None,
+                       tuple(p for s in seen for p in _window(s).paths))
         moved = sum(moves(outcome.jobs[s.track.name].assignment, s.running) for s in seen) if outcome.fits else 0
         proposal = proposal_from(outcome, *current, drifts, moved, demand_unmet=demand_unmet)
         for s in seen:
             part = outcome.jobs.get(s.track.name)
             s.track.planned_links = dict(part.links) if part is not None else {}
-            rates = s.window.source_rates  # type: ignore[union-attr]
+            rates = _window(s).source_rates
             s.track.planned_rates = {name: rate * scales[s.track.name] for name, rate in rates.items()}
         notes = [f"planned job {name} for {scale:.2f}x its window's profiled rates (its sources' demand now)"
                  for name, scale in scales.items() if scale > 1.005]

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ConfigDict, Field
 
 from placement import __version__
-from placement.loading import drop_unset
-from placement.writers.planjson import JobBudgetRecord, Objective, SolverInfo, SourceRef, Strict, solver_info
+from placement.loading import Strict, drop_unset
+from placement.writers.planjson import JobBudgetRecord, Objective, SolverInfo, SourceRef, solver_info
 
 if TYPE_CHECKING:  # annotations only: reading a fleet (`placement apply --plan`) loads neither the cost model nor networkx
     from placement.costmodel.evaluate import PlanCost

@@ -11,9 +11,9 @@ import math
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from placement import __version__
 from placement.loading import Strict, drop_unset, load_model
@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # annotations only: reading a plan (`placement apply`) loads 
     from placement.costmodel.model import JobPolicy, PlacementProblem, SubtaskKey
     from placement.solver.result import PlanResult
 
-PLAN_FORMAT = "placement.plan/v1"
+PLAN_FORMAT: Final = "placement.plan/v1"
 
 
 class SourceRef(Strict):
@@ -51,7 +51,7 @@ class LinkPrediction(Strict):
     usable_mbit: float
     utilisation: float
 
-    model_config = Strict.model_config | {"populate_by_name": True}
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)  # Strict's, and the alias's field name too
 
 
 class HostPrediction(Strict):

@@ -176,7 +176,7 @@ def test_an_interrupt_python_wraps_while_a_class_is_made_is_still_an_interrupt(m
             raise KeyboardInterrupt
 
     def importing(**_):
-        class Partition:  # noqa: F841 (made only to raise as the import did)
+        class Partition:  # made only to raise as the import did
             partition_dict = Interrupted()
 
     monkeypatch.setattr(cli_module.cli, "main", importing)
