@@ -210,9 +210,9 @@ def _direct_piece(build: Builder, lo: float, hi: float, options: SolverOptions,
         scaled_row(at_lo, at_hi, families.cpu_room(pa, h), f"cpu_{h.name}")
     for h in pa.hosts:  # one thread: x[s, h] = 1 ⇒ c(s, X)/σ_h ≤ ρ, i.e. X ≤ the scale where s's thread is full on h
         for s, var in m.on_host(h.name):
-            at_hi = pb.subtask_by_key[s.key]
-            if not pb.keeps_up(at_hi, h):  # binds inside [lo, hi] (pairs full already at lo left the domain)
-                scaled_row({var: families.cpu_need(s, h)}, {var: families.cpu_need(at_hi, h)}, families.thread_room(pa),
+            s_hi = pb.subtask_by_key[s.key]
+            if not pb.keeps_up(s_hi, h):  # binds inside [lo, hi] (pairs full already at lo left the domain)
+                scaled_row({var: families.cpu_need(s, h)}, {var: families.cpu_need(s_hi, h)}, families.thread_room(pa),
                            f"thread_{h.name}_{s.vertex_id}_{s.index}")
     for h in pa.edges:  # uplink W_h(X)
         ea, eb = objectives.wan_mbit(m, h.name), objectives.wan_mbit(mb, h.name)

@@ -1,8 +1,9 @@
 """Constraint families of the placement ILP, one function each; the docstring states the inequality.
 
 Notation: ``x[s, h]`` binary; ``c(s)`` server cores (``c(s)/σ_h`` on host ``h``), ``m(s)`` MiB, ``o(u_i)`` Mbit/s out;
-``ρ`` cpu_utilisation_target, ``μ`` memory_utilisation_target, ``η`` wan_headroom (see :class:`placement.inventory.Policy`).
-With ``elastic=True`` each capacity row gets a slack ``σ ≥ 0`` on its right-hand side (used to explain infeasibility).
+``ρ`` cpu_utilisation_target, ``μ`` memory_utilisation_target, ``η`` wan_headroom (see
+:class:`placement.inventory.Policy`). With ``elastic=True`` each capacity row gets a slack ``σ ≥ 0`` on its right-hand
+side (used to explain infeasibility).
 Rows that cannot bind (even all candidates together fit) are not added. The capacity rows, the thread row, the uplink,
 the budgets and the latency bound are written once in :mod:`placement.solver.families`, which every model instantiates;
 the functions here say which of the plain model's variables each family runs over.
@@ -10,8 +11,11 @@ the functions here say which of the plain model's variables each family runs ove
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pulp
 
+from placement.costmodel.model import Subtask
 from placement.solver import families, objectives
 from placement.solver.model import IlpModel
 
@@ -22,7 +26,7 @@ def one_host_per_subtask(m: IlpModel) -> None:
         m.lp += pulp.lpSum(m.x[(s.key, h)] for h in m.domain[s.key]) == 1, f"one_host_{n}"
 
 
-def _placed(m: IlpModel, host: str):
+def _placed(m: IlpModel, host: str) -> list[tuple[Subtask, pulp.LpVariable, int]]:
     return [(s, var, 1) for s, var in m.on_host(host)]
 
 
@@ -41,7 +45,8 @@ def cpu_capacity(m: IlpModel) -> None:
 
 
 def one_thread(m: IlpModel) -> None:
-    """``c(s)/σ_h · x[s, h] ≤ ρ`` for every pair whose thread cannot keep up (a subtask is one thread: one core at most).
+    """``c(s)/σ_h · x[s, h] ≤ ρ`` for every pair whose thread cannot keep up (a subtask is one thread: one core at
+    most).
 
     The domain (:func:`placement.solver.domains.one_thread_keeps_up`) leaves no such pair in the model itself; the
     elastic re-solve starts from the rules' domain, where these rows let a thread stretch like any capacity, so a
@@ -74,9 +79,9 @@ def job_uplink_budget(m: IlpModel) -> None:
 
 
 def no_data_down_to_edge(m: IlpModel) -> None:
-    """``x[v_j, h] ≤ x[u_i, h]`` for every edge host ``h`` and every pair ``u_i → v_j`` that carries data: a subtask runs
-    on an edge host only if all its senders run there too (nothing is sent from the server, or another edge host, down
-    to an edge host).
+    """``x[v_j, h] ≤ x[u_i, h]`` for every edge host ``h`` and every pair ``u_i → v_j`` that carries data: a subtask
+    runs on an edge host only if all its senders run there too (nothing is sent from the server, or another edge host,
+    down to an edge host).
 
     For all-to-all edges (HASH, REBALANCE, BROADCAST) the ``n_U · n_V`` pairs are written with one continuous
     ``a[U→V, h] ∈ [0, 1]`` ("all of U is on h"): ``x[v_j, h] ≤ a ≤ x[u_i, h]`` — ``n_U + n_V`` rows, same integer hull
@@ -90,7 +95,7 @@ def no_data_down_to_edge(m: IlpModel) -> None:
                                             [(j, [(v, 1.0)]) for j, v in down], all_form=ch.all_to_all)
 
 
-def _sender(m: IlpModel, vid: str, host: str):
+def _sender(m: IlpModel, vid: str, host: str) -> Callable[[int], families.Terms]:
     return lambda i: families.var_terms(m.var((vid, i), host))
 
 
@@ -130,7 +135,7 @@ ROW_FAMILIES = (one_host_per_subtask, no_data_down_to_edge, task_slots, cpu_capa
                 wan_bandwidth, job_uplink_budget, vanilla_whole_vertices, latency_bound)
 
 
-def add_all(m: IlpModel, without: tuple = ()) -> None:
+def add_all(m: IlpModel, without: tuple[Callable[[IlpModel], None], ...] = ()) -> None:
     for family in ROW_FAMILIES:
         if family not in without:
             family(m)

@@ -62,7 +62,7 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, Protocol, TypeAlias
 
 import pulp
 
@@ -72,6 +72,8 @@ from placement.costmodel.model import Channel, HostSpec, PlacementProblem, Subta
 Var = Hashable  # a model's variable: a PuLP variable, a column index; None in a term: fixed at 1
 Terms = list[tuple[Var, float]]
 Placed = Iterable[tuple[Subtask, Var, float]]  # (one instance's figures, its variable, instances per unit of it)
+# what a model builds once and asks again (the queue and crossing variables; 0.0: none), among its other memos
+Memo: TypeAlias = dict[tuple[object, ...], object]
 
 
 @dataclass(frozen=True)
@@ -99,23 +101,25 @@ class Sink(Protocol):
 class PulpSink:
     """Rows into a PuLP problem; ``add_slack(name, capacity)`` is the model's (0 when not elastic)."""
 
-    def __init__(self, lp: pulp.LpProblem, add_slack: Callable, elastic: bool, eps: float = 0.0):
+    def __init__(self, lp: pulp.LpProblem,
+                 add_slack: Callable[[tuple[str, ...], float], pulp.LpAffineExpression | float], elastic: bool,
+                 eps: float = 0.0) -> None:
         self.lp, self.add_slack, self.elastic, self.eps = lp, add_slack, elastic, eps
 
     def add(self, row: Row) -> None:
-        summed: dict = {}
+        summed: dict[Var, float] = {}
         for var, c in row.terms:
             summed[var] = summed.get(var, 0.0) + c
         expr = pulp.LpAffineExpression(list(summed.items()))
         rhs = row.rhs + self.add_slack(row.slack, row.rhs) if row.slack is not None else row.rhs
         self.lp += (expr <= rhs if row.sense == "<=" else expr >= rhs if row.sense == ">=" else expr == rhs), row.name
 
-    def fresh(self, name: str, low: float = 0.0, up: float | None = None, binary: bool = False) -> Var:
+    def fresh(self, name: str, low: float = 0.0, up: float | None = None, binary: bool = False) -> pulp.LpVariable:
         if binary:
             return self.lp.add_variable(name, cat=pulp.LpBinary)
         return self.lp.add_variable(name, lowBound=low, upBound=up)
 
-    def upper(self, var) -> float:
+    def upper(self, var: pulp.LpVariable) -> float:
         return 1.0 if var.upBound is None else var.upBound
 
 
@@ -393,10 +397,11 @@ class Crossing:
     given: tuple[Var, ...] = ()
 
 
-def queue_wait(sink: Sink, problem: PlacementProblem, h: HostSpec, traffic: Terms | None, memo: dict) -> Var | float:
+def queue_wait(sink: Sink, problem: PlacementProblem, h: HostSpec, traffic: Terms | None, memo: Memo) -> Var | float:
     """``q_h ≥ a_k·W_h/C_h + b_k`` for every chord of the queueing curve
-    (:func:`placement.costmodel.latency.queue_pieces`), built once per uplink; 0 when nothing can cross it. Past :data:`~placement.costmodel.latency.MAX_UTILISATION` the
-    queue has no bound: ``W_h ≤ 0.99·C_h`` when the headroom ``η`` allows more."""
+    (:func:`placement.costmodel.latency.queue_pieces`), built once per uplink; 0 when nothing can cross it. Past
+    :data:`~placement.costmodel.latency.MAX_UTILISATION` the queue has no bound: ``W_h ≤ 0.99·C_h`` when the headroom
+    ``η`` allows more."""
     key = ("queue", h.name)
     if key in memo:
         return memo[key]
@@ -425,7 +430,7 @@ def queue_big_m(problem: PlacementProblem, h: HostSpec) -> float:
 
 def edge_crossing(sink: Sink, problem: PlacementProblem, n: int, hosts: Iterable[str],
                   crossings: Callable[[str], list[Crossing]], traffic: Callable[[str], Terms | None],
-                  memo: dict) -> Var | float:
+                  memo: Memo) -> Var | float:
     """``Z_e ≥ (d_h + T + M_h)·y + q_h − M_h`` for every crossing ``y`` of channel ``n`` at the edge hosts ``hosts``
     its source may run on (``−(d_h + T + M_h)`` more per ``given`` variable that is 0, so a crossing at another
     parallelism never binds); a crossing that cannot be sent (no bandwidth) is forbidden. Built once per channel."""

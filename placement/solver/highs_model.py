@@ -25,7 +25,7 @@ from placement.solver.backends import (
 )
 
 if TYPE_CHECKING:
-    from placement.solver.families import Row
+    from placement.solver.families import Row, Var
 
 INF = highspy.kHighsInf
 
@@ -192,5 +192,5 @@ class ColumnSink:
     def fresh(self, name: str, low: float = 0.0, up: float | None = None, binary: bool = False) -> int:
         return int(self.mip.add_cols(1, low, INF if up is None else up, integer=binary)[0])
 
-    def upper(self, var) -> float:
+    def upper(self, var: Var) -> float:
         return 1.0

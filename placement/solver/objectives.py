@@ -37,6 +37,7 @@ from typing import TypeAlias
 import pulp
 
 from placement.costmodel import latency
+from placement.costmodel.model import Channel
 from placement.solver import families
 from placement.solver.model import IlpModel
 
@@ -148,7 +149,7 @@ def bounded_paths(m: IlpModel) -> list[latency.JobPath]:
     return families.bounded_paths(m.problem)
 
 
-def _crossings(m: IlpModel, n: int, ch) -> Callable[[str], list[families.Crossing]]:
+def _crossings(m: IlpModel, n: int, ch: Channel) -> Callable[[str], list[families.Crossing]]:
     """The crossings of channel ``ch`` at an edge host: ``y = x[u_i, h] − x[v_j, h]`` for a pair, ``x[u_i, h] − b``
     with ``b ≤ x[v_j, h] ∀j`` ("all of V on h") for an all-to-all edge; both are 0/1 given
     :func:`placement.solver.constraints.no_data_down_to_edge`."""
@@ -175,7 +176,7 @@ def _crossings(m: IlpModel, n: int, ch) -> Callable[[str], list[families.Crossin
     return at
 
 
-def path_latency_ms(m: IlpModel, path: latency.JobPath) -> pulp.LpVariable:
+def path_latency_ms(m: IlpModel, path: latency.JobPath) -> families.Var:
     """``L_P``: a variable at least the path's predicted latency ``F(P) + max_e Z_e`` (rows of
     :func:`placement.solver.families.path_latency` and :func:`~placement.solver.families.edge_crossing`, for
     :func:`placement.solver.constraints.latency_bound`)."""
@@ -185,7 +186,7 @@ def path_latency_ms(m: IlpModel, path: latency.JobPath) -> pulp.LpVariable:
     index = {(ch.source, ch.target): n for n, ch in enumerate(m.problem.channels)}
     tag = len([k for k in m.aux if k[0] == "path"])
 
-    def crossing(n: int):
+    def crossing(n: int) -> Callable[[], families.Var | float]:
         ch = m.problem.channels[n]
         hosts = [h.name for h in m.problem.edges if m.placed(ch.source, h.name)]
         return lambda: families.edge_crossing(m.sink, m.problem, n, hosts, _crossings(m, n, ch),
@@ -193,5 +194,5 @@ def path_latency_ms(m: IlpModel, path: latency.JobPath) -> pulp.LpVariable:
 
     edges = [(index[e], crossing(index[e])) for e in path.edges]
     lp = families.path_latency(m.sink, path, tag, (path.flush_ms, []), edges)
-    m.aux[key] = lp  # type: ignore[assignment]
-    return lp  # type: ignore[return-value]
+    m.aux[key] = lp
+    return lp

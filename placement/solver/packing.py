@@ -54,7 +54,8 @@ def _greedy(problem: PlacementProblem, items: Sequence[Subtask], servers: Sequen
         group = _group(problem, s)
         in_group = used.setdefault(group, np.zeros(len(servers)))
         need = s.server_cores / speed
-        keeps_up = thread_keeps_up(need, families.thread_room(problem))  # one thread: at most ρ of one core
+        # one thread: at most ρ of one core; the rule's <= is numpy's here, one answer per server
+        keeps_up = thread_keeps_up(need, families.thread_room(problem))  # type: ignore[arg-type]
         fits = (cores >= need - EPS) & (memory >= s.memory_mib - EPS) & (in_group < slots) & keeps_up
         if not fits.any():
             return None

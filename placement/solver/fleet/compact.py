@@ -1,11 +1,13 @@
 """The compact form of the fleet decomposition: a column per subtask and *place* (its Pi, each allowed server pool),
 the exact model's rows over them (the capacity and no-data-down families of :mod:`placement.solver.families`,
-through a column sink). It covers every problem the column form (:mod:`.columns`) does not, and its elastic re-solve explains
-infeasible ones."""
+through a column sink). It covers every problem the column form (:mod:`.columns`) does not, and its elastic re-solve
+explains infeasible ones."""
 
 from __future__ import annotations
 
+import contextlib
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -25,7 +27,7 @@ from placement.solver.fleet.common import (
 )
 from placement.solver.highs_model import INF, ColumnSink, Rows, SparseMip
 from placement.solver.homes import Homes, homes
-from placement.solver.result import PlanResult, Shortage
+from placement.solver.result import PlanResult, Shortage, SolverOptions, Stage
 from placement.solver.server_pools import POOL_SEPARATOR, Pool
 
 
@@ -43,7 +45,7 @@ class CompactModel:
     pool_shrink: dict[int, float] = field(default_factory=dict)  # pool -> factor on its capacities (after a failed pack)
     floors: dict[int, float] = field(default_factory=dict)  # latency column -> delay every plan crosses
 
-    def column(self, key: SubtaskKey, place: str) -> int | None | bool:
+    def column(self, key: SubtaskKey, place: str) -> int | bool:
         """The column of subtask ``key`` on ``place``; True when it is fixed there, False when it cannot be there."""
         for name, col in self.places[key]:
             if name == place:
@@ -93,7 +95,7 @@ def no_data_down_to_edge(m: CompactModel, sink: ColumnSink) -> None:
                                         all_form=all_form)
 
 
-def _sender(m: CompactModel, vid: str, host: str):
+def _sender(m: CompactModel, vid: str, host: str) -> Callable[[int], families.Terms]:
     """Subtask ``i`` of ``vid`` on ``host`` as terms: its column, fixed there (None: 1), or none."""
     def terms(i: int) -> families.Terms:
         col = m.column((vid, i), host)
@@ -210,7 +212,8 @@ def latency(m: CompactModel, rows: Rows) -> list[tuple[int, float]]:
 
 
 def build_compact(problem: PlacementProblem, hm: Homes, pools: list[Pool], *, elastic: bool,
-           shrink: dict[int, float] | None = None):
+                  shrink: dict[int, float] | None = None
+                  ) -> tuple[CompactModel, dict[SubtaskKey, float], list[tuple[int, float]]]:
     """The compact form: a column per subtask and place (the fallback, and the elastic re-solve)."""
     m = CompactModel(problem, hm, pools, elastic=elastic, pool_shrink=dict(shrink or {}))
     _places(m)
@@ -232,7 +235,8 @@ def compact_form(problem: PlacementProblem, hm: Homes, pools: list[Pool], shrink
     return Built(m.mip, _stage_costs(m, net, lat, mode), lambda values: _assignment(m, values), "compact")
 
 
-def _stage_costs(m: CompactModel, net, lat, mode: str):
+def _stage_costs(m: CompactModel, net: dict[SubtaskKey, float], lat: list[tuple[int, float]],
+                 mode: str) -> list[tuple[str, np.ndarray, float]]:
     """(name, cost vector, constant) per stage."""
     n = m.mip.n_cols
     wan, wan_c = wan_cost(m, net)
@@ -259,7 +263,8 @@ def _fix_floors(m: CompactModel) -> None:
     m.mip.col_lower = [lower]
 
 
-def infeasible_result(problem, hm: Homes, pools, options, stages, mode) -> PlanResult:
+def infeasible_result(problem: PlacementProblem, hm: Homes, pools: list[Pool], options: SolverOptions,
+                      stages: list[Stage], mode: str) -> PlanResult:
     """Elastic re-solve of the same model: a slack per capacity row, ``min Σ slack/capacity`` (as
     :mod:`placement.solver.elastic`), reported as shortages of links, hosts and server pools."""
     m, _, _ = build_compact(problem, hm, pools, elastic=True)
@@ -276,10 +281,9 @@ def infeasible_result(problem, hm: Homes, pools, options, stages, mode) -> PlanR
     shortages = _shortages(problem, pools, {name: values[col] for name, (col, _) in m.slack.items()})
     as_hosts = tuple(_as_host(problem, pools, s) for s in shortages)
     causes = structural_causes(problem, hm.as_domain(), as_hosts)
-    try:  # the cause first: a thread that cannot keep up where its input is (the compact model has no thread row)
+    # the cause first: a thread that cannot keep up where its input is (the compact model has no thread row)
+    with contextlib.suppress(Infeasible):
         shortages = thread_causes(problem, homes(problem, thread=False).as_domain(), as_hosts) + shortages
-    except Infeasible:
-        pass
     reason = "; ".join([s.message for s in shortages] or ["no placement fits"])
     return PlanResult("ilp", "infeasible", None, None, stages=tuple(stages), shortages=shortages, causes=causes,
                       reason="; ".join((reason, *causes)), objective_mode=mode)

@@ -12,13 +12,17 @@ variable stands for).
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import TypeAlias, cast
 
 import pulp
 
+from placement.costmodel.model import Channel, Subtask
 from placement.costmodel.rescaled import pointwise
 from placement.solver import families
 from placement.solver.rescale import objectives
 from placement.solver.rescale.model import RescaleModel
+
+Placements: TypeAlias = "list[tuple[Subtask, pulp.LpVariable, int]]"  # (figures, variable, instances per unit of it)
 
 
 def one_parallelism_per_group(m: RescaleModel) -> None:
@@ -68,7 +72,7 @@ def no_data_down_to_edge(m: RescaleModel) -> None:
                 (_pointwise_down if pointwise(ch.strategy) else _all_down)(m, n, ch, h)
 
 
-def _pointwise_down(m: RescaleModel, n: int, ch, h: str) -> None:
+def _pointwise_down(m: RescaleModel, n: int, ch: Channel, h: str) -> None:
     u, v = ch.source, ch.target
     if m.is_rescalable(v):
         for p in m.parallelisms(v):
@@ -81,7 +85,7 @@ def _pointwise_down(m: RescaleModel, n: int, ch, h: str) -> None:
                                 all_form=False, pair="fwd")
 
 
-def _all_down(m: RescaleModel, n: int, ch, h: str) -> None:
+def _all_down(m: RescaleModel, n: int, ch: Channel, h: str) -> None:
     u, v = ch.source, ch.target
     if m.is_rescalable(u):
         ups = [("", _terms(m.fraction(u, h)))]
@@ -95,16 +99,16 @@ def _all_down(m: RescaleModel, n: int, ch, h: str) -> None:
     families.data_down_all(m.sink, f"{n}_{h}", f"all_up_{n}_{h}", ups, downs)
 
 
-def _terms(term) -> families.Terms:
+def _terms(term: pulp.LpVariable | pulp.LpAffineExpression | None) -> families.Terms:
     """A variable's or an expression's terms (none where it does not exist)."""
     if term is None:
         return []
     return list(term.items()) if isinstance(term, pulp.LpAffineExpression) else [(term, 1.0)]
 
 
-def _placed(m: RescaleModel, host: str):
+def _placed(m: RescaleModel, host: str) -> Placements:
     """(instance figures, variable, instances per unit of the variable) of everything that may run on ``host``."""
-    index = m.aux.get(("placed",))
+    index = cast("dict[str, Placements] | None", m.aux.get(("placed",)))  # aux holds every kind; this key, this index
     if index is None:
         index = defaultdict(list)
         for (key, h), var in m.x.items():

@@ -39,7 +39,8 @@ def subtask_rules(space: RescaleSpace, ref: PlacementProblem) -> Domain:
 
 def instances_keep_up(space: RescaleSpace, ref: PlacementProblem, rules: Domain,
                       choices: dict[str, tuple[int, ...]]) -> tuple[Domain, dict[tuple[str, int], list[str]]]:
-    """Per-subtask: ``x[s, h] = 0`` unless ``c(s)/σ_h ≤ ρ``; rescalable: ``z[v, p, h] = 0`` unless ``c_v(p)/σ_h ≤ ρ``."""
+    """Per-subtask: ``x[s, h] = 0`` unless ``c(s)/σ_h ≤ ρ``; rescalable: ``z[v, p, h] = 0`` unless
+    ``c_v(p)/σ_h ≤ ρ``."""
     # in the groups' order, not a set's: the model's rows follow it, and a row order that changes with Python's string
     # hashing changed the plan from process to process where a solver is sensitive to it (HiGHS <= 1.9's presolve)
     rescalable = dict.fromkeys(vid for g in space.groups if not g.per_subtask for vid in g.members)

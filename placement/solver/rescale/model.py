@@ -20,17 +20,21 @@ linear because the ``1/p`` is a coefficient, not a variable: that is what the di
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TypeAlias, TypeVar, cast
 
 import pulp
 
-from placement.costmodel.model import PlacementProblem, Subtask, SubtaskKey
+from placement.costmodel.model import HostSpec, PlacementProblem, Subtask, SubtaskKey
 from placement.costmodel.rescaled import Group, RescaleSpace
 from placement.solver import families
 
 Number = float | int
-Term = pulp.LpVariable | Number
+Term: TypeAlias = "pulp.LpVariable | Number"  # a variable, or the constant it is fixed at
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 
 
 def or_zero(var: pulp.LpVariable | None) -> Term:
@@ -52,7 +56,10 @@ class RescaleModel:
     elastic: bool = False
     slack: dict[tuple[str, ...], pulp.LpVariable] = field(default_factory=dict)
     slack_scale: dict[tuple[str, ...], float] = field(default_factory=dict)
-    aux: dict[tuple, object] = field(default_factory=dict)
+    # built once and asked again: products, delays, crossings, the WAN and latency expressions (0 or None: there is
+    # none), and under a one-word key each cache of figures the rows ask for (:meth:`cache`) — in one dict, as its
+    # size names a job's own product variables (objectives.wan_mbit)
+    aux: families.Memo = field(default_factory=dict)
 
     # ---- structure -----------------------------------------------------------------------------------------------
 
@@ -72,12 +79,16 @@ class RescaleModel:
 
     def instance(self, vid: str, p: int) -> Subtask:
         """Figures of one instance of rescalable ``vid`` at ``p`` (cached: the rows ask many times)."""
-        cache = self.aux.setdefault(("instance",), {})
+        cache: dict[tuple[str, int], Subtask] = self.cache("instance")
         if (vid, p) not in cache:
-            cache[(vid, p)] = self.space.instance(vid, p)  # type: ignore[index]
-        return cache[(vid, p)]  # type: ignore[index]
+            cache[(vid, p)] = self.space.instance(vid, p)
+        return cache[(vid, p)]
 
-    def host(self, name: str):
+    def cache(self, name: str) -> dict[K, V]:
+        """The cache ``name`` in :attr:`aux` (empty the first time); what it maps is its one caller's to say."""
+        return cast("dict[K, V]", self.aux.setdefault((name,), {}))  # aux holds every kind; this key, its caller's dict
+
+    def host(self, name: str) -> HostSpec:
         return self.ref.host_by_name[name]
 
     def subtasks(self, vid: str) -> list[Subtask]:
@@ -102,21 +113,21 @@ class RescaleModel:
         var, multiple = pair
         return var if multiple == 1 else multiple * var
 
-    def z_items(self):
+    def z_items(self) -> Iterator[tuple[tuple[str, int, str], pulp.LpVariable, int]]:
         """``((v, p, h), variable, multiple)`` for every ``z``: ``z = multiple·variable``."""
         for key, (var, multiple) in self.z.items():
             yield key, var, multiple
 
     def hosts_of(self, vid: str) -> set[str]:
         """Hosts where some instance of ``vid`` may run."""
-        cache = self.aux.setdefault(("hosts_of",), {})
-        if vid not in cache:  # type: ignore[operator]
+        cache: dict[str, set[str]] = self.cache("hosts_of")
+        if vid not in cache:
             if self.is_rescalable(vid):
                 hosts = {h for p in self.parallelisms(vid) for h in self.domain_z.get((vid, p), ())}
             else:
                 hosts = {h for s in self.subtasks(vid) for h in self.domain_x[s.key]}
-            cache[vid] = hosts  # type: ignore[index]
-        return cache[vid]  # type: ignore[index]
+            cache[vid] = hosts
+        return cache[vid]
 
     # ---- derived expressions -------------------------------------------------------------------------------------
 
@@ -155,7 +166,7 @@ class RescaleModel:
             var = self.lp.add_variable(f"any_{self._tag(vid)}_{host}", cat=pulp.LpBinary)
             self.lp += self.count(vid, host) <= self.max_count(vid, host) * var, f"any_{self._tag(vid)}_{host}"
             self.aux[key] = var
-        return self.aux[key]  # type: ignore[return-value]
+        return self.aux[key]
 
     def whole(self, vid: str, host: str) -> pulp.LpVariable | Number:
         """Binary ``all[v, h]``, at most 1 when every instance of ``vid`` runs on ``host`` (``all ≤ frac``), 0 when
@@ -178,11 +189,11 @@ class RescaleModel:
                     for j, v in enumerate(xs):
                         self.lp += var <= v, f"all_{self._tag(vid)}_{host}_{j}"
                     self.aux[key] = var
-        return self.aux[key]  # type: ignore[return-value]
+        return self.aux[key]
 
     def _tag(self, vid: str) -> str:
-        tags = self.aux.setdefault(("tags",), {})
-        return tags.setdefault(vid, f"v{len(tags)}")  # type: ignore[union-attr]
+        tags: dict[str, str] = self.cache("tags")
+        return tags.setdefault(vid, f"v{len(tags)}")
 
     @cached_property
     def sink(self) -> families.PulpSink:

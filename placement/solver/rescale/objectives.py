@@ -21,6 +21,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
+from typing import TypeAlias
+
 import pulp
 
 from placement.costmodel import latency
@@ -28,10 +31,12 @@ from placement.costmodel.model import Channel
 from placement.costmodel.rescaled import pointwise, received_by, sent_by
 from placement.profile.format import ShipStrategy
 from placement.solver import families
-from placement.solver.rescale.model import RescaleModel, or_zero
+from placement.solver.rescale.model import RescaleModel, Term, or_zero
+
+Count: TypeAlias = "tuple[pulp.LpVariable, int]"  # (variable, instances one unit of it stands for)
 
 
-def linear(terms) -> pulp.LpAffineExpression:
+def linear(terms: Iterable[tuple[pulp.LpVariable, float]]) -> pulp.LpAffineExpression:
     """``Σ c·var`` over (variable, coefficient) pairs, adding up repeated variables (PuLP's constructor keeps the last
     coefficient of a repeated variable, and a substituted ``z = p·y`` repeats ``y`` across a group's members)."""
     out: dict[pulp.LpVariable, float] = {}
@@ -41,14 +46,14 @@ def linear(terms) -> pulp.LpAffineExpression:
 
 
 def _channel(m: RescaleModel, ch: Channel, n_up: int, n_down: int) -> Channel:
-    cache = m.aux.setdefault(("channels",), {})
+    cache: dict[tuple[str, str, int, int], Channel] = m.cache("channels")
     key = (ch.source, ch.target, n_up, n_down)
-    if key not in cache:  # type: ignore[operator]
-        cache[key] = m.space.channel_at(ch, n_up, n_down)  # type: ignore[index]
-    return cache[key]  # type: ignore[index]
+    if key not in cache:
+        cache[key] = m.space.channel_at(ch, n_up, n_down)
+    return cache[key]
 
 
-def _instances(m: RescaleModel, vid: str, host: str, p: int):
+def _instances(m: RescaleModel, vid: str, host: str, p: int) -> list[tuple[int, Count]]:
     """(index, variable) of ``vid``'s instances on ``host`` at parallelism ``p``: the count variable ``z[v, p, h]``
     as instance 0 of a rescalable vertex (they are alike), every ``x[v_i, h]`` of a per-subtask one."""
     if m.is_rescalable(vid):
@@ -57,11 +62,11 @@ def _instances(m: RescaleModel, vid: str, host: str, p: int):
     return [(s.index, (var, 1)) for s in m.subtasks(vid) if (var := m.x_of(s.key, host)) is not None]
 
 
-def _ub(m: RescaleModel, var, host: str) -> float:
+def _ub(m: RescaleModel, var: pulp.LpVariable, host: str) -> float:
     return min(var.upBound if var.upBound is not None else 1, m.slot_cap(host))
 
 
-def _terms(flows) -> list[tuple[float, pulp.LpVariable]]:
+def _terms(flows: Iterable[tuple[float, Count]]) -> list[tuple[float, pulp.LpVariable]]:
     """(coefficient, variable) from (figure per instance, (variable, instances per unit)) pairs."""
     return [(c * multiple, var) for c, (var, multiple) in flows]
 
@@ -129,7 +134,7 @@ def _payload(m: RescaleModel, ch: Channel) -> float:
     return sum(_channel(m, ch, m.parallelisms(ch.source)[0], m.parallelisms(ch.target)[0]).up_out_mbit)
 
 
-def _checkpoints(m: RescaleModel, host: str, mine=lambda vid: True) -> pulp.LpAffineExpression:
+def _checkpoints(m: RescaleModel, host: str, mine: Callable[[str], bool] = lambda vid: True) -> pulp.LpAffineExpression:
     """``Σ k(s)·x[s, h] + Σ k_v(p)·z[v, p, h]``: checkpoint uploads of stateful instances on edge host ``host``."""
     terms = [(var, m.ref.subtask_by_key[key].checkpoint_mbit) for (key, h), var in m.x.items()
              if h == host and mine(key[0])]
@@ -143,8 +148,9 @@ def wan_mbit(m: RescaleModel, host: str, jobs: frozenset[str] | None = None) -> 
     (a channel never crosses jobs, so its traffic is its source's job's)."""
     key = ("wan", host) if jobs is None else ("wan", host, jobs)
     if key in m.aux:
-        return m.aux[key]  # type: ignore[return-value]
-    mine = (lambda vid: True) if jobs is None else (lambda vid: m.ref.vertex_job.get(vid) in jobs)
+        return m.aux[key]
+    mine: Callable[[str], bool] = (
+        (lambda vid: True) if jobs is None else (lambda vid: m.ref.vertex_job.get(vid) in jobs))
     parts = []
     suffix = "" if jobs is None else f"_b{len(m.aux)}"  # a job's own product variables, beside the link's
     for n, ch in enumerate(m.ref.channels):
@@ -157,7 +163,7 @@ def wan_mbit(m: RescaleModel, host: str, jobs: frozenset[str] | None = None) -> 
     parts.append(_checkpoints(m, host, mine))
     expr = pulp.lpSum(parts)
     m.aux[key] = expr if len(expr) > 0 else None
-    return m.aux[key]  # type: ignore[return-value]
+    return m.aux[key]
 
 
 def total_wan_mbit(m: RescaleModel) -> pulp.LpAffineExpression:
@@ -186,7 +192,7 @@ def subtasks(m: RescaleModel) -> pulp.LpAffineExpression:
 def latency_ms(m: RescaleModel) -> pulp.LpAffineExpression:
     """Build (once) the delay variables and rows; return ``Σ w·d``."""
     if ("latency",) in m.aux:
-        return m.aux[("latency",)]  # type: ignore[return-value]
+        return m.aux[("latency",)]
     terms = []
     for n, ch in enumerate(m.ref.channels):
         # every wired pair that crosses an uplink counts, whatever it carries (an edge of no payload too): the
@@ -208,7 +214,7 @@ def latency_ms(m: RescaleModel) -> pulp.LpAffineExpression:
     return expr
 
 
-def _crossing_pairs(m: RescaleModel, ch: Channel, host: str):
+def _crossing_pairs(m: RescaleModel, ch: Channel, host: str) -> Iterator[tuple[int, Term, Term]]:
     """(sender index, ``u`` sends from ``host``, everything it sends from there stays there) of one edge and host — a
     pair crosses the uplink when the first expression is 1 and the second 0; a rescalable sender's instances are
     alike, instance 0 stands for them."""
@@ -242,11 +248,11 @@ def _crossing_pairs(m: RescaleModel, ch: Channel, host: str):
 # ---- predicted path latency, for the bound of constraints.latency_bound (the rows of placement.solver.families) ------
 
 
-def _choices(m: RescaleModel, ch: Channel):
+def _choices(m: RescaleModel, ch: Channel) -> Iterator[tuple[int, int, tuple[pulp.LpVariable, ...]]]:
     """(parallelism of ``ch``'s source, of its target, the ``y`` that are 1 exactly then) of every pair the choices
     allow: one group's parallelism for a pointwise edge (both ends share it), every combination otherwise."""
     u, v = ch.source, ch.target
-    pairs: list[tuple[int, int, tuple]]
+    pairs: list[tuple[int, int, tuple[Term, ...]]]
     if pointwise(ch.strategy):
         pairs = [(p, p if m.is_rescalable(v) else ch.n_down, (m.y_of(u, p),)) for p in m.parallelisms(u)]
     else:
@@ -279,7 +285,7 @@ def _flush(m: RescaleModel, path: latency.JobPath, sink: families.Sink) -> tuple
     return constant, terms
 
 
-def _crossings(m: RescaleModel, n: int, ch: Channel):
+def _crossings(m: RescaleModel, n: int, ch: Channel) -> Callable[[str], list[families.Crossing]]:
     """The crossings of ``ch`` at an edge host, one per sender, receiver and choice of parallelism whose send time
     differs (one for all choices where it does not)."""
     def at(host: str) -> list[families.Crossing]:
@@ -298,7 +304,7 @@ def _crossings(m: RescaleModel, n: int, ch: Channel):
     return at
 
 
-def path_latency_ms(m: RescaleModel, path: latency.JobPath):
+def path_latency_ms(m: RescaleModel, path: latency.JobPath) -> families.Var:
     """``L_P``: a variable at least the path's predicted latency ``F(P) + max_e Z_e`` at the chosen parallelism."""
     key = ("path", path.vertices)
     if key in m.aux:
@@ -307,7 +313,7 @@ def path_latency_ms(m: RescaleModel, path: latency.JobPath):
     tag = len([k for k in m.aux if k[0] == "path"])
     edge_hosts = [h.name for h in m.ref.edges]
 
-    def crossing(n: int):
+    def crossing(n: int) -> Callable[[], families.Var | float]:
         ch = m.ref.channels[n]
         hosts = [h for h in edge_hosts if h in m.hosts_of(ch.source)]
         return lambda: families.edge_crossing(sink, m.ref, n, hosts, _crossings(m, n, ch),

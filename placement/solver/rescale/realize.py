@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from placement.costmodel.model import SubtaskKey
 from placement.errors import PlacementError
-from placement.solver.rescale.model import RescaleModel
+from placement.solver.rescale.model import RescaleModel, Term
 
 
-def _value(var) -> float:
+def _value(var: Term) -> float:
     if hasattr(var, "value"):
         return var.value() or 0.0
     return float(var)

@@ -3,8 +3,8 @@
 Stages (``lexicographic``, the default): WAN, then server CPU, then latency, then the number of subtasks, each keeping
 the earlier stages within ``lexicographic_tolerance`` of their optimum (``weighted``: the policy's weighted sum, then
 subtasks). The plan is re-checked by :func:`placement.costmodel.evaluate` on the placement problem *at the chosen
-parallelism* (which checks the per-instance rate row, as for every plan), and by the space's parallelism rules — a modelling
-bug cannot silently produce a plan that breaks a link, a host, a thread or a Flink rule.
+parallelism* (which checks the per-instance rate row, as for every plan), and by the space's parallelism rules — a
+modelling bug cannot silently produce a plan that breaks a link, a host, a thread or a Flink rule.
 
 Identical servers are solved as one pool first (:mod:`placement.solver.pooling`); the full model only when the
 pool's plan cannot be packed back onto them.
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from placement.costmodel.evaluate import evaluate
 from placement.costmodel.model import PlacementProblem
@@ -21,13 +22,13 @@ from placement.costmodel.rescaled import RescaleSpace
 from placement.errors import Infeasible, PlacementError
 from placement.solver import backends
 from placement.solver.causes import thread_causes
-from placement.solver.domains import rule_domain
+from placement.solver.domains import Domain, rule_domain
 from placement.solver.elastic import least_stretch
 from placement.solver.pooling import pool_servers, unpool
 from placement.solver.rescale import constraints, objectives, realize
 from placement.solver.rescale.domains import restricted_domains
 from placement.solver.rescale.model import RescaleModel, new_model
-from placement.solver.result import PlanResult, SolverOptions, Stage
+from placement.solver.result import PlanResult, Shortage, SolverOptions, Stage
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ def solve_rescale(space: RescaleSpace, options: SolverOptions | None = None, *, 
                 cost = evaluate(real, assignment)
                 if cost.feasible:
                     note = f"identical servers solved as pools: {', '.join(pools)}"
-                    plan = replace(result.plan, assignment=assignment, cost=cost, notes=result.plan.notes + (note,))
+                    plan = replace(result.plan, assignment=assignment, cost=cost, notes=(*result.plan.notes, note))
                     return RescaleResult(plan, result.parallelism, real)
     return _solve(space, options, strategy)  # the pool's plan did not pack onto the real servers: the full model
 
@@ -96,6 +97,7 @@ def _stages(m: RescaleModel, mode: str, options: SolverOptions) -> tuple[list[St
                 ("subtasks", None)]
     stages: list[Stage] = []
     solved = False
+    solution: dict[str, float | None] = {}  # the last stage's that found one
     for name, expr in plan:
         if expr is None:
             expr = objectives.latency_ms(m) if name == "latency" else objectives.subtasks(m)
@@ -106,13 +108,12 @@ def _stages(m: RescaleModel, mode: str, options: SolverOptions) -> tuple[list[St
         if info.objective is None:
             break
         solved = True
-        m.aux[("solution",)] = {var.name: var.value() for var in m.lp.variables()}
+        solution = {var.name: var.value() for var in m.lp.variables()}
         m.lp += expr <= backends.carried_optimum(
             info.objective, backends.rounded_value(expr), policy.lexicographic_tolerance), f"keep_{name}"
     if solved:  # the last stage that found a solution satisfies every earlier stage's bound
-        values = m.aux[("solution",)]
         for var in m.lp.variables():
-            var.varValue = values.get(var.name)  # type: ignore[union-attr]
+            var.varValue = solution.get(var.name)
     return stages, solved
 
 
@@ -155,12 +156,14 @@ def _solve(space: RescaleSpace, options: SolverOptions, strategy: str, *, diagno
     unfinished = [st.name for st in stages if st.info.objective is None]
     if unfinished:
         notes.append(f"stage {unfinished[0]} found no solution within the time limit; the plan optimises the earlier stages")
-    status = "optimal" if all(st.info.status == "optimal" for st in stages) and not unfinished else "feasible"
+    optimal = all(st.info.status == "optimal" for st in stages) and not unfinished
+    status: Literal["optimal", "feasible"] = "optimal" if optimal else "feasible"
     plan = PlanResult(strategy, status, assignment, cost, stages=tuple(stages), objective_mode=mode, notes=tuple(notes))
     return RescaleResult(plan, parallelism, problem)
 
 
-def _diagnose(space, ref, choices, domain_x, domain_z, options: SolverOptions):
+def _diagnose(space: RescaleSpace, ref: PlacementProblem, choices: dict[str, tuple[int, ...]], domain_x: Domain,
+              domain_z: dict[tuple[str, int], list[str]], options: SolverOptions) -> tuple[tuple[Shortage, ...], str]:
     """Elastic re-solve: every capacity may stretch; the smallest relative stretch names what is short."""
     m = new_model(space, ref, choices, domain_x, domain_z, elastic=True)
     constraints.add_all(m)
@@ -172,7 +175,8 @@ def _diagnose(space, ref, choices, domain_x, domain_z, options: SolverOptions):
     return shortages, reason
 
 
-def _fixed_threads(space: RescaleSpace, ref: PlacementProblem, shortages) -> tuple:
+def _fixed_threads(space: RescaleSpace, ref: PlacementProblem,
+                   shortages: tuple[Shortage, ...]) -> tuple[Shortage, ...]:
     """The threads of subtasks whose parallelism is fixed that cannot keep up on an edge host behind the shortfalls
     (:func:`placement.solver.causes.thread_causes`); a rescalable vertex is left out — a higher parallelism is its
     remedy, and the model has tried every one allowed."""
