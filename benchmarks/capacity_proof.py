@@ -115,8 +115,14 @@ class Case:
 CASES = {
     # profiled below what the Pi sustains with all six subtasks (at 300/s it emitted 217): a saturated run's figures
     "cpu": Case("cpu", speed=0.15, bandwidth="200mbit", profile_rate=150.0, binds="cpu", cpu_target=1.0),
-    "uplink": Case("uplink", speed=1.0, bandwidth="2mbit", profile_rate=200.0, binds="link",
-                   server_only=("Parse", "Filter", "Enrich", "Window Aggregate", "Sink: Readings")),
+    "uplink": Case(
+        "uplink",
+        speed=1.0,
+        bandwidth="2mbit",
+        profile_rate=200.0,
+        binds="link",
+        server_only=("Parse", "Filter", "Enrich", "Window Aggregate", "Sink: Readings"),
+    ),
 }
 
 
@@ -187,25 +193,43 @@ def run_placed(rest: FlinkRest, state: dict, spec, program: list[str], plan_dir:
     """The job submitted with ``program`` and placed by ``placement apply`` of ``plan_dir`` (which resubmits it with
     ``inventory``'s arguments: the same); the placed job's id."""
     job = chain.submit(rest, state["jar"], spec.entry_class, program)
-    applied = subprocess.run([PLACEMENT, "apply", str(plan_dir), "--inventory", inventory, "--job", job,
-                              "--settle", "5"], check=False, capture_output=True, text=True, cwd=ROOT, timeout=900)
+    applied = subprocess.run(
+        [PLACEMENT, "apply", str(plan_dir), "--inventory", inventory, "--job", job, "--settle", "5"],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=900,
+    )
     if applied.returncode != 0:
         raise Failed(f"apply failed: {applied.stderr.strip()[-300:]}")
     return next(j.id for j in rest.running_jobs() if j.name == spec.job_name)
 
 
-def profile_placed(spec, state: dict, work: Path, n: int, previous: str, rates: tuple[float, float],
-                   parallelism: dict[str, int], baseline: float) -> str:
+def profile_placed(
+    spec,
+    state: dict,
+    work: Path,
+    n: int,
+    previous: str,
+    rates: tuple[float, float],
+    parallelism: dict[str, int],
+    baseline: float,
+) -> str:
     """Round ``n``: the job placed by ``--max-rate``'s plan from the ``previous`` profile at each of ``rates`` in turn
     (a two-step schedule: the steps' pacer, no resubmission: one placement), warmed up ``WARM_UP_S`` at the first
     and ``SWITCH_S`` after the switch, collected ``PROFILE_S`` at each (a run each, in one history, with its threads)
     and profiled: the profile's CPU is the line through the two runs; returns the profile's path."""
     source = spec.sources[0].vertex
     switch = WARM_UP_S + PROFILE_S + 5
-    program = [*job_args(spec, {source: rates[0]}, parallelism), "--rate-schedule",
-               f"0:{rates[0]:.0f},{switch:.0f}:{rates[1]:.0f}"]
-    inventory, _ = job_inventory(state["lab_inventory"], spec, work / f"placed-profile-inventory-{n}.yaml",
-                                 lambda p: program)
+    program = [
+        *job_args(spec, {source: rates[0]}, parallelism),
+        "--rate-schedule",
+        f"0:{rates[0]:.0f},{switch:.0f}:{rates[1]:.0f}",
+    ]
+    inventory, _ = job_inventory(
+        state["lab_inventory"], spec, work / f"placed-profile-inventory-{n}.yaml", lambda p: program
+    )
     inventory = with_baseline(inventory, baseline)
     plan_dir = work / f"plan-round-{n}"
     max_rate(inventory, previous, plan_dir)  # the plan again with the inventory apply resubmits the job from
@@ -216,8 +240,23 @@ def profile_placed(spec, state: dict, work: Path, n: int, previous: str, rates: 
     shutil.rmtree(history, ignore_errors=True)
     for begin in (WARM_UP_S, switch + SWITCH_S):
         time.sleep(max(0.0, started + begin - time.time()))
-        cli("metrics", "collect", "--rest", state["rest_url"], "--job", job, "--duration", f"{PROFILE_S:.0f}",
-            "--interval", "2", "--out", str(history), "--inventory", inventory, "--quiet")
+        cli(
+            "metrics",
+            "collect",
+            "--rest",
+            state["rest_url"],
+            "--job",
+            job,
+            "--duration",
+            f"{PROFILE_S:.0f}",
+            "--interval",
+            "2",
+            "--out",
+            str(history),
+            "--inventory",
+            inventory,
+            "--quiet",
+        )
     profile = str(work / f"placed-profile-{spec.key}-{n}.json")
     cli("profile", str(history), "--out", profile, "--inventory", inventory, "--engine", "pandas", "--quiet")
     chain.cancel_all(rest)
@@ -247,8 +286,11 @@ def run_case(case: Case, args, console: Console) -> dict:
         # profiled with the pacer the steps run under (a one-step --rate-schedule), not Flink's GuavaRateLimiter: the
         # lab jobs' pacer waits on CompletableFuture's delay scheduler, a thread that used 0.26 of the 0.15-core Pi's
         # cores at 400 readings/s where GuavaRateLimiter's threads use ~35 µs of CPU per record
-        program = [*job_args(spec, {source: case.profile_rate}, parallelism), "--rate-schedule",
-                   f"0:{case.profile_rate:g}"]
+        program = [
+            *job_args(spec, {source: case.profile_rate}, parallelism),
+            "--rate-schedule",
+            f"0:{case.profile_rate:g}",
+        ]
         first = profile_unpinned(spec, program, lab_inv, work, state, "pandas")
         capacity = max_rate(lab_inv, first, work / "plan-first")
         if capacity["status"] != "bounded":
@@ -256,8 +298,10 @@ def run_case(case: Case, args, console: Console) -> dict:
         # the scale multiplies the rates the profile measured, which fall short of the target where the profiling run
         # could not keep up (a 0.15-core Pi running all six subtasks at 300/s emitted 217/s)
         rough = capacity["scale"] * profiled_rate(first, source)
-        console.print(f"[bold]{case.key}[/]: profiled unpinned at {case.profile_rate:g}/s: --max-rate "
-                      f"{rough:,.0f} readings/s ({capacity['binding'][0]['message']})")
+        console.print(
+            f"[bold]{case.key}[/]: profiled unpinned at {case.profile_rate:g}/s: --max-rate "
+            f"{rough:,.0f} readings/s ({capacity['binding'][0]['message']})"
+        )
         # A Pi's CPU per record falls as its rate rises (a wake-up, a network buffer and a flush serve more records),
         # so an answer 8.7× beyond the profiled rate was 2.7× high on the Pi's CPU (0.68 predicted, 0.25 used): the
         # job profiled again as a user would, on that plan at two fractions of its answer, and --max-rate asked from
@@ -266,31 +310,50 @@ def run_case(case: Case, args, console: Console) -> dict:
         baseline = idle_baseline(first, case.speed)
         profile, lines = first, []
         for n in range(1, MAX_ROUNDS + 1):  # until --max-rate no longer cautions that it extrapolates the CPU
-            profile = profile_placed(spec, state, work, n, profile, tuple(f * rough for f in PROFILE_FRACTIONS),
-                                     parallelism, baseline)
+            profile = profile_placed(
+                spec, state, work, n, profile, tuple(f * rough for f in PROFILE_FRACTIONS), parallelism, baseline
+            )
             capacity = max_rate(with_baseline(lab_inv, baseline), profile, work / "plan-max-rate")
             if capacity["status"] != "bounded":
                 return {"case": case.key, "failures": [f"--max-rate is {capacity['status']}, not bounded"], "steps": []}
             lines.append(pi_line(profile))
             rough = capacity["scale"] * profiled_rate(profile, source)
-            console.print(f"[bold]{case.key}[/]: round {n}, the Pi's CPU over its two runs: " + (
-                f"{lines[-1]['fixed_cores']:.3f} + {lines[-1]['per_record_us']:.1f} µs × readings/s "
-                f"({lines[-1]['rate_low']:,.0f}-{lines[-1]['rate_high']:,.0f}/s), {lines[-1]['fixed_share']:.0%} "
-                "of its use fixed" if lines[-1] else "no line (the runs' rates too near, or the line did not rise)")
-                + f"; --max-rate {rough:,.0f} readings/s" + (f" — caution: {capacity['caution']}"
-                                                              if capacity.get("caution") else ""))
+            console.print(
+                f"[bold]{case.key}[/]: round {n}, the Pi's CPU over its two runs: "
+                + (
+                    f"{lines[-1]['fixed_cores']:.3f} + {lines[-1]['per_record_us']:.1f} µs × readings/s "
+                    f"({lines[-1]['rate_low']:,.0f}-{lines[-1]['rate_high']:,.0f}/s), {lines[-1]['fixed_share']:.0%} "
+                    "of its use fixed"
+                    if lines[-1]
+                    else "no line (the runs' rates too near, or the line did not rise)"
+                )
+                + f"; --max-rate {rough:,.0f} readings/s"
+                + (f" — caution: {capacity['caution']}" if capacity.get("caution") else "")
+            )
             if not capacity.get("caution"):
                 break
         scale, binding = capacity["scale"], capacity["binding"][0]
         profiled = profiled_rate(profile, source)
         predicted = scale * profiled
-        console.print(f"[bold]{case.key}[/]: --max-rate {scale:.3f}× of {profiled:,.0f}/s = {predicted:,.0f} "
-                      f"readings/s; runs out first: {binding['message']}")
+        console.print(
+            f"[bold]{case.key}[/]: --max-rate {scale:.3f}× of {profiled:,.0f}/s = {predicted:,.0f} "
+            f"readings/s; runs out first: {binding['message']}"
+        )
         rates = [round(f * predicted) for f in STEPS]
         warm_up = round(WARM_UP_FRACTION * predicted)
-        schedule = ",".join([f"0:{warm_up}", *(f"{round(WARM_UP_S + i * args.step_s)}:{r}" for i, r in enumerate(rates))])
-        program = ["--job-name", spec.job_name, "--rate", str(warm_up), "--rate-schedule", schedule,
-                   "--parallelism", str(parallelism[source])]
+        schedule = ",".join(
+            [f"0:{warm_up}", *(f"{round(WARM_UP_S + i * args.step_s)}:{r}" for i, r in enumerate(rates))]
+        )
+        program = [
+            "--job-name",
+            spec.job_name,
+            "--rate",
+            str(warm_up),
+            "--rate-schedule",
+            schedule,
+            "--parallelism",
+            str(parallelism[source]),
+        ]
         # the plan again from the inventory apply resubmits the job with (its arguments are part of its digest):
         # the same model, so the same scale and placement
         lab_inv, _ = job_inventory(state["lab_inventory"], spec, work / "run-inventory.yaml", lambda p: program)
@@ -303,10 +366,29 @@ def run_case(case: Case, args, console: Console) -> dict:
         # every TaskManager's threads over the steps (as the profile read them): what the Pi's CPU went to at each
         span = WARM_UP_S + len(rates) * args.step_s - (time.time() - started)
         threads_dir = work / "placed-metrics"
-        collector = subprocess.Popen([PLACEMENT, "metrics", "collect", "--rest", state["rest_url"], "--job", placed,
-                                      "--duration", f"{span:.0f}", "--interval", "2", "--out", str(threads_dir),
-                                      "--inventory", lab_inv, "--quiet"], cwd=ROOT, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)
+        collector = subprocess.Popen(
+            [
+                PLACEMENT,
+                "metrics",
+                "collect",
+                "--rest",
+                state["rest_url"],
+                "--job",
+                placed,
+                "--duration",
+                f"{span:.0f}",
+                "--interval",
+                "2",
+                "--out",
+                str(threads_dir),
+                "--inventory",
+                lab_inv,
+                "--quiet",
+            ],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         steps = []
         for i, rate in enumerate(rates):
             begin = started + WARM_UP_S + i * args.step_s
@@ -315,10 +397,12 @@ def run_case(case: Case, args, console: Console) -> dict:
             judged = judged_part(parts)
             steps.append({"fraction": STEPS[i], "target": rate, **judged, "parts": parts})
             for k, p in enumerate(parts):
-                console.print(f"  step {STEPS[i]:.2f}× part {k + 1}{'*' if p is judged else ' '}: target "
-                              f"{rate:,}/s, emitted {p['emitted']:,.0f}/s, link {p['link_mbit']:.3f} Mbit/s, Pi "
-                              f"{p['pi_host_cores']:.3f} cores (JIT compiler {p['pi_jit_cores']:.3f}), throttled "
-                              f"{p['throttled']:.0%}")
+                console.print(
+                    f"  step {STEPS[i]:.2f}× part {k + 1}{'*' if p is judged else ' '}: target "
+                    f"{rate:,}/s, emitted {p['emitted']:,.0f}/s, link {p['link_mbit']:.3f} Mbit/s, Pi "
+                    f"{p['pi_host_cores']:.3f} cores (JIT compiler {p['pi_jit_cores']:.3f}), throttled "
+                    f"{p['throttled']:.0%}"
+                )
         collector.wait(timeout=120)
         print_threads(console, threads_dir, steps, case.speed)
         chain.cancel_all(rest)
@@ -326,13 +410,15 @@ def run_case(case: Case, args, console: Console) -> dict:
         return {"case": case.key, "failures": [str(exc)], "steps": []}
     finally:
         if not args.keep:
-            subprocess.run([PLACEMENT, "lab", "down", "--workdir", str(work)], check=False, capture_output=True,
-                           timeout=300)
+            subprocess.run(
+                [PLACEMENT, "lab", "down", "--workdir", str(work)], check=False, capture_output=True, timeout=300
+            )
     return {**verdict(case, predicted, binding, steps), "pi_lines": lines}
 
 
-def measure_parts(rest: FlinkRest, state: dict, job: str, source: str, parallelism: int, target: int,
-                  end: float) -> list[dict]:
+def measure_parts(
+    rest: FlinkRest, state: dict, job: str, source: str, parallelism: int, target: int, end: float
+) -> list[dict]:
     """A step from now to ``end`` in ``PARTS`` consecutive windows, each: the source's records/s per subtask (its
     ``numRecordsOut`` counter), whether that holds ``target``, the uplink's wire Mbit/s, the edge host's CPU and its
     JIT compiler's (in its cores) and the share of its cgroup's periods that were throttled."""
@@ -348,11 +434,18 @@ def measure_parts(rest: FlinkRest, state: dict, job: str, source: str, paralleli
         emitted = (after[0] - count[0]) / (after[1] - count[1]) / parallelism
         count = after
         rpi = next(c for c in cpu if c.host == "rpi1")
-        parts.append({"emitted": emitted, "holds": emitted >= HOLDS * target,
-                      "window_ms": (int((time.time() - window) * 1000), int(time.time() * 1000)),
-                      "link_mbit": link.mbit, "link_share": link.mbit / link.rate_mbit if link.rate_mbit else None,
-                      "pi_host_cores": rpi.host_cores, "pi_jit_cores": rpi.compiler_server_cores / rpi.speed,
-                      "throttled": (p1[1] - p0[1]) / max(p1[0] - p0[0], 1)})
+        parts.append(
+            {
+                "emitted": emitted,
+                "holds": emitted >= HOLDS * target,
+                "window_ms": (int((time.time() - window) * 1000), int(time.time() * 1000)),
+                "link_mbit": link.mbit,
+                "link_share": link.mbit / link.rate_mbit if link.rate_mbit else None,
+                "pi_host_cores": rpi.host_cores,
+                "pi_jit_cores": rpi.compiler_server_cores / rpi.speed,
+                "throttled": (p1[1] - p0[1]) / max(p1[0] - p0[0], 1),
+            }
+        )
     return parts
 
 
@@ -375,7 +468,9 @@ def print_threads(console: Console, history: Path, steps: list[dict], speed: flo
             continue
         used = used / speed
         s["pi_threads"] = {str(k): float(v) for k, v in used.items() if v >= 0.005}
-        console.print(f"  step {s['fraction']:.2f}× on rpi1: " + ", ".join(f"{k} {v:.3f}" for k, v in used.head(8).items()))
+        console.print(
+            f"  step {s['fraction']:.2f}× on rpi1: " + ", ".join(f"{k} {v:.3f}" for k, v in used.head(8).items())
+        )
 
 
 def verdict(case: Case, predicted: float, binding: dict, steps: list[dict]) -> dict:
@@ -389,8 +484,10 @@ def verdict(case: Case, predicted: float, binding: dict, steps: list[dict]) -> d
     if not at_09["holds"]:
         failures.append(f"the plan at 0.9× does not hold: {at_09['emitted']:,.0f} of {at_09['target']:,}/s")
     if measured is None or abs(measured / predicted - 1) > TOLERANCE:
-        failures.append(f"measured highest sustainable rate {measured or 0:,}/s is not within ±15 % of the predicted "
-                        f"{predicted:,.0f}/s")
+        failures.append(
+            f"measured highest sustainable rate {measured or 0:,}/s is not within ±15 % of the predicted "
+            f"{predicted:,.0f}/s"
+        )
     top = steps[-1]
     if top["holds"]:
         failures.append(f"{top['fraction']}× still holds: the predicted capacity is low")
@@ -401,14 +498,29 @@ def verdict(case: Case, predicted: float, binding: dict, steps: list[dict]) -> d
         failures.append(f"above capacity the link carries {top['link_share']:.0%} of its rate: not saturated")
     elif case.binds == "cpu" and top["throttled"] < THROTTLED_SATURATED:
         failures.append(f"above capacity the Pi was throttled in {top['throttled']:.0%} of its periods: not saturated")
-    return {"case": case.key, "predicted": predicted, "measured": measured, "binding": binding, "steps": steps,
-            "failures": failures}
+    return {
+        "case": case.key,
+        "predicted": predicted,
+        "measured": measured,
+        "binding": binding,
+        "steps": steps,
+        "failures": failures,
+    }
 
 
 def print_table(console: Console, results: list[dict]) -> None:
-    table = Table(title="plan --max-rate: predicted vs measured highest sustainable rate (IoT job, readings/s per source)")
-    for col in ("case", "runs out first (predicted)", "predicted", "measured", "error", "0.9× holds",
-                "above capacity: link / Pi throttled"):
+    table = Table(
+        title="plan --max-rate: predicted vs measured highest sustainable rate (IoT job, readings/s per source)"
+    )
+    for col in (
+        "case",
+        "runs out first (predicted)",
+        "predicted",
+        "measured",
+        "error",
+        "0.9× holds",
+        "above capacity: link / Pi throttled",
+    ):
         table.add_column(col, justify="left" if col.startswith(("case", "runs")) else "right")
     for r in results:
         if not r["steps"]:
@@ -417,8 +529,15 @@ def print_table(console: Console, results: list[dict]) -> None:
         top = r["steps"][-1]
         error = f"{r['predicted'] / r['measured'] - 1:+.0%}" if r["measured"] else "-"
         at_09 = next(s for s in r["steps"] if s["fraction"] == 0.9)
-        table.add_row(r["case"], r["binding"]["message"], f"{r['predicted']:,.0f}", f"{r['measured'] or 0:,}", error,
-                      "yes" if at_09["holds"] else "NO", f"{top['link_share'] or 0:.0%} / {top['throttled']:.0%}")
+        table.add_row(
+            r["case"],
+            r["binding"]["message"],
+            f"{r['predicted']:,.0f}",
+            f"{r['measured'] or 0:,}",
+            error,
+            "yes" if at_09["holds"] else "NO",
+            f"{top['link_share'] or 0:.0%} / {top['throttled']:.0%}",
+        )
     console.print(table)
 
 
@@ -443,8 +562,10 @@ def main() -> None:
         console.print(f"[red]FAIL[/] {f}")
     if failures:
         sys.exit(1)
-    console.print("[green]PASS[/]: the plan holds at 0.9× the predicted rate, the measured highest sustainable rate is "
-                  "within ±15 % of the predicted, and above it the named resource saturates")
+    console.print(
+        "[green]PASS[/]: the plan holds at 0.9× the predicted rate, the measured highest sustainable rate is "
+        "within ±15 % of the predicted, and above it the named resource saturates"
+    )
 
 
 if __name__ == "__main__":

@@ -46,8 +46,7 @@ def median_seconds(argv: list[str], runs: int, cwd: Path, env: dict[str, str]) -
     times, code = [], 0
     for i in range(runs + 1):
         start = time.perf_counter()
-        code = subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL).returncode
+        code = subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
         if i:
             times.append(time.perf_counter() - start)
     return statistics.median(times), code
@@ -64,8 +63,17 @@ def rows(work: Path) -> list[tuple[str, list[str], str | None, int]]:
         ("import placement.cli.plan_render", [sys.executable, "-c", "import placement.cli.plan_render"], None, 0),
     ]
     for profile in sorted((repo_dir("examples") / "profiles").glob("*.json")):
-        argv = [PLACEMENT, "plan", "--inventory", str(inventory), "--profile", str(profile),
-                "--out", str(work / profile.stem), "--quiet"]
+        argv = [
+            PLACEMENT,
+            "plan",
+            "--inventory",
+            str(inventory),
+            "--profile",
+            str(profile),
+            "--out",
+            str(work / profile.stem),
+            "--quiet",
+        ]
         out.append((f"placement plan {profile.stem}", argv, "plan", 0))
     return out
 
@@ -78,8 +86,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         env = child_env(work)
-        measured = [(label, *median_seconds(argv, args.runs, work, env), key, expected)
-                    for label, argv, key, expected in rows(work)]
+        measured = [
+            (label, *median_seconds(argv, args.runs, work, env), key, expected)
+            for label, argv, key, expected in rows(work)
+        ]
     floor = measured[1][1]
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"{os.cpu_count()} cores, load average {load} (1, 5, 15 min): above the core count every row is slower")

@@ -85,21 +85,62 @@ class LabJob:
     births: dict[str, str | list[str]] = field(default_factory=dict)  # source vertex name prefix -> where born
 
 
-JOBS = {j.key: j for j in (
-    LabJob("iot", IOT_SENSOR_JOB, "iot-sensors", ("--rate", "500", "--parallelism", "2"),
-           {"Source: Sensors": ["rpi1", "rpi2"]}),
-    LabJob("nexmark", NEXMARK_BIDS_JOB, "nexmark-bids", ("--rate", "500", "--parallelism", "2"),
-           {"Source: Bids": ["rpi1", "rpi2"]}),
-    LabJob("branching", BRANCHING_JOB, "cameras-meters", ("--camera-rate", "100", "--meter-rate", "800"),
-           {"Source: Cameras": "rpi1", "Source: Meters": "rpi2"}),
-    LabJob("zoo", "placement.lab.ZooJob", "zoo", ("--rate", "200", "--parallelism", "2", "--devices", "16"),
-           {"Source: Events": ["rpi1", "rpi1"], "Source: Commands": "rpi1", "Source: Rules": "rpi2"}),
-    LabJob("shapes", "placement.lab.ShapesJob", "shapes", ("--rate", "300",),
-           {"Source: Clicks": "rpi1", "Source: Orders": "rpi1", "Source: Rules": "rpi2", "Source: Ticks": ["rpi2", "rpi2"]}),
-    # a Table/SQL job: its source's name changes with every submission, so it is pinned by vertex id
-    LabJob("sql", "placement.lab.SqlJob", "sql-readings", ("--rate", "400", "--parallelism", "2"),
-           {"Source:": ["rpi1", "rpi2"]}),
-)}
+JOBS = {
+    j.key: j
+    for j in (
+        LabJob(
+            "iot",
+            IOT_SENSOR_JOB,
+            "iot-sensors",
+            ("--rate", "500", "--parallelism", "2"),
+            {"Source: Sensors": ["rpi1", "rpi2"]},
+        ),
+        LabJob(
+            "nexmark",
+            NEXMARK_BIDS_JOB,
+            "nexmark-bids",
+            ("--rate", "500", "--parallelism", "2"),
+            {"Source: Bids": ["rpi1", "rpi2"]},
+        ),
+        LabJob(
+            "branching",
+            BRANCHING_JOB,
+            "cameras-meters",
+            ("--camera-rate", "100", "--meter-rate", "800"),
+            {"Source: Cameras": "rpi1", "Source: Meters": "rpi2"},
+        ),
+        LabJob(
+            "zoo",
+            "placement.lab.ZooJob",
+            "zoo",
+            ("--rate", "200", "--parallelism", "2", "--devices", "16"),
+            {"Source: Events": ["rpi1", "rpi1"], "Source: Commands": "rpi1", "Source: Rules": "rpi2"},
+        ),
+        LabJob(
+            "shapes",
+            "placement.lab.ShapesJob",
+            "shapes",
+            (
+                "--rate",
+                "300",
+            ),
+            {
+                "Source: Clicks": "rpi1",
+                "Source: Orders": "rpi1",
+                "Source: Rules": "rpi2",
+                "Source: Ticks": ["rpi2", "rpi2"],
+            },
+        ),
+        # a Table/SQL job: its source's name changes with every submission, so it is pinned by vertex id
+        LabJob(
+            "sql",
+            "placement.lab.SqlJob",
+            "sql-readings",
+            ("--rate", "400", "--parallelism", "2"),
+            {"Source:": ["rpi1", "rpi2"]},
+        ),
+    )
+}
 
 
 def job_inventory(running_inv: str, jar: str, job: LabJob, vertices: dict[str, str], out: Path) -> str:
@@ -129,8 +170,11 @@ def busy_time_only(profile: JobProfile) -> JobProfile:
 
 def compiler_cpu_s(state: dict) -> dict[str, float]:
     """Edge host -> CPU seconds its TaskManager JVM's JIT compiler threads have used (from /proc: the lab is here)."""
-    return {h["name"]: compiler_cpu_seconds(taskmanager_pids(Path(h["cgroup"])))
-            for h in state["hosts"] if h.get("cgroup") and h.get("role") != "server"}
+    return {
+        h["name"]: compiler_cpu_seconds(taskmanager_pids(Path(h["cgroup"])))
+        for h in state["hosts"]
+        if h.get("cgroup") and h.get("role") != "server"
+    }
 
 
 def wait_for_jit(state: dict) -> float:
@@ -153,19 +197,46 @@ def run_job(job: LabJob, state: dict, work: Path, window: float, console: Consol
     job = LabJob(job.key, job.entry_class, job.name, tuple(args), job.births)
     running = chain.submit(rest, state["jar"], job.entry_class, args)
     vertices = {v.name: v.id for v in rest.job(running).vertices}
-    inventory = job_inventory(state["lab_inventory"], state["jar"], job, vertices, work / f"cpu-{job.key}-inventory.yaml")
+    inventory = job_inventory(
+        state["lab_inventory"], state["jar"], job, vertices, work / f"cpu-{job.key}-inventory.yaml"
+    )
     time.sleep(chain.METER_SETTLE_S)
     # the profile's idle TaskManagers give the baselines: as settled as the placed ones are when measured. The first
     # job after `lab up` ran on JVMs minutes old — idle Pis at 0.085 of their cores (their compilers at 0.03), where
     # the same TaskManagers used 0.04-0.05 idle for every later job — and its plan was 22 % high for it
     wait_for_jit(state)
-    metrics, profile_path, plan_dir = work / f"cpu-{job.key}-metrics", work / f"cpu-{job.key}.json", work / f"cpu-{job.key}-plan"
-    cli("metrics", "collect", "--rest", state["rest_url"], "--job", running, "--duration", f"{window:g}",
-        "--interval", "2", "--out", str(metrics), "--inventory", inventory, "--quiet")
+    metrics, profile_path, plan_dir = (
+        work / f"cpu-{job.key}-metrics",
+        work / f"cpu-{job.key}.json",
+        work / f"cpu-{job.key}-plan",
+    )
+    cli(
+        "metrics",
+        "collect",
+        "--rest",
+        state["rest_url"],
+        "--job",
+        running,
+        "--duration",
+        f"{window:g}",
+        "--interval",
+        "2",
+        "--out",
+        str(metrics),
+        "--inventory",
+        inventory,
+        "--quiet",
+    )
     cli("profile", str(metrics), "--out", str(profile_path), "--inventory", inventory, "--warmup", "60", "--quiet")
     plan_to(plan_dir, inventory, profile_path)
-    proc = subprocess.run([PLACEMENT, "apply", str(plan_dir), "--inventory", inventory, "--job", running, "--settle", "5"],
-                          check=False, capture_output=True, text=True, cwd=ROOT, timeout=900)
+    proc = subprocess.run(
+        [PLACEMENT, "apply", str(plan_dir), "--inventory", inventory, "--job", running, "--settle", "5"],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=900,
+    )
     plan = load_plan(plan_dir / "plan.json")
     as_planned = proc.returncode == 0 and "WRONG" not in proc.stdout
     if not as_planned:
@@ -176,10 +247,29 @@ def run_job(job: LabJob, state: dict, work: Path, window: float, console: Consol
     for tries in range(1, MEASURE_TRIES + 1):  # noqa: B007 - read after the loop: the window it settled in
         # observed as it was profiled (and as `placement watch` observes it): the collector polls the TaskManagers'
         # metrics over the measured window too, and that polling is part of the baseline the profile measured
-        collector = subprocess.Popen([PLACEMENT, "metrics", "collect", "--rest", state["rest_url"], "--job-name",
-                                      job.name, "--duration", f"{window:g}", "--interval", "2", "--out",
-                                      str(metrics) + "-placed", "--inventory", inventory, "--quiet"], cwd=ROOT,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        collector = subprocess.Popen(
+            [
+                PLACEMENT,
+                "metrics",
+                "collect",
+                "--rest",
+                state["rest_url"],
+                "--job-name",
+                job.name,
+                "--duration",
+                f"{window:g}",
+                "--interval",
+                "2",
+                "--out",
+                str(metrics) + "-placed",
+                "--inventory",
+                inventory,
+                "--quiet",
+            ],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         measured = json.loads(cli("lab", "measure", "--workdir", str(work), "--duration", f"{window:g}", "--json"))
         collector.wait(timeout=120)
         if all(c["compiler_server_cores"] / c["speed"] < JIT_SETTLED for c in measured["cpu"] if c["host"] in edges):
@@ -192,18 +282,32 @@ def run_job(job: LabJob, state: dict, work: Path, window: float, console: Consol
     inv = load_inventory(inventory)
     assignment = {(a.vertex_id, a.subtask): a.host for a in plan.assignment}
     before = {h.host: h.cores_used for h in evaluate(build_problem(inv, busy_time_only(profile)), assignment).hosts}
-    console.print(f"{job.key}: {'placed as planned' if as_planned else 'NOT placed as planned'}; JIT settled "
-                  f"{SETTLE_S + jit_s:.0f} s after the apply, measured in window {tries}; TaskManager "
-                  "baselines " + ", ".join(f"{t.id} {t.baseline_cores:.3f} ({t.basis})" for t in profile.taskmanagers))
+    console.print(
+        f"{job.key}: {'placed as planned' if as_planned else 'NOT placed as planned'}; JIT settled "
+        f"{SETTLE_S + jit_s:.0f} s after the apply, measured in window {tries}; TaskManager "
+        "baselines " + ", ".join(f"{t.id} {t.baseline_cores:.3f} ({t.basis})" for t in profile.taskmanagers)
+    )
     rows = []
     for c in measured["cpu"]:
         host = next(h for h in plan.hosts if h.host == c["host"])
-        rows.append({"job": job.key, "host": c["host"], "role": host.role, "placed": as_planned,
-                     "subtasks": host.subtasks, "predicted": host.predicted_cores, "baseline": host.baseline_cores or 0.0,
-                     "basis": host.baseline_basis, "before": before.get(c["host"], 0.0),
-                     "measured": c["steady_host_cores"], "measured_with_jit": c["host_cores"],
-                     "jit_settle_s": round(SETTLE_S + jit_s + (tries - 1) * window), "windows": tries,
-                     "held": [{"after_apply_s": h["after_apply_s"], **h["hosts"][c["host"]]} for h in held]})
+        rows.append(
+            {
+                "job": job.key,
+                "host": c["host"],
+                "role": host.role,
+                "placed": as_planned,
+                "subtasks": host.subtasks,
+                "predicted": host.predicted_cores,
+                "baseline": host.baseline_cores or 0.0,
+                "basis": host.baseline_basis,
+                "before": before.get(c["host"], 0.0),
+                "measured": c["steady_host_cores"],
+                "measured_with_jit": c["host_cores"],
+                "jit_settle_s": round(SETTLE_S + jit_s + (tries - 1) * window),
+                "windows": tries,
+                "held": [{"after_apply_s": h["after_apply_s"], **h["hosts"][c["host"]]} for h in held],
+            }
+        )
     return rows
 
 
@@ -215,13 +319,28 @@ def hold_and_measure(state: dict, hold: float, window: float, since_apply_s: flo
     while time.monotonic() - t0 < hold:
         _, cpu = measure_window(state, window)
         after = round(since_apply_s + time.monotonic() - t0)
-        out.append({"after_apply_s": after, "hosts": {c.host: {"with_jit": c.host_cores, "steady": c.steady_host_cores,
-                                                                "jit": c.compiler_server_cores / c.speed if c.speed else None}
-                                                       for c in cpu}})
-        console.print(f"  {after:4d} s after the apply: " + ", ".join(
-            f"{c.host} {c.host_cores:.3f} (JIT {c.compiler_server_cores / c.speed:.3f}, without "
-            f"{c.steady_host_cores:.3f})"
-            for c in cpu if c.speed))
+        out.append(
+            {
+                "after_apply_s": after,
+                "hosts": {
+                    c.host: {
+                        "with_jit": c.host_cores,
+                        "steady": c.steady_host_cores,
+                        "jit": c.compiler_server_cores / c.speed if c.speed else None,
+                    }
+                    for c in cpu
+                },
+            }
+        )
+        console.print(
+            f"  {after:4d} s after the apply: "
+            + ", ".join(
+                f"{c.host} {c.host_cores:.3f} (JIT {c.compiler_server_cores / c.speed:.3f}, without "
+                f"{c.steady_host_cores:.3f})"
+                for c in cpu
+                if c.speed
+            )
+        )
     return out
 
 
@@ -235,8 +354,10 @@ def reprice(work: Path, rows: list[dict]) -> list[dict]:
         inventory = str(work / f"cpu-{key}-inventory.yaml")
         profile = build_profile(work / f"cpu-{key}-metrics", engine="pandas", warmup_s=60, inventory=inventory)
         plan = load_plan(work / f"cpu-{key}-plan" / "plan.json")
-        cost = evaluate(build_problem(load_inventory(inventory), profile),
-                        {(a.vertex_id, a.subtask): a.host for a in plan.assignment})
+        cost = evaluate(
+            build_problem(load_inventory(inventory), profile),
+            {(a.vertex_id, a.subtask): a.host for a in plan.assignment},
+        )
         jit = compiler_share(work / f"cpu-{key}-metrics-placed")
         for r in (r for r in rows if r["job"] == key):
             h = cost.host(r["host"])
@@ -248,29 +369,56 @@ def reprice(work: Path, rows: list[dict]) -> list[dict]:
 
 def compiler_share(history: Path) -> dict[str, float]:
     """TaskManager -> the share of its threads' CPU its JIT compiler threads used over a recorded collection."""
-    return {tm: float(used[[is_compiler_thread(n) for n in used.index]].sum() / used.sum())
-            for tm, used in thread_cores(history).items() if used.sum() > 0}
+    return {
+        tm: float(used[[is_compiler_thread(n) for n in used.index]].sum() / used.sum())
+        for tm, used in thread_cores(history).items()
+        if used.sum() > 0
+    }
 
 
 def judged(row: dict) -> tuple[bool, float]:
     err = row["predicted"] / row["measured"] - 1 if row["measured"] > 0 else float("inf")
-    ok = abs(err) <= TOLERANCE or (row["measured"] < NEARLY_IDLE and abs(row["predicted"] - row["measured"]) <= IDLE_ABS)
+    ok = abs(err) <= TOLERANCE or (
+        row["measured"] < NEARLY_IDLE and abs(row["predicted"] - row["measured"]) <= IDLE_ABS
+    )
     return ok, err
 
 
 def print_table(console: Console, rows: list[dict]) -> None:
-    table = Table(title="CPU per host in its own cores: plan.json's predicted_cores vs the TaskManager JVM without its "
-                        "JIT compiler threads (lab measure)")
-    for col in ("job", "host", "subtasks", "measured", "with the JIT", "predicted", "of it baseline", "error",
-                "before (busy time only)", "error before", "within"):
+    table = Table(
+        title="CPU per host in its own cores: plan.json's predicted_cores vs the TaskManager JVM without its "
+        "JIT compiler threads (lab measure)"
+    )
+    for col in (
+        "job",
+        "host",
+        "subtasks",
+        "measured",
+        "with the JIT",
+        "predicted",
+        "of it baseline",
+        "error",
+        "before (busy time only)",
+        "error before",
+        "within",
+    ):
         table.add_column(col, justify="left" if col in ("job", "host") else "right")
     for r in rows:
         ok, err = judged(r)
         err_before = r["before"] / r["measured"] - 1 if r["measured"] > 0 else float("inf")
-        table.add_row(r["job"], r["host"], str(r["subtasks"]), f"{r['measured']:.3f}",
-                      f"{r.get('measured_with_jit', r['measured']):.3f}", f"{r['predicted']:.3f}",
-                      f"{r['baseline']:.3f} ({r['basis']})", f"{err:+.0%}", f"{r['before']:.3f}", f"{err_before:+.0%}",
-                      "-" if r["role"] != "edge" else ("yes" if ok else "NO"))
+        table.add_row(
+            r["job"],
+            r["host"],
+            str(r["subtasks"]),
+            f"{r['measured']:.3f}",
+            f"{r.get('measured_with_jit', r['measured']):.3f}",
+            f"{r['predicted']:.3f}",
+            f"{r['baseline']:.3f} ({r['basis']})",
+            f"{err:+.0%}",
+            f"{r['before']:.3f}",
+            f"{err_before:+.0%}",
+            "-" if r["role"] != "edge" else ("yes" if ok else "NO"),
+        )
     console.print(table)
 
 
@@ -282,8 +430,12 @@ def main() -> None:
     ap.add_argument("--workdir", default="/tmp/placement-cpu-accuracy/lab")
     ap.add_argument("--flink-version", default=None)
     ap.add_argument("--keep", action="store_true", help="leave the lab up")
-    ap.add_argument("--hold", type=float, default=0.0,
-                    help="seconds to keep measuring each placed job after its measurement (the JIT warm-up's end)")
+    ap.add_argument(
+        "--hold",
+        type=float,
+        default=0.0,
+        help="seconds to keep measuring each placed job after its measurement (the JIT warm-up's end)",
+    )
     ap.add_argument("--reprice", action="store_true", help="no lab: price the runs recorded in --workdir again")
     args = ap.parse_args()
     keys = list(JOBS) if args.job == "all" else args.job.split(",")
@@ -293,7 +445,9 @@ def main() -> None:
     console = Console(width=200)
     work = Path(args.workdir)
     if args.reprice:
-        rows = reprice(work, [r for r in json.loads((work.parent / "cpu_accuracy.json").read_text()) if r["job"] in keys])
+        rows = reprice(
+            work, [r for r in json.loads((work.parent / "cpu_accuracy.json").read_text()) if r["job"] in keys]
+        )
         print_table(console, rows)
         sys.exit(report(console, rows))
     up = ["lab", "up", "--inventory", args.inventory, "--workdir", str(work)]
@@ -307,8 +461,9 @@ def main() -> None:
             rows += run_job(JOBS[key], state, work, args.window, console, args.hold)
     finally:
         if not args.keep:
-            subprocess.run([PLACEMENT, "lab", "down", "--workdir", str(work)], check=False, capture_output=True,
-                           timeout=300)
+            subprocess.run(
+                [PLACEMENT, "lab", "down", "--workdir", str(work)], check=False, capture_output=True, timeout=300
+            )
     print_table(console, rows)
     (work.parent / "cpu_accuracy.json").write_text(json.dumps(rows, indent=1))
     sys.exit(report(console, rows))
@@ -322,8 +477,10 @@ def report(console: Console, rows: list[dict]) -> int:
             continue
         ok, err = judged(r)
         failed += not ok
-        console.print(f"{'PASS' if ok else 'FAIL'} {r['job']} {r['host']}: predicted {r['predicted']:.3f} host cores, "
-                      f"measured {r['measured']:.3f} ({err:+.0%})")
+        console.print(
+            f"{'PASS' if ok else 'FAIL'} {r['job']} {r['host']}: predicted {r['predicted']:.3f} host cores, "
+            f"measured {r['measured']:.3f} ({err:+.0%})"
+        )
     return 1 if failed else 0
 
 

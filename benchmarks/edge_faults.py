@@ -40,16 +40,31 @@ from placement.lab import fault_scenario as scenario
 GOAL_S = 30.0
 PLACEMENT = str(Path(sys.executable).with_name("placement"))
 FLINK_DEFAULTS = {  # Flink's own values, as the inventory block writes them
-    "heartbeat_interval": "10s", "heartbeat_timeout": "50s", "rpc_failure_threshold": 2, "slot_request_timeout": "5min",
-    "restart": {"strategy": "exponential-delay", "initial_delay": "1s", "max_delay": "1min", "multiplier": 1.5,
-                "jitter": 0.1, "attempts": 1_000_000, "reset_after": "1h"},
+    "heartbeat_interval": "10s",
+    "heartbeat_timeout": "50s",
+    "rpc_failure_threshold": 2,
+    "slot_request_timeout": "5min",
+    "restart": {
+        "strategy": "exponential-delay",
+        "initial_delay": "1s",
+        "max_delay": "1min",
+        "multiplier": 1.5,
+        "jitter": 0.1,
+        "attempts": 1_000_000,
+        "reset_after": "1h",
+    },
     "rejoin": {"registration_timeout": "5min", "retry_max": "30s", "error_delay": "10s"},
 }
 
 
 def lab(inventory: Path, work: Path):
-    up = subprocess.run([PLACEMENT, "lab", "up", "--inventory", str(inventory), "--workdir", str(work)],
-                        capture_output=True, text=True, timeout=600, check=False)
+    up = subprocess.run(
+        [PLACEMENT, "lab", "up", "--inventory", str(inventory), "--workdir", str(work)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     if up.returncode != 0:
         raise SystemExit(f"lab up: {up.stderr.strip()}")
     return json.loads((work / "lab.json").read_text())
@@ -113,25 +128,32 @@ def row(name: str, runs: list[scenario.FaultRun], kind: str) -> str:
     failed = sum(not r.never_failed for r in mine)
     once = [(r.gaps, r.repeats) for r in mine if r.gaps is not None]
     wan = [abs(m - p) / p for r in mine for m, p in r.wan.values() if p > 0]
-    return (f"| {name} | {kind} | {len(mine)} | {figures}{f' ({never} never)' if never else ''} | {failed} | "
-            f"{'0 / 0' if once and all(o == (0, 0) for o in once) else (once or '—')} | "
-            f"{f'{max(wan):.0%}' if wan else '—'} | "
-            f"{f'{statistics.median(back):.1f} / {max(back):.1f}' if back else '—'} |")
+    return (
+        f"| {name} | {kind} | {len(mine)} | {figures}{f' ({never} never)' if never else ''} | {failed} | "
+        f"{'0 / 0' if once and all(o == (0, 0) for o in once) else (once or '—')} | "
+        f"{f'{max(wan):.0%}' if wan else '—'} | "
+        f"{f'{statistics.median(back):.1f} / {max(back):.1f}' if back else '—'} |"
+    )
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--faults", type=int, default=5, help="faults of each kind with contingencies")
-    ap.add_argument("--baseline-faults", type=int, default=2, help="faults of each kind with Flink's own failure-detection defaults")
+    ap.add_argument(
+        "--baseline-faults", type=int, default=2, help="faults of each kind with Flink's own failure-detection defaults"
+    )
     ap.add_argument("--before", action="store_true", help="also the placed job without contingencies")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="edge-faults-") as tmp:
         work = Path(tmp)
         runs = contingency_runs(work, args.faults) if args.faults else []
-        stock, old = default_runs(work, args.baseline_faults, args.before) if args.baseline_faults or args.before \
-            else ([], None)
-    print("\n| configuration | fault | runs | recovery s, median / max | FAILED | gaps / repeats | WAN off "
-          "prediction, worst | way back s, median / max |")
+        stock, old = (
+            default_runs(work, args.baseline_faults, args.before) if args.baseline_faults or args.before else ([], None)
+        )
+    print(
+        "\n| configuration | fault | runs | recovery s, median / max | FAILED | gaps / repeats | WAN off "
+        "prediction, worst | way back s, median / max |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for kind in ("power", "uplink"):
         print(row("contingency, edge defaults", runs, kind))
@@ -140,11 +162,21 @@ def main() -> int:
             print(row("contingency, Flink's defaults", stock, kind))
     if old is not None:
         print(row("placed, no contingency, Flink's defaults", [old], "power"))
-    bad = [r for r in runs if r.recovery_s is None or r.recovery_s > GOAL_S or not r.never_failed
-           or (r.gaps, r.repeats) != (0, 0) or not r.placed_as_contingency or not r.restored
-           or (r.gaps_after_restore, r.repeats_after_restore) != (0, 0)]
-    print(f"\n{'PASS' if not bad else 'FAIL'}: {len(runs) - len(bad)}/{len(runs)} contingency runs recovered within "
-          f"{GOAL_S:.0f} s, exactly once, and came back to the plan")
+    bad = [
+        r
+        for r in runs
+        if r.recovery_s is None
+        or r.recovery_s > GOAL_S
+        or not r.never_failed
+        or (r.gaps, r.repeats) != (0, 0)
+        or not r.placed_as_contingency
+        or not r.restored
+        or (r.gaps_after_restore, r.repeats_after_restore) != (0, 0)
+    ]
+    print(
+        f"\n{'PASS' if not bad else 'FAIL'}: {len(runs) - len(bad)}/{len(runs)} contingency runs recovered within "
+        f"{GOAL_S:.0f} s, exactly once, and came back to the plan"
+    )
     return 1 if bad else 0
 
 

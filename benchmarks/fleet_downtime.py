@@ -53,15 +53,24 @@ def write_fleets(work: Path, inventory: Path, ids: dict[str, str]) -> dict[int, 
     names its profile, so what the running placements put on the link is known and an order can be checked."""
     profiles = {n: fleet_profile(work / f"{n}.profile.json", n, ids) for n in (JOB_NAME, JOB_B)}
     targets = ({JOB_NAME: PLACED, JOB_B: MOVED}, {JOB_NAME: MOVED, JOB_B: PLACED})
-    return {t: write_fleet_dir(work / f"fleet-{t}", inventory, mappings, profiles=profiles, vertex_ids=ids,
-                               link_mbit={"rpi1→server": {JOB_NAME: 0.4, JOB_B: 0.4}})
-            for t, mappings in enumerate(targets)}
+    return {
+        t: write_fleet_dir(
+            work / f"fleet-{t}",
+            inventory,
+            mappings,
+            profiles=profiles,
+            vertex_ids=ids,
+            link_mbit={"rpi1→server": {JOB_NAME: 0.4, JOB_B: 0.4}},
+        )
+        for t, mappings in enumerate(targets)
+    }
 
 
 def apply_fleet_once(fleet: Path, inventory: Path, strategy: str) -> tuple[str, str, dict[str, float], float]:
     """(strategy apply chose, status, job -> downtime s, the change's s)."""
-    fp = prepare_fleet(load_fleet(fleet, inventory, settle_s=2.0),
-                       fleet_order="stop-all" if strategy == "stop-all" else "auto")
+    fp = prepare_fleet(
+        load_fleet(fleet, inventory, settle_s=2.0), fleet_order="stop-all" if strategy == "stop-all" else "auto"
+    )
     try:
         outcome = execute_fleet(fp, audit_path=fleet / "apply-audit.jsonl", echo=lambda s: None)
     except FleetFailed as exc:
@@ -77,18 +86,28 @@ def apply_fleet_once(fleet: Path, inventory: Path, strategy: str) -> tuple[str, 
 
 def report(rows: list[dict]) -> bool:
     print()
-    print(f"{'strategy':<11} {'changes':>7} {'job A s':>8} {'job B s':>8} {'longest s':>9} {'sum s':>7} {'change s':>8}")
+    print(
+        f"{'strategy':<11} {'changes':>7} {'job A s':>8} {'job B s':>8} {'longest s':>9} {'sum s':>7} {'change s':>8}"
+    )
     for s in STRATEGIES:
         ok = [r for r in rows if r["strategy"] == s and r["status"] == "applied"]
         if not ok:
             print(f"{s:<11} {0:>7}")
             continue
-        med = {k: statistics.median(v(r) for r in ok) for k, v in (
-            ("a", lambda r: r["downtime"][JOB_NAME]), ("b", lambda r: r["downtime"][JOB_B]),
-            ("longest", lambda r: max(r["downtime"].values())), ("sum", lambda r: sum(r["downtime"].values())),
-            ("change", lambda r: r["seconds"]))}
-        print(f"{s:<11} {len(ok):>7} {med['a']:>8.2f} {med['b']:>8.2f} {med['longest']:>9.2f} {med['sum']:>7.2f} "
-              f"{med['change']:>8.2f}")
+        med = {
+            k: statistics.median(v(r) for r in ok)
+            for k, v in (
+                ("a", lambda r: r["downtime"][JOB_NAME]),
+                ("b", lambda r: r["downtime"][JOB_B]),
+                ("longest", lambda r: max(r["downtime"].values())),
+                ("sum", lambda r: sum(r["downtime"].values())),
+                ("change", lambda r: r["seconds"]),
+            )
+        }
+        print(
+            f"{s:<11} {len(ok):>7} {med['a']:>8.2f} {med['b']:>8.2f} {med['longest']:>9.2f} {med['sum']:>7.2f} "
+            f"{med['change']:>8.2f}"
+        )
     print("(medians; a job's downtime: its stop requested -> its new job RUNNING; job A is moved or stopped first)")
     bad = [r for r in rows if r["status"] != "applied" or r["chosen"] != r["strategy"]]
     for r in bad:
@@ -126,10 +145,21 @@ def main() -> int:
                 time.sleep(args.settle)
                 chosen, status, downtime, seconds = apply_fleet_once(fleets[run % 2], inventory, s)
                 run += 1
-                rows.append({"run": run, "strategy": s, "chosen": chosen, "status": status, "downtime": downtime,
-                             "seconds": seconds})
-                print(f"{run:>4} {s:<11} {downtime.get(JOB_NAME, float('nan')):>8.2f} "
-                      f"{downtime.get(JOB_B, float('nan')):>8.2f} {seconds:>8.2f} {status}", flush=True)
+                rows.append(
+                    {
+                        "run": run,
+                        "strategy": s,
+                        "chosen": chosen,
+                        "status": status,
+                        "downtime": downtime,
+                        "seconds": seconds,
+                    }
+                )
+                print(
+                    f"{run:>4} {s:<11} {downtime.get(JOB_NAME, float('nan')):>8.2f} "
+                    f"{downtime.get(JOB_B, float('nan')):>8.2f} {seconds:>8.2f} {status}",
+                    flush=True,
+                )
     except PlacementError as exc:
         print(f"error: {exc}")
         return 1

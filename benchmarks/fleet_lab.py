@@ -77,8 +77,10 @@ def lab_inventory(inventory: str, uplink_mbit: float | None, out: Path) -> str:
     for link in doc.get("links") or []:
         link["bandwidth"] = f"{uplink_mbit:g}mbit"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(f"# written by benchmarks/fleet_lab.py: {inventory} with {uplink_mbit:g} Mbit/s uplinks\n"
-                   + yaml.safe_dump(doc, sort_keys=False))
+    out.write_text(
+        f"# written by benchmarks/fleet_lab.py: {inventory} with {uplink_mbit:g} Mbit/s uplinks\n"
+        + yaml.safe_dump(doc, sort_keys=False)
+    )
     return str(out)
 
 
@@ -92,13 +94,20 @@ def fleet_inventory(running_inv: str, out: Path, rates: dict[str, dict[str, floa
         spec = JOBS[key]
         parallelism[key] = {s.vertex: len(edges) for s in spec.sources}
         pins.update({s.vertex: list(edges) for s in spec.sources})
-        jobs.append({"name": spec.job_name, "entry_class": spec.entry_class,
-                     "program_args": fleet_args(key, rates[key], parallelism[key])})
+        jobs.append(
+            {
+                "name": spec.job_name,
+                "entry_class": spec.entry_class,
+                "program_args": fleet_args(key, rates[key], parallelism[key]),
+            }
+        )
     doc["pins"] = {**(doc.get("pins") or {}), "sources": pins}
     doc["job"] = {**(doc.get("job") or {}), **jobs[0]}
     doc["jobs"] = jobs
-    out.write_text("# written by benchmarks/fleet_lab.py: the lab with the IoT and Nexmark jobs on both Pis\n"
-                   + yaml.safe_dump(doc, sort_keys=False))
+    out.write_text(
+        "# written by benchmarks/fleet_lab.py: the lab with the IoT and Nexmark jobs on both Pis\n"
+        + yaml.safe_dump(doc, sort_keys=False)
+    )
     return str(out), parallelism
 
 
@@ -117,10 +126,14 @@ def on_server(state: dict, inventory: str, parallelism: dict) -> list[Path]:
     files = []
     for key in KEYS:
         chain.cancel_all(rest)
-        job = chain.submit(rest, state["jar"], JOBS[key].entry_class,
-                           fleet_args(key, PROFILE_RATES[key], parallelism[key]))
-        lines = [f"{v.name} ({i + 1}/{v.parallelism}); {server}"
-                 for v in rest.job(job).vertices for i in range(v.parallelism)]
+        job = chain.submit(
+            rest, state["jar"], JOBS[key].entry_class, fleet_args(key, PROFILE_RATES[key], parallelism[key])
+        )
+        lines = [
+            f"{v.name} ({i + 1}/{v.parallelism}); {server}"
+            for v in rest.job(job).vertices
+            for i in range(v.parallelism)
+        ]
         chain.cancel_all(rest)
         files.append(sched / schedulercfg_filename(JOBS[key].job_name))
         files[-1].write_text("\n".join(lines) + "\n")
@@ -132,26 +145,59 @@ def profile_together(state: dict, inventory: str, parallelism: dict, work: Path)
     rest = FlinkRest(state["rest_url"])
     pinned = on_server(state, inventory, parallelism)
     chain.cancel_all(rest)
-    ids = {key: chain.submit(rest, state["jar"], JOBS[key].entry_class,
-                             fleet_args(key, PROFILE_RATES[key], parallelism[key])) for key in KEYS}
+    ids = {
+        key: chain.submit(
+            rest, state["jar"], JOBS[key].entry_class, fleet_args(key, PROFILE_RATES[key], parallelism[key])
+        )
+        for key in KEYS
+    }
     for f in pinned:
         f.unlink()  # the strategies' jobs are submitted unpinned, then applied
-    where = {(v, s.taskmanager_id) for k in KEYS for v in [*rest.job(ids[k]).vertices]
-             for s in rest.subtasks(ids[k], v.id)}
+    where = {
+        (v, s.taskmanager_id) for k in KEYS for v in [*rest.job(ids[k]).vertices] for s in rest.subtasks(ids[k], v.id)
+    }
     if {tm for _v, tm in where} != {"server"}:
         print(f"warning: the profile run is not all on the server: {sorted({tm for _v, tm in where})}", file=sys.stderr)
     time.sleep(chain.METER_SETTLE_S)
-    collectors = {key: subprocess.Popen(
-        [PLACEMENT, "metrics", "collect", "--rest", state["rest_url"], "--job", ids[key], "--duration", "60",
-         "--interval", "2", "--out", str(work / f"fleet-metrics-{key}"), "--quiet"], cwd=ROOT) for key in KEYS}
+    collectors = {
+        key: subprocess.Popen(
+            [
+                PLACEMENT,
+                "metrics",
+                "collect",
+                "--rest",
+                state["rest_url"],
+                "--job",
+                ids[key],
+                "--duration",
+                "60",
+                "--interval",
+                "2",
+                "--out",
+                str(work / f"fleet-metrics-{key}"),
+                "--quiet",
+            ],
+            cwd=ROOT,
+        )
+        for key in KEYS
+    }
     for key, proc in collectors.items():
         if proc.wait(timeout=300) != 0:
             sys.exit(f"metrics collect of {key} failed")
     profiles = {}
     for key in KEYS:
         profiles[key] = str(work / f"fleet-profile-{key}.json")
-        cli("profile", str(work / f"fleet-metrics-{key}"), "--out", profiles[key], "--inventory", inventory,
-            "--engine", "pandas", "--quiet")
+        cli(
+            "profile",
+            str(work / f"fleet-metrics-{key}"),
+            "--out",
+            profiles[key],
+            "--inventory",
+            inventory,
+            "--engine",
+            "pandas",
+            "--quiet",
+        )
     chain.cancel_all(rest)
     return profiles
 
@@ -170,11 +216,19 @@ def all_on_server_dirs(inventory: str, profiles: dict[str, str], scale: float, w
     out = {}
     for key in KEYS:
         profile = load_profile(profiles[key])
-        problem = build_problem(inv, profile, PlanOptions(rate_scale=scale, placement_mode="custom"),
-                                inventory_source=inventory)
-        out[key] = write_lab_plan(work / f"plan-all-on-server-{key}", problem, all_on_server(problem),
-                                  job=JOBS[key].job_name, inventory=inv, inventory_path=inventory, profile=profile,
-                                  profile_path=profiles[key])
+        problem = build_problem(
+            inv, profile, PlanOptions(rate_scale=scale, placement_mode="custom"), inventory_source=inventory
+        )
+        out[key] = write_lab_plan(
+            work / f"plan-all-on-server-{key}",
+            problem,
+            all_on_server(problem),
+            job=JOBS[key].job_name,
+            inventory=inv,
+            inventory_path=inventory,
+            profile=profile,
+            profile_path=profiles[key],
+        )
     return out
 
 
@@ -199,9 +253,18 @@ def predicted_cpu(plan_dirs: list[Path]) -> dict[str, float]:
     return {h: subtasks[h] + baseline[h] for h in subtasks}
 
 
-def run_strategy(name: str, state: dict, inventory: str, targets: dict[str, dict[str, float]],
-                 parallelism: dict[str, dict[str, int]], apply_cmds, plan_dirs: list[Path], args, work: Path,
-                 console: Console) -> dict:
+def run_strategy(
+    name: str,
+    state: dict,
+    inventory: str,
+    targets: dict[str, dict[str, float]],
+    parallelism: dict[str, dict[str, int]],
+    apply_cmds,
+    plan_dirs: list[Path],
+    args,
+    work: Path,
+    console: Console,
+) -> dict:
     predicted, predicted_cores = predicted_links(plan_dirs), predicted_cpu(plan_dirs)
     target_args = {k: fleet_args(k, targets[k], parallelism[k]) for k in KEYS}
     rest = FlinkRest(state["rest_url"])
@@ -209,8 +272,14 @@ def run_strategy(name: str, state: dict, inventory: str, targets: dict[str, dict
     ids = {key: chain.submit(rest, state["jar"], JOBS[key].entry_class, target_args[key]) for key in KEYS}
     placed = True
     for cmd in apply_cmds(ids):
-        proc = subprocess.run([PLACEMENT, *cmd, "--inventory", inventory, "--settle", "5"], check=False,
-                              capture_output=True, text=True, cwd=ROOT, timeout=900)
+        proc = subprocess.run(
+            [PLACEMENT, *cmd, "--inventory", inventory, "--settle", "5"],
+            check=False,
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=900,
+        )
         if proc.returncode != 0 or "WRONG" in proc.stdout:
             placed = False
             console.print(f"[red]{name}: apply failed[/] ({proc.returncode}): {proc.stderr.strip()[-800:]}")
@@ -222,39 +291,73 @@ def run_strategy(name: str, state: dict, inventory: str, targets: dict[str, dict
         spec = JOBS[key]
         by_name = {v.name: v for v in j.vertices}
         target = sum(targets[key][s.vertex] * parallelism[key][s.vertex] for s in spec.sources)
-        throughput = sum(max(by_name[s.vertex].records_out_per_s, by_name[s.next_vertex].records_in_per_s)
-                         for s in spec.sources if s.vertex in by_name and s.next_vertex in by_name)
+        throughput = sum(
+            max(by_name[s.vertex].records_out_per_s, by_name[s.next_vertex].records_in_per_s)
+            for s in spec.sources
+            if s.vertex in by_name and s.next_vertex in by_name
+        )
         sources = [by_name[s.vertex] for s in spec.sources if s.vertex in by_name]
-        jobs[key] = {"throughput": throughput, "target": target,
-                     "source_bp": sum(v.backpressured_ms_per_s for v in sources) / max(len(sources), 1) / 1000}
+        jobs[key] = {
+            "throughput": throughput,
+            "target": target,
+            "source_bp": sum(v.backpressured_ms_per_s for v in sources) / max(len(sources), 1) / 1000,
+        }
     chain.cancel_all(rest)
-    return {"strategy": name, "placed": placed, "jobs": jobs,
-            "links": {lk.host: (predicted.get(lk.host, 0.0), lk.data_mbit, lk.mbit) for lk in m.links},
-            "cpu": {c.host: (predicted_cores.get(c.host), c.host_cores) for c in m.cpu}}
+    return {
+        "strategy": name,
+        "placed": placed,
+        "jobs": jobs,
+        "links": {lk.host: (predicted.get(lk.host, 0.0), lk.data_mbit, lk.mbit) for lk in m.links},
+        "cpu": {c.host: (predicted_cores.get(c.host), c.host_cores) for c in m.cpu},
+    }
 
 
 def print_tables(console: Console, rows: list[dict], scale: float) -> None:
-    table = Table(title=f"IoT + Nexmark on the same Pis at {scale:g}x the profile rates: all on the server, each planned "
-                  "alone, planned together")
+    table = Table(
+        title=f"IoT + Nexmark on the same Pis at {scale:g}x the profile rates: all on the server, each planned "
+        "alone, planned together"
+    )
     for c in ("strategy", "placed as planned", "job", "throughput / target", "sources back-pressured", "holds"):
         table.add_column(c, justify="left" if c in ("strategy", "job") else "right")
     for r in rows:
         for key, j in r["jobs"].items():
-            table.add_row(r["strategy"], "yes" if r["placed"] else "NO", JOBS[key].title,
-                          f"{j['throughput']:,.0f} / {j['target']:,.0f}", f"{j['source_bp']:.0%}",
-                          "yes" if holds_rate(j) else "no")
+            table.add_row(
+                r["strategy"],
+                "yes" if r["placed"] else "NO",
+                JOBS[key].title,
+                f"{j['throughput']:,.0f} / {j['target']:,.0f}",
+                f"{j['source_bp']:.0%}",
+                "yes" if holds_rate(j) else "no",
+            )
     console.print(table)
-    links = Table(title="Per uplink: job data of both jobs (Mbit/s) vs the strategy's plans, and the Pi's CPU "
-                  "(host cores: the plans' prediction, baseline included, vs measured; the quota is 1)")
-    for c in ("strategy", "link", "predicted", "measured data", "wire", "data / predicted", "Pi CPU predicted",
-              "Pi CPU measured"):
+    links = Table(
+        title="Per uplink: job data of both jobs (Mbit/s) vs the strategy's plans, and the Pi's CPU "
+        "(host cores: the plans' prediction, baseline included, vs measured; the quota is 1)"
+    )
+    for c in (
+        "strategy",
+        "link",
+        "predicted",
+        "measured data",
+        "wire",
+        "data / predicted",
+        "Pi CPU predicted",
+        "Pi CPU measured",
+    ):
         links.add_column(c, justify="left" if c in ("strategy", "link") else "right")
     for r in rows:
         for host, (pred, data, wire) in sorted(r["links"].items()):
             cpu_pred, cpu = r["cpu"].get(host, (None, None))
-            links.add_row(r["strategy"], f"{host}→server", f"{pred:.3f}", f"{data:.3f}", f"{wire:.3f}",
-                          f"{data / pred:.2f}" if pred else "-", f"{cpu_pred:.2f}" if cpu_pred is not None else "-",
-                          f"{cpu:.2f}" if cpu is not None else "-")
+            links.add_row(
+                r["strategy"],
+                f"{host}→server",
+                f"{pred:.3f}",
+                f"{data:.3f}",
+                f"{wire:.3f}",
+                f"{data / pred:.2f}" if pred else "-",
+                f"{cpu_pred:.2f}" if cpu_pred is not None else "-",
+                f"{cpu:.2f}" if cpu is not None else "-",
+            )
     console.print(links)
 
 
@@ -264,8 +367,12 @@ def failures_of(rows: list[dict]) -> list[str]:
     out = [f"{r['strategy']}: not every subtask placed as planned" for r in rows if not r["placed"]]
     if joint is None or alone is None:
         return [*out, "a strategy did not run"]
-    out += [f"joint: {JOBS[k].title} does not hold its target ({j['throughput']:,.0f} of {j['target']:,.0f}, "
-            f"sources back-pressured {j['source_bp']:.0%})" for k, j in joint["jobs"].items() if not holds_rate(j)]
+    out += [
+        f"joint: {JOBS[k].title} does not hold its target ({j['throughput']:,.0f} of {j['target']:,.0f}, "
+        f"sources back-pressured {j['source_bp']:.0%})"
+        for k, j in joint["jobs"].items()
+        if not holds_rate(j)
+    ]
     for host, (pred, data, _wire) in sorted(joint["links"].items()):
         if abs(data - pred) > max(DATA_TOLERANCE * pred, DATA_FLOOR_MBIT):
             out.append(f"joint: {host}'s job data {data:.3f} vs predicted {pred:.3f} Mbit/s")
@@ -278,18 +385,27 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scale", type=float, default=1.5, help="target rates = this × the profile rates")
     ap.add_argument("--inventory", default=str(ROOT / "inventory" / "lab.yaml"))
-    ap.add_argument("--uplink", type=float, default=0.0, help="Mbit/s of every uplink the lab shapes and the plans "
-                    "read (0: the inventory's own)")
+    ap.add_argument(
+        "--uplink",
+        type=float,
+        default=0.0,
+        help="Mbit/s of every uplink the lab shapes and the plans read (0: the inventory's own)",
+    )
     ap.add_argument("--workdir", default="/tmp/placement-fleet-lab/lab")
     ap.add_argument("--window", type=float, default=30.0)
     ap.add_argument("--settle", type=float, default=60.0)
     ap.add_argument("--enrich-work", type=int, default=200000, help="IoT: hash rounds Enrich spends per reading")
-    ap.add_argument("--filter-work", type=int, default=52000,
-                    help="Nexmark: hash rounds Filter Auctions spends per bid")
+    ap.add_argument(
+        "--filter-work", type=int, default=52000, help="Nexmark: hash rounds Filter Auctions spends per bid"
+    )
     ap.add_argument("--keep", action="store_true", help="leave the lab up")
-    ap.add_argument("--profiles", type=Path, help="reuse fleet-profile-{iot,nexmark}.json from this directory (a "
-                    "previous run's work dir, made with the same --enrich-work and --filter-work) instead of "
-                    "profiling again")
+    ap.add_argument(
+        "--profiles",
+        type=Path,
+        help="reuse fleet-profile-{iot,nexmark}.json from this directory (a "
+        "previous run's work dir, made with the same --enrich-work and --filter-work) instead of "
+        "profiling again",
+    )
     args = ap.parse_args()
     work = Path(args.workdir)
     args.uplink = args.uplink or None
@@ -302,8 +418,11 @@ def main() -> None:
         state = json.loads((work / "lab.json").read_text())
         targets = {k: {v: r * args.scale for v, r in PROFILE_RATES[k].items()} for k in KEYS}
         inventory, parallelism = fleet_inventory(state["lab_inventory"], work / "fleet-inventory.yaml", targets)
-        profiles = ({k: str(args.profiles / f"fleet-profile-{k}.json") for k in KEYS} if args.profiles
-                    else profile_together(state, inventory, parallelism, work))
+        profiles = (
+            {k: str(args.profiles / f"fleet-profile-{k}.json") for k in KEYS}
+            if args.profiles
+            else profile_together(state, inventory, parallelism, work)
+        )
         joint_dir = work / "plan-joint"
         plan_to(joint_dir, inventory, *[profiles[k] for k in KEYS], rate_scale=float(f"{args.scale:g}"))
         alone_dirs = {k: work / f"plan-alone-{k}" for k in KEYS}
@@ -311,25 +430,63 @@ def main() -> None:
             plan_to(alone_dirs[k], inventory, profiles[k], rate_scale=float(f"{args.scale:g}"))
         joint_jobs = [joint_dir / JOBS[k].job_name for k in KEYS]
         server_dirs = all_on_server_dirs(inventory, profiles, args.scale, work)
-        rows.append(run_strategy("all-on-server", state, inventory, targets, parallelism,
-                                 lambda ids: [["apply", str(server_dirs[k]), "--job", ids[k]] for k in KEYS],
-                                 list(server_dirs.values()), args, work, console))
-        rows.append(run_strategy("each alone", state, inventory, targets, parallelism,
-                                 lambda ids: [["apply", str(alone_dirs[k]), "--job", ids[k]] for k in KEYS],
-                                 list(alone_dirs.values()), args, work, console))
-        rows.append(run_strategy("joint", state, inventory, targets, parallelism, lambda ids: [["apply", "--plan", str(joint_dir)]],
-                                 joint_jobs, args, work, console))
+        rows.append(
+            run_strategy(
+                "all-on-server",
+                state,
+                inventory,
+                targets,
+                parallelism,
+                lambda ids: [["apply", str(server_dirs[k]), "--job", ids[k]] for k in KEYS],
+                list(server_dirs.values()),
+                args,
+                work,
+                console,
+            )
+        )
+        rows.append(
+            run_strategy(
+                "each alone",
+                state,
+                inventory,
+                targets,
+                parallelism,
+                lambda ids: [["apply", str(alone_dirs[k]), "--job", ids[k]] for k in KEYS],
+                list(alone_dirs.values()),
+                args,
+                work,
+                console,
+            )
+        )
+        rows.append(
+            run_strategy(
+                "joint",
+                state,
+                inventory,
+                targets,
+                parallelism,
+                lambda ids: [["apply", "--plan", str(joint_dir)]],
+                joint_jobs,
+                args,
+                work,
+                console,
+            )
+        )
     finally:
         if not args.keep:
-            subprocess.run([PLACEMENT, "lab", "down", "--workdir", str(work)], check=False, capture_output=True, timeout=300)
+            subprocess.run(
+                [PLACEMENT, "lab", "down", "--workdir", str(work)], check=False, capture_output=True, timeout=300
+            )
     print_tables(console, rows, args.scale)
     (work.parent / "fleet_lab.json").write_text(json.dumps(rows, indent=2, default=str))
     failures = failures_of(rows)
     for f in failures:
         console.print(f"[red]FAIL[/] {f}")
     if not failures:
-        console.print("[green]PASS[/]: both plans placed as planned; the joint plan holds both jobs' targets with job data "
-                      "per uplink within ±15 % of its prediction, where the plans made alone fall short")
+        console.print(
+            "[green]PASS[/]: both plans placed as planned; the joint plan holds both jobs' targets with job data "
+            "per uplink within ±15 % of its prediction, where the plans made alone fall short"
+        )
     sys.exit(1 if failures else 0)
 
 

@@ -54,12 +54,14 @@ def _instance_files(cache: Path, family: str, n: int, hosts: int, servers: int |
     inv_path, prof_path = d / "inventory.json", d / "profile.json"
     if not prof_path.exists():
         d.mkdir(parents=True, exist_ok=True)
-        code = ("import json, sys; sys.path.insert(0, %r)\n"  # noqa: UP031 - %r writes the script's Python literals
-                "from hard_jobs import instance as hard; from random_jobs import instance as rand\n"
-                "inv, prof = (hard(%d, %d, %d, servers=%r) if %r == 'hard' else rand(%d, %d, %d))\n"
-                "open(%r, 'w').write(json.dumps(inv.model_dump(mode='json', by_alias=True)))\n"
-                "open(%r, 'w').write(json.dumps(prof.model_dump(mode='json')))\n"
-                % (str(HERE), n, hosts, seed, servers, family, n, hosts, seed, str(inv_path), str(prof_path)))
+        code = (
+            "import json, sys; sys.path.insert(0, %r)\n"  # noqa: UP031 - %r writes the script's Python literals
+            "from hard_jobs import instance as hard; from random_jobs import instance as rand\n"
+            "inv, prof = (hard(%d, %d, %d, servers=%r) if %r == 'hard' else rand(%d, %d, %d))\n"
+            "open(%r, 'w').write(json.dumps(inv.model_dump(mode='json', by_alias=True)))\n"
+            "open(%r, 'w').write(json.dumps(prof.model_dump(mode='json')))\n"
+            % (str(HERE), n, hosts, seed, servers, family, n, hosts, seed, str(inv_path), str(prof_path))
+        )
         subprocess.run([sys.executable, "-c", code], check=True)
     return inv_path, prof_path
 
@@ -79,27 +81,43 @@ def child(spec: dict) -> dict:
     result = solve_with(problem, SolverOptions(time_limit=spec["time_limit"], gap=spec["gap"]), spec["method"])
     t2 = time.perf_counter()
     first = result.stages[0].info if result.stages else None
-    return {"subtasks": len(problem.subtasks), "hosts": len(problem.hosts), "build_s": t1 - t0, "solve_s": t2 - t1,
-            "status": result.status, "gap": result.gap, "wan": result.cost.wan_mbit if result.cost else None,
-            "bound": first.bound if first else None, "feasible": bool(result.cost and result.cost.feasible),
-            "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "stages": [(s.name, s.info.status, s.info.seconds, s.info.gap) for s in result.stages],
-            "notes": list(result.notes)}
+    return {
+        "subtasks": len(problem.subtasks),
+        "hosts": len(problem.hosts),
+        "build_s": t1 - t0,
+        "solve_s": t2 - t1,
+        "status": result.status,
+        "gap": result.gap,
+        "wan": result.cost.wan_mbit if result.cost else None,
+        "bound": first.bound if first else None,
+        "feasible": bool(result.cost and result.cost.feasible),
+        "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "stages": [(s.name, s.info.status, s.info.seconds, s.info.gap) for s in result.stages],
+        "notes": list(result.notes),
+    }
 
 
 def run(rows: str, cache: Path, time_limit: float, seed: int, verbose: bool = False) -> int:
-    header = (f"{'family':>7} {'size':>13} {'method':>10} {'build s':>8} {'solve s':>8} {'status':>9} {'gap':>8} "
-              f"{'WAN':>10} {'WAN bound':>10} {'peak MiB':>9} {'load':>5} {'target':>8}")
+    header = (
+        f"{'family':>7} {'size':>13} {'method':>10} {'build s':>8} {'solve s':>8} {'status':>9} {'gap':>8} "
+        f"{'WAN':>10} {'WAN bound':>10} {'peak MiB':>9} {'load':>5} {'target':>8}"
+    )
     print(header)
     print("-" * len(header))
     failed = False
     for family, n, hosts, servers, method, gap, target in ROWS[rows]:
         inv_path, prof_path = _instance_files(cache, family, n, hosts, servers, seed)
         load = os.getloadavg()[0]
-        spec = {"inventory": str(inv_path), "profile": str(prof_path), "method": method, "gap": gap,
-                "time_limit": time_limit}
-        out = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)], capture_output=True, text=True,
-                             check=False)
+        spec = {
+            "inventory": str(inv_path),
+            "profile": str(prof_path),
+            "method": method,
+            "gap": gap,
+            "time_limit": time_limit,
+        }
+        out = subprocess.run(
+            [sys.executable, __file__, "--child", json.dumps(spec)], capture_output=True, text=True, check=False
+        )
         if out.returncode != 0:
             print(f"{family:>7} {n}x{hosts:<7} {method:>10} ERROR {out.stderr.strip().splitlines()[-1:]}")
             failed = True
@@ -108,19 +126,28 @@ def run(rows: str, cache: Path, time_limit: float, seed: int, verbose: bool = Fa
         verdict = ""
         if target is not None:
             seconds, max_gap, mib = target
-            ok = (r["feasible"] and r["build_s"] + r["solve_s"] <= seconds and (r["gap"] or 0.0) <= max(max_gap, 1e-9)
-                  and (mib is None or r["rss_mib"] <= mib))
+            ok = (
+                r["feasible"]
+                and r["build_s"] + r["solve_s"] <= seconds
+                and (r["gap"] or 0.0) <= max(max_gap, 1e-9)
+                and (mib is None or r["rss_mib"] <= mib)
+            )
             verdict = "met" if ok else "MISSED"
             failed |= not ok
         gap_text = "-" if r["gap"] is None else f"{r['gap']:.3%}"
-        print(f"{family:>7} {r['subtasks']:>6}x{r['hosts']:<6} {method:>10} {r['build_s']:>8.2f} {r['solve_s']:>8.2f} "
-              f"{r['status']:>9} {gap_text:>8} {r['wan'] or 0:>10.1f} {r['bound'] or 0:>10.1f} {r['rss_mib']:>9.0f} "
-              f"{load:>5.1f} {verdict:>8}", flush=True)
+        print(
+            f"{family:>7} {r['subtasks']:>6}x{r['hosts']:<6} {method:>10} {r['build_s']:>8.2f} {r['solve_s']:>8.2f} "
+            f"{r['status']:>9} {gap_text:>8} {r['wan'] or 0:>10.1f} {r['bound'] or 0:>10.1f} {r['rss_mib']:>9.0f} "
+            f"{load:>5.1f} {verdict:>8}",
+            flush=True,
+        )
         if verbose:
             stages = ", ".join(f"{name} {status} {seconds:.2f} s" for name, status, seconds, _ in r["stages"])
             print(f"{'':>9}stages: {stages}" + "".join(f"\n{'':>9}{n}" for n in r["notes"]), flush=True)
-    print("(gap: the largest of the stages' gaps, each against the bound HiGHS proves for that stage; load: 1-minute "
-          "load average of this shared 2-core machine when the row started)")
+    print(
+        "(gap: the largest of the stages' gaps, each against the bound HiGHS proves for that stage; load: 1-minute "
+        "load average of this shared 2-core machine when the row started)"
+    )
     return 1 if failed else 0
 
 

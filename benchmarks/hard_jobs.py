@@ -33,8 +33,12 @@ from placement.inventory import Inventory
 from placement.profile.format import JobProfile
 
 # (model, cores, memory MiB, speed): a 2 GiB board with a Pi 3-class CPU (generic), Pi 4B 4 GiB and 8 GiB, Pi 5
-PI_CLASSES = (("generic", 4, 2048, 0.15), ("rpi4b", None, None, None), ("rpi4b-8g", None, None, None),
-              ("rpi5", None, None, None))
+PI_CLASSES = (
+    ("generic", 4, 2048, 0.15),
+    ("rpi4b", None, None, None),
+    ("rpi4b-8g", None, None, None),
+    ("rpi5", None, None, None),
+)
 PI_WEIGHTS = (0.2, 0.4, 0.15, 0.25)
 BANDWIDTHS_MBIT = (1, 2, 5, 10, 20, 50, 100, 300)
 DELAYS_MS = (5, 20, 50, 100, 150)
@@ -48,28 +52,56 @@ POLICY = {"memory_per_subtask": "128MiB"}  # small TaskManager heaps: a 1 GiB bo
 
 
 def _inventory(spec: list[dict], links: list[dict], pins: dict, name: str) -> Inventory:
-    return Inventory.model_validate({"name": name, "hosts": spec, "links": links, "pins": pins, "policy": POLICY,
-                                     "flink": {"rest_url": "http://10.0.0.1:8081"}})
+    return Inventory.model_validate(
+        {
+            "name": name,
+            "hosts": spec,
+            "links": links,
+            "pins": pins,
+            "policy": POLICY,
+            "flink": {"rest_url": "http://10.0.0.1:8081"},
+        }
+    )
 
 
 def cluster(hosts: int, seed: int, servers: int | None = None) -> tuple[list[dict], list[dict]]:
     """Host and link documents: ``servers`` servers (default 5 % of the hosts, at least 2), the rest Pis."""
     rng = random.Random(seed)
     n_servers = servers if servers is not None else max(2, round(hosts * 0.05))
-    spec = [{"name": f"server{k}", "address": f"10.0.0.{k + 1}", "role": "server", "speed": rng.choice(SERVER_SPEEDS),
-             "cores": 8, "memory": "16GiB", "task_slots": 8} for k in range(n_servers)]  # sized to the witness later
+    spec = [
+        {
+            "name": f"server{k}",
+            "address": f"10.0.0.{k + 1}",
+            "role": "server",
+            "speed": rng.choice(SERVER_SPEEDS),
+            "cores": 8,
+            "memory": "16GiB",
+            "task_slots": 8,
+        }
+        for k in range(n_servers)
+    ]  # sized to the witness later
     links = []
     for k in range(hosts - n_servers):
         model, cores, memory, speed = rng.choices(PI_CLASSES, PI_WEIGHTS)[0]
-        host = {"name": f"pi{k}", "address": f"10.{1 + k // 62500}.{k // 250 % 250}.{k % 250 + 1}", "role": "edge",
-                "model": model}
+        host = {
+            "name": f"pi{k}",
+            "address": f"10.{1 + k // 62500}.{k // 250 % 250}.{k % 250 + 1}",
+            "role": "edge",
+            "model": model,
+        }
         if cores is not None:
             host.update(cores=cores, memory=f"{memory}MiB", speed=speed)
         if rng.random() < 0.3:
             host["allow_stateful"] = True
         spec.append(host)
-        links.append({"from": host["name"], "to": f"server{rng.randrange(n_servers)}",
-                      "bandwidth": f"{rng.choice(BANDWIDTHS_MBIT)}mbit", "delay": f"{rng.choice(DELAYS_MS)}ms"})
+        links.append(
+            {
+                "from": host["name"],
+                "to": f"server{rng.randrange(n_servers)}",
+                "bandwidth": f"{rng.choice(BANDWIDTHS_MBIT)}mbit",
+                "delay": f"{rng.choice(DELAYS_MS)}ms",
+            }
+        )
     return spec, links
 
 
@@ -82,17 +114,40 @@ class _JobBuilder:
         self.edges: list[dict] = []
         self.total = 0
 
-    def vertex(self, name: str, rin: list[float], sel: float, busy_us: float, bpr: float, *, stateful=False,
-               state_mb: float = 0.0) -> dict:
+    def vertex(
+        self,
+        name: str,
+        rin: list[float],
+        sel: float,
+        busy_us: float,
+        bpr: float,
+        *,
+        stateful=False,
+        state_mb: float = 0.0,
+    ) -> dict:
         subs = []
         for i, r in enumerate(rin):
             skew = self.rng.uniform(0.85, 1.15)
             rout = r * sel * skew
             busy = min(950.0, max(r, rout) * busy_us * self.rng.uniform(0.8, 1.25) / 1000)
-            subs.append({"index": i, "records_in_per_s": 0.0 if not self.vertices_in(name) else r,
-                         "records_out_per_s": rout, "busy_ms_per_s": busy, "host_speed": 1.0})
-        v = {"id": f"v{len(self.vertices)}", "name": name, "parallelism": len(rin), "stateful": stateful,
-             "state_bytes": state_mb * 1e6, "bytes_per_record_out": bpr, "subtasks": subs}
+            subs.append(
+                {
+                    "index": i,
+                    "records_in_per_s": 0.0 if not self.vertices_in(name) else r,
+                    "records_out_per_s": rout,
+                    "busy_ms_per_s": busy,
+                    "host_speed": 1.0,
+                }
+            )
+        v = {
+            "id": f"v{len(self.vertices)}",
+            "name": name,
+            "parallelism": len(rin),
+            "stateful": stateful,
+            "state_bytes": state_mb * 1e6,
+            "bytes_per_record_out": bpr,
+            "subtasks": subs,
+        }
         self.vertices.append(v)
         self.total += len(rin)
         return v
@@ -105,8 +160,18 @@ class _JobBuilder:
         rates = [rate * self.rng.uniform(0.5, 1.5) for _ in range(p)]
         return self.vertex(name, rates, 1.0, busy_us, bpr)
 
-    def follow(self, name: str, ups: list[tuple[dict, str]], sel: float, busy_us: float, bpr_factor: float, *,
-               p: int | None = None, stateful=False, state_mb=0.0) -> dict:
+    def follow(
+        self,
+        name: str,
+        ups: list[tuple[dict, str]],
+        sel: float,
+        busy_us: float,
+        bpr_factor: float,
+        *,
+        p: int | None = None,
+        stateful=False,
+        state_mb=0.0,
+    ) -> dict:
         """A vertex fed by ``ups`` ((vertex, strategy) pairs); FORWARD inputs keep their parallelism."""
         p = p or ups[0][0]["parallelism"]
         rin = [0.0] * p
@@ -128,8 +193,9 @@ class _JobBuilder:
 MOTIFS = ("lane", "join", "union")
 
 
-def job(subtasks: int, pis: list[dict], servers: list[str], seed: int,
-        motifs: tuple[str, ...] = MOTIFS) -> tuple[JobProfile, dict]:
+def job(
+    subtasks: int, pis: list[dict], servers: list[str], seed: int, motifs: tuple[str, ...] = MOTIFS
+) -> tuple[JobProfile, dict]:
     """A job of about ``subtasks`` subtasks on these Pis, and its pins (births, operator pins, forbids); the motifs
     are used in turn in the order given."""
     rng = random.Random(seed * 7919 + 1)
@@ -158,16 +224,39 @@ def job(subtasks: int, pis: list[dict], servers: list[str], seed: int,
             parse = b.follow(f"Parse{k}", [(src, "FORWARD")], 1.0, rng.uniform(8, 25), rng.uniform(0.5, 1.5))
             filt = b.follow(f"Filter{k}", [(parse, "FORWARD")], rng.uniform(0.2, 0.9), rng.uniform(2, 6), 1.0)
             enrich = b.follow(f"Enrich{k}", [(filt, "FORWARD")], 1.0, rng.uniform(15, 60), rng.uniform(1.3, 3.0))
-            feats = b.follow(f"Features{k}", [(enrich, "FORWARD")], rng.uniform(0.1, 0.5), rng.uniform(10, 40),
-                             rng.uniform(0.2, 0.6))
-            window_op = b.follow(f"Window{k}", [(feats, "FORWARD")], rng.uniform(0.01, 0.1), rng.uniform(5, 20), 0.5,
-                                 stateful=True, state_mb=rng.uniform(1, 20) * p)
+            feats = b.follow(
+                f"Features{k}", [(enrich, "FORWARD")], rng.uniform(0.1, 0.5), rng.uniform(10, 40), rng.uniform(0.2, 0.6)
+            )
+            window_op = b.follow(
+                f"Window{k}",
+                [(feats, "FORWARD")],
+                rng.uniform(0.01, 0.1),
+                rng.uniform(5, 20),
+                0.5,
+                stateful=True,
+                state_mb=rng.uniform(1, 20) * p,
+            )
             alerts = b.follow(f"Alerts{k}", [(enrich, "FORWARD")], rng.uniform(0.005, 0.05), rng.uniform(2, 6), 0.5)
             rules_src = b.source(f"Source: Rules{k}", 1, rng.uniform(1, 20), rng.uniform(200, 2000), 5)
-            rules = b.follow(f"Rules{k}", [(enrich, "FORWARD"), (rules_src, "BROADCAST")], rng.uniform(0.05, 0.3),
-                             rng.uniform(10, 30), 0.8)
-            tails.append(b.follow(f"Aggregate{k}", [(window_op, "HASH"), (rules, "HASH")], 0.2, rng.uniform(5, 15), 1.0,
-                                  p=q, stateful=True, state_mb=rng.uniform(50, 500)))
+            rules = b.follow(
+                f"Rules{k}",
+                [(enrich, "FORWARD"), (rules_src, "BROADCAST")],
+                rng.uniform(0.05, 0.3),
+                rng.uniform(10, 30),
+                0.8,
+            )
+            tails.append(
+                b.follow(
+                    f"Aggregate{k}",
+                    [(window_op, "HASH"), (rules, "HASH")],
+                    0.2,
+                    rng.uniform(5, 15),
+                    1.0,
+                    p=q,
+                    stateful=True,
+                    state_mb=rng.uniform(50, 500),
+                )
+            )
             tails.append(alerts)
         elif kind == "join":
             cam = b.source(f"Source: Camera{k}", p, rng.uniform(50, 400), rng.uniform(2000, 20000), 10)
@@ -178,8 +267,18 @@ def job(subtasks: int, pis: list[dict], servers: list[str], seed: int,
             fuse = b.follow(f"Fuse{k}", [(dec, "FORWARD"), (norm, "FORWARD")], 0.5, rng.uniform(10, 30), 0.6)
             detect = b.follow(f"Detect{k}", [(fuse, "FORWARD")], rng.uniform(0.02, 0.2), rng.uniform(300, 1200), 0.3)
             operators[detect["name"]] = fast + servers
-            tails.append(b.follow(f"Track{k}", [(detect, "HASH")], 0.5, rng.uniform(10, 30), 1.0, p=q, stateful=True,
-                                  state_mb=rng.uniform(20, 200)))
+            tails.append(
+                b.follow(
+                    f"Track{k}",
+                    [(detect, "HASH")],
+                    0.5,
+                    rng.uniform(10, 30),
+                    1.0,
+                    p=q,
+                    stateful=True,
+                    state_mb=rng.uniform(20, 200),
+                )
+            )
         else:
             a = b.source(f"Source: Meters{k}", p, rng.uniform(500, 5000), rng.uniform(80, 300), 4)
             c = b.source(f"Source: Grid{k}", p, rng.uniform(500, 5000), rng.uniform(80, 300), 4)
@@ -189,16 +288,37 @@ def job(subtasks: int, pis: list[dict], servers: list[str], seed: int,
             clean_b = b.follow(f"CleanB{k}", [(c, "FORWARD")], rng.uniform(0.3, 0.9), rng.uniform(5, 20), 0.7)
             forbid[clean_b["name"]] = slow
             union = b.follow(f"Union{k}", [(clean_a, "FORWARD"), (clean_b, "FORWARD")], 1.0, rng.uniform(2, 5), 1.0)
-            tails.append(b.follow(f"Balance{k}", [(union, "HASH")], 0.1, rng.uniform(10, 30), 1.0, p=q, stateful=True,
-                                  state_mb=rng.uniform(20, 200)))
+            tails.append(
+                b.follow(
+                    f"Balance{k}",
+                    [(union, "HASH")],
+                    0.1,
+                    rng.uniform(10, 30),
+                    1.0,
+                    p=q,
+                    stateful=True,
+                    state_mb=rng.uniform(20, 200),
+                )
+            )
         motif += 1
     b.follow("Sink: Out", [(t, "REBALANCE") for t in tails], 0.0, 2, 1.0, p=1)
-    profile = JobProfile.model_validate({
-        "job": {"name": f"hard-{subtasks}", "origin": "synthetic", "checkpoint_interval_ms": CHECKPOINT_INTERVAL_MS,
-                "buffer_timeout_ms": BUFFER_TIMEOUT_MS},
-        "vertices": b.vertices, "edges": b.edges})
-    pins = {"sources": births, "operators": {k: v for k, v in operators.items() if v},
-            "forbid": {k: v for k, v in forbid.items() if v}}
+    profile = JobProfile.model_validate(
+        {
+            "job": {
+                "name": f"hard-{subtasks}",
+                "origin": "synthetic",
+                "checkpoint_interval_ms": CHECKPOINT_INTERVAL_MS,
+                "buffer_timeout_ms": BUFFER_TIMEOUT_MS,
+            },
+            "vertices": b.vertices,
+            "edges": b.edges,
+        }
+    )
+    pins = {
+        "sources": births,
+        "operators": {k: v for k, v in operators.items() if v},
+        "forbid": {k: v for k, v in forbid.items() if v},
+    }
     return profile, pins
 
 
@@ -225,10 +345,15 @@ def _witness(problem, rng: random.Random) -> dict:
             budget = [depth.get((ch.source, i), 0) for ch in problem.inputs[vid] for i in ch.senders(s.index)]
             host = senders.pop() if len(senders) == 1 else None
             h = problem.host_by_name.get(host) if host else None
-            if (h is not None and h.is_edge and min(budget, default=0) > 0 and problem.allows(s, host)
-                    and problem.keeps_up(s, h)  # one thread: at most one core of the Pi
-                    and cpu[host] + s.cores_on(h) <= problem.usable_cores(h)
-                    and memory[host] + s.memory_mib <= problem.usable_memory(h)):
+            if (
+                h is not None
+                and h.is_edge
+                and min(budget, default=0) > 0
+                and problem.allows(s, host)
+                and problem.keeps_up(s, h)  # one thread: at most one core of the Pi
+                and cpu[host] + s.cores_on(h) <= problem.usable_cores(h)
+                and memory[host] + s.memory_mib <= problem.usable_memory(h)
+            ):
                 assignment[s.key] = host
                 cpu[host] += s.cores_on(h)
                 memory[host] += s.memory_mib
@@ -256,8 +381,10 @@ def _fit_births(spec: list[dict], problem) -> None:
         thread = max((s.server_cores for s in problem.subtasks if s.birth == h.name), default=0.0)
         if thread / h.speed > problem.usable_thread:  # a source's one thread cannot keep up: a faster Pi
             host["speed"] = round(thread * 1.05 / problem.usable_thread, 3)
-            host["cores"] = max(host.get("cores") or h.cores, math.ceil(cores[h.name] / host["speed"] * 1.1
-                                                                        / policy.cpu_utilisation_target))
+            host["cores"] = max(
+                host.get("cores") or h.cores,
+                math.ceil(cores[h.name] / host["speed"] * 1.1 / policy.cpu_utilisation_target),
+            )
             host.setdefault("memory", f"{h.memory_mib:.0f}MiB")
 
 
@@ -295,9 +422,14 @@ def _packs(on_server, servers, problem, assignment) -> bool:
     slots = {h["name"]: Counter() for h in servers}
     speed = {h["name"]: h["speed"] for h in servers}
     for s in sorted(on_server, key=lambda s: -s.server_cores):
-        fits = [h for h in cores if cores[h] >= s.server_cores / speed[h] - 1e-9 and memory[h] >= s.memory_mib - 1e-9
-                and s.server_cores / speed[h] <= problem.usable_thread  # its one thread keeps up there
-                and slots[h][s.vertex_id] < next(x["task_slots"] for x in servers if x["name"] == h)]
+        fits = [
+            h
+            for h in cores
+            if cores[h] >= s.server_cores / speed[h] - 1e-9
+            and memory[h] >= s.memory_mib - 1e-9
+            and s.server_cores / speed[h] <= problem.usable_thread  # its one thread keeps up there
+            and slots[h][s.vertex_id] < next(x["task_slots"] for x in servers if x["name"] == h)
+        ]
         if not fits:
             return False
         h = max(fits, key=lambda name: cores[name])
@@ -308,8 +440,9 @@ def _packs(on_server, servers, problem, assignment) -> bool:
     return True
 
 
-def instance(subtasks: int, hosts: int, seed: int = 1, servers: int | None = None,
-             motifs: tuple[str, ...] = MOTIFS) -> tuple[Inventory, JobProfile]:
+def instance(
+    subtasks: int, hosts: int, seed: int = 1, servers: int | None = None, motifs: tuple[str, ...] = MOTIFS
+) -> tuple[Inventory, JobProfile]:
     """A feasible, tight hard instance of about ``subtasks`` subtasks on ``hosts`` hosts (see the module doc)."""
     rng = random.Random(seed)
     spec, links = cluster(hosts, seed, servers)

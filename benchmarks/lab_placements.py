@@ -85,7 +85,9 @@ OVERLOAD = 1.2  # all-on-server offers this multiple of the uplink
 PROFILE_DIVISOR = 3.0  # profile at target / 3 (the IoT job's 500 vs 1500)
 DATA_TOLERANCE = 0.15  # measured job data per uplink vs the plan's prediction
 DATA_FLOOR_MBIT = 0.02  # below this a link's prediction is checked to this absolute tolerance instead
-LATENCY_TOLERANCE = 0.25  # expected path latency vs the markers' measured p50 (mean over the runs), where the rate holds
+LATENCY_TOLERANCE = (
+    0.25  # expected path latency vs the markers' measured p50 (mean over the runs), where the rate holds
+)
 
 
 def saturating_rate(record_bytes: float, subtasks_per_link: int = 1) -> float:
@@ -118,15 +120,34 @@ class JobSpec:
 
 
 JOBS = {
-    "iot": JobSpec("iot", "IoT job", IOT_SENSOR_JOB, "iot-sensors",
-                   # the IoT job's historical target (1500/s per subtask: ~185 B serialized JSON -> 2.2 Mbit/s per link)
-                   (Source("Source: Sensors", "Parse", "--rate", "--parallelism", 185, "readings/s", 1500.0),), spread=True),
-    "nexmark": JobSpec("nexmark", "Nexmark bids job", NEXMARK_BIDS_JOB, "nexmark-bids",
-                       (Source("Source: Bids", "Parse Bids", "--rate", "--parallelism", 172, "bids/s"),), spread=True),
-    "branching": JobSpec("branching", "Branching job", BRANCHING_JOB, "cameras-meters",
-                         (Source("Source: Cameras", "Detect Objects", "--camera-rate", "--camera-parallelism", 850, "frames/s"),
-                          Source("Source: Meters", "Parse Meters", "--meter-rate", "--meter-parallelism", 100, "meter readings/s")),
-                         spread=False),
+    "iot": JobSpec(
+        "iot",
+        "IoT job",
+        IOT_SENSOR_JOB,
+        "iot-sensors",
+        # the IoT job's historical target (1500/s per subtask: ~185 B serialized JSON -> 2.2 Mbit/s per link)
+        (Source("Source: Sensors", "Parse", "--rate", "--parallelism", 185, "readings/s", 1500.0),),
+        spread=True,
+    ),
+    "nexmark": JobSpec(
+        "nexmark",
+        "Nexmark bids job",
+        NEXMARK_BIDS_JOB,
+        "nexmark-bids",
+        (Source("Source: Bids", "Parse Bids", "--rate", "--parallelism", 172, "bids/s"),),
+        spread=True,
+    ),
+    "branching": JobSpec(
+        "branching",
+        "Branching job",
+        BRANCHING_JOB,
+        "cameras-meters",
+        (
+            Source("Source: Cameras", "Detect Objects", "--camera-rate", "--camera-parallelism", 850, "frames/s"),
+            Source("Source: Meters", "Parse Meters", "--meter-rate", "--meter-parallelism", 100, "meter readings/s"),
+        ),
+        spread=False,
+    ),
 }
 
 
@@ -147,8 +168,15 @@ def plan_to(out: str | Path, inventory: str | Path, *profiles: str | Path, **opt
 
     what = f"placement plan --profile {' --profile '.join(map(str, profiles))}"
     try:
-        outcome = plan(PlanRequest(inventory=str(inventory), profiles=tuple(map(str, profiles)), out_dir=str(out),
-                                   say_warning=lambda _warning: None, **options))
+        outcome = plan(
+            PlanRequest(
+                inventory=str(inventory),
+                profiles=tuple(map(str, profiles)),
+                out_dir=str(out),
+                say_warning=lambda _warning: None,
+                **options,
+            )
+        )
     except PlacementError as exc:
         sys.exit(f"{what} failed: {exc}")
     if outcome.result.status == "infeasible" or outcome.result.assignment is None:
@@ -187,10 +215,16 @@ def job_inventory(running_inv: str, spec: JobSpec, out: Path, target_args=None) 
         parallelism[s.vertex] = len(hosts) if isinstance(hosts, list) else 1
     doc.setdefault("pins", {})
     doc["pins"] = {**(doc["pins"] or {}), "sources": pins}  # only this job's sources: no "pins name no vertex" warnings
-    doc["job"] = {**(doc.get("job") or {}), "name": spec.job_name, "entry_class": spec.entry_class,
-                  "program_args": list(target_args(parallelism)) if target_args else []}
-    out.write_text(f"# written by benchmarks/lab_placements.py: {running_inv} with the {spec.key} job's source pins\n"
-                   + yaml.safe_dump(doc, sort_keys=False))
+    doc["job"] = {
+        **(doc.get("job") or {}),
+        "name": spec.job_name,
+        "entry_class": spec.entry_class,
+        "program_args": list(target_args(parallelism)) if target_args else [],
+    }
+    out.write_text(
+        f"# written by benchmarks/lab_placements.py: {running_inv} with the {spec.key} job's source pins\n"
+        + yaml.safe_dump(doc, sort_keys=False)
+    )
     return str(out), parallelism
 
 
@@ -238,19 +272,35 @@ def thread_cores(history: Path, since_ms: int | None = None, until_ms: int | Non
 
 
 def by_index(rest: FlinkRest, job_id: str) -> dict[str, list[str]]:
-    return {v.name: [s.taskmanager_id for s in sorted(rest.subtasks(job_id, v.id), key=lambda s: s.index)]
-            for v in rest.job(job_id).vertices}
+    return {
+        v.name: [s.taskmanager_id for s in sorted(rest.subtasks(job_id, v.id), key=lambda s: s.index)]
+        for v in rest.job(job_id).vertices
+    }
 
 
-def apply_plan(rest: FlinkRest, jar: str, spec: JobSpec, args: list[str], plan_dir: Path, inventory: str,
-               mapping: dict[str, list[str]], console: Console) -> tuple[str, bool, float | None]:
+def apply_plan(
+    rest: FlinkRest,
+    jar: str,
+    spec: JobSpec,
+    args: list[str],
+    plan_dir: Path,
+    inventory: str,
+    mapping: dict[str, list[str]],
+    console: Console,
+) -> tuple[str, bool, float | None]:
     """Custom mode: the job submitted unmodified, then ``placement apply`` of the plan directory; returns the placed
     job, whether apply's verify was green AND every subtask index runs where the plan says (read from REST again),
     and apply's wall time."""
     job = chain.submit(rest, jar, spec.entry_class, args)
     started = time.monotonic()
-    proc = subprocess.run([PLACEMENT, "apply", str(plan_dir), "--inventory", inventory, "--job", job, "--settle", "5"],
-                          check=False, capture_output=True, text=True, cwd=ROOT, timeout=900)
+    proc = subprocess.run(
+        [PLACEMENT, "apply", str(plan_dir), "--inventory", inventory, "--job", job, "--settle", "5"],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=900,
+    )
     seconds = time.monotonic() - started
     placed = next((j.id for j in rest.running_jobs() if j.name == spec.job_name), job)
     green = proc.returncode == 0 and "WRONG" not in proc.stdout
@@ -268,8 +318,23 @@ def profile_unpinned(spec: JobSpec, args: list[str], inventory: str, work: Path,
     time.sleep(chain.METER_SETTLE_S)
     metrics_dir = work / f"bench-metrics-{spec.key}"
     shutil.rmtree(metrics_dir, ignore_errors=True)
-    cli("metrics", "collect", "--rest", state["rest_url"], "--job", job, "--duration", "60", "--interval", "2",
-        "--out", str(metrics_dir), "--inventory", inventory, "--quiet")  # with each TaskManager's threads
+    cli(
+        "metrics",
+        "collect",
+        "--rest",
+        state["rest_url"],
+        "--job",
+        job,
+        "--duration",
+        "60",
+        "--interval",
+        "2",
+        "--out",
+        str(metrics_dir),
+        "--inventory",
+        inventory,
+        "--quiet",
+    )  # with each TaskManager's threads
     profile_path = str(work / f"bench-profile-{spec.key}.json")
     cli("profile", str(metrics_dir), "--out", profile_path, "--inventory", inventory, "--engine", engine, "--quiet")
     chain.cancel_all(rest)
@@ -283,7 +348,9 @@ def predicted_latency(problem, result) -> dict[tuple[str, str], dict[str, float]
     names = problem.vertex_names
     out: dict[tuple[str, str], dict[str, float]] = {}
     for path in result.cost.paths:
-        pair = out.setdefault((names[path.vertices[0]], names[path.vertices[-1]]), {"expected_ms": 0.0, "upper_ms": 0.0})
+        pair = out.setdefault(
+            (names[path.vertices[0]], names[path.vertices[-1]]), {"expected_ms": 0.0, "upper_ms": 0.0}
+        )
         pair["expected_ms"] = max(pair["expected_ms"], path.expected_ms)
         pair["upper_ms"] = max(pair["upper_ms"], path.latency_ms)
     return out
@@ -297,9 +364,17 @@ def latency_rows(predicted: dict[tuple[str, str], dict[str, float]], job) -> lis
     rows = []
     for (source, sink), ms in sorted(predicted.items()):
         mk, ev = markers.get((source, sink)), event.get(sink)
-        rows.append({"source": source, "sink": sink, **ms,
-                     "markers_p50": mk.p50_ms if mk else None, "markers_p99": mk.p99_ms if mk else None,
-                     "event_p50": ev.p50_ms if ev else None, "event_p99": ev.p99_ms if ev else None})
+        rows.append(
+            {
+                "source": source,
+                "sink": sink,
+                **ms,
+                "markers_p50": mk.p50_ms if mk else None,
+                "markers_p99": mk.p99_ms if mk else None,
+                "event_p50": ev.p50_ms if ev else None,
+                "event_p99": ev.p99_ms if ev else None,
+            }
+        )
     return rows
 
 
@@ -308,31 +383,44 @@ def run_job(spec: JobSpec, args, work: Path, state: dict, console: Console) -> t
     rest, jar = FlinkRest(state["rest_url"]), state["jar"]
     chain.cancel_all(rest)
     rates = target_rates(spec, args.rate)
-    lab_inv, parallelism = job_inventory(state["lab_inventory"], spec, work / f"{spec.key}-inventory.yaml",
-                                         lambda p: job_args(spec, rates, p))
+    lab_inv, parallelism = job_inventory(
+        state["lab_inventory"], spec, work / f"{spec.key}-inventory.yaml", lambda p: job_args(spec, rates, p)
+    )
     first = spec.sources[0].vertex
     profile_first = args.profile_rate if args.profile_rate is not None else rates[first] / PROFILE_DIVISOR
     scale = rates[first] / profile_first
     profile_rates = {v: r / scale for v, r in rates.items()}
-    console.print(f"[bold]{spec.title}[/]: sources {parallelism}, target "
-                  + ", ".join(f"{rates[s.vertex]:g} {s.unit}" for s in spec.sources)
-                  + f" per subtask (rate scale {scale:g}); inventory {lab_inv}")
+    console.print(
+        f"[bold]{spec.title}[/]: sources {parallelism}, target "
+        + ", ".join(f"{rates[s.vertex]:g} {s.unit}" for s in spec.sources)
+        + f" per subtask (rate scale {scale:g}); inventory {lab_inv}"
+    )
 
     profile_path = args.profile
     if profile_path is None:
-        console.print("profiling: unpinned at " + ", ".join(f"{profile_rates[s.vertex]:g} {s.unit}" for s in spec.sources))
-        profile_path = profile_unpinned(spec, job_args(spec, profile_rates, parallelism), lab_inv, work, state,
-                                        args.profile_engine)
+        console.print(
+            "profiling: unpinned at " + ", ".join(f"{profile_rates[s.vertex]:g} {s.unit}" for s in spec.sources)
+        )
+        profile_path = profile_unpinned(
+            spec, job_args(spec, profile_rates, parallelism), lab_inv, work, state, args.profile_engine
+        )
 
     profile = load_profile(profile_path)
     for s in spec.sources:
         v = next((v for v in profile.vertices if v.name == s.vertex), None)
         if v is not None:
-            console.print(f"  profile: {s.vertex} {v.bytes_per_record_out:.0f} B/record out "
-                          f"(target assumed {s.record_bytes:g} B)")
+            console.print(
+                f"  profile: {s.vertex} {v.bytes_per_record_out:.0f} B/record out (target assumed {s.record_bytes:g} B)"
+            )
     inv = load_inventory(lab_inv)
-    problem = build_problem(inv, profile, PlanOptions(rate_scale=scale, placement_mode=args.mode), inventory_source=lab_inv)
-    results = {"all-on-server": all_on_server(problem), "greedy": greedy(problem), "ilp": solve(problem, SolverOptions())}
+    problem = build_problem(
+        inv, profile, PlanOptions(rate_scale=scale, placement_mode=args.mode), inventory_source=lab_inv
+    )
+    results = {
+        "all-on-server": all_on_server(problem),
+        "greedy": greedy(problem),
+        "ilp": solve(problem, SolverOptions()),
+    }
     rows = []
     for name, result in results.items():
         if result.assignment is None:
@@ -344,33 +432,68 @@ def run_job(spec: JobSpec, args, work: Path, state: dict, console: Console) -> t
         console.print(f"{name}: {json.dumps({k: sorted(set(v)) for k, v in mapping.items()})}")
         if args.mode == "custom":
             plan_dir = work / f"plan-{spec.key}-{name}"
-            write_lab_plan(plan_dir, problem, result, job=spec.job_name, inventory=inv, inventory_path=lab_inv,
-                           profile=profile, profile_path=profile_path)
+            write_lab_plan(
+                plan_dir,
+                problem,
+                result,
+                job=spec.job_name,
+                inventory=inv,
+                inventory_path=lab_inv,
+                profile=profile,
+                profile_path=profile_path,
+            )
         latency = predicted_latency(problem, result)
         runs = []
         for k in range(args.repeats):  # a fresh job each time: its output flushers start at new phases
             if args.repeats > 1:
                 console.print(f"{name}: run {k + 1}/{args.repeats}")
             if args.mode == "custom":
-                job, placed_ok, applied_s = apply_plan(rest, jar, spec, job_args(spec, rates, parallelism), plan_dir,
-                                                       lab_inv, mapping, console)
+                job, placed_ok, applied_s = apply_plan(
+                    rest, jar, spec, job_args(spec, rates, parallelism), plan_dir, lab_inv, mapping, console
+                )
             else:
-                job = chain.submit(rest, jar, spec.entry_class,
-                                   [*job_args(spec, rates, parallelism), *chain.mapping_args(mapping)])
+                job = chain.submit(
+                    rest, jar, spec.entry_class, [*job_args(spec, rates, parallelism), *chain.mapping_args(mapping)]
+                )
                 placed_ok, applied_s = rest.placement_counts(job) == chain.planned_counts(mapping), None
             time.sleep(args.settle)
             m = measure(work, args.window)
-            runs.append(run_figures(spec, rates, parallelism, m, predicted, predicted_cores, latency,
-                                    placed=placed_ok, apply_s=applied_s))
+            runs.append(
+                run_figures(
+                    spec,
+                    rates,
+                    parallelism,
+                    m,
+                    predicted,
+                    predicted_cores,
+                    latency,
+                    placed=placed_ok,
+                    apply_s=applied_s,
+                )
+            )
             chain.cancel_all(rest)
         rows.append({"strategy": name, "status": result.status, "mapping": mapping, **merge_runs(runs)})
-    return rows, {"rates": rates, "profile_rates": profile_rates, "parallelism": parallelism, "scale": scale,
-                  "repeats": args.repeats}
+    return rows, {
+        "rates": rates,
+        "profile_rates": profile_rates,
+        "parallelism": parallelism,
+        "scale": scale,
+        "repeats": args.repeats,
+    }
 
 
-def run_figures(spec: JobSpec, rates: dict[str, float], parallelism: dict[str, int], m, predicted: dict[str, float],
-                predicted_cores: dict[str, float], latency: dict[tuple[str, str], dict[str, float]], *, placed: bool,
-                apply_s: float | None) -> dict:
+def run_figures(
+    spec: JobSpec,
+    rates: dict[str, float],
+    parallelism: dict[str, int],
+    m,
+    predicted: dict[str, float],
+    predicted_cores: dict[str, float],
+    latency: dict[tuple[str, str], dict[str, float]],
+    *,
+    placed: bool,
+    apply_s: float | None,
+) -> dict:
     """One run of a placement: what ``lab measure`` (``m``) read beside the plan's predictions."""
     j = m.jobs[0]
     sources = [v for v in j.vertices if v.name.startswith("Source: ")]
@@ -378,17 +501,23 @@ def run_figures(spec: JobSpec, rates: dict[str, float], parallelism: dict[str, i
     # A saturated uplink can starve an edge TaskManager's metric dump (it queues behind the data), so its
     # source reads 0: per source, take the larger of what it reports and what the next stage received.
     by_name = {v.name: v for v in j.vertices}
-    throughput = sum(max(by_name[s.vertex].records_out_per_s, by_name[s.next_vertex].records_in_per_s)
-                     for s in spec.sources if s.vertex in by_name and s.next_vertex in by_name)
+    throughput = sum(
+        max(by_name[s.vertex].records_out_per_s, by_name[s.next_vertex].records_in_per_s)
+        for s in spec.sources
+        if s.vertex in by_name and s.next_vertex in by_name
+    )
     return {
-        "placed": placed, "apply_s": apply_s,
+        "placed": placed,
+        "apply_s": apply_s,
         "links": {lk.host: (predicted.get(lk.host, 0.0), lk.data_mbit, lk.mbit) for lk in m.links},
         # host cores: the plan's predicted_cores (baseline + subtasks) vs the host's TaskManager JVM over the same
         # window (issue 23)
         "cpu": {c.host: (predicted_cores.get(c.host, 0.0), c.host_cores) for c in m.cpu if c.host_cores is not None},
-        "wan_wire": sum(lk.mbit for lk in m.links), "wan_data": sum(lk.data_mbit for lk in m.links),
+        "wan_wire": sum(lk.mbit for lk in m.links),
+        "wan_data": sum(lk.data_mbit for lk in m.links),
         "wan_predicted": sum(predicted.values()),
-        "throughput": throughput, "target": target,
+        "throughput": throughput,
+        "target": target,
         "source_bp": sum(v.backpressured_ms_per_s for v in sources) / len(sources) / 1000,
         "sources_reporting": f"{sum(v.reporting for v in sources)}/{sum(v.parallelism for v in sources)}",
         "latency": latency_rows(latency, j),
@@ -401,8 +530,13 @@ def spread(values: list[float | None]) -> dict:
     xs = [v for v in values if v is not None]
     if not xs:
         return {"mean": None, "sd": None, "min": None, "max": None, "n": 0}
-    return {"mean": statistics.fmean(xs), "sd": statistics.stdev(xs) if len(xs) > 1 else 0.0, "min": min(xs),
-            "max": max(xs), "n": len(xs)}
+    return {
+        "mean": statistics.fmean(xs),
+        "sd": statistics.stdev(xs) if len(xs) > 1 else 0.0,
+        "min": min(xs),
+        "max": max(xs),
+        "n": len(xs),
+    }
 
 
 def _mean_tuples(dicts: list[dict[str, tuple[float, ...]]]) -> dict[str, tuple[float, ...]]:
@@ -424,8 +558,13 @@ def merge_latency(runs: list[list[dict]]) -> list[dict]:
             pairs.setdefault((lat["source"], lat["sink"]), []).append(lat)
     out = []
     for (source, sink), lats in sorted(pairs.items()):
-        row = {"source": source, "sink": sink, "expected_ms": lats[0]["expected_ms"], "upper_ms": lats[0]["upper_ms"],
-               "runs": len(runs)}
+        row = {
+            "source": source,
+            "sink": sink,
+            "expected_ms": lats[0]["expected_ms"],
+            "upper_ms": lats[0]["upper_ms"],
+            "runs": len(runs),
+        }
         for key in MEASURED:
             figures = spread([lat[key] for lat in lats])
             row[key] = figures["mean"]
@@ -441,11 +580,15 @@ def merge_runs(runs: list[dict]) -> dict:
     worst = min(runs, key=lambda r: (r["throughput"] / r["target"] if r["target"] else 0.0, -r["source_bp"]))
     applied = [r["apply_s"] for r in runs if r["apply_s"] is not None]
     return {
-        "placed": all(r["placed"] for r in runs), "apply_s": statistics.fmean(applied) if applied else None,
-        "links": _mean_tuples([r["links"] for r in runs]), "cpu": _mean_tuples([r["cpu"] for r in runs]),
+        "placed": all(r["placed"] for r in runs),
+        "apply_s": statistics.fmean(applied) if applied else None,
+        "links": _mean_tuples([r["links"] for r in runs]),
+        "cpu": _mean_tuples([r["cpu"] for r in runs]),
         **{k: statistics.fmean(r[k] for r in runs) for k in ("wan_wire", "wan_data", "wan_predicted")},
-        "throughput": min(r["throughput"] for r in runs), "target": runs[0]["target"],
-        "source_bp": max(r["source_bp"] for r in runs), "sources_reporting": worst["sources_reporting"],
+        "throughput": min(r["throughput"] for r in runs),
+        "target": runs[0]["target"],
+        "source_bp": max(r["source_bp"] for r in runs),
+        "sources_reporting": worst["sources_reporting"],
         "latency": merge_latency([r["latency"] for r in runs]),
         "runs": runs,
     }
@@ -462,8 +605,14 @@ def print_table(console: Console, spec: JobSpec, inventory: str, params: dict, r
     cols = ["strategy", "placed as planned", "apply s"]
     for h in hosts:
         cols += [f"{h} pred", f"{h} data", f"{h} wire"]
-    cols += ["WAN wire total", "vs all-on-server", "data/pred", "throughput / target", "source backpressure",
-             "sources reporting"]
+    cols += [
+        "WAN wire total",
+        "vs all-on-server",
+        "data/pred",
+        "throughput / target",
+        "source backpressure",
+        "sources reporting",
+    ]
     for c in cols:
         table.add_column(c, justify="left" if c == "strategy" else "right")
     base = next((r for r in rows if r["strategy"] == "all-on-server" and "wan_wire" in r), None)
@@ -477,8 +626,14 @@ def print_table(console: Console, spec: JobSpec, inventory: str, params: dict, r
             cells += [f"{p:.3f}", f"{d:.3f}", f"{w:.3f}"]
         rel = f"{r['wan_wire'] / base['wan_wire'] - 1:+.0%}" if base else "-"
         ratio = f"{r['wan_data'] / r['wan_predicted']:.2f}" if r["wan_predicted"] else "-"
-        cells += [f"{r['wan_wire']:.3f}", rel, ratio, f"{r['throughput']:,.0f} / {r['target']:,.0f}",
-                  f"{r['source_bp']:.0%}", r["sources_reporting"]]
+        cells += [
+            f"{r['wan_wire']:.3f}",
+            rel,
+            ratio,
+            f"{r['throughput']:,.0f} / {r['target']:,.0f}",
+            f"{r['source_bp']:.0%}",
+            r["sources_reporting"],
+        ]
         table.add_row(*cells)
     console.print(table)
     print_cpu_table(console, spec, rows)
@@ -525,16 +680,33 @@ def print_latency_table(console: Console, spec: JobSpec, rows: list[dict]) -> No
         return
     runs = max((lat["runs"] for r in rows for lat in r.get("latency", [])), default=1)
     over = f", mean ± sd of {runs} runs" if runs > 1 else ""
-    table = Table(title=f"{spec.title}: latency per source → sink, ms — predicted (plan: expected, upper bound) / "
-                        f"measured p50, p99{over}")
-    for c in ("strategy", "source → sink", "expected", "upper", "markers p50", "markers p99", "event-time p50",
-              "event-time p99", "expected / markers p50"):
+    table = Table(
+        title=f"{spec.title}: latency per source → sink, ms — predicted (plan: expected, upper bound) / "
+        f"measured p50, p99{over}"
+    )
+    for c in (
+        "strategy",
+        "source → sink",
+        "expected",
+        "upper",
+        "markers p50",
+        "markers p99",
+        "event-time p50",
+        "event-time p99",
+        "expected / markers p50",
+    ):
         table.add_column(c, justify="left" if c in ("strategy", "source → sink") else "right")
     for r in rows:
         for lat in r.get("latency", []):
             ratio = f"{lat['expected_ms'] / lat['markers_p50'] - 1:+.0%}" if lat["markers_p50"] else "-"
-            table.add_row(r["strategy"] + ("" if holds_rate(r) else " (saturated)"), f"{lat['source']} → {lat['sink']}",
-                          _ms(lat["expected_ms"]), _ms(lat["upper_ms"]), *(_measured(lat, k) for k in MEASURED), ratio)
+            table.add_row(
+                r["strategy"] + ("" if holds_rate(r) else " (saturated)"),
+                f"{lat['source']} → {lat['sink']}",
+                _ms(lat["expected_ms"]),
+                _ms(lat["upper_ms"]),
+                *(_measured(lat, k) for k in MEASURED),
+                ratio,
+            )
     console.print(table)
 
 
@@ -547,12 +719,16 @@ def latency_misses(row: dict) -> list[str]:
         measured, runs = lat["markers_p50"], lat.get("runs", 1)
         got = lat.get("markers_p50_spread", {}).get("n", 1 if measured else 0)
         if not measured or got < runs:
-            out.append(f"{lat['source']} → {lat['sink']}: no latency markers measured"
-                       + (f" in {runs - got} of {runs} runs" if runs > 1 else ""))
+            out.append(
+                f"{lat['source']} → {lat['sink']}: no latency markers measured"
+                + (f" in {runs - got} of {runs} runs" if runs > 1 else "")
+            )
         elif abs(lat["expected_ms"] / measured - 1) > LATENCY_TOLERANCE:
             over = f" (mean of {runs} runs, sd {lat['markers_p50_spread']['sd']:.0f})" if runs > 1 else ""
-            out.append(f"{lat['source']} → {lat['sink']} expected {lat['expected_ms']:.0f} ms vs markers p50 "
-                       f"{measured:.0f}{over} ({lat['expected_ms'] / measured - 1:+.0%})")
+            out.append(
+                f"{lat['source']} → {lat['sink']} expected {lat['expected_ms']:.0f} ms vs markers p50 "
+                f"{measured:.0f}{over} ({lat['expected_ms'] / measured - 1:+.0%})"
+            )
     return out
 
 
@@ -579,8 +755,11 @@ def data_misses(row: dict) -> list[str]:
     for host, (pred, data, _wire) in sorted(row["links"].items()):
         allowed = max(DATA_TOLERANCE * pred, DATA_FLOOR_MBIT)
         if abs(data - pred) > allowed:
-            out.append(f"{host} {data:.3f} vs predicted {pred:.3f} Mbit/s ({data / pred - 1:+.0%})" if pred
-                       else f"{host} {data:.3f} vs predicted 0")
+            out.append(
+                f"{host} {data:.3f} vs predicted {pred:.3f} Mbit/s ({data / pred - 1:+.0%})"
+                if pred
+                else f"{host} {data:.3f} vs predicted 0"
+            )
     return out
 
 
@@ -602,8 +781,10 @@ def failures_of(rows: list[dict]) -> list[str]:
         if ilp["wan_wire"] > 0.5 * base["wan_wire"]:
             failures.append(f"ILP WAN {ilp['wan_wire']:.3f} is not <= 50 % of all-on-server's {base['wan_wire']:.3f}")
         if not holds_rate(ilp):
-            failures.append(f"ILP does not hold the target rate ({ilp['throughput']:.0f} of {ilp['target']:.0f}, "
-                            f"sources backpressured {ilp['source_bp']:.0%})")
+            failures.append(
+                f"ILP does not hold the target rate ({ilp['throughput']:.0f} of {ilp['target']:.0f}, "
+                f"sources backpressured {ilp['source_bp']:.0%})"
+            )
         if holds_rate(base):
             failures.append("all-on-server did not backpressure: raise --rate")
         if not holds_rate(base) and holds_rate(ilp):  # all-on-server saturates an uplink: its queue is the difference
@@ -621,18 +802,35 @@ def main() -> None:
     ap.add_argument("--job", default="iot", help="iot, nexmark, branching, all, or a comma-separated list")
     ap.add_argument("--inventory", default=str(ROOT / "inventory" / "lab.yaml"))
     ap.add_argument("--workdir", default="/tmp/placement-lab-bench")
-    ap.add_argument("--rate", type=float, help="target records/s per subtask of the job's first source "
-                    "(default per job: iot 1500, nexmark 1740, branching 350 frames/s with meters at 3000/s)")
-    ap.add_argument("--profile-rate", type=float, help="that source's rate in the unpinned profiling run (default target / 3)")
+    ap.add_argument(
+        "--rate",
+        type=float,
+        help="target records/s per subtask of the job's first source "
+        "(default per job: iot 1500, nexmark 1740, branching 350 frames/s with meters at 3000/s)",
+    )
+    ap.add_argument(
+        "--profile-rate", type=float, help="that source's rate in the unpinned profiling run (default target / 3)"
+    )
     ap.add_argument("--profile", help="reuse this profile instead of profiling (one job only)")
-    ap.add_argument("--profile-engine", choices=("spark", "pandas"), default="spark", help="`placement profile --engine`")
+    ap.add_argument(
+        "--profile-engine", choices=("spark", "pandas"), default="spark", help="`placement profile --engine`"
+    )
     ap.add_argument("--window", type=float, default=30.0, help="seconds of each WAN window")
     ap.add_argument("--settle", type=float, default=60.0, help="seconds after each start before measuring")
-    ap.add_argument("--repeats", type=int, default=1, help="runs of each placement, each a fresh job (new flusher "
-                    "phases: one run's latency scatters by tens of ms); latency is the mean over them ± their spread")
+    ap.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="runs of each placement, each a fresh job (new flusher "
+        "phases: one run's latency scatters by tens of ms); latency is the mean over them ± their spread",
+    )
     ap.add_argument("--keep", action="store_true", help="leave the lab up")
-    ap.add_argument("--mode", choices=("custom", "vanilla"), default="custom",
-                    help="custom: `placement apply` places the unmodified job (default); vanilla: --placement mapping")
+    ap.add_argument(
+        "--mode",
+        choices=("custom", "vanilla"),
+        default="custom",
+        help="custom: `placement apply` places the unmodified job (default); vanilla: --placement mapping",
+    )
     ap.add_argument("--flink-version", help="run the lab on this Flink release (`lab up --flink-version`, e.g. 1.20.5)")
     args = ap.parse_args()
     keys = list(JOBS) if args.job == "all" else [k.strip() for k in args.job.split(",") if k.strip()]
@@ -648,37 +846,53 @@ def main() -> None:
     done: list[tuple[JobSpec, dict, list[dict]]] = []
     try:
         version = ["--flink-version", args.flink_version] if args.flink_version else []
-        console.print(cli("lab", "up", "--inventory", args.inventory, "--workdir", str(work), "--mode", args.mode,
-                          *version).strip())
+        console.print(
+            cli(
+                "lab", "up", "--inventory", args.inventory, "--workdir", str(work), "--mode", args.mode, *version
+            ).strip()
+        )
         state = json.loads((work / "lab.json").read_text())
         for key in keys:
             rows, params = run_job(JOBS[key], args, work, state, console)
             done.append((JOBS[key], params, rows))
     finally:
         if not args.keep:
-            subprocess.run([PLACEMENT, "lab", "down", "--workdir", str(work)], check=False, capture_output=True, timeout=300)
+            subprocess.run(
+                [PLACEMENT, "lab", "down", "--workdir", str(work)], check=False, capture_output=True, timeout=300
+            )
 
     all_failures = []
     inv_stem = Path(args.inventory).stem
     for spec, params, rows in done:
         print_table(console, spec, args.inventory, params, rows)
-        suffix = (("" if spec.key == "iot" else f"-{spec.key}") + ("" if inv_stem == "lab" else f"-{inv_stem}")
-                  + (f"-flink-{args.flink_version}" if args.flink_version else ""))
+        suffix = (
+            ("" if spec.key == "iot" else f"-{spec.key}")
+            + ("" if inv_stem == "lab" else f"-{inv_stem}")
+            + (f"-flink-{args.flink_version}" if args.flink_version else "")
+        )
         (work.parent / f"lab_placements{suffix}.json").write_text(
-            json.dumps({"job": spec.key, "inventory": args.inventory, **params, "rows": rows} if suffix else rows,
-                       indent=2, default=str))
+            json.dumps(
+                {"job": spec.key, "inventory": args.inventory, **params, "rows": rows} if suffix else rows,
+                indent=2,
+                default=str,
+            )
+        )
         for f in failures_of(rows):
             all_failures.append(f)
             console.print(f"[red]FAIL[/] {spec.key}: {f}")
-    console.print("Mbit/s per uplink: pred = plan's prediction, data = TCP payload of the edge TaskManager's data "
-                  "connections, wire = all bytes the edge namespace sent (headers, RPC)")
+    console.print(
+        "Mbit/s per uplink: pred = plan's prediction, data = TCP payload of the edge TaskManager's data "
+        "connections, wire = all bytes the edge namespace sent (headers, RPC)"
+    )
     if len(done) < len(keys):
         console.print(f"[red]FAIL[/] only {len(done)} of {len(keys)} jobs ran")
     if done and not all_failures and len(done) == len(keys):
-        console.print(f"[green]PASS[/] ({args.mode} mode): every placement as planned, ILP WAN <= 50 % of all-on-server, "
-                      "ILP holds the rate where all-on-server backpressures, job data per uplink within ±15 % of the "
-                      "prediction and expected path latency within ±25 % of the markers' p50 wherever the rate is held, "
-                      "the ILP's p99 below a saturated all-on-server's")
+        console.print(
+            f"[green]PASS[/] ({args.mode} mode): every placement as planned, ILP WAN <= 50 % of all-on-server, "
+            "ILP holds the rate where all-on-server backpressures, job data per uplink within ±15 % of the "
+            "prediction and expected path latency within ±25 % of the markers' p50 wherever the rate is held, "
+            "the ILP's p99 below a saturated all-on-server's"
+        )
     sys.exit(1 if all_failures or len(done) < len(keys) else 0)
 
 

@@ -72,8 +72,14 @@ from placement.lab.plans import write_lab_plan
 from placement.profile.format import load_profile
 from placement.solver import SolverOptions, solve
 
-SPEC = JobSpec("iot-bound", "IoT job, Enrich growing the alarms", IOT_SENSOR_JOB, "iot-sensors",
-               (Source("Source: Sensors", "Parse", "--rate", "--parallelism", 185, "readings/s", 600.0),), spread=True)
+SPEC = JobSpec(
+    "iot-bound",
+    "IoT job, Enrich growing the alarms",
+    IOT_SENSOR_JOB,
+    "iot-sensors",
+    (Source("Source: Sensors", "Parse", "--rate", "--parallelism", 185, "readings/s", 600.0),),
+    spread=True,
+)
 ALARM_SHARES = (0.3, 0.1)  # rpi1's sensors, rpi2's: Filter passes 3x as much on rpi1
 NARROW = "rpi2"
 # An enriched alarm besides its note: the sensor id, zone, value and timestamp as Flink's POJO serializer writes them,
@@ -100,12 +106,23 @@ def bounded_inventory(lab_inv: str, bound_ms: float, out: Path) -> str:
     return str(out)
 
 
-def plan_and_run(name: str, inv_path: str, profile_path: str, scale: float, args, work: Path, state: dict,
-                 job_argv: list[str], parallelism: dict[str, int], console: Console) -> dict:
+def plan_and_run(
+    name: str,
+    inv_path: str,
+    profile_path: str,
+    scale: float,
+    args,
+    work: Path,
+    state: dict,
+    job_argv: list[str],
+    parallelism: dict[str, int],
+    console: Console,
+) -> dict:
     """Plan with the ILP on ``inv_path`` and, when it has a plan, apply it and measure it ``args.repeats`` times."""
     inv, profile = load_inventory(inv_path), load_profile(profile_path)
-    problem = build_problem(inv, profile, PlanOptions(rate_scale=scale, placement_mode="custom"),
-                            inventory_source=inv_path)
+    problem = build_problem(
+        inv, profile, PlanOptions(rate_scale=scale, placement_mode="custom"), inventory_source=inv_path
+    )
     result = solve(problem, SolverOptions())
     row: dict = {"strategy": name, "status": result.status}
     if result.assignment is None:
@@ -114,25 +131,51 @@ def plan_and_run(name: str, inv_path: str, profile_path: str, scale: float, args
     mapping = mapping_of(problem, result)
     latency = predicted_latency(problem, result)
     links = {lk.host: lk for lk in result.cost.links}
-    row |= {"mapping": mapping, "wan_planned": sum(lk.mbit for lk in links.values()),
-            "utilisation": {h: lk.mbit / lk.bandwidth_mbit for h, lk in links.items() if lk.bandwidth_mbit},
-            "upper_ms": max(ms["upper_ms"] for ms in latency.values()),
-            "expected_ms": max(ms["expected_ms"] for ms in latency.values())}
-    console.print(f"{name}: {result.status}; Enrich on {mapping.get('Enrich')}; upper {row['upper_ms']:.0f} ms, "
-                  f"expected {row['expected_ms']:.0f} ms; planned WAN {row['wan_planned']:.2f} Mbit/s")
+    row |= {
+        "mapping": mapping,
+        "wan_planned": sum(lk.mbit for lk in links.values()),
+        "utilisation": {h: lk.mbit / lk.bandwidth_mbit for h, lk in links.items() if lk.bandwidth_mbit},
+        "upper_ms": max(ms["upper_ms"] for ms in latency.values()),
+        "expected_ms": max(ms["expected_ms"] for ms in latency.values()),
+    }
+    console.print(
+        f"{name}: {result.status}; Enrich on {mapping.get('Enrich')}; upper {row['upper_ms']:.0f} ms, "
+        f"expected {row['expected_ms']:.0f} ms; planned WAN {row['wan_planned']:.2f} Mbit/s"
+    )
     plan_dir = work / f"plan-latency-{name}"
-    write_lab_plan(plan_dir, problem, result, job=SPEC.job_name, inventory=inv, inventory_path=inv_path,
-                   profile=profile, profile_path=profile_path)
+    write_lab_plan(
+        plan_dir,
+        problem,
+        result,
+        job=SPEC.job_name,
+        inventory=inv,
+        inventory_path=inv_path,
+        profile=profile,
+        profile_path=profile_path,
+    )
     rest = FlinkRest(state["rest_url"])
     predicted = {lk.host: lk.mbit for lk in links.values()}
     predicted_cores = {h.host: h.predicted_cores for h in result.cost.hosts}
     runs = []
     for _ in range(args.repeats):
-        _job, placed_ok, applied_s = apply_plan(rest, state["jar"], SPEC, job_argv, plan_dir, inv_path, mapping, console)
+        _job, placed_ok, applied_s = apply_plan(
+            rest, state["jar"], SPEC, job_argv, plan_dir, inv_path, mapping, console
+        )
         time.sleep(args.settle)
         m = measure(work, args.window)
-        runs.append(run_figures(SPEC, {SPEC.sources[0].vertex: args.rate}, parallelism, m, predicted, predicted_cores,
-                                latency, placed=placed_ok, apply_s=applied_s))
+        runs.append(
+            run_figures(
+                SPEC,
+                {SPEC.sources[0].vertex: args.rate},
+                parallelism,
+                m,
+                predicted,
+                predicted_cores,
+                latency,
+                placed=placed_ok,
+                apply_s=applied_s,
+            )
+        )
         chain.cancel_all(rest)
     return row | merge_runs(runs)
 
@@ -143,8 +186,10 @@ def failures(rows: dict[str, dict], bound: float) -> list[str]:
     if not opt or "mapping" not in opt:
         return ["the WAN-optimal ILP found no plan"]
     if opt["upper_ms"] <= bound:
-        out.append(f"the WAN-optimal plan predicts {opt['upper_ms']:.0f} ms, within the {bound:g} ms bound: nothing "
-                   "for the bound to change (raise --narrow-load or lower --bound)")
+        out.append(
+            f"the WAN-optimal plan predicts {opt['upper_ms']:.0f} ms, within the {bound:g} ms bound: nothing "
+            "for the bound to change (raise --narrow-load or lower --bound)"
+        )
     if not bnd or "mapping" not in bnd:
         return [*out, f"the bounded ILP found no plan ({bnd['status'] if bnd else 'not run'})"]
     if bnd["status"] != "optimal":
@@ -159,8 +204,10 @@ def failures(rows: dict[str, dict], bound: float) -> list[str]:
         if not r["placed"]:
             out.append(f"{r['strategy']} did not run as planned")
         if not holds_rate(r):
-            out.append(f"{r['strategy']} does not hold the rate ({r['throughput']:.0f} of {r['target']:.0f}, sources "
-                       f"backpressured {r['source_bp']:.0%})")
+            out.append(
+                f"{r['strategy']} does not hold the rate ({r['throughput']:.0f} of {r['target']:.0f}, sources "
+                f"backpressured {r['source_bp']:.0%})"
+            )
     p99_bnd, p99_opt = worst_p99(bnd), worst_p99(opt)
     if p99_bnd is None:
         out.append("no latency markers measured under the bounded plan")
@@ -193,9 +240,13 @@ def print_table(console: Console, rows: dict[str, dict], bound: float) -> None:
         def worst(key: str, lat: list[dict] = lat) -> float | None:
             return max((x[key] for x in lat if x[key] is not None), default=None)
 
-        cells += [_ms(worst("markers_p50")), _ms(worst("markers_p99")), _ms(worst("event_p99")),
-                  f"{r['throughput']:,.0f} / {r['target']:,.0f}" if "throughput" in r else "-",
-                  ("yes" if r["placed"] else "NO") if "placed" in r else "-"]
+        cells += [
+            _ms(worst("markers_p50")),
+            _ms(worst("markers_p99")),
+            _ms(worst("event_p99")),
+            f"{r['throughput']:,.0f} / {r['target']:,.0f}" if "throughput" in r else "-",
+            ("yes" if r["placed"] else "NO") if "placed" in r else "-",
+        ]
         table.add_row(*cells)
     console.print(table)
 
@@ -205,10 +256,18 @@ def main() -> None:
     ap.add_argument("--inventory", default=str(ROOT / "inventory" / "lab-latency.yaml"))
     ap.add_argument("--workdir", default="/tmp/placement-lab-latency")
     ap.add_argument("--bound", type=float, default=450.0, help="policy.max_latency_ms of the bounded plan")
-    ap.add_argument("--rate", type=float, default=600.0,
-                    help="readings/s per sensor source subtask (a lab Pi's source thread keeps up to ~1200)")
-    ap.add_argument("--narrow-load", type=float, default=0.8,
-                    help="share of rpi2's uplink its enriched alarms fill (sizes --enrich-note)")
+    ap.add_argument(
+        "--rate",
+        type=float,
+        default=600.0,
+        help="readings/s per sensor source subtask (a lab Pi's source thread keeps up to ~1200)",
+    )
+    ap.add_argument(
+        "--narrow-load",
+        type=float,
+        default=0.8,
+        help="share of rpi2's uplink its enriched alarms fill (sizes --enrich-note)",
+    )
     ap.add_argument("--profile", help="reuse this profile instead of profiling")
     ap.add_argument("--profile-engine", choices=("spark", "pandas"), default="spark")
     ap.add_argument("--window", type=float, default=30.0)
@@ -229,26 +288,44 @@ def main() -> None:
         state = json.loads((work / "lab.json").read_text())
         chain.cancel_all(FlinkRest(state["rest_url"]))
         rates = {SPEC.sources[0].vertex: args.rate}
-        lab_inv, parallelism = job_inventory(state["lab_inventory"], SPEC, work / "latency-inventory.yaml",
-                                             lambda p: [*job_args(SPEC, rates, p), *extra_args(note)])
+        lab_inv, parallelism = job_inventory(
+            state["lab_inventory"],
+            SPEC,
+            work / "latency-inventory.yaml",
+            lambda p: [*job_args(SPEC, rates, p), *extra_args(note)],
+        )
         job_argv = [*job_args(SPEC, rates, parallelism), *extra_args(note)]
         profile_path = args.profile
         if profile_path is None:
             profile_rates = {v: r / PROFILE_DIVISOR for v, r in rates.items()}
             console.print(f"profiling: unpinned at {args.rate / PROFILE_DIVISOR:g} readings/s, note {note} characters")
-            profile_path = profile_unpinned(SPEC, [*job_args(SPEC, profile_rates, parallelism), *extra_args(note)],
-                                            lab_inv, work, state, args.profile_engine)
+            profile_path = profile_unpinned(
+                SPEC,
+                [*job_args(SPEC, profile_rates, parallelism), *extra_args(note)],
+                lab_inv,
+                work,
+                state,
+                args.profile_engine,
+            )
         scale = PROFILE_DIVISOR if args.profile is None else 1.0
-        params = {"rate": args.rate, "note": note, "bound_ms": args.bound, "narrow_load": args.narrow_load,
-                  "scale": scale, "repeats": args.repeats}
+        params = {
+            "rate": args.rate,
+            "note": note,
+            "bound_ms": args.bound,
+            "narrow_load": args.narrow_load,
+            "scale": scale,
+            "repeats": args.repeats,
+        }
         bounded_inv = bounded_inventory(lab_inv, args.bound, work / "latency-inventory-bounded.yaml")
         for name, inv_path in (("wan-optimal", lab_inv), ("bounded", bounded_inv)):
-            rows[name] = plan_and_run(name, inv_path, profile_path, scale, args, work, state, job_argv, parallelism,
-                                      console)
+            rows[name] = plan_and_run(
+                name, inv_path, profile_path, scale, args, work, state, job_argv, parallelism, console
+            )
     finally:
         if not args.keep:
-            subprocess.run([PLACEMENT, "lab", "down", "--workdir", str(work)], check=False, capture_output=True,
-                           timeout=300)
+            subprocess.run(
+                [PLACEMENT, "lab", "down", "--workdir", str(work)], check=False, capture_output=True, timeout=300
+            )
     print_table(console, rows, args.bound)
     print_latency_table(console, SPEC, [r for r in rows.values() if "latency" in r])
     (work.parent / "latency_bound_lab.json").write_text(json.dumps({**params, "rows": rows}, indent=2, default=str))
@@ -256,8 +333,10 @@ def main() -> None:
     for f in found:
         console.print(f"[red]FAIL[/] {f}")
     if not found:
-        console.print(f"[green]PASS[/]: the {args.bound:g} ms bound moved Enrich and the bounded plan's measured p99 "
-                      "meets it, below the WAN-optimal plan's")
+        console.print(
+            f"[green]PASS[/]: the {args.bound:g} ms bound moved Enrich and the bounded plan's measured p99 "
+            "meets it, below the WAN-optimal plan's"
+        )
     sys.exit(1 if found else 0)
 
 

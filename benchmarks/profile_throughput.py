@@ -97,8 +97,10 @@ def ensure_history(work: Path, samples: int) -> Path:
 # scan loop for seconds. With the default thresholds C2 compiled much of that start-up code too (7-9 CPU-s beside
 # 10-13 of work at 50M samples, on 2 cores); raising the C2 (tier 4) thresholds leaves it to C1 while the scan loop
 # still reaches C2 (its loop back-edges trigger it): the whole JVM 20-24 CPU-s instead of 25-29.
-SQL_SCAN_JVM_FLAGS = ("-XX:+UseSerialGC -XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=20000 "
-                      "-XX:Tier4CompileThreshold=60000")
+SQL_SCAN_JVM_FLAGS = (
+    "-XX:+UseSerialGC -XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=20000 "
+    "-XX:Tier4CompileThreshold=60000"
+)
 
 
 def read_samples(spark, parts):
@@ -134,8 +136,12 @@ def run_one(engine: str, history: Path, out: Path, master: str | None) -> None:
 
             from placement.collect.layout import METRIC_COLUMNS
 
-            groups = read_samples(spark, sel.parts).groupBy("vertex_id", "subtask").agg(
-                F.count(F.lit(1)), *[F.sum(m) for m in METRIC_COLUMNS]).collect()
+            groups = (
+                read_samples(spark, sel.parts)
+                .groupBy("vertex_id", "subtask")
+                .agg(F.count(F.lit(1)), *[F.sum(m) for m in METRIC_COLUMNS])
+                .collect()
+            )
             assert len(groups) >= sel.subtask_count
             agg = None
         else:
@@ -161,8 +167,12 @@ def measure(engine: str, history: Path, out: Path, master: str | None = None) ->
     load = os.getloadavg()[0]
     child = "spark" if engine == "spark-cluster" else engine
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, __file__, "--one", child, str(history), str(out), master or ""],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--one", child, str(history), str(out), master or ""],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     root = psutil.Process(proc.pid)
     peak = 0
     while proc.poll() is None:
@@ -199,8 +209,10 @@ def prime_class_archive(history: Path, work: Path, console: Console, engines: li
             continue
         console.print(f"[dim]no JVM class archive for the {engine} engine yet: one untimed run makes it…[/dim]")
         r = measure(engine, history, work / "profile-prime.json")
-        said.append(f"{engine}: made by an untimed first run ({r['wall_s']:.0f} s, of which the archive "
-                    f"{r['wall_s'] - r['in_process_s']:.0f} s)")
+        said.append(
+            f"{engine}: made by an untimed first run ({r['wall_s']:.0f} s, of which the archive "
+            f"{r['wall_s'] - r['in_process_s']:.0f} s)"
+        )
     return "; ".join(said) or "unavailable"
 
 
@@ -243,8 +255,11 @@ def main() -> int:
     ap.add_argument("--engines", default="spark,floor,pandas")
     ap.add_argument("--spark-cluster", action="store_true", help="also run the spark engine on a standalone cluster")
     ap.add_argument("--work-dir", type=Path, default=Path("/tmp/placement-bench-profile"))
-    ap.add_argument("--no-class-archive", action="store_true",
-                    help="start the Spark driver without its class-data-sharing archive (as on a machine's first run)")
+    ap.add_argument(
+        "--no-class-archive",
+        action="store_true",
+        help="start the Spark driver without its class-data-sharing archive (as on a machine's first run)",
+    )
     ap.add_argument("--one", nargs=4, metavar=("ENGINE", "HISTORY", "OUT", "MASTER"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.one:
@@ -272,9 +287,22 @@ def main() -> int:
                 r = measure(engine, history, out, cluster.master_url if engine == "spark-cluster" else None)
                 results.append({**r, "size": r["rows"], "disk_mib": disk, "out": out})
 
-    table = Table(title=f"placement profile throughput ({os.cpu_count()} cores; load average at start {load_start[0]:.1f})")
-    for col in ("samples", "engine", "Parquet MiB", "end to end s", "samples/s", "aggregate s", "agg samples/s",
-                "peak RSS MiB", "vs pandas", "vs floor", "load"):
+    table = Table(
+        title=f"placement profile throughput ({os.cpu_count()} cores; load average at start {load_start[0]:.1f})"
+    )
+    for col in (
+        "samples",
+        "engine",
+        "Parquet MiB",
+        "end to end s",
+        "samples/s",
+        "aggregate s",
+        "agg samples/s",
+        "peak RSS MiB",
+        "vs pandas",
+        "vs floor",
+        "load",
+    ):
         table.add_column(col, justify="right")
     checks: list[tuple[str, bool, str]] = []
     notes: list[str] = []
@@ -284,23 +312,50 @@ def main() -> int:
         pandas, floor = same.get("pandas"), same.get("floor")
         speedup = pandas["wall_s"] / r["wall_s"] if pandas and r["engine"] == "spark" else None
         vs_floor = r["aggregate_s"] / floor["aggregate_s"] if floor and r["engine"] == "spark" else None
-        table.add_row(f"{r['size']:,}", r["engine"], f"{r['disk_mib']:.0f}", f"{r['wall_s']:.1f}", f"{rate / 1e6:.2f}M",
-                      f"{r['aggregate_s']:.1f}", f"{r['size'] / r['aggregate_s'] / 1e6:.2f}M", f"{r['peak_mib']:.0f}",
-                      f"{speedup:.2f}x" if speedup else "", f"{vs_floor:.2f}x" if vs_floor else "", f"{r['load']:.1f}")
+        table.add_row(
+            f"{r['size']:,}",
+            r["engine"],
+            f"{r['disk_mib']:.0f}",
+            f"{r['wall_s']:.1f}",
+            f"{rate / 1e6:.2f}M",
+            f"{r['aggregate_s']:.1f}",
+            f"{r['size'] / r['aggregate_s'] / 1e6:.2f}M",
+            f"{r['peak_mib']:.0f}",
+            f"{speedup:.2f}x" if speedup else "",
+            f"{vs_floor:.2f}x" if vs_floor else "",
+            f"{r['load']:.1f}",
+        )
         if r["engine"] == "spark" and r["size"] >= TARGET_RATE_FROM * 0.99:
-            checks.append((f"spark >= {TARGET_RATE / 1e6:g}M samples/s end to end at {r['size']:,}", rate >= TARGET_RATE,
-                           f"{rate / 1e6:.2f}M/s"))
+            checks.append(
+                (
+                    f"spark >= {TARGET_RATE / 1e6:g}M samples/s end to end at {r['size']:,}",
+                    rate >= TARGET_RATE,
+                    f"{rate / 1e6:.2f}M/s",
+                )
+            )
             if speedup:
-                checks.append((f"spark >= {TARGET_VS_PANDAS:g}x pandas at {r['size']:,}", speedup >= TARGET_VS_PANDAS,
-                               f"{speedup:.2f}x"))
+                checks.append(
+                    (
+                        f"spark >= {TARGET_VS_PANDAS:g}x pandas at {r['size']:,}",
+                        speedup >= TARGET_VS_PANDAS,
+                        f"{speedup:.2f}x",
+                    )
+                )
         if vs_floor and floor:
-            notes.append(f"{r['size']:,}: spark's aggregation takes {vs_floor:.2f}x the floor's ({r['aggregate_s']:.1f} s vs "
-                         f"{floor['aggregate_s']:.1f} s); end to end {r['wall_s'] / floor['wall_s']:.2f}x"
-                         + (" — below 1: faster than a plain Spark SQL scan + groupBy of the same files, which the "
-                            "spark engine does not run (its workers reduce the files with PyArrow/NumPy)"
-                            if vs_floor < 1 else ""))
+            notes.append(
+                f"{r['size']:,}: spark's aggregation takes {vs_floor:.2f}x the floor's ({r['aggregate_s']:.1f} s vs "
+                f"{floor['aggregate_s']:.1f} s); end to end {r['wall_s'] / floor['wall_s']:.2f}x"
+                + (
+                    " — below 1: faster than a plain Spark SQL scan + groupBy of the same files, which the "
+                    "spark engine does not run (its workers reduce the files with PyArrow/NumPy)"
+                    if vs_floor < 1
+                    else ""
+                )
+            )
         if r["engine"] == "spark" and abs(r["size"] - 100_000_000) < 1_000:
-            checks.append(("spark: 100M samples < 2 min (measured)", r["wall_s"] < TARGET_100M_S, f"{r['wall_s']:.0f} s"))
+            checks.append(
+                ("spark: 100M samples < 2 min (measured)", r["wall_s"] < TARGET_100M_S, f"{r['wall_s']:.0f} s")
+            )
     console.print(table)
     if archive:
         console.print(f"Spark driver JVM class archive: {archive}")
@@ -310,16 +365,27 @@ def main() -> int:
         files = {r["engine"]: r["out"] for r in results if r["size"] == size}
         if {"spark", "pandas"} <= files.keys():
             exact, pct = compare_profiles(files["spark"], files["pandas"])
-            figure = (f"means/true rates differ by <= {exact:.1e} (relative, limit {EXACT:g}), p50/p95 by <= {pct:.2%} "
-                      f"(limit {PERCENTILES:.0%})")
-            checks.append((f"spark and pandas profiles agree at {size:,}", exact <= EXACT and pct <= PERCENTILES, figure))
+            figure = (
+                f"means/true rates differ by <= {exact:.1e} (relative, limit {EXACT:g}), p50/p95 by <= {pct:.2%} "
+                f"(limit {PERCENTILES:.0%})"
+            )
+            checks.append(
+                (f"spark and pandas profiles agree at {size:,}", exact <= EXACT and pct <= PERCENTILES, figure)
+            )
         if {"spark", "spark-cluster"} <= files.keys():
             exact, pct = compare_profiles(files["spark"], files["spark-cluster"])
-            checks.append((f"cluster and local[*] profiles agree at {size:,}", exact <= EXACT and pct <= PERCENTILES,
-                           f"means/true rates differ by <= {exact:.1e}, p50/p95 by <= {pct:.2%}"))
+            checks.append(
+                (
+                    f"cluster and local[*] profiles agree at {size:,}",
+                    exact <= EXACT and pct <= PERCENTILES,
+                    f"means/true rates differ by <= {exact:.1e}, p50/p95 by <= {pct:.2%}",
+                )
+            )
     for name, ok, figure in checks:
         console.print(f"{'[green]PASS' if ok else '[red]FAIL'}[/] {name}: {figure}")
-    console.print(f"load average now {os.getloadavg()[0]:.1f} (other work on this machine shares its {os.cpu_count()} cores)")
+    console.print(
+        f"load average now {os.getloadavg()[0]:.1f} (other work on this machine shares its {os.cpu_count()} cores)"
+    )
     return 0 if all(ok for _, ok, _ in checks) else 1
 
 

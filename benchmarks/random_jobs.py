@@ -18,15 +18,31 @@ from placement.profile.format import JobProfile
 def cluster(hosts: int, seed: int) -> Inventory:
     rng = random.Random(seed)
     n_servers = max(1, round(hosts * 0.05))
-    spec = [{"name": f"server{k}", "address": f"10.0.0.{k + 1}", "role": "server", "cores": 16, "memory": "64GiB",
-             "task_slots": 64} for k in range(n_servers)]
+    spec = [
+        {
+            "name": f"server{k}",
+            "address": f"10.0.0.{k + 1}",
+            "role": "server",
+            "cores": 16,
+            "memory": "64GiB",
+            "task_slots": 64,
+        }
+        for k in range(n_servers)
+    ]
     links = []
     for k in range(hosts - n_servers):
         spec.append({"name": f"pi{k}", "address": f"10.1.{k // 250}.{k % 250 + 1}", "role": "edge", "model": "rpi4b"})
-        links.append({"from": f"pi{k}", "to": f"server{k % n_servers}", "bandwidth": f"{rng.choice([20, 50, 100])}mbit",
-                      "delay": f"{rng.choice([10, 30, 50, 80])}ms"})
-    return Inventory.model_validate({"name": f"random-{hosts}", "hosts": spec, "links": links,
-                                     "flink": {"rest_url": "http://10.0.0.1:8081"}})
+        links.append(
+            {
+                "from": f"pi{k}",
+                "to": f"server{k % n_servers}",
+                "bandwidth": f"{rng.choice([20, 50, 100])}mbit",
+                "delay": f"{rng.choice([10, 30, 50, 80])}ms",
+            }
+        )
+    return Inventory.model_validate(
+        {"name": f"random-{hosts}", "hosts": spec, "links": links, "flink": {"rest_url": "http://10.0.0.1:8081"}}
+    )
 
 
 def job(subtasks: int, inv: Inventory, seed: int) -> tuple[JobProfile, dict[str, list[str]]]:
@@ -48,10 +64,26 @@ def job(subtasks: int, inv: Inventory, seed: int) -> tuple[JobProfile, dict[str,
         for i in range(par):
             skew = rng.uniform(0.8, 1.2)
             busy = min(950.0, (rin or rout) * skew * busy_us / 1000)
-            subs.append({"index": i, "records_in_per_s": rin * skew, "records_out_per_s": rout * skew,
-                         "busy_ms_per_s": busy, "host_speed": 1.0})
-        vertices.append({"id": f"v{vid}", "name": name, "parallelism": par, "stateful": stateful,
-                         "state_bytes": 50e6 if stateful else 0.0, "bytes_per_record_out": bpr, "subtasks": subs})
+            subs.append(
+                {
+                    "index": i,
+                    "records_in_per_s": rin * skew,
+                    "records_out_per_s": rout * skew,
+                    "busy_ms_per_s": busy,
+                    "host_speed": 1.0,
+                }
+            )
+        vertices.append(
+            {
+                "id": f"v{vid}",
+                "name": name,
+                "parallelism": par,
+                "stateful": stateful,
+                "state_bytes": 50e6 if stateful else 0.0,
+                "bytes_per_record_out": bpr,
+                "subtasks": subs,
+            }
+        )
         total += par
         return vertices[-1]
 
@@ -75,9 +107,16 @@ def job(subtasks: int, inv: Inventory, seed: int) -> tuple[JobProfile, dict[str,
             rin = out_rate * up["parallelism"] / par
             sel = rng.uniform(0.05, 1.2) if rng.random() < 0.8 else rng.uniform(1.0, 2.0)  # some operators inflate
             stateful = (not forward) and rng.random() < 0.5
-            v = add_vertex(f"Op {depth}.{len(nxt)}", par, rin, rin * sel, stateful, rng.uniform(2, 40), rng.uniform(40, 400))
-            edges.append({"source": up["id"], "target": v["id"],
-                          "ship_strategy": "FORWARD" if forward else rng.choice(["HASH", "REBALANCE"])})
+            v = add_vertex(
+                f"Op {depth}.{len(nxt)}", par, rin, rin * sel, stateful, rng.uniform(2, 40), rng.uniform(40, 400)
+            )
+            edges.append(
+                {
+                    "source": up["id"],
+                    "target": v["id"],
+                    "ship_strategy": "FORWARD" if forward else rng.choice(["HASH", "REBALANCE"]),
+                }
+            )
             nxt.append(v)
         layer = nxt or layer
     sink = add_vertex("Sink: Out", 1, 100, 0, False, 1, 0)
@@ -85,8 +124,9 @@ def job(subtasks: int, inv: Inventory, seed: int) -> tuple[JobProfile, dict[str,
     for v in vertices[:-1]:
         if v["id"] not in produced:
             edges.append({"source": v["id"], "target": sink["id"], "ship_strategy": "REBALANCE"})
-    profile = JobProfile.model_validate({"job": {"name": f"random-{subtasks}", "origin": "synthetic"},
-                                         "vertices": vertices, "edges": edges})
+    profile = JobProfile.model_validate(
+        {"job": {"name": f"random-{subtasks}", "origin": "synthetic"}, "vertices": vertices, "edges": edges}
+    )
     return profile, births
 
 

@@ -46,14 +46,27 @@ ADDRESSES = {"server": "127.0.0.1", "rpi1": "127.0.0.2"}  # distinct: a schedule
 
 def write_local_inventory(path: Path, rest_url: str, home: Path, jar: Path, mode: str) -> Path:
     doc = {
-        "version": 1, "name": "bench-redeploy",
+        "version": 1,
+        "name": "bench-redeploy",
         "hosts": [
-            {"name": "server", "address": ADDRESSES["server"], "role": "server", "cores": 4, "memory": "4GiB", "task_slots": 4},
+            {
+                "name": "server",
+                "address": ADDRESSES["server"],
+                "role": "server",
+                "cores": 4,
+                "memory": "4GiB",
+                "task_slots": 4,
+            },
             {"name": "rpi1", "address": ADDRESSES["rpi1"], "role": "edge", "model": "rpi4b"},
         ],
         "links": [{"from": "rpi1", "to": "server", "bandwidth": "50mbit"}],
-        "flink": {"rest_url": rest_url, "home": str(home), "jobmanager": "server", "placement_mode": mode,
-                  "savepoint_dir": (home / "savepoints").as_uri()},
+        "flink": {
+            "rest_url": rest_url,
+            "home": str(home),
+            "jobmanager": "server",
+            "placement_mode": mode,
+            "savepoint_dir": (home / "savepoints").as_uri(),
+        },
         "job": {"name": JOB_NAME, "jar": str(jar), "entry_class": IOT_SENSOR_JOB, "program_args": JOB_ARGS},
     }
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
@@ -94,12 +107,23 @@ def cancel_and_submit(rest: FlinkRest, jar_id: str) -> float:
 
 def cluster_spec(work: Path, mode: str) -> ClusterSpec:
     home = make_lab_home(work, find_flink_home(), with_extension=mode == "custom")
-    tms = tuple(TaskManagerSpec(name, slots=4, address=address, external_resource=name,
-                                external_resource_amount=4 if mode == "custom" else 16)
-                for name, address in ADDRESSES.items())
-    return ClusterSpec(work_dir=work / "cluster", taskmanagers=tms, flink_home=home.path,
-                       jobmanager_conf_dir=home.path / "conf",
-                       jobmanager_extra_config=jobmanager_config(str(scheduler_dir(home.path))) if mode == "custom" else {})
+    tms = tuple(
+        TaskManagerSpec(
+            name,
+            slots=4,
+            address=address,
+            external_resource=name,
+            external_resource_amount=4 if mode == "custom" else 16,
+        )
+        for name, address in ADDRESSES.items()
+    )
+    return ClusterSpec(
+        work_dir=work / "cluster",
+        taskmanagers=tms,
+        flink_home=home.path,
+        jobmanager_conf_dir=home.path / "conf",
+        jobmanager_extra_config=jobmanager_config(str(scheduler_dir(home.path))) if mode == "custom" else {},
+    )
 
 
 def verdict(rows: list[tuple[str, int, float | None, float | None, str]], runs: int) -> bool:
@@ -107,7 +131,9 @@ def verdict(rows: list[tuple[str, int, float | None, float | None, str]], runs: 
     print(f"{'kind':<22} {'runs':>4} {'median s':>9} {'max s':>7} {'target':>8}")
     medians: dict[str, float] = {}
     for kind in ("placement apply", "cancel+submit (base)"):
-        values = [r[2] for r in rows if r[0] == kind and r[2] is not None and (kind != "placement apply" or r[4] == "applied")]
+        values = [
+            r[2] for r in rows if r[0] == kind and r[2] is not None and (kind != "placement apply" or r[4] == "applied")
+        ]
         if not values:
             print(f"{kind:<22} {0:>4} {'-':>9} {'-':>7}")
             continue
@@ -118,10 +144,14 @@ def verdict(rows: list[tuple[str, int, float | None, float | None, str]], runs: 
     ok = applied == runs and medians.get("placement apply", float("inf")) <= TARGET_S
     base = medians.get("cancel+submit (base)")
     if "placement apply" in medians and base:
-        print(f"\napply vs cancel+submit: {medians['placement apply'] / base:.2f}x the baseline's median downtime "
-              "(the baseline loses all state; apply restores it from the savepoint)")
-    print(f"applies that verified green: {applied}/{runs}; target: median stop requested -> RUNNING again <= "
-          f"{TARGET_S:.0f} s")
+        print(
+            f"\napply vs cancel+submit: {medians['placement apply'] / base:.2f}x the baseline's median downtime "
+            "(the baseline loses all state; apply restores it from the savepoint)"
+        )
+    print(
+        f"applies that verified green: {applied}/{runs}; target: median stop requested -> RUNNING again <= "
+        f"{TARGET_S:.0f} s"
+    )
     print(("PASS" if ok else "FAIL") + (f": {runs - applied} apply(s) did not verify green" if applied < runs else ""))
     return ok
 
@@ -144,16 +174,21 @@ def main() -> int:
         first = rest.run_jar(jar_id, entry_class=IOT_SENSOR_JOB, program_args=JOB_ARGS)
         rest.wait_until_running(first)
         ids = {v.name: v.id for v in rest.job(first).vertices}  # custom mode finds vertices by id
-        plans = [write_plan_dir(work / "plan-placed", inventory, PLACED, vertex_ids=ids),
-                 write_plan_dir(work / "plan-moved", inventory, MOVED, vertex_ids=ids)]
+        plans = [
+            write_plan_dir(work / "plan-placed", inventory, PLACED, vertex_ids=ids),
+            write_plan_dir(work / "plan-moved", inventory, MOVED, vertex_ids=ids),
+        ]
         print(f"{args.mode} mode, Flink home {spec.flink_home}")
         print(f"{'run':>4} {'kind':<22} {'downtime s':>10} {'total s':>8} {'status':<12}")
         for i in range(args.runs):
             time.sleep(args.settle)
             downtime, total, status = apply_once(plans[i % 2], inventory, work / "audit.jsonl")
             rows.append(("placement apply", i + 1, downtime, total, status))
-            print(f"{i + 1:>4} {'placement apply':<22} {downtime if downtime is not None else float('nan'):>10.2f} "
-                  f"{total:>8.2f} {status:<12}", flush=True)
+            print(
+                f"{i + 1:>4} {'placement apply':<22} {downtime if downtime is not None else float('nan'):>10.2f} "
+                f"{total:>8.2f} {status:<12}",
+                flush=True,
+            )
         for i in range(args.runs):
             time.sleep(args.settle)
             downtime = cancel_and_submit(rest, jar_id)

@@ -117,12 +117,29 @@ def lab_inventory(path: Path, spec: JobSpec, sources: int) -> Path:
     """The inventory ``lab up`` starts: rpi1 one core throttled to EDGE_QUOTA server cores (what the profile's busy
     times on rpi1 are converted with)."""
     doc = {
-        "version": 1, "name": "rescale-lab",
+        "version": 1,
+        "name": "rescale-lab",
         "hosts": [
-            {"name": "server", "address": "10.203.0.1", "role": "server", "model": "generic", "cores": 2,
-             "memory": "4GiB", "task_slots": sources + 4},
-            {"name": EDGE, "address": "10.203.1.2", "role": "edge", "model": "generic", "cores": 1,
-             "speed": EDGE_QUOTA, "memory": "4GiB", "task_slots": sources + 4, "allow_stateful": True},
+            {
+                "name": "server",
+                "address": "10.203.0.1",
+                "role": "server",
+                "model": "generic",
+                "cores": 2,
+                "memory": "4GiB",
+                "task_slots": sources + 4,
+            },
+            {
+                "name": EDGE,
+                "address": "10.203.1.2",
+                "role": "edge",
+                "model": "generic",
+                "cores": 1,
+                "speed": EDGE_QUOTA,
+                "memory": "4GiB",
+                "task_slots": sources + 4,
+                "allow_stateful": True,
+            },
         ],
         "links": [{"from": EDGE, "to": "server", "bandwidth": LINK}],
         "flink": {"rest_url": "http://127.0.0.1:8081", "placement_mode": "custom"},
@@ -136,12 +153,22 @@ def lab_inventory(path: Path, spec: JobSpec, sources: int) -> Path:
 
 
 def job_args(spec: JobSpec, rate: float, sources: int) -> list[str]:
-    return ["--job-name", spec.name, "--rate", f"{rate:g}", "--parallelism", str(sources), "--window-parallelism", "1",
-            *spec.extra]
+    return [
+        "--job-name",
+        spec.name,
+        "--rate",
+        f"{rate:g}",
+        "--parallelism",
+        str(sources),
+        "--window-parallelism",
+        "1",
+        *spec.extra,
+    ]
 
 
-def planning_inventory(running: Path, out: Path, spec: JobSpec, args: list[str], jar: str, cores: float,
-                       speed: float) -> Path:
+def planning_inventory(
+    running: Path, out: Path, spec: JobSpec, args: list[str], jar: str, cores: float, speed: float
+) -> Path:
     """The running lab inventory with the job apply resubmits (at the target rate) and rpi1 split into ``cores`` of
     ``speed`` (the product is the lab's quota, unchanged)."""
     doc = yaml.safe_load(running.read_text())
@@ -150,10 +177,17 @@ def planning_inventory(running: Path, out: Path, spec: JobSpec, args: list[str],
     if abs(cores * speed - quota) > 1e-6 * quota:
         raise ValueError(f"the split {cores} x {speed} is not the lab's quota {quota}")
     edge["cores"], edge["speed"] = cores, speed
-    doc["job"] = {**(doc.get("job") or {}), "name": spec.name, "entry_class": spec.entry_class, "program_args": args,
-                  "jar": jar}
-    out.write_text(f"# written by benchmarks/rescale_lab.py: {running} with rpi1 as {cores:g} cores x {speed:g}\n"
-                   + yaml.safe_dump(doc, sort_keys=False))
+    doc["job"] = {
+        **(doc.get("job") or {}),
+        "name": spec.name,
+        "entry_class": spec.entry_class,
+        "program_args": args,
+        "jar": jar,
+    }
+    out.write_text(
+        f"# written by benchmarks/rescale_lab.py: {running} with rpi1 as {cores:g} cores x {speed:g}\n"
+        + yaml.safe_dump(doc, sort_keys=False)
+    )
     return out
 
 
@@ -180,12 +214,16 @@ def edge_split(spec: JobSpec, inventory: Path, profile_path: Path, scale: float)
     chain_need = max(s.server_cores for s in profiled.subtasks if s.vertex_id in chain_members)
     need = space.instance(window, space.profiled(window)).server_cores
     low = max(space.instance(window, 2).server_cores, chain_need)  # two instances must keep up
-    why = (f"at the target one {spec.window} instance needs {need:.4f} server cores, the source chain's busiest instance "
-           f"{chain_need:.4f}; rpi1's quota {quota:.3f}")
+    why = (
+        f"at the target one {spec.window} instance needs {need:.4f} server cores, the source chain's busiest instance "
+        f"{chain_need:.4f}; rpi1's quota {quota:.3f}"
+    )
     speed = PLAN_MARGIN * low / rho
     if need < MARGIN * speed:
-        sys.exit(f"no split of rpi1 makes {spec.window} need two instances: {why}; a core would give {speed:.4f} "
-                 f"(needs {MARGIN:g}x under one instance's need: raise --work-per-bid)")
+        sys.exit(
+            f"no split of rpi1 makes {spec.window} need two instances: {why}; a core would give {speed:.4f} "
+            f"(needs {MARGIN:g}x under one instance's need: raise --work-per-bid)"
+        )
     return quota / speed, speed, why
 
 
@@ -218,8 +256,12 @@ class Row:
         """The sources at the target without backpressure, and the window taking in its share of the target: a window
         that falls behind fills the buffers of the whole chain before the sources feel it (measured: sources at 360/s,
         no backpressure, while the filter sent and the window took ~200/s)."""
-        return (self.applied and self.achieved >= HOLD * self.target and self.backpressure < MAX_BACKPRESSURE
-                and self.window_in >= HOLD * self.window_offered)
+        return (
+            self.applied
+            and self.achieved >= HOLD * self.target
+            and self.backpressure < MAX_BACKPRESSURE
+            and self.window_in >= HOLD * self.window_offered
+        )
 
 
 def write_plans(plan: RescalePlan, work: Path, inventory: Path, profile_path: Path) -> dict[str, Path]:
@@ -229,34 +271,60 @@ def write_plans(plan: RescalePlan, work: Path, inventory: Path, profile_path: Pa
     for r in plan.baselines:
         if r.plan.assignment is None or r.problem is None:
             sys.exit(f"{r.strategy}: no plan ({r.plan.status})")
-        out[r.strategy] = write_lab_plan(work / f"plan-{STRATEGIES[r.strategy]}", r.problem, r.plan,
-                                         job=profile.job.name, inventory=inv, inventory_path=inventory, profile=profile,
-                                         profile_path=profile_path,
-                                         warnings=list(r.problem.warnings) + list(r.plan.notes), rescale=plan.info(r))
+        out[r.strategy] = write_lab_plan(
+            work / f"plan-{STRATEGIES[r.strategy]}",
+            r.problem,
+            r.plan,
+            job=profile.job.name,
+            inventory=inv,
+            inventory_path=inventory,
+            profile=profile,
+            profile_path=profile_path,
+            warnings=list(r.problem.warnings) + list(r.plan.notes),
+            rescale=plan.info(r),
+        )
     return out
 
 
 def row_of(strategy: str, plan_dir: Path) -> Row:
     doc = load_plan(plan_dir)
     mapping = doc.mapping()
-    return Row(strategy, plan_dir, {v: len(h) for v, h in mapping.items()}, mapping,
-               {lk.source: lk.mbit for lk in doc.links})
+    return Row(
+        strategy, plan_dir, {v: len(h) for v, h in mapping.items()}, mapping, {lk.source: lk.mbit for lk in doc.links}
+    )
 
 
 def by_index(rest: FlinkRest, job_id: str) -> dict[str, list[str]]:
-    return {v.name: [s.taskmanager_id for s in sorted(rest.subtasks(job_id, v.id), key=lambda s: s.index)]
-            for v in rest.job(job_id).vertices}
+    return {
+        v.name: [s.taskmanager_id for s in sorted(rest.subtasks(job_id, v.id), key=lambda s: s.index)]
+        for v in rest.job(job_id).vertices
+    }
 
 
 def running_job(rest: FlinkRest, name: str) -> str | None:
     return next((j.id for j in rest.running_jobs() if j.name == name), None)
 
 
-def apply_and_measure(row: Row, spec: JobSpec, rest: FlinkRest, inventory: Path, work: Path, args, core_speed: float,
-                      window_share: float, console: Console) -> None:
+def apply_and_measure(
+    row: Row,
+    spec: JobSpec,
+    rest: FlinkRest,
+    inventory: Path,
+    work: Path,
+    args,
+    core_speed: float,
+    window_share: float,
+    console: Console,
+) -> None:
     started = time.monotonic()
-    proc = subprocess.run([PLACEMENT, "apply", "--plan", str(row.plan_dir / "plan.json"), "--inventory", str(inventory),
-                           "--settle", "5"], check=False, capture_output=True, text=True, cwd=ROOT, timeout=900)
+    proc = subprocess.run(
+        [PLACEMENT, "apply", "--plan", str(row.plan_dir / "plan.json"), "--inventory", str(inventory), "--settle", "5"],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=900,
+    )
     row.apply_s = time.monotonic() - started
     (work / f"apply-{SLUGS[row.strategy]}.log").write_text(proc.stdout + proc.stderr)
     row.applied = proc.returncode == 0 and "WRONG" not in proc.stdout
@@ -287,19 +355,44 @@ def apply_and_measure(row: Row, spec: JobSpec, rest: FlinkRest, inventory: Path,
 def print_table(console: Console, spec: JobSpec, rows: list[Row], header: str) -> None:
     vertices = list(rows[0].parallelism)
     table = Table(title=header)
-    for c in ("plan", "parallelism " + "/".join(v.split(": ")[-1].split()[0] for v in vertices), f"{spec.window} hosts", "WAN pred", "WAN data",
-              "WAN wire", "achieved / target rec/s", "source bp", f"{spec.window} in / its share of the target", "placed as planned", "rpi1 threads capped", "apply s", "load 1/5 min"):
+    for c in (
+        "plan",
+        "parallelism " + "/".join(v.split(": ")[-1].split()[0] for v in vertices),
+        f"{spec.window} hosts",
+        "WAN pred",
+        "WAN data",
+        "WAN wire",
+        "achieved / target rec/s",
+        "source bp",
+        f"{spec.window} in / its share of the target",
+        "placed as planned",
+        "rpi1 threads capped",
+        "apply s",
+        "load 1/5 min",
+    ):
         table.add_column(c, justify="left" if c in ("plan", f"{spec.window} hosts") else "right")
     for r in rows:
         hosts = ", ".join(f"{h} x{r.mapping[spec.window].count(h)}" for h in dict.fromkeys(r.mapping[spec.window]))
-        table.add_row(r.strategy, "/".join(str(r.parallelism[v]) for v in vertices), hosts,
-                      f"{sum(r.predicted.values()):.3f}", f"{r.wan_data:.3f}",
-                      f"{sum(w for _, w in r.links.values()):.3f}", f"{r.achieved:,.0f} / {r.target:,.0f}",
-                      f"{r.backpressure:.0%}", f"{r.window_in:,.0f} / {r.window_offered:,.0f}", "yes" if r.placed else "NO", str(r.capped), f"{r.apply_s:.0f}",
-                      f"{r.load[0]:.2f} / {r.load[1]:.2f}")
+        table.add_row(
+            r.strategy,
+            "/".join(str(r.parallelism[v]) for v in vertices),
+            hosts,
+            f"{sum(r.predicted.values()):.3f}",
+            f"{r.wan_data:.3f}",
+            f"{sum(w for _, w in r.links.values()):.3f}",
+            f"{r.achieved:,.0f} / {r.target:,.0f}",
+            f"{r.backpressure:.0%}",
+            f"{r.window_in:,.0f} / {r.window_offered:,.0f}",
+            "yes" if r.placed else "NO",
+            str(r.capped),
+            f"{r.apply_s:.0f}",
+            f"{r.load[0]:.2f} / {r.load[1]:.2f}",
+        )
     console.print(table)
-    console.print("WAN in Mbit/s on rpi1's uplink: pred = the plan's prediction, data = TCP payload of the edge "
-                  "TaskManager's data connections, wire = all bytes the edge namespace sent")
+    console.print(
+        "WAN in Mbit/s on rpi1's uplink: pred = the plan's prediction, data = TCP payload of the edge "
+        "TaskManager's data connections, wire = all bytes the edge namespace sent"
+    )
 
 
 def verdicts(spec: JobSpec, rows: list[Row]) -> list[tuple[bool, str]]:
@@ -308,26 +401,56 @@ def verdicts(spec: JobSpec, rows: list[Row]) -> list[tuple[bool, str]]:
     out = []
     profiled = next((r for r in rows if r.strategy == PROFILED), None)
     if profiled is not None:  # the scenario's premise: what ran at the profiled rate does not hold twice the rate
-        out.append((profiled.applied and not profiled.holds,
-                    (f"the profiled plan ({spec.window} x{profiled.parallelism[spec.window]} on "
+        out.append(
+            (
+                profiled.applied and not profiled.holds,
+                (
+                    f"the profiled plan ({spec.window} x{profiled.parallelism[spec.window]} on "
                     f"{', '.join(dict.fromkeys(profiled.mapping[spec.window]))}) does not hold the target: "
                     f"{profiled.achieved:,.0f} of {profiled.target:,.0f} records/s, sources backpressured "
                     f"{profiled.backpressure:.0%}, {spec.window} took in {profiled.window_in:,.0f} of "
-                    f"{profiled.window_offered:,.0f}/s")))
+                    f"{profiled.window_offered:,.0f}/s"
+                ),
+            )
+        )
     for b in baselines:
-        out.append((b.mapping != joint.mapping, (f"the joint plan differs from {b.strategy}'s "
-                    f"({spec.window}: {joint.parallelism[spec.window]} vs {b.parallelism[spec.window]})")))
+        out.append(
+            (
+                b.mapping != joint.mapping,
+                (
+                    f"the joint plan differs from {b.strategy}'s "
+                    f"({spec.window}: {joint.parallelism[spec.window]} vs {b.parallelism[spec.window]})"
+                ),
+            )
+        )
     for r in rows:
-        out.append((r.placed, f"{r.strategy} placed as planned (apply verified, every subtask index on its host)"
-                    + (f": {r.note}" if r.note else "")))
-    out.append((joint.holds, (f"joint holds the target: {joint.achieved:,.0f} of {joint.target:,.0f} records/s, "
+        out.append(
+            (
+                r.placed,
+                f"{r.strategy} placed as planned (apply verified, every subtask index on its host)"
+                + (f": {r.note}" if r.note else ""),
+            )
+        )
+    out.append(
+        (
+            joint.holds,
+            (
+                f"joint holds the target: {joint.achieved:,.0f} of {joint.target:,.0f} records/s, "
                 f"{spec.window} took in {joint.window_in:,.0f} of {joint.window_offered:,.0f}/s "
-                f"(>= {HOLD:.0%}), sources backpressured {joint.backpressure:.0%} (< {MAX_BACKPRESSURE:.0%})")))
+                f"(>= {HOLD:.0%}), sources backpressured {joint.backpressure:.0%} (< {MAX_BACKPRESSURE:.0%})"
+            ),
+        )
+    )
     for b in baselines:
         less = joint.wan_data < b.wan_data
         measured = bool(joint.links) and bool(b.links)
-        out.append((measured and (less or not b.holds), f"joint WAN {joint.wan_data:.3f} Mbit/s vs {b.strategy} {b.wan_data:.3f}"
-                    + ("" if less else f" ({b.strategy} holds the target: {b.holds})")))
+        out.append(
+            (
+                measured and (less or not b.holds),
+                f"joint WAN {joint.wan_data:.3f} Mbit/s vs {b.strategy} {b.wan_data:.3f}"
+                + ("" if less else f" ({b.strategy} holds the target: {b.holds})"),
+            )
+        )
     return out
 
 
@@ -348,8 +471,14 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("terminated"))
     spec = JOBS[args.job]
     if args.job == "nexmark":
-        spec = JobSpec(spec.entry_class, spec.name, spec.source, spec.next, spec.window,
-                       ("--auction-modulus", str(args.auction_modulus), "--work-per-bid", str(args.work_per_bid)))
+        spec = JobSpec(
+            spec.entry_class,
+            spec.name,
+            spec.source,
+            spec.next,
+            spec.window,
+            ("--auction-modulus", str(args.auction_modulus), "--work-per-bid", str(args.work_per_bid)),
+        )
     work = Path(args.workdir)
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
@@ -358,8 +487,18 @@ def main() -> int:
     rows: list[Row] = []
     t0 = time.monotonic()
     try:
-        console.print(cli("lab", "up", "--inventory", str(lab_inventory(work / "inventory-lab.yaml", spec, args.sources)),
-                          "--workdir", str(work / "lab"), "--mode", "custom").strip())
+        console.print(
+            cli(
+                "lab",
+                "up",
+                "--inventory",
+                str(lab_inventory(work / "inventory-lab.yaml", spec, args.sources)),
+                "--workdir",
+                str(work / "lab"),
+                "--mode",
+                "custom",
+            ).strip()
+        )
         state = json.loads((work / "lab" / "lab.json").read_text())
         rest, jar = FlinkRest(state["rest_url"]), state["jar"]
         running_inv = Path(state["lab_inventory"])
@@ -367,31 +506,81 @@ def main() -> int:
         console.print(f"profiling: {args.sources} source subtasks at {args.profile_rate:g} records/s, unplaced")
         job = chain.submit(rest, jar, spec.entry_class, job_args(spec, args.profile_rate, args.sources))
         time.sleep(chain.METER_SETTLE_S)
-        cli("metrics", "collect", "--rest", state["rest_url"], "--job", job, "--duration", "60", "--interval", "2",
-            "--out", str(work / "metrics"), "--quiet")
+        cli(
+            "metrics",
+            "collect",
+            "--rest",
+            state["rest_url"],
+            "--job",
+            job,
+            "--duration",
+            "60",
+            "--interval",
+            "2",
+            "--out",
+            str(work / "metrics"),
+            "--quiet",
+        )
         profile_path = work / f"profile-{args.job}.json"
-        cli("profile", str(work / "metrics"), "--out", str(profile_path), "--inventory", str(running_inv),
-            "--engine", "pandas", "--quiet")
+        cli(
+            "profile",
+            str(work / "metrics"),
+            "--out",
+            str(profile_path),
+            "--inventory",
+            str(running_inv),
+            "--engine",
+            "pandas",
+            "--quiet",
+        )
         chain.cancel_all(rest)
 
         edge_cores, speed, why = edge_split(spec, running_inv, profile_path, args.rate_scale)
         console.print(f"{why}: rpi1 planned as {edge_cores:.2f} cores x speed {speed:.5f}")
         target_args = job_args(spec, target_rate, args.sources)
-        inventory = planning_inventory(running_inv, work / "inventory-plan.yaml", spec, target_args, jar, edge_cores,
-                                       speed)
-        console.print(cli("plan", "--inventory", str(inventory), "--profile", str(profile_path),
-                          "--out", str(work / "plan-profiled")))
+        inventory = planning_inventory(
+            running_inv, work / "inventory-plan.yaml", spec, target_args, jar, edge_cores, speed
+        )
+        console.print(
+            cli(
+                "plan",
+                "--inventory",
+                str(inventory),
+                "--profile",
+                str(profile_path),
+                "--out",
+                str(work / "plan-profiled"),
+            )
+        )
 
-        console.print(cli("plan", "--inventory", str(inventory), "--profile", str(profile_path), "--rescale",
-                          "--rate-scale", f"{args.rate_scale:g}", "--compare", "--out", str(work / "plan-joint")))
-        plan = plan_rescaled(load_inventory(str(inventory)), load_profile(str(profile_path)),
-                             inventory_source=str(inventory), rate_scale=args.rate_scale, target_rate=None,
-                             options=SolverOptions(), compare=True)
+        console.print(
+            cli(
+                "plan",
+                "--inventory",
+                str(inventory),
+                "--profile",
+                str(profile_path),
+                "--rescale",
+                "--rate-scale",
+                f"{args.rate_scale:g}",
+                "--compare",
+                "--out",
+                str(work / "plan-joint"),
+            )
+        )
+        plan = plan_rescaled(
+            load_inventory(str(inventory)),
+            load_profile(str(profile_path)),
+            inventory_source=str(inventory),
+            rate_scale=args.rate_scale,
+            target_rate=None,
+            options=SolverOptions(),
+            compare=True,
+        )
         dirs = {"joint": work / "plan-joint", **write_plans(plan, work, inventory, profile_path)}
         rows = [row_of(s, dirs[s]) for s in STRATEGIES] + [row_of(PROFILED, work / "plan-profiled")]
         profiled_rates = {v.name: v for v in load_profile(str(profile_path)).vertices}
-        window_share = (profiled_rates[spec.window].records_in_per_s
-                             / profiled_rates[spec.source].records_out_per_s)
+        window_share = profiled_rates[spec.window].records_in_per_s / profiled_rates[spec.source].records_out_per_s
         for r in rows:
             r.target = target_rate * args.sources
 
@@ -403,13 +592,19 @@ def main() -> int:
             apply_and_measure(r, spec, rest, inventory, work, args, speed, window_share, console)
     finally:
         if not args.keep:
-            subprocess.run([PLACEMENT, "lab", "down", "--workdir", str(work / "lab")], check=False,
-                           capture_output=True, timeout=300)
+            subprocess.run(
+                [PLACEMENT, "lab", "down", "--workdir", str(work / "lab")],
+                check=False,
+                capture_output=True,
+                timeout=300,
+            )
     if not rows:
         console.print("[red]FAIL[/] nothing was measured")
         return 1
-    header = (f"{spec.name}, {args.sources} sources on rpi1, {args.profile_rate:g} -> {target_rate:g} records/s per source "
-              f"subtask ({args.rate_scale:g}x), {time.strftime('%Y-%m-%d %H:%M %Z')}, run {time.monotonic() - t0:.0f} s")
+    header = (
+        f"{spec.name}, {args.sources} sources on rpi1, {args.profile_rate:g} -> {target_rate:g} records/s per source "
+        f"subtask ({args.rate_scale:g}x), {time.strftime('%Y-%m-%d %H:%M %Z')}, run {time.monotonic() - t0:.0f} s"
+    )
     print_table(console, spec, rows, header)
     (work / "rescale_lab.json").write_text(json.dumps([r.__dict__ for r in rows], indent=2, default=str))
     results = verdicts(spec, rows)

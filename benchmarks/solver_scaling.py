@@ -63,10 +63,14 @@ def row_failures(n: int, h: int, solver: str, result, seconds: float, baselines,
     why = []
     if not result.cost.feasible:
         why.append(f"plan breaks a rule: {result.cost.violations[0]}")
-    optimal = all(st.info.status == "optimal" and st.info.gap is not None and st.info.gap <= PROVEN for st in result.stages)
+    optimal = all(
+        st.info.status == "optimal" and st.info.gap is not None and st.info.gap <= PROVEN for st in result.stages
+    )
     if result.status == "optimal" and not optimal:
-        why.append("status says optimal but a stage is not proven: " + ", ".join(
-            f"{st.name} {st.info.status} gap {st.info.gap}" for st in result.stages))
+        why.append(
+            "status says optimal but a stage is not proven: "
+            + ", ".join(f"{st.name} {st.info.status} gap {st.info.gap}" for st in result.stages)
+        )
     wan_stage = next((st for st in result.stages if st.name in ("wan", "weighted")), None)
     wan_gap = wan_stage.info.gap if wan_stage and wan_stage.info.gap is not None else None
     if wan_gap is None:
@@ -98,17 +102,26 @@ def row_failures(n: int, h: int, solver: str, result, seconds: float, baselines,
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="20x3,100x10,500x50,2000x200")
-    ap.add_argument("--solvers", default="highs,cbc,highs-unpooled",
-                    help="highs, cbc, and highs-unpooled (the full model, without server pooling: the baseline)")
+    ap.add_argument(
+        "--solvers",
+        default="highs,cbc,highs-unpooled",
+        help="highs, cbc, and highs-unpooled (the full model, without server pooling: the baseline)",
+    )
     ap.add_argument("--time-limit", type=float, default=60.0)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--rescale-sizes", default="100x10,500x50", help="sizes of the rescale rows ('' for none)")
-    ap.add_argument("--fleet-rows", choices=["standard", "quick", "none"], default="standard",
-                    help="the hard and random families up to 100 000 subtasks, exact and decomposed "
-                         "(benchmarks/fleet_scaling.py; minutes)")
+    ap.add_argument(
+        "--fleet-rows",
+        choices=["standard", "quick", "none"],
+        default="standard",
+        help="the hard and random families up to 100 000 subtasks, exact and decomposed "
+        "(benchmarks/fleet_scaling.py; minutes)",
+    )
     args = ap.parse_args()
-    header = (f"{'size':>9} {'solver':>14} {'subtasks':>8} {'vars':>7} {'build s':>7} {'solve s':>8} {'status':>10} "
-              f"{'gap':>8} {'ILP WAN':>9} {'greedy WAN':>10} {'all-srv WAN':>11} {'verdict':>8}")
+    header = (
+        f"{'size':>9} {'solver':>14} {'subtasks':>8} {'vars':>7} {'build s':>7} {'solve s':>8} {'status':>10} "
+        f"{'gap':>8} {'ILP WAN':>9} {'greedy WAN':>10} {'all-srv WAN':>11} {'verdict':>8}"
+    )
     print(header)
     print("-" * len(header))
     failed = False
@@ -134,9 +147,12 @@ def main() -> int:
             why = row_failures(n, h, solver, result, seconds, (g, a), optimal_wan)
             failed |= bool(why)
             reasons += [f"{size} {solver}: {w}" for w in why]
-            print(f"{size:>9} {solver:>14} {len(problem.subtasks):>8} {n_vars:>7} {build:>7.2f} {seconds:>8.2f} "
-                  f"{result.status:>10} {'-' if gap is None else f'{gap:.2%}':>8} {ilp_wan:>9} {g_wan:>10} {a_wan:>11} "
-                  f"{'FAIL' if why else 'PASS':>8}", flush=True)
+            print(
+                f"{size:>9} {solver:>14} {len(problem.subtasks):>8} {n_vars:>7} {build:>7.2f} {seconds:>8.2f} "
+                f"{result.status:>10} {'-' if gap is None else f'{gap:.2%}':>8} {ilp_wan:>9} {g_wan:>10} {a_wan:>11} "
+                f"{'FAIL' if why else 'PASS':>8}",
+                flush=True,
+            )
     print("(* = that baseline breaks a link or host capacity)")
     for line in reasons:
         print(f"  FAIL {line}")
@@ -167,9 +183,11 @@ def _wan(r) -> str:
 
 def rescale_rows(sizes: str, seed: int, time_limit: float) -> bool:
     """The rescale table; True when a joint plan is worse than a baseline of the same run (a modelling error)."""
-    header = (f"{'size':>9} {'variant':>11} {'subtasks':>12} {'free':>5} {'choices':>7} {'solve s':>8} {'cpu s':>6} "
-              f"{'status':>9} {'stages':>6} {'gap':>7} {'joint WAN':>9} {'alone s':>7} {'alone WAN':>9} {'DS2 s':>6} "
-              f"{'DS2 WAN':>8}")
+    header = (
+        f"{'size':>9} {'variant':>11} {'subtasks':>12} {'free':>5} {'choices':>7} {'solve s':>8} {'cpu s':>6} "
+        f"{'status':>9} {'stages':>6} {'gap':>7} {'joint WAN':>9} {'alone s':>7} {'alone WAN':>9} {'DS2 s':>6} "
+        f"{'DS2 WAN':>8}"
+    )
     print()
     print(header)
     print("-" * len(header))
@@ -179,8 +197,10 @@ def rescale_rows(sizes: str, seed: int, time_limit: float) -> bool:
         inv, profile = instance(n, h, seed)
         edge_inv, edge_profile = edge_rescalable(inv, profile)
         one_pi = {v.name: 2.0 * v.records_out_per_s / v.parallelism for v in edge_profile.sources()}
-        for variant, (vinv, vprof, targets) in (("server-side", (inv, profile, None)),
-                                                ("at the edge", (edge_inv, edge_profile, one_pi))):
+        for variant, (vinv, vprof, targets) in (
+            ("server-side", (inv, profile, None)),
+            ("at the edge", (edge_inv, edge_profile, one_pi)),
+        ):
             space = build_space(vinv, vprof, rate_scale=2.0, target_rates=targets)
             options = SolverOptions(time_limit=time_limit, gap=1e-4)
             joint, seconds, cpu, error = _timed(solve_rescale, space, options)
@@ -192,9 +212,12 @@ def rescale_rows(sizes: str, seed: int, time_limit: float) -> bool:
             choices = sum(len(g.choices) for g in space.rescalable)
             done = f"{sum(st.info.objective is not None for st in stages)}/4"
             status = joint.plan.status if joint else "no plan"
-            print(f"{size:>9} {variant:>11} {planned:>12} {len(space.rescalable):>5} {choices:>7} {seconds:>8.2f} "
-                  f"{cpu:>6.1f} {status:>9} {done:>6} {'-' if gap is None else f'{gap:.2%}':>7} {_wan(joint):>9} "
-                  f"{alone_s:>7.2f} {_wan(alone):>9} {ds2_s:>6.2f} {_wan(ds2):>8}", flush=True)
+            print(
+                f"{size:>9} {variant:>11} {planned:>12} {len(space.rescalable):>5} {choices:>7} {seconds:>8.2f} "
+                f"{cpu:>6.1f} {status:>9} {done:>6} {'-' if gap is None else f'{gap:.2%}':>7} {_wan(joint):>9} "
+                f"{alone_s:>7.2f} {_wan(alone):>9} {ds2_s:>6.2f} {_wan(ds2):>8}",
+                flush=True,
+            )
             if error:
                 print(f"  {error}")
             wan_gap = next((st.info.gap for st in stages if st.name == "wan"), None)
@@ -204,10 +227,12 @@ def rescale_rows(sizes: str, seed: int, time_limit: float) -> bool:
                 if r.plan.cost.wan_mbit * (1 + wan_gap) < joint.plan.cost.wan_mbit - 1e-6:
                     print(f"  ERROR: {r.strategy} has less WAN ({r.plan.cost.wan_mbit:.3f}) than the joint plan allows")
                     worse = True
-    print("(subtasks: profiled → planned; free: forward groups whose parallelism is chosen; choices: their candidate "
-          "parallelisms together; stages: of WAN, server CPU, latency, subtasks, those that found a solution in the "
-          "time limit; gap: the largest of theirs; cpu s: this process's CPU time, wall time inflates on a shared "
-          "machine)")
+    print(
+        "(subtasks: profiled → planned; free: forward groups whose parallelism is chosen; choices: their candidate "
+        "parallelisms together; stages: of WAN, server CPU, latency, subtasks, those that found a solution in the "
+        "time limit; gap: the largest of theirs; cpu s: this process's CPU time, wall time inflates on a shared "
+        "machine)"
+    )
     return worse
 
 

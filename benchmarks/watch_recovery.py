@@ -57,15 +57,47 @@ from placement.writers.planjson import load_plan
 PLACEMENT = str(Path(sys.executable).with_name("placement"))
 RATE_WINDOW_S = 10  # the sources' counters over this long (each end dated when a metric fetch landed)
 WARM_S = 60 + 30 + 20  # the placed job's warm-up (60 s meters + one window) and two steady decisions
-WATCH_ARGS = ["--interval", "10", "--window", "30", "--flush", "5", "--sample", "2", "--engine", "pandas", "--settle", "5"]
+WATCH_ARGS = [
+    "--interval",
+    "10",
+    "--window",
+    "30",
+    "--flush",
+    "5",
+    "--sample",
+    "2",
+    "--engine",
+    "pandas",
+    "--settle",
+    "5",
+]
 
 
 def start_watch(inventory: Path, work: Path, *extra: str) -> tuple[subprocess.Popen, Path]:
     log = work / "decisions.jsonl"
     log.unlink(missing_ok=True)  # the watch appends: a log from an earlier run in this work dir would count
-    proc = subprocess.Popen([PLACEMENT, "watch", "--inventory", str(inventory), "--job-name", lab.JOB_NAME,
-                             "--apply", "auto", *WATCH_ARGS, "--work-dir", str(work / "watch"), "--log", str(log),
-                             *extra], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            PLACEMENT,
+            "watch",
+            "--inventory",
+            str(inventory),
+            "--job-name",
+            lab.JOB_NAME,
+            "--apply",
+            "auto",
+            *WATCH_ARGS,
+            "--work-dir",
+            str(work / "watch"),
+            "--log",
+            str(log),
+            *extra,
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     return proc, log
 
 
@@ -90,7 +122,9 @@ def applied(log: Path) -> list[dict]:
 def source_backpressure(rest: FlinkRest) -> float:
     job = next(j.id for j in rest.running_jobs() if j.name == lab.JOB_NAME)
     vid = rest.job(job).vertex_named(lab.SOURCE).id
-    return rest.vertex_metrics(job, vid, ["backPressuredTimeMsPerSecond"], agg="max").get("backPressuredTimeMsPerSecond", 0.0)
+    return rest.vertex_metrics(job, vid, ["backPressuredTimeMsPerSecond"], agg="max").get(
+        "backPressuredTimeMsPerSecond", 0.0
+    )
 
 
 def recovery_run(i: int, state: dict, args, work: Path, profile: Path | None, console: Console) -> tuple[dict, Path]:
@@ -130,8 +164,16 @@ def recovery_run(i: int, state: dict, args, work: Path, profile: Path | None, co
         # measured against
         checked = None
         while time.time() < step_at + 480 and checked is None:
-            checked = next((r for r in decisions(log) if r["tick"] > d["tick"] and r["window"]
-                            and any("applied plan was made for" in n for n in r["notes"])), None)
+            checked = next(
+                (
+                    r
+                    for r in decisions(log)
+                    if r["tick"] > d["tick"]
+                    and r["window"]
+                    and any("applied plan was made for" in n for n in r["notes"])
+                ),
+                None,
+            )
             time.sleep(2)
         if checked is None:
             row["error"] = "no warm window of the new job within 480 s of the step"
@@ -142,8 +184,11 @@ def recovery_run(i: int, state: dict, args, work: Path, profile: Path | None, co
         predicted = {link.source: link.mbit for link in plan.links}
         first = {link.source: link.mbit for link in applied_plan.links}
         row["applied_for_rate"] = applied_plan.rate_scale * d["window"]["source_rates"][lab.SOURCE]
-        row["planned_rate"] = plan.rate_scale * (checked["window"]["source_rates"][lab.SOURCE] if row["repriced"]
-                                                 else d["window"]["source_rates"][lab.SOURCE])
+        row["planned_rate"] = plan.rate_scale * (
+            checked["window"]["source_rates"][lab.SOURCE]
+            if row["repriced"]
+            else d["window"]["source_rates"][lab.SOURCE]
+        )
         m = measure(Path(state["workdir"]), 30)
         row["links"] = {lk.host: (predicted.get(lk.host, 0.0), lk.data_mbit) for lk in m.links}
         row["vs_applied"] = {lk.host: (first.get(lk.host, 0.0), lk.data_mbit) for lk in m.links}
@@ -161,19 +206,42 @@ def recovery(state: dict, args, work: Path, console: Console) -> list[str]:
         row, profile = recovery_run(i, state, args, work, profile, console)
         rows.append(row)
     table = Table(title=f"recovery from a saturating step ({args.low} -> {args.high} readings/s per source subtask)")
-    for col in ("run", "all-on-server at high, rec/s", "decided s", "applied s", "downtime s", "restored s",
-                "rate after", "applied plan for, rec/s", "vs applied plan", "re-planned", "plan in effect for, rec/s",
-                "uplink job data vs plan in effect (Mbit/s)", "per record"):
+    for col in (
+        "run",
+        "all-on-server at high, rec/s",
+        "decided s",
+        "applied s",
+        "downtime s",
+        "restored s",
+        "rate after",
+        "applied plan for, rec/s",
+        "vs applied plan",
+        "re-planned",
+        "plan in effect for, rec/s",
+        "uplink job data vs plan in effect (Mbit/s)",
+        "per record",
+    ):
         table.add_column(col, justify="right")
     for r in rows:
-        links = ", ".join(f"{h} {got:.3f} vs {want:.3f} ({got / want - 1:+.0%})" if want else f"{h} {got:.3f}"
-                          for h, (want, got) in sorted(r.get("links", {}).items()))
-        table.add_row(str(r["run"]), f"{r.get('all_on_server_rate') or 0:,.0f}", _f(r.get("decided_s")),
-                      _f(r.get("applied_s")), _f(r.get("downtime_s")), _f(r.get("restored_s")),
-                      f"{r.get('rate', 0):,.0f}", f"{r.get('applied_for_rate') or 0:,.0f}",
-                      ", ".join(f"{got / want - 1:+.0%}" for _, (want, got) in sorted(r.get("vs_applied", {}).items())
-                                if want), "yes" if r.get("repriced") else "no", f"{r.get('planned_rate') or 0:,.0f}",
-                      links or r.get("error", ""), per_record(r))
+        links = ", ".join(
+            f"{h} {got:.3f} vs {want:.3f} ({got / want - 1:+.0%})" if want else f"{h} {got:.3f}"
+            for h, (want, got) in sorted(r.get("links", {}).items())
+        )
+        table.add_row(
+            str(r["run"]),
+            f"{r.get('all_on_server_rate') or 0:,.0f}",
+            _f(r.get("decided_s")),
+            _f(r.get("applied_s")),
+            _f(r.get("downtime_s")),
+            _f(r.get("restored_s")),
+            f"{r.get('rate', 0):,.0f}",
+            f"{r.get('applied_for_rate') or 0:,.0f}",
+            ", ".join(f"{got / want - 1:+.0%}" for _, (want, got) in sorted(r.get("vs_applied", {}).items()) if want),
+            "yes" if r.get("repriced") else "no",
+            f"{r.get('planned_rate') or 0:,.0f}",
+            links or r.get("error", ""),
+            per_record(r),
+        )
     console.print(table)
     failures = [f"run {r['run']}: {r['error']}" for r in rows if "error" in r]
     restored = [r["restored_s"] for r in rows if "restored_s" in r]
@@ -202,7 +270,9 @@ def fault(state: dict, args, work: Path, console: Console) -> list[str]:
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8k", "pl-watch-full", str(full)], check=True)
     proc, failures = None, []
     try:  # an empty probe file fits (preflight passes), a savepoint's _metadata does not
-        subprocess.run(["dd", "if=/dev/zero", f"of={full}/filler", "bs=4k", "count=4"], capture_output=True, check=False)
+        subprocess.run(
+            ["dd", "if=/dev/zero", f"of={full}/filler", "bs=4k", "count=4"], capture_output=True, check=False
+        )
         doc = yaml.safe_load(placed.inventory.read_text())
         doc["flink"]["savepoint_dir"] = f"file://{full}"
         inventory = run / "lab-inventory-full-savepoints.yaml"
@@ -215,23 +285,30 @@ def fault(state: dict, args, work: Path, console: Console) -> list[str]:
             time.sleep(2)
             if proc.poll() is not None:
                 raise SystemExit(f"watch exited: {proc.communicate()[1][-1000:]}")
-            new = [r for r in decisions(log) if r["apply"]][len(outcomes):]
+            new = [r for r in decisions(log) if r["apply"]][len(outcomes) :]
             for r in new:
                 outcomes.append(r)
                 console.print(f"fault: tick {r['tick']}: {r['apply']['status']}: {r['apply']['message'][:160]}")
                 if r["apply"]["status"] == "stop-failed":
                     still = next((j.id for j in rest.running_jobs() if j.name == lab.JOB_NAME), None)
                     same = still == job and rest.placement_counts(job) == placement
-                    console.print(f"fault: after the failed stop the job {'runs on' if same else 'DOES NOT run on'} "
-                                  "as before (same id, same placement)")
+                    console.print(
+                        f"fault: after the failed stop the job {'runs on' if same else 'DOES NOT run on'} "
+                        "as before (same id, same placement)"
+                    )
                     if not same:
                         failures.append("fault: the job did not run on where it ran after the failed stop")
                     # the fault is mended (room for a savepoint): the next relief, after the cooldown, may apply
                     subprocess.run(["mount", "-o", "remount,size=64m", str(full)], check=True)
         statuses = [r["apply"]["status"] for r in outcomes]
-        console.print(f"fault: watch-triggered applies: {statuses}; step -> applied "
-                      + (f"{outcomes[-1]['at_ms'] / 1000 + outcomes[-1]['apply']['took_s'] - step_at:.0f} s"
-                         if statuses and statuses[-1] == "applied" else "never"))
+        console.print(
+            f"fault: watch-triggered applies: {statuses}; step -> applied "
+            + (
+                f"{outcomes[-1]['at_ms'] / 1000 + outcomes[-1]['apply']['took_s'] - step_at:.0f} s"
+                if statuses and statuses[-1] == "applied"
+                else "never"
+            )
+        )
         if statuses[:1] != ["stop-failed"] or statuses[-1:] != ["applied"]:
             failures.append(f"fault: expected stop-failed and then applied, got {statuses}")
     finally:
@@ -250,8 +327,9 @@ def oscillation(state: dict, args, work: Path, console: Console) -> list[str]:
         t += args.period
     end = t + args.stabilization + args.cooldown + 120
     placed = lab.place_all_on_server(state, run, steps)
-    proc, log = start_watch(placed.inventory, run, "--cooldown", str(args.cooldown), "--stabilization",
-                            str(args.stabilization))
+    proc, log = start_watch(
+        placed.inventory, run, "--cooldown", str(args.cooldown), "--stabilization", str(args.stabilization)
+    )
     try:
         while time.time() < placed.clock_ms / 1000 + end:
             time.sleep(5)
@@ -261,8 +339,10 @@ def oscillation(state: dict, args, work: Path, console: Console) -> list[str]:
         stop_watch(proc)
     clock = placed.clock_ms / 1000
     changes = [(r["at_ms"] / 1000 - clock, r["decision"]["kind"]) for r in applied(log)]
-    table = Table(title=f"{args.oscillations} oscillations {args.low}<->{args.high}, period {args.period:g} s "
-                        f"(stabilization {args.stabilization:g} s, cooldown {args.cooldown:g} s)")
+    table = Table(
+        title=f"{args.oscillations} oscillations {args.low}<->{args.high}, period {args.period:g} s "
+        f"(stabilization {args.stabilization:g} s, cooldown {args.cooldown:g} s)"
+    )
     table.add_column("applied at s (schedule clock)", justify="right")
     table.add_column("kind")
     for at, kind in changes:
@@ -289,8 +369,10 @@ def steady(state: dict, args, work: Path, console: Console) -> list[str]:
     ds = decisions(log)
     actions = {a: sum(1 for r in ds if r["decision"]["action"] == a) for a in ("steady", "hold", "wait", "apply")}
     redeploys = sum(1 for r in ds if r["apply"])
-    console.print(f"steady {args.steady_min:g} min at {args.low}/s per source subtask: {len(ds)} decisions {actions}, "
-                  f"{redeploys} redeploys")
+    console.print(
+        f"steady {args.steady_min:g} min at {args.low}/s per source subtask: {len(ds)} decisions {actions}, "
+        f"{redeploys} redeploys"
+    )
     return [f"steady: {redeploys} redeploys"] if redeploys else []
 
 
@@ -301,8 +383,11 @@ def per_record(row: dict) -> str:
     planned, measured = row.get("planned_rate"), row.get("measured_rate")
     if not planned or not measured:
         return "—"
-    return ", ".join(f"{h} {(got / measured) / (want / planned) - 1:+.0%}"
-                     for h, (want, got) in sorted(row.get("links", {}).items()) if want)
+    return ", ".join(
+        f"{h} {(got / measured) / (want / planned) - 1:+.0%}"
+        for h, (want, got) in sorted(row.get("links", {}).items())
+        if want
+    )
 
 
 def _f(x: float | None) -> str:
@@ -336,16 +421,25 @@ def main() -> None:
     lab_dir = work / "lab"
     try:
         inventory = lab.lab_inventory(args.inventory, work / "lab.yaml", args.uplink)
-        up = subprocess.run([PLACEMENT, "lab", "up", "--inventory", str(inventory), "--workdir", str(lab_dir)],
-                            check=False, capture_output=True, text=True, cwd=ROOT, timeout=900)
+        up = subprocess.run(
+            [PLACEMENT, "lab", "up", "--inventory", str(inventory), "--workdir", str(lab_dir)],
+            check=False,
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=900,
+        )
         if up.returncode != 0:
             sys.exit(f"lab up failed: {up.stderr[-1000:]}")
         state = {**json.loads((lab_dir / "lab.json").read_text()), "workdir": str(lab_dir)}
         for phase in phases:
-            failures += {"recovery": recovery, "oscillation": oscillation, "steady": steady,
-                         "fault": fault}[phase](state, args, work, console)
+            failures += {"recovery": recovery, "oscillation": oscillation, "steady": steady, "fault": fault}[phase](
+                state, args, work, console
+            )
     finally:
-        subprocess.run([PLACEMENT, "lab", "down", "--workdir", str(lab_dir)], check=False, capture_output=True, timeout=300)
+        subprocess.run(
+            [PLACEMENT, "lab", "down", "--workdir", str(lab_dir)], check=False, capture_output=True, timeout=300
+        )
     for f in failures:
         console.print(f"[red]FAIL[/] {f}")
     if not failures:

@@ -16,8 +16,7 @@ class Clock(Protocol):
         """Seconds on a clock that never jumps (what timeouts and durations are measured on)."""
         ...
 
-    def sleep(self, seconds: float) -> None:
-        ...
+    def sleep(self, seconds: float) -> None: ...
 
 
 class SystemClock:

@@ -8,25 +8,27 @@ with why: the test fails on any other, and on an exception that no longer occurs
 
 from __future__ import annotations
 
-LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer.split()) for layer in (
-    "errors clock",  # core: the error types everything raises; the clock waits and dates are read from
-    "__init__ layers units loading signals resources netns polling",  # core: units, loading, signals, data paths,
-    # namespaces, the one poll helper
-    "flink",  # Flink facts, config, versions, homes, the REST client
-    "inventory",  # the inventory model and its what-if edits
-    "remote",  # hosts: SSH / local / dry-run execution
-    "scheduler submitter netem",  # the custom scheduler, the submitter, traffic shaping
-    "collect",  # reading a running job's metrics
-    "profile",  # pure rules from collected runs to a job profile
-    "costmodel",  # pure demand, traffic, transport, latency
-    "solver writers",  # the planners; the renderers of a plan
-    "planning",  # plan(PlanRequest) -> PlanOutcome: validation, one job = a fleet of one, contingencies, writing
-    "apply",  # observe -> plan -> run against a cluster
-    "watch",  # observe, assess, re-plan (through apply)
-    "lab",  # the lab experiments
-    "cli",  # click commands and tables
-))
+LAYERS: tuple[frozenset[str], ...] = tuple(
+    frozenset(layer.split())
+    for layer in (
+        "errors clock",  # core: the error types everything raises; the clock waits and dates are read from
+        "__init__ layers units loading signals resources netns polling",  # core: units, loading, signals, data paths,
+        # namespaces, the one poll helper
+        "flink",  # Flink facts, config, versions, homes, the REST client
+        "inventory",  # the inventory model and its what-if edits
+        "remote",  # hosts: SSH / local / dry-run execution
+        "scheduler submitter netem",  # the custom scheduler, the submitter, traffic shaping
+        "collect",  # reading a running job's metrics
+        "profile",  # pure rules from collected runs to a job profile
+        "costmodel",  # pure demand, traffic, transport, latency
+        "solver writers",  # the planners; the renderers of a plan
+        "planning",  # plan(PlanRequest) -> PlanOutcome: validation, one job = a fleet of one, contingencies, writing
+        "apply",  # observe -> plan -> run against a cluster
+        "watch",  # observe, assess, re-plan (through apply)
+        "lab",  # the lab experiments
+        "cli",  # click commands and tables
+    )
+)
 
 # (importing module, imported module): why the arrow still runs up
-EXCEPTIONS: dict[tuple[str, str], str] = {
-}
+EXCEPTIONS: dict[tuple[str, str], str] = {}

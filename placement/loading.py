@@ -55,8 +55,13 @@ _UNIT_PARSERS = {  # placement.units' parsers -> what they take (singular, plura
     "parse_size_bytes": ("a size like '4KiB'", "sizes like '4KiB'"),
     "parse_percent": ("a percentage like '0.5%'", "percentages like '0.5%'"),
 }
-_SCALARS = {"str": ("a string", "strings"), "int": ("a whole number", "whole numbers"),
-            "float": ("a number", "numbers"), "bool": ("true or false", "true or false"), "none": ("null", "nulls")}
+_SCALARS = {
+    "str": ("a string", "strings"),
+    "int": ("a whole number", "whole numbers"),
+    "float": ("a number", "numbers"),
+    "bool": ("true or false", "true or false"),
+    "none": ("null", "nulls"),
+}
 
 
 def _split_args(text: str) -> list[str]:
@@ -106,13 +111,18 @@ def _union_choice(errors: list[ErrorDetails]) -> tuple[ErrorDetails, str | None,
     if t is None:
         return first, None, 1
     prefix = loc[:t]
-    members = [e for e in errors if len(e["loc"]) > t and e["loc"][:t] == prefix and isinstance(tag := e["loc"][t], str)
-               and _TAG.match(tag)]
+    members = [
+        e
+        for e in errors
+        if len(e["loc"]) > t and e["loc"][:t] == prefix and isinstance(tag := e["loc"][t], str) and _TAG.match(tag)
+    ]
     deeper = [e for e in members if len(e["loc"]) > t + 1]
     if deeper:
         return max(deeper, key=lambda e: len(e["loc"])), None, len(members)
     tags = list(dict.fromkeys(str(e["loc"][t]) for e in members))  # str already: the members are those with a tag
-    takes = ", ".join(describe_tag(tag) for tag in tags[:-1]) + (" or " if len(tags) > 1 else "") + describe_tag(tags[-1])
+    takes = (
+        ", ".join(describe_tag(tag) for tag in tags[:-1]) + (" or " if len(tags) > 1 else "") + describe_tag(tags[-1])
+    )
     return first, f"takes {takes}, not {first.get('input')!r}", len(members)
 
 
@@ -175,8 +185,11 @@ def _load_yaml(text: str) -> Any:
         if found:
             where, first, again = found
             a, b = first.start_mark, again.start_mark
-            at = (f"line {a.line + 1}, columns {a.column + 1} and {b.column + 1}" if a.line == b.line
-                  else f"lines {a.line + 1} and {b.line + 1}")
+            at = (
+                f"line {a.line + 1}, columns {a.column + 1} and {b.column + 1}"
+                if a.line == b.line
+                else f"lines {a.line + 1} and {b.line + 1}"
+            )
             raise DuplicateKey(field_path(where), f"given twice ({at}): YAML would keep only the second")
         return loader.construct_document(node)
     finally:

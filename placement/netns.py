@@ -125,7 +125,9 @@ class Namespaces:
         ns = f"{self.prefix}-{name}"
         # interface names are limited to 15 characters
         tag = f"{self.prefix}{len(self.pairs)}"[-11:]
-        pair = VethPair(ns=ns, host_if=f"{tag}h", ns_if=f"{tag}n", host_addr=host_addr, ns_addr=ns_addr, prefix_len=prefix_len)
+        pair = VethPair(
+            ns=ns, host_if=f"{tag}h", ns_if=f"{tag}n", host_addr=host_addr, ns_addr=ns_addr, prefix_len=prefix_len
+        )
         delete_namespace(ns)  # left over from a crashed run of our own prefix
         delete_veth(pair)
         create_namespace(ns)

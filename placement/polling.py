@@ -18,9 +18,16 @@ from placement.clock import SYSTEM_CLOCK, Clock
 T = TypeVar("T")
 
 
-def poll(read: Callable[[], T], until: Callable[[T], bool], *, timeout: float, every: float,
-         clock: Clock = SYSTEM_CLOCK, give_up: Callable[[], bool] = lambda: False,
-         sleep: Callable[[float], None] | None = None) -> tuple[T, bool]:
+def poll(
+    read: Callable[[], T],
+    until: Callable[[T], bool],
+    *,
+    timeout: float,
+    every: float,
+    clock: Clock = SYSTEM_CLOCK,
+    give_up: Callable[[], bool] = lambda: False,
+    sleep: Callable[[float], None] | None = None,
+) -> tuple[T, bool]:
     """``read()`` every ``every`` seconds until ``until(reading)``, ``timeout`` seconds have passed on ``clock``, or
     ``give_up()`` (asked between readings, e.g. a stop request). Always reads at least once. Returns the last reading
     and whether it met ``until``; an exception from ``read`` (or from ``sleep``, the clock's by default: a caller's

@@ -68,8 +68,15 @@ class Executor(ABC):
 
     host: str
 
-    def run(self, argv: Sequence[str], *, check: bool = True, privileged: bool = False, mutates: bool = True,
-            timeout: float = 60.0) -> CommandResult:
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        check: bool = True,
+        privileged: bool = False,
+        mutates: bool = True,
+        timeout: float = 60.0,
+    ) -> CommandResult:
         """Run ``argv``; ``mutates=False`` marks a read-only query (a dry run may still answer it)."""
         result = self._run(list(argv), privileged=privileged, mutates=mutates, timeout=timeout)
         if check and not result.ok:
@@ -85,15 +92,21 @@ class Executor(ABC):
 
     def read_text(self, path: str, *, timeout: float = 30.0) -> str | None:
         """The file's text, or None when it does not exist. A read: a dry run may still answer it."""
-        result = self.run(["sh", "-c", 'if [ -e "$1" ]; then cat -- "$1"; else exit 3; fi', "sh", path], check=False,
-                          mutates=False, timeout=timeout)
+        result = self.run(
+            ["sh", "-c", 'if [ -e "$1" ]; then cat -- "$1"; else exit 3; fi', "sh", path],
+            check=False,
+            mutates=False,
+            timeout=timeout,
+        )
         if result.returncode == 3:
             return None
         if not result.ok:
             raise CommandFailed(result)
         return result.stdout
 
-    def upload_atomic(self, path: str, content: str | bytes, *, mode: int = 0o644, keep_previous: bool = True) -> CommandResult:
+    def upload_atomic(
+        self, path: str, content: str | bytes, *, mode: int = 0o644, keep_previous: bool = True
+    ) -> CommandResult:
         """Put ``content`` at ``path`` atomically: write ``<path>.new``, copy the old file to ``<path>.prev``, rename.
 
         Readers of ``path`` see the old or the new file, never a partial one; ``<path>.prev`` keeps the copy
@@ -126,8 +139,10 @@ def install_new_argv(path: str, *, keep_previous: bool = True) -> list[str]:
 
 def restore_previous_argv(path: str) -> list[str]:
     """The command that puts ``<path>.prev`` back (a copy renamed into place), or removes ``path`` if there is none."""
-    script = ('set -e; if [ -e "$1.prev" ]; then cp -p -- "$1.prev" "$1.rollback"; mv -f -- "$1.rollback" "$1"; '
-              'else rm -f -- "$1"; fi')
+    script = (
+        'set -e; if [ -e "$1.prev" ]; then cp -p -- "$1.prev" "$1.rollback"; mv -f -- "$1.rollback" "$1"; '
+        'else rm -f -- "$1"; fi'
+    )
     return ["sh", "-c", script, "sh", path]
 
 
@@ -194,8 +209,15 @@ class DryRunExecutor(Executor):
 class SshExecutor(Executor):
     """Runs commands over SSH with fabric, verifying the host key (see the module docstring)."""
 
-    def __init__(self, host: str, address: str, settings: SshSettings, *, accept_new_host_keys: bool = False,
-                 connect_timeout: float = 10.0):
+    def __init__(
+        self,
+        host: str,
+        address: str,
+        settings: SshSettings,
+        *,
+        accept_new_host_keys: bool = False,
+        connect_timeout: float = 10.0,
+    ):
         self.host = host
         self.address = address
         self.settings = settings
@@ -218,8 +240,13 @@ class SshExecutor(Executor):
         connect_kwargs: dict[str, object] = {"allow_agent": True, "look_for_keys": self.settings.key is None}
         if self.settings.key:
             connect_kwargs["key_filename"] = os.path.expanduser(self.settings.key)
-        conn = Connection(self.address, user=self.settings.user, port=self.settings.port,
-                          connect_timeout=int(self.connect_timeout), connect_kwargs=connect_kwargs)
+        conn = Connection(
+            self.address,
+            user=self.settings.user,
+            port=self.settings.port,
+            connect_timeout=int(self.connect_timeout),
+            connect_kwargs=connect_kwargs,
+        )
         client = conn.client
         # fabric defaults to AutoAddPolicy; replace it so an unknown host is refused unless the user opted in.
         known = self.known_hosts
@@ -228,11 +255,15 @@ class SshExecutor(Executor):
             known.touch(exist_ok=True)
         if known.is_file():
             client.load_host_keys(str(known))  # also where accepted new keys are saved
-        client.set_missing_host_key_policy(paramiko.AutoAddPolicy() if self.accept_new_host_keys else paramiko.RejectPolicy())
+        client.set_missing_host_key_policy(
+            paramiko.AutoAddPolicy() if self.accept_new_host_keys else paramiko.RejectPolicy()
+        )
         try:
             conn.open()
         except paramiko.BadHostKeyException:
-            raise HostUnreachable(f"{self.host} ({self.address}): host key CHANGED from the one in {known}; refusing to connect") from None
+            raise HostUnreachable(
+                f"{self.host} ({self.address}): host key CHANGED from the one in {known}; refusing to connect"
+            ) from None
         except paramiko.SSHException as exc:
             if "not found in known_hosts" in str(exc):
                 raise HostUnreachable(
@@ -264,7 +295,9 @@ class SshExecutor(Executor):
                 fh.write(data)
             sftp.chmod(path, mode)
         except Exception as exc:
-            raise CommandFailed(CommandResult(self.host, ("sftp-put", path), 1, stderr=f"upload to {path} failed: {exc}")) from None
+            raise CommandFailed(
+                CommandResult(self.host, ("sftp-put", path), 1, stderr=f"upload to {path} failed: {exc}")
+            ) from None
 
     def close(self) -> None:
         if self._conn is not None:
@@ -322,8 +355,9 @@ class ExecutorFactory:
         elif self.force_local or is_local_address(host.address):
             ex = LocalExecutor(host.name, sudo=self.inventory.ssh_for(host).sudo)
         else:
-            ex = SshExecutor(host.name, host.address, self.inventory.ssh_for(host),
-                             accept_new_host_keys=self.accept_new_host_keys)
+            ex = SshExecutor(
+                host.name, host.address, self.inventory.ssh_for(host), accept_new_host_keys=self.accept_new_host_keys
+            )
         self._made.append(ex)
         return ex
 

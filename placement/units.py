@@ -17,22 +17,42 @@ from pydantic import BeforeValidator
 _NUMBER = r"(?P<value>[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*"
 
 _RATE_UNITS = {  # -> Mbit/s
-    "bit": 1e-6, "kbit": 1e-3, "mbit": 1.0, "gbit": 1e3, "tbit": 1e6,
-    "bps": 8e-6, "kbps": 8e-3, "mbps": 8.0, "gbps": 8e3,  # tc: bps = bytes per second
-    "kibit": 1024 / 1e6, "mibit": 1024**2 / 1e6, "gibit": 1024**3 / 1e6,
+    "bit": 1e-6,
+    "kbit": 1e-3,
+    "mbit": 1.0,
+    "gbit": 1e3,
+    "tbit": 1e6,
+    "bps": 8e-6,
+    "kbps": 8e-3,
+    "mbps": 8.0,
+    "gbps": 8e3,  # tc: bps = bytes per second
+    "kibit": 1024 / 1e6,
+    "mibit": 1024**2 / 1e6,
+    "gibit": 1024**3 / 1e6,
 }
 _BYTES_RATE_UNITS = frozenset({"bps", "kbps", "mbps", "gbps"})
 _RATE_ALIASES = {"mbit/s": "mbit", "kbit/s": "kbit", "gbit/s": "gbit", "bit/s": "bit"}
 _TIME_UNITS = {"us": 1e-3, "usec": 1e-3, "ms": 1.0, "msec": 1.0, "s": 1000.0, "sec": 1000.0}
 _SIZE_UNITS = {  # -> MiB
-    "b": 1 / 1024**2, "k": 1 / 1024, "kb": 1e3 / 1024**2, "kib": 1 / 1024,
-    "m": 1.0, "mb": 1e6 / 1024**2, "mib": 1.0,
-    "g": 1024.0, "gb": 1e9 / 1024**2, "gib": 1024.0, "t": 1024.0**2, "tib": 1024.0**2,
+    "b": 1 / 1024**2,
+    "k": 1 / 1024,
+    "kb": 1e3 / 1024**2,
+    "kib": 1 / 1024,
+    "m": 1.0,
+    "mb": 1e6 / 1024**2,
+    "mib": 1.0,
+    "g": 1024.0,
+    "gb": 1e9 / 1024**2,
+    "gib": 1024.0,
+    "t": 1024.0**2,
+    "tib": 1024.0**2,
 }
 _SIZE_BYTES = {unit: mib * 1024**2 for unit, mib in _SIZE_UNITS.items()}
 
 
-def _parse(text: object, units: dict[str, float], what: str, example: str, aliases: dict[str, str] | None = None) -> float:
+def _parse(
+    text: object, units: dict[str, float], what: str, example: str, aliases: dict[str, str] | None = None
+) -> float:
     if isinstance(text, bool):
         raise ValueError(f"{text!r} is not a {what} like {example!r}")
     if isinstance(text, (int, float)):
@@ -52,9 +72,23 @@ def _parse(text: object, units: dict[str, float], what: str, example: str, alias
 
 
 # Flink's duration spelling in its configuration: a number and an optional unit; a bare number is milliseconds
-_FLINK_DURATION_MS = {"": 1.0, "ms": 1.0, "milli": 1.0, "millis": 1.0, "millisecond": 1.0, "milliseconds": 1.0,
-                      "s": 1000.0, "sec": 1000.0, "secs": 1000.0, "second": 1000.0, "seconds": 1000.0,
-                      "min": 60_000.0, "m": 60_000.0, "minute": 60_000.0, "minutes": 60_000.0}
+_FLINK_DURATION_MS = {
+    "": 1.0,
+    "ms": 1.0,
+    "milli": 1.0,
+    "millis": 1.0,
+    "millisecond": 1.0,
+    "milliseconds": 1.0,
+    "s": 1000.0,
+    "sec": 1000.0,
+    "secs": 1000.0,
+    "second": 1000.0,
+    "seconds": 1000.0,
+    "min": 60_000.0,
+    "m": 60_000.0,
+    "minute": 60_000.0,
+    "minutes": 60_000.0,
+}
 
 
 def flink_duration_ms(text: object) -> float | None:
@@ -84,8 +118,10 @@ def is_bytes_rate(text: object) -> TypeGuard[str]:
 
 def bytes_rate_note(where: str, text: str) -> str:
     """The warning for a rate in tc's bytes-per-second units (:func:`is_bytes_rate`), ``where`` naming it."""
-    return (f"{where}: {text!r} is in tc's bytes per second ({parse_rate_mbit(text):g} Mbit/s); "
-            f"write '{text.lower().replace('bps', 'bit')}' for megabits")
+    return (
+        f"{where}: {text!r} is in tc's bytes per second ({parse_rate_mbit(text):g} Mbit/s); "
+        f"write '{text.lower().replace('bps', 'bit')}' for megabits"
+    )
 
 
 def parse_time_ms(text: object) -> float:
@@ -132,7 +168,9 @@ def format_time(ms: float) -> str:
     return f"{us // 1000}ms" if us % 1000 == 0 else f"{us}us"
 
 
-MAX_LINK_MBIT = 1e7  # 10 Tbit/s: beyond any network link; past it a figure is a typo ('1e30gbit'), and it overflows the solvers
+MAX_LINK_MBIT = (
+    1e7  # 10 Tbit/s: beyond any network link; past it a figure is a typo ('1e30gbit'), and it overflows the solvers
+)
 
 
 def parse_positive_rate_mbit(text: object) -> float:

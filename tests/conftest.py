@@ -50,22 +50,33 @@ def flink_support():
 # its own. The lab group is the longest (~20 min): it is collected, and so handed out, first.
 LAB_MODULES = {"tests/watch/test_watch_lab.py", "tests/apply/test_apply_rescale_lab.py"}
 # tests/lab modules that start Flink clusters of their own but touch none of the lab's names: anywhere
-NOT_THE_LAB = {"tests/lab/test_lab_cluster.py", "tests/lab/test_lab_vanilla_placement.py",
-               "tests/lab/test_lab_jobs_build.py", "tests/lab/test_lab_netns_taskmanager.py"}
+NOT_THE_LAB = {
+    "tests/lab/test_lab_cluster.py",
+    "tests/lab/test_lab_vanilla_placement.py",
+    "tests/lab/test_lab_jobs_build.py",
+    "tests/lab/test_lab_netns_taskmanager.py",
+}
 # modules on one custom-mode lab (support/lab.py: shared_custom_lab), in this order: next to each other, the lab
 # starts once for them; the custom end-to-end module restarts it in vanilla mode at its end, so it comes last
 SHARED_CUSTOM_LAB = ("tests/apply/test_apply_rescale_lab.py", "tests/lab/test_lab_custom_end_to_end.py")
-GROUP_BY_DIRECTORY = {"lab": "lab", "netem": "netns-10.201", "infra": "netns-10.201", "apply": "netns-10.204",
-                      "ansible": "netns-10.202"}
+GROUP_BY_DIRECTORY = {
+    "lab": "lab",
+    "netem": "netns-10.201",
+    "infra": "netns-10.201",
+    "apply": "netns-10.204",
+    "ansible": "netns-10.202",
+}
 # modules whose module-scoped fixture is expensive per parameter (a javac build or a cluster per Flink line): split over
 # both workers, each worker would build or start it again
 # -- likewise a module whose tests share one cluster of its own (and the job on it): the placed cluster's (~15 s to
 # start with its job; handed out in the run's tail, both workers started one), the Prometheus module's (~2 min: a
 # 100 s collection)
-ONE_WORKER_MODULES = {"tests/scheduler/test_flink_lines_build.py": "flink-lines-build",
-                      "tests/scheduler/test_flink_lines_cluster.py": "flink-lines-cluster",
-                      "tests/scheduler/test_placed_cluster.py": "placed-cluster",
-                      "tests/collect/test_prometheus.py": "prometheus"}
+ONE_WORKER_MODULES = {
+    "tests/scheduler/test_flink_lines_build.py": "flink-lines-build",
+    "tests/scheduler/test_flink_lines_cluster.py": "flink-lines-cluster",
+    "tests/scheduler/test_placed_cluster.py": "placed-cluster",
+    "tests/collect/test_prometheus.py": "prometheus",
+}
 
 
 def xdist_group(nodeid: str) -> str | None:
@@ -106,6 +117,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 
     config.option.loadscopereorder = False  # keep the collection order: the lab group first
     return GroupScheduling(config, log)
+
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
     real_parts_summary(terminalreporter, exitstatus, config)

@@ -62,7 +62,9 @@ class Prepared:
         self.factory.close()
 
 
-def connect(req: ApplyRequest, *, dry_run: bool, accept_new_host_keys: bool) -> tuple[dict[str, Executor], ExecutorFactory]:
+def connect(
+    req: ApplyRequest, *, dry_run: bool, accept_new_host_keys: bool
+) -> tuple[dict[str, Executor], ExecutorFactory]:
     """One executor per inventory host; a dry run wraps each so that reads happen and writes are only recorded."""
     factory = ExecutorFactory(req.inventory, accept_new_host_keys=accept_new_host_keys, echo=None)
     executors: dict[str, Executor] = {}
@@ -72,8 +74,9 @@ def connect(req: ApplyRequest, *, dry_run: bool, accept_new_host_keys: bool) -> 
     return executors, factory
 
 
-def prepare(req: ApplyRequest, *, dry_run: bool = False, accept_new_host_keys: bool = False,
-            rest: FlinkPort | None = None) -> Prepared:
+def prepare(
+    req: ApplyRequest, *, dry_run: bool = False, accept_new_host_keys: bool = False, rest: FlinkPort | None = None
+) -> Prepared:
     """Preflight and plan; raises :class:`PreflightFailed` (nothing changed) when the plan cannot be applied."""
     rest = rest or FlinkRest(req.inventory.flink.rest_url)
     executors, factory = connect(req, dry_run=dry_run, accept_new_host_keys=accept_new_host_keys)
@@ -101,8 +104,9 @@ def prepare(req: ApplyRequest, *, dry_run: bool = False, accept_new_host_keys: b
     return Prepared(req, view, plan, rest, executors, factory)
 
 
-def read_jars(req: ApplyRequest, view: ClusterView, extension: ExtensionJar | None = None,
-              submitter: SubmitterJar | None = None) -> JarContents:
+def read_jars(
+    req: ApplyRequest, view: ClusterView, extension: ExtensionJar | None = None, submitter: SubmitterJar | None = None
+) -> JarContents:
     """The bytes of the jars the plan uploads, read here so that :func:`plan_apply` does no I/O: the extension and
     the submitter built for a JobManager host that lacks them, and the job's jar when the submitter needs a copy."""
     job = req.jar_path.read_bytes() if req.jar_path is not None and uploads_job_jar(req, view) else None
@@ -120,10 +124,19 @@ def presumed_view(req: ApplyRequest) -> ClusterView:
     vertices: dict[str, int] = {}
     for a in req.plan.assignment:
         vertices[a.vertex] = vertices.get(a.vertex, 0) + 1
-    return ClusterView(job_id=req.selector.job_id or "<job id>",
-                       job_name=req.selector.job_name or req.inventory.job.name or "<job name>", job_state="RUNNING",
-                       vertices=vertices, actual={}, taskmanagers={}, other_jobs=(), jar_ids=(), state_record=None,
-                       schedulercfg=None, jobmanager_config=None)
+    return ClusterView(
+        job_id=req.selector.job_id or "<job id>",
+        job_name=req.selector.job_name or req.inventory.job.name or "<job name>",
+        job_state="RUNNING",
+        vertices=vertices,
+        actual={},
+        taskmanagers={},
+        other_jobs=(),
+        jar_ids=(),
+        state_record=None,
+        schedulercfg=None,
+        jobmanager_config=None,
+    )
 
 
 def extension_to_install(req: ApplyRequest, view: ClusterView) -> tuple[ExtensionJar | None, Problem | None]:
@@ -147,13 +160,17 @@ def submitter_to_install(view: ClusterView) -> tuple[SubmitterJar | None, Proble
     cluster = view.scheduler.flink_version if view.scheduler else None
     where = view.submitter.submitter_path
     if not cluster:
-        return None, Problem(f"the JobManager host has no JobGraph submitter ({where}) and the cluster's Flink version "
-                             "is unknown: build it where the cluster's Flink is "
-                             "(python -m placement.submitter --flink-version <its release>) and copy it to that path")
+        return None, Problem(
+            f"the JobManager host has no JobGraph submitter ({where}) and the cluster's Flink version "
+            "is unknown: build it where the cluster's Flink is "
+            "(python -m placement.submitter --flink-version <its release>) and copy it to that path"
+        )
     try:
         return build_submitter(_home_of(cluster)), None
     except PlacementError as exc:
-        return None, Problem(f"the JobManager host has no JobGraph submitter ({where}) and it cannot be built here: {exc}")
+        return None, Problem(
+            f"the JobManager host has no JobGraph submitter ({where}) and it cannot be built here: {exc}"
+        )
 
 
 def _home_of(cluster: str | None) -> FlinkHome:

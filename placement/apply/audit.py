@@ -20,7 +20,12 @@ class AuditLog:
         self.records: list[dict] = []
 
     def write(self, event: str, **fields: object) -> None:
-        record = {"ts": datetime.now(timezone.utc).isoformat(timespec="milliseconds"), "apply": self.apply_id, "event": event, **fields}
+        record = {
+            "ts": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
+            "apply": self.apply_id,
+            "event": event,
+            **fields,
+        }
         self.records.append(record)
         if self.path is None:
             return

@@ -52,6 +52,7 @@ from placement.writers.fleetjson import FLEET_FILE, FleetDocument
 if TYPE_CHECKING:
     from placement.costmodel.evaluate import PlanCost
 
+
 @dataclass(frozen=True)
 class FleetRequest:
     fleet_dir: Path
@@ -96,8 +97,9 @@ def load_fleet(fleet_dir: Path, inventory_path: Path, *, consent: bool = False, 
             raise BadInput(f"job {job.job!r} is listed twice", source=str(fleet_file), field=f"jobs[{i}].job")
         req = load_request(job_dir, inventory_path, consent=consent, settle_s=settle_s)
         if req.plan.job != job.job:
-            raise BadInput(f"is job {req.plan.job!r}, fleet.json says {job.job!r}", source=str(job_dir / "plan.json"),
-                           field="job")
+            raise BadInput(
+                f"is job {req.plan.job!r}, fleet.json says {job.job!r}", source=str(job_dir / "plan.json"), field="job"
+            )
         requests.append(for_job(req, inventory_path))
     return FleetRequest(fleet_dir, fleet, tuple(requests))
 
@@ -106,10 +108,15 @@ def for_job(req: ApplyRequest, inventory_path: Path) -> ApplyRequest:
     """The request as the one-job apply of this job would be: the running job of the plan's name, resubmitted with
     the inventory's settings for that name (:func:`load_request` put its ``jobs:`` entry in ``job:``'s place)."""
     if req.inventory.job_named(req.plan.job) is None:
-        raise BadInput(f"no entry named {req.plan.job!r} (what apply resubmits for that job: name, program_args, and "
-                       "jar/entry_class where they differ from job:'s)", source=str(inventory_path), field="jobs")
-    return dataclasses.replace(req, selector=JobSelector(job_name=req.plan.job),
-                               state_file=req.paths.state_for(req.plan.job))
+        raise BadInput(
+            f"no entry named {req.plan.job!r} (what apply resubmits for that job: name, program_args, and "
+            "jar/entry_class where they differ from job:'s)",
+            source=str(inventory_path),
+            field="jobs",
+        )
+    return dataclasses.replace(
+        req, selector=JobSelector(job_name=req.plan.job), state_file=req.paths.state_for(req.plan.job)
+    )
 
 
 # ---- preflight of every job, and the order ---------------------------------------------------------------------
@@ -136,8 +143,13 @@ class FleetPrepared:
             p.close()
 
 
-def prepare_fleet(freq: FleetRequest, *, dry_run: bool = False, accept_new_host_keys: bool = False,
-                  fleet_order: Literal["auto", "stop-all"] = "auto") -> FleetPrepared:
+def prepare_fleet(
+    freq: FleetRequest,
+    *,
+    dry_run: bool = False,
+    accept_new_host_keys: bool = False,
+    fleet_order: Literal["auto", "stop-all"] = "auto",
+) -> FleetPrepared:
     """Every job's preflight; raises :class:`PreflightFailed` naming each job and check that failed (nothing changed).
     ``fleet_order``: "auto" moves one job at a time where an order is safe, else stops all; "stop-all" always stops
     all first."""
@@ -166,8 +178,9 @@ def prepare_fleet(freq: FleetRequest, *, dry_run: bool = False, accept_new_host_
                 notes[name] = why
             loads.append(JobLoads(name, old, freq.new_loads(name)))
         # a job whose plan is in effect is not moved, but it runs through every mixed state on what it uses now
-        steady = state_load([JobLoads(n, None, freq.new_loads(n)) for n in prepared if prepared[n].plan.noop],
-                            frozenset(prepared))
+        steady = state_load(
+            [JobLoads(n, None, freq.new_loads(n)) for n in prepared if prepared[n].plan.noop], frozenset(prepared)
+        )
         order = stop_all_asked(loads) if fleet_order == "stop-all" else choose_order(loads, freq.limits, steady)
         order = dataclasses.replace(order, jobs=order.jobs + tuple(n for n in prepared if prepared[n].plan.noop))
     except BaseException:
@@ -187,8 +200,10 @@ def fleet_problems(prepared: dict[str, Prepared]) -> list[str]:
         if other != name:
             problems.append(f"job {name}: it and job {other} are the same running job {p.view.job_id}")
         if p.plan.restarts:
-            problems.append(f"job {name}: its apply restarts the {', '.join(p.plan.restarts)}, which stops the fleet's "
-                            "other jobs too: apply that job alone first, then the fleet")
+            problems.append(
+                f"job {name}: its apply restarts the {', '.join(p.plan.restarts)}, which stops the fleet's "
+                "other jobs too: apply that job alone first, then the fleet"
+            )
     return problems
 
 
@@ -207,8 +222,9 @@ def load_profiles(freq: FleetRequest) -> tuple[dict[str, JobProfile] | None, str
     return profiles, None
 
 
-def running_loads(req: ApplyRequest, view: ClusterView,
-                  profiles: dict[str, JobProfile]) -> tuple[dict[Resource, float] | None, str | None]:
+def running_loads(
+    req: ApplyRequest, view: ClusterView, profiles: dict[str, JobProfile]
+) -> tuple[dict[Resource, float] | None, str | None]:
     """What the job puts on each link and host where it runs now (pure): its running placement, subtask by subtask,
     under the cost model of its profile — Mbit/s per uplink, its subtasks' cores, the slots it fills and its subtasks'
     memory per host (the TaskManager's baseline is not the job's: the limits take it off once). None, with the
@@ -225,8 +241,13 @@ def running_loads(req: ApplyRequest, view: ClusterView,
 
     options = PlanOptions(rate_scale=req.plan.rate_scale, placement_mode=req.mode)
     try:
-        problem = build_problem(req.inventory, profiles[req.plan.job], options,
-                                inventory_source=str(req.inventory_path), other_jobs=fleet_vertex_keys(profiles.values()))
+        problem = build_problem(
+            req.inventory,
+            profiles[req.plan.job],
+            options,
+            inventory_source=str(req.inventory_path),
+            other_jobs=fleet_vertex_keys(profiles.values()),
+        )
         cost = evaluate(problem, assignment)
     except (PlacementError, ValueError, KeyError) as exc:  # e.g. a TaskManager that is no inventory host
         return None, f"its running placement cannot be evaluated: {str(exc).splitlines()[0]}"
@@ -325,8 +346,11 @@ def deduplicate_uploads(plans: dict[str, ApplyPlan], order: Sequence[str]) -> di
                     continue
                 seen.add(key)
             steps.append(s)
-        rollback = tuple(s for s in plan.rollback
-                         if not (isinstance(s.action, RestoreFile) and (s.action.host, s.action.path) in dropped))
+        rollback = tuple(
+            s
+            for s in plan.rollback
+            if not (isinstance(s.action, RestoreFile) and (s.action.host, s.action.path) in dropped)
+        )
         out[name] = dataclasses.replace(plan, steps=tuple(steps), rollback=rollback) if dropped else plan
     return out
 
@@ -339,8 +363,10 @@ def describe_fleet(order: FleetOrder, plans: dict[str, ApplyPlan], load_notes: d
     for n, fs in enumerate(fleet_sequence(order, plans), 1):
         lines.append(f"  {n:2d}. {fs.job} [{fs.step.phase}] {fs.step.describe()}")
     changing = [j for j in order.jobs if j in plans and not plans[j].noop]
-    lines.append("on a failure of any job after a stop: every job stopped so far is rolled back from its own savepoint, "
-                 "the last changed first (a job stopped but not yet redeployed only resubmits):")
+    lines.append(
+        "on a failure of any job after a stop: every job stopped so far is rolled back from its own savepoint, "
+        "the last changed first (a job stopped but not yet redeployed only resubmits):"
+    )
     for job in reversed(changing):
         for i, step in enumerate(plans[job].rollback, 1):
             lines.append(f"  {job} r{i}. [{step.phase}] {step.describe()}")
@@ -372,13 +398,21 @@ def execute_fleet(fp: FleetPrepared, *, audit_path: Path | None, echo: Callable[
     changing = fp.changing
     plans = fp.plans()
     sequence = fleet_sequence(order, plans)
-    audit.write("fleet", jobs=list(fp.jobs), strategy=order.strategy, order=list(order.jobs), reason=order.reason,
-                sequence=[f"{fs.job} [{fs.step.phase}] {fs.step.describe()}" for fs in sequence])
+    audit.write(
+        "fleet",
+        jobs=list(fp.jobs),
+        strategy=order.strategy,
+        order=list(order.jobs),
+        reason=order.reason,
+        sequence=[f"{fs.job} [{fs.step.phase}] {fs.step.describe()}" for fs in sequence],
+    )
     if not changing:
         audit.write("done", status="noop")
         return FleetOutcome("noop", "every job's plan is already in effect; nothing to do", {})
-    runners = {j: Runner(plans[j], fp.jobs[j].rest, fp.jobs[j].executors, audit, echo, jar_id=fp.jobs[j].request.jar_id)
-               for j in changing}
+    runners = {
+        j: Runner(plans[j], fp.jobs[j].rest, fp.jobs[j].executors, audit, echo, jar_id=fp.jobs[j].request.jar_id)
+        for j in changing
+    }
     t0 = time.monotonic()
     failed: FleetOutcome | None = None
     try:
@@ -397,12 +431,18 @@ def execute_fleet(fp: FleetPrepared, *, audit_path: Path | None, echo: Callable[
         raise FleetFailed(failed)
     seconds = time.monotonic() - t0
     audit.write("done", status="applied", jobs={j: o.job_id for j, o in outcomes.items()}, seconds=round(seconds, 3))
-    return FleetOutcome("applied", f"applied: {len(outcomes)} job(s) run every subtask on its planned TaskManager "
-                        f"({order.strategy}, {seconds:.1f} s)", outcomes, seconds)
+    return FleetOutcome(
+        "applied",
+        f"applied: {len(outcomes)} job(s) run every subtask on its planned TaskManager "
+        f"({order.strategy}, {seconds:.1f} s)",
+        outcomes,
+        seconds,
+    )
 
 
-def _fail(job: str, failure: ApplyOutcome, runners: dict[str, Runner], audit: AuditLog,
-          echo: Callable[[str], None], t0: float) -> FleetOutcome:
+def _fail(
+    job: str, failure: ApplyOutcome, runners: dict[str, Runner], audit: AuditLog, echo: Callable[[str], None], t0: float
+) -> FleetOutcome:
     """``job`` failed (its own runner handled it: rolled back, or never stopped): every other job that was stopped
     goes back to where it ran, from its own savepoint, the last changed first (a job stopped but not yet installed
     only resubmits: its runner restores only the files it replaced)."""
@@ -419,8 +459,9 @@ def _fail(job: str, failure: ApplyOutcome, runners: dict[str, Runner], audit: Au
     seconds = time.monotonic() - t0
     if failed_back:
         status = "rollback-failed"
-        message = (f"apply of the fleet failed ({reason}); ROLL BACK FAILED for {', '.join(failed_back)}: "
-                   + " | ".join(f"{n}: {outcomes[n].message}" for n in failed_back))
+        message = f"apply of the fleet failed ({reason}); ROLL BACK FAILED for {', '.join(failed_back)}: " + " | ".join(
+            f"{n}: {outcomes[n].message}" for n in failed_back
+        )
     elif len(outcomes) == 1 and failure.status in ("failed-before-stop", "stop-failed"):
         status = "failed-before-stop"
         message = f"apply of the fleet failed ({reason}); no other job had been stopped"

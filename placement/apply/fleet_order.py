@@ -184,21 +184,36 @@ def choose_order(jobs: Sequence[JobLoads], limits: Mapping[Resource, float], ste
         return FleetOrder("sequential", names, "one job: nothing runs beside it in a mixed state")
     unknown = [j.job for j in jobs if j.old is None]
     if unknown:
-        return FleetOrder("stop-all", names, f"the running placement's load of {', '.join(unknown)} is unknown, so no "
-                          "mixed state can be checked: every job is stopped first, then all are started")
+        return FleetOrder(
+            "stop-all",
+            names,
+            f"the running placement's load of {', '.join(unknown)} is unknown, so no "
+            "mixed state can be checked: every job is stopped first, then all are started",
+        )
     order = _safe_sequence(jobs, limits, steady)
     if order is not None:
         peak = _peak(jobs, order, steady)
-        return FleetOrder("sequential", order, "moving one job at a time in this order never puts more on a link or "
-                          f"host than the plans allow{_tightest(peak, limits)}; each job is down only for its own "
-                          "redeploy")
-    return FleetOrder("stop-all", names, "every order of moving one job at a time overloads a link or host in a mixed "
-                      f"state{_overload_example(jobs, limits, steady)}: every job is stopped first, then all are "
-                      "started")
+        return FleetOrder(
+            "sequential",
+            order,
+            "moving one job at a time in this order never puts more on a link or "
+            f"host than the plans allow{_tightest(peak, limits)}; each job is down only for its own "
+            "redeploy",
+        )
+    return FleetOrder(
+        "stop-all",
+        names,
+        "every order of moving one job at a time overloads a link or host in a mixed "
+        f"state{_overload_example(jobs, limits, steady)}: every job is stopped first, then all are "
+        "started",
+    )
 
 
 def stop_all_asked(jobs: Sequence[JobLoads]) -> FleetOrder:
     """Stop all, start all because the user asked for it (``apply --fleet-order stop-all``): no mixed state ever
     runs, so there is nothing to check; each job is down from the first stop to its own restart."""
-    return FleetOrder("stop-all", tuple(j.job for j in jobs), "asked for (--fleet-order stop-all): every job is stopped "
-                      "first, then all are started")
+    return FleetOrder(
+        "stop-all",
+        tuple(j.job for j in jobs),
+        "asked for (--fleet-order stop-all): every job is stopped first, then all are started",
+    )

@@ -66,7 +66,9 @@ class ClusterView:
     jobmanager_config: HostConfigView | None  # custom mode
     taskmanager_configs: dict[str, HostConfigView] = field(default_factory=dict)  # vanilla mode, hosts needing a look
     running_vertices: tuple[VertexInfo, ...] = ()  # the job's vertices as REST lists them
-    subtask_hosts: dict[str, tuple[str, ...]] = field(default_factory=dict)  # running vertex id -> TM of subtask 0, 1, ...
+    subtask_hosts: dict[str, tuple[str, ...]] = field(
+        default_factory=dict
+    )  # running vertex id -> TM of subtask 0, 1, ...
     taskmanager_infos: tuple[TaskManagerInfo, ...] = ()  # GET /taskmanagers as read (for taskmanagers.cfg)
     scheduler: SchedulerView | None = None  # custom mode: the extension on the JobManager
     max_parallelism: dict[str, int] = field(default_factory=dict)  # running vertex id -> maxParallelism (REST)
@@ -129,7 +131,9 @@ class UploadFile:
         return len(self.content.encode() if isinstance(self.content, str) else self.content)
 
     def describe(self) -> str:
-        return f"ssh {self.host}: sftp put {self.size} bytes -> {self.path}.new; {shlex.join(install_new_argv(self.path))}"
+        return (
+            f"ssh {self.host}: sftp put {self.size} bytes -> {self.path}.new; {shlex.join(install_new_argv(self.path))}"
+        )
 
 
 @dataclass(frozen=True)
@@ -152,8 +156,10 @@ class AcquireLock:
     kind: Literal["lock"] = "lock"
 
     def describe(self) -> str:
-        return (f"ssh {self.host}: sh -c 'set -C; cat > {self.path}'  (holder {self.holder}; a lock older than "
-                f"{self.stale_after_s:.0f}s or whose holder process is gone is broken)")
+        return (
+            f"ssh {self.host}: sh -c 'set -C; cat > {self.path}'  (holder {self.holder}; a lock older than "
+            f"{self.stale_after_s:.0f}s or whose holder process is gone is broken)"
+        )
 
 
 @dataclass(frozen=True)
@@ -184,8 +190,10 @@ class StopWithSavepoint:
 
     def describe(self) -> str:
         body = json.dumps({"targetDirectory": self.target_directory, "drain": False})
-        return (f"REST POST /jobs/{self.job_id}/stop {body}; poll GET /jobs/{self.job_id}/savepoints/<trigger> "
-                f"until COMPLETED -> <savepoint>")
+        return (
+            f"REST POST /jobs/{self.job_id}/stop {body}; poll GET /jobs/{self.job_id}/savepoints/<trigger> "
+            f"until COMPLETED -> <savepoint>"
+        )
 
 
 @dataclass(frozen=True)
@@ -198,8 +206,12 @@ class SubmitJob:
     kind: Literal["submit"] = "submit"
 
     def body(self, savepoint: str = "<savepoint>") -> dict:
-        return run_request_body(entry_class=self.entry_class, program_args=self.program_args, savepoint_path=savepoint,
-                                allow_non_restored_state=self.allow_non_restored_state)
+        return run_request_body(
+            entry_class=self.entry_class,
+            program_args=self.program_args,
+            savepoint_path=savepoint,
+            allow_non_restored_state=self.allow_non_restored_state,
+        )
 
     def describe(self) -> str:
         return f"REST POST /jars/{self.jar_id or '<jar>'}/run {json.dumps(self.body())} -> <new job>"
@@ -250,8 +262,10 @@ class CheckExtension:
     kind: Literal["check-extension"] = "check-extension"
 
     def describe(self) -> str:
-        return (f"REST GET /jobmanager/environment (the extension's jar before flink-dist) and /jobmanager/config "
-                f"(placement.scheduler.dir == {self.scheduler_dir})")
+        return (
+            f"REST GET /jobmanager/environment (the extension's jar before flink-dist) and /jobmanager/config "
+            f"(placement.scheduler.dir == {self.scheduler_dir})"
+        )
 
 
 @dataclass(frozen=True)
@@ -273,7 +287,11 @@ class VerifyPlacement:
     kind: Literal["verify"] = "verify"
 
     def describe(self) -> str:
-        what = "subtask i of each vertex (found by id) on its planned TaskManager" if self.subtasks else "taskmanager-id == planned host"
+        what = (
+            "subtask i of each vertex (found by id) on its planned TaskManager"
+            if self.subtasks
+            else "taskmanager-id == planned host"
+        )
         return f"REST GET /jobs/<new job> and /jobs/<new job>/vertices/<id> for each vertex: {what}"
 
 
@@ -297,12 +315,29 @@ class RecordState:
     kind: Literal["record"] = "record"
 
     def describe(self) -> str:
-        return (f"ssh {self.host}: sftp put the applied state (plan, mapping, <new job>, <savepoint>) -> {self.path} "
-                "(atomic)")
+        return (
+            f"ssh {self.host}: sftp put the applied state (plan, mapping, <new job>, <savepoint>) -> {self.path} "
+            "(atomic)"
+        )
 
 
-Action = (SshCommand | UploadFile | RestoreFile | AcquireLock | ReleaseLock | UploadJar | StopWithSavepoint | SubmitJob
-          | SubmitJobGraph | WaitRunning | WaitTaskManagers | CheckExtension | VerifyPlacement | WatchStable | RecordState)
+Action = (
+    SshCommand
+    | UploadFile
+    | RestoreFile
+    | AcquireLock
+    | ReleaseLock
+    | UploadJar
+    | StopWithSavepoint
+    | SubmitJob
+    | SubmitJobGraph
+    | WaitRunning
+    | WaitTaskManagers
+    | CheckExtension
+    | VerifyPlacement
+    | WatchStable
+    | RecordState
+)
 
 
 @dataclass(frozen=True)

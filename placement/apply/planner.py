@@ -89,14 +89,17 @@ def previous_program_args(req: ApplyRequest, view: ClusterView) -> tuple[list[st
         return [str(a) for a in record["program_args"]], None
     return list(req.inventory.job.program_args), (
         f"no apply record for job {view.job_id}: a roll back resubmits it with the inventory's job.program_args "
-        f"{json.dumps(list(req.inventory.job.program_args))}")
+        f"{json.dumps(list(req.inventory.job.program_args))}"
+    )
 
 
 def planned_subtasks(req: ApplyRequest) -> tuple[PlannedSubtask, ...]:
     """Every subtask of the plan with its host, in the plan's vertex order then index order."""
     order = {v: i for i, v in enumerate(dict.fromkeys(a.vertex_id for a in req.plan.assignment))}
-    return tuple(PlannedSubtask(a.vertex_id, a.vertex, a.subtask, a.parallelism, a.host)
-                 for a in sorted(req.plan.assignment, key=lambda a: (order[a.vertex_id], a.subtask)))
+    return tuple(
+        PlannedSubtask(a.vertex_id, a.vertex, a.subtask, a.parallelism, a.host)
+        for a in sorted(req.plan.assignment, key=lambda a: (order[a.vertex_id], a.subtask))
+    )
 
 
 def placement_matches(req: ApplyRequest, view: ClusterView) -> bool:
@@ -104,7 +107,9 @@ def placement_matches(req: ApplyRequest, view: ClusterView) -> bool:
     if req.mode != "custom":
         return view.actual == planned_counts(req)
     match = match_vertices(planned_vertices(req.plan.assignment), view.running_vertices)
-    return not match.missing and running_subtask_hosts(match, view.subtask_hosts) == planned_subtask_hosts(req.plan.assignment)
+    return not match.missing and running_subtask_hosts(match, view.subtask_hosts) == planned_subtask_hosts(
+        req.plan.assignment
+    )
 
 
 def in_effect(req: ApplyRequest, view: ClusterView) -> tuple[bool, str]:
@@ -113,15 +118,20 @@ def in_effect(req: ApplyRequest, view: ClusterView) -> tuple[bool, str]:
         return False, "the running placement differs from the plan"
     record = view.state_record or {}
     if record.get("job_id") != view.job_id or record.get("plan") != req.plan_fingerprint:
-        return False, ("the placement matches, but this job was not started by `placement apply` with this plan "
-                       "(redeploying pins it)")
+        return False, (
+            "the placement matches, but this job was not started by `placement apply` with this plan "
+            "(redeploying pins it)"
+        )
     if record.get("program_args") != new_program_args(req):
         return False, "the job runs with other program arguments than this plan needs"
     if req.mode == "custom" and view.schedulercfg != req.schedulercfg:
         return False, "the job's schedulercfg on the JobManager host differs from the plan's"
     if req.mode == "custom" and scheduler_fix(req, view).needed:
         return False, "the scheduler extension is not in effect on the JobManager"
-    return True, f"plan already in effect: job {view.job_id} runs every subtask on its planned TaskManager; nothing to do"
+    return (
+        True,
+        f"plan already in effect: job {view.job_id} runs every subtask on its planned TaskManager; nothing to do",
+    )
 
 
 def _resource_names(value: object) -> list[str]:
@@ -184,8 +194,10 @@ def plan_apply(req: ApplyRequest, view: ClusterView, *, holder: str, jars: JarCo
 
     allow_nrs = req.mode == "vanilla"  # lane copies of a split chain get new uids when the mapping changes
     if allow_nrs:
-        notes.append("vanilla mode resubmits with allowNonRestoredState: a source chain split into other lanes gets new "
-                     "operator uids (its split state restarts); keyed state after the first all-to-all edge is restored")
+        notes.append(
+            "vanilla mode resubmits with allowNonRestoredState: a source chain split into other lanes gets new "
+            "operator uids (its split state restarts); keyed state after the first all-to-all edge is restored"
+        )
     jar_id = None if jar_reuploaded else req.jar_id
     args = new_program_args(req)
     overrides = rescale.new_overrides(req, view) if graph is not None else {}
@@ -195,22 +207,33 @@ def plan_apply(req: ApplyRequest, view: ClusterView, *, holder: str, jars: JarCo
     steps += finish_steps(req, state_record(req, view, args, overrides, prev_args))
     if unknown:
         notes.append(unknown)
-    rollback = rollback_steps(req, view, graph, install, jar_id, prev_args, allow_nrs=allow_nrs,
-                              args_unknown=unknown is not None)
-    return ApplyPlan(job_id=view.job_id, mode=req.mode, steps=tuple(steps), rollback=tuple(rollback), notes=tuple(notes),
-                     restarts=tuple(install.restarts))
+    rollback = rollback_steps(
+        req, view, graph, install, jar_id, prev_args, allow_nrs=allow_nrs, args_unknown=unknown is not None
+    )
+    return ApplyPlan(
+        job_id=view.job_id,
+        mode=req.mode,
+        steps=tuple(steps),
+        rollback=tuple(rollback),
+        notes=tuple(notes),
+        restarts=tuple(install.restarts),
+    )
 
 
-def prepare_steps(req: ApplyRequest, view: ClusterView, graph: SubmitterView | None, jars: JarContents,
-                  holder: str) -> tuple[list[Step], list[str]]:
+def prepare_steps(
+    req: ApplyRequest, view: ClusterView, graph: SubmitterView | None, jars: JarContents, holder: str
+) -> tuple[list[Step], list[str]]:
     """Before the stop: the lock, then the jars the redeploy needs (the submitter's, or the job's by REST)."""
     jm = req.inventory.jobmanager_host.name
     steps = [Step(AcquireLock(jm, req.paths.lock, holder, req.stale_lock_after_s), "prepare")]
     notes: list[str] = []
     if graph is not None:
         steps += submitter_uploads(req, graph, jars)
-        notes.append("parallelism changes (" + ("; ".join(rescale.changes(req, view)) or "kept as an earlier apply set it")
-                     + f"): resubmitted through the JobGraph submitter on {jm} (a REST jar run keeps the job's own)")
+        notes.append(
+            "parallelism changes ("
+            + ("; ".join(rescale.changes(req, view)) or "kept as an earlier apply set it")
+            + f"): resubmitted through the JobGraph submitter on {jm} (a REST jar run keeps the job's own)"
+        )
     elif req.jar_id is None and req.jar_path is not None:
         steps.append(Step(UploadJar(str(req.jar_path)), "prepare"))
     return steps, notes
@@ -228,8 +251,10 @@ class Install:
     notes: list[str] = field(default_factory=list)
 
     def restart(self, host: str, script: str, why: str, process: str) -> None:
-        restart = [Step(SshCommand(host, (script, "stop"), why), "install"),
-                   Step(SshCommand(host, (script, "start"), why), "install")]
+        restart = [
+            Step(SshCommand(host, (script, "stop"), why), "install"),
+            Step(SshCommand(host, (script, "start"), why), "install"),
+        ]
         self.steps += restart
         self.undo_restarts += restart
         self.restarts.append(process)
@@ -241,8 +266,11 @@ class Install:
             self.steps.append(Step(WaitTaskManagers(tuple(self.wait_tms)), "install"))
         if req.mode == "custom" and self.restarts:
             self.steps.append(Step(CheckExtension(req.paths.scheduler_dir), "install"))
-        if (graph is None and req.jar_path is not None
-                and any(s.action.kind == "ssh" and "jobmanager" in str(s.action.argv[0]) for s in self.steps)):
+        if (
+            graph is None
+            and req.jar_path is not None
+            and any(s.action.kind == "ssh" and "jobmanager" in str(s.action.argv[0]) for s in self.steps)
+        ):
             self.steps.append(Step(UploadJar(str(req.jar_path)), "install"))
             return True
         return False
@@ -256,11 +284,28 @@ def custom_install(req: ApplyRequest, view: ClusterView, extension: JarFile | No
     assert req.schedulercfg is not None
     out = Install()
     table = render_taskmanagers(view.taskmanager_infos, {h.name: [h.address] for h in inv.hosts})
-    out.steps.append(Step(UploadFile(jm, paths.taskmanagers_table, table,
-                                     "the TaskManager table (addresses, slot sizes) the extension places by"),
-                          "install"))
-    out.steps.append(Step(UploadFile(jm, paths.schedulercfg_for(view.job_name), req.schedulercfg,
-                                     f"the plan's schedulercfg for job {view.job_name!r}"), "install"))
+    out.steps.append(
+        Step(
+            UploadFile(
+                jm,
+                paths.taskmanagers_table,
+                table,
+                "the TaskManager table (addresses, slot sizes) the extension places by",
+            ),
+            "install",
+        )
+    )
+    out.steps.append(
+        Step(
+            UploadFile(
+                jm,
+                paths.schedulercfg_for(view.job_name),
+                req.schedulercfg,
+                f"the plan's schedulercfg for job {view.job_name!r}",
+            ),
+            "install",
+        )
+    )
     fix = scheduler_fix(req, view)
     if not fix.needed:
         return out
@@ -280,8 +325,17 @@ def extension_uploads(req: ApplyRequest, view: ClusterView, fix: SchedulerFix, e
     steps = []
     if fix.install_jar:
         assert extension is not None, "preflight builds the extension when the JobManager host has none"
-        steps.append(Step(UploadFile(jm, posixpath.join(paths.lib, extension.name), extension.content,
-                                     f"the scheduler extension for Flink {extension.flink_version}"), "install"))
+        steps.append(
+            Step(
+                UploadFile(
+                    jm,
+                    posixpath.join(paths.lib, extension.name),
+                    extension.content,
+                    f"the scheduler extension for Flink {extension.flink_version}",
+                ),
+                "install",
+            )
+        )
     # the JobManager restarts anyway: its config file gets the inventory's failure detection too (it reads
     # it at start); an absent file is left to preflight, which refuses one the extension's keys must go into
     cfg = view.jobmanager_config
@@ -308,24 +362,40 @@ def vanilla_install(req: ApplyRequest, view: ClusterView) -> Install:
             why = f"TaskManager {host} declares external resource {host!r}"
             if failure:
                 why += f"; {len(failure)} key(s) of flink.failure_detection"
-            out.steps.append(Step(UploadFile(host, cfg.path, _merge_keys(cfg, cfg.path, {**wanted, **failure}), why),
-                                  "install"))
-        out.restart(host, req.paths.daemon("taskmanager"), f"restart the TaskManager on {host}",
-                    f"TaskManager on {host}")
+            out.steps.append(
+                Step(UploadFile(host, cfg.path, _merge_keys(cfg, cfg.path, {**wanted, **failure}), why), "install")
+            )
+        out.restart(
+            host, req.paths.daemon("taskmanager"), f"restart the TaskManager on {host}", f"TaskManager on {host}"
+        )
         out.wait_tms.append((host, host))
     return out
 
 
-def redeploy_steps(req: ApplyRequest, view: ClusterView, graph: SubmitterView | None, jar_id: str | None,
-                   args: list[str], overrides: dict[str, int], allow_nrs: bool) -> list[Step]:
+def redeploy_steps(
+    req: ApplyRequest,
+    view: ClusterView,
+    graph: SubmitterView | None,
+    jar_id: str | None,
+    args: list[str],
+    overrides: dict[str, int],
+    allow_nrs: bool,
+) -> list[Step]:
     """Resubmit from the savepoint (through the submitter when ``graph``, else a REST jar run) and wait RUNNING."""
     if graph is not None:
-        submit = Step(SubmitJobGraph(req.inventory.jobmanager_host.name,
-                                     rescale.submit_call(req, view, graph, overrides, args),
-                                     "the planned parallelism and placement"), "redeploy")
+        submit = Step(
+            SubmitJobGraph(
+                req.inventory.jobmanager_host.name,
+                rescale.submit_call(req, view, graph, overrides, args),
+                "the planned parallelism and placement",
+            ),
+            "redeploy",
+        )
     else:
-        submit = Step(SubmitJob(jar_id, req.inventory.job.entry_class, tuple(args), allow_nrs, "the planned placement"),
-                      "redeploy")
+        submit = Step(
+            SubmitJob(jar_id, req.inventory.job.entry_class, tuple(args), allow_nrs, "the planned placement"),
+            "redeploy",
+        )
     return [submit, Step(WaitRunning(), "redeploy")]
 
 
@@ -342,25 +412,47 @@ def verify_steps(req: ApplyRequest) -> list[Step]:
 def finish_steps(req: ApplyRequest, record: dict[str, object]) -> list[Step]:
     """Record what was applied in the state file on the JobManager host, then unlock."""
     jm = req.inventory.jobmanager_host.name
-    return [Step(RecordState(jm, req.state_paths[0], record), "finish"), Step(ReleaseLock(jm, req.paths.lock), "finish")]
+    return [
+        Step(RecordState(jm, req.state_paths[0], record), "finish"),
+        Step(ReleaseLock(jm, req.paths.lock), "finish"),
+    ]
 
 
-def state_record(req: ApplyRequest, view: ClusterView, args: list[str], overrides: dict[str, int],
-                 prev_args: list[str]) -> dict[str, object]:
+def state_record(
+    req: ApplyRequest, view: ClusterView, args: list[str], overrides: dict[str, int], prev_args: list[str]
+) -> dict[str, object]:
     """What the state file on the JobManager host records of this apply (the next apply and the roll back read it)."""
     inv = req.inventory
     return {
-        "format": STATE_FORMAT, "plan": req.plan_fingerprint, "plan_dir": str(req.plan_dir.resolve()),
-        "inventory_digest": inv.digest(), "mode": req.mode, "job_name": view.job_name,
-        "entry_class": inv.job.entry_class, "program_args": args, "mapping": req.plan.mapping(),
-        "previous": {"job_id": view.job_id, "program_args": prev_args,
-                     "parallelism": {v.name: v.parallelism for v in view.running_vertices}},
+        "format": STATE_FORMAT,
+        "plan": req.plan_fingerprint,
+        "plan_dir": str(req.plan_dir.resolve()),
+        "inventory_digest": inv.digest(),
+        "mode": req.mode,
+        "job_name": view.job_name,
+        "entry_class": inv.job.entry_class,
+        "program_args": args,
+        "mapping": req.plan.mapping(),
+        "previous": {
+            "job_id": view.job_id,
+            "program_args": prev_args,
+            "parallelism": {v.name: v.parallelism for v in view.running_vertices},
+        },
         rescale.RECORD_KEY: overrides or None,
     }
 
 
-def rollback_steps(req: ApplyRequest, view: ClusterView, graph: SubmitterView | None, install: Install,
-                   jar_id: str | None, prev_args: list[str], *, allow_nrs: bool, args_unknown: bool) -> list[Step]:
+def rollback_steps(
+    req: ApplyRequest,
+    view: ClusterView,
+    graph: SubmitterView | None,
+    install: Install,
+    jar_id: str | None,
+    prev_args: list[str],
+    *,
+    allow_nrs: bool,
+    args_unknown: bool,
+) -> list[Step]:
     """Every file the install replaced restored from its ``.prev``, the restarts again, the previous job resubmitted
     from the same savepoint."""
     rollback: list[Step] = []
@@ -373,13 +465,30 @@ def rollback_steps(req: ApplyRequest, view: ClusterView, graph: SubmitterView | 
     # Unknown previous arguments may build other operator uids than the savepoint has: better the job running with
     # its keyed state (stable uids) than stopped for a source split's state.
     if graph is not None:  # the previous job at the parallelism it ran at, vertex by vertex
-        call = rescale.submit_call(req, view, graph, rescale.previous_overrides(view), prev_args,
-                                   allow_non_restored_state=args_unknown)
-        rollback.append(Step(SubmitJobGraph(req.inventory.jobmanager_host.name, call,
-                                            "roll back: the previous parallelism and placement"), "redeploy"))
+        call = rescale.submit_call(
+            req, view, graph, rescale.previous_overrides(view), prev_args, allow_non_restored_state=args_unknown
+        )
+        rollback.append(
+            Step(
+                SubmitJobGraph(
+                    req.inventory.jobmanager_host.name, call, "roll back: the previous parallelism and placement"
+                ),
+                "redeploy",
+            )
+        )
     else:
-        rollback.append(Step(SubmitJob(jar_id, req.inventory.job.entry_class, tuple(prev_args),
-                                       allow_nrs or args_unknown, "roll back: the previous placement"), "redeploy"))
+        rollback.append(
+            Step(
+                SubmitJob(
+                    jar_id,
+                    req.inventory.job.entry_class,
+                    tuple(prev_args),
+                    allow_nrs or args_unknown,
+                    "roll back: the previous placement",
+                ),
+                "redeploy",
+            )
+        )
     rollback.append(Step(WaitRunning(), "redeploy"))
     return rollback
 
@@ -391,10 +500,23 @@ def submitter_uploads(req: ApplyRequest, graph: SubmitterView, jars: JarContents
     steps = []
     if not graph.submitter_installed:
         assert jars.submitter is not None, "preflight builds the submitter when the JobManager host has none"
-        steps.append(Step(UploadFile(jm, graph.submitter_path, jars.submitter.content,
-                                     f"the JobGraph submitter for Flink {jars.submitter.flink_version}"), "prepare"))
+        steps.append(
+            Step(
+                UploadFile(
+                    jm,
+                    graph.submitter_path,
+                    jars.submitter.content,
+                    f"the JobGraph submitter for Flink {jars.submitter.flink_version}",
+                ),
+                "prepare",
+            )
+        )
     if not graph.job_jar_installed:
         assert req.jar_path is not None and graph.job_jar_path is not None and jars.job is not None
-        steps.append(Step(UploadFile(jm, graph.job_jar_path, jars.job,
-                                     f"the job's jar {req.jar_path.name} for the submitter"), "prepare"))
+        steps.append(
+            Step(
+                UploadFile(jm, graph.job_jar_path, jars.job, f"the job's jar {req.jar_path.name} for the submitter"),
+                "prepare",
+            )
+        )
     return steps

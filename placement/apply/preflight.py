@@ -107,13 +107,20 @@ def resolve_job(req: ApplyRequest, rest: FlinkPort) -> tuple[str, str, str]:
     name = sel.job_name or req.inventory.job.name
     where = "--job-name" if sel.job_name else "job.name"
     if not name:
-        raise BadInput("which job? give --job ID, --job-name NAME or job.name in the inventory", source=str(req.inventory_path))
+        raise BadInput(
+            "which job? give --job ID, --job-name NAME or job.name in the inventory", source=str(req.inventory_path)
+        )
     jobs = [j for j in rest.jobs() if j.name == name and j.state not in TERMINAL_STATES]
     if not jobs:
         running = sorted({j.name for j in rest.running_jobs()})
-        raise BadInput(f"no running job named {name!r} on {rest.url} (running: {', '.join(running) or 'none'})", field=where)
+        raise BadInput(
+            f"no running job named {name!r} on {rest.url} (running: {', '.join(running) or 'none'})", field=where
+        )
     if len(jobs) > 1:
-        raise BadInput(f"{len(jobs)} running jobs named {name!r} ({', '.join(j.id for j in jobs)}); pick one with --job", field=where)
+        raise BadInput(
+            f"{len(jobs)} running jobs named {name!r} ({', '.join(j.id for j in jobs)}); pick one with --job",
+            field=where,
+        )
     return jobs[0].id, jobs[0].name, jobs[0].state
 
 
@@ -127,7 +134,9 @@ def probe_writable_argv(path: str) -> list[str]:
     return ["sh", "-c", script, "sh", path]
 
 
-def observe(req: ApplyRequest, rest: FlinkPort, executors: dict[str, Executor]) -> tuple[ClusterView | None, list[Problem]]:
+def observe(
+    req: ApplyRequest, rest: FlinkPort, executors: dict[str, Executor]
+) -> tuple[ClusterView | None, list[Problem]]:
     """Read everything (SSH to every host, REST); returns the view (None when the job could not be read) and
     problems."""
     problems: list[Problem] = []
@@ -163,7 +172,10 @@ def observe(req: ApplyRequest, rest: FlinkPort, executors: dict[str, Executor]) 
     subtask_hosts = read_subtask_hosts(rest, job_id, details.vertices) if job_state == "RUNNING" else {}
     actual = hosts_by_name(details.vertices, subtask_hosts)
     tm_infos = tuple(rest.taskmanagers())
-    tms = {t.id: TaskManagerView(t.id, t.slots, t.free_slots, dict(t.total_resource), dict(t.free_resource)) for t in tm_infos}
+    tms = {
+        t.id: TaskManagerView(t.id, t.slots, t.free_slots, dict(t.total_resource), dict(t.free_resource))
+        for t in tm_infos
+    }
     others = tuple(j.id for j in rest.running_jobs() if j.id != job_id)
     jar_ids = tuple(rest.jar_ids())
 
@@ -191,15 +203,22 @@ def observe(req: ApplyRequest, rest: FlinkPort, executors: dict[str, Executor]) 
             if req.mode == "custom":
                 schedulercfg = jm_ex.read_text(paths.schedulercfg_for(job_name))
                 jm_config = read_host_config(jm_ex, jm.name, req, version)
-                listing = jm_ex.run(["sh", "-c", 'cd -- "$1" 2>/dev/null && ls -1 || true', "sh", paths.lib],
-                                    mutates=False, timeout=30)
-                installed = tuple(n for n in listing.stdout.split() if n.startswith(JAR_PREFIX + "-") and n.endswith(".jar"))
+                listing = jm_ex.run(
+                    ["sh", "-c", 'cd -- "$1" 2>/dev/null && ls -1 || true', "sh", paths.lib], mutates=False, timeout=30
+                )
+                installed = tuple(
+                    n for n in listing.stdout.split() if n.startswith(JAR_PREFIX + "-") and n.endswith(".jar")
+                )
             sp = paths.savepoint_path
             if sp is not None:
                 probe = jm_ex.run(probe_writable_argv(sp), check=False, mutates=False, timeout=30)
                 if not probe.ok:
-                    problems.append(Problem(f"savepoint directory {req.inventory.flink.savepoint_dir} on {jm.name} is not "
-                                            f"writable: {probe.message}"))
+                    problems.append(
+                        Problem(
+                            f"savepoint directory {req.inventory.flink.savepoint_dir} on {jm.name} is not "
+                            f"writable: {probe.message}"
+                        )
+                    )
         except CommandFailed as exc:
             problems.append(Problem(str(exc)))
     if req.mode == "vanilla":
@@ -215,14 +234,33 @@ def observe(req: ApplyRequest, rest: FlinkPort, executors: dict[str, Executor]) 
                     problems.append(Problem(str(exc)))
     scheduler = None
     if req.mode == "custom":
-        scheduler = SchedulerView(active=extension_active(rest), settings=rest.jobmanager_config(),
-                                  installed_jars=installed, flink_version=flink_version)
-    max_parallelism = {str(v["id"]): int(v.get("maxParallelism") or 0) for v in rest.job_raw(job_id).get("vertices", [])}
+        scheduler = SchedulerView(
+            active=extension_active(rest),
+            settings=rest.jobmanager_config(),
+            installed_jars=installed,
+            flink_version=flink_version,
+        )
+    max_parallelism = {
+        str(v["id"]): int(v.get("maxParallelism") or 0) for v in rest.job_raw(job_id).get("vertices", [])
+    }
     view = ClusterView(
-        job_id=job_id, job_name=job_name, job_state=job_state, vertices=vertices, actual=actual, taskmanagers=tms,
-        other_jobs=others, jar_ids=jar_ids, state_record=state_record, schedulercfg=schedulercfg,
-        jobmanager_config=jm_config, taskmanager_configs=tm_configs, running_vertices=tuple(details.vertices),
-        subtask_hosts=subtask_hosts, taskmanager_infos=tm_infos, scheduler=scheduler, max_parallelism=max_parallelism,
+        job_id=job_id,
+        job_name=job_name,
+        job_state=job_state,
+        vertices=vertices,
+        actual=actual,
+        taskmanagers=tms,
+        other_jobs=others,
+        jar_ids=jar_ids,
+        state_record=state_record,
+        schedulercfg=schedulercfg,
+        jobmanager_config=jm_config,
+        taskmanager_configs=tm_configs,
+        running_vertices=tuple(details.vertices),
+        subtask_hosts=subtask_hosts,
+        taskmanager_infos=tm_infos,
+        scheduler=scheduler,
+        max_parallelism=max_parallelism,
         flink_version=flink_version,
     )
     if jm.name in reachable and needs_submitter(req, view):
@@ -257,14 +295,19 @@ def observe_submitter(req: ApplyRequest, view: ClusterView, jm_ex: Executor) -> 
         candidates = upload_candidates(settings, req.jar_id)
     else:
         candidates = []
-    out = jm_ex.run(submitter_probe_argv(submitter, candidates, java_launcher(java_home)), mutates=False, timeout=60).stdout
+    out = jm_ex.run(
+        submitter_probe_argv(submitter, candidates, java_launcher(java_home)), mutates=False, timeout=60
+    ).stdout
     have = {line[5:] for line in out.splitlines() if line.startswith("have ")}
     found = next((c for c in have if c != submitter), None)
     java_error = next((line[11:] for line in out.splitlines() if line.startswith("java-error ")), None)
     return SubmitterView(
-        submitter_path=submitter, submitter_installed=submitter in have,
+        submitter_path=submitter,
+        submitter_installed=submitter in have,
         job_jar_path=found or (candidates[0] if req.jar_path is not None else None),
-        job_jar_installed=found is not None, java_home=java_home, java_error=java_error,
+        job_jar_installed=found is not None,
+        java_home=java_home,
+        java_error=java_error,
     )
 
 
@@ -280,19 +323,24 @@ def upload_candidates(settings: dict[str, str], jar_id: str) -> list[str]:
 def submitter_probe_argv(submitter: str, candidates: Sequence[str], java: str) -> list[str]:
     """``have <path>`` for each existing file (candidates may hold ``*``), ``java-error <why>`` when java does not
     run."""
+
     def quoted_glob(path: str) -> str:
         return "*".join(shlex.quote(part) for part in path.split("*"))
 
     files = " ".join([shlex.quote(submitter), *map(quoted_glob, candidates)])
-    script = (f'for f in {files}; do [ -f "$f" ] && echo "have $f"; done; '
-              'if v=$("$1" -version 2>&1); then :; else echo "java-error $(printf %s "$v" | head -n 1)"; fi; exit 0')
+    script = (
+        f'for f in {files}; do [ -f "$f" ] && echo "have $f"; done; '
+        'if v=$("$1" -version 2>&1); then :; else echo "java-error $(printf %s "$v" | head -n 1)"; fi; exit 0'
+    )
     return ["sh", "-c", script, "sh", java]
 
 
 def read_subtask_hosts(rest: FlinkPort, job_id: str, vertices: Sequence[VertexInfo]) -> dict[str, tuple[str, ...]]:
     """Running vertex id -> taskmanager-id of subtask 0, 1, ... (REST ``/jobs/<id>/vertices/<vid>``)."""
-    return {v.id: tuple(s.taskmanager_id for s in sorted(rest.subtasks(job_id, v.id), key=lambda s: s.index))
-            for v in vertices}
+    return {
+        v.id: tuple(s.taskmanager_id for s in sorted(rest.subtasks(job_id, v.id), key=lambda s: s.index))
+        for v in vertices
+    }
 
 
 def hosts_by_name(vertices: Sequence[VertexInfo], subtask_hosts: dict[str, tuple[str, ...]]) -> Counts:
@@ -316,10 +364,12 @@ def config_satisfies(current: dict[str, object], wanted: dict[str, object]) -> l
     for key, value in wanted.items():
         have = current.get(key)
         if key == "external-resources":
+
             def names(v: object) -> set[str]:
                 if isinstance(v, list):
                     return {str(x) for x in v}
                 return {s.strip() for s in str(v or "").split(";") if s.strip()}
+
             if not names(value) <= names(have):
                 missing.append(key)
         elif key.endswith(".amount") or key == "taskmanager.numberOfTaskSlots":
@@ -346,15 +396,20 @@ def check(req: ApplyRequest, view: ClusterView) -> list[Problem]:
     """Problems that stop the apply (pure)."""
     problems: list[Problem] = []
     inv = req.inventory
-    mismatch = pin_mismatch(inv.flink.version, view.flink_version, where=f"{req.inventory_path}: flink.version",
-                            rest_url=inv.flink.rest_url)
+    mismatch = pin_mismatch(
+        inv.flink.version, view.flink_version, where=f"{req.inventory_path}: flink.version", rest_url=inv.flink.rest_url
+    )
     if mismatch:
         problems.append(Problem(mismatch, stale_input=True))
     if view.job_state != "RUNNING":
         problems.append(Problem(f"job {view.job_id} ({view.job_name}) is {view.job_state}, not RUNNING"))
     problems += graph_problems(req, view)
     if req.jar_id and req.jar_id not in view.jar_ids:
-        problems.append(Problem(f"--jar-id {req.jar_id}: no such jar on the JobManager (uploaded: {', '.join(view.jar_ids) or 'none'})"))
+        problems.append(
+            Problem(
+                f"--jar-id {req.jar_id}: no such jar on the JobManager (uploaded: {', '.join(view.jar_ids) or 'none'})"
+            )
+        )
     if not req.jar_id and req.jar_path is None:
         problems.append(Problem("no jar to resubmit: give --jar PATH, --jar-id ID or job.jar in the inventory"))
 
@@ -366,8 +421,12 @@ def check(req: ApplyRequest, view: ClusterView) -> list[Problem]:
     for host, slots in sorted(slots_needed(planned_counts(req)).items()):
         tm = view.taskmanagers.get(host)
         if tm is None:
-            problems.append(Problem(f"no TaskManager with resource id {host!r} is registered "
-                                    f"(registered: {', '.join(sorted(view.taskmanagers)) or 'none'})"))
+            problems.append(
+                Problem(
+                    f"no TaskManager with resource id {host!r} is registered "
+                    f"(registered: {', '.join(sorted(view.taskmanagers)) or 'none'})"
+                )
+            )
             continue
 
         def available(key: str, ext: str | None = None, tm: TaskManagerView = tm, host: str = host) -> float:
@@ -382,21 +441,37 @@ def check(req: ApplyRequest, view: ClusterView) -> list[Problem]:
             if tm.extended(host) >= slots:  # else the TaskManager config step handles it (or refuses)
                 have = available("", host)
                 if have < slots:
-                    problems.append(Problem(f"TaskManager {host}: {have:g} of external resource {host!r} free, the plan needs {slots}"))
+                    problems.append(
+                        Problem(
+                            f"TaskManager {host}: {have:g} of external resource {host!r} free, the plan needs {slots}"
+                        )
+                    )
             cpu, heap = available("cpuCores"), available("taskHeapMemory")
             if cpu + 1e-9 < slots * slot_cpu:
-                problems.append(Problem(f"TaskManager {host}: {cpu:g} cpu cores free, the plan's {slots} slot(s) need "
-                                        f"{slots * slot_cpu:g}"))
+                problems.append(
+                    Problem(
+                        f"TaskManager {host}: {cpu:g} cpu cores free, the plan's {slots} slot(s) need "
+                        f"{slots * slot_cpu:g}"
+                    )
+                )
             if heap + 1e-9 < slots * slot_heap:
-                problems.append(Problem(f"TaskManager {host}: {heap:g} MiB task heap free, the plan's {slots} slot(s) need "
-                                        f"{slots * slot_heap:g}"))
+                problems.append(
+                    Problem(
+                        f"TaskManager {host}: {heap:g} MiB task heap free, the plan's {slots} slot(s) need "
+                        f"{slots * slot_heap:g}"
+                    )
+                )
         else:
             # a placed slot requests one unit of the TaskManager's own resource (and its slot size): units are slots
             resource = taskmanager_resource_name(host)
             if tm.extended(resource) < 1:
                 keys = ", ".join(f"{k}: {v}" for k, v in taskmanager_config(host, tm.slots or slots).items())
-                problems.append(Problem(f"TaskManager {host} declares no external resource {resource!r}, so no slot can be "
-                                        f"placed on it: set {keys} in its config and restart it"))
+                problems.append(
+                    Problem(
+                        f"TaskManager {host} declares no external resource {resource!r}, so no slot can be "
+                        f"placed on it: set {keys} in its config and restart it"
+                    )
+                )
                 continue
             have = available("", resource)
             if have + 1e-9 < slots:
@@ -410,11 +485,18 @@ def check(req: ApplyRequest, view: ClusterView) -> list[Problem]:
                 problems.append(Problem(str(exc)))
                 continue
             missing = config_satisfies(current, req.vanilla_configs.get(host, {}))
-            what = (f"set {', '.join(missing)} in {host}:{cfg.path} and restart its TaskManager" if missing
-                    else f"restart the TaskManager on {host} (its config has the resource, the running one does not)")
+            what = (
+                f"set {', '.join(missing)} in {host}:{cfg.path} and restart its TaskManager"
+                if missing
+                else f"restart the TaskManager on {host} (its config has the resource, the running one does not)"
+            )
             if not req.consent:
-                problems.append(Problem(f"TaskManager {host} does not declare external resource {host!r}: apply must {what}; "
-                                        "pass --yes to allow the restart"))
+                problems.append(
+                    Problem(
+                        f"TaskManager {host} does not declare external resource {host!r}: apply must {what}; "
+                        "pass --yes to allow the restart"
+                    )
+                )
     else:
         problems += scheduler_problems(req, view)
         problems += rescale_problems(req, view)
@@ -423,27 +505,44 @@ def check(req: ApplyRequest, view: ClusterView) -> list[Problem]:
 
 def rescale_problems(req: ApplyRequest, view: ClusterView) -> list[Problem]:
     """Custom mode, resubmitted through the submitter: what can be checked before the stop."""
-    problems = [Problem(f"{what} (Flink refuses such a job: plan again within it)")
-                for what in above_max_parallelism(req, view)]
+    problems = [
+        Problem(f"{what} (Flink refuses such a job: plan again within it)") for what in above_max_parallelism(req, view)
+    ]
     sub = view.submitter
     jm = req.inventory.jobmanager_host.name
     if sub is None:
         if needs_submitter(req, view):
-            problems.append(Problem(f"the plan changes parallelism, and what the JobManager host {jm} has for the "
-                                    "JobGraph submitter could not be read"))
+            problems.append(
+                Problem(
+                    f"the plan changes parallelism, and what the JobManager host {jm} has for the "
+                    "JobGraph submitter could not be read"
+                )
+            )
         return problems
     if sub.java_error is not None:
         java = f"{sub.java_home}/bin/java" if sub.java_home else "`java` on the SSH session's PATH"
-        problems.append(Problem(f"the plan changes parallelism ({'; '.join(changes(req, view)) or 'as applied before'}), "
-                                f"which apply resubmits through the JobGraph submitter on the JobManager host {jm}, but "
-                                f"{java} does not run there ({sub.java_error}); set env.java.home in its config.yaml"))
+        problems.append(
+            Problem(
+                f"the plan changes parallelism ({'; '.join(changes(req, view)) or 'as applied before'}), "
+                f"which apply resubmits through the JobGraph submitter on the JobManager host {jm}, but "
+                f"{java} does not run there ({sub.java_error}); set env.java.home in its config.yaml"
+            )
+        )
     if sub.job_jar_path is None:
-        problems.append(Problem(f"the plan changes parallelism: the submitter on {jm} needs the job's jar there, and jar "
-                                f"{req.jar_id} is not in the JobManager's upload directory; give --jar PATH (apply "
-                                "uploads it)"))
+        problems.append(
+            Problem(
+                f"the plan changes parallelism: the submitter on {jm} needs the job's jar there, and jar "
+                f"{req.jar_id} is not in the JobManager's upload directory; give --jar PATH (apply "
+                "uploads it)"
+            )
+        )
     if req.mode == "custom" and view.jobmanager_config is not None and view.jobmanager_config.text is None:
-        problems.append(Problem(f"{jm}:{req.paths.config}: no such file (the submitter compiles the job with the "
-                                "JobManager's config, as a jar run does; flink.home must be the JobManager's Flink home)"))
+        problems.append(
+            Problem(
+                f"{jm}:{req.paths.config}: no such file (the submitter compiles the job with the "
+                "JobManager's config, as a jar run does; flink.home must be the JobManager's Flink home)"
+            )
+        )
     return problems
 
 
@@ -460,17 +559,25 @@ def graph_problems(req: ApplyRequest, view: ClusterView) -> list[Problem]:
         for name in sorted(set(want) | set(view.vertices)):
             p, r = want.get(name), view.vertices.get(name)
             if p != r:
-                diffs.append(f"{name!r} plan {p if p is not None else 'absent'} vs running {r if r is not None else 'absent'}")
+                diffs.append(
+                    f"{name!r} plan {p if p is not None else 'absent'} vs running {r if r is not None else 'absent'}"
+                )
         diffs = [f"parallelism: {'; '.join(diffs)}"] if diffs else []
         rescale = req.plan.rescale
         if rescale is not None and rescale.changed and set(want) == set(view.vertices):
             changed = ", ".join(f"{name} {a}→{b}" for name, (a, b) in rescale.changed.items())
-            return [Problem(f"the plan changes parallelism ({changed}), which vanilla mode cannot apply: it resubmits "
-                            "by a REST jar run, which keeps the job's own parallelism; plan it for custom mode "
-                            "(placement plan --rescale --mode custom)")]
+            return [
+                Problem(
+                    f"the plan changes parallelism ({changed}), which vanilla mode cannot apply: it resubmits "
+                    "by a REST jar run, which keeps the job's own parallelism; plan it for custom mode "
+                    "(placement plan --rescale --mode custom)"
+                )
+            ]
     if not diffs:
         return []
-    return [Problem(f"stale plan: the running job's graph differs from the plan's ({'; '.join(diffs)})", stale_input=True)]
+    return [
+        Problem(f"stale plan: the running job's graph differs from the plan's ({'; '.join(diffs)})", stale_input=True)
+    ]
 
 
 def jar_built_for(name: str) -> str | None:
@@ -509,16 +616,20 @@ def scheduler_fix(req: ApplyRequest, view: ClusterView) -> SchedulerFix:
         fixable = False
     elif s.installed_jars and s.flink_version and jar_built_for(s.installed_jars[0]) not in (None, s.flink_version):
         # the extension refuses any Flink but the one it was compiled against: the first job would fail
-        reasons.append(f"the extension jar in {jm}:{paths.lib} ({s.installed_jars[0]}) was built for Flink "
-                       f"{jar_built_for(s.installed_jars[0])}, the JobManager runs {s.flink_version}: replace it with one "
-                       "built for that (`placement scheduler install --flink-home <its Flink home>`, or the Ansible role)")
+        reasons.append(
+            f"the extension jar in {jm}:{paths.lib} ({s.installed_jars[0]}) was built for Flink "
+            f"{jar_built_for(s.installed_jars[0])}, the JobManager runs {s.flink_version}: replace it with one "
+            "built for that (`placement scheduler install --flink-home <its Flink home>`, or the Ansible role)"
+        )
         fixable = False
     if s.active is None:
         reasons.append("the JobManager does not say whether it loaded the extension (GET /jobmanager/environment)")
         fixable = False
     elif s.active is False and not install:
-        reasons.append("the running JobManager's classpath has flink-dist before the extension (start it with "
-                       "bin/jobmanager.sh, whose bin/config.sh order lets lib/ win)")
+        reasons.append(
+            "the running JobManager's classpath has flink-dist before the extension (start it with "
+            "bin/jobmanager.sh, whose bin/config.sh order lets lib/ win)"
+        )
     config: dict[str, object] = {}
     for key, value in extension_jobmanager_config(paths.scheduler_dir).items():
         have = s.settings.get(key)
@@ -540,24 +651,45 @@ def scheduler_problems(req: ApplyRequest, view: ClusterView) -> list[Problem]:
         return [Problem(f"the JobManager on {jm} does not run the scheduler extension: {why}")]
     problems = []
     if fix.config and view.jobmanager_config is not None and view.jobmanager_config.text is None:
-        problems.append(Problem(f"{jm}:{paths.config}: no such file (flink.home in the inventory must be the JobManager's "
-                                "Flink home)"))
+        problems.append(
+            Problem(
+                f"{jm}:{paths.config}: no such file (flink.home in the inventory must be the JobManager's Flink home)"
+            )
+        )
     elif fix.config and view.jobmanager_config is not None:
         try:
             parse_config(view.jobmanager_config)
         except PlacementError as exc:
             problems.append(Problem(str(exc)))
     if view.other_jobs:
-        problems.append(Problem(f"the JobManager on {jm} must restart to load the scheduler extension ({why}), which "
-                                f"would end the other running job(s) {', '.join(view.other_jobs)}: stop them first"))
+        problems.append(
+            Problem(
+                f"the JobManager on {jm} must restart to load the scheduler extension ({why}), which "
+                f"would end the other running job(s) {', '.join(view.other_jobs)}: stop them first"
+            )
+        )
     elif not req.consent:
-        todo = " and ".join(filter(None, [
-            f"install the extension jar into {jm}:{paths.lib}" if fix.install_jar else "",
-            f"set {', '.join(f'{k}: {v}' for k, v in fix.config.items())} in {jm}:{paths.config}" if fix.config else "",
-        ])) or "restart it"
-        problems.append(Problem(f"the JobManager on {jm} does not run the scheduler extension ({why}): apply must {todo} "
-                                "and restart the JobManager (the job is stopped with a savepoint first); pass --yes to "
-                                "allow the restart"))
+        todo = (
+            " and ".join(
+                filter(
+                    None,
+                    [
+                        f"install the extension jar into {jm}:{paths.lib}" if fix.install_jar else "",
+                        f"set {', '.join(f'{k}: {v}' for k, v in fix.config.items())} in {jm}:{paths.config}"
+                        if fix.config
+                        else "",
+                    ],
+                )
+            )
+            or "restart it"
+        )
+        problems.append(
+            Problem(
+                f"the JobManager on {jm} does not run the scheduler extension ({why}): apply must {todo} "
+                "and restart the JobManager (the job is stopped with a savepoint first); pass --yes to "
+                "allow the restart"
+            )
+        )
     return problems
 
 
@@ -571,13 +703,21 @@ def describe_reads(req: ApplyRequest) -> list[str]:
     lines = [f"ssh {h.name}: true" for h in req.inventory.hosts]
     lines += [f"ssh {jm}: cat {path}" for path in req.state_paths]
     if req.mode == "custom":
-        lines += [f"ssh {jm}: cat {paths.schedulercfg_for('<job name>')}", f"ssh {jm}: cat {paths.config}{_LEGACY_NOTE}",
-                  f"ssh {jm}: ls {paths.lib}  (the scheduler extension's jar)"]
+        lines += [
+            f"ssh {jm}: cat {paths.schedulercfg_for('<job name>')}",
+            f"ssh {jm}: cat {paths.config}{_LEGACY_NOTE}",
+            f"ssh {jm}: ls {paths.lib}  (the scheduler extension's jar)",
+        ]
     if paths.savepoint_path:
         lines.append(f"ssh {jm}: {shlex.join(probe_writable_argv(paths.savepoint_path))}")
-    lines.append("REST GET /overview, /jobs/overview (or /jobs/<id>), /jobs/<id>, /jobs/<id>/vertices/<vid> per vertex, "
-                 "/taskmanagers, /jars" + (", /jobmanager/environment, /jobmanager/config, /config" if req.mode == "custom" else ""))
+    lines.append(
+        "REST GET /overview, /jobs/overview (or /jobs/<id>), /jobs/<id>, /jobs/<id>/vertices/<vid> per vertex, "
+        "/taskmanagers, /jars"
+        + (", /jobmanager/environment, /jobmanager/config, /config" if req.mode == "custom" else "")
+    )
     if req.mode == "vanilla":
-        lines.append(f"ssh <host>: cat {paths.config}{_LEGACY_NOTE}  (only for a host whose TaskManager lacks its "
-                     "external resource)")
+        lines.append(
+            f"ssh <host>: cat {paths.config}{_LEGACY_NOTE}  (only for a host whose TaskManager lacks its "
+            "external resource)"
+        )
     return lines

@@ -87,8 +87,11 @@ class RemotePaths:
 
     @classmethod
     def of(cls, inv: Inventory) -> RemotePaths:
-        return cls(home=inv.flink.home.rstrip("/") or "/", scheduler_dir=inv.flink.scheduler_directory,
-                   savepoint_dir=inv.flink.savepoint_dir)
+        return cls(
+            home=inv.flink.home.rstrip("/") or "/",
+            scheduler_dir=inv.flink.scheduler_directory,
+            savepoint_dir=inv.flink.savepoint_dir,
+        )
 
 
 @dataclass(frozen=True)
@@ -165,7 +168,9 @@ def load_request(
     known_hosts = {h.name for h in inventory.hosts}
     for i, a in enumerate(plan.assignment):
         if a.host not in known_hosts:
-            raise BadInput(f"host {a.host!r} is not in the inventory", source=str(plan_file), field=f"assignment[{i}].host")
+            raise BadInput(
+                f"host {a.host!r} is not in the inventory", source=str(plan_file), field=f"assignment[{i}].host"
+            )
 
     schedulercfg = None
     vanilla: dict[str, dict[str, object]] = {}
@@ -179,8 +184,10 @@ def load_request(
         for host in sorted({a.host for a in plan.assignment}):
             path = plan_dir / "vanilla" / f"{host}.yaml"
             if not path.is_file():
-                raise BadInput("missing (vanilla mode needs each host's TaskManager config written by `placement plan`)",
-                               source=str(path))
+                raise BadInput(
+                    "missing (vanilla mode needs each host's TaskManager config written by `placement plan`)",
+                    source=str(path),
+                )
             try:
                 data = yaml.safe_load(path.read_text(encoding="utf-8"))
             except yaml.YAMLError as exc:
@@ -189,9 +196,17 @@ def load_request(
                 raise BadInput("expected a mapping of Flink config keys", source=str(path))
             vanilla[host] = flatten(data)
     return ApplyRequest(
-        plan=plan, plan_dir=plan_dir, plan_fingerprint="sha256:" + hashlib.sha256(plan_file.read_bytes()).hexdigest(),
-        inventory=inventory, inventory_path=Path(inventory_path), selector=JobSelector(job_id, job_name),
-        jar_path=jar_path, jar_id=jar_id, consent=consent, schedulercfg=schedulercfg, vanilla_configs=vanilla,
+        plan=plan,
+        plan_dir=plan_dir,
+        plan_fingerprint="sha256:" + hashlib.sha256(plan_file.read_bytes()).hexdigest(),
+        inventory=inventory,
+        inventory_path=Path(inventory_path),
+        selector=JobSelector(job_id, job_name),
+        jar_path=jar_path,
+        jar_id=jar_id,
+        consent=consent,
+        schedulercfg=schedulercfg,
+        vanilla_configs=vanilla,
         settle_s=settle_s,
     )
 
@@ -201,9 +216,12 @@ def check_plan_is_current(plan: PlanDocument, plan_file: Path, inventory: Invent
     a cluster that is down must still say so, not that Flink REST is not up)."""
     digest = inventory.digest()
     if plan.inventory.digest != digest:
-        raise BadInput(f"stale plan: made from inventory {plan.inventory.digest[:19]}…, but {inventory_path} is "
-                       f"{digest[:19]}… (the inventory changed since `placement plan`; plan again)",
-                       source=str(plan_file), field="inventory.digest")
+        raise BadInput(
+            f"stale plan: made from inventory {plan.inventory.digest[:19]}…, but {inventory_path} is "
+            f"{digest[:19]}… (the inventory changed since `placement plan`; plan again)",
+            source=str(plan_file),
+            field="inventory.digest",
+        )
 
 
 def jar_path_for(jar: str | None, inv: Inventory, inventory_path: Path) -> Path | None:
@@ -216,7 +234,9 @@ def jar_path_for(jar: str | None, inv: Inventory, inventory_path: Path) -> Path 
         for candidate in (Path(inv.job.jar).expanduser(), inventory_path.parent / inv.job.jar):
             if candidate.is_file():
                 return candidate
-        raise BadInput(f"no such jar {inv.job.jar!r} (give --jar PATH or --jar-id ID)", source=str(inventory_path), field="job.jar")
+        raise BadInput(
+            f"no such jar {inv.job.jar!r} (give --jar PATH or --jar-id ID)", source=str(inventory_path), field="job.jar"
+        )
     return None  # preflight says that a jar is needed
 
 
@@ -225,7 +245,9 @@ def check_schedulercfg(text: str, plan: PlanDocument, inv: Inventory, *, source:
     every line's TaskManager is an inventory host (by address or name). A partial or hand-edited file is refused
     here, before anything changes (the extension would refuse it at submission, after the job was stopped)."""
     if not text.strip():
-        raise BadInput("empty (custom mode needs one line per subtask: '<task name> (<i>/<n>); <TaskManager>')", source=source)
+        raise BadInput(
+            "empty (custom mode needs one line per subtask: '<task name> (<i>/<n>); <TaskManager>')", source=source
+        )
     try:
         lines = parse_schedulercfg(text)
     except BadInput as exc:
@@ -233,9 +255,14 @@ def check_schedulercfg(text: str, plan: PlanDocument, inv: Inventory, *, source:
     missing = [a.label for a in plan.assignment if a.label not in lines]
     if missing:
         more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
-        raise BadInput(f"no line for {', '.join(repr(m) for m in missing[:5])}{more} (a partial file: every subtask of "
-                       "the plan needs its line; write it again with `placement plan`)", source=source)
+        raise BadInput(
+            f"no line for {', '.join(repr(m) for m in missing[:5])}{more} (a partial file: every subtask of "
+            "the plan needs its line; write it again with `placement plan`)",
+            source=source,
+        )
     known = {h.address for h in inv.hosts} | {h.name for h in inv.hosts}
     for label, where in lines.items():
         if where not in known:
-            raise BadInput(f"line {label!r} names TaskManager {where!r}, which is no host of the inventory", source=source)
+            raise BadInput(
+                f"line {label!r} names TaskManager {where!r}, which is no host of the inventory", source=source
+            )

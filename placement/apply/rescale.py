@@ -81,13 +81,26 @@ def submitter_remote_path(req: ApplyRequest, flink_version: str) -> str:
     return posixpath.join(req.paths.state_dir, "submitter", submitter_jar_name(flink_version))
 
 
-def submit_call(req: ApplyRequest, view: ClusterView, sub: SubmitterView, overrides: Mapping[str, int],
-                program_args: list[str], *, allow_non_restored_state: bool = False) -> SubmitCall:
+def submit_call(
+    req: ApplyRequest,
+    view: ClusterView,
+    sub: SubmitterView,
+    overrides: Mapping[str, int],
+    program_args: list[str],
+    *,
+    allow_non_restored_state: bool = False,
+) -> SubmitCall:
     inv = req.inventory
     assert sub.job_jar_path is not None  # preflight refuses a parallelism change without the job's jar on the host
     return SubmitCall(
-        java=java_launcher(sub.java_home), submitter_jar=sub.submitter_path, flink_home=req.paths.home,
-        conf_dir=posixpath.dirname(req.paths.config), rest_url=inv.flink.rest_url.rstrip("/"), job_jar=sub.job_jar_path,
-        entry_class=inv.job.entry_class, program_args=tuple(program_args),
-        overrides=tuple(sorted(overrides.items())), allow_non_restored_state=allow_non_restored_state,
+        java=java_launcher(sub.java_home),
+        submitter_jar=sub.submitter_path,
+        flink_home=req.paths.home,
+        conf_dir=posixpath.dirname(req.paths.config),
+        rest_url=inv.flink.rest_url.rstrip("/"),
+        job_jar=sub.job_jar_path,
+        entry_class=inv.job.entry_class,
+        program_args=tuple(program_args),
+        overrides=tuple(sorted(overrides.items())),
+        allow_non_restored_state=allow_non_restored_state,
     )

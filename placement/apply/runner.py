@@ -132,8 +132,17 @@ QUIET_AFTER_FAILED_STOP_S = 5.0
 
 
 class Runner:
-    def __init__(self, plan: ApplyPlan, rest: FlinkPort, executors: dict[str, Executor], audit: AuditLog,
-                 echo: Callable[[str], None] = print, *, jar_id: str | None = None, clock: Clock = SYSTEM_CLOCK):
+    def __init__(
+        self,
+        plan: ApplyPlan,
+        rest: FlinkPort,
+        executors: dict[str, Executor],
+        audit: AuditLog,
+        echo: Callable[[str], None] = print,
+        *,
+        jar_id: str | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+    ):
         self.plan = plan
         self.rest = rest
         self.clock = clock  # every wait, duration and date of the run: a fake one runs a test in simulated time
@@ -142,7 +151,9 @@ class Runner:
         self.echo = echo
         self.ctx = RunContext(jar_id=jar_id)
         self.stop_requested_at: float | None = None
-        self.stop_requested_at_jm_ms: int | None = None  # the JobManager's clock, to tell a later restart from an earlier one
+        self.stop_requested_at_jm_ms: int | None = (
+            None  # the JobManager's clock, to tell a later restart from an earlier one
+        )
         self.running_again_at: float | None = None
         self.rows: list[VerifyRow] = []
 
@@ -156,14 +167,26 @@ class Runner:
         try:
             detail = self._do(a)
         except Exception as exc:
-            self.audit.write("failed", step=index, seq=label, kind=a.kind, seconds=round(self.clock.monotonic() - t0, 3),
-                             error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+            self.audit.write(
+                "failed",
+                step=index,
+                seq=label,
+                kind=a.kind,
+                seconds=round(self.clock.monotonic() - t0, 3),
+                error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+            )
             raise
-        self.audit.write("ok", step=index, seq=label, kind=a.kind, seconds=round(self.clock.monotonic() - t0, 3), **(detail or {}))
+        self.audit.write(
+            "ok", step=index, seq=label, kind=a.kind, seconds=round(self.clock.monotonic() - t0, 3), **(detail or {})
+        )
 
     def _describe(self, a: Action) -> str:
         text = a.describe()
-        for placeholder, value in (("<savepoint>", self.ctx.savepoint), ("<new job>", self.ctx.new_job_id), ("<jar>", self.ctx.jar_id)):
+        for placeholder, value in (
+            ("<savepoint>", self.ctx.savepoint),
+            ("<new job>", self.ctx.new_job_id),
+            ("<jar>", self.ctx.jar_id),
+        ):
             if value:
                 text = text.replace(placeholder, value)
         return text
@@ -192,9 +215,13 @@ class Runner:
             jar = a.jar_id or self.ctx.jar_id
             if not jar:
                 raise PlacementError("no jar id to resubmit")
-            self.ctx.new_job_id = self.rest.run_jar(jar, entry_class=a.entry_class, program_args=list(a.program_args),
-                                                    savepoint_path=self.ctx.savepoint,
-                                                    allow_non_restored_state=a.allow_non_restored_state)
+            self.ctx.new_job_id = self.rest.run_jar(
+                jar,
+                entry_class=a.entry_class,
+                program_args=list(a.program_args),
+                savepoint_path=self.ctx.savepoint,
+                allow_non_restored_state=a.allow_non_restored_state,
+            )
             return {"job_id": self.ctx.new_job_id}
         elif isinstance(a, SubmitJobGraph):
             if not self.ctx.savepoint:
@@ -235,32 +262,53 @@ class Runner:
         return compare_subtasks(a.subtasks, match, read_subtask_hosts(self.rest, job_id, list(match.matched.values())))
 
     def _watch_stable(self, job_id: str, seconds: float) -> None:
-        job, left_running = poll(lambda: self.rest.job(job_id),
-                                 lambda job: job.state != "RUNNING" or job.restarting_since_ms > 0,
-                                 timeout=seconds, every=0.5, clock=self.clock)
+        job, left_running = poll(
+            lambda: self.rest.job(job_id),
+            lambda job: job.state != "RUNNING" or job.restarting_since_ms > 0,
+            timeout=seconds,
+            every=0.5,
+            clock=self.clock,
+        )
         if left_running:
             cause = self.rest.root_exception(job_id) or "no exception recorded"
-            raise PlacementError(f"job {job_id} did not stay RUNNING after it was placed (now {job.state}"
-                                 f"{', it restarted' if job.restarting_since_ms else ''}): {cause}")
+            raise PlacementError(
+                f"job {job_id} did not stay RUNNING after it was placed (now {job.state}"
+                f"{', it restarted' if job.restarting_since_ms else ''}): {cause}"
+            )
 
     def _check_extension(self, a: CheckExtension) -> None:
         active = extension_active(self.rest)
         if active is not True:
-            raise PlacementError("the restarted JobManager does not run the scheduler extension "
-                                 + ("(its classpath has flink-dist before the extension)" if active is False
-                                    else "(GET /jobmanager/environment does not say)"))
+            raise PlacementError(
+                "the restarted JobManager does not run the scheduler extension "
+                + (
+                    "(its classpath has flink-dist before the extension)"
+                    if active is False
+                    else "(GET /jobmanager/environment does not say)"
+                )
+            )
         have = self.rest.jobmanager_config().get(SCHEDULER_DIR_KEY)
         if have != a.scheduler_dir:
-            raise PlacementError(f"the restarted JobManager has {SCHEDULER_DIR_KEY}: {have or '(unset)'}, not {a.scheduler_dir}")
+            raise PlacementError(
+                f"the restarted JobManager has {SCHEDULER_DIR_KEY}: {have or '(unset)'}, not {a.scheduler_dir}"
+            )
 
     def _lock(self, a: AcquireLock) -> None:
         ex = self.executors[a.host]
         machine = socket.gethostname()
         for attempt in (1, 2):
             now = self.clock.now()
-            content = json.dumps({"holder": a.holder, "machine": machine, "pid": os.getpid(), "apply": self.audit.apply_id,
-                                  "since": datetime.fromtimestamp(now, timezone.utc).isoformat(timespec="seconds"),
-                                  "since_epoch": now, "job": self.plan.job_id})
+            content = json.dumps(
+                {
+                    "holder": a.holder,
+                    "machine": machine,
+                    "pid": os.getpid(),
+                    "apply": self.audit.apply_id,
+                    "since": datetime.fromtimestamp(now, timezone.utc).isoformat(timespec="seconds"),
+                    "since_epoch": now,
+                    "job": self.plan.job_id,
+                }
+            )
             result = ex.run(lock_argv(a.path, content), check=False)
             if result.ok:
                 self.ctx.lock = (a.host, a.path)
@@ -276,9 +324,13 @@ class Runner:
                 record = {}
             stale = lock_is_stale(record, now=now, stale_after_s=a.stale_after_s, machine=machine)
             if stale is None or attempt == 2:
-                raise LockHeld(f"another apply holds the lock {a.host}:{a.path}: {record.get('holder', '?')} since "
-                               f"{record.get('since', '?')} (job {record.get('job', '?')}); nothing was changed")
-            self.ctx.lock_note = f"broke a stale lock held by {record.get('holder', '?')} since {record.get('since', '?')}: {stale}"
+                raise LockHeld(
+                    f"another apply holds the lock {a.host}:{a.path}: {record.get('holder', '?')} since "
+                    f"{record.get('since', '?')} (job {record.get('job', '?')}); nothing was changed"
+                )
+            self.ctx.lock_note = (
+                f"broke a stale lock held by {record.get('holder', '?')} since {record.get('since', '?')}: {stale}"
+            )
             self.echo(f"  {self.ctx.lock_note}")
             ex.run(["rm", "-f", "--", a.path])
 
@@ -293,9 +345,13 @@ class Runner:
         self.stop_requested_at = self.clock.monotonic()
         self.stop_requested_at_jm_ms = self.rest.job(a.job_id).now_ms
         trigger = self.rest.trigger_stop_with_savepoint(a.job_id, a.target_directory)
-        (_, location, failure), completed = poll(lambda: self.rest.savepoint_status(a.job_id, trigger),
-                                                 lambda status: status[0] == "COMPLETED", timeout=a.timeout,
-                                                 every=0.2, clock=self.clock)
+        (_, location, failure), completed = poll(
+            lambda: self.rest.savepoint_status(a.job_id, trigger),
+            lambda status: status[0] == "COMPLETED",
+            timeout=a.timeout,
+            every=0.2,
+            clock=self.clock,
+        )
         if completed:
             if failure or not location:
                 raise StopFailed(f"stop-with-savepoint of job {a.job_id} failed: {failure}")
@@ -305,8 +361,13 @@ class Runner:
         raise StopFailed(f"stop-with-savepoint of job {a.job_id} did not complete within {a.timeout:.0f}s")
 
     def _record(self, host: str, path: str, record: dict) -> None:
-        full = {**record, "job_id": self.ctx.new_job_id, "savepoint": self.ctx.savepoint,
-                "applied_at": datetime.fromtimestamp(self.clock.now(), timezone.utc).isoformat(timespec="seconds"), "apply": self.audit.apply_id}
+        full = {
+            **record,
+            "job_id": self.ctx.new_job_id,
+            "savepoint": self.ctx.savepoint,
+            "applied_at": datetime.fromtimestamp(self.clock.now(), timezone.utc).isoformat(timespec="seconds"),
+            "apply": self.audit.apply_id,
+        }
         self.executors[host].upload_atomic(path, json.dumps(full, indent=2) + "\n")
 
     # ---- the whole plan -------------------------------------------------------------------------------------------
@@ -341,8 +402,15 @@ class Runner:
     def applied(self) -> ApplyOutcome:
         """Every step ran: the outcome, recorded in the audit log."""
         self.audit.write("done", status="applied", job=self.ctx.new_job_id)
-        return ApplyOutcome("applied", f"applied: job {self.ctx.new_job_id} runs every subtask on its planned TaskManager",
-                            self.ctx.new_job_id, self.ctx.savepoint, tuple(self.rows), self._downtime(), self.plan.notes)
+        return ApplyOutcome(
+            "applied",
+            f"applied: job {self.ctx.new_job_id} runs every subtask on its planned TaskManager",
+            self.ctx.new_job_id,
+            self.ctx.savepoint,
+            tuple(self.rows),
+            self._downtime(),
+            self.plan.notes,
+        )
 
     def roll_back(self, reason: str) -> ApplyOutcome:
         """Undo this job's apply after its stop (another job of a fleet failed): cancel the job it started, run the
@@ -364,21 +432,35 @@ class Runner:
             if isinstance(step.action, StopWithSavepoint):
                 state, restarted = self._settle(old)
                 how = " again (Flink restarted it from its last checkpoint)" if restarted and state == "RUNNING" else ""
-                outcome = ApplyOutcome("stop-failed", f"the stop with savepoint failed ({reason}); nothing was installed; "
-                                       f"job {old} is {state}{how}", old if state == "RUNNING" else None)
+                outcome = ApplyOutcome(
+                    "stop-failed",
+                    f"the stop with savepoint failed ({reason}); nothing was installed; job {old} is {state}{how}",
+                    old if state == "RUNNING" else None,
+                )
             else:
-                outcome = ApplyOutcome("failed-before-stop", f"{reason}; nothing was changed, job {old} runs untouched", old)
+                outcome = ApplyOutcome(
+                    "failed-before-stop", f"{reason}; nothing was changed, job {old} runs untouched", old
+                )
             self.audit.write("done", status=outcome.status, job=outcome.job_id, error=reason)
             return outcome
         if isinstance(step.action, RecordState):  # the job runs as planned; only the record is missing
-            outcome = ApplyOutcome("applied", f"applied, but the state file could not be written ({reason}): the next apply "
-                                   "will not know this job's arguments", self.ctx.new_job_id, self.ctx.savepoint,
-                                   tuple(self.rows), self._downtime(), self.plan.notes)
+            outcome = ApplyOutcome(
+                "applied",
+                f"applied, but the state file could not be written ({reason}): the next apply "
+                "will not know this job's arguments",
+                self.ctx.new_job_id,
+                self.ctx.savepoint,
+                tuple(self.rows),
+                self._downtime(),
+                self.plan.notes,
+            )
             self.audit.write("done", status="applied", job=self.ctx.new_job_id, warning=reason)
             return outcome
         return self._roll_back(reason)
 
-    def _settle(self, job_id: str, timeout: float = 120.0, quiet: float = QUIET_AFTER_FAILED_STOP_S) -> tuple[str, bool]:
+    def _settle(
+        self, job_id: str, timeout: float = 120.0, quiet: float = QUIET_AFTER_FAILED_STOP_S
+    ) -> tuple[str, bool]:
         """After a failed stop: the job's state once Flink is done with it, and whether it restarted meanwhile.
 
         Flink fails every task that took the synchronous savepoint when the savepoint is aborted, and restarts the job
@@ -425,21 +507,38 @@ class Runner:
             try:
                 self._step(i, step, "rollback")
             except (PlacementError, OSError) as exc:
-                state = (f"ROLL BACK FAILED at `{self._describe(step.action)}`: {exc}. State: job {self.plan.job_id} is "
-                         f"stopped; its savepoint is {self.ctx.savepoint}; files restored: {', '.join(restored) or 'none'}"
-                         + (f"; job {self.ctx.new_job_id} was submitted" if self.ctx.new_job_id else "; no job is running for it")
-                         + ". Resubmit by hand from the savepoint (see redeploy.sh in the plan directory).")
+                state = (
+                    f"ROLL BACK FAILED at `{self._describe(step.action)}`: {exc}. State: job {self.plan.job_id} is "
+                    f"stopped; its savepoint is {self.ctx.savepoint}; files restored: {', '.join(restored) or 'none'}"
+                    + (
+                        f"; job {self.ctx.new_job_id} was submitted"
+                        if self.ctx.new_job_id
+                        else "; no job is running for it"
+                    )
+                    + ". Resubmit by hand from the savepoint (see redeploy.sh in the plan directory)."
+                )
                 self.audit.write("done", status="rollback-failed", error=str(exc), savepoint=self.ctx.savepoint)
-                return ApplyOutcome("rollback-failed", f"apply failed ({reason}); {state}", self.ctx.new_job_id,
-                                    self.ctx.savepoint, tuple(self.rows), None, self.plan.notes)
+                return ApplyOutcome(
+                    "rollback-failed",
+                    f"apply failed ({reason}); {state}",
+                    self.ctx.new_job_id,
+                    self.ctx.savepoint,
+                    tuple(self.rows),
+                    None,
+                    self.plan.notes,
+                )
             if isinstance(step.action, RestoreFile):
                 restored.append(f"{step.action.host}:{step.action.path}")
         self._record_rollback()
-        message = (f"apply failed ({reason}); rolled back: job {self.ctx.new_job_id} RUNNING from savepoint "
-                   f"{self.ctx.savepoint} with the previous placement"
-                   + (f"; restored {', '.join(restored)} from .prev" if restored else ""))
+        message = (
+            f"apply failed ({reason}); rolled back: job {self.ctx.new_job_id} RUNNING from savepoint "
+            f"{self.ctx.savepoint} with the previous placement"
+            + (f"; restored {', '.join(restored)} from .prev" if restored else "")
+        )
         self.audit.write("done", status="rolled-back", job=self.ctx.new_job_id, savepoint=self.ctx.savepoint)
-        return ApplyOutcome("rolled-back", message, self.ctx.new_job_id, self.ctx.savepoint, tuple(self.rows), None, self.plan.notes)
+        return ApplyOutcome(
+            "rolled-back", message, self.ctx.new_job_id, self.ctx.savepoint, tuple(self.rows), None, self.plan.notes
+        )
 
     def _record_rollback(self) -> None:
         record_step = next((s for s in self.plan.steps if isinstance(s.action, RecordState)), None)
@@ -450,8 +549,14 @@ class Runner:
         assert isinstance(a, RecordState)
         args = submit.call.program_args if isinstance(submit, SubmitJobGraph) else submit.program_args
         overrides = dict(submit.call.overrides) if isinstance(submit, SubmitJobGraph) else None
-        record = {**a.record, "plan": None, "program_args": list(args), "mapping": None, "rolled_back": True,
-                  "parallelism_overrides": overrides}
+        record = {
+            **a.record,
+            "plan": None,
+            "program_args": list(args),
+            "mapping": None,
+            "rolled_back": True,
+            "parallelism_overrides": overrides,
+        }
         try:
             self._record(a.host, a.path, record)
         except PlacementError as exc:

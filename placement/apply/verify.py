@@ -47,8 +47,9 @@ def compare(planned: Counts, actual: Counts, vertex_order: list[str] | None = No
     return sorted(rows, key=lambda r: (order.get(r.vertex, len(order)), r.vertex, r.host))
 
 
-def compare_subtasks(planned: Sequence[PlannedSubtask], match: VertexMatch,
-                     hosts_by_vertex: Mapping[str, Sequence[str]]) -> list[VerifyRow]:
+def compare_subtasks(
+    planned: Sequence[PlannedSubtask], match: VertexMatch, hosts_by_vertex: Mapping[str, Sequence[str]]
+) -> list[VerifyRow]:
     """Index-by-index rows: for each planned vertex and host, the planned indices vs the indices running there.
 
     ``match`` maps planned vertex ids to the running job's vertices; ``hosts_by_vertex`` is running vertex id ->

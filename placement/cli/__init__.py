@@ -82,8 +82,11 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110},
-             epilog=epilog_for(""))
+@click.group(
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110},
+    epilog=epilog_for(""),
+)
 @click.version_option(__version__, prog_name="placement")
 def cli() -> None:
     """Plan, prove and apply operator placement for Flink jobs across a server and edge task managers.

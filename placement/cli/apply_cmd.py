@@ -39,8 +39,12 @@ def _print_plan(console: Console, prepared: Prepared) -> None:
     for line in describe_reads(req):
         console.print(f"      {line}", markup=False, highlight=False)
     if prepared.unchecked:
-        console.print("NOT CHECKED (the cluster could not be read; the steps below assume the job runs with the "
-                      "plan's vertices and the inventory's TaskManagers):", markup=False, highlight=False)
+        console.print(
+            "NOT CHECKED (the cluster could not be read; the steps below assume the job runs with the "
+            "plan's vertices and the inventory's TaskManagers):",
+            markup=False,
+            highlight=False,
+        )
         for problem in prepared.unchecked:
             console.print(f"      {problem}", markup=False, highlight=False)
     console.print("steps:")
@@ -65,27 +69,68 @@ def _verify_table(rows: tuple[VerifyRow, ...] | list[VerifyRow]) -> Table:
 
 @click.command("apply")
 @click.argument("plan_dir", type=click.Path(path_type=Path), required=False)
-@click.option("--plan", "plan_file", type=click.Path(path_type=Path),
-              help="the plan: DIR/plan.json as `placement plan --out DIR` wrote it (or DIR); instead of PLAN_DIR. "
-                   "A fleet's OUT (`placement plan --profile a.json --profile b.json --out OUT`: OUT/fleet.json) "
-                   "applies every job in it as one change")
-@click.option("--inventory", "inventory", required=True, type=click.Path(path_type=Path), help="inventory YAML the plan was made from")
-@click.option("--job", "job_id", help="id of the running job (default: the running job named job.name in the inventory)")
+@click.option(
+    "--plan",
+    "plan_file",
+    type=click.Path(path_type=Path),
+    help="the plan: DIR/plan.json as `placement plan --out DIR` wrote it (or DIR); instead of PLAN_DIR. "
+    "A fleet's OUT (`placement plan --profile a.json --profile b.json --out OUT`: OUT/fleet.json) "
+    "applies every job in it as one change",
+)
+@click.option(
+    "--inventory",
+    "inventory",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="inventory YAML the plan was made from",
+)
+@click.option(
+    "--job", "job_id", help="id of the running job (default: the running job named job.name in the inventory)"
+)
 @click.option("--job-name", help="name of the running job")
 @click.option("--jar", help="job jar to upload and resubmit (default: job.jar from the inventory)")
 @click.option("--jar-id", help="id of a jar already uploaded to the JobManager")
 @click.option("--dry-run", is_flag=True, help="print every SSH command and REST call in order; change nothing")
-@click.option("--yes", "consent", is_flag=True, help="allow restarting a JobManager or TaskManager where the config must change")
-@click.option("--accept-new-host-keys", is_flag=True, help="learn unknown SSH host keys (a changed key is always refused)")
-@click.option("--audit-log", type=click.Path(path_type=Path), help="JSON-lines audit log (default: PLAN_DIR/apply-audit.jsonl)")
-@click.option("--settle", "settle_s", type=click.FloatRange(min=0), default=10.0, show_default=True,
-              help="seconds the placed job must stay RUNNING without a restart before apply calls it done (0: no wait)")
-@click.option("--fleet-order", type=click.Choice(["auto", "stop-all"]), default="auto", show_default=True,
-              help="a fleet: auto moves one job at a time where an order never overloads a link or host, else stops "
-                   "all first; stop-all always stops every job first, then starts all")
-def apply(plan_dir: Path | None, plan_file: Path | None, inventory: Path, job_id: str | None, job_name: str | None,
-          jar: str | None, jar_id: str | None, dry_run: bool, consent: bool, accept_new_host_keys: bool,
-          audit_log: Path | None, settle_s: float, fleet_order: Literal["auto", "stop-all"]) -> None:
+@click.option(
+    "--yes", "consent", is_flag=True, help="allow restarting a JobManager or TaskManager where the config must change"
+)
+@click.option(
+    "--accept-new-host-keys", is_flag=True, help="learn unknown SSH host keys (a changed key is always refused)"
+)
+@click.option(
+    "--audit-log", type=click.Path(path_type=Path), help="JSON-lines audit log (default: PLAN_DIR/apply-audit.jsonl)"
+)
+@click.option(
+    "--settle",
+    "settle_s",
+    type=click.FloatRange(min=0),
+    default=10.0,
+    show_default=True,
+    help="seconds the placed job must stay RUNNING without a restart before apply calls it done (0: no wait)",
+)
+@click.option(
+    "--fleet-order",
+    type=click.Choice(["auto", "stop-all"]),
+    default="auto",
+    show_default=True,
+    help="a fleet: auto moves one job at a time where an order never overloads a link or host, else stops "
+    "all first; stop-all always stops every job first, then starts all",
+)
+def apply(
+    plan_dir: Path | None,
+    plan_file: Path | None,
+    inventory: Path,
+    job_id: str | None,
+    job_name: str | None,
+    jar: str | None,
+    jar_id: str | None,
+    dry_run: bool,
+    consent: bool,
+    accept_new_host_keys: bool,
+    audit_log: Path | None,
+    settle_s: float,
+    fleet_order: Literal["auto", "stop-all"],
+) -> None:
     """Put the plan in PLAN_DIR (or --plan DIR/plan.json) into effect on the running Flink job: savepoint, redeploy,
     verify, roll back.
 
@@ -106,19 +151,43 @@ def apply(plan_dir: Path | None, plan_file: Path | None, inventory: Path, job_id
     assert plan_dir is not None
     console = Console(highlight=False, soft_wrap=True)
     if is_fleet_dir(plan_dir):
-        given = [name for name, value in (("--job", job_id), ("--job-name", job_name), ("--jar", jar), ("--jar-id", jar_id))
-                 if value]
+        given = [
+            name
+            for name, value in (("--job", job_id), ("--job-name", job_name), ("--jar", jar), ("--jar-id", jar_id))
+            if value
+        ]
         if given:
-            raise BadInput(f"{given[0]} names one job; a fleet's jobs are found by their plans' names and resubmitted with "
-                           "the inventory's jobs: entries", field=given[0])
-        apply_fleet(console, plan_dir, inventory, dry_run=dry_run, consent=consent, settle_s=settle_s,
-                    accept_new_host_keys=accept_new_host_keys, audit_log=audit_log, fleet_order=fleet_order)
+            raise BadInput(
+                f"{given[0]} names one job; a fleet's jobs are found by their plans' names and resubmitted with "
+                "the inventory's jobs: entries",
+                field=given[0],
+            )
+        apply_fleet(
+            console,
+            plan_dir,
+            inventory,
+            dry_run=dry_run,
+            consent=consent,
+            settle_s=settle_s,
+            accept_new_host_keys=accept_new_host_keys,
+            audit_log=audit_log,
+            fleet_order=fleet_order,
+        )
         return
     if fleet_order != "auto":
-        raise BadInput(f"{plan_dir} is one job's plan; --fleet-order applies to a fleet's OUT (fleet.json)",
-                       field="--fleet-order")
-    req = load_request(plan_dir, inventory, job_id=job_id, job_name=job_name, jar=jar, jar_id=jar_id, consent=consent,
-                       settle_s=settle_s)
+        raise BadInput(
+            f"{plan_dir} is one job's plan; --fleet-order applies to a fleet's OUT (fleet.json)", field="--fleet-order"
+        )
+    req = load_request(
+        plan_dir,
+        inventory,
+        job_id=job_id,
+        job_name=job_name,
+        jar=jar,
+        jar_id=jar_id,
+        consent=consent,
+        settle_s=settle_s,
+    )
     prepared = prepare(req, dry_run=dry_run, accept_new_host_keys=accept_new_host_keys)
     try:
         if prepared.plan.noop:
@@ -130,36 +199,57 @@ def apply(plan_dir: Path | None, plan_file: Path | None, inventory: Path, job_id
             return
         _print_plan(console, prepared)
         if dry_run and prepared.unchecked:  # the steps are shown, but a dry run is a preflight: it did not pass
-            raise PreflightFailed(["could not check the cluster: " + prepared.unchecked[0]
-                                   + (f" (and {len(prepared.unchecked) - 1} more, above)" if len(prepared.unchecked) > 1
-                                      else "")])
+            raise PreflightFailed(
+                [
+                    "could not check the cluster: "
+                    + prepared.unchecked[0]
+                    + (f" (and {len(prepared.unchecked) - 1} more, above)" if len(prepared.unchecked) > 1 else "")
+                ]
+            )
         if dry_run:
             console.print("dry run: preflight passed; nothing was changed")
             return
         try:
-            outcome = execute(prepared, audit_path=audit_log or req.plan_dir / "apply-audit.jsonl",
-                              echo=lambda s: console.print(s, markup=False, highlight=False))
+            outcome = execute(
+                prepared,
+                audit_path=audit_log or req.plan_dir / "apply-audit.jsonl",
+                echo=lambda s: console.print(s, markup=False, highlight=False),
+            )
         except ApplyFailed as exc:
             if exc.outcome.rows:
                 print_table(console, _verify_table(exc.outcome.rows))
             raise
         print_table(console, _verify_table(outcome.rows))
-        extra = f" (stop requested -> RUNNING again: {outcome.downtime_s:.1f} s)" if outcome.downtime_s is not None else ""
+        extra = (
+            f" (stop requested -> RUNNING again: {outcome.downtime_s:.1f} s)" if outcome.downtime_s is not None else ""
+        )
         console.print(f"{outcome.message}; savepoint {outcome.savepoint}{extra}", markup=False)
     finally:
         prepared.close()
 
 
-def apply_fleet(console: Console, fleet_dir: Path, inventory: Path, *, dry_run: bool, consent: bool, settle_s: float,
-                accept_new_host_keys: bool, audit_log: Path | None,
-                fleet_order: Literal["auto", "stop-all"] = "auto") -> None:
+def apply_fleet(
+    console: Console,
+    fleet_dir: Path,
+    inventory: Path,
+    *,
+    dry_run: bool,
+    consent: bool,
+    settle_s: float,
+    accept_new_host_keys: bool,
+    audit_log: Path | None,
+    fleet_order: Literal["auto", "stop-all"] = "auto",
+) -> None:
     freq = load_fleet(fleet_dir, inventory, consent=consent, settle_s=settle_s)
     fp = prepare_fleet(freq, dry_run=dry_run, accept_new_host_keys=accept_new_host_keys, fleet_order=fleet_order)
     try:
         for name, prepared in fp.jobs.items():
-            console.print(f"job {name}: {prepared.view.job_id}, {prepared.plan.mode} mode, plan "
-                          f"{prepared.request.plan_dir / 'plan.json'}", markup=False)
-            for note in (prepared.plan.notes if not prepared.plan.noop else (prepared.plan.noop_reason,)):
+            console.print(
+                f"job {name}: {prepared.view.job_id}, {prepared.plan.mode} mode, plan "
+                f"{prepared.request.plan_dir / 'plan.json'}",
+                markup=False,
+            )
+            for note in prepared.plan.notes if not prepared.plan.noop else (prepared.plan.noop_reason,):
                 console.print(f"  note: {note}", markup=False, highlight=False)
             console.print("  preflight read (done, changes nothing):")
             for line in describe_reads(prepared.request):
@@ -170,14 +260,22 @@ def apply_fleet(console: Console, fleet_dir: Path, inventory: Path, *, dry_run: 
             console.print(line, markup=False, highlight=False)
         unchecked = [f"job {n}: {p}" for n, prepared in fp.jobs.items() for p in prepared.unchecked]
         if dry_run and unchecked:
-            raise PreflightFailed(["could not check the cluster: " + unchecked[0]
-                                   + (f" (and {len(unchecked) - 1} more, above)" if len(unchecked) > 1 else "")])
+            raise PreflightFailed(
+                [
+                    "could not check the cluster: "
+                    + unchecked[0]
+                    + (f" (and {len(unchecked) - 1} more, above)" if len(unchecked) > 1 else "")
+                ]
+            )
         if dry_run:
             console.print("dry run: preflight of every job passed; nothing was changed")
             return
         try:
-            outcome = execute_fleet(fp, audit_path=audit_log or fleet_dir / "apply-audit.jsonl",
-                                    echo=lambda s: console.print(s, markup=False, highlight=False))
+            outcome = execute_fleet(
+                fp,
+                audit_path=audit_log or fleet_dir / "apply-audit.jsonl",
+                echo=lambda s: console.print(s, markup=False, highlight=False),
+            )
         except FleetFailed as exc:
             for name, job_outcome in exc.outcome.outcomes.items():
                 if job_outcome.rows:

@@ -31,8 +31,9 @@ def table(problem: PlacementProblem, contingencies: Sequence[Contingency]) -> Ta
     return t
 
 
-def print_all(console, problem: PlacementProblem, contingencies: Sequence[Contingency], placement_mode: str,
-              asked: str) -> None:
+def print_all(
+    console, problem: PlacementProblem, contingencies: Sequence[Contingency], placement_mode: str, asked: str
+) -> None:
     """The contingency table, or why there is none."""
     from placement.cli.fit import print_table
 

@@ -8,28 +8,40 @@ from __future__ import annotations
 
 import click
 
-EXIT_CODES = ("Exit codes: 0 done; 1 failed (the reason on one line); 2 bad input (an option, file or field, named on "
-              "one line); 3 no placement fits (plan, the shortfall named); 130 interrupted (Ctrl-C); 141 stdout's "
-              "reader stopped reading (| head), the rest done.")
+EXIT_CODES = (
+    "Exit codes: 0 done; 1 failed (the reason on one line); 2 bad input (an option, file or field, named on "
+    "one line); 3 no placement fits (plan, the shortfall named); 130 interrupted (Ctrl-C); 141 stdout's "
+    "reader stopped reading (| head), the rest done."
+)
 
 # command path -> examples; "ex/" is what `placement examples --copy ex` makes. " \\\n" continues an example on the
 # next line: every line stays within 80 columns, where click does not re-flow them (see epilog_for).
 INV = "ex/inventory/edge-lab.yaml"
 EXAMPLES: dict[str, tuple[str, ...]] = {
-    "": ("placement examples --copy ex",
-         f"placement plan --inventory {INV} \\\n    --profile ex/examples/profiles/iot-sensors.json --out out/iot"),
-    "plan": (f"placement plan --inventory {INV} \\\n    --profile ex/examples/profiles/iot-sensors.json --out out/iot",
-             "placement plan ... --out out/iot --json --quiet | jq .results[0].wan_mbit",
-             "placement plan ... --out out/cap --max-rate --add-host rpi2=1"),
-    "apply": (f"placement apply out/iot --inventory {INV} --dry-run",
-              f"placement apply out/iot --inventory {INV} --jar job.jar"),
+    "": (
+        "placement examples --copy ex",
+        f"placement plan --inventory {INV} \\\n    --profile ex/examples/profiles/iot-sensors.json --out out/iot",
+    ),
+    "plan": (
+        f"placement plan --inventory {INV} \\\n    --profile ex/examples/profiles/iot-sensors.json --out out/iot",
+        "placement plan ... --out out/iot --json --quiet | jq .results[0].wan_mbit",
+        "placement plan ... --out out/cap --max-rate --add-host rpi2=1",
+    ),
+    "apply": (
+        f"placement apply out/iot --inventory {INV} --dry-run",
+        f"placement apply out/iot --inventory {INV} --jar job.jar",
+    ),
     "examples": ("placement examples", "placement examples --copy ex"),
     "profile": (f"placement profile out/metrics --out out/iot.json \\\n    --inventory {INV}",),
-    "watch": (f"placement watch --inventory {INV} \\\n    --job-name iot-sensors --work-dir out/watch",
-              "placement watch ... --job-name job-a --job-name job-b",),
+    "watch": (
+        f"placement watch --inventory {INV} \\\n    --job-name iot-sensors --work-dir out/watch",
+        "placement watch ... --job-name job-a --job-name job-b",
+    ),
     "inventory validate": (f"placement inventory validate {INV}",),
-    "inventory ansible": (f"placement inventory ansible {INV} \\\n    --out ex/ansible/hosts.yml",
-                          "cd ex/ansible && ansible-playbook -i hosts.yml site.yml"),
+    "inventory ansible": (
+        f"placement inventory ansible {INV} \\\n    --out ex/ansible/hosts.yml",
+        "cd ex/ansible && ansible-playbook -i hosts.yml site.yml",
+    ),
     "metrics collect": ("placement metrics collect --rest http://192.168.1.180:8081 \\\n    --out out/metrics",),
     "netem apply": (f"placement netem apply --inventory {INV} --dry-run",),
     "netem show": (f"placement netem show --inventory {INV}",),

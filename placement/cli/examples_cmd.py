@@ -28,8 +28,13 @@ COPIED = ("inventory", "examples", "netem", "ansible")
 
 
 @click.command()
-@click.option("--copy", "copy_to", type=click.Path(file_okay=False), metavar="DIR",
-              help=f"copy {', '.join(f'{name}/' for name in COPIED)} into DIR to edit them (never overwrites)")
+@click.option(
+    "--copy",
+    "copy_to",
+    type=click.Path(file_okay=False),
+    metavar="DIR",
+    help=f"copy {', '.join(f'{name}/' for name in COPIED)} into DIR to edit them (never overwrites)",
+)
 def examples(copy_to: str | None) -> None:
     """List the example inventories, profiles, metric histories, WAN profiles and Ansible playbooks that ship with
     placement."""
@@ -38,8 +43,11 @@ def examples(copy_to: str | None) -> None:
         return
     for folder, part, what, pattern in SHOWN:
         where = repo_dir(folder) / part
-        names = sorted(p.stem if folder == "netem" else p.name  # a WAN profile goes by its name
-                       for p in where.glob(pattern) if not p.name.startswith(("README", ".")))
+        names = sorted(
+            p.stem if folder == "netem" else p.name  # a WAN profile goes by its name
+            for p in where.glob(pattern)
+            if not p.name.startswith(("README", "."))
+        )
         click.echo(f"{what}: {where}")
         click.echo(f"  {', '.join(names) or '(none)'}")
 

@@ -53,8 +53,10 @@ def stacked(table: Table) -> RenderableType:
 def _minimum_width(table: Table) -> int:
     """The narrowest the table gets without breaking a word or a number: rich's own measurement allows less (it
     then shortens cells), so it is counted here: each column its longest word plus padding, and the rules between."""
-    words = [max((cell_len(word) for cell in (c.header, *c.cells) for word in _plain(cell).split()), default=0)
-             for c in table.columns]
+    words = [
+        max((cell_len(word) for cell in (c.header, *c.cells) for word in _plain(cell).split()), default=0)
+        for c in table.columns
+    ]
     padding = table.padding[1] + table.padding[3]  # right and left of every cell
     rules = (len(words) + 1 if table.show_edge else len(words) - 1) if table.box else 0
     return sum(words) + len(words) * padding + rules

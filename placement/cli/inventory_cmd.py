@@ -55,7 +55,17 @@ def validate(file: str, as_json: bool) -> None:
         if h.role == "edge":
             link = inv.uplink(h.name)
             uplink = f"{link.bandwidth:g} Mbit/s, {link.delay:g} ms → {link.to}"
-        table.add_row(h.name, h.role, h.model, h.address, f"{h.cores:g}", f"{h.memory_mib:g}", str(h.task_slots), f"{h.speed:g}", uplink)
+        table.add_row(
+            h.name,
+            h.role,
+            h.model,
+            h.address,
+            f"{h.cores:g}",
+            f"{h.memory_mib:g}",
+            str(h.task_slots),
+            f"{h.speed:g}",
+            uplink,
+        )
     console = Console()
     print_table(console, table)
     console.print(f"placement mode: {inv.flink.placement_mode}; digest {inv.digest()}", markup=False, highlight=False)
@@ -63,7 +73,13 @@ def validate(file: str, as_json: bool) -> None:
 
 @inventory.command("ansible")
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--out", "out", type=click.Path(dir_okay=False), callback=nonempty_path, help="write here instead of standard output")
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False),
+    callback=nonempty_path,
+    help="write here instead of standard output",
+)
 @click.option(
     "--flink-archive",
     type=click.Path(dir_okay=False),
@@ -74,7 +90,9 @@ def validate(file: str, as_json: bool) -> None:
     is_flag=True,
     help="shape bandwidth only, without netem delay/loss leaves (for kernels without sch_netem)",
 )
-@click.option("--wan-profile", help="shape every link like this named WAN profile (as `placement netem apply --profile`)")
+@click.option(
+    "--wan-profile", help="shape every link like this named WAN profile (as `placement netem apply --profile`)"
+)
 def ansible(file: str, out: str | None, flink_archive: str | None, rate_only: bool, wan_profile: str | None) -> None:
     """Export FILE as an Ansible inventory for the shipped playbooks (site.yml, stop.yml, netem.yml: `placement
     examples` lists them, `placement examples --copy DIR` puts them into DIR/ansible/). Run them from that folder,
@@ -101,8 +119,11 @@ def ansible(file: str, out: str | None, flink_archive: str | None, rate_only: bo
             )
         held = _archive_flink_version(path)
         if held and inv.flink.version and held != inv.flink.version:
-            raise BadInput(f"holds Flink {held}, but {file}: flink.version pins {inv.flink.version}", source=flink_archive,
-                           field="--flink-archive")
+            raise BadInput(
+                f"holds Flink {held}, but {file}: flink.version pins {inv.flink.version}",
+                source=flink_archive,
+                field="--flink-archive",
+            )
         archive = LocalArchive(path=str(path.resolve()), sha512=sha512, flink_version=held)
     text = render(
         ansible_inventory(

@@ -12,16 +12,24 @@ from placement.solver.one_by_one import OneByOne
 from placement.solver.result import PlanResult
 
 
-def jobs_table(parts: dict[str, PlanResult], problem: PlacementProblem | None = None,
-               scales: dict[str, float] | None = None) -> Table:
+def jobs_table(
+    parts: dict[str, PlanResult], problem: PlacementProblem | None = None, scales: dict[str, float] | None = None
+) -> Table:
     """Each job's figures; with priorities (``problem``'s job policies) its priority, and its rate scale where the jobs'
     differ (``scales``: job -> scale; ``--rate-scale JOB=X``, or ``--max-rate`` holding a job at its minimum)."""
     policies = problem.job_policies if problem is not None else {}
     ranked = bool(problem is not None and problem.priority_classes)
     scales = scales or {}
     t = Table(title="Jobs")
-    cols = ("job", *(("priority",) if ranked else ()), *(("rate scale",) if scales else ()),
-            "WAN Mbit/s", "server cores", "edge cores", "latency ms")
+    cols = (
+        "job",
+        *(("priority",) if ranked else ()),
+        *(("rate scale",) if scales else ()),
+        "WAN Mbit/s",
+        "server cores",
+        "edge cores",
+        "latency ms",
+    )
     for col in cols:
         t.add_column(col, justify="left" if col == "job" else "right")
     for name, r in parts.items():
@@ -30,8 +38,15 @@ def jobs_table(parts: dict[str, PlanResult], problem: PlacementProblem | None = 
         policy = policies.get(name)
         rank = (str(policy.priority if policy is not None and policy.priority is not None else 0),) if ranked else ()
         scale = (_scale_cell(scales.get(name), policy),) if scales else ()
-        t.add_row(escape(name), *rank, *scale, f"{c.wan_mbit:.2f}", f"{c.server_cores:.2f}", f"{c.edge_cores:.2f}",
-                  f"{c.latency_ms:.1f}")
+        t.add_row(
+            escape(name),
+            *rank,
+            *scale,
+            f"{c.wan_mbit:.2f}",
+            f"{c.server_cores:.2f}",
+            f"{c.edge_cores:.2f}",
+            f"{c.latency_ms:.1f}",
+        )
     return t
 
 
@@ -67,15 +82,22 @@ def shared_links_table(problem: PlacementProblem, total: PlanCost, parts: dict[s
         mine = [parts[name].cost.link(load.host).mbit for name in parts]  # type: ignore[union-attr]
         everything = load.mbit + sum(ran.values())
         style = "red" if load.mbit > load.usable_mbit + 1e-6 else None
-        t.add_row(load.name, *(_job_on_link(problem, name, load.host, x) for name, x in zip(parts, mine)),
-                  *(f"{ran.get(j, 0.0):.2f}" for j in running),
-                  f"{everything:.2f}", f"{load.bandwidth_mbit:g}", f"{load.usable_mbit:.1f}",
-                  f"{everything / load.bandwidth_mbit:.0%}" if load.bandwidth_mbit else "–", style=style)
+        t.add_row(
+            load.name,
+            *(_job_on_link(problem, name, load.host, x) for name, x in zip(parts, mine)),
+            *(f"{ran.get(j, 0.0):.2f}" for j in running),
+            f"{everything:.2f}",
+            f"{load.bandwidth_mbit:g}",
+            f"{load.usable_mbit:.1f}",
+            f"{everything / load.bandwidth_mbit:.0%}" if load.bandwidth_mbit else "–",
+            style=style,
+        )
     return t
 
 
-def compare_jobs_table(problem: PlacementProblem, result: PlanResult, parts: dict[str, PlanResult],
-                       others: list[OneByOne]) -> Table:
+def compare_jobs_table(
+    problem: PlacementProblem, result: PlanResult, parts: dict[str, PlanResult], others: list[OneByOne]
+) -> Table:
     """The joint plan beside planning the jobs one by one: each job's WAN and each link's Mbit/s, and whether the plans
     fit together."""
     t = Table(title="Joint vs one by one")
@@ -89,14 +111,20 @@ def compare_jobs_table(problem: PlacementProblem, result: PlanResult, parts: dic
     for col in ("WAN total", "server cores", "fits"):
         t.add_column(col, justify="right")
     rows: list[tuple[str, dict[str, PlanResult], PlanCost | None, str]] = [
-        ("joint", parts, result.cost, "yes" if result.cost is not None and result.cost.feasible else "[red]no[/]")]
+        ("joint", parts, result.cost, "yes" if result.cost is not None and result.cost.feasible else "[red]no[/]")
+    ]
     for o in others:
         fits = "yes" if o.feasible else "[red]no[/]"  # why: the line after the table
         rows.append((o.label, o.results, o.cost, fits))
     for name, results, cost, fits in rows:
-        per_job = [f"{c.wan_mbit:.2f}" if j in results and (c := results[j].cost) is not None else "–"
-                   for j in jobs]
+        per_job = [f"{c.wan_mbit:.2f}" if j in results and (c := results[j].cost) is not None else "–" for j in jobs]
         links = [f"{cost.link(h.name).mbit:.2f}" if cost is not None else "–" for h in problem.edges]
-        t.add_row(name, *per_job, *links, f"{cost.wan_mbit:.2f}" if cost else "–",
-                  f"{cost.server_cores:.2f}" if cost else "–", fits)
+        t.add_row(
+            name,
+            *per_job,
+            *links,
+            f"{cost.wan_mbit:.2f}" if cost else "–",
+            f"{cost.server_cores:.2f}" if cost else "–",
+            fits,
+        )
     return t

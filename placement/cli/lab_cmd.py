@@ -10,8 +10,14 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-WORKDIR = click.option("--work-dir", "work_dir", type=click.Path(file_okay=False, path_type=Path),
-                       default="/tmp/placement-lab", show_default=True, help="state, logs and the lab inventory")
+WORKDIR = click.option(
+    "--work-dir",
+    "work_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default="/tmp/placement-lab",
+    show_default=True,
+    help="state, logs and the lab inventory",
+)
 # `--workdir`, the old spelling, still works (scripts written for it) without a second entry in --help: click
 # normalises option names through this before it matches them
 OLD_SPELLINGS = {"workdir": "work-dir"}
@@ -28,16 +34,30 @@ def lab() -> None:
 
 
 @lab.command("up")
-@click.option("--inventory", "inventory_path", required=True, type=click.Path(dir_okay=False),
-              help="inventory with one server and edge hosts (lab.yaml of `placement examples`)")
+@click.option(
+    "--inventory",
+    "inventory_path",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="inventory with one server and edge hosts (lab.yaml of `placement examples`)",
+)
 @WORKDIR
 @click.option("--timeout", type=float, default=300.0, show_default=True, help="seconds to wait for the TaskManagers")
-@click.option("--mode", type=click.Choice(["custom", "vanilla"]), default="custom", show_default=True,
-              help="custom: stock Flink + the scheduler extension, jobs placed unmodified by `placement apply`; "
-                   "vanilla: stock Flink only, jobs place themselves with the Placement helper (--placement)")
-@click.option("--flink-version", "flink_version", metavar="X.Y[.Z]",
-              help="the Flink release to run (1.19.x to 2.3.x; a line such as 1.20: its newest release), fetched once "
-                   "into the cache with pip; default: the inventory's flink.version, else this machine's own Flink")
+@click.option(
+    "--mode",
+    type=click.Choice(["custom", "vanilla"]),
+    default="custom",
+    show_default=True,
+    help="custom: stock Flink + the scheduler extension, jobs placed unmodified by `placement apply`; "
+    "vanilla: stock Flink only, jobs place themselves with the Placement helper (--placement)",
+)
+@click.option(
+    "--flink-version",
+    "flink_version",
+    metavar="X.Y[.Z]",
+    help="the Flink release to run (1.19.x to 2.3.x; a line such as 1.20: its newest release), fetched once "
+    "into the cache with pip; default: the inventory's flink.version, else this machine's own Flink",
+)
 def up_cmd(inventory_path: str, work_dir: Path, timeout: float, mode: str, flink_version: str | None) -> None:
     """Start the lab (idempotent: a lab that is up already in this mode and Flink version is left as it is)."""
     from placement.errors import BadInput
@@ -50,10 +70,14 @@ def up_cmd(inventory_path: str, work_dir: Path, timeout: float, mode: str, flink
     if result.restarted_for_mode:
         click.echo(f"note: the lab was up in {result.restarted_for_mode} mode; restarted in {mode} mode")
     if result.restarted_for_version:
-        click.echo(f"note: the lab was up on Flink {result.restarted_for_version}; restarted on {state.get('flink_version')}")
+        click.echo(
+            f"note: the lab was up on Flink {result.restarted_for_version}; restarted on {state.get('flink_version')}"
+        )
     version = f", Flink {state['flink_version']}" if state.get("flink_version") else ""
-    click.echo(("lab already up" if result.already_up else "lab up") + f" ({state.get('mode', 'vanilla')} mode): "
-               f"REST {state['rest_url']}, lab inventory {state.get('lab_inventory')}{version}")
+    click.echo(
+        ("lab already up" if result.already_up else "lab up") + f" ({state.get('mode', 'vanilla')} mode): "
+        f"REST {state['rest_url']}, lab inventory {state.get('lab_inventory')}{version}"
+    )
     for note in state.get("notes", []):
         click.echo(f"note: {note}")
 
@@ -87,21 +111,32 @@ def status_cmd(work_dir: Path, as_json: bool) -> None:
         sys.exit(1)
     console = _console()
     version = f", Flink {st['flink_version']}" if st.get("flink_version") else ""
-    console.print(f"lab {'[green]up[/]' if st['up'] else '[red]not healthy[/]'} ({st['status']}, {st['mode']} mode{version}), "
-                  f"REST {st['rest_url']}"
-                  + (f" — {st['rest_error']}" if st.get("rest_error") else ""))
+    console.print(
+        f"lab {'[green]up[/]' if st['up'] else '[red]not healthy[/]'} ({st['status']}, {st['mode']} mode{version}), "
+        f"REST {st['rest_url']}" + (f" — {st['rest_error']}" if st.get("rest_error") else "")
+    )
     table = Table()
     for col in ("host", "role", "address", "namespace", "TM", "uplink", "not emulated", "CPU quota", "throttled"):
         table.add_column(col)
     for h in st["hosts"]:
         quota = f"{h['cpu_quota_us'] / h['cpu_period_us']:.2f} cores" if h.get("cpu_quota_us") else "-"
-        throttled = f"{h.get('throttled_periods', 0)} periods, {h.get('throttled_s', 0):.1f}s" if h.get("cgroup") else "-"
+        throttled = (
+            f"{h.get('throttled_periods', 0)} periods, {h.get('throttled_s', 0):.1f}s" if h.get("cgroup") else "-"
+        )
         shaped = f"htb {h['rate_mbit']:g} Mbit/s on {h['ns_if']}" if h.get("rate_mbit") else "-"
         if h.get("qdisc") is not None and "htb" not in (h.get("qdisc") or ""):
             shaped += " [red](qdisc missing)[/]"
-        table.add_row(h["name"], h["role"], h["address"], h.get("namespace") or "(root)",
-                      "registered" if h["registered"] else "[red]missing[/]", shaped,
-                      ", ".join(h.get("not_emulated") or []) or "-", quota, throttled)
+        table.add_row(
+            h["name"],
+            h["role"],
+            h["address"],
+            h.get("namespace") or "(root)",
+            "registered" if h["registered"] else "[red]missing[/]",
+            shaped,
+            ", ".join(h.get("not_emulated") or []) or "-",
+            quota,
+            throttled,
+        )
     console.print(table)
     for note in st.get("notes", []):
         console.print(f"note: {note}")
@@ -115,8 +150,9 @@ def _latency_table(job) -> Table:
     for col in ("sink", "kind", "from", "p50", "p99", "histograms"):
         t.add_column(col, justify="left" if col in ("sink", "kind", "from") else "right")
     for lat in job.latency:
-        t.add_row(lat.sink, lat.kind, lat.source or "(freshest record)", _ms(lat.p50_ms), _ms(lat.p99_ms),
-                  str(lat.histograms))
+        t.add_row(
+            lat.sink, lat.kind, lat.source or "(freshest record)", _ms(lat.p50_ms), _ms(lat.p99_ms), str(lat.histograms)
+        )
     return t
 
 
@@ -126,8 +162,13 @@ def _ms(x: float | None) -> str:
 
 @lab.command("measure")
 @WORKDIR
-@click.option("--duration", type=click.FloatRange(min=0.5), default=10.0, show_default=True,
-              help="seconds of the veth byte window")
+@click.option(
+    "--duration",
+    type=click.FloatRange(min=0.5),
+    default=10.0,
+    show_default=True,
+    help="seconds of the veth byte window",
+)
 @click.option("--json", "as_json", is_flag=True, help="JSON on stdout instead of tables")
 def measure_cmd(work_dir: Path, duration: float, as_json: bool) -> None:
     """WAN Mbit/s per uplink (veth counters), throughput, backpressure per vertex and where subtasks run, and the
@@ -143,8 +184,15 @@ def measure_cmd(work_dir: Path, duration: float, as_json: bool) -> None:
     for col in ("link", "interface", "bytes", "Mbit/s (wire)", "Mbit/s (job data)", "shaped at", "utilisation"):
         links.add_column(col, justify="left" if col in ("link", "interface") else "right")
     for lk in m.links:
-        links.add_row(f"{lk.host} -> server", lk.interface, f"{lk.bytes:,}", f"{lk.mbit:.3f}", f"{lk.data_mbit:.3f}",
-                      f"{lk.rate_mbit:g}" if lk.rate_mbit else "-", f"{lk.utilisation:.0%}" if lk.utilisation is not None else "-")
+        links.add_row(
+            f"{lk.host} -> server",
+            lk.interface,
+            f"{lk.bytes:,}",
+            f"{lk.mbit:.3f}",
+            f"{lk.data_mbit:.3f}",
+            f"{lk.rate_mbit:g}" if lk.rate_mbit else "-",
+            f"{lk.utilisation:.0%}" if lk.utilisation is not None else "-",
+        )
     console.print(links)
     if m.cpu:
         cpu = Table(title=f"CPU over {m.seconds:.1f} s (each host's TaskManager JVM: tasks, GC, netty, metrics)")
@@ -152,9 +200,14 @@ def measure_cmd(work_dir: Path, duration: float, as_json: bool) -> None:
             cpu.add_column(col, justify="left" if col == "host" else "right")
         for c in m.cpu:
             found = "" if c.processes == 1 else f" ({c.processes} TaskManagers)"
-            cpu.add_row(c.host + found, f"{c.server_cores:.3f}", f"{c.compiler_server_cores:.3f}",
-                        f"{c.speed:g}" if c.speed else "-", f"{c.host_cores:.3f}" if c.host_cores is not None else "-",
-                        f"{c.steady_host_cores:.3f}" if c.steady_host_cores is not None else "-")
+            cpu.add_row(
+                c.host + found,
+                f"{c.server_cores:.3f}",
+                f"{c.compiler_server_cores:.3f}",
+                f"{c.speed:g}" if c.speed else "-",
+                f"{c.host_cores:.3f}" if c.host_cores is not None else "-",
+                f"{c.steady_host_cores:.3f}" if c.steady_host_cores is not None else "-",
+            )
         console.print(cpu)
     for job in m.jobs:
         t = Table(title=f"{job.name} ({job.job_id}): sources {job.source_records_per_s:,.0f} records/s")
@@ -162,16 +215,26 @@ def measure_cmd(work_dir: Path, duration: float, as_json: bool) -> None:
             t.add_column(col, justify="left" if col in ("vertex", "runs on") else "right")
         for v in job.vertices:
             p = str(v.parallelism) if v.reporting >= v.parallelism else f"{v.parallelism} ({v.reporting} reporting)"
-            t.add_row(v.name, p, f"{v.records_in_per_s:,.0f}", f"{v.records_out_per_s:,.0f}",
-                      f"{v.busy_ms_per_s:.0f}", f"{v.backpressured_ms_per_s:.0f}",
-                      ", ".join(f"{h}×{n}" for h, n in sorted(v.hosts.items())))
+            t.add_row(
+                v.name,
+                p,
+                f"{v.records_in_per_s:,.0f}",
+                f"{v.records_out_per_s:,.0f}",
+                f"{v.busy_ms_per_s:.0f}",
+                f"{v.backpressured_ms_per_s:.0f}",
+                ", ".join(f"{h}×{n}" for h, n in sorted(v.hosts.items())),
+            )
         console.print(t)
         if job.latency:
             console.print(_latency_table(job))
-    console.print("wire: all bytes the edge namespace sent (headers, records, Flink RPC); job data: TCP payload of the "
-                  "edge TaskManager's data connections (what the plan predicts)")
+    console.print(
+        "wire: all bytes the edge namespace sent (headers, records, Flink RPC); job data: TCP payload of the "
+        "edge TaskManager's data connections (what the plan predicts)"
+    )
     if any(v.reporting < v.parallelism for j in m.jobs for v in j.vertices):
-        console.print("some subtasks sent no metrics (a saturated uplink delays the TaskManager's metric dump): "
-                      "their rates read 0, so those rows are lower bounds")
+        console.print(
+            "some subtasks sent no metrics (a saturated uplink delays the TaskManager's metric dump): "
+            "their rates read 0, so those rows are lower bounds"
+        )
     if not m.jobs:
         console.print("no running job")

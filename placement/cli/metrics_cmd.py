@@ -17,37 +17,100 @@ def metrics() -> None:
 
 
 @metrics.command("collect")
-@click.option("--rest", "rest_url", type=HTTP_URL, help="JobManager REST URL, e.g. http://127.0.0.1:8081 (with --prometheus: where the "
-              "job graph, checkpoint sizes and TaskManagers come from)")
+@click.option(
+    "--rest",
+    "rest_url",
+    type=HTTP_URL,
+    help="JobManager REST URL, e.g. http://127.0.0.1:8081 (with --prometheus: where the "
+    "job graph, checkpoint sizes and TaskManagers come from)",
+)
 @click.option("--job", "job_id", help="job id")
 @click.option("--job-name", help="name of a running job (instead of --job)")
 @click.option("--duration", type=float, help="seconds to sample")
 @click.option("--interval", type=float, default=1.0, show_default=True, help="seconds between samples")
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), callback=nonempty_path, help="metrics directory (created)")
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(file_okay=False),
+    callback=nonempty_path,
+    help="metrics directory (created)",
+)
 @click.option("--flush", type=float, default=30.0, show_default=True, help="seconds between Parquet parts")
-@click.option("--metrics-timeout", type=float, default=30.0, show_default=True,
-              help="how long to wait for a freshly started job's metrics to appear")
+@click.option(
+    "--metrics-timeout",
+    type=float,
+    default=30.0,
+    show_default=True,
+    help="how long to wait for a freshly started job's metrics to appear",
+)
 @click.option("--run-id", help="run id (default: UTC start time + random suffix)")
-@click.option("--prometheus", "prometheus_url", metavar="URL", type=HTTP_URL,
-              help="read the history from Prometheus (which scrapes Flink's Prometheus reporter) instead of polling REST")
-@click.option("--since", metavar="TIME", help="with --prometheus: start (now-2h, Unix seconds or ISO 8601, UTC if no zone)")
+@click.option(
+    "--prometheus",
+    "prometheus_url",
+    metavar="URL",
+    type=HTTP_URL,
+    help="read the history from Prometheus (which scrapes Flink's Prometheus reporter) instead of polling REST",
+)
+@click.option(
+    "--since", metavar="TIME", help="with --prometheus: start (now-2h, Unix seconds or ISO 8601, UTC if no zone)"
+)
 @click.option("--until", metavar="TIME", default="now", show_default=True, help="with --prometheus: end")
-@click.option("--step", metavar="DURATION",
-              help="with --prometheus: sample interval (15s, 1m…; default: the scrape interval of the job's targets)")
-@click.option("--graph", type=click.Path(), metavar="FILE",
-              help="with --prometheus and no --rest: the job graph, from an earlier run's _manifest.json (or a "
-                   "metrics dir) or a saved GET /jobs/<id> answer")
-@click.option("--lookback", metavar="DURATION", default="10m", show_default=True,
-              help="with --prometheus: how far before --since to look for the start of the running attempts")
-@click.option("--metric-prefix", default="flink_taskmanager_job_task_", show_default=True,
-              help="with --prometheus: series name before the Flink metric name")
-@click.option("--inventory", type=click.Path(dir_okay=False), metavar="FILE",
-              help="the hosts (with their ssh: settings): also record each TaskManager JVM's CPU per thread from its "
-                   "host's /proc, over SSH as apply reaches them — what profile calibrates each operator's CPU with")
+@click.option(
+    "--step",
+    metavar="DURATION",
+    help="with --prometheus: sample interval (15s, 1m…; default: the scrape interval of the job's targets)",
+)
+@click.option(
+    "--graph",
+    type=click.Path(),
+    metavar="FILE",
+    help="with --prometheus and no --rest: the job graph, from an earlier run's _manifest.json (or a "
+    "metrics dir) or a saved GET /jobs/<id> answer",
+)
+@click.option(
+    "--lookback",
+    metavar="DURATION",
+    default="10m",
+    show_default=True,
+    help="with --prometheus: how far before --since to look for the start of the running attempts",
+)
+@click.option(
+    "--metric-prefix",
+    default="flink_taskmanager_job_task_",
+    show_default=True,
+    help="with --prometheus: series name before the Flink metric name",
+)
+@click.option(
+    "--inventory",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="the hosts (with their ssh: settings): also record each TaskManager JVM's CPU per thread from its "
+    "host's /proc, over SSH as apply reaches them — what profile calibrates each operator's CPU with",
+)
 @click.option("--quiet", is_flag=True, help="no progress bar")
 @click.pass_context
-def collect(ctx, rest_url, job_id, job_name, duration, interval, out_dir, flush, metrics_timeout, run_id, prometheus_url,
-            since, until, step, graph, lookback, metric_prefix, inventory, quiet) -> None:
+def collect(
+    ctx,
+    rest_url,
+    job_id,
+    job_name,
+    duration,
+    interval,
+    out_dir,
+    flush,
+    metrics_timeout,
+    run_id,
+    prometheus_url,
+    since,
+    until,
+    step,
+    graph,
+    lookback,
+    metric_prefix,
+    inventory,
+    quiet,
+) -> None:
     """Sample busy/idle/backpressured time and record/byte rates of every subtask every INTERVAL seconds for
     DURATION seconds, plus the job graph, where each subtask runs, checkpointed state and TaskManagers.
     Ctrl-C stops early and keeps what was collected.
@@ -74,14 +137,27 @@ def collect(ctx, rest_url, job_id, job_name, duration, interval, out_dir, flush,
     if duration is None:
         raise BadInput("give how many seconds to sample", field="--duration")
     options = CollectOptions(
-        rest_url=rest_url, out_dir=Path(out_dir), job_id=job_id, job_name=job_name, duration_s=duration,
-        interval_s=interval, flush_s=flush, metrics_timeout_s=metrics_timeout, run_id=run_id,
+        rest_url=rest_url,
+        out_dir=Path(out_dir),
+        job_id=job_id,
+        job_name=job_name,
+        duration_s=duration,
+        interval_s=interval,
+        flush_s=flush,
+        metrics_timeout_s=metrics_timeout,
+        run_id=run_id,
         inventory=load_inventory(inventory) if inventory else None,
     )
     console = Console(stderr=True, quiet=quiet)
     # The bar starts with the first sampling round, so errors found before it (bad job, no metrics) stay one line.
-    bar = Progress(TextColumn("[bold]collecting"), BarColumn(), TextColumn("{task.fields[rows]} samples, "
-                   "{task.fields[nulls]} null values"), TimeRemainingColumn(), console=console, transient=True)
+    bar = Progress(
+        TextColumn("[bold]collecting"),
+        BarColumn(),
+        TextColumn("{task.fields[rows]} samples, {task.fields[nulls]} null values"),
+        TimeRemainingColumn(),
+        console=console,
+        transient=True,
+    )
     task = None
 
     def on_progress(p) -> None:
@@ -96,7 +172,9 @@ def collect(ctx, rest_url, job_id, job_name, duration, interval, out_dir, flush,
     finally:
         if task is not None:
             bar.stop()
-    how = {"completed": "done", "interrupted": "stopped by Ctrl-C", "job-ended": "the job ended", "running": "?"}[manifest.stopped]
+    how = {"completed": "done", "interrupted": "stopped by Ctrl-C", "job-ended": "the job ended", "running": "?"}[
+        manifest.stopped
+    ]
     click.echo(
         f"{how}: {manifest.samples} samples of job {manifest.job_name!r} ({manifest.job_id}) run {manifest.run_id} "
         f"in {Path(out_dir) / f'job_id={manifest.job_id}' / f'run_id={manifest.run_id}'}"
@@ -119,20 +197,34 @@ def _from_prometheus(ctx: click.Context, url: str, quiet: bool) -> None:
     for option in ("duration", "interval", "flush", "metrics_timeout", "run_id", "inventory"):
         if ctx.get_parameter_source(option) is click.core.ParameterSource.COMMANDLINE:
             name = "--" + option.replace("_", "-")
-            raise BadInput("applies to REST polling, not --prometheus" + (" (use --step)" if option == "interval" else ""), field=name)
+            raise BadInput(
+                "applies to REST polling, not --prometheus" + (" (use --step)" if option == "interval" else ""),
+                field=name,
+            )
     if not p["since"]:
         raise BadInput("give the start of the history to read (e.g. now-2h)", field="--since")
     now = time.time()
     options = PromOptions(
-        url=url, out_dir=Path(p["out_dir"]), job_id=p["job_id"], job_name=p["job_name"],
-        since_s=parse_time(p["since"], now=now, field="--since"), until_s=parse_time(p["until"], now=now, field="--until"),
+        url=url,
+        out_dir=Path(p["out_dir"]),
+        job_id=p["job_id"],
+        job_name=p["job_name"],
+        since_s=parse_time(p["since"], now=now, field="--since"),
+        until_s=parse_time(p["until"], now=now, field="--until"),
         step_s=parse_duration(p["step"], field="--step") if p["step"] else None,
-        graph=Path(p["graph"]) if p["graph"] else None, rest_url=p["rest_url"],
-        lookback_s=parse_duration(p["lookback"], field="--lookback"), prefix=p["metric_prefix"],
+        graph=Path(p["graph"]) if p["graph"] else None,
+        rest_url=p["rest_url"],
+        lookback_s=parse_duration(p["lookback"], field="--lookback"),
+        prefix=p["metric_prefix"],
     )
     console = Console(stderr=True, quiet=quiet)
-    bar = Progress(TextColumn("[bold]reading Prometheus"), BarColumn(), TextColumn("{task.fields[rows]} samples"),
-                   console=console, transient=True)
+    bar = Progress(
+        TextColumn("[bold]reading Prometheus"),
+        BarColumn(),
+        TextColumn("{task.fields[rows]} samples"),
+        console=console,
+        transient=True,
+    )
     tasks: dict[str, TaskID] = {}
 
     def on_progress(pr) -> None:
@@ -148,5 +240,7 @@ def _from_prometheus(ctx: click.Context, url: str, quiet: bool) -> None:
         if tasks:
             bar.stop()
     for m in manifests:
-        click.echo(f"read: {m.samples} samples of job {m.job_name!r} ({m.job_id}) run {m.run_id} every {m.interval_s:g} s "
-                   f"in {Path(p['out_dir']) / f'job_id={m.job_id}' / f'run_id={m.run_id}'}")
+        click.echo(
+            f"read: {m.samples} samples of job {m.job_name!r} ({m.job_id}) run {m.run_id} every {m.interval_s:g} s "
+            f"in {Path(p['out_dir']) / f'job_id={m.job_id}' / f'run_id={m.run_id}'}"
+        )

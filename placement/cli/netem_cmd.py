@@ -38,8 +38,9 @@ def _resolve(name: str) -> str:
     return str(infos[0][4][0])
 
 
-def _targets(inv: Inventory, source: str, hosts: tuple[str, ...], profile: WanProfile | None, *,
-             need_shapes: bool) -> list[Target]:
+def _targets(
+    inv: Inventory, source: str, hosts: tuple[str, ...], profile: WanProfile | None, *, need_shapes: bool
+) -> list[Target]:
     names = list(hosts) or shaped_hosts(inv)
     targets = []
     for name in dict.fromkeys(names):
@@ -54,7 +55,9 @@ def _targets(inv: Inventory, source: str, hosts: tuple[str, ...], profile: WanPr
     return targets
 
 
-def _check_interfaces(factory: ExecutorFactory, inv: Inventory, source: str, targets: list[Target]) -> dict[str, Executor]:
+def _check_interfaces(
+    factory: ExecutorFactory, inv: Inventory, source: str, targets: list[Target]
+) -> dict[str, Executor]:
     """Open every host and check its interface first, so a typo on the last host changes no host at all."""
     executors = {}
     for t in targets:
@@ -68,20 +71,38 @@ def _check_interfaces(factory: ExecutorFactory, inv: Inventory, source: str, tar
 
 
 def _common(f):
-    f = click.option("--accept-new-host-keys", is_flag=True,
-                     help="record SSH host keys not yet in known_hosts (default: refuse unknown hosts)")(f)
+    f = click.option(
+        "--accept-new-host-keys",
+        is_flag=True,
+        help="record SSH host keys not yet in known_hosts (default: refuse unknown hosts)",
+    )(f)
     f = click.option("--local", "force_local", is_flag=True, help="run tc on this machine for every selected host")(f)
     f = click.option("--dry-run", is_flag=True, help="print the commands instead of running them")(f)
-    f = click.option("--host", "hosts", multiple=True, metavar="H",
-                     help="only this host (repeatable; default: every host with a link)")(f)
-    f = click.option("--inventory", "inventory_file", required=True, type=click.Path(dir_okay=False),
-                     help="inventory YAML (the format: README.md beside the inventories `placement examples` lists)")(f)
+    f = click.option(
+        "--host",
+        "hosts",
+        multiple=True,
+        metavar="H",
+        help="only this host (repeatable; default: every host with a link)",
+    )(f)
+    f = click.option(
+        "--inventory",
+        "inventory_file",
+        required=True,
+        type=click.Path(dir_okay=False),
+        help="inventory YAML (the format: README.md beside the inventories `placement examples` lists)",
+    )(f)
     return f
 
 
 def _factory(inv: Inventory, dry_run: bool, force_local: bool, accept_new: bool) -> ExecutorFactory:
-    return ExecutorFactory(inv, dry_run=dry_run, force_local=force_local, accept_new_host_keys=accept_new,
-                           echo=lambda line: click.echo(line))
+    return ExecutorFactory(
+        inv,
+        dry_run=dry_run,
+        force_local=force_local,
+        accept_new_host_keys=accept_new,
+        echo=lambda line: click.echo(line),
+    )
 
 
 def _describe(shape: Shape) -> str:
@@ -106,12 +127,26 @@ def netem() -> None:
 
 @netem.command("apply")
 @_common
-@click.option("--profile", "profile_name", metavar="NAME",
-              help="a WAN profile by name (`placement examples` lists them) overriding every link's figures")
-@click.option("--require-delay", is_flag=True,
-              help="fail, leaving that host unshaped, when its kernel has no netem for delay/jitter/loss")
-def apply_cmd(inventory_file: str, hosts: tuple[str, ...], dry_run: bool, force_local: bool, accept_new_host_keys: bool,
-              profile_name: str | None, require_delay: bool) -> None:
+@click.option(
+    "--profile",
+    "profile_name",
+    metavar="NAME",
+    help="a WAN profile by name (`placement examples` lists them) overriding every link's figures",
+)
+@click.option(
+    "--require-delay",
+    is_flag=True,
+    help="fail, leaving that host unshaped, when its kernel has no netem for delay/jitter/loss",
+)
+def apply_cmd(
+    inventory_file: str,
+    hosts: tuple[str, ...],
+    dry_run: bool,
+    force_local: bool,
+    accept_new_host_keys: bool,
+    profile_name: str | None,
+    require_delay: bool,
+) -> None:
     """Install each link's rate limit (and delay, jitter, loss) on the sending host; replaces an earlier apply."""
     inv = load_inventory(inventory_file)
     profile = load_profile(profile_name, field="--profile") if profile_name else None
@@ -144,23 +179,31 @@ def apply_cmd(inventory_file: str, hosts: tuple[str, ...], dry_run: bool, force_
             for shape in t.shapes:
                 click.echo(f"{t.host} {t.interface}: {verb} {_describe(shape)}")
             if outcome.netem_missing:
-                click.echo(f"{t.host}: kernel has no netem ({outcome.netem_error}); rate limits applied, "
-                           "delay/jitter/loss NOT emulated (--require-delay makes this an error)")
+                click.echo(
+                    f"{t.host}: kernel has no netem ({outcome.netem_error}); rate limits applied, "
+                    "delay/jitter/loss NOT emulated (--require-delay makes this an error)"
+                )
     finally:
         factory.close()
 
 
 def _status_table(host: str, status: InterfaceStatus) -> Table:
-    table = Table(title=f"{host} {status.interface}: htb {status.root.handle if status.root else ''}, "
-                        f"{status.unshaped_packets} packets unshaped")
+    table = Table(
+        title=f"{host} {status.interface}: htb {status.root.handle if status.root else ''}, "
+        f"{status.unshaped_packets} packets unshaped"
+    )
     for col in ("dest", "Mbit/s", "delay ms", "loss %", "sent bytes", "drops", "overlimits"):
         # fold, never truncate: a counter cut to "3137…" would be worse than a wrapped one
         table.add_column(col, justify="left" if col == "dest" else "right", overflow="fold")
     for c in status.classes:
         delay = "-" if c.delay_ms is None else f"{c.delay_ms:g}" + (f"±{c.jitter_ms:g}" if c.jitter_ms else "")
         table.add_row(
-            c.dest or c.classid, f"{c.rate_mbit:g}" if c.rate_mbit is not None else "?", delay,
-            f"{c.loss_pct:g}" if c.loss_pct is not None else "-", str(c.bytes), str(c.drops + c.leaf_drops),
+            c.dest or c.classid,
+            f"{c.rate_mbit:g}" if c.rate_mbit is not None else "?",
+            delay,
+            f"{c.loss_pct:g}" if c.loss_pct is not None else "-",
+            str(c.bytes),
+            str(c.drops + c.leaf_drops),
             str(c.overlimits),
         )
     return table
@@ -168,12 +211,26 @@ def _status_table(host: str, status: InterfaceStatus) -> Table:
 
 def _status_json(host: str, status: InterfaceStatus) -> dict[str, object]:
     return {
-        "host": host, "interface": status.interface, "installed": status.installed,
-        "root": status.root.describe() if status.root else None, "unshaped_packets": status.unshaped_packets,
+        "host": host,
+        "interface": status.interface,
+        "installed": status.installed,
+        "root": status.root.describe() if status.root else None,
+        "unshaped_packets": status.unshaped_packets,
         "classes": [
-            {"class": c.classid, "dest": c.dest, "rate_mbit": c.rate_mbit, "ceil_mbit": c.ceil_mbit, "leaf": c.leaf,
-             "delay_ms": c.delay_ms, "jitter_ms": c.jitter_ms, "loss_pct": c.loss_pct, "bytes": c.bytes,
-             "packets": c.packets, "drops": c.drops + c.leaf_drops, "overlimits": c.overlimits}
+            {
+                "class": c.classid,
+                "dest": c.dest,
+                "rate_mbit": c.rate_mbit,
+                "ceil_mbit": c.ceil_mbit,
+                "leaf": c.leaf,
+                "delay_ms": c.delay_ms,
+                "jitter_ms": c.jitter_ms,
+                "loss_pct": c.loss_pct,
+                "bytes": c.bytes,
+                "packets": c.packets,
+                "drops": c.drops + c.leaf_drops,
+                "overlimits": c.overlimits,
+            }
             for c in status.classes
         ],
     }
@@ -182,8 +239,14 @@ def _status_json(host: str, status: InterfaceStatus) -> dict[str, object]:
 @netem.command("show")
 @_common
 @click.option("--json", "as_json", is_flag=True, help="print the figures as JSON instead of tables")
-def show_cmd(inventory_file: str, hosts: tuple[str, ...], dry_run: bool, force_local: bool, accept_new_host_keys: bool,
-             as_json: bool) -> None:
+def show_cmd(
+    inventory_file: str,
+    hosts: tuple[str, ...],
+    dry_run: bool,
+    force_local: bool,
+    accept_new_host_keys: bool,
+    as_json: bool,
+) -> None:
     """Show what is installed on each host: rate, delay, loss and the bytes, drops and overlimits counted so far."""
     inv = load_inventory(inventory_file)
     targets = _targets(inv, inventory_file, hosts, None, need_shapes=False)
@@ -211,8 +274,9 @@ def show_cmd(inventory_file: str, hosts: tuple[str, ...], dry_run: bool, force_l
 
 @netem.command("clear")
 @_common
-def clear_cmd(inventory_file: str, hosts: tuple[str, ...], dry_run: bool, force_local: bool,
-              accept_new_host_keys: bool) -> None:
+def clear_cmd(
+    inventory_file: str, hosts: tuple[str, ...], dry_run: bool, force_local: bool, accept_new_host_keys: bool
+) -> None:
     """Remove what apply installed; the interface gets its original (kernel default) root qdisc back."""
     inv = load_inventory(inventory_file)
     targets = _targets(inv, inventory_file, hosts, None, need_shapes=False)

@@ -28,8 +28,9 @@ HTTP_URL = HttpUrl()
 def nonempty_path(ctx, param, value):
     """``--out ''`` is the current directory to pathlib: refused, it would write (or replace) files in it."""
     if value is not None and not str(value).strip():
-        raise click.BadParameter("empty: name a file or directory (an empty path is the current directory)",
-                                 ctx=ctx, param=param)
+        raise click.BadParameter(
+            "empty: name a file or directory (an empty path is the current directory)", ctx=ctx, param=param
+        )
     return value
 
 
@@ -50,6 +51,7 @@ class RateScale(click.ParamType):
         except ValueError:
             x = math.nan
         if not math.isfinite(x) or x <= 0:
-            self.fail(f"{text!r}: the scale must be a number above 0 (X or JOB=X, e.g. 1.5 or iot-sensors=1.5)",
-                      param, ctx)
+            self.fail(
+                f"{text!r}: the scale must be a number above 0 (X or JOB=X, e.g. 1.5 or iot-sensors=1.5)", param, ctx
+            )
         return (job.strip() if eq else None), x

@@ -35,10 +35,17 @@ def plan_and_render(request: PlanRequest, out_dir: str, *, as_json: bool, quiet:
 
 def print_job(console: Console, outcome: PlanOutcome) -> None:
     problem, result, rescaled = outcome.problem, outcome.result, outcome.rescaled
-    console.print(f"[bold]{outcome.profiles[0].job.name}[/] on [bold]{outcome.inventory.name}[/] — "
-                  f"{len(problem.subtasks)} subtasks, {len(problem.hosts)} hosts")
-    plan_tables.print_preamble(console, problem, outcome.running.jobs,
-                               [*outcome.what_if, *outcome.notes, *outcome.running.notes], outcome.capped)
+    console.print(
+        f"[bold]{outcome.profiles[0].job.name}[/] on [bold]{outcome.inventory.name}[/] — "
+        f"{len(problem.subtasks)} subtasks, {len(problem.hosts)} hosts"
+    )
+    plan_tables.print_preamble(
+        console,
+        problem,
+        outcome.running.jobs,
+        [*outcome.what_if, *outcome.notes, *outcome.running.notes],
+        outcome.capped,
+    )
     if rescaled:
         console.print(escape(rescale_tables.targets_line(rescaled.space)), overflow="ignore", crop=False)
     plan_tables.print_outcome(console, result)
@@ -58,10 +65,17 @@ def print_job(console: Console, outcome: PlanOutcome) -> None:
 def print_jobs(console: Console, outcome: PlanOutcome) -> None:
     joint, result, parts, others = outcome.joint, outcome.result, outcome.parts, list(outcome.one_by_one)
     problem = joint.problem
-    console.print(f"[bold]{len(joint.jobs)} jobs[/] ({escape(', '.join(j.name for j in joint.jobs))}) on "
-                  f"[bold]{outcome.inventory.name}[/] — {len(problem.subtasks)} subtasks, {len(problem.hosts)} hosts")
-    plan_tables.print_preamble(console, problem, outcome.running.jobs,
-                               [*outcome.what_if, *outcome.notes, *outcome.running.notes], outcome.capped)
+    console.print(
+        f"[bold]{len(joint.jobs)} jobs[/] ({escape(', '.join(j.name for j in joint.jobs))}) on "
+        f"[bold]{outcome.inventory.name}[/] — {len(problem.subtasks)} subtasks, {len(problem.hosts)} hosts"
+    )
+    plan_tables.print_preamble(
+        console,
+        problem,
+        outcome.running.jobs,
+        [*outcome.what_if, *outcome.notes, *outcome.running.notes],
+        outcome.capped,
+    )
     plan_tables.print_outcome(console, result)
     if result.cost is not None:
         scales = {job.name: job.problem.rate_scale for job in joint.jobs}
@@ -75,25 +89,32 @@ def print_jobs(console: Console, outcome: PlanOutcome) -> None:
         print_table(console, jobs_tables.compare_jobs_table(problem, result, parts, others))
         for o in others[:2]:  # all on server: its violations are the table's "no"
             if o.failed:
-                console.print(f"{o.strategy}: {escape(o.failed)} does not fit: {escape(o.reason)}", overflow="ignore",
-                              crop=False)
+                console.print(
+                    f"{o.strategy}: {escape(o.failed)} does not fit: {escape(o.reason)}", overflow="ignore", crop=False
+                )
             elif o.cost is not None and not o.cost.feasible:
-                console.print(f"{o.strategy}: the plans together oversubscribe: {escape(o.cost.violations[0])}"
-                              + (f" (and {len(o.cost.violations) - 1} more)" if len(o.cost.violations) > 1 else ""),
-                              overflow="ignore", crop=False)
+                console.print(
+                    f"{o.strategy}: the plans together oversubscribe: {escape(o.cost.violations[0])}"
+                    + (f" (and {len(o.cost.violations) - 1} more)" if len(o.cost.violations) > 1 else ""),
+                    overflow="ignore",
+                    crop=False,
+                )
     _print_contingencies(console, outcome)
 
 
 def _print_contingencies(console: Console, outcome: PlanOutcome) -> None:
-    contingency_plan.print_all(console, outcome.problem, outcome.contingencies, outcome.placement_mode,
-                               outcome.request.contingency)
+    contingency_plan.print_all(
+        console, outcome.problem, outcome.contingencies, outcome.placement_mode, outcome.request.contingency
+    )
 
 
 def print_written(console: Console, outcome: PlanOutcome, written: Written, out_dir: str) -> None:
     for w in written.warnings:
         console.print(f"[yellow]warning: {escape(w)}[/]")
     if outcome.several:
-        console.print(f"wrote {', '.join(f'{outcome.dirs[n]}/' for n in outcome.names)}, fleet.json and the fleet "
-                      f"picture to {out_dir}")
+        console.print(
+            f"wrote {', '.join(f'{outcome.dirs[n]}/' for n in outcome.names)}, fleet.json and the fleet "
+            f"picture to {out_dir}"
+        )
     else:
         console.print(f"wrote {', '.join(p.name for p in written.paths)} to {out_dir}")

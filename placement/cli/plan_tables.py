@@ -23,12 +23,16 @@ def summary_line(result: PlanResult) -> str:
     solver = ""
     if result.stages:
         gap = f"{result.gap:.2%}" if result.gap is not None else "n/a"
-        solver = (f" ({result.solver}, {result.objective_mode}, {len(result.stages)} stage"
-                  f"{'s' if len(result.stages) > 1 else ''}, {result.seconds:.2f} s, gap {gap})")
+        solver = (
+            f" ({result.solver}, {result.objective_mode}, {len(result.stages)} stage"
+            f"{'s' if len(result.stages) > 1 else ''}, {result.seconds:.2f} s, gap {gap})"
+        )
     colour = "green" if result.status in ("optimal", "feasible") else "red"
-    return (f"[bold {colour}]{result.status}[/]{solver}\n"
-            f"WAN {c.wan_mbit:.2f} Mbit/s · server {c.server_cores:.2f} cores · edge {c.edge_cores:.2f} cores · "
-            f"latency term {c.latency_ms:.1f} ms")
+    return (
+        f"[bold {colour}]{result.status}[/]{solver}\n"
+        f"WAN {c.wan_mbit:.2f} Mbit/s · server {c.server_cores:.2f} cores · edge {c.edge_cores:.2f} cores · "
+        f"latency term {c.latency_ms:.1f} ms"
+    )
 
 
 def shortfalls_table(result: PlanResult) -> Table:
@@ -38,8 +42,15 @@ def shortfalls_table(result: PlanResult) -> Table:
         t.add_column(col, justify="left" if col in ("resource", "running jobs take") else "right")
     for s in result.shortages:
         needed, usable = s.figures
-        unit = {"link": " Mbit/s", "budget": " Mbit/s", "cpu": " cores", "thread": " cores", "memory": " MiB",
-                "slots": " slots", "latency": " ms"}[s.kind]
+        unit = {
+            "link": " Mbit/s",
+            "budget": " Mbit/s",
+            "cpu": " cores",
+            "thread": " cores",
+            "memory": " MiB",
+            "slots": " slots",
+            "latency": " ms",
+        }[s.kind]
         if s.kind == "thread":  # one subtask's thread, of one core
             name = escape(f"thread of {s.detail} on {s.resource}")
         elif s.kind == "latency":  # a source→sink path over its policy.max_latency_ms
@@ -48,8 +59,11 @@ def shortfalls_table(result: PlanResult) -> Table:
             name = escape(f"budget of job {s.detail} on link {s.resource}")
         else:
             name = escape(f"{'link' if s.kind == 'link' else 'host'} {s.resource}{s.detail}")
-        taken = (escape(s.running.removeprefix(" after running jobs ").removeprefix(" after running job ")),) \
-            if running else ()
+        taken = (
+            (escape(s.running.removeprefix(" after running jobs ").removeprefix(" after running job ")),)
+            if running
+            else ()
+        )
         t.add_row(name, needed + unit, f"{s.capacity:g}", usable, f"{s.needed - s.usable:.3g}{unit}", *taken)
     return t
 
@@ -59,11 +73,13 @@ def infeasible_error(result: PlanResult) -> str:
     if not result.shortages:
         return f"no placement fits: {result.reason}"
     more = len(result.shortages) - 1
-    text = f"no placement fits: {result.shortages[0].message}" + (f" and {_count(more, 'more shortfall')} (table above)"
-                                                                    if more else "")
+    text = f"no placement fits: {result.shortages[0].message}" + (
+        f" and {_count(more, 'more shortfall')} (table above)" if more else ""
+    )
     if result.causes:
-        text += f"; {result.causes[0]}" + (f" ({_count(len(result.causes) - 1, 'more cause')} above)"
-                                           if len(result.causes) > 1 else "")
+        text += f"; {result.causes[0]}" + (
+            f" ({_count(len(result.causes) - 1, 'more cause')} above)" if len(result.causes) > 1 else ""
+        )
     return text
 
 
@@ -78,8 +94,15 @@ def links_table(result: PlanResult) -> Table:
     assert result.cost is not None
     for link in result.cost.links:
         style = "red" if link.mbit > link.usable_mbit + 1e-6 else None
-        t.add_row(link.name, f"{link.mbit:.2f}", f"{link.bandwidth_mbit:g}", f"{link.usable_mbit:.1f}",
-                  f"{link.utilisation:.0%}", f"{link.delay_ms:g}", style=style)
+        t.add_row(
+            link.name,
+            f"{link.mbit:.2f}",
+            f"{link.bandwidth_mbit:g}",
+            f"{link.usable_mbit:.1f}",
+            f"{link.utilisation:.0%}",
+            f"{link.delay_ms:g}",
+            style=style,
+        )
     return t
 
 
@@ -87,14 +110,30 @@ def hosts_table(result: PlanResult) -> Table:
     t = Table(title="Hosts")
     assert result.cost is not None
     baselines = any(h.baseline_cores > 0 for h in result.cost.hosts)  # measured TaskManager CPU (issue 23)
-    cols = ("host", "role", "cores used", "usable", *(("TM baseline", "predicted") if baselines else ()), "slots",
-            "memory MiB", "subtasks")
+    cols = (
+        "host",
+        "role",
+        "cores used",
+        "usable",
+        *(("TM baseline", "predicted") if baselines else ()),
+        "slots",
+        "memory MiB",
+        "subtasks",
+    )
     for col in cols:
         t.add_column(col, justify="left" if col in ("host", "role") else "right")
     for h in result.cost.hosts:
         extra = (f"{h.baseline_cores:.2f}", f"{h.predicted_cores:.2f}") if baselines else ()
-        t.add_row(h.host, h.role, f"{h.cores_used:.2f}", f"{h.cores_usable:.2f}", *extra, f"{h.slots_used}/{h.slots}",
-                  f"{h.memory_mib_used:.0f}/{h.memory_mib_usable:.0f}", str(h.subtasks))
+        t.add_row(
+            h.host,
+            h.role,
+            f"{h.cores_used:.2f}",
+            f"{h.cores_usable:.2f}",
+            *extra,
+            f"{h.slots_used}/{h.slots}",
+            f"{h.memory_mib_used:.0f}/{h.memory_mib_usable:.0f}",
+            str(h.subtasks),
+        )
     return t
 
 
@@ -107,18 +146,28 @@ def _ms(x: float | None) -> str:
 def paths_table(result: PlanResult) -> Table:
     """Predicted latency per source→sink path (costmodel.latency): the expected figure and the upper bound (the
     ILP's, held to policy.max_latency_ms), their parts, and the policy's bound."""
-    t = Table(title="Latency per path (predicted, ms)",
-              caption="expected: the queue as the M/G/1 mean of the link's own messages; upper: as a full-buffer upper "
-                      "bound — the ILP's figure, checked against policy.max_latency_ms (column bound)")
+    t = Table(
+        title="Latency per path (predicted, ms)",
+        caption="expected: the queue as the M/G/1 mean of the link's own messages; upper: as a full-buffer upper "
+        "bound — the ILP's figure, checked against policy.max_latency_ms (column bound)",
+    )
     for col in ("path", "expected", "upper", "flush", "crosses", "delay", "send", "queue exp / upper", "bound"):
         t.add_column(col, justify="left" if col in ("path", "crosses") else "right")
     assert result.cost is not None
     for p in result.cost.paths:
         crosses = f"{p.link} at {p.utilisation:.0%}" if p.link and p.utilisation is not None else (p.link or "–")
-        t.add_row(escape(p.name), _ms(p.expected_ms), _ms(p.latency_ms), f"{p.flush_ms:.1f}", crosses,
-                  f"{p.delay_ms:g}" if p.link else "–", f"{p.transmit_ms:.1f}" if p.link else "–",
-                  f"{_ms(p.expected_queue_ms)} / {_ms(p.queue_ms)}" if p.link else "–",
-                  f"{p.bound_ms:g}" if p.bound_ms is not None else "–", style="red" if p.over_bound else None)
+        t.add_row(
+            escape(p.name),
+            _ms(p.expected_ms),
+            _ms(p.latency_ms),
+            f"{p.flush_ms:.1f}",
+            crosses,
+            f"{p.delay_ms:g}" if p.link else "–",
+            f"{p.transmit_ms:.1f}" if p.link else "–",
+            f"{_ms(p.expected_queue_ms)} / {_ms(p.queue_ms)}" if p.link else "–",
+            f"{p.bound_ms:g}" if p.bound_ms is not None else "–",
+            style="red" if p.over_bound else None,
+        )
     return t
 
 
@@ -142,8 +191,15 @@ def compare_table(problem: PlacementProblem, results: list[PlanResult]) -> Table
     t.add_column("status", no_wrap=True)
     for h in problem.edges:
         t.add_column(f"{h.name}→{h.uplink_to} Mbit/s", justify="right")
-    for col in ("WAN total", "server cores", "edge cores", "latency ms", "worst path expected ms",
-                "worst path upper ms", "feasible"):
+    for col in (
+        "WAN total",
+        "server cores",
+        "edge cores",
+        "latency ms",
+        "worst path expected ms",
+        "worst path upper ms",
+        "feasible",
+    ):
         t.add_column(col, justify="right")
     for r in results:
         if r.cost is None:
@@ -152,14 +208,23 @@ def compare_table(problem: PlacementProblem, results: list[PlanResult]) -> Table
         links = [f"{r.cost.link(h.name).mbit:.2f}" for h in problem.edges]
         worst = r.cost.worst_path  # the slowest by the bound; its expected figure beside it
         figures = (_ms(worst.expected_ms), _ms(worst.latency_ms)) if worst is not None else ("–", "–")
-        t.add_row(r.strategy, r.status, *links, f"{r.cost.wan_mbit:.2f}", f"{r.cost.server_cores:.2f}",
-                  f"{r.cost.edge_cores:.2f}", f"{r.cost.latency_ms:.1f}", *figures,
-                  "yes" if r.cost.feasible else "[red]no[/]")
+        t.add_row(
+            r.strategy,
+            r.status,
+            *links,
+            f"{r.cost.wan_mbit:.2f}",
+            f"{r.cost.server_cores:.2f}",
+            f"{r.cost.edge_cores:.2f}",
+            f"{r.cost.latency_ms:.1f}",
+            *figures,
+            "yes" if r.cost.feasible else "[red]no[/]",
+        )
     return t
 
 
-def print_preamble(console, problem: PlacementProblem, running: list[tuple[str, str]], whatif_notes: list[str],
-                   capped) -> None:
+def print_preamble(
+    console, problem: PlacementProblem, running: list[tuple[str, str]], whatif_notes: list[str], capped
+) -> None:
     """What `plan` says before its result: the running jobs it took as fixed load, its notes (the input warnings
     aside: those go to stderr, also with --json) and --max-rate's line."""
     for job, path in running:

@@ -18,23 +18,53 @@ def _fmt(x: object, spec: str = ",.0f") -> str:
 @click.command()
 @click.argument("metrics_dir", metavar="DIR", type=click.Path(file_okay=True, dir_okay=True))
 @click.option("--out", "out", required=True, type=click.Path(), callback=nonempty_path, help="profile JSON to write")
-@click.option("--job", "job_id", metavar="ID",
-              help="job id: that one submission, as in `metrics collect` and `apply` (needed when DIR holds several jobs)")
+@click.option(
+    "--job",
+    "job_id",
+    metavar="ID",
+    help="job id: that one submission, as in `metrics collect` and `apply` (needed when DIR holds several jobs)",
+)
 @click.option("--job-name", metavar="NAME", help="job name: every submission of it, pooled (instead of --job)")
 @click.option("--run", "runs", multiple=True, help="use only this run id (repeatable); default: every run of the job")
-@click.option("--warmup", type=float, default=60.0, show_default=True,
-              help="seconds after each (re)start of a subtask whose samples are dropped")
+@click.option(
+    "--warmup",
+    type=float,
+    default=60.0,
+    show_default=True,
+    help="seconds after each (re)start of a subtask whose samples are dropped",
+)
 @click.option("--inventory", type=click.Path(dir_okay=False), help="inventory whose host speeds apply to the subtasks")
 @click.option("--stateful", multiple=True, metavar="NAME", help="treat this vertex as stateful (repeatable)")
 @click.option("--stateless", multiple=True, metavar="NAME", help="treat this vertex as stateless (repeatable)")
 @click.option("--spark-master", help="Spark master URL (default local[*]; ignored under spark-submit unless given)")
-@click.option("--engine", type=click.Choice(["spark", "pandas"]), default="spark", show_default=True,
-              help="pandas: single-threaded, no JVM; for small histories")
-@click.option("--details", type=click.Path(dir_okay=False),
-              help="also write every per-subtask figure (means, medians, p95s, counts, true rates) as CSV")
+@click.option(
+    "--engine",
+    type=click.Choice(["spark", "pandas"]),
+    default="spark",
+    show_default=True,
+    help="pandas: single-threaded, no JVM; for small histories",
+)
+@click.option(
+    "--details",
+    type=click.Path(dir_okay=False),
+    help="also write every per-subtask figure (means, medians, p95s, counts, true rates) as CSV",
+)
 @click.option("--quiet", is_flag=True, help="print nothing but errors")
-def profile(metrics_dir, out, job_id, job_name, runs, warmup, inventory, stateful, stateless, spark_master, engine,
-            details, quiet) -> None:
+def profile(
+    metrics_dir,
+    out,
+    job_id,
+    job_name,
+    runs,
+    warmup,
+    inventory,
+    stateful,
+    stateless,
+    spark_master,
+    engine,
+    details,
+    quiet,
+) -> None:
     """Compute per-subtask and per-vertex rates, true processing rates, selectivities and statefulness from the
     samples in DIR (written by `placement metrics collect`) and write them as a profile (placement.profile/v1)."""
     from placement.errors import BadInput
@@ -48,8 +78,16 @@ def profile(metrics_dir, out, job_id, job_name, runs, warmup, inventory, statefu
     with console.status(f"profiling {metrics_dir} with {engine}…"):
         try:
             prof = build_profile(
-                metrics_dir, job=job, runs=runs, warmup_s=warmup, engine=engine, spark_master=spark_master,
-                inventory=inventory, stateful=stateful, stateless=stateless, details=details,
+                metrics_dir,
+                job=job,
+                runs=runs,
+                warmup_s=warmup,
+                engine=engine,
+                spark_master=spark_master,
+                inventory=inventory,
+                stateful=stateful,
+                stateless=stateless,
+                details=details,
             )
         except KeyboardInterrupt:
             if engine == "spark":  # the JVM and its Python workers go with us, without a word
@@ -74,25 +112,42 @@ def profile(metrics_dir, out, job_id, job_name, runs, warmup, inventory, statefu
         bp = [s.backpressured_ms_per_s for s in v.subtasks if s.backpressured_ms_per_s is not None]
         rate = v.stats.get("true_processing_rate") or v.stats.get("true_output_processing_rate")
         table.add_row(
-            v.name, str(v.parallelism), _fmt(v.records_in_per_s), _fmt(v.records_out_per_s),
-            _fmt(sum(busy) / len(busy) if busy else None, ".0f"), _fmt(sum(bp) / len(bp) if bp else None, ".0f"),
-            _fmt(rate), _fmt(v.stats.get("selectivity"), ".3g"), _fmt(v.bytes_per_record_out, ".0f"),
-            "stateful" if v.stateful else "-", "yes" if v.stats.get("confident") else "low",
+            v.name,
+            str(v.parallelism),
+            _fmt(v.records_in_per_s),
+            _fmt(v.records_out_per_s),
+            _fmt(sum(busy) / len(busy) if busy else None, ".0f"),
+            _fmt(sum(bp) / len(bp) if bp else None, ".0f"),
+            _fmt(rate),
+            _fmt(v.stats.get("selectivity"), ".3g"),
+            _fmt(v.bytes_per_record_out, ".0f"),
+            "stateful" if v.stateful else "-",
+            "yes" if v.stats.get("confident") else "low",
         )
     screen = Console()
     if not screen.is_terminal:  # logs and pipes: do not squeeze the table into 80 columns
         screen = Console(width=140)
     print_table(screen, table)
     # through rich, not click.echo: wrapped between words at the terminal's width
-    screen.print("busy/bp: ms per second, mean over subtasks; true rate: records per busy second of one subtask; "
-                 f"ok=low: busy < {MIN_CONFIDENT_BUSY_MS:g} ms/s or too few samples", markup=False, highlight=False)
+    screen.print(
+        "busy/bp: ms per second, mean over subtasks; true rate: records per busy second of one subtask; "
+        f"ok=low: busy < {MIN_CONFIDENT_BUSY_MS:g} ms/s or too few samples",
+        markup=False,
+        highlight=False,
+    )
     if prof.latency:  # Flink's latency tracking was on: measured latency per source → sink (issue 25)
         names = {v.id: v.name for v in prof.vertices}
         lat = Table(title="Latency per source → sink (measured, ms; Flink's latency markers)")
         for col in ("source → sink", "p50", "p95", "p99", "max", "samples"):
             lat.add_column(col, justify="left" if col == "source → sink" else "right")
         for m in prof.latency:
-            lat.add_row(f"{names[m.source]} → {names[m.sink]}", _fmt(m.p50_ms, ".1f"), _fmt(m.p95_ms, ".1f"),
-                        _fmt(m.p99_ms, ".1f"), _fmt(m.max_ms, ".1f"), str(m.samples))
+            lat.add_row(
+                f"{names[m.source]} → {names[m.sink]}",
+                _fmt(m.p50_ms, ".1f"),
+                _fmt(m.p95_ms, ".1f"),
+                _fmt(m.p99_ms, ".1f"),
+                _fmt(m.max_ms, ".1f"),
+                str(m.samples),
+            )
         print_table(screen, lat)
     screen.print(prof.job.note or "", markup=False, highlight=False)

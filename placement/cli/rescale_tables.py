@@ -37,6 +37,12 @@ def parallelism_table(plan: RescalePlan) -> Table:
             counts = Counter(joint.plan.assignment[s.key] for s in joint.problem.by_vertex[vid])
             where = ", ".join(f"{h} ×{n}" if n > 1 else h for h, n in counts.items())
         planned = str(joint.parallelism[vid]) if joint.parallelism else "–"
-        t.add_row(space.profile.vertex(vid).name, str(space.profiled(vid)),
-                  str(ds2.get(group.id, space.profiled(vid))), planned, where, group.reason or "")
+        t.add_row(
+            space.profile.vertex(vid).name,
+            str(space.profiled(vid)),
+            str(ds2.get(group.id, space.profiled(vid))),
+            planned,
+            where,
+            group.reason or "",
+        )
     return t

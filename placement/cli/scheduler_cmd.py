@@ -16,13 +16,22 @@ from placement.cli.params import HTTP_URL, nonempty_path
 if TYPE_CHECKING:  # imported where used: the CLI starts without loading the Flink modules
     from placement.flink.home import FlinkHome
 
-FLINK_HOME = click.option("--flink-home", "flink_home", type=click.Path(file_okay=False, path_type=Path), default=None,
-                          help="Flink installation (has lib/flink-dist-*.jar); default $FLINK_HOME, else the pyflink wheel")
+FLINK_HOME = click.option(
+    "--flink-home",
+    "flink_home",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Flink installation (has lib/flink-dist-*.jar); default $FLINK_HOME, else the pyflink wheel",
+)
 FLINK_VERSION = click.option(
-    "--flink-version", "flink_version", default=None, metavar="X.Y[.Z]",
+    "--flink-version",
+    "flink_version",
+    default=None,
+    metavar="X.Y[.Z]",
     help="for a cluster of this Flink (e.g. 1.20.5; a line such as 1.20: its newest release): this machine's "
-         "installation when it is that version, else that version's jars fetched once into the cache (with "
-         "--flink-home: that installation must be this version)")
+    "installation when it is that version, else that version's jars fetched once into the cache (with "
+    "--flink-home: that installation must be this version)",
+)
 
 
 def _home(flink_home: Path | None, flink_version: str | None = None) -> FlinkHome:
@@ -44,8 +53,12 @@ def scheduler() -> None:
 @scheduler.command("build")
 @FLINK_HOME
 @FLINK_VERSION
-@click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="where built jars are kept (default: a placement-scheduler dir in the temp dir)")
+@click.option(
+    "--cache",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="where built jars are kept (default: a placement-scheduler dir in the temp dir)",
+)
 @click.option("--json", "as_json", is_flag=True, help="the built jar (path, digest, seconds) as JSON on stdout")
 def build_cmd(flink_home: Path | None, flink_version: str | None, cache: Path | None, as_json: bool) -> None:
     """Compile the extension with javac against the installation's jars (cached by sources + Flink version)."""
@@ -58,15 +71,22 @@ def build_cmd(flink_home: Path | None, flink_version: str | None, cache: Path | 
     if as_json:
         click.echo(json.dumps({**asdict(jar), "path": str(jar.path), "seconds": round(seconds, 3)}, ensure_ascii=False))
     else:
-        click.echo(f"{jar.path} (Flink {jar.flink_version}, build {jar.digest}, {jar.path.stat().st_size} bytes, "
-                   f"{seconds:.1f}s)")
+        click.echo(
+            f"{jar.path} (Flink {jar.flink_version}, build {jar.digest}, {jar.path.stat().st_size} bytes, "
+            f"{seconds:.1f}s)"
+        )
 
 
 @scheduler.command("install")
 @FLINK_HOME
 @FLINK_VERSION
-@click.option("--jar", "jar_path", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
-              help="a jar made by `placement scheduler build` (default: build it for this installation)")
+@click.option(
+    "--jar",
+    "jar_path",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="a jar made by `placement scheduler build` (default: build it for this installation)",
+)
 def install_cmd(flink_home: Path | None, flink_version: str | None, jar_path: Path | None) -> None:
     """Put the extension into <flink home>/lib/ (idempotent; older copies removed); with --flink-version alone, into
     that version's fetched installation (the one `placement lab` runs for that version)."""
@@ -80,13 +100,21 @@ def install_cmd(flink_home: Path | None, flink_version: str | None, jar_path: Pa
     if before is not None and before == target and before_bytes == target.read_bytes():
         click.echo(f"already installed: {target}")
     else:
-        click.echo(f"installed {target}; restart the JobManager to load it (launch it with bin/config.sh's classpath "
-                   "order: lib/*.jar sorted, flink-dist last)")
+        click.echo(
+            f"installed {target}; restart the JobManager to load it (launch it with bin/config.sh's classpath "
+            "order: lib/*.jar sorted, flink-dist last)"
+        )
 
 
 @scheduler.command("status")
 @FLINK_HOME
-@click.option("--rest", "rest_url", default=None, type=HTTP_URL, help="a running JobManager's REST URL: does it use the extension?")
+@click.option(
+    "--rest",
+    "rest_url",
+    default=None,
+    type=HTTP_URL,
+    help="a running JobManager's REST URL: does it use the extension?",
+)
 @click.option("--json", "as_json", is_flag=True, help="the status as JSON on stdout instead of lines")
 def status_cmd(flink_home: Path | None, rest_url: str | None, as_json: bool) -> None:
     """Is the extension installed, for which Flink, and (with --rest) does the running JobManager use it?
@@ -105,15 +133,19 @@ def status_cmd(flink_home: Path | None, rest_url: str | None, as_json: bool) -> 
         click.echo(json.dumps({**data, "version_ok": st.version_ok, "ok": ok}, ensure_ascii=False))
     else:
         if st.installed is None:
-            click.echo(f"not installed in {home.lib} (Flink {st.flink_version}): placement scheduler install --flink-home "
-                       f"{home.path}")
+            click.echo(
+                f"not installed in {home.lib} (Flink {st.flink_version}): placement scheduler install --flink-home "
+                f"{home.path}"
+            )
         else:
             verdict = "ok" if st.version_ok else f"MISMATCH: Flink here is {st.flink_version}, rebuild and reinstall"
             click.echo(f"installed: {st.installed} (built for Flink {st.built_for}, build {st.digest}): {verdict}")
         if rest_url:
-            word = {True: "yes (its jar is on the classpath before flink-dist)",
-                    False: "NO (not on its classpath, or after flink-dist: launch with bin/config.sh's order)",
-                    None: "cannot tell (GET /jobmanager/environment lists no classpath)"}[st.active]
+            word = {
+                True: "yes (its jar is on the classpath before flink-dist)",
+                False: "NO (not on its classpath, or after flink-dist: launch with bin/config.sh's order)",
+                None: "cannot tell (GET /jobmanager/environment lists no classpath)",
+            }[st.active]
             click.echo(f"JobManager {rest_url} uses it: {word}")
             click.echo(f"its placement.scheduler.dir: {st.scheduler_dir or '(not set: every job runs as stock Flink)'}")
     if not ok:
@@ -122,10 +154,20 @@ def status_cmd(flink_home: Path | None, rest_url: str | None, as_json: bool) -> 
 
 @scheduler.command("taskmanagers")
 @click.option("--rest", "rest_url", required=True, type=HTTP_URL, help="the JobManager's REST URL")
-@click.option("--address", "addresses", multiple=True, metavar="ID=ADDRESS",
-              help="another name for a TaskManager, as schedulercfg lines may use it (repeatable)")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, callback=nonempty_path,
-              help="write here (e.g. <placement.scheduler.dir>/taskmanagers.cfg) instead of printing")
+@click.option(
+    "--address",
+    "addresses",
+    multiple=True,
+    metavar="ID=ADDRESS",
+    help="another name for a TaskManager, as schedulercfg lines may use it (repeatable)",
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    callback=nonempty_path,
+    help="write here (e.g. <placement.scheduler.dir>/taskmanagers.cfg) instead of printing",
+)
 def taskmanagers_cmd(rest_url: str, addresses: tuple[str, ...], out: Path | None) -> None:
     """The TaskManager table (taskmanagers.cfg) from the registered TaskManagers: addresses and slot size of each."""
     from placement.errors import BadInput

@@ -39,8 +39,9 @@ if TYPE_CHECKING:
 def _request(inventory: Path, profiles: Sequence[Path], out_dir: Path, **options) -> PlanRequest:
     """What the loop asks of the planner: ``placement plan --inventory INV --profile … --out DIR`` and ``options``,
     planned as a user's plan is."""
-    return PlanRequest(inventory=str(inventory), profiles=tuple(str(p) for p in profiles), out_dir=str(out_dir),
-                       **options)
+    return PlanRequest(
+        inventory=str(inventory), profiles=tuple(str(p) for p in profiles), out_dir=str(out_dir), **options
+    )
 
 
 def _given(scale: float) -> float:
@@ -78,8 +79,9 @@ def plan_jobs_command(inventory: Path) -> JobsPlanFn:
     from placement.writers.planjson import load_plan
 
     def run(profiles: Mapping[str, Path], out_dir: Path, scales: Mapping[str, float]) -> PlanOutcome:
-        request = _request(inventory, list(profiles.values()), out_dir,
-                           job_rate_scales={name: _given(x) for name, x in scales.items()})
+        request = _request(
+            inventory, list(profiles.values()), out_dir, job_rate_scales={name: _given(x) for name, x in scales.items()}
+        )
         outcome, written = _planned(request, out_dir, FLEET_FILE)
         if not written:
             return PlanOutcome(out_dir, False, None, _infeasible(outcome.result))
@@ -88,13 +90,26 @@ def plan_jobs_command(inventory: Path) -> JobsPlanFn:
         for name, job in zip(profiles, outcome.names):  # the plan names the jobs in --profile order
             doc = load_plan(out_dir / outcome.dirs[job])
             paths += [(p.latency_ms, p.bound_ms) for p in doc.paths or ()]
-            jobs[name] = PlanOutcome(out_dir / outcome.dirs[job], True, sum(link.mbit for link in doc.links),
-                                     links={link.source: link.mbit for link in doc.links},
-                                     assignment={(a.vertex_id, a.subtask): a.host for a in doc.assignment})
+            jobs[name] = PlanOutcome(
+                out_dir / outcome.dirs[job],
+                True,
+                sum(link.mbit for link in doc.links),
+                links={link.source: link.mbit for link in doc.links},
+                assignment={(a.vertex_id, a.subtask): a.host for a in doc.assignment},
+            )
         feasible, wan = _figures(outcome.result)
-        return PlanOutcome(out_dir, feasible, wan, links={link.source: link.mbit for link in fleet.links}, jobs=jobs,
-                           peak=peak_use(((link.mbit, link.bandwidth_mbit) for link in fleet.links),
-                                         ((h.cores_used, h.cores) for h in fleet.hosts), paths))
+        return PlanOutcome(
+            out_dir,
+            feasible,
+            wan,
+            links={link.source: link.mbit for link in fleet.links},
+            jobs=jobs,
+            peak=peak_use(
+                ((link.mbit, link.bandwidth_mbit) for link in fleet.links),
+                ((h.cores_used, h.cores) for h in fleet.hosts),
+                paths,
+            ),
+        )
 
     return run
 
@@ -112,12 +127,18 @@ def plan_command(inventory: Path, *, rescale: bool) -> PlanFn:
             return PlanOutcome(out_dir, False, None, _infeasible(outcome.result))
         doc = load_plan(out_dir)
         feasible, wan = _figures(outcome.result)
-        return PlanOutcome(out_dir, feasible, wan,
-                           links={link.source: link.mbit for link in doc.links},
-                           assignment={(a.vertex_id, a.subtask): a.host for a in doc.assignment},
-                           peak=peak_use(((link.mbit, link.bandwidth_mbit) for link in doc.links),
-                                         ((h.cores_used, h.cores) for h in doc.hosts),
-                                         ((p.latency_ms, p.bound_ms) for p in doc.paths or ())))
+        return PlanOutcome(
+            out_dir,
+            feasible,
+            wan,
+            links={link.source: link.mbit for link in doc.links},
+            assignment={(a.vertex_id, a.subtask): a.host for a in doc.assignment},
+            peak=peak_use(
+                ((link.mbit, link.bandwidth_mbit) for link in doc.links),
+                ((h.cores_used, h.cores) for h in doc.hosts),
+                ((p.latency_ms, p.bound_ms) for p in doc.paths or ()),
+            ),
+        )
 
     return run
 
@@ -125,11 +146,17 @@ def plan_command(inventory: Path, *, rescale: bool) -> PlanFn:
 def render(status: Status, options: WatchOptions) -> Group:
     several = len(options.names) > 1
     head = Text.assemble(
-        ("placement watch ", "bold"), f"{', '.join(options.names)} · apply {options.apply} · ",
-        *((f"{status.phase}\n",) if several else
-          (f"job {status.job_id or '—'} · {status.phase} · collector: {status.collector}\n",)),
-        *(f"  {name}: job {status.job_ids.get(name) or '—'} · collector: {status.collectors.get(name, 'starting')}\n"
-          for name in (options.names if several else ())),
+        ("placement watch ", "bold"),
+        f"{', '.join(options.names)} · apply {options.apply} · ",
+        *(
+            (f"{status.phase}\n",)
+            if several
+            else (f"job {status.job_id or '—'} · {status.phase} · collector: {status.collector}\n",)
+        ),
+        *(
+            f"  {name}: job {status.job_ids.get(name) or '—'} · collector: {status.collectors.get(name, 'starting')}\n"
+            for name in (options.names if several else ())
+        ),
         f"ticks {status.ticks} · applied {status.applies} · rolled back {status.rolled_back}",
     )
     parts: list = [head]
@@ -141,8 +168,12 @@ def render(status: Status, options: WatchOptions) -> Group:
     p = status.proposal
     if p is not None:
         planned = "nothing fits" if p.planned_wan_mbit is None else f"{p.planned_wan_mbit:.2f} Mbit/s"
-        parts.append(Text(f"re-plan{' (every job together)' if several else ''}: running {p.current_wan_mbit:.2f} "
-                          f"Mbit/s{breaks(p)} → plan {planned}, {p.moves} moves"))
+        parts.append(
+            Text(
+                f"re-plan{' (every job together)' if several else ''}: running {p.current_wan_mbit:.2f} "
+                f"Mbit/s{breaks(p)} → plan {planned}, {p.moves} moves"
+            )
+        )
     if status.decision is not None:
         style = {"apply": "bold green", "hold": "cyan", "wait": "dim", "steady": "green"}[status.decision.action]
         parts.append(Text(f"decision: {status.decision.action}: {status.decision.reason}", style=style))
@@ -170,7 +201,7 @@ def _window_table(w: Window, options: WatchOptions, title: str) -> Table:
 
 
 def breaks(p: Proposal) -> str:
-    """" (breaks capacity)", " (breaks a latency bound)", both, or nothing: what the running placement breaks."""
+    """ " (breaks capacity)", " (breaks a latency bound)", both, or nothing: what the running placement breaks."""
     capacity = len(p.current_latency_breaches) < len(p.current_violations)
     what = [w for w, there in (("capacity", capacity), ("a latency bound", bool(p.current_latency_breaches))) if there]
     return f" (breaks {' and '.join(what)})" if what else ""
@@ -183,59 +214,147 @@ def _line(status: Status, several: bool = False) -> str:
     w = status.window
     rates = ", ".join(f"{k} {v:,.0f}/s" for k, v in (w.source_rates.items() if w else ()))
     if several:
-        rates = "; ".join(f"{job}: " + ", ".join(f"{k} {v:,.0f}/s" for k, v in jw.source_rates.items())
-                          for job, jw in status.windows.items())
+        rates = "; ".join(
+            f"{job}: " + ", ".join(f"{k} {v:,.0f}/s" for k, v in jw.source_rates.items())
+            for job, jw in status.windows.items()
+        )
     return f"tick {status.ticks}: {d.action if d else '?'}: {d.reason if d else ''}" + (f" [{rates}]" if rates else "")
 
 
 @click.command("watch")
-@click.option("--inventory", "inventory", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="inventory YAML the job runs on (as for `placement plan` and `placement apply`)")
-@click.option("--job-name", "job_names", multiple=True,
-              help="name of the running job to keep placed; repeated: several jobs kept placed together (one joint "
-                   "re-plan of all of them on any job's drift, applied as one change)")
+@click.option(
+    "--inventory",
+    "inventory",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="inventory YAML the job runs on (as for `placement plan` and `placement apply`)",
+)
+@click.option(
+    "--job-name",
+    "job_names",
+    multiple=True,
+    help="name of the running job to keep placed; repeated: several jobs kept placed together (one joint "
+    "re-plan of all of them on any job's drift, applied as one change)",
+)
 @click.option("--fleet", is_flag=True, help="watch every job of the inventory's `jobs:` list together")
-@click.option("--apply", "apply_mode", type=click.Choice(["never", "ask", "auto"]), default="never", show_default=True,
-              help="never: print and record decisions; ask: ask on the terminal; auto: apply like `placement apply`")
+@click.option(
+    "--apply",
+    "apply_mode",
+    type=click.Choice(["never", "ask", "auto"]),
+    default="never",
+    show_default=True,
+    help="never: print and record decisions; ask: ask on the terminal; auto: apply like `placement apply`",
+)
 @click.option("--rescale", is_flag=True, help="re-plan parallelism too (`placement plan --rescale`)")
 @click.option("--interval", type=float, default=30.0, show_default=True, help="seconds between decisions")
 @click.option("--window", type=float, default=90.0, show_default=True, help="seconds of samples each decision profiles")
 @click.option("--sample", type=float, default=2.0, show_default=True, help="collector sampling interval, seconds")
-@click.option("--flush", type=float, default=10.0, show_default=True, help="seconds per Parquet part (window granularity)")
+@click.option(
+    "--flush", type=float, default=10.0, show_default=True, help="seconds per Parquet part (window granularity)"
+)
 @click.option("--keep", type=float, default=900.0, show_default=True, help="seconds of history kept on disk")
-@click.option("--keep-mb", type=click.IntRange(min=1), default=256, show_default=True, help="MiB of history kept at most")
+@click.option(
+    "--keep-mb", type=click.IntRange(min=1), default=256, show_default=True, help="MiB of history kept at most"
+)
 @click.option("--warmup", type=float, default=60.0, show_default=True, help="as `placement profile --warmup`")
 @click.option("--cooldown", type=float, default=120.0, show_default=True, help="seconds after a change before another")
-@click.option("--stabilization", type=float, default=300.0, show_default=True,
-              help="seconds a cheaper plan must be proposed without a break before it is applied")
-@click.option("--min-gain", type=float, default=0.15, show_default=True, help="relative WAN saving a cheaper plan needs")
-@click.option("--rate-change", type=float, default=0.25, show_default=True,
-              help="relative move of a source's rate that counts as drift")
-@click.option("--reprice-change", type=float, default=0.10, show_default=True,
-              help="after an apply: relative gap between the first warm window's rates and the ones its plan was made "
-                   "for that re-plans it")
-@click.option("--backpressure", type=float, default=100.0, show_default=True,
-              help="ms/s of backpressure that counts as drift when sustained")
-@click.option("--sustained", type=click.IntRange(min=1), default=2, show_default=True,
-              help="windows in a row backpressure must last")
+@click.option(
+    "--stabilization",
+    type=float,
+    default=300.0,
+    show_default=True,
+    help="seconds a cheaper plan must be proposed without a break before it is applied",
+)
+@click.option(
+    "--min-gain", type=float, default=0.15, show_default=True, help="relative WAN saving a cheaper plan needs"
+)
+@click.option(
+    "--rate-change",
+    type=float,
+    default=0.25,
+    show_default=True,
+    help="relative move of a source's rate that counts as drift",
+)
+@click.option(
+    "--reprice-change",
+    type=float,
+    default=0.10,
+    show_default=True,
+    help="after an apply: relative gap between the first warm window's rates and the ones its plan was made "
+    "for that re-plans it",
+)
+@click.option(
+    "--backpressure",
+    type=float,
+    default=100.0,
+    show_default=True,
+    help="ms/s of backpressure that counts as drift when sustained",
+)
+@click.option(
+    "--sustained",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="windows in a row backpressure must last",
+)
 @click.option("--settle", type=float, default=10.0, show_default=True, help="as `placement apply --settle`")
-@click.option("--plan", "plan_dir", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
-              help="the plan directory in effect (the one `placement apply` put there): while a planned TaskManager is "
-                   "lost the job runs in its contingency, and once it is back for --cooldown the watch restores this "
-                   "plan (default: the placement running when the watch starts is held, and not restored)")
-@click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path),
-              help="rolling history, window snapshots and plans (default ./watch-<job name>)")
-@click.option("--log", "log_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="JSON-lines decision log (default WORK_DIR/decisions.jsonl)")
-@click.option("--engine", type=click.Choice(["spark", "pandas"]), default="spark", show_default=True,
-              help="how each window is profiled, as `placement profile --engine`")
+@click.option(
+    "--plan",
+    "plan_dir",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="the plan directory in effect (the one `placement apply` put there): while a planned TaskManager is "
+    "lost the job runs in its contingency, and once it is back for --cooldown the watch restores this "
+    "plan (default: the placement running when the watch starts is held, and not restored)",
+)
+@click.option(
+    "--work-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="rolling history, window snapshots and plans (default ./watch-<job name>)",
+)
+@click.option(
+    "--log",
+    "log_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="JSON-lines decision log (default WORK_DIR/decisions.jsonl)",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(["spark", "pandas"]),
+    default="spark",
+    show_default=True,
+    help="how each window is profiled, as `placement profile --engine`",
+)
 @click.option("--spark-master", help="Spark master URL (default local[*])")
 @click.option("--duration", type=float, help="stop after this many seconds (default: until Ctrl-C / SIGTERM)")
-def watch(inventory: Path, job_names: tuple[str, ...], fleet: bool, apply_mode: ApplyMode, rescale: bool, interval: float,
-          window: float, sample: float, flush: float, keep: float, keep_mb: int, warmup: float, cooldown: float, stabilization: float,
-          min_gain: float, rate_change: float, reprice_change: float, backpressure: float, sustained: int, settle: float,
-          work_dir: Path | None, log_path: Path | None, engine: Engine, spark_master: str | None,
-          duration: float | None, plan_dir: Path | None = None) -> None:
+def watch(
+    inventory: Path,
+    job_names: tuple[str, ...],
+    fleet: bool,
+    apply_mode: ApplyMode,
+    rescale: bool,
+    interval: float,
+    window: float,
+    sample: float,
+    flush: float,
+    keep: float,
+    keep_mb: int,
+    warmup: float,
+    cooldown: float,
+    stabilization: float,
+    min_gain: float,
+    rate_change: float,
+    reprice_change: float,
+    backpressure: float,
+    sustained: int,
+    settle: float,
+    work_dir: Path | None,
+    log_path: Path | None,
+    engine: Engine,
+    spark_master: str | None,
+    duration: float | None,
+    plan_dir: Path | None = None,
+) -> None:
     """Watch a running job and keep its placement right: collect a rolling window, profile it, detect drift,
     re-plan, and (with --apply auto/ask) apply through `placement apply`. Every decision goes to a JSON-lines log.
 
@@ -246,18 +365,36 @@ def watch(inventory: Path, job_names: tuple[str, ...], fleet: bool, apply_mode: 
     names = _job_names(inventory, job_names, fleet, rescale)
     job_name = names[0]
     try:
-        thresholds = DriftThresholds(rate_change=rate_change, backpressure_ms=backpressure, sustained_windows=sustained,
-                                     reprice_change=reprice_change)
+        thresholds = DriftThresholds(
+            rate_change=rate_change,
+            backpressure_ms=backpressure,
+            sustained_windows=sustained,
+            reprice_change=reprice_change,
+        )
         policy = PolicyConfig(min_gain=min_gain, cooldown_s=cooldown, stabilization_s=stabilization)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
     work_dir = work_dir or Path("watch-" + "+".join(dir_names(names)))
     options = WatchOptions(
-        inventory_path=inventory, job_name=job_name, job_names=names if len(names) > 1 else (), work_dir=work_dir,
+        inventory_path=inventory,
+        job_name=job_name,
+        job_names=names if len(names) > 1 else (),
+        work_dir=work_dir,
         apply=apply_mode,
-        interval_s=interval, window_s=window, sample_s=sample, flush_s=flush, keep_s=keep, keep_bytes=keep_mb << 20,
-        warmup_s=warmup, settle_s=settle, engine=engine, spark_master=spark_master,
-        thresholds=thresholds, policy=policy, log_path=log_path or work_dir / "decisions.jsonl", duration_s=duration,
+        interval_s=interval,
+        window_s=window,
+        sample_s=sample,
+        flush_s=flush,
+        keep_s=keep,
+        keep_bytes=keep_mb << 20,
+        warmup_s=warmup,
+        settle_s=settle,
+        engine=engine,
+        spark_master=spark_master,
+        thresholds=thresholds,
+        policy=policy,
+        log_path=log_path or work_dir / "decisions.jsonl",
+        duration_s=duration,
         plan_dir=plan_dir,
     )
     console = Console(highlight=False)
@@ -278,10 +415,14 @@ def watch(inventory: Path, job_names: tuple[str, ...], fleet: bool, apply_mode: 
             if live is not None:
                 live.start()
 
-    planner = {"plan_fn": plan_command(inventory, rescale=rescale)} if len(names) == 1 else \
-        {"plan_jobs_fn": plan_jobs_command(inventory)}
-    loop = Watch(options, **planner, ask_fn=ask if apply_mode == "ask" and sys.stdin.isatty() else None,
-                 on_update=on_update)
+    planner = (
+        {"plan_fn": plan_command(inventory, rescale=rescale)}
+        if len(names) == 1
+        else {"plan_jobs_fn": plan_jobs_command(inventory)}
+    )
+    loop = Watch(
+        options, **planner, ask_fn=ask if apply_mode == "ask" and sys.stdin.isatty() else None, on_update=on_update
+    )
 
     def stop(signum, frame) -> None:  # an apply in progress runs to its end (applied or rolled back) first
         loop.stop()
@@ -296,8 +437,10 @@ def watch(inventory: Path, job_names: tuple[str, ...], fleet: bool, apply_mode: 
             live.stop()
         for s, handler in previous.items():
             signal.signal(s, handler)
-    click.echo(f"watch stopped after {status.ticks} decisions: {status.applies} applied, {status.rolled_back} rolled back; "
-               f"log {options.log_path}")
+    click.echo(
+        f"watch stopped after {status.ticks} decisions: {status.applies} applied, {status.rolled_back} rolled back; "
+        f"log {options.log_path}"
+    )
     unseen = [n for n in names if not status.job_ids.get(n)]
     if unseen and status.ticks:  # it never saw a job: not a watch that found nothing to change
         why = status.decision.reason if status.decision else "no decision was made"
@@ -309,11 +452,15 @@ def _job_names(inventory: Path, given: tuple[str, ...], fleet: bool, rescale: bo
     each be named once and have their ``jobs:`` entry (what ``placement apply --plan FLEET_DIR`` resubmits each
     with); they are re-planned at the parallelism they run (``placement plan`` with several profiles)."""
     if fleet and given:
-        raise BadInput("--fleet watches every job of the inventory's jobs: list; give --job-name or --fleet, not both",
-                       field="--fleet")
+        raise BadInput(
+            "--fleet watches every job of the inventory's jobs: list; give --job-name or --fleet, not both",
+            field="--fleet",
+        )
     if not fleet and not given:
-        raise BadInput("name the job to watch (repeat it for several, or --fleet for every job of the inventory's "
-                       "jobs:)", field="--job-name")
+        raise BadInput(
+            "name the job to watch (repeat it for several, or --fleet for every job of the inventory's jobs:)",
+            field="--job-name",
+        )
     twice = next((n for i, n in enumerate(given) if n in given[:i]), None)
     if twice is not None:
         raise BadInput(f"job {twice!r} is named twice", field="--job-name")
@@ -328,9 +475,13 @@ def _job_names(inventory: Path, given: tuple[str, ...], fleet: bool, rescale: bo
     names = tuple(listed) if fleet else given
     unknown = [n for n in names if inv.fleet_job(n) is None]
     if unknown:
-        raise BadInput(f"job {unknown[0]!r} has no entry in {inventory}'s jobs: (what apply resubmits it with when the "
-                       f"jobs are applied together; listed: {', '.join(listed) or 'none'})", field="--job-name")
+        raise BadInput(
+            f"job {unknown[0]!r} has no entry in {inventory}'s jobs: (what apply resubmits it with when the "
+            f"jobs are applied together; listed: {', '.join(listed) or 'none'})",
+            field="--job-name",
+        )
     if rescale and len(names) > 1:
-        raise BadInput("chooses one job's parallelism; several jobs are re-planned at the parallelism they run",
-                       field="--rescale")
+        raise BadInput(
+            "chooses one job's parallelism; several jobs are re-planned at the parallelism they run", field="--rescale"
+        )
     return names

@@ -130,11 +130,17 @@ class _Run:
 
 
 class Collector:
-    def __init__(self, options: CollectOptions, *, sleep: Callable[[float], None] = time.sleep,
-                 clock: Callable[[], float] = time.time):
+    def __init__(
+        self,
+        options: CollectOptions,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.time,
+    ):
         self.o = options
-        self.rest: FlinkPort = FlinkRest(options.rest_url, timeout=options.timeout_s,
-                              session=retrying_session(options.retries, options.backoff_s))
+        self.rest: FlinkPort = FlinkRest(
+            options.rest_url, timeout=options.timeout_s, session=retrying_session(options.retries, options.backoff_s)
+        )
         self.sleep = sleep
         self.clock = clock
 
@@ -153,16 +159,21 @@ class Collector:
         running = [j for j in self.rest.jobs() if j.name == o.job_name and j.state not in TERMINAL_STATES]
         if not running:
             names = sorted({j.name for j in self.rest.running_jobs()})
-            raise BadInput(f"no running job named {o.job_name!r} at {o.rest_url} (running: {', '.join(names) or 'none'})",
-                           field="--job-name")
+            raise BadInput(
+                f"no running job named {o.job_name!r} at {o.rest_url} (running: {', '.join(names) or 'none'})",
+                field="--job-name",
+            )
         if len(running) > 1:
-            raise BadInput(f"{len(running)} running jobs are named {o.job_name!r} "
-                           f"({', '.join(j.id for j in running)}); use --job ID",
-                           field="--job-name")
+            raise BadInput(
+                f"{len(running)} running jobs are named {o.job_name!r} "
+                f"({', '.join(j.id for j in running)}); use --job ID",
+                field="--job-name",
+            )
         return self.rest.job_raw(running[0].id)
 
     def wait_for_metrics(self, job_id: str, vertices: list[RunVertex]) -> list[str]:
         """Wait until every vertex lists busyTimeMsPerSecond; returns the rate metrics Flink knows for the job."""
+
         def listed() -> tuple[set[str], list[str]]:
             known: set[str] = set()
             missing = []
@@ -173,14 +184,16 @@ class Collector:
                     missing.append(v.name)
             return known, missing
 
-        (known, missing), complete = poll(listed, lambda seen: not seen[1], timeout=self.o.metrics_timeout_s,
-                                          every=1.0, sleep=self.sleep)
+        (known, missing), complete = poll(
+            listed, lambda seen: not seen[1], timeout=self.o.metrics_timeout_s, every=1.0, sleep=self.sleep
+        )
         if not complete:
             raise BadInput(
                 f"job {job_id} reports no {REQUIRED_METRIC} for {', '.join(missing)} "
                 f"after {self.o.metrics_timeout_s:g} s "
                 "(metrics appear about 10 s after a job starts; is it running?)",
-                source=self.o.rest_url, field="metrics",
+                source=self.o.rest_url,
+                field="metrics",
             )
         return [m for m in RATE_METRICS if m in known]
 
@@ -298,8 +311,9 @@ class Collector:
 
     # ---- the loop ------------------------------------------------------------------------------------------------
 
-    def sample_vertex(self, job_id: str, v: RunVertex, *, metrics: Iterable[str] = RATE_METRICS
-                      ) -> tuple[list[dict[str, Any]], list[shaping.SubtaskState]]:
+    def sample_vertex(
+        self, job_id: str, v: RunVertex, *, metrics: Iterable[str] = RATE_METRICS
+    ) -> tuple[list[dict[str, Any]], list[shaping.SubtaskState]]:
         """One row per subtask of the vertex with ``metrics`` (the others null), and the subtasks' states."""
         ts = int(self.clock() * 1000)
         states = shaping.subtask_states(self.rest.get(f"/jobs/{job_id}/vertices/{v.id}"))
@@ -335,21 +349,39 @@ class Collector:
         metric_names = self.wait_for_metrics(job_id, vertices)
         sizes = self.checkpoint_sizes(job_id)
         started = self.clock()
-        run_id = o.run_id or datetime.fromtimestamp(started, timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + secrets.token_hex(2)
+        run_id = o.run_id or datetime.fromtimestamp(started, timezone.utc).strftime(
+            "%Y%m%dT%H%M%SZ-"
+        ) + secrets.token_hex(2)
         manifest = RunManifest(
-            job_id=job_id, job_name=job.get("name", job_id), run_id=run_id, origin="collected", rest_url=o.rest_url,
-            started_ms=int(started * 1000), interval_s=o.interval_s, requested_duration_s=o.duration_s, stopped="running",
-            metrics=metric_names, vertices=[self._with_state(v, sizes) for v in vertices], edges=edges,
-            taskmanagers=self.taskmanagers(), checkpoints=self.checkpoint_config(job_id),
-            buffer_timeout_ms=self.buffer_timeout(job_id), flink_version=self.flink_version(),
+            job_id=job_id,
+            job_name=job.get("name", job_id),
+            run_id=run_id,
+            origin="collected",
+            rest_url=o.rest_url,
+            started_ms=int(started * 1000),
+            interval_s=o.interval_s,
+            requested_duration_s=o.duration_s,
+            stopped="running",
+            metrics=metric_names,
+            vertices=[self._with_state(v, sizes) for v in vertices],
+            edges=edges,
+            taskmanagers=self.taskmanagers(),
+            checkpoints=self.checkpoint_config(job_id),
+            buffer_timeout_ms=self.buffer_timeout(job_id),
+            flink_version=self.flink_version(),
             latency_interval_ms=self.latency_interval(job_id),
         )
         tm_ids = [tm.id for tm in manifest.taskmanagers]
-        manifest.notes.extend(missing_metric_notes([m for m in RATE_METRICS if m not in metric_names],
-                                                   "not reported by this job"))
-        run = _Run(manifest, PartWriter(o.out_dir, job_id, run_id), tm_writer=taskmanager_writer(o.out_dir, job_id, run_id),
-                   latency_writer=latency_writer(o.out_dir, job_id, run_id),
-                   thread_writer=thread_writer(o.out_dir, job_id, run_id))
+        manifest.notes.extend(
+            missing_metric_notes([m for m in RATE_METRICS if m not in metric_names], "not reported by this job")
+        )
+        run = _Run(
+            manifest,
+            PartWriter(o.out_dir, job_id, run_id),
+            tm_writer=taskmanager_writer(o.out_dir, job_id, run_id),
+            latency_writer=latency_writer(o.out_dir, job_id, run_id),
+            thread_writer=thread_writer(o.out_dir, job_id, run_id),
+        )
         write_manifest(o.out_dir, manifest)
         with contextlib.ExitStack() as hosts:
             threads = self.thread_sampler(hosts, manifest)
@@ -374,16 +406,26 @@ class Collector:
             tm_id, port, address = str(tm.get("id")), tm.get("dataPort"), shaping.host_of_pekko_path(tm.get("path"))
             host = inv.host_of_taskmanager(tm_id, address)
             if host is None or not isinstance(port, int) or port <= 0:
-                manifest.notes.append(f"per-thread CPU of TaskManager {tm_id} not recorded: "
-                                      + ("no inventory host matches it" if host is None else "no data port reported"))
+                manifest.notes.append(
+                    f"per-thread CPU of TaskManager {tm_id} not recorded: "
+                    + ("no inventory host matches it" if host is None else "no data port reported")
+                )
                 continue
             # reached where Flink says it runs, with its host's SSH settings (an inventory's example addresses for a
             # cluster on this machine would be a connect timeout, and the wrong machine)
             targets[tm_id] = (factory.for_host(host.model_copy(update={"address": address or host.address})), port)
         return ThreadSampler(targets, self.clock)
 
-    def _loop(self, run: _Run, vertices: list[RunVertex], tm_ids: list[str], job_id: str, started: float,
-              threads: ThreadSampler | None, on_progress: Callable[[Progress], None] | None) -> None:
+    def _loop(
+        self,
+        run: _Run,
+        vertices: list[RunVertex],
+        tm_ids: list[str],
+        job_id: str,
+        started: float,
+        threads: ThreadSampler | None,
+        on_progress: Callable[[Progress], None] | None,
+    ) -> None:
         o = self.o
         rounds = 0
         last_flush = time.monotonic()
@@ -458,8 +500,13 @@ class Collector:
         m.thread_files = list(run.thread_writer.files)
         if self.o.keep_s is not None or self.o.keep_bytes is not None:
             # both kinds of part, by the same age and size bounds (samples: all written, kept or not)
-            rolling.prune(self.o.out_dir, now_ms=m.ended_ms, max_age_s=self.o.keep_s, max_bytes=self.o.keep_bytes,
-                          keep_runs=frozenset({run.writer.dir}))
+            rolling.prune(
+                self.o.out_dir,
+                now_ms=m.ended_ms,
+                max_age_s=self.o.keep_s,
+                max_bytes=self.o.keep_bytes,
+                keep_runs=frozenset({run.writer.dir}),
+            )
             m.files = [f for f in m.files if (run.writer.dir / f).exists()]
             m.taskmanager_files = [f for f in m.taskmanager_files if (run.writer.dir / f).exists()]
             m.latency_files = [f for f in m.latency_files if (run.writer.dir / f).exists()]
@@ -470,8 +517,10 @@ class Collector:
     def _finish(self, run: _Run, locations: dict[tuple[str, int], Any], job_id: str) -> None:
         m = run.manifest
         if (m.latency_interval_ms or 0) > 0 and not m.latency_files and not run.latency_buffer:
-            m.notes.append(f"metrics.latency.interval is {m.latency_interval_ms:g} ms but no operator reported latency "
-                           "tracking (markers reach operators only after the first interval; collect longer)")
+            m.notes.append(
+                f"metrics.latency.interval is {m.latency_interval_ms:g} ms but no operator reported latency "
+                "tracking (markers reach operators only after the first interval; collect longer)"
+            )
         # A Ctrl-C during the final flush must not leave a half-written state either: both writes are atomic renames.
         with contextlib.suppress(PlacementError):
             sizes = self.checkpoint_sizes(job_id)  # checkpoints taken while we collected
@@ -480,9 +529,9 @@ class Collector:
         self._flush(run, locations)
 
 
-
-def collect_jobs(rest_url: str, job_ids: Iterable[str], out_dir: Path, *, duration_s: float, interval_s: float = 1.0
-                 ) -> dict[str, Path]:
+def collect_jobs(
+    rest_url: str, job_ids: Iterable[str], out_dir: Path, *, duration_s: float, interval_s: float = 1.0
+) -> dict[str, Path]:
     """The same window of several jobs, collected at once (one collector each, in threads: the window is wall time,
     and the jobs' figures are then of the same seconds); job id -> its metrics directory under ``out_dir``. The first
     failure is raised (the others' collections end with their window)."""
@@ -492,9 +541,20 @@ def collect_jobs(rest_url: str, job_ids: Iterable[str], out_dir: Path, *, durati
     if not dirs:
         return {}
     with ThreadPoolExecutor(len(dirs), thread_name_prefix="collect") as pool:
-        runs = [pool.submit(collect, CollectOptions(rest_url=rest_url, out_dir=d, job_id=jid, duration_s=duration_s,
-                                                    interval_s=interval_s, flush_s=duration_s))
-                for jid, d in dirs.items()]
+        runs = [
+            pool.submit(
+                collect,
+                CollectOptions(
+                    rest_url=rest_url,
+                    out_dir=d,
+                    job_id=jid,
+                    duration_s=duration_s,
+                    interval_s=interval_s,
+                    flush_s=duration_s,
+                ),
+            )
+            for jid, d in dirs.items()
+        ]
         for run in runs:
             run.result()
     return dirs

@@ -126,9 +126,12 @@ class RunVertex(Strict):
     id: str
     name: str
     parallelism: int = Field(ge=1)
-    state_bytes: float | None = Field(None, ge=0, description="latest completed checkpoint, all subtasks; null = unknown")
+    state_bytes: float | None = Field(
+        None, ge=0, description="latest completed checkpoint, all subtasks; null = unknown"
+    )
     checkpointed_bytes: float | None = Field(
-        None, ge=0, description="what that checkpoint uploaded (incremental: the delta); null = unknown")
+        None, ge=0, description="what that checkpoint uploaded (incremental: the delta); null = unknown"
+    )
     max_parallelism: int | None = None
 
 
@@ -195,21 +198,33 @@ class RunManifest(Strict):
     taskmanagers: list[RunTaskManager] = Field(default_factory=list)
     checkpoints: CheckpointConfig | None = Field(None, description="the job's checkpointing; null: off or unknown")
     buffer_timeout_ms: float | None = Field(
-        None, ge=0, description="execution.buffer-timeout from the job's configuration; null: not set (Flink's default)")
+        None, ge=0, description="execution.buffer-timeout from the job's configuration; null: not set (Flink's default)"
+    )
     notes: list[str] = Field(default_factory=list)
     taskmanager_metrics: list[str] = Field(
-        default_factory=list, description="TaskManager metrics recorded (TASKMANAGER_METRICS names); empty: none (older runs)")
+        default_factory=list,
+        description="TaskManager metrics recorded (TASKMANAGER_METRICS names); empty: none (older runs)",
+    )
     taskmanager_files: list[str] = Field(
-        default_factory=list, description="their Parquet parts, relative to the run directory (_taskmanagers/part-*.parquet)")
+        default_factory=list,
+        description="their Parquet parts, relative to the run directory (_taskmanagers/part-*.parquet)",
+    )
     flink_version: str | None = Field(None, description="the cluster's Flink release (REST /config); null: unknown")
     latency_interval_ms: float | None = Field(
-        None, ge=0, description="metrics.latency.interval of the job's configuration; null: not set (off by default)")
+        None, ge=0, description="metrics.latency.interval of the job's configuration; null: not set (off by default)"
+    )
     latency_files: list[str] = Field(
-        default_factory=list, description="latency tracking parts, relative to the run directory (_latency/part-*.parquet)")
+        default_factory=list,
+        description="latency tracking parts, relative to the run directory (_latency/part-*.parquet)",
+    )
     thread_files: list[str] = Field(
-        default_factory=list, description="per-thread CPU parts, relative to the run directory (_threads/part-*.parquet); "
-                                          "empty: not recorded (no inventory to reach the hosts, or an older run)")
-    truth: dict[str, dict[str, float | None]] | None = Field(None, description="synthetic histories: the true figures per vertex")
+        default_factory=list,
+        description="per-thread CPU parts, relative to the run directory (_threads/part-*.parquet); "
+        "empty: not recorded (no inventory to reach the hosts, or an older run)",
+    )
+    truth: dict[str, dict[str, float | None]] | None = Field(
+        None, description="synthetic histories: the true figures per vertex"
+    )
 
     def vertex(self, vertex_id: str) -> RunVertex:
         for v in self.vertices:
@@ -224,15 +239,22 @@ class RunManifest(Strict):
 # operator, as ``<subtask>.latency.source_id.<source operator id>[.source_subtask_index.<k>].operator_id.<operator
 # id>.operator_subtask_index.<n>.latency_<stat>`` (``metrics.latency.granularity``: ``operator``, the default, has no
 # source subtask; ``subtask`` has one; ``single`` drops both ids) — measured, tests/collect/test_collect_latency.py.
-LATENCY_STATS: dict[str, str] = {"median": "p50_ms", "p95": "p95_ms", "p99": "p99_ms", "mean": "mean_ms",
-                                 "max": "max_ms"}
+LATENCY_STATS: dict[str, str] = {
+    "median": "p50_ms",
+    "p95": "p95_ms",
+    "p99": "p99_ms",
+    "mean": "mean_ms",
+    "max": "max_ms",
+}
 LATENCY_DIR = "_latency"
 LATENCY_SCHEMA = pa.schema(
     [
         pa.field("ts_ms", pa.int64(), nullable=False),
         pa.field("vertex_id", pa.string(), nullable=False),  # the vertex whose subtask reported it
         pa.field("subtask", pa.int32(), nullable=False),  # that subtask (0-based)
-        pa.field("source_id", pa.string()),  # operator id of the source the markers came from (null: granularity single)
+        pa.field(
+            "source_id", pa.string()
+        ),  # operator id of the source the markers came from (null: granularity single)
         pa.field("source_subtask", pa.int32()),  # granularity subtask only
         pa.field("operator_id", pa.string()),  # the operator that measured (one per operator of a chain)
         *[pa.field(col, pa.float64()) for col in LATENCY_STATS.values()],
@@ -277,25 +299,32 @@ def find_manifests(root: str | Path) -> list[tuple[Path, RunManifest]]:
     if not r.exists():
         raise BadInput("metrics directory not found", source=str(r))
     if not r.is_dir():
-        raise BadInput("not a directory (expected a metrics directory written by `placement metrics collect`)", source=str(r))
+        raise BadInput(
+            "not a directory (expected a metrics directory written by `placement metrics collect`)", source=str(r)
+        )
     found = []
     for path in sorted(r.glob(f"job_id=*/run_id=*/{MANIFEST_NAME}")):
         found.append((path.parent, read_manifest(path)))
     if not found:
         raise BadInput(
-            f"no runs found (expected job_id=<id>/run_id=<id>/{MANIFEST_NAME}; is this a metrics directory?)", source=str(r)
+            f"no runs found (expected job_id=<id>/run_id=<id>/{MANIFEST_NAME}; is this a metrics directory?)",
+            source=str(r),
         )
     for d, m in found:
         if d.name != f"run_id={m.run_id}" or d.parent.name != f"job_id={m.job_id}":
-            raise BadInput(f"manifest says job {m.job_id} run {m.run_id} but lives in {d.parent.name}/{d.name}", source=str(d / MANIFEST_NAME))
+            raise BadInput(
+                f"manifest says job {m.job_id} run {m.run_id} but lives in {d.parent.name}/{d.name}",
+                source=str(d / MANIFEST_NAME),
+            )
     return sorted(found, key=lambda item: (item[1].started_ms, item[1].run_id))
 
 
 def taskmanager_rows_to_table(rows: Iterable[Mapping[str, object]]) -> pa.Table:
     """TaskManager CPU rows -> an Arrow table (TASKMANAGER_SCHEMA); NaN/inf and a negative load (Flink's "unknown")
     become null."""
-    return _rows_to_table(rows, TASKMANAGER_SCHEMA, frozenset([*TASKMANAGER_METRICS.values(), COTENANT_BUSY]),
-                          negative_is_null=True)
+    return _rows_to_table(
+        rows, TASKMANAGER_SCHEMA, frozenset([*TASKMANAGER_METRICS.values(), COTENANT_BUSY]), negative_is_null=True
+    )
 
 
 def read_taskmanager_cpu(run: Path, manifest: RunManifest) -> pa.Table:
@@ -309,8 +338,10 @@ def read_taskmanager_cpu(run: Path, manifest: RunManifest) -> pa.Table:
 
 def _with_missing_columns(table: pa.Table, schema: pa.Schema) -> pa.Table:
     """The table with every nullable column of ``schema`` it lacks added as nulls, in the schema's order."""
-    columns = [table.column(f.name).cast(f.type) if f.name in table.column_names else pa.nulls(table.num_rows, f.type)
-               for f in schema]
+    columns = [
+        table.column(f.name).cast(f.type) if f.name in table.column_names else pa.nulls(table.num_rows, f.type)
+        for f in schema
+    ]
     return pa.Table.from_arrays(columns, schema=schema)
 
 
@@ -357,8 +388,11 @@ def missing_metric_notes(missing: Iterable[str], where: str) -> list[str]:
     optional = [m for m in missing if m in OPTIONAL_METRICS]
     notes = [f"{where} (recorded as null): {', '.join(gaps)}"] if gaps else []
     if optional:
-        lacks = ("has no buffers_in_per_s" if len(optional) == len(OPTIONAL_METRICS)
-                 else "counts the other alone in buffers_in_per_s")
+        lacks = (
+            "has no buffers_in_per_s"
+            if len(optional) == len(OPTIONAL_METRICS)
+            else "counts the other alone in buffers_in_per_s"
+        )
         notes.append(f"{where}: {', '.join(optional)} (recorded as null: the profile {lacks})")
     return notes
 
@@ -383,8 +417,9 @@ def rows_to_table(rows: Iterable[Mapping[str, object]]) -> pa.Table:
     return _rows_to_table(rows, SAMPLE_SCHEMA, METRIC_COLUMNS)
 
 
-def _rows_to_table(rows: Iterable[Mapping[str, object]], schema: pa.Schema, metrics: Iterable[str], *,
-                   negative_is_null: bool = False) -> pa.Table:
+def _rows_to_table(
+    rows: Iterable[Mapping[str, object]], schema: pa.Schema, metrics: Iterable[str], *, negative_is_null: bool = False
+) -> pa.Table:
     metrics = frozenset(metrics)
     cols: dict[str, list] = {f.name: [] for f in schema}
     for row in rows:
@@ -410,9 +445,17 @@ class PartWriter:
     relative to the run directory. A number is never used twice, also after :func:`placement.collect.rolling.prune`
     deleted older parts (a rolling history keeps writing while its oldest parts go)."""
 
-    def __init__(self, root: str | Path, job_id: str, run_id: str, *, compression: str = "zstd",
-                 schema: pa.Schema = SAMPLE_SCHEMA, subdir: str | None = None,
-                 use_dictionary: list[str] | bool = _DICTIONARY_COLUMNS):
+    def __init__(
+        self,
+        root: str | Path,
+        job_id: str,
+        run_id: str,
+        *,
+        compression: str = "zstd",
+        schema: pa.Schema = SAMPLE_SCHEMA,
+        subdir: str | None = None,
+        use_dictionary: list[str] | bool = _DICTIONARY_COLUMNS,
+    ):
         self.dir = run_dir(root, job_id, run_id)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.compression, self.schema, self.subdir, self.use_dictionary = compression, schema, subdir, use_dictionary
@@ -427,8 +470,13 @@ class PartWriter:
         d.mkdir(exist_ok=True)
         name = f"part-{self._written:05d}.parquet"
         tmp = d / ("." + name + ".tmp")  # hidden while being written: readers skip '.' files
-        pq.write_table(table.cast(self.schema), tmp, compression=self.compression, row_group_size=row_group_size,
-                       use_dictionary=self.use_dictionary)
+        pq.write_table(
+            table.cast(self.schema),
+            tmp,
+            compression=self.compression,
+            row_group_size=row_group_size,
+            use_dictionary=self.use_dictionary,
+        )
         os.replace(tmp, d / name)
         self._written += 1
         self.files.append(f"{self.subdir}/{name}" if self.subdir else name)

@@ -195,12 +195,15 @@ class PrometheusApi:
         try:
             answer = self.session.get(url, params=params, timeout=self.timeout_s)
         except requests.RequestException as exc:
-            raise PlacementError(f"Prometheus {url}: cannot reach it ({type(exc).__name__}: {_innermost_reason(exc)})") from None
+            raise PlacementError(
+                f"Prometheus {url}: cannot reach it ({type(exc).__name__}: {_innermost_reason(exc)})"
+            ) from None
         try:
             body = answer.json()
         except ValueError:
-            raise PlacementError(f"Prometheus {url}: HTTP {answer.status_code}, not an API answer "
-                                 f"({answer.text.strip()[:120]!r})") from None
+            raise PlacementError(
+                f"Prometheus {url}: HTTP {answer.status_code}, not an API answer ({answer.text.strip()[:120]!r})"
+            ) from None
         if not isinstance(body, dict) or body.get("status") != "success":
             error = body.get("error", answer.reason) if isinstance(body, dict) else answer.reason
             raise PlacementError(f"Prometheus {url}: {error}")
@@ -210,7 +213,9 @@ class PrometheusApi:
         return list(self.get("series", [("match[]", selector), ("start", f"{start:.3f}"), ("end", f"{end:.3f}")]) or [])
 
     def query_range(self, query: str, start: float, end: float, step: float) -> list[dict[str, Any]]:
-        data = self.get("query_range", {"query": query, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}"})
+        data = self.get(
+            "query_range", {"query": query, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}"}
+        )
         return list((data or {}).get("result") or [])
 
     def scrape_intervals(self) -> dict[tuple[str, str], float]:
@@ -221,7 +226,9 @@ class PrometheusApi:
             labels, interval = t.get("labels") or {}, t.get("scrapeInterval")
             if interval:
                 with contextlib.suppress(BadInput):
-                    out[(labels.get("job", ""), labels.get("instance", ""))] = parse_duration(str(interval), field="scrapeInterval")
+                    out[(labels.get("job", ""), labels.get("instance", ""))] = parse_duration(
+                        str(interval), field="scrapeInterval"
+                    )
         return out
 
 
@@ -247,15 +254,28 @@ def graph_from_rest(rest_url: str, job_id: str, o: PromOptions) -> JobGraph:
     them."""
     from placement.collect.collector import CollectOptions, Collector
 
-    rest = Collector(CollectOptions(rest_url=rest_url, out_dir=o.out_dir, job_id=job_id, timeout_s=o.timeout_s,
-                                    retries=o.retries, backoff_s=o.backoff_s))
+    rest = Collector(
+        CollectOptions(
+            rest_url=rest_url,
+            out_dir=o.out_dir,
+            job_id=job_id,
+            timeout_s=o.timeout_s,
+            retries=o.retries,
+            backoff_s=o.backoff_s,
+        )
+    )
     job = rest.resolve_job()
     vertices, edges = shaping.job_graph(job, rest.rest.get(f"/jobs/{job_id}/plan"))
     sizes = rest.checkpoint_sizes(job_id)
     return JobGraph(
-        job_name=str(job.get("name", job_id)), vertices=[rest._with_state(v, sizes) for v in vertices], edges=edges,
-        source=rest_url, taskmanagers=rest.taskmanagers(), checkpoints=rest.checkpoint_config(job_id),
-        buffer_timeout_ms=rest.buffer_timeout(job_id), flink_version=rest.flink_version(),
+        job_name=str(job.get("name", job_id)),
+        vertices=[rest._with_state(v, sizes) for v in vertices],
+        edges=edges,
+        source=rest_url,
+        taskmanagers=rest.taskmanagers(),
+        checkpoints=rest.checkpoint_config(job_id),
+        buffer_timeout_ms=rest.buffer_timeout(job_id),
+        flink_version=rest.flink_version(),
     )
 
 
@@ -264,11 +284,20 @@ def graph_from_file(path: Path, job_id: str, job_name: str | None) -> JobGraph:
     saved ``GET /jobs/<id>`` answer."""
     src = str(path)
     if path.is_dir():
-        found = [(d, m) for d, m in find_manifests(path)] if not (path / MANIFEST_NAME).is_file() else [(path, read_manifest(path / MANIFEST_NAME))]
-        chosen = [m for _, m in found if m.job_id == job_id] or [m for _, m in found if job_name and job_name in (m.job_name, label_value(m.job_name))]
+        found = (
+            [(d, m) for d, m in find_manifests(path)]
+            if not (path / MANIFEST_NAME).is_file()
+            else [(path, read_manifest(path / MANIFEST_NAME))]
+        )
+        chosen = [m for _, m in found if m.job_id == job_id] or [
+            m for _, m in found if job_name and job_name in (m.job_name, label_value(m.job_name))
+        ]
         if not chosen:
-            raise BadInput(f"holds no run of job {job_id}" + (f" or of a job named {job_name!r}" if job_name else ""),
-                           source=src, field="--graph")
+            raise BadInput(
+                f"holds no run of job {job_id}" + (f" or of a job named {job_name!r}" if job_name else ""),
+                source=src,
+                field="--graph",
+            )
         return _graph_of_manifest(chosen[-1], src)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -280,15 +309,25 @@ def graph_from_file(path: Path, job_id: str, job_name: str | None) -> JobGraph:
         return _graph_of_manifest(read_manifest(path), src)
     if isinstance(data, dict) and isinstance(data.get("vertices"), list) and isinstance(data.get("plan"), dict):
         vertices, edges = shaping.job_graph(data, data["plan"])
-        return JobGraph(job_name=str(data.get("name") or job_name or job_id), vertices=vertices, edges=edges, source=src)
-    raise BadInput(f"neither a run manifest ({MANIFEST_NAME}) nor a saved Flink GET /jobs/<id> answer", source=src,
-                   field="--graph")
+        return JobGraph(
+            job_name=str(data.get("name") or job_name or job_id), vertices=vertices, edges=edges, source=src
+        )
+    raise BadInput(
+        f"neither a run manifest ({MANIFEST_NAME}) nor a saved Flink GET /jobs/<id> answer", source=src, field="--graph"
+    )
 
 
 def _graph_of_manifest(m: RunManifest, src: str) -> JobGraph:
-    return JobGraph(job_name=m.job_name, vertices=list(m.vertices), edges=list(m.edges), source=src,
-                    taskmanagers=list(m.taskmanagers), checkpoints=m.checkpoints, buffer_timeout_ms=m.buffer_timeout_ms,
-                    flink_version=m.flink_version)
+    return JobGraph(
+        job_name=m.job_name,
+        vertices=list(m.vertices),
+        edges=list(m.edges),
+        source=src,
+        taskmanagers=list(m.taskmanagers),
+        checkpoints=m.checkpoints,
+        buffer_timeout_ms=m.buffer_timeout_ms,
+        flink_version=m.flink_version,
+    )
 
 
 # ---- samples -------------------------------------------------------------------------------------------------------
@@ -331,7 +370,9 @@ class _JobReader:
     def __init__(self, api: PrometheusApi, o: PromOptions, job_id: str, graph: JobGraph, step: float):
         self.api, self.o, self.job_id, self.graph, self.step = api, o, job_id, graph, step
         self.start = o.since_s - o.lookback_s
-        self.known: dict[tuple[str, int], _Subtask] = {(v.id, i): _Subtask() for v in graph.vertices for i in range(v.parallelism)}
+        self.known: dict[tuple[str, int], _Subtask] = {
+            (v.id, i): _Subtask() for v in graph.vertices for i in range(v.parallelism)
+        }
         self.metrics_seen: set[str] = set()
 
     def selector(self, metric: str) -> str:
@@ -375,15 +416,22 @@ class _JobReader:
         parallelism = {v.id: v.parallelism for v in self.graph.vertices}
         foreign = sorted({str(s.get("task_id")) for s in series if s.get("task_id") not in parallelism})
         if foreign:
-            raise BadInput(f"job {self.job_id} has vertices the graph lacks ({', '.join(foreign[:3])}"
-                           f"{', …' if len(foreign) > 3 else ''}): is it another job's graph?",
-                           source=self.graph.source, field="--graph")
+            raise BadInput(
+                f"job {self.job_id} has vertices the graph lacks ({', '.join(foreign[:3])}"
+                f"{', …' if len(foreign) > 3 else ''}): is it another job's graph?",
+                source=self.graph.source,
+                field="--graph",
+            )
         for s in series:
             key = _labels_key(s)
             if key is not None and key[1] >= parallelism[key[0]]:
                 name = next(v.name for v in self.graph.vertices if v.id == key[0])
-                raise BadInput(f"job {self.job_id} ran subtask {key[1]} of {name!r}, whose parallelism the graph gives "
-                               f"as {parallelism[key[0]]}", source=self.graph.source, field="--graph")
+                raise BadInput(
+                    f"job {self.job_id} ran subtask {key[1]} of {name!r}, whose parallelism the graph gives "
+                    f"as {parallelism[key[0]]}",
+                    source=self.graph.source,
+                    field="--graph",
+                )
 
     def table(self, c0: float, c1: float, alive: tuple[float, float]) -> pa.Table:
         n = round((c1 - c0) / self.step) + 1
@@ -408,12 +456,22 @@ class _JobReader:
         self.learn_starts(c0, c1, n)
         keep = (times >= self.o.since_s - 1e-6) & (times >= alive[0] - 1e-6) & (times <= alive[1] + 1e-6)
         blocks = [self._subtask_block(vid, i, times, keep, per_metric, presence) for (vid, i) in self.known]
-        columns = {name: np.concatenate([b[name] for b in blocks]) if blocks else np.array([]) for name in blocks[0]} if blocks else {}
+        columns = (
+            {name: np.concatenate([b[name] for b in blocks]) if blocks else np.array([]) for name in blocks[0]}
+            if blocks
+            else {}
+        )
         return _as_table(columns)
 
-    def _subtask_block(self, vid: str, index: int, times: np.ndarray, keep: np.ndarray,
-                       per_metric: Mapping[str, Mapping[tuple[str, int, int], np.ndarray]],
-                       presence: Mapping[tuple[str, int, int], np.ndarray]) -> dict[str, np.ndarray]:
+    def _subtask_block(
+        self,
+        vid: str,
+        index: int,
+        times: np.ndarray,
+        keep: np.ndarray,
+        per_metric: Mapping[str, Mapping[tuple[str, int, int], np.ndarray]],
+        presence: Mapping[tuple[str, int, int], np.ndarray],
+    ) -> dict[str, np.ndarray]:
         sub = self.known[(vid, index)]
         attempts = sorted(a for (v, i, a) in presence if (v, i) == (vid, index))
         chosen = np.full(len(times), -1)
@@ -467,8 +525,9 @@ class _JobReader:
     def taskmanager_cpu(self, start: float, end: float) -> tuple[pa.Table, set[str]]:
         """The JVM process CPU series of the job's TaskManagers from ``start`` to ``end`` on the step grid (a row per
         TaskManager and step with a sample); and the metric names found."""
-        wanted = {tm.id for tm in self.graph.taskmanagers} | {tm for sub in self.known.values()
-                                                                for tm in sub.taskmanager.values() if tm}
+        wanted = {tm.id for tm in self.graph.taskmanagers} | {
+            tm for sub in self.known.values() for tm in sub.taskmanager.values() if tm
+        }
         grid0 = self.start + self.step * math.ceil((start - self.start) / self.step - 1e-9)
         cells: dict[tuple[int, str | None], dict[str, float]] = {}
         seen: set[str] = set()
@@ -477,8 +536,10 @@ class _JobReader:
             c0 = grid0 + i0 * self.step
             n = min(MAX_POINTS, n_all - i0)
             c1 = c0 + (n - 1) * self.step
-            queries = [(self.taskmanager_prefix() + metric.replace(".", "_"), column, metric)
-                       for metric, column in TASKMANAGER_METRICS.items()]
+            queries = [
+                (self.taskmanager_prefix() + metric.replace(".", "_"), column, metric)
+                for metric, column in TASKMANAGER_METRICS.items()
+            ]
             for query, column, metric in queries:
                 for s in self.api.query_range(query, c0, c1, self.step):
                     tm = (s.get("metric") or {}).get("tm_id")
@@ -499,8 +560,10 @@ class _JobReader:
                         if cell is not None:
                             cell[column] = float(values[k])
         keys = sorted(cells)
-        columns = {"ts_ms": pa.array([k[0] for k in keys], pa.int64()),
-                   "taskmanager_id": pa.array([k[1] for k in keys], pa.string())}
+        columns = {
+            "ts_ms": pa.array([k[0] for k in keys], pa.int64()),
+            "taskmanager_id": pa.array([k[1] for k in keys], pa.string()),
+        }
         for column in TASKMANAGER_METRICS.values():
             x = np.array([cells[k].get(column, np.nan) for k in keys], dtype=np.float64)
             x = np.where(np.isfinite(x) & (x >= 0), x, np.nan)  # a negative load is Flink's "unknown"
@@ -513,8 +576,10 @@ class _JobReader:
         """(PromQL, column): the other jobs' busy time summed by TaskManager in cores (a NaN reading left out, as
         REST's null), and how many of their subtasks each runs — the REST collector's figures."""
         others = f"{self.o.prefix}{ANCHOR}{{job_id!={_quoted(self.job_id)}}}"
-        return [(f"sum by (tm_id) ({others} == {others}) / 1000", COTENANT_BUSY),
-                (f"count by (tm_id) ({others})", COTENANT_SUBTASKS)]
+        return [
+            (f"sum by (tm_id) ({others} == {others}) / 1000", COTENANT_BUSY),
+            (f"count by (tm_id) ({others})", COTENANT_SUBTASKS),
+        ]
 
     LATENCY_QUANTILES: ClassVar[dict[str, str]] = {"0.5": "p50_ms", "0.95": "p95_ms", "0.99": "p99_ms"}
 
@@ -524,8 +589,10 @@ class _JobReader:
         Prometheus summary has neither)."""
         from placement.collect.layout import LATENCY_SCHEMA, latency_rows_to_table
 
-        query = (f'{{__name__=~"{self.o.prefix}latency_source_id_.*latency",job_id={_quoted(self.job_id)},'
-                 f'quantile=~"{"|".join(q.replace(".", "[.]") for q in self.LATENCY_QUANTILES)}"}}')
+        query = (
+            f'{{__name__=~"{self.o.prefix}latency_source_id_.*latency",job_id={_quoted(self.job_id)},'
+            f'quantile=~"{"|".join(q.replace(".", "[.]") for q in self.LATENCY_QUANTILES)}"}}'
+        )
         grid0 = self.start + self.step * math.ceil((start - self.start) / self.step - 1e-9)
         cells: dict[tuple, dict[str, Any]] = {}
         n_all = math.floor((end - grid0) / self.step + 1e-9) + 1
@@ -546,10 +613,18 @@ class _JobReader:
                 source_subtask = labels.get("source_subtask_index")
                 values, present = _on_grid(series.get("values") or [], c0, self.step, n)
                 for k in np.flatnonzero(present):
-                    key = (round((c0 + k * self.step) * 1000), vid, subtask, labels.get("source_id"),
-                           int(source_subtask) if source_subtask is not None else None, labels.get("operator_id"))
-                    row = cells.setdefault(key, dict(zip(("ts_ms", "vertex_id", "subtask", "source_id",
-                                                          "source_subtask", "operator_id"), key)))
+                    key = (
+                        round((c0 + k * self.step) * 1000),
+                        vid,
+                        subtask,
+                        labels.get("source_id"),
+                        int(source_subtask) if source_subtask is not None else None,
+                        labels.get("operator_id"),
+                    )
+                    row = cells.setdefault(
+                        key,
+                        dict(zip(("ts_ms", "vertex_id", "subtask", "source_id", "source_subtask", "operator_id"), key)),
+                    )
                     row[column] = float(values[k])
         if not cells:
             return LATENCY_SCHEMA.empty_table()
@@ -562,7 +637,11 @@ class _JobReader:
             if sub.first_seen:
                 attempt = max(sub.first_seen)
                 tm = sub.taskmanager.get(attempt)
-                out.append(SubtaskLocation(vertex_id=vid, subtask=i, taskmanager_id=tm, host=hosts.get(tm or ""), attempt=attempt))
+                out.append(
+                    SubtaskLocation(
+                        vertex_id=vid, subtask=i, taskmanager_id=tm, host=hosts.get(tm or ""), attempt=attempt
+                    )
+                )
         return out
 
 
@@ -595,8 +674,11 @@ def _check(o: PromOptions) -> None:
     if o.lookback_s < 0:
         raise BadInput("must be >= 0", field="--lookback")
     if o.graph is None and o.rest_url is None:
-        raise BadInput("Prometheus has no job graph: give --rest URL (Flink still knows the job) or --graph FILE (an "
-                       f"earlier run's {MANIFEST_NAME}, or a saved GET /jobs/<id> answer)", field="--graph")
+        raise BadInput(
+            "Prometheus has no job graph: give --rest URL (Flink still knows the job) or --graph FILE (an "
+            f"earlier run's {MANIFEST_NAME}, or a saved GET /jobs/<id> answer)",
+            field="--graph",
+        )
     if o.graph is not None and not o.graph.exists():
         raise BadInput("not found", source=str(o.graph), field="--graph")
 
@@ -619,8 +701,11 @@ def find_jobs(api: PrometheusApi, o: PromOptions) -> dict[str, list[dict[str, st
         seen = sorted({s.get("job_name", "?") for s in api.series(f"{o.prefix}{ANCHOR}", start, o.until_s)})
         what = f"job {o.job_id}" if o.job_id else f"a job named {o.job_name!r}"
         window = f"{_iso(o.since_s)} .. {_iso(o.until_s)}"
-        raise BadInput(f"no {o.prefix}{ANCHOR} series of {what} between {window} (jobs there: {', '.join(seen) or 'none'})",
-                       source=o.url, field="--job" if o.job_id else "--job-name")
+        raise BadInput(
+            f"no {o.prefix}{ANCHOR} series of {what} between {window} (jobs there: {', '.join(seen) or 'none'})",
+            source=o.url,
+            field="--job" if o.job_id else "--job-name",
+        )
     return jobs
 
 
@@ -640,8 +725,10 @@ def collect_prometheus(o: PromOptions, on_progress: Callable[[PromProgress], Non
     _check(o)
     api = PrometheusApi(o.url, timeout_s=o.timeout_s, retries=o.retries, backoff_s=o.backoff_s)
     jobs = find_jobs(api, o)
-    graphs = {jid: graph_from_rest(o.rest_url, jid, o) if o.rest_url else graph_from_file(o.graph, jid, o.job_name)  # type: ignore[arg-type]
-              for jid in jobs}
+    graphs = {
+        jid: graph_from_rest(o.rest_url, jid, o) if o.rest_url else graph_from_file(o.graph, jid, o.job_name)  # type: ignore[arg-type]
+        for jid in jobs
+    }
     notes: list[str] = []
     step = o.step_s
     if step is None:
@@ -660,8 +747,9 @@ def collect_prometheus(o: PromOptions, on_progress: Callable[[PromProgress], Non
             if manifest is not None:
                 manifests.append(manifest)
         if not manifests:
-            raise BadInput(f"the job has no samples between {_iso(o.since_s)} and {_iso(o.until_s)}", source=o.url,
-                           field="--since")
+            raise BadInput(
+                f"the job has no samples between {_iso(o.since_s)} and {_iso(o.until_s)}", source=o.url, field="--since"
+            )
         for m in manifests:  # all or nothing: every run was read before any is put in place
             target = run_dir(o.out_dir, m.job_id, m.run_id)
             if target.exists():
@@ -676,8 +764,9 @@ def collect_prometheus(o: PromOptions, on_progress: Callable[[PromProgress], Non
     return manifests
 
 
-def _read_job(reader: _JobReader, staging: Path, notes: list[str],
-              on_progress: Callable[[PromProgress], None] | None) -> RunManifest | None:
+def _read_job(
+    reader: _JobReader, staging: Path, notes: list[str], on_progress: Callable[[PromProgress], None] | None
+) -> RunManifest | None:
     o, graph, jid = reader.o, reader.graph, reader.job_id
     alive = reader.alive_span()
     if alive is None or alive[1] < o.since_s:
@@ -696,8 +785,9 @@ def _read_job(reader: _JobReader, staging: Path, notes: list[str],
     run_notes = [
         f"collected from Prometheus {o.url} ({o.prefix}<metric>, step {reader.step:g} s); graph from {graph.source}",
         *notes,
-        *missing_metric_notes([m for m in RATE_METRICS if m not in reader.metrics_seen],
-                              "not in Prometheus for this job"),
+        *missing_metric_notes(
+            [m for m in RATE_METRICS if m not in reader.metrics_seen], "not in Prometheus for this job"
+        ),
     ]
     tm_table, tm_seen = reader.taskmanager_cpu(max(o.since_s, alive[0]), min(o.until_s, alive[1]))
     tm_writer = taskmanager_writer(staging, jid, run_id)
@@ -706,14 +796,30 @@ def _read_job(reader: _JobReader, staging: Path, notes: list[str],
     lat_writer = latency_writer(staging, jid, run_id)
     lat_writer.write(reader.latency(max(o.since_s, alive[0]), min(o.until_s, alive[1])))
     manifest = RunManifest(
-        job_id=jid, job_name=graph.job_name, run_id=run_id, origin="collected", rest_url=o.rest_url,
-        started_ms=int(max(o.since_s, alive[0]) * 1000), ended_ms=int(min(o.until_s, alive[1]) * 1000),
-        interval_s=reader.step, requested_duration_s=o.until_s - o.since_s, stopped="completed",
-        samples=writer.rows, files=list(writer.files), metrics=[m for m in RATE_METRICS if m in reader.metrics_seen],
-        vertices=graph.vertices, edges=graph.edges, locations=reader.locations(), taskmanagers=graph.taskmanagers,
-        checkpoints=graph.checkpoints, buffer_timeout_ms=graph.buffer_timeout_ms, notes=run_notes,
-        taskmanager_metrics=[m for m in TASKMANAGER_METRICS if m in tm_seen], taskmanager_files=tm_writer.files,
-        flink_version=graph.flink_version, latency_files=lat_writer.files,
+        job_id=jid,
+        job_name=graph.job_name,
+        run_id=run_id,
+        origin="collected",
+        rest_url=o.rest_url,
+        started_ms=int(max(o.since_s, alive[0]) * 1000),
+        ended_ms=int(min(o.until_s, alive[1]) * 1000),
+        interval_s=reader.step,
+        requested_duration_s=o.until_s - o.since_s,
+        stopped="completed",
+        samples=writer.rows,
+        files=list(writer.files),
+        metrics=[m for m in RATE_METRICS if m in reader.metrics_seen],
+        vertices=graph.vertices,
+        edges=graph.edges,
+        locations=reader.locations(),
+        taskmanagers=graph.taskmanagers,
+        checkpoints=graph.checkpoints,
+        buffer_timeout_ms=graph.buffer_timeout_ms,
+        notes=run_notes,
+        taskmanager_metrics=[m for m in TASKMANAGER_METRICS if m in tm_seen],
+        taskmanager_files=tm_writer.files,
+        flink_version=graph.flink_version,
+        latency_files=lat_writer.files,
     )
     write_manifest(staging, manifest)
     return manifest

@@ -87,8 +87,14 @@ def parts_of(root: str | Path, *patterns: str) -> list[Part]:
     return sorted(found, key=lambda p: (p.last_ms, str(p.path)))
 
 
-def prune(root: str | Path, *, now_ms: int, max_age_s: float | None = None, max_bytes: int | None = None,
-          keep_runs: frozenset[Path] = frozenset()) -> list[Path]:
+def prune(
+    root: str | Path,
+    *,
+    now_ms: int,
+    max_age_s: float | None = None,
+    max_bytes: int | None = None,
+    keep_runs: frozenset[Path] = frozenset(),
+) -> list[Path]:
     """Delete the oldest parts (samples and TaskManager CPU alike) until none is older than ``max_age_s`` (its newest
     sample) and all together take at most ``max_bytes``; the newest part always stays. Run directories left without
     sample parts are removed unless listed in ``keep_runs`` (a run still being written). Returns the deleted part
@@ -113,8 +119,9 @@ def prune(root: str | Path, *, now_ms: int, max_age_s: float | None = None, max_
     return dropped
 
 
-def snapshot_window(root: str | Path, dest: str | Path, *, job_name: str, since_ms: int,
-                    until_ms: int | None = None) -> int:
+def snapshot_window(
+    root: str | Path, dest: str | Path, *, job_name: str, since_ms: int, until_ms: int | None = None
+) -> int:
     """Make ``dest`` a metrics directory holding the window ``[since_ms, until_ms]`` of job ``job_name``: the parts
     whose samples reach into it, hard-linked (copied across file systems), and their runs' manifests with ``files``
     cut to those parts. Returns the number of parts; 0 (and nothing written) when the window holds none."""
@@ -141,8 +148,13 @@ def snapshot_window(root: str | Path, dest: str | Path, *, job_name: str, since_
         for sub, attr in SIDE_DIRS.items():  # TaskManager CPU, latency and thread parts
             if side[sub].get(d):
                 (target / sub).mkdir()
-            setattr(manifest, attr, sorted(f"{sub}/{p.path.name}" for p in side[sub].get(d, [])
-                                           if _link(p.path, target / sub / p.path.name)))
+            setattr(
+                manifest,
+                attr,
+                sorted(
+                    f"{sub}/{p.path.name}" for p in side[sub].get(d, []) if _link(p.path, target / sub / p.path.name)
+                ),
+            )
         write_manifest(tmp, manifest)
     os.replace(tmp, dest)
     return len(list(dest.glob("job_id=*/run_id=*/part-*.parquet")))

@@ -123,7 +123,11 @@ def job_graph(job: Mapping[str, Any], plan: Mapping[str, Any]) -> tuple[list[Run
         )
     if not vertices:  # a plan without a job body: fall back to the plan's nodes
         vertices = [
-            RunVertex(id=n["id"], name=clean_vertex_name(n.get("description", "")) or n["id"], parallelism=int(n.get("parallelism", 1)))
+            RunVertex(
+                id=n["id"],
+                name=clean_vertex_name(n.get("description", "")) or n["id"],
+                parallelism=int(n.get("parallelism", 1)),
+            )
             for n in nodes.values()
         ]
     edges = [
@@ -151,7 +155,9 @@ def subtask_states(vertex_detail: Mapping[str, Any]) -> list[SubtaskState]:
     return sorted(out, key=lambda s: s.index)
 
 
-def metric_queries(parallelism: int, metrics: Iterable[str] = RATE_METRICS, max_chars: int = MAX_QUERY_CHARS) -> list[str]:
+def metric_queries(
+    parallelism: int, metrics: Iterable[str] = RATE_METRICS, max_chars: int = MAX_QUERY_CHARS
+) -> list[str]:
     """``get=`` values asking for every metric of every subtask, split so no request line gets too long."""
     return name_queries([f"{i}.{m}" for i in range(parallelism) for m in metrics], max_chars)
 
@@ -217,7 +223,9 @@ def with_cotenants(rows: list[dict[str, Any]], load: Mapping[str, tuple[float, i
 
 def locations(vertex_id: str, states: Sequence[SubtaskState]) -> list[SubtaskLocation]:
     return [
-        SubtaskLocation(vertex_id=vertex_id, subtask=s.index, taskmanager_id=s.taskmanager_id, host=s.host, attempt=s.attempt)
+        SubtaskLocation(
+            vertex_id=vertex_id, subtask=s.index, taskmanager_id=s.taskmanager_id, host=s.host, attempt=s.attempt
+        )
         for s in states
     ]
 
@@ -258,8 +266,11 @@ def checkpoint_config(answer: Mapping[str, Any]) -> CheckpointConfig | None:
         return None
     pause = parse_metric_value(answer.get("min_pause"))
     return CheckpointConfig(
-        interval_ms=interval, min_pause_ms=max(0.0, pause or 0.0), mode=_text(answer.get("mode")),
-        state_backend=_text(answer.get("state_backend")), checkpoint_storage=_text(answer.get("checkpoint_storage")),
+        interval_ms=interval,
+        min_pause_ms=max(0.0, pause or 0.0),
+        mode=_text(answer.get("mode")),
+        state_backend=_text(answer.get("state_backend")),
+        checkpoint_storage=_text(answer.get("checkpoint_storage")),
     )
 
 
@@ -282,7 +293,8 @@ LATENCY_NAME = re.compile(
     r"^(?P<subtask>\d+)\.latency"
     r"(?:\.source_id\.(?P<source>[^.]+))?(?:\.source_subtask_index\.(?P<source_subtask>\d+))?"
     r"(?:\.operator_id\.(?P<operator>[^.]+))?(?:\.operator_subtask_index\.(?P<operator_subtask>\d+))?"
-    r"\.latency_(?P<stat>[a-z0-9]+)$")
+    r"\.latency_(?P<stat>[a-z0-9]+)$"
+)
 
 
 def latency_metric_names(listing: Iterable[Mapping[str, Any]]) -> list[str]:
@@ -325,8 +337,17 @@ def latency_rows(ts_ms: int, vertex_id: str, answer: Iterable[Mapping[str, Any]]
         if not m or m["stat"] not in LATENCY_STATS:
             continue
         key = (int(m["subtask"]), m["source"], _int(m["source_subtask"]), m["operator"])
-        row = rows.setdefault(key, {"ts_ms": ts_ms, "vertex_id": vertex_id, "subtask": key[0], "source_id": key[1],
-                                    "source_subtask": key[2], "operator_id": key[3]})
+        row = rows.setdefault(
+            key,
+            {
+                "ts_ms": ts_ms,
+                "vertex_id": vertex_id,
+                "subtask": key[0],
+                "source_id": key[1],
+                "source_subtask": key[2],
+                "operator_id": key[3],
+            },
+        )
         row[LATENCY_STATS[m["stat"]]] = parse_metric_value(item.get("value"))
     return [rows[k] for k in sorted(rows, key=lambda k: tuple("" if x is None else str(x) for x in k))]
 

@@ -124,6 +124,8 @@ class ThreadSampler:
                 self._failed.add(tm)
                 self.notes.append(f"per-thread CPU of TaskManager {tm} not recorded: {exc}")
                 continue
-            rows.extend({"ts_ms": ts, "taskmanager_id": tm, "tid": tid, "thread": name, "cpu_time_ns": ns}
-                        for tid, name, ns in threads)
+            rows.extend(
+                {"ts_ms": ts, "taskmanager_id": tm, "tid": tid, "thread": name, "cpu_time_ns": ns}
+                for tid, name, ns in threads
+            )
         return rows

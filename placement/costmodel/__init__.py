@@ -47,5 +47,13 @@ from placement.costmodel.model import (
 )
 
 __all__ = [
-    "Assignment", "Channel", "HostSpec", "PlacementProblem", "PlanCost", "PlanOptions", "Subtask", "build_problem", "evaluate",
+    "Assignment",
+    "Channel",
+    "HostSpec",
+    "PlacementProblem",
+    "PlanCost",
+    "PlanOptions",
+    "Subtask",
+    "build_problem",
+    "evaluate",
 ]

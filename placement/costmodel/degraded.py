@@ -48,9 +48,13 @@ def _degraded_subtask(s: Subtask, share: float, lost: str) -> Subtask:
     # a light subtask still costs its floor: its thread runs, timers and watermarks tick with no data
     cores = max(s.server_cores * share, min(s.server_cores, demand.MIN_CORES))
     return replace(
-        s, birth=None if s.birth == lost else s.birth, pinned_to=pinned or None,
-        out_mbit=s.out_mbit * share, records_in_per_s=s.records_in_per_s * share,
-        records_out_per_s=s.records_out_per_s * share, server_cores=cores,
+        s,
+        birth=None if s.birth == lost else s.birth,
+        pinned_to=pinned or None,
+        out_mbit=s.out_mbit * share,
+        records_in_per_s=s.records_in_per_s * share,
+        records_out_per_s=s.records_out_per_s * share,
+        server_cores=cores,
     )
 
 
@@ -63,12 +67,23 @@ def degraded_problem(problem: PlacementProblem, lost: str, rerouted: bool | None
     rerouted = host.data_reroutes_on_loss if rerouted is None else rerouted
     alive = surviving_shares(problem, lost, rerouted)
     subtasks = tuple(_degraded_subtask(s, alive[s.key], lost) for s in problem.subtasks)
-    channels = tuple(replace(ch, up_out_mbit=tuple(m * alive[(ch.source, i)] for i, m in enumerate(ch.up_out_mbit)))
-                     for ch in problem.channels)
-    policies = {job: replace(p, uplink_shares={h: x for h, x in p.uplink_shares.items() if h != lost})
-                for job, p in problem.job_policies.items()}  # a budget on the lost uplink has nothing to bound
-    return replace(problem, hosts=tuple(h for h in problem.hosts if h.name != lost), subtasks=subtasks,
-                   channels=channels, job_policies=policies, warnings=(), input_warnings=())
+    channels = tuple(
+        replace(ch, up_out_mbit=tuple(m * alive[(ch.source, i)] for i, m in enumerate(ch.up_out_mbit)))
+        for ch in problem.channels
+    )
+    policies = {
+        job: replace(p, uplink_shares={h: x for h, x in p.uplink_shares.items() if h != lost})
+        for job, p in problem.job_policies.items()
+    }  # a budget on the lost uplink has nothing to bound
+    return replace(
+        problem,
+        hosts=tuple(h for h in problem.hosts if h.name != lost),
+        subtasks=subtasks,
+        channels=channels,
+        job_policies=policies,
+        warnings=(),
+        input_warnings=(),
+    )
 
 
 def moved(main: Mapping[SubtaskKey, str], degraded: Mapping[SubtaskKey, str]) -> dict[SubtaskKey, tuple[str, str]]:

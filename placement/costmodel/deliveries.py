@@ -63,8 +63,9 @@ def host_cores_per_delivery(role: str, speed: float, given: float | None) -> flo
     return SERVER_CORES_PER_DELIVERY / speed
 
 
-def delivery_ratios(profile: JobProfile, flushed: Mapping[str, Sequence[float]],
-                    full: Mapping[str, Sequence[float]]) -> dict[str, tuple[float, ...]]:
+def delivery_ratios(
+    profile: JobProfile, flushed: Mapping[str, Sequence[float]], full: Mapping[str, Sequence[float]]
+) -> dict[str, tuple[float, ...]]:
     """Per vertex whose every subtask was measured: the share of its predicted flush cycles it got — measured
     ``buffers_in_per_s`` less the buffers sent full (``full``: vertex id -> per subtask, all inputs together) over the
     flush cycles the rule predicts (``flushed``, at the profiled rates) — and 1 where too few were predicted to
@@ -75,8 +76,10 @@ def delivery_ratios(profile: JobProfile, flushed: Mapping[str, Sequence[float]],
         measured = [s.buffers_in_per_s for s in sorted(v.subtasks, key=lambda s: s.index)]
         if rule is None or sent_full is None or len(rule) != len(measured) or any(m is None for m in measured):
             continue
-        out[v.id] = tuple(max(0.0, m - f) / p if p >= MIN_PREDICTED else 1.0  # type: ignore[operator]
-                          for m, p, f in zip(measured, rule, sent_full, strict=True))
+        out[v.id] = tuple(
+            max(0.0, m - f) / p if p >= MIN_PREDICTED else 1.0  # type: ignore[operator]
+            for m, p, f in zip(measured, rule, sent_full, strict=True)
+        )
     return out
 
 

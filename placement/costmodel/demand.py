@@ -22,8 +22,20 @@ from placement.profile.cpu_demand import (
 from placement.profile.format import JobProfile, VertexProfile
 
 # the cost model's CPU demand is the profile's busy-time rule (placement.profile.cpu_demand), named here as well
-__all__ = ["MIB", "MIN_CORES", "CpuDemand", "TaskManagerBaseline", "at_scale", "baseline_cores", "calibration",
-           "checkpoint_mbit", "fixed_share", "floor_cores", "memory_mib", "server_cores"]
+__all__ = [
+    "MIB",
+    "MIN_CORES",
+    "CpuDemand",
+    "TaskManagerBaseline",
+    "at_scale",
+    "baseline_cores",
+    "calibration",
+    "checkpoint_mbit",
+    "fixed_share",
+    "floor_cores",
+    "memory_mib",
+    "server_cores",
+]
 
 MIB = 1024 * 1024
 
@@ -54,25 +66,36 @@ class TaskManagerBaseline:
     basis: str  # "measured <TaskManager id>", "inventory", "profile median", "none"
 
 
-def baseline_cores(host_name: str, address: str, speed: float, inventory_cores: float | None,
-                   profile: JobProfile) -> TaskManagerBaseline:
+def baseline_cores(
+    host_name: str, address: str, speed: float, inventory_cores: float | None, profile: JobProfile
+) -> TaskManagerBaseline:
     """CPU a host's TaskManager JVM spends of its own, in that host's cores: what the profile measured of a
     TaskManager on this host (matched by inventory host, TaskManager id or address; several: their sum), else the
     inventory's ``taskmanager_baseline_cores``, else the median baseline of the profile's idle TaskManagers (those
     that ran no subtask: measured directly), in server cores, divided by the host's speed — the prior
     :func:`placement.profile.tm_cpu.calibrate` uses too — else 0 (a profile without TaskManager CPU: today's
     busy-time-only meaning)."""
-    measured = [t for t in profile.taskmanagers if t.baseline_cores is not None
-                and (t.inventory_host == host_name or (t.inventory_host is None and host_name in (t.id, t.host))
-                     or (t.inventory_host is None and t.host is not None and t.host == address))]
+    measured = [
+        t
+        for t in profile.taskmanagers
+        if t.baseline_cores is not None
+        and (
+            t.inventory_host == host_name
+            or (t.inventory_host is None and host_name in (t.id, t.host))
+            or (t.inventory_host is None and t.host is not None and t.host == address)
+        )
+    ]
     if measured:
         cores = sum(t.baseline_cores or 0.0 for t in measured)
         return TaskManagerBaseline(cores, "measured " + ", ".join(t.id for t in measured))
     if inventory_cores is not None:
         return TaskManagerBaseline(float(inventory_cores), "inventory")
     # idle ones only: a "prior" baseline is this same median again, a "floor" one a 0 that was never measured
-    server = [t.baseline_server_cores for t in profile.taskmanagers
-              if t.basis == "idle" and t.baseline_server_cores is not None]
+    server = [
+        t.baseline_server_cores
+        for t in profile.taskmanagers
+        if t.basis == "idle" and t.baseline_server_cores is not None
+    ]
     if server:
         return TaskManagerBaseline(statistics.median(server) / speed, "profile median")
     return TaskManagerBaseline(0.0, "none")

@@ -56,7 +56,9 @@ class HostLoad:
     subtasks: int
     baseline_cores: float = 0.0  # the TaskManager's own CPU (HostSpec.baseline_cores), not in cores_used
     baseline_basis: str = "none"
-    netty_cores: float = 0.0  # its Netty server's CPU for the stream leaving it (HostSpec.netty_cores), not in cores_used
+    netty_cores: float = (
+        0.0  # its Netty server's CPU for the stream leaving it (HostSpec.netty_cores), not in cores_used
+    )
 
     @property
     def predicted_cores(self) -> float:
@@ -74,7 +76,9 @@ class PlanCost:
     edge_cores: float
     latency_ms: float
     violations: tuple[str, ...]
-    paths: tuple[PathLatency, ...] = ()  # PathLatency of every source→sink path (costmodel.latency); () when not computed
+    paths: tuple[
+        PathLatency, ...
+    ] = ()  # PathLatency of every source→sink path (costmodel.latency); () when not computed
 
     @property
     def worst_path(self) -> PathLatency | None:
@@ -92,8 +96,9 @@ class PlanCost:
         return next(h for h in self.hosts if h.host == name)
 
 
-def _channel_crossings(problem: PlacementProblem, ch: Channel, assignment: Assignment, links: dict[str, float],
-                       violations: list[str]) -> float:
+def _channel_crossings(
+    problem: PlacementProblem, ch: Channel, assignment: Assignment, links: dict[str, float], violations: list[str]
+) -> float:
     """Add the channel's WAN traffic to ``links``; record inbound-to-edge violations; return its worst crossing delay.
 
     Upstream subtask ``u_i`` on edge host ``e`` adds ``Σ_{j: v_j not on e} flow(i, j)`` to ``e``'s uplink: every pair
@@ -160,6 +165,7 @@ def evaluate(problem: PlacementProblem, assignment: Assignment) -> PlanCost:
     link_loads = _link_loads(problem, links, checkpoints, violations)
     violations += budget_violations(problem, assignment)
     from placement.costmodel.latency import path_latencies  # it imports model, as this module does
+
     paths = path_latencies(problem, assignment, links)
     for p in paths:
         if p.over_bound:
@@ -167,8 +173,14 @@ def evaluate(problem: PlacementProblem, assignment: Assignment) -> PlanCost:
     server_cores = sum(hl.cores_used * problem.host_by_name[hl.host].speed for hl in host_loads if hl.role == "server")
     edge_cores = sum(hl.cores_used for hl in host_loads if hl.role == "edge")
     return PlanCost(
-        links=tuple(link_loads), hosts=tuple(host_loads), wan_mbit=sum(links.values()), server_cores=server_cores,
-        edge_cores=edge_cores, latency_ms=latency, violations=tuple(violations), paths=paths,
+        links=tuple(link_loads),
+        hosts=tuple(host_loads),
+        wan_mbit=sum(links.values()),
+        server_cores=server_cores,
+        edge_cores=edge_cores,
+        latency_ms=latency,
+        violations=tuple(violations),
+        paths=paths,
     )
 
 
@@ -195,8 +207,10 @@ def _split_violations(problem: PlacementProblem, assignment: Assignment) -> list
     for vid in sorted(problem.whole_vertices):
         split = sorted({assignment[s.key] for s in problem.subtasks if s.vertex_id == vid})
         if len(split) > 1:
-            violations.append(f"{problem.vertex_names[vid]} is split over {', '.join(split)}, which vanilla placement "
-                              "cannot do (a whole operator per host after the source chain; custom mode can)")
+            violations.append(
+                f"{problem.vertex_names[vid]} is split over {', '.join(split)}, which vanilla placement "
+                "cannot do (a whole operator per host after the source chain; custom mode can)"
+            )
     return violations
 
 
@@ -212,16 +226,27 @@ def _host_loads(problem: PlacementProblem, assignment: Assignment, violations: l
         memory = sum(s.memory_mib for s in placed)
         slots = problem.slots_needed(placed)
         load = HostLoad(
-            host=h.name, role=h.role, cores_used=cores, cores_usable=problem.usable_cores(h), cores=h.cores,
-            slots_used=slots, slots=h.slots, memory_mib_used=memory, memory_mib_usable=problem.usable_memory(h),
-            subtasks=len(placed), baseline_cores=h.baseline_cores, baseline_basis=h.baseline_basis,
+            host=h.name,
+            role=h.role,
+            cores_used=cores,
+            cores_usable=problem.usable_cores(h),
+            cores=h.cores,
+            slots_used=slots,
+            slots=h.slots,
+            memory_mib_used=memory,
+            memory_mib_usable=problem.usable_memory(h),
+            subtasks=len(placed),
+            baseline_cores=h.baseline_cores,
+            baseline_basis=h.baseline_basis,
             netty_cores=h.netty_cores,
         )
         host_loads.append(load)
         if cores > load.cores_usable + EPS:
             own_cores = h.baseline_cores + h.netty_cores
             own = f" beside its TaskManager's own {own_cores:.2f}" if own_cores > 0 else ""
-            violations.append(f"host {h.name} needs {cores:.2f} cores, has {load.cores_usable:.2f} usable of {h.cores:g}{own}")
+            violations.append(
+                f"host {h.name} needs {cores:.2f} cores, has {load.cores_usable:.2f} usable of {h.cores:g}{own}"
+            )
         if slots > h.slots:
             violations.append(f"host {h.name} needs {slots} task slots, has {h.slots}")
         if memory > load.memory_mib_usable + EPS:
@@ -229,19 +254,28 @@ def _host_loads(problem: PlacementProblem, assignment: Assignment, violations: l
     return host_loads
 
 
-def _link_loads(problem: PlacementProblem, links: dict[str, float], checkpoints: dict[str, float],
-                violations: list[str]) -> list[LinkLoad]:
+def _link_loads(
+    problem: PlacementProblem, links: dict[str, float], checkpoints: dict[str, float], violations: list[str]
+) -> list[LinkLoad]:
     """Each edge host's uplink under the assignment; a violation where it carries more than its usable share."""
     link_loads = []
     for h in problem.edges:
-        link = LinkLoad(host=h.name, to=h.uplink_to or "", mbit=links[h.name], bandwidth_mbit=h.uplink_mbit or 0.0,
-                        usable_mbit=problem.usable_mbit(h), delay_ms=h.uplink_delay_ms,
-                        checkpoint_mbit=checkpoints[h.name])
+        link = LinkLoad(
+            host=h.name,
+            to=h.uplink_to or "",
+            mbit=links[h.name],
+            bandwidth_mbit=h.uplink_mbit or 0.0,
+            usable_mbit=problem.usable_mbit(h),
+            delay_ms=h.uplink_delay_ms,
+            checkpoint_mbit=checkpoints[h.name],
+        )
         link_loads.append(link)
         if link.mbit > link.usable_mbit + EPS:
             needed, usable = needed_and_usable_mbit(link.mbit, link.usable_mbit)
-            violations.append(f"link {link.name} needs {needed} Mbit/s, has {link.bandwidth_mbit:g} "
-                              f"({usable} usable at {problem.policy.wan_headroom:.0%})")
+            violations.append(
+                f"link {link.name} needs {needed} Mbit/s, has {link.bandwidth_mbit:g} "
+                f"({usable} usable at {problem.policy.wan_headroom:.0%})"
+            )
     return link_loads
 
 
@@ -270,15 +304,19 @@ def budget_violations(problem: PlacementProblem, assignment: Assignment) -> list
             h = problem.host_by_name[host]
             budget = problem.budget_mbit(h, share)
             if mine[host] > budget + EPS:
-                out.append(f"job {job} needs {mine[host]:.2f} Mbit/s on link {host}→{h.uplink_to}, its budget there "
-                           f"is {budget:.2f} ({share:.0%} of the usable bandwidth)")
+                out.append(
+                    f"job {job} needs {mine[host]:.2f} Mbit/s on link {host}→{h.uplink_to}, its budget there "
+                    f"is {budget:.2f} ({share:.0%} of the usable bandwidth)"
+                )
     return out
 
 
 def latency_sentence(p: PathLatency) -> str:
-    """"path Source: Sensors → Parse → Sink: predicted 182.4 ms, bound 150 ms (flush 120.0, rpi1→server: delay 50,
+    """ "path Source: Sensors → Parse → Sink: predicted 182.4 ms, bound 150 ms (flush 120.0, rpi1→server: delay 50,
     queue 11.2, send 1.2)"."""
     parts = f"flush {p.flush_ms:.1f}"
     if p.link:
-        parts += f", {p.link}: delay {p.delay_ms:g}, queue {p.queue_ms:.1f} at {p.utilisation:.0%}, send {p.transmit_ms:.1f}"
+        parts += (
+            f", {p.link}: delay {p.delay_ms:g}, queue {p.queue_ms:.1f} at {p.utilisation:.0%}, send {p.transmit_ms:.1f}"
+        )
     return f"path {p.name}: predicted {p.latency_ms:.1f} ms, bound {p.bound_ms:g} ms ({parts})"

@@ -63,7 +63,7 @@ class JointProblem:
         out: dict[str, dict[SubtaskKey, str]] = {job.name: {} for job in self.jobs}
         for (vid, i), host in assignment.items():
             job = self.job_of_vertex[vid]
-            out[job.name][(vid[len(job.prefix):], i)] = host
+            out[job.name][(vid[len(job.prefix) :], i)] = host
         return out
 
     def join(self, per_job: Mapping[str, Assignment]) -> dict[SubtaskKey, str]:
@@ -114,8 +114,14 @@ def _shared_hosts(problems: Sequence[PlacementProblem]) -> tuple[HostSpec, ...]:
     hosts = []
     for n, h in enumerate(first):
         busiest = max((p.hosts[n] for p in problems), key=lambda spec: spec.baseline_cores)
-        hosts.append(replace(h, baseline_cores=busiest.baseline_cores, baseline_basis=busiest.baseline_basis,
-                             netty_cores=sum(p.hosts[n].netty_cores for p in problems)))
+        hosts.append(
+            replace(
+                h,
+                baseline_cores=busiest.baseline_cores,
+                baseline_basis=busiest.baseline_basis,
+                netty_cores=sum(p.hosts[n].netty_cores for p in problems),
+            )
+        )
     return tuple(hosts)
 
 
@@ -134,8 +140,9 @@ def job_policies(inv: Inventory, jobs: Sequence[tuple[str, str]]) -> dict[str, J
         default = shares.pop("*", None)
         if default is not None:
             shares = {h: shares.get(h, default) for h in edges}
-        out[name] = JobPolicy(priority=entry.priority, uplink_shares=shares,
-                              min_rate_scale=budget.min_rate_scale if budget else None)
+        out[name] = JobPolicy(
+            priority=entry.priority, uplink_shares=shares, min_rate_scale=budget.min_rate_scale if budget else None
+        )
     return out
 
 
@@ -145,20 +152,27 @@ def job_scale(policy: JobPolicy | None, scale: float) -> float:
     return max(scale, floor) if floor is not None else scale
 
 
-def check_rate_scale(policies: Mapping[str, JobPolicy], scale: float,
-                     job_scales: Mapping[str, float] | None = None) -> None:
+def check_rate_scale(
+    policies: Mapping[str, JobPolicy], scale: float, job_scales: Mapping[str, float] | None = None
+) -> None:
     """A plain plan at ``scale`` (``--rate-scale``; a job's own where ``job_scales`` gives one) below a job's minimum
     is refused: the user asked for a rate the job's budget says it must not drop to (``--max-rate`` is where the
     minimum takes part)."""
     for name, p in policies.items():
         asked = (job_scales or {}).get(name, scale)
         if p.min_rate_scale is not None and asked < p.min_rate_scale:
-            raise BadInput(f"{asked:g} is below job {name!r}'s budget.min_rate_scale {p.min_rate_scale:g}: plan at "
-                           f"--rate-scale {p.min_rate_scale:g} or more, or use --max-rate", field="--rate-scale")
+            raise BadInput(
+                f"{asked:g} is below job {name!r}'s budget.min_rate_scale {p.min_rate_scale:g}: plan at "
+                f"--rate-scale {p.min_rate_scale:g} or more, or use --max-rate",
+                field="--rate-scale",
+            )
 
 
-def combine(named: Sequence[tuple[str, PlacementProblem]], policies: Mapping[str, JobPolicy] | None = None,
-            scales: Mapping[str, float] | None = None) -> JointProblem:
+def combine(
+    named: Sequence[tuple[str, PlacementProblem]],
+    policies: Mapping[str, JobPolicy] | None = None,
+    scales: Mapping[str, float] | None = None,
+) -> JointProblem:
     """One problem over every job's subtasks (see the module doc). ``named``: (unique job name, its problem); the
     problems must come from one inventory, policy and rate scale — or, with ``policies``, a job's rate scale may be
     its ``min_rate_scale`` above the others' (:func:`job_scale`; the joint problem's is the lowest); ``scales``: job
@@ -172,10 +186,13 @@ def combine(named: Sequence[tuple[str, PlacementProblem]], policies: Mapping[str
     def as_asked(name: str, p: PlacementProblem) -> bool:
         asked = (scales or {}).get(name, fleet_scale)
         return p.rate_scale in (asked, job_scale(policies.get(name), asked))
+
     if any(p.policy != first.policy or p.slot_sharing != first.slot_sharing for p in problems) or not all(
-            as_asked(name, p) for name, p in named):
-        raise ValueError("jobs planned together must share the inventory's policy and the rate scale (or the scale "
-                         "asked of each)")
+        as_asked(name, p) for name, p in named
+    ):
+        raise ValueError(
+            "jobs planned together must share the inventory's policy and the rate scale (or the scale asked of each)"
+        )
     jobs = tuple(Job(name, p, f"j{n}_") for n, (name, p) in enumerate(named))
     subtasks: list[Subtask] = []
     channels: list[Channel] = []
@@ -188,8 +205,9 @@ def combine(named: Sequence[tuple[str, PlacementProblem]], policies: Mapping[str
     latency_bounds: dict[tuple[str, str], float] = {}
     for job in jobs:
         p, pre = job.problem, job.prefix
-        subtasks.extend(replace(s, vertex_id=pre + s.vertex_id, vertex_name=f"{job.name}: {s.vertex_name}")
-                        for s in p.subtasks)
+        subtasks.extend(
+            replace(s, vertex_id=pre + s.vertex_id, vertex_name=f"{job.name}: {s.vertex_name}") for s in p.subtasks
+        )
         channels.extend(_renamed(ch, pre) for ch in p.channels)
         order.extend(pre + v for v in p.vertex_order)
         names.update({pre + v: f"{job.name}: {name}" for v, name in p.vertex_names.items()})
@@ -199,10 +217,19 @@ def combine(named: Sequence[tuple[str, PlacementProblem]], policies: Mapping[str
         warnings.extend(f"{job.name}: {w}" for w in p.warnings)
         input_warnings.extend(f"{job.name}: {w}" for w in p.input_warnings)
     problem = PlacementProblem(
-        hosts=_shared_hosts(problems), subtasks=tuple(subtasks), channels=tuple(channels), vertex_order=tuple(order),
-        vertex_names=names, policy=first.policy, slot_sharing=first.slot_sharing, rate_scale=fleet_scale,
-        warnings=tuple(warnings), input_warnings=tuple(input_warnings), whole_vertices=frozenset(whole),
-        vertex_job=vertex_job, latency_bounds=latency_bounds,
+        hosts=_shared_hosts(problems),
+        subtasks=tuple(subtasks),
+        channels=tuple(channels),
+        vertex_order=tuple(order),
+        vertex_names=names,
+        policy=first.policy,
+        slot_sharing=first.slot_sharing,
+        rate_scale=fleet_scale,
+        warnings=tuple(warnings),
+        input_warnings=tuple(input_warnings),
+        whole_vertices=frozenset(whole),
+        vertex_job=vertex_job,
+        latency_bounds=latency_bounds,
         job_policies={job.name: policies[job.name] for job in jobs if job.name in policies},
     )
     return JointProblem(problem, jobs)
@@ -212,10 +239,18 @@ def _renamed(ch: Channel, prefix: str) -> Channel:
     return replace(ch, source=prefix + ch.source, target=prefix + ch.target)
 
 
-def build_joint(inv: Inventory, named: Sequence[tuple[str, JobProfile]], scale: float, *, placement_mode: str,
-                inventory_source: str, policies: Mapping[str, JobPolicy], known: frozenset[str] = frozenset(),
-                adjust: Callable[[PlacementProblem], PlacementProblem] = lambda p: p,
-                job_scales: Mapping[str, float] | None = None) -> JointProblem:
+def build_joint(
+    inv: Inventory,
+    named: Sequence[tuple[str, JobProfile]],
+    scale: float,
+    *,
+    placement_mode: str,
+    inventory_source: str,
+    policies: Mapping[str, JobPolicy],
+    known: frozenset[str] = frozenset(),
+    adjust: Callable[[PlacementProblem], PlacementProblem] = lambda p: p,
+    job_scales: Mapping[str, float] | None = None,
+) -> JointProblem:
     """The joint problem of ``named`` ((unique job name, its profile)) at the fleet's rate ``scale``: each job built
     as for one job at that scale — or at its own in ``job_scales`` (job name -> scale: ``--rate-scale JOB=X``, the
     watch's per-job demand) — or at its ``min_rate_scale`` when higher (:func:`job_scale`), then :func:`combine`-d.
@@ -227,9 +262,15 @@ def build_joint(inv: Inventory, named: Sequence[tuple[str, JobProfile]], scale: 
 
     def options(name: str) -> PlanOptions:
         return PlanOptions(rate_scale=job_scale(policies.get(name), asked[name]), placement_mode=placement_mode)
-    return combine([(name, adjust(build_problem(inv, p, options(name), inventory_source=inventory_source,
-                                                other_jobs=others)))
-                    for name, p in named], policies, asked)
+
+    return combine(
+        [
+            (name, adjust(build_problem(inv, p, options(name), inventory_source=inventory_source, other_jobs=others)))
+            for name, p in named
+        ],
+        policies,
+        asked,
+    )
 
 
 def job_costs(joint: JointProblem, assignment: Assignment, total: PlanCost | None) -> dict[str, PlanCost]:
@@ -238,17 +279,22 @@ def job_costs(joint: JointProblem, assignment: Assignment, total: PlanCost | Non
     traffic alone)."""
     split = joint.split(assignment)
     shared = {link.host: link.mbit for link in total.links} if total is not None else None
-    return {job.name: with_shared_queues(job.problem, split[job.name], evaluate(job.problem, split[job.name]), shared)
-            for job in joint.jobs}
+    return {
+        job.name: with_shared_queues(job.problem, split[job.name], evaluate(job.problem, split[job.name]), shared)
+        for job in joint.jobs
+    }
 
 
-def with_shared_queues(problem: PlacementProblem, assignment: Assignment, cost: PlanCost,
-                       shared: Mapping[str, float] | None) -> PlanCost:
+def with_shared_queues(
+    problem: PlacementProblem, assignment: Assignment, cost: PlanCost, shared: Mapping[str, float] | None
+) -> PlanCost:
     """A job's path latencies queue behind every job's traffic on a shared uplink (the joint link loads), not its own
     alone (costmodel.latency)."""
     if shared is None or not cost.paths:
         return cost
     from placement.costmodel.latency import path_latencies
 
-    return replace(cost, paths=path_latencies(problem, assignment, {link.host: shared.get(link.host, link.mbit)
-                                                                    for link in cost.links}))
+    return replace(
+        cost,
+        paths=path_latencies(problem, assignment, {link.host: shared.get(link.host, link.mbit) for link in cost.links}),
+    )

@@ -263,8 +263,9 @@ def _stream_sums(messages: Iterable[tuple[float, float]], ms_per_byte: float) ->
     return rho, work
 
 
-def expected_link_queue_ms(h: HostSpec, mbit: float, messages: Iterable[tuple[float, float]],
-                           own: Iterable[tuple[float, float]] = ()) -> float:
+def expected_link_queue_ms(
+    h: HostSpec, mbit: float, messages: Iterable[tuple[float, float]], own: Iterable[tuple[float, float]] = ()
+) -> float:
     """The expected queue wait at edge host ``h``'s uplink carrying ``mbit`` of this plan (and what jobs already
     running send) for a message of one flusher's stream ``own``, ``messages`` the (messages/s, bytes) of the plan's
     *other* channels crossing it (:func:`channel_messages`): M/G/1 over that mix, the rest of the load — less ``own``,
@@ -329,11 +330,14 @@ def source_sink_paths(problem: PlacementProblem) -> tuple[JobPath, ...] | None:
         for t in (t for t in sinks if t in reach):
             for p in sorted(nx.all_simple_paths(g, s, t) if s != t else [[s]], key=lambda p: [order[v] for v in p]):
                 assert paths is not None
-                paths.append(JobPath(
-                    vertices=tuple(p), name=" → ".join(names[v] for v in p),
-                    flush_ms=sum(flush[e] for e in pairwise(p)),
-                    bound_ms=problem.latency_bounds.get((s, t)),
-                ))
+                paths.append(
+                    JobPath(
+                        vertices=tuple(p),
+                        name=" → ".join(names[v] for v in p),
+                        flush_ms=sum(flush[e] for e in pairwise(p)),
+                        bound_ms=problem.latency_bounds.get((s, t)),
+                    )
+                )
                 if len(paths) > MAX_PATHS:
                     paths = None
                     break
@@ -384,8 +388,11 @@ def _slowest(crossings: Iterable[Crossing | None]) -> Crossing | None:
     return max((c for c in crossings if c is not None), key=lambda c: c[0], default=None)
 
 
-def _crossing_sends(problem: PlacementProblem, assignment: Assignment) -> tuple[
-        dict[tuple[str, str], list[_CrossingSend]], dict[str, dict[tuple[tuple[str, str], int], list[tuple[float, float]]]]]:
+def _crossing_sends(
+    problem: PlacementProblem, assignment: Assignment
+) -> tuple[
+    dict[tuple[str, str], list[_CrossingSend]], dict[str, dict[tuple[tuple[str, str], int], list[tuple[float, float]]]]
+]:
     """Per edge: its crossings of an uplink; per uplink and flusher (edge, upstream subtask): the messages of its
     channels that cross."""
     hosts = problem.host_by_name
@@ -401,13 +408,22 @@ def _crossing_sends(problem: PlacementProblem, assignment: Assignment) -> tuple[
             away = [j for j in ch.receivers(i) if assignment[(ch.target, j)] != hu]
             if away:
                 h, size = hosts[hu], largest_message_bytes(ch, i)
-                crossing.append(_CrossingSend(h.uplink_delay_ms, send_ms(size, h.uplink_mbit or 0.0),
-                                              send_ms(size, h.uplink_mbit or 0.0, h.uplink_burst_bytes), hu, i))
+                crossing.append(
+                    _CrossingSend(
+                        h.uplink_delay_ms,
+                        send_ms(size, h.uplink_mbit or 0.0),
+                        send_ms(size, h.uplink_mbit or 0.0, h.uplink_burst_bytes),
+                        hu,
+                        i,
+                    )
+                )
                 messages.setdefault(hu, {})[(edge, i)] = [channel_messages(ch, i, j) for j in away]
     return sends, messages
 
 
-def path_latencies(problem: PlacementProblem, assignment: Assignment, link_mbit: dict[str, float]) -> tuple[PathLatency, ...]:
+def path_latencies(
+    problem: PlacementProblem, assignment: Assignment, link_mbit: dict[str, float]
+) -> tuple[PathLatency, ...]:
     """:math:`L(P)` of every source → sink path under ``assignment`` (see the module doc), with ``link_mbit`` the
     Mbit/s on each edge host's uplink under it (:func:`placement.costmodel.evaluate.evaluate`'s): the bound and the
     expected figure."""
@@ -419,9 +435,14 @@ def path_latencies(problem: PlacementProblem, assignment: Assignment, link_mbit:
     queue = {h: link_queue_ms(hosts[h], mbit) for h, mbit in link_mbit.items()}
     # per uplink, each flusher's (Σρ_k, Σρ_k·S_k) and the link's totals: a flusher's "others" are the totals less its
     # own, so a link with many crossing flushers costs one pass, not one per flusher
-    sums = {hu: {key: _stream_sums(ms, BITS_PER_BYTE / ((hosts[hu].uplink_mbit or 0.0) * MBIT) * 1000.0)
-                 for key, ms in by_key.items()}
-            for hu, by_key in messages.items() if (hosts[hu].uplink_mbit or 0.0) > 0}
+    sums = {
+        hu: {
+            key: _stream_sums(ms, BITS_PER_BYTE / ((hosts[hu].uplink_mbit or 0.0) * MBIT) * 1000.0)
+            for key, ms in by_key.items()
+        }
+        for hu, by_key in messages.items()
+        if (hosts[hu].uplink_mbit or 0.0) > 0
+    }
     totals = {hu: (sum(r for r, _ in per.values()), sum(w for _, w in per.values())) for hu, per in sums.items()}
 
     def expected_queue(edge: tuple[str, str], i: int, hu: str) -> float:
@@ -432,8 +453,11 @@ def path_latencies(problem: PlacementProblem, assignment: Assignment, link_mbit:
         others = (max(0.0, totals[hu][0] - own_rho), max(0.0, totals[hu][1] - own_work))
         return _expected_queue_from_sums(hosts[hu], link_mbit[hu], others, own_rho)
 
-    def slowest(edge: tuple[str, str], q: Callable[[tuple[str, str], int, str], float], expected: bool,
-                ) -> Crossing | None:
+    def slowest(
+        edge: tuple[str, str],
+        q: Callable[[tuple[str, str], int, str], float],
+        expected: bool,
+    ) -> Crossing | None:
         crossings = []
         for c in sends[edge]:
             send, wait = (c.expected_send if expected else c.send), q(edge, c.subtask, c.host)
@@ -447,14 +471,34 @@ def path_latencies(problem: PlacementProblem, assignment: Assignment, link_mbit:
     for p in paths:
         bound, mean = _slowest(worst[e] for e in p.edges), _slowest(worst_expected[e] for e in p.edges)
         if bound is None or mean is None:
-            out.append(PathLatency(name=p.name, vertices=p.vertices, latency_ms=p.flush_ms, flush_ms=p.flush_ms,
-                                   bound_ms=p.bound_ms, expected_ms=p.flush_ms, expected_queue_ms=0.0))
+            out.append(
+                PathLatency(
+                    name=p.name,
+                    vertices=p.vertices,
+                    latency_ms=p.flush_ms,
+                    flush_ms=p.flush_ms,
+                    bound_ms=p.bound_ms,
+                    expected_ms=p.flush_ms,
+                    expected_queue_ms=0.0,
+                )
+            )
             continue
         total, delay, tx, q, link = bound
         h = hosts[link]
-        out.append(PathLatency(
-            name=p.name, vertices=p.vertices, latency_ms=p.flush_ms + total, flush_ms=p.flush_ms, delay_ms=delay,
-            transmit_ms=tx, queue_ms=q, link=f"{link}→{h.uplink_to}",
-            utilisation=(link_mbit[link] + h.running_total("mbit")) / h.uplink_mbit if h.uplink_mbit else None,
-            bound_ms=p.bound_ms, expected_ms=p.flush_ms + mean[0], expected_queue_ms=mean[3]))
+        out.append(
+            PathLatency(
+                name=p.name,
+                vertices=p.vertices,
+                latency_ms=p.flush_ms + total,
+                flush_ms=p.flush_ms,
+                delay_ms=delay,
+                transmit_ms=tx,
+                queue_ms=q,
+                link=f"{link}→{h.uplink_to}",
+                utilisation=(link_mbit[link] + h.running_total("mbit")) / h.uplink_mbit if h.uplink_mbit else None,
+                bound_ms=p.bound_ms,
+                expected_ms=p.flush_ms + mean[0],
+                expected_queue_ms=mean[3],
+            )
+        )
     return tuple(out)

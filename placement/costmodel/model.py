@@ -188,8 +188,12 @@ class Channel:
         pair crosses TaskManagers, and the work of the sender's Netty server (:mod:`.deliveries`). A profile without
         a flush interval: Flink's default one."""
         ratios = self.ratios
-        return traffic.messages_per_s(self.up_out_mbit[i] * self.share(i, j), self.bytes_per_record,
-                                      self.flush_cycles_per_s, 1.0 if ratios is None else ratios[j])
+        return traffic.messages_per_s(
+            self.up_out_mbit[i] * self.share(i, j),
+            self.bytes_per_record,
+            self.flush_cycles_per_s,
+            1.0 if ratios is None else ratios[j],
+        )
 
     @property
     def ratios(self) -> tuple[float, ...] | None:
@@ -211,7 +215,9 @@ class Channel:
     @property
     def flush_cycles_per_s(self) -> float:
         """How often a busy pair is flushed (a profile without a flush interval: Flink's default one)."""
-        return self.flushes_per_s if self.flushes_per_s is not None else traffic.flushes_per_s(DEFAULT_BUFFER_TIMEOUT_MS)
+        return (
+            self.flushes_per_s if self.flushes_per_s is not None else traffic.flushes_per_s(DEFAULT_BUFFER_TIMEOUT_MS)
+        )
 
     def pairs(self) -> Iterator[tuple[int, int, float]]:
         """(i, j, Mbit/s) for every pair that carries data."""
@@ -364,8 +370,10 @@ class PlacementProblem:
     def usable_cores(self, h: HostSpec) -> float:
         """What the subtasks may use: ``cores·ρ`` less the TaskManager's own baseline, its Netty server's work for the
         stream that leaves the host and the jobs already running there (every CPU row reads this)."""
-        return max(0.0, h.cores * self.policy.cpu_utilisation_target - h.baseline_cores - h.netty_cores
-                   - h.running_total("cores"))
+        return max(
+            0.0,
+            h.cores * self.policy.cpu_utilisation_target - h.baseline_cores - h.netty_cores - h.running_total("cores"),
+        )
 
     def usable_mbit(self, h: HostSpec) -> float:
         """The uplink under the headroom, less what jobs already running send over it."""
@@ -426,7 +434,7 @@ def thread_keeps_up(cores_on_host: float, usable: float) -> bool:
 
 
 def thread_sentence(label: str, host: str, cores: float, usable: float) -> str:
-    """"Parse (3/3) cannot keep up on rpi3: one thread would need 0.88 of a core, 0.80 usable" — with the digits
+    """ "Parse (3/3) cannot keep up on rpi3: one thread would need 0.88 of a core, 0.80 usable" — with the digits
     that tell the two figures apart."""
     for d in range(2, 10):
         need, have = f"{cores:.{d}f}", f"{usable:.{d}f}"
@@ -444,16 +452,29 @@ def _hosts(inv: Inventory, profile: JobProfile | None = None) -> tuple[HostSpec,
     for h in inv.hosts:
         link = uplinks[h.name] if h.role == "edge" else None
         baseline = _baseline(h, profile)
-        specs.append(HostSpec(
-            name=h.name, address=h.address, role=h.role, cores=float(h.cores or 0), speed=float(h.speed or 1),
-            slots=int(h.task_slots or 1), memory_mib=h.memory_mib,
-            uplink_mbit=link.bandwidth if link else None, uplink_delay_ms=link.delay if link else 0.0,
-            uplink_to=link.to if link else None, uplink_burst_bytes=(link.burst or 0.0) if link else 0.0,
-            allow_stateful=bool(h.allow_stateful), allow_sinks=bool(h.allow_sinks),
-            data_reroutes_on_loss=bool(h.data_reroutes_on_loss),
-            netty_cores_per_delivery=deliveries.host_cores_per_delivery(h.role, float(h.speed or 1), h.netty_cores_per_delivery),
-            baseline_cores=baseline.cores, baseline_basis=baseline.basis,
-        ))
+        specs.append(
+            HostSpec(
+                name=h.name,
+                address=h.address,
+                role=h.role,
+                cores=float(h.cores or 0),
+                speed=float(h.speed or 1),
+                slots=int(h.task_slots or 1),
+                memory_mib=h.memory_mib,
+                uplink_mbit=link.bandwidth if link else None,
+                uplink_delay_ms=link.delay if link else 0.0,
+                uplink_to=link.to if link else None,
+                uplink_burst_bytes=(link.burst or 0.0) if link else 0.0,
+                allow_stateful=bool(h.allow_stateful),
+                allow_sinks=bool(h.allow_sinks),
+                data_reroutes_on_loss=bool(h.data_reroutes_on_loss),
+                netty_cores_per_delivery=deliveries.host_cores_per_delivery(
+                    h.role, float(h.speed or 1), h.netty_cores_per_delivery
+                ),
+                baseline_cores=baseline.cores,
+                baseline_basis=baseline.basis,
+            )
+        )
     return tuple(specs)
 
 
@@ -475,9 +496,13 @@ def _as_list(value: str | list[str]) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
 
 
-def _resolve_pins(inv: Inventory, profile: JobProfile, source: str, warnings: list[str],
-                  other_jobs: frozenset[str] = frozenset(),
-                  ) -> tuple[dict[str, list[str]], dict[str, set[str]], dict[str, set[str]]]:
+def _resolve_pins(
+    inv: Inventory,
+    profile: JobProfile,
+    source: str,
+    warnings: list[str],
+    other_jobs: frozenset[str] = frozenset(),
+) -> tuple[dict[str, list[str]], dict[str, set[str]], dict[str, set[str]]]:
     """Source births, user allow-lists and forbids per vertex id; pins naming no vertex of this job are reported,
     unless they name one of ``other_jobs``' (vertex names and ids of the jobs planned with it)."""
     unmatched: list[str] = []
@@ -495,11 +520,16 @@ def _resolve_pins(inv: Inventory, profile: JobProfile, source: str, warnings: li
             hosts = _as_list(hosts)
             if section == "sources":
                 if v.id not in is_source:
-                    raise BadInput(f"{v.name!r} is not a source of job {profile.job.name!r}", source=source, field=f"pins.sources.{key}")
+                    raise BadInput(
+                        f"{v.name!r} is not a source of job {profile.job.name!r}",
+                        source=source,
+                        field=f"pins.sources.{key}",
+                    )
                 if len(hosts) not in (1, v.parallelism):
                     raise BadInput(
                         f"lists {len(hosts)} hosts but {v.name!r} has parallelism {v.parallelism}",
-                        source=source, field=f"pins.sources.{key}",
+                        source=source,
+                        field=f"pins.sources.{key}",
                     )
                 births[v.id] = hosts * v.parallelism if len(hosts) == 1 else hosts
             else:
@@ -507,8 +537,11 @@ def _resolve_pins(inv: Inventory, profile: JobProfile, source: str, warnings: li
     warnings.extend(_unmatched_pin_notes(unmatched, profile, births))
     for vid in allow:  # born or not: an unborn source runs at the server side, a pin cannot move it to an edge host
         if vid in is_source:
-            raise BadInput("a source's host is where its data is born: pin it under pins.sources only", source=source,
-                           field=f"pins.operators.{profile.vertex(vid).name}")
+            raise BadInput(
+                "a source's host is where its data is born: pin it under pins.sources only",
+                source=source,
+                field=f"pins.operators.{profile.vertex(vid).name}",
+            )
     return births, allow, forbid
 
 
@@ -517,15 +550,22 @@ def _unmatched_pin_notes(unmatched: list[str], profile: JobProfile, births: dict
     edge-lab.yaml pins all three example jobs'), so an unmatched pin alone is no news; it is when it looks like a typo
     of one of this job's vertices, or when this job has a source left without a birth pin."""
     names = [v.name for v in profile.vertices]
-    typos = {pin: close[0] for pin in unmatched
-             if (close := difflib.get_close_matches(pin.split(".", 2)[2], names, n=1, cutoff=0.85))}
-    notes = [f"{pin} names no vertex of job {profile.job.name!r} and is ignored; did you mean {name!r}?"
-             for pin, name in typos.items()]
+    typos = {
+        pin: close[0]
+        for pin in unmatched
+        if (close := difflib.get_close_matches(pin.split(".", 2)[2], names, n=1, cutoff=0.85))
+    }
+    notes = [
+        f"{pin} names no vertex of job {profile.job.name!r} and is ignored; did you mean {name!r}?"
+        for pin, name in typos.items()
+    ]
     unborn = [v.name for v in profile.sources() if v.id not in births]
     others = [pin for pin in unmatched if pin not in typos]
     if others and (unborn or any(not p.startswith("pins.sources.") for p in others)):
-        notes.append(f"{len(others)} pins name no vertex of job {profile.job.name!r} and are ignored: {', '.join(others)}"
-                     + (f" (sources without a birth pin, run at the server side: {', '.join(unborn)})" if unborn else ""))
+        notes.append(
+            f"{len(others)} pins name no vertex of job {profile.job.name!r} and are ignored: {', '.join(others)}"
+            + (f" (sources without a birth pin, run at the server side: {', '.join(unborn)})" if unborn else "")
+        )
     return notes
 
 
@@ -545,13 +585,18 @@ def _path_weights(profile: JobProfile) -> dict[tuple[str, str], float]:
     return {(u, w): p_in[u] * p_out[w] / total for u, w in g.edges}
 
 
-def _channels(profile: JobProfile, weights: Mapping[tuple[str, str], float], options: PlanOptions) -> tuple[Channel, ...]:
+def _channels(
+    profile: JobProfile, weights: Mapping[tuple[str, str], float], options: PlanOptions
+) -> tuple[Channel, ...]:
     """Every job edge, its flush cycles corrected by what the profile measured of them (:mod:`.deliveries`)."""
     channels = [_channel(profile, e, weights[(e.source, e.target)], options) for e in profile.edges]
     if not any(s.buffers_in_per_s is not None for v in profile.vertices for s in v.subtasks):
         return tuple(channels)
-    at_profile = channels if options.rate_scale == 1.0 else [
-        _channel(profile, e, weights[(e.source, e.target)], PlanOptions()) for e in profile.edges]
+    at_profile = (
+        channels
+        if options.rate_scale == 1.0
+        else [_channel(profile, e, weights[(e.source, e.target)], PlanOptions()) for e in profile.edges]
+    )
     flushed: dict[str, list[float]] = {v.id: [0.0] * v.parallelism for v in profile.vertices}
     full: dict[str, list[float]] = {v.id: [0.0] * v.parallelism for v in profile.vertices}
     for ch in at_profile:
@@ -569,14 +614,21 @@ def _channel(profile: JobProfile, e: EdgeProfile, path_weight: float, options: P
     out = edge_output(profile, e)
     records, sent = sum(out.records_per_s), sum(out.bytes_per_s)
     return Channel(
-        source=e.source, target=e.target, strategy=e.ship_strategy,
-        n_up=profile.vertex(e.source).parallelism, n_down=profile.vertex(e.target).parallelism,
+        source=e.source,
+        target=e.target,
+        strategy=e.ship_strategy,
+        n_up=profile.vertex(e.source).parallelism,
+        n_down=profile.vertex(e.target).parallelism,
         up_out_mbit=tuple(traffic.output_mbit(b, 1.0, options.rate_scale) for b in out.bytes_per_s),
         path_weight=path_weight,
         bytes_per_record=sent / records if records > 0 else 0.0,
         receiver_shares=tuple(e.receiver_shares) if e.receiver_shares else None,
-        flushes_per_s=None if profile.job.buffer_timeout_ms is None else traffic.flushes_per_s(profile.job.buffer_timeout_ms),
-        buffer_timeout_ms=DEFAULT_BUFFER_TIMEOUT_MS if profile.job.buffer_timeout_ms is None else profile.job.buffer_timeout_ms,
+        flushes_per_s=None
+        if profile.job.buffer_timeout_ms is None
+        else traffic.flushes_per_s(profile.job.buffer_timeout_ms),
+        buffer_timeout_ms=DEFAULT_BUFFER_TIMEOUT_MS
+        if profile.job.buffer_timeout_ms is None
+        else profile.job.buffer_timeout_ms,
     )
 
 
@@ -609,9 +661,11 @@ def _latency_bounds(policy: Policy, profile: JobProfile, warnings: list[str]) ->
         else:
             unmatched.append(f"policy.max_latency_ms.{key}")
     if unmatched:
-        warnings.append(f"{', '.join(unmatched)} name{'s' if len(unmatched) == 1 else ''} no sink or source -> sink of "
-                        f"job {profile.job.name!r} and {'is' if len(unmatched) == 1 else 'are'} ignored "
-                        f"(sinks: {', '.join(repr(t.name) for t in sinks)})")
+        warnings.append(
+            f"{', '.join(unmatched)} name{'s' if len(unmatched) == 1 else ''} no sink or source -> sink of "
+            f"job {profile.job.name!r} and {'is' if len(unmatched) == 1 else 'are'} ignored "
+            f"(sinks: {', '.join(repr(t.name) for t in sinks)})"
+        )
     out: dict[tuple[str, str], float] = {}
     for s in sources:
         for t in sinks:
@@ -656,26 +710,48 @@ def build_problem(
             out = emitted[v.id][sp.index]
             birth = births[v.id][sp.index] if v.id in births else None
             if birth is not None and birth in forbid.get(v.id, set()):
-                raise BadInput(f"source {v.name!r} is both born on and forbidden on {birth!r}", source=inventory_source,
-                               field=f"pins.forbid.{v.name}")
-            subtasks.append(Subtask(
-                vertex_id=v.id, vertex_name=v.name, index=sp.index, parallelism=v.parallelism, stateful=v.stateful,
-                is_source=is_source, is_sink=is_sink, out_mbit=out, records_in_per_s=sp.records_in_per_s * options.rate_scale,
-                records_out_per_s=sp.records_out_per_s * options.rate_scale, server_cores=cpu.server_cores,
-                cpu_estimated=cpu.estimated, memory_mib=demand.memory_mib(v, policy.memory_per_subtask), birth=birth,
-                pinned_to=frozenset(allow[v.id]) if v.id in allow else None, forbidden=frozenset(forbid.get(v.id, ())),
-                checkpoint_mbit=demand.checkpoint_mbit(v, profile.job.checkpoint_interval_ms),
-            ))
+                raise BadInput(
+                    f"source {v.name!r} is both born on and forbidden on {birth!r}",
+                    source=inventory_source,
+                    field=f"pins.forbid.{v.name}",
+                )
+            subtasks.append(
+                Subtask(
+                    vertex_id=v.id,
+                    vertex_name=v.name,
+                    index=sp.index,
+                    parallelism=v.parallelism,
+                    stateful=v.stateful,
+                    is_source=is_source,
+                    is_sink=is_sink,
+                    out_mbit=out,
+                    records_in_per_s=sp.records_in_per_s * options.rate_scale,
+                    records_out_per_s=sp.records_out_per_s * options.rate_scale,
+                    server_cores=cpu.server_cores,
+                    cpu_estimated=cpu.estimated,
+                    memory_mib=demand.memory_mib(v, policy.memory_per_subtask),
+                    birth=birth,
+                    pinned_to=frozenset(allow[v.id]) if v.id in allow else None,
+                    forbidden=frozenset(forbid.get(v.id, ())),
+                    checkpoint_mbit=demand.checkpoint_mbit(v, profile.job.checkpoint_interval_ms),
+                )
+            )
             if birth is not None and host_by_name[birth].role != "edge":
                 warnings.append(f"source {v.name!r} subtask {sp.index} is born on server {birth!r}")
     leaving = deliveries.leaving_deliveries(channels, {s.key: s.birth for s in subtasks if s.birth is not None})
     hosts = tuple(replace(h, netty_cores=h.netty_cores_per_delivery * leaving.get(h.name, 0.0)) for h in hosts)
     return PlacementProblem(
-        hosts=hosts, subtasks=tuple(subtasks), channels=channels,
+        hosts=hosts,
+        subtasks=tuple(subtasks),
+        channels=channels,
         vertex_order=tuple(v.id for v in profile.topological_vertices()),
-        vertex_names={v.id: v.name for v in profile.vertices}, policy=policy,
-        slot_sharing=inv.flink.slot_sharing, rate_scale=options.rate_scale, warnings=tuple(warnings),
-        input_warnings=input_warnings, whole_vertices=vanilla_whole_vertices(profile) if options.placement_mode == "vanilla" else frozenset(),
+        vertex_names={v.id: v.name for v in profile.vertices},
+        policy=policy,
+        slot_sharing=inv.flink.slot_sharing,
+        rate_scale=options.rate_scale,
+        warnings=tuple(warnings),
+        input_warnings=input_warnings,
+        whole_vertices=vanilla_whole_vertices(profile) if options.placement_mode == "vanilla" else frozenset(),
         latency_bounds=latency_bounds,
     )
 
@@ -696,4 +772,3 @@ def vanilla_whole_vertices(profile: JobProfile) -> frozenset[str]:
         if not ins or (len(ins) == 1 and ins[0].ship_strategy is ShipStrategy.FORWARD and ins[0].source in splittable):
             splittable.add(v.id)
     return frozenset(v.id for v in profile.vertices if v.id not in splittable)
-

@@ -133,8 +133,13 @@ def parse_target_rates(text: str, option: str = "--target-rate") -> dict[str, fl
     return out
 
 
-def source_targets(profile: JobProfile, *, rate_scale: float = 1.0, target_rates: Mapping[str, float] | None = None,
-                   option: str = "--target-rate") -> dict[str, float]:
+def source_targets(
+    profile: JobProfile,
+    *,
+    rate_scale: float = 1.0,
+    target_rates: Mapping[str, float] | None = None,
+    option: str = "--target-rate",
+) -> dict[str, float]:
     """Target output (records/s) of every source vertex id: ``target_rates`` (keyed by source name or id) where given,
     else ``rate_scale ×`` the measured output."""
     sources = profile.sources()
@@ -148,8 +153,10 @@ def source_targets(profile: JobProfile, *, rate_scale: float = 1.0, target_rates
             raise BadInput(f"{key!r} names no source of job {profile.job.name!r} (sources: {names})", field=option)
         v = match[0]
         if v.records_out_per_s <= 0 and rate > 0:
-            raise BadInput(f"source {v.name!r} produced no records in the profile: a target rate cannot be scaled from it",
-                           field=option)
+            raise BadInput(
+                f"source {v.name!r} produced no records in the profile: a target rate cannot be scaled from it",
+                field=option,
+            )
         out[v.id] = rate
     return out
 
@@ -164,11 +171,19 @@ def propagate(profile: JobProfile, targets: Mapping[str, float]) -> dict[str, Ve
     for v in profile.topological_vertices():
         edges = inputs[v.id]
         # records each input delivers as measured; a BROADCAST input hands every instance a copy
-        weights = [(e, profile.vertex(e.source).records_out_per_s
-                    * (v.parallelism if e.ship_strategy is ShipStrategy.BROADCAST else 1)) for e in edges]
+        weights = [
+            (
+                e,
+                profile.vertex(e.source).records_out_per_s
+                * (v.parallelism if e.ship_strategy is ShipStrategy.BROADCAST else 1),
+            )
+            for e in edges
+        ]
         measured = sum(w for _, w in weights)
         if not edges:
-            factor[v.id] = targets.get(v.id, v.records_out_per_s) / v.records_out_per_s if v.records_out_per_s > 0 else 1.0
+            factor[v.id] = (
+                targets.get(v.id, v.records_out_per_s) / v.records_out_per_s if v.records_out_per_s > 0 else 1.0
+            )
         elif measured > 0:
             factor[v.id] = sum(factor[e.source] * w for e, w in weights) / measured
         else:
@@ -180,8 +195,15 @@ def propagate(profile: JobProfile, targets: Mapping[str, float]) -> dict[str, Ve
         per_instance_broadcast = received * broadcast / delivered / v.parallelism if delivered > 0 else 0.0
         fixed, per_record, estimated = cpu_line(v)
         rates[v.id] = VertexRates(
-            vertex_id=v.id, factor=f, records_in_per_s=received, records_out_per_s=f * v.records_out_per_s,
-            partitioned_in=received - per_instance_broadcast * v.parallelism, broadcast_in=per_instance_broadcast,
-            cores_per_record=per_record, estimated=estimated, fixed_cores=fixed, floor_cores=demand.floor_cores(v),
+            vertex_id=v.id,
+            factor=f,
+            records_in_per_s=received,
+            records_out_per_s=f * v.records_out_per_s,
+            partitioned_in=received - per_instance_broadcast * v.parallelism,
+            broadcast_in=per_instance_broadcast,
+            cores_per_record=per_record,
+            estimated=estimated,
+            fixed_cores=fixed,
+            floor_cores=demand.floor_cores(v),
         )
     return rates

@@ -119,9 +119,12 @@ class RescaleSpace:
     def _at_factor(self, factor: float) -> PlacementProblem:
         cache: dict[float, PlacementProblem] = self.__dict__.setdefault("_factor_cache", {})
         if factor not in cache:
-            problem = build_problem(self.inventory, self.profile,
-                                    PlanOptions(rate_scale=factor, placement_mode=self.placement_mode),
-                                    inventory_source=self.inventory_source)
+            problem = build_problem(
+                self.inventory,
+                self.profile,
+                PlanOptions(rate_scale=factor, placement_mode=self.placement_mode),
+                inventory_source=self.inventory_source,
+            )
             if self.hosts is not None:
                 problem = replace(problem, hosts=self.hosts)
             cache[factor] = problem
@@ -175,15 +178,24 @@ class RescaleSpace:
         name = self.profile.vertex
         for g in self.groups:
             if g.per_subtask:
-                out += [f"{name(vid).name!r} keeps its parallelism {self.profiled(vid)} ({g.reason}), got "
-                        f"{parallelism.get(vid)}" for vid in g.members if parallelism.get(vid) != self.profiled(vid)]
+                out += [
+                    f"{name(vid).name!r} keeps its parallelism {self.profiled(vid)} ({g.reason}), got "
+                    f"{parallelism.get(vid)}"
+                    for vid in g.members
+                    if parallelism.get(vid) != self.profiled(vid)
+                ]
                 continue
             values = {parallelism.get(vid) for vid in g.members}
             if len(values) > 1:
-                out.append(f"FORWARD-connected vertices {', '.join(repr(name(v).name) for v in g.members)} need one "
-                           f"parallelism, got {sorted(values, key=str)}")
-            out += [f"{name(vid).name!r} at parallelism {parallelism.get(vid)}: allowed {_ranges(g.choices)}"
-                    for vid in g.members if parallelism.get(vid) not in g.choices]
+                out.append(
+                    f"FORWARD-connected vertices {', '.join(repr(name(v).name) for v in g.members)} need one "
+                    f"parallelism, got {sorted(values, key=str)}"
+                )
+            out += [
+                f"{name(vid).name!r} at parallelism {parallelism.get(vid)}: allowed {_ranges(g.choices)}"
+                for vid in g.members
+                if parallelism.get(vid) not in g.choices
+            ]
         return out
 
     def parallelism_of(self, group: Group, p: int | None = None) -> dict[str, int]:
@@ -204,8 +216,13 @@ class RescaleSpace:
                 subtasks.extend(self._at_factor(self.rates[vid].factor).by_vertex[vid])
             else:
                 subtasks.extend(self._instances(vid, parallelism[vid], parallelism))
-        return replace(base, subtasks=tuple(subtasks), channels=channels, rate_scale=self.rate_scale,
-                       warnings=tuple(base.warnings) + tuple(self.warnings))
+        return replace(
+            base,
+            subtasks=tuple(subtasks),
+            channels=channels,
+            rate_scale=self.rate_scale,
+            warnings=tuple(base.warnings) + tuple(self.warnings),
+        )
 
     def channel_at(self, ch: Channel, n_up: int, n_down: int) -> Channel:
         """Job edge ``ch`` between ``n_up`` and ``n_down`` subtasks at the target rates. A rescalable upstream vertex
@@ -231,14 +248,24 @@ class RescaleSpace:
         scaled = self._at_factor(rates.factor)
         template = scaled.by_vertex[vid][0]
         v = self.profile.vertex(vid)
-        emitted = sum(sum(ch.up_out_mbit) / p * copies(ch.strategy, parallelism[ch.target])
-                      for ch in _outputs(scaled, vid))
+        emitted = sum(
+            sum(ch.up_out_mbit) / p * copies(ch.strategy, parallelism[ch.target]) for ch in _outputs(scaled, vid)
+        )
         memory = self.inventory.policy.memory_per_subtask + v.state_bytes / p / MIB  # demand.memory_mib at p
         checkpoint = template.checkpoint_mbit * v.parallelism / p  # demand.checkpoint_mbit: state / parallelism
         return [
-            replace(template, index=i, parallelism=p, records_in_per_s=rates.instance_in(p),
-                    records_out_per_s=rates.instance_out(p), out_mbit=emitted, server_cores=rates.instance_cores(p),
-                    cpu_estimated=rates.estimated, memory_mib=memory, checkpoint_mbit=checkpoint)
+            replace(
+                template,
+                index=i,
+                parallelism=p,
+                records_in_per_s=rates.instance_in(p),
+                records_out_per_s=rates.instance_out(p),
+                out_mbit=emitted,
+                server_cores=rates.instance_cores(p),
+                cpu_estimated=rates.estimated,
+                memory_mib=memory,
+                checkpoint_mbit=checkpoint,
+            )
             for i in range(p if count is None else count)
         ]
 
@@ -286,8 +313,11 @@ def _keeps_parallelism(profile: JobProfile, members: list[str]) -> str | None:
             inputs[e.target].append(e.ship_strategy)
     for vid in members:
         if not inputs[vid]:
-            return "a source (reads where its data is born)" if len(members) == 1 else \
-                f"FORWARD from source {names[vid]!r}"
+            return (
+                "a source (reads where its data is born)"
+                if len(members) == 1
+                else f"FORWARD from source {names[vid]!r}"
+            )
     for vid in members:
         if ShipStrategy.RESCALE in inputs[vid]:
             return f"RESCALE into {names[vid]!r} (wired by both parallelisms)"
@@ -298,7 +328,9 @@ def _keeps_parallelism(profile: JobProfile, members: list[str]) -> str | None:
     return None
 
 
-def _user_bounds(inv: Inventory, profile: JobProfile, source: str, warnings: list[str]) -> dict[str, tuple[int, int, str]]:
+def _user_bounds(
+    inv: Inventory, profile: JobProfile, source: str, warnings: list[str]
+) -> dict[str, tuple[int, int, str]]:
     """vertex id -> (min, max, inventory field) from the inventory's ``parallelism`` section."""
     out: dict[str, tuple[int, int, str]] = {}
     unmatched = []
@@ -309,14 +341,23 @@ def _user_bounds(inv: Inventory, profile: JobProfile, source: str, warnings: lis
             continue
         out[match[0].id] = (bounds.min or 1, bounds.max or FLINK_MAX_PARALLELISM, f"parallelism.{key}")
     if unmatched:
-        warnings.append(f"{len(unmatched)} parallelism bounds name no vertex of job {profile.job.name!r} and are "
-                        f"ignored: {', '.join(unmatched)}")
+        warnings.append(
+            f"{len(unmatched)} parallelism bounds name no vertex of job {profile.job.name!r} and are "
+            f"ignored: {', '.join(unmatched)}"
+        )
     return out
 
 
-def build_space(inv: Inventory, profile: JobProfile, *, rate_scale: float = 1.0,
-                target_rates: Mapping[str, float] | None = None, inventory_source: str = "inventory",
-                option: str = "--target-rate", placement_mode: str = "custom") -> RescaleSpace:
+def build_space(
+    inv: Inventory,
+    profile: JobProfile,
+    *,
+    rate_scale: float = 1.0,
+    target_rates: Mapping[str, float] | None = None,
+    inventory_source: str = "inventory",
+    option: str = "--target-rate",
+    placement_mode: str = "custom",
+) -> RescaleSpace:
     """The rescale space of ``profile`` on ``inv`` at the target (``--rate-scale`` / ``--target-rate``)."""
     warnings: list[str] = []
     targets = source_targets(profile, rate_scale=rate_scale, target_rates=target_rates, option=option)
@@ -335,20 +376,35 @@ def build_space(inv: Inventory, profile: JobProfile, *, rate_scale: float = 1.0,
             for vid in bounded:  # each member keeps its own (RESCALE-connected ones may differ)
                 v, (v_low, v_high, where) = profile.vertex(vid), bounds[vid]
                 if not v_low <= v.parallelism <= v_high:
-                    raise BadInput(f"{v.name!r} keeps its parallelism {v.parallelism} ({reason}); the bounds exclude it",
-                                   source=inventory_source, field=where)
+                    raise BadInput(
+                        f"{v.name!r} keeps its parallelism {v.parallelism} ({reason}); the bounds exclude it",
+                        source=inventory_source,
+                        field=where,
+                    )
             choices: tuple[int, ...] = (profile.vertex(members[0]).parallelism,)
         else:
             if low > high:
                 v = profile.vertex(bounded[0]) if bounded else profile.vertex(members[0])
                 others = [profile.vertex(m).name for m in members if m != v.id]
                 detail = f" with its FORWARD-connected {', '.join(map(repr, others))}" if others else ""
-                raise BadInput(f"no parallelism of {v.name!r} fits: {low}..{high} after its max parallelism "
-                               f"{max_par[v.id]}{detail}", source=inventory_source,
-                               field=bounds[v.id][2] if v.id in bounds else "parallelism")
+                raise BadInput(
+                    f"no parallelism of {v.name!r} fits: {low}..{high} after its max parallelism "
+                    f"{max_par[v.id]}{detail}",
+                    source=inventory_source,
+                    field=bounds[v.id][2] if v.id in bounds else "parallelism",
+                )
             choices = tuple(range(low, high + 1))
-        groups.append(Group(id=members[0], members=tuple(members), choices=choices, per_subtask=reason is not None,
-                            reason=reason))
-    return RescaleSpace(profile=profile, inventory=inv, rates=rates, groups=tuple(groups), targets=targets,
-                        rate_scale=rate_scale, inventory_source=inventory_source, placement_mode=placement_mode,
-                        warnings=tuple(warnings))
+        groups.append(
+            Group(id=members[0], members=tuple(members), choices=choices, per_subtask=reason is not None, reason=reason)
+        )
+    return RescaleSpace(
+        profile=profile,
+        inventory=inv,
+        rates=rates,
+        groups=tuple(groups),
+        targets=targets,
+        rate_scale=rate_scale,
+        inventory_source=inventory_source,
+        placement_mode=placement_mode,
+        warnings=tuple(warnings),
+    )

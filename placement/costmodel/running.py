@@ -32,7 +32,7 @@ def with_running(problem: PlacementProblem, uses: Mapping[str, Sequence[RunningU
 
 
 def running_note(h: HostSpec, what: str, unit: str) -> str:
-    """" after running job B's 33.1 Mbit/s" — the running jobs that take ``what`` (``mbit``, ``cores``, ``memory_mib``,
+    """ " after running job B's 33.1 Mbit/s" — the running jobs that take ``what`` (``mbit``, ``cores``, ``memory_mib``,
     ``slots``) of ``h``, the largest first: what a shortfall says when another job is what fills the host or link."""
     users = sorted((r for r in h.running if getattr(r, what) > 0), key=lambda r: -getattr(r, what))
     if not users:
@@ -46,8 +46,9 @@ def running_note(h: HostSpec, what: str, unit: str) -> str:
     return f" after running job{'s' if len(users) > 1 else ''} {named}"
 
 
-def uses_of(job: str, links: Mapping[str, float], hosts: Sequence[tuple[str, float, float, int]]
-            ) -> dict[str, list[RunningUse]]:
+def uses_of(
+    job: str, links: Mapping[str, float], hosts: Sequence[tuple[str, float, float, int]]
+) -> dict[str, list[RunningUse]]:
     """A job's plan as running load: ``links`` edge host -> Mbit/s on its uplink, ``hosts`` (host, cores, MiB, slots)
     — the figures a plan.json or a :class:`~placement.costmodel.evaluate.PlanCost` carries. Hosts it does not use are
     left out."""
@@ -65,8 +66,11 @@ def uses_of(job: str, links: Mapping[str, float], hosts: Sequence[tuple[str, flo
 def cost_uses(job: str, cost: PlanCost) -> dict[str, list[RunningUse]]:
     """A priced placement of ``job`` (its own problem's :class:`PlanCost`) as running load: what a plan.json of it
     would say, taken the same way."""
-    return uses_of(job, {link.host: link.mbit for link in cost.links},
-                   [(h.host, h.cores_used, h.memory_mib_used, h.slots_used) for h in cost.hosts])
+    return uses_of(
+        job,
+        {link.host: link.mbit for link in cost.links},
+        [(h.host, h.cores_used, h.memory_mib_used, h.slots_used) for h in cost.hosts],
+    )
 
 
 def running_cost(problem: PlacementProblem, running: Assignment | None) -> PlanCost | None:

@@ -65,8 +65,9 @@ def senders(strategy: ShipStrategy, j: int, n_up: int, n_down: int | None = None
     return range(n_up)
 
 
-def share(strategy: ShipStrategy, i: int, j: int, n_up: int, n_down: int,
-          receiver_shares: tuple[float, ...] | None = None) -> float:
+def share(
+    strategy: ShipStrategy, i: int, j: int, n_up: int, n_down: int, receiver_shares: tuple[float, ...] | None = None
+) -> float:
     """Fraction of upstream subtask ``i``'s records on this edge that reach downstream subtask ``j``."""
     if j not in receivers(strategy, i, n_up, n_down):
         return 0.0

@@ -33,8 +33,10 @@ def pin_mismatch(pin: str | None, running: str | None, *, where: str, rest_url: 
     """One line when the pin ``where`` (``inventory.yaml: flink.version``) and the running release differ, else None."""
     if pin is None or running is None or FlinkVersion.parse(pin) == FlinkVersion.parse(running):
         return None
-    return (f"{where}: pinned to Flink {pin}, but the JobManager at {rest_url} runs {running} (correct the pin, or "
-            "remove it to follow the JobManager)")
+    return (
+        f"{where}: pinned to Flink {pin}, but the JobManager at {rest_url} runs {running} (correct the pin, or "
+        "remove it to follow the JobManager)"
+    )
 
 
 def cluster_version(pin: str | None, rest: FlinkRest, *, where: str) -> FlinkVersion:

@@ -76,8 +76,10 @@ def release_for(text: str, *, where: str = "--flink-version") -> str:
     releases = _index_releases() or [p.name for p in distributions_dir().glob("*") if cached_home(p.name)]
     of_line = [r for r in releases if _is_release_of(r, version.line)]
     if not of_line:
-        raise PlacementError(f"{where}: no Flink {version.line} release found in the package index ({PACKAGE}) "
-                             f"or the cache; give the exact release, e.g. {version.line}.0")
+        raise PlacementError(
+            f"{where}: no Flink {version.line} release found in the package index ({PACKAGE}) "
+            f"or the cache; give the exact release, e.g. {version.line}.0"
+        )
     return str(max(FlinkVersion.parse(r) for r in of_line))
 
 
@@ -119,8 +121,18 @@ def fetch(version: str) -> FlinkHome:
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".fetch-{version}-", dir=target.parent) as tmp:
         download = Path(tmp) / "download"
-        argv = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "--quiet",
-                "--dest", str(download), f"{PACKAGE}=={version}"]
+        argv = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--disable-pip-version-check",
+            "--quiet",
+            "--dest",
+            str(download),
+            f"{PACKAGE}=={version}",
+        ]
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=_FETCH_TIMEOUT_S, check=False)
         except subprocess.TimeoutExpired:
@@ -128,7 +140,9 @@ def fetch(version: str) -> FlinkHome:
         if proc.returncode != 0:
             said = [line for line in (proc.stderr + proc.stdout).splitlines() if line.startswith("ERROR")]
             reason = said[0].removeprefix("ERROR: ") if said else f"pip exit {proc.returncode}"
-            raise PlacementError(f"Flink {version}: cannot fetch {PACKAGE}=={version} from the package index ({reason})")
+            raise PlacementError(
+                f"Flink {version}: cannot fetch {PACKAGE}=={version} from the package index ({reason})"
+            )
         archives = sorted(download.iterdir())
         if len(archives) != 1:
             raise PlacementError(f"Flink {version}: pip left {len(archives)} files for {PACKAGE}, expected one")

@@ -18,8 +18,17 @@ JAVA17_FLAGS: tuple[str, ...] = (
     *(
         f"--add-opens=java.base/{pkg}=ALL-UNNAMED"
         for pkg in (
-            "java.util", "java.lang", "java.lang.reflect", "java.io", "java.net", "java.nio", "sun.nio.ch",
-            "java.text", "java.time", "java.util.concurrent", "java.util.concurrent.atomic",
+            "java.util",
+            "java.lang",
+            "java.lang.reflect",
+            "java.io",
+            "java.net",
+            "java.nio",
+            "sun.nio.ch",
+            "java.text",
+            "java.time",
+            "java.util.concurrent",
+            "java.util.concurrent.atomic",
             "java.util.concurrent.locks",
         )
     ),

@@ -43,7 +43,19 @@ def source_hash(files: Sequence[Path], root: Path, flink_version: str | None, *e
 
 
 def javac_argv(classpath: str, classes_dir: Path, files: Sequence[Path], release: str = "17") -> list[str]:
-    return ["javac", "-nowarn", "-encoding", "UTF-8", "--release", release, "-cp", classpath, "-d", str(classes_dir), *map(str, files)]
+    return [
+        "javac",
+        "-nowarn",
+        "-encoding",
+        "UTF-8",
+        "--release",
+        release,
+        "-cp",
+        classpath,
+        "-d",
+        str(classes_dir),
+        *map(str, files),
+    ]
 
 
 def jar_argv(jar: Path, manifest: Path, classes_dir: Path) -> list[str]:
@@ -107,5 +119,3 @@ def build_jar(
         _run(jar_argv(partial, manifest_file, classes), f"jar of {what}")
         os.replace(partial, jar)
     return BuiltJar(jar, digest)
-
-

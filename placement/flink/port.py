@@ -31,8 +31,9 @@ class FlinkPort(Protocol):
 
     def jobmanager_config(self) -> dict[str, str]: ...
 
-    def wait_for_taskmanagers(self, wanted: Mapping[str, str | None], timeout: float = 120.0) -> list[TaskManagerInfo]:
-        ...
+    def wait_for_taskmanagers(
+        self, wanted: Mapping[str, str | None], timeout: float = 120.0
+    ) -> list[TaskManagerInfo]: ...
 
     # ---- jars ----------------------------------------------------------------------------------------------------
 
@@ -64,8 +65,9 @@ class FlinkPort(Protocol):
 
     def metric_fetch_interval_s(self) -> float: ...
 
-    def fetched_counters(self, job_id: str, vertex_ids: Sequence[str], name: str, *, wait_s: float = 12.0,
-                         poll_s: float = 0.1) -> tuple[float, dict[str, float | None]]: ...
+    def fetched_counters(
+        self, job_id: str, vertex_ids: Sequence[str], name: str, *, wait_s: float = 12.0, poll_s: float = 0.1
+    ) -> tuple[float, dict[str, float | None]]: ...
 
     def trigger_stop_with_savepoint(self, job_id: str, target_directory: str, *, drain: bool = False) -> str: ...
 

@@ -88,8 +88,11 @@ class JobDetails:
     @property
     def all_running(self) -> bool:
         """The job and every one of its vertices RUNNING (a RUNNING job may still be scheduling subtasks)."""
-        return (self.state == "RUNNING" and bool(self.vertices)
-                and all(v.status == "RUNNING" and v.starting == 0 for v in self.vertices))
+        return (
+            self.state == "RUNNING"
+            and bool(self.vertices)
+            and all(v.status == "RUNNING" and v.starting == 0 for v in self.vertices)
+        )
 
     def vertex_named(self, name: str) -> VertexInfo:
         """The one vertex called ``name`` (an error when absent or split over several vertices)."""
@@ -141,15 +144,22 @@ class FlinkRest:
 
     # ---- plumbing ----------------------------------------------------------------------------------------------
 
-    def request(self, method: str, path: str, *, ok: Sequence[int] = (200, 202), timeout: float | None = None, **kwargs: Any) -> Any:
+    def request(
+        self, method: str, path: str, *, ok: Sequence[int] = (200, 202), timeout: float | None = None, **kwargs: Any
+    ) -> Any:
         url = f"{self.url}{path}"
         try:
             response = self.session.request(method, url, timeout=timeout or self.timeout, **kwargs)
         except requests.RequestException as exc:
             reason = _innermost_reason(exc)
-            raise FlinkRestError(f"Flink REST {method} {url}: cannot reach the JobManager ({type(exc).__name__}: {reason})") from None
+            raise FlinkRestError(
+                f"Flink REST {method} {url}: cannot reach the JobManager ({type(exc).__name__}: {reason})"
+            ) from None
         if response.status_code not in ok:
-            raise FlinkRestError(f"Flink REST {method} {url}: HTTP {response.status_code}: {_first_error(response)}", response.status_code)
+            raise FlinkRestError(
+                f"Flink REST {method} {url}: HTTP {response.status_code}: {_first_error(response)}",
+                response.status_code,
+            )
         if not response.content:
             return {}
         try:
@@ -189,13 +199,15 @@ class FlinkRest:
     def wait_for_taskmanagers(self, wanted: Mapping[str, str | None], timeout: float = 120.0) -> list[TaskManagerInfo]:
         """Wait until a TaskManager with each resource id in ``wanted`` is registered; a non-None value is an
         external resource that TaskManager must declare (``totalResource.extendedResources``)."""
+
         def registered() -> tuple[dict[str, TaskManagerInfo], list[str]]:
             try:
                 tms = {tm.id: tm for tm in self.taskmanagers()}
             except FlinkRestError:
                 tms = {}
             return tms, [
-                tm_id for tm_id, resource in sorted(wanted.items())
+                tm_id
+                for tm_id, resource in sorted(wanted.items())
                 if tm_id not in tms
                 or (resource is not None and resource not in (tms[tm_id].total_resource.get("extendedResources") or {}))
             ]
@@ -203,7 +215,9 @@ class FlinkRest:
         (tms, missing), complete = poll(registered, lambda seen: not seen[1], timeout=timeout, every=0.5)
         if complete:
             return list(tms.values())
-        raise PlacementError(f"TaskManager(s) {', '.join(missing)} not registered (with their resource) after {timeout:.0f}s")
+        raise PlacementError(
+            f"TaskManager(s) {', '.join(missing)} not registered (with their resource) after {timeout:.0f}s"
+        )
 
     # ---- jars --------------------------------------------------------------------------------------------------
 
@@ -214,7 +228,10 @@ class FlinkRest:
             raise PlacementError(f"{path}: no such jar")
         with path.open("rb") as fh:
             body = self.request(
-                "POST", "/jars/upload", files={"jarfile": (path.name, fh, "application/x-java-archive")}, timeout=max(self.timeout, 120)
+                "POST",
+                "/jars/upload",
+                files={"jarfile": (path.name, fh, "application/x-java-archive")},
+                timeout=max(self.timeout, 120),
             )
         if body.get("status") != "success" or not body.get("filename"):
             raise FlinkRestError(f"Flink REST POST {self.url}/jars/upload: unexpected answer {body}")
@@ -251,13 +268,24 @@ class FlinkRest:
     def job(self, job_id: str) -> JobDetails:
         body = self.job_raw(job_id)
         vertices = tuple(
-            VertexInfo(v["id"], v["name"], int(v["parallelism"]), v.get("status", ""),
-                       sum(int((v.get("tasks") or {}).get(state) or 0) for state in STARTING_STATES))
+            VertexInfo(
+                v["id"],
+                v["name"],
+                int(v["parallelism"]),
+                v.get("status", ""),
+                sum(int((v.get("tasks") or {}).get(state) or 0) for state in STARTING_STATES),
+            )
             for v in body.get("vertices", [])
         )
-        return JobDetails(body["jid"], body.get("name", ""), body["state"], vertices, now_ms=int(body.get("now") or 0),
-                          restarting_since_ms=int((body.get("timestamps") or {}).get("RESTARTING") or 0),
-                          start_ms=int(body.get("start-time") or 0))
+        return JobDetails(
+            body["jid"],
+            body.get("name", ""),
+            body["state"],
+            vertices,
+            now_ms=int(body.get("now") or 0),
+            restarting_since_ms=int((body.get("timestamps") or {}).get("RESTARTING") or 0),
+            start_ms=int(body.get("start-time") or 0),
+        )
 
     def subtasks(self, job_id: str, vertex_id: str) -> list[SubtaskInfo]:
         body = self.get(f"/jobs/{job_id}/vertices/{vertex_id}")
@@ -275,7 +303,9 @@ class FlinkRest:
         """Vertex name -> taskmanager-id of each subtask. Vertices sharing a name (split copies) are concatenated."""
         out: dict[str, list[str]] = {}
         for v in self.job(job_id).vertices:
-            out.setdefault(v.name, []).extend(s.taskmanager_id for s in sorted(self.subtasks(job_id, v.id), key=lambda s: s.index))
+            out.setdefault(v.name, []).extend(
+                s.taskmanager_id for s in sorted(self.subtasks(job_id, v.id), key=lambda s: s.index)
+            )
         return out
 
     def placement_counts(self, job_id: str) -> dict[tuple[str, str], int]:
@@ -331,17 +361,21 @@ class FlinkRest:
         (10 s by default): two readings a tick apart then give a rate off by up to that much of the tick. This polls
         until the values change (a fetch landed between two polls, so they are at most ``poll_s`` plus the fetch's
         own latency old) and dates them then. Counters that do not move within ``wait_s`` are returned as read last."""
+
         def read() -> dict[str, float | None]:
             return {vid: self.vertex_metrics(job_id, vid, [name]).get(name) for vid in vertex_ids}
 
         first = read()
-        (values, at), _ = poll(lambda: (read(), time.monotonic()), lambda dated: dated[0] != first, timeout=wait_s,
-                               every=poll_s)
+        (values, at), _ = poll(
+            lambda: (read(), time.monotonic()), lambda dated: dated[0] != first, timeout=wait_s, every=poll_s
+        )
         return at, values
 
     def trigger_stop_with_savepoint(self, job_id: str, target_directory: str, *, drain: bool = False) -> str:
         """Ask for stop-with-savepoint; returns the trigger id (see :meth:`savepoint_status`)."""
-        answer = self.request("POST", f"/jobs/{job_id}/stop", json={"targetDirectory": target_directory, "drain": drain})
+        answer = self.request(
+            "POST", f"/jobs/{job_id}/stop", json={"targetDirectory": target_directory, "drain": drain}
+        )
         trigger = answer.get("request-id")
         if not trigger:
             raise FlinkRestError(f"Flink REST POST {self.url}/jobs/{job_id}/stop: no request-id in {answer}")
@@ -361,14 +395,22 @@ class FlinkRest:
     def cancel(self, job_id: str) -> None:
         self.request("PATCH", f"/jobs/{job_id}", params={"mode": "cancel"})
 
-    def stop_with_savepoint(self, job_id: str, target_directory: str, *, drain: bool = False, timeout: float = 120.0) -> str:
+    def stop_with_savepoint(
+        self, job_id: str, target_directory: str, *, drain: bool = False, timeout: float = 120.0
+    ) -> str:
         """Stop the job with a savepoint; returns the savepoint location once it is COMPLETED."""
-        answer = self.request("POST", f"/jobs/{job_id}/stop", json={"targetDirectory": target_directory, "drain": drain})
+        answer = self.request(
+            "POST", f"/jobs/{job_id}/stop", json={"targetDirectory": target_directory, "drain": drain}
+        )
         trigger = answer.get("request-id")
         if not trigger:
             raise FlinkRestError(f"Flink REST POST {self.url}/jobs/{job_id}/stop: no request-id in {answer}")
-        status, completed = poll(lambda: self.get(f"/jobs/{job_id}/savepoints/{trigger}"),
-                                 lambda body: body.get("status", {}).get("id") == "COMPLETED", timeout=timeout, every=0.5)
+        status, completed = poll(
+            lambda: self.get(f"/jobs/{job_id}/savepoints/{trigger}"),
+            lambda body: body.get("status", {}).get("id") == "COMPLETED",
+            timeout=timeout,
+            every=0.5,
+        )
         if completed:
             operation = status.get("operation", {})
             if "location" in operation:
@@ -380,8 +422,12 @@ class FlinkRest:
     def wait_for_state(self, job_id: str, states: str | Sequence[str] = "RUNNING", timeout: float = 60.0) -> str:
         """Wait until the job is in one of ``states``; fails early if it ends in another terminal state."""
         wanted = {states} if isinstance(states, str) else set(states)
-        state, _ = poll(lambda: self.job_raw(job_id)["state"], lambda now: now in wanted or now in TERMINAL_STATES,
-                        timeout=timeout, every=0.5)
+        state, _ = poll(
+            lambda: self.job_raw(job_id)["state"],
+            lambda now: now in wanted or now in TERMINAL_STATES,
+            timeout=timeout,
+            every=0.5,
+        )
         if state in wanted:
             return state
         why = self.root_exception(job_id)
@@ -390,14 +436,23 @@ class FlinkRest:
     def wait_until_running(self, job_id: str, timeout: float = 90.0) -> JobDetails:
         """Wait until the job and every one of its subtasks are RUNNING (a RUNNING job may still be scheduling)."""
         start = time.monotonic()
-        details, _ = poll(lambda: self.job(job_id), lambda job: job.state in TERMINAL_STATES or job.all_running,
-                          timeout=timeout, every=0.5)
+        details, _ = poll(
+            lambda: self.job(job_id),
+            lambda job: job.state in TERMINAL_STATES or job.all_running,
+            timeout=timeout,
+            every=0.5,
+        )
         if details.all_running:
             return details
         why = self.root_exception(job_id)
         pending = ", ".join(f"{v.name}={v.status}" for v in details.vertices if v.status != "RUNNING")
         state = details.state
         # a job that ended (FAILED, CANCELED) stopped the wait early: say so, not that the timeout ran out
-        head = (f"job {job_id} is {state} after {time.monotonic() - start:.0f}s" if state in TERMINAL_STATES
-                else f"job {job_id} not fully RUNNING after {timeout:.0f}s (job {state}" + (f"; {pending}" if pending else "") + ")")
+        head = (
+            f"job {job_id} is {state} after {time.monotonic() - start:.0f}s"
+            if state in TERMINAL_STATES
+            else f"job {job_id} not fully RUNNING after {timeout:.0f}s (job {state}"
+            + (f"; {pending}" if pending else "")
+            + ")"
+        )
         raise PlacementError(head + (f": {why}" if why else ""))

@@ -69,19 +69,32 @@ class Host(Strict):
     allow_stateful: bool | None = Field(None, description="may stateful operators run here (default: servers only)")
     allow_sinks: bool | None = Field(None, description="may sinks run here (default: servers only)")
     data_reroutes_on_loss: bool | None = Field(
-        None, description="edge hosts: while this host or its uplink is lost, its sources' data still reaches the "
+        None,
+        description="edge hosts: while this host or its uplink is lost, its sources' data still reaches the "
         "server another way (a second gateway, a direct path), so the contingency plan charges it there; default: the "
-        "data is lost with the host")
+        "data is lost with the host",
+    )
     taskmanager_baseline_cores: float | None = Field(
-        None, ge=0, description="CPU its TaskManager JVM uses of its own (GC, netty, metrics, heartbeats), in cores of "
-        "this host; used where the profile measured no TaskManager here (default: the host model's, if any)")
+        None,
+        ge=0,
+        description="CPU its TaskManager JVM uses of its own (GC, netty, metrics, heartbeats), in cores of "
+        "this host; used where the profile measured no TaskManager here (default: the host model's, if any)",
+    )
     netty_cores_per_delivery: float | None = Field(
-        None, ge=0, le=1, description="edge hosts: what its TaskManager's Netty server spends per buffer a second its "
+        None,
+        ge=0,
+        le=1,
+        description="edge hosts: what its TaskManager's Netty server spends per buffer a second its "
         "subtasks deliver to another TaskManager, in cores of this host (default: the cost model's measured figure "
-        "over this host's speed; placement.costmodel.deliveries)")
+        "over this host's speed; placement.costmodel.deliveries)",
+    )
     cpu_time_core_speed: float | None = Field(
-        None, gt=0, le=100, description="speed of the cores its processes' measured CPU time is counted in (default: "
-        "this host's own speed); a lab host that is a CPU quota on a faster machine counts that machine's (1.0)")
+        None,
+        gt=0,
+        le=100,
+        description="speed of the cores its processes' measured CPU time is counted in (default: "
+        "this host's own speed); a lab host that is a CPU quota on a faster machine counts that machine's (1.0)",
+    )
 
     @field_validator("address")
     @classmethod
@@ -142,9 +155,12 @@ class Link(Strict):
     loss: Percent = Field(0.0, description="percent")
     correlation: Percent = Field(0.0, description="percent; netem correlation for jitter and loss")
     burst: Bytes | None = Field(
-        None, ge=0, description="bytes the link sends at once after an idle spell: a token-bucket shaper's burst "
+        None,
+        ge=0,
+        description="bytes the link sends at once after an idle spell: a token-bucket shaper's burst "
         "(placement netem and the lab shape with htb: 10 ms of the rate, at least 3200 B); unset or 0: every byte at "
-        "the link's rate, as a physical uplink sends it")
+        "the link's rate, as a physical uplink sends it",
+    )
     profile: str | None = Field(None, description="a named WAN profile from netem/ whose figures this link takes")
 
     @model_validator(mode="before")
@@ -163,7 +179,9 @@ class Link(Strict):
         except BadInput as exc:
             if "bandwidth" in data:  # the link's own figures plan; netem names the profile when it needs it
                 return data
-            raise FieldError("profile", f"{exc.message}: a link without its own bandwidth takes its profile's") from None
+            raise FieldError(
+                "profile", f"{exc.message}: a link without its own bandwidth takes its profile's"
+            ) from None
         return {**{f: getattr(wan, f) for f in figures}, **data}
 
     @property
@@ -184,11 +202,16 @@ class JobBudget(Strict):
     """What one job may take of the fleet it shares (issue 24): planned as constraints of the joint model."""
 
     uplinks: dict[str, float] = Field(
-        default_factory=dict, description="edge host (or '*': every uplink not named) -> the share 0..1 of that link's "
-        "usable bandwidth (bandwidth × policy.wan_headroom) this job's own traffic may take")
+        default_factory=dict,
+        description="edge host (or '*': every uplink not named) -> the share 0..1 of that link's "
+        "usable bandwidth (bandwidth × policy.wan_headroom) this job's own traffic may take",
+    )
     min_rate_scale: float | None = Field(
-        None, gt=0, description="the least scale of its profiled source rates it must keep: `plan --max-rate` scales "
-        "the other jobs down before it, and a --rate-scale below it is refused")
+        None,
+        gt=0,
+        description="the least scale of its profiled source rates it must keep: `plan --max-rate` scales "
+        "the other jobs down before it, and a --rate-scale below it is refused",
+    )
 
     @field_validator("uplinks")
     @classmethod
@@ -204,8 +227,10 @@ class FleetJobSettings(JobSettings):
     together with the others (``priority``, ``budget``; both optional: unset, the jobs are planned as equals)."""
 
     priority: int | None = Field(
-        None, description="higher first: its WAN (then its latency) is optimised before a lower-priority job's; jobs "
-        "without one count as 0 when any job has one")
+        None,
+        description="higher first: its WAN (then its latency) is optimised before a lower-priority job's; jobs "
+        "without one count as 0 when any job has one",
+    )
     budget: JobBudget | None = None
 
 
@@ -213,22 +238,29 @@ class FlinkCluster(Strict):
     rest_url: str = Field(pattern=r"^https?://[^\s/]+(:\d+)?/?$")
     home: str = "/opt/flink"
     version: str | None = Field(
-        None, description="pin: the exact Flink release the cluster runs (what the Ansible role installs, what apply "
-        "checks the JobManager against); default: what the JobManager reports (REST /config)")
+        None,
+        description="pin: the exact Flink release the cluster runs (what the Ansible role installs, what apply "
+        "checks the JobManager against); default: what the JobManager reports (REST /config)",
+    )
     jobmanager: str | None = Field(None, description="host running the JobManager (default: the first server)")
     placement_mode: Literal["custom", "vanilla"] = "custom"
     scheduler_dir: str | None = Field(
-        None, description="JobManager host: the scheduler extension's dir (one schedulercfg per job, taskmanagers.cfg);"
-        " default <home>/placement/scheduler, or the directory of an older inventory's schedulercfg_path")
+        None,
+        description="JobManager host: the scheduler extension's dir (one schedulercfg per job, taskmanagers.cfg);"
+        " default <home>/placement/scheduler, or the directory of an older inventory's schedulercfg_path",
+    )
     schedulercfg_path: str | None = Field(
-        None, description="obsolete (the patched-Flink era's single file): only its directory is used, as scheduler_dir")
+        None, description="obsolete (the patched-Flink era's single file): only its directory is used, as scheduler_dir"
+    )
     savepoint_dir: str = "file:///tmp/flink-savepoints"
     slot_sharing: bool = Field(True, description="subtasks of different vertices share a slot (Flink's default)")
     archive_url: str | None = Field(None, description="Flink distribution tarball for ansible")
     archive_sha512: str | None = None
     failure_detection: FailureDetection = Field(
-        default_factory=FailureDetection, description="heartbeats, slot requests, restarts and rejoining, with edge "
-        "defaults (placement.inventory.failure_detection): what every writer of a Flink config sets")
+        default_factory=FailureDetection,
+        description="heartbeats, slot requests, restarts and rejoining, with edge "
+        "defaults (placement.inventory.failure_detection): what every writer of a Flink config sets",
+    )
 
     @field_validator("version")
     @classmethod
@@ -291,8 +323,10 @@ class Policy(Strict):
     weights: Weights = Field(default_factory=Weights)
     lexicographic_tolerance: float = Field(1e-6, ge=0, le=0.5, description="relative slack kept on earlier stages")
     max_latency_ms: Millis | dict[str, Millis] | None = Field(
-        None, description="bound on every source→sink path's predicted latency (costmodel.latency), or per path: "
-        "{'<sink>': ms, '<source> -> <sink>': ms, '*': ms} (the most specific key wins); null: unbounded")
+        None,
+        description="bound on every source→sink path's predicted latency (costmodel.latency), or per path: "
+        "{'<sink>': ms, '<source> -> <sink>': ms, '*': ms} (the most specific key wins); null: unbounded",
+    )
 
     @field_validator("max_latency_ms")
     @classmethod
@@ -312,12 +346,15 @@ class Inventory(Strict):
     flink: FlinkCluster
     job: JobSettings = Field(default_factory=JobSettings)
     jobs: list[FleetJobSettings] = Field(
-        default_factory=list, description="several jobs on this cluster (issue 24), each by its name: what `placement "
+        default_factory=list,
+        description="several jobs on this cluster (issue 24), each by its name: what `placement "
         "apply --plan FLEET` resubmits for it (jar and entry_class default to job:'s); "
-        "a job named in job: needs no entry")
+        "a job named in job: needs no entry",
+    )
     pins: Pins = Field(default_factory=Pins)
     parallelism: dict[str, ParallelismBounds] = Field(
-        default_factory=dict, description="vertex name (or id) -> {min, max}: bounds for `placement plan --rescale`")
+        default_factory=dict, description="vertex name (or id) -> {min, max}: bounds for `placement plan --rescale`"
+    )
     policy: Policy = Field(default_factory=Policy)
 
     @model_validator(mode="after")
@@ -335,10 +372,12 @@ class Inventory(Strict):
     def _budget_hosts(self) -> Inventory:
         edges = {h.name for h in self.hosts if h.role == "edge"}
         for i, j in enumerate(self.jobs):
-            for host in (j.budget.uplinks if j.budget else {}):
+            for host in j.budget.uplinks if j.budget else {}:
                 if host != "*" and host not in edges:
-                    raise FieldError(f"jobs[{i}].budget.uplinks.{host}",
-                                     f"{host!r} is no edge host (an uplink is named by its edge host, or '*')")
+                    raise FieldError(
+                        f"jobs[{i}].budget.uplinks.{host}",
+                        f"{host!r} is no edge host (an uplink is named by its edge host, or '*')",
+                    )
         return self
 
     def fleet_job(self, name: str) -> FleetJobSettings | None:
@@ -350,7 +389,9 @@ class Inventory(Strict):
         where unset), or ``job:`` when that names it; None when neither does."""
         for j in self.jobs:
             if j.name == name:
-                return j.model_copy(update={"jar": j.jar or self.job.jar, "entry_class": j.entry_class or self.job.entry_class})
+                return j.model_copy(
+                    update={"jar": j.jar or self.job.jar, "entry_class": j.entry_class or self.job.entry_class}
+                )
         return self.job if self.job.name == name else None
 
     def for_job(self, name: str) -> Inventory:
@@ -371,9 +412,12 @@ class Inventory(Strict):
         for i, h in enumerate(self.hosts):
             if h.address in addresses:  # schedulercfg, the TaskManager table and tc filters tell hosts by address
                 first = self.hosts[addresses[h.address]]
-                raise FieldError(f"hosts[{i}].address", f"{h.address!r} is also host {first.name!r}'s address "
-                                 f"(hosts[{addresses[h.address]}]): each host needs its own, schedulercfg and tc "
-                                 "filters tell hosts by address")
+                raise FieldError(
+                    f"hosts[{i}].address",
+                    f"{h.address!r} is also host {first.name!r}'s address "
+                    f"(hosts[{addresses[h.address]}]): each host needs its own, schedulercfg and tc "
+                    "filters tell hosts by address",
+                )
             addresses[h.address] = i
         if not any(h.role == "server" for h in self.hosts):
             raise FieldError("hosts", "at least one host must have role 'server'")
@@ -387,7 +431,10 @@ class Inventory(Strict):
             if self.hosts[names[link.to]].role != "server":
                 raise FieldError(f"links[{i}].to", f"{link.to!r} is not a server; links go edge→server")
             if link.from_ in seen_uplink:
-                raise FieldError(f"links[{i}].from", f"edge host {link.from_!r} already has an uplink (links[{seen_uplink[link.from_]}])")
+                raise FieldError(
+                    f"links[{i}].from",
+                    f"edge host {link.from_!r} already has an uplink (links[{seen_uplink[link.from_]}])",
+                )
             seen_uplink[link.from_] = i
         for i, h in enumerate(self.hosts):
             if h.role == "edge" and h.name not in seen_uplink:
@@ -450,8 +497,13 @@ class Inventory(Strict):
         """sha256 of the validated inventory's canonical JSON: formatting and comments do not change it."""
         data = self.model_dump(mode="json", by_alias=True)
         for h in data.get("hosts", []):  # added by issue 23: an inventory without them hashes as before
-            drop_unset(h, "taskmanager_baseline_cores", "cpu_time_core_speed", "netty_cores_per_delivery",
-                       "data_reroutes_on_loss")  # and issue 43's
+            drop_unset(
+                h,
+                "taskmanager_baseline_cores",
+                "cpu_time_core_speed",
+                "netty_cores_per_delivery",
+                "data_reroutes_on_loss",
+            )  # and issue 43's
         drop_unset(data.get("policy", {}), "max_latency_ms")  # issue 25: an unbounded inventory hashes as before
         for link in data.get("links", []):  # and one whose links state no burst
             drop_unset(link, "burst")

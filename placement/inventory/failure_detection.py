@@ -55,18 +55,27 @@ class RestartSettings(Strict):
     """The restart strategy: how often and how soon a failed job (a lost Pi) is restarted."""
 
     strategy: Literal["exponential-delay", "fixed-delay"] = Field(
-        "exponential-delay", description="exponential-delay: initial_delay doubling (multiplier) to max_delay, attempts "
+        "exponential-delay",
+        description="exponential-delay: initial_delay doubling (multiplier) to max_delay, attempts "
         "before the backoff resets after reset_after without a failure | fixed-delay: initial_delay between attempts, "
-        "attempts over the job's life")
+        "attempts over the job's life",
+    )
     initial_delay: DurationMs = Field(1000.0, description="ms before the first restart ('1s' accepted)")
     max_delay: DurationMs = Field(10_000.0, description="exponential-delay: the longest delay between restarts")
     multiplier: float = Field(2.0, ge=1, le=100, description="exponential-delay: the delay's growth per restart")
-    jitter: float = Field(0.1, ge=0, le=1, description="exponential-delay: random share of the delay (jobs do not "
-                          "restart in lockstep)")
-    attempts: int = Field(10, ge=1, description="restarts before the job fails (exponential-delay: before the backoff "
-                          "resets; fixed-delay: in total)")
-    reset_after: DurationMs = Field(600_000.0, description="exponential-delay: running this long without a failure "
-                                    "resets the delay and the attempts")
+    jitter: float = Field(
+        0.1, ge=0, le=1, description="exponential-delay: random share of the delay (jobs do not restart in lockstep)"
+    )
+    attempts: int = Field(
+        10,
+        ge=1,
+        description="restarts before the job fails (exponential-delay: before the backoff "
+        "resets; fixed-delay: in total)",
+    )
+    reset_after: DurationMs = Field(
+        600_000.0,
+        description="exponential-delay: running this long without a failure resets the delay and the attempts",
+    )
 
     @field_validator("initial_delay", "max_delay", "reset_after")
     @classmethod
@@ -84,12 +93,18 @@ class RejoinSettings(Strict):
     """How a TaskManager cut off from the JobManager (a partitioned uplink) gets back in without a restart."""
 
     registration_timeout: DurationMs = Field(
-        7 * 86_400_000.0, description="a TaskManager without a ResourceManager this long shuts down "
-        "(taskmanager.registration.timeout; Flink's 5 min would end a Pi whose uplink is down longer)")
-    retry_max: DurationMs = Field(5_000.0, description="the longest wait for one registration attempt "
-                                  "(cluster.registration.max-timeout): how late after the link returns it tries again")
-    error_delay: DurationMs = Field(1_000.0, description="the pause after a failed registration attempt "
-                                    "(cluster.registration.error-delay)")
+        7 * 86_400_000.0,
+        description="a TaskManager without a ResourceManager this long shuts down "
+        "(taskmanager.registration.timeout; Flink's 5 min would end a Pi whose uplink is down longer)",
+    )
+    retry_max: DurationMs = Field(
+        5_000.0,
+        description="the longest wait for one registration attempt "
+        "(cluster.registration.max-timeout): how late after the link returns it tries again",
+    )
+    error_delay: DurationMs = Field(
+        1_000.0, description="the pause after a failed registration attempt (cluster.registration.error-delay)"
+    )
 
     @field_validator("registration_timeout", "retry_max", "error_delay")
     @classmethod
@@ -109,14 +124,20 @@ class FailureDetection(Strict):
 
     heartbeat_interval: DurationMs = Field(2_000.0, description="between heartbeat RPCs (heartbeat.interval)")
     heartbeat_timeout: DurationMs = Field(
-        10_000.0, description="a TaskManager silent this long is lost (heartbeat.timeout): what a powered-off Pi or a "
-        "lost uplink costs to notice; an uplink that stalls longer reads as a lost Pi")
+        10_000.0,
+        description="a TaskManager silent this long is lost (heartbeat.timeout): what a powered-off Pi or a "
+        "lost uplink costs to notice; an uplink that stalls longer reads as a lost Pi",
+    )
     rpc_failure_threshold: int = Field(
-        2, description="consecutive failed heartbeat RPCs that mark a TaskManager lost before the timeout (a dead "
-        "process: its port refuses), heartbeat.rpc-failure-threshold; -1 turns it off")
+        2,
+        description="consecutive failed heartbeat RPCs that mark a TaskManager lost before the timeout (a dead "
+        "process: its port refuses), heartbeat.rpc-failure-threshold; -1 turns it off",
+    )
     slot_request_timeout: DurationMs | None = Field(
-        None, description="a slot request that no TaskManager serves fails after this (slot.request.timeout), and "
-        "the job restarts; at least heartbeat_timeout (default: 15 s, or heartbeat_timeout + 5 s where that is longer)")
+        None,
+        description="a slot request that no TaskManager serves fails after this (slot.request.timeout), and "
+        "the job restarts; at least heartbeat_timeout (default: 15 s, or heartbeat_timeout + 5 s where that is longer)",
+    )
     restart: RestartSettings = Field(default_factory=RestartSettings)
     rejoin: RejoinSettings = Field(default_factory=RejoinSettings)
 
@@ -135,15 +156,27 @@ class FailureDetection(Strict):
     @model_validator(mode="after")
     def _consistent(self) -> FailureDetection:
         if self.heartbeat_timeout <= self.heartbeat_interval:
-            raise FieldError("heartbeat_timeout", f"{self.heartbeat_timeout:g} ms must be above heartbeat_interval "
-                             f"{self.heartbeat_interval:g} ms (a timeout within one interval loses every TaskManager)")
-        if self.rpc_failure_threshold > 0 and self.rpc_failure_threshold * self.heartbeat_interval >= self.heartbeat_timeout:
-            raise FieldError("rpc_failure_threshold", f"{self.rpc_failure_threshold} failed RPCs × heartbeat_interval "
-                             f"{self.heartbeat_interval:g} ms is not below heartbeat_timeout {self.heartbeat_timeout:g} ms: "
-                             "the timeout always fires first (lower it, or -1 for off)")
+            raise FieldError(
+                "heartbeat_timeout",
+                f"{self.heartbeat_timeout:g} ms must be above heartbeat_interval "
+                f"{self.heartbeat_interval:g} ms (a timeout within one interval loses every TaskManager)",
+            )
+        if (
+            self.rpc_failure_threshold > 0
+            and self.rpc_failure_threshold * self.heartbeat_interval >= self.heartbeat_timeout
+        ):
+            raise FieldError(
+                "rpc_failure_threshold",
+                f"{self.rpc_failure_threshold} failed RPCs × heartbeat_interval "
+                f"{self.heartbeat_interval:g} ms is not below heartbeat_timeout {self.heartbeat_timeout:g} ms: "
+                "the timeout always fires first (lower it, or -1 for off)",
+            )
         if self.slot_request_timeout is not None and self.slot_request_timeout < self.heartbeat_timeout:
-            raise FieldError("slot_request_timeout", f"{self.slot_request_timeout:g} ms is below heartbeat_timeout "
-                             f"{self.heartbeat_timeout:g} ms: slot requests would fail while a loss is still undecided")
+            raise FieldError(
+                "slot_request_timeout",
+                f"{self.slot_request_timeout:g} ms is below heartbeat_timeout "
+                f"{self.heartbeat_timeout:g} ms: slot requests would fail while a loss is still undecided",
+            )
         return self
 
     @property
@@ -201,7 +234,11 @@ def flink_config(fd: FailureDetection) -> dict[str, object]:
 
 # The keys any setting of the block may write (both strategies'): what a writer replaces, so that switching
 # strategy leaves no stale key of the other behind where it edits a file.
-ALL_KEYS = tuple(dict.fromkeys([
-    *flink_config(FailureDetection()),
-    *flink_config(FailureDetection(restart=RestartSettings(strategy="fixed-delay"))),
-]))
+ALL_KEYS = tuple(
+    dict.fromkeys(
+        [
+            *flink_config(FailureDetection()),
+            *flink_config(FailureDetection(restart=RestartSettings(strategy="fixed-delay"))),
+        ]
+    )
+)

@@ -89,8 +89,10 @@ def _template(doc: dict, name: str, sources: dict[str, int] | None) -> tuple[dic
     if name in hosts:
         return hosts[name], None
     if name not in HOST_MODELS:
-        raise BadInput(f"{name!r} is neither a host of the inventory nor a host model ({', '.join(sorted(HOST_MODELS))})",
-                       field="--add-host")
+        raise BadInput(
+            f"{name!r} is neither a host of the inventory nor a host model ({', '.join(sorted(HOST_MODELS))})",
+            field="--add-host",
+        )
     births = _births(doc, sources)
     edges = [h for h in doc["hosts"] if h["role"] == "edge"]
     same = [h for h in edges if h.get("model") == name] or edges
@@ -144,17 +146,22 @@ def _add(doc: dict, add: AddHosts, sources: dict[str, int] | None) -> list[str]:
             listed = [pinned] if isinstance(pinned, str) else list(pinned)
             if template["name"] in listed:
                 doc["pins"][section][vertex] = listed + names
-    notes = [f"what-if: {add.count} more host{'s' if add.count > 1 else ''} like {template['name']}"
-             + (f" (model {model})" if model else "") + f": {', '.join(names[:5])}{' …' if len(names) > 5 else ''}"]
+    notes = [
+        f"what-if: {add.count} more host{'s' if add.count > 1 else ''} like {template['name']}"
+        + (f" (model {model})" if model else "")
+        + f": {', '.join(names[:5])}{' …' if len(names) > 5 else ''}"
+    ]
     if template["role"] == "edge":
         before = _births(doc, sources).get(template["name"], 0)
         _deal_births(doc, template["name"], names, sources)
         births = _births(doc, sources)
         idle = [n for n in names if not births.get(n)]
         if idle:
-            notes.append(f"what-if: {len(idle)} added Pi{'s' if len(idle) > 1 else ''} ({', '.join(idle[:3])}"
-                         f"{' …' if len(idle) > 3 else ''}) {'take' if len(idle) > 1 else 'takes'} over no data "
-                         f"({template['name']} had {before} born subtask{'s' if before != 1 else ''}): nothing can run there")
+            notes.append(
+                f"what-if: {len(idle)} added Pi{'s' if len(idle) > 1 else ''} ({', '.join(idle[:3])}"
+                f"{' …' if len(idle) > 3 else ''}) {'take' if len(idle) > 1 else 'takes'} over no data "
+                f"({template['name']} had {before} born subtask{'s' if before != 1 else ''}): nothing can run there"
+            )
     return notes
 
 
@@ -162,20 +169,25 @@ def _link(doc: dict, edit: LinkEdit) -> str:
     links = [link for link in doc["links"] if link["from"] == edit.host]
     if not links:
         edges = [h["name"] for h in doc["hosts"] if h["role"] == "edge"]
-        raise BadInput(f"{edit.host!r} is not an edge host with an uplink (edge hosts: {', '.join(edges[:8])}"
-                       f"{' …' if len(edges) > 8 else ''})", field="--link")
+        raise BadInput(
+            f"{edit.host!r} is not an edge host with an uplink (edge hosts: {', '.join(edges[:8])}"
+            f"{' …' if len(edges) > 8 else ''})",
+            field="--link",
+        )
     link = links[0]
     old = f"{link['bandwidth']:g} Mbit/s"
     link["bandwidth"] = edit.bandwidth_mbit
     link.pop("profile", None)  # a named WAN profile would override the figures set here
     if edit.delay_ms is not None:
         link["delay"] = edit.delay_ms
-    return (f"what-if: link {edit.host}→{link['to']} at {edit.bandwidth_mbit:g} Mbit/s (was {old})"
-            + (f", {edit.delay_ms:g} ms" if edit.delay_ms is not None else ""))
+    return f"what-if: link {edit.host}→{link['to']} at {edit.bandwidth_mbit:g} Mbit/s (was {old})" + (
+        f", {edit.delay_ms:g} ms" if edit.delay_ms is not None else ""
+    )
 
 
-def apply_whatif(inv: Inventory, adds: Sequence[AddHosts] = (), links: Sequence[LinkEdit] = (),
-                 sources: dict[str, int] | None = None) -> tuple[Inventory, list[str]]:
+def apply_whatif(
+    inv: Inventory, adds: Sequence[AddHosts] = (), links: Sequence[LinkEdit] = (), sources: dict[str, int] | None = None
+) -> tuple[Inventory, list[str]]:
     """The inventory with the edits applied (validated again), and one note per edit. ``sources``: the planned
     job's source vertices (name or id -> parallelism), whose births are the ones dealt to added Pis."""
     if not adds and not links:

@@ -20,12 +20,24 @@ from placement.writers.planjson import PlanDocument
 METER_SETTLE_S = 60.0
 
 
-def submit(rest: FlinkRest, jar: str | Path, entry_class: str, args: Sequence[str], *, savepoint: str | None = None,
-           timeout: float = 240.0) -> str:
+def submit(
+    rest: FlinkRest,
+    jar: str | Path,
+    entry_class: str,
+    args: Sequence[str],
+    *,
+    savepoint: str | None = None,
+    timeout: float = 240.0,
+) -> str:
     """Upload the jar, run it, wait until every subtask is RUNNING; returns the job id."""
     jar_id = rest.upload_jar(jar)
-    job_id = rest.run_jar(jar_id, entry_class=entry_class, program_args=list(args), savepoint_path=savepoint,
-                          allow_non_restored_state=savepoint is not None)
+    job_id = rest.run_jar(
+        jar_id,
+        entry_class=entry_class,
+        program_args=list(args),
+        savepoint_path=savepoint,
+        allow_non_restored_state=savepoint is not None,
+    )
     try:
         rest.wait_until_running(job_id, timeout=timeout)
     except BaseException:
@@ -39,8 +51,15 @@ def mapping_args(mapping: Mapping[str, Sequence[str]]) -> list[str]:
     return ["--placement", json.dumps({k: list(v) for k, v in mapping.items()}, separators=(",", ":"))]
 
 
-def move(rest: FlinkRest, job_id: str, jar: str | Path, entry_class: str, args: Sequence[str],
-         mapping: Mapping[str, Sequence[str]], savepoint_dir: str) -> str:
+def move(
+    rest: FlinkRest,
+    job_id: str,
+    jar: str | Path,
+    entry_class: str,
+    args: Sequence[str],
+    mapping: Mapping[str, Sequence[str]],
+    savepoint_dir: str,
+) -> str:
     """Stop ``job_id`` with a savepoint and resubmit the job from it with ``mapping`` as its ``--placement``."""
     savepoint = rest.stop_with_savepoint(job_id, savepoint_dir, timeout=180)
     return submit(rest, jar, entry_class, [*args, *mapping_args(mapping)], savepoint=savepoint)

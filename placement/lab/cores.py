@@ -25,8 +25,9 @@ COMM_LEN = 15  # the kernel keeps the first 15 bytes of a thread's name
 
 def is_task_thread(comm: str, task_names: Iterable[str]) -> bool:
     """Whether a thread named ``comm`` (truncated to 15 bytes) runs a subtask of one of ``task_names``."""
-    return any(comm.startswith(f"{name} (") or (len(comm) == COMM_LEN and f"{name} (".startswith(comm))
-               for name in task_names)
+    return any(
+        comm.startswith(f"{name} (") or (len(comm) == COMM_LEN and f"{name} (".startswith(comm)) for name in task_names
+    )
 
 
 def task_threads(pid: int, task_names: Iterable[str]) -> list[int]:
@@ -65,14 +66,20 @@ def drop_ended(cgroup: Path) -> None:
                 child.rmdir()
 
 
-def cap_task_threads(cgroup: Path, task_names: Iterable[str], core_speed: float,
-                     period_us: int = CFS_PERIOD_US, pids: Iterable[int] | None = None) -> list[int]:
+def cap_task_threads(
+    cgroup: Path,
+    task_names: Iterable[str],
+    core_speed: float,
+    period_us: int = CFS_PERIOD_US,
+    pids: Iterable[int] | None = None,
+) -> list[int]:
     """Give every task thread of the TaskManager in ``cgroup`` (its JVMs, or ``pids``) a quota of ``core_speed``
     cores of this machine; returns the thread ids capped."""
     quota = round(period_us * core_speed)
     if quota < MIN_QUOTA_US:
-        raise ValueError(f"a core of {core_speed:g} is under the kernel's minimum quota ({MIN_QUOTA_US} us per "
-                         f"{period_us} us)")
+        raise ValueError(
+            f"a core of {core_speed:g} is under the kernel's minimum quota ({MIN_QUOTA_US} us per {period_us} us)"
+        )
     drop_ended(cgroup)
     capped = []
     names = list(task_names)

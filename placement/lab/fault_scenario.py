@@ -187,21 +187,36 @@ def place(state: dict, work: Path, *, jobs: tuple[str, ...] = (JOB_NAME,), conti
     for name in jobs:
         chain.submit(rest, state["jar"], LEDGER_JOB, job_args(name, work))
     for name in jobs:
+
         def started(n: str = name) -> bool:
             return (j := running_job(rest, n)) is not None and rest.job(j).all_running
 
         _wait(f"{name} running", started, 120)
     time.sleep(METER_S)
-    collectors = [Collector(CollectOptions(rest_url=state["rest_url"], out_dir=work / f"metrics-{name}", job_name=name,
-                                           duration_s=12, interval_s=2)) for name in jobs]
+    collectors = [
+        Collector(
+            CollectOptions(
+                rest_url=state["rest_url"], out_dir=work / f"metrics-{name}", job_name=name, duration_s=12, interval_s=2
+            )
+        )
+        for name in jobs
+    ]
     with ThreadPoolExecutor(len(jobs)) as pool:  # the jobs' windows side by side: one window's wait, not one each
         list(pool.map(lambda c: c.run(), collectors))
-    profiles = [write_profile(build_profile(work / f"metrics-{name}", engine="pandas", warmup_s=0), work / f"{name}.json")
-                for name in jobs]
+    profiles = [
+        write_profile(build_profile(work / f"metrics-{name}", engine="pandas", warmup_s=0), work / f"{name}.json")
+        for name in jobs
+    ]
     inventory = fault_inventory(state["lab_inventory"], work / "fault-inventory.yaml", state["jar"], jobs, work)
     plan_dir = work / "plan"
-    planned = plan(PlanRequest(inventory=str(inventory), profiles=tuple(str(p) for p in profiles),
-                               out_dir=str(plan_dir), contingency="required" if contingency else "off"))
+    planned = plan(
+        PlanRequest(
+            inventory=str(inventory),
+            profiles=tuple(str(p) for p in profiles),
+            out_dir=str(plan_dir),
+            contingency="required" if contingency else "off",
+        )
+    )
     if planned.result.status == "infeasible" or planned.result.assignment is None:
         raise PlacementError(f"placement plan: no placement fits: {planned.result.reason}")
     write_outcome(planned, plan_dir)
@@ -214,8 +229,9 @@ def place(state: dict, work: Path, *, jobs: tuple[str, ...] = (JOB_NAME,), conti
 
 
 def running_job(rest: FlinkRest, name: str = JOB_NAME) -> str | None:
-    return next((j.id for j in rest.jobs() if j.name == name and j.state not in ("FAILED", "CANCELED", "FINISHED")),
-                None)
+    return next(
+        (j.id for j in rest.jobs() if j.name == name and j.state not in ("FAILED", "CANCELED", "FINISHED")), None
+    )
 
 
 def expected_placement(plan: PlanDocument, lost: str | None) -> dict[str, list[str]]:
@@ -245,8 +261,9 @@ def _wait(what: str, predicate: Callable[[], bool], timeout: float, interval: fl
     raise PlacementError(f"{what}: not within {timeout:.0f} s")
 
 
-def recover(state: dict, kind: str, host: str, lanes: dict[str, list[int]], ledgers: Path, *,
-            timeout: float = 180.0) -> FaultRun:
+def recover(
+    state: dict, kind: str, host: str, lanes: dict[str, list[int]], ledgers: Path, *, timeout: float = 180.0
+) -> FaultRun:
     """Make the fault and wait for the recovery: each job of ``lanes`` restarted, its ledger (a new attempt, opened
     after the fault) taking readings of each of its lanes again. ``recovery_s``: from the fault to the last job's
     first reading of its last lane, read from the ledger files (None when not within ``timeout``); the job states are
@@ -307,10 +324,39 @@ class Watching:
         names = [a for name in placed.plans for a in ("--job-name", name)]
         self.out = open(work / "watch.out", "wb")  # noqa: SIM115 (closed in stop)
         self.proc = subprocess.Popen(
-            [PLACEMENT, "watch", "--inventory", str(placed.inventory), *names, "--apply", "auto", "--plan",
-             str(placed.plan_dir), "--interval", "5", "--window", "12", "--flush", "4", "--warmup", "20", "--cooldown",
-             str(self.COOLDOWN_S), "--engine", "pandas", "--work-dir", str(work / "watch"), "--log", str(self.log),
-             "--duration", "900"], stdout=self.out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            [
+                PLACEMENT,
+                "watch",
+                "--inventory",
+                str(placed.inventory),
+                *names,
+                "--apply",
+                "auto",
+                "--plan",
+                str(placed.plan_dir),
+                "--interval",
+                "5",
+                "--window",
+                "12",
+                "--flush",
+                "4",
+                "--warmup",
+                "20",
+                "--cooldown",
+                str(self.COOLDOWN_S),
+                "--engine",
+                "pandas",
+                "--work-dir",
+                str(work / "watch"),
+                "--log",
+                str(self.log),
+                "--duration",
+                "900",
+            ],
+            stdout=self.out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
 
     def records(self) -> list[dict]:
         from placement.watch.record import read_log
@@ -319,12 +365,18 @@ class Watching:
 
     def wait_steady(self, timeout: float = 180) -> None:
         """Until the watch has decided on a warm window of the placed job."""
-        _wait("the watch's first steady decision", lambda: any((r.get("decision") or {}).get("action") == "steady"
-                                                                for r in self.records()), timeout, interval=2)
+        _wait(
+            "the watch's first steady decision",
+            lambda: any((r.get("decision") or {}).get("action") == "steady" for r in self.records()),
+            timeout,
+            interval=2,
+        )
 
     def restored(self) -> bool:
-        return any((r.get("decision") or {}).get("kind") == "restore" and (r.get("apply") or {}).get("status")
-                   == "applied" for r in self.records())
+        return any(
+            (r.get("decision") or {}).get("kind") == "restore" and (r.get("apply") or {}).get("status") == "applied"
+            for r in self.records()
+        )
 
     def stop(self) -> None:
         self.proc.send_signal(signal.SIGINT)
@@ -358,22 +410,34 @@ def _profiled_rate(placed: Placed, lanes: dict[str, list[int]]) -> float:
     return total
 
 
-def run_fault(state: dict, placed: Placed, kind: str, host: str, *, timeout: float = 180.0,
-              wan_window_s: float = 10.0, watch: Watching | None = None) -> FaultRun:
+def run_fault(
+    state: dict,
+    placed: Placed,
+    kind: str,
+    host: str,
+    *,
+    timeout: float = 180.0,
+    wan_window_s: float = 10.0,
+    watch: Watching | None = None,
+) -> FaultRun:
     """One fault of ``kind`` (``power`` or ``uplink``) on ``host``, the recovery of every job placed, the way back:
     ``placement apply`` of the plan, or (``watch``) the watch's own restore."""
     rest = FlinkRest(state["rest_url"], timeout=5)
     first = next(iter(placed.plans.values()))
     surviving = sorted({a.host for a in first.assignment if a.host != host} - {"server"})
-    lanes = {name: [a.subtask for a in plan.assignment if a.vertex == SOURCE and a.host in surviving]
-             for name, plan in placed.plans.items()}
+    lanes = {
+        name: [a.subtask for a in plan.assignment if a.vertex == SOURCE and a.host in surviving]
+        for name, plan in placed.plans.items()
+    }
     run = recover(state, kind, host, lanes, placed.ledgers, timeout=timeout)
     try:
         if run.recovery_s is None:
             return run
         time.sleep(2)
-        run.placed_as_contingency = all(rest.placement(running_job(rest, name) or "") == expected_placement(plan, host)
-                                        for name, plan in placed.plans.items())
+        run.placed_as_contingency = all(
+            rest.placement(running_job(rest, name) or "") == expected_placement(plan, host)
+            for name, plan in placed.plans.items()
+        )
         counts_before = _lane_counts(placed, lanes)
         started = time.monotonic()
         links, _cpu = measure_window(state, wan_window_s)
@@ -394,10 +458,13 @@ def run_fault(state: dict, placed: Placed, kind: str, host: str, *, timeout: flo
     else:
         applied = _wait("the watch's restore", watch.restored, 240, interval=2) is not None
     run.back_s = round(time.monotonic() - back_at, 1)
-    run.restored = applied and all(rest.placement(running_job(rest, name) or "") == expected_placement(plan, None)
-                                   for name, plan in placed.plans.items())
+    run.restored = applied and all(
+        rest.placement(running_job(rest, name) or "") == expected_placement(plan, None)
+        for name, plan in placed.plans.items()
+    )
     restored_ms = int(time.time() * 1000)
     for name, mine in lanes.items():
+
         def flowing(n: str = name, m: list[int] = mine) -> bool:
             return flowing_since(ledger_file(placed.ledgers, n), restored_ms - 60_000, m) is not None
 

@@ -24,7 +24,9 @@ def host_entry(state: dict, host: str) -> dict:
     """The lab state's entry for edge host ``host``."""
     entry = next((h for h in state["hosts"] if h["name"] == host), None)
     if entry is None or not entry.get("namespace"):
-        raise PlacementError(f"{host!r} is not an edge host of the lab ({', '.join(h['name'] for h in state['hosts'])})")
+        raise PlacementError(
+            f"{host!r} is not an edge host of the lab ({', '.join(h['name'] for h in state['hosts'])})"
+        )
     return entry
 
 

@@ -154,8 +154,9 @@ def common_config(spec: ClusterSpec, rest_port: int, rpc_port: int) -> dict[str,
     }
 
 
-def jobmanager_config(spec: ClusterSpec, rest_port: int, rpc_port: int,
-                      version: FlinkVersion | None = None) -> dict[str, object]:
+def jobmanager_config(
+    spec: ClusterSpec, rest_port: int, rpc_port: int, version: FlinkVersion | None = None
+) -> dict[str, object]:
     """``version``: the release the JobManager runs (None: the newest behaviour)."""
     bind = spec.jobmanager_address if version is None else jobmanager_bind_host(version, spec.jobmanager_address)
     return {
@@ -204,8 +205,10 @@ def memory_sizing_key(conf: Mapping[str, object]) -> str:
     """What BashJavaUtils' answer depends on: memory options, slots, CPU cores and the external resources (its
     dynamic properties carry the TM's whole resource spec, extended resources included)."""
     keys = sorted(
-        k for k in conf
-        if k.startswith(("taskmanager.memory.", "external-resource")) or k in ("taskmanager.numberOfTaskSlots", "taskmanager.cpu.cores")
+        k
+        for k in conf
+        if k.startswith(("taskmanager.memory.", "external-resource"))
+        or k in ("taskmanager.numberOfTaskSlots", "taskmanager.cpu.cores")
     )
     return json.dumps({k: conf[k] for k in keys}, sort_keys=True, default=str)
 
@@ -223,10 +226,19 @@ def jvm_base_flags(log_file: Path, conf_dir: Path) -> list[str]:
 # (the scheduler extension) must win over flink-dist's copy, and "lib/*" leaves that order to the file system.
 
 
-def jobmanager_argv(home: FlinkHome, conf_dir: Path, log_file: Path, jvm_mem: Sequence[str], dyn: Sequence[str]) -> list[str]:
+def jobmanager_argv(
+    home: FlinkHome, conf_dir: Path, log_file: Path, jvm_mem: Sequence[str], dyn: Sequence[str]
+) -> list[str]:
     return [
-        "java", *jvm_base_flags(log_file, conf_dir), *jvm_mem, "-cp", launcher_classpath(home), JOBMANAGER_MAIN,
-        "-c", str(conf_dir), *dyn,
+        "java",
+        *jvm_base_flags(log_file, conf_dir),
+        *jvm_mem,
+        "-cp",
+        launcher_classpath(home),
+        JOBMANAGER_MAIN,
+        "-c",
+        str(conf_dir),
+        *dyn,
     ]
 
 
@@ -234,20 +246,34 @@ def taskmanager_argv(
     home: FlinkHome, tm: TaskManagerSpec, conf_dir: Path, log_file: Path, jvm_mem: Sequence[str], dyn: Sequence[str]
 ) -> list[str]:
     return [
-        *tm.wrapper, "java", *jvm_base_flags(log_file, conf_dir), *jvm_mem, "-cp", launcher_classpath(home), TASKMANAGER_MAIN,
-        "-c", str(conf_dir), *dyn,
+        *tm.wrapper,
+        "java",
+        *jvm_base_flags(log_file, conf_dir),
+        *jvm_mem,
+        "-cp",
+        launcher_classpath(home),
+        TASKMANAGER_MAIN,
+        "-c",
+        str(conf_dir),
+        *dyn,
     ]
 
 
 def bash_java_utils_argv(home: FlinkHome, command: str, conf_dir: Path) -> list[str]:
     return [
-        "java", "-cp", f"{home.bash_java_utils}:{launcher_classpath(home)}", BASH_JAVA_UTILS_MAIN, command, "-c", str(conf_dir),
+        "java",
+        "-cp",
+        f"{home.bash_java_utils}:{launcher_classpath(home)}",
+        BASH_JAVA_UTILS_MAIN,
+        command,
+        "-c",
+        str(conf_dir),
     ]
 
 
 def parse_bash_java_utils(stdout: str) -> tuple[list[str], list[str]]:
     """The JVM flags and ``-D`` dynamic properties BashJavaUtils printed (last two result lines)."""
-    results = [line[len(_BJU_PREFIX):] for line in stdout.splitlines() if line.startswith(_BJU_PREFIX)]
+    results = [line[len(_BJU_PREFIX) :] for line in stdout.splitlines() if line.startswith(_BJU_PREFIX)]
     if len(results) < 2:
         raise PlacementError(f"BashJavaUtils printed no memory settings: {stdout.strip()[-300:]!r}")
     jvm, dyn = results[-2].split(), results[-1].split()
@@ -312,7 +338,9 @@ class RunningCluster:
         """Record pids and the REST URL so another process (``placement lab down``) can stop this cluster."""
         state = {
             "rest_url": self.rest_url,
-            "processes": [{"name": p.name, "pid": p.pid, "log_file": str(p.log_file), "argv": p.argv} for p in self.processes],
+            "processes": [
+                {"name": p.name, "pid": p.pid, "log_file": str(p.log_file), "argv": p.argv} for p in self.processes
+            ],
         }
         self.state_file.write_text(json.dumps(state, indent=2))
         return self.state_file
@@ -338,7 +366,9 @@ def stop_from_state(work_dir: Path, timeout: float = 20.0) -> bool:
     if not state_file.is_file():
         return False
     state = json.loads(state_file.read_text())
-    procs = [FlinkProcess(p["name"], p["pid"], Path(p["log_file"]), Path(p["log_file"]), []) for p in state["processes"]]
+    procs = [
+        FlinkProcess(p["name"], p["pid"], Path(p["log_file"]), Path(p["log_file"]), []) for p in state["processes"]
+    ]
     stop_processes(procs, timeout)
     state_file.unlink(missing_ok=True)
     return True
@@ -356,7 +386,9 @@ def relaunch_from_state(work_dir: Path, name: str, *, timeout: float = 20.0) -> 
     entry = next((p for p in state["processes"] if p["name"] == name), None)
     if entry is None or not entry.get("argv"):
         raise PlacementError(f"{state_file}: no process {name!r} with a recorded command line")
-    old = FlinkProcess(name, int(entry["pid"]), Path(entry["log_file"]), Path(entry["log_file"]).with_suffix(".out"), entry["argv"])
+    old = FlinkProcess(
+        name, int(entry["pid"]), Path(entry["log_file"]), Path(entry["log_file"]).with_suffix(".out"), entry["argv"]
+    )
     stop_processes([old], timeout)
     new = _launch(name, list(entry["argv"]), Path(entry["log_file"]), die_with_parent=False)
     entry["pid"] = new.pid
@@ -383,7 +415,9 @@ MEMORY_FLAGS_CACHE = "flink-memory-flags"  # under placement.resources.cache_dir
 
 def jobmanager_sizing_key(conf: Mapping[str, object]) -> str:
     """What GET_JM_RESOURCE_PARAMS' answer depends on: the JobManager's memory options."""
-    return json.dumps({k: conf[k] for k in sorted(conf) if k.startswith("jobmanager.memory.")}, sort_keys=True, default=str)
+    return json.dumps(
+        {k: conf[k] for k in sorted(conf) if k.startswith("jobmanager.memory.")}, sort_keys=True, default=str
+    )
 
 
 def _memory_flags_file(jars: Sequence[Path], command: str, sizing: str) -> Path:
@@ -415,10 +449,14 @@ def _memory_flags_cached(home: FlinkHome, command: str, conf_dir: Path, sizing: 
 
 
 def _memory_flags(home: FlinkHome, command: str, conf_dir: Path) -> tuple[list[str], list[str]]:
-    proc = subprocess.run(bash_java_utils_argv(home, command, conf_dir), capture_output=True, text=True, timeout=120, check=False)
+    proc = subprocess.run(
+        bash_java_utils_argv(home, command, conf_dir), capture_output=True, text=True, timeout=120, check=False
+    )
     if proc.returncode != 0:
         last = (proc.stdout + proc.stderr).strip().splitlines()
-        raise PlacementError(f"{conf_dir / 'config.yaml'}: Flink rejected the memory settings: {last[-1] if last else proc.returncode}")
+        raise PlacementError(
+            f"{conf_dir / 'config.yaml'}: Flink rejected the memory settings: {last[-1] if last else proc.returncode}"
+        )
     return parse_bash_java_utils(proc.stdout)
 
 
@@ -429,7 +467,9 @@ def _launch(name: str, argv: list[str], log_file: Path, die_with_parent: bool) -
         argv = ["setpriv", "--pdeathsig", "KILL", "--", *argv]
     with open(stdout_file, "ab") as out:
         try:
-            popen = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+            popen = subprocess.Popen(
+                argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+            )
         except FileNotFoundError as exc:
             raise PlacementError(f"cannot start {name}: {exc.filename} not found") from None
     return FlinkProcess(name=name, pid=popen.pid, log_file=log_file, stdout_file=stdout_file, argv=argv, popen=popen)
@@ -465,8 +505,9 @@ class PortTaken(PlacementError):
 PORT_ATTEMPTS = 3
 
 
-def _start(spec: ClusterSpec, home: FlinkHome, rest_port: int, rpc_port: int, *, timeout: float,
-           die_with_parent: bool) -> RunningCluster:
+def _start(
+    spec: ClusterSpec, home: FlinkHome, rest_port: int, rpc_port: int, *, timeout: float, die_with_parent: bool
+) -> RunningCluster:
     from placement.flink.rest import (
         FlinkRest,  # the REST client is also used without a lab
     )
@@ -480,8 +521,12 @@ def _start(spec: ClusterSpec, home: FlinkHome, rest_port: int, rpc_port: int, *,
         jvm, dyn = _memory_flags_cached(home, "GET_JM_RESOURCE_PARAMS", jm_conf_dir, jobmanager_sizing_key(jm_conf))
         jm_log = spec.work_dir / "jobmanager" / "jobmanager.log"
         jm_log.parent.mkdir(parents=True, exist_ok=True)
-        jobmanager = _launch("jobmanager", jobmanager_argv(home, jm_conf_dir, jm_log, [*jvm, *spec.jvm_flags], dyn), jm_log,
-                             die_with_parent)
+        jobmanager = _launch(
+            "jobmanager",
+            jobmanager_argv(home, jm_conf_dir, jm_log, [*jvm, *spec.jvm_flags], dyn),
+            jm_log,
+            die_with_parent,
+        )
         started.append(jobmanager)
 
         taskmanagers: dict[str, FlinkProcess] = {}
@@ -498,7 +543,9 @@ def _start(spec: ClusterSpec, home: FlinkHome, rest_port: int, rpc_port: int, *,
             started.append(proc)
             taskmanagers[tm.resource_id] = proc
 
-        cluster = RunningCluster(spec, home, f"http://{spec.rest_address}:{rest_port}", rest_port, rpc_port, jobmanager, taskmanagers)
+        cluster = RunningCluster(
+            spec, home, f"http://{spec.rest_address}:{rest_port}", rest_port, rpc_port, jobmanager, taskmanagers
+        )
         _wait_until_ready(cluster, FlinkRest(cluster.rest_url, timeout=5), timeout)
         cluster.save_state()
         return cluster
@@ -528,8 +575,10 @@ def _wait_until_ready(cluster: RunningCluster, rest: object, timeout: float) -> 
     if ready:
         return
     missing = ", ".join(sorted(wanted - registered)) or "REST endpoint"
-    raise PlacementError(f"Flink cluster at {cluster.rest_url} not ready after {timeout:.0f}s: waiting for {missing} (logs in "
-                         f"{cluster.spec.work_dir})")
+    raise PlacementError(
+        f"Flink cluster at {cluster.rest_url} not ready after {timeout:.0f}s: waiting for {missing} (logs in "
+        f"{cluster.spec.work_dir})"
+    )
 
 
 def _bind_failed(p: FlinkProcess) -> bool:

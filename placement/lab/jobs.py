@@ -33,7 +33,12 @@ BRANCHING_JOB = "placement.lab.BranchingJob"
 IOT_VERTICES = ("Source: Sensors", "Parse", "Filter", "Enrich", "Window Aggregate", "Sink: Readings")
 NEXMARK_VERTICES = ("Source: Bids", "Parse Bids", "Currency Convert", "Filter Auctions", "Hot Items", "Sink: HotItems")
 BRANCHING_VERTICES = (
-    "Source: Cameras", "Detect Objects", "Source: Meters", "Parse Meters", "Join Frames Meters", "Sink: Alerts",
+    "Source: Cameras",
+    "Detect Objects",
+    "Source: Meters",
+    "Parse Meters",
+    "Join Frames Meters",
+    "Sink: Alerts",
 )
 # With `--sink v2` the sink vertex is "<name>: Writer" instead of "Sink: <name>" (Flink 2.3's Sink v2 naming).
 
@@ -71,8 +76,12 @@ def build_jobs_jar(
     home = home or find_flink_home()
     version = supported_version(home.version, str(home.path))
     built = build_jar(
-        src_dirs=source_dirs(version, src_dir), classpath=home.classpath, cache_dir=Path(cache_dir or DEFAULT_CACHE),
-        name="placement-lab-jobs", what="the lab jobs", digest=jobs_digest(str(home.version), src_dir),
+        src_dirs=source_dirs(version, src_dir),
+        classpath=home.classpath,
+        cache_dir=Path(cache_dir or DEFAULT_CACHE),
+        name="placement-lab-jobs",
+        what="the lab jobs",
+        digest=jobs_digest(str(home.version), src_dir),
         manifest={"Main-Class": main_class},
     )
     return JobsJar(built.path, built.digest)

@@ -138,10 +138,14 @@ class Measurement:
     cpu: list[HostCpu] = field(default_factory=list)
 
     def to_json(self) -> dict:
-        return {"seconds": self.seconds, "links": [asdict(lk) | {"utilisation": lk.utilisation} for lk in self.links],
-                "cpu": [asdict(c) | {"host_cores": c.host_cores, "steady_host_cores": c.steady_host_cores}
-                        for c in self.cpu],
-                "jobs": [asdict(j) for j in self.jobs]}
+        return {
+            "seconds": self.seconds,
+            "links": [asdict(lk) | {"utilisation": lk.utilisation} for lk in self.links],
+            "cpu": [
+                asdict(c) | {"host_cores": c.host_cores, "steady_host_cores": c.steady_host_cores} for c in self.cpu
+            ],
+            "jobs": [asdict(j) for j in self.jobs],
+        }
 
 
 def parse_ss_bytes(text: str) -> dict[str, int]:
@@ -247,15 +251,32 @@ def measure_window(state: dict, duration: float) -> tuple[list[LinkMeasurement],
     for h in edges:
         b0, b1 = before[h["name"]], after[h["name"]]
         if b0 is None or b1 is None:
-            raise PlacementError(f"lab host {h['name']}: cannot read {h['ns_if']} counters in {h['namespace']} (is the lab up?)")
+            raise PlacementError(
+                f"lab host {h['name']}: cannot read {h['ns_if']} counters in {h['namespace']} (is the lab up?)"
+            )
         data = _diff(data_before[h["name"]], data_after[h["name"]])
-        out.append(LinkMeasurement(h["name"], h["ns_if"], b1 - b0, seconds, (b1 - b0) * 8 / seconds / 1e6, h.get("rate_mbit"),
-                                   data, data * 8 / seconds / 1e6))
+        out.append(
+            LinkMeasurement(
+                h["name"],
+                h["ns_if"],
+                b1 - b0,
+                seconds,
+                (b1 - b0) * 8 / seconds / 1e6,
+                h.get("rate_mbit"),
+                data,
+                data * 8 / seconds / 1e6,
+            )
+        )
     return out, cpu
 
 
-METRICS = ("numRecordsInPerSecond", "numRecordsOutPerSecond", "backPressuredTimeMsPerSecond", "busyTimeMsPerSecond",
-           "idleTimeMsPerSecond")
+METRICS = (
+    "numRecordsInPerSecond",
+    "numRecordsOutPerSecond",
+    "backPressuredTimeMsPerSecond",
+    "busyTimeMsPerSecond",
+    "idleTimeMsPerSecond",
+)
 
 
 EVENT_TIME_LATENCY = "eventTimeLatency"  # the lab sinks' histogram (Sinks.EVENT_TIME_LATENCY in the jobs' Java)
@@ -284,7 +305,9 @@ def event_time_rows(answer: Iterable[Mapping]) -> list[dict[str, float | None]]:
     return [rows[k] for k in sorted(rows)]
 
 
-def marker_measurements(sink: str, rows: Iterable[Mapping], source_names: Mapping[str, str]) -> list[LatencyMeasurement]:
+def marker_measurements(
+    sink: str, rows: Iterable[Mapping], source_names: Mapping[str, str]
+) -> list[LatencyMeasurement]:
     """The sink's latency-marker rows (:func:`placement.collect.shaping.latency_rows`) -> one figure per source vertex
     name (copies of a split source vertex together; a source id no vertex has is named by its id)."""
     # the rule placement.profile.latency applies too: first the largest over the sink chain's operators (the chain's
@@ -348,7 +371,8 @@ def measure_jobs(rest: FlinkRest) -> list[JobMeasurement]:
     for summary in rest.running_jobs():
         details = rest.job(summary.id)
         by_name: dict[str, dict] = defaultdict(
-            lambda: {"p": 0, "in": 0.0, "out": 0.0, "bp": 0.0, "busy": 0.0, "reporting": 0, "hosts": defaultdict(int)})
+            lambda: {"p": 0, "in": 0.0, "out": 0.0, "bp": 0.0, "busy": 0.0, "reporting": 0, "hosts": defaultdict(int)}
+        )
         for v in details.vertices:
             m = rest.vertex_metrics(summary.id, v.id, METRICS, agg="sum")
             agg = by_name[v.name]
@@ -357,18 +381,35 @@ def measure_jobs(rest: FlinkRest) -> list[JobMeasurement]:
             agg["out"] += m.get("numRecordsOutPerSecond", 0.0)
             agg["bp"] += m.get("backPressuredTimeMsPerSecond", 0.0)
             agg["busy"] += m.get("busyTimeMsPerSecond", 0.0)
-            if sum(m.get(k, 0.0) for k in ("busyTimeMsPerSecond", "idleTimeMsPerSecond", "backPressuredTimeMsPerSecond")) > 0:
+            if (
+                sum(
+                    m.get(k, 0.0)
+                    for k in ("busyTimeMsPerSecond", "idleTimeMsPerSecond", "backPressuredTimeMsPerSecond")
+                )
+                > 0
+            ):
                 agg["reporting"] += v.parallelism  # a time share arrived (the three add up to ~1000 ms/s per subtask)
             for s in rest.subtasks(summary.id, v.id):
                 agg["hosts"][s.taskmanager_id] += 1
         vertices = [
-            VertexMeasurement(name, a["p"], a["in"], a["out"], a["bp"] / max(a["reporting"], 1), a["busy"] / max(a["reporting"], 1),
-                              dict(a["hosts"]), a["reporting"])
+            VertexMeasurement(
+                name,
+                a["p"],
+                a["in"],
+                a["out"],
+                a["bp"] / max(a["reporting"], 1),
+                a["busy"] / max(a["reporting"], 1),
+                dict(a["hosts"]),
+                a["reporting"],
+            )
             for name, a in by_name.items()
         ]
         source_rate = sum(v.records_out_per_s for v in vertices if v.name.startswith("Source: "))
-        jobs.append(JobMeasurement(summary.id, summary.name, source_rate, vertices,
-                                   measure_latency(rest, summary.id, details.vertices)))
+        jobs.append(
+            JobMeasurement(
+                summary.id, summary.name, source_rate, vertices, measure_latency(rest, summary.id, details.vertices)
+            )
+        )
     return jobs
 
 

@@ -14,10 +14,30 @@ from placement.profile.format import JobProfile
 from placement.solver.result import PlanResult
 
 
-def write_lab_plan(out: Path, problem: PlacementProblem, result: PlanResult, *, job: str,
-                   inventory: Inventory, inventory_path: str | Path, profile: JobProfile, profile_path: str | Path,
-                   placement_mode: str = "custom", **document) -> Path:
+def write_lab_plan(
+    out: Path,
+    problem: PlacementProblem,
+    result: PlanResult,
+    *,
+    job: str,
+    inventory: Inventory,
+    inventory_path: str | Path,
+    profile: JobProfile,
+    profile_path: str | Path,
+    placement_mode: str = "custom",
+    **document,
+) -> Path:
     """``result`` on ``problem`` written to ``out`` (``document``: more of the plan document's fields, e.g.
     ``warnings`` or ``rescale``)."""
-    return write_plan(out, problem, result, job=job, inventory=inventory, inventory_path=inventory_path,
-                      profile=profile, profile_path=profile_path, placement_mode=placement_mode, **document)
+    return write_plan(
+        out,
+        problem,
+        result,
+        job=job,
+        inventory=inventory,
+        inventory_path=inventory_path,
+        profile=profile,
+        profile_path=profile_path,
+        placement_mode=placement_mode,
+        **document,
+    )

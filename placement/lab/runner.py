@@ -106,11 +106,19 @@ def _plan_state(plan: topo.LabPlan, inventory_path: str) -> dict:
         "notes": list(plan.notes),
         "hosts": [
             {
-                "name": h.name, "role": h.role, "address": h.address, "slots": h.slots, "namespace": h.namespace,
-                "host_if": h.host_if, "ns_if": h.ns_if, "host_addr": h.host_addr,
+                "name": h.name,
+                "role": h.role,
+                "address": h.address,
+                "slots": h.slots,
+                "namespace": h.namespace,
+                "host_if": h.host_if,
+                "ns_if": h.ns_if,
+                "host_addr": h.host_addr,
                 "cgroup": str(h.cpu.cgroup) if h.cpu else None,
-                "cpu_quota_us": h.cpu.quota_us if h.cpu else None, "cpu_period_us": h.cpu.period_us if h.cpu else None,
-                "rate_mbit": h.shapes[0].rate_mbit if h.shapes else None, "not_emulated": list(h.not_emulated),
+                "cpu_quota_us": h.cpu.quota_us if h.cpu else None,
+                "cpu_period_us": h.cpu.period_us if h.cpu else None,
+                "rate_mbit": h.shapes[0].rate_mbit if h.shapes else None,
+                "not_emulated": list(h.not_emulated),
                 "speed": h.effective_speed,  # a host core is worth this many cores here (lab measure: host cores)
             }
             for h in plan.hosts
@@ -211,8 +219,14 @@ def _write_taskmanager_table(rest: FlinkRest, home: Path, plan: topo.LabPlan) ->
     os.replace(tmp, target)
 
 
-def up(inventory_path: str, work_dir: Path = DEFAULT_WORK_DIR, *, timeout: float = 300.0,
-       mode: topo.Mode = "custom", flink_version: str | None = None) -> UpResult:
+def up(
+    inventory_path: str,
+    work_dir: Path = DEFAULT_WORK_DIR,
+    *,
+    timeout: float = 300.0,
+    mode: topo.Mode = "custom",
+    flink_version: str | None = None,
+) -> UpResult:
     """Start the lab in ``mode`` on Flink ``flink_version`` (:func:`lab_flink_home`), or find it already up so.
     Anything made is removed again when starting fails; a lab up in the other mode or on another version is taken
     down and started again."""
@@ -248,20 +262,33 @@ def up(inventory_path: str, work_dir: Path = DEFAULT_WORK_DIR, *, timeout: float
 
         jar = build_jobs_jar(home=source)
         home = make_lab_home(plan.work_dir, source, with_extension=mode == "custom")
-        cluster = start_cluster(topo.cluster_spec(plan, flink_home=home.path, mode=mode), timeout=timeout,
-                                die_with_parent=False)
+        cluster = start_cluster(
+            topo.cluster_spec(plan, flink_home=home.path, mode=mode), timeout=timeout, die_with_parent=False
+        )
         rest = FlinkRest(cluster.rest_url)
         if mode == "custom":
             _write_taskmanager_table(rest, home.path, plan)
             if extension_active(rest) is not True:
-                raise PlacementError(f"the lab's JobManager does not load the scheduler extension from {home.lib} "
-                                     f"(GET {cluster.rest_url}/jobmanager/environment: flink-dist comes first)")
+                raise PlacementError(
+                    f"the lab's JobManager does not load the scheduler extension from {home.lib} "
+                    f"(GET {cluster.rest_url}/jobmanager/environment: flink-dist comes first)"
+                )
         state.update(
-            status="up", rest_url=cluster.rest_url, jar=str(jar.path), flink_home=str(home.path),
+            status="up",
+            rest_url=cluster.rest_url,
+            jar=str(jar.path),
+            flink_home=str(home.path),
             processes={p.name: p.pid for p in cluster.processes} | sshd_pids,
         )
-        access = topo.LabAccess(rest_url=cluster.rest_url, mode=mode, flink_home=home.path, ssh_user=lab_sshd.SSH_USER,
-                                ssh_key=key, known_hosts=known_hosts, flink_version=source.version)
+        access = topo.LabAccess(
+            rest_url=cluster.rest_url,
+            mode=mode,
+            flink_home=home.path,
+            ssh_user=lab_sshd.SSH_USER,
+            ssh_key=key,
+            known_hosts=known_hosts,
+            flink_version=source.version,
+        )
         lab_inv = topo.lab_inventory(inv, plan, access)
         lab_inv.setdefault("job", {})["jar"] = str(jar.path)
         (plan.work_dir / LAB_INVENTORY).write_text(
@@ -388,8 +415,12 @@ def status(work_dir: Path = DEFAULT_WORK_DIR) -> dict:
     for h in state["hosts"]:
         row = dict(h, registered=h["name"] in registered)
         if h.get("namespace"):
-            row["qdisc"] = run(ns_exec(h["namespace"], ["tc", "qdisc", "show", "dev", h["ns_if"]]), check=False).stdout.strip()
-            row["classes"] = run(ns_exec(h["namespace"], ["tc", "class", "show", "dev", h["ns_if"]]), check=False).stdout.strip()
+            row["qdisc"] = run(
+                ns_exec(h["namespace"], ["tc", "qdisc", "show", "dev", h["ns_if"]]), check=False
+            ).stdout.strip()
+            row["classes"] = run(
+                ns_exec(h["namespace"], ["tc", "class", "show", "dev", h["ns_if"]]), check=False
+            ).stdout.strip()
             row["tx_bytes"] = veth_tx_bytes(h["namespace"], h["ns_if"])
         if h.get("cgroup"):
             with contextlib.suppress(OSError):
@@ -397,11 +428,20 @@ def status(work_dir: Path = DEFAULT_WORK_DIR) -> dict:
                 row["throttled_periods"] = int(stat.get("nr_throttled", 0))
                 row["throttled_s"] = int(stat.get("throttled_time", 0)) / 1e9
         hosts.append(row)
-    return {"up": healthy(state), "status": state.get("status"), "mode": state.get("mode", "vanilla"),
-            "flink_version": state.get("flink_version"),
-            "flink_home": state.get("flink_home"), "work_dir": str(work_dir), "rest_url": state.get("rest_url"),
-            "rest_error": rest_error, "cpu_scale": state.get("cpu_scale"), "notes": state.get("notes", []),
-            "lab_inventory": state.get("lab_inventory"), "hosts": hosts}
+    return {
+        "up": healthy(state),
+        "status": state.get("status"),
+        "mode": state.get("mode", "vanilla"),
+        "flink_version": state.get("flink_version"),
+        "flink_home": state.get("flink_home"),
+        "work_dir": str(work_dir),
+        "rest_url": state.get("rest_url"),
+        "rest_error": rest_error,
+        "cpu_scale": state.get("cpu_scale"),
+        "notes": state.get("notes", []),
+        "lab_inventory": state.get("lab_inventory"),
+        "hosts": hosts,
+    }
 
 
 def veth_tx_bytes(namespace: str, interface: str) -> int | None:

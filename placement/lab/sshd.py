@@ -61,21 +61,26 @@ def sshd_unavailable() -> str | None:
 
 def sshd_config(*, address: str, port: int, host_key: Path, authorized_keys: Path, pid_file: Path) -> str:
     sftp = next((p for p in SFTP_SERVERS if p.exists()), SFTP_SERVERS[0])
-    return "\n".join([
-        f"ListenAddress {address}:{port}",
-        f"HostKey {host_key}",
-        f"AuthorizedKeysFile {authorized_keys}",
-        f"PidFile {pid_file}",
-        "PermitRootLogin prohibit-password",
-        "PubkeyAuthentication yes",
-        "PasswordAuthentication no",
-        "KbdInteractiveAuthentication no",
-        "UsePAM no",
-        "StrictModes no",  # the lab's work dir may sit under /tmp, whose permissions sshd's checks would refuse
-        "LogLevel VERBOSE",
-        "MaxStartups 50",
-        f"Subsystem sftp {sftp}",
-    ]) + "\n"
+    return (
+        "\n".join(
+            [
+                f"ListenAddress {address}:{port}",
+                f"HostKey {host_key}",
+                f"AuthorizedKeysFile {authorized_keys}",
+                f"PidFile {pid_file}",
+                "PermitRootLogin prohibit-password",
+                "PubkeyAuthentication yes",
+                "PasswordAuthentication no",
+                "KbdInteractiveAuthentication no",
+                "UsePAM no",
+                "StrictModes no",  # the lab's work dir may sit under /tmp, whose permissions sshd's checks would refuse
+                "LogLevel VERBOSE",
+                "MaxStartups 50",
+                f"Subsystem sftp {sftp}",
+            ]
+        )
+        + "\n"
+    )
 
 
 def known_hosts_line(address: str, port: int, host_public_key: str) -> str:
@@ -87,8 +92,13 @@ def known_hosts_line(address: str, port: int, host_public_key: str) -> str:
 def _keygen(path: Path, comment: str) -> Path:
     for stale in (path, path.with_name(path.name + ".pub")):
         stale.unlink(missing_ok=True)
-    proc = subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)],
-                          capture_output=True, text=True, timeout=30, check=False)
+    proc = subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     if proc.returncode != 0:
         raise PlacementError(f"ssh-keygen for {path} failed: {(proc.stderr or proc.stdout).strip()}")
     path.chmod(0o600)
@@ -103,8 +113,9 @@ def client_key(work_dir: Path) -> Path:
     return _keygen(d / CLIENT_KEY, "placement-lab")
 
 
-def start_sshd(work_dir: Path, host: str, namespace: str, address: str, key: Path, *, port: int = SSH_PORT,
-               timeout: float = 20.0) -> tuple[int, str]:
+def start_sshd(
+    work_dir: Path, host: str, namespace: str, address: str, key: Path, *, port: int = SSH_PORT, timeout: float = 20.0
+) -> tuple[int, str]:
     """Start sshd for ``host`` in ``namespace`` on ``address:port``; returns its pid and its ``known_hosts`` line."""
     d = ssh_dir(work_dir) / host
     d.mkdir(parents=True, exist_ok=True)
@@ -113,14 +124,16 @@ def start_sshd(work_dir: Path, host: str, namespace: str, address: str, key: Pat
     authorized.write_text(key.with_name(key.name + ".pub").read_text())
     authorized.chmod(0o600)
     config = d / "sshd_config"
-    config.write_text(sshd_config(address=address, port=port, host_key=host_key, authorized_keys=authorized,
-                                  pid_file=d / "sshd.pid"))
+    config.write_text(
+        sshd_config(address=address, port=port, host_key=host_key, authorized_keys=authorized, pid_file=d / "sshd.pid")
+    )
     pid = _serve(d, host, namespace, address, port, timeout)
     return pid, known_hosts_line(address, port, host_key.with_name(host_key.name + ".pub").read_text())
 
 
-def restart_sshd(work_dir: Path, host: str, namespace: str, address: str, *, port: int = SSH_PORT,
-                 timeout: float = 20.0) -> int:
+def restart_sshd(
+    work_dir: Path, host: str, namespace: str, address: str, *, port: int = SSH_PORT, timeout: float = 20.0
+) -> int:
     """Start ``host``'s sshd again with the config, host key and authorized key it had (a Pi that boots keeps its
     keys: the known_hosts line still holds); returns its pid."""
     return _serve(ssh_dir(work_dir) / host, host, namespace, address, port, timeout)
@@ -133,8 +146,13 @@ def _serve(d: Path, host: str, namespace: str, address: str, port: int, timeout:
     log = d / "sshd.log"
     with open(log, "ab") as out:
         # by absolute path (sshd re-executes itself); -D: no daemonising (its pid is ours to record), -e: log to stderr
-        proc = subprocess.Popen(ns_exec(namespace, [str(SSHD), "-D", "-e", "-f", str(config)]), stdout=out,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            ns_exec(namespace, [str(SSHD), "-D", "-e", "-f", str(config)]),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
 
     def answers() -> bool:
         if proc.poll() is not None:

@@ -122,13 +122,17 @@ def plan_lab(inv: Inventory, work_dir: Path, *, machine_cores: int | None = None
     machine_cores = machine_cores or os.cpu_count() or 1
     servers = inv.servers
     if len(servers) != 1:
-        raise BadInput(f"the lab runs exactly one server host, the inventory has {len(servers)}", source=source, field="hosts")
+        raise BadInput(
+            f"the lab runs exactly one server host, the inventory has {len(servers)}", source=source, field="hosts"
+        )
     edges = inv.edges
     if len(edges) > MAX_EDGES:
         raise BadInput(f"at most {MAX_EDGES} edge hosts in the lab", source=source, field="hosts")
     for i, h in enumerate(inv.hosts):
         if len(NS_PREFIX + h.name) > 40:
-            raise BadInput(f"host name {h.name!r} too long for a lab namespace", source=source, field=f"hosts[{i}].name")
+            raise BadInput(
+                f"host name {h.name!r} too long for a lab namespace", source=source, field=f"hosts[{i}].name"
+            )
 
     demand = sum(float(h.cores or 1) * float(h.speed or 1) for h in edges)
     budget = machine_cores * EDGE_SHARE_OF_MACHINE
@@ -141,28 +145,52 @@ def plan_lab(inv: Inventory, work_dir: Path, *, machine_cores: int | None = None
         )
 
     server = servers[0]
-    hosts: list[LabHost] = [LabHost(server.name, "server", SERVER_ADDRESS, int(server.task_slots or 1),
-                                    effective_speed=float(server.speed or 1))]  # no quota: this machine's own cores
+    hosts: list[LabHost] = [
+        LabHost(
+            server.name, "server", SERVER_ADDRESS, int(server.task_slots or 1), effective_speed=float(server.speed or 1)
+        )
+    ]  # no quota: this machine's own cores
     for i, h in enumerate(edges, start=1):
         link = inv.uplink(h.name)
         host_addr, ns_addr = f"10.203.{i}.1", f"10.203.{i}.2"
         cores = float(h.cores or 1) * float(h.speed or 1) * scale
         quota = max(MIN_QUOTA_US, round(cores * CFS_PERIOD_US))
         missing = tuple(
-            f"{what} {value:g}{unit}" for what, value, unit in
-            (("delay", link.delay, "ms"), ("jitter", link.jitter, "ms"), ("loss", link.loss, "%")) if value > 0
+            f"{what} {value:g}{unit}"
+            for what, value, unit in (
+                ("delay", link.delay, "ms"),
+                ("jitter", link.jitter, "ms"),
+                ("loss", link.loss, "%"),
+            )
+            if value > 0
         )
-        hosts.append(LabHost(
-            name=h.name, role="edge", address=ns_addr, slots=int(h.task_slots or 1),
-            namespace=f"{NS_PREFIX}{h.name}", host_if=f"{IF_PREFIX}{i}h", ns_if=f"{IF_PREFIX}{i}n", host_addr=host_addr,
-            cpu=CpuLimit(CGROUP_ROOT / f"{NS_PREFIX}{h.name}", CFS_PERIOD_US, quota),
-            shapes=(Shape(dest=LAB_NETWORK, rate_mbit=link.bandwidth),),
-            not_emulated=missing, effective_speed=float(h.speed or 1) * scale,
-        ))
+        hosts.append(
+            LabHost(
+                name=h.name,
+                role="edge",
+                address=ns_addr,
+                slots=int(h.task_slots or 1),
+                namespace=f"{NS_PREFIX}{h.name}",
+                host_if=f"{IF_PREFIX}{i}h",
+                ns_if=f"{IF_PREFIX}{i}n",
+                host_addr=host_addr,
+                cpu=CpuLimit(CGROUP_ROOT / f"{NS_PREFIX}{h.name}", CFS_PERIOD_US, quota),
+                shapes=(Shape(dest=LAB_NETWORK, rate_mbit=link.bandwidth),),
+                not_emulated=missing,
+                effective_speed=float(h.speed or 1) * scale,
+            )
+        )
         if missing:
             notes.append(f"{h.name}: {', '.join(missing)} not emulated (no sch_netem in this kernel); rate only")
-    return LabPlan(inv.name, Path(work_dir), tuple(hosts), machine_cores, scale, tuple(notes),
-                   failure_detection=flink_config(inv.flink.failure_detection))
+    return LabPlan(
+        inv.name,
+        Path(work_dir),
+        tuple(hosts),
+        machine_cores,
+        scale,
+        tuple(notes),
+        failure_detection=flink_config(inv.flink.failure_detection),
+    )
 
 
 # Flink's latency tracking on for every lab job (`lab measure` shows it beside the jobs' event-time latency). Each
@@ -175,8 +203,10 @@ def plan_lab(inv: Inventory, work_dir: Path, *, machine_cores: int | None = None
 # keeps out of its byte window.
 LATENCY_INTERVAL_MS = 250
 LATENCY_HISTORY = 240
-LAB_METRICS: dict[str, object] = {"metrics.latency.interval": LATENCY_INTERVAL_MS,
-                                   "metrics.latency.history-size": LATENCY_HISTORY}
+LAB_METRICS: dict[str, object] = {
+    "metrics.latency.interval": LATENCY_INTERVAL_MS,
+    "metrics.latency.history-size": LATENCY_HISTORY,
+}
 
 
 def cluster_spec(plan: LabPlan, *, flink_home: Path | None = None, mode: Mode = "custom") -> ClusterSpec:
@@ -201,18 +231,34 @@ def cluster_spec(plan: LabPlan, *, flink_home: Path | None = None, mode: Mode = 
             amount = int(keys[f"external-resource.{resource}.amount"])  # type: ignore[call-overload]
         else:
             resource, amount = h.name, max(h.slots, 16)
-        tms.append(TaskManagerSpec(h.name, slots=h.slots, address=h.address, external_resource=resource,
-                                   external_resource_amount=amount, wrapper=wrapper, extra_config=extra))
+        tms.append(
+            TaskManagerSpec(
+                h.name,
+                slots=h.slots,
+                address=h.address,
+                external_resource=resource,
+                external_resource_amount=amount,
+                wrapper=wrapper,
+                extra_config=extra,
+            )
+        )
     jm_extra: dict[str, object] = {}
     jm_conf_dir = None
     if flink_home is not None:
         jm_conf_dir = Path(flink_home) / "conf"
         if mode == "custom":
             jm_extra = jobmanager_config(str(scheduler_dir(Path(flink_home))))
-    return ClusterSpec(work_dir=plan.work_dir / "flink", taskmanagers=tuple(tms), jobmanager_address=SERVER_ADDRESS,
-                       rest_address="127.0.0.1", flink_home=flink_home, jobmanager_extra_config=jm_extra,
-                       jobmanager_conf_dir=jm_conf_dir, extra_config=LAB_METRICS,
-                       failure_detection=dict(plan.failure_detection))
+    return ClusterSpec(
+        work_dir=plan.work_dir / "flink",
+        taskmanagers=tuple(tms),
+        jobmanager_address=SERVER_ADDRESS,
+        rest_address="127.0.0.1",
+        flink_home=flink_home,
+        jobmanager_extra_config=jm_extra,
+        jobmanager_conf_dir=jm_conf_dir,
+        extra_config=LAB_METRICS,
+        failure_detection=dict(plan.failure_detection),
+    )
 
 
 @dataclass(frozen=True)
@@ -233,8 +279,12 @@ def lab_inventory(inv: Inventory, plan: LabPlan, access: LabAccess) -> dict[str,
     the lab's Flink home, version and scheduler dir, and the SSH key and known_hosts that reach the edge hosts' sshd."""
     data = inv.model_dump(mode="json", by_alias=True, exclude_none=True)
     data["name"] = f"{inv.name}-running"
-    data["ssh"] = {**dict(data.get("ssh") or {}), "user": access.ssh_user, "key": str(access.ssh_key),
-                   "known_hosts": str(access.known_hosts)}
+    data["ssh"] = {
+        **dict(data.get("ssh") or {}),
+        "user": access.ssh_user,
+        "key": str(access.ssh_key),
+        "known_hosts": str(access.known_hosts),
+    }
     for host in data["hosts"]:
         lh = plan.host(host["name"])
         host["address"] = lh.address
@@ -249,9 +299,14 @@ def lab_inventory(inv: Inventory, plan: LabPlan, access: LabAccess) -> dict[str,
         link["burst"] = burst_bytes(float(link["bandwidth"]))
     flink = dict(data["flink"])
     flink.pop("schedulercfg_path", None)
-    flink.update(rest_url=access.rest_url, placement_mode=access.mode, jobmanager=plan.hosts[0].name,
-                 home=str(access.flink_home), scheduler_dir=str(scheduler_dir(access.flink_home)),
-                 savepoint_dir=(plan.work_dir / "savepoints").as_uri())
+    flink.update(
+        rest_url=access.rest_url,
+        placement_mode=access.mode,
+        jobmanager=plan.hosts[0].name,
+        home=str(access.flink_home),
+        scheduler_dir=str(scheduler_dir(access.flink_home)),
+        savepoint_dir=(plan.work_dir / "savepoints").as_uri(),
+    )
     if access.flink_version:  # what runs: apply checks the JobManager against it
         flink["version"] = access.flink_version
     data["flink"] = flink

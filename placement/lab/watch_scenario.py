@@ -65,8 +65,12 @@ def lab_inventory(base: str | Path, out: Path, uplink: str = UPLINK) -> Path:
 
 def write_inventory(lab_inventory: str | Path, out: Path, steps: Sequence[tuple[float, float]], clock_ms: int) -> Path:
     doc = yaml.safe_load(Path(lab_inventory).read_text())
-    doc["job"] = {**doc["job"], "name": JOB_NAME, "entry_class": IOT_SENSOR_JOB,
-                  "program_args": [*BASE_ARGS, "--rate-schedule", schedule(steps), "--rate-schedule-start-ms", str(clock_ms)]}
+    doc["job"] = {
+        **doc["job"],
+        "name": JOB_NAME,
+        "entry_class": IOT_SENSOR_JOB,
+        "program_args": [*BASE_ARGS, "--rate-schedule", schedule(steps), "--rate-schedule-start-ms", str(clock_ms)],
+    }
     out.write_text(yaml.safe_dump(doc, sort_keys=False))
     return out
 
@@ -76,12 +80,21 @@ def all_on_server_plan(inventory: Path, profile_path: Path, out: Path) -> Path:
 
     inv, profile = load_inventory(inventory), load_profile(profile_path)
     problem = build_problem(inv, profile, PlanOptions(placement_mode="custom"), inventory_source=str(inventory))
-    return write_lab_plan(out, problem, all_on_server(problem), job=JOB_NAME, inventory=inv, inventory_path=inventory,
-                          profile=profile, profile_path=profile_path)
+    return write_lab_plan(
+        out,
+        problem,
+        all_on_server(problem),
+        job=JOB_NAME,
+        inventory=inv,
+        inventory_path=inventory,
+        profile=profile,
+        profile_path=profile_path,
+    )
 
 
-def place_all_on_server(state: dict, work: Path, steps: Sequence[tuple[float, float]], *,
-                        profile: Path | None = None) -> Placed:
+def place_all_on_server(
+    state: dict, work: Path, steps: Sequence[tuple[float, float]], *, profile: Path | None = None
+) -> Placed:
     """Cancel what runs, submit the job at the schedule's first rate, profile it (unless ``profile`` is given: the
     job graph does not change), write the inventory with the schedule (its clock starts now) and apply the
     all-on-server plan with ``placement apply``'s own functions. Raises on any failure."""
@@ -94,8 +107,9 @@ def place_all_on_server(state: dict, work: Path, steps: Sequence[tuple[float, fl
     work.mkdir(parents=True, exist_ok=True)
     if profile is None:
         metrics = work / "metrics"
-        Collector(CollectOptions(rest_url=state["rest_url"], out_dir=metrics, job_name=JOB_NAME, duration_s=12,
-                                 interval_s=2)).run()
+        Collector(
+            CollectOptions(rest_url=state["rest_url"], out_dir=metrics, job_name=JOB_NAME, duration_s=12, interval_s=2)
+        ).run()
         profile = write_profile(build_profile(metrics, engine="pandas", warmup_s=0), work / "profile.json")
     clock_ms = int(time.time() * 1000)
     inventory = write_inventory(state["lab_inventory"], work / "lab-inventory.yaml", steps, clock_ms)

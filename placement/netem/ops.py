@@ -84,8 +84,9 @@ def is_netem_missing(result: CommandResult) -> bool:
     return any(marker in text for marker in _NO_NETEM_MARKERS)
 
 
-def apply_host(ex: Executor, interface: str, shapes: Sequence[tc.Shape], *,
-               require_delay: bool = False) -> ShapingOutcome:
+def apply_host(
+    ex: Executor, interface: str, shapes: Sequence[tc.Shape], *, require_delay: bool = False
+) -> ShapingOutcome:
     commands = tc.apply_commands(interface, shapes, with_netem=True)  # validates before touching anything
     check_interface(ex, interface)
     root = read_root(ex, interface)
@@ -120,9 +121,16 @@ def apply_host(ex: Executor, interface: str, shapes: Sequence[tc.Shape], *,
         for cmd in tc.clear_commands(interface):
             _tc(ex, cmd, check=False)
         raise
-    return ShapingOutcome(host=ex.host, interface=interface, shapes=tuple(shapes), replaced=replaced,
-                        netem_wanted=netem_wanted, netem_missing=netem_missing, netem_error=netem_error,
-                        dry_run=isinstance(ex, DryRunExecutor))
+    return ShapingOutcome(
+        host=ex.host,
+        interface=interface,
+        shapes=tuple(shapes),
+        replaced=replaced,
+        netem_wanted=netem_wanted,
+        netem_missing=netem_missing,
+        netem_error=netem_error,
+        dry_run=isinstance(ex, DryRunExecutor),
+    )
 
 
 def clear_host(ex: Executor, interface: str) -> ClearOutcome:

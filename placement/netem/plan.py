@@ -68,11 +68,22 @@ def shapes_for_host(
             figures = link
         k = host_index(inv, link.to, source=source)
         dest = _dest_address(inv.hosts[k].address, resolve, source=source, field=f"hosts[{k}].address")
-        shapes.append(Shape(dest=dest, rate_mbit=figures.bandwidth, delay_ms=figures.delay, jitter_ms=figures.jitter,
-                            loss_pct=figures.loss, correlation_pct=figures.correlation))
+        shapes.append(
+            Shape(
+                dest=dest,
+                rate_mbit=figures.bandwidth,
+                delay_ms=figures.delay,
+                jitter_ms=figures.jitter,
+                loss_pct=figures.loss,
+                correlation_pct=figures.correlation,
+            )
+        )
     if shapes and not h.interface:
-        raise BadInput(f"host {host!r} has no 'interface': netem needs the interface that carries its WAN traffic",
-                       source=source, field=f"hosts[{i}].interface")
+        raise BadInput(
+            f"host {host!r} has no 'interface': netem needs the interface that carries its WAN traffic",
+            source=source,
+            field=f"hosts[{i}].interface",
+        )
     return h.interface or "", shapes
 
 

@@ -104,19 +104,25 @@ def parse_classes(class_out: str) -> dict[str, dict[str, Any]]:
             stats = c.get("stats", c)
             opts = c.get("options", c)
             out[str(c.get("handle"))] = {
-                "rate": _rate(opts.get("rate")), "ceil": _rate(opts.get("ceil")),
-                "bytes": int(stats.get("bytes", 0)), "packets": int(stats.get("packets", 0)),
-                "drops": int(stats.get("drops", 0)), "overlimits": int(stats.get("overlimits", 0)),
+                "rate": _rate(opts.get("rate")),
+                "ceil": _rate(opts.get("ceil")),
+                "bytes": int(stats.get("bytes", 0)),
+                "packets": int(stats.get("packets", 0)),
+                "drops": int(stats.get("drops", 0)),
+                "overlimits": int(stats.get("overlimits", 0)),
             }
         return out
     heads = list(_CLASS_HEAD.finditer(text))
     for n, head in enumerate(heads):
-        block = text[head.start(): heads[n + 1].start() if n + 1 < len(heads) else len(text)]
+        block = text[head.start() : heads[n + 1].start() if n + 1 < len(heads) else len(text)]
         sent = _SENT.search(block)
         out[head.group("id")] = {
-            "rate": _rate(head.group("rate")), "ceil": _rate(head.group("ceil")),
-            "bytes": int(sent.group("bytes")) if sent else 0, "packets": int(sent.group("pkts")) if sent else 0,
-            "drops": int(sent.group("drops")) if sent else 0, "overlimits": int(sent.group("over")) if sent else 0,
+            "rate": _rate(head.group("rate")),
+            "ceil": _rate(head.group("ceil")),
+            "bytes": int(sent.group("bytes")) if sent else 0,
+            "packets": int(sent.group("pkts")) if sent else 0,
+            "drops": int(sent.group("drops")) if sent else 0,
+            "overlimits": int(sent.group("over")) if sent else 0,
         }
     return out
 
@@ -179,12 +185,24 @@ def parse_status(interface: str, qdisc_json: str, class_out: str, filter_json: s
             delay = float(d["delay"]) * 1000 if isinstance(d.get("delay"), (int, float)) else 0.0
             jitter = float(d["jitter"]) * 1000 if isinstance(d.get("jitter"), (int, float)) else 0.0
             loss = _fraction_to_pct((opts.get("loss-random") or {}).get("loss")) or 0.0
-        classes.append(ClassStats(
-            classid=classid, dest=dests.get(classid), rate_mbit=c["rate"], ceil_mbit=c["ceil"], bytes=c["bytes"],
-            packets=c["packets"], drops=c["drops"], overlimits=c["overlimits"],
-            leaf=str(leaf.get("kind")) if leaf is not None else None, delay_ms=delay, jitter_ms=jitter, loss_pct=loss,
-            leaf_drops=int(leaf.get("drops", 0)) if leaf is not None else 0,
-        ))
+        classes.append(
+            ClassStats(
+                classid=classid,
+                dest=dests.get(classid),
+                rate_mbit=c["rate"],
+                ceil_mbit=c["ceil"],
+                bytes=c["bytes"],
+                packets=c["packets"],
+                drops=c["drops"],
+                overlimits=c["overlimits"],
+                leaf=str(leaf.get("kind")) if leaf is not None else None,
+                delay_ms=delay,
+                jitter_ms=jitter,
+                loss_pct=loss,
+                leaf_drops=int(leaf.get("drops", 0)) if leaf is not None else 0,
+            )
+        )
     options = root_entry.get("options") or {}
-    return InterfaceStatus(interface=interface, root=root, classes=classes,
-                           unshaped_packets=int(options.get("direct_packets_stat", 0)))
+    return InterfaceStatus(
+        interface=interface, root=root, classes=classes, unshaped_packets=int(options.get("direct_packets_stat", 0))
+    )

@@ -115,8 +115,23 @@ def _filter(interface: str, shape: Shape, index: int) -> list[str]:
         proto, prio, match = "ip", "1", ["match", "ip", "dst", str(net)]
     else:  # u32 filters of different protocols may not share a priority
         proto, prio, match = "ipv6", "2", ["match", "ip6", "dst", str(net)]
-    return ["tc", "filter", "add", "dev", interface, "parent", ROOT_HANDLE, "protocol", proto, "prio", prio,
-            "u32", *match, "flowid", class_id(index)]
+    return [
+        "tc",
+        "filter",
+        "add",
+        "dev",
+        interface,
+        "parent",
+        ROOT_HANDLE,
+        "protocol",
+        proto,
+        "prio",
+        prio,
+        "u32",
+        *match,
+        "flowid",
+        class_id(index),
+    ]
 
 
 def apply_commands(interface: str, shapes: Sequence[Shape], *, with_netem: bool = True) -> list[list[str]]:
@@ -134,8 +149,30 @@ def apply_commands(interface: str, shapes: Sequence[Shape], *, with_netem: bool 
     cmds = [["tc", "qdisc", "add", "dev", interface, "root", "handle", ROOT_HANDLE, "htb", "default", "0"]]
     for i, shape in enumerate(shapes):
         rate, burst = format_rate(shape.rate_mbit), str(burst_bytes(shape.rate_mbit))
-        cmds.append(["tc", "class", "add", "dev", interface, "parent", ROOT_HANDLE, "classid", class_id(i), "htb",
-                     "rate", rate, "ceil", rate, "burst", burst, "cburst", burst, "quantum", str(QUANTUM_BYTES)])
+        cmds.append(
+            [
+                "tc",
+                "class",
+                "add",
+                "dev",
+                interface,
+                "parent",
+                ROOT_HANDLE,
+                "classid",
+                class_id(i),
+                "htb",
+                "rate",
+                rate,
+                "ceil",
+                rate,
+                "burst",
+                burst,
+                "cburst",
+                burst,
+                "quantum",
+                str(QUANTUM_BYTES),
+            ]
+        )
         cmds.append(_filter(interface, shape, i))
     if with_netem:
         cmds += [leaf_command(interface, shape, i) for i, shape in enumerate(shapes) if shape.needs_netem]
@@ -143,8 +180,19 @@ def apply_commands(interface: str, shapes: Sequence[Shape], *, with_netem: bool 
 
 
 def leaf_command(interface: str, shape: Shape, index: int) -> list[str]:
-    return ["tc", "qdisc", "add", "dev", interface, "parent", class_id(index), "handle", leaf_handle(index),
-            "netem", *netem_args(shape)]
+    return [
+        "tc",
+        "qdisc",
+        "add",
+        "dev",
+        interface,
+        "parent",
+        class_id(index),
+        "handle",
+        leaf_handle(index),
+        "netem",
+        *netem_args(shape),
+    ]
 
 
 def is_netem_command(argv: Sequence[str]) -> bool:
@@ -166,7 +214,10 @@ def stats_commands(interface: str) -> list[list[str]]:
 
     iproute2 6.1 prints htb classes as text even with ``-j``; the parser accepts both.
     """
-    return [["tc", "-s", "-j", "qdisc", "show", "dev", interface], ["tc", "-s", "-j", "class", "show", "dev", interface]]
+    return [
+        ["tc", "-s", "-j", "qdisc", "show", "dev", interface],
+        ["tc", "-s", "-j", "class", "show", "dev", interface],
+    ]
 
 
 def filter_query_command(interface: str) -> list[str]:

@@ -24,11 +24,24 @@ if TYPE_CHECKING:
     from placement.planning.summary import summary_json
     from placement.planning.write import Written, write_outcome
 
-__all__ = ["ClusterRead", "ClusterReader", "PlanOutcome", "PlanRequest", "Written", "plan", "summary_json",
-           "write_outcome"]
+__all__ = [
+    "ClusterRead",
+    "ClusterReader",
+    "PlanOutcome",
+    "PlanRequest",
+    "Written",
+    "plan",
+    "summary_json",
+    "write_outcome",
+]
 
-_LAZY = {"PlanOutcome": "outcome", "plan": "pipeline", "summary_json": "summary", "Written": "write",
-         "write_outcome": "write"}
+_LAZY = {
+    "PlanOutcome": "outcome",
+    "plan": "pipeline",
+    "summary_json": "summary",
+    "Written": "write",
+    "write_outcome": "write",
+}
 
 
 def __getattr__(name: str) -> Any:

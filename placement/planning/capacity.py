@@ -19,8 +19,9 @@ from placement.solver.result import PlanResult, SolverOptions
 from placement.units import figures_apart
 
 
-def whatif(inv: Inventory, profiles: Sequence[JobProfile], add_host: Sequence[str],
-           link: Sequence[str]) -> tuple[Inventory, list[str]]:
+def whatif(
+    inv: Inventory, profiles: Sequence[JobProfile], add_host: Sequence[str], link: Sequence[str]
+) -> tuple[Inventory, list[str]]:
     """The inventory with ``--add-host``/``--link`` applied; added Pis take over births of the jobs' sources."""
     adds = [parse_add_host(text) for text in add_host]
     links = [parse_link(text) for text in link]
@@ -49,19 +50,25 @@ def measured_scales(profile: JobProfile) -> tuple[float, float]:
     return min(1.0, min(f.rate_low for f in fits) / rate), max(1.0, max(f.rate_high for f in fits) / rate)
 
 
-def extrapolation_caution(scale: float, binding_kind: str | None,
-                          measured: tuple[float, float] = (1.0, 1.0)) -> str | None:
+def extrapolation_caution(
+    scale: float, binding_kind: str | None, measured: tuple[float, float] = (1.0, 1.0)
+) -> str | None:
     """What ``--max-rate`` adds to an answer ``scale``× the profiled rates bound by ``binding_kind``, or None;
     ``measured``: the scales CPU was measured at (:func:`measured_scales`)."""
     low, high = measured
     if binding_kind not in ("cpu", "thread") or low / FAR_FROM_PROFILE <= scale <= high * FAR_FROM_PROFILE:
         return None
-    direction = ("falls as the rate rises: the answer is likely low" if scale > high
-                 else "rises as the rate falls: the answer is likely high")
+    direction = (
+        "falls as the rate rises: the answer is likely low"
+        if scale > high
+        else "rises as the rate falls: the answer is likely high"
+    )
     seen = "the profiled rate" if low == high else f"{low:.3g}-{high:.3g}× the profiled rates"
-    return (f"{scale:.3g}× is far from the rates CPU was measured at and CPU binds: a subtask's CPU per record was "
-            f"measured at {seen} and {direction} — profile the job nearer that rate (e.g. on this plan at half of "
-            "it, and at a second rate) and ask again")
+    return (
+        f"{scale:.3g}× is far from the rates CPU was measured at and CPU binds: a subtask's CPU per record was "
+        f"measured at {seen} and {direction} — profile the job nearer that rate (e.g. on this plan at half of "
+        "it, and at a second rate) and ask again"
+    )
 
 
 @dataclass(frozen=True)
@@ -80,8 +87,10 @@ class MaxRate:
             return f"max rate: none — {c.note}"
         assert c.scale is not None and c.upper is not None
         scale, upper = figures_apart(c.scale, c.upper, 4, "g")
-        text = (f"max rate: {scale}× the profiled source rates (the plan below; {upper}× does not fit; "
-                f"{c.method}, {c.oracle_calls} feasibility solves)")
+        text = (
+            f"max rate: {scale}× the profiled source rates (the plan below; {upper}× does not fit; "
+            f"{c.method}, {c.oracle_calls} feasibility solves)"
+        )
         if c.binding:
             text += f"\nbeyond {scale}× the first to run out: {c.binding[0].message}"
             if len(c.binding) > 1:
@@ -101,27 +110,65 @@ class MaxRate:
 
     def json(self) -> dict:
         c = self.capacity
-        return {"status": c.status, "scale": c.scale, "upper": c.upper, "method": c.method,
-                "oracle_calls": c.oracle_calls, "note": c.note or None, "caution": self.caution,
-                "binding": [{"kind": s.kind, "resource": s.resource, "needed": s.needed, "usable": s.usable,
-                             "capacity": s.capacity, "message": s.message,
-                             "subtask": s.detail if s.kind == "thread" else None} for s in c.binding]}
+        return {
+            "status": c.status,
+            "scale": c.scale,
+            "upper": c.upper,
+            "method": c.method,
+            "oracle_calls": c.oracle_calls,
+            "note": c.note or None,
+            "caution": self.caution,
+            "binding": [
+                {
+                    "kind": s.kind,
+                    "resource": s.resource,
+                    "needed": s.needed,
+                    "usable": s.usable,
+                    "capacity": s.capacity,
+                    "message": s.message,
+                    "subtask": s.detail if s.kind == "thread" else None,
+                }
+                for s in c.binding
+            ],
+        }
 
 
-def plan_max_rate(inv: Inventory, profile: JobProfile, *, placement_mode: str, inventory_source: str,
-                  options: SolverOptions, method: Method, running: Mapping[str, Sequence[RunningUse]] | None = None,
-                  other_jobs: frozenset[str] = frozenset()) -> MaxRate:
+def plan_max_rate(
+    inv: Inventory,
+    profile: JobProfile,
+    *,
+    placement_mode: str,
+    inventory_source: str,
+    options: SolverOptions,
+    method: Method,
+    running: Mapping[str, Sequence[RunningUse]] | None = None,
+    other_jobs: frozenset[str] = frozenset(),
+) -> MaxRate:
     """The highest uniform scale of the source rates, what binds just above it, and the optimal plan at it
     (``running``: jobs that keep running, fixed load — what is left for this job)."""
+
     def build(scale: float) -> PlacementProblem:
-        return with_running(build_problem(inv, profile, PlanOptions(rate_scale=scale, placement_mode=placement_mode),
-                                          inventory_source=inventory_source, other_jobs=other_jobs), running or {})
+        return with_running(
+            build_problem(
+                inv,
+                profile,
+                PlanOptions(rate_scale=scale, placement_mode=placement_mode),
+                inventory_source=inventory_source,
+                other_jobs=other_jobs,
+            ),
+            running or {},
+        )
 
     return max_rate_of(build, options=options, method=method, measured=measured_scales(profile))
 
 
-def max_rate_of(build: Callable[[float], PlacementProblem], *, options: SolverOptions, method: Method,
-                measured: tuple[float, float] = (1.0, 1.0)) -> MaxRate:
+def max_rate_of(
+    build: Callable[[float], PlacementProblem],
+    *,
+    options: SolverOptions,
+    method: Method,
+    measured: tuple[float, float] = (1.0, 1.0),
+) -> MaxRate:
     """:func:`plan_max_rate` of any problem built at a scale (several jobs scaled together, jobs already running as
     fixed load: only what ``build`` scales grows); ``measured``: the scales CPU was measured at."""
     capacity = max_scale(build, options)

@@ -42,13 +42,15 @@ class LiveCluster:
 
     read: ClusterRead
 
-    def __call__(self, inv: Inventory, planned: Sequence[str], given: Sequence[tuple[str, str]],
-                 inventory_path: str) -> RunningPlans:
+    def __call__(
+        self, inv: Inventory, planned: Sequence[str], given: Sequence[tuple[str, str]], inventory_path: str
+    ) -> RunningPlans:
         return load_cluster(self.read, inv, planned, given, inventory_path)
 
 
-def running_load(paths: Sequence[str], cluster: ClusterReader | None, inv: Inventory, planned: Sequence[str],
-                 inventory_path: str) -> RunningPlans:
+def running_load(
+    paths: Sequence[str], cluster: ClusterReader | None, inv: Inventory, planned: Sequence[str], inventory_path: str
+) -> RunningPlans:
     """What the new plan fits around: the ``--running`` plans' predictions and (``--running-cluster``) the jobs
     running now, as ``cluster`` reads them."""
     plans = load_running(paths, inv, planned)
@@ -64,8 +66,11 @@ def others_running(rest: FlinkRest, planned: Sequence[str], given: Sequence[tupl
     for j in jobs:
         path = next((p for name, p in given if name == j.name), None)
         if path is not None:
-            raise BadInput(f"job {j.name!r} runs in the cluster and is given as --running {path}: its load would "
-                           "count twice; drop one of them", field=FIELD)
+            raise BadInput(
+                f"job {j.name!r} runs in the cluster and is given as --running {path}: its load would "
+                "count twice; drop one of them",
+                field=FIELD,
+            )
     return jobs
 
 
@@ -75,17 +80,24 @@ def labels(jobs: Sequence[JobSummary]) -> dict[str, str]:
     return {j.id: j.name if names.count(j.name) == 1 else f"{j.name} ({j.id[:8]})" for j in jobs}
 
 
-def priced_uses(label: str, profile: JobProfile, placed: dict[tuple[str, int], str], inv: Inventory,
-                inventory_source: str = "inventory") -> dict[str, list[RunningUse]]:
+def priced_uses(
+    label: str,
+    profile: JobProfile,
+    placed: dict[tuple[str, int], str],
+    inv: Inventory,
+    inventory_source: str = "inventory",
+) -> dict[str, list[RunningUse]]:
     """A running job's profile and where its subtasks run, priced by the cost model as running load (host ->
     uses). Pure: what the offline tests hold to the numbers."""
-    problem = build_problem(inv, profile, PlanOptions(placement_mode=inv.flink.placement_mode),
-                            inventory_source=inventory_source)
+    problem = build_problem(
+        inv, profile, PlanOptions(placement_mode=inv.flink.placement_mode), inventory_source=inventory_source
+    )
     cost = running_cost(problem, placed)
     if cost is None:
         missing = sorted(s.label for s in problem.subtasks if s.key not in placed)
-        raise BadInput(f"running job {label}: where {missing[0]} runs is not known (its profile and its run disagree)",
-                       field=FIELD)
+        raise BadInput(
+            f"running job {label}: where {missing[0]} runs is not known (its profile and its run disagree)", field=FIELD
+        )
     return cost_uses(label, cost)
 
 
@@ -99,19 +111,25 @@ def unknown_taskmanager(label: str, metrics: Path, inv: Inventory) -> tuple[dict
     if not unmatched:
         return placed, None
     where = unmatched[0]
-    return placed, (f"running job {label} has subtasks on TaskManager {where.taskmanager_id} ({where.host}), which the "
-                    "inventory does not know")
+    return placed, (
+        f"running job {label} has subtasks on TaskManager {where.taskmanager_id} ({where.host}), which the "
+        "inventory does not know"
+    )
 
 
-def measured(label: str, metrics: Path, read: ClusterRead, inv: Inventory, inventory_path: str,
-             keep: Path | None) -> tuple[JobProfile, dict[str, list[RunningUse]]] | str:
+def measured(
+    label: str, metrics: Path, read: ClusterRead, inv: Inventory, inventory_path: str, keep: Path | None
+) -> tuple[JobProfile, dict[str, list[RunningUse]]] | str:
     """One running job's window: its profile and its priced use of hosts and uplinks; or, on a TaskManager the
     inventory does not know and ``--running-ignore-unknown``, the warning (refused without it)."""
     placed, unknown = unknown_taskmanager(label, metrics, inv)  # before profiling: said at once
     if unknown is not None:
         if not read.ignore_unknown:
-            raise BadInput(f"{unknown}: add its host to the inventory, or --running-ignore-unknown to plan without "
-                           "this job's load", field=FIELD)
+            raise BadInput(
+                f"{unknown}: add its host to the inventory, or --running-ignore-unknown to plan without "
+                "this job's load",
+                field=FIELD,
+            )
         return f"{unknown}: its load is left out (--running-ignore-unknown)"
     from placement.profile.pipeline import build_profile, write_profile
 
@@ -124,8 +142,9 @@ def measured(label: str, metrics: Path, read: ClusterRead, inv: Inventory, inven
     return profile, priced_uses(label, profile, placed, inv, inventory_path)
 
 
-def load_cluster(read: ClusterRead, inv: Inventory, planned: Sequence[str], given: Sequence[tuple[str, str]],
-                 inventory_path: str) -> RunningPlans:
+def load_cluster(
+    read: ClusterRead, inv: Inventory, planned: Sequence[str], given: Sequence[tuple[str, str]], inventory_path: str
+) -> RunningPlans:
     """Every other running job's use of hosts and uplinks now, as :class:`RunningPlans` (what ``--running PLAN``
     gives). No other running job: a note, nothing else."""
     from placement.collect.collector import collect_jobs
@@ -134,14 +153,22 @@ def load_cluster(read: ClusterRead, inv: Inventory, planned: Sequence[str], give
     url = read.rest_url or inv.flink.rest_url
     jobs = others_running(FlinkRest(url), planned, given)
     # a job being (re)started holds its slots but says nothing yet of its load: named, not guessed
-    out = RunningPlans(warnings=[f"--running-cluster: job {j.name} ({j.id}) is {j.state}, not RUNNING: its load is "
-                                 "left out" for j in jobs if j.state != "RUNNING"])
+    out = RunningPlans(
+        warnings=[
+            f"--running-cluster: job {j.name} ({j.id}) is {j.state}, not RUNNING: its load is left out"
+            for j in jobs
+            if j.state != "RUNNING"
+        ]
+    )
     jobs = [j for j in jobs if j.state == "RUNNING"]
     if not jobs:
         return replace(out, notes=[f"--running-cluster: no other job runs at {url}: nothing to plan around"])
     if read.keep_dir is not None and read.keep_dir.is_dir() and any(read.keep_dir.iterdir()):
-        raise BadInput("is not empty: the windows kept there would mix with earlier ones", source=str(read.keep_dir),
-                       field="--running-keep")
+        raise BadInput(
+            "is not empty: the windows kept there would mix with earlier ones",
+            source=str(read.keep_dir),
+            field="--running-keep",
+        )
     named = labels(jobs)
     with contextlib.ExitStack() as stack:
         root = read.keep_dir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="placement-running-")))
@@ -152,13 +179,23 @@ def load_cluster(read: ClusterRead, inv: Inventory, planned: Sequence[str], give
                 out.warnings.append(got)
                 continue
             profile, uses = got
-            out = combined(out, RunningPlans(uses, [(named[jid], f"cluster {url} job {jid}, measured over "
-                                                                 f"{read.window_s:g} s")],
-                                             vertices=frozenset(k for v in profile.vertices for k in (v.id, v.name))))
+            out = combined(
+                out,
+                RunningPlans(
+                    uses,
+                    [(named[jid], f"cluster {url} job {jid}, measured over {read.window_s:g} s")],
+                    vertices=frozenset(k for v in profile.vertices for k in (v.id, v.name)),
+                ),
+            )
     return out
 
 
 def combined(plans: RunningPlans, live: RunningPlans) -> RunningPlans:
     """``--running PLAN`` and ``--running-cluster`` together: one set of running load."""
-    return RunningPlans(merged(plans.uses, live.uses), [*plans.jobs, *live.jobs], [*plans.warnings, *live.warnings],
-                        plans.vertices | live.vertices, [*plans.notes, *live.notes])
+    return RunningPlans(
+        merged(plans.uses, live.uses),
+        [*plans.jobs, *live.jobs],
+        [*plans.warnings, *live.warnings],
+        plans.vertices | live.vertices,
+        [*plans.notes, *live.notes],
+    )

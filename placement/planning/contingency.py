@@ -15,15 +15,18 @@ from placement.solver.contingency import Contingency, plan_contingencies
 from placement.solver.result import PlanResult, SolverOptions
 from placement.writers.planjson import ContingencyRecord, contingency_record
 
-VANILLA_NOTE = ("vanilla mode has no contingency: the job's own slot sharing groups pin its subtasks, so while an edge "
-                "host is lost Flink restarts the job until the host is back, and fails it after the restart "
-                "strategy's attempts; custom mode (the scheduler extension) moves them to the plan's contingency")
+VANILLA_NOTE = (
+    "vanilla mode has no contingency: the job's own slot sharing groups pin its subtasks, so while an edge "
+    "host is lost Flink restarts the job until the host is back, and fails it after the restart "
+    "strategy's attempts; custom mode (the scheduler extension) moves them to the plan's contingency"
+)
 
 Split = Callable[[Mapping[SubtaskKey, str]], Mapping[str, Mapping[SubtaskKey, str]]]
 
 
-def plan_for(problem: PlacementProblem, result: PlanResult, options: SolverOptions, method: str,
-             placement_mode: str) -> tuple[Contingency, ...]:
+def plan_for(
+    problem: PlacementProblem, result: PlanResult, options: SolverOptions, method: str, placement_mode: str
+) -> tuple[Contingency, ...]:
     """Every edge host's contingency of a solved plan (none in vanilla mode, or without a plan)."""
     if result.assignment is None or placement_mode == "vanilla":
         return ()
@@ -37,23 +40,38 @@ def require(contingencies: Sequence[Contingency], required: bool) -> None:
         raise Infeasible(f"--require-contingency: {'; '.join(short)}")
 
 
-def records(problem: PlacementProblem, main: Mapping[SubtaskKey, str],
-            contingencies: Sequence[Contingency]) -> list[ContingencyRecord] | None:
+def records(
+    problem: PlacementProblem, main: Mapping[SubtaskKey, str], contingencies: Sequence[Contingency]
+) -> list[ContingencyRecord] | None:
     """One job's plan.json records (``problem``, ``main``: that job's, each contingency already its part)."""
     if not contingencies:
         return None
-    return [contingency_record(problem, main, c.lost, c.result, c.result.assignment, c.shortfall)
-            for c in contingencies]
+    return [
+        contingency_record(problem, main, c.lost, c.result, c.result.assignment, c.shortfall) for c in contingencies
+    ]
 
 
-def job_records(problem: PlacementProblem, main: Mapping[SubtaskKey, str], contingencies: Sequence[Contingency],
-                split: Split, job: str) -> list[ContingencyRecord] | None:
+def job_records(
+    problem: PlacementProblem,
+    main: Mapping[SubtaskKey, str],
+    contingencies: Sequence[Contingency],
+    split: Split,
+    job: str,
+) -> list[ContingencyRecord] | None:
     """Several jobs: job ``job``'s records of the fleet's contingencies (its moves, the fleet's figures)."""
     if not contingencies:
         return None
-    return [contingency_record(problem, main, c.lost, c.result,
-                               split(c.result.assignment)[job] if c.result.assignment else None, c.shortfall)
-            for c in contingencies]
+    return [
+        contingency_record(
+            problem,
+            main,
+            c.lost,
+            c.result,
+            split(c.result.assignment)[job] if c.result.assignment else None,
+            c.shortfall,
+        )
+        for c in contingencies
+    ]
 
 
 def summary(contingencies: Sequence[Contingency]) -> list[dict]:

@@ -28,9 +28,17 @@ def alone(name: str, problem: PlacementProblem) -> JointProblem:
     return JointProblem(problem, (Job(name, problem, ""),))
 
 
-def builder(inv: Inventory, profiles: Sequence[JobProfile], names: Sequence[str], running: RunningPlans, *,
-            placement_mode: str, inventory_source: str, policies: dict[str, JobPolicy],
-            job_scales: dict[str, float]) -> Builder:
+def builder(
+    inv: Inventory,
+    profiles: Sequence[JobProfile],
+    names: Sequence[str],
+    running: RunningPlans,
+    *,
+    placement_mode: str,
+    inventory_source: str,
+    policies: dict[str, JobPolicy],
+    job_scales: dict[str, float],
+) -> Builder:
     """The joint problem at a fleet rate scale, every job around the running ones. Several jobs: :func:`build_joint`
     (each job at that scale, or its own ``--rate-scale JOB=X``, or its ``min_rate_scale`` when higher — what
     ``--max-rate`` searches over). One job: its own problem (its pins checked against the running jobs' vertices
@@ -38,13 +46,26 @@ def builder(inv: Inventory, profiles: Sequence[JobProfile], names: Sequence[str]
     named = list(zip(names, profiles))
 
     def joint(scale: float) -> JointProblem:
-        return build_joint(inv, named, scale, placement_mode=placement_mode, inventory_source=inventory_source,
-                           policies=policies, known=running.vertices, adjust=lambda p: with_running(p, running.uses),
-                           job_scales=job_scales)
+        return build_joint(
+            inv,
+            named,
+            scale,
+            placement_mode=placement_mode,
+            inventory_source=inventory_source,
+            policies=policies,
+            known=running.vertices,
+            adjust=lambda p: with_running(p, running.uses),
+            job_scales=job_scales,
+        )
 
     def one(scale: float) -> JointProblem:
-        problem = build_problem(inv, profiles[0], PlanOptions(rate_scale=scale, placement_mode=placement_mode),
-                                inventory_source=inventory_source, other_jobs=running.vertices)
+        problem = build_problem(
+            inv,
+            profiles[0],
+            PlanOptions(rate_scale=scale, placement_mode=placement_mode),
+            inventory_source=inventory_source,
+            other_jobs=running.vertices,
+        )
         return alone(names[0], with_running(problem, running.uses))
 
     return one if len(profiles) == 1 else joint
@@ -66,11 +87,18 @@ def per_job(joint: JointProblem, result: PlanResult) -> dict[str, PlanResult]:
 def held_at_minimum(joint: JointProblem) -> list[str]:
     """The jobs planned above the fleet's rate scale, held at their ``budget.min_rate_scale`` (``--max-rate``)."""
     fleet = joint.problem.rate_scale
-    return [f"job {job.name} is held at its budget.min_rate_scale {job.problem.rate_scale:g} (the fleet's scale is "
-            f"{fleet:.4g})" for job in joint.jobs if job.problem.rate_scale > fleet]
+    return [
+        f"job {job.name} is held at its budget.min_rate_scale {job.problem.rate_scale:g} (the fleet's scale is "
+        f"{fleet:.4g})"
+        for job in joint.jobs
+        if job.problem.rate_scale > fleet
+    ]
 
 
 def budgets(joint: JointProblem, parts: dict[str, PlanResult]) -> dict[str, JobBudgetRecord | None]:
     """Each job's priority and budget with its use of them (None for a job that sets neither); {} with no plan."""
-    return {job.name: budget_record(joint.problem.job_policies.get(job.name), job.problem, part.cost)
-            for job in joint.jobs if (part := parts.get(job.name)) is not None and part.cost is not None}
+    return {
+        job.name: budget_record(joint.problem.job_policies.get(job.name), job.problem, part.cost)
+        for job in joint.jobs
+        if (part := parts.get(job.name)) is not None and part.cost is not None
+    }

@@ -23,17 +23,22 @@ from placement.profile.format import JobProfile
 from placement.units import bytes_rate_note, is_bytes_rate
 
 
-def input_warnings(inv: Inventory, profile: JobProfile, inventory_path: str | Path,
-                   links: tuple[str, ...] = ()) -> list[str]:
+def input_warnings(
+    inv: Inventory, profile: JobProfile, inventory_path: str | Path, links: tuple[str, ...] = ()
+) -> list[str]:
     """The warnings that need the inventory file and the options (the pins' are the problem's)."""
     notes = []
     if inv.job.name and inv.job.name != profile.job.name and inv.fleet_job(profile.job.name) is None:
-        notes.append(f"{inventory_path}: job.name: is {inv.job.name!r} but the profile is of job "
-                     f"{profile.job.name!r}: redeploy.sh and apply would resubmit {inv.job.name!r}")
+        notes.append(
+            f"{inventory_path}: job.name: is {inv.job.name!r} but the profile is of job "
+            f"{profile.job.name!r}: redeploy.sh and apply would resubmit {inv.job.name!r}"
+        )
     collected_on, pinned = profile.job.flink_version, inv.flink.version
     if collected_on and pinned and collected_on != pinned:
-        notes.append(f"{inventory_path}: flink.version: the cluster is pinned to Flink {pinned} but the profile was "
-                     f"collected on {collected_on}: profile the job on {pinned} (graph and costs may differ)")
+        notes.append(
+            f"{inventory_path}: flink.version: the cluster is pinned to Flink {pinned} but the profile was "
+            f"collected on {collected_on}: profile the job on {pinned} (graph and costs may differ)"
+        )
     notes += link_rate_warnings(inventory_path)
     for text in links:  # --link HOST:BANDWIDTH[:DELAY]
         parts = text.split(":")
@@ -63,6 +68,7 @@ def alone_policy_notes(inv: Inventory, job: str) -> list[str]:
     entry = inv.fleet_job(job)
     if entry is None or (entry.priority is None and entry.budget is None):
         return []
-    return [f"jobs[] entry {job!r} sets a priority or budget: they apply when jobs are planned together (several "
-            "--profile); this plan of one job does not use them"]
-
+    return [
+        f"jobs[] entry {job!r} sets a priority or budget: they apply when jobs are planned together (several "
+        "--profile); this plan of one job does not use them"
+    ]

@@ -42,16 +42,28 @@ def plan(request: PlanRequest) -> PlanOutcome:
     request.check_job_scales(names)
     notes = alone_policy_notes(inv, names[0]) if len(names) == 1 else []  # said with the plan, beside the what-if's
     runs = running_load(request.running, request.cluster, inv, names, request.inventory)  # fixed load
-    options = SolverOptions(solver=request.solver, time_limit=request.time_limit, gap=request.gap,
-                            objective=request.objective, verbose=request.verbose)
+    options = SolverOptions(
+        solver=request.solver,
+        time_limit=request.time_limit,
+        gap=request.gap,
+        objective=request.objective,
+        verbose=request.verbose,
+    )
     method = request.method
     placement_mode = request.mode or inv.flink.placement_mode  # vanilla keeps operators after the source chain whole
     policies = job_policies(inv, list(zip(names, (p.job.name for p in profiles)))) if len(names) > 1 else {}
     if not request.max_rate:
         check_rate_scale(policies, request.rate_scale, request.job_rate_scales)
-    build = fleet.builder(inv, profiles, names, runs, placement_mode=placement_mode,
-                          inventory_source=request.inventory, policies=policies,
-                          job_scales=dict(request.job_rate_scales))
+    build = fleet.builder(
+        inv,
+        profiles,
+        names,
+        runs,
+        placement_mode=placement_mode,
+        inventory_source=request.inventory,
+        policies=policies,
+        job_scales=dict(request.job_rate_scales),
+    )
     # the problem at the asked scale, built before any solve: its pins' warnings come before the work (--strict)
     joint = build(request.rate_scale)
     warnings = _warnings(request, inv, profiles, names, runs, joint)
@@ -60,9 +72,16 @@ def plan(request: PlanRequest) -> PlanOutcome:
 
     rescaled = capped = None
     if request.rescale:
-        rescaled = rescale.plan_rescaled(inv, profiles[0], inventory_source=request.inventory,
-                                         rate_scale=request.rate_scale, target_rate=request.target_rate,
-                                         options=options, compare=request.compare, placement_mode=placement_mode)
+        rescaled = rescale.plan_rescaled(
+            inv,
+            profiles[0],
+            inventory_source=request.inventory,
+            rate_scale=request.rate_scale,
+            target_rate=request.target_rate,
+            options=options,
+            compare=request.compare,
+            placement_mode=placement_mode,
+        )
         joint, result = fleet.alone(names[0], rescaled.problem), rescaled.joint.plan
     else:
         if request.max_rate:  # every job's rates scaled together; running jobs stay as they are
@@ -70,36 +89,69 @@ def plan(request: PlanRequest) -> PlanOutcome:
             if capped.problem is not None:
                 joint = build(capped.capacity.scale)  # type: ignore[arg-type]
                 what_if = [*what_if, *fleet.held_at_minimum(joint)]
-        result = capped.result if capped is not None and capped.result is not None else \
-            solve_with(joint.problem, options, method)
-    contingencies = contingency.plan_for(joint.problem, result, options, method, placement_mode) \
-        if request.contingency != "off" else ()
+        result = (
+            capped.result
+            if capped is not None and capped.result is not None
+            else solve_with(joint.problem, options, method)
+        )
+    contingencies = (
+        contingency.plan_for(joint.problem, result, options, method, placement_mode)
+        if request.contingency != "off"
+        else ()
+    )
     contingency.require(contingencies, request.contingency == "required")
     parts = fleet.per_job(joint, result)
     return PlanOutcome(
-        request=request, inventory=inv, profiles=profiles, names=tuple(names), dirs=dict(zip(names, dir_names(names))),
-        placement_mode=placement_mode, running=runs, joint=joint, result=result, parts=parts,
-        budgets=fleet.budgets(joint, parts), contingencies=contingencies, what_if=what_if, notes=notes,
-        warnings=warnings, rescaled=rescaled, capped=capped,
-        baselines=_baselines(request, joint, rescaled), one_by_one=_one_by_one(request, joint, options, method),
+        request=request,
+        inventory=inv,
+        profiles=profiles,
+        names=tuple(names),
+        dirs=dict(zip(names, dir_names(names))),
+        placement_mode=placement_mode,
+        running=runs,
+        joint=joint,
+        result=result,
+        parts=parts,
+        budgets=fleet.budgets(joint, parts),
+        contingencies=contingencies,
+        what_if=what_if,
+        notes=notes,
+        warnings=warnings,
+        rescaled=rescaled,
+        capped=capped,
+        baselines=_baselines(request, joint, rescaled),
+        one_by_one=_one_by_one(request, joint, options, method),
     )
 
 
-def _warnings(request: PlanRequest, inv: Inventory, profiles: Sequence[JobProfile], names: Sequence[str],
-              runs: RunningPlans, joint: JointProblem) -> list[str]:
+def _warnings(
+    request: PlanRequest,
+    inv: Inventory,
+    profiles: Sequence[JobProfile],
+    names: Sequence[str],
+    runs: RunningPlans,
+    joint: JointProblem,
+) -> list[str]:
     """The input warnings, each once: the files' and options', a job planned twice, the running jobs', the pins'."""
     # the inventory's job block is one job's submission: a job with neither it nor a jobs: entry would be
     # resubmitted (redeploy.sh, apply) as that job — said for every job
     mine = [w for p in profiles for w in input_warnings(inv, p, request.inventory, request.link)]
-    mine += [f"--profile {path}: job {p.job.name!r} is planned more than once (this copy as {name!r}): each copy's "
-             "plan.json names the same Flink job, so apply can run only one of them"
-             for path, p, name in zip(request.profiles, profiles, names) if name != p.job.name]
-    return [*dict.fromkeys(mine), *runs.warnings,
-            *(f"{request.inventory}: {w}" for w in joint.problem.input_warnings)]
+    mine += [
+        f"--profile {path}: job {p.job.name!r} is planned more than once (this copy as {name!r}): each copy's "
+        "plan.json names the same Flink job, so apply can run only one of them"
+        for path, p, name in zip(request.profiles, profiles, names)
+        if name != p.job.name
+    ]
+    return [*dict.fromkeys(mine), *runs.warnings, *(f"{request.inventory}: {w}" for w in joint.problem.input_warnings)]
 
 
-def _max_rate(build: fleet.Builder, options: SolverOptions, method: Method, policies: dict[str, JobPolicy],
-              profiles: Sequence[JobProfile]) -> capacity.MaxRate:
+def _max_rate(
+    build: fleet.Builder,
+    options: SolverOptions,
+    method: Method,
+    policies: dict[str, JobPolicy],
+    profiles: Sequence[JobProfile],
+) -> capacity.MaxRate:
     """``--max-rate`` over the jobs scaled together, each held at its ``min_rate_scale`` at least; when even the
     minima do not fit, the error names them. One job's answer knows the rates its CPU was measured at."""
     minima = ", ".join(f"{name} {p.min_rate_scale:g}" for name, p in policies.items() if p.min_rate_scale is not None)
@@ -112,8 +164,9 @@ def _max_rate(build: fleet.Builder, options: SolverOptions, method: Method, poli
         raise Infeasible(f"{exc} (with the jobs' budget.min_rate_scale held: {minima})") from exc
 
 
-def _baselines(request: PlanRequest, joint: JointProblem,
-               rescaled: rescale.RescalePlan | None) -> tuple[PlanResult, ...]:
+def _baselines(
+    request: PlanRequest, joint: JointProblem, rescaled: rescale.RescalePlan | None
+) -> tuple[PlanResult, ...]:
     """``--compare`` of one job: all-on-server and greedy beside the plan (with ``--rescale``: its own baselines)."""
     if rescaled is not None:
         return tuple(b.plan for b in rescaled.baselines)
@@ -122,8 +175,9 @@ def _baselines(request: PlanRequest, joint: JointProblem,
     return all_on_server(joint.problem), greedy(joint.problem)
 
 
-def _one_by_one(request: PlanRequest, joint: JointProblem, options: SolverOptions,
-                method: Method) -> tuple[OneByOne, ...]:
+def _one_by_one(
+    request: PlanRequest, joint: JointProblem, options: SolverOptions, method: Method
+) -> tuple[OneByOne, ...]:
     """``--compare`` of several jobs: the joint plan beside planning them one by one."""
     if not request.compare or not request.several:
         return ()

@@ -47,8 +47,9 @@ class ClusterReader(Protocol):
     """Reads the jobs running now (all but ``planned``; ``given``: the ``--running`` plans' (job, path)) as fixed
     load. The command line's is :class:`placement.planning.cluster.LiveCluster`; a test's is a fake."""
 
-    def __call__(self, inv: Inventory, planned: Sequence[str], given: Sequence[tuple[str, str]],
-                 inventory_path: str) -> RunningPlans: ...
+    def __call__(
+        self, inv: Inventory, planned: Sequence[str], given: Sequence[tuple[str, str]], inventory_path: str
+    ) -> RunningPlans: ...
 
 
 @dataclass(frozen=True)
@@ -90,43 +91,63 @@ class PlanRequest:
             raise BadInput("the scale must be a number above 0", field="--rate-scale")
         if self.several:
             if self.rescale or self.target_rate:
-                raise BadInput("chooses one job's parallelism; with several --profile the jobs are placed at their "
-                               "profiled parallelism: plan without --rescale", field="--rescale")
+                raise BadInput(
+                    "chooses one job's parallelism; with several --profile the jobs are placed at their "
+                    "profiled parallelism: plan without --rescale",
+                    field="--rescale",
+                )
         else:
             if self.job_rate_scales:
-                raise BadInput(f"{next(iter(self.job_rate_scales))}=…: JOB=X scales one of several jobs planned "
-                               "together; with one --profile give --rate-scale X", field="--rate-scale")
+                raise BadInput(
+                    f"{next(iter(self.job_rate_scales))}=…: JOB=X scales one of several jobs planned "
+                    "together; with one --profile give --rate-scale X",
+                    field="--rate-scale",
+                )
             if self.target_rate is not None and not self.rescale:
-                raise BadInput("needs --rescale (the target rate is what the parallelism is chosen for)",
-                               field="--target-rate")
+                raise BadInput(
+                    "needs --rescale (the target rate is what the parallelism is chosen for)", field="--target-rate"
+                )
             if self.rescale and (self.running or self.cluster):
-                raise BadInput("chooses parallelism against the whole fleet's capacities; plan without --rescale "
-                               "around running jobs", field="--running" if self.running else "--running-cluster")
+                raise BadInput(
+                    "chooses parallelism against the whole fleet's capacities; plan without --rescale "
+                    "around running jobs",
+                    field="--running" if self.running else "--running-cluster",
+                )
         self._check_max_rate()
 
     def _check_max_rate(self) -> None:
         if self.max_rate and self.rescale:
-            raise BadInput("finds the highest rate at today's parallelism; --rescale chooses parallelism for a given "
-                           "rate: use one of them", field="--max-rate")
+            raise BadInput(
+                "finds the highest rate at today's parallelism; --rescale chooses parallelism for a given "
+                "rate: use one of them",
+                field="--max-rate",
+            )
         if self.max_rate and (self.rate_scale != 1.0 or self.job_rate_scales):
             raise BadInput("finds the scale of the rates itself: drop --rate-scale", field="--max-rate")
         if self.rescale and self.method == "decompose":
-            raise BadInput("the decomposition places at the profiled parallelism; --rescale chooses it: use --method "
-                           "exact or auto with --rescale", field="--method")
+            raise BadInput(
+                "the decomposition places at the profiled parallelism; --rescale chooses it: use --method "
+                "exact or auto with --rescale",
+                field="--method",
+            )
 
     def check_job_scales(self, names: Sequence[str]) -> None:
         """``--rate-scale JOB=X`` names a job planned here (by its name in the fleet: a second copy is ``job-2``)."""
         for job, x in self.job_rate_scales.items():
             if job not in names:
-                raise BadInput(f"{job}={x:g}: no job {job!r} is planned here (the jobs: {', '.join(names)})",
-                               field="--rate-scale")
+                raise BadInput(
+                    f"{job}={x:g}: no job {job!r} is planned here (the jobs: {', '.join(names)})", field="--rate-scale"
+                )
 
     def check_latency_bounds(self, problem: PlacementProblem) -> None:
         """One job's ``--max-rate`` has no latency rows yet: its scale search is a model of its own (the exact
         model, ``--rescale`` and ``--method exact/auto`` have them)."""
         if not self.several and problem.latency_bounds and self.max_rate:
-            raise BadInput("--max-rate does not honour a latency bound yet: plan without it, or drop "
-                           "policy.max_latency_ms", source=self.inventory, field="policy.max_latency_ms")
+            raise BadInput(
+                "--max-rate does not honour a latency bound yet: plan without it, or drop policy.max_latency_ms",
+                source=self.inventory,
+                field="policy.max_latency_ms",
+            )
 
 
 def contingency_mode(required: bool, off: bool) -> Contingency:
@@ -154,12 +175,16 @@ def rate_scales(given: Sequence[tuple[str | None, float]]) -> tuple[float, dict[
     return (1.0 if scale is None else scale), per_job
 
 
-def cluster_read(on: bool, rest_url: str | None, window_s: float, warmup_s: float, ignore_unknown: bool,
-                 keep_dir: str | None = None) -> ClusterRead | None:
+def cluster_read(
+    on: bool, rest_url: str | None, window_s: float, warmup_s: float, ignore_unknown: bool, keep_dir: str | None = None
+) -> ClusterRead | None:
     """The ``--running-cluster`` options as one value (None: not asked); its own options without it are refused."""
     if not on:
-        for given, option in ((rest_url, "--rest"), (ignore_unknown, "--running-ignore-unknown"),
-                              (keep_dir, "--running-keep")):
+        for given, option in (
+            (rest_url, "--rest"),
+            (ignore_unknown, "--running-ignore-unknown"),
+            (keep_dir, "--running-keep"),
+        ):
             if given:
                 raise BadInput("is for --running-cluster: add it, or drop this option", field=option)
         return None

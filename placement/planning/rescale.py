@@ -42,17 +42,32 @@ class RescalePlan:
         profiled = self.space.profiled_parallelism()
         names = {v.id: v.name for v in self.space.profile.vertices}
         return RescaleInfo(
-            profiled_parallelism=profiled, target_records_per_s=dict(self.space.targets),
+            profiled_parallelism=profiled,
+            target_records_per_s=dict(self.space.targets),
             changed={names[vid]: [profiled[vid], p] for vid, p in chosen.parallelism.items() if p != profiled[vid]},
         )
 
 
-def plan_rescaled(inv: Inventory, profile: JobProfile, *, inventory_source: str, rate_scale: float,
-                  target_rate: str | None, options: SolverOptions, compare: bool,
-                  placement_mode: str = "custom") -> RescalePlan:
+def plan_rescaled(
+    inv: Inventory,
+    profile: JobProfile,
+    *,
+    inventory_source: str,
+    rate_scale: float,
+    target_rate: str | None,
+    options: SolverOptions,
+    compare: bool,
+    placement_mode: str = "custom",
+) -> RescalePlan:
     targets = parse_target_rates(target_rate) if target_rate is not None else None
-    space = build_space(inv, profile, rate_scale=rate_scale, target_rates=targets, inventory_source=inventory_source,
-                        placement_mode=placement_mode)
+    space = build_space(
+        inv,
+        profile,
+        rate_scale=rate_scale,
+        target_rates=targets,
+        inventory_source=inventory_source,
+        placement_mode=placement_mode,
+    )
     joint = solve_rescale(space, options)
     baselines = (placement_alone(space, options), ds2_then_place(space, options)) if compare else ()
     return RescalePlan(space, joint, baselines)
@@ -61,5 +76,7 @@ def plan_rescaled(inv: Inventory, profile: JobProfile, *, inventory_source: str,
 def result_parallelism(plan: RescalePlan) -> dict[str, dict[str, int] | None]:
     """strategy -> vertex name -> parallelism (for the JSON summary)."""
     names = {v.id: v.name for v in plan.space.profile.vertices}
-    return {r.strategy: ({names[vid]: p for vid, p in r.parallelism.items()} if r.parallelism else None)
-            for r in (plan.joint, *plan.baselines)}
+    return {
+        r.strategy: ({names[vid]: p for vid, p in r.parallelism.items()} if r.parallelism else None)
+        for r in (plan.joint, *plan.baselines)
+    }

@@ -29,8 +29,12 @@ class RunningPlans:
     def uses_of_job(self, job: str) -> dict[str, dict[str, float]]:
         """One running job's use of each host it uses (cores, memory_mib, slots, mbit on its uplink): --json's
         figures."""
-        return {host: {"cores": r.cores, "memory_mib": r.memory_mib, "slots": r.slots, "mbit": r.mbit}
-                for host, here in self.uses.items() for r in here if r.job == job}
+        return {
+            host: {"cores": r.cores, "memory_mib": r.memory_mib, "slots": r.slots, "mbit": r.mbit}
+            for host, here in self.uses.items()
+            for r in here
+            if r.job == job
+        }
 
 
 def _expanded(paths: Sequence[str]) -> list[str]:
@@ -41,7 +45,9 @@ def _expanded(paths: Sequence[str]) -> list[str]:
         if is_fleet_dir(Path(path)):
             doc = read_document(fleet)
             jobs = doc.get("jobs") if isinstance(doc, dict) else None
-            if not isinstance(jobs, list) or not all(isinstance(j, dict) and isinstance(j.get("dir"), str) for j in jobs):
+            if not isinstance(jobs, list) or not all(
+                isinstance(j, dict) and isinstance(j.get("dir"), str) for j in jobs
+            ):
                 raise BadInput("is no list of jobs with their plan directories", source=str(fleet), field="jobs")
             out.extend(str(Path(path) / j["dir"]) for j in jobs)
         else:
@@ -63,8 +69,12 @@ def load_running(paths: Sequence[str], inv: Inventory, planned: Sequence[str]) -
     for path in _expanded(paths):
         doc = load_plan(path)
         if doc.job in planned:
-            raise BadInput(f"is job {doc.job!r}, which this plan places (its load would count twice): drop it from "
-                           "--running to re-plan it", source=str(path), field="job")
+            raise BadInput(
+                f"is job {doc.job!r}, which this plan places (its load would count twice): drop it from "
+                "--running to re-plan it",
+                source=str(path),
+                field="job",
+            )
         if any(doc.job == j for j, _ in jobs):
             raise BadInput(f"job {doc.job!r} is given twice with --running", source=str(path), field="job")
         for i, h in enumerate(doc.hosts):
@@ -72,13 +82,22 @@ def load_running(paths: Sequence[str], inv: Inventory, planned: Sequence[str]) -
                 raise BadInput(f"host {h.host!r} is not in the inventory", source=str(path), field=f"hosts[{i}].host")
         for i, link in enumerate(doc.links):
             if link.source not in hosts or hosts[link.source].role != "edge":
-                raise BadInput(f"{link.source!r} is not an edge host of the inventory", source=str(path),
-                               field=f"links[{i}].from")
+                raise BadInput(
+                    f"{link.source!r} is not an edge host of the inventory", source=str(path), field=f"links[{i}].from"
+                )
         if doc.inventory.digest != digest:
-            warnings.append(f"{path}: inventory.digest: the running plan was made for another version of the inventory; "
-                            "its predicted use of hosts and links is taken as it is")
-        uses = merged(uses, uses_of(doc.job, {link.source: link.mbit for link in doc.links},
-                                    [(h.host, h.cores_used, h.memory_mib_used, h.slots_used) for h in doc.hosts]))
+            warnings.append(
+                f"{path}: inventory.digest: the running plan was made for another version of the inventory; "
+                "its predicted use of hosts and links is taken as it is"
+            )
+        uses = merged(
+            uses,
+            uses_of(
+                doc.job,
+                {link.source: link.mbit for link in doc.links},
+                [(h.host, h.cores_used, h.memory_mib_used, h.slots_used) for h in doc.hosts],
+            ),
+        )
         jobs.append((doc.job, str(path)))
         vertices |= {k for a in doc.assignment for k in (a.vertex, a.vertex_id)}
     return RunningPlans(uses, jobs, warnings, frozenset(vertices))

@@ -19,10 +19,30 @@ from placement.solver.one_by_one import OneByOne
 from placement.solver.result import PlanResult
 
 # the order of the top-level keys, as each shape has always had them
-ONE_JOB_KEYS = ("job", "inventory", "results", "parallelism", "max_rate", "what_if", "running", "running_notes",
-                "contingencies", "out")
-FLEET_KEYS = ("jobs", "inventory", "results", "running", "running_notes", "compare", "max_rate", "what_if",
-              "contingencies", "out")
+ONE_JOB_KEYS = (
+    "job",
+    "inventory",
+    "results",
+    "parallelism",
+    "max_rate",
+    "what_if",
+    "running",
+    "running_notes",
+    "contingencies",
+    "out",
+)
+FLEET_KEYS = (
+    "jobs",
+    "inventory",
+    "results",
+    "running",
+    "running_notes",
+    "compare",
+    "max_rate",
+    "what_if",
+    "contingencies",
+    "out",
+)
 
 
 def summary_json(outcome: PlanOutcome, written: Sequence[Path] | None = None) -> dict:
@@ -58,16 +78,30 @@ def result_json(r: PlanResult, parts: dict[str, PlanResult] | None = None) -> di
     """One result's status and figures; ``parts``: several jobs' joint result, each job's figures under ``jobs``."""
     out: dict = {"strategy": "joint" if parts is not None else r.strategy, "status": r.status, "reason": r.reason}
     if r.cost is not None:
-        out.update(wan_mbit=r.cost.wan_mbit, server_cores=r.cost.server_cores, edge_cores=r.cost.edge_cores,
-                   latency_ms=r.cost.latency_ms, feasible=r.cost.feasible,
-                   links={link.name: link.mbit for link in r.cost.links})
+        out.update(
+            wan_mbit=r.cost.wan_mbit,
+            server_cores=r.cost.server_cores,
+            edge_cores=r.cost.edge_cores,
+            latency_ms=r.cost.latency_ms,
+            feasible=r.cost.feasible,
+            links={link.name: link.mbit for link in r.cost.links},
+        )
         if parts is not None:
             out["jobs"] = {name: cost_json(p.cost) for name, p in parts.items() if p.cost is not None}
         if r.cost.paths:
             out.update(_paths_json(r.cost))
     if r.shortages:
-        out["shortages"] = [{"kind": s.kind, "resource": s.resource, "needed": s.needed, "usable": s.usable,
-                             "capacity": s.capacity, "message": s.message} for s in r.shortages]
+        out["shortages"] = [
+            {
+                "kind": s.kind,
+                "resource": s.resource,
+                "needed": s.needed,
+                "usable": s.usable,
+                "capacity": s.capacity,
+                "message": s.message,
+            }
+            for s in r.shortages
+        ]
     if r.causes:
         out["causes"] = list(r.causes)
     return out
@@ -81,15 +115,23 @@ def _paths_json(cost: PlanCost) -> dict:
     """The worst path's upper bound under the keys it always had, the expected figure beside it, and every path's."""
     worst = cost.worst_path
     assert worst is not None, "only a plan with paths has their figures"
-    return {"worst_path_ms": _finite(worst.latency_ms), "worst_path": worst.name,
-            "worst_path_expected_ms": _finite(worst.expected_ms),
-            "paths": {p.name: _finite(p.latency_ms) for p in cost.paths},
-            "paths_expected": {p.name: _finite(p.expected_ms) for p in cost.paths}}
+    return {
+        "worst_path_ms": _finite(worst.latency_ms),
+        "worst_path": worst.name,
+        "worst_path_expected_ms": _finite(worst.expected_ms),
+        "paths": {p.name: _finite(p.latency_ms) for p in cost.paths},
+        "paths_expected": {p.name: _finite(p.expected_ms) for p in cost.paths},
+    }
 
 
 def cost_json(c: PlanCost) -> dict:
-    return {"wan_mbit": c.wan_mbit, "server_cores": c.server_cores, "edge_cores": c.edge_cores,
-            "latency_ms": c.latency_ms, "links": {link.name: link.mbit for link in c.links}}
+    return {
+        "wan_mbit": c.wan_mbit,
+        "server_cores": c.server_cores,
+        "edge_cores": c.edge_cores,
+        "latency_ms": c.latency_ms,
+        "links": {link.name: link.mbit for link in c.links},
+    }
 
 
 def compare_json(others: Sequence[OneByOne]) -> list[dict]:
@@ -98,13 +140,25 @@ def compare_json(others: Sequence[OneByOne]) -> list[dict]:
 
 
 def _one_by_one_json(o: OneByOne) -> dict:
-    out: dict = {"strategy": o.strategy, **({"order": list(o.order)} if o.order else {}), "feasible": o.feasible,
-                 "failed": o.failed, "reason": o.reason or None,
-                 "jobs": {name: {"status": r.status, **(cost_json(r.cost) if r.cost is not None else {})}
-                          for name, r in o.results.items()}}
+    out: dict = {
+        "strategy": o.strategy,
+        **({"order": list(o.order)} if o.order else {}),
+        "feasible": o.feasible,
+        "failed": o.failed,
+        "reason": o.reason or None,
+        "jobs": {
+            name: {"status": r.status, **(cost_json(r.cost) if r.cost is not None else {})}
+            for name, r in o.results.items()
+        },
+    }
     if o.cost is not None:
-        out.update(wan_mbit=o.cost.wan_mbit, server_cores=o.cost.server_cores, latency_ms=o.cost.latency_ms,
-                   links={link.name: link.mbit for link in o.cost.links}, violations=list(o.cost.violations))
+        out.update(
+            wan_mbit=o.cost.wan_mbit,
+            server_cores=o.cost.server_cores,
+            latency_ms=o.cost.latency_ms,
+            links={link.name: link.mbit for link in o.cost.links},
+            violations=list(o.cost.violations),
+        )
     return out
 
 

@@ -181,7 +181,12 @@ def prune(directory: Path, *, current: Path | None = None, keep: int = KEEP, max
             continue
         recorded = _read_sidecar(archive.with_suffix(".json"))
         jars = Path(recorded.get("jars", "")) if recorded else None
-        if not recorded or jars is None or not jars.is_dir() or recorded.get("classpath") != _digest(classpath_identity(jars)):
+        if (
+            not recorded
+            or jars is None
+            or not jars.is_dir()
+            or recorded.get("classpath") != _digest(classpath_identity(jars))
+        ):
             drop(archive)  # an older placement's, or its jars are gone or changed
             continue
         st = archive.stat()

@@ -89,6 +89,7 @@ def _known(figures: list[float] | None) -> list[float]:
     assert figures is not None
     return figures
 
+
 def _vector(rows: Sequence[SubtaskIO], attr: str) -> list[float] | None:
     """One figure of every subtask of a vertex; None when no subtask reported it (a single gap counts as 0)."""
     values = [getattr(r, attr) for r in rows]
@@ -195,8 +196,12 @@ class _Solver:
             got_b = sum(sum(_known(self.bytes[x])) * self.m[x] for x in done)
             got_r = sum(sum(_known(self.records[x])) * self.m[x] for x in done)
             w = _weights(self.io[self.edges[k].source])
-            self._set(k, _split(max(0.0, sum(ri) - got_r) / self.m[k], w),
-                      _split(max(0.0, sum(bi) - got_b) / self.m[k], w), "remainder")
+            self._set(
+                k,
+                _split(max(0.0, sum(ri) - got_r) / self.m[k], w),
+                _split(max(0.0, sum(bi) - got_b) / self.m[k], w),
+                "remainder",
+            )
             changed = True
         return changed
 
@@ -210,8 +215,10 @@ class _Solver:
             ro = _vector(rows, "records_out") or [0.0] * len(rows)
             done = [x for x in ks if x not in open_]
             delivered = sum(self.m[k] for k in open_)
-            byt = [max(0.0, bo[i] - sum(_known(self.bytes[x])[i] * self.m[x] for x in done)) / delivered
-                   for i in range(len(rows))]
+            byt = [
+                max(0.0, bo[i] - sum(_known(self.bytes[x])[i] * self.m[x] for x in done)) / delivered
+                for i in range(len(rows))
+            ]
             for k in open_:
                 self._set(k, list(ro), list(byt), "fan-out rule")
 
@@ -226,8 +233,9 @@ class _Solver:
         return None
 
 
-def attribute(parallelism: Mapping[str, int], io: Mapping[str, Sequence[SubtaskIO]],
-              edges: Sequence[Edge]) -> list[EdgeFigures | None]:
+def attribute(
+    parallelism: Mapping[str, int], io: Mapping[str, Sequence[SubtaskIO]], edges: Sequence[Edge]
+) -> list[EdgeFigures | None]:
     """Per edge (in the order given): what each upstream subtask puts on it, by the rules above; None for an edge
     no rule can resolve (its upstream vertex reported no bytes at all)."""
     s = _Solver(parallelism, io, edges)
@@ -239,6 +247,9 @@ def attribute(parallelism: Mapping[str, int], io: Mapping[str, Sequence[SubtaskI
     out: list[EdgeFigures | None] = []
     for k in range(len(edges)):
         rec, byt, basis = s.records[k], s.bytes[k], s.basis[k]
-        out.append(None if rec is None or byt is None or basis is None
-                   else EdgeFigures(tuple(rec), tuple(byt), basis, s.shares(k)))
+        out.append(
+            None
+            if rec is None or byt is None or basis is None
+            else EdgeFigures(tuple(rec), tuple(byt), basis, s.shares(k))
+        )
     return out

@@ -100,10 +100,16 @@ class SubtaskProfile(Strict):
     busy_ms_per_s: float | None = Field(None, ge=0, le=1000, description="null when Flink reported NaN")
     idle_ms_per_s: float | None = Field(None, ge=0, le=1000)
     backpressured_ms_per_s: float | None = Field(None, ge=0, le=1000)
-    host_speed: float = Field(1.0, gt=0, le=MAX_HOST_SPEED, description="speed of the host it was measured on (server core = 1)")
+    host_speed: float = Field(
+        1.0, gt=0, le=MAX_HOST_SPEED, description="speed of the host it was measured on (server core = 1)"
+    )
     buffers_in_per_s: float | None = Field(
-        None, ge=0, le=MAX_RECORDS_PER_S, description="network buffers delivered to it a second, local and remote, all "
-        "inputs (Flink's numBuffersInLocal/RemotePerSecond): one per flush of a channel; null: not measured")
+        None,
+        ge=0,
+        le=MAX_RECORDS_PER_S,
+        description="network buffers delivered to it a second, local and remote, all "
+        "inputs (Flink's numBuffersInLocal/RemotePerSecond): one per flush of a channel; null: not measured",
+    )
     samples: int | None = Field(None, ge=0)
     confident: bool = Field(True, description="false when busy time was too low to estimate a rate")
 
@@ -118,19 +124,33 @@ class VertexProfile(Strict):
     name: str = Field(min_length=1)
     parallelism: int = Field(ge=1)
     max_parallelism: int | None = Field(
-        None, ge=1, description="Flink's max parallelism (key groups); absent: Flink's default for the parallelism")
+        None, ge=1, description="Flink's max parallelism (key groups); absent: Flink's default for the parallelism"
+    )
     stateful: bool = False
     state_bytes: float = Field(0.0, ge=0, le=MAX_STATE_BYTES, description="checkpointed state, all subtasks together")
     checkpointed_bytes: float | None = Field(
-        None, ge=0, le=MAX_STATE_BYTES, description="what one checkpoint uploads, all subtasks (incremental: the delta); null: state_bytes")
+        None,
+        ge=0,
+        le=MAX_STATE_BYTES,
+        description="what one checkpoint uploads, all subtasks (incremental: the delta); null: state_bytes",
+    )
     bytes_per_record_out: float = Field(
-        0.0, ge=0, le=MAX_RECORD_BYTES, description="bytes of one record it emits (its edges' mean); planned on edges without own figures")
+        0.0,
+        ge=0,
+        le=MAX_RECORD_BYTES,
+        description="bytes of one record it emits (its edges' mean); planned on edges without own figures",
+    )
     subtasks: list[SubtaskProfile]
     cpu_calibration: float | None = Field(
-        None, gt=0, le=10, description="busy-time cores × this = the CPU measured (placement.profile.tm_cpu); null: 1")
+        None, gt=0, le=10, description="busy-time cores × this = the CPU measured (placement.profile.tm_cpu); null: 1"
+    )
     cpu_fixed_share: float | None = Field(
-        None, ge=0, lt=1, description="the share of its calibrated CPU at the profiled rate that does not grow with "
-        "the rate, fitted over runs at different rates (placement.profile.tm_cpu); null: 0, all of it grows with it")
+        None,
+        ge=0,
+        lt=1,
+        description="the share of its calibrated CPU at the profiled rate that does not grow with "
+        "the rate, fitted over runs at different rates (placement.profile.tm_cpu); null: 0, all of it grows with it",
+    )
     stats: dict[str, float | int | str | bool | None] = Field(
         default_factory=dict, description="extra figures from the profiling job (p95s, selectivity, ...)"
     )
@@ -138,10 +158,15 @@ class VertexProfile(Strict):
     @model_validator(mode="after")
     def _subtasks_match(self) -> VertexProfile:
         if self.max_parallelism is not None and self.max_parallelism < self.parallelism:
-            raise FieldError("max_parallelism", f"vertex {self.name!r} has parallelism {self.parallelism} above its max "
-                                                f"parallelism {self.max_parallelism}")
+            raise FieldError(
+                "max_parallelism",
+                f"vertex {self.name!r} has parallelism {self.parallelism} above its max "
+                f"parallelism {self.max_parallelism}",
+            )
         if len(self.subtasks) != self.parallelism:
-            raise FieldError("subtasks", f"vertex {self.name!r} has parallelism {self.parallelism} but {len(self.subtasks)} subtasks")
+            raise FieldError(
+                "subtasks", f"vertex {self.name!r} has parallelism {self.parallelism} but {len(self.subtasks)} subtasks"
+            )
         if sorted(s.index for s in self.subtasks) != list(range(self.parallelism)):
             raise FieldError("subtasks", f"vertex {self.name!r}: subtask indexes must be 0..{self.parallelism - 1}")
         self.subtasks.sort(key=lambda s: s.index)
@@ -164,11 +189,15 @@ class EdgeProfile(Strict):
     target: str
     ship_strategy: ShipStrategy
     records_per_s: list[float] | None = Field(
-        None, description="per upstream subtask: records it puts on this edge (one copy; null: derive by the fan-out rule)")
+        None,
+        description="per upstream subtask: records it puts on this edge (one copy; null: derive by the fan-out rule)",
+    )
     bytes_per_s: list[float] | None = Field(
-        None, description="per upstream subtask: serialized bytes it puts on this edge (one copy)")
+        None, description="per upstream subtask: serialized bytes it puts on this edge (one copy)"
+    )
     receiver_shares: list[float] | None = Field(
-        None, description="HASH: share of the edge's records each downstream subtask receives (key skew); null: even")
+        None, description="HASH: share of the edge's records each downstream subtask receives (key skew); null: even"
+    )
     basis: EdgeBasis | None = Field(None, description="where the figures come from (placement.profile.edge_flows)")
 
     @field_validator("records_per_s", "bytes_per_s", "receiver_shares")
@@ -187,7 +216,9 @@ class EdgeProfile(Strict):
             raise FieldError("bytes_per_s", "records_per_s and bytes_per_s come together (both or neither)")
         if self.receiver_shares is not None:
             if self.ship_strategy is not ShipStrategy.HASH:
-                raise FieldError("receiver_shares", f"only HASH edges have receiver shares, not {self.ship_strategy.value}")
+                raise FieldError(
+                    "receiver_shares", f"only HASH edges have receiver shares, not {self.ship_strategy.value}"
+                )
             total = sum(self.receiver_shares)
             if total <= 0:
                 raise FieldError("receiver_shares", "shares must not all be 0")
@@ -213,11 +244,20 @@ class JobInfo(Strict):
     origin: Literal["example", "synthetic", "collected"] = "collected"
     note: str | None = None
     checkpoint_interval_ms: float | None = Field(
-        None, gt=0, le=MAX_INTERVAL_MS, description="time between checkpoints (max of interval and min pause); null: off or unknown")
+        None,
+        gt=0,
+        le=MAX_INTERVAL_MS,
+        description="time between checkpoints (max of interval and min pause); null: off or unknown",
+    )
     buffer_timeout_ms: float | None = Field(
-        None, ge=0, le=MAX_INTERVAL_MS, description="Flink's network flush interval (execution.buffer-timeout); null: framing not charged")
-    flink_version: str | None = Field(None, description="the Flink release the history was collected on (newest run); "
-                                                        "null: not recorded")
+        None,
+        ge=0,
+        le=MAX_INTERVAL_MS,
+        description="Flink's network flush interval (execution.buffer-timeout); null: framing not charged",
+    )
+    flink_version: str | None = Field(
+        None, description="the Flink release the history was collected on (newest run); null: not recorded"
+    )
 
 
 TaskManagerBasis = Literal["idle", "residual", "prior", "floor", "co-tenant", "unmeasured"]
@@ -233,8 +273,11 @@ class RateFit(Strict):
     rate_low: float = Field(ge=0, description="the job's source records/s in the slowest run")
     rate_high: float = Field(ge=0, description="… and in the fastest")
     fixed_cores: float = Field(description="the planned line's CPU at rate 0, baseline included")
-    per_record_us: float = Field(ge=0, description="the planned line's CPU µs (of one of its host's cores) per source "
-                                 "record: the fitted slope plus two standard errors")
+    per_record_us: float = Field(
+        ge=0,
+        description="the planned line's CPU µs (of one of its host's cores) per source "
+        "record: the fitted slope plus two standard errors",
+    )
     fitted_per_record_us: float = Field(ge=0, description="the least-squares slope")
     per_record_se_us: float = Field(ge=0, description="its standard error (from each run's spread over its windows)")
     fixed_share: float = Field(ge=0, lt=1)
@@ -249,8 +292,12 @@ class TaskManagerCpu(Strict):
     host_speed: float = Field(1.0, gt=0, le=MAX_HOST_SPEED)
     samples: int = Field(0, ge=0)
     subtasks: int = Field(0, ge=0, description="subtasks of the job it ran")
-    process_cores: float | None = Field(None, ge=0, description="JVM process CPU (Status.JVM.CPU.Time rate); null: unmeasured")
-    load_cores: float | None = Field(None, ge=0, description="Status.JVM.CPU.Load × the machine's cores (a cross-check)")
+    process_cores: float | None = Field(
+        None, ge=0, description="JVM process CPU (Status.JVM.CPU.Time rate); null: unmeasured"
+    )
+    load_cores: float | None = Field(
+        None, ge=0, description="Status.JVM.CPU.Load × the machine's cores (a cross-check)"
+    )
     charged_cores: float = Field(0.0, ge=0, description="the busy-time charge of its subtasks (costmodel.demand)")
     calibrated_cores: float | None = Field(None, ge=0, description="that charge after the vertices' calibration")
     baseline_cores: float | None = Field(None, ge=0, description="its own CPU, no subtask's")
@@ -258,23 +305,39 @@ class TaskManagerCpu(Strict):
     basis: TaskManagerBasis = "unmeasured"
     confident: bool = False
     cotenant_cores: float | None = Field(
-        None, ge=0, description="busy time of other jobs' subtasks on it (Σ busyTimeMsPerSecond / 1000); its CPU beyond "
-        "the baseline is split between them and the job by charge; null: not recorded (older histories)")
+        None,
+        ge=0,
+        description="busy time of other jobs' subtasks on it (Σ busyTimeMsPerSecond / 1000); its CPU beyond "
+        "the baseline is split between them and the job by charge; null: not recorded (older histories)",
+    )
     cotenant_subtasks: int | None = Field(None, ge=0, description="how many of their subtasks (most at once)")
     task_thread_cores: float | None = Field(
-        None, ge=0, description="CPU of the job's task threads on it (per-thread CPU from /proc, metrics collect "
-        "--inventory); its vertices' share of the calibrated CPU follows these; null: not recorded")
+        None,
+        ge=0,
+        description="CPU of the job's task threads on it (per-thread CPU from /proc, metrics collect "
+        "--inventory); its vertices' share of the calibrated CPU follows these; null: not recorded",
+    )
     other_thread_cores: float | None = Field(
-        None, ge=0, description="CPU of its other threads (GC, Netty client, flusher, rate limiters, RPC, metrics; threads that "
-        "ended between two readings too, where the process's own /proc line was recorded)")
+        None,
+        ge=0,
+        description="CPU of its other threads (GC, Netty client, flusher, rate limiters, RPC, metrics; threads that "
+        "ended between two readings too, where the process's own /proc line was recorded)",
+    )
     compiler_thread_cores: float | None = Field(
-        None, ge=0, description="CPU of its JIT compiler threads: the JVM compiling what it has just started to run, "
-        "left out of process_cores and of every figure derived from it (the model predicts the steady state)")
+        None,
+        ge=0,
+        description="CPU of its JIT compiler threads: the JVM compiling what it has just started to run, "
+        "left out of process_cores and of every figure derived from it (the model predicts the steady state)",
+    )
     netty_server_thread_cores: float | None = Field(
-        None, ge=0, description="CPU of its Flink Netty server threads, left out of process_cores likewise: the cost "
-        "model charges it per host from the buffers delivered (placement.costmodel.deliveries); null: not recorded")
+        None,
+        ge=0,
+        description="CPU of its Flink Netty server threads, left out of process_cores likewise: the cost "
+        "model charges it per host from the buffers delivered (placement.costmodel.deliveries); null: not recorded",
+    )
     rate_fit: RateFit | None = Field(
-        None, description="its process CPU against the job's source rate over runs at different rates; null: one rate")
+        None, description="its process CPU against the job's source rate over runs at different rates; null: one rate"
+    )
 
 
 class MeasuredLatency(Strict):
@@ -284,7 +347,9 @@ class MeasuredLatency(Strict):
 
     source: str = Field(description="source vertex id")
     sink: str = Field(description="sink vertex id")
-    paths: list[str] = Field(default_factory=list, description="the vertex paths from source to sink, names joined by ' → '")
+    paths: list[str] = Field(
+        default_factory=list, description="the vertex paths from source to sink, names joined by ' → '"
+    )
     p50_ms: float | None = Field(None, ge=0)
     p95_ms: float | None = Field(None, ge=0)
     p99_ms: float | None = Field(None, ge=0)
@@ -298,19 +363,29 @@ class JobProfile(Strict):
     vertices: list[VertexProfile] = Field(min_length=1)
     edges: list[EdgeProfile] = Field(default_factory=list)
     taskmanagers: list[TaskManagerCpu] = Field(
-        default_factory=list, description="measured TaskManager CPU and baselines; empty: not measured (busy time only)")
+        default_factory=list, description="measured TaskManager CPU and baselines; empty: not measured (busy time only)"
+    )
     latency: list[MeasuredLatency] = Field(
-        default_factory=list, description="measured latency per source → sink (Flink's latency tracking); empty: not tracked")
+        default_factory=list,
+        description="measured latency per source → sink (Flink's latency tracking); empty: not tracked",
+    )
 
     @model_validator(mode="before")
     @classmethod
     def _edges_given(cls, data: object) -> object:
         """A profile of several vertices without ``edges`` is a file cut short or mistyped, not a job whose every
         vertex is its own source and sink; ``edges: []`` says that is meant."""
-        if isinstance(data, dict) and "edges" not in data and isinstance(data.get("vertices"), list) \
-                and len(data["vertices"]) > 1:
-            raise FieldError("edges", f"required field is missing: {len(data['vertices'])} vertices and no edges would "
-                                      "plan each as its own source and sink (write [] if that is meant)")
+        if (
+            isinstance(data, dict)
+            and "edges" not in data
+            and isinstance(data.get("vertices"), list)
+            and len(data["vertices"]) > 1
+        ):
+            raise FieldError(
+                "edges",
+                f"required field is missing: {len(data['vertices'])} vertices and no edges would "
+                "plan each as its own source and sink (write [] if that is meant)",
+            )
         return data
 
     @model_validator(mode="after")
@@ -329,9 +404,11 @@ class JobProfile(Strict):
                 if getattr(e, end) not in ids:
                     raise FieldError(f"edges[{i}].{end}", f"unknown vertex id {getattr(e, end)!r}")
             up, down = self.vertices[ids[e.source]], self.vertices[ids[e.target]]
-            for name, values, n in (("records_per_s", e.records_per_s, up.parallelism),
-                                    ("bytes_per_s", e.bytes_per_s, up.parallelism),
-                                    ("receiver_shares", e.receiver_shares, down.parallelism)):
+            for name, values, n in (
+                ("records_per_s", e.records_per_s, up.parallelism),
+                ("bytes_per_s", e.bytes_per_s, up.parallelism),
+                ("receiver_shares", e.receiver_shares, down.parallelism),
+            ):
                 if values is not None and len(values) != n:
                     end = "upstream" if name != "receiver_shares" else "downstream"
                     raise FieldError(f"edges[{i}].{name}", f"has {len(values)} values for {n} {end} subtasks")
@@ -430,8 +507,11 @@ def edge_output(profile: JobProfile, edge: EdgeProfile) -> EdgeOutput:
     if edge.records_per_s is not None and edge.bytes_per_s is not None:
         return EdgeOutput(tuple(edge.records_per_s), tuple(edge.bytes_per_s), edge.basis or "profile")
     up = profile.vertex(edge.source)
-    return EdgeOutput(tuple(s.records_out_per_s for s in up.subtasks),
-                      tuple(s.records_out_per_s * up.bytes_per_record_out for s in up.subtasks), "bytes_per_record_out")
+    return EdgeOutput(
+        tuple(s.records_out_per_s for s in up.subtasks),
+        tuple(s.records_out_per_s * up.bytes_per_record_out for s in up.subtasks),
+        "bytes_per_record_out",
+    )
 
 
 def load_profile(path: str | Path) -> JobProfile:

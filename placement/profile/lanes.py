@@ -28,8 +28,9 @@ def has_lane_copies(manifest: RunManifest) -> bool:
     return len(set(names)) < len(names)
 
 
-def fold_lane_copies(runs: Sequence[RunManifest], aggregates: pd.DataFrame
-                     ) -> tuple[list[RunManifest], pd.DataFrame, CopyMap]:
+def fold_lane_copies(
+    runs: Sequence[RunManifest], aggregates: pd.DataFrame
+) -> tuple[list[RunManifest], pd.DataFrame, CopyMap]:
     """The runs and per-subtask aggregates with every vertex name's copies in the newest run folded into one vertex
     (unchanged, and an empty map, when it has none)."""
     if not runs or not has_lane_copies(runs[-1]):
@@ -82,25 +83,41 @@ def _copies(m: RunManifest) -> CopyMap:
 def _fold(m: RunManifest, copy_map: CopyMap) -> RunManifest:
     if not has_lane_copies(m):
         return m
+
     def job_vertex(vertex_id: str) -> str:
         return copy_map.get(vertex_id, (vertex_id, 0))[0]
 
     merged: dict[str, list[RunVertex]] = defaultdict(list)
     for v in m.vertices:
         merged[job_vertex(v.id)].append(v)
-    vertices = [RunVertex(id=vid, name=copies[0].name, parallelism=sum(c.parallelism for c in copies),
-                           state_bytes=_sum(c.state_bytes for c in copies),
-                           checkpointed_bytes=_sum(c.checkpointed_bytes for c in copies),
-                           max_parallelism=copies[0].max_parallelism)
-                for vid, copies in merged.items()]
+    vertices = [
+        RunVertex(
+            id=vid,
+            name=copies[0].name,
+            parallelism=sum(c.parallelism for c in copies),
+            state_bytes=_sum(c.state_bytes for c in copies),
+            checkpointed_bytes=_sum(c.checkpointed_bytes for c in copies),
+            max_parallelism=copies[0].max_parallelism,
+        )
+        for vid, copies in merged.items()
+    ]
     edges: list[EdgeInfo] = []
     for e in m.edges:
         folded = EdgeInfo(source=job_vertex(e.source), target=job_vertex(e.target), ship_strategy=e.ship_strategy)
         if folded not in edges:
             edges.append(folded)
-    locations = [SubtaskLocation(vertex_id=copy_map[loc.vertex_id][0], subtask=loc.subtask + copy_map[loc.vertex_id][1],
-                                 taskmanager_id=loc.taskmanager_id, host=loc.host, attempt=loc.attempt)
-                 if loc.vertex_id in copy_map else loc for loc in m.locations]
+    locations = [
+        SubtaskLocation(
+            vertex_id=copy_map[loc.vertex_id][0],
+            subtask=loc.subtask + copy_map[loc.vertex_id][1],
+            taskmanager_id=loc.taskmanager_id,
+            host=loc.host,
+            attempt=loc.attempt,
+        )
+        if loc.vertex_id in copy_map
+        else loc
+        for loc in m.locations
+    ]
     return m.model_copy(update={"vertices": vertices, "edges": edges, "locations": locations})
 
 

@@ -53,8 +53,13 @@ def _warm(rows: pd.DataFrame, run: Path, manifest: RunManifest, warmup_s: float)
     return warm
 
 
-def measured_latency(profile: JobProfile, runs: Sequence[tuple[Path, RunManifest]], *, warmup_s: float = 60.0,
-                     lane_copies: Mapping[str, tuple[str, int]] | None = None) -> list[MeasuredLatency]:
+def measured_latency(
+    profile: JobProfile,
+    runs: Sequence[tuple[Path, RunManifest]],
+    *,
+    warmup_s: float = 60.0,
+    lane_copies: Mapping[str, tuple[str, int]] | None = None,
+) -> list[MeasuredLatency]:
     """p50/p95/p99/max per (source, sink) of ``profile``'s job from the runs' latency tracking (see the module doc);
     empty when no run tracked latency. ``lane_copies``: a lane copy's vertex id -> the job's vertex id and the copy's
     subtask offset (:mod:`placement.profile.lanes`)."""
@@ -83,7 +88,8 @@ def measured_latency(profile: JobProfile, runs: Sequence[tuple[Path, RunManifest
     chain = rows.groupby(["ts_ms", "source", "vertex_id", "subtask", "source_subtask"], dropna=False)[stats].max()
     chain = chain.reset_index()
     per_instant = chain.groupby(["ts_ms", "source", "vertex_id"]).agg(
-        p50_ms=("p50_ms", "median"), p95_ms=("p95_ms", "max"), p99_ms=("p99_ms", "max"), max_ms=("max_ms", "max"))
+        p50_ms=("p50_ms", "median"), p95_ms=("p95_ms", "max"), p99_ms=("p99_ms", "max"), max_ms=("max_ms", "max")
+    )
     per_instant = per_instant.reset_index()
     g = profile.graph()
     names = {v.id: v.name for v in profile.vertices}

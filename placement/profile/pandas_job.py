@@ -20,8 +20,9 @@ from placement.profile.partials import (
 )
 
 
-def aggregate_pandas(selection: Selection, warmup_s: float, *, per_subtask: int | None = None,
-                     seed: int = SEED) -> pd.DataFrame:
+def aggregate_pandas(
+    selection: Selection, warmup_s: float, *, per_subtask: int | None = None, seed: int = SEED
+) -> pd.DataFrame:
     """One row per (vertex_id, subtask) with :data:`~placement.profile.rules.AGGREGATE_COLUMNS`, on one core."""
     job = partials_job(selection, warmup_s, per_subtask, seed)
     return finish_partials([file_partials(part, job) for part in selection.parts], job.vertex_ids)

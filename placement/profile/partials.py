@@ -66,9 +66,13 @@ class PartialsJob:
     seed: int = SEED
 
 
-def partials_job(selection: Selection, warmup_s: float, per_subtask: int | None = None, seed: int = SEED) -> PartialsJob:
+def partials_job(
+    selection: Selection, warmup_s: float, per_subtask: int | None = None, seed: int = SEED
+) -> PartialsJob:
     """What every file's stage 1 needs for ``selection``; both engines build it here, so they draw the same subset."""
-    fraction = percentile_fraction(selection.rows, selection.subtask_count, per_subtask or PERCENTILE_SAMPLES_PER_SUBTASK)
+    fraction = percentile_fraction(
+        selection.rows, selection.subtask_count, per_subtask or PERCENTILE_SAMPLES_PER_SUBTASK
+    )
     return PartialsJob(tuple(selection.vertex_ids), int(warmup_s * 1000), fraction, seed)
 
 
@@ -82,8 +86,12 @@ def file_partials(path: str | PurePath, job: PartialsJob) -> Partials:
     lacking = [c for c in READ_COLUMNS if c in OPTIONAL_COLUMNS and c not in parquet.schema_arrow.names]
     columns = [c for c in READ_COLUMNS if c not in lacking]
     frames = [
-        _row_group_partials(_with_nulls(parquet.read_row_group(i, columns=columns, use_threads=False), lacking),
-                            wanted, job, np.random.default_rng([job.seed, zlib.crc32(name.encode()), i]))
+        _row_group_partials(
+            _with_nulls(parquet.read_row_group(i, columns=columns, use_threads=False), lacking),
+            wanted,
+            job,
+            np.random.default_rng([job.seed, zlib.crc32(name.encode()), i]),
+        )
         for i in range(parquet.metadata.num_row_groups)
     ]
     return _concat(frames)
@@ -147,20 +155,28 @@ def task_partials(tasks: Iterable[list[str]], job: PartialsJob) -> Iterator[Part
                 yield ReadFailure(path, socket.gethostname(), f"{type(exc).__name__}: {str(exc)[:200]}")
                 return
             if os.environ.get("PLACEMENT_PROFILE_TRACE"):
-                print(f"placement: read {path} in pid {os.getpid()} on {socket.gethostname()}", file=sys.stderr,
-                      flush=True)
+                print(
+                    f"placement: read {path} in pid {os.getpid()} on {socket.gethostname()}",
+                    file=sys.stderr,
+                    flush=True,
+                )
     if done:
         yield _concat(done)
 
 
-def _row_group_partials(table: pa.Table, wanted: dict[str, int], job: PartialsJob,
-                        rng: np.random.Generator) -> Partials:
+def _row_group_partials(
+    table: pa.Table, wanted: dict[str, int], job: PartialsJob, rng: np.random.Generator
+) -> Partials:
     # vertex index per sample through the column's dictionary: one lookup per distinct id, not per sample
-    vertex = np.concatenate([
-        np.array([wanted.get(v, -1) for v in chunk.dictionary.to_pylist()], dtype=np.int64)[
-            chunk.indices.to_numpy(zero_copy_only=False)]
-        for chunk in table.column("vertex_id").chunks
-    ] or [np.empty(0, dtype=np.int64)])
+    vertex = np.concatenate(
+        [
+            np.array([wanted.get(v, -1) for v in chunk.dictionary.to_pylist()], dtype=np.int64)[
+                chunk.indices.to_numpy(zero_copy_only=False)
+            ]
+            for chunk in table.column("vertex_id").chunks
+        ]
+        or [np.empty(0, dtype=np.int64)]
+    )
     subtask = table.column("subtask").to_numpy().astype(np.int64)
     running = table.column("running").fill_null(False).to_numpy()  # an unknown status counts as not running
     started = table.column("attempt_start_ms")
@@ -177,10 +193,16 @@ def _row_group_partials(table: pa.Table, wanted: dict[str, int], job: PartialsJo
         values.append(x)
 
     drawn = np.flatnonzero(keep & (rng.random(len(keep)) < job.fraction) if job.fraction < 1.0 else keep)
-    picked = {"vertex": vertex[drawn], "subtask": subtask[drawn], "k": np.zeros(len(drawn), dtype=np.int64),
-              "n": np.ones(len(drawn), dtype=np.int64),
-              **{m: np.where((code[drawn] >> bit) & 1 == 1, np.nan, values[bit][drawn])
-                 for bit, m in enumerate(METRIC_COLUMNS)}}
+    picked = {
+        "vertex": vertex[drawn],
+        "subtask": subtask[drawn],
+        "k": np.zeros(len(drawn), dtype=np.int64),
+        "n": np.ones(len(drawn), dtype=np.int64),
+        **{
+            m: np.where((code[drawn] >> bit) & 1 == 1, np.nan, values[bit][drawn])
+            for bit, m in enumerate(METRIC_COLUMNS)
+        },
+    }
 
     ours = vertex >= 0
     if not ours.all():  # samples of vertices outside the selected graph (an older submission's)
@@ -200,7 +222,9 @@ def _row_group_partials(table: pa.Table, wanted: dict[str, int], job: PartialsJo
     key[drawn] = bins  # a drawn sample is a row of its own: one bin past the groups', dropped below
     n = np.bincount(key, minlength=bins + 1)[:bins]
     present = np.flatnonzero(n)
-    sums = {m: np.bincount(key, weights=x, minlength=bins + 1)[present] for m, x in zip(METRIC_COLUMNS, values, strict=True)}
+    sums = {
+        m: np.bincount(key, weights=x, minlength=bins + 1)[present] for m, x in zip(METRIC_COLUMNS, values, strict=True)
+    }
     p, c = np.divmod(present, len(codes))
     groups = {"vertex": pairs[p] // span, "subtask": pairs[p] % span, "k": -1 - codes[c], "n": n[present], **sums}
     return _concat([groups, picked])

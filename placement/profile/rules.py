@@ -169,12 +169,17 @@ def cpu_time_to_host_cores(inventory: Inventory | None, host: str | None) -> flo
 
 def host_speed_for(loc: SubtaskLocation | None, inventory: Inventory | None) -> tuple[float, str | None]:
     """(speed, inventory host name) of the host a subtask ran on; (1.0, None) when it cannot be matched."""
-    h = inventory.host_of_taskmanager(loc.taskmanager_id, loc.host) if loc is not None and inventory is not None else None
+    h = (
+        inventory.host_of_taskmanager(loc.taskmanager_id, loc.host)
+        if loc is not None and inventory is not None
+        else None
+    )
     return (float(h.speed or 1.0), h.name) if h is not None else (1.0, None)
 
 
-def subtask_hosts(manifest: RunManifest, inventory: Inventory
-                  ) -> tuple[dict[tuple[str, int], str], list[SubtaskLocation]]:
+def subtask_hosts(
+    manifest: RunManifest, inventory: Inventory
+) -> tuple[dict[tuple[str, int], str], list[SubtaskLocation]]:
     """Where each subtask of the run ran (inventory host names, from the run's locations), and the locations whose
     TaskManager no inventory host matches. Subtasks of the job's vertices: a vanilla-placed run's lane copies are
     folded as the profile folds them (:mod:`placement.profile.lanes`)."""
@@ -232,24 +237,39 @@ def _buffer_timeout(runs: list[RunManifest]) -> float:
 
 def _subtask_io(row: Mapping[str, object]) -> edge_flows.SubtaskIO:
     return edge_flows.SubtaskIO(
-        records_in=_f(row.get("records_in_per_s_mean")), records_out=_f(row.get("records_out_per_s_mean")),
-        bytes_in=_f(row.get("bytes_in_per_s_mean")), bytes_out=_f(row.get("bytes_out_per_s_mean")),
+        records_in=_f(row.get("records_in_per_s_mean")),
+        records_out=_f(row.get("records_out_per_s_mean")),
+        bytes_in=_f(row.get("bytes_in_per_s_mean")),
+        bytes_out=_f(row.get("bytes_out_per_s_mean")),
     )
 
 
-def _edges(latest: RunManifest, vertices: list[VertexProfile], by_key: Mapping[tuple[str, int], Mapping[str, object]],
-           notes: _Notes) -> list[EdgeProfile]:
+def _edges(
+    latest: RunManifest,
+    vertices: list[VertexProfile],
+    by_key: Mapping[tuple[str, int], Mapping[str, object]],
+    notes: _Notes,
+) -> list[EdgeProfile]:
     """The job's edges with what each upstream subtask put on them (:mod:`placement.profile.edge_flows`)."""
     strategies = [_ship(e.ship_strategy, notes) for e in latest.edges]
     io = {v.id: [_subtask_io(by_key.get((v.id, i), {})) for i in range(v.parallelism)] for v in vertices}
     figures = edge_flows.attribute(
-        {v.id: v.parallelism for v in vertices}, io,
-        [edge_flows.Edge(e.source, e.target, st) for e, st in zip(latest.edges, strategies, strict=True)])
+        {v.id: v.parallelism for v in vertices},
+        io,
+        [edge_flows.Edge(e.source, e.target, st) for e, st in zip(latest.edges, strategies, strict=True)],
+    )
     out = []
     for e, st, fig in zip(latest.edges, strategies, figures, strict=True):
-        extra = {} if fig is None else {
-            "records_per_s": list(fig.records_per_s), "bytes_per_s": list(fig.bytes_per_s), "basis": fig.basis,
-            "receiver_shares": list(fig.receiver_shares) if fig.receiver_shares else None}
+        extra = (
+            {}
+            if fig is None
+            else {
+                "records_per_s": list(fig.records_per_s),
+                "bytes_per_s": list(fig.bytes_per_s),
+                "basis": fig.basis,
+                "receiver_shares": list(fig.receiver_shares) if fig.receiver_shares else None,
+            }
+        )
         out.append(EdgeProfile(source=e.source, target=e.target, ship_strategy=st, **extra))
     if any(f is not None and f.basis == "fan-out rule" for f in figures):
         notes.add("some edges' bytes follow the fan-out rule (their consumers have other inputs too)")
@@ -262,8 +282,11 @@ def _record_sizes(vertices: list[VertexProfile], edges: list[EdgeProfile]) -> No
     record once but its bytes once per output partition (and receiver)."""
     par = {v.id: v.parallelism for v in vertices}
     for v in vertices:
-        own = [(e.bytes_per_s, e.records_per_s, copies(e.ship_strategy, par[e.target])) for e in edges
-               if e.source == v.id and e.bytes_per_s is not None and e.records_per_s is not None]
+        own = [
+            (e.bytes_per_s, e.records_per_s, copies(e.ship_strategy, par[e.target]))
+            for e in edges
+            if e.source == v.id and e.bytes_per_s is not None and e.records_per_s is not None
+        ]
         sent = sum(sum(bytes_per_s) * n for bytes_per_s, _, n in own)
         records = sum(sum(records_per_s) * n for _, records_per_s, n in own)
         if records > 0:
@@ -325,8 +348,10 @@ def assemble(
         vertices.append(_vertex(v, rollup, job, notes))
     _check_usable(latest, total, any_busy, options, source)
     if unmatched:
-        notes.add(f"TaskManagers not in {options.inventory_source or 'the inventory'} (host_speed 1.0): "
-                  f"{', '.join(sorted(unmatched))}")
+        notes.add(
+            f"TaskManagers not in {options.inventory_source or 'the inventory'} (host_speed 1.0): "
+            f"{', '.join(sorted(unmatched))}"
+        )
     edges = _edges(latest, vertices, by_key, notes)
     _record_sizes(vertices, edges)
     return JobProfile(format=PROFILE_FORMAT, job=_job_info(runs, total, options, notes), vertices=vertices, edges=edges)
@@ -338,7 +363,9 @@ def _check_state_flags(latest: RunManifest, options: Options) -> None:
     for flag, wanted in (("--stateful", options.stateful), ("--stateless", options.stateless)):
         for w in wanted:
             if w not in names and w not in names.values():
-                raise BadInput(f"no vertex {w!r} in job {latest.job_name!r} (vertices: {', '.join(names.values())})", field=flag)
+                raise BadInput(
+                    f"no vertex {w!r} in job {latest.job_name!r} (vertices: {', '.join(names.values())})", field=flag
+                )
     both = {names.get(w, w) for w in options.stateful} & {names.get(w, w) for w in options.stateless}
     if both:
         raise BadInput(f"vertex {min(both)!r} given as both --stateful and --stateless", field="--stateful")
@@ -450,8 +477,9 @@ def _vertex(v: RunVertex, rollup: _Rollup, job: _Inputs, notes: _Notes) -> Verte
     )
 
 
-def _vertex_stats(v: RunVertex, rollup: _Rollup, job: _Inputs,
-                  notes: _Notes) -> dict[str, float | int | str | bool | None]:
+def _vertex_stats(
+    v: RunVertex, rollup: _Rollup, job: _Inputs, notes: _Notes
+) -> dict[str, float | int | str | bool | None]:
     """The vertex's ``stats``: sample counts, rates, selectivity, true rates, time shares, percentiles, confidence."""
     subtasks, sums, counts, pct = rollup.subtasks, rollup.sums, rollup.counts, rollup.pct
     rin = sum(s.records_in_per_s for s in subtasks)
@@ -474,8 +502,11 @@ def _vertex_stats(v: RunVertex, rollup: _Rollup, job: _Inputs,
     stats["true_processing_rate_server_core"] = None if is_source else _ratio(sums["in"], sums["busy_speed"], 1000.0)
     stats["true_output_processing_rate_server_core"] = _ratio(sums["out"], sums["busy_speed"], 1000.0)
     stats["true_rate_unbounded"] = rollup.unbounded
-    for col, share in (("busy_ms_per_s", "busy_share"), ("idle_ms_per_s", "idle_share"),
-                       ("backpressured_ms_per_s", "backpressured_share")):
+    for col, share in (
+        ("busy_ms_per_s", "busy_share"),
+        ("idle_ms_per_s", "idle_share"),
+        ("backpressured_ms_per_s", "backpressured_share"),
+    ):
         vals = [getattr(s, col) for s in subtasks if getattr(s, col) is not None]
         stats[share] = (sum(vals) / len(vals) / 1000.0) if vals else None
     for m in RATE_COLUMNS:
@@ -519,8 +550,11 @@ def _check_usable(latest: RunManifest, total: Mapping[str, int], any_busy: bool,
             source=source,
         )
     if not any_busy:
-        raise BadInput(f"busyTimeMsPerSecond is absent from every usable sample of job {latest.job_name!r}",
-                       source=source, field="busy_ms_per_s")
+        raise BadInput(
+            f"busyTimeMsPerSecond is absent from every usable sample of job {latest.job_name!r}",
+            source=source,
+            field="busy_ms_per_s",
+        )
 
 
 def _job_info(runs: list[RunManifest], total: Mapping[str, int], options: Options, notes: _Notes) -> JobInfo:
@@ -532,9 +566,15 @@ def _job_info(runs: list[RunManifest], total: Mapping[str, int], options: Option
         f"{len(runs)} run(s), {total['samples']} of {total['rows']} samples used "
         f"(warm-up {options.warmup_s:g} s trimmed {total['warmup_trimmed']}, not running {total['not_running']})"
     )
-    return JobInfo(name=latest.job_name, id=latest.job_id, origin=origin, note="; ".join([summary, *notes.items]),
-                   checkpoint_interval_ms=checkpoints.period_ms if checkpoints else None,
-                   buffer_timeout_ms=_buffer_timeout(runs), flink_version=_newest(runs, lambda m: m.flink_version))
+    return JobInfo(
+        name=latest.job_name,
+        id=latest.job_id,
+        origin=origin,
+        note="; ".join([summary, *notes.items]),
+        checkpoint_interval_ms=checkpoints.period_ms if checkpoints else None,
+        buffer_timeout_ms=_buffer_timeout(runs),
+        flink_version=_newest(runs, lambda m: m.flink_version),
+    )
 
 
 def subtask_details(profile: JobProfile, aggregates: pd.DataFrame) -> pd.DataFrame:
@@ -548,16 +588,18 @@ def subtask_details(profile: JobProfile, aggregates: pd.DataFrame) -> pd.DataFra
         for s in v.subtasks:
             r = by_key.get((v.id, s.index), {})
             busy = _f(r.get("sum_busy_valid"))
-            rows.append({
-                "vertex": v.name,
-                **{c: r.get(c) for c in AGGREGATE_COLUMNS},
-                "vertex_id": v.id,
-                "subtask": s.index,
-                "host_speed": s.host_speed,
-                "confident": s.confident,
-                "true_processing_rate": _ratio(_f(r.get("sum_in_valid")), busy, 1000.0),
-                "true_output_processing_rate": _ratio(_f(r.get("sum_out_valid")), busy, 1000.0),
-                "selectivity": _ratio(_f(r.get("records_out_per_s_mean")), _f(r.get("records_in_per_s_mean"))),
-            })
+            rows.append(
+                {
+                    "vertex": v.name,
+                    **{c: r.get(c) for c in AGGREGATE_COLUMNS},
+                    "vertex_id": v.id,
+                    "subtask": s.index,
+                    "host_speed": s.host_speed,
+                    "confident": s.confident,
+                    "true_processing_rate": _ratio(_f(r.get("sum_in_valid")), busy, 1000.0),
+                    "true_output_processing_rate": _ratio(_f(r.get("sum_out_valid")), busy, 1000.0),
+                    "selectivity": _ratio(_f(r.get("records_out_per_s_mean")), _f(r.get("records_in_per_s_mean"))),
+                }
+            )
     details: pd.DataFrame = pd.DataFrame.from_records(rows)  # annotated: the stubs' Self is Any for Python 3.10
     return details

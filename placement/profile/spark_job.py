@@ -153,8 +153,13 @@ def stop_driver() -> None:
         _dumping = None
 
 
-def spark_session(master: str | None = None, *, driver_memory: str = "1g", shuffle_partitions: int = 4,
-                  jvm_flags: str = DRIVER_JVM_FLAGS) -> SparkSession:
+def spark_session(
+    master: str | None = None,
+    *,
+    driver_memory: str = "1g",
+    shuffle_partitions: int = 4,
+    jvm_flags: str = DRIVER_JVM_FLAGS,
+) -> SparkSession:
     """A small session for 2 cores: few shuffle partitions, modest driver memory, no UI, quiet logs; ``jvm_flags``
     for the driver JVM if this call starts it.
 
@@ -222,7 +227,9 @@ def finish_spark() -> bool:
     return publish(archive, gateway) if gateway is not None else False
 
 
-def aggregate_spark(spark: SparkSession, selection: Selection, warmup_s: float, *, per_subtask: int | None = None) -> pd.DataFrame:
+def aggregate_spark(
+    spark: SparkSession, selection: Selection, warmup_s: float, *, per_subtask: int | None = None
+) -> pd.DataFrame:
     """One row per (vertex_id, subtask) with :data:`~placement.profile.rules.AGGREGATE_COLUMNS`.
 
     The executors' Python workers run stage 1 (:func:`~placement.profile.partials.file_partials`) on the part files,
@@ -239,8 +246,11 @@ def aggregate_spark(spark: SparkSession, selection: Selection, warmup_s: float, 
     cloudpickle.register_pickle_by_value(partials)  # executors need NumPy and PyArrow, not this package
     try:
         with sigint_is_an_interrupt():  # a Ctrl-C that ended the JVM first is still an interrupt, not a failed job
-            results = sc.parallelize(tasks, len(tasks)).mapPartitions(
-                functools.partial(partials.task_partials, job=job)).collect()
+            results = (
+                sc.parallelize(tasks, len(tasks))
+                .mapPartitions(functools.partial(partials.task_partials, job=job))
+                .collect()
+            )
     except (PySparkException, Py4JError) as exc:  # one line, not the JVM stack or a worker's traceback
         raise PlacementError(f"{selection.root}: the Spark profiling job failed: {_reason(exc)}") from None
     finally:
@@ -248,8 +258,10 @@ def aggregate_spark(spark: SparkSession, selection: Selection, warmup_s: float, 
     failed = [r for r in results if isinstance(r, partials.ReadFailure)]
     if failed:
         f = failed[0]
-        raise PlacementError(f"{f.path}: a Spark executor on {f.host} could not read it ({f.error}); executors read "
-                             "the history at the paths the driver sees, so it must be mounted there on every worker")
+        raise PlacementError(
+            f"{f.path}: a Spark executor on {f.host} could not read it ({f.error}); executors read "
+            "the history at the paths the driver sees, so it must be mounted there on every worker"
+        )
     return finish_partials([r for r in results if not isinstance(r, partials.ReadFailure)], job.vertex_ids)
 
 

@@ -49,11 +49,15 @@ def names_of(comm: str, name: str, index: int, parallelism: int) -> bool:
     full = f"{name} ({index + 1}/{parallelism})#"
     if len(full) >= LINUX_COMM_CHARS:
         return comm.rstrip() == full[:LINUX_COMM_CHARS].rstrip()
-    return comm.startswith(full) and comm[len(full):].isdigit()
+    return comm.startswith(full) and comm[len(full) :].isdigit()
 
 
-def thread_cpu(rows: pa.Table, since_ms: int, subtasks: Mapping[str, list[tuple[str, str, int, int]]],
-               charges: Mapping[str, Mapping[str, float]]) -> dict[str, ThreadCpu]:
+def thread_cpu(
+    rows: pa.Table,
+    since_ms: int,
+    subtasks: Mapping[str, list[tuple[str, str, int, int]]],
+    charges: Mapping[str, Mapping[str, float]],
+) -> dict[str, ThreadCpu]:
     """Per TaskManager, its threads' CPU after ``since_ms`` (all rows when that leaves fewer than two per thread):
     ``subtasks`` maps a TaskManager id to the job's subtasks on it as (vertex id, vertex name, index, parallelism),
     ``charges`` to each vertex's busy-time charge on it (the key for names two vertices share). A thread seen once
@@ -62,8 +66,10 @@ def thread_cpu(rows: pa.Table, since_ms: int, subtasks: Mapping[str, list[tuple[
     (``other``): the CPU of threads that ended inside the window."""
     if rows.num_rows == 0:
         return {}
-    cols = {c: rows.column(c).to_numpy(zero_copy_only=False) for c in ("ts_ms", "taskmanager_id", "tid", "thread",
-                                                                       "cpu_time_ns")}
+    cols = {
+        c: rows.column(c).to_numpy(zero_copy_only=False)
+        for c in ("ts_ms", "taskmanager_id", "tid", "thread", "cpu_time_ns")
+    }
     out: dict[str, ThreadCpu] = {}
     for tm in np.unique(cols["taskmanager_id"]):
         mine = cols["taskmanager_id"] == tm
@@ -98,8 +104,9 @@ def thread_cpu(rows: pa.Table, since_ms: int, subtasks: Mapping[str, list[tuple[
     return out
 
 
-def _by_vertex(used: Mapping[str, float], subtasks: list[tuple[str, str, int, int]],
-               charges: Mapping[str, float]) -> ThreadCpu:
+def _by_vertex(
+    used: Mapping[str, float], subtasks: list[tuple[str, str, int, int]], charges: Mapping[str, float]
+) -> ThreadCpu:
     vertices: dict[str, float] = {}
     found: set[str] = set()
     other = compiler = netty = 0.0

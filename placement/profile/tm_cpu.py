@@ -181,9 +181,15 @@ def _mapping(m: RunManifest) -> dict[tuple[str, int], str | None]:
     return {(loc.vertex_id, loc.subtask): loc.taskmanager_id for loc in m.locations}
 
 
-def calibrate(profile: JobProfile, runs: Sequence[tuple[RunManifest, pa.Table]], *, warmup_s: float = 60.0,
-              inventory: Inventory | None = None, threads: Sequence[pa.Table] = (),
-              source_samples: Sequence[pa.Table] = ()) -> JobProfile:
+def calibrate(
+    profile: JobProfile,
+    runs: Sequence[tuple[RunManifest, pa.Table]],
+    *,
+    warmup_s: float = 60.0,
+    inventory: Inventory | None = None,
+    threads: Sequence[pa.Table] = (),
+    source_samples: Sequence[pa.Table] = (),
+) -> JobProfile:
     """The profile with each TaskManager's measured CPU and baseline (``profile.taskmanagers``) and its vertices'
     ``cpu_calibration`` (and ``cpu_fixed_share``), from each run's TaskManager CPU rows (``read_taskmanager_cpu``; the
     caller reads them), where recorded its per-thread CPU rows (``threads``, one table per run: ``read_thread_cpu``)
@@ -262,13 +268,20 @@ class _Observed:
     def idle_prior(self) -> float | None:
         """The median process cores of the idle TaskManagers, in server cores (a TaskManager running another job's
         subtasks is not idle: its CPU is no baseline)."""
-        idle_server = [self.process[tm] * self.speeds[tm] for tm in self.process
-                       if not self.charge[tm] and not self.cotenant[tm]]
+        idle_server = [
+            self.process[tm] * self.speeds[tm] for tm in self.process if not self.charge[tm] and not self.cotenant[tm]
+        ]
         return statistics.median(idle_server) if idle_server else None
 
 
-def _observe(profile: JobProfile, pool: _Pool, inventory: Inventory | None, thread_tables: dict[str, pa.Table],
-             source_tables: dict[str, pa.Table], warmup_s: float) -> _Observed:
+def _observe(
+    profile: JobProfile,
+    pool: _Pool,
+    inventory: Inventory | None,
+    thread_tables: dict[str, pa.Table],
+    source_tables: dict[str, pa.Table],
+    warmup_s: float,
+) -> _Observed:
     measured = pool.measured
     infos = {tm.id: tm for m, _ in pool.runs for tm in m.taskmanagers}
     speeds, hosts = _hosts(measured, infos, inventory)
@@ -281,16 +294,32 @@ def _observe(profile: JobProfile, pool: _Pool, inventory: Inventory | None, thre
     # other jobs' busy time on each TaskManager, in its host's cores (None: not recorded, read as none)
     cotenant = {tm: statistics.fmean(m.cotenant) if m.cotenant else None for tm, m in measured.items()}
     profile_rate = sum(v.records_out_per_s for v in profile.sources())
-    lines = {tm: line for tm, line in _rate_lines(pool.runs, thread_tables, source_tables, to_host_of, warmup_s).items()
-             if tm in process and not cotenant[tm]}  # a co-tenant's CPU follows its own rate, not the job's
+    lines = {
+        tm: line
+        for tm, line in _rate_lines(pool.runs, thread_tables, source_tables, to_host_of, warmup_s).items()
+        if tm in process and not cotenant[tm]
+    }  # a co-tenant's CPU follows its own rate, not the job's
     for tm, line in lines.items():
         process[tm] = max(line.at(profile_rate), 0.0)
-    return _Observed(measured, pool.placement, infos, charge, speeds, hosts, to_host_of, by_thread, process,
-                     load_cores, cotenant, lines)
+    return _Observed(
+        measured,
+        pool.placement,
+        infos,
+        charge,
+        speeds,
+        hosts,
+        to_host_of,
+        by_thread,
+        process,
+        load_cores,
+        cotenant,
+        lines,
+    )
 
 
-def _hosts(measured: dict[str, _Measured], infos: dict[str, RunTaskManager], inventory: Inventory | None
-           ) -> tuple[dict[str, float], dict[str, str | None]]:
+def _hosts(
+    measured: dict[str, _Measured], infos: dict[str, RunTaskManager], inventory: Inventory | None
+) -> tuple[dict[str, float], dict[str, str | None]]:
     """Each TaskManager's host speed and inventory host name (1.0 and None where no inventory host matches)."""
     speeds: dict[str, float] = {}
     hosts: dict[str, str | None] = {}
@@ -311,8 +340,12 @@ def _charges(profile: JobProfile, pool: _Pool, speeds: dict[str, float]) -> dict
     return charge
 
 
-def _process_cores(measured: dict[str, _Measured], infos: dict[str, RunTaskManager], by_thread: dict[str, ThreadCpu],
-                   to_host_of: dict[str, float]) -> tuple[dict[str, float], dict[str, float | None]]:
+def _process_cores(
+    measured: dict[str, _Measured],
+    infos: dict[str, RunTaskManager],
+    by_thread: dict[str, ThreadCpu],
+    to_host_of: dict[str, float],
+) -> tuple[dict[str, float], dict[str, float | None]]:
     """Each TaskManager's process cores (where any reading gives them) and mean CPU.Load × the machine's cores, both
     in the host's cores."""
     process: dict[str, float] = {}
@@ -320,8 +353,11 @@ def _process_cores(measured: dict[str, _Measured], infos: dict[str, RunTaskManag
     for tm, m in measured.items():
         to_host = to_host_of[tm]
         info = infos.get(tm)
-        load_cores[tm] = (statistics.fmean(m.loads) * float(info.hardware_cpu_cores) * to_host
-                          if m.loads and info is not None and info.hardware_cpu_cores else None)
+        load_cores[tm] = (
+            statistics.fmean(m.loads) * float(info.hardware_cpu_cores) * to_host
+            if m.loads and info is not None and info.hardware_cpu_cores
+            else None
+        )
         # the kernel's figure, read every round (CPU.Time comes from a store refreshed every 10 s), without the JIT
         # compiler's warm-up and the Netty server's work (profile.threads)
         if tm in by_thread:
@@ -345,8 +381,9 @@ def _prior(tm: str, obs: _Observed, inventory: Inventory | None) -> float | None
     return None if idle_prior is None else idle_prior / obs.speeds[tm]
 
 
-def _taskmanager_cpu(tm: str, obs: _Observed, inventory: Inventory | None, sources: set[str]
-                     ) -> tuple[TaskManagerCpu, dict[str, float], str, float | None]:
+def _taskmanager_cpu(
+    tm: str, obs: _Observed, inventory: Inventory | None, sources: set[str]
+) -> tuple[TaskManagerCpu, dict[str, float], str, float | None]:
     """One TaskManager's CPU record, the calibration factors it gives the vertices it ran (and on what basis), and
     its fixed share where a rate line was fitted."""
     m, info = obs.measured[tm], obs.infos.get(tm)
@@ -356,11 +393,25 @@ def _taskmanager_cpu(tm: str, obs: _Observed, inventory: Inventory | None, sourc
     enough = m.pairs >= MIN_CONFIDENT_PAIRS
     placed = _count(obs.placement, tm)
     if p is None:
-        return TaskManagerCpu(id=tm, host=info.host if info else None, inventory_host=obs.hosts[tm],
-                              host_speed=obs.speeds[tm], samples=m.samples, subtasks=placed,
-                              charged_cores=b_charge, load_cores=obs.load_cores[tm], basis="unmeasured",
-                              confident=False, cotenant_cores=obs.cotenant[tm],
-                              cotenant_subtasks=m.cotenant_subtasks), {}, "", None
+        return (
+            TaskManagerCpu(
+                id=tm,
+                host=info.host if info else None,
+                inventory_host=obs.hosts[tm],
+                host_speed=obs.speeds[tm],
+                samples=m.samples,
+                subtasks=placed,
+                charged_cores=b_charge,
+                load_cores=obs.load_cores[tm],
+                basis="unmeasured",
+                confident=False,
+                cotenant_cores=obs.cotenant[tm],
+                cotenant_subtasks=m.cotenant_subtasks,
+            ),
+            {},
+            "",
+            None,
+        )
     calibrated = b_charge
     baseline: float | None
     split: dict[str, float] = {}
@@ -388,21 +439,43 @@ def _taskmanager_cpu(tm: str, obs: _Observed, inventory: Inventory | None, sourc
     if tm in obs.lines and baseline is not None:
         share = obs.lines[tm].fixed_share(baseline, p)
         fit = obs.lines[tm].summary(share)
-    return TaskManagerCpu(
-        id=tm, host=info.host if info else None, inventory_host=obs.hosts[tm], host_speed=obs.speeds[tm],
-        samples=m.samples, subtasks=placed, process_cores=p, load_cores=obs.load_cores[tm],
-        charged_cores=b_charge, calibrated_cores=calibrated, baseline_cores=baseline,
-        baseline_server_cores=None if baseline is None else baseline * obs.speeds[tm], basis=basis, confident=confident,
-        cotenant_cores=obs.cotenant[tm], cotenant_subtasks=m.cotenant_subtasks,
-        task_thread_cores=None if threads_here is None else sum(threads_here.vertices.values()) * to_host,
-        other_thread_cores=None if threads_here is None else threads_here.other * to_host,
-        compiler_thread_cores=None if threads_here is None else threads_here.compiler * to_host,
-        netty_server_thread_cores=None if threads_here is None else threads_here.netty_server * to_host, rate_fit=fit,
-    ), split, split_basis, share
+    return (
+        TaskManagerCpu(
+            id=tm,
+            host=info.host if info else None,
+            inventory_host=obs.hosts[tm],
+            host_speed=obs.speeds[tm],
+            samples=m.samples,
+            subtasks=placed,
+            process_cores=p,
+            load_cores=obs.load_cores[tm],
+            charged_cores=b_charge,
+            calibrated_cores=calibrated,
+            baseline_cores=baseline,
+            baseline_server_cores=None if baseline is None else baseline * obs.speeds[tm],
+            basis=basis,
+            confident=confident,
+            cotenant_cores=obs.cotenant[tm],
+            cotenant_subtasks=m.cotenant_subtasks,
+            task_thread_cores=None if threads_here is None else sum(threads_here.vertices.values()) * to_host,
+            other_thread_cores=None if threads_here is None else threads_here.other * to_host,
+            compiler_thread_cores=None if threads_here is None else threads_here.compiler * to_host,
+            netty_server_thread_cores=None if threads_here is None else threads_here.netty_server * to_host,
+            rate_fit=fit,
+        ),
+        split,
+        split_basis,
+        share,
+    )
 
 
-def _calibrated_vertices(profile: JobProfile, charge: dict[str, dict[str, float]], factors: dict[str, dict[str, float]],
-                         bases: dict[str, str], fixed: dict[str, float]) -> list[VertexProfile]:
+def _calibrated_vertices(
+    profile: JobProfile,
+    charge: dict[str, dict[str, float]],
+    factors: dict[str, dict[str, float]],
+    bases: dict[str, str],
+    fixed: dict[str, float],
+) -> list[VertexProfile]:
     """The profile's vertices with their ``cpu_calibration`` (weighted over their TaskManagers by charge) and
     ``cpu_fixed_share`` where their TaskManagers gave them one."""
     vertices = []
@@ -451,10 +524,16 @@ class _Line:
         return min(MAX_FIXED_SHARE, max(0.0, (self.fixed - baseline) / used)) if used > 0 else 0.0
 
     def summary(self, share: float) -> RateFit:
-        return RateFit(runs=self.runs, rate_low=round(self.low, 3), rate_high=round(self.high, 3),
-                       fixed_cores=round(self.fixed, 6), per_record_us=round(self.per_record * 1e6, 6),
-                       fitted_per_record_us=round(self.fitted * 1e6, 6), per_record_se_us=round(self.se * 1e6, 6),
-                       fixed_share=round(share, 6))
+        return RateFit(
+            runs=self.runs,
+            rate_low=round(self.low, 3),
+            rate_high=round(self.high, 3),
+            fixed_cores=round(self.fixed, 6),
+            per_record_us=round(self.per_record * 1e6, 6),
+            fitted_per_record_us=round(self.fitted * 1e6, 6),
+            per_record_se_us=round(self.se * 1e6, 6),
+            fixed_share=round(share, 6),
+        )
 
 
 def run_source_rate(samples: pa.Table, since_ms: int) -> float | None:
@@ -462,20 +541,27 @@ def run_source_rate(samples: pa.Table, since_ms: int) -> float | None:
     (all of the run's readings when none is that late), summed; None without a reading."""
     readings = samples.filter(pc.is_finite(samples["records_out_per_s"]))
     late = readings.filter(pc.greater_equal(readings["ts_ms"], since_ms))
-    per_subtask = (late if late.num_rows else readings).group_by(["vertex_id", "subtask"]).aggregate(
-        [("records_out_per_s", "mean")])
+    per_subtask = (
+        (late if late.num_rows else readings)
+        .group_by(["vertex_id", "subtask"])
+        .aggregate([("records_out_per_s", "mean")])
+    )
     return float(pc.sum(per_subtask["records_out_per_s_mean"]).as_py()) if per_subtask.num_rows else None
 
 
-def _run_cores(table: pa.Table, threads: pa.Table | None, since_ms: int,
-               until_ms: int | None = None) -> dict[str, float]:
+def _run_cores(
+    table: pa.Table, threads: pa.Table | None, since_ms: int, until_ms: int | None = None
+) -> dict[str, float]:
     """Per TaskManager, one run's process cores (CPU-time cores) from ``since_ms`` (the whole run when that leaves too
     few readings) or, given ``until_ms``, within that window only: its threads' (the JIT compiler left out) where
     recorded, else its CPU.Time pairs."""
     if until_ms is not None:
-        table, threads = (None if t is None else t.filter(pc.and_(pc.greater_equal(t["ts_ms"], since_ms),
-                                                                  pc.less_equal(t["ts_ms"], until_ms)))
-                          for t in (table, threads))
+        table, threads = (
+            None
+            if t is None
+            else t.filter(pc.and_(pc.greater_equal(t["ts_ms"], since_ms), pc.less_equal(t["ts_ms"], until_ms)))
+            for t in (table, threads)
+        )
     listed = thread_cpu(threads, since_ms, {}, {}) if threads is not None else {}
     out = {tm: t.steady for tm, t in listed.items()}
     if table.num_rows:
@@ -487,8 +573,9 @@ def _run_cores(table: pa.Table, threads: pa.Table | None, since_ms: int,
     return out
 
 
-def _run_figures(m: RunManifest, table: pa.Table, threads: pa.Table | None,
-                 warmup_s: float) -> dict[str, tuple[float, float | None]]:
+def _run_figures(
+    m: RunManifest, table: pa.Table, threads: pa.Table | None, warmup_s: float
+) -> dict[str, tuple[float, float | None]]:
     """Per TaskManager, one run's process cores and their standard error: the spread of the figure over
     :data:`BATCHES` consecutive windows of the run (batch means: the readings of one window are not independent of
     the next), None where fewer than two windows had a figure."""
@@ -510,8 +597,13 @@ def _run_figures(m: RunManifest, table: pa.Table, threads: pa.Table | None,
     return out
 
 
-def _rate_lines(pooled: Sequence[tuple[RunManifest, pa.Table]], threads: dict[str, pa.Table],
-                sources: dict[str, pa.Table], to_host_of: dict[str, float], warmup_s: float) -> dict[str, _Line]:
+def _rate_lines(
+    pooled: Sequence[tuple[RunManifest, pa.Table]],
+    threads: dict[str, pa.Table],
+    sources: dict[str, pa.Table],
+    to_host_of: dict[str, float],
+    warmup_s: float,
+) -> dict[str, _Line]:
     """Per TaskManager, the weighted least-squares line of its process cores (host cores) over the pooled runs'
     source rates, where the rates spread by :data:`MIN_RATE_SPREAD`, every run's figure has a standard error and
     the fitted line rises; planned on the steeper line :data:`SLOPE_MARGIN` standard errors above it."""
@@ -523,8 +615,9 @@ def _rate_lines(pooled: Sequence[tuple[RunManifest, pa.Table]], threads: dict[st
             continue
         for tm, (cores, se) in _run_figures(m, table, threads.get(m.run_id), warmup_s).items():
             if tm in to_host_of:
-                points.setdefault(tm, []).append((rate, cores * to_host_of[tm],
-                                                  None if se is None else se * to_host_of[tm]))
+                points.setdefault(tm, []).append(
+                    (rate, cores * to_host_of[tm], None if se is None else se * to_host_of[tm])
+                )
     lines: dict[str, _Line] = {}
     for tm, pts in points.items():
         if len(pts) < 2 or any(se is None for _, _, se in pts):
@@ -544,9 +637,14 @@ def _rate_lines(pooled: Sequence[tuple[RunManifest, pa.Table]], threads: dict[st
     return lines
 
 
-def _thread_cores(profile: JobProfile, pooled: Sequence[tuple[RunManifest, pa.Table]], tables: dict[str, pa.Table],
-                  placement: dict[tuple[str, int], str | None], charge: dict[str, dict[str, float]],
-                  warmup_s: float) -> dict[str, ThreadCpu]:
+def _thread_cores(
+    profile: JobProfile,
+    pooled: Sequence[tuple[RunManifest, pa.Table]],
+    tables: dict[str, pa.Table],
+    placement: dict[tuple[str, int], str | None],
+    charge: dict[str, dict[str, float]],
+    warmup_s: float,
+) -> dict[str, ThreadCpu]:
     """The job's task threads' CPU per TaskManager (CPU-time cores), from the newest pooled run with thread rows."""
     recorded = [m for m, _ in pooled if tables.get(m.run_id) is not None and tables[m.run_id].num_rows]
     if not recorded:
@@ -590,16 +688,24 @@ def _noted(t: TaskManagerCpu) -> str:
     if t.process_cores is None:
         return f"{t.id} unmeasured"
     base = "none" if t.baseline_cores is None else f"{t.baseline_cores:.3f}"
-    others = (f", co-tenants {t.cotenant_cores:.3f} busy ({t.cotenant_subtasks or 0} subtasks)"
-              if t.cotenant_cores else "")
-    threads = (f", task threads {t.task_thread_cores:.3f} + other {t.other_thread_cores:.3f}"
-               f" (JIT compiler {t.compiler_thread_cores or 0.0:.3f}, Netty server "
-               f"{t.netty_server_thread_cores or 0.0:.3f} left out)"
-               if t.task_thread_cores is not None and t.other_thread_cores is not None else "")
+    others = (
+        f", co-tenants {t.cotenant_cores:.3f} busy ({t.cotenant_subtasks or 0} subtasks)" if t.cotenant_cores else ""
+    )
+    threads = (
+        f", task threads {t.task_thread_cores:.3f} + other {t.other_thread_cores:.3f}"
+        f" (JIT compiler {t.compiler_thread_cores or 0.0:.3f}, Netty server "
+        f"{t.netty_server_thread_cores or 0.0:.3f} left out)"
+        if t.task_thread_cores is not None and t.other_thread_cores is not None
+        else ""
+    )
     fit = t.rate_fit
-    line = (f", {fit.fixed_cores:.3f} + {fit.per_record_us:.1f} µs × records/s (fitted {fit.fitted_per_record_us:.1f} "
-            f"± {fit.per_record_se_us:.1f}) over {fit.runs} runs ({fit.rate_low:,.0f}-{fit.rate_high:,.0f}/s): "
-            f"{fit.fixed_share:.0%} fixed" if fit is not None else "")
+    line = (
+        f", {fit.fixed_cores:.3f} + {fit.per_record_us:.1f} µs × records/s (fitted {fit.fitted_per_record_us:.1f} "
+        f"± {fit.per_record_se_us:.1f}) over {fit.runs} runs ({fit.rate_low:,.0f}-{fit.rate_high:,.0f}/s): "
+        f"{fit.fixed_share:.0%} fixed"
+        if fit is not None
+        else ""
+    )
     return f"{t.id} {t.process_cores:.3f} cores, baseline {base} ({t.basis}){others}{threads}{line}"
 
 

@@ -69,9 +69,14 @@ def build_extension(
     digest = source_hash(source_files(*dirs), root, version, JAVA_RELEASE)
     info = f"flink.version={version}\nbuild.digest={digest}\n"
     built = build_jar(
-        src_dirs=dirs, classpath=compile_classpath(home), cache_dir=Path(cache_dir or DEFAULT_CACHE),
-        name=f"{JAR_PREFIX}-{version}", what="the scheduler extension", digest=digest,
-        resources={BUILD_INFO: info}, release=JAVA_RELEASE,
+        src_dirs=dirs,
+        classpath=compile_classpath(home),
+        cache_dir=Path(cache_dir or DEFAULT_CACHE),
+        name=f"{JAR_PREFIX}-{version}",
+        what="the scheduler extension",
+        digest=digest,
+        resources={BUILD_INFO: info},
+        release=JAVA_RELEASE,
     )
     return ExtensionJar(built.path, built.digest, version)
 

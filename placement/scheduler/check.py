@@ -114,5 +114,13 @@ def extension_status(home: FlinkHome, rest: FlinkPort | None = None) -> Extensio
             scheduler_dir = rest.jobmanager_config().get(SCHEDULER_DIR_KEY)
         except PlacementError:
             scheduler_dir = None
-    return ExtensionStatus(home.path, home.version, jar, info.flink_version if info else None, info.digest if info else None,
-                           rest.url if rest is not None else None, active, scheduler_dir)
+    return ExtensionStatus(
+        home.path,
+        home.version,
+        jar,
+        info.flink_version if info else None,
+        info.digest if info else None,
+        rest.url if rest is not None else None,
+        active,
+        scheduler_dir,
+    )

@@ -42,8 +42,10 @@ def installed_extension(home: FlinkHome) -> Path | None:
     """The extension jar in ``<home>/lib/``, or None. More than one copy is an error (which one wins is undefined)."""
     copies = _installed_copies(home)
     if len(copies) > 1:
-        raise PlacementError(f"{home.lib}: several scheduler extension jars ({', '.join(p.name for p in copies)}); "
-                             "run `placement scheduler install` to keep one")
+        raise PlacementError(
+            f"{home.lib}: several scheduler extension jars ({', '.join(p.name for p in copies)}); "
+            "run `placement scheduler install` to keep one"
+        )
     return copies[0] if copies else None
 
 
@@ -56,8 +58,10 @@ def install_extension(home: FlinkHome, jar: ExtensionJar | None = None) -> Path:
     jar = jar or build_extension(home)
     info = read_build_info(jar.path)
     if info.get("flink.version") != home.version:
-        raise PlacementError(f"{jar.path} was built for Flink {info.get('flink.version')}, {home.path} is Flink "
-                             f"{home.version}: build it for this installation (placement scheduler build --flink-home)")
+        raise PlacementError(
+            f"{jar.path} was built for Flink {info.get('flink.version')}, {home.path} is Flink "
+            f"{home.version}: build it for this installation (placement scheduler build --flink-home)"
+        )
     if not os.access(home.lib, os.W_OK):
         raise PlacementError(f"{home.lib}: not writable (run as the user who owns the Flink installation)")
     target = home.lib / jar.path.name

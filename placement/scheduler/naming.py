@@ -44,7 +44,7 @@ def file_stem(job_name: str) -> str:
             out.extend(f"%{b:02X}" for b in ch.encode("utf-8"))
     stem = "".join(out) or "%00"
     if len(stem) > _MAX_STEM:
-        stem = f"{stem[:_MAX_STEM - 17]}-{_short_hash(job_name)[:16]}"
+        stem = f"{stem[: _MAX_STEM - 17]}-{_short_hash(job_name)[:16]}"
     return stem
 
 

@@ -159,8 +159,9 @@ def _status(lp: pulp.LpProblem) -> str:
     return {pulp.LpStatusInfeasible: "infeasible", pulp.LpStatusUnbounded: "unbounded"}.get(lp.status, "not solved")
 
 
-def _certified_info(solver: str, status: str, objective: float | None, bound: float | None, gap: float,
-                    seconds: float) -> SolveInfo:
+def _certified_info(
+    solver: str, status: str, objective: float | None, bound: float | None, gap: float, seconds: float
+) -> SolveInfo:
     """The solver's claim of optimality stands only when the returned solution certifies (see :func:`certify`)."""
     if status == "optimal" and not certify(objective, bound, gap):
         status = "feasible"
@@ -198,10 +199,18 @@ def _highs_command(verbose: bool, warm_start: bool, tolerances: Tolerances) -> t
     return PlacementHiGHS
 
 
-def _run_highs(lp: pulp.LpProblem, time_limit: float | None, gap: float, threads: int | None,
-               warm_start: bool = False, verbose: bool = False) -> tuple[SolveInfo, bool]:
+def _run_highs(
+    lp: pulp.LpProblem,
+    time_limit: float | None,
+    gap: float,
+    threads: int | None,
+    warm_start: bool = False,
+    verbose: bool = False,
+) -> tuple[SolveInfo, bool]:
     """(certified answer, whether HiGHS itself claimed optimality)."""
-    cmd = _highs_command(verbose, warm_start, TOLERANCES)(msg=verbose, timeLimit=time_limit, gapRel=gap, threads=threads)
+    cmd = _highs_command(verbose, warm_start, TOLERANCES)(
+        msg=verbose, timeLimit=time_limit, gapRel=gap, threads=threads
+    )
     start = time.perf_counter()
     with native_output(verbose):
         lp.solve(cmd)
@@ -222,15 +231,32 @@ def _run_highs(lp: pulp.LpProblem, time_limit: float | None, gap: float, threads
     return _certified_info("highs", status, objective, bound, gap, seconds), status == "optimal"
 
 
-def _run_cbc(lp: pulp.LpProblem, time_limit: float | None, gap: float, threads: int | None,
-             warm_start: bool = False, verbose: bool = False) -> SolveInfo:
+def _run_cbc(
+    lp: pulp.LpProblem,
+    time_limit: float | None,
+    gap: float,
+    threads: int | None,
+    warm_start: bool = False,
+    verbose: bool = False,
+) -> SolveInfo:
     fd, log = tempfile.mkstemp(prefix="placement-cbc-", suffix=".log")
     os.close(fd)
     try:
-        options = [f"integerTolerance {TOLERANCES.integrality}", f"primalTolerance {TOLERANCES.feasibility}",
-                   f"randomSeed {TOLERANCES.seed}"]
-        cmd = pulp.PULP_CBC_CMD(msg=verbose, timeLimit=time_limit, gapRel=gap, gapAbs=TOLERANCES.abs_gap,
-                                threads=threads, logPath=log, warmStart=warm_start, options=options)
+        options = [
+            f"integerTolerance {TOLERANCES.integrality}",
+            f"primalTolerance {TOLERANCES.feasibility}",
+            f"randomSeed {TOLERANCES.seed}",
+        ]
+        cmd = pulp.PULP_CBC_CMD(
+            msg=verbose,
+            timeLimit=time_limit,
+            gapRel=gap,
+            gapAbs=TOLERANCES.abs_gap,
+            threads=threads,
+            logPath=log,
+            warmStart=warm_start,
+            options=options,
+        )
         start = time.perf_counter()
         with native_output(verbose):
             lp.solve(cmd)
@@ -259,8 +285,16 @@ def _say_fallback(why: str) -> None:
         print(f"note: {why}; solving with CBC instead", file=sys.stderr)
 
 
-def run(lp: pulp.LpProblem, solver: SolverName = "highs", *, time_limit: float | None = None, gap: float = 1e-4,
-        threads: int | None = None, warm_start: bool = False, verbose: bool = False) -> SolveInfo:
+def run(
+    lp: pulp.LpProblem,
+    solver: SolverName = "highs",
+    *,
+    time_limit: float | None = None,
+    gap: float = 1e-4,
+    threads: int | None = None,
+    warm_start: bool = False,
+    verbose: bool = False,
+) -> SolveInfo:
     """Solve ``lp``. ``highs`` falls back to CBC — and says so on stderr — when highspy is missing or HiGHS fails.
     ``warm_start``: start from the variables' current values (a previous stage's solution); an answer from a start
     that HiGHS claims optimal but that does not certify is solved again without it. ``verbose``: the solver's log,
@@ -282,7 +316,10 @@ def run(lp: pulp.LpProblem, solver: SolverName = "highs", *, time_limit: float |
                 _say_fallback(f"HiGHS failed ({_first_line(exc)})")
     try:
         return _run_cbc(lp, time_limit, gap, threads, warm_start, verbose)
-    except (pulp.PulpSolverError, OSError) as exc:  # the last solver there is: its failure ends the command, in one line
+    except (
+        pulp.PulpSolverError,
+        OSError,
+    ) as exc:  # the last solver there is: its failure ends the command, in one line
         raise PlacementError(f"the CBC solver failed ({_first_line(exc)})") from None
 
 

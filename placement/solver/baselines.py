@@ -21,8 +21,13 @@ from placement.solver.result import PlanResult
 
 def _result(strategy: str, problem: PlacementProblem, assignment: dict[SubtaskKey, str]) -> PlanResult:
     cost = evaluate(problem, assignment)
-    return PlanResult(strategy, "feasible" if cost.feasible else "infeasible", assignment, cost,
-                      reason=None if cost.feasible else "; ".join(cost.violations))
+    return PlanResult(
+        strategy,
+        "feasible" if cost.feasible else "infeasible",
+        assignment,
+        cost,
+        reason=None if cost.feasible else "; ".join(cost.violations),
+    )
 
 
 def _all_on_server(problem: PlacementProblem) -> dict[SubtaskKey, str]:
@@ -69,18 +74,22 @@ def greedy(problem: PlacementProblem) -> PlanResult:
     def fits(s: Subtask, host: str) -> bool:
         h = problem.host_by_name[host]
         slots = problem.slots_of_counts(per_vertex[host] + Counter({s.vertex_id: 1}))
-        return (problem.keeps_up(s, h)  # one thread: the subtask must keep up on the Pi on its own
-                and used_cores[host] + families.cpu_need(s, h) <= families.cpu_room(problem, h) + 1e-9
-                and used_memory[host] + families.memory_need(s) <= families.memory_room(problem, h) + 1e-9
-                and slots <= h.slots)
+        return (
+            problem.keeps_up(s, h)  # one thread: the subtask must keep up on the Pi on its own
+            and used_cores[host] + families.cpu_need(s, h) <= families.cpu_room(problem, h) + 1e-9
+            and used_memory[host] + families.memory_need(s) <= families.memory_room(problem, h) + 1e-9
+            and slots <= h.slots
+        )
 
     def input_host(s: Subtask) -> str | None:
-        hosts = {assignment[(ch.source, i)] for ch in problem.inputs[s.vertex_id]
-                 for i in ch.senders(s.index)}
+        hosts = {assignment[(ch.source, i)] for ch in problem.inputs[s.vertex_id] for i in ch.senders(s.index)}
         return hosts.pop() if len(hosts) == 1 else None
 
-    candidates = [vid for vid in problem.vertex_order
-                  if not any(s.is_source or s.is_sink or s.stateful for s in problem.by_vertex[vid])]
+    candidates = [
+        vid
+        for vid in problem.vertex_order
+        if not any(s.is_source or s.is_sink or s.stateful for s in problem.by_vertex[vid])
+    ]
     candidates.sort(key=lambda vid: -true_output_rate(problem.by_vertex[vid]))
     moved = True
     while moved:  # an offloaded operator can make its successor offloadable

@@ -79,11 +79,19 @@ class _Oracle:
         m = new_model(problem, domain)
         constraints.add_all(m)
         m.lp.setObjective(pulp.LpAffineExpression())
-        info = backends.run(m.lp, self.options.solver, time_limit=self.options.time_limit, gap=1.0,
-                            threads=self.options.threads, verbose=self.options.verbose)
+        info = backends.run(
+            m.lp,
+            self.options.solver,
+            time_limit=self.options.time_limit,
+            gap=1.0,
+            threads=self.options.threads,
+            verbose=self.options.verbose,
+        )
         if info.status not in ("optimal", "feasible", "infeasible"):
-            raise PlacementError(f"the solver could not tell within the time limit whether {scale:g}× the rates fit "
-                                 f"({info.status}); raise --time-limit")
+            raise PlacementError(
+                f"the solver could not tell within the time limit whether {scale:g}× the rates fit "
+                f"({info.status}); raise --time-limit"
+            )
         self.cache[scale] = info.status != "infeasible"
         return self.cache[scale]
 
@@ -95,19 +103,28 @@ def _bracket(fits: _Oracle) -> tuple[float, float] | Capacity:
         while fits(lo * 2):
             lo *= 2
             if lo >= MAX_SCALE:
-                return Capacity("unbounded", None, None, "bisection", fits.calls,
-                                note=f"still fits at {lo:g}× the rates: nothing binds as they grow")
+                return Capacity(
+                    "unbounded",
+                    None,
+                    None,
+                    "bisection",
+                    fits.calls,
+                    note=f"still fits at {lo:g}× the rates: nothing binds as they grow",
+                )
         return lo, lo * 2
     hi = 1.0
     while not fits(hi / 2):
         hi /= 2
         if hi <= MIN_SCALE:
-            return Capacity("infeasible", None, None, "bisection", fits.calls,
-                            note=f"nothing fits even at {hi:g}× the rates")
+            return Capacity(
+                "infeasible", None, None, "bisection", fits.calls, note=f"nothing fits even at {hi:g}× the rates"
+            )
     return hi / 2, hi
 
 
-def max_scale_bisection(build: Builder, options: SolverOptions = SolverOptions(), *, tolerance: float = 1e-4) -> Capacity:
+def max_scale_bisection(
+    build: Builder, options: SolverOptions = SolverOptions(), *, tolerance: float = 1e-4
+) -> Capacity:
     """The highest scale by bisection with the exact ILP as oracle, to ``tolerance`` (relative)."""
     fits = _Oracle(build, options)
     bracket = _bracket(fits)
@@ -163,8 +180,12 @@ def _pieces(build: Builder, lo: float, hi: float) -> list[tuple[float, float]] |
     return sorted(done, reverse=True)
 
 
-def _direct_piece(build: Builder, lo: float, hi: float, options: SolverOptions,
-                  ) -> tuple[float, dict[SubtaskKey, str]] | None:
+def _direct_piece(
+    build: Builder,
+    lo: float,
+    hi: float,
+    options: SolverOptions,
+) -> tuple[float, dict[SubtaskKey, str]] | None:
     """max X on [lo, hi] with every rate-dependent coefficient affine there: (X*, plan) or None if nothing fits."""
     pa, pb = build(lo), build(hi)
     try:
@@ -173,8 +194,13 @@ def _direct_piece(build: Builder, lo: float, hi: float, options: SolverOptions,
         return None
     m = new_model(pa, domain)
     mb = IlpModel(problem=pb, domain=domain, lp=m.lp, x=m.x)
-    for family in (constraints.one_host_per_subtask, constraints.no_data_down_to_edge, constraints.task_slots,
-                   constraints.memory_capacity, constraints.vanilla_whole_vertices):
+    for family in (
+        constraints.one_host_per_subtask,
+        constraints.no_data_down_to_edge,
+        constraints.task_slots,
+        constraints.memory_capacity,
+        constraints.vanilla_whole_vertices,
+    ):
         family(m)
     scale = m.lp.add_variable("scale", lowBound=lo, upBound=hi)
     w: dict[str, pulp.LpVariable] = {}
@@ -190,8 +216,9 @@ def _direct_piece(build: Builder, lo: float, hi: float, options: SolverOptions,
             w[var.name] = p
         return w[var.name]
 
-    def scaled_row(at_lo: dict[pulp.LpVariable, float], at_hi: dict[pulp.LpVariable, float], capacity: float,
-                   name: str) -> None:
+    def scaled_row(
+        at_lo: dict[pulp.LpVariable, float], at_hi: dict[pulp.LpVariable, float], capacity: float, name: str
+    ) -> None:
         terms = []
         for var in at_lo.keys() | at_hi.keys():
             a, b = at_lo.get(var, 0.0), at_hi.get(var, 0.0)
@@ -212,22 +239,35 @@ def _direct_piece(build: Builder, lo: float, hi: float, options: SolverOptions,
         for s, var in m.on_host(h.name):
             s_hi = pb.subtask_by_key[s.key]
             if not pb.keeps_up(s_hi, h):  # binds inside [lo, hi] (pairs full already at lo left the domain)
-                scaled_row({var: families.cpu_need(s, h)}, {var: families.cpu_need(s_hi, h)}, families.thread_room(pa),
-                           f"thread_{h.name}_{s.vertex_id}_{s.index}")
+                scaled_row(
+                    {var: families.cpu_need(s, h)},
+                    {var: families.cpu_need(s_hi, h)},
+                    families.thread_room(pa),
+                    f"thread_{h.name}_{s.vertex_id}_{s.index}",
+                )
     for h in pa.edges:  # uplink W_h(X)
         ea, eb = objectives.wan_mbit(m, h.name), objectives.wan_mbit(mb, h.name)
         if ea is not None or eb is not None:
-            scaled_row(dict(ea.items()) if ea is not None else {}, dict(eb.items()) if eb is not None else {},
-                       families.uplink_room(pa, h), f"wan_{h.name}")
+            scaled_row(
+                dict(ea.items()) if ea is not None else {},
+                dict(eb.items()) if eb is not None else {},
+                families.uplink_room(pa, h),
+                f"wan_{h.name}",
+            )
     for job, policy in pa.job_policies.items():  # a job's share of an uplink: W_{J,h}(X) ≤ s·η·bandwidth
         for host, share in policy.uplink_shares.items():
             ea, eb = (objectives.wan_mbit(model, host, frozenset({job})) for model in (m, mb))
             if ea is not None or eb is not None:
-                scaled_row(dict(ea.items()) if ea is not None else {}, dict(eb.items()) if eb is not None else {},
-                           families.budget_room(pa, pa.host_by_name[host], share), f"budget_{job}_{host}")
+                scaled_row(
+                    dict(ea.items()) if ea is not None else {},
+                    dict(eb.items()) if eb is not None else {},
+                    families.budget_room(pa, pa.host_by_name[host], share),
+                    f"budget_{job}_{host}",
+                )
     m.lp.setObjective(-1.0 * scale)
-    info = backends.run(m.lp, options.solver, time_limit=options.time_limit, gap=1e-9, threads=options.threads,
-                        verbose=options.verbose)
+    info = backends.run(
+        m.lp, options.solver, time_limit=options.time_limit, gap=1e-9, threads=options.threads, verbose=options.verbose
+    )
     if info.status == "infeasible":
         return None
     if info.objective is None:
@@ -257,11 +297,15 @@ def max_scale(build: Builder, options: SolverOptions = SolverOptions(), *, toler
         if evaluate(build(safe), assignment).feasible and not fits(best * (1 + tolerance)):
             return Capacity("bounded", safe, best * (1 + tolerance), "direct", fits.calls, assignment=assignment)
         break
-    return replace(_bisect(fits, lo, hi, tolerance),  # the check failed: the oracle alone
-                   note="the direct model's answer did not check out: bisection")
+    return replace(
+        _bisect(fits, lo, hi, tolerance),  # the check failed: the oracle alone
+        note="the direct model's answer did not check out: bisection",
+    )
 
 
-def binding_constraints(build: Builder, scale: float, options: SolverOptions, *, step: float = 1e-3) -> tuple[Shortage, ...]:
+def binding_constraints(
+    build: Builder, scale: float, options: SolverOptions, *, step: float = 1e-3
+) -> tuple[Shortage, ...]:
     """What is short just above ``scale`` (at ``scale·(1 + step)``): the elastic re-solve's shortfalls."""
     result: PlanResult = solve(build(scale * (1 + step)), options)
     return result.shortages

@@ -38,8 +38,12 @@ def structural_causes(problem: PlacementProblem, domain: Domain, shortages: tupl
             if h in domain[s.key] or not _input_may_be_on(problem, domain, s, h):
                 continue
             blocked[s.vertex_id][_why_not(problem, domain, s, h)].add(h)
-    sentences = [_sentence(problem, domain, vid, why, sorted(on))
-                 for vid in problem.vertex_order if vid in blocked for why, on in sorted(blocked[vid].items())]
+    sentences = [
+        _sentence(problem, domain, vid, why, sorted(on))
+        for vid in problem.vertex_order
+        if vid in blocked
+        for why, on in sorted(blocked[vid].items())
+    ]
     if len(sentences) > MAX_CAUSES:
         sentences = [*sentences[:MAX_CAUSES], f"{len(sentences) - MAX_CAUSES} more operators are kept off the edge"]
     return tuple(sentences)
@@ -47,8 +51,9 @@ def structural_causes(problem: PlacementProblem, domain: Domain, shortages: tupl
 
 def _edge_hosts_behind(problem: PlacementProblem, shortages: tuple[Shortage, ...]) -> list[str]:
     edges = [h.name for h in problem.edges]
-    if any(s.kind not in ("link", "latency", "budget") and not problem.host_by_name[s.resource].is_edge
-           for s in shortages):
+    if any(
+        s.kind not in ("link", "latency", "budget") and not problem.host_by_name[s.resource].is_edge for s in shortages
+    ):
         return edges  # a short server: anything kept off any Pi adds to its load
     short_links = {s.resource for s in shortages if s.kind in ("link", "budget")}
     return [h for h in edges if f"{h}→{problem.host_by_name[h].uplink_to}" in short_links]
@@ -89,12 +94,16 @@ def _sentence(problem: PlacementProblem, domain: Domain, vid: str, why: str, on:
         pinned = ", ".join(sorted(subtasks[0].pinned_to or ()))
         return f"{name} is pinned to {pinned} (pins.operators) while its input is on {where}: add {where} to its pin"
     if why == "thread":
-        return (f"{name} cannot keep up in one thread on {where}, where its input is: a higher parallelism (or a "
-                f"source parallelism that splits the input further) spreads it over more threads")
+        return (
+            f"{name} cannot keep up in one thread on {where}, where its input is: a higher parallelism (or a "
+            f"source parallelism that splits the input further) spreads it over more threads"
+        )
     if why in ("stateful", "sink"):
         kind, flag = ("is stateful", "allow_stateful") if why == "stateful" else ("is a sink", "allow_sinks")
         verb = "does" if len(on) == 1 else "do"
-        return f"{name} {kind} and {where} {verb} not allow it, so its input crosses the uplink: {flag}: true on {where}"
+        return (
+            f"{name} {kind} and {where} {verb} not allow it, so its input crosses the uplink: {flag}: true on {where}"
+        )
     return _inputs_sentence(problem, domain, vid, name, len(subtasks))
 
 
@@ -110,10 +119,16 @@ def _inputs_sentence(problem: PlacementProblem, domain: Domain, vid: str, name: 
         fix = "pre-aggregate on each host before the keyBy (its input is exchanged by key across hosts)"
     else:
         widths = {ch.n_up for ch in inputs}
-        if len(widths) == 1 and (width := widths.pop()) > parallelism and all(ch.strategy in POINTWISE_WHEN_EQUAL for ch in inputs):
+        if (
+            len(widths) == 1
+            and (width := widths.pop()) > parallelism
+            and all(ch.strategy in POINTWISE_WHEN_EQUAL for ch in inputs)
+        ):
             fix = f"parallelism {width} (as its input's) makes each subtask read from one host"
-    return (f"{name} (parallelism {parallelism}) can only run on a server: its input comes from "
-            f"{'; '.join(origins)}. To run it at the edge: {fix}")
+    return (
+        f"{name} (parallelism {parallelism}) can only run on a server: its input comes from "
+        f"{'; '.join(origins)}. To run it at the edge: {fix}"
+    )
 
 
 def thread_causes(problem: PlacementProblem, rules: Domain, shortages: tuple[Shortage, ...]) -> tuple[Shortage, ...]:

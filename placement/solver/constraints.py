@@ -74,8 +74,9 @@ def job_uplink_budget(m: IlpModel) -> None:
     """``W_{J,h}(x) ≤ s_{J,h} · η · bandwidth(h)`` for every job ``J`` with a share ``s_{J,h}`` of edge host
     ``h``'s uplink (``jobs[].budget.uplinks``), ``W_{J,h}`` the part of ``W_h`` that ``J``'s own subtasks send
     (:func:`placement.solver.objectives.wan_mbit` over ``J``; :func:`placement.solver.families.uplink_budget`)."""
-    families.uplink_budgets(m.sink, m.problem, lambda host, job: families.terms_of(
-        objectives.wan_mbit(m, host, frozenset({job}))))
+    families.uplink_budgets(
+        m.sink, m.problem, lambda host, job: families.terms_of(objectives.wan_mbit(m, host, frozenset({job})))
+    )
 
 
 def no_data_down_to_edge(m: IlpModel) -> None:
@@ -91,8 +92,14 @@ def no_data_down_to_edge(m: IlpModel) -> None:
         for h in edge:
             down = m.placed(ch.target, h)
             if down:
-                families.data_down_subtasks(m.sink, ch, f"{n}_{h}", _sender(m, ch.source, h),
-                                            [(j, [(v, 1.0)]) for j, v in down], all_form=ch.all_to_all)
+                families.data_down_subtasks(
+                    m.sink,
+                    ch,
+                    f"{n}_{h}",
+                    _sender(m, ch.source, h),
+                    [(j, [(v, 1.0)]) for j, v in down],
+                    all_form=ch.all_to_all,
+                )
 
 
 def _sender(m: IlpModel, vid: str, host: str) -> Callable[[int], families.Terms]:
@@ -106,8 +113,13 @@ def vanilla_whole_vertices(m: IlpModel) -> None:
     for vid in sorted(m.problem.whole_vertices):
         first, *rest = m.problem.by_vertex[vid]
         for h in m.problem.hosts:
-            families.whole_subtasks(m.sink, vid, h.name, families.var_terms(m.var(first.key, h.name)),
-                                    [(s.index, families.var_terms(m.var(s.key, h.name))) for s in rest])
+            families.whole_subtasks(
+                m.sink,
+                vid,
+                h.name,
+                families.var_terms(m.var(first.key, h.name)),
+                [(s.index, families.var_terms(m.var(s.key, h.name))) for s in rest],
+            )
 
 
 def latency_bound(m: IlpModel) -> None:
@@ -131,8 +143,18 @@ def latency_bound(m: IlpModel) -> None:
         families.latency_bound(m.sink, n, path, objectives.path_latency_ms(m, path))
 
 
-ROW_FAMILIES = (one_host_per_subtask, no_data_down_to_edge, task_slots, cpu_capacity, one_thread, memory_capacity,
-                wan_bandwidth, job_uplink_budget, vanilla_whole_vertices, latency_bound)
+ROW_FAMILIES = (
+    one_host_per_subtask,
+    no_data_down_to_edge,
+    task_slots,
+    cpu_capacity,
+    one_thread,
+    memory_capacity,
+    wan_bandwidth,
+    job_uplink_budget,
+    vanilla_whole_vertices,
+    latency_bound,
+)
 
 
 def add_all(m: IlpModel, without: tuple[Callable[[IlpModel], None], ...] = ()) -> None:

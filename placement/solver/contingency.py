@@ -35,7 +35,7 @@ class Contingency:
 
     @property
     def shortfall(self) -> str:
-        """"if rpi3 is lost, host server needs 2.40 cores, has 2 (1.60 usable)"; "" when it fits."""
+        """ "if rpi3 is lost, host server needs 2.40 cores, has 2 (1.60 usable)"; "" when it fits."""
         if self.feasible:
             return ""
         what = "; ".join(s.message for s in self.result.shortages) or self.result.reason or "no placement fits"
@@ -55,13 +55,23 @@ def _kept_plan(degraded: PlacementProblem, main: dict[SubtaskKey, str], lost: st
                 break
     cost = evaluate(degraded, assignment)
     if cost.feasible:
-        return PlanResult("kept", "heuristic", assignment, cost, notes=("the plan kept, the lost host's subtasks on "
-                                                                          "the servers (not proven optimal)",))
+        return PlanResult(
+            "kept",
+            "heuristic",
+            assignment,
+            cost,
+            notes=("the plan kept, the lost host's subtasks on the servers (not proven optimal)",),
+        )
     return PlanResult("kept", "infeasible", None, None, reason=cost.violations[0])
 
 
-def plan_contingency(problem: PlacementProblem, main: dict[SubtaskKey, str], lost: str,
-                     options: SolverOptions = SolverOptions(), method: Method = "auto") -> Contingency:
+def plan_contingency(
+    problem: PlacementProblem,
+    main: dict[SubtaskKey, str],
+    lost: str,
+    options: SolverOptions = SolverOptions(),
+    method: Method = "auto",
+) -> Contingency:
     """The contingency for ``lost``: the degraded problem planned as the plan was."""
     degraded = degraded_problem(problem, lost)
     exact = len(problem.edges) <= EXACT_UP_TO
@@ -69,7 +79,11 @@ def plan_contingency(problem: PlacementProblem, main: dict[SubtaskKey, str], los
     return Contingency(lost, degraded, result, moved(main, result.assignment) if result.assignment else {})
 
 
-def plan_contingencies(problem: PlacementProblem, main: dict[SubtaskKey, str],
-                       options: SolverOptions = SolverOptions(), method: Method = "auto") -> tuple[Contingency, ...]:
+def plan_contingencies(
+    problem: PlacementProblem,
+    main: dict[SubtaskKey, str],
+    options: SolverOptions = SolverOptions(),
+    method: Method = "auto",
+) -> tuple[Contingency, ...]:
     """One contingency per edge host of ``problem``, in inventory order."""
     return tuple(plan_contingency(problem, main, h.name, options, method) for h in problem.edges)

@@ -139,4 +139,3 @@ def thread_infeasible(problem: PlacementProblem, empty: Sequence[Subtask], allow
     more = f" (and {len(empty) - 1} more subtasks)" if len(empty) > 1 else ""
     fastest = fastest_host(problem, allowed)
     return Infeasible(f"{problem.thread_shortfall(empty[0], fastest)}, nor on any other host it may run on{more}")
-

@@ -51,22 +51,35 @@ def _with_thread_pairs(problem: PlacementProblem, domain: Domain) -> Domain:
     return {k: hosts if set(domain[k]) <= set(hosts) else domain[k] for k, hosts in rules.items()}
 
 
-def least_stretch(problem: PlacementProblem, lp: pulp.LpProblem, slack: dict[tuple[str, ...], pulp.LpVariable],
-                  scale: dict[tuple[str, ...], float], options: SolverOptions,
-                  what: str = "no placement fits") -> tuple[tuple[Shortage, ...], str]:
+def least_stretch(
+    problem: PlacementProblem,
+    lp: pulp.LpProblem,
+    slack: dict[tuple[str, ...], pulp.LpVariable],
+    scale: dict[tuple[str, ...], float],
+    options: SolverOptions,
+    what: str = "no placement fits",
+) -> tuple[tuple[Shortage, ...], str]:
     """Minimise ``Σ σ / capacity`` over an elastic model's slacks and name what is short (any elastic model: the
     placement ILP's, the rescale ILP's)."""
     if not slack:
         return (), "the placement rules contradict each other (no capacity is involved)"
     lp.setObjective(pulp.lpSum(var * (1.0 / scale[name]) for name, var in slack.items()))
-    info = backends.run(lp, options.solver, time_limit=options.time_limit, gap=options.gap, threads=options.threads,
-                        verbose=options.verbose)
+    info = backends.run(
+        lp,
+        options.solver,
+        time_limit=options.time_limit,
+        gap=options.gap,
+        threads=options.threads,
+        verbose=options.verbose,
+    )
     if info.objective is None:
         return (), f"{what}, and the elastic re-solve found no explanation ({info.status})"
     return shortages_from_slack(problem, {name: var.value() or 0.0 for name, var in slack.items()})
 
 
-def shortages_from_slack(problem: PlacementProblem, slack: dict[tuple[str, ...], float]) -> tuple[tuple[Shortage, ...], str]:
+def shortages_from_slack(
+    problem: PlacementProblem, slack: dict[tuple[str, ...], float]
+) -> tuple[tuple[Shortage, ...], str]:
     """(shortages, one-line reason) from the elastic re-solve's slack values, largest relative shortfall first
     (slack names: ``("link"|"cpu"|"memory", host)``, ``("slots", host, vertex id | "all")`` or ``("budget", edge
     host, job)``)."""
@@ -78,36 +91,59 @@ def shortages_from_slack(problem: PlacementProblem, slack: dict[tuple[str, ...],
         kind, host = name[0], name[1]
         if kind == "latency":  # ("latency", n): the n-th bounded path (objectives.bounded_paths' order)
             path = _bounded_paths(problem)[int(host)]
-            flush = f"{path.flush_ms:.1f} ms of it buffer-flush waits, which a shorter execution.buffer-timeout shortens"
+            flush = (
+                f"{path.flush_ms:.1f} ms of it buffer-flush waits, which a shorter execution.buffer-timeout shortens"
+            )
             bound = path.bound_ms
             assert bound is not None  # _bounded_paths keeps the paths with a bound
-            shortages.append(Shortage("latency", path.name, bound + over, bound, bound,
-                                      detail=flush))
+            shortages.append(Shortage("latency", path.name, bound + over, bound, bound, detail=flush))
             continue
         h = hosts[host]
         if kind == "thread":  # ("thread", host, vertex id, index): the thread of that subtask on that host
             shortages.append(Shortage.thread(problem, problem.subtask_by_key[(name[2], int(name[3]))], h))
         elif kind == "budget":  # ("budget", edge host, job): the job's share of that uplink
             budget = families.budget_room(problem, h, problem.job_policies[name[2]].uplink_shares[host])
-            shortages.append(Shortage("budget", f"{host}→{h.uplink_to}", budget + over, budget,
-                                      families.budget_room(problem, h, 1.0), detail=name[2]))
+            shortages.append(
+                Shortage(
+                    "budget",
+                    f"{host}→{h.uplink_to}",
+                    budget + over,
+                    budget,
+                    families.budget_room(problem, h, 1.0),
+                    detail=name[2],
+                )
+            )
         elif kind == "link":
             usable = families.uplink_room(problem, h)
-            shortages.append(Shortage("link", f"{host}→{h.uplink_to}", usable + over, usable, h.uplink_mbit or 0.0,
-                                      running=running_note(h, "mbit", " Mbit/s")))
+            shortages.append(
+                Shortage(
+                    "link",
+                    f"{host}→{h.uplink_to}",
+                    usable + over,
+                    usable,
+                    h.uplink_mbit or 0.0,
+                    running=running_note(h, "mbit", " Mbit/s"),
+                )
+            )
         elif kind == "cpu":
             usable = families.cpu_room(problem, h)
-            shortages.append(Shortage("cpu", host, usable + over, usable, h.cores, running=running_note(h, "cores", "")))
+            shortages.append(
+                Shortage("cpu", host, usable + over, usable, h.cores, running=running_note(h, "cores", ""))
+            )
         elif kind == "memory":
             usable = families.memory_room(problem, h)
-            shortages.append(Shortage("memory", host, usable + over, usable, h.memory_mib,
-                                      running=running_note(h, "memory_mib", " MiB")))
+            shortages.append(
+                Shortage(
+                    "memory", host, usable + over, usable, h.memory_mib, running=running_note(h, "memory_mib", " MiB")
+                )
+            )
         else:
             group = name[2]
             detail = f" for {problem.vertex_names[group]}" if group in problem.vertex_names else ""
             capacity = h.slots + h.running_total("slots")  # the host's own; the running jobs' are taken off h.slots
-            shortages.append(Shortage("slots", host, h.slots + over, h.slots, capacity, detail,
-                                      running=running_note(h, "slots", "")))
+            shortages.append(
+                Shortage("slots", host, h.slots + over, h.slots, capacity, detail, running=running_note(h, "slots", ""))
+            )
     # A thread that cannot keep up comes first: it is a cause (the subtask cannot follow its input), the rest are
     # what that cause costs elsewhere.
     shortages.sort(key=lambda s: (s.kind != "thread", -(s.needed - s.usable) / max(s.usable, EPS)))
@@ -119,4 +155,3 @@ def _bounded_paths(problem: PlacementProblem) -> list[JobPath]:
     from placement.costmodel.latency import source_sink_paths
 
     return [p for p in source_sink_paths(problem) or () if p.bound_ms is not None]
-

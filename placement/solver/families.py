@@ -101,9 +101,13 @@ class Sink(Protocol):
 class PulpSink:
     """Rows into a PuLP problem; ``add_slack(name, capacity)`` is the model's (0 when not elastic)."""
 
-    def __init__(self, lp: pulp.LpProblem,
-                 add_slack: Callable[[tuple[str, ...], float], pulp.LpAffineExpression | float], elastic: bool,
-                 eps: float = 0.0) -> None:
+    def __init__(
+        self,
+        lp: pulp.LpProblem,
+        add_slack: Callable[[tuple[str, ...], float], pulp.LpAffineExpression | float],
+        elastic: bool,
+        eps: float = 0.0,
+    ) -> None:
         self.lp, self.add_slack, self.elastic, self.eps = lp, add_slack, elastic, eps
 
     def add(self, row: Row) -> None:
@@ -182,8 +186,9 @@ def budget_room(problem: PlacementProblem, h: HostSpec, share: float) -> float:
 # ---- capacity rows ---------------------------------------------------------------------------------------------------
 
 
-def capacity(sink: Sink, slack: tuple[str, ...], terms: Terms, room: float, name: str,
-             most: float | None = None) -> None:
+def capacity(
+    sink: Sink, slack: tuple[str, ...], terms: Terms, room: float, name: str, most: float | None = None
+) -> None:
     """``Σ terms ≤ room`` — stretching by a slack named ``slack`` when elastic — unless it cannot bind: ``most``, the
     largest the left-hand side can be (default: every positive term at its variable's bound), is within ``room``."""
     if most is None:
@@ -204,22 +209,30 @@ def memory(sink: Sink, problem: PlacementProblem, h: HostSpec, placed: Placed, n
     capacity(sink, ("memory", h.name), terms, memory_room(problem, h), name or f"memory_{h.name}")
 
 
-def pool_cpu(sink: Sink, problem: PlacementProblem, pool: str, members: Sequence[HostSpec], placed: Placed,
-             shrink: float = 1.0) -> None:
+def pool_cpu(
+    sink: Sink, problem: PlacementProblem, pool: str, members: Sequence[HostSpec], placed: Placed, shrink: float = 1.0
+) -> None:
     """``Σ c(s) · x[s, pool] ≤ Σ_k ρ·cores_k·σ_k`` (server cores; the sum of the members' rows, a relaxation)."""
     terms = [(var, pool_cpu_need(s) * k) for s, var, k in placed]
     capacity(sink, ("cpu", pool), terms, pool_cpu_room(problem, members) * shrink, f"cpu_{pool}")
 
 
-def pool_memory(sink: Sink, problem: PlacementProblem, pool: str, members: Sequence[HostSpec], placed: Placed,
-                shrink: float = 1.0) -> None:
+def pool_memory(
+    sink: Sink, problem: PlacementProblem, pool: str, members: Sequence[HostSpec], placed: Placed, shrink: float = 1.0
+) -> None:
     """``Σ m(s) · x[s, pool] ≤ Σ_k μ·memory_k``."""
     terms = [(var, memory_need(s) * k) for s, var, k in placed]
     capacity(sink, ("memory", pool), terms, pool_memory_room(problem, members) * shrink, f"memory_{pool}")
 
 
-def slots(sink: Sink, problem: PlacementProblem, where: str, room: int, placed: Placed,
-          most: Callable[[str], float] | None = None) -> None:
+def slots(
+    sink: Sink,
+    problem: PlacementProblem,
+    where: str,
+    room: int,
+    placed: Placed,
+    most: Callable[[str], float] | None = None,
+) -> None:
     """With slot sharing ``Σ_i n[(v, i), h] ≤ slots(h)`` for every vertex ``v`` (one slot holds one subtask of each
     vertex), without ``Σ_s n[s, h] ≤ slots(h)``; several jobs with slot sharing: :func:`job_slots`. ``most``: group ->
     the most subtasks of it the model allows here, where that is less than its variables' bounds add up to."""
@@ -231,8 +244,14 @@ def slots(sink: Sink, problem: PlacementProblem, where: str, room: int, placed: 
     for s, var, k in placed:
         groups[slot_group(problem, s)].append((var, k))
     for n, (group, terms) in enumerate(groups.items()):
-        capacity(sink, ("slots", where, group), terms, room, f"slots_{where}_{n}",
-                 most=most(group) if most is not None else None)
+        capacity(
+            sink,
+            ("slots", where, group),
+            terms,
+            room,
+            f"slots_{where}_{n}",
+            most=most(group) if most is not None else None,
+        )
 
 
 def job_slots(sink: Sink, problem: PlacementProblem, where: str, room: int, placed: Placed) -> None:
@@ -244,8 +263,10 @@ def job_slots(sink: Sink, problem: PlacementProblem, where: str, room: int, plac
     jobs: dict[str, dict[str, Terms]] = defaultdict(lambda: defaultdict(list))  # job -> vertex -> terms
     for s, var, k in placed:
         jobs[problem.vertex_job.get(s.vertex_id, "")][s.vertex_id].append((var, k))
-    biggest = {job: max(sum(k * sink.upper(var) for var, k in terms) for terms in vertices.values())
-               for job, vertices in jobs.items()}
+    biggest = {
+        job: max(sum(k * sink.upper(var) for var, k in terms) for terms in vertices.values())
+        for job, vertices in jobs.items()
+    }
     if sum(biggest.values()) <= room:
         return  # cannot bind
     used: Terms = []
@@ -260,26 +281,36 @@ def job_slots(sink: Sink, problem: PlacementProblem, where: str, room: int, plac
 def one_thread(sink: Sink, problem: PlacementProblem, h: HostSpec, s: Subtask, var: Var) -> None:
     """``c(s)/σ_h · x[s, h] ≤ ρ`` (a subtask is one thread: one core at most), always written: the model asks for it
     only where the thread cannot keep up (elsewhere the domain leaves no such pair)."""
-    sink.add(Row([(var, cpu_need(s, h))], "<=", thread_room(problem), f"thread_{h.name}_{s.vertex_id}_{s.index}",
-                 slack=("thread", h.name, *map(str, s.key))))
+    sink.add(
+        Row(
+            [(var, cpu_need(s, h))],
+            "<=",
+            thread_room(problem),
+            f"thread_{h.name}_{s.vertex_id}_{s.index}",
+            slack=("thread", h.name, *map(str, s.key)),
+        )
+    )
 
 
-def uplink(sink: Sink, problem: PlacementProblem, h: HostSpec, traffic: Terms | None,
-           most: float | None = math.inf) -> None:
+def uplink(
+    sink: Sink, problem: PlacementProblem, h: HostSpec, traffic: Terms | None, most: float | None = math.inf
+) -> None:
     """``W_h ≤ η·bandwidth(h)``, ``W_h`` the uplink traffic as the model writes it (``most``: as :func:`capacity`;
     by default always written — a sum of what is sent less what is received has no cheap bound)."""
     if traffic is not None:
         capacity(sink, ("link", h.name), traffic, uplink_room(problem, h), f"wan_{h.name}", most=most)
 
 
-def uplink_budget(sink: Sink, problem: PlacementProblem, n: int, job: str, h: HostSpec, share: float,
-                  traffic: Terms | None) -> None:
+def uplink_budget(
+    sink: Sink, problem: PlacementProblem, n: int, job: str, h: HostSpec, share: float, traffic: Terms | None
+) -> None:
     """``W_{J,h} ≤ s_{J,h}·η·bandwidth(h)``: job ``J``'s own traffic on edge host ``h``'s uplink within its share
     (``jobs[].budget.uplinks``). Elastic: a slack ``("budget", h, J)``, so a budget that cannot be met is named as
     that job's on that link, not as the link."""
     if traffic is not None:
-        sink.add(Row(traffic, "<=", budget_room(problem, h, share), f"budget_{n}_{h.name}",
-                     slack=("budget", h.name, job)))
+        sink.add(
+            Row(traffic, "<=", budget_room(problem, h, share), f"budget_{n}_{h.name}", slack=("budget", h.name, job))
+        )
 
 
 def uplink_budgets(sink: Sink, problem: PlacementProblem, traffic_of: Callable[[str, str], Terms | None]) -> None:
@@ -304,8 +335,9 @@ def data_down(sink: Sink, down: Terms, up: Terms, name: str) -> None:
     sink.add(Row([*down, *_minus(up)], "<=", 0.0, name))
 
 
-def data_down_all(sink: Sink, where: str, var_name: str, ups: Iterable[tuple[str, Terms]],
-                  downs: Iterable[tuple[str, Terms]]) -> None:
+def data_down_all(
+    sink: Sink, where: str, var_name: str, ups: Iterable[tuple[str, Terms]], downs: Iterable[tuple[str, Terms]]
+) -> None:
     """An all-to-all edge ``U → V`` at one edge host: ``down ≤ a ≤ up`` for every sender ``up`` and receiver ``down``
     with one continuous ``a[U→V, h] ∈ [0, 1]`` ("all of U is on h") — ``n_U + n_V`` rows for the ``n_U · n_V`` pairs,
     the same integer hull. ``ups``/``downs``: (suffix of the row's name, terms); taken in that order, after ``a``
@@ -322,16 +354,28 @@ def all_form_is_smaller(n_up: int, n_down: int) -> bool:
     return n_up * n_down > n_up + n_down
 
 
-def data_down_subtasks(sink: Sink, ch: Channel, where: str, sender: Callable[[int], Terms],
-                       receivers: Iterable[tuple[int, Terms]], all_form: bool, pair: str = "down",
-                       var_name: str | None = None) -> None:
+def data_down_subtasks(
+    sink: Sink,
+    ch: Channel,
+    where: str,
+    sender: Callable[[int], Terms],
+    receivers: Iterable[tuple[int, Terms]],
+    all_form: bool,
+    pair: str = "down",
+    var_name: str | None = None,
+) -> None:
     """:func:`data_down` over one channel's subtasks at one edge host: ``x[v_j, h] ≤ x[u_i, h]`` for every receiver
     ``v_j`` that may be there and each of its senders ``u_i`` (``sender(i)``: its terms there), or with ``all_form``
     :func:`data_down_all` over every ``u_i`` and every receiver that has a sender. Names: ``{pair}_{where}_{i}_{j}``,
     the all-form's ``a`` ``var_name`` (default ``all_{where}``)."""
     if all_form:
-        data_down_all(sink, where, var_name or f"all_{where}", ((f"_{i}", sender(i)) for i in range(ch.n_up)),
-                      ((f"_{j}", down) for j, down in receivers if len(ch.senders(j)) > 0))
+        data_down_all(
+            sink,
+            where,
+            var_name or f"all_{where}",
+            ((f"_{i}", sender(i)) for i in range(ch.n_up)),
+            ((f"_{j}", down) for j, down in receivers if len(ch.senders(j)) > 0),
+        )
         return
     for j, down in receivers:
         for i in ch.senders(j):
@@ -380,8 +424,11 @@ def bounded_paths(problem: PlacementProblem) -> list[latency.JobPath]:
     if paths is None:
         from placement.errors import BadInput
 
-        raise BadInput(f"the job has more than {latency.MAX_PATHS} source→sink paths: policy.max_latency_ms cannot be "
-                       "planned for it", field="policy.max_latency_ms")
+        raise BadInput(
+            f"the job has more than {latency.MAX_PATHS} source→sink paths: policy.max_latency_ms cannot be "
+            "planned for it",
+            field="policy.max_latency_ms",
+        )
     return [p for p in paths if p.bound_ms is not None]
 
 
@@ -413,8 +460,14 @@ def queue_wait(sink: Sink, problem: PlacementProblem, h: HostSpec, traffic: Term
     running = h.running_total("mbit")  # jobs already running on this uplink (plan --running): fixed load
     for k, (a, b) in enumerate(latency.queue_pieces(latency.buffer_service_ms(capacity_))):
         slope = a * (1.0 / capacity_)
-        sink.add(Row([(q, 1.0), *((var, -(slope * c)) for var, c in traffic)], ">=", b + a * running / capacity_,
-                     f"queue_{h.name}_{k}"))
+        sink.add(
+            Row(
+                [(q, 1.0), *((var, -(slope * c)) for var, c in traffic)],
+                ">=",
+                b + a * running / capacity_,
+                f"queue_{h.name}_{k}",
+            )
+        )
     if problem.policy.wan_headroom > latency.MAX_UTILISATION and not sink.elastic:
         sink.add(Row(traffic, "<=", latency.MAX_UTILISATION * capacity_ - running, f"queue_cap_{h.name}"))
     memo[key] = q
@@ -428,9 +481,15 @@ def queue_big_m(problem: PlacementProblem, h: HostSpec) -> float:
     return latency.queue_ms(rho, latency.buffer_service_ms(capacity_)) if capacity_ > 0 else 0.0
 
 
-def edge_crossing(sink: Sink, problem: PlacementProblem, n: int, hosts: Iterable[str],
-                  crossings: Callable[[str], list[Crossing]], traffic: Callable[[str], Terms | None],
-                  memo: Memo) -> Var | float:
+def edge_crossing(
+    sink: Sink,
+    problem: PlacementProblem,
+    n: int,
+    hosts: Iterable[str],
+    crossings: Callable[[str], list[Crossing]],
+    traffic: Callable[[str], Terms | None],
+    memo: Memo,
+) -> Var | float:
     """``Z_e ≥ (d_h + T + M_h)·y + q_h − M_h`` for every crossing ``y`` of channel ``n`` at the edge hosts ``hosts``
     its source may run on (``−(d_h + T + M_h)`` more per ``given`` variable that is 0, so a crossing at another
     parallelism never binds); a crossing that cannot be sent (no bandwidth) is forbidden. Built once per channel."""
@@ -459,8 +518,13 @@ def edge_crossing(sink: Sink, problem: PlacementProblem, n: int, hosts: Iterable
     return memo[key]
 
 
-def path_latency(sink: Sink, path: latency.JobPath, tag: int, flush: tuple[float, Terms],
-                 crossings: Iterable[tuple[int, Callable[[], Var | float]]]) -> Var:
+def path_latency(
+    sink: Sink,
+    path: latency.JobPath,
+    tag: int,
+    flush: tuple[float, Terms],
+    crossings: Iterable[tuple[int, Callable[[], Var | float]]],
+) -> Var:
     """``L_P ≥ F(P) + Z_e`` for every edge ``e`` of ``P`` (``crossings``: its channel and a builder of its ``Z_e``,
     :func:`edge_crossing`) and ``L_P ≥ F(P)``; ``flush``: ``F(P)`` as a constant and terms (the rescale model's flush
     waits depend on the parallelism; the plain model's are constant)."""

@@ -51,14 +51,26 @@ class SparseMip:
         self.n_cols += n
         return np.arange(first, first + n)
 
-    def add_rows(self, n: int, lower: ArrayLike, upper: ArrayLike, row: ArrayLike, col: ArrayLike, value: ArrayLike,
-                 ) -> np.ndarray:
+    def add_rows(
+        self,
+        n: int,
+        lower: ArrayLike,
+        upper: ArrayLike,
+        row: ArrayLike,
+        col: ArrayLike,
+        value: ArrayLike,
+    ) -> np.ndarray:
         """``n`` rows ``lower ≤ Σ value·x[col] ≤ upper``; ``row`` numbers them from 0 (one entry per term), ``lower``
         and ``upper`` are per row or shared scalars. Returns the new rows' indices."""
         self.row_lower.append(np.broadcast_to(np.asarray(lower, dtype=float), (n,)).copy())
         self.row_upper.append(np.broadcast_to(np.asarray(upper, dtype=float), (n,)).copy())
-        self.entries.append((np.asarray(row, dtype=np.int64) + self.n_rows, np.asarray(col, dtype=np.int64),
-                             np.asarray(value, dtype=float)))
+        self.entries.append(
+            (
+                np.asarray(row, dtype=np.int64) + self.n_rows,
+                np.asarray(col, dtype=np.int64),
+                np.asarray(value, dtype=float),
+            )
+        )
         first = self.n_rows
         self.n_rows += n
         return np.arange(first, first + n)
@@ -95,8 +107,9 @@ class SparseMip:
         return h
 
 
-def solve(h: highspy.Highs, *, time_limit: float | None, gap: float, threads: int | None = None,
-          verbose: bool = False) -> SolveInfo:
+def solve(
+    h: highspy.Highs, *, time_limit: float | None, gap: float, threads: int | None = None, verbose: bool = False
+) -> SolveInfo:
     """Run HiGHS on the model as it stands and read status, objective, bound and relative gap. The objective is that
     of the columns HiGHS returns (``cost·x + offset``), and "optimal" needs it certified against HiGHS's bound
     (:func:`placement.solver.backends.certify`): HiGHS 1.16 can report an optimum's value beside a start solution's
@@ -174,8 +187,14 @@ class ColumnSink:
     column is None is fixed at 1 and moves to the right-hand side; an elastic capacity row gets a slack column
     (``slack``: its name -> (column, capacity))."""
 
-    def __init__(self, mip: SparseMip, rows: Rows, elastic: bool, slack: dict[tuple[str, ...], tuple[int, float]],
-                 eps: float = 1e-6):
+    def __init__(
+        self,
+        mip: SparseMip,
+        rows: Rows,
+        elastic: bool,
+        slack: dict[tuple[str, ...], tuple[int, float]],
+        eps: float = 1e-6,
+    ):
         self.mip, self.rows, self.elastic, self.slack, self.eps = mip, rows, elastic, slack, eps
 
     def add(self, row: Row) -> None:

@@ -101,13 +101,20 @@ def homes(problem: PlacementProblem, *, thread: bool = True) -> Homes:
     if empty:  # the message of restricted_domain's, over the hosts the first had before, in inventory order as there
         had = rule_edge[empty[0].key] | set(_rule_servers(empty[0], servers))
         raise thread_infeasible(problem, empty, [h.name for h in problem.hosts if h.name in had])
-    rule_edge = {k: frozenset(h for h in e if problem.keeps_up(problem.subtask_by_key[k], hosts[h]))
-                 for k, e in rule_edge.items()}
+    rule_edge = {
+        k: frozenset(h for h in e if problem.keeps_up(problem.subtask_by_key[k], hosts[h]))
+        for k, e in rule_edge.items()
+    }
     return _reachable(problem, rule_servers, rule_edge, needs_edge, thread)
 
 
-def _reachable(problem: PlacementProblem, rule_servers: dict[SubtaskKey, tuple[str, ...]],
-               rule_edge: dict[SubtaskKey, frozenset[str]], needs_edge: list[Subtask], thread: bool) -> Homes:
+def _reachable(
+    problem: PlacementProblem,
+    rule_servers: dict[SubtaskKey, tuple[str, ...]],
+    rule_edge: dict[SubtaskKey, frozenset[str]],
+    needs_edge: list[Subtask],
+    thread: bool,
+) -> Homes:
     """The reachability family over the rules' (and the thread's) edge hosts, in topological order."""
     edge_hosts = [h.name for h in problem.edges]
     edge: dict[SubtaskKey, tuple[str, ...]] = {}
@@ -123,8 +130,11 @@ def _reachable(problem: PlacementProblem, rule_servers: dict[SubtaskKey, tuple[s
                         break
                 candidates = tuple(h for h in candidates if _allows_edge(problem, s, h, thread))
             else:  # a source, or a subtask no sender feeds
-                candidates = tuple(h for h in edge_hosts if _allows_edge(problem, s, h, thread)) if not s.is_source else (
-                    tuple(rule_edge[s.key]) if s.key in rule_edge else _source_edge(problem, s, thread))
+                candidates = (
+                    tuple(h for h in edge_hosts if _allows_edge(problem, s, h, thread))
+                    if not s.is_source
+                    else (tuple(rule_edge[s.key]) if s.key in rule_edge else _source_edge(problem, s, thread))
+                )
             edge[s.key] = candidates
     unplaced = [s for s in needs_edge if not edge[s.key]]
     if unplaced:
@@ -140,5 +150,13 @@ def _allows_edge(problem: PlacementProblem, s: Subtask, host: str, thread: bool 
 
 def _source_edge(problem: PlacementProblem, s: Subtask, thread: bool = True) -> tuple[str, ...]:
     hosts = problem.host_by_name
-    return (s.birth,) if (s.birth and hosts[s.birth].is_edge and s.birth not in s.forbidden
-                          and (not thread or problem.keeps_up(s, hosts[s.birth]))) else ()
+    return (
+        (s.birth,)
+        if (
+            s.birth
+            and hosts[s.birth].is_edge
+            and s.birth not in s.forbidden
+            and (not thread or problem.keeps_up(s, hosts[s.birth]))
+        )
+        else ()
+    )

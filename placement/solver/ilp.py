@@ -63,9 +63,11 @@ def check_weighted(problem: PlacementProblem) -> None:
     scaled weight would trade a job's Mbit/s against another's at a rate nobody chose), so they are refused there."""
     ranked = sorted(job for job, p in problem.job_policies.items() if p.priority is not None)
     if problem.priority_classes and ranked:
-        raise BadInput(f"jobs[].priority (set for {', '.join(ranked)}) orders the lexicographic objective: use "
-                       "policy.objective lexicographic (or --objective lexicographic), or drop the priorities",
-                       field="--objective")
+        raise BadInput(
+            f"jobs[].priority (set for {', '.join(ranked)}) orders the lexicographic objective: use "
+            "policy.objective lexicographic (or --objective lexicographic), or drop the priorities",
+            field="--objective",
+        )
 
 
 def _solve(problem: PlacementProblem, options: SolverOptions) -> PlanResult:
@@ -79,8 +81,14 @@ def _solve(problem: PlacementProblem, options: SolverOptions) -> PlanResult:
     deadline = None if options.time_limit is None else time.monotonic() + options.time_limit
 
     def run() -> backends.SolveInfo:
-        return backends.run(m.lp, options.solver, time_limit=_remaining(deadline), gap=options.gap,
-                            threads=options.threads, verbose=options.verbose)
+        return backends.run(
+            m.lp,
+            options.solver,
+            time_limit=_remaining(deadline),
+            gap=options.gap,
+            threads=options.threads,
+            verbose=options.verbose,
+        )
 
     stages: list[Stage] = []
     notes: list[str] = []
@@ -109,18 +117,34 @@ def _solve(problem: PlacementProblem, options: SolverOptions) -> PlanResult:
     if first.status == "infeasible":
         shortages, reason = diagnose(problem, domain, options)
         causes = structural_causes(problem, domain, shortages)
-        return PlanResult("ilp", "infeasible", None, None, stages=tuple(stages), shortages=shortages, causes=causes,
-                          reason="; ".join((reason, *causes)), objective_mode=mode)
+        return PlanResult(
+            "ilp",
+            "infeasible",
+            None,
+            None,
+            stages=tuple(stages),
+            shortages=shortages,
+            causes=causes,
+            reason="; ".join((reason, *causes)),
+            objective_mode=mode,
+        )
     if assignment is None:
-        raise PlacementError(f"solver {first.solver} found no placement within the time limit ({first.status}); "
-                             f"raise --time-limit")
+        raise PlacementError(
+            f"solver {first.solver} found no placement within the time limit ({first.status}); raise --time-limit"
+        )
     unfinished = [st.name for st in stages if st.info.objective is None]
     if unfinished:  # time ran out in a later stage: keep the earlier stages' plan and say so
-        notes.append(f"stage {unfinished[0]} found no solution within the time limit; the plan optimises the earlier stages")
+        notes.append(
+            f"stage {unfinished[0]} found no solution within the time limit; the plan optimises the earlier stages"
+        )
     cost = evaluate(problem, assignment)
     if not cost.feasible:
-        raise PlacementError(f"internal error: the solver's plan breaks a rule the model should enforce: {cost.violations[0]}")
-    status: Literal["optimal", "feasible"] = "optimal" if all(st.info.status == "optimal" for st in stages) else "feasible"
+        raise PlacementError(
+            f"internal error: the solver's plan breaks a rule the model should enforce: {cost.violations[0]}"
+        )
+    status: Literal["optimal", "feasible"] = (
+        "optimal" if all(st.info.status == "optimal" for st in stages) else "feasible"
+    )
     return PlanResult("ilp", status, assignment, cost, stages=tuple(stages), objective_mode=mode, notes=tuple(notes))
 
 
@@ -143,5 +167,13 @@ def _emptied(problem: PlacementProblem, exc: Infeasible, options: SolverOptions,
     # a later family's ("can run on no host once 'no data flows down…' applies") blames a rule the shortfalls explain
     lead = (str(exc),) if any(str(exc).startswith(s.message) for s in shortages) else ()
     rest = tuple(s.message for s in shortages if not (lead and lead[0].startswith(s.message)))
-    return PlanResult("ilp", "infeasible", None, None, shortages=shortages, causes=causes,
-                      reason="; ".join((*lead, *rest, *causes)), objective_mode=mode)
+    return PlanResult(
+        "ilp",
+        "infeasible",
+        None,
+        None,
+        shortages=shortages,
+        causes=causes,
+        reason="; ".join((*lead, *rest, *causes)),
+        objective_mode=mode,
+    )

@@ -28,8 +28,11 @@ AUTO_HOSTS = 500
 def choose_method(problem: PlacementProblem, method: Method, options: SolverOptions) -> Literal["exact", "decompose"]:
     if method == "decompose":
         if problem.whole_vertices:
-            raise BadInput("the decomposition does not cover vanilla placement mode (an operator whole on one host "
-                           "ties Pis and servers together): use --method exact or auto", field="--method")
+            raise BadInput(
+                "the decomposition does not cover vanilla placement mode (an operator whole on one host "
+                "ties Pis and servers together): use --method exact or auto",
+                field="--method",
+            )
         if options.solver != "highs":
             raise BadInput("the decomposition runs on HiGHS: use --solver highs, or --method exact", field="--method")
         return "decompose"
@@ -41,17 +44,25 @@ def choose_method(problem: PlacementProblem, method: Method, options: SolverOpti
     return "decompose" if big and not problem.whole_vertices and options.solver == "highs" else "exact"
 
 
-def solve_with(problem: PlacementProblem, options: SolverOptions = SolverOptions(), method: Method = "auto") -> PlanResult:
+def solve_with(
+    problem: PlacementProblem, options: SolverOptions = SolverOptions(), method: Method = "auto"
+) -> PlanResult:
     """Plan ``problem`` with the chosen method (see the module doc)."""
     if choose_method(problem, method, options) == "decompose":
         if problem.latency_bounds:
-            raise BadInput("the decomposition does not honour a latency bound (its Pi plans do not see the queue at "
-                           "their uplink): use --method exact, or drop policy.max_latency_ms", field="--method")
+            raise BadInput(
+                "the decomposition does not honour a latency bound (its Pi plans do not see the queue at "
+                "their uplink): use --method exact, or drop policy.max_latency_ms",
+                field="--method",
+            )
         ranked = _ranked_or_budgeted(problem)
         if ranked:
-            raise BadInput(f"the decomposition does not honour job priorities or budgets (its Pi plans rank no job "
-                           f"and see no job's share of an uplink; set for {', '.join(ranked)}): use --method exact, or "
-                           "drop jobs[].priority and jobs[].budget.uplinks", field="--method")
+            raise BadInput(
+                f"the decomposition does not honour job priorities or budgets (its Pi plans rank no job "
+                f"and see no job's share of an uplink; set for {', '.join(ranked)}): use --method exact, or "
+                "drop jobs[].priority and jobs[].budget.uplinks",
+                field="--method",
+            )
         return solve_decomposed(problem, options)
     return solve(problem, options)
 
@@ -59,5 +70,8 @@ def solve_with(problem: PlacementProblem, options: SolverOptions = SolverOptions
 def _ranked_or_budgeted(problem: PlacementProblem) -> list[str]:
     """The jobs whose priority or uplink budget only the exact model plans (a min_rate_scale is the rate search's,
     which every method serves)."""
-    return sorted(job for job, p in problem.job_policies.items()
-                  if p.uplink_shares or (p.priority is not None and problem.priority_classes))
+    return sorted(
+        job
+        for job, p in problem.job_policies.items()
+        if p.uplink_shares or (p.priority is not None and problem.priority_classes)
+    )

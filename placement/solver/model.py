@@ -37,8 +37,11 @@ class IlpModel:
         return self._index[1].get((vertex_id, host), [])
 
     @cached_property
-    def _index(self) -> tuple[dict[str, list[tuple[Subtask, pulp.LpVariable]]],
-                              dict[tuple[str, str], list[tuple[int, pulp.LpVariable]]]]:
+    def _index(
+        self,
+    ) -> tuple[
+        dict[str, list[tuple[Subtask, pulp.LpVariable]]], dict[tuple[str, str], list[tuple[int, pulp.LpVariable]]]
+    ]:
         """The variables by host and by (vertex, host), built once: the row families ask per host, and scanning every
         subtask for each of 200 hosts was most of the model's build time."""
         by_host: dict[str, list[tuple[Subtask, pulp.LpVariable]]] = defaultdict(list)

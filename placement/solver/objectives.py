@@ -153,6 +153,7 @@ def _crossings(m: IlpModel, n: int, ch: Channel) -> Callable[[str], list[familie
     """The crossings of channel ``ch`` at an edge host: ``y = x[u_i, h] − x[v_j, h]`` for a pair, ``x[u_i, h] − b``
     with ``b ≤ x[v_j, h] ∀j`` ("all of V on h") for an all-to-all edge; both are 0/1 given
     :func:`placement.solver.constraints.no_data_down_to_edge`."""
+
     def at(host: str) -> list[families.Crossing]:
         h = m.problem.host_by_name[host]
         bandwidth = h.uplink_mbit or 0.0
@@ -167,8 +168,10 @@ def _crossings(m: IlpModel, n: int, ch: Channel) -> Callable[[str], list[familie
             if b is not None:
                 ys = [[(u, 1.0), (b, -1.0)]]
             else:
-                ys = [[(u, 1.0)] + ([(v, -1.0)] if (v := m.var((ch.target, j), host)) is not None else [])
-                      for j in ch.receivers(i)]
+                ys = [
+                    [(u, 1.0)] + ([(v, -1.0)] if (v := m.var((ch.target, j), host)) is not None else [])
+                    for j in ch.receivers(i)
+                ]
             send = latency.transmit_ms(ch, i, bandwidth)
             out += [families.Crossing(y, send, f"{i}_{k}") for k, y in enumerate(ys)]
         return out
@@ -189,8 +192,9 @@ def path_latency_ms(m: IlpModel, path: latency.JobPath) -> families.Var:
     def crossing(n: int) -> Callable[[], families.Var | float]:
         ch = m.problem.channels[n]
         hosts = [h.name for h in m.problem.edges if m.placed(ch.source, h.name)]
-        return lambda: families.edge_crossing(m.sink, m.problem, n, hosts, _crossings(m, n, ch),
-                                              lambda host: families.terms_of(wan_mbit(m, host)), m.aux)
+        return lambda: families.edge_crossing(
+            m.sink, m.problem, n, hosts, _crossings(m, n, ch), lambda host: families.terms_of(wan_mbit(m, host)), m.aux
+        )
 
     edges = [(index[e], crossing(index[e])) for e in path.edges]
     lp = families.path_latency(m.sink, path, tag, (path.flush_ms, []), edges)

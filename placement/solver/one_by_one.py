@@ -69,8 +69,9 @@ def in_sequence(joint: JointProblem, options: SolverOptions = SolverOptions(), m
         result = solve_with(with_running(job.problem, earlier), options, method)
         results[job.name] = result
         if result.assignment is None or result.cost is None:
-            return OneByOne("one by one", results, None, failed=job.name, reason=result.reason or result.status,
-                            order=order)
+            return OneByOne(
+                "one by one", results, None, failed=job.name, reason=result.reason or result.status, order=order
+            )
         earlier = merged(earlier, cost_uses(job.name, result.cost))
     return OneByOne("one by one", results, _together(joint, results), order=order)
 
@@ -87,6 +88,8 @@ def all_jobs_on_server(joint: JointProblem) -> OneByOne:
     """The baseline of every job, judged together (what the fleet runs when nobody places the jobs)."""
     placed = all_on_server(joint.problem)
     split = joint.split(placed.assignment or {})
-    results = {job.name: replace(placed, assignment=split[job.name], cost=evaluate(job.problem, split[job.name]))
-               for job in joint.jobs}
+    results = {
+        job.name: replace(placed, assignment=split[job.name], cost=evaluate(job.problem, split[job.name]))
+        for job in joint.jobs
+    }
     return OneByOne("all on server", results, placed.cost)

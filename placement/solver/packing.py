@@ -32,8 +32,9 @@ def _group(problem: PlacementProblem, s: Subtask) -> str:
     return families.slot_group(problem, s)
 
 
-def _greedy(problem: PlacementProblem, items: Sequence[Subtask], servers: Sequence[HostSpec],
-            balance: bool) -> dict[SubtaskKey, str] | None:
+def _greedy(
+    problem: PlacementProblem, items: Sequence[Subtask], servers: Sequence[HostSpec], balance: bool
+) -> dict[SubtaskKey, str] | None:
     """Decreasing dominant share (cores, memory, or the item's slot group); each item to the fitting server with the
     most room left in its tightest dimension (``balance``) or the least. Vectorised over the servers: a fleet packs
     tens of thousands of subtasks onto hundreds of them."""
@@ -47,8 +48,16 @@ def _greedy(problem: PlacementProblem, items: Sequence[Subtask], servers: Sequen
     total_memory = float(cap_memory.sum()) or 1.0
     group_size = Counter(_group(problem, s) for s in items)
     out: dict[SubtaskKey, str] = {}
-    order = sorted(items, key=lambda s: -max(s.server_cores / total_cores, s.memory_mib / total_memory,
-                                             group_size[_group(problem, s)] / (slots.sum() or 1.0)))
+    order = sorted(
+        items,
+        key=lambda s: (
+            -max(
+                s.server_cores / total_cores,
+                s.memory_mib / total_memory,
+                group_size[_group(problem, s)] / (slots.sum() or 1.0),
+            )
+        ),
+    )
     safe_cores, safe_memory = np.maximum(cap_cores, 1e-12), np.maximum(cap_memory, 1e-12)
     for s in order:
         group = _group(problem, s)
@@ -59,8 +68,10 @@ def _greedy(problem: PlacementProblem, items: Sequence[Subtask], servers: Sequen
         fits = (cores >= need - EPS) & (memory >= s.memory_mib - EPS) & (in_group < slots) & keeps_up
         if not fits.any():
             return None
-        room = np.minimum(np.minimum((cores - need) / safe_cores, (memory - s.memory_mib) / safe_memory),
-                          (slots - in_group - 1) / np.maximum(slots, 1.0))
+        room = np.minimum(
+            np.minimum((cores - need) / safe_cores, (memory - s.memory_mib) / safe_memory),
+            (slots - in_group - 1) / np.maximum(slots, 1.0),
+        )
         room = np.where(fits, room, -np.inf if balance else np.inf)
         k = int(np.argmax(room) if balance else np.argmin(room))
         cores[k] -= need[k]
@@ -70,8 +81,9 @@ def _greedy(problem: PlacementProblem, items: Sequence[Subtask], servers: Sequen
     return out if _slots_hold(problem, items, servers, out) else None
 
 
-def _slots_hold(problem: PlacementProblem, items: Sequence[Subtask], servers: Sequence[HostSpec],
-                out: dict[SubtaskKey, str]) -> bool:
+def _slots_hold(
+    problem: PlacementProblem, items: Sequence[Subtask], servers: Sequence[HostSpec], out: dict[SubtaskKey, str]
+) -> bool:
     """Several jobs share the servers: a slot per group is not enough, each job fills its own slots
     (:meth:`PlacementProblem.slots_needed`) — checked on the packing, which the exact packing then repairs."""
     if not problem.vertex_job:
@@ -82,8 +94,9 @@ def _slots_hold(problem: PlacementProblem, items: Sequence[Subtask], servers: Se
     return all(problem.slots_needed(by_server[h.name]) <= h.slots for h in servers)
 
 
-def _exact(problem: PlacementProblem, items: Sequence[Subtask], servers: Sequence[HostSpec],
-           time_limit: float | None) -> dict[SubtaskKey, str] | None:
+def _exact(
+    problem: PlacementProblem, items: Sequence[Subtask], servers: Sequence[HostSpec], time_limit: float | None
+) -> dict[SubtaskKey, str] | None:
     """``Σ_k y[s, k] = 1``; ``y[s, k] = 0`` where ``s``'s thread cannot keep up on ``k``;
     per server ``Σ c(s)/σ_k·y ≤ ρ·cores``, ``Σ m(s)·y ≤ μ·memory``, slots per group — the families of
     :mod:`placement.solver.families` as arrays (``y`` is an ``n × k`` matrix: their figures, written at once)."""
@@ -98,10 +111,22 @@ def _exact(problem: PlacementProblem, items: Sequence[Subtask], servers: Sequenc
     cores = np.array([s.server_cores for s in items])
     memory = np.array([s.memory_mib for s in items])
     speed = np.array([h.speed for h in servers])
-    mip.add_rows(k, -INF, [families.cpu_room(problem, h) for h in servers], np.tile(np.arange(k), n), y.ravel(),
-                 (cores[:, None] / speed[None, :]).ravel())
-    mip.add_rows(k, -INF, [families.memory_room(problem, h) for h in servers], np.tile(np.arange(k), n), y.ravel(),
-                 np.repeat(memory, k))
+    mip.add_rows(
+        k,
+        -INF,
+        [families.cpu_room(problem, h) for h in servers],
+        np.tile(np.arange(k), n),
+        y.ravel(),
+        (cores[:, None] / speed[None, :]).ravel(),
+    )
+    mip.add_rows(
+        k,
+        -INF,
+        [families.memory_room(problem, h) for h in servers],
+        np.tile(np.arange(k), n),
+        y.ravel(),
+        np.repeat(memory, k),
+    )
     groups: dict[str, list[int]] = {}
     for i, s in enumerate(items):
         groups.setdefault(_group(problem, s), []).append(i)
@@ -111,18 +136,25 @@ def _exact(problem: PlacementProblem, items: Sequence[Subtask], servers: Sequenc
     for members in groups.values():
         members_ = np.array(members)
         if len(members_) > min(h.slots for h in servers):
-            mip.add_rows(k, -INF, [h.slots for h in servers], np.tile(np.arange(k), len(members_)),
-                         y[members_].ravel(), np.ones(len(members_) * k))
+            mip.add_rows(
+                k,
+                -INF,
+                [h.slots for h in servers],
+                np.tile(np.arange(k), len(members_)),
+                y[members_].ravel(),
+                np.ones(len(members_) * k),
+            )
     h = mip.build(np.zeros(mip.n_cols))
     info = highs_model.solve(h, time_limit=time_limit, gap=1.0)
     if info.status not in ("optimal", "feasible"):
         return None
-    values = np.asarray(h.getSolution().col_value)[:n * k].reshape(n, k)  # y first; per-job shares after
+    values = np.asarray(h.getSolution().col_value)[: n * k].reshape(n, k)  # y first; per-job shares after
     return {s.key: servers[int(np.argmax(values[i]))].name for i, s in enumerate(items)}
 
 
-def _job_slot_rows(problem: PlacementProblem, mip: SparseMip, items: Sequence[Subtask], servers: Sequence[HostSpec],
-                   y: np.ndarray) -> None:
+def _job_slot_rows(
+    problem: PlacementProblem, mip: SparseMip, items: Sequence[Subtask], servers: Sequence[HostSpec], y: np.ndarray
+) -> None:
     """Several jobs share the servers: per server :func:`placement.solver.families.job_slots` over ``y[·, k]`` (a share
     ``u[J, k]`` per job; jobs never share a slot)."""
     rows = Rows()
@@ -132,18 +164,21 @@ def _job_slot_rows(problem: PlacementProblem, mip: SparseMip, items: Sequence[Su
     rows.flush(mip)
 
 
-def pack(problem: PlacementProblem, items: Sequence[Subtask], servers: Sequence[HostSpec], *,
-         time_limit: float | None = 30.0) -> dict[SubtaskKey, str] | None:
+def pack(
+    problem: PlacementProblem, items: Sequence[Subtask], servers: Sequence[HostSpec], *, time_limit: float | None = 30.0
+) -> dict[SubtaskKey, str] | None:
     """Subtask -> server for ``items`` on ``servers`` within every capacity, or None when no packing exists (or none
     was found within ``time_limit``)."""
     if not items:
         return {}
     if len(servers) == 1:
         h = servers[0]
-        fits = (all(problem.keeps_up(s, h) for s in items)
-                and sum(families.cpu_need(s, h) for s in items) <= families.cpu_room(problem, h) + EPS
-                and sum(families.memory_need(s) for s in items) <= families.memory_room(problem, h) + EPS
-                and problem.slots_needed(list(items)) <= h.slots)
+        fits = (
+            all(problem.keeps_up(s, h) for s in items)
+            and sum(families.cpu_need(s, h) for s in items) <= families.cpu_room(problem, h) + EPS
+            and sum(families.memory_need(s) for s in items) <= families.memory_room(problem, h) + EPS
+            and problem.slots_needed(list(items)) <= h.slots
+        )
         return {s.key: h.name for s in items} if fits else None
     start = time.monotonic()
     for balance in (True, False):

@@ -25,7 +25,9 @@ def _shape(h: HostSpec) -> tuple[object, ...]:
 
 def pool_servers(problem: PlacementProblem) -> tuple[PlacementProblem, dict[str, list[HostSpec]]] | None:
     """The pooled problem and pool name -> servers, or None when no two servers can be pooled."""
-    named = {s.birth for s in problem.subtasks} | {h for s in problem.subtasks for h in (s.pinned_to or frozenset()) | s.forbidden}
+    named = {s.birth for s in problem.subtasks} | {
+        h for s in problem.subtasks for h in (s.pinned_to or frozenset()) | s.forbidden
+    }
     groups: dict[tuple[object, ...], list[HostSpec]] = defaultdict(list)
     for h in problem.servers:
         if h.name not in named:  # a server a pin names keeps its identity
@@ -37,14 +39,23 @@ def pool_servers(problem: PlacementProblem) -> tuple[PlacementProblem, dict[str,
     hosts = [h for h in problem.hosts if h.name not in member]
     for name, group in pools.items():
         k = len(group)
-        hosts.append(replace(group[0], name=name, cores=group[0].cores * k, baseline_cores=group[0].baseline_cores * k,
-                             slots=group[0].slots * k,
-                             memory_mib=group[0].memory_mib * k, running=tuple(r for h in group for r in h.running)))
+        hosts.append(
+            replace(
+                group[0],
+                name=name,
+                cores=group[0].cores * k,
+                baseline_cores=group[0].baseline_cores * k,
+                slots=group[0].slots * k,
+                memory_mib=group[0].memory_mib * k,
+                running=tuple(r for h in group for r in h.running),
+            )
+        )
     return replace(problem, hosts=tuple(hosts)), pools
 
 
-def unpool(problem: PlacementProblem, assignment: dict[SubtaskKey, str],
-           pools: dict[str, list[HostSpec]]) -> dict[SubtaskKey, str] | None:
+def unpool(
+    problem: PlacementProblem, assignment: dict[SubtaskKey, str], pools: dict[str, list[HostSpec]]
+) -> dict[SubtaskKey, str] | None:
     """Pack each pool's subtasks onto its servers (first-fit decreasing by cores); None if they do not fit."""
     out = dict(assignment)
     for name, servers in pools.items():
@@ -54,10 +65,13 @@ def unpool(problem: PlacementProblem, assignment: dict[SubtaskKey, str],
         slots: dict[str, Counter[str]] = {h.name: Counter() for h in servers}
         for s in placed:
             group = families.slot_group(problem, s)
-            fits = [h for h in servers
-                    if cores[h.name] >= families.cpu_need(s, h) - 1e-9
-                    and memory[h.name] >= families.memory_need(s) - 1e-9
-                    and slots[h.name][group] < h.slots]
+            fits = [
+                h
+                for h in servers
+                if cores[h.name] >= families.cpu_need(s, h) - 1e-9
+                and memory[h.name] >= families.memory_need(s) - 1e-9
+                and slots[h.name][group] < h.slots
+            ]
             if not fits:
                 return None
             best = max(fits, key=lambda h: cores[h.name])  # most room left: keeps the servers balanced

@@ -37,7 +37,9 @@ class Shortage:
     capacity: float
     detail: str = ""  # slots: " for <operator>"; thread: the subtask's label; latency: what its flush waits are;
     # budget: the job whose share of link ``resource`` it is (capacity: the link's usable bandwidth, η·bandwidth)
-    running: str = ""  # " after running job B's 33.1 Mbit/s": jobs already running that take part of it (plan --running)
+    running: str = (
+        ""  # " after running job B's 33.1 Mbit/s": jobs already running that take part of it (plan --running)
+    )
 
     # thread: one subtask's thread on host ``resource`` — needed and usable in cores of that host, capacity 1 core
 
@@ -51,7 +53,9 @@ class Shortage:
         """Needed and usable, printed with the digits that tell them apart."""
         if self.kind in ("link", "budget"):
             return needed_and_usable_mbit(self.needed, self.usable)
-        return figures_apart(self.needed, self.usable, {"cpu": 2, "thread": 2, "memory": 0, "latency": 1}.get(self.kind, 0))
+        return figures_apart(
+            self.needed, self.usable, {"cpu": 2, "thread": 2, "memory": 0, "latency": 1}.get(self.kind, 0)
+        )
 
     @property
     def message(self) -> str:
@@ -60,8 +64,10 @@ class Shortage:
             return f"link {self.resource} needs {needed} Mbit/s, has {self.capacity:g} ({usable} usable{self.running})"
         if self.kind == "budget":  # usable: the job's share of the link; capacity: the link's usable bandwidth
             share = self.usable / self.capacity if self.capacity else 0.0
-            return (f"job {self.detail}'s budget on link {self.resource}: it needs {needed} Mbit/s, its budget is "
-                    f"{usable} ({share:.0%} of the link's {self.capacity:g} usable; jobs[].budget.uplinks)")
+            return (
+                f"job {self.detail}'s budget on link {self.resource}: it needs {needed} Mbit/s, its budget is "
+                f"{usable} ({share:.0%} of the link's {self.capacity:g} usable; jobs[].budget.uplinks)"
+            )
         if self.kind == "thread":
             return thread_sentence(self.detail, self.resource, self.needed, self.usable)
         if self.kind == "latency":  # resource: the path's name; capacity = usable = its bound
@@ -83,7 +89,9 @@ class PlanResult:
     cost: PlanCost | None
     stages: tuple[Stage, ...] = ()
     shortages: tuple[Shortage, ...] = ()
-    causes: tuple[str, ...] = ()  # infeasible: operators the rules keep off the edge where their input is (solver.causes)
+    causes: tuple[
+        str, ...
+    ] = ()  # infeasible: operators the rules keep off the edge where their input is (solver.causes)
     reason: str | None = None
     objective_mode: str | None = None
     notes: tuple[str, ...] = field(default=())

@@ -42,12 +42,18 @@ class Pool:
     def host(self) -> HostSpec:
         """The pool as one host (see the module doc)."""
         first = self.members[0]
-        return replace(first, name=self.name, speed=1.0, cores=sum(h.cores * h.speed for h in self.members),
-                       thread_speed=max(h.speed for h in self.members),  # a thread keeps up on some member: a relaxation
-                       baseline_cores=sum(h.baseline_cores * h.speed for h in self.members),
-                       slots=sum(h.slots for h in self.members), memory_mib=sum(h.memory_mib for h in self.members),
-                       # running jobs' cores at speed 1, as the pool's
-                       running=tuple(replace(r, cores=r.cores * h.speed) for h in self.members for r in h.running))
+        return replace(
+            first,
+            name=self.name,
+            speed=1.0,
+            cores=sum(h.cores * h.speed for h in self.members),
+            thread_speed=max(h.speed for h in self.members),  # a thread keeps up on some member: a relaxation
+            baseline_cores=sum(h.baseline_cores * h.speed for h in self.members),
+            slots=sum(h.slots for h in self.members),
+            memory_mib=sum(h.memory_mib for h in self.members),
+            # running jobs' cores at speed 1, as the pool's
+            running=tuple(replace(r, cores=r.cores * h.speed) for h in self.members for r in h.running),
+        )
 
 
 Signature = tuple[frozenset[str], frozenset[str], frozenset[SubtaskKey]]  # pinning vertices, forbidding ones, births
@@ -98,14 +104,17 @@ def pooled_problem(problem: PlacementProblem, pools: list[Pool]) -> PlacementPro
         return frozenset(rename.get(n, n) for n in names) if rename.keys() & names else names
 
     subtasks = tuple(
-        s if s.pinned_to is None and not s.forbidden else
-        replace(s, pinned_to=None if s.pinned_to is None else renamed(s.pinned_to), forbidden=renamed(s.forbidden))
-        for s in problem.subtasks)
+        s
+        if s.pinned_to is None and not s.forbidden
+        else replace(s, pinned_to=None if s.pinned_to is None else renamed(s.pinned_to), forbidden=renamed(s.forbidden))
+        for s in problem.subtasks
+    )
     return replace(problem, hosts=tuple(hosts), subtasks=subtasks)
 
 
-def unpool(problem: PlacementProblem, assignment: dict[SubtaskKey, str], pools: list[Pool], *,
-           time_limit: float | None = 30.0) -> dict[SubtaskKey, str] | None:
+def unpool(
+    problem: PlacementProblem, assignment: dict[SubtaskKey, str], pools: list[Pool], *, time_limit: float | None = 30.0
+) -> dict[SubtaskKey, str] | None:
     """The assignment with each pool's subtasks packed onto its servers; None when some pool's do not fit."""
     out = dict(assignment)
     by_pool: dict[str, list[Subtask]] = {p.name: [] for p in pools}

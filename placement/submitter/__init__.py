@@ -24,5 +24,15 @@ from placement.submitter.command import (
     overrides_text,
 )
 
-__all__ = ["JAR_PREFIX", "JVM_FLAGS", "MAIN_CLASS", "SubmitCall", "SubmitterJar", "build_submitter", "java_launcher",
-           "job_id_from", "overrides_text", "submitter_jar_name"]
+__all__ = [
+    "JAR_PREFIX",
+    "JVM_FLAGS",
+    "MAIN_CLASS",
+    "SubmitCall",
+    "SubmitterJar",
+    "build_submitter",
+    "java_launcher",
+    "job_id_from",
+    "overrides_text",
+    "submitter_jar_name",
+]

@@ -16,10 +16,14 @@ def main(argv: list[str] | None = None) -> int:
     path (for a JobManager host where ``placement apply`` cannot build it: copy the jar to
     ``<flink home>/placement/submitter/``)."""
     parser = argparse.ArgumentParser(prog="python -m placement.submitter", description=main.__doc__)
-    parser.add_argument("--flink-home",
-                        help="the Flink installation to compile against (default: $FLINK_HOME, else pyflink's)")
-    parser.add_argument("--flink-version", help="build for this Flink (e.g. the JobManager's 1.20.5): against this "
-                        "machine's installation when it is that version, else its jars fetched once into the cache")
+    parser.add_argument(
+        "--flink-home", help="the Flink installation to compile against (default: $FLINK_HOME, else pyflink's)"
+    )
+    parser.add_argument(
+        "--flink-version",
+        help="build for this Flink (e.g. the JobManager's 1.20.5): against this "
+        "machine's installation when it is that version, else its jars fetched once into the cache",
+    )
     parser.add_argument("--cache", type=Path, help=f"where the jar goes (default {DEFAULT_CACHE})")
     args = parser.parse_args(argv)
     try:

@@ -53,8 +53,15 @@ def build_submitter(home: FlinkHome, cache_dir: Path | None = None) -> Submitter
         raise PlacementError(f"{home.lib}: cannot tell the Flink version (no flink-dist-<version>.jar)")
     supported_version(version, str(home.path))
     digest = submitter_digest(version)
-    built = build_jar(src_dirs=[SOURCES_DIR], classpath=home.classpath, cache_dir=Path(cache_dir or DEFAULT_CACHE),
-                      name=f"{JAR_PREFIX}-{version}", what="the JobGraph submitter", digest=digest,
-                      manifest={"Main-Class": MAIN_CLASS}, resources=dict([LOG_CONFIG]), release=JAVA_RELEASE)
+    built = build_jar(
+        src_dirs=[SOURCES_DIR],
+        classpath=home.classpath,
+        cache_dir=Path(cache_dir or DEFAULT_CACHE),
+        name=f"{JAR_PREFIX}-{version}",
+        what="the JobGraph submitter",
+        digest=digest,
+        manifest={"Main-Class": MAIN_CLASS},
+        resources=dict([LOG_CONFIG]),
+        release=JAVA_RELEASE,
+    )
     return SubmitterJar(built.path, built.digest, version)
-

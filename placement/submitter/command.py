@@ -74,4 +74,3 @@ def job_id_from(stdout: str, stderr: str = "", returncode: int = 0) -> str:
 
 def java_launcher(java_home: str | None) -> str:
     return posixpath.join(java_home, "bin", "java") if java_home else "java"
-

@@ -20,12 +20,20 @@ ApplyFn = Callable[[Path], dict[str, Any]]  # a plan directory -> the apply's ou
 
 
 class Actor:
-    def __init__(self, options: WatchOptions, names: Sequence[str], rest: FlinkPort, ask_fn: AskFn | None = None,
-                 apply: ApplyFn | None = None):
+    def __init__(
+        self,
+        options: WatchOptions,
+        names: Sequence[str],
+        rest: FlinkPort,
+        ask_fn: AskFn | None = None,
+        apply: ApplyFn | None = None,
+    ):
         self.o, self.names, self.ask_fn = options, tuple(names), ask_fn
         self.apply = apply or (
-            (lambda plan_dir: apply_plan(plan_dir, options, rest)) if len(self.names) == 1 else
-            (lambda fleet_dir: apply_fleet_plan(fleet_dir, options)))
+            (lambda plan_dir: apply_plan(plan_dir, options, rest))
+            if len(self.names) == 1
+            else (lambda fleet_dir: apply_fleet_plan(fleet_dir, options))
+        )
 
     def refusal(self, decision: Decision, proposal: Proposal) -> dict[str, Any] | None:
         """Why the proposal is not applied (``--apply never``, declined at the prompt); None: it is."""
@@ -68,11 +76,17 @@ def apply_fleet_plan(fleet_dir: Path, options: WatchOptions) -> dict[str, Any]:
         return {"status": "error", "message": str(exc), "changed": True, "jobs": {}, "audit": str(audit)}
     finally:
         prepared.close()
-    return {"status": result.status, "message": result.message,
-            "jobs": {name: {"status": o.status, "job_id": o.job_id, "savepoint": o.savepoint,
-                            "downtime_s": o.downtime_s} for name, o in result.outcomes.items()},
-            "changed": result.status not in ("noop", "failed-before-stop"), "seconds": round(result.seconds, 1),
-            "audit": str(audit)}
+    return {
+        "status": result.status,
+        "message": result.message,
+        "jobs": {
+            name: {"status": o.status, "job_id": o.job_id, "savepoint": o.savepoint, "downtime_s": o.downtime_s}
+            for name, o in result.outcomes.items()
+        },
+        "changed": result.status not in ("noop", "failed-before-stop"),
+        "seconds": round(result.seconds, 1),
+        "audit": str(audit),
+    }
 
 
 def apply_plan(plan_dir: Path, options: WatchOptions, rest: FlinkPort) -> dict[str, Any]:
@@ -98,6 +112,12 @@ def apply_plan(plan_dir: Path, options: WatchOptions, rest: FlinkPort) -> dict[s
         return {"status": "error", "message": str(exc), "changed": True, "audit": str(audit)}
     finally:
         prepared.close()
-    return {"status": result.status, "message": result.message, "job_id": result.job_id, "savepoint": result.savepoint,
-            "downtime_s": result.downtime_s, "changed": result.status not in ("noop", "failed-before-stop"),
-            "audit": str(audit)}
+    return {
+        "status": result.status,
+        "message": result.message,
+        "job_id": result.job_id,
+        "savepoint": result.savepoint,
+        "downtime_s": result.downtime_s,
+        "changed": result.status not in ("noop", "failed-before-stop"),
+        "audit": str(audit),
+    }

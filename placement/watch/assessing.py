@@ -50,30 +50,53 @@ SHARED_KINDS = ("link", "taskmanager-lost", "taskmanager-added")  # several jobs
 Priced = dict[str, tuple[PlanCost | None, Any]]  # job -> its running placement's cost (None: unpriced), its bounds
 
 
-def job_problem(inventory: Inventory, options: WatchOptions, profile: JobProfile, rate_scale: float) -> PlacementProblem:
-    return build_problem(inventory, profile, PlanOptions(rate_scale=rate_scale,
-                                                         placement_mode=inventory.flink.placement_mode),
-                         inventory_source=str(options.inventory_path))
+def job_problem(
+    inventory: Inventory, options: WatchOptions, profile: JobProfile, rate_scale: float
+) -> PlacementProblem:
+    return build_problem(
+        inventory,
+        profile,
+        PlanOptions(rate_scale=rate_scale, placement_mode=inventory.flink.placement_mode),
+        inventory_source=str(options.inventory_path),
+    )
 
 
-def joint_problem(inventory: Inventory, options: WatchOptions, profiles: Mapping[str, JobProfile], rate_scale: float,
-                  job_scales: Mapping[str, float] | None = None) -> JointProblem:
+def joint_problem(
+    inventory: Inventory,
+    options: WatchOptions,
+    profiles: Mapping[str, JobProfile],
+    rate_scale: float,
+    job_scales: Mapping[str, float] | None = None,
+) -> JointProblem:
     """The watched jobs' joint problem as ``placement plan --profile … --profile …`` builds it (each job's
     priority and budget from the inventory's ``jobs:``; ``job_scales``: job -> its own rate scale)."""
     policies = job_policies(inventory, [(name, p.job.name) for name, p in profiles.items()])
-    return build_joint(inventory, list(profiles.items()), rate_scale, placement_mode=inventory.flink.placement_mode,
-                       inventory_source=str(options.inventory_path), policies=policies, job_scales=job_scales)
+    return build_joint(
+        inventory,
+        list(profiles.items()),
+        rate_scale,
+        placement_mode=inventory.flink.placement_mode,
+        inventory_source=str(options.inventory_path),
+        policies=policies,
+        job_scales=job_scales,
+    )
 
 
 class Assessor:
-    def __init__(self, options: WatchOptions, inventory: Inventory, tracks: Sequence[JobTrack],
-                 registered: Callable[[], frozenset[str]]):
+    def __init__(
+        self,
+        options: WatchOptions,
+        inventory: Inventory,
+        tracks: Sequence[JobTrack],
+        registered: Callable[[], frozenset[str]],
+    ):
         self.o, self.inventory, self.tracks, self.registered = options, inventory, tracks, registered
         self.together = len(tracks) > 1  # several jobs share the hosts and uplinks: priced and assessed together
         self.back_since: dict[str, int] = {}  # planned hosts registered now -> since when (recovery.back_since)
 
-    def assess(self, seen: list[Seen], observed: Mapping[str, Observed],
-               now_ms: int) -> tuple[PlanCost | None, list[dict[str, Any]]]:
+    def assess(
+        self, seen: list[Seen], observed: Mapping[str, Observed], now_ms: int
+    ) -> tuple[PlanCost | None, list[dict[str, Any]]]:
         """Each observed job's window (its running placement priced), its drifts against its baseline, each
         blocker, note and drift naming its job when there are several; the joint cost (None: one job, or not
         priced) and the effect records of the first windows after an apply."""
@@ -84,9 +107,16 @@ class Assessor:
             if o is not None:
                 cost, bounds = priced[s.track.name]
                 s.snapshot, s.profile, s.running = o.snapshot, o.profile, o.running
-                s.window = window_from_profile(o.profile, cost, start_ms=o.since_ms, end_ms=now_ms, job_id=o.job_id,
-                                               taskmanagers=o.taskmanagers, fresh_source_rates=o.fresh_rates,
-                                               latency_bounds=bounds)
+                s.window = window_from_profile(
+                    o.profile,
+                    cost,
+                    start_ms=o.since_ms,
+                    end_ms=now_ms,
+                    job_id=o.job_id,
+                    taskmanagers=o.taskmanagers,
+                    fresh_source_rates=o.fresh_rates,
+                    latency_bounds=bounds,
+                )
                 write_profile(o.profile, o.snapshot / "profile.json")
             effects += self.drifts(s)
             s.blockers, s.notes = s.track.labelled(s.blockers), s.track.labelled(s.notes)
@@ -137,8 +167,10 @@ class Assessor:
         track.windows = [*same_job[-9:], window]
         if track.baseline is None and track.made_for is not None:  # the first warm window after an apply
             track.baseline, track.made_for = replace(track.made_for, taskmanagers=window.taskmanagers), None
-            s.notes.append(f"baseline: the rates the applied plan was made for (re-planned if this window's differ "
-                           f"by more than {track.baseline.rate_change:.0%})")
+            s.notes.append(
+                f"baseline: the rates the applied plan was made for (re-planned if this window's differ "
+                f"by more than {track.baseline.rate_change:.0%})"
+            )
         elif track.baseline is None:  # the placement running at start is taken as fit for this load
             plan_dir = str(self.o.plan_dir) if self.o.plan_dir is not None else None
             track.baseline = Baseline(dict(window.source_rates), window.taskmanagers, plan_dir=plan_dir)
@@ -172,8 +204,10 @@ class Assessor:
             return []
         out: list[Drift] = []
         if total is not None:
-            out += link_drifts(total.links, {s.track.name: {link.host: link.mbit for link in s.window.links}
-                                             for s in seen if s.window is not None})
+            out += link_drifts(
+                total.links,
+                {s.track.name: {link.host: link.mbit for link in s.window.links} for s in seen if s.window is not None},
+            )
         first = self.tracks[0]
         if first.baseline is not None:
             registered = next((s.window.taskmanagers for s in seen if s.window is not None), None)
@@ -194,8 +228,7 @@ class Assessor:
             return None
         return {(a.vertex_id, a.subtask): a.host for a in doc.assignment} if doc.placement_mode == "custom" else None
 
-    def contingency(self, seen: list[Seen], state: PolicyState,
-                    now_ms: int) -> tuple[Decision, Drift, Proposal] | None:
+    def contingency(self, seen: list[Seen], state: PolicyState, now_ms: int) -> tuple[Decision, Drift, Proposal] | None:
         """The hold or the restore of a job running in its plan's contingency (:mod:`.recovery`); several jobs: the
         first job's that is in one decides for the set (they share the hosts), and a restore applies the fleet's
         plan."""
@@ -205,12 +238,15 @@ class Assessor:
             if planned is None or s.running is None or s.window is None:
                 continue
             registered = s.window.taskmanagers
-            self.back_since = {**self.back_since, **back_since(self.back_since, frozenset(planned.values()),
-                                                               registered, now_ms)}
+            self.back_since = {
+                **self.back_since,
+                **back_since(self.back_since, frozenset(planned.values()), registered, now_ms),
+            }
             for host in set(self.back_since) - registered:
                 del self.back_since[host]
-            verdict = contingency_decision(planned, s.running, registered, self.back_since, state, now_ms,
-                                           self.o.policy)
+            verdict = contingency_decision(
+                planned, s.running, registered, self.back_since, state, now_ms, self.o.policy
+            )
             if verdict is not None:
                 found.append((s, planned, verdict))
         if not found:
@@ -220,12 +256,20 @@ class Assessor:
             drift = replace(drift, job=s.track.name)
         plan_dir = s.track.plan_in_effect()
         if decision.action == "apply" and plan_dir is None:
-            decision = replace(decision, action="hold", reason=decision.reason + ": no plan directory to restore "
-                               "(start the watch with --plan, or run `placement apply` of the plan)")
+            decision = replace(
+                decision,
+                action="hold",
+                reason=decision.reason + ": no plan directory to restore "
+                "(start the watch with --plan, or run `placement apply` of the plan)",
+            )
         window = s.window
         assert window is not None, "found holds only jobs with a window"
         current = sum(link.mbit for link in window.links)
-        proposal = Proposal(current_wan_mbit=current, current_violations=window.violations,
-                            planned_wan_mbit=None if plan_dir is None else current,
-                            moves=differs(planned, s.running or {}), plan_dir=plan_dir)
+        proposal = Proposal(
+            current_wan_mbit=current,
+            current_violations=window.violations,
+            planned_wan_mbit=None if plan_dir is None else current,
+            moves=differs(planned, s.running or {}),
+            plan_dir=plan_dir,
+        )
         return decision, drift, proposal

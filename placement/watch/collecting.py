@@ -16,8 +16,16 @@ class CollectorThread:
     """A collector that keeps collecting the job called ``job_name`` (default: the options') into one rolling
     history, across redeploys. Several jobs watched: one each, each into its own history."""
 
-    def __init__(self, rest_url: str, options: WatchOptions, history: Path, stop: threading.Event, status: Status,
-                 job_name: str | None = None, inventory: Inventory | None = None):
+    def __init__(
+        self,
+        rest_url: str,
+        options: WatchOptions,
+        history: Path,
+        stop: threading.Event,
+        status: Status,
+        job_name: str | None = None,
+        inventory: Inventory | None = None,
+    ):
         self.rest_url, self.o, self.history, self.stop_event, self.status = rest_url, options, history, stop, status
         self.inventory = inventory  # the hosts: each TaskManager's CPU per thread is read too (the re-plans' CPU)
         self.job_name = job_name or options.job_name
@@ -34,11 +42,20 @@ class CollectorThread:
     def _run(self) -> None:
         o = self.o
         while not self.stop_event.is_set():
-            collector = Collector(CollectOptions(
-                rest_url=self.rest_url, out_dir=self.history, job_name=self.job_name, duration_s=1e9,
-                interval_s=o.sample_s, flush_s=o.flush_s, keep_s=o.keep_s, keep_bytes=o.keep_bytes,
-                inventory=self.inventory,
-            ), sleep=self._sleep)
+            collector = Collector(
+                CollectOptions(
+                    rest_url=self.rest_url,
+                    out_dir=self.history,
+                    job_name=self.job_name,
+                    duration_s=1e9,
+                    interval_s=o.sample_s,
+                    flush_s=o.flush_s,
+                    keep_s=o.keep_s,
+                    keep_bytes=o.keep_bytes,
+                    inventory=self.inventory,
+                ),
+                sleep=self._sleep,
+            )
             try:
                 self._say("waiting for the job")
                 manifest = collector.run(on_progress=lambda p: self._say(f"collecting ({p.rows:,} samples)"))

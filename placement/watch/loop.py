@@ -60,10 +60,19 @@ __all__ = ["JobTrack", "Observed", "Seen", "Watch"]
 
 
 class Watch:
-    def __init__(self, options: WatchOptions, *, plan_fn: PlanFn | None = None, plan_jobs_fn: JobsPlanFn | None = None,
-                 ask_fn: AskFn | None = None, on_update: Callable[[Status], None] | None = None,
-                 rest: FlinkPort | None = None, clock: Clock = SYSTEM_CLOCK, windows: WindowSource | None = None,
-                 apply: ApplyFn | None = None):
+    def __init__(
+        self,
+        options: WatchOptions,
+        *,
+        plan_fn: PlanFn | None = None,
+        plan_jobs_fn: JobsPlanFn | None = None,
+        ask_fn: AskFn | None = None,
+        on_update: Callable[[Status], None] | None = None,
+        rest: FlinkPort | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+        windows: WindowSource | None = None,
+        apply: ApplyFn | None = None,
+    ):
         options.check()
         if options.apply == "ask" and ask_fn is None:
             raise BadInput("--apply ask needs a terminal to ask on", field="--apply")
@@ -80,8 +89,9 @@ class Watch:
         self.state = PolicyState()
         self.last_change_ms: int | None = None
         self.windows = windows or SnapshotWindows(options, self.inventory)
-        self.observer = Observer(options, self.rest, self.windows, clock, self.status, self._update,
-                                 self.stop_event.is_set)
+        self.observer = Observer(
+            options, self.rest, self.windows, clock, self.status, self._update, self.stop_event.is_set
+        )
         self.assessor = Assessor(options, self.inventory, self.tracks, self.observer.registered)
         self.actor = Actor(options, [t.name for t in self.tracks], self.rest, ask_fn, apply)
 
@@ -102,8 +112,17 @@ class Watch:
         for track in self.tracks:  # one collector, one rolling history per job
             for d in (track.history, track.windows_dir):
                 d.mkdir(parents=True, exist_ok=True)
-            collectors.append(CollectorThread(self.inventory.flink.rest_url, self.o, track.history, self.stop_event,
-                                              self.status, job_name=track.name, inventory=self.inventory))
+            collectors.append(
+                CollectorThread(
+                    self.inventory.flink.rest_url,
+                    self.o,
+                    track.history,
+                    self.stop_event,
+                    self.status,
+                    job_name=track.name,
+                    inventory=self.inventory,
+                )
+            )
         for collector in collectors:
             collector.start()
         started = self.clock.now()
@@ -186,8 +205,13 @@ class Watch:
             if waited is not None:
                 decision = decide(self.state, now_ms, drifts, proposal, [waited], self.o.policy)
         self.state = decision.state
-        if (all(s.window is not None for s in seen) and proposal is not None and decision.action == "hold"
-                and proposal.planned_fits and proposal.moves == 0):
+        if (
+            all(s.window is not None for s in seen)
+            and proposal is not None
+            and decision.action == "hold"
+            and proposal.planned_fits
+            and proposal.moves == 0
+        ):
             # the re-plan keeps the placement running: it is the plan for this load, so drift is measured from here
             # (else every tick re-plans the same placement until the load returns)
             for s in seen:
@@ -198,8 +222,17 @@ class Watch:
         outcome = None
         if decision.action == "apply" and proposal is not None:
             outcome = self._act(decision, proposal, now_ms)
-        record = tick_record(tick, now_ms, seen, drifts, proposal, decision, apply=outcome, notes=notes,
-                             plan_in_effect=self.plan_in_effect())
+        record = tick_record(
+            tick,
+            now_ms,
+            seen,
+            drifts,
+            proposal,
+            decision,
+            apply=outcome,
+            notes=notes,
+            plan_in_effect=self.plan_in_effect(),
+        )
         self.log.write(record)
         self.status.window = seen[0].window
         self.status.windows = {s.track.name: s.window for s in seen if s.window is not None}
@@ -228,8 +261,9 @@ class Watch:
                 # the plan was made for these rates: the first warm window is held to them (and re-planned if it is
                 # off), the ones after it to the rates then
                 track.baseline = None
-                track.made_for = Baseline(dict(track.planned_rates), plan_dir=proposal.plan_dir,
-                                          rate_change=self.o.thresholds.reprice_change)
+                track.made_for = Baseline(
+                    dict(track.planned_rates), plan_dir=proposal.plan_dir, rate_change=self.o.thresholds.reprice_change
+                )
                 if track.name in redeployed:  # a job whose plan was in effect already keeps its job: no effect
                     track.pending_effect = (self.status.ticks, before[track.name], track.planned_links)
         elif outcome["status"] in ("rolled-back", "rollback-failed"):

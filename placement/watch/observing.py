@@ -138,14 +138,18 @@ class SnapshotWindows:
 
     def __init__(self, options: WatchOptions, inventory: Inventory, keep: int = 20):
         self.inventory, self.keep = inventory, keep
-        self.profiler = WindowProfiler(engine=options.engine, spark_master=options.spark_master,
-                                       inventory=options.inventory_path, warmup_s=options.warmup_s)
+        self.profiler = WindowProfiler(
+            engine=options.engine,
+            spark_master=options.spark_master,
+            inventory=options.inventory_path,
+            warmup_s=options.warmup_s,
+        )
 
     def read(self, track: JobTrack, tick: int, since_ms: int) -> JobWindow:
         snapshot = track.windows_dir / f"tick-{tick:05d}"
         if snapshot_window(track.history, snapshot, job_name=track.name, since_ms=since_ms) == 0:
             raise PlacementError("the collector has written no part in the window yet")
-        for old in sorted(track.windows_dir.glob("tick-*"))[:-self.keep]:
+        for old in sorted(track.windows_dir.glob("tick-*"))[: -self.keep]:
             shutil.rmtree(old, ignore_errors=True)
         profile = self.profiler.profile(snapshot)
         manifest = find_manifests(snapshot)[-1][1]
@@ -156,14 +160,23 @@ class SnapshotWindows:
 
 
 class Observer:
-    def __init__(self, options: WatchOptions, rest: FlinkPort, windows: WindowSource, clock: Clock, status: Status,
-                 update: Callable[[str], None], stopped: Callable[[], bool]):
+    def __init__(
+        self,
+        options: WatchOptions,
+        rest: FlinkPort,
+        windows: WindowSource,
+        clock: Clock,
+        status: Status,
+        update: Callable[[str], None],
+        stopped: Callable[[], bool],
+    ):
         self.o, self.rest, self.windows, self.clock = options, rest, windows, clock
         self.status, self.update, self.stopped = status, update, stopped
         self._fetch_wait_s: float | None = None  # how long a fresh counter reading may wait for a metric fetch
 
-    def look(self, tracks: Sequence[JobTrack], tick: int, now_ms: int,
-             last_change_ms: int | None) -> tuple[list[Seen], dict[str, Observed]]:
+    def look(
+        self, tracks: Sequence[JobTrack], tick: int, now_ms: int, last_change_ms: int | None
+    ) -> tuple[list[Seen], dict[str, Observed]]:
         """Every job's blockers and, where it can be read, its window (observed, and logged, even while a checkpoint
         blocks a change)."""
         seen, observed = [], {}
@@ -179,8 +192,7 @@ class Observer:
             seen.append(s)
         return seen, observed
 
-    def blockers(self, track: JobTrack, first: JobTrack,
-                 now_ms: int) -> tuple[list[str], JobDetails | None, list[str]]:
+    def blockers(self, track: JobTrack, first: JobTrack, now_ms: int) -> tuple[list[str], JobDetails | None, list[str]]:
         """Why no change may start now; the running job's REST body when its window can be read (None while there
         is no running job, it is not wholly RUNNING or still warming up); notes."""
         try:
@@ -188,8 +200,15 @@ class Observer:
         except PlacementError as exc:
             return [f"Flink REST: {exc}"], None, []
         if len(running) != 1:
-            return ([f"no running job named {track.name!r} (a redeploy in progress?)"] if not running else
-                    [f"{len(running)} jobs named {track.name!r} run"]), None, []
+            return (
+                (
+                    [f"no running job named {track.name!r} (a redeploy in progress?)"]
+                    if not running
+                    else [f"{len(running)} jobs named {track.name!r} run"]
+                ),
+                None,
+                [],
+            )
         job = self.rest.job(running[0].id)
         track.job_id = job.id
         self.status.job_ids[track.name] = job.id
@@ -203,14 +222,14 @@ class Observer:
             return [f"warming up: {warm:.0f} s until a whole window past --warmup"], None, []
         return [], job, []
 
-    def observe(self, track: JobTrack, tick: int, now_ms: int, job: JobDetails,
-                last_change_ms: int | None) -> Observed:
+    def observe(self, track: JobTrack, tick: int, now_ms: int, job: JobDetails, last_change_ms: int | None) -> Observed:
         since = now_ms - int(self.o.window_s * 1000)
         if last_change_ms is not None:
             since = max(since, last_change_ms)
         w = self.windows.read(track, tick, since)
-        return Observed(w.snapshot, w.profile, w.running, since, w.job_id, self.registered(),
-                        self.fresh_rates(track, job.id))
+        return Observed(
+            w.snapshot, w.profile, w.running, since, w.job_id, self.registered(), self.fresh_rates(track, job.id)
+        )
 
     def registered(self) -> frozenset[str]:
         """The TaskManagers registered now."""
@@ -234,21 +253,32 @@ class Observer:
         counts: dict[str, float | None] = {}
         for vid, value in by_id.items():  # by name: a vanilla-placed source is one vertex per lane, all one name
             name = ids[vid]
-            counts[name] = None if value is None or (name in counts and counts[name] is None) else (
-                counts.get(name) or 0.0) + value
+            counts[name] = (
+                None
+                if value is None or (name in counts and counts[name] is None)
+                else (counts.get(name) or 0.0) + value
+            )
         before, track.counts = track.counts, (now, counts)
         if before is None or now - before[0] < 1.0:
             return {}
-        return {name: (c - was) / (now - before[0]) for name, c in counts.items()
-                if c is not None and (was := before[1].get(name)) is not None and c >= was}
+        return {
+            name: (c - was) / (now - before[0])
+            for name, c in counts.items()
+            if c is not None and (was := before[1].get(name)) is not None and c >= was
+        }
 
     def checkpoint_settled(self, job_id: str) -> str | None:
         """Wait (up to ``checkpoint_grace_s``) until no checkpoint or savepoint of the job is in progress; the
         blocker when one still is. Checkpoints come every few seconds: a decision waits out the one under way
         rather than skipping its tick (ticks in step with the checkpoint interval would never find a gap)."""
-        running_s, settled = poll(lambda: self.checkpoint_running_s(job_id, int(self.clock.now() * 1000)),
-                                  lambda running: running is None, timeout=self.o.checkpoint_grace_s, every=0.5,
-                                  clock=self.clock, give_up=self.stopped)
+        running_s, settled = poll(
+            lambda: self.checkpoint_running_s(job_id, int(self.clock.now() * 1000)),
+            lambda running: running is None,
+            timeout=self.o.checkpoint_grace_s,
+            every=0.5,
+            clock=self.clock,
+            give_up=self.stopped,
+        )
         if settled:
             return None
         return f"a checkpoint or savepoint has been in progress for {running_s:.0f} s"

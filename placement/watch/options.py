@@ -71,11 +71,14 @@ class WatchOptions:
             if getattr(self, name) <= 0:
                 raise BadInput("must be > 0", field="--" + name.removesuffix("_s").replace("_", "-"))
         if self.window_s > self.keep_s:
-            raise BadInput(f"the window ({self.window_s:g} s) must fit in the kept history ({self.keep_s:g} s)",
-                           field="--window")
+            raise BadInput(
+                f"the window ({self.window_s:g} s) must fit in the kept history ({self.keep_s:g} s)", field="--window"
+            )
         if self.flush_s > self.window_s / 2:
-            raise BadInput(f"a part is flushed every {self.flush_s:g} s: the window ({self.window_s:g} s) needs at "
-                           "least two", field="--flush")
+            raise BadInput(
+                f"a part is flushed every {self.flush_s:g} s: the window ({self.window_s:g} s) needs at least two",
+                field="--flush",
+            )
 
 
 @dataclass

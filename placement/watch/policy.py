@@ -69,7 +69,9 @@ class Proposal:
     @property
     def roomier(self) -> bool:
         """The new plan leaves at least as much room on its busiest resource as the running placement does."""
-        return self.current_peak is not None and self.planned_peak is not None and self.planned_peak <= self.current_peak
+        return (
+            self.current_peak is not None and self.planned_peak is not None and self.planned_peak <= self.current_peak
+        )
 
     @property
     def current_fits(self) -> bool:
@@ -107,8 +109,14 @@ def cooldown_left_s(state: PolicyState, now_ms: int, config: PolicyConfig) -> fl
     return max(0.0, config.cooldown_s - (now_ms - state.last_change_ms) / 1000)
 
 
-def decide(state: PolicyState, now_ms: int, drifts: Sequence[Drift], proposal: Proposal | None,
-           blockers: Sequence[str] = (), config: PolicyConfig = PolicyConfig()) -> Decision:
+def decide(
+    state: PolicyState,
+    now_ms: int,
+    drifts: Sequence[Drift],
+    proposal: Proposal | None,
+    blockers: Sequence[str] = (),
+    config: PolicyConfig = PolicyConfig(),
+) -> Decision:
     if blockers:  # a blocker pauses the clocks' verdicts but does not reset a stabilizing proposal
         return Decision("wait", "; ".join(blockers), state)
     calm = replace(state, cheaper_since_ms=None)
@@ -123,28 +131,44 @@ def decide(state: PolicyState, now_ms: int, drifts: Sequence[Drift], proposal: P
         return Decision("hold", "re-planned: the plan is already in effect", calm)
     left = cooldown_left_s(state, now_ms, config)
     if proposal.demand_unmet and proposal.current_fits:
-        return Decision("hold", "re-planned: no placement carries the sources' demand now, and the plan for the "
-                        "window's measured rates would not carry it either", calm)
+        return Decision(
+            "hold",
+            "re-planned: no placement carries the sources' demand now, and the plan for the "
+            "window's measured rates would not carry it either",
+            calm,
+        )
     if not proposal.current_fits:
         if left > 0:
             return Decision("hold", f"relief ready, cooldown {left:.0f} s left", calm, "relief")
-        return Decision("apply", "relief: the running placement breaks " + "; ".join(proposal.current_violations),
-                        calm, "relief")
+        return Decision(
+            "apply", "relief: the running placement breaks " + "; ".join(proposal.current_violations), calm, "relief"
+        )
     gain = proposal.gain
     if gain is None or gain < config.min_gain:
         shown = "n/a" if gain is None else f"{gain:.0%}"
         return Decision("hold", f"predicted gain {shown} is under {config.min_gain:.0%}", calm)
     if proposal.roomier:  # cheaper and no tighter: nothing to come back from, so no stabilization window
         if left > 0:
-            return Decision("hold", f"cheaper by {gain:.0%} with more room: cooldown {left:.0f} s left", calm, "cheaper")
-        return Decision("apply", f"cheaper by {gain:.0%} with more room (busiest resource "
-                        f"{proposal.current_peak:.0%} -> {proposal.planned_peak:.0%})", calm, "cheaper")
+            return Decision(
+                "hold", f"cheaper by {gain:.0%} with more room: cooldown {left:.0f} s left", calm, "cheaper"
+            )
+        return Decision(
+            "apply",
+            f"cheaper by {gain:.0%} with more room (busiest resource "
+            f"{proposal.current_peak:.0%} -> {proposal.planned_peak:.0%})",
+            calm,
+            "cheaper",
+        )
     since = state.cheaper_since_ms if state.cheaper_since_ms is not None else now_ms
     stabilizing = replace(state, cheaper_since_ms=since)
     waited = (now_ms - since) / 1000
     if waited < config.stabilization_s:
-        return Decision("hold", f"cheaper by {gain:.0%}: stabilizing {waited:.0f}/{config.stabilization_s:.0f} s",
-                        stabilizing, "cheaper")
+        return Decision(
+            "hold",
+            f"cheaper by {gain:.0%}: stabilizing {waited:.0f}/{config.stabilization_s:.0f} s",
+            stabilizing,
+            "cheaper",
+        )
     if left > 0:
         return Decision("hold", f"cheaper by {gain:.0%}: cooldown {left:.0f} s left", stabilizing, "cheaper")
     return Decision("apply", f"cheaper by {gain:.0%}, stable for {waited:.0f} s", stabilizing, "cheaper")

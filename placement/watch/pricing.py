@@ -15,8 +15,11 @@ from placement.watch.policy import Proposal
 from placement.watch.signals import Drift
 
 
-def peak_use(links: Iterable[tuple[float, float]], hosts: Iterable[tuple[float, float]],
-             paths: Iterable[tuple[float | None, float | None]] = ()) -> float | None:
+def peak_use(
+    links: Iterable[tuple[float, float]],
+    hosts: Iterable[tuple[float, float]],
+    paths: Iterable[tuple[float | None, float | None]] = (),
+) -> float | None:
     """The busiest resource as a share of its capacity: (Mbit/s, bandwidth) per uplink, (cores used, cores) per
     host, and (predicted latency, bound) per bounded source → sink path — a latency bound is a capacity too, so a
     plan that comes closer to it (or breaks it) is not "roomier". A latency of None is one without a bound (an uplink
@@ -28,9 +31,11 @@ def peak_use(links: Iterable[tuple[float, float]], hosts: Iterable[tuple[float, 
 
 
 def cost_peak(cost: PlanCost) -> float | None:
-    return peak_use(((link.mbit, link.bandwidth_mbit) for link in cost.links),
-                    ((h.cores_used, h.cores) for h in cost.hosts),
-                    ((p.latency_ms, p.bound_ms) for p in cost.paths))
+    return peak_use(
+        ((link.mbit, link.bandwidth_mbit) for link in cost.links),
+        ((h.cores_used, h.cores) for h in cost.hosts),
+        ((p.latency_ms, p.bound_ms) for p in cost.paths),
+    )
 
 
 def measured_breaches(drifts: Iterable[Drift]) -> tuple[str, ...]:
@@ -47,20 +52,33 @@ def moves(planned: Mapping[tuple[str, int], str], running: Mapping[tuple[str, in
     return sum(1 for k in set(planned) | set(running) if planned.get(k) != running.get(k))
 
 
-def proposal_from(outcome: PlanOutcome, current_wan: float, current_violations: tuple[str, ...],
-              current_peak: float | None, paths: Iterable[PathLatency], drifts: Iterable[Drift],
-              moved: int, *, demand_unmet: bool = False) -> Proposal:
+def proposal_from(
+    outcome: PlanOutcome,
+    current_wan: float,
+    current_violations: tuple[str, ...],
+    current_peak: float | None,
+    paths: Iterable[PathLatency],
+    drifts: Iterable[Drift],
+    moved: int,
+    *,
+    demand_unmet: bool = False,
+) -> Proposal:
     """The running placement (its WAN, breaches and busiest resource under the re-plan's load) beside the plan; a
     measured latency breach counts against the running placement like a capacity it breaks. ``demand_unmet``: the
     plan is for the measured rates because no plan carries the sources' demand."""
     drifts = list(drifts)
     latency_breaches = (*(latency_sentence(p) for p in paths if p.over_bound), *measured_breaches(drifts))
     return Proposal(
-        current_wan_mbit=current_wan, current_violations=(*current_violations, *measured_breaches(drifts)),
+        current_wan_mbit=current_wan,
+        current_violations=(*current_violations, *measured_breaches(drifts)),
         planned_wan_mbit=outcome.wan_mbit,
         planned_violations=() if outcome.fits else (outcome.violations or ("no placement fits",)),
-        moves=moved, plan_dir=str(outcome.plan_dir), current_peak=current_peak, planned_peak=outcome.peak,
-        current_latency_breaches=latency_breaches, demand_unmet=demand_unmet,
+        moves=moved,
+        plan_dir=str(outcome.plan_dir),
+        current_peak=current_peak,
+        planned_peak=outcome.peak,
+        current_latency_breaches=latency_breaches,
+        demand_unmet=demand_unmet,
     )
 
 

@@ -36,8 +36,9 @@ class WindowProfiler:
 
     def profile(self, metrics_dir: Path, *, job: str | None = None) -> JobProfile:
         spark = self.session if self.engine == "spark" else None
-        profile = build_profile(metrics_dir, job=job, warmup_s=self.warmup_s, engine=self.engine, spark=spark,
-                                inventory=self.inventory)
+        profile = build_profile(
+            metrics_dir, job=job, warmup_s=self.warmup_s, engine=self.engine, spark=spark, inventory=self.inventory
+        )
         self.profiles += 1
         return profile
 

@@ -41,15 +41,29 @@ FORMAT = "placement.watch/v1"
 
 def window_json(w: Window, snapshot: str | None) -> dict[str, Any]:
     return {
-        "start_ms": w.start_ms, "end_ms": w.end_ms, "job_id": w.job_id, "snapshot": snapshot,
-        "source_rates": dict(w.source_rates), "fresh_source_rates": dict(w.fresh_source_rates),
+        "start_ms": w.start_ms,
+        "end_ms": w.end_ms,
+        "job_id": w.job_id,
+        "snapshot": snapshot,
+        "source_rates": dict(w.source_rates),
+        "fresh_source_rates": dict(w.fresh_source_rates),
         "backpressure_ms": {k: round(v, 1) for k, v in w.backpressure.items()},
-        "links": [asdict(link) for link in w.links], "taskmanagers": sorted(w.taskmanagers),
+        "links": [asdict(link) for link in w.links],
+        "taskmanagers": sorted(w.taskmanagers),
         "violations": list(w.violations),
         # issue 25: predicted latency per path of the running placement, measured p50 and bound per source → sink
-        "paths": [{"path": p.name, "latency_ms": finite(p.latency_ms), "bound_ms": p.bound_ms, "link": p.link,
-                   "utilisation": p.utilisation} for p in w.paths],
-        "latency_p50_ms": dict(w.latency), "latency_bounds_ms": dict(w.latency_bounds),
+        "paths": [
+            {
+                "path": p.name,
+                "latency_ms": finite(p.latency_ms),
+                "bound_ms": p.bound_ms,
+                "link": p.link,
+                "utilisation": p.utilisation,
+            }
+            for p in w.paths
+        ],
+        "latency_p50_ms": dict(w.latency),
+        "latency_bounds_ms": dict(w.latency_bounds),
     }
 
 
@@ -60,29 +74,55 @@ def finite(x: float | None) -> float | None:
 
 
 def drift_json(d: Drift) -> dict[str, Any]:
-    return {"kind": d.kind, "subject": d.subject, "measured": finite(d.measured), "reference": finite(d.reference),
-            "message": d.message, **({"basis": d.basis} if d.basis else {}), **({"job": d.job} if d.job else {})}
+    return {
+        "kind": d.kind,
+        "subject": d.subject,
+        "measured": finite(d.measured),
+        "reference": finite(d.reference),
+        "message": d.message,
+        **({"basis": d.basis} if d.basis else {}),
+        **({"job": d.job} if d.job else {}),
+    }
 
 
 def proposal_json(p: Proposal) -> dict[str, Any]:
     return {**asdict(p), "current_peak": finite(p.current_peak), "planned_peak": finite(p.planned_peak), "gain": p.gain}
 
 
-def job_entry(job: str, job_id: str | None, window: Window | None, snapshot: str | None,
-              drifts: list[Drift]) -> dict[str, Any]:
+def job_entry(
+    job: str, job_id: str | None, window: Window | None, snapshot: str | None, drifts: list[Drift]
+) -> dict[str, Any]:
     """Several jobs watched: one job's part of a decision record — its running job, window and own drifts."""
-    return {"job": job, "job_id": job_id, "window": window_json(window, snapshot) if window is not None else None,
-            "drifts": [drift_json(d) for d in drifts]}
+    return {
+        "job": job,
+        "job_id": job_id,
+        "window": window_json(window, snapshot) if window is not None else None,
+        "drifts": [drift_json(d) for d in drifts],
+    }
 
 
-def decision_record(tick: int, at_ms: int, window: Window | None, snapshot: str | None, drifts: list[Drift],
-                    proposal: Proposal | None, decision: Decision, *, apply: dict[str, Any] | None = None,
-                    notes: list[str] | None = None, plan_in_effect: str | None = None,
-                    jobs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def decision_record(
+    tick: int,
+    at_ms: int,
+    window: Window | None,
+    snapshot: str | None,
+    drifts: list[Drift],
+    proposal: Proposal | None,
+    decision: Decision,
+    *,
+    apply: dict[str, Any] | None = None,
+    notes: list[str] | None = None,
+    plan_in_effect: str | None = None,
+    jobs: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """One tick. Several jobs (``jobs``, :func:`job_entry` each): ``window`` is null, each job's is under ``jobs``,
     and ``drifts`` holds every job's (each with its ``job``) and those of what they share (an uplink, TaskManagers)."""
     return {
-        "format": FORMAT, "record": "decision", "tick": tick, "at_ms": at_ms, "plan_in_effect": plan_in_effect,
+        "format": FORMAT,
+        "record": "decision",
+        "tick": tick,
+        "at_ms": at_ms,
+        "plan_in_effect": plan_in_effect,
         "window": window_json(window, snapshot) if window is not None else None,
         "drifts": [drift_json(d) for d in drifts],
         "proposal": None if proposal is None else proposal_json(proposal),
@@ -93,31 +133,72 @@ def decision_record(tick: int, at_ms: int, window: Window | None, snapshot: str 
     }
 
 
-def tick_record(tick: int, at_ms: int, seen: Sequence[Seen], drifts: list[Drift], proposal: Proposal | None,
-                decision: Decision, *, apply: dict[str, Any] | None, notes: list[str],
-                plan_in_effect: str | None) -> dict[str, Any]:
+def tick_record(
+    tick: int,
+    at_ms: int,
+    seen: Sequence[Seen],
+    drifts: list[Drift],
+    proposal: Proposal | None,
+    decision: Decision,
+    *,
+    apply: dict[str, Any] | None,
+    notes: list[str],
+    plan_in_effect: str | None,
+) -> dict[str, Any]:
     """The decision record of a tick from what each job's part of it showed: one job's as ever (its window at the
     top); several jobs' with the set's drifts and decision, and each job's window and drifts under ``jobs``."""
+
     def snapshot(s: Seen) -> str | None:
         return str(s.snapshot) if s.snapshot else None
 
     if not any(s.track.named for s in seen):
         (s,) = seen
-        return decision_record(tick, at_ms, s.window, snapshot(s), drifts, proposal, decision, apply=apply,
-                               notes=notes, plan_in_effect=plan_in_effect)
+        return decision_record(
+            tick,
+            at_ms,
+            s.window,
+            snapshot(s),
+            drifts,
+            proposal,
+            decision,
+            apply=apply,
+            notes=notes,
+            plan_in_effect=plan_in_effect,
+        )
     jobs = [job_entry(s.track.name, s.track.job_id, s.window, snapshot(s), s.drifts) for s in seen]
-    return decision_record(tick, at_ms, None, None, drifts, proposal, decision, apply=apply, notes=notes,
-                           plan_in_effect=plan_in_effect, jobs=jobs)
+    return decision_record(
+        tick,
+        at_ms,
+        None,
+        None,
+        drifts,
+        proposal,
+        decision,
+        apply=apply,
+        notes=notes,
+        plan_in_effect=plan_in_effect,
+        jobs=jobs,
+    )
 
 
-def effect_record(decision_tick: int, at_ms: int, predicted: dict[str, float], window: Window,
-                  snapshot: str | None) -> dict[str, Any]:
+def effect_record(
+    decision_tick: int, at_ms: int, predicted: dict[str, float], window: Window, snapshot: str | None
+) -> dict[str, Any]:
     """``predicted``: uplink host -> Mbit/s the applied plan predicted (under the window it was planned on)."""
     measured = {link.host: link.mbit for link in window.links}
     return {
-        "format": FORMAT, "record": "effect", "decision": decision_tick, "at_ms": at_ms,
-        "links": {h: {"predicted_mbit": predicted[h], "measured_mbit": measured.get(h),
-                      "error": (predicted[h] / measured[h] - 1) if measured.get(h) else None} for h in sorted(predicted)},
+        "format": FORMAT,
+        "record": "effect",
+        "decision": decision_tick,
+        "at_ms": at_ms,
+        "links": {
+            h: {
+                "predicted_mbit": predicted[h],
+                "measured_mbit": measured.get(h),
+                "error": (predicted[h] / measured[h] - 1) if measured.get(h) else None,
+            }
+            for h in sorted(predicted)
+        },
         "window": window_json(window, snapshot),
     }
 
@@ -138,7 +219,7 @@ class DecisionLog:
                 raise PlacementError(f"{path}: --log: cannot write: {exc.strerror or exc}") from None
 
     def write(self, record: dict[str, Any]) -> None:
-        self.recent = [*self.recent[-(self.keep - 1):], record]
+        self.recent = [*self.recent[-(self.keep - 1) :], record]
         if self.path is None:
             return
         line = json.dumps(record, separators=(",", ":"), allow_nan=False, default=str)

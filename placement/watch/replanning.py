@@ -33,8 +33,9 @@ class RePlanner(Protocol):
         ...
 
 
-def plan_for_demand(plan: Callable[[Path, S], Any], plans_dir: Path, tick: int, demand: S, measured: S,
-                    above: bool) -> tuple[Any, S, bool]:
+def plan_for_demand(
+    plan: Callable[[Path, S], Any], plans_dir: Path, tick: int, demand: S, measured: S, above: bool
+) -> tuple[Any, S, bool]:
     """``plan(out_dir, scales)`` at the sources' demand; where nothing fits it and the demand is ``above`` the
     measured rates, again at the measured rates (``…-measured``). Returns the outcome, the scales it was made
     for, and whether the demand went unmet (a plan that may relieve, never one applied as cheaper)."""
@@ -62,28 +63,39 @@ class OneJobPlanner:
     def replan(self, tick: int, seen: Sequence[Seen], drifts: Sequence[Drift]) -> tuple[Proposal, list[str]]:
         s = seen[0]
         proposal, scale = self.replan_job(tick, _profile(s), _window(s), s.running, drifts)
-        notes = [f"planned for {scale:.2f}x the window's profiled rates (the sources' demand now)"] if scale > 1.005 \
-            else []
+        notes = (
+            [f"planned for {scale:.2f}x the window's profiled rates (the sources' demand now)"] if scale > 1.005 else []
+        )
         return proposal, notes
 
-    def replan_job(self, tick: int, profile: JobProfile, window: Window, running: Assignment | None,
-                   drifts: Iterable[Drift] = ()) -> tuple[Proposal, float]:
+    def replan_job(
+        self, tick: int, profile: JobProfile, window: Window, running: Assignment | None, drifts: Iterable[Drift] = ()
+    ) -> tuple[Proposal, float]:
         """Plan for the demand (measured rates, scaled up where sources are back-pressured; the measured rates where
         nothing fits the scaled ones) and price the running placement under the same load. ``placement plan`` reads
         the same inventory, so the plan honours ``policy.max_latency_ms`` (the ILP's bound) as the pricing does; a
         measured latency breach counts against the running placement like a capacity it breaks."""
         profile_path = self.track.windows_dir / f"tick-{tick:05d}" / "profile.json"
         scale = demand_scale(window, self.o.max_demand_scale)
-        outcome, scale, demand_unmet = plan_for_demand(lambda out, x: self.plan_fn(profile_path, out, x),
-                                                       self.plans_dir, tick, scale, 1.0, scale > 1.0)
+        outcome, scale, demand_unmet = plan_for_demand(
+            lambda out, x: self.plan_fn(profile_path, out, x), self.plans_dir, tick, scale, 1.0, scale > 1.0
+        )
         current_wan, current_violations, current_peak = sum(link.mbit for link in window.links), window.violations, None
         paths = window.paths
         if running is not None:
             cost = evaluate(job_problem(self.inventory, self.o, profile, scale), running)
             current_wan, current_violations, current_peak = cost.wan_mbit, tuple(cost.violations), cost_peak(cost)
             paths = cost.paths
-        proposal = proposal_from(outcome, current_wan, current_violations, current_peak, paths, drifts,
-                                 moves(outcome.assignment, running) if outcome.fits else 0, demand_unmet=demand_unmet)
+        proposal = proposal_from(
+            outcome,
+            current_wan,
+            current_violations,
+            current_peak,
+            paths,
+            drifts,
+            moves(outcome.assignment, running) if outcome.fits else 0,
+            demand_unmet=demand_unmet,
+        )
         self.track.planned_links = dict(outcome.links)
         self.track.planned_rates = {name: rate * scale for name, rate in window.source_rates.items()}
         return proposal, scale
@@ -101,19 +113,26 @@ class JointPlanner:
         profiles = {s.track.name: s.track.windows_dir / f"tick-{tick:05d}" / "profile.json" for s in seen}
         scales = {s.track.name: demand_scale(_window(s), self.o.max_demand_scale) for s in seen}
         outcome, scales, demand_unmet = plan_for_demand(
-            lambda out, x: self.plan_jobs_fn(profiles, out, x), self.plans_dir, tick, scales,
-            dict.fromkeys(scales, 1.0), max(scales.values()) > 1.0)
-        joint = joint_problem(self.inventory, self.o, {s.track.name: _profile(s) for s in seen},
-                              1.0, scales)
+            lambda out, x: self.plan_jobs_fn(profiles, out, x),
+            self.plans_dir,
+            tick,
+            scales,
+            dict.fromkeys(scales, 1.0),
+            max(scales.values()) > 1.0,
+        )
+        joint = joint_problem(self.inventory, self.o, {s.track.name: _profile(s) for s in seen}, 1.0, scales)
         running = joint_running(joint, {s.track.name: s.running for s in seen})
         if running is not None:
             cost = evaluate(joint.problem, running)
             paths = tuple(p for c in job_costs(joint, running, cost).values() for p in c.paths)
             current = (cost.wan_mbit, tuple(cost.violations), cost_peak(cost), paths)
         else:  # a placement not known: the windows' own figures, as for one job
-            current = (sum(link.mbit for s in seen for link in _window(s).links),
-                       tuple(v for s in seen for v in _window(s).violations), None,
-                       tuple(p for s in seen for p in _window(s).paths))
+            current = (
+                sum(link.mbit for s in seen for link in _window(s).links),
+                tuple(v for s in seen for v in _window(s).violations),
+                None,
+                tuple(p for s in seen for p in _window(s).paths),
+            )
         moved = sum(moves(outcome.jobs[s.track.name].assignment, s.running) for s in seen) if outcome.fits else 0
         proposal = proposal_from(outcome, *current, drifts, moved, demand_unmet=demand_unmet)
         for s in seen:
@@ -121,13 +140,22 @@ class JointPlanner:
             s.track.planned_links = dict(part.links) if part is not None else {}
             rates = _window(s).source_rates
             s.track.planned_rates = {name: rate * scales[s.track.name] for name, rate in rates.items()}
-        notes = [f"planned job {name} for {scale:.2f}x its window's profiled rates (its sources' demand now)"
-                 for name, scale in scales.items() if scale > 1.005]
+        notes = [
+            f"planned job {name} for {scale:.2f}x its window's profiled rates (its sources' demand now)"
+            for name, scale in scales.items()
+            if scale > 1.005
+        ]
         return proposal, notes
 
 
-def replanner_for(options: WatchOptions, inventory: Inventory, tracks: Sequence[JobTrack], plans_dir: Path,
-                  plan_fn: PlanFn | None, plan_jobs_fn: JobsPlanFn | None) -> OneJobPlanner | JointPlanner:
+def replanner_for(
+    options: WatchOptions,
+    inventory: Inventory,
+    tracks: Sequence[JobTrack],
+    plans_dir: Path,
+    plan_fn: PlanFn | None,
+    plan_jobs_fn: JobsPlanFn | None,
+) -> OneJobPlanner | JointPlanner:
     if len(tracks) == 1 and plan_fn is not None:
         return OneJobPlanner(options, inventory, tracks[0], plans_dir, plan_fn)
     if len(tracks) > 1 and plan_jobs_fn is not None:

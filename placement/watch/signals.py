@@ -120,25 +120,37 @@ def measured_latency(profile: JobProfile) -> dict[str, float]:
     robust measured figure closest to a mean (markers' tails carry GC pauses and checkpoint alignments the model
     does not price)."""
     names = {v.id: v.name for v in profile.vertices}
-    return {pair_key(names.get(m.source, m.source), names.get(m.sink, m.sink)): float(m.p50_ms)
-            for m in profile.latency if m.p50_ms is not None}
+    return {
+        pair_key(names.get(m.source, m.source), names.get(m.sink, m.sink)): float(m.p50_ms)
+        for m in profile.latency
+        if m.p50_ms is not None
+    }
 
 
-def latency_bounds_by_name(profile: JobProfile, bounds: Mapping[tuple[str, str], float] | None,
-                           cost: PlanCost | None) -> dict[str, float]:
+def latency_bounds_by_name(
+    profile: JobProfile, bounds: Mapping[tuple[str, str], float] | None, cost: PlanCost | None
+) -> dict[str, float]:
     """``policy.max_latency_ms`` per source → sink pair, by name: ``bounds`` (the problem's ``latency_bounds``,
     (source id, sink id) -> ms) where given, else what the cost model's paths carry."""
     names = {v.id: v.name for v in profile.vertices}
     if bounds is None:
-        bounds = {(p.vertices[0], p.vertices[-1]): p.bound_ms for p in (cost.paths if cost else ())
-                  if p.bound_ms is not None}
+        bounds = {
+            (p.vertices[0], p.vertices[-1]): p.bound_ms for p in (cost.paths if cost else ()) if p.bound_ms is not None
+        }
     return {pair_key(names.get(s, s), names.get(t, t)): float(ms) for (s, t), ms in bounds.items()}
 
 
-def window_from_profile(profile: JobProfile, cost: PlanCost | None, *, start_ms: int, end_ms: int, job_id: str,
-                        taskmanagers: frozenset[str] = frozenset(),
-                        fresh_source_rates: Mapping[str, float] | None = None,
-                        latency_bounds: Mapping[tuple[str, str], float] | None = None) -> Window:
+def window_from_profile(
+    profile: JobProfile,
+    cost: PlanCost | None,
+    *,
+    start_ms: int,
+    end_ms: int,
+    job_id: str,
+    taskmanagers: frozenset[str] = frozenset(),
+    fresh_source_rates: Mapping[str, float] | None = None,
+    latency_bounds: Mapping[tuple[str, str], float] | None = None,
+) -> Window:
     """A window from its profile and the running placement priced under it (``cost``: the cost model's
     :func:`~placement.costmodel.evaluate.evaluate` of the assignment that ran; None when it could not be priced).
     ``latency_bounds``: the problem's ``latency_bounds`` ((source id, sink id) -> ms; None: those ``cost``'s paths
@@ -149,11 +161,20 @@ def window_from_profile(profile: JobProfile, cost: PlanCost | None, *, start_ms:
         if values:
             backpressure[v.name] = sum(values) / len(values)
     links = tuple(cost.links) if cost else ()
-    return Window(start_ms=start_ms, end_ms=end_ms, job_id=job_id, source_rates=source_rates(profile),
-                  backpressure=backpressure, links=links, taskmanagers=taskmanagers,
-                  violations=tuple(cost.violations) if cost else (), fresh_source_rates=dict(fresh_source_rates or {}),
-                  paths=tuple(cost.paths) if cost else (), latency=measured_latency(profile),
-                  latency_bounds=latency_bounds_by_name(profile, latency_bounds, cost))
+    return Window(
+        start_ms=start_ms,
+        end_ms=end_ms,
+        job_id=job_id,
+        source_rates=source_rates(profile),
+        backpressure=backpressure,
+        links=links,
+        taskmanagers=taskmanagers,
+        violations=tuple(cost.violations) if cost else (),
+        fresh_source_rates=dict(fresh_source_rates or {}),
+        paths=tuple(cost.paths) if cost else (),
+        latency=measured_latency(profile),
+        latency_bounds=latency_bounds_by_name(profile, latency_bounds, cost),
+    )
 
 
 def demand_scale(window: Window, limit: float) -> float:
@@ -170,7 +191,9 @@ def demand_scale(window: Window, limit: float) -> float:
     return min(limit, scale)
 
 
-def detect(baseline: Baseline, windows: Sequence[Window], thresholds: DriftThresholds = DriftThresholds()) -> list[Drift]:
+def detect(
+    baseline: Baseline, windows: Sequence[Window], thresholds: DriftThresholds = DriftThresholds()
+) -> list[Drift]:
     """The drifts of the newest window (``windows[-1]``; the ones before it only count for sustained backpressure)."""
     if not windows:
         return []
@@ -184,17 +207,32 @@ def detect(baseline: Baseline, windows: Sequence[Window], thresholds: DriftThres
             continue
         moved = (measured - reference) / reference if reference > 0 else (1.0 if measured > 0 else 0.0)
         if abs(moved) > limit:
-            drifts.append(Drift("rate", name, measured, reference,
-                                f"source {name}: {measured:,.0f} records/s vs {reference:,.0f} planned ({moved:+.0%})"
-                                if reference > 0 else f"source {name}: {measured:,.0f} records/s vs 0 planned"))
-    same_job = [w for w in windows if w.job_id == now.job_id][-thresholds.sustained_windows:]
+            drifts.append(
+                Drift(
+                    "rate",
+                    name,
+                    measured,
+                    reference,
+                    f"source {name}: {measured:,.0f} records/s vs {reference:,.0f} planned ({moved:+.0%})"
+                    if reference > 0
+                    else f"source {name}: {measured:,.0f} records/s vs 0 planned",
+                )
+            )
+    same_job = [w for w in windows if w.job_id == now.job_id][-thresholds.sustained_windows :]
     if len(same_job) == thresholds.sustained_windows:
         for name in sorted(now.backpressure):
             values = [w.backpressure.get(name) for w in same_job]
             if all(v is not None and v > thresholds.backpressure_ms for v in values):
-                drifts.append(Drift("backpressure", name, now.backpressure[name], thresholds.backpressure_ms,
-                                    f"{name}: back-pressured {now.backpressure[name]:.0f} ms/s in each of the last "
-                                    f"{len(same_job)} windows (limit {thresholds.backpressure_ms:.0f})"))
+                drifts.append(
+                    Drift(
+                        "backpressure",
+                        name,
+                        now.backpressure[name],
+                        thresholds.backpressure_ms,
+                        f"{name}: back-pressured {now.backpressure[name]:.0f} ms/s in each of the last "
+                        f"{len(same_job)} windows (limit {thresholds.backpressure_ms:.0f})",
+                    )
+                )
     drifts += link_drifts(now.links)
     drifts += predicted_latency_drifts(now) + measured_latency_drifts(same_job, thresholds)
     return drifts + taskmanager_drifts(baseline, now.taskmanagers)
@@ -209,9 +247,16 @@ def link_drifts(links: Sequence[LinkLoad], shares: Mapping[str, Mapping[str, flo
             continue
         parts = {job: mine[link.host] for job, mine in (shares or {}).items() if mine.get(link.host, 0.0) > 0}
         whose = f" ({', '.join(f'{job} {mbit:.2f}' for job, mbit in parts.items())})" if parts else ""
-        out.append(Drift("link", link.host, link.mbit, link.usable_mbit,
-                         f"uplink {link.host}: {link.mbit:.2f} Mbit/s of job data{whose}, usable {link.usable_mbit:.2f} "
-                         f"(of {link.bandwidth_mbit:g})"))
+        out.append(
+            Drift(
+                "link",
+                link.host,
+                link.mbit,
+                link.usable_mbit,
+                f"uplink {link.host}: {link.mbit:.2f} Mbit/s of job data{whose}, usable {link.usable_mbit:.2f} "
+                f"(of {link.bandwidth_mbit:g})",
+            )
+        )
     return out
 
 
@@ -229,9 +274,16 @@ def predicted_latency_drifts(now: Window) -> list[Drift]:
             continue
         figure = f"{p.latency_ms:.1f} ms" if math.isfinite(p.latency_ms) else "no bound (an uplink past 99 %)"
         where = f" ({p.link} at {p.utilisation:.0%})" if p.link and p.utilisation is not None else ""
-        out.append(Drift("latency", p.name, p.latency_ms, p.bound_ms,
-                         f"path {p.name}: predicted {figure} under the measured load{where}, bound {p.bound_ms:g} ms",
-                         basis="predicted"))
+        out.append(
+            Drift(
+                "latency",
+                p.name,
+                p.latency_ms,
+                p.bound_ms,
+                f"path {p.name}: predicted {figure} under the measured load{where}, bound {p.bound_ms:g} ms",
+                basis="predicted",
+            )
+        )
     return out
 
 
@@ -246,9 +298,17 @@ def measured_latency_drifts(same_job: Sequence[Window], thresholds: DriftThresho
         bound = now.latency_bounds[key]
         values = [w.latency.get(key) for w in same_job]
         if all(v is not None and v > bound for v in values):
-            out.append(Drift("latency", key, now.latency[key], bound,
-                             f"{key}: measured p50 {now.latency[key]:.1f} ms in each of the last {len(same_job)} "
-                             f"windows, bound {bound:g} ms", basis="measured"))
+            out.append(
+                Drift(
+                    "latency",
+                    key,
+                    now.latency[key],
+                    bound,
+                    f"{key}: measured p50 {now.latency[key]:.1f} ms in each of the last {len(same_job)} "
+                    f"windows, bound {bound:g} ms",
+                    basis="measured",
+                )
+            )
     return out
 
 
@@ -271,7 +331,10 @@ def taskmanager_drifts(baseline: Baseline, registered: frozenset[str]) -> list[D
     with pinned subtasks keeps the job from running)."""
     if not baseline.taskmanagers or not registered:
         return []
-    return ([Drift("taskmanager-lost", tm, message=f"TaskManager {tm} is gone")
-             for tm in sorted(baseline.taskmanagers - registered)]
-            + [Drift("taskmanager-added", tm, message=f"TaskManager {tm} registered")
-               for tm in sorted(registered - baseline.taskmanagers)])
+    return [
+        Drift("taskmanager-lost", tm, message=f"TaskManager {tm} is gone")
+        for tm in sorted(baseline.taskmanagers - registered)
+    ] + [
+        Drift("taskmanager-added", tm, message=f"TaskManager {tm} registered")
+        for tm in sorted(registered - baseline.taskmanagers)
+    ]

@@ -35,9 +35,11 @@ def render_artifacts(problem: PlacementProblem, plan: PlanDocument, inv: Invento
     clashes = label_collisions(plan.assignment)
     if clashes:
         label, other = clashes[0]
-        warnings.append(f"schedulercfg: label {label!r} is part of task name {other!r}: the placement scheduler "
-                        "extension matches exactly and places both right; the seed projects' patched Flink (contains()) "
-                        "would not")
+        warnings.append(
+            f"schedulercfg: label {label!r} is part of task name {other!r}: the placement scheduler "
+            "extension matches exactly and places both right; the seed projects' patched Flink (contains()) "
+            "would not"
+        )
     files = {
         "schedulercfg": render_schedulercfg(plan.assignment, problem.vertex_order, plan.contingencies or ()).encode(),
         "redeploy.sh": render_redeploy(plan, inv.for_job(plan.job)).encode(),
@@ -63,8 +65,14 @@ def write_plan_dir(out_dir: Path, artifacts: Artifacts) -> list[Path]:
 FLEET_ARTIFACTS = frozenset({"fleet.json", "fleet.dot", "fleet.svg", "fleet.png"})
 
 
-def render_fleet_artifacts(jobs: dict[str, Artifacts], fleet_json: str, picture_problem: PlacementProblem,
-                           assignment: Assignment, title: str, contingencies: Sequence[str] = ()) -> Artifacts:
+def render_fleet_artifacts(
+    jobs: dict[str, Artifacts],
+    fleet_json: str,
+    picture_problem: PlacementProblem,
+    assignment: Assignment,
+    title: str,
+    contingencies: Sequence[str] = (),
+) -> Artifacts:
     """Several jobs planned together: each job's plan directory as :func:`render_artifacts` makes it, under its
     directory name (``jobs``: directory -> artifacts), ``fleet.json``, and one picture with every job."""
     files: dict[str, bytes] = {}

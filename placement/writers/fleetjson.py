@@ -18,7 +18,9 @@ from placement import __version__
 from placement.loading import Strict, drop_unset
 from placement.writers.planjson import JobBudgetRecord, Objective, SolverInfo, SourceRef, solver_info
 
-if TYPE_CHECKING:  # annotations only: reading a fleet (`placement apply --plan`) loads neither the cost model nor networkx
+if (
+    TYPE_CHECKING
+):  # annotations only: reading a fleet (`placement apply --plan`) loads neither the cost model nor networkx
     from placement.costmodel.evaluate import PlanCost
     from placement.costmodel.jobs import JointProblem
     from placement.solver.result import PlanResult
@@ -39,14 +41,18 @@ class FleetJob(Strict):
     dir: str = Field(description="its plan directory, relative to fleet.json's")
     profile: SourceRef
     objective: Objective
-    budget: JobBudgetRecord | None = Field(None, description="its priority and budget (the inventory's jobs[] entry) "
-                                           "and its use of each; absent when unset")
+    budget: JobBudgetRecord | None = Field(
+        None,
+        description="its priority and budget (the inventory's jobs[] entry) and its use of each; absent when unset",
+    )
 
 
 class RunningJob(Strict):
     job: str
-    plan: str = Field(description="the plan.json it runs by, as given to --running; read live (--running-cluster): "
-                      "'cluster <REST URL> job <id>, measured over <window> s'")
+    plan: str = Field(
+        description="the plan.json it runs by, as given to --running; read live (--running-cluster): "
+        "'cluster <REST URL> job <id>, measured over <window> s'"
+    )
 
 
 class LinkShare(Strict):
@@ -90,19 +96,31 @@ class FleetDocument(Strict):
     links: list[LinkShare]
     hosts: list[HostShare]
     warnings: list[str] = Field(default_factory=list)
-    compare: list[dict[str, Any]] | None = Field(None, description="--compare: the joint plan beside planning the jobs one by one")
+    compare: list[dict[str, Any]] | None = Field(
+        None, description="--compare: the joint plan beside planning the jobs one by one"
+    )
 
 
 def _objective(cost: PlanCost) -> Objective:
-    return Objective(wan_mbit=cost.wan_mbit, server_cores=cost.server_cores, edge_cores=cost.edge_cores,
-                     latency_ms=cost.latency_ms)
+    return Objective(
+        wan_mbit=cost.wan_mbit, server_cores=cost.server_cores, edge_cores=cost.edge_cores, latency_ms=cost.latency_ms
+    )
 
 
-def build_fleet_document(joint: JointProblem, result: PlanResult, costs: dict[str, PlanCost], *, dirs: dict[str, str],
-                         inventory: SourceRef, profiles: dict[str, SourceRef], running: list[RunningJob],
-                         warnings: list[str] | None = None, compare: list[dict[str, Any]] | None = None,
-                         now: datetime | None = None,
-                         budgets: dict[str, JobBudgetRecord | None] | None = None) -> FleetDocument:
+def build_fleet_document(
+    joint: JointProblem,
+    result: PlanResult,
+    costs: dict[str, PlanCost],
+    *,
+    dirs: dict[str, str],
+    inventory: SourceRef,
+    profiles: dict[str, SourceRef],
+    running: list[RunningJob],
+    warnings: list[str] | None = None,
+    compare: list[dict[str, Any]] | None = None,
+    now: datetime | None = None,
+    budgets: dict[str, JobBudgetRecord | None] | None = None,
+) -> FleetDocument:
     """The fleet summary of a solved joint ``result``; ``costs``: each job's own evaluation (job -> PlanCost)."""
     assert result.cost is not None
     problem, total = joint.problem, result.cost
@@ -110,32 +128,68 @@ def build_fleet_document(joint: JointProblem, result: PlanResult, costs: dict[st
     for load in total.links:
         h = problem.host_by_name[load.host]
         on_link = {r.job: r.mbit for r in h.running if r.mbit > 0}
-        links.append(LinkShare(
-            link=load.name, source=load.host, to=load.to, mbit=load.mbit, bandwidth_mbit=load.bandwidth_mbit,
-            usable_mbit=load.usable_mbit, running=on_link,
-            utilisation=(load.mbit + sum(on_link.values())) / load.bandwidth_mbit if load.bandwidth_mbit else 0.0,
-            jobs={name: c.link(load.host).mbit for name, c in costs.items()}))
+        links.append(
+            LinkShare(
+                link=load.name,
+                source=load.host,
+                to=load.to,
+                mbit=load.mbit,
+                bandwidth_mbit=load.bandwidth_mbit,
+                usable_mbit=load.usable_mbit,
+                running=on_link,
+                utilisation=(load.mbit + sum(on_link.values())) / load.bandwidth_mbit if load.bandwidth_mbit else 0.0,
+                jobs={name: c.link(load.host).mbit for name, c in costs.items()},
+            )
+        )
     hosts = []
     for hl in total.hosts:
         h = problem.host_by_name[hl.host]
         per_job = {}
         for name, c in costs.items():
             mine = c.host(hl.host)
-            per_job[name] = {"cores": mine.cores_used, "slots": mine.slots_used, "memory_mib": mine.memory_mib_used,
-                             "subtasks": mine.subtasks}
-        hosts.append(HostShare(
-            host=hl.host, role=hl.role, cores=hl.cores, cores_used=hl.cores_used, cores_usable=hl.cores_usable,
-            slots_used=hl.slots_used, slots=hl.slots, memory_mib_used=hl.memory_mib_used,
-            memory_mib_usable=hl.memory_mib_usable, jobs=per_job,
-            running={r.job: {"cores": r.cores, "slots": r.slots, "memory_mib": r.memory_mib} for r in h.running}))
+            per_job[name] = {
+                "cores": mine.cores_used,
+                "slots": mine.slots_used,
+                "memory_mib": mine.memory_mib_used,
+                "subtasks": mine.subtasks,
+            }
+        hosts.append(
+            HostShare(
+                host=hl.host,
+                role=hl.role,
+                cores=hl.cores,
+                cores_used=hl.cores_used,
+                cores_usable=hl.cores_usable,
+                slots_used=hl.slots_used,
+                slots=hl.slots,
+                memory_mib_used=hl.memory_mib_used,
+                memory_mib_usable=hl.memory_mib_usable,
+                jobs=per_job,
+                running={r.job: {"cores": r.cores, "slots": r.slots, "memory_mib": r.memory_mib} for r in h.running},
+            )
+        )
     return FleetDocument(
-        created_at=(now or datetime.now(timezone.utc)).isoformat(timespec="seconds"), tool=f"placement {__version__}",
+        created_at=(now or datetime.now(timezone.utc)).isoformat(timespec="seconds"),
+        tool=f"placement {__version__}",
         inventory=inventory,
-        jobs=[FleetJob(job=job.name, dir=dirs[job.name], profile=profiles[job.name],
-                       objective=_objective(costs[job.name]), budget=(budgets or {}).get(job.name))
-              for job in joint.jobs],
-        running=running, objective=_objective(total), solver=solver_info(result), links=links, hosts=hosts,
-        warnings=list(warnings or []), compare=compare)
+        jobs=[
+            FleetJob(
+                job=job.name,
+                dir=dirs[job.name],
+                profile=profiles[job.name],
+                objective=_objective(costs[job.name]),
+                budget=(budgets or {}).get(job.name),
+            )
+            for job in joint.jobs
+        ],
+        running=running,
+        objective=_objective(total),
+        solver=solver_info(result),
+        links=links,
+        hosts=hosts,
+        warnings=list(warnings or []),
+        compare=compare,
+    )
 
 
 def render_fleet_json(doc: FleetDocument) -> str:

@@ -17,12 +17,15 @@ from placement.writers.planjson import ContingencyRecord
 PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"]
 
 
-def plan_graph(problem: PlacementProblem, assignment: Assignment, title: str,
-               contingencies: Sequence[str] = ()) -> graphviz.Digraph:
-    dot = graphviz.Digraph("plan", graph_attr={"rankdir": "LR", "label": title, "labelloc": "t", "fontname": "Helvetica",
-                                               "compound": "true"},
-                           node_attr={"shape": "box", "style": "rounded,filled", "fontname": "Helvetica", "fontsize": "10"},
-                           edge_attr={"fontname": "Helvetica", "fontsize": "9"})
+def plan_graph(
+    problem: PlacementProblem, assignment: Assignment, title: str, contingencies: Sequence[str] = ()
+) -> graphviz.Digraph:
+    dot = graphviz.Digraph(
+        "plan",
+        graph_attr={"rankdir": "LR", "label": title, "labelloc": "t", "fontname": "Helvetica", "compound": "true"},
+        node_attr={"shape": "box", "style": "rounded,filled", "fontname": "Helvetica", "fontsize": "10"},
+        edge_attr={"fontname": "Helvetica", "fontsize": "9"},
+    )
     color = {h.name: PALETTE[n % len(PALETTE)] for n, h in enumerate(problem.hosts)}
     groups: dict[tuple[str, str], int] = defaultdict(int)
     for s in problem.subtasks:
@@ -70,14 +73,20 @@ def contingency_lines(contingencies: Iterable[ContingencyRecord]) -> list[str]:
         for m in c.moves:
             by_target[m.to].append(m.label)
         moves = "; ".join(f"{', '.join(labels)} → {to}" for to, labels in by_target.items()) or "nothing moves"
-        figures = (f" · WAN {c.objective.wan_mbit:.2f} Mbit/s, server {c.objective.server_cores:.2f} cores"
-                   if c.objective else "")
+        figures = (
+            f" · WAN {c.objective.wan_mbit:.2f} Mbit/s, server {c.objective.server_cores:.2f} cores"
+            if c.objective
+            else ""
+        )
         lines.append(f"{c.lost} lost ({c.status}): {moves}{figures}")
     return lines
 
 
-def _uplink_ms(problem: PlacementProblem, assignment: Assignment, flows: Mapping[tuple[tuple[str, str], tuple[str, str]], float],
-               ) -> dict[str, float]:
+def _uplink_ms(
+    problem: PlacementProblem,
+    assignment: Assignment,
+    flows: Mapping[tuple[tuple[str, str], tuple[str, str]], float],
+) -> dict[str, float]:
     """Each used uplink's delay + queueing under the plan, for the WAN edges' labels: the queue's upper bound
     (costmodel.latency's ``queue_ms``, the figure the ILP and ``policy.max_latency_ms`` use) — one figure per edge;
     the expected one is in plan.json and the latency table."""
@@ -89,10 +98,14 @@ def _uplink_ms(problem: PlacementProblem, assignment: Assignment, flows: Mapping
     except (KeyError, ValueError):
         return {}
     hosts = problem.host_by_name
-    return {link.host: link.delay_ms + link_queue_ms(hosts[link.host], link.mbit) for link in cost.links if link.mbit > 0}
+    return {
+        link.host: link.delay_ms + link_queue_ms(hosts[link.host], link.mbit) for link in cost.links if link.mbit > 0
+    }
 
 
-def render_images(dot: graphviz.Digraph, formats: tuple[str, ...] = ("svg", "png")) -> tuple[dict[str, bytes], str | None]:
+def render_images(
+    dot: graphviz.Digraph, formats: tuple[str, ...] = ("svg", "png")
+) -> tuple[dict[str, bytes], str | None]:
     """The picture in each format (``dot`` source always); a warning instead of images when Graphviz is missing."""
     images = {"dot": dot.source.encode()}
     try:

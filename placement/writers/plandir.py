@@ -22,8 +22,9 @@ from placement.errors import BadInput
 from placement.signals import sigint_held_back
 
 # What `placement plan` writes (see placement.writers.bundle): everything else in --out is the user's and is kept.
-PLAN_ARTIFACTS = frozenset({"plan.json", "schedulercfg", "redeploy.sh", "placement.json", "plan.dot", "plan.svg",
-                            "plan.png", "vanilla"})
+PLAN_ARTIFACTS = frozenset(
+    {"plan.json", "schedulercfg", "redeploy.sh", "placement.json", "plan.dot", "plan.svg", "plan.png", "vanilla"}
+)
 
 
 def _unwritable(out: Path, why: str) -> BadInput:
@@ -73,8 +74,12 @@ def _copy_foreign_entries(old: Path, stage: Path, artifacts: frozenset[str] = PL
             shutil.copy2(entry, stage / entry.name, follow_symlinks=False)
 
 
-def write_whole(out: Path, files: Mapping[str, bytes], executable: frozenset[str] = frozenset(),
-                artifacts: frozenset[str] = PLAN_ARTIFACTS) -> list[Path]:
+def write_whole(
+    out: Path,
+    files: Mapping[str, bytes],
+    executable: frozenset[str] = frozenset(),
+    artifacts: frozenset[str] = PLAN_ARTIFACTS,
+) -> list[Path]:
     """Write ``files`` (relative name -> content) as the directory ``out``, replacing a previous plan there whole
     (``artifacts``: the names of a previous plan's entries, which are not kept). Returns the paths written, as they
     are under ``out``."""

@@ -69,8 +69,11 @@ class HostPrediction(Strict):
     predicted_cores: float | None = Field(None, description="baseline_cores + netty_cores + subtask_cores")
     baseline_cores: float | None = Field(None, description="its TaskManager's own CPU (GC, heartbeats, metrics)")
     subtask_cores: float | None = Field(None, description="its subtasks' calibrated busy-time cores (= cores_used)")
-    netty_cores: float | None = Field(None, description="its Netty server's CPU for the stream that leaves it for "
-                                      "another TaskManager (placement.costmodel.deliveries); absent: none")
+    netty_cores: float | None = Field(
+        None,
+        description="its Netty server's CPU for the stream that leaves it for "
+        "another TaskManager (placement.costmodel.deliveries); absent: none",
+    )
     baseline_basis: str | None = Field(None, description="where the baseline comes from (measured, inventory, ...)")
 
 
@@ -79,22 +82,28 @@ class PathPrediction(Strict):
 
     path: str = Field(description="vertex names, source first, joined by ' → '")
     vertices: list[str] = Field(description="vertex ids, source first")
-    latency_ms: float | None = Field(description="the bound: flush_ms + delay_ms + transmit_ms + queue_ms, what "
-                                                 "bound_ms is checked against; null: it crosses an uplink past 99 % "
-                                                 "utilisation, whose queue has no bound")
+    latency_ms: float | None = Field(
+        description="the bound: flush_ms + delay_ms + transmit_ms + queue_ms, what "
+        "bound_ms is checked against; null: it crosses an uplink past 99 % "
+        "utilisation, whose queue has no bound"
+    )
     flush_ms: float = Field(description="buffer-flush waits of its network exchanges")
     delay_ms: float = Field(0.0, description="the slowest WAN crossing's link delay (0: it crosses none)")
     transmit_ms: float = Field(0.0, description="sending its network message at that link's rate")
-    queue_ms: float | None = Field(0.0, description="queueing at that uplink (M/D/1 of a full buffer, upper bound); "
-                                                    "null: past 99 % utilisation")
+    queue_ms: float | None = Field(
+        0.0, description="queueing at that uplink (M/D/1 of a full buffer, upper bound); null: past 99 % utilisation"
+    )
     link: str | None = Field(None, description="the uplink of the slowest crossing")
     utilisation: float | None = Field(None, description="that uplink's utilisation under the plan")
     bound_ms: float | None = Field(None, description="policy.max_latency_ms for this path")
     # since the expected figure (absent in older plans): latency_ms above keeps its meaning, the bound
-    expected_ms: float | None = Field(None, description="expected latency: the same sum with the queue as the M/G/1 "
-                                                        "mean wait of the link's own message mix (expected_queue_ms); "
-                                                        "at most latency_ms; absent: an older plan, or the uplink "
-                                                        "at 100 % (latency_ms null too)")
+    expected_ms: float | None = Field(
+        None,
+        description="expected latency: the same sum with the queue as the M/G/1 "
+        "mean wait of the link's own message mix (expected_queue_ms); "
+        "at most latency_ms; absent: an older plan, or the uplink "
+        "at 100 % (latency_ms null too)",
+    )
     expected_queue_ms: float | None = Field(None, description="that mean queue wait (Pollaczek–Khinchine)")
 
 
@@ -128,8 +137,9 @@ class RescaleInfo(Strict):
 
     profiled_parallelism: dict[str, int] = Field(description="vertex id -> parallelism in the profile")
     target_records_per_s: dict[str, float] = Field(description="source vertex id -> target records/s")
-    changed: dict[str, list[int]] = Field(default_factory=dict,
-                                          description="vertex name -> [profiled, planned] where they differ")
+    changed: dict[str, list[int]] = Field(
+        default_factory=dict, description="vertex name -> [profiled, planned] where they differ"
+    )
 
 
 class UplinkBudgetUse(Strict):
@@ -145,8 +155,10 @@ class JobBudgetRecord(Strict):
     priority: int | None = None
     uplinks: list[UplinkBudgetUse] = Field(default_factory=list)
     min_rate_scale: float | None = None
-    rate_scale: float = Field(description="the scale this job was planned at (above the fleet's when held at its "
-                              "min_rate_scale by --max-rate)")
+    rate_scale: float = Field(
+        description="the scale this job was planned at (above the fleet's when held at its "
+        "min_rate_scale by --max-rate)"
+    )
 
 
 def budget_record(policy: JobPolicy | None, problem: PlacementProblem, cost: PlanCost) -> JobBudgetRecord | None:
@@ -155,11 +167,18 @@ def budget_record(policy: JobPolicy | None, problem: PlacementProblem, cost: Pla
     if policy is None or policy.empty:
         return None
     hosts = problem.host_by_name
-    uplinks = [UplinkBudgetUse(link=f"{host}→{hosts[host].uplink_to}", share=share,
-                               budget_mbit=problem.budget_mbit(hosts[host], share), mbit=cost.link(host).mbit)
-               for host, share in policy.uplink_shares.items()]
-    return JobBudgetRecord(priority=policy.priority, uplinks=uplinks, min_rate_scale=policy.min_rate_scale,
-                           rate_scale=problem.rate_scale)
+    uplinks = [
+        UplinkBudgetUse(
+            link=f"{host}→{hosts[host].uplink_to}",
+            share=share,
+            budget_mbit=problem.budget_mbit(hosts[host], share),
+            mbit=cost.link(host).mbit,
+        )
+        for host, share in policy.uplink_shares.items()
+    ]
+    return JobBudgetRecord(
+        priority=policy.priority, uplinks=uplinks, min_rate_scale=policy.min_rate_scale, rate_scale=problem.rate_scale
+    )
 
 
 class ContingencyMove(Strict):
@@ -183,8 +202,9 @@ class ContingencyRecord(Strict):
     gap: float | None = None
     shortfall: str | None = Field(None, description="infeasible: what is short in that state")
     moves: list[ContingencyMove] = Field(default_factory=list, description="this job's subtasks that run elsewhere")
-    objective: Objective | None = Field(None, description="the degraded state's figures (planned with other jobs: "
-                                        "the fleet's, as links and hosts)")
+    objective: Objective | None = Field(
+        None, description="the degraded state's figures (planned with other jobs: the fleet's, as links and hosts)"
+    )
     links: list[LinkPrediction] = Field(default_factory=list)
     hosts: list[HostPrediction] = Field(default_factory=list)
 
@@ -205,15 +225,22 @@ class PlanDocument(Strict):
     hosts: list[HostPrediction]
     warnings: list[str] = Field(default_factory=list)
     parallelism: dict[str, int] = Field(
-        default_factory=dict, description="vertex id -> parallelism the plan runs it at (absent in older plans: read "
-        "it from the assignment); `placement apply` sets what differs from the running job")
+        default_factory=dict,
+        description="vertex id -> parallelism the plan runs it at (absent in older plans: read "
+        "it from the assignment); `placement apply` sets what differs from the running job",
+    )
     rescale: RescaleInfo | None = Field(None, description="set by `placement plan --rescale`")
-    paths: list[PathPrediction] | None = Field(None, description="predicted latency per source→sink path (since "
-                                               "issue 25; absent in older plans)")
-    budget: JobBudgetRecord | None = Field(None, description="planned with other jobs: its priority and budget from "
-                                           "the inventory's jobs[] entry, and its use of each (absent when unset)")
-    contingencies: list[ContingencyRecord] | None = Field(None, description="one per edge host: where the subtasks "
-                                                          "run while it or its uplink is lost (since issue 43)")
+    paths: list[PathPrediction] | None = Field(
+        None, description="predicted latency per source→sink path (since issue 25; absent in older plans)"
+    )
+    budget: JobBudgetRecord | None = Field(
+        None,
+        description="planned with other jobs: its priority and budget from "
+        "the inventory's jobs[] entry, and its use of each (absent when unset)",
+    )
+    contingencies: list[ContingencyRecord] | None = Field(
+        None, description="one per edge host: where the subtasks run while it or its uplink is lost (since issue 43)"
+    )
 
     def mapping(self) -> dict[str, list[str]]:
         """vertex name -> host of each subtask (the vanilla-mode placement argument)."""
@@ -225,53 +252,123 @@ class PlanDocument(Strict):
 
 def solver_info(result: PlanResult) -> SolverInfo:
     return SolverInfo(
-        name=result.solver, status=result.status, objective_mode=result.objective_mode, gap=result.gap,
+        name=result.solver,
+        status=result.status,
+        objective_mode=result.objective_mode,
+        gap=result.gap,
         seconds=result.seconds,
-        stages=[StageInfo(name=s.name, status=s.info.status, objective=s.info.objective, bound=s.info.bound,
-                          gap=s.info.gap, seconds=s.info.seconds) for s in result.stages],
+        stages=[
+            StageInfo(
+                name=s.name,
+                status=s.info.status,
+                objective=s.info.objective,
+                bound=s.info.bound,
+                gap=s.info.gap,
+                seconds=s.info.seconds,
+            )
+            for s in result.stages
+        ],
     )
 
 
 def _links(cost: PlanCost) -> list[LinkPrediction]:
-    return [LinkPrediction(link=link.name, source=link.host, to=link.to, mbit=link.mbit, bandwidth_mbit=link.bandwidth_mbit,
-                           usable_mbit=link.usable_mbit, utilisation=link.utilisation) for link in cost.links]
+    return [
+        LinkPrediction(
+            link=link.name,
+            source=link.host,
+            to=link.to,
+            mbit=link.mbit,
+            bandwidth_mbit=link.bandwidth_mbit,
+            usable_mbit=link.usable_mbit,
+            utilisation=link.utilisation,
+        )
+        for link in cost.links
+    ]
 
 
 def _hosts(cost: PlanCost, problem: PlacementProblem) -> list[HostPrediction]:
     hosts = problem.host_by_name
-    return [HostPrediction(host=h.host, role=h.role, address=hosts[h.host].address, cores_used=h.cores_used, cores=h.cores,
-                           slots_used=h.slots_used, slots=h.slots, memory_mib_used=h.memory_mib_used, subtasks=h.subtasks,
-                           predicted_cores=h.predicted_cores, baseline_cores=h.baseline_cores,
-                           subtask_cores=h.cores_used, baseline_basis=h.baseline_basis,
-                           netty_cores=h.netty_cores or None)
-            for h in cost.hosts]
+    return [
+        HostPrediction(
+            host=h.host,
+            role=h.role,
+            address=hosts[h.host].address,
+            cores_used=h.cores_used,
+            cores=h.cores,
+            slots_used=h.slots_used,
+            slots=h.slots,
+            memory_mib_used=h.memory_mib_used,
+            subtasks=h.subtasks,
+            predicted_cores=h.predicted_cores,
+            baseline_cores=h.baseline_cores,
+            subtask_cores=h.cores_used,
+            baseline_basis=h.baseline_basis,
+            netty_cores=h.netty_cores or None,
+        )
+        for h in cost.hosts
+    ]
 
 
 def _objective(cost: PlanCost) -> Objective:
-    return Objective(wan_mbit=cost.wan_mbit, server_cores=cost.server_cores, edge_cores=cost.edge_cores,
-                     latency_ms=cost.latency_ms)
+    return Objective(
+        wan_mbit=cost.wan_mbit, server_cores=cost.server_cores, edge_cores=cost.edge_cores, latency_ms=cost.latency_ms
+    )
 
 
-def contingency_record(problem: PlacementProblem, main: Mapping[SubtaskKey, str], lost: str, result: PlanResult,
-                       assignment: Mapping[SubtaskKey, str] | None, shortfall: str = "") -> ContingencyRecord:
+def contingency_record(
+    problem: PlacementProblem,
+    main: Mapping[SubtaskKey, str],
+    lost: str,
+    result: PlanResult,
+    assignment: Mapping[SubtaskKey, str] | None,
+    shortfall: str = "",
+) -> ContingencyRecord:
     """One contingency of ``problem``'s job: ``result`` is the degraded state's plan (planned with other jobs: the
     fleet's), ``assignment`` this job's part of it, ``main`` this job's plan."""
     hosts = problem.host_by_name
-    moves = [] if assignment is None else [
-        ContingencyMove(vertex_id=s.vertex_id, vertex=s.vertex_name, subtask=s.index, label=s.label, host=main[s.key],
-                        to=assignment[s.key], address=hosts[assignment[s.key]].address)
-        for s in problem.subtasks if assignment[s.key] != main[s.key]]
+    moves = (
+        []
+        if assignment is None
+        else [
+            ContingencyMove(
+                vertex_id=s.vertex_id,
+                vertex=s.vertex_name,
+                subtask=s.index,
+                label=s.label,
+                host=main[s.key],
+                to=assignment[s.key],
+                address=hosts[assignment[s.key]].address,
+            )
+            for s in problem.subtasks
+            if assignment[s.key] != main[s.key]
+        ]
+    )
     cost = result.cost if assignment is not None else None
-    return ContingencyRecord(lost=lost, address=hosts[lost].address, status=result.status, gap=result.gap,
-                             shortfall=shortfall or None, moves=moves,
-                             objective=_objective(cost) if cost else None,
-                             links=_links(cost) if cost else [], hosts=_hosts(cost, problem) if cost else [])
+    return ContingencyRecord(
+        lost=lost,
+        address=hosts[lost].address,
+        status=result.status,
+        gap=result.gap,
+        shortfall=shortfall or None,
+        moves=moves,
+        objective=_objective(cost) if cost else None,
+        links=_links(cost) if cost else [],
+        hosts=_hosts(cost, problem) if cost else [],
+    )
 
 
 def build_plan_document(
-    problem: PlacementProblem, result: PlanResult, *, job: str, inventory: SourceRef, profile: SourceRef,
-    placement_mode: Literal["custom", "vanilla"], warnings: list[str] | None = None, now: datetime | None = None,
-    rescale: RescaleInfo | None = None, budget: JobBudgetRecord | None = None,
+    problem: PlacementProblem,
+    result: PlanResult,
+    *,
+    job: str,
+    inventory: SourceRef,
+    profile: SourceRef,
+    placement_mode: Literal["custom", "vanilla"],
+    warnings: list[str] | None = None,
+    now: datetime | None = None,
+    rescale: RescaleInfo | None = None,
+    budget: JobBudgetRecord | None = None,
     contingencies: list[ContingencyRecord] | None = None,
 ) -> PlanDocument:
     """The plan document of a solved ``result`` (pure: the timestamp can be given)."""
@@ -281,12 +378,23 @@ def build_plan_document(
     return PlanDocument(
         created_at=(now or datetime.now(timezone.utc)).isoformat(timespec="seconds"),
         tool=f"placement {__version__}",
-        job=job, inventory=inventory, profile=profile, placement_mode=placement_mode, rate_scale=problem.rate_scale,
+        job=job,
+        inventory=inventory,
+        profile=profile,
+        placement_mode=placement_mode,
+        rate_scale=problem.rate_scale,
         objective=_objective(cost),
         solver=solver_info(result),
         assignment=[
-            SubtaskAssignment(vertex_id=s.vertex_id, vertex=s.vertex_name, subtask=s.index, parallelism=s.parallelism,
-                              label=s.label, host=result.assignment[s.key], address=hosts[result.assignment[s.key]].address)
+            SubtaskAssignment(
+                vertex_id=s.vertex_id,
+                vertex=s.vertex_name,
+                subtask=s.index,
+                parallelism=s.parallelism,
+                label=s.label,
+                host=result.assignment[s.key],
+                address=hosts[result.assignment[s.key]].address,
+            )
             for s in problem.subtasks
         ],
         links=_links(cost),
@@ -294,10 +402,24 @@ def build_plan_document(
         warnings=list(warnings or []),
         parallelism={vid: problem.by_vertex[vid][0].parallelism for vid in problem.vertex_order},
         rescale=rescale,
-        paths=[PathPrediction(path=p.name, vertices=list(p.vertices), latency_ms=_finite(p.latency_ms), flush_ms=p.flush_ms,
-                              delay_ms=p.delay_ms, transmit_ms=p.transmit_ms, queue_ms=_finite(p.queue_ms), link=p.link,
-                              utilisation=p.utilisation, bound_ms=p.bound_ms, expected_ms=_finite(p.expected_ms),
-                              expected_queue_ms=_finite(p.expected_queue_ms)) for p in cost.paths] or None,
+        paths=[
+            PathPrediction(
+                path=p.name,
+                vertices=list(p.vertices),
+                latency_ms=_finite(p.latency_ms),
+                flush_ms=p.flush_ms,
+                delay_ms=p.delay_ms,
+                transmit_ms=p.transmit_ms,
+                queue_ms=_finite(p.queue_ms),
+                link=p.link,
+                utilisation=p.utilisation,
+                bound_ms=p.bound_ms,
+                expected_ms=_finite(p.expected_ms),
+                expected_queue_ms=_finite(p.expected_queue_ms),
+            )
+            for p in cost.paths
+        ]
+        or None,
         budget=budget,
         contingencies=contingencies,
     )

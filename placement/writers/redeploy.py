@@ -90,7 +90,9 @@ def render_redeploy(plan: PlanDocument, inv: Inventory) -> str:
             f"set -e; [ -f {shlex.quote(path)} ] && cp -p {shlex.quote(path)} {shlex.quote(path + '.prev')}; "
             f"mv -f {shlex.quote(path + '.new')} {shlex.quote(path)}"
         )
-        install = CUSTOM_INSTALL.format(target=target, port=ssh.port, path=shlex.quote(path), path_new=shlex.quote(path + ".new"), remote=remote)
+        install = CUSTOM_INSTALL.format(
+            target=target, port=ssh.port, path=shlex.quote(path), path_new=shlex.quote(path + ".new"), remote=remote
+        )
     else:
         install = VANILLA_INSTALL
     rescaled = plan.placement_mode == "custom" and plan.rescale is not None and bool(plan.rescale.changed)
@@ -98,17 +100,28 @@ def render_redeploy(plan: PlanDocument, inv: Inventory) -> str:
     precheck, resubmit = "", JAR_RUN.replace("@RUN_BODY@", json.dumps(run_body(plan, inv)))
     if rescaled:
         jar_arg = "JOB_JAR"
-        jar_help = ("#   JOB_JAR the job jar's absolute path on the JobManager host (the parallelism changes: resubmitted "
-                    "through the\n#           JobGraph submitter there, see `placement apply --help`)")
+        jar_help = (
+            "#   JOB_JAR the job jar's absolute path on the JobManager host (the parallelism changes: resubmitted "
+            "through the\n#           JobGraph submitter there, see `placement apply --help`)"
+        )
         precheck, resubmit = rescale_blocks(plan, inv, target, ssh.port)
     template = Template((repo_dir("deploy") / "templates" / "redeploy.sh.tmpl").read_text(encoding="utf-8"))
     return template.substitute(
-        job=plan.job, tool=plan.tool, created_at=plan.created_at, mode=plan.placement_mode, rest_url=inv.flink.rest_url.rstrip("/"),
-        savepoint_dir=inv.flink.savepoint_dir, install_block=install,
-        install_step="put schedulercfg on the JobManager host" if plan.placement_mode == "custom" else "pass the mapping",
+        job=plan.job,
+        tool=plan.tool,
+        created_at=plan.created_at,
+        mode=plan.placement_mode,
+        rest_url=inv.flink.rest_url.rstrip("/"),
+        savepoint_dir=inv.flink.savepoint_dir,
+        install_block=install,
+        install_step="put schedulercfg on the JobManager host"
+        if plan.placement_mode == "custom"
+        else "pass the mapping",
         resubmit_step="resubmit through the JobGraph submitter" if rescaled else "resubmit from the savepoint",
-        jar_arg=jar_arg, jar_help=jar_help.format(rest=inv.flink.rest_url.rstrip("/")),
-        precheck_block=precheck, resubmit_block=resubmit,
+        jar_arg=jar_arg,
+        jar_help=jar_help.format(rest=inv.flink.rest_url.rstrip("/")),
+        precheck_block=precheck,
+        resubmit_block=resubmit,
     )
 
 
@@ -120,17 +133,27 @@ def rescale_blocks(plan: PlanDocument, inv: Inventory, target: str, port: int) -
     home = inv.flink.home.rstrip("/") or "/"
     sub_dir = posixpath.join(home, "placement", "submitter")
     latest = f"S=$(ls -1 {shlex.quote(sub_dir)}/{JAR_PREFIX}-*.jar 2>/dev/null | tail -n 1)"
-    check = (f'{latest}; [ -n "$S" ] || {{ echo "no JobGraph submitter in {sub_dir} (placement apply installs it; or '
-             f'build it with python -m placement.submitter and copy it there)"; exit 1; }}; '
-             '[ -f "$1" ] || { echo "no job jar $1"; exit 1; }; '
-             'java -version >/dev/null 2>&1 || { echo "java does not run"; exit 1; }')
+    check = (
+        f'{latest}; [ -n "$S" ] || {{ echo "no JobGraph submitter in {sub_dir} (placement apply installs it; or '
+        f'build it with python -m placement.submitter and copy it there)"; exit 1; }}; '
+        '[ -f "$1" ] || { echo "no job jar $1"; exit 1; }; '
+        'java -version >/dev/null 2>&1 || { echo "java does not run"; exit 1; }'
+    )
     submit = shlex.join(["sh", "-c", f"{latest}; exec {submitter_java(plan, inv)}", "sh"])
-    refusal = (f"this plan changes parallelism ({changes}): Flink 2.3's REST jar run cannot, so this script resubmits "
-               f"it through the JobGraph submitter on the JobManager host {jm}; give JOB_JAR as the absolute path of "
-               "the job's jar there (usage: redeploy.sh JOB_ID /path/on/the/jobmanager/job.jar)")
+    refusal = (
+        f"this plan changes parallelism ({changes}): Flink 2.3's REST jar run cannot, so this script resubmits "
+        f"it through the JobGraph submitter on the JobManager host {jm}; give JOB_JAR as the absolute path of "
+        "the job's jar there (usage: redeploy.sh JOB_ID /path/on/the/jobmanager/job.jar)"
+    )
     cannot = f"this plan changes parallelism ({changes}): cannot resubmit it through the JobGraph submitter on {jm}: "
-    precheck = RESCALE_CHECK.format(refusal=shlex.quote(refusal), port=port, target=target, jm=jm,
-                                    check=shlex.quote(shlex.join(["sh", "-c", check, "sh"])), cannot=shlex.quote(cannot))
+    precheck = RESCALE_CHECK.format(
+        refusal=shlex.quote(refusal),
+        port=port,
+        target=target,
+        jm=jm,
+        check=shlex.quote(shlex.join(["sh", "-c", check, "sh"])),
+        cannot=shlex.quote(cannot),
+    )
     return precheck, RESCALE_SUBMIT.format(jm=jm, changes=changes, submit=shlex.quote(submit))
 
 
@@ -139,9 +162,17 @@ def submitter_java(plan: PlanDocument, inv: Inventory) -> str:
     arguments are the job jar, the savepoint and the REST URL: every vertex at the plan's parallelism."""
     home = inv.flink.home.rstrip("/") or "/"
     overrides = plan.parallelism or {a.vertex_id: a.parallelism for a in plan.assignment}
-    call = SubmitCall(java="java", submitter_jar="{S}", flink_home=home, conf_dir=posixpath.join(home, "conf"),
-                      rest_url="{3}", job_jar="{1}", entry_class=inv.job.entry_class,
-                      program_args=tuple(inv.job.program_args), overrides=tuple(sorted(overrides.items())))
+    call = SubmitCall(
+        java="java",
+        submitter_jar="{S}",
+        flink_home=home,
+        conf_dir=posixpath.join(home, "conf"),
+        rest_url="{3}",
+        job_jar="{1}",
+        entry_class=inv.job.entry_class,
+        program_args=tuple(inv.job.program_args),
+        overrides=tuple(sorted(overrides.items())),
+    )
     java = shlex.join(call.argv("{2}"))
     for mark, var in (("{S}", "$S"), ("{1}", "$1"), ("{2}", "$2"), ("{3}", "$3")):
         java = java.replace(mark, f"'\"{var}\"'")  # inside a single-quoted word: close, the variable, reopen

@@ -37,13 +37,18 @@ def file_labels(assignment: Sequence[SubtaskAssignment]) -> dict[tuple[str, int]
     vertex of the job has the same name."""
     names = Counter(name for _vid, name in {(a.vertex_id, a.vertex) for a in assignment})
     return {
-        (a.vertex_id, a.subtask): a.label if names[a.vertex] == 1 else f"{a.vertex_id} ({a.subtask + 1}/{a.parallelism})"
+        (a.vertex_id, a.subtask): a.label
+        if names[a.vertex] == 1
+        else f"{a.vertex_id} ({a.subtask + 1}/{a.parallelism})"
         for a in assignment
     }
 
 
-def render_schedulercfg(assignment: Sequence[SubtaskAssignment], vertex_order: Sequence[str],
-                        contingencies: Sequence[ContingencyRecord] = ()) -> str:
+def render_schedulercfg(
+    assignment: Sequence[SubtaskAssignment],
+    vertex_order: Sequence[str],
+    contingencies: Sequence[ContingencyRecord] = (),
+) -> str:
     """The schedulercfg text: the plan's lines, then a section per contingency that moves anything."""
     rank = {vid: n for n, vid in enumerate(vertex_order)}
     labels = file_labels(assignment)
@@ -57,8 +62,9 @@ def render_schedulercfg(assignment: Sequence[SubtaskAssignment], vertex_order: S
             moves = sorted(c.moves, key=lambda m: (rank[m.vertex_id], m.subtask))
             # a header names its TaskManager as a line does; where hosts share an address, by its resource id (the
             # inventory's host name, as apply, the lab and the Ansible role set it)
-            text += f"\n[lost {c.lost if c.address in shared else c.address}]\n" + "".join(f"{labels[(m.vertex_id, m.subtask)]}; {m.address}\n"
-                                                        for m in moves)
+            text += f"\n[lost {c.lost if c.address in shared else c.address}]\n" + "".join(
+                f"{labels[(m.vertex_id, m.subtask)]}; {m.address}\n" for m in moves
+            )
     return text
 
 
@@ -77,7 +83,7 @@ def parse_sections(text: str) -> dict[str, dict[str, str]]:
             continue
         head = line.strip()
         if head.startswith("["):
-            lost = head[len("[lost "):-1].strip() if head.startswith("[lost ") and head.endswith("]") else ""
+            lost = head[len("[lost ") : -1].strip() if head.startswith("[lost ") and head.endswith("]") else ""
             if not lost or " " in lost:
                 raise BadInput(f"line {n} is not a section header '[lost <address>]'", source="schedulercfg")
             if lost in sections:

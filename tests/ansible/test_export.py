@@ -163,8 +163,11 @@ def test_failure_detection_is_exported_through_the_one_mapping_and_the_roles_def
     # a hand-written Ansible inventory gets what an inventory without the block maps to: the three writers agree
     assert flatten(role["flink_failure_detection_config"]) == flink_config(FailureDetection())
     assert flatten(ansible_inventory(minimal())["all"]["vars"]["flink_failure_detection_config"]) == flink_config(
-        FailureDetection())
-    flink = minimal().flink.model_dump() | {"failure_detection": {"heartbeat_timeout": "30s", "rejoin": {"retry_max": "2s"}}}
+        FailureDetection()
+    )
+    flink = minimal().flink.model_dump() | {
+        "failure_detection": {"heartbeat_timeout": "30s", "rejoin": {"retry_max": "2s"}}
+    }
     exported = flatten(ansible_inventory(minimal(flink=flink))["all"]["vars"]["flink_failure_detection_config"])
     assert (exported["heartbeat.timeout"], exported["cluster.registration.max-timeout"]) == (30000, 2000)
     assert exported["heartbeat.interval"] == 2000 and exported["restart-strategy.type"] == "exponential-delay"
@@ -223,7 +226,9 @@ def test_cli_a_flink_archive_says_which_release_the_role_installs_and_must_match
     pinned.write_text(yaml.safe_dump(inv))
     proc = placement_cli("inventory", "ansible", str(pinned), "--flink-archive", str(archive))
     assert (proc.returncode, proc.stderr) == (
-        2, f"error: {archive}: --flink-archive: holds Flink 1.20.5, but {pinned}: flink.version pins 2.3.0\n")
+        2,
+        f"error: {archive}: --flink-archive: holds Flink 1.20.5, but {pinned}: flink.version pins 2.3.0\n",
+    )
 
 
 @pytest.mark.parametrize(

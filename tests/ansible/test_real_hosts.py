@@ -96,8 +96,13 @@ class Lab:
         path.write_text(yaml.safe_dump(doc, sort_keys=False))
         return path
 
-    def export(self, *extra: str, placement_mode: str = "custom", archive: FlinkArchive | None = None,
-               version: str | None = None) -> Path:
+    def export(
+        self,
+        *extra: str,
+        placement_mode: str = "custom",
+        archive: FlinkArchive | None = None,
+        version: str | None = None,
+    ) -> Path:
         """`placement inventory ansible` plus host_vars that move every system path under the host's prefix;
         ``archive`` (default: the 2.3.0 one) installs another release, which ``version`` pins."""
         archive = archive or self.archive
@@ -261,12 +266,16 @@ def test_site_installs_and_configures_flink_and_a_second_run_changes_nothing(lab
     assert len(jars) == 1 and jars[0].name.startswith("placement-scheduler-2.3.0-"), jars
     assert not list((lab.prefix("rpi1") / "opt" / "flink" / "lib").glob("placement-scheduler-*.jar"))
     status = placement_cli("scheduler", "status", "--flink-home", str(lab.prefix("server") / "opt" / "flink"))
-    assert status.returncode == 0 and "built for Flink 2.3.0" in status.stdout and ": ok" in status.stdout, status.stdout
+    assert status.returncode == 0 and "built for Flink 2.3.0" in status.stdout and ": ok" in status.stdout, (
+        status.stdout
+    )
     assert scheduler_dir.is_dir() and not any(scheduler_dir.iterdir())
     assert not (lab.prefix("rpi1") / "opt" / "flink" / "placement").exists()
     # bin/config.sh's classpath (sorted lib/*.jar, flink-dist last) puts the extension before flink-dist
     lib_jars = sorted(p.name for p in (lab.prefix("server") / "opt" / "flink" / "lib").glob("*.jar"))
-    order = [n for n in lib_jars if not n.startswith("flink-dist")] + [n for n in lib_jars if n.startswith("flink-dist")]
+    order = [n for n in lib_jars if not n.startswith("flink-dist")] + [
+        n for n in lib_jars if n.startswith("flink-dist")
+    ]
     assert order.index(jars[0].name) < order.index("flink-dist-2.3.0.jar")
 
     units = {h: lab.prefix(h) / "etc" / "systemd" / "system" for h in HOSTS}

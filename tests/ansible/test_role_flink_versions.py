@@ -26,11 +26,20 @@ from support.flink_reads import FlinkReads, as_written, tm_process_mib
 pytestmark = [pytest.mark.ansible, pytest.mark.flink]
 
 # the failure-detection keys the role's rendered config is read back for, each as every line defines it
-FAILURE_OPTIONS = {k: ALL_FAILURE_OPTIONS[k] for k in (
-    "heartbeat.interval", "heartbeat.timeout", "heartbeat.rpc-failure-threshold", "slot.request.timeout",
-    "restart-strategy.type", "restart-strategy.exponential-delay.initial-backoff",
-    "restart-strategy.exponential-delay.attempts-before-reset-backoff", "taskmanager.registration.timeout",
-    "cluster.registration.max-timeout")}
+FAILURE_OPTIONS = {
+    k: ALL_FAILURE_OPTIONS[k]
+    for k in (
+        "heartbeat.interval",
+        "heartbeat.timeout",
+        "heartbeat.rpc-failure-threshold",
+        "slot.request.timeout",
+        "restart-strategy.type",
+        "restart-strategy.exponential-delay.initial-backoff",
+        "restart-strategy.exponential-delay.attempts-before-reset-backoff",
+        "taskmanager.registration.timeout",
+        "cluster.registration.max-timeout",
+    )
+}
 
 VERSIONS = ("1.19.3", "1.20.5", "2.0.2", "2.1.3", "2.2.1", "2.3.0")  # one release of every supported line
 ROLE = ANSIBLE_DIR / "roles" / "flink"
@@ -73,11 +82,26 @@ def run_play(tmp_path: Path, play: str, *extra: str) -> subprocess.CompletedProc
     (tmp_path / "hosts.ini").write_text("[jobmanager]\nlocalhost ansible_connection=local\n")
     runner = Ansible(tmp_path)
     try:
-        env = {**runner.env, "ANSIBLE_ROLES_PATH": str(ANSIBLE_DIR / "roles"),
-               "ANSIBLE_PYTHON_INTERPRETER": "/usr/bin/python3"}
-        argv = [require_tool("ansible-playbook"), "-i", str(tmp_path / "hosts.ini"), str(tmp_path / "play.yml"),
-                "-e", "placement_cores=4", "-e", "placement_memory_mib=4096", "-e", "flink_run_jobmanager=false",
-                "-e", "flink_savepoint_dir=file:///var/lib/flink/savepoints", *extra]
+        env = {
+            **runner.env,
+            "ANSIBLE_ROLES_PATH": str(ANSIBLE_DIR / "roles"),
+            "ANSIBLE_PYTHON_INTERPRETER": "/usr/bin/python3",
+        }
+        argv = [
+            require_tool("ansible-playbook"),
+            "-i",
+            str(tmp_path / "hosts.ini"),
+            str(tmp_path / "play.yml"),
+            "-e",
+            "placement_cores=4",
+            "-e",
+            "placement_memory_mib=4096",
+            "-e",
+            "flink_run_jobmanager=false",
+            "-e",
+            "flink_savepoint_dir=file:///var/lib/flink/savepoints",
+            *extra,
+        ]
         return subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     finally:
         runner.close()
@@ -110,12 +134,21 @@ def test_each_version_reads_the_roles_config_as_meant(rendered, reads, version):
     doc = yaml.safe_load((conf_dir / "config.yaml").read_text())
     # the savepoint directory under the key this version knows (1.20 added execution.checkpointing.savepoint-dir)
     if FlinkVersion.parse(version).at_least(1, 20):
-        assert doc["execution"]["checkpointing"]["savepoint-dir"] == "file:///var/lib/flink/savepoints" and "state" not in doc
+        assert (
+            doc["execution"]["checkpointing"]["savepoint-dir"] == "file:///var/lib/flink/savepoints"
+            and "state" not in doc
+        )
     else:
         assert doc["state"]["savepoints"]["dir"] == "file:///var/lib/flink/savepoints" and "execution" not in doc
-    got = reads(home, conf_dir, CONF + "CheckpointingOptions#SAVEPOINT_DIRECTORY",
-                CONF + "ExternalResourceOptions#EXTERNAL_RESOURCE_LIST", CONF + "TaskManagerOptions#NUM_TASK_SLOTS",
-                CONF + "TaskManagerOptions#CPU_CORES", CONF + "JobManagerOptions#SCHEDULER")
+    got = reads(
+        home,
+        conf_dir,
+        CONF + "CheckpointingOptions#SAVEPOINT_DIRECTORY",
+        CONF + "ExternalResourceOptions#EXTERNAL_RESOURCE_LIST",
+        CONF + "TaskManagerOptions#NUM_TASK_SLOTS",
+        CONF + "TaskManagerOptions#CPU_CORES",
+        CONF + "JobManagerOptions#SCHEDULER",
+    )
     assert got == {
         CONF + "CheckpointingOptions#SAVEPOINT_DIRECTORY": "file:///var/lib/flink/savepoints",
         CONF + "ExternalResourceOptions#EXTERNAL_RESOURCE_LIST": "[localhost]",
@@ -132,20 +165,40 @@ def test_a_1x_conf_dir_with_a_flink_conf_yaml_is_refused_2x_ignores_it(tmp_path,
     conf = tmp_path / "conf"
     conf.mkdir()
     (conf / "flink-conf.yaml").write_text("taskmanager.numberOfTaskSlots: 1\n")
-    proc = run_play(tmp_path, GUARD, "--check", "-e", f"flink_version={version}", "-e", f"flink_conf_dir={conf}",
-                    "-e", f"flink_home={tmp_path}/flink", "-e", f"flink_data_dir={tmp_path}/data",
-                    "-e", f"flink_log_dir={tmp_path}/log", "-e", f"flink_systemd_dir={tmp_path}/systemd",
-                    "-e", "flink_user=root", "-e", "flink_group=root", "-e", "flink_manage_services=false",
-                    "-e", "flink_savepoint_dir=s3://bucket/savepoints")
-    message = (f"localhost: {conf}/flink-conf.yaml exists, and Flink {version} reads it instead of the config.yaml "
-               "this role writes: move its settings into flink_config_extra and remove it")
+    proc = run_play(
+        tmp_path,
+        GUARD,
+        "--check",
+        "-e",
+        f"flink_version={version}",
+        "-e",
+        f"flink_conf_dir={conf}",
+        "-e",
+        f"flink_home={tmp_path}/flink",
+        "-e",
+        f"flink_data_dir={tmp_path}/data",
+        "-e",
+        f"flink_log_dir={tmp_path}/log",
+        "-e",
+        f"flink_systemd_dir={tmp_path}/systemd",
+        "-e",
+        "flink_user=root",
+        "-e",
+        "flink_group=root",
+        "-e",
+        "flink_manage_services=false",
+        "-e",
+        "flink_savepoint_dir=s3://bucket/savepoints",
+    )
+    message = (
+        f"localhost: {conf}/flink-conf.yaml exists, and Flink {version} reads it instead of the config.yaml "
+        "this role writes: move its settings into flink_config_extra and remove it"
+    )
     if refused:
         assert proc.returncode != 0 and message in proc.stdout, proc.stdout[-3000:]
     else:
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
         assert "flink-conf.yaml exists" not in proc.stdout
-
-
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -163,8 +216,13 @@ def test_the_exported_failure_detection_reaches_the_rendered_config(tmp_path, re
 
     from placement.flink.config import nest
 
-    fd = FailureDetection.model_validate({"heartbeat_timeout": "30s", "slot_request_timeout": "45s",
-                                          "restart": {"strategy": "fixed-delay", "attempts": 50, "initial_delay": "3s"}})
+    fd = FailureDetection.model_validate(
+        {
+            "heartbeat_timeout": "30s",
+            "slot_request_timeout": "45s",
+            "restart": {"strategy": "fixed-delay", "attempts": 50, "initial_delay": "3s"},
+        }
+    )
     (tmp_path / "fd.json").write_text(json.dumps({"flink_failure_detection_config": nest(flink_config(fd))}))
     out = tmp_path / "out"
     for version in ("1.19.3", "2.3.0"):
@@ -172,12 +230,17 @@ def test_the_exported_failure_detection_reaches_the_rendered_config(tmp_path, re
     play = RENDER.replace(f"loop: {list(VERSIONS)}", "loop: ['1.19.3', '2.3.0']")
     proc = run_play(tmp_path, play, "-e", f"out={out}", "-e", f"@{tmp_path / 'fd.json'}")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    fixed = {"restart-strategy.fixed-delay.attempts": CONF + "RestartStrategyOptions#RESTART_STRATEGY_FIXED_DELAY_ATTEMPTS",
-             "restart-strategy.fixed-delay.delay": CONF + "RestartStrategyOptions#RESTART_STRATEGY_FIXED_DELAY_DELAY"}
+    fixed = {
+        "restart-strategy.fixed-delay.attempts": CONF + "RestartStrategyOptions#RESTART_STRATEGY_FIXED_DELAY_ATTEMPTS",
+        "restart-strategy.fixed-delay.delay": CONF + "RestartStrategyOptions#RESTART_STRATEGY_FIXED_DELAY_DELAY",
+    }
     for version in ("1.19.3", "2.3.0"):
         got = reads(home_of(version), out / version, *FAILURE_OPTIONS.values(), *fixed.values())
         read = {k: as_written(got[o]) for k, o in {**FAILURE_OPTIONS, **fixed}.items()}
         assert (read["heartbeat.timeout"], read["slot.request.timeout"], read["restart-strategy.type"]) == (
-            30000, 45000, "fixed-delay"), (version, got)
+            30000,
+            45000,
+            "fixed-delay",
+        ), (version, got)
         assert (read["restart-strategy.fixed-delay.attempts"], read["restart-strategy.fixed-delay.delay"]) == (50, 3000)
         assert read["heartbeat.interval"] == 2000  # what the inventory left at its default

@@ -29,22 +29,43 @@ REPO = Path(__file__).resolve().parents[2]
 PLACEMENT = [str(Path(sys.executable).parent / "placement")]
 JOB_NAME = "pp-apply-iot"
 # 10 sensors, 2 source subtasks at 200/s, 1 s windows: ~12 alarms/s per sensor go into the keyed running totals.
-JOB_ARGS = ["--sensors", "10", "--window-ms", "1000", "--rate", "200", "--window-parallelism", "2", "--job-name", JOB_NAME]
+JOB_ARGS = [
+    "--sensors",
+    "10",
+    "--window-ms",
+    "1000",
+    "--rate",
+    "200",
+    "--window-parallelism",
+    "2",
+    "--job-name",
+    JOB_NAME,
+]
 VERTICES = ["Source: Sensors", "Parse", "Filter", "Enrich", "Window Aggregate", "Sink: Readings"]
 # `placement apply --settle 2` in tests whose subject is not the settle: the step still runs (the audit's "watch") and
 # still fails the apply on a restart, but the default 10 s adds 8 s to every apply and these tests read the job
 # RUNNING on its plan, its keyed state carried over, themselves right after (test_apply_fleet.py settles 1 s)
 SETTLE = ("--settle", "2")
-PER_KEY_RATE_MAX = 16.0  # alarms/s one sensor gains at most (12 on average, ~13 for the busiest of 10): a fresh start's ceiling
+PER_KEY_RATE_MAX = (
+    16.0  # alarms/s one sensor gains at most (12 on average, ~13 for the busiest of 10): a fresh start's ceiling
+)
 
 # The running job's graph: chain parallelism 2, window and sink 2.
 PLACED = {  # two lanes: (rpi1 x4) and (rpi1, rpi1, rpi1, server); keyed part on the server
-    "Source: Sensors": ["rpi1", "rpi1"], "Parse": ["rpi1", "rpi1"], "Filter": ["rpi1", "rpi1"],
-    "Enrich": ["rpi1", "server"], "Window Aggregate": ["server", "server"], "Sink: Readings": ["server", "server"],
+    "Source: Sensors": ["rpi1", "rpi1"],
+    "Parse": ["rpi1", "rpi1"],
+    "Filter": ["rpi1", "rpi1"],
+    "Enrich": ["rpi1", "server"],
+    "Window Aggregate": ["server", "server"],
+    "Sink: Readings": ["server", "server"],
 }
 MOVED = {  # everything on the server but the sources' first two stages
-    "Source: Sensors": ["rpi1", "rpi1"], "Parse": ["rpi1", "rpi1"], "Filter": ["server", "server"],
-    "Enrich": ["server", "server"], "Window Aggregate": ["server", "server"], "Sink: Readings": ["server", "server"],
+    "Source: Sensors": ["rpi1", "rpi1"],
+    "Parse": ["rpi1", "rpi1"],
+    "Filter": ["server", "server"],
+    "Enrich": ["server", "server"],
+    "Window Aggregate": ["server", "server"],
+    "Sink: Readings": ["server", "server"],
 }
 ALL_SERVER = {v: ["server", "server"] for v in VERTICES}
 
@@ -57,29 +78,69 @@ class SshLab:
     down_address: str  # an address of our own namespace where no sshd listens
 
 
-def write_inventory(path: Path, lab: SshLab, *, rest_url: str, home: Path, savepoint_dir: Path, mode: str = "vanilla",
-                    jar: Path | None = None, program_args: Sequence[str] = JOB_ARGS, known_hosts: Path | None = None,
-                    addresses: Mapping[str, str] | None = None, name: str = "pp-apply") -> Path:
+def write_inventory(
+    path: Path,
+    lab: SshLab,
+    *,
+    rest_url: str,
+    home: Path,
+    savepoint_dir: Path,
+    mode: str = "vanilla",
+    jar: Path | None = None,
+    program_args: Sequence[str] = JOB_ARGS,
+    known_hosts: Path | None = None,
+    addresses: Mapping[str, str] | None = None,
+    name: str = "pp-apply",
+) -> Path:
     addresses = {h: s.address for h, s in lab.hosts.items()} | dict(addresses or {})
     doc = {
-        "version": 1, "name": name,
-        "ssh": {"user": "root", "port": 22, "key": str(lab.client_key), "known_hosts": str(known_hosts or lab.known_hosts)},
+        "version": 1,
+        "name": name,
+        "ssh": {
+            "user": "root",
+            "port": 22,
+            "key": str(lab.client_key),
+            "known_hosts": str(known_hosts or lab.known_hosts),
+        },
         "hosts": [
-            {"name": "server", "address": addresses["server"], "role": "server", "cores": 4, "memory": "4GiB", "task_slots": 4},
+            {
+                "name": "server",
+                "address": addresses["server"],
+                "role": "server",
+                "cores": 4,
+                "memory": "4GiB",
+                "task_slots": 4,
+            },
             {"name": "rpi1", "address": addresses["rpi1"], "role": "edge", "model": "rpi4b"},
         ],
         "links": [{"from": "rpi1", "to": "server", "bandwidth": "50mbit"}],
-        "flink": {"rest_url": rest_url, "home": str(home), "jobmanager": "server", "placement_mode": mode,
-                  "savepoint_dir": savepoint_dir.as_uri(), "scheduler_dir": str(home / "placement" / "scheduler")},
-        "job": {"name": JOB_NAME, "entry_class": IOT_SENSOR_JOB, "program_args": list(program_args),
-                **({"jar": str(jar)} if jar else {})},
+        "flink": {
+            "rest_url": rest_url,
+            "home": str(home),
+            "jobmanager": "server",
+            "placement_mode": mode,
+            "savepoint_dir": savepoint_dir.as_uri(),
+            "scheduler_dir": str(home / "placement" / "scheduler"),
+        },
+        "job": {
+            "name": JOB_NAME,
+            "entry_class": IOT_SENSOR_JOB,
+            "program_args": list(program_args),
+            **({"jar": str(jar)} if jar else {}),
+        },
     }
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return path
 
 
-def write_plan_dir(out: Path, inventory_path: Path, mapping: Mapping[str, Sequence[str]], *, mode: str | None = None,
-                   vertex_ids: Mapping[str, str] | None = None) -> Path:
+def write_plan_dir(
+    out: Path,
+    inventory_path: Path,
+    mapping: Mapping[str, Sequence[str]],
+    *,
+    mode: str | None = None,
+    vertex_ids: Mapping[str, str] | None = None,
+) -> Path:
     """A plan directory as `placement plan --out` writes it (plan.json, schedulercfg, vanilla/<host>.yaml) for a
     mapping."""
     return plan_dirs.write_plan_dir(out, inventory_path, mapping, job=JOB_NAME, mode=mode, vertex_ids=vertex_ids)
@@ -161,19 +222,35 @@ def assert_in_order(text: str, marks: Sequence[str], start: str = "steps:") -> N
 def fleet_profile(path: Path, name: str, vertex_ids: Mapping[str, str] | None = None) -> Path:
     """A profile of the apply tests' IoT job (vertex ids as the hand-made plans make them up, or ``vertex_ids``),
     ~200 records/s of 100 bytes per source subtask: what the running placement puts on the uplink can be computed."""
+
     def vid(vertex: str) -> str:
         return (vertex_ids or {}).get(vertex) or plan_dirs.made_up_id(vertex)
 
     edges = [("FORWARD", a, b) for a, b in pairwise(VERTICES[:4])]
     edges += [("HASH", VERTICES[3], VERTICES[4]), ("FORWARD", VERTICES[4], VERTICES[5])]
-    doc = {"job": {"name": name, "origin": "synthetic"},
-           "vertices": [{"id": vid(v), "name": v, "parallelism": 2, "stateful": v == "Window Aggregate",
-                         "state_bytes": 0.0, "bytes_per_record_out": 100,
-                         "subtasks": [{"index": i, "records_in_per_s": 0 if k == 0 else 200,
-                                       "records_out_per_s": 0 if k == 5 else 200, "busy_ms_per_s": 20}
-                                      for i in range(2)]}
-                        for k, v in enumerate(VERTICES)],
-           "edges": [{"source": vid(a), "target": vid(b), "ship_strategy": s}
-                     for s, a, b in edges]}
+    doc = {
+        "job": {"name": name, "origin": "synthetic"},
+        "vertices": [
+            {
+                "id": vid(v),
+                "name": v,
+                "parallelism": 2,
+                "stateful": v == "Window Aggregate",
+                "state_bytes": 0.0,
+                "bytes_per_record_out": 100,
+                "subtasks": [
+                    {
+                        "index": i,
+                        "records_in_per_s": 0 if k == 0 else 200,
+                        "records_out_per_s": 0 if k == 5 else 200,
+                        "busy_ms_per_s": 20,
+                    }
+                    for i in range(2)
+                ],
+            }
+            for k, v in enumerate(VERTICES)
+        ],
+        "edges": [{"source": vid(a), "target": vid(b), "ship_strategy": s} for s, a, b in edges],
+    }
     path.write_text(json.dumps(doc))
     return path

@@ -29,7 +29,9 @@ def ssh_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshLab]:
         rpi1 = nets.add("rpi1", "10.204.0.5", "10.204.0.6")
         down = nets.add("down", "10.204.0.9", "10.204.0.10")  # a host whose sshd is not running
         hosts = {
-            "server": stack.enter_context(sshd_in_namespace(server.ns, server.ns_addr, work / "server", client_key=client_key)),
+            "server": stack.enter_context(
+                sshd_in_namespace(server.ns, server.ns_addr, work / "server", client_key=client_key)
+            ),
             "rpi1": stack.enter_context(sshd_in_namespace(rpi1.ns, rpi1.ns_addr, work / "rpi1", client_key=client_key)),
         }
         known = work / "known_hosts"

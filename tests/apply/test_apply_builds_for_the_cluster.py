@@ -22,7 +22,9 @@ def no_extension(version: str | None) -> SchedulerView:
 
 
 def no_submitter() -> SubmitterView:
-    return SubmitterView("/opt/flink/placement/placement-submitter.jar", False, "/opt/flink/jobs/job.jar", True, None, None)
+    return SubmitterView(
+        "/opt/flink/placement/placement-submitter.jar", False, "/opt/flink/jobs/job.jar", True, None, None
+    )
 
 
 def test_the_extension_and_the_submitter_are_built_for_the_clusters_release(request_):  # noqa: F811
@@ -48,6 +50,8 @@ def test_a_cluster_that_does_not_say_its_release_gets_this_machines_extension_bu
     assert problem is None and jar is not None and jar.flink_version == find_flink_home().version
     submitter, problem = submitter_to_install(view)
     assert submitter is None and problem is not None and "\n" not in problem.message
-    assert problem.message.startswith("the JobManager host has no JobGraph submitter "
-                                      "(/opt/flink/placement/placement-submitter.jar) and the cluster's Flink version "
-                                      "is unknown: build it where the cluster's Flink is")
+    assert problem.message.startswith(
+        "the JobManager host has no JobGraph submitter "
+        "(/opt/flink/placement/placement-submitter.jar) and the cluster's Flink version "
+        "is unknown: build it where the cluster's Flink is"
+    )

@@ -62,13 +62,22 @@ def env(tmp_path_factory, ssh_lab: SshLab, flink_cluster, lab_jobs_jar, iot_job)
     (home / "conf").mkdir(parents=True)
     (home / "lib").mkdir()
     (home / "conf" / "config.yaml").write_text(CONFIG)
-    inv = write_inventory(work / "inventory.yaml", ssh_lab, rest_url=flink_cluster.rest_url, home=home, mode="custom",
-                          savepoint_dir=work / "savepoints", jar=lab_jobs_jar)
+    inv = write_inventory(
+        work / "inventory.yaml",
+        ssh_lab,
+        rest_url=flink_cluster.rest_url,
+        home=home,
+        mode="custom",
+        savepoint_dir=work / "savepoints",
+        jar=lab_jobs_jar,
+    )
     return Env(inv, home, work)
 
 
 def test_upload_is_atomic_over_ssh_and_keeps_the_previous_copy(ssh_lab: SshLab, tmp_path: Path):
-    inv_path = write_inventory(tmp_path / "inv.yaml", ssh_lab, rest_url="http://127.0.0.1:1", home=tmp_path, savepoint_dir=tmp_path)
+    inv_path = write_inventory(
+        tmp_path / "inv.yaml", ssh_lab, rest_url="http://127.0.0.1:1", home=tmp_path, savepoint_dir=tmp_path
+    )
     inv = load_inventory(inv_path)
     host = inv.host("server")
     target = tmp_path / "deep" / "dir" / "schedulercfg"
@@ -82,15 +91,20 @@ def test_upload_is_atomic_over_ssh_and_keeps_the_previous_copy(ssh_lab: SshLab, 
         ex.restore_previous(str(target))
         assert target.read_text() == "first\n"
     # the sshd saw a real session: the upload went through SFTP on that host
-    assert re.search(r"subsystem '?sftp", ssh_lab.hosts["server"].log.read_text()), ssh_lab.hosts["server"].log.read_text()[-2000:]
+    assert re.search(r"subsystem '?sftp", ssh_lab.hosts["server"].log.read_text()), ssh_lab.hosts[
+        "server"
+    ].log.read_text()[-2000:]
 
 
 def test_a_reader_polling_the_file_during_an_upload_never_sees_a_partial_file(ssh_lab: SshLab, tmp_path: Path):
     """24 MiB over SFTP take long enough to poll the target hundreds of times meanwhile; every read is the old or
     the new file whole. The reader also sees ``<path>.new`` half-written at some point: the write was observable,
     so a non-atomic upload (straight into the target) would have been caught."""
-    inv = load_inventory(write_inventory(tmp_path / "inv.yaml", ssh_lab, rest_url="http://127.0.0.1:1", home=tmp_path,
-                                         savepoint_dir=tmp_path))
+    inv = load_inventory(
+        write_inventory(
+            tmp_path / "inv.yaml", ssh_lab, rest_url="http://127.0.0.1:1", home=tmp_path, savepoint_dir=tmp_path
+        )
+    )
     host = inv.host("server")
     target = tmp_path / "scheduler" / "big.schedulercfg"
     old = b"".join(b"Old Operator (%d/100000); 10.204.0.2\n" % i for i in range(1, 100_001))
@@ -134,17 +148,28 @@ def test_a_jobmanager_without_the_extension_needs_consent_to_get_it_and_restart(
     job = running_job(flink_rest)
     result = run_cli("apply", str(plan), "--inventory", str(env.inventory))
     assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
-    assert ("the JobManager on server does not run the scheduler extension (no scheduler extension jar in "
-            f"server:{env.home}/lib; placement.scheduler.dir is unset, needs {env.scheduler_dir})") in result.stderr
+    assert (
+        "the JobManager on server does not run the scheduler extension (no scheduler extension jar in "
+        f"server:{env.home}/lib; placement.scheduler.dir is unset, needs {env.scheduler_dir})"
+    ) in result.stderr
     assert "pass --yes" in result.stderr
     # with consent, the dry run shows the jar, the config change and the restart between the stop and the resubmit
     result = run_cli("apply", str(plan), "--inventory", str(env.inventory), "--yes", "--dry-run")
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    marks = [f"POST /jobs/{job}/stop", f"-> {env.scheduler_dir}/taskmanagers.cfg.new",
-             f"-> {env.scheduler_dir}/pp-apply-iot.schedulercfg.new", f"-> {env.home}/lib/placement-scheduler-2.3.0-",
-             f"-> {env.config}.new", f"{env.home}/bin/jobmanager.sh stop", f"{env.home}/bin/jobmanager.sh start",
-             "GET /taskmanagers until", "GET /jobmanager/environment", "POST /jars/upload", "/run "]
+    marks = [
+        f"POST /jobs/{job}/stop",
+        f"-> {env.scheduler_dir}/taskmanagers.cfg.new",
+        f"-> {env.scheduler_dir}/pp-apply-iot.schedulercfg.new",
+        f"-> {env.home}/lib/placement-scheduler-2.3.0-",
+        f"-> {env.config}.new",
+        f"{env.home}/bin/jobmanager.sh stop",
+        f"{env.home}/bin/jobmanager.sh start",
+        "GET /taskmanagers until",
+        "GET /jobmanager/environment",
+        "POST /jars/upload",
+        "/run ",
+    ]
     assert_in_order(out, marks)  # the job jar is uploaded again after the JobManager restart
     assert "restarted to load the scheduler extension" in out and "Custom" not in out
     assert '"--placement"' not in out  # the job is resubmitted unchanged

@@ -53,7 +53,12 @@ class Env:
     lab: SshLab
 
     def inventory_variant(self, name: str, **kwargs) -> Path:
-        args = {"rest_url": self.rest_url, "home": self.home, "savepoint_dir": self.work / "savepoints", "jar": self.jar} | kwargs
+        args = {
+            "rest_url": self.rest_url,
+            "home": self.home,
+            "savepoint_dir": self.work / "savepoints",
+            "jar": self.jar,
+        } | kwargs
         return write_inventory(self.work / f"{name}.yaml", self.lab, **args)
 
 
@@ -62,8 +67,14 @@ def env(tmp_path_factory, ssh_lab: SshLab, flink_cluster, lab_jobs_jar, iot_job)
     work = tmp_path_factory.mktemp("pp-apply-faults")
     home = work / "flink-home"
     (home / "conf").mkdir(parents=True)
-    inv = write_inventory(work / "inventory.yaml", ssh_lab, rest_url=flink_cluster.rest_url, home=home,
-                          savepoint_dir=work / "savepoints", jar=lab_jobs_jar)
+    inv = write_inventory(
+        work / "inventory.yaml",
+        ssh_lab,
+        rest_url=flink_cluster.rest_url,
+        home=home,
+        savepoint_dir=work / "savepoints",
+        jar=lab_jobs_jar,
+    )
     return Env(inv, home, work, flink_cluster.rest_url, lab_jobs_jar, ssh_lab)
 
 
@@ -98,7 +109,9 @@ def test_a_changed_host_key_is_refused_and_an_unknown_one_needs_consent(env: Env
     impostor = generate_key(env.work / "impostor_host_key", "impostor")
     server = env.lab.hosts["server"]
     wrong = env.work / "known_hosts.wrong"
-    wrong.write_text(server.known_hosts.read_text() + known_hosts_line(env.lab.hosts["rpi1"].address, 22, Path(f"{impostor}.pub")))
+    wrong.write_text(
+        server.known_hosts.read_text() + known_hosts_line(env.lab.hosts["rpi1"].address, 22, Path(f"{impostor}.pub"))
+    )
     inv = env.inventory_variant("wrong-key", known_hosts=wrong)
     plan = write_plan_dir(env.work / "plan-wrong-key", inv, PLACED)
     result = run_cli("apply", str(plan), "--inventory", str(inv), "--accept-new-host-keys")
@@ -175,7 +188,9 @@ def full_tmpfs(env: Env):
     mount.mkdir(exist_ok=True)
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8k", "pp-apply-full", str(mount)], check=True)
     try:
-        subprocess.run(["dd", "if=/dev/zero", f"of={mount}/filler", "bs=4k", "count=4"], capture_output=True, check=False)
+        subprocess.run(
+            ["dd", "if=/dev/zero", f"of={mount}/filler", "bs=4k", "count=4"], capture_output=True, check=False
+        )
         yield mount
     finally:
         subprocess.run(["umount", str(mount)], check=False)
@@ -213,10 +228,21 @@ def test_a_resubmit_that_fails_is_rolled_back_to_the_previous_placement_from_the
     dead = subprocess.Popen(["true"])
     dead.wait()
     lock = env.home / "placement" / "apply.lock"
-    lock.write_text(json.dumps({"holder": "crashed", "machine": socket.gethostname(), "pid": dead.pid,
-                                "since": "earlier", "since_epoch": time.time() - 5}))
+    lock.write_text(
+        json.dumps(
+            {
+                "holder": "crashed",
+                "machine": socket.gethostname(),
+                "pid": dead.pid,
+                "since": "earlier",
+                "since_epoch": time.time() - 5,
+            }
+        )
+    )
     # vanilla Flink cannot split a vertex after the all-to-all edge: the job's main() rejects this at submit
-    bad = write_plan_dir(env.work / "plan-split-window", env.inventory, {**ALL_SERVER, "Window Aggregate": ["server", "rpi1"]})
+    bad = write_plan_dir(
+        env.work / "plan-split-window", env.inventory, {**ALL_SERVER, "Window Aggregate": ["server", "rpi1"]}
+    )
     before = let_totals_grow(flink_rest, job)
     t0 = time.monotonic()
     result = run_cli("apply", str(bad), "--inventory", str(env.inventory))
@@ -242,14 +268,26 @@ def test_a_lock_held_by_a_live_apply_is_respected(env: Env, flink_rest):
     placement = flink_rest.placement_counts(job)
     lock = env.home / "placement" / "apply.lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
-    lock.write_text(json.dumps({"holder": "alice@ops pid 4242", "machine": socket.gethostname(), "pid": os.getpid(),
-                                "since": "2026-11-21T20:00:00+00:00", "since_epoch": time.time()}))
+    lock.write_text(
+        json.dumps(
+            {
+                "holder": "alice@ops pid 4242",
+                "machine": socket.gethostname(),
+                "pid": os.getpid(),
+                "since": "2026-11-21T20:00:00+00:00",
+                "since_epoch": time.time(),
+            }
+        )
+    )
     try:
         plan = write_plan_dir(env.work / "plan-locked", env.inventory, PLACED)
         before = max_key_total(flink_rest, job)
         result = run_cli("apply", str(plan), "--inventory", str(env.inventory))
         assert result.returncode == 1 and one_line(result.stderr)
-        assert "another apply holds the lock" in result.stderr and "alice@ops pid 4242 since 2026-11-21T20:00:00+00:00" in result.stderr
+        assert (
+            "another apply holds the lock" in result.stderr
+            and "alice@ops pid 4242 since 2026-11-21T20:00:00+00:00" in result.stderr
+        )
         assert running_job(flink_rest) == job and flink_rest.placement_counts(job) == placement
         assert lock.exists() and "alice@ops" in lock.read_text()  # not ours to remove
         assert max_key_total(flink_rest, job) >= before
@@ -257,7 +295,9 @@ def test_a_lock_held_by_a_live_apply_is_respected(env: Env, flink_rest):
         lock.unlink(missing_ok=True)
 
 
-def test_an_apply_the_watch_triggers_meets_each_fault_and_the_job_runs_on_where_it_ran(env: Env, flink_rest, full_tmpfs):
+def test_an_apply_the_watch_triggers_meets_each_fault_and_the_job_runs_on_where_it_ran(
+    env: Env, flink_rest, full_tmpfs
+):
     """``placement watch --apply auto`` applies through :func:`placement.watch.acting.apply_plan`: a host down, another
     apply's live lock and a savepoint that cannot be written each end with the job RUNNING on its known placement and
     an outcome the decision log records (``changed`` tells the loop whether the job restarted: its cooldown starts)."""
@@ -276,8 +316,11 @@ def test_an_apply_the_watch_triggers_meets_each_fault_and_the_job_runs_on_where_
 
     def watch_apply(name: str, inv: Path) -> dict:
         plan = write_plan_dir(env.work / f"plan-watch-{name}", inv, PLACED)
-        return apply_plan(plan, WatchOptions(inventory_path=inv, job_name=JOB_NAME, work_dir=env.work / "watch",
-                                             apply="auto", settle_s=2), flink_rest)
+        return apply_plan(
+            plan,
+            WatchOptions(inventory_path=inv, job_name=JOB_NAME, work_dir=env.work / "watch", apply="auto", settle_s=2),
+            flink_rest,
+        )
 
     down = watch_apply("down", env.inventory_variant("watch-rpi1-down", addresses={"rpi1": env.lab.down_address}))
     assert down["status"] == "refused" and not down["changed"]
@@ -285,8 +328,17 @@ def test_an_apply_the_watch_triggers_meets_each_fault_and_the_job_runs_on_where_
     runs_on_where_it_ran()
 
     lock.parent.mkdir(parents=True, exist_ok=True)
-    lock.write_text(json.dumps({"holder": "bob@ops pid 4343", "machine": socket.gethostname(), "pid": os.getpid(),
-                                "since": "2026-11-22T23:00:00+00:00", "since_epoch": time.time()}))
+    lock.write_text(
+        json.dumps(
+            {
+                "holder": "bob@ops pid 4343",
+                "machine": socket.gethostname(),
+                "pid": os.getpid(),
+                "since": "2026-11-22T23:00:00+00:00",
+                "since_epoch": time.time(),
+            }
+        )
+    )
     try:
         locked = watch_apply("locked", env.inventory)
     finally:
@@ -303,6 +355,9 @@ def test_an_apply_the_watch_triggers_meets_each_fault_and_the_job_runs_on_where_
     log = env.work / "watch-decisions.jsonl"
     writer = DecisionLog(log)
     for tick, outcome in enumerate((down, locked, full), 1):
-        writer.write(decision_record(tick, 0, None, None, [], None, Decision("apply", "test", PolicyState(), "relief"),
-                                     apply=outcome))
+        writer.write(
+            decision_record(
+                tick, 0, None, None, [], None, Decision("apply", "test", PolicyState(), "relief"), apply=outcome
+            )
+        )
     assert [r["apply"]["status"] for r in read_log(log)] == ["refused", "failed-before-stop", "stop-failed"]

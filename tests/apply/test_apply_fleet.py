@@ -79,8 +79,14 @@ def env(tmp_path_factory, flink_rest, lab_jobs_jar, job_b, ssh_lab: SshLab, flin
     work = tmp_path_factory.mktemp("pp-apply-fleet")
     home = work / "flink-home"
     (home / "conf").mkdir(parents=True)
-    inv = write_inventory(work / "inventory.yaml", ssh_lab, rest_url=flink_cluster.rest_url, home=home,
-                          savepoint_dir=work / "savepoints", jar=lab_jobs_jar)
+    inv = write_inventory(
+        work / "inventory.yaml",
+        ssh_lab,
+        rest_url=flink_cluster.rest_url,
+        home=home,
+        savepoint_dir=work / "savepoints",
+        jar=lab_jobs_jar,
+    )
     doc = yaml.safe_load(inv.read_text())
     doc["jobs"] = [{"name": JOB_B, "program_args": ARGS_B}]
     inv.write_text(yaml.safe_dump(doc, sort_keys=False))
@@ -104,8 +110,9 @@ def test_a_dry_run_shows_the_whole_sequence_and_a_failed_preflight_of_one_job_ch
     assert max(stops) < out.index("[redeploy] REST POST /jars/<jar>/run")  # stop-all: both stopped, then started
     assert out.count("set -C") == 1 and f"{JOB_B} r1. [redeploy]" in out
     # the second job's plan has a vertex its running job does not: refused before anything, naming the job
-    wrong = write_fleet_dir(env.work / "fleet-wrong", env.inventory,
-                            {JOB_NAME: PLACED, JOB_B: {**MOVED, "Sink: Elsewhere": ["server"]}})
+    wrong = write_fleet_dir(
+        env.work / "fleet-wrong", env.inventory, {JOB_NAME: PLACED, JOB_B: {**MOVED, "Sink: Elsewhere": ["server"]}}
+    )
     result = run_cli("apply", "--plan", str(wrong), "--inventory", str(env.inventory))
     assert result.returncode == 2, result.stdout + result.stderr
     err = result.stderr.strip()
@@ -120,8 +127,13 @@ def test_a_dry_run_shows_the_whole_sequence_and_a_failed_preflight_of_one_job_ch
 def test_two_jobs_are_applied_as_one_change_and_every_subtask_of_both_verified(env: Env, flink_rest):
     # profiles known, every link far from full: moved one job at a time, in the fleet's order
     profiles = {n: fleet_profile(env.work / f"{n}.profile.json", n) for n in (JOB_NAME, JOB_B)}
-    fleet = write_fleet_dir(env.work / "fleet-1", env.inventory, {JOB_NAME: PLACED, JOB_B: MOVED}, profiles=profiles,
-                            link_mbit={"rpi1→server": {JOB_NAME: 0.4, JOB_B: 0.2}})
+    fleet = write_fleet_dir(
+        env.work / "fleet-1",
+        env.inventory,
+        {JOB_NAME: PLACED, JOB_B: MOVED},
+        profiles=profiles,
+        link_mbit={"rpi1→server": {JOB_NAME: 0.4, JOB_B: 0.2}},
+    )
     before = {n: running_job(flink_rest, n) for n in (JOB_NAME, JOB_B)}
     result = run_cli("apply", "--plan", str(fleet), "--inventory", str(env.inventory), "--settle", "1")
     assert result.returncode == 0, result.stdout + result.stderr
@@ -136,14 +148,24 @@ def test_two_jobs_are_applied_as_one_change_and_every_subtask_of_both_verified(e
     audit = read_audit(fleet / "apply-audit.jsonl")
     assert audit[0]["event"] == "fleet" and audit[0]["strategy"] == "sequential"
     assert [r["kind"] for r in audit if r["event"] == "ok" and r["kind"] in ("lock", "stop", "submit", "verify")] == [
-        "lock", "stop", "submit", "verify", "stop", "submit", "verify"]
+        "lock",
+        "stop",
+        "submit",
+        "verify",
+        "stop",
+        "submit",
+        "verify",
+    ]
     assert audit[-1]["status"] == "applied"
     assert not (env.home / "placement" / "apply.lock").exists()
 
 
 def test_a_fault_after_the_first_jobs_stop_rolls_both_back_with_their_keyed_state(env: Env, flink_rest):
-    fleet = write_fleet_dir(env.work / "fleet-2", env.inventory,
-                            {JOB_NAME: ALL_SERVER, JOB_B: {**MOVED, "Window Aggregate": ["server", "rpi1"]}})
+    fleet = write_fleet_dir(
+        env.work / "fleet-2",
+        env.inventory,
+        {JOB_NAME: ALL_SERVER, JOB_B: {**MOVED, "Window Aggregate": ["server", "rpi1"]}},
+    )
     jobs = {n: running_job(flink_rest, n) for n in (JOB_NAME, JOB_B)}
     placement = {n: flink_rest.placement_counts(j) for n, j in jobs.items()}
     totals = {n: let_totals_grow(flink_rest, j, min_total=300.0) for n, j in jobs.items()}
@@ -169,7 +191,8 @@ def test_a_fault_after_the_first_jobs_stop_rolls_both_back_with_their_keyed_stat
 
 
 def test_watch_of_both_jobs_re_plans_them_together_on_a_broken_uplink_and_applies_the_set_as_one_change(
-        env: Env, flink_rest, tmp_path):
+    env: Env, flink_rest, tmp_path
+):
     """``placement watch --job-name A --job-name B --apply auto`` for real: both jobs run where the roll back left them
     (A as PLACED, B as MOVED: B's parsed readings cross the uplink); the watch's inventory gives that uplink less
     than their measured load, so the running placement breaks it (relief), the joint re-plan keeps both jobs' readings
@@ -194,11 +217,43 @@ def test_watch_of_both_jobs_re_plans_them_together_on_a_broken_uplink_and_applie
     # the first decision a whole window past --warmup (Flink's rate meters average 60 s; the jobs were just restored);
     # stopped (SIGTERM, as a service manager stops it) once the change is recorded
     with log.open("w") as out:
-        watch = subprocess.Popen([*PLACEMENT, "watch", "--inventory", str(inv), "--job-name", JOB_NAME, "--job-name",
-                                  JOB_B, "--apply", "auto", "--engine", "pandas", "--interval", "4", "--window", "8",
-                                  "--sample", "1", "--flush", "2", "--warmup", "60", "--settle", "1", "--cooldown",
-                                  "600", "--duration", "200", "--work-dir", str(work)],
-                                 stdout=out, stderr=subprocess.STDOUT, text=True)
+        watch = subprocess.Popen(
+            [
+                *PLACEMENT,
+                "watch",
+                "--inventory",
+                str(inv),
+                "--job-name",
+                JOB_NAME,
+                "--job-name",
+                JOB_B,
+                "--apply",
+                "auto",
+                "--engine",
+                "pandas",
+                "--interval",
+                "4",
+                "--window",
+                "8",
+                "--sample",
+                "1",
+                "--flush",
+                "2",
+                "--warmup",
+                "60",
+                "--settle",
+                "1",
+                "--cooldown",
+                "600",
+                "--duration",
+                "200",
+                "--work-dir",
+                str(work),
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         try:
             applied = wait_for_an_apply(work / "decisions.jsonl", watch, timeout=200)
             assert applied is not None, log.read_text()[-3000:]

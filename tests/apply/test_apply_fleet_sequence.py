@@ -71,9 +71,23 @@ def test_sequential_moves_one_job_after_the_other_under_one_lock():
     plans = {"a": job_plan("a"), "b": job_plan("b")}
     seq = fleet_sequence(FleetOrder("sequential", ("b", "a"), "safe"), plans)
     assert kinds(seq) == [
-        "b:lock", "b:upload-jar", "a:upload-jar",  # one lock; every jar uploaded before any stop
-        "b:stop", "b:upload", "b:upload", "b:submit", "b:wait", "b:verify", "b:record",
-        "a:stop", "a:upload", "a:upload", "a:submit", "a:wait", "a:verify", "a:record",
+        "b:lock",
+        "b:upload-jar",
+        "a:upload-jar",  # one lock; every jar uploaded before any stop
+        "b:stop",
+        "b:upload",
+        "b:upload",
+        "b:submit",
+        "b:wait",
+        "b:verify",
+        "b:record",
+        "a:stop",
+        "a:upload",
+        "a:upload",
+        "a:submit",
+        "a:wait",
+        "a:verify",
+        "a:record",
         "b:unlock",
     ]
 
@@ -82,9 +96,24 @@ def test_stop_all_stops_every_job_before_any_redeploy():
     plans = {"a": job_plan("a"), "b": job_plan("b")}
     seq = fleet_sequence(FleetOrder("stop-all", ("a", "b"), "unsafe"), plans)
     assert kinds(seq) == [
-        "a:lock", "a:upload-jar", "b:upload-jar", "a:stop", "b:stop",
-        "a:upload", "a:upload", "a:submit", "a:wait", "a:verify", "a:record",
-        "b:upload", "b:upload", "b:submit", "b:wait", "b:verify", "b:record", "a:unlock",
+        "a:lock",
+        "a:upload-jar",
+        "b:upload-jar",
+        "a:stop",
+        "b:stop",
+        "a:upload",
+        "a:upload",
+        "a:submit",
+        "a:wait",
+        "a:verify",
+        "a:record",
+        "b:upload",
+        "b:upload",
+        "b:submit",
+        "b:wait",
+        "b:verify",
+        "b:record",
+        "a:unlock",
     ]
     # the runner addresses each step by its index in the job's own plan
     assert all(plans[fs.job].steps[fs.index] is fs.step for fs in seq)
@@ -93,17 +122,24 @@ def test_stop_all_stops_every_job_before_any_redeploy():
 def test_a_file_every_job_installs_alike_is_installed_and_restored_by_the_first_only():
     plans = deduplicate_uploads({"a": job_plan("a"), "b": job_plan("b")}, ["a", "b"])
     uploads = {j: [s.action.path for s in p.steps if isinstance(s.action, UploadFile)] for j, p in plans.items()}
-    assert uploads == {"a": [TABLE, "/opt/flink/placement/scheduler/a.schedulercfg"],
-                       "b": ["/opt/flink/placement/scheduler/b.schedulercfg"]}
+    assert uploads == {
+        "a": [TABLE, "/opt/flink/placement/scheduler/a.schedulercfg"],
+        "b": ["/opt/flink/placement/scheduler/b.schedulercfg"],
+    }
     restored = {j: [s.action.path for s in p.rollback if isinstance(s.action, RestoreFile)] for j, p in plans.items()}
-    assert restored == {"a": ["/opt/flink/placement/scheduler/a.schedulercfg", TABLE],
-                        "b": ["/opt/flink/placement/scheduler/b.schedulercfg"]}
+    assert restored == {
+        "a": ["/opt/flink/placement/scheduler/a.schedulercfg", TABLE],
+        "b": ["/opt/flink/placement/scheduler/b.schedulercfg"],
+    }
 
 
 def test_the_dry_run_text_shows_the_whole_sequence_and_every_roll_back():
     plans = {"a": job_plan("a"), "b": job_plan("b")}
-    lines = describe_fleet(FleetOrder("stop-all", ("a", "b"), "every order overloads rpi1→server"), plans,
-                           {"a": "its profile (test mapping) is not found"})
+    lines = describe_fleet(
+        FleetOrder("stop-all", ("a", "b"), "every order overloads rpi1→server"),
+        plans,
+        {"a": "its profile (test mapping) is not found"},
+    )
     text = "\n".join(lines)
     assert lines[0] == "order: stop-all: every order overloads rpi1→server"
     assert "note: job a: running load unknown: its profile (test mapping) is not found" in text
@@ -119,9 +155,12 @@ def test_the_dry_run_text_shows_the_whole_sequence_and_every_roll_back():
 
 def inventory(tmp_path: Path, jobs: list[dict] | None = None) -> Path:
     doc = {
-        "version": 1, "name": "fleet",
-        "hosts": [{"name": "server", "address": "10.9.0.1", "role": "server", "cores": 4, "memory": "4GiB", "task_slots": 4},
-                  {"name": "rpi1", "address": "10.9.0.2", "role": "edge", "model": "rpi4b"}],
+        "version": 1,
+        "name": "fleet",
+        "hosts": [
+            {"name": "server", "address": "10.9.0.1", "role": "server", "cores": 4, "memory": "4GiB", "task_slots": 4},
+            {"name": "rpi1", "address": "10.9.0.2", "role": "edge", "model": "rpi4b"},
+        ],
         "links": [{"from": "rpi1", "to": "server", "bandwidth": "50mbit"}],
         "flink": {"rest_url": "http://127.0.0.1:9", "placement_mode": "vanilla"},
         "job": {"name": "a", "entry_class": "Main", "program_args": ["--job-name", "a"]},
@@ -136,8 +175,10 @@ def test_each_job_is_resubmitted_with_its_own_inventory_entry(tmp_path):
     inv = inventory(tmp_path, jobs=[{"name": "b", "program_args": ["--job-name", "b"]}])
     fleet = write_fleet_dir(tmp_path / "out", inv, {"a": PLACED, "b": MOVED})
     freq = load_fleet(fleet, inv)
-    by_job = {r.plan.job: (r.selector.job_name, r.inventory.job.program_args, r.inventory.job.entry_class)
-              for r in freq.requests}
+    by_job = {
+        r.plan.job: (r.selector.job_name, r.inventory.job.program_args, r.inventory.job.entry_class)
+        for r in freq.requests
+    }
     assert by_job == {"a": ("a", ["--job-name", "a"], "Main"), "b": ("b", ["--job-name", "b"], "Main")}
     assert freq.limits == {uplink("rpi1→server"): pytest.approx(45.0)}  # the hand-made fleet.json lists no host
 
@@ -145,11 +186,16 @@ def test_each_job_is_resubmitted_with_its_own_inventory_entry(tmp_path):
 def test_one_job_of_a_fleet_applied_alone_is_resubmitted_with_its_own_entry(tmp_path):
     """`apply OUT/b` (one job of the fleet) resubmits b's program, not the one `job:` describes (the lab's fleet
     benchmark resubmitted b's savepoint into a's program: Flink refused its state)."""
-    inv = inventory(tmp_path, jobs=[{"name": "b", "entry_class": "B", "program_args": ["--job-name", "b", "--rate", "7"]}])
+    inv = inventory(
+        tmp_path, jobs=[{"name": "b", "entry_class": "B", "program_args": ["--job-name", "b", "--rate", "7"]}]
+    )
     fleet = write_fleet_dir(tmp_path / "out", inv, {"a": PLACED, "b": MOVED})
     alone = {job: load_request(fleet / job, inv) for job in ("a", "b")}
-    assert (alone["b"].inventory.job.name, alone["b"].inventory.job.entry_class, alone["b"].inventory.job.program_args) \
-        == ("b", "B", ["--job-name", "b", "--rate", "7"])
+    assert (
+        alone["b"].inventory.job.name,
+        alone["b"].inventory.job.entry_class,
+        alone["b"].inventory.job.program_args,
+    ) == ("b", "B", ["--job-name", "b", "--rate", "7"])
     assert alone["a"].inventory.job == load_inventory(inv).job  # job: names a: unchanged
 
 
@@ -188,10 +234,18 @@ def test_a_fleet_json_without_a_jobs_plan_directory_is_bad_input(tmp_path):
 
 def profiled(name: str, parallelism: int, *, rin: float, rout: float) -> dict:
     """A profiled vertex (ids as the hand-made plans make them up): every subtask alike, 500-byte records."""
-    return {"id": name.lower().replace(" ", "-").replace(":", ""), "name": name, "parallelism": parallelism,
-            "stateful": False, "state_bytes": 0.0, "bytes_per_record_out": 500,
-            "subtasks": [{"index": i, "records_in_per_s": rin, "records_out_per_s": rout, "busy_ms_per_s": 50}
-                         for i in range(parallelism)]}
+    return {
+        "id": name.lower().replace(" ", "-").replace(":", ""),
+        "name": name,
+        "parallelism": parallelism,
+        "stateful": False,
+        "state_bytes": 0.0,
+        "bytes_per_record_out": 500,
+        "subtasks": [
+            {"index": i, "records_in_per_s": rin, "records_out_per_s": rout, "busy_ms_per_s": 50}
+            for i in range(parallelism)
+        ],
+    }
 
 
 def test_the_running_load_is_the_running_placement_under_the_profiles_cost_model(tmp_path):
@@ -203,16 +257,31 @@ def test_the_running_load_is_the_running_placement_under_the_profiles_cost_model
     inv = inventory(tmp_path)
     mapping = {"Source: S": ["rpi1", "rpi1"], "Sink: T": ["server"]}
     req = load_request(write_fleet_dir(tmp_path / "out", inv, {"a": mapping}) / "a", inv)
-    job = JobProfile.model_validate({
-        "job": {"name": "a", "origin": "synthetic"},
-        "vertices": [profiled("Source: S", 2, rin=0, rout=1000), profiled("Sink: T", 1, rin=2000, rout=0)],
-        "edges": [{"source": "source-s", "target": "sink-t", "ship_strategy": "REBALANCE"}]})
+    job = JobProfile.model_validate(
+        {
+            "job": {"name": "a", "origin": "synthetic"},
+            "vertices": [profiled("Source: S", 2, rin=0, rout=1000), profiled("Sink: T", 1, rin=2000, rout=0)],
+            "edges": [{"source": "source-s", "target": "sink-t", "ship_strategy": "REBALANCE"}],
+        }
+    )
 
     def view(hosts: dict[str, tuple[str, ...]]) -> ClusterView:
         running = (VertexInfo("source-s", "Source: S", 2, "RUNNING"), VertexInfo("sink-t", "Sink: T", 1, "RUNNING"))
-        return ClusterView(job_id="j", job_name="a", job_state="RUNNING", vertices={}, actual={}, taskmanagers={},
-                           other_jobs=(), jar_ids=(), state_record=None, schedulercfg=None, jobmanager_config=None,
-                           running_vertices=running, subtask_hosts=hosts)
+        return ClusterView(
+            job_id="j",
+            job_name="a",
+            job_state="RUNNING",
+            vertices={},
+            actual={},
+            taskmanagers={},
+            other_jobs=(),
+            jar_ids=(),
+            state_record=None,
+            schedulercfg=None,
+            jobmanager_config=None,
+            running_vertices=running,
+            subtask_hosts=hosts,
+        )
 
     # the sources on the Pi, the sink on the server: both sources' 2 x 1000 records/s of 500 bytes cross the uplink
     loads, why = running_loads(req, view({"source-s": ("rpi1", "rpi1"), "sink-t": ("server",)}), {"a": job})
@@ -238,18 +307,34 @@ def test_the_limits_and_each_jobs_planned_load_cover_every_link_and_host(tmp_pat
     inv = inventory(tmp_path, jobs=[{"name": "b", "program_args": []}])
     fleet = write_fleet_dir(tmp_path / "out", inv, {"a": PLACED, "b": MOVED})
     freq = load_fleet(fleet, inv)
-    rpi1 = HostShare(host="rpi1", role="edge", cores=4, cores_used=1.5, cores_usable=2.6, slots_used=3, slots=4,
-                     memory_mib_used=768, memory_mib_usable=3276.8,
-                     jobs={"a": {"cores": 1.0, "slots": 2, "memory_mib": 512, "subtasks": 2},
-                           "b": {"cores": 0.5, "slots": 1, "memory_mib": 256, "subtasks": 1}})
+    rpi1 = HostShare(
+        host="rpi1",
+        role="edge",
+        cores=4,
+        cores_used=1.5,
+        cores_usable=2.6,
+        slots_used=3,
+        slots=4,
+        memory_mib_used=768,
+        memory_mib_usable=3276.8,
+        jobs={
+            "a": {"cores": 1.0, "slots": 2, "memory_mib": 512, "subtasks": 2},
+            "b": {"cores": 0.5, "slots": 1, "memory_mib": 256, "subtasks": 1},
+        },
+    )
     with_hosts = dataclasses.replace(freq, fleet=freq.fleet.model_copy(update={"hosts": [rpi1]}))
     limits = with_hosts.limits
     assert (limits[cores("rpi1")], limits[slots("rpi1")], limits[memory("rpi1")]) == (2.6, 4.0, 3276.8)
     assert {k: v for k, v in with_hosts.new_loads("b").items() if k.kind != "uplink"} == {
-        cores("rpi1"): 0.5, slots("rpi1"): 1.0, memory("rpi1"): 256.0}
+        cores("rpi1"): 0.5,
+        slots("rpi1"): 1.0,
+        memory("rpi1"): 256.0,
+    }
     # a fleet.json from before its hosts' usable memory was recorded: memory is not judged (nothing to judge it by)
     older = rpi1.model_copy(update={"memory_mib_usable": None})
-    assert memory("rpi1") not in dataclasses.replace(freq, fleet=freq.fleet.model_copy(update={"hosts": [older]})).limits
+    assert (
+        memory("rpi1") not in dataclasses.replace(freq, fleet=freq.fleet.model_copy(update={"hosts": [older]})).limits
+    )
 
 
 def test_a_job_whose_plan_is_in_effect_counts_in_every_state_of_the_order(tmp_path, monkeypatch):
@@ -260,13 +345,19 @@ def test_a_job_whose_plan_is_in_effect_counts_in_every_state_of_the_order(tmp_pa
     import placement.apply.fleet_order as fleet_order
 
     inv = inventory(tmp_path, jobs=[{"name": "b", "program_args": []}])
-    fleet = write_fleet_dir(tmp_path / "out", inv, {"a": PLACED, "b": MOVED},
-                            link_mbit={"rpi1→server": {"a": 3.0, "b": 4.0}})
+    fleet = write_fleet_dir(
+        tmp_path / "out", inv, {"a": PLACED, "b": MOVED}, link_mbit={"rpi1→server": {"a": 3.0, "b": 4.0}}
+    )
 
     def fake_prepare(req, **_):
         noop = req.plan.job == "a"
-        return types.SimpleNamespace(plan=types.SimpleNamespace(noop=noop, restarts=()), unchecked=(), request=req,
-                                     view=types.SimpleNamespace(job_id=f"id-{req.plan.job}"), close=lambda: None)
+        return types.SimpleNamespace(
+            plan=types.SimpleNamespace(noop=noop, restarts=()),
+            unchecked=(),
+            request=req,
+            view=types.SimpleNamespace(job_id=f"id-{req.plan.job}"),
+            close=lambda: None,
+        )
 
     handed = []
 
@@ -284,8 +375,9 @@ def test_a_job_whose_plan_is_in_effect_counts_in_every_state_of_the_order(tmp_pa
 def test_jobs_whose_names_differ_keep_their_own_state_files(tmp_path):
     """`a b` and `a_b` are two jobs: one record must not overwrite the other's (the names are encoded as the
     schedulercfg files are, not folded onto `_`)."""
-    paths = load_request(write_fleet_dir(tmp_path / "out", inventory(tmp_path), {"a": PLACED}) / "a",
-                         inventory(tmp_path)).paths
+    paths = load_request(
+        write_fleet_dir(tmp_path / "out", inventory(tmp_path), {"a": PLACED}) / "a", inventory(tmp_path)
+    ).paths
     files = {name: paths.state_for(name) for name in ("a b", "a_b", "a/b", "iot-sensors")}
     assert len(set(files.values())) == 4, files
     assert files["iot-sensors"].endswith("/state.iot-sensors.json")

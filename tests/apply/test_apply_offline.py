@@ -31,8 +31,7 @@ def test_a_stale_plan_is_found_offline_before_the_cluster_is_asked(tmp_path):
     inventory = _unreachable_edge_lab(tmp_path)
     assert run_placement(*plan_args(tmp_path / "plan", inventory), cwd=tmp_path).returncode == 0
     changed = _unreachable_edge_lab(tmp_path, cores=4)  # the inventory changed since the plan
-    done = run_placement("apply", tmp_path / "plan", "--inventory", changed, "--dry-run",
-                         cwd=tmp_path, timeout=60)
+    done = run_placement("apply", tmp_path / "plan", "--inventory", changed, "--dry-run", cwd=tmp_path, timeout=60)
     assert done.returncode == 2
     line = one_line_error(done)
     assert line.startswith(f"error: {tmp_path / 'plan' / 'plan.json'}: inventory.digest: stale plan: ")
@@ -55,8 +54,13 @@ def test_a_dry_run_against_an_unreachable_cluster_shows_its_steps_marked_uncheck
     assert shown.index("NOT CHECKED") < shown.index("steps:")
     assert "Flink REST is not up" in shown.split("steps:")[0]
     steps = shown.split("steps:")[1]
-    for step in ("apply.lock", "POST /jobs/<job id>/stop", "iot-sensors.schedulercfg", "POST /jars/<jar>/run",
-                 "on its planned TaskManager"):
+    for step in (
+        "apply.lock",
+        "POST /jobs/<job id>/stop",
+        "iot-sensors.schedulercfg",
+        "POST /jars/<jar>/run",
+        "on its planned TaskManager",
+    ):
         assert step in steps, (step, shown)
     assert "roll back" in steps
 
@@ -64,7 +68,9 @@ def test_a_dry_run_against_an_unreachable_cluster_shows_its_steps_marked_uncheck
 def test_fleet_order_on_one_jobs_plan_is_one_line_and_changes_nothing(tmp_path):
     inventory = _unreachable_edge_lab(tmp_path)
     assert run_placement(*plan_args(tmp_path / "plan", inventory), cwd=tmp_path).returncode == 0
-    done = run_placement("apply", tmp_path / "plan", "--inventory", inventory, "--fleet-order", "stop-all", cwd=tmp_path)
+    done = run_placement(
+        "apply", tmp_path / "plan", "--inventory", inventory, "--fleet-order", "stop-all", cwd=tmp_path
+    )
     assert done.returncode == 2, done.stdout + done.stderr
     err = one_line_error(done)
     assert "is one job's plan; --fleet-order applies to a fleet's OUT" in err and "--fleet-order" in err
@@ -80,17 +86,38 @@ def test_a_fleet_dry_run_against_an_unreachable_cluster_shows_every_jobs_steps_u
     doc = yaml.safe_load(inventory.read_text())
     doc["jobs"] = [{"name": "camera-meter-join", "program_args": ["--job-name", "camera-meter-join"]}]
     inventory.write_text(yaml.safe_dump(doc, sort_keys=False))
-    planned = run_placement("plan", "--inventory", inventory, "--profile", IOT_PROFILE, "--profile",
-                            PROFILES / "branching-join.json", "--out", tmp_path / "fleet", cwd=tmp_path)
+    planned = run_placement(
+        "plan",
+        "--inventory",
+        inventory,
+        "--profile",
+        IOT_PROFILE,
+        "--profile",
+        PROFILES / "branching-join.json",
+        "--out",
+        tmp_path / "fleet",
+        cwd=tmp_path,
+    )
     assert planned.returncode == 0, planned.stderr
-    done = run_placement("apply", "--plan", tmp_path / "fleet", "--inventory", inventory, "--dry-run", cwd=tmp_path,
-                         timeout=120)
+    done = run_placement(
+        "apply", "--plan", tmp_path / "fleet", "--inventory", inventory, "--dry-run", cwd=tmp_path, timeout=120
+    )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "could not check the cluster: job iot-sensors: " in one_line_error(done)
     shown = done.stdout
     assert "order: stop-all: the running placement's load of iot-sensors, camera-meter-join is unknown" in shown
-    asked = run_placement("apply", "--plan", tmp_path / "fleet", "--inventory", inventory, "--dry-run",
-                          "--fleet-order", "stop-all", cwd=tmp_path, timeout=120)
+    asked = run_placement(
+        "apply",
+        "--plan",
+        tmp_path / "fleet",
+        "--inventory",
+        inventory,
+        "--dry-run",
+        "--fleet-order",
+        "stop-all",
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert asked.returncode == 1, asked.stdout + asked.stderr
     assert "order: stop-all: asked for (--fleet-order stop-all)" in asked.stdout
     steps = shown.split("steps (one lock for the whole change):")[1]

@@ -41,18 +41,31 @@ from placement.scheduler import ExtensionJar
 EDGE_FAILURE_DETECTION = flink_config(FailureDetection())  # the edge defaults, as every writer maps them
 
 
-def inventory(tmp: Path, mode: str = "vanilla", *, version: str | None = None, home: str = "/opt/flink",
-              failure_detection: dict | None = None) -> Path:
+def inventory(
+    tmp: Path,
+    mode: str = "vanilla",
+    *,
+    version: str | None = None,
+    home: str = "/opt/flink",
+    failure_detection: dict | None = None,
+) -> Path:
     jar = tmp / "job.jar"
     jar.write_bytes(b"PK")
     doc = {
-        "version": 1, "name": "pure",
-        "hosts": [{"name": "server", "address": "10.204.9.2", "role": "server", "cores": 4, "memory": "4GiB"},
-                  {"name": "rpi1", "address": "10.204.9.6", "role": "edge", "model": "rpi4b"}],
+        "version": 1,
+        "name": "pure",
+        "hosts": [
+            {"name": "server", "address": "10.204.9.2", "role": "server", "cores": 4, "memory": "4GiB"},
+            {"name": "rpi1", "address": "10.204.9.6", "role": "edge", "model": "rpi4b"},
+        ],
         "links": [{"from": "rpi1", "to": "server", "bandwidth": "50mbit"}],
-        "flink": {"rest_url": "http://127.0.0.1:8081", "home": home, "placement_mode": mode,
-                  **({"version": version} if version else {}),
-                  **({"failure_detection": failure_detection} if failure_detection else {})},
+        "flink": {
+            "rest_url": "http://127.0.0.1:8081",
+            "home": home,
+            "placement_mode": mode,
+            **({"version": version} if version else {}),
+            **({"failure_detection": failure_detection} if failure_detection else {}),
+        },
         "job": {"name": JOB_NAME, "jar": str(jar), "entry_class": IOT_SENSOR_JOB, "program_args": JOB_ARGS},
     }
     path = tmp / "inv.yaml"
@@ -63,15 +76,30 @@ def inventory(tmp: Path, mode: str = "vanilla", *, version: str | None = None, h
 def tm(name: str, resource: float, *, slots: int = 4, used: float = 0.0) -> TaskManagerView:
     ext = {name: resource} if resource else {}
     free_ext = {name: resource - used} if resource else {}
-    return TaskManagerView(name, slots, slots, {"cpuCores": 4.0, "taskHeapMemory": 192, "extendedResources": ext},
-                           {"cpuCores": 4.0, "taskHeapMemory": 192, "extendedResources": free_ext})
+    return TaskManagerView(
+        name,
+        slots,
+        slots,
+        {"cpuCores": 4.0, "taskHeapMemory": 192, "extendedResources": ext},
+        {"cpuCores": 4.0, "taskHeapMemory": 192, "extendedResources": free_ext},
+    )
 
 
 def view(mapping: dict[str, list[str]], **kw) -> ClusterView:
     actual = dict(Counter((v, h) for v, hosts in mapping.items() for h in hosts))
-    base = {"job_id": "j1", "job_name": JOB_NAME, "job_state": "RUNNING", "vertices": {v: len(h) for v, h in mapping.items()},
-            "actual": actual, "taskmanagers": {"server": tm("server", 16), "rpi1": tm("rpi1", 16)}, "other_jobs": (),
-            "jar_ids": (), "state_record": None, "schedulercfg": None, "jobmanager_config": None}
+    base = {
+        "job_id": "j1",
+        "job_name": JOB_NAME,
+        "job_state": "RUNNING",
+        "vertices": {v: len(h) for v, h in mapping.items()},
+        "actual": actual,
+        "taskmanagers": {"server": tm("server", 16), "rpi1": tm("rpi1", 16)},
+        "other_jobs": (),
+        "jar_ids": (),
+        "state_record": None,
+        "schedulercfg": None,
+        "jobmanager_config": None,
+    }
     return ClusterView(**(base | kw))
 
 
@@ -81,25 +109,44 @@ def request_(tmp_path):
         inv = inventory(tmp_path, mode, **inventory_kw)
         plan = write_plan_dir(tmp_path / f"plan-{mode}", inv, mapping)
         return load_request(plan, inv, consent=consent)
+
     return make
 
 
 def test_a_taskmanager_without_its_resource_needs_consent_then_gets_config_and_restart(request_):
     tm_config = HostConfigView("rpi1", "/opt/flink/conf/config.yaml", "taskmanager:\n  numberOfTaskSlots: 4\n")
-    v = view(ALL_SERVER, taskmanagers={"server": tm("server", 16), "rpi1": tm("rpi1", 0)}, taskmanager_configs={"rpi1": tm_config})
+    v = view(
+        ALL_SERVER,
+        taskmanagers={"server": tm("server", 16), "rpi1": tm("rpi1", 0)},
+        taskmanager_configs={"rpi1": tm_config},
+    )
     problems = check(request_(), v)
-    assert [p.message for p in problems] == [(
-        "TaskManager rpi1 does not declare external resource 'rpi1': apply must set taskmanager.resource-id, "
-        "external-resources, external-resource.rpi1.amount in rpi1:/opt/flink/conf/config.yaml and restart its "
-        "TaskManager; pass --yes to allow the restart")]
+    assert [p.message for p in problems] == [
+        (
+            "TaskManager rpi1 does not declare external resource 'rpi1': apply must set taskmanager.resource-id, "
+            "external-resources, external-resource.rpi1.amount in rpi1:/opt/flink/conf/config.yaml and restart its "
+            "TaskManager; pass --yes to allow the restart"
+        )
+    ]
     req = request_(consent=True)
     assert check(req, v) == []
     plan = plan_apply(req, v, holder="t")
     kinds = [(s.phase, s.action.kind) for s in plan.steps]
-    assert kinds == [("prepare", "lock"), ("prepare", "upload-jar"), ("stop", "stop"), ("install", "upload"),
-                     ("install", "ssh"), ("install", "ssh"), ("install", "wait-tms"), ("redeploy", "submit"),
-                     ("redeploy", "wait"), ("verify", "verify"), ("verify", "watch"), ("finish", "record"),
-                     ("finish", "unlock")]
+    assert kinds == [
+        ("prepare", "lock"),
+        ("prepare", "upload-jar"),
+        ("stop", "stop"),
+        ("install", "upload"),
+        ("install", "ssh"),
+        ("install", "ssh"),
+        ("install", "wait-tms"),
+        ("redeploy", "submit"),
+        ("redeploy", "wait"),
+        ("verify", "verify"),
+        ("verify", "watch"),
+        ("finish", "record"),
+        ("finish", "unlock"),
+    ]
     upload = plan.steps[3].action
     assert isinstance(upload, UploadFile) and upload.host == "rpi1" and upload.path == "/opt/flink/conf/config.yaml"
     written = yaml.safe_load(upload.content)
@@ -108,7 +155,10 @@ def test_a_taskmanager_without_its_resource_needs_consent_then_gets_config_and_r
     # restarted anyway, it gets the inventory's failure detection with its resource
     assert flatten(written) | EDGE_FAILURE_DETECTION == flatten(written)
     assert flatten(written)["heartbeat.timeout"] == 10000 and flatten(written)["slot.request.timeout"] == 15000
-    assert [s.action.argv for s in plan.steps[4:6]] == [("/opt/flink/bin/taskmanager.sh", "stop"), ("/opt/flink/bin/taskmanager.sh", "start")]
+    assert [s.action.argv for s in plan.steps[4:6]] == [
+        ("/opt/flink/bin/taskmanager.sh", "stop"),
+        ("/opt/flink/bin/taskmanager.sh", "start"),
+    ]
     assert plan.restarts == ("TaskManager on rpi1",)
     # roll back: the config back from .prev, the TaskManager restarted again, the previous arguments resubmitted
     assert [type(s.action) for s in plan.rollback[:3]] == [RestoreFile, SshCommand, SshCommand]
@@ -125,12 +175,15 @@ def test_a_restart_is_not_planned_when_the_running_taskmanager_has_the_resource(
 
 
 def test_short_resources_are_refused_with_figures(request_):
-    other = view(ALL_SERVER, other_jobs=("j2",), taskmanagers={"server": tm("server", 16), "rpi1": tm("rpi1", 16, used=15)})
+    other = view(
+        ALL_SERVER, other_jobs=("j2",), taskmanagers={"server": tm("server", 16), "rpi1": tm("rpi1", 16, used=15)}
+    )
     messages = [p.message for p in check(request_(), other)]
     assert messages == ["TaskManager rpi1: 1 of external resource 'rpi1' free, the plan needs 2"]
     missing = view(ALL_SERVER, taskmanagers={"server": tm("server", 16)})
     assert [p.message for p in check(request_(), missing)] == [
-        "no TaskManager with resource id 'rpi1' is registered (registered: server)"]
+        "no TaskManager with resource id 'rpi1' is registered (registered: server)"
+    ]
 
 
 def test_noop_only_when_apply_itself_started_this_job_with_this_plan(request_):
@@ -147,24 +200,47 @@ def test_noop_only_when_apply_itself_started_this_job_with_this_plan(request_):
 
 
 EXT_DIR = "/opt/flink/placement/scheduler"
-ACTIVE = SchedulerView(active=True, settings={"placement.scheduler.dir": EXT_DIR, "jobmanager.scheduler": "default"},
-                       installed_jars=("placement-scheduler-2.3.0-abc.jar",), flink_version="2.3.0")
+ACTIVE = SchedulerView(
+    active=True,
+    settings={"placement.scheduler.dir": EXT_DIR, "jobmanager.scheduler": "default"},
+    installed_jars=("placement-scheduler-2.3.0-abc.jar",),
+    flink_version="2.3.0",
+)
 
 
-def custom_view(mapping: dict[str, list[str]], *, scheduler: SchedulerView = ACTIVE, names: dict[str, str] | None = None,
-                ids: dict[str, str] | None = None, **kw) -> ClusterView:
+def custom_view(
+    mapping: dict[str, list[str]],
+    *,
+    scheduler: SchedulerView = ACTIVE,
+    names: dict[str, str] | None = None,
+    ids: dict[str, str] | None = None,
+    **kw,
+) -> ClusterView:
     """A custom-mode view: the job's vertices (ids as write_plan_dir makes them, unless ``ids`` renames them; names
     as planned unless ``names`` renames them) and which TaskManager runs each subtask index."""
     vid = {v: (ids or {}).get(v, v.lower().replace(" ", "-").replace(":", "")) for v in mapping}
     running = tuple(VertexInfo(vid[v], (names or {}).get(v, v), len(h), "RUNNING") for v, h in mapping.items())
-    tm_infos = tuple(TaskManagerInfo(t, f"pekko.tcp://flink@10.204.9.{2 if t == 'server' else 6}:6122/user/rpc/taskmanager_0",
-                                     4, 4, {"cpuCores": 4.0, "taskHeapMemory": 192, "extendedResources": {t: 4.0}},
-                                     {"cpuCores": 4.0, "taskHeapMemory": 192, "extendedResources": {t: 4.0}})
-                     for t in ("server", "rpi1"))
-    base = dict(jobmanager_config=HostConfigView("server", "/opt/flink/conf/config.yaml", "jobmanager:\n  scheduler: default\n"),
-                running_vertices=running, subtask_hosts={vid[v]: tuple(h) for v, h in mapping.items()},
-                taskmanager_infos=tm_infos, scheduler=scheduler,
-                taskmanagers={"server": tm("server", 4), "rpi1": tm("rpi1", 4)})
+    tm_infos = tuple(
+        TaskManagerInfo(
+            t,
+            f"pekko.tcp://flink@10.204.9.{2 if t == 'server' else 6}:6122/user/rpc/taskmanager_0",
+            4,
+            4,
+            {"cpuCores": 4.0, "taskHeapMemory": 192, "extendedResources": {t: 4.0}},
+            {"cpuCores": 4.0, "taskHeapMemory": 192, "extendedResources": {t: 4.0}},
+        )
+        for t in ("server", "rpi1")
+    )
+    base = dict(
+        jobmanager_config=HostConfigView(
+            "server", "/opt/flink/conf/config.yaml", "jobmanager:\n  scheduler: default\n"
+        ),
+        running_vertices=running,
+        subtask_hosts={vid[v]: tuple(h) for v, h in mapping.items()},
+        taskmanager_infos=tm_infos,
+        scheduler=scheduler,
+        taskmanagers={"server": tm("server", 4), "rpi1": tm("rpi1", 4)},
+    )
     return view(mapping, **(base | kw))
 
 
@@ -181,25 +257,35 @@ def test_custom_mode_installs_the_job_file_and_the_taskmanager_table_and_resubmi
     assert list(submit.program_args) == JOB_ARGS and not submit.allow_non_restored_state  # the job as it was
     verify = next(s.action for s in plan.steps if s.action.kind == "verify")
     assert [(s.vertex, s.subtask, s.host) for s in verify.subtasks][:3] == [
-        ("Source: Sensors", 0, "rpi1"), ("Source: Sensors", 1, "rpi1"), ("Parse", 0, "rpi1")]
+        ("Source: Sensors", 0, "rpi1"),
+        ("Source: Sensors", 1, "rpi1"),
+        ("Parse", 0, "rpi1"),
+    ]
     # roll back: both files back from .prev (removed when there was none: the job then runs as stock Flink)
     assert [s.action.path for s in plan.rollback if isinstance(s.action, RestoreFile)] == [
-        f"{EXT_DIR}/{JOB_NAME}.schedulercfg", f"{EXT_DIR}/taskmanagers.cfg"]
+        f"{EXT_DIR}/{JOB_NAME}.schedulercfg",
+        f"{EXT_DIR}/taskmanagers.cfg",
+    ]
 
 
-def test_custom_mode_restarts_the_jobmanager_only_with_consent_and_only_where_the_extension_is_not_in_effect(request_, tmp_path):
+def test_custom_mode_restarts_the_jobmanager_only_with_consent_and_only_where_the_extension_is_not_in_effect(
+    request_, tmp_path
+):
     inactive = SchedulerView(active=False, settings={}, installed_jars=(), flink_version="2.3.0")
     v = custom_view(ALL_SERVER, scheduler=inactive)
     messages = [p.message for p in check(request_(mode="custom"), v)]
-    assert len(messages) == 1 and messages[0].startswith("the JobManager on server does not run the scheduler extension ("
-                                                         "no scheduler extension jar in server:/opt/flink/lib; "
-                                                         "placement.scheduler.dir is unset, needs /opt/flink/placement/scheduler)")
+    assert len(messages) == 1 and messages[0].startswith(
+        "the JobManager on server does not run the scheduler extension ("
+        "no scheduler extension jar in server:/opt/flink/lib; "
+        "placement.scheduler.dir is unset, needs /opt/flink/placement/scheduler)"
+    )
     assert "install the extension jar into server:/opt/flink/lib and set placement.scheduler.dir: " in messages[0]
     assert messages[0].endswith("pass --yes to allow the restart")
     # other jobs on the cluster: a restart would end them, refused even with --yes
     busy = custom_view(ALL_SERVER, scheduler=inactive, other_jobs=("j2",))
     assert [p.message for p in check(request_(mode="custom", consent=True), busy)][-1].endswith(
-        "would end the other running job(s) j2: stop them first")
+        "would end the other running job(s) j2: stop them first"
+    )
     # with consent: jar, config, restart, wait for the TaskManagers, check the extension, upload the job jar again
     req = request_(mode="custom", consent=True)
     assert check(req, v) == []
@@ -211,8 +297,11 @@ def test_custom_mode_restarts_the_jobmanager_only_with_consent_and_only_where_th
     uploads = [s.action for s in plan.steps if isinstance(s.action, UploadFile)]
     assert uploads[2].path == "/opt/flink/lib/placement-scheduler-2.3.0-abc.jar" and uploads[2].content == b"PK-ext"
     # the extension's keys, and the inventory's failure detection: the JobManager reads both at its restart
-    assert flatten(yaml.safe_load(uploads[3].content)) == {"jobmanager.scheduler": "default",
-                                                           "placement.scheduler.dir": EXT_DIR, **EDGE_FAILURE_DETECTION}
+    assert flatten(yaml.safe_load(uploads[3].content)) == {
+        "jobmanager.scheduler": "default",
+        "placement.scheduler.dir": EXT_DIR,
+        **EDGE_FAILURE_DETECTION,
+    }
     assert uploads[3].why.endswith(f"; {len(EDGE_FAILURE_DETECTION)} key(s) of flink.failure_detection")
     assert plan.restarts == ("JobManager on server",)
     assert "jobmanager.scheduler: Custom" not in json.dumps([s.describe() for s in plan.steps])  # not a stock value
@@ -231,8 +320,9 @@ def test_custom_mode_finds_a_sql_jobs_vertices_by_id_when_their_names_changed(re
     assert placement_matches(req, custom_view(PLACED, names=renamed))
     gone = custom_view({k: v for k, v in PLACED.items() if k != "Enrich"})
     messages = [p.message for p in check(req, gone)]
-    assert messages == ["stale plan: the running job's graph differs from the plan's (not in the running job: 'Enrich' "
-                        "(id enrich))"]
+    assert messages == [
+        "stale plan: the running job's graph differs from the plan's (not in the running job: 'Enrich' (id enrich))"
+    ]
 
 
 def test_custom_mode_compares_subtask_indices_not_counts(request_):
@@ -246,12 +336,14 @@ def test_custom_mode_refuses_a_taskmanager_that_is_missing_or_has_no_resource(re
     req = request_(mode="custom")
     missing = custom_view(PLACED, taskmanagers={"server": tm("server", 4)})
     assert [p.message for p in check(req, missing)] == [
-        "no TaskManager with resource id 'rpi1' is registered (registered: server)"]
+        "no TaskManager with resource id 'rpi1' is registered (registered: server)"
+    ]
     bare = custom_view(PLACED, taskmanagers={"server": tm("server", 4), "rpi1": tm("rpi1", 0)})
     assert [p.message for p in check(req, bare)] == [
         "TaskManager rpi1 declares no external resource 'rpi1', so no slot can be placed on it: set "
         "taskmanager.resource-id: rpi1, taskmanager.numberOfTaskSlots: 4, external-resources: ['rpi1'], "
-        "external-resource.rpi1.amount: 4 in its config and restart it"]
+        "external-resource.rpi1.amount: 4 in its config and restart it"
+    ]
 
 
 def test_a_partial_or_malformed_schedulercfg_is_bad_input_naming_the_file(request_):
@@ -259,8 +351,11 @@ def test_a_partial_or_malformed_schedulercfg_is_bad_input_naming_the_file(reques
     cfg = req.plan_dir / "schedulercfg"
     full = cfg.read_text()
     cfg.write_text("".join(full.splitlines(keepends=True)[:-2]))
-    with pytest.raises(BadInput, match=rf"^{cfg}: no line for 'Sink: Readings \(1/2\)', 'Sink: Readings \(2/2\)' "
-                                       r"\(a partial file"):
+    with pytest.raises(
+        BadInput,
+        match=rf"^{cfg}: no line for 'Sink: Readings \(1/2\)', 'Sink: Readings \(2/2\)' "
+        r"\(a partial file",
+    ):
         load_request(req.plan_dir, req.inventory_path)
     cfg.write_text(full + "this is no line\n")
     with pytest.raises(BadInput, match=rf"^{cfg}: line \d+ is not '<task name> \(<i>/<n>\); <address>'"):
@@ -276,10 +371,21 @@ def test_a_partial_or_malformed_schedulercfg_is_bad_input_naming_the_file(reques
 def test_slot_and_config_arithmetic():
     assert slots_needed({("A", "rpi1"): 2, ("B", "rpi1"): 3, ("A", "server"): 1}) == {"rpi1": 3, "server": 1}
     wanted = {"taskmanager.resource-id": "rpi1", "external-resources": "rpi1", "external-resource.rpi1.amount": 4}
-    assert config_satisfies({"taskmanager.resource-id": "rpi1", "external-resources": ["gpu", "rpi1"],
-                             "external-resource.rpi1.amount": 16}, wanted) == []
-    assert config_satisfies({"taskmanager.resource-id": "rpi1", "external-resources": "gpu;rpi1",
-                             "external-resource.rpi1.amount": 2}, wanted) == ["external-resource.rpi1.amount"]
+    assert (
+        config_satisfies(
+            {
+                "taskmanager.resource-id": "rpi1",
+                "external-resources": ["gpu", "rpi1"],
+                "external-resource.rpi1.amount": 16,
+            },
+            wanted,
+        )
+        == []
+    )
+    assert config_satisfies(
+        {"taskmanager.resource-id": "rpi1", "external-resources": "gpu;rpi1", "external-resource.rpi1.amount": 2},
+        wanted,
+    ) == ["external-resource.rpi1.amount"]
 
 
 # ---- Flink versions ------------------------------------------------------------------------------------------------
@@ -288,46 +394,69 @@ def test_slot_and_config_arithmetic():
 def test_a_pin_the_jobmanager_does_not_run_is_a_stale_inventory(request_, tmp_path):
     pinned = request_(version="2.3.0")
     problems = check(pinned, view(ALL_SERVER, flink_version="1.20.5"))
-    assert [(p.message, p.stale_input) for p in problems] == [(
-        f"{tmp_path / 'inv.yaml'}: flink.version: pinned to Flink 2.3.0, but the JobManager at "
-        "http://127.0.0.1:8081 runs 1.20.5 (correct the pin, or remove it to follow the JobManager)", True)]
+    assert [(p.message, p.stale_input) for p in problems] == [
+        (
+            f"{tmp_path / 'inv.yaml'}: flink.version: pinned to Flink 2.3.0, but the JobManager at "
+            "http://127.0.0.1:8081 runs 1.20.5 (correct the pin, or remove it to follow the JobManager)",
+            True,
+        )
+    ]
     assert check(pinned, view(ALL_SERVER, flink_version="2.3.0")) == []
     assert check(request_(), view(ALL_SERVER, flink_version="1.20.5")) == []  # unpinned: the JobManager decides
 
 
 def test_an_extension_built_for_another_flink_is_refused_even_with_consent(request_):
-    other = SchedulerView(active=True, settings=ACTIVE.settings, installed_jars=("placement-scheduler-2.3.0-abc.jar",),
-                          flink_version="1.20.5")
+    other = SchedulerView(
+        active=True,
+        settings=ACTIVE.settings,
+        installed_jars=("placement-scheduler-2.3.0-abc.jar",),
+        flink_version="1.20.5",
+    )
     for consent in (False, True):
-        messages = [p.message for p in check(request_(mode="custom", consent=consent), custom_view(ALL_SERVER, scheduler=other))]
+        messages = [
+            p.message for p in check(request_(mode="custom", consent=consent), custom_view(ALL_SERVER, scheduler=other))
+        ]
         assert messages == [
             "the JobManager on server does not run the scheduler extension: the extension jar in server:/opt/flink/lib "
             "(placement-scheduler-2.3.0-abc.jar) was built for Flink 2.3.0, the JobManager runs 1.20.5: replace it "
-            "with one built for that (`placement scheduler install --flink-home <its Flink home>`, or the Ansible role)"]
+            "with one built for that (`placement scheduler install --flink-home <its Flink home>`, or the Ansible role)"
+        ]
     assert jar_built_for("placement-scheduler-1.20.5-0123456789abcdef.jar") == "1.20.5"
     assert jar_built_for("placement-scheduler.jar") is None
 
 
 def test_a_1x_host_whose_flink_conf_yaml_wins_gets_its_keys_there_line_by_line(request_):
-    legacy = HostConfigView("rpi1", "/opt/flink/conf/flink-conf.yaml",
-                            "# rpi1, by hand\ntaskmanager.numberOfTaskSlots: 4\nexternal-resources: gpu\n")
-    v = view(ALL_SERVER, taskmanagers={"server": tm("server", 16), "rpi1": tm("rpi1", 0)},
-             taskmanager_configs={"rpi1": legacy}, flink_version="1.20.5")
+    legacy = HostConfigView(
+        "rpi1",
+        "/opt/flink/conf/flink-conf.yaml",
+        "# rpi1, by hand\ntaskmanager.numberOfTaskSlots: 4\nexternal-resources: gpu\n",
+    )
+    v = view(
+        ALL_SERVER,
+        taskmanagers={"server": tm("server", 16), "rpi1": tm("rpi1", 0)},
+        taskmanager_configs={"rpi1": legacy},
+        flink_version="1.20.5",
+    )
     assert "in rpi1:/opt/flink/conf/flink-conf.yaml and restart its TaskManager" in check(request_(), v)[0].message
     plan = plan_apply(request_(consent=True), v, holder="t")
     upload = next(s.action for s in plan.steps if isinstance(s.action, UploadFile))
     assert upload.path == "/opt/flink/conf/flink-conf.yaml"
-    assert upload.content == ("# rpi1, by hand\ntaskmanager.numberOfTaskSlots: 4\nexternal-resources: gpu;rpi1\n"
-                              "taskmanager.resource-id: rpi1\nexternal-resource.rpi1.amount: 4\n"
-                              + "".join(f"{k}: {v}\n" for k, v in EDGE_FAILURE_DETECTION.items()))
+    assert upload.content == (
+        "# rpi1, by hand\ntaskmanager.numberOfTaskSlots: 4\nexternal-resources: gpu;rpi1\n"
+        "taskmanager.resource-id: rpi1\nexternal-resource.rpi1.amount: 4\n"
+        + "".join(f"{k}: {v}\n" for k, v in EDGE_FAILURE_DETECTION.items())
+    )
 
 
-@pytest.mark.parametrize(("version", "files", "read"), [
-    ("1.20.5", ("flink-conf.yaml", "config.yaml"), "flink-conf.yaml"),
-    ("1.19.3", ("config.yaml",), "config.yaml"),
-    ("2.3.0", ("flink-conf.yaml", "config.yaml"), "config.yaml"),
-    ("2.0.2", ("flink-conf.yaml",), None),
-])
+@pytest.mark.parametrize(
+    ("version", "files", "read"),
+    [
+        ("1.20.5", ("flink-conf.yaml", "config.yaml"), "flink-conf.yaml"),
+        ("1.19.3", ("config.yaml",), "config.yaml"),
+        ("2.3.0", ("flink-conf.yaml", "config.yaml"), "config.yaml"),
+        ("2.0.2", ("flink-conf.yaml",), None),
+    ],
+)
 def test_preflight_reads_the_file_the_hosts_flink_reads(request_, tmp_path, version, files, read):
     home = tmp_path / "flink"
     (home / "conf").mkdir(parents=True)
@@ -344,39 +473,73 @@ def test_preflight_reads_the_file_the_hosts_flink_reads(request_, tmp_path, vers
 def test_the_config_apply_writes_carries_the_inventorys_failure_detection_and_only_what_is_missing(request_):
     block = {"heartbeat_timeout": "20s", "slot_request_timeout": "30s", "restart": {"attempts": 4}}
     tm_config = HostConfigView("rpi1", "/opt/flink/conf/config.yaml", "taskmanager:\n  numberOfTaskSlots: 4\n")
-    v = view(ALL_SERVER, taskmanagers={"server": tm("server", 16), "rpi1": tm("rpi1", 0)}, taskmanager_configs={"rpi1": tm_config})
+    v = view(
+        ALL_SERVER,
+        taskmanagers={"server": tm("server", 16), "rpi1": tm("rpi1", 0)},
+        taskmanager_configs={"rpi1": tm_config},
+    )
     plan = plan_apply(request_(consent=True, failure_detection=block), v, holder="t")
     upload = next(s.action for s in plan.steps if isinstance(s.action, UploadFile))
     written = flatten(yaml.safe_load(upload.content))
-    assert {k: written[k] for k in ("heartbeat.interval", "heartbeat.timeout", "slot.request.timeout",
-                                    "restart-strategy.type",
-                                    "restart-strategy.exponential-delay.attempts-before-reset-backoff")} == {
-        "heartbeat.interval": 2000, "heartbeat.timeout": 20000, "slot.request.timeout": 30000,
-        "restart-strategy.type": "exponential-delay", "restart-strategy.exponential-delay.attempts-before-reset-backoff": 4}
+    assert {
+        k: written[k]
+        for k in (
+            "heartbeat.interval",
+            "heartbeat.timeout",
+            "slot.request.timeout",
+            "restart-strategy.type",
+            "restart-strategy.exponential-delay.attempts-before-reset-backoff",
+        )
+    } == {
+        "heartbeat.interval": 2000,
+        "heartbeat.timeout": 20000,
+        "slot.request.timeout": 30000,
+        "restart-strategy.type": "exponential-delay",
+        "restart-strategy.exponential-delay.attempts-before-reset-backoff": 4,
+    }
     # a file that has them already (an Ansible-provisioned host) gets only the resource
-    provisioned = HostConfigView("rpi1", "/opt/flink/conf/config.yaml", upload.content.replace(
-        "external-resources:\n- rpi1\n", "") if isinstance(upload.content, str) else "")
-    again = plan_apply(request_(consent=True, failure_detection=block), view(
-        ALL_SERVER, taskmanagers={"server": tm("server", 16), "rpi1": tm("rpi1", 0)},
-        taskmanager_configs={"rpi1": provisioned}), holder="t")
+    provisioned = HostConfigView(
+        "rpi1",
+        "/opt/flink/conf/config.yaml",
+        upload.content.replace("external-resources:\n- rpi1\n", "") if isinstance(upload.content, str) else "",
+    )
+    again = plan_apply(
+        request_(consent=True, failure_detection=block),
+        view(
+            ALL_SERVER,
+            taskmanagers={"server": tm("server", 16), "rpi1": tm("rpi1", 0)},
+            taskmanager_configs={"rpi1": provisioned},
+        ),
+        holder="t",
+    )
     step = next(s.action for s in again.steps if isinstance(s.action, UploadFile))
     assert "flink.failure_detection" not in step.why and flatten(yaml.safe_load(step.content)) == written
 
 
 def test_a_jobmanager_restarted_for_the_jar_alone_gets_the_failure_detection_its_config_lacks(request_, tmp_path):
     # the extension's keys are set, its jar is missing: the restart for the jar also loads the failure detection
-    jm_config = HostConfigView("server", "/opt/flink/conf/config.yaml",
-                               f"jobmanager:\n  scheduler: default\nplacement:\n  scheduler:\n    dir: {EXT_DIR}\n"
-                               "heartbeat:\n  timeout: 50000\n")
-    no_jar = SchedulerView(active=False, settings={"placement.scheduler.dir": EXT_DIR, "jobmanager.scheduler": "default"},
-                           installed_jars=(), flink_version="2.3.0")
+    jm_config = HostConfigView(
+        "server",
+        "/opt/flink/conf/config.yaml",
+        f"jobmanager:\n  scheduler: default\nplacement:\n  scheduler:\n    dir: {EXT_DIR}\n"
+        "heartbeat:\n  timeout: 50000\n",
+    )
+    no_jar = SchedulerView(
+        active=False,
+        settings={"placement.scheduler.dir": EXT_DIR, "jobmanager.scheduler": "default"},
+        installed_jars=(),
+        flink_version="2.3.0",
+    )
     jar = tmp_path / "placement-scheduler-2.3.0-abc.jar"
     jar.write_bytes(b"PK-ext")
     req = request_(mode="custom", consent=True)
     v = custom_view(ALL_SERVER, scheduler=no_jar, jobmanager_config=jm_config)
     plan = plan_apply(req, v, holder="t", jars=read_jars(req, v, extension=ExtensionJar(jar, "abc", "2.3.0")))
-    config = next(s.action for s in plan.steps if isinstance(s.action, UploadFile) and s.action.path.endswith("config.yaml")
-                  and s.action.host == "server")
+    config = next(
+        s.action
+        for s in plan.steps
+        if isinstance(s.action, UploadFile) and s.action.path.endswith("config.yaml") and s.action.host == "server"
+    )
     written = flatten(yaml.safe_load(config.content))
     assert written == {"jobmanager.scheduler": "default", "placement.scheduler.dir": EXT_DIR, **EDGE_FAILURE_DETECTION}
     assert written["heartbeat.timeout"] == 10000  # Flink's 50 s replaced by the edge default

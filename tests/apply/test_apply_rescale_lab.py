@@ -43,11 +43,18 @@ pytestmark = [pytest.mark.flink, pytest.mark.netns, pytest.mark.timeout(900)]
 
 CHAIN = ("Source: Sensors", "Parse", "Filter", "Enrich")
 RESCALED = {  # the source chain 2 -> 3 (two lanes on rpi1, one on rpi2), the window and its sink 2 -> 3
-    "Source: Sensors": ["rpi1", "rpi2", "rpi1"], "Parse": ["rpi1", "rpi2", "rpi1"], "Filter": ["rpi1", "rpi2", "rpi1"],
-    "Enrich": ["rpi1", "rpi2", "server"], "Window Aggregate": ["server"] * 3, "Sink: Readings": ["server"] * 3,
+    "Source: Sensors": ["rpi1", "rpi2", "rpi1"],
+    "Parse": ["rpi1", "rpi2", "rpi1"],
+    "Filter": ["rpi1", "rpi2", "rpi1"],
+    "Enrich": ["rpi1", "rpi2", "server"],
+    "Window Aggregate": ["server"] * 3,
+    "Sink: Readings": ["server"] * 3,
 }
 UNROUTABLE = {  # window 3 -> 2, and Filter on rpi1 feeding Enrich on rpi2 (FORWARD: subtask i -> subtask i)
-    **RESCALED, "Enrich": ["rpi2", "rpi1", "server"], "Window Aggregate": ["server"] * 2, "Sink: Readings": ["server"] * 2,
+    **RESCALED,
+    "Enrich": ["rpi2", "rpi1", "server"],
+    "Window Aggregate": ["server"] * 2,
+    "Sink: Readings": ["server"] * 2,
 }
 
 
@@ -87,8 +94,10 @@ def running_job(rest: FlinkRest) -> str:
 
 def by_index(rest: FlinkRest, job_id: str) -> dict[str, list[str]]:
     """vertex name -> taskmanager-id of subtask 0, 1, ... (straight from REST: its length is the parallelism)."""
-    return {v.name: [s.taskmanager_id for s in sorted(rest.subtasks(job_id, v.id), key=lambda s: s.index)]
-            for v in rest.job(job_id).vertices}
+    return {
+        v.name: [s.taskmanager_id for s in sorted(rest.subtasks(job_id, v.id), key=lambda s: s.index)]
+        for v in rest.job(job_id).vertices
+    }
 
 
 def rescaled_plan(lab: Lab, name: str, mapping: Mapping[str, Sequence[str]], *, mode: str = "custom") -> Path:
@@ -99,16 +108,18 @@ def rescaled_plan(lab: Lab, name: str, mapping: Mapping[str, Sequence[str]], *, 
     running = {v.name: v.parallelism for v in lab.rest.job(job).vertices}
     out = write_plan_dir(lab.work / name, lab.inventory, mapping, job=JOB_NAME, mode=mode, vertex_ids=ids)
     doc = load_plan(out)
-    info = RescaleInfo(profiled_parallelism={ids[v]: p for v, p in running.items()},
-                       target_records_per_s={ids["Source: Sensors"]: 600.0},
-                       changed={v: [running[v], len(h)] for v, h in mapping.items() if len(h) != running[v]})
+    info = RescaleInfo(
+        profiled_parallelism={ids[v]: p for v, p in running.items()},
+        target_records_per_s={ids["Source: Sensors"]: 600.0},
+        changed={v: [running[v], len(h)] for v, h in mapping.items() if len(h) != running[v]},
+    )
     (out / "plan.json").write_text(render_plan_json(doc.model_copy(update={"rescale": info})))
     return out / "plan.json"
 
 
 def green_indices(stdout: str) -> int:
     """Subtask indices in the verify table's green rows (planned and actual alike)."""
-    table = stdout[stdout.index("planned vs actual (subtask indices"):]
+    table = stdout[stdout.index("planned vs actual (subtask indices") :]
     return sum(line.count("#") for line in table.splitlines() if line.rstrip().endswith("ok │")) // 2
 
 
@@ -158,11 +169,17 @@ def test_a_rescale_that_fails_after_the_stop_rolls_back_to_the_previous_parallel
 def test_vanilla_mode_refuses_a_rescaled_plan_in_one_line_and_nothing_changes(lab: Lab):
     job = running_job(lab.rest)
     installed = lab.schedulercfg.read_text()
-    plan = rescaled_plan(lab, "plan-vanilla", {**RESCALED, "Window Aggregate": ["server"] * 2,
-                                               "Sink: Readings": ["server"] * 2}, mode="vanilla")
+    plan = rescaled_plan(
+        lab,
+        "plan-vanilla",
+        {**RESCALED, "Window Aggregate": ["server"] * 2, "Sink: Readings": ["server"] * 2},
+        mode="vanilla",
+    )
     result = cli("apply", "--plan", str(plan), "--inventory", str(lab.inventory))
     assert result.returncode == 1 and result.stderr.count("\n") == 1 and "Traceback" not in result.stderr, result.stderr
-    assert ("the plan changes parallelism (Window Aggregate 3→2, Sink: Readings 3→2), which vanilla mode cannot apply"
-            in result.stderr)
+    assert (
+        "the plan changes parallelism (Window Aggregate 3→2, Sink: Readings 3→2), which vanilla mode cannot apply"
+        in result.stderr
+    )
     assert running_job(lab.rest) == job and by_index(lab.rest, job) == RESCALED
     assert lab.schedulercfg.read_text() == installed

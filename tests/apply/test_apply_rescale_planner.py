@@ -41,18 +41,30 @@ def rescaled_request(tmp_path: Path, mapping=RESCALED, mode: str = "custom", **k
     plan_dir = write_plan_dir(tmp_path / f"plan-{mode}", inv, mapping, vertex_ids=IDS, mode=mode)
     doc = load_plan(plan_dir)
     changed = {v: [len(PLACED[v]), len(h)] for v, h in mapping.items() if len(h) != len(PLACED[v])}
-    doc = doc.model_copy(update={"rescale": RescaleInfo(profiled_parallelism={IDS[v]: len(PLACED[v]) for v in PLACED},
-                                                        target_records_per_s={IDS["Source: Sensors"]: 600.0},
-                                                        changed=changed)})
+    doc = doc.model_copy(
+        update={
+            "rescale": RescaleInfo(
+                profiled_parallelism={IDS[v]: len(PLACED[v]) for v in PLACED},
+                target_records_per_s={IDS["Source: Sensors"]: 600.0},
+                changed=changed,
+            )
+        }
+    )
     (plan_dir / "plan.json").write_text(render_plan_json(doc))
     return load_request(plan_dir, inv, **kw)
 
 
-def graph_view(*, installed: bool = False, job_jar: bool = False, java_error: str | None = None,
-               max_parallelism: int = 128, **kw):
-    sub = SubmitterView(submitter_path=SUBMITTER, submitter_installed=installed,
-                        job_jar_path="/opt/flink/placement/jars/0123456789abcdef-job.jar", job_jar_installed=job_jar,
-                        java_home=None, java_error=java_error)
+def graph_view(
+    *, installed: bool = False, job_jar: bool = False, java_error: str | None = None, max_parallelism: int = 128, **kw
+):
+    sub = SubmitterView(
+        submitter_path=SUBMITTER,
+        submitter_installed=installed,
+        job_jar_path="/opt/flink/placement/jars/0123456789abcdef-job.jar",
+        job_jar_installed=job_jar,
+        java_home=None,
+        java_error=java_error,
+    )
     return custom_view(PLACED, ids=IDS, submitter=sub, max_parallelism={i: max_parallelism for i in IDS.values()}, **kw)
 
 
@@ -68,9 +80,20 @@ def test_a_rescaled_plan_is_resubmitted_through_the_submitter_on_the_jobmanager_
     assert check(req, v) == []
     plan = plan_apply(req, v, holder="t", jars=read_jars(req, v, submitter=built(tmp_path)))
     kinds = [(s.phase, s.action.kind) for s in plan.steps]
-    assert kinds == [("prepare", "lock"), ("prepare", "upload"), ("prepare", "upload"), ("stop", "stop"),
-                     ("install", "upload"), ("install", "upload"), ("redeploy", "submit-graph"), ("redeploy", "wait"),
-                     ("verify", "verify"), ("verify", "watch"), ("finish", "record"), ("finish", "unlock")]
+    assert kinds == [
+        ("prepare", "lock"),
+        ("prepare", "upload"),
+        ("prepare", "upload"),
+        ("stop", "stop"),
+        ("install", "upload"),
+        ("install", "upload"),
+        ("redeploy", "submit-graph"),
+        ("redeploy", "wait"),
+        ("verify", "verify"),
+        ("verify", "watch"),
+        ("finish", "record"),
+        ("finish", "unlock"),
+    ]
     # before the stop: the submitter and the job's jar onto the JobManager host (no REST upload: not needed)
     submitter, job_jar = plan.steps[1].action, plan.steps[2].action
     assert isinstance(submitter, UploadFile) and submitter.host == "server" and submitter.path == SUBMITTER
@@ -86,13 +109,16 @@ def test_a_rescaled_plan_is_resubmitted_through_the_submitter_on_the_jobmanager_
     assert argv[argv.index("--savepoint") + 1] == "file:/sp/savepoint-1" and "--allow-non-restored-state" not in argv
     assert argv[argv.index("--jar") + 1] == job_jar.path and argv[argv.index("--conf-dir") + 1] == "/opt/flink/conf"
     assert argv[argv.index("--entry-class") + 1] == IOT_SENSOR_JOB
-    assert argv[argv.index("--") + 1:] == JOB_ARGS and argv[argv.index("--rest-url") + 1] == "http://127.0.0.1:8081"
+    assert argv[argv.index("--") + 1 :] == JOB_ARGS and argv[argv.index("--rest-url") + 1] == "http://127.0.0.1:8081"
     assert "<savepoint>" in graph.describe() and graph.describe().startswith("ssh server: java ")
     assert any("'Parse' plan 3 vs running 2" in n for n in plan.notes)
     # verify: every new subtask index on its planned TaskManager
     verify = next(s.action for s in plan.steps if s.action.kind == "verify")
     assert [(s.subtask, s.parallelism, s.host) for s in verify.subtasks if s.vertex == "Filter"] == [
-        (0, 3, "rpi1"), (1, 3, "rpi1"), (2, 3, "rpi1")]
+        (0, 3, "rpi1"),
+        (1, 3, "rpi1"),
+        (2, 3, "rpi1"),
+    ]
     # recorded: the overrides (the next apply keeps using the submitter for this job) and the previous parallelism
     record = next(s.action.record for s in plan.steps if s.action.kind == "record")
     assert record["parallelism_overrides"] == {IDS[v]: len(h) for v, h in RESCALED.items()}
@@ -114,11 +140,17 @@ def test_preflight_refuses_before_the_stop_what_the_cluster_cannot_run(tmp_path)
     # above the max parallelism the running job has (REST maxParallelism)
     assert [p.message for p in check(req, graph_view(max_parallelism=2))] == [
         f"'{v}': the plan's parallelism 3 is above its max parallelism 2 (Flink refuses such a job: plan again within "
-        "it)" for v in CHAIN]
+        "it)"
+        for v in CHAIN
+    ]
     # no Java on the JobManager host
     messages = [p.message for p in check(req, graph_view(java_error="sh: 1: java: not found"))]
-    assert len(messages) == 1 and "through the JobGraph submitter on the JobManager host server, but `java` on the SSH " \
-        "session's PATH does not run there (sh: 1: java: not found); set env.java.home" in messages[0]
+    assert (
+        len(messages) == 1
+        and "through the JobGraph submitter on the JobManager host server, but `java` on the SSH "
+        "session's PATH does not run there (sh: 1: java: not found); set env.java.home"
+        in messages[0]
+    )
     # not enough slots for the new totals: rpi1 gets 3 subtasks of each chain vertex
     small = graph_view(taskmanagers={"server": tm("server", 4), "rpi1": tm("rpi1", 2)})
     assert [p.message for p in check(req, small)] == ["TaskManager rpi1: 2 slot(s) free, the plan needs 3"]
@@ -132,10 +164,14 @@ def test_preflight_refuses_before_the_stop_what_the_cluster_cannot_run(tmp_path)
 def test_vanilla_mode_refuses_a_rescaled_plan_in_one_line(tmp_path):
     req = rescaled_request(tmp_path, mode="vanilla")
     messages = [p.message for p in check(req, view(PLACED))]
-    assert messages == [("the plan changes parallelism (Source: Sensors 2→3, Parse 2→3, Filter 2→3, Enrich 2→3, "
-                         "Window Aggregate 2→1, Sink: Readings 2→1), which vanilla mode cannot apply: it resubmits by a "
-                         "REST jar run, which keeps the job's own parallelism; plan it for custom mode "
-                         "(placement plan --rescale --mode custom)")]
+    assert messages == [
+        (
+            "the plan changes parallelism (Source: Sensors 2→3, Parse 2→3, Filter 2→3, Enrich 2→3, "
+            "Window Aggregate 2→1, Sink: Readings 2→1), which vanilla mode cannot apply: it resubmits by a "
+            "REST jar run, which keeps the job's own parallelism; plan it for custom mode "
+            "(placement plan --rescale --mode custom)"
+        )
+    ]
 
 
 def test_a_job_an_earlier_apply_rescaled_stays_on_the_submitter_even_when_the_plan_keeps_its_parallelism(tmp_path):
@@ -160,16 +196,25 @@ def test_the_probe_finds_jars_by_pattern_and_tells_whether_java_runs(tmp_path):
     out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
     assert out.splitlines() == [f"have {upload / 'abc_my job.jar'}"]  # no submitter there yet; java runs
     submitter.write_bytes(b"PK")
-    out = subprocess.run(submitter_probe_argv(str(submitter), [pattern], str(tmp_path / "no-jdk" / "java")),
-                         capture_output=True, text=True, check=True).stdout.splitlines()
+    out = subprocess.run(
+        submitter_probe_argv(str(submitter), [pattern], str(tmp_path / "no-jdk" / "java")),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
     assert out[:2] == [f"have {submitter}", f"have {upload / 'abc_my job.jar'}"]
     assert len(out) == 3 and out[2].startswith("java-error ") and "no-jdk/java" in out[2]
-    assert upload_candidates({"web.upload.dir": "/srv/up"}, "x.jar") == ["/srv/up/x.jar", "/srv/up/flink-web-upload/x.jar"]
+    assert upload_candidates({"web.upload.dir": "/srv/up"}, "x.jar") == [
+        "/srv/up/x.jar",
+        "/srv/up/flink-web-upload/x.jar",
+    ]
 
 
 def test_the_submitters_answer_is_a_job_id_or_one_line():
     assert job_id_from("noise\nJOBID " + "a" * 32 + "\n") == "a" * 32
-    with pytest.raises(PlacementError, match=r"^the JobGraph submitter failed: vertex 'Parse' \(.*\): parallelism 300 is above"):
+    with pytest.raises(
+        PlacementError, match=r"^the JobGraph submitter failed: vertex 'Parse' \(.*\): parallelism 300 is above"
+    ):
         job_id_from("", "error: vertex 'Parse' (00ff): parallelism 300 is above its max parallelism 128\n", 1)
     with pytest.raises(PlacementError, match=r"^the JobGraph submitter failed: exit 127$"):
         job_id_from("", "", 127)

@@ -74,8 +74,9 @@ def test_it_refuses_before_the_stop_without_the_jar_path_or_when_the_jobmanager_
     assert "give JOB_JAR as the absolute path of the job's jar there" in relative.stderr and relative.stdout == ""
     unreachable = run(script, "a" * 32, "/opt/flink/placement/jars/job.jar")
     assert unreachable.returncode == 1, unreachable.stderr
-    assert unreachable.stderr.startswith(f"this plan changes parallelism ({CHANGES}): cannot resubmit it through the "
-                                         "JobGraph submitter on server: ")
+    assert unreachable.stderr.startswith(
+        f"this plan changes parallelism ({CHANGES}): cannot resubmit it through the JobGraph submitter on server: "
+    )
     assert "port 1" in unreachable.stderr and "1/4 stopping" not in unreachable.stdout  # nothing was stopped
 
 
@@ -94,16 +95,29 @@ def test_the_remote_command_quotes_what_the_remote_shell_fills_in_fake_java_stan
     inv = load_inventory(inventory)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    (bin_dir / "java").write_text("#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done\n")
+    (bin_dir / "java").write_text('#!/bin/sh\nfor a in "$@"; do printf \'%s\\n\' "$a"; done\n')
     (bin_dir / "java").chmod(0o755)
     latest = f"S=$(ls -1 {shlex.quote(str(home / 'placement' / 'submitter'))}/placement-submitter-*.jar | tail -n 1)"
     remote = f"{latest}; exec {submitter_java(load_plan(req.plan_dir), inv)}"
     args = ["/jobs dir/job.jar", "file:/save points/sp-1", "http://127.0.0.1:8081"]
-    out = subprocess.run(["sh", "-c", remote, "sh", *args], capture_output=True, text=True, check=True,
-                         env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}).stdout.splitlines()
-    want = SubmitCall(java="java", submitter_jar=str(submitter), flink_home=str(home), conf_dir=f"{home}/conf",
-                      rest_url=args[2], job_jar=args[0], entry_class=IOT_SENSOR_JOB, program_args=tuple(JOB_ARGS),
-                      overrides=tuple(sorted((IDS[v], len(h)) for v, h in RESCALED.items()))).argv(args[1])
+    out = subprocess.run(
+        ["sh", "-c", remote, "sh", *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"},
+    ).stdout.splitlines()
+    want = SubmitCall(
+        java="java",
+        submitter_jar=str(submitter),
+        flink_home=str(home),
+        conf_dir=f"{home}/conf",
+        rest_url=args[2],
+        job_jar=args[0],
+        entry_class=IOT_SENSOR_JOB,
+        program_args=tuple(JOB_ARGS),
+        overrides=tuple(sorted((IDS[v], len(h)) for v, h in RESCALED.items())),
+    ).argv(args[1])
     assert out == want[1:]  # everything after the launcher itself
     assert JOB_NAME in out
 
@@ -116,9 +130,17 @@ def test_the_submitter_runs_on_a_host_reached_over_ssh_and_fails_in_one_line(ssh
     jar = build_submitter(home, tmp_path / "cache").path
 
     def submit(overrides: tuple[tuple[str, int], ...]) -> str:
-        call = SubmitCall(java="java", submitter_jar=str(jar), flink_home=str(home.path), conf_dir=None,
-                          rest_url="http://127.0.0.1:9", job_jar=str(lab_jobs_jar), entry_class=IOT_SENSOR_JOB,
-                          program_args=tuple(JOB_ARGS), overrides=overrides)
+        call = SubmitCall(
+            java="java",
+            submitter_jar=str(jar),
+            flink_home=str(home.path),
+            conf_dir=None,
+            rest_url="http://127.0.0.1:9",
+            job_jar=str(lab_jobs_jar),
+            entry_class=IOT_SENSOR_JOB,
+            program_args=tuple(JOB_ARGS),
+            overrides=overrides,
+        )
         with SshExecutor("server", server.address, settings) as ex:
             result = ex.run(call.argv("file:/nowhere/savepoint-1"), check=False, timeout=120)
         assert result.returncode == 1 and result.stdout == "" and result.stderr.count("\n") == 1, result.stderr

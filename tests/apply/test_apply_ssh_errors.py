@@ -47,8 +47,13 @@ def test_a_port_that_hangs_up_without_a_banner_is_one_line_and_no_library_traceb
     known = tmp_path / "known_hosts"
     known.write_text("")
     try:
-        proc = subprocess.run([sys.executable, "-c", SCRIPT, str(port), str(known)], capture_output=True, text=True,
-                              timeout=60, check=False)
+        proc = subprocess.run(
+            [sys.executable, "-c", SCRIPT, str(port), str(known)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
     finally:
         stop.set()
         thread.join(timeout=5)

@@ -100,7 +100,8 @@ def install_taskmanager_script(home: Path, resource_id: str, pid: int, jvm_flags
 
 
 def test_a_taskmanager_without_its_resource_is_reconfigured_and_restarted_only_with_consent_stand_in_script(
-        tmp_path, ssh_lab: SshLab, lab_jobs_jar, flink_support):
+    tmp_path, ssh_lab: SshLab, lab_jobs_jar, flink_support
+):
     rpi1 = ssh_lab.hosts["rpi1"]
     root_side = "10.204.0.5"  # the root namespace's end of the pp-rpi1 veth: reachable from inside pp-rpi1
     tms = (
@@ -111,14 +112,22 @@ def test_a_taskmanager_without_its_resource_is_reconfigured_and_restarted_only_w
     # the JIT's first tier only, as the scheduler tests' clusters (scheduler_support.JVM_FLAGS): a faster start; this
     # test reads configs, TaskManagers and placements, no throughput
     quick_start = ("-XX:TieredStopAtLevel=1",)
-    with flink_support.start_flink(work, tms, jobmanager_address=root_side, jvm_flags=quick_start) as cluster, \
-            contextlib.ExitStack() as cleanup:
+    with (
+        flink_support.start_flink(work, tms, jobmanager_address=root_side, jvm_flags=quick_start) as cluster,
+        contextlib.ExitStack() as cleanup,
+    ):
         home = work / "tm-rpi1"  # rpi1's Flink home: conf/config.yaml is its TaskManager's config
         install_taskmanager_script(home, "rpi1", cluster.taskmanagers["rpi1"].pid, quick_start)
         cleanup.callback(_kill_from_pidfile, home / "taskmanager.pid")  # the restarted TM is not the cluster's child
         rest = FlinkRest(cluster.rest_url)
-        inv = write_inventory(tmp_path / "inventory.yaml", ssh_lab, rest_url=cluster.rest_url, home=home,
-                              savepoint_dir=tmp_path / "savepoints", jar=lab_jobs_jar)
+        inv = write_inventory(
+            tmp_path / "inventory.yaml",
+            ssh_lab,
+            rest_url=cluster.rest_url,
+            home=home,
+            savepoint_dir=tmp_path / "savepoints",
+            jar=lab_jobs_jar,
+        )
         plan = write_plan_dir(tmp_path / "plan", inv, PLACED)
         job = flink_support.submit_job(rest, lab_jobs_jar, IOT_SENSOR_JOB, JOB_ARGS, wait_metrics=False)
         config = home / "conf" / "config.yaml"

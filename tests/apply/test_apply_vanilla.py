@@ -47,8 +47,14 @@ def env(tmp_path_factory, ssh_lab: SshLab, flink_cluster, lab_jobs_jar, iot_job)
     work = tmp_path_factory.mktemp("pp-apply-vanilla")
     home = work / "flink-home"
     (home / "conf").mkdir(parents=True)
-    inv = write_inventory(work / "inventory.yaml", ssh_lab, rest_url=flink_cluster.rest_url, home=home,
-                          savepoint_dir=work / "savepoints", jar=lab_jobs_jar)
+    inv = write_inventory(
+        work / "inventory.yaml",
+        ssh_lab,
+        rest_url=flink_cluster.rest_url,
+        home=home,
+        savepoint_dir=work / "savepoints",
+        jar=lab_jobs_jar,
+    )
     return Env(inv, home, work / "savepoints", work, flink_cluster.rest_url)
 
 
@@ -62,12 +68,33 @@ def test_dry_run_prints_every_step_in_order_and_changes_nothing(env: Env, flink_
     result = run_cli("apply", str(plan), "--inventory", str(env.inventory), "--dry-run")
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    order = ["set -C", "POST /jars/upload", f"POST /jobs/{job}/stop", "/run ", "until the job and every vertex are RUNNING",
-             "taskmanager-id == planned host", "state.json", f"rm -f {env.home}/placement/apply.lock"]
+    order = [
+        "set -C",
+        "POST /jars/upload",
+        f"POST /jobs/{job}/stop",
+        "/run ",
+        "until the job and every vertex are RUNNING",
+        "taskmanager-id == planned host",
+        "state.json",
+        f"rm -f {env.home}/placement/apply.lock",
+    ]
     assert_in_order(out, order)
-    assert_in_order(out, ["ssh server: true", "ssh rpi1: true", f"ssh server: cat {env.home}/placement/state.json",
-                          "mktemp", "REST GET /overview"], start="preflight read")
-    assert '"--placement"' in out and '"allowNonRestoredState": true' in out and '"entryClass": "placement.lab.IotSensorJob"' in out
+    assert_in_order(
+        out,
+        [
+            "ssh server: true",
+            "ssh rpi1: true",
+            f"ssh server: cat {env.home}/placement/state.json",
+            "mktemp",
+            "REST GET /overview",
+        ],
+        start="preflight read",
+    )
+    assert (
+        '"--placement"' in out
+        and '"allowNonRestoredState": true' in out
+        and '"entryClass": "placement.lab.IotSensorJob"' in out
+    )
     assert "roll back" in out and "dry run: preflight passed; nothing was changed" in out
     # nothing changed: same job, no lock/state, no savepoint, no audit log, no jar uploaded
     assert running_job(flink_rest) == job
@@ -136,7 +163,9 @@ def test_a_new_plan_moves_operators_and_the_previous_mapping_is_remembered(env: 
 
 
 def test_the_job_is_found_by_name_and_a_wrong_name_is_bad_input(env: Env, flink_rest):
-    result = run_cli("apply", str(env.work / "plan-moved"), "--inventory", str(env.inventory), "--job-name", "no-such-job")
+    result = run_cli(
+        "apply", str(env.work / "plan-moved"), "--inventory", str(env.inventory), "--job-name", "no-such-job"
+    )
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0 and "no running job named 'no-such-job'" in result.stderr
     assert JOB_NAME in result.stderr  # names what does run

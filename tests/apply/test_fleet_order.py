@@ -38,8 +38,10 @@ def test_only_stop_all_is_safe_when_two_jobs_swap_links():
     # a moves from link 1 to link 2, b from link 2 to link 1; each link carries one job at a time: any first move
     # puts both on one link
     l1, l2 = uplink("rpi1→server"), uplink("rpi2→server")
-    jobs = [JobLoads("a", {l1: 25.0, l2: 0.0}, {l1: 0.0, l2: 25.0}),
-            JobLoads("b", {l1: 0.0, l2: 25.0}, {l1: 25.0, l2: 0.0})]
+    jobs = [
+        JobLoads("a", {l1: 25.0, l2: 0.0}, {l1: 0.0, l2: 25.0}),
+        JobLoads("b", {l1: 0.0, l2: 25.0}, {l1: 25.0, l2: 0.0}),
+    ]
     order = choose_order(jobs, {l1: 30.0, l2: 30.0})
     assert order.strategy == "stop-all"
     assert order.jobs == ("a", "b")
@@ -61,10 +63,18 @@ def test_one_job_is_sequential():
 def test_only_the_slots_force_the_order():
     # the uplink and the CPU allow either order; rpi1 has 4 slots: b (2 there) must leave before a fills 4.
     # a first: a new 4 + b old 2 = 6 > 4; b first: a old 0 + b new 0 = 0, then the plans' 4
-    jobs = [JobLoads("a", {LINK: 5.0, cores("rpi1"): 0.0, slots("rpi1"): 0.0},
-                     {LINK: 5.0, cores("rpi1"): 0.5, slots("rpi1"): 4.0}),
-            JobLoads("b", {LINK: 5.0, cores("rpi1"): 0.5, slots("rpi1"): 2.0},
-                     {LINK: 5.0, cores("rpi1"): 0.0, slots("rpi1"): 0.0})]
+    jobs = [
+        JobLoads(
+            "a",
+            {LINK: 5.0, cores("rpi1"): 0.0, slots("rpi1"): 0.0},
+            {LINK: 5.0, cores("rpi1"): 0.5, slots("rpi1"): 4.0},
+        ),
+        JobLoads(
+            "b",
+            {LINK: 5.0, cores("rpi1"): 0.5, slots("rpi1"): 2.0},
+            {LINK: 5.0, cores("rpi1"): 0.0, slots("rpi1"): 0.0},
+        ),
+    ]
     limits = {LINK: 30.0, cores("rpi1"): 2.0, slots("rpi1"): 4.0}
     order = choose_order(jobs, limits)
     assert (order.strategy, order.jobs) == ("sequential", ("b", "a"))
@@ -75,10 +85,18 @@ def test_only_the_slots_force_the_order():
 
 def test_nothing_fits_in_between_so_stop_all_names_the_resource():
     # a and b swap rpi1 and rpi2, each filling a Pi's 4 slots and most of its CPU: any first move puts both on one Pi
-    jobs = [JobLoads("job-A", {slots("rpi1"): 4.0, cores("rpi1"): 1.5, slots("rpi2"): 0.0, cores("rpi2"): 0.0},
-                     {slots("rpi1"): 0.0, cores("rpi1"): 0.0, slots("rpi2"): 4.0, cores("rpi2"): 1.5}),
-            JobLoads("job-B", {slots("rpi1"): 0.0, cores("rpi1"): 0.0, slots("rpi2"): 1.0, cores("rpi2"): 0.5},
-                     {slots("rpi1"): 1.0, cores("rpi1"): 0.5, slots("rpi2"): 0.0, cores("rpi2"): 0.0})]
+    jobs = [
+        JobLoads(
+            "job-A",
+            {slots("rpi1"): 4.0, cores("rpi1"): 1.5, slots("rpi2"): 0.0, cores("rpi2"): 0.0},
+            {slots("rpi1"): 0.0, cores("rpi1"): 0.0, slots("rpi2"): 4.0, cores("rpi2"): 1.5},
+        ),
+        JobLoads(
+            "job-B",
+            {slots("rpi1"): 0.0, cores("rpi1"): 0.0, slots("rpi2"): 1.0, cores("rpi2"): 0.5},
+            {slots("rpi1"): 1.0, cores("rpi1"): 0.5, slots("rpi2"): 0.0, cores("rpi2"): 0.0},
+        ),
+    ]
     limits = {slots("rpi1"): 4.0, cores("rpi1"): 2.8, slots("rpi2"): 4.0, cores("rpi2"): 2.8}
     order = choose_order(jobs, limits)
     assert order.strategy == "stop-all"
@@ -97,10 +115,19 @@ def test_only_memory_rules_out_an_order_and_is_named():
         roomy = {LINK: 5.0, cores("rpi1"): 0.5, cores("rpi2"): 0.5, slots("rpi1"): 1.0, slots("rpi2"): 1.0}
         return JobLoads(name, {**roomy, **old}, {**roomy, **new})
 
-    jobs = [job("job-A", {memory("rpi1"): 768.0, memory("rpi2"): 0.0}, {memory("rpi1"): 0.0, memory("rpi2"): 768.0}),
-            job("job-B", {memory("rpi1"): 0.0, memory("rpi2"): 512.0}, {memory("rpi1"): 512.0, memory("rpi2"): 0.0})]
-    limits = {LINK: 30.0, cores("rpi1"): 2.8, cores("rpi2"): 2.8, slots("rpi1"): 4.0, slots("rpi2"): 4.0,
-              memory("rpi1"): 1024.0, memory("rpi2"): 1024.0}
+    jobs = [
+        job("job-A", {memory("rpi1"): 768.0, memory("rpi2"): 0.0}, {memory("rpi1"): 0.0, memory("rpi2"): 768.0}),
+        job("job-B", {memory("rpi1"): 0.0, memory("rpi2"): 512.0}, {memory("rpi1"): 512.0, memory("rpi2"): 0.0}),
+    ]
+    limits = {
+        LINK: 30.0,
+        cores("rpi1"): 2.8,
+        cores("rpi2"): 2.8,
+        slots("rpi1"): 4.0,
+        slots("rpi2"): 4.0,
+        memory("rpi1"): 1024.0,
+        memory("rpi2"): 1024.0,
+    }
     order = choose_order(jobs, limits)
     assert order.strategy == "stop-all"
     assert "rpi2's memory would be 1280 of 1024 MiB usable after moving job-A first" in order.reason
@@ -135,20 +162,42 @@ def test_the_order_chosen_never_exceeds_a_link_or_host_on_random_fleets():
     import random
 
     rng = random.Random(24)
-    resources = [uplink("l1"), uplink("l2"), cores("h1"), cores("h2"), slots("h1"), slots("h2"), memory("h1"),
-                 memory("h2")]
-    amounts = {"uplink": (0.0, 5.0, 10.0, 20.0), "cores": (0.0, 0.25, 0.5, 1.0), "slots": (0.0, 1.0, 2.0, 3.0),
-               "memory": (0.0, 256.0, 512.0, 1024.0)}
+    resources = [
+        uplink("l1"),
+        uplink("l2"),
+        cores("h1"),
+        cores("h2"),
+        slots("h1"),
+        slots("h2"),
+        memory("h1"),
+        memory("h2"),
+    ]
+    amounts = {
+        "uplink": (0.0, 5.0, 10.0, 20.0),
+        "cores": (0.0, 0.25, 0.5, 1.0),
+        "slots": (0.0, 1.0, 2.0, 3.0),
+        "memory": (0.0, 256.0, 512.0, 1024.0),
+    }
     # roomy enough that, with four kinds of resource, sequential and stop-all both stay common
-    caps = {"uplink": (30.0, 40.0, 60.0), "cores": (1.5, 2.0, 3.0), "slots": (4.0, 6.0, 8.0),
-            "memory": (1536.0, 2048.0, 3072.0)}
+    caps = {
+        "uplink": (30.0, 40.0, 60.0),
+        "cores": (1.5, 2.0, 3.0),
+        "slots": (4.0, 6.0, 8.0),
+        "memory": (1536.0, 2048.0, 3072.0),
+    }
     seen = {"sequential": 0, "stop-all": 0}
     forced_by = {kind: 0 for kind in amounts}  # fleets where that kind alone rules the fleet's order out
     decided_by = {kind: 0 for kind in amounts}  # fleets whose chosen order changes when that kind is not judged
     for _ in range(400):
         n = rng.choice((2, 3, 4))
-        jobs = [JobLoads(f"j{k}", {r: rng.choice(amounts[r.kind]) for r in resources},
-                         {r: rng.choice(amounts[r.kind]) for r in resources}) for k in range(n)]
+        jobs = [
+            JobLoads(
+                f"j{k}",
+                {r: rng.choice(amounts[r.kind]) for r in resources},
+                {r: rng.choice(amounts[r.kind]) for r in resources},
+            )
+            for k in range(n)
+        ]
         limits = {r: rng.choice(caps[r.kind]) for r in resources}
         perms = list(itertools.permutations([j.job for j in jobs]))
         any_safe = any(independently_safe(jobs, limits, p) for p in perms)
@@ -171,8 +220,10 @@ def test_the_order_chosen_never_exceeds_a_link_or_host_on_random_fleets():
 
 def test_a_job_not_moved_counts_in_every_mixed_state():
     # c's plan is in effect already (not moved) and holds 2 of rpi1's 4 slots: a first would be 2 + 2 (b old) + 2 = 6
-    jobs = [JobLoads("a", {slots("rpi1"): 0.0}, {slots("rpi1"): 2.0}),
-            JobLoads("b", {slots("rpi1"): 2.0}, {slots("rpi1"): 0.0})]
+    jobs = [
+        JobLoads("a", {slots("rpi1"): 0.0}, {slots("rpi1"): 2.0}),
+        JobLoads("b", {slots("rpi1"): 2.0}, {slots("rpi1"): 0.0}),
+    ]
     limits = {slots("rpi1"): 4.0}
     assert choose_order(jobs, limits).jobs == ("a", "b")  # without c either order fits
     order = choose_order(jobs, limits, steady={slots("rpi1"): 2.0})

@@ -30,9 +30,12 @@ def submit(*args: str) -> SubmitJob:
 
 def apply_plan(job_id: str, *, stable_s: float = 0.0) -> ApplyPlan:
     planned = tuple((v, tm, n) for v, tms in PLANNED.items() for tm in set(tms) for n in [tms.count(tm)])
-    steps = [Step(StopWithSavepoint(job_id, "file:/savepoints"), "stop"),
-             Step(submit("--map-on", "server"), "redeploy"), Step(WaitRunning(), "redeploy"),
-             Step(VerifyPlacement(planned), "verify")]
+    steps = [
+        Step(StopWithSavepoint(job_id, "file:/savepoints"), "stop"),
+        Step(submit("--map-on", "server"), "redeploy"),
+        Step(WaitRunning(), "redeploy"),
+        Step(VerifyPlacement(planned), "verify"),
+    ]
     if stable_s:
         steps.append(Step(WatchStable(stable_s), "verify"))
     rollback = (Step(submit("--map-on", "rpi1"), "redeploy"), Step(WaitRunning(), "redeploy"))
@@ -41,9 +44,11 @@ def apply_plan(job_id: str, *, stable_s: float = 0.0) -> ApplyPlan:
 
 def placer(honoured: bool):
     """Where a submitted job runs: ``--map-on HOST`` puts Map there when ``honoured``, else Map stays on rpi1."""
+
     def place(resumed, args):
         host = args[args.index("--map-on") + 1] if honoured else "rpi1"
         return {**resumed.placement, "Map": [host] * len(resumed.placement["Map"])}
+
     return place
 
 
@@ -60,8 +65,12 @@ def test_an_apply_stops_with_a_savepoint_then_submits_from_it_then_verifies():
     outcome, audit = run(fake, apply_plan(old), clock)
     assert outcome.status == "applied" and outcome.job_id == "job-2"
     assert outcome.savepoint == f"file:/savepoints/savepoint-{old}"
-    assert fake.calls == [("stop", old, "file:/savepoints"), ("savepoint", old, outcome.savepoint),
-                          ("submit", "job-2", "--map-on server", outcome.savepoint), ("verify", "job-2")]
+    assert fake.calls == [
+        ("stop", old, "file:/savepoints"),
+        ("savepoint", old, outcome.savepoint),
+        ("submit", "job-2", "--map-on server", outcome.savepoint),
+        ("verify", "job-2"),
+    ]
     assert [r["kind"] for r in audit.records if r["event"] == "ok"] == ["stop", "submit", "wait", "verify"]
     assert fake.running_job("iot").placement == PLANNED
     # two status reads IN_PROGRESS, 0.2 s apart, on the injected clock: the downtime is simulated time
@@ -74,12 +83,18 @@ def test_a_failed_verify_cancels_the_new_job_and_resubmits_the_previous_argument
     outcome, audit = run(fake, apply_plan(old), FakeClock())
     assert outcome.status == "rolled-back"
     savepoint = f"file:/savepoints/savepoint-{old}"
-    assert fake.calls == [("stop", old, "file:/savepoints"), ("savepoint", old, savepoint),
-                          ("submit", "job-2", "--map-on server", savepoint), ("verify", "job-2"), ("cancel", "job-2"),
-                          ("submit", "job-3", "--map-on rpi1", savepoint)]
+    assert fake.calls == [
+        ("stop", old, "file:/savepoints"),
+        ("savepoint", old, savepoint),
+        ("submit", "job-2", "--map-on server", savepoint),
+        ("verify", "job-2"),
+        ("cancel", "job-2"),
+        ("submit", "job-3", "--map-on rpi1", savepoint),
+    ]
     assert outcome.job_id == "job-3" and fake.running_job("iot").placement == BEFORE
-    assert outcome.message.startswith("apply failed (verify failed: Map@rpi1 planned 0 actual 2; Map@server planned 2 "
-                                      "actual 0)")
+    assert outcome.message.startswith(
+        "apply failed (verify failed: Map@rpi1 planned 0 actual 2; Map@server planned 2 actual 0)"
+    )
     assert f"rolled back: job job-3 RUNNING from savepoint {savepoint} with the previous placement" in outcome.message
     assert [r["event"] for r in audit.records][-1] == "done" and audit.records[-1]["status"] == "rolled-back"
 
@@ -90,8 +105,10 @@ def test_a_stop_that_never_completes_fails_after_its_timeout_in_simulated_time()
     old = fake.start("iot", BEFORE)
     outcome, _ = run(fake, apply_plan(old), clock)
     assert outcome.status == "stop-failed" and outcome.job_id == old
-    assert outcome.message == ("the stop with savepoint failed (stop-with-savepoint of job job-1 did not complete "
-                               "within 180s); nothing was installed; job job-1 is RUNNING")
+    assert outcome.message == (
+        "the stop with savepoint failed (stop-with-savepoint of job job-1 did not complete "
+        "within 180s); nothing was installed; job job-1 is RUNNING"
+    )
     # 180 s of status reads, then 5 s of quiet before a RUNNING job counts as settled: all of it simulated
     assert clock.slept == pytest.approx(185.0, abs=0.5)
     assert [c[0] for c in fake.calls] == ["stop"]

@@ -60,9 +60,19 @@ def two_jobs(flink_rest, lab_jobs_jar, flink_cluster, tmp_path_factory):
         both(submit, [("cotenant-a", 100), ("cotenant-b", 1500)])  # at once: each waits ~10 s for its first records
         jobs.sort(key=lambda j: j.args[j.args.index("--job-name") + 1])
         out = tmp_path_factory.mktemp("cotenants")
-        collectors = {j.job_id: Collector(CollectOptions(rest_url=flink_rest.url, out_dir=out / j.job_id, job_id=j.job_id,
-                                                         duration_s=SECONDS, interval_s=1.0, flush_s=5.0))
-                      for j in jobs}
+        collectors = {
+            j.job_id: Collector(
+                CollectOptions(
+                    rest_url=flink_rest.url,
+                    out_dir=out / j.job_id,
+                    job_id=j.job_id,
+                    duration_s=SECONDS,
+                    interval_s=1.0,
+                    flush_s=5.0,
+                )
+            )
+            for j in jobs
+        }
         pids = {name: p.pid for name, p in flink_cluster.taskmanagers.items()}
         before, t0 = cpu_seconds(list(pids.values())), time.monotonic()
         both(Collector.run, [(c,) for c in collectors.values()])
@@ -77,7 +87,7 @@ def two_jobs(flink_rest, lab_jobs_jar, flink_cluster, tmp_path_factory):
 
 
 def test_collector_records_the_other_jobs_subtasks_and_busy_time_on_each_taskmanager(two_jobs):
-    (run, m), = find_manifests(two_jobs["dirs"]["a"])
+    ((run, m),) = find_manifests(two_jobs["dirs"]["a"])
     assert {loc.taskmanager_id for loc in m.locations} == {"rpi1"}  # pinned
     assert pq.read_schema(run / m.taskmanager_files[0]).names[-2:] == [COTENANT_BUSY, COTENANT_SUBTASKS]
     tm = read_taskmanager_cpu(run, m).to_pandas()
@@ -95,7 +105,7 @@ def own_busy_cores(root) -> float:
     """A job's busy time on its TaskManager as its collector recorded it: each subtask's mean busyTimeMsPerSecond
     over the collection, summed, in cores — a round before a subtask's first reading counting as 0, as the co-tenant
     figure counts it (shaping.busy_by_taskmanager)."""
-    (run, m), = find_manifests(root)
+    ((run, m),) = find_manifests(root)
     samples = pa.concat_tables([pq.read_table(run / f) for f in m.files]).to_pandas()
     busy = samples["busy_ms_per_s"].fillna(0.0)
     return float(busy.groupby([samples["vertex_id"], samples["subtask"]]).mean().sum()) / 1000.0
@@ -107,9 +117,11 @@ def test_each_job_calibrates_only_its_share_of_the_shared_taskmanager(two_jobs):
     ta, tb = ({t.id: t for t in p.taskmanagers} for p in (a, b))
     kernel = two_jobs["kernel"]
     for name, t in (("A", ta["rpi1"]), ("B", tb["rpi1"])):
-        print(f"{name} on rpi1: JVM {t.process_cores:.3f} cores (kernel {kernel['rpi1']:.3f}), baseline "
-              f"{t.baseline_cores:.3f} ({t.basis}), own busy {t.charged_cores:.3f}, co-tenants' busy "
-              f"{t.cotenant_cores:.3f} ({t.cotenant_subtasks} subtasks), calibrated {t.calibrated_cores:.3f}")
+        print(
+            f"{name} on rpi1: JVM {t.process_cores:.3f} cores (kernel {kernel['rpi1']:.3f}), baseline "
+            f"{t.baseline_cores:.3f} ({t.basis}), own busy {t.charged_cores:.3f}, co-tenants' busy "
+            f"{t.cotenant_cores:.3f} ({t.cotenant_subtasks} subtasks), calibrated {t.calibrated_cores:.3f}"
+        )
     # the server ran neither job: an idle TaskManager, whose CPU is the baseline prior both use
     assert ta["server"].basis == tb["server"].basis == "idle"
     for t, other in ((ta["rpi1"], "b"), (tb["rpi1"], "a")):
@@ -118,8 +130,10 @@ def test_each_job_calibrates_only_its_share_of_the_shared_taskmanager(two_jobs):
         # its co-tenants: the same busy-time gauges, read at other instants of the same seconds. (Not the other
         # profile's charge: that is records over true rates, and a job this young still has its start-up in the
         # gauges' 60 s average: one rehearsal read A at 0.56 cores charged against 0.28 busy.)
-        print(f"co-tenant {other.upper()}: {t.cotenant_cores:.3f} busy cores recorded here, "
-              f"{own_busy_cores(two_jobs['dirs'][other]):.3f} by its own collector")
+        print(
+            f"co-tenant {other.upper()}: {t.cotenant_cores:.3f} busy cores recorded here, "
+            f"{own_busy_cores(two_jobs['dirs'][other]):.3f} by its own collector"
+        )
         assert t.cotenant_cores == pytest.approx(own_busy_cores(two_jobs["dirs"][other]), rel=0.35, abs=0.01)
     used_a = ta["rpi1"].process_cores - ta["rpi1"].baseline_cores  # rpi1's CPU beyond its baseline, as A measured it
     # A takes its busy-time share of that (the old rule — all of it — is used_a: the baseline is the idle server's

@@ -31,8 +31,15 @@ SUBTASKS = sum(v["parallelism"] for v in JOB["vertices"])
 class FakeJobManager:
     """Serves the recorded answers; ``fail_metrics`` 503s before answering, ``broken_after`` rounds then 500s."""
 
-    def __init__(self, *, fail_metrics: int = 0, broken_after: int | None = None, finish_after: int | None = None,
-                 nan_busy: bool = False, checkpointing: bool = True):
+    def __init__(
+        self,
+        *,
+        fail_metrics: int = 0,
+        broken_after: int | None = None,
+        finish_after: int | None = None,
+        nan_busy: bool = False,
+        checkpointing: bool = True,
+    ):
         self.checkpointing = checkpointing
         self.fail_metrics = fail_metrics
         self.broken_after = broken_after
@@ -120,14 +127,23 @@ class FakeJobManager:
 
 
 def options(fake: FakeJobManager, out: Path, **kw) -> CollectOptions:
-    base = {"rest_url": fake.url, "out_dir": out, "job_id": JID, "duration_s": 2.5, "interval_s": 0.5, "flush_s": 1.0,
-            "metrics_timeout_s": 2, "backoff_s": 0.01, "retries": 5}
+    base = {
+        "rest_url": fake.url,
+        "out_dir": out,
+        "job_id": JID,
+        "duration_s": 2.5,
+        "interval_s": 0.5,
+        "flush_s": 1.0,
+        "metrics_timeout_s": 2,
+        "backoff_s": 0.01,
+        "retries": 5,
+    }
     base.update(kw)
     return CollectOptions(**base)
 
 
 def table(out: Path):
-    (run_dir, manifest), = find_manifests(out)
+    ((run_dir, manifest),) = find_manifests(out)
     return manifest, ds.dataset(run_dir, format="parquet").to_table().to_pandas()
 
 
@@ -171,8 +187,23 @@ def test_collect_fake_job_that_finishes_ends_the_run(tmp_path):
 
 def test_collect_fake_persistent_errors_stop_with_one_line_and_keep_the_samples(tmp_path, capsys):
     with FakeJobManager(broken_after=3) as fake, pytest.raises(SystemExit) as e:
-        main(["metrics", "collect", "--rest", fake.url, "--job", JID, "--duration", "60", "--interval", "0.3",
-              "--out", str(tmp_path), "--quiet"])
+        main(
+            [
+                "metrics",
+                "collect",
+                "--rest",
+                fake.url,
+                "--job",
+                JID,
+                "--duration",
+                "60",
+                "--interval",
+                "0.3",
+                "--out",
+                str(tmp_path),
+                "--quiet",
+            ]
+        )
     _, err = capsys.readouterr()
     assert e.value.code == 1
     assert err.startswith("error: Flink REST GET") and "HTTP 500" in err and err.strip().count("\n") == 0
@@ -191,7 +222,10 @@ def test_collect_fake_state_sizes_and_locations_in_the_manifest(tmp_path):
     assert by_name["Window Aggregate"].checkpointed_bytes == 11407 and by_name["Parse"].checkpointed_bytes == 0
     assert manifest.checkpoints is not None and manifest.checkpoints.interval_ms == 10_000
     assert manifest.buffer_timeout_ms == 20.0
-    assert len(manifest.locations) == SUBTASKS and {loc.taskmanager_id for loc in manifest.locations} <= {"server", "rpi1"}
+    assert len(manifest.locations) == SUBTASKS and {loc.taskmanager_id for loc in manifest.locations} <= {
+        "server",
+        "rpi1",
+    }
 
 
 def test_collect_fake_job_without_checkpointing_records_none(tmp_path):
@@ -207,7 +241,19 @@ def test_bad_collect_options_are_one_line_errors(tmp_path, capsys):
         ([], "exactly one of --job"),
     ):
         with pytest.raises(SystemExit) as e:
-            main(["metrics", "collect", "--rest", "http://127.0.0.1:9", "--duration", "1", "--out", str(tmp_path / "o"), *args])
+            main(
+                [
+                    "metrics",
+                    "collect",
+                    "--rest",
+                    "http://127.0.0.1:9",
+                    "--duration",
+                    "1",
+                    "--out",
+                    str(tmp_path / "o"),
+                    *args,
+                ]
+            )
         _, err = capsys.readouterr()
         assert e.value.code == 2 and needle in err and err.strip().count("\n") == 0
     with FakeJobManager() as fake, pytest.raises(PlacementError, match="--interval"):

@@ -51,18 +51,43 @@ def collected(iot_job, flink_cluster, tmp_path_factory):
     out = tmp_path_factory.mktemp("collected")
     # the hosts, to read each TaskManager's threads from /proc (issue 23): both TaskManagers run on this machine
     inventory = out.parent / "collected-inventory.json"
-    inventory.write_text(json.dumps({
-        "hosts": [{"name": "server", "address": "127.0.0.1", "role": "server", "cores": 2, "memory": "4GiB"},
-                  {"name": "rpi1", "address": "127.0.0.2", "role": "edge", "model": "rpi4b", "cores": 1}],
-        "links": [{"from": "rpi1", "to": "server", "bandwidth": "20mbit"}],
-        "flink": {"rest_url": iot_job.rest_url},
-    }))
+    inventory.write_text(
+        json.dumps(
+            {
+                "hosts": [
+                    {"name": "server", "address": "127.0.0.1", "role": "server", "cores": 2, "memory": "4GiB"},
+                    {"name": "rpi1", "address": "127.0.0.2", "role": "edge", "model": "rpi4b", "cores": 1},
+                ],
+                "links": [{"from": "rpi1", "to": "server", "bandwidth": "20mbit"}],
+                "flink": {"rest_url": iot_job.rest_url},
+            }
+        )
+    )
     pids = {name: p.pid for name, p in flink_cluster.taskmanagers.items()}
     with kernel_cpu(pids) as kernel, pytest.raises(SystemExit) as exit_info:
-        main(["metrics", "collect", "--rest", iot_job.rest_url, "--job", iot_job.job_id, "--duration", "12",
-              "--interval", "1", "--flush", "5", "--out", str(out), "--inventory", str(inventory), "--quiet"])
+        main(
+            [
+                "metrics",
+                "collect",
+                "--rest",
+                iot_job.rest_url,
+                "--job",
+                iot_job.job_id,
+                "--duration",
+                "12",
+                "--interval",
+                "1",
+                "--flush",
+                "5",
+                "--out",
+                str(out),
+                "--inventory",
+                str(inventory),
+                "--quiet",
+            ]
+        )
     assert exit_info.value.code == 0
-    (run_dir, manifest), = find_manifests(out)
+    ((run_dir, manifest),) = find_manifests(out)
     KERNEL.append(kernel)
     return out, run_dir, manifest
 
@@ -151,9 +176,11 @@ def test_collect_records_each_taskmanagers_threads_and_every_subtasks_task_threa
     for tm, got in per_tm.items():
         rounds = df.loc[df["taskmanager_id"] == tm, "ts_ms"] / 1000  # the rates' window: the first round to the last
         kernel = KERNEL[0].cores(tm, rounds.min(), rounds.max())
-        print(f"TaskManager {tm}: task threads {sum(got.vertices.values()):.3f} cores "
-              f"({', '.join(f'{m.vertex(v).name} {c:.3f}' for v, c in got.vertices.items())}), other {got.other:.3f}, "
-              f"JIT compiler {got.compiler:.3f}, the JVM {kernel:.3f} from /proc")
+        print(
+            f"TaskManager {tm}: task threads {sum(got.vertices.values()):.3f} cores "
+            f"({', '.join(f'{m.vertex(v).name} {c:.3f}' for v, c in got.vertices.items())}), other {got.other:.3f}, "
+            f"JIT compiler {got.compiler:.3f}, the JVM {kernel:.3f} from /proc"
+        )
         assert got.unmatched == (), f"no task thread found for {got.unmatched} on {tm}"
         assert sum(got.vertices.values()) + got.other + got.compiler == pytest.approx(kernel, rel=0.25, abs=0.03)
     assert {loc.taskmanager_id for loc in m.locations} <= set(per_tm)
@@ -185,8 +212,9 @@ def test_collect_samples_every_subtask_with_real_rates(collected):
     # JobManager may refresh its metric store (every 10 s) in between: Parse's reading is then the source's of the
     # round before or after, so it is compared with the closest of the three.
     rounds = df.sort_values("ts_ms").assign(round=lambda d: d.groupby(["vertex_id", "subtask"]).cumcount())
-    per_round = rounds.pivot_table(index="round", columns="name", values=["records_out_per_s", "records_in_per_s"],
-                                   aggfunc="sum")
+    per_round = rounds.pivot_table(
+        index="round", columns="name", values=["records_out_per_s", "records_in_per_s"], aggfunc="sum"
+    )
     sent, received = per_round[("records_out_per_s", "Source: Sensors")], per_round[("records_in_per_s", "Parse")]
     closest = pd.concat([(received - sent.shift(k)).abs() for k in (-1, 0, 1)], axis=1).min(axis=1)
     n_src = by_name_parallelism(m, "Source: Sensors")
@@ -238,12 +266,19 @@ def test_collect_records_each_subtasks_buffers_in_local_and_remote(collected):
     for (vid, i), one in df.groupby(["vertex_id", "subtask"]):
         channels = _input_channels(m)[(vid, i)]
         last = one.sort_values("ts_ms").iloc[-1]
-        print(f"{names[vid]} {i}: channels local {channels[True]}, remote {channels[False]}; last reading records in "
-              f"{last['records_in_per_s']:.1f}/s, buffers local {last[columns[True]]:.2f}/s, remote "
-              f"{last[columns[False]]:.2f}/s")
+        print(
+            f"{names[vid]} {i}: channels local {channels[True]}, remote {channels[False]}; last reading records in "
+            f"{last['records_in_per_s']:.1f}/s, buffers local {last[columns[True]]:.2f}/s, remote "
+            f"{last[columns[False]]:.2f}/s"
+        )
         for local, column in columns.items():
             ceiling = (channels[local] * flushes * ramp[one.index] + one["bytes_in_per_s"] / SEGMENT_BYTES) * 1.05
-            assert (one[column] <= ceiling + 0.2).all(), (names[vid], i, column, one[[column]].join(ceiling.rename("max")))
+            assert (one[column] <= ceiling + 0.2).all(), (
+                names[vid],
+                i,
+                column,
+                one[[column]].join(ceiling.rename("max")),
+            )
             if channels[local] == 0:  # a source's, or senders all in one TaskManager: nothing the other way
                 assert (one[column] == 0).all(), (names[vid], i, column)
         # while records flow, each channel of this job carries at most RATE a second, so a flush cycle holds at most
@@ -269,7 +304,9 @@ def test_collect_reads_state_size_from_checkpoints(collected):
 def test_profile_of_a_collected_history(collected, tmp_path, capsys):
     out, _, _ = collected
     prof = tmp_path / "p.json"
-    code, _, err = run_cli(["profile", str(out), "--out", str(prof), "--warmup", "0", "--engine", "pandas", "--quiet"], capsys)
+    code, _, err = run_cli(
+        ["profile", str(out), "--out", str(prof), "--warmup", "0", "--engine", "pandas", "--quiet"], capsys
+    )
     assert code == 0, err
     p = json.loads(prof.read_text())
     by_name = {v["name"]: v for v in p["vertices"]}
@@ -278,13 +315,17 @@ def test_profile_of_a_collected_history(collected, tmp_path, capsys):
     assert by_name["Source: Sensors"]["stats"]["records_out_per_s"] > 0
     assert 0.2 < by_name["Filter"]["stats"]["selectivity"] < 0.4
     # the release it was collected on (REST /config), which plan holds against the inventory's flink.version pin
-    assert p["job"]["flink_version"] == find_manifests(out)[0][1].flink_version and p["job"]["flink_version"].startswith("2.")
+    assert p["job"]["flink_version"] == find_manifests(out)[0][1].flink_version and p["job"][
+        "flink_version"
+    ].startswith("2.")
     # issue 23: each TaskManager's process CPU and its own baseline, from the recorded Status.JVM.CPU.Time
     tms = {t["id"]: t for t in p["taskmanagers"]}
     assert set(tms) == {"server", "rpi1"}
     for t in tms.values():
-        print(f"TaskManager {t['id']}: {t['process_cores']:.3f} cores, busy time charges {t['charged_cores']:.3f}, "
-              f"baseline {t['baseline_cores']:.3f} ({t['basis']}), {t['subtasks']} subtasks")
+        print(
+            f"TaskManager {t['id']}: {t['process_cores']:.3f} cores, busy time charges {t['charged_cores']:.3f}, "
+            f"baseline {t['baseline_cores']:.3f} ({t['basis']}), {t['subtasks']} subtasks"
+        )
         assert 0 < t["process_cores"] < os.cpu_count()
         if t["subtasks"] == 0:  # the scheduler may put every subtask on one TaskManager: the other one is idle
             assert t["basis"] == "idle" and t["baseline_cores"] == t["process_cores"]
@@ -308,26 +349,55 @@ def test_profile_of_a_collected_history(collected, tmp_path, capsys):
 
 def test_collect_by_job_name(iot_job, tmp_path, capsys):
     name = iot_job.rest.job(iot_job.job_id).name
-    code, out, err = run_cli(["metrics", "collect", "--rest", iot_job.rest_url, "--job-name", name, "--duration", "2",
-                              "--out", str(tmp_path), "--quiet"], capsys)
+    code, out, err = run_cli(
+        [
+            "metrics",
+            "collect",
+            "--rest",
+            iot_job.rest_url,
+            "--job-name",
+            name,
+            "--duration",
+            "2",
+            "--out",
+            str(tmp_path),
+            "--quiet",
+        ],
+        capsys,
+    )
     assert code == 0, err
-    (_, m), = find_manifests(tmp_path)
+    ((_, m),) = find_manifests(tmp_path)
     assert m.job_id == iot_job.job_id and m.samples > 0
     assert "done" in out
 
 
 def test_collect_unknown_job_is_a_one_line_error(iot_job, tmp_path, capsys):
     out = tmp_path / "nothing"
-    code, _, err = run_cli(["metrics", "collect", "--rest", iot_job.rest_url, "--job", "0" * 32, "--duration", "2",
-                            "--out", str(out)], capsys)
+    code, _, err = run_cli(
+        ["metrics", "collect", "--rest", iot_job.rest_url, "--job", "0" * 32, "--duration", "2", "--out", str(out)],
+        capsys,
+    )
     assert code == 2
     assert err.strip().count("\n") == 0 and "no job 00000000000000000000000000000000" in err and "--job" in err
     assert not out.exists()  # nothing half-written
 
 
 def test_collect_unknown_job_name_lists_running_jobs(iot_job, tmp_path, capsys):
-    code, _, err = run_cli(["metrics", "collect", "--rest", iot_job.rest_url, "--job-name", "no-such-job", "--duration", "1",
-                            "--out", str(tmp_path / "x")], capsys)
+    code, _, err = run_cli(
+        [
+            "metrics",
+            "collect",
+            "--rest",
+            iot_job.rest_url,
+            "--job-name",
+            "no-such-job",
+            "--duration",
+            "1",
+            "--out",
+            str(tmp_path / "x"),
+        ],
+        capsys,
+    )
     assert code == 2 and err.startswith("error: --job-name: no running job named 'no-such-job'")
     assert iot_job.rest.job(iot_job.job_id).name in err
 
@@ -335,9 +405,26 @@ def test_collect_unknown_job_name_lists_running_jobs(iot_job, tmp_path, capsys):
 def test_collect_ctrl_c_keeps_what_was_collected(iot_job, tmp_path):
     out = tmp_path / "m"
     proc = subprocess.Popen(
-        [str(Path(sys.executable).parent / "placement"), "metrics", "collect", "--rest", iot_job.rest_url, "--job", iot_job.job_id,
-         "--duration", "120", "--flush", "1000", "--out", str(out), "--quiet"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        [
+            str(Path(sys.executable).parent / "placement"),
+            "metrics",
+            "collect",
+            "--rest",
+            iot_job.rest_url,
+            "--job",
+            iot_job.job_id,
+            "--duration",
+            "120",
+            "--flush",
+            "1000",
+            "--out",
+            str(out),
+            "--quiet",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
         preexec_fn=default_sigint,  # a suite started in the background inherits SIGINT ignored: Ctrl-C would be lost
     )
     deadline = time.monotonic() + 60
@@ -348,7 +435,7 @@ def test_collect_ctrl_c_keeps_what_was_collected(iot_job, tmp_path):
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 0, stderr
     assert "stopped by Ctrl-C" in stdout
-    (run_dir, m), = find_manifests(out)
+    ((run_dir, m),) = find_manifests(out)
     assert m.stopped == "interrupted" and m.samples > 0
     assert len(samples(run_dir)) == m.samples  # the in-memory rounds were flushed as a complete part
 
@@ -361,8 +448,23 @@ def test_collect_job_whose_subtasks_never_start_has_no_metrics(flink_rest, lab_j
     job_id = flink_rest.run_jar(jar_id, entry_class=IOT_SENSOR_JOB, program_args=["--parallelism", "40"])
     try:
         out = tmp_path / "none"
-        code, _, err = run_cli(["metrics", "collect", "--rest", flink_rest.url, "--job", job_id, "--duration", "2",
-                                "--metrics-timeout", "3", "--out", str(out)], capsys)
+        code, _, err = run_cli(
+            [
+                "metrics",
+                "collect",
+                "--rest",
+                flink_rest.url,
+                "--job",
+                job_id,
+                "--duration",
+                "2",
+                "--metrics-timeout",
+                "3",
+                "--out",
+                str(out),
+            ],
+            capsys,
+        )
         assert code == 2
         assert err.strip().count("\n") == 0 and "reports no busyTimeMsPerSecond" in err
         assert not out.exists()

@@ -23,8 +23,9 @@ pytestmark = [pytest.mark.flink, pytest.mark.timeout(300)]
 
 @pytest.fixture(scope="module")
 def tracked_job(flink_rest, lab_jobs_jar):
-    job = submit_job(flink_rest, lab_jobs_jar, IOT_SENSOR_JOB, IOT_ARGS,
-                     flink_configuration={"metrics.latency.interval": "200"})
+    job = submit_job(
+        flink_rest, lab_jobs_jar, IOT_SENSOR_JOB, IOT_ARGS, flink_configuration={"metrics.latency.interval": "200"}
+    )
     try:
         yield job
     finally:
@@ -36,10 +37,27 @@ def tracked_job(flink_rest, lab_jobs_jar):
 def collected(tracked_job, tmp_path_factory):
     out = tmp_path_factory.mktemp("latency")
     with pytest.raises(SystemExit) as exit_info:
-        main(["metrics", "collect", "--rest", tracked_job.rest_url, "--job", tracked_job.job_id, "--duration", "25",
-              "--interval", "1", "--flush", "10", "--out", str(out), "--quiet"])
+        main(
+            [
+                "metrics",
+                "collect",
+                "--rest",
+                tracked_job.rest_url,
+                "--job",
+                tracked_job.job_id,
+                "--duration",
+                "25",
+                "--interval",
+                "1",
+                "--flush",
+                "10",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
     assert exit_info.value.code == 0
-    (run_dir, manifest), = find_manifests(out)
+    ((run_dir, manifest),) = find_manifests(out)
     return out, run_dir, manifest
 
 
@@ -86,13 +104,19 @@ def test_measured_p50_beside_the_predicted_flush_waits(collected, capsys):
 
     out, _, _ = collected
     prof = build_profile(out, engine="pandas", warmup_s=0)
-    inv = Inventory.model_validate({"hosts": [{"name": "server", "address": "127.0.0.1", "role": "server", "cores": 8,
-                                               "memory": "16GiB"}], "flink": {"rest_url": "http://127.0.0.1:8081"}})
+    inv = Inventory.model_validate(
+        {
+            "hosts": [{"name": "server", "address": "127.0.0.1", "role": "server", "cores": 8, "memory": "16GiB"}],
+            "flink": {"rest_url": "http://127.0.0.1:8081"},
+        }
+    )
     (path,) = source_sink_paths(build_problem(inv, prof))
     (m,) = prof.latency
     with capsys.disabled():
-        print(f"\nIoT at 200 readings/s per source subtask: predicted {path.flush_ms:.1f} ms (flush waits), "
-              f"measured p50 {m.p50_ms:.1f} p95 {m.p95_ms:.1f} p99 {m.p99_ms:.1f} max {m.max_ms:.1f} ms")
+        print(
+            f"\nIoT at 200 readings/s per source subtask: predicted {path.flush_ms:.1f} ms (flush waits), "
+            f"measured p50 {m.p50_ms:.1f} p95 {m.p95_ms:.1f} p99 {m.p99_ms:.1f} max {m.max_ms:.1f} ms"
+        )
     # Predicted ~245: every channel here fills its buffer far slower than the 100 ms timeout ticks, so it waits
     # nearly half a tick (send_wait_ms: 48-50 ms), 5 times (250.0 before a full buffer's own send was counted). Each
     # task's flusher ticks every 100 ms at a phase of its own, so behind the first exchange a record waits a phase

@@ -29,8 +29,13 @@ def test_the_sink_lists_eleven_statistics_of_one_histogram_and_we_keep_five():
 
 def test_values_become_one_row_per_histogram():
     (row,) = shaping.latency_rows(1234, SINK, load("latency_values_Sink"))
-    assert (row["ts_ms"], row["vertex_id"], row["subtask"], row["source_id"], row["operator_id"]) == \
-        (1234, SINK, 0, SOURCE, SINK)
+    assert (row["ts_ms"], row["vertex_id"], row["subtask"], row["source_id"], row["operator_id"]) == (
+        1234,
+        SINK,
+        0,
+        SOURCE,
+        SINK,
+    )
     assert row["source_subtask"] is None
     assert row["p50_ms"] == 254.0 and row["p99_ms"] == 487.0 and row["mean_ms"] > 0
     assert row["p50_ms"] <= row["p95_ms"] <= row["p99_ms"] <= row["max_ms"]
@@ -40,8 +45,14 @@ def test_values_become_one_row_per_histogram():
 
 def test_granularity_subtask_and_single_and_nan():
     answer = [
-        {"id": "1.latency.source_id.s.source_subtask_index.2.operator_id.o.operator_subtask_index.1.latency_p99", "value": "9"},
-        {"id": "1.latency.source_id.s.source_subtask_index.2.operator_id.o.operator_subtask_index.1.latency_median", "value": "NaN"},
+        {
+            "id": "1.latency.source_id.s.source_subtask_index.2.operator_id.o.operator_subtask_index.1.latency_p99",
+            "value": "9",
+        },
+        {
+            "id": "1.latency.source_id.s.source_subtask_index.2.operator_id.o.operator_subtask_index.1.latency_median",
+            "value": "NaN",
+        },
         {"id": "0.latency.latency_median", "value": "3"},  # granularity single: no ids at all
         {"id": "0.latency.source_id.s.operator_id.o.operator_subtask_index.0.latency_stddev", "value": "1"},  # not kept
     ]
@@ -53,8 +64,9 @@ def test_granularity_subtask_and_single_and_nan():
 
 
 def test_many_names_are_split_into_short_queries():
-    names = [f"{i}.latency.source_id.{SOURCE}.operator_id.{SINK}.operator_subtask_index.{i}.latency_p99"
-             for i in range(200)]
+    names = [
+        f"{i}.latency.source_id.{SOURCE}.operator_id.{SINK}.operator_subtask_index.{i}.latency_p99" for i in range(200)
+    ]
     queries = shaping.name_queries(names)
     assert len(queries) > 1 and all(len(q) <= shaping.MAX_QUERY_CHARS for q in queries)
     assert ",".join(queries).split(",") == names

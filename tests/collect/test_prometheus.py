@@ -69,8 +69,18 @@ def test_unreachable_prometheus_and_missing_graph_are_one_line_errors(tmp_path, 
     from placement.lab.flink import free_port
 
     url = f"http://127.0.0.1:{free_port()}"
-    base = ["metrics", "collect", "--prometheus", url, "--job-name", "iot-sensors", "--since", "now-1h",
-            "--out", str(tmp_path / "m")]
+    base = [
+        "metrics",
+        "collect",
+        "--prometheus",
+        url,
+        "--job-name",
+        "iot-sensors",
+        "--since",
+        "now-1h",
+        "--out",
+        str(tmp_path / "m"),
+    ]
     code, _, err = run_cli(base, capsys)
     assert code == 2 and err.count("\n") == 1 and "--graph: Prometheus has no job graph: give --rest URL" in err
     code, _, err = run_cli([*base, "--graph", str(tmp_path / "none.json")], capsys)
@@ -98,28 +108,47 @@ def scraped(tmp_path_factory, lab_jobs_jar):
     (issue 25 §1)."""
     work = tmp_path_factory.mktemp("prometheus-flink")
     taskmanagers, targets = with_prometheus_reporter(TASKMANAGERS, work)
-    with start_flink(work / "flink", taskmanagers) as cluster, \
-            start_prometheus(work / "prometheus", targets, scrape_interval="1s") as prom:
+    with (
+        start_flink(work / "flink", taskmanagers) as cluster,
+        start_prometheus(work / "prometheus", targets, scrape_interval="1s") as prom,
+    ):
         rest = FlinkRest(cluster.rest_url)
-        job = submit_job(rest, lab_jobs_jar, IOT_SENSOR_JOB, IOT_ARGS,
-                         flink_configuration={"metrics.latency.interval": "200"})
+        job = submit_job(
+            rest, lab_jobs_jar, IOT_SENSOR_JOB, IOT_ARGS, flink_configuration={"metrics.latency.interval": "200"}
+        )
         try:
             prom.wait_for_targets()
             rest_dir = work / "rest-history"
             with pytest.raises(SystemExit) as e:
-                main(["metrics", "collect", "--rest", cluster.rest_url, "--job", job.job_id, "--duration",
-                      str(REST_SECONDS), "--interval", "1", "--out", str(rest_dir), "--quiet"])
+                main(
+                    [
+                        "metrics",
+                        "collect",
+                        "--rest",
+                        cluster.rest_url,
+                        "--job",
+                        job.job_id,
+                        "--duration",
+                        str(REST_SECONDS),
+                        "--interval",
+                        "1",
+                        "--out",
+                        str(rest_dir),
+                        "--quiet",
+                    ]
+                )
             assert e.value.code == 0
-            (_, manifest), = find_manifests(rest_dir)
-            yield SimpleNamespace(cluster=cluster, prom=prom, job=job, rest=rest, rest_dir=rest_dir, manifest=manifest,
-                                  work=work)
+            ((_, manifest),) = find_manifests(rest_dir)
+            yield SimpleNamespace(
+                cluster=cluster, prom=prom, job=job, rest=rest, rest_dir=rest_dir, manifest=manifest, work=work
+            )
         finally:
             cancel_job(job)
     assert not prom.data_dir.exists() and prom.proc.poll() is not None  # stopped, its TSDB removed
 
 
 def _starts(history: Path) -> dict[tuple[str, int], int]:
-    (run, _), = find_manifests(history)
+    ((run, _),) = find_manifests(history)
     t = pq.read_table(run, columns=["vertex_id", "subtask", "attempt_start_ms"]).to_pylist()
     return {(r["vertex_id"], r["subtask"]): r["attempt_start_ms"] for r in t}
 
@@ -137,14 +166,30 @@ def _window(s) -> list[str]:
 def test_profile_from_prometheus_agrees_with_rest_collection_per_vertex(scraped, tmp_path, capsys):
     s = scraped
     out = tmp_path / "from-prometheus"
-    code, stdout, err = run_cli(["metrics", "collect", "--prometheus", s.prom.url, "--job-name", "iot-sensors",
-                                 *_window(s), "--rest", s.cluster.rest_url, "--out", str(out), "--quiet"], capsys)
+    code, stdout, err = run_cli(
+        [
+            "metrics",
+            "collect",
+            "--prometheus",
+            s.prom.url,
+            "--job-name",
+            "iot-sensors",
+            *_window(s),
+            "--rest",
+            s.cluster.rest_url,
+            "--out",
+            str(out),
+            "--quiet",
+        ],
+        capsys,
+    )
     assert code == 0, err
-    (_, manifest), = find_manifests(out)
+    ((_, manifest),) = find_manifests(out)
     assert manifest.job_id == s.job.job_id and manifest.run_id.startswith("prom-")
     assert manifest.interval_s == 1.0  # no --step: the scrape interval Prometheus reports for the job's targets
     assert [(v.id, v.name, v.parallelism) for v in manifest.vertices] == [
-        (v.id, v.name, v.parallelism) for v in s.manifest.vertices]
+        (v.id, v.name, v.parallelism) for v in s.manifest.vertices
+    ]
     assert manifest.edges == s.manifest.edges
     # every subtask ran where REST says it ran (the tm_id label is the TaskManager's resource id)
     where = {(loc.vertex_id, loc.subtask): loc.taskmanager_id for loc in s.manifest.locations}
@@ -192,8 +237,10 @@ def test_profile_from_prometheus_agrees_with_rest_collection_per_vertex(scraped,
         for x, y in zip(a.subtasks, b.subtasks, strict=True):
             assert x.buffers_in_per_s is not None and y.buffers_in_per_s is not None, (a.name, x.index)
             assert y.buffers_in_per_s == pytest.approx(x.buffers_in_per_s, rel=AGREEMENT, abs=0.05), (a.name, x.index)
-        print(f"{a.name:18s} buffers in a second, per subtask: REST {[round(x.buffers_in_per_s, 2) for x in a.subtasks]}"
-              f" Prometheus {[round(y.buffers_in_per_s, 2) for y in b.subtasks]}")
+        print(
+            f"{a.name:18s} buffers in a second, per subtask: REST {[round(x.buffers_in_per_s, 2) for x in a.subtasks]}"
+            f" Prometheus {[round(y.buffers_in_per_s, 2) for y in b.subtasks]}"
+        )
         if a.name.startswith("Source:"):
             assert all(x.buffers_in_per_s == 0 for x in (*a.subtasks, *b.subtasks))
     # issue 23: each TaskManager's JVM CPU (flink_taskmanager_Status_JVM_CPU_Time / _Load) for the same seconds,
@@ -206,22 +253,28 @@ def test_profile_from_prometheus_agrees_with_rest_collection_per_vertex(scraped,
     assert set(rest_tms) == set(prom_tms) == {tm.id for tm in s.manifest.taskmanagers}
     for tm, a in rest_tms.items():
         b = prom_tms[tm]
-        print(f"TaskManager {tm}: REST {a.process_cores:.3f} cores (baseline {a.baseline_cores:.3f}, {a.basis}), "
-              f"Prometheus {b.process_cores:.3f} (baseline {b.baseline_cores:.3f}, {b.basis}), load x cores "
-              f"{b.load_cores if b.load_cores is None else round(b.load_cores, 3)}")
+        print(
+            f"TaskManager {tm}: REST {a.process_cores:.3f} cores (baseline {a.baseline_cores:.3f}, {a.basis}), "
+            f"Prometheus {b.process_cores:.3f} (baseline {b.baseline_cores:.3f}, {b.basis}), load x cores "
+            f"{b.load_cores if b.load_cores is None else round(b.load_cores, 3)}"
+        )
         assert b.process_cores == pytest.approx(a.process_cores, rel=0.3, abs=0.02)
         assert (a.subtasks, a.basis) == (b.subtasks, b.basis)
         assert b.samples >= 10
         # no other job runs on this cluster: both record, for every TaskManager, that none of theirs ran there (0, not
         # the null of "not known" — the Prometheus figure is the other job ids' busyTimeMsPerSecond series by tm_id)
         assert (a.cotenant_cores, a.cotenant_subtasks) == (b.cotenant_cores, b.cotenant_subtasks) == (0.0, 0)
-    (prom_run, _), = find_manifests(out)
+    ((prom_run, _),) = find_manifests(out)
     prom_cpu = read_taskmanager_cpu(prom_run, manifest).to_pydict()
     assert set(prom_cpu["cotenant_busy_cores"]) == {0.0} and set(prom_cpu["cotenant_subtasks"]) == {0}
     for a, b in zip(from_rest.vertices, from_prom.vertices, strict=True):  # the figures, for the record (pytest -s)
-        print(f"{a.name:18s}" + "  ".join(
-            f"{key} REST {a.stats[key]:.4g} Prometheus {b.stats[key]:.4g} ({_rel(a.stats[key], b.stats[key]):+.2%})"
-            for key in ("records_out_per_s", "bytes_out_per_s", "busy_share")))
+        print(
+            f"{a.name:18s}"
+            + "  ".join(
+                f"{key} REST {a.stats[key]:.4g} Prometheus {b.stats[key]:.4g} ({_rel(a.stats[key], b.stats[key]):+.2%})"
+                for key in ("records_out_per_s", "bytes_out_per_s", "busy_share")
+            )
+        )
 
 
 @pytest.mark.flink
@@ -232,21 +285,29 @@ def test_graph_from_an_earlier_run_or_a_saved_job_answer_reads_the_same_history(
     saved = tmp_path / "job.json"
     saved.write_text(json.dumps(s.rest.job_raw(s.job.job_id)))  # curl $FLINK/jobs/<id> > job.json
     common = ["metrics", "collect", "--prometheus", s.prom.url, "--job", s.job.job_id, *_window(s), "--step", "2s"]
-    for out, graph in ((with_rest, ["--rest", s.cluster.rest_url]), (from_manifest, ["--graph", str(s.rest_dir)]),
-                       (from_job, ["--graph", str(saved)])):
+    for out, graph in (
+        (with_rest, ["--rest", s.cluster.rest_url]),
+        (from_manifest, ["--graph", str(s.rest_dir)]),
+        (from_job, ["--graph", str(saved)]),
+    ):
         code, _, err = run_cli([*common, *graph, "--out", str(out), "--quiet"], capsys)
         assert code == 0, err
     tables = {}
     for out in (with_rest, from_manifest, from_job):
-        (run, manifest), = find_manifests(out)
+        ((run, manifest),) = find_manifests(out)
         assert manifest.interval_s == 2.0
         assert [(v.id, v.name, v.parallelism) for v in manifest.vertices] == [
-            (v.id, v.name, v.parallelism) for v in s.manifest.vertices]
+            (v.id, v.name, v.parallelism) for v in s.manifest.vertices
+        ]
         assert manifest.edges == s.manifest.edges
-        tables[out] = pq.read_table(run).sort_by([("ts_ms", "ascending"), ("vertex_id", "ascending"), ("subtask", "ascending")])
+        tables[out] = pq.read_table(run).sort_by(
+            [("ts_ms", "ascending"), ("vertex_id", "ascending"), ("subtask", "ascending")]
+        )
     assert tables[with_rest].equals(tables[from_manifest]) and tables[with_rest].equals(tables[from_job])
     t = tables[with_rest].to_pydict()
-    assert len(t["ts_ms"]) > 0 and all(b - a in (0, 2000) for a, b in zip(sorted(set(t["ts_ms"])), sorted(set(t["ts_ms"]))[1:]))
+    assert len(t["ts_ms"]) > 0 and all(
+        b - a in (0, 2000) for a, b in zip(sorted(set(t["ts_ms"])), sorted(set(t["ts_ms"]))[1:])
+    )
     # the job started inside the lookback: every attempt's start is known and precedes its samples
     assert all(st is not None and st <= ts for st, ts in zip(t["attempt_start_ms"], t["ts_ms"]))
     assert all(t["running"]) and not any(v is None or math.isnan(v) for v in t["busy_ms_per_s"])
@@ -255,7 +316,7 @@ def test_graph_from_an_earlier_run_or_a_saved_job_answer_reads_the_same_history(
     before = sorted(p.name for p in next(iter(find_manifests(from_job)))[0].iterdir())
     code, _, err = run_cli([*common, "--graph", str(saved), "--out", str(from_job), "--quiet"], capsys)
     assert code == 0, err
-    (run, _), = find_manifests(from_job)
+    ((run, _),) = find_manifests(from_job)
     assert sorted(p.name for p in run.iterdir()) == before
     assert not [p for p in from_job.iterdir() if p.name.startswith(".")]  # no staging left behind
 
@@ -287,15 +348,29 @@ def latency_from_prometheus(scraped, tmp_path_factory) -> Path:
     """Prometheus' record of the REST collection's seconds, read once for the latency tests."""
     out = tmp_path_factory.mktemp("prometheus-latency") / "prom-history"
     with pytest.raises(SystemExit) as e:
-        main(["metrics", "collect", "--prometheus", scraped.prom.url, "--job", scraped.job.job_id, *_window(scraped),
-              "--rest", scraped.cluster.rest_url, "--out", str(out), "--quiet"])
+        main(
+            [
+                "metrics",
+                "collect",
+                "--prometheus",
+                scraped.prom.url,
+                "--job",
+                scraped.job.job_id,
+                *_window(scraped),
+                "--rest",
+                scraped.cluster.rest_url,
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
     assert e.value.code == 0
     return out
 
 
 @pytest.mark.flink
 def test_prometheus_records_the_sink_s_latency_summaries(scraped, latency_from_prometheus):
-    (run, m), = find_manifests(latency_from_prometheus)
+    ((run, m),) = find_manifests(latency_from_prometheus)
     assert m.latency_files == ["_latency/part-00000.parquet"]
     rows = read_latency(run, m).to_pandas()
     ids = scraped.job.vertex_ids
@@ -315,8 +390,10 @@ def test_both_sources_give_the_same_latency_percentiles_from_source_to_sink(scra
     assert [(m.source, m.sink) for m in rest] == [(m.source, m.sink) for m in prom] and len(rest) == 1
     (r,), (p,) = rest, prom
     with capsys.disabled():
-        print(f"\nlatency source → sink, REST p50/p95/p99 {r.p50_ms:.1f}/{r.p95_ms:.1f}/{r.p99_ms:.1f} ms, "
-              f"Prometheus {p.p50_ms:.1f}/{p.p95_ms:.1f}/{p.p99_ms:.1f} ms")
+        print(
+            f"\nlatency source → sink, REST p50/p95/p99 {r.p50_ms:.1f}/{r.p95_ms:.1f}/{r.p99_ms:.1f} ms, "
+            f"Prometheus {p.p50_ms:.1f}/{p.p95_ms:.1f}/{p.p99_ms:.1f} ms"
+        )
     # the same histograms, read at other instants (REST: the JobManager's 10 s fetches; Prometheus: every scrape)
     assert p.p50_ms == pytest.approx(r.p50_ms, rel=0.15)
     assert p.p99_ms == pytest.approx(r.p99_ms, rel=0.25)

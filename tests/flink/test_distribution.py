@@ -52,8 +52,11 @@ def test_a_version_the_index_lacks_is_one_line_naming_it(cache):
 
 
 def test_an_unsupported_version_is_refused_before_any_download(cache):
-    with pytest.raises(PlacementError, match=r"^inventory.yaml: flink.version: Flink 1.18.1 is not supported "
-                                             r"\(supported: 1.19, 1.20, 2.0, 2.1, 2.2, 2.3\)$"):
+    with pytest.raises(
+        PlacementError,
+        match=r"^inventory.yaml: flink.version: Flink 1.18.1 is not supported "
+        r"\(supported: 1.19, 1.20, 2.0, 2.1, 2.2, 2.3\)$",
+    ):
         flink_home_for("1.18.1", where="inventory.yaml: flink.version")
     assert cached_home("1.18.1") is None
 
@@ -72,7 +75,10 @@ def test_offline_a_release_line_is_the_newest_release_in_the_cache(cache, monkey
     flink_home_for(OTHER)  # in this module's cache (first test: fetched with pip)
     monkeypatch.setenv("PIP_NO_INDEX", "1")  # pip sees no index at all: offline
     assert release_for("1.20") == OTHER
-    with pytest.raises(PlacementError, match=r"^--flink-version: no Flink 1\.19 release found in the package index "
-                                             r"\(apache-flink-libraries\) or the cache; give the exact release, "
-                                             r"e\.g\. 1\.19\.0$"):
+    with pytest.raises(
+        PlacementError,
+        match=r"^--flink-version: no Flink 1\.19 release found in the package index "
+        r"\(apache-flink-libraries\) or the cache; give the exact release, "
+        r"e\.g\. 1\.19\.0$",
+    ):
         release_for("1.19")

@@ -43,7 +43,9 @@ def test_a_killed_taskmanager_is_gone_by_its_failed_heartbeat_rpcs(tmp_path):
             time.sleep(0.1)
         gone_after = time.monotonic() - killed
         log = cluster.jobmanager.log_file.read_text(errors="replace")
-        print(f"rpi1 gone from /taskmanagers {gone_after:.2f} s after SIGKILL (interval × threshold "
-              f"{fd.dead_process_detection_ms / 1000:.1f} s, heartbeat timeout {fd.heartbeat_timeout / 1000:.1f} s)")
+        print(
+            f"rpi1 gone from /taskmanagers {gone_after:.2f} s after SIGKILL (interval × threshold "
+            f"{fd.dead_process_detection_ms / 1000:.1f} s, heartbeat timeout {fd.heartbeat_timeout / 1000:.1f} s)"
+        )
         assert UNREACHABLE.format("rpi1") in log and TIMED_OUT.format("rpi1") not in log
         assert "server" in {tm.id for tm in rest.taskmanagers()}

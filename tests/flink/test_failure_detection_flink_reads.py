@@ -15,7 +15,6 @@ from support.flink_reads import as_written
 pytestmark = pytest.mark.flink
 
 
-
 @pytest.mark.parametrize("restart", ["exponential-delay", "fixed-delay"])
 def test_each_line_reads_every_key_as_written(home, reads, tmp_path, restart):
     version = FlinkVersion.parse(home.version)

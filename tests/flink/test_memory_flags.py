@@ -38,8 +38,9 @@ def test_one_answer_per_flink_and_sizing_also_across_lab_homes(tmp_path, asked):
     first = lf._memory_flags_cached(base, "GET_TM_RESOURCE_PARAMS", conf_dir, lf.memory_sizing_key(conf))
     assert any(f.startswith("-Xmx") for f in first[0]) and "taskmanager.memory.task.heap.size" in " ".join(first[1])
     # other ports and paths (another cluster), another lab home of the same Flink: the same answer, not asked again
-    other = lf.taskmanager_config(lf.ClusterSpec(work_dir=tmp_path / "d", taskmanagers=spec.taskmanagers),
-                                  spec.taskmanagers[0], 3, 4)
+    other = lf.taskmanager_config(
+        lf.ClusterSpec(work_dir=tmp_path / "d", taskmanagers=spec.taskmanagers), spec.taskmanagers[0], 3, 4
+    )
     lab = make_lab_home(tmp_path / "lab", base, with_extension=False)
     assert lf._memory_flags_cached(lab, "GET_TM_RESOURCE_PARAMS", conf_dir, lf.memory_sizing_key(other)) == first
     assert asked == ["GET_TM_RESOURCE_PARAMS"]

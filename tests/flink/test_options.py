@@ -36,12 +36,15 @@ def test_durations_are_plain_milliseconds_whatever_the_version():
             duration(bad)
 
 
-@pytest.mark.parametrize(("version", "key"), [
-    ("1.19.3", "state.savepoints.dir"),
-    ("1.20.5", "execution.checkpointing.savepoint-dir"),
-    ("2.0.2", "execution.checkpointing.savepoint-dir"),
-    ("2.3.0", "execution.checkpointing.savepoint-dir"),
-])
+@pytest.mark.parametrize(
+    ("version", "key"),
+    [
+        ("1.19.3", "state.savepoints.dir"),
+        ("1.20.5", "execution.checkpointing.savepoint-dir"),
+        ("2.0.2", "execution.checkpointing.savepoint-dir"),
+        ("2.3.0", "execution.checkpointing.savepoint-dir"),
+    ],
+)
 def test_the_savepoint_directory_key_moved_in_1_20(version, key):
     assert savepoint_dir_key(FlinkVersion.parse(version)) == key
 
@@ -68,16 +71,26 @@ taskmanager.numberOfTaskSlots: 4
 
 
 def test_flink_conf_yaml_is_read_as_flink_reads_it_lines_comments_last_wins():
-    assert parse_legacy(LEGACY) == {"jobmanager.rpc.address": "10.0.0.1", "taskmanager.numberOfTaskSlots": "4",
-                                    "external-resources": "gpu"}
+    assert parse_legacy(LEGACY) == {
+        "jobmanager.rpc.address": "10.0.0.1",
+        "taskmanager.numberOfTaskSlots": "4",
+        "external-resources": "gpu",
+    }
     assert read_config(LEGACY, LEGACY_CONFIG) == parse_legacy(LEGACY)
     assert read_config(None, LEGACY_CONFIG) == {} and read_config(None, CONFIG_YAML) == {}
 
 
 def test_flink_conf_yaml_is_edited_in_place_keeping_everything_else():
-    text = update_config(LEGACY, {"taskmanager.numberOfTaskSlots": 6, "external-resources": ["gpu", "rpi1"],
-                                  "placement.scheduler.dir": "/opt/flink/placement/scheduler",
-                                  "web.submit.enable": True}, LEGACY_CONFIG)
+    text = update_config(
+        LEGACY,
+        {
+            "taskmanager.numberOfTaskSlots": 6,
+            "external-resources": ["gpu", "rpi1"],
+            "placement.scheduler.dir": "/opt/flink/placement/scheduler",
+            "web.submit.enable": True,
+        },
+        LEGACY_CONFIG,
+    )
     assert text == (
         "# the JobManager\n"
         "jobmanager.rpc.address: 10.0.0.1   # where TaskManagers connect\n"
@@ -94,12 +107,19 @@ def test_flink_conf_yaml_is_edited_in_place_keeping_everything_else():
 
 
 def test_config_yaml_is_read_and_rendered_nested():
-    text = update_config("rest:\n  port: 8081\n", {"jobmanager.scheduler": "default", "slot.request.timeout": 60_000},
-                         CONFIG_YAML)
-    assert yaml.safe_load(text) == {"rest": {"port": 8081}, "jobmanager": {"scheduler": "default"},
-                                    "slot": {"request": {"timeout": 60000}}}
-    assert read_config(text, CONFIG_YAML) == {"rest.port": 8081, "jobmanager.scheduler": "default",
-                                              "slot.request.timeout": 60000}
+    text = update_config(
+        "rest:\n  port: 8081\n", {"jobmanager.scheduler": "default", "slot.request.timeout": 60_000}, CONFIG_YAML
+    )
+    assert yaml.safe_load(text) == {
+        "rest": {"port": 8081},
+        "jobmanager": {"scheduler": "default"},
+        "slot": {"request": {"timeout": 60000}},
+    }
+    assert read_config(text, CONFIG_YAML) == {
+        "rest.port": 8081,
+        "jobmanager.scheduler": "default",
+        "slot.request.timeout": 60000,
+    }
     assert render_config({"a.b": 1}) == "a:\n  b: 1\n"
     with pytest.raises(ValueError, match="expected a mapping"):
         read_config("- a\n", CONFIG_YAML)

@@ -49,8 +49,16 @@ def test_the_labs_durations_and_savepoint_key_are_read_by_each_version(home, rea
     spec = lf.ClusterSpec(tmp_path / "work", (lf.TaskManagerSpec("server"),))
     conf = lf.jobmanager_config(spec, 8081, 6123) | {savepoint_dir_key(version): "file:///savepoints"}
     lf._write_conf_dir(tmp_path / "conf", conf)
-    got = reads(home, tmp_path / "conf", SLOT_REQUEST_TIMEOUT, FETCH_INTERVAL, RESTART_DELAY, checkpoint_interval(version),
-                SAVEPOINT_DIR, REGISTRATION_ERROR_DELAY)
+    got = reads(
+        home,
+        tmp_path / "conf",
+        SLOT_REQUEST_TIMEOUT,
+        FETCH_INTERVAL,
+        RESTART_DELAY,
+        checkpoint_interval(version),
+        SAVEPOINT_DIR,
+        REGISTRATION_ERROR_DELAY,
+    )
     if version.at_least(1, 20):  # Durations, read from plain milliseconds
         assert got[SLOT_REQUEST_TIMEOUT] == "PT15S" and got[FETCH_INTERVAL] == "PT2S"
         assert got[REGISTRATION_ERROR_DELAY] == "PT1S"
@@ -61,16 +69,22 @@ def test_the_labs_durations_and_savepoint_key_are_read_by_each_version(home, rea
     assert got[SAVEPOINT_DIR] == "file:///savepoints"
 
 
-def test_1_19_refuses_the_duration_form_the_lab_wrote_before_and_knows_only_the_old_savepoint_key(home, reads, tmp_path):
+def test_1_19_refuses_the_duration_form_the_lab_wrote_before_and_knows_only_the_old_savepoint_key(
+    home, reads, tmp_path
+):
     version = FlinkVersion.parse(home.version)
     other_key = "state.savepoints.dir" if version.at_least(1, 20) else "execution.checkpointing.savepoint-dir"
-    conf = conf_dir(tmp_path, {CONFIG_YAML: render_config({"slot.request.timeout": "60 s", other_key: "file:///elsewhere"})})
+    conf = conf_dir(
+        tmp_path, {CONFIG_YAML: render_config({"slot.request.timeout": "60 s", other_key: "file:///elsewhere"})}
+    )
     got = reads(home, conf, SLOT_REQUEST_TIMEOUT, SAVEPOINT_DIR)
     if version.at_least(1, 20):
         assert got[SLOT_REQUEST_TIMEOUT] == "PT1M"
         assert got[SAVEPOINT_DIR] == "file:///elsewhere"  # the old key, still read as a deprecated one
     else:
-        assert got[SLOT_REQUEST_TIMEOUT].startswith("error: Could not parse value '60 s' for key 'slot.request.timeout'")
+        assert got[SLOT_REQUEST_TIMEOUT].startswith(
+            "error: Could not parse value '60 s' for key 'slot.request.timeout'"
+        )
         assert got[SAVEPOINT_DIR] == "null"  # 1.20's key means nothing to 1.19
 
 
@@ -81,8 +95,11 @@ def test_the_config_file_each_version_reads_is_the_one_apply_edits(home, reads, 
     chosen = config_file(version, {LEGACY_CONFIG, CONFIG_YAML})
     assert chosen == (LEGACY_CONFIG if version.major == 1 else CONFIG_YAML)
     # what apply writes into the chosen file (an external resource joins the declared one, a duration in ms)
-    (conf / chosen).write_text(update_config((conf / chosen).read_text(),
-                                             {"external-resources": ["gpu", "rpi1"], "slot.request.timeout": 3000}, chosen))
+    (conf / chosen).write_text(
+        update_config(
+            (conf / chosen).read_text(), {"external-resources": ["gpu", "rpi1"], "slot.request.timeout": 3000}, chosen
+        )
+    )
     got = reads(home, conf, SLOT_REQUEST_TIMEOUT, RESOURCES)
     assert got[SLOT_REQUEST_TIMEOUT] == ("PT3S" if version.at_least(1, 20) else "3000")
     assert got[RESOURCES] == "[gpu, rpi1]"

@@ -8,10 +8,17 @@ from placement.errors import PlacementError
 from placement.flink.versions import FlinkVersion, supported_lines, supported_version
 
 
-@pytest.mark.parametrize(("text", "want"), [
-    ("2.3.0", (2, 3, 0)), ("1.20.5", (1, 20, 5)), ("1.19", (1, 19, 0)), ("2.1-SNAPSHOT", (2, 1, 0)),
-    ("1.19.3-rc1", (1, 19, 3)), (" 2.0.2 ", (2, 0, 2)),
-])
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ("2.3.0", (2, 3, 0)),
+        ("1.20.5", (1, 20, 5)),
+        ("1.19", (1, 19, 0)),
+        ("2.1-SNAPSHOT", (2, 1, 0)),
+        ("1.19.3-rc1", (1, 19, 3)),
+        (" 2.0.2 ", (2, 0, 2)),
+    ],
+)
 def test_versions_parse(text, want):
     v = FlinkVersion.parse(text)
     assert (v.major, v.minor, v.patch) == want
@@ -37,7 +44,8 @@ def test_supported_lines_are_named_in_the_refusal():
     for text in ("1.18.1", "1.17.2", "3.0.0"):
         with pytest.raises(PlacementError) as err:
             supported_version(text, "inventory.yaml: flink.version")
-        assert str(err.value) == (f"inventory.yaml: flink.version: Flink {text} is not supported "
-                                  "(supported: 1.19, 1.20, 2.0, 2.1, 2.2, 2.3)")
+        assert str(err.value) == (
+            f"inventory.yaml: flink.version: Flink {text} is not supported (supported: 1.19, 1.20, 2.0, 2.1, 2.2, 2.3)"
+        )
     with pytest.raises(PlacementError, match=r"^JobManager /config: cannot tell the Flink version from 'abc'$"):
         supported_version("abc", "JobManager /config")

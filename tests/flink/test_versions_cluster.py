@@ -20,8 +20,15 @@ pytestmark = pytest.mark.flink
 def test_the_duration_form_the_lab_wrote_before_stops_a_1_19_jobmanager_at_start(tmp_path):
     """Why the lab writes plain milliseconds: 1.19 reads slot.request.timeout as a Long (1.20 and later: a Duration)."""
     tm = TaskManagerSpec("server", slots=1)
-    with pytest.raises(PlacementError) as err, start_flink(tmp_path / "cluster", (tm,), flink_home=flink_home_for("1.19.3").path,
-                                                           extra_config={"slot.request.timeout": "60 s"}):
+    with (
+        pytest.raises(PlacementError) as err,
+        start_flink(
+            tmp_path / "cluster",
+            (tm,),
+            flink_home=flink_home_for("1.19.3").path,
+            extra_config={"slot.request.timeout": "60 s"},
+        ),
+    ):
         pass
     assert "jobmanager exited during start" in str(err.value)
     assert "Could not parse value '60 s' for key 'slot.request.timeout'" in str(err.value)

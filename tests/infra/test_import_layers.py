@@ -148,8 +148,10 @@ def test_no_import_cycles():
 
 def test_imports_point_down():
     unexplained = sorted(back_arrows() - EXCEPTIONS.keys())
-    assert unexplained == [], "imports against placement/layers.py's order (fix them, or list them there with why):\n" + \
-        "\n".join(f"  {a} -> {b}" for a, b in unexplained)
+    assert unexplained == [], (
+        "imports against placement/layers.py's order (fix them, or list them there with why):\n"
+        + "\n".join(f"  {a} -> {b}" for a, b in unexplained)
+    )
 
 
 def test_listed_exceptions_still_happen():
@@ -168,7 +170,9 @@ def test_the_checker_sees_an_arrow_up_and_a_circle(monkeypatch):
 
 
 def test_function_level_imports_count(tmp_path, monkeypatch):
-    source = "def later():\n    from placement.cli import main\n\n\nif TYPE_CHECKING:\n    from placement.lab import x\n"
+    source = (
+        "def later():\n    from placement.cli import main\n\n\nif TYPE_CHECKING:\n    from placement.lab import x\n"
+    )
     fake = tmp_path / "fake.py"
     fake.write_text(source)
     monkeypatch.setitem(MODULES, "placement.fake", fake)

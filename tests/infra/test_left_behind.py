@@ -17,7 +17,7 @@ from support import real_parts
 TESTS = Path(__file__).resolve().parents[1]
 pytestmark = real_parts.needs(netns_available())
 
-LEAVES = '''
+LEAVES = """
 import subprocess
 from pathlib import Path
 
@@ -28,9 +28,9 @@ def test_leaves_things(tmp_path):
     subprocess.run(["ip", "link", "add", "plleftover0", "type", "veth", "peer", "name", "plleftover1"], check=True)
     subprocess.run(["tc", "qdisc", "add", "dev", "plleftover0", "root", "handle", "1:", "htb"], check=True)
     Path("/sys/fs/cgroup/cpu/pl-leftover-test").mkdir()
-'''
+"""
 
-CLEAN = '''
+CLEAN = """
 import subprocess
 
 
@@ -40,17 +40,37 @@ def test_cleans_up():
     subprocess.run(["ip", "netns", "delete", "pl-leftover-test"], check=True)
     proc.kill()
     proc.wait()
-'''
+"""
 
 
 def run_pytest(tmp_path: Path, source: str, *options: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "test_tiny.py").write_text(source)
-    env = {k: v for k, v in os.environ.items() if k != "PLACEMENT_TEST_SESSION"} | {"PYTHONPATH": str(TESTS),
-                                                                                    "PLACEMENT_LEFT_BEHIND_GRACE_S": "2"}
+    env = {k: v for k, v in os.environ.items() if k != "PLACEMENT_TEST_SESSION"} | {
+        "PYTHONPATH": str(TESTS),
+        "PLACEMENT_LEFT_BEHIND_GRACE_S": "2",
+    }
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "support.left_behind", "-p", "no:cacheprovider", "-q", "--rootdir",
-         str(tmp_path), *options, str(tmp_path / "test_tiny.py")],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "support.left_behind",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "--rootdir",
+            str(tmp_path),
+            *options,
+            str(tmp_path / "test_tiny.py"),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 def remove_what_the_tiny_test_left() -> None:
@@ -89,7 +109,13 @@ def test_cgroups_made_inside_another_managers_cgroup_are_not_the_suites():
 
     cpu, memory = CGROUP_MOUNTS / "cpu", CGROUP_MOUNTS / "memory"
     before = {str(memory / "process_api"), str(cpu / "system.slice")}
-    now = before | {str(memory / "process_api" / "3c307afd"), str(cpu / "system.slice" / "x.service"),
-                    str(cpu / "pl-lab-rpi1"), str(cpu / "pl-lab-rpi1" / "thread-12"), str(memory / "pl-leftover")}
-    assert _new_cgroups(before, now) == sorted([str(cpu / "pl-lab-rpi1"), str(cpu / "pl-lab-rpi1" / "thread-12"),
-                                                str(memory / "pl-leftover")])
+    now = before | {
+        str(memory / "process_api" / "3c307afd"),
+        str(cpu / "system.slice" / "x.service"),
+        str(cpu / "pl-lab-rpi1"),
+        str(cpu / "pl-lab-rpi1" / "thread-12"),
+        str(memory / "pl-leftover"),
+    }
+    assert _new_cgroups(before, now) == sorted(
+        [str(cpu / "pl-lab-rpi1"), str(cpu / "pl-lab-rpi1" / "thread-12"), str(memory / "pl-leftover")]
+    )

@@ -41,8 +41,12 @@ def test_sessions_still_connected_end_with_the_fixture(tmp_path):
         with sshd_in_namespace(wire.ns, wire.ns_addr, tmp_path / "sshd", port=2222) as host:
             listener = _in_namespace(wire.ns)
             # a client that never hangs up: its session (sshd in a session of its own) runs `sleep` in the namespace
-            client = subprocess.Popen(host.ssh_argv("sleep", "600"), stdin=subprocess.DEVNULL,
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            client = subprocess.Popen(
+                host.ssh_argv("sleep", "600"),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
             try:
                 deadline = time.monotonic() + 20
                 while time.monotonic() < deadline:

@@ -17,7 +17,7 @@ from support.real_parts import ENV
 
 TESTS = Path(__file__).resolve().parents[1]
 
-TINY = '''
+TINY = """
 import pytest
 from support import real_parts
 from support.flink import lab_jobs_jar  # the fixture every Flink test uses; it needs java, javac and jar
@@ -42,7 +42,7 @@ def test_kernel_fact():
 
 def test_unknown_fact():
     real_parts.kernel_fact("no-such-fact")
-'''
+"""
 
 
 def run_tiny(tmp_path: Path, *, strict: str | None, options: tuple[str, ...] = (), source: str = TINY):
@@ -56,9 +56,28 @@ def run_tiny(tmp_path: Path, *, strict: str | None, options: tuple[str, ...] = (
         env[ENV] = strict
     report = tmp_path / "report.xml"
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "support.real_parts", "-p", "no:cacheprovider", "-q", "-rs",
-         "--rootdir", str(tmp_path), f"--junitxml={report}", *options, str(test_file)],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "support.real_parts",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "-rs",
+            "--rootdir",
+            str(tmp_path),
+            f"--junitxml={report}",
+            *options,
+            str(test_file),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     outcomes = {}  # test name (without test_) -> passed | failure | error | skipped, from the JUnit report
     for case in ET.parse(report).getroot().iter("testcase"):
@@ -69,19 +88,29 @@ def run_tiny(tmp_path: Path, *, strict: str | None, options: tuple[str, ...] = (
 
 @pytest.mark.parametrize("how", ["env", "option"])
 def test_strict_mode_fails_every_missing_part_and_keeps_allowed_kernel_facts(tmp_path, how):
-    proc, outcomes = run_tiny(tmp_path, strict="1" if how == "env" else None,
-                              options=("--strict-real",) if how == "option" else ())
+    proc, outcomes = run_tiny(
+        tmp_path, strict="1" if how == "env" else None, options=("--strict-real",) if how == "option" else ()
+    )
     assert proc.returncode == 1, proc.stdout[-3000:]
     # a part missing at set-up (a fixture, a mark) is an error, one missing inside the test a failure
-    assert outcomes == {"needs_the_jdk": "error", "needs_namespaces": "error", "bare_skip": "failure",
-                        "kernel_fact": "skipped", "unknown_fact": "failure"}, proc.stdout[-3000:]
-    assert "real part missing (strict mode, PLACEMENT_STRICT=1): needs a JDK 17 (java, javac, jar not found on PATH)" \
+    assert outcomes == {
+        "needs_the_jdk": "error",
+        "needs_namespaces": "error",
+        "bare_skip": "failure",
+        "kernel_fact": "skipped",
+        "unknown_fact": "failure",
+    }, proc.stdout[-3000:]
+    assert (
+        "real part missing (strict mode, PLACEMENT_STRICT=1): needs a JDK 17 (java, javac, jar not found on PATH)"
         in proc.stdout
+    )
     assert "cannot create a network namespace" in proc.stdout
-    assert "skipped without an allowed kernel-level reason (strict mode, PLACEMENT_STRICT=1): someone skipped by hand" \
+    assert (
+        "skipped without an allowed kernel-level reason (strict mode, PLACEMENT_STRICT=1): someone skipped by hand"
         in proc.stdout
+    )
     assert "'no-such-fact' is not an allowed kernel-level skip" in proc.stdout
-    summary = proc.stdout[proc.stdout.index("real parts"):]
+    summary = proc.stdout[proc.stdout.index("real parts") :]
     assert "strict mode (PLACEMENT_STRICT=1 / --strict-real): ON" in summary
     assert "no-sch-netem: 1 test(s) skipped" in summary and "test_tiny.py::test_kernel_fact" in summary
     assert "has-sch-netem: 0 test(s) skipped" in summary
@@ -90,10 +119,15 @@ def test_strict_mode_fails_every_missing_part_and_keeps_allowed_kernel_facts(tmp
 def test_without_the_switch_missing_parts_skip(tmp_path):
     proc, outcomes = run_tiny(tmp_path, strict=None)
     assert proc.returncode == 1, proc.stdout[-3000:]  # only the unknown kernel fact fails: it is a bug in the test
-    assert outcomes == {"needs_the_jdk": "skipped", "needs_namespaces": "skipped", "bare_skip": "skipped",
-                        "kernel_fact": "skipped", "unknown_fact": "failure"}, proc.stdout[-3000:]
+    assert outcomes == {
+        "needs_the_jdk": "skipped",
+        "needs_namespaces": "skipped",
+        "bare_skip": "skipped",
+        "kernel_fact": "skipped",
+        "unknown_fact": "failure",
+    }, proc.stdout[-3000:]
     assert "needs a JDK 17 (java, javac, jar not found on PATH) (a failure under PLACEMENT_STRICT=1)" in proc.stdout
-    summary = proc.stdout[proc.stdout.index("real parts"):]
+    summary = proc.stdout[proc.stdout.index("real parts") :]
     assert "strict mode (PLACEMENT_STRICT=1 / --strict-real): off" in summary
     assert "no-sch-netem: 1 test(s) skipped" in summary
     assert "3 other skip(s) for missing real parts: each is a failure under PLACEMENT_STRICT=1" in summary

@@ -17,7 +17,10 @@ import pytest
 from placement.flink.home import find_flink_home
 from support import real_parts
 
-pytestmark = [pytest.mark.flink, real_parts.needs(None if shutil.which("javac") else "needs a JDK (javac not found on PATH)")]
+pytestmark = [
+    pytest.mark.flink,
+    real_parts.needs(None if shutil.which("javac") else "needs a JDK (javac not found on PATH)"),
+]
 
 HARNESS = """
 import placement.lab.IotSensorJob;
@@ -58,8 +61,13 @@ def test_work_keeps_the_records_and_costs_cpu(tmp_path, lab_jobs_jar):
     (tmp_path / "WorkHarness.java").write_text(HARNESS)
     classpath = os.pathsep.join([str(jar), home.classpath])
     subprocess.run(["javac", "-cp", classpath, "-d", str(tmp_path), str(tmp_path / "WorkHarness.java")], check=True)
-    out = subprocess.run(["java", "-cp", os.pathsep.join([str(tmp_path), classpath]), "WorkHarness", "100000"],
-                         check=True, capture_output=True, text=True, timeout=120).stdout.split()
+    out = subprocess.run(
+        ["java", "-cp", os.pathsep.join([str(tmp_path), classpath]), "WorkHarness", "100000"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout.split()
     same, kept, cheap_ns, costly_ns = (int(x) for x in out)
     assert same == 200 and kept == 200  # the work changes no record and no filter decision
     # 100,000 rounds of splitmix64 per record: tens of microseconds at least, far above the plain operator
@@ -131,8 +139,13 @@ def test_alarm_shares_and_enrich_note_shape_the_records(tmp_path, lab_jobs_jar):
     classpath = os.pathsep.join([str(lab_jobs_jar), home.classpath])
     (tmp_path / "ShapesHarness.java").write_text(SHAPES_HARNESS)
     subprocess.run(["javac", "-cp", classpath, "-d", str(tmp_path), str(tmp_path / "ShapesHarness.java")], check=True)
-    out = subprocess.run(["java", "-cp", os.pathsep.join([str(tmp_path), classpath]), "ShapesHarness"],
-                         check=True, capture_output=True, text=True, timeout=120).stdout.split()
+    out = subprocess.run(
+        ["java", "-cp", os.pathsep.join([str(tmp_path), classpath]), "ShapesHarness"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout.split()
     plain, first, second, third = (float(x) for x in out[:4])
     assert abs(plain - 0.3) < 0.015  # uniform values: 30 % at or above 70
     assert abs(first - 0.3) < 0.015 and abs(second - 0.1) < 0.01 and abs(third - 0.1) < 0.01

@@ -125,8 +125,13 @@ def test_free_port_never_hands_out_a_port_in_use_so_clusters_can_coexist():
 
 
 def test_run_request_body_uses_the_keys_flink_2_3_reads():
-    body = run_request_body(entry_class="placement.lab.IotSensorJob", program_args=["--rate", 5], parallelism=2,
-                            savepoint_path="file:///tmp/sp", allow_non_restored_state=True)
+    body = run_request_body(
+        entry_class="placement.lab.IotSensorJob",
+        program_args=["--rate", 5],
+        parallelism=2,
+        savepoint_path="file:///tmp/sp",
+        allow_non_restored_state=True,
+    )
     assert body == {
         "entryClass": "placement.lab.IotSensorJob",
         "programArgsList": ["--rate", "5"],
@@ -144,8 +149,12 @@ def test_taskmanagers_sized_alike_share_one_memory_computation_and_others_do_not
     c = lf.taskmanager_config(s, lf.TaskManagerSpec("rpi3", slots=2), 1, 2)
     d = lf.taskmanager_config(s, lf.TaskManagerSpec("rpi4", slots=4, task_heap_mib=256), 1, 2)
     # BashJavaUtils' dynamic properties carry the external resources: a TM must never get another TM's pin
-    e = lf.taskmanager_config(s, lf.TaskManagerSpec("rpi5", slots=4, external_resource="rpi5", external_resource_amount=4), 1, 2)
-    f = lf.taskmanager_config(s, lf.TaskManagerSpec("rpi6", slots=4, external_resource="rpi6", external_resource_amount=4), 1, 2)
+    e = lf.taskmanager_config(
+        s, lf.TaskManagerSpec("rpi5", slots=4, external_resource="rpi5", external_resource_amount=4), 1, 2
+    )
+    f = lf.taskmanager_config(
+        s, lf.TaskManagerSpec("rpi6", slots=4, external_resource="rpi6", external_resource_amount=4), 1, 2
+    )
     assert lf.memory_sizing_key(a) == lf.memory_sizing_key(b)
     assert len({lf.memory_sizing_key(x) for x in (a, c, d, e, f)}) == 5
 
@@ -157,8 +166,16 @@ def test_before_2_2_the_jobmanager_binds_every_interface_for_jar_runs(tmp_path):
     from placement.flink.versions import FlinkVersion
 
     s = lf.ClusterSpec(work_dir=tmp_path, taskmanagers=(lf.TaskManagerSpec("tm0"),), jobmanager_address="10.203.0.1")
-    binds = {v: lf.jobmanager_config(s, 1, 2, FlinkVersion.parse(v))["jobmanager.bind-host"]
-             for v in ("1.19.3", "1.20.5", "2.0.2", "2.1.3", "2.2.1", "2.3.0")}
-    assert binds == {"1.19.3": "0.0.0.0", "1.20.5": "0.0.0.0", "2.0.2": "0.0.0.0", "2.1.3": "0.0.0.0",
-                     "2.2.1": "10.203.0.1", "2.3.0": "10.203.0.1"}
+    binds = {
+        v: lf.jobmanager_config(s, 1, 2, FlinkVersion.parse(v))["jobmanager.bind-host"]
+        for v in ("1.19.3", "1.20.5", "2.0.2", "2.1.3", "2.2.1", "2.3.0")
+    }
+    assert binds == {
+        "1.19.3": "0.0.0.0",
+        "1.20.5": "0.0.0.0",
+        "2.0.2": "0.0.0.0",
+        "2.1.3": "0.0.0.0",
+        "2.2.1": "10.203.0.1",
+        "2.3.0": "10.203.0.1",
+    }
     assert lf.jobmanager_config(s, 1, 2, FlinkVersion.parse("2.3.0"))["jobmanager.rpc.address"] == "10.203.0.1"

@@ -36,7 +36,12 @@ def test_iot_job_runs_with_the_expected_vertices_and_parallelism(iot_job):
     details = iot_job.rest.job(iot_job.job_id)
     assert details.state == "RUNNING" and details.name == "iot-sensors"
     assert [(v.name, v.parallelism) for v in details.vertices] == [
-        ("Source: Sensors", 2), ("Parse", 2), ("Filter", 2), ("Enrich", 2), ("Window Aggregate", 1), ("Sink: Readings", 1),
+        ("Source: Sensors", 2),
+        ("Parse", 2),
+        ("Filter", 2),
+        ("Enrich", 2),
+        ("Window Aggregate", 1),
+        ("Sink: Readings", 1),
     ]
     assert tuple(v.name for v in details.vertices) == IOT_VERTICES
     # every subtask runs on one of the two TaskManagers, named by resource id
@@ -107,7 +112,10 @@ def test_a_bad_program_argument_fails_the_submission_with_the_jobs_own_message(f
 def test_a_taskmanager_that_cannot_start_stops_the_whole_cluster(tmp_path, flink_support):
     # the wrapper makes the TaskManager's command fail for real: `false java ...` exits 1 at once
     broken = (TaskManagerSpec("server"), TaskManagerSpec("rpi9", wrapper=("false",)))
-    with pytest.raises(PlacementError, match="taskmanager rpi9 exited during start") as info, flink_support.start_flink(tmp_path, broken):
+    with (
+        pytest.raises(PlacementError, match="taskmanager rpi9 exited during start") as info,
+        flink_support.start_flink(tmp_path, broken),
+    ):
         pass
     assert "\n" not in str(info.value)
     # nothing half-up: no JVM with this work dir is left
@@ -116,8 +124,9 @@ def test_a_taskmanager_that_cannot_start_stops_the_whole_cluster(tmp_path, flink
     assert str(tmp_path) not in ps
 
 
-def test_a_taken_port_is_chosen_again_and_a_cluster_started_elsewhere_is_stopped_from_its_state_file(tmp_path,
-                                                                                                          monkeypatch):
+def test_a_taken_port_is_chosen_again_and_a_cluster_started_elsewhere_is_stopped_from_its_state_file(
+    tmp_path, monkeypatch
+):
     # the JobManager's RPC port is taken between its choice and the JobManager's bind (as another cluster starting on
     # this machine did once in CI): a real BindException, and the start goes on with new ports
     import socket

@@ -17,8 +17,11 @@ from placement.lab.runner import lab_cgroups
 from placement.lab.topology import CGROUP_ROOT, NS_PREFIX
 from support import real_parts
 
-NO_CGROUP = (None if os.geteuid() == 0 and (CGROUP_ROOT / "cpu.cfs_quota_us").exists()
-             else "needs root and the cgroup v1 cpu controller")
+NO_CGROUP = (
+    None
+    if os.geteuid() == 0 and (CGROUP_ROOT / "cpu.cfs_quota_us").exists()
+    else "needs root and the cgroup v1 cpu controller"
+)
 
 
 def test_task_threads_are_told_by_their_truncated_names():
@@ -53,8 +56,9 @@ def test_a_busy_task_thread_is_held_to_one_slow_core_and_lab_down_order_removes_
         (parent / "cpu.cfs_quota_us").write_text("80000")  # the TaskManager's quota: 0.8 of a core
         # a thread can only rename itself (or one of its own process): the busy process names its thread as Flink
         # names a task's
-        proc = subprocess.Popen([sys.executable, "-c",
-                                 "open('/proc/self/comm', 'w').write('Hot Items (1/1)')\nwhile True: pass"])
+        proc = subprocess.Popen(
+            [sys.executable, "-c", "open('/proc/self/comm', 'w').write('Hot Items (1/1)')\nwhile True: pass"]
+        )
         (parent / "cgroup.procs").write_text(str(proc.pid))
         deadline = time.monotonic() + 10
         while Path(f"/proc/{proc.pid}/comm").read_text().strip() != "Hot Items (1/1)" and time.monotonic() < deadline:
@@ -103,9 +107,13 @@ def test_lab_measure_counts_the_taskmanager_of_a_hosts_cgroup_only_in_the_hosts_
         # a busy process whose command line runs TaskManagerRunner (as a TaskManager JVM's does), and a busy one that
         # does not (as the JobManager beside the server's TaskManager): only the first is the host's TaskManager. The
         # TaskManager's CPU is spent by two threads, one named as HotSpot names its C2 compiler's
-        procs = [subprocess.Popen([sys.executable, "-c", code, arg]) for code, arg in (
-            (JIT_AND_TASK, "org.apache.flink.runtime.taskexecutor.TaskManagerRunner"),
-            ("while True: pass", "StandaloneSessionClusterEntrypoint"))]
+        procs = [
+            subprocess.Popen([sys.executable, "-c", code, arg])
+            for code, arg in (
+                (JIT_AND_TASK, "org.apache.flink.runtime.taskexecutor.TaskManagerRunner"),
+                ("while True: pass", "StandaloneSessionClusterEntrypoint"),
+            )
+        ]
         for proc in procs:
             (host / "cgroup.procs").write_text(str(proc.pid))
         assert measure.taskmanager_pids(host) == [procs[0].pid]

@@ -79,23 +79,68 @@ class LabJob:
         return {v: hosts for v, hosts in self.placement.items() if v.startswith("Source: ")}
 
 
-IOT = LabJob("iot-sensors", IOT_SENSOR_JOB, ("--rate", "800", "--parallelism", "1", "--job-name", "iot-sensors"), {
-    "Source: Sensors": ["rpi3"], "Parse": ["rpi3"], "Filter": ["rpi3"], "Enrich": ["server"],
-    "Window Aggregate": ["server"], "Sink: Readings": ["server"]})
-NEXMARK = LabJob("nexmark-bids", NEXMARK_BIDS_JOB, ("--rate", "600", "--parallelism", "1", "--job-name", "nexmark-bids"), {
-    "Source: Bids": ["rpi3"], "Parse Bids": ["rpi3"], "Currency Convert": ["rpi3"], "Filter Auctions": ["rpi3"],
-    "Hot Items": ["server"], "Sink: HotItems": ["server"]})
-BRANCHING = LabJob("cameras-meters", BRANCHING_JOB,
-                   ("--camera-rate", "200", "--meter-rate", "500", "--join-parallelism", "2", "--job-name", "cameras-meters"), {
-    "Source: Cameras": ["rpi1"], "Detect Objects": ["rpi1"], "Source: Meters": ["rpi2"], "Parse Meters": ["rpi2"],
-    "Join Frames Meters": ["server", "server"], "Sink: Alerts": ["server", "server"]})
-SHAPES = LabJob("shapes", SHAPES_JOB, ("--rate", "300", "--job-name", "shapes"), {
-    "Source: Clicks": ["rpi1"], "Parse Clicks": ["rpi1"], "Sink: Click Archive": ["server"],
-    "Click Counts": ["server", "server"], "Sink: Counts": ["server", "server"],
-    "Source: Orders": ["rpi1"], "Split Orders": ["rpi1"], "Sink: Summaries": ["server"], "Sink: Large Orders": ["server"],
-    "Source: Rules": ["rpi2"], "Parse Rules": ["rpi2"], "Apply Rules": ["server", "server"],
-    "Sink: Rule Hits": ["server", "server"],
-    "Source: Ticks": ["rpi2", "rpi2"], "Parse Ticks": ["rpi2", "rpi2"], "Sink: Ticks": ["server"]})
+IOT = LabJob(
+    "iot-sensors",
+    IOT_SENSOR_JOB,
+    ("--rate", "800", "--parallelism", "1", "--job-name", "iot-sensors"),
+    {
+        "Source: Sensors": ["rpi3"],
+        "Parse": ["rpi3"],
+        "Filter": ["rpi3"],
+        "Enrich": ["server"],
+        "Window Aggregate": ["server"],
+        "Sink: Readings": ["server"],
+    },
+)
+NEXMARK = LabJob(
+    "nexmark-bids",
+    NEXMARK_BIDS_JOB,
+    ("--rate", "600", "--parallelism", "1", "--job-name", "nexmark-bids"),
+    {
+        "Source: Bids": ["rpi3"],
+        "Parse Bids": ["rpi3"],
+        "Currency Convert": ["rpi3"],
+        "Filter Auctions": ["rpi3"],
+        "Hot Items": ["server"],
+        "Sink: HotItems": ["server"],
+    },
+)
+BRANCHING = LabJob(
+    "cameras-meters",
+    BRANCHING_JOB,
+    ("--camera-rate", "200", "--meter-rate", "500", "--join-parallelism", "2", "--job-name", "cameras-meters"),
+    {
+        "Source: Cameras": ["rpi1"],
+        "Detect Objects": ["rpi1"],
+        "Source: Meters": ["rpi2"],
+        "Parse Meters": ["rpi2"],
+        "Join Frames Meters": ["server", "server"],
+        "Sink: Alerts": ["server", "server"],
+    },
+)
+SHAPES = LabJob(
+    "shapes",
+    SHAPES_JOB,
+    ("--rate", "300", "--job-name", "shapes"),
+    {
+        "Source: Clicks": ["rpi1"],
+        "Parse Clicks": ["rpi1"],
+        "Sink: Click Archive": ["server"],
+        "Click Counts": ["server", "server"],
+        "Sink: Counts": ["server", "server"],
+        "Source: Orders": ["rpi1"],
+        "Split Orders": ["rpi1"],
+        "Sink: Summaries": ["server"],
+        "Sink: Large Orders": ["server"],
+        "Source: Rules": ["rpi2"],
+        "Parse Rules": ["rpi2"],
+        "Apply Rules": ["server", "server"],
+        "Sink: Rule Hits": ["server", "server"],
+        "Source: Ticks": ["rpi2", "rpi2"],
+        "Parse Ticks": ["rpi2", "rpi2"],
+        "Sink: Ticks": ["server"],
+    },
+)
 ROUNDS = ((SHAPES, IOT), (BRANCHING, NEXMARK))
 # links whose old prediction must be far off: fan-out + side output (rpi1), broadcast (rpi2)
 OLD_MODEL_OFF = {("shapes", "rpi1"), ("shapes", "rpi2")}
@@ -111,12 +156,24 @@ def cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
 def lab(tmp_path_factory):
     work = tmp_path_factory.mktemp("cost-lab") / "lab"
     try:
-        up = cli("lab", "up", "--inventory", str(ROOT / "inventory" / "lab-3pi.yaml"), "--workdir", str(work), "--mode",
-                 "vanilla", "--flink-version", FLINK_LINE)
+        up = cli(
+            "lab",
+            "up",
+            "--inventory",
+            str(ROOT / "inventory" / "lab-3pi.yaml"),
+            "--workdir",
+            str(work),
+            "--mode",
+            "vanilla",
+            "--flink-version",
+            FLINK_LINE,
+        )
         assert f", Flink {FLINK_LINE}." in up.stdout, up.stdout
         yield work
     finally:
-        subprocess.run([*PLACEMENT, "lab", "down", "--workdir", str(work)], check=False, capture_output=True, timeout=300)
+        subprocess.run(
+            [*PLACEMENT, "lab", "down", "--workdir", str(work)], check=False, capture_output=True, timeout=300
+        )
         left = leftovers(work)
         assert left == {"namespaces": [], "links": [], "cgroups": [], "pids": []}, left
 
@@ -160,14 +217,17 @@ def crossing_edges(inv: Inventory, prof: JobProfile, assignment: dict[tuple[str,
                 per_host[up] = per_host.get(up, 0.0) + mbit
         for host, mbit in per_host.items():
             basis = next(e.basis for e in prof.edges if (e.source, e.target) == (ch.source, ch.target))
-            out.append(f"| {prof.job.name} | {host} | {pr.vertex_names[ch.source]} → {pr.vertex_names[ch.target]} "
-                       f"| {ch.strategy.value} | {basis} | {mbit:.4f} |")
+            out.append(
+                f"| {prof.job.name} | {host} | {pr.vertex_names[ch.source]} → {pr.vertex_names[ch.target]} "
+                f"| {ch.strategy.value} | {basis} | {mbit:.4f} |"
+            )
     return out
 
 
 def submit_at_once(state: dict, jobs: tuple[LabJob, ...]) -> dict[str, str]:
     """Job name -> id, the round's jobs submitted side by side (each until it runs): the settle counts from the last
     start, so a round waits one submission rather than one per job. One REST client per thread."""
+
     def submit(job: LabJob) -> str:
         rest = FlinkRest(state["rest_url"])
         return chain.submit(rest, state["jar"], job.entry_class, [*job.args, *chain.mapping_args(job.placement)])
@@ -187,10 +247,31 @@ def run_round(work: Path, jobs: tuple[LabJob, ...], out: Path) -> list[dict]:
         for job in jobs:
             assert rest.placement_counts(ids[job.name]) == chain.planned_counts(job.placement)
         time.sleep(SETTLE_S)
-        collectors = {job.name: subprocess.Popen(
-            [*PLACEMENT, "metrics", "collect", "--rest", state["rest_url"], "--job", ids[job.name], "--duration",
-             str(WINDOW_S), "--interval", "2", "--out", str(out / job.name), "--quiet"],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for job in jobs}
+        collectors = {
+            job.name: subprocess.Popen(
+                [
+                    *PLACEMENT,
+                    "metrics",
+                    "collect",
+                    "--rest",
+                    state["rest_url"],
+                    "--job",
+                    ids[job.name],
+                    "--duration",
+                    str(WINDOW_S),
+                    "--interval",
+                    "2",
+                    "--out",
+                    str(out / job.name),
+                    "--quiet",
+                ],
+                cwd=ROOT,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for job in jobs
+        }
         links = {lk.host: lk for lk in measure_window(state, WINDOW_S)[0]}
         for name, proc in collectors.items():
             _, err = proc.communicate(timeout=180)
@@ -209,9 +290,19 @@ def run_round(work: Path, jobs: tuple[LabJob, ...], out: Path) -> list[dict]:
         print("\n".join(crossing_edges(inv, prof, assignment)))
         for host, want in sorted(new.items()):
             got = links[host].data_mbit
-            rows.append({"job": job.name, "link": f"{host}→server", "host": host, "predicted": want, "measured": got,
-                         "error": want / got - 1, "before": old[host], "before_error": old[host] / got - 1,
-                         "wire": links[host].mbit})
+            rows.append(
+                {
+                    "job": job.name,
+                    "link": f"{host}→server",
+                    "host": host,
+                    "predicted": want,
+                    "measured": got,
+                    "error": want / got - 1,
+                    "before": old[host],
+                    "before_error": old[host] / got - 1,
+                    "wire": links[host].mbit,
+                }
+            )
     return rows
 
 
@@ -220,15 +311,25 @@ def test_every_link_of_every_lab_job_within_ten_percent(lab, tmp_path):
     print("\n| job | uplink of | edge | ship strategy | basis | predicted Mbit/s |\n|---|---|---|---|---|---|")
     for n, jobs in enumerate(ROUNDS):
         rows += run_round(lab, jobs, tmp_path / f"round-{n}")
-    table = ["| job | link | predicted Mbit/s | measured Mbit/s | error | before: predicted | before: error |",
-             "|---|---|---|---|---|---|---|"]
-    table += [f"| {r['job']} | {r['link']} | {r['predicted']:.4f} | {r['measured']:.4f} | {r['error']:+.1%} | "
-              f"{r['before']:.4f} | {r['before_error']:+.1%} |" for r in rows]
+    table = [
+        "| job | link | predicted Mbit/s | measured Mbit/s | error | before: predicted | before: error |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    table += [
+        f"| {r['job']} | {r['link']} | {r['predicted']:.4f} | {r['measured']:.4f} | {r['error']:+.1%} | "
+        f"{r['before']:.4f} | {r['before_error']:+.1%} |"
+        for r in rows
+    ]
     print("\n" + "\n".join(table))  # the table of the closing note (pytest -s)
     (tmp_path / "cost-model-links.md").write_text("\n".join(table) + "\n")
     assert {(r["job"], r["host"]) for r in rows} == {
-        ("shapes", "rpi1"), ("shapes", "rpi2"), ("iot-sensors", "rpi3"), ("cameras-meters", "rpi1"),
-        ("cameras-meters", "rpi2"), ("nexmark-bids", "rpi3")}
+        ("shapes", "rpi1"),
+        ("shapes", "rpi2"),
+        ("iot-sensors", "rpi3"),
+        ("cameras-meters", "rpi1"),
+        ("cameras-meters", "rpi2"),
+        ("nexmark-bids", "rpi3"),
+    }
     for r in rows:
         assert abs(r["measured"] - r["predicted"]) <= TOLERANCE * r["predicted"], (r, table)
         assert r["wire"] >= r["measured"]  # the wire carries the data plus headers and RPC

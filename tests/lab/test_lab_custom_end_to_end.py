@@ -89,15 +89,22 @@ def apply(plan: Path, inventory: Path, *extra: str) -> subprocess.CompletedProce
     return cli("apply", str(plan), "--inventory", str(inventory), *extra)
 
 
-def place(lab: Lab, name: str, entry_class: str, args: list[str], hosts_of, *, job_id: str | None = None,
-          tag: str = "") -> tuple[str, dict[str, list[str]], subprocess.CompletedProcess[str]]:
+def place(
+    lab: Lab, name: str, entry_class: str, args: list[str], hosts_of, *, job_id: str | None = None, tag: str = ""
+) -> tuple[str, dict[str, list[str]], subprocess.CompletedProcess[str]]:
     """Submit the job unplaced (unless ``job_id`` runs already), write its plan, apply it: (new job, mapping,
     result)."""
     job_id = job_id or chain.submit(lab.rest, lab.jar, entry_class, args)
     inventory = lab.job_inventory(name, entry_class, args)
     mapping = mapping_for(lab.rest, job_id, hosts_of)
-    plan = write_plan_dir(lab.work / f"plan-{name}{tag}", inventory, mapping, job=name, mode="custom",
-                          vertex_ids=running_vertex_ids(lab.rest, job_id))
+    plan = write_plan_dir(
+        lab.work / f"plan-{name}{tag}",
+        inventory,
+        mapping,
+        job=name,
+        mode="custom",
+        vertex_ids=running_vertex_ids(lab.rest, job_id),
+    )
     result = apply(plan, inventory)
     new = next((j.id for j in lab.rest.running_jobs() if j.name == name), job_id)
     return new, mapping, result
@@ -105,21 +112,25 @@ def place(lab: Lab, name: str, entry_class: str, args: list[str], hosts_of, *, j
 
 def by_index(rest: FlinkRest, job_id: str) -> dict[str, list[str]]:
     """vertex name -> taskmanager-id of subtask 0, 1, ... (straight from REST)."""
-    return {v.name: [s.taskmanager_id for s in sorted(rest.subtasks(job_id, v.id), key=lambda s: s.index)]
-            for v in rest.job(job_id).vertices}
+    return {
+        v.name: [s.taskmanager_id for s in sorted(rest.subtasks(job_id, v.id), key=lambda s: s.index)]
+        for v in rest.job(job_id).vertices
+    }
 
 
 def assert_green(result: subprocess.CompletedProcess[str], subtasks: int) -> None:
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr
     assert "WRONG" not in result.stdout and "runs every subtask on its planned TaskManager" in result.stdout
-    table = result.stdout[result.stdout.index("planned vs actual (subtask indices"):]
+    table = result.stdout[result.stdout.index("planned vs actual (subtask indices") :]
     indices = sum(line.count("#") for line in table.splitlines() if line.rstrip().endswith("ok │")) // 2
     assert indices == subtasks, table  # every subtask index is in the table, planned and actual alike
 
 
 def gauge_max(rest: FlinkRest, job_id: str, vertex: str, metric: str = "maxKeyTotal", refresh: float = 1.0) -> float:
     vid = rest.job(job_id).vertex_named(vertex).id
-    names = [m["id"] for m in rest.get(f"/jobs/{job_id}/vertices/{vid}/subtasks/metrics") if m["id"].endswith("." + metric)]
+    names = [
+        m["id"] for m in rest.get(f"/jobs/{job_id}/vertices/{vid}/subtasks/metrics") if m["id"].endswith("." + metric)
+    ]
     if not names:
         return 0.0
     return rest.vertex_metrics(job_id, vid, names[:1], agg="max", refresh=refresh).get(names[0], 0.0)
@@ -136,8 +147,15 @@ def wait_gauge(rest: FlinkRest, job_id: str, vertex: str, at_least: float, timeo
     return value
 
 
-def assert_restored(rest: FlinkRest, job_id: str, before: float, since: float, *, vertex: str = "Device Totals",
-                    per_key_max: float | None = None) -> None:
+def assert_restored(
+    rest: FlinkRest,
+    job_id: str,
+    before: float,
+    since: float,
+    *,
+    vertex: str = "Device Totals",
+    per_key_max: float | None = None,
+) -> None:
     """The vertex's largest per-key running count continues from ``before`` (read before the stop at ``since``): a
     fresh start gains at most ``per_key_max`` per second, too little to be there already."""
     after = wait_gauge(rest, job_id, vertex, before)
@@ -193,16 +211,42 @@ def test_the_lab_runs_the_extension_and_its_edge_hosts_answer_over_ssh_with_veri
 
 LAB_JOBS = {
     # the FORWARD chain leaves each Pi at its own stage; once on the server it stays there (data flows up only)
-    "iot": (IOT_SENSOR_JOB, ["--rate", "100", "--parallelism", "2", "--window-parallelism", "2", "--sensors", "10",
-                             "--window-ms", "1000"],
-            {"Source: Sensors": ["rpi1", "rpi2"], "Parse": ["rpi1", "rpi2"], "Filter": ["rpi1", "rpi2"],
-             "Enrich": ["rpi1", "server"], "Window Aggregate": ["server", "server"], "Sink: Readings": ["server", "server"]}),
-    "nexmark": (NEXMARK_BIDS_JOB, ["--rate", "100", "--parallelism", "2"],
-                {"Source: Bids": ["rpi1", "rpi2"], "Parse Bids": ["rpi1", "rpi2"], "Currency Convert": ["rpi1", "server"],
-                 "Filter Auctions": ["server", "server"], "Hot Items": ["server"], "Sink: HotItems": ["server"]}),
-    "branching": (BRANCHING_JOB, ["--camera-rate", "10", "--meter-rate", "50"],
-                  {"Source: Cameras": ["rpi1"], "Detect Objects": ["rpi1"], "Source: Meters": ["rpi2"],
-                   "Parse Meters": ["server"], "Join Frames Meters": ["server"], "Sink: Alerts": ["server"]}),
+    "iot": (
+        IOT_SENSOR_JOB,
+        ["--rate", "100", "--parallelism", "2", "--window-parallelism", "2", "--sensors", "10", "--window-ms", "1000"],
+        {
+            "Source: Sensors": ["rpi1", "rpi2"],
+            "Parse": ["rpi1", "rpi2"],
+            "Filter": ["rpi1", "rpi2"],
+            "Enrich": ["rpi1", "server"],
+            "Window Aggregate": ["server", "server"],
+            "Sink: Readings": ["server", "server"],
+        },
+    ),
+    "nexmark": (
+        NEXMARK_BIDS_JOB,
+        ["--rate", "100", "--parallelism", "2"],
+        {
+            "Source: Bids": ["rpi1", "rpi2"],
+            "Parse Bids": ["rpi1", "rpi2"],
+            "Currency Convert": ["rpi1", "server"],
+            "Filter Auctions": ["server", "server"],
+            "Hot Items": ["server"],
+            "Sink: HotItems": ["server"],
+        },
+    ),
+    "branching": (
+        BRANCHING_JOB,
+        ["--camera-rate", "10", "--meter-rate", "50"],
+        {
+            "Source: Cameras": ["rpi1"],
+            "Detect Objects": ["rpi1"],
+            "Source: Meters": ["rpi2"],
+            "Parse Meters": ["server"],
+            "Join Frames Meters": ["server"],
+            "Sink: Alerts": ["server"],
+        },
+    ),
 }
 
 
@@ -232,10 +276,19 @@ ZOO_PER_KEY_RATE_MAX = 10.0
 ZOO_PLAN = {
     # Events are born on rpi1: its chain, Device Totals' first subtask (after the HASH edge) and Merge's first run
     # there; their second subtasks on the server. Rules are born on rpi2 and broadcast up to Apply Rules.
-    "Source: Events": ["rpi1", "rpi1"], "Parse Events": ["rpi1", "rpi1"], "Split": ["rpi1", "server"],
-    "Sink: Invalid": ["server"], "Source: Commands": ["rpi1"], "Parse Commands": ["rpi1"], "Merge": ["rpi1", "server"],
-    "Source: Rules": ["rpi2"], "Apply Rules": ["server", "server"], "Device Totals": ["rpi1", "server"],
-    "Sink: Totals": ["server", "server"], "Correlate": ["server"], "Sink: Correlated": ["server"],
+    "Source: Events": ["rpi1", "rpi1"],
+    "Parse Events": ["rpi1", "rpi1"],
+    "Split": ["rpi1", "server"],
+    "Sink: Invalid": ["server"],
+    "Source: Commands": ["rpi1"],
+    "Parse Commands": ["rpi1"],
+    "Merge": ["rpi1", "server"],
+    "Source: Rules": ["rpi2"],
+    "Apply Rules": ["server", "server"],
+    "Device Totals": ["rpi1", "server"],
+    "Sink: Totals": ["server", "server"],
+    "Correlate": ["server"],
+    "Sink: Correlated": ["server"],
 }
 
 
@@ -255,7 +308,11 @@ def test_unions_broadcast_state_two_inputs_fan_out_side_outputs_sinks_and_a_spli
     assert_green(result, sum(map(len, ZOO_PLAN.values())))
     assert by_index(lab.rest, new) == ZOO_PLAN
     assert_restored(lab.rest, new, before, t0)
-    for sink in ("Sink: Invalid", "Sink: Totals", "Sink: Correlated"):  # the side output, the fan-out, the two-input path
+    for sink in (
+        "Sink: Invalid",
+        "Sink: Totals",
+        "Sink: Correlated",
+    ):  # the side output, the fan-out, the two-input path
         assert wait_records(lab.rest, new, sink) > 0, sink
 
 
@@ -300,10 +357,27 @@ def test_a_sql_job_is_placed_although_its_vertex_names_change_with_every_submiss
 
 # ---- two jobs, one cluster -----------------------------------------------------------------------------------------
 
-IOT2_ARGS = ["--rate", "100", "--parallelism", "2", "--sensors", "10", "--window-ms", "1000", "--job-name", "iot-next-to-zoo"]
+IOT2_ARGS = [
+    "--rate",
+    "100",
+    "--parallelism",
+    "2",
+    "--sensors",
+    "10",
+    "--window-ms",
+    "1000",
+    "--job-name",
+    "iot-next-to-zoo",
+]
 IOT2_PER_KEY_RATE_MAX = 9.0  # 200 readings/s, 30 % pass the filter, over 10 sensors: 6/s each on average
-IOT2_PLAN = {"Source: Sensors": ["rpi2", "rpi2"], "Parse": ["rpi2", "rpi2"], "Filter": ["rpi2", "server"],
-             "Enrich": ["server", "server"], "Window Aggregate": ["server"], "Sink: Readings": ["server"]}
+IOT2_PLAN = {
+    "Source: Sensors": ["rpi2", "rpi2"],
+    "Parse": ["rpi2", "rpi2"],
+    "Filter": ["rpi2", "server"],
+    "Enrich": ["server", "server"],
+    "Window Aggregate": ["server"],
+    "Sink: Readings": ["server"],
+}
 
 
 def test_two_jobs_are_placed_in_one_cluster_each_by_its_own_schedulercfg(lab: Lab):
@@ -369,11 +443,22 @@ def test_a_plan_the_network_cannot_carry_is_rolled_back_from_the_same_savepoint(
     installed = cfg.read_text()
     before = wait_gauge(lab.rest, job, "Window Aggregate", 500, timeout=150)
     t0 = time.monotonic()
-    bad = {**IOT2_PLAN, "Source: Sensors": ["rpi1", "rpi2"], "Parse": ["rpi1", "rpi2"], "Filter": ["rpi1", "rpi2"],
-           "Enrich": ["rpi2", "rpi1"]}
+    bad = {
+        **IOT2_PLAN,
+        "Source: Sensors": ["rpi1", "rpi2"],
+        "Parse": ["rpi1", "rpi2"],
+        "Filter": ["rpi1", "rpi2"],
+        "Enrich": ["rpi2", "rpi1"],
+    }
     inventory = lab.job_inventory(name, IOT_SENSOR_JOB, IOT2_ARGS)
-    plan = write_plan_dir(lab.work / "plan-unroutable", inventory, bad, job=name, mode="custom",
-                          vertex_ids=running_vertex_ids(lab.rest, job))
+    plan = write_plan_dir(
+        lab.work / "plan-unroutable",
+        inventory,
+        bad,
+        job=name,
+        mode="custom",
+        vertex_ids=running_vertex_ids(lab.rest, job),
+    )
     result = apply(plan, inventory)
     assert result.returncode == 1, result.stdout[-3000:] + result.stderr
     assert "rolled back: job" in result.stderr and f"restored server:{cfg}" in result.stderr
@@ -404,7 +489,16 @@ def test_a_partial_schedulercfg_is_one_line_exit_2_and_nothing_changes(lab: Lab,
 
 
 def test_asking_for_vanilla_mode_restarts_the_lab_without_the_extension_and_apply_places_a_helper_job(lab: Lab):
-    up = cli("lab", "up", "--inventory", str(ROOT / "inventory" / "lab.yaml"), "--workdir", str(lab.work), "--mode", "vanilla")
+    up = cli(
+        "lab",
+        "up",
+        "--inventory",
+        str(ROOT / "inventory" / "lab.yaml"),
+        "--workdir",
+        str(lab.work),
+        "--mode",
+        "vanilla",
+    )
     assert up.returncode == 0, up.stderr
     assert up.stdout.startswith("note: the lab was up in custom mode; restarted in vanilla mode\nlab up (vanilla mode)")
     state = json.loads((lab.work / "lab.json").read_text())
@@ -418,8 +512,14 @@ def test_asking_for_vanilla_mode_restarts_the_lab_without_the_extension_and_appl
     vanilla = Lab(lab.work, state, rest)
     job = chain.submit(rest, vanilla.jar, IOT_SENSOR_JOB, args)
     inventory = vanilla.job_inventory(name, IOT_SENSOR_JOB, args)
-    mapping = {"Source: Sensors": ["rpi1", "rpi2"], "Parse": ["rpi1", "rpi2"], "Filter": ["rpi1", "rpi2"],
-               "Enrich": ["rpi1", "server"], "Window Aggregate": ["server"], "Sink: Readings": ["server"]}
+    mapping = {
+        "Source: Sensors": ["rpi1", "rpi2"],
+        "Parse": ["rpi1", "rpi2"],
+        "Filter": ["rpi1", "rpi2"],
+        "Enrich": ["rpi1", "server"],
+        "Window Aggregate": ["server"],
+        "Sink: Readings": ["server"],
+    }
     plan = write_plan_dir(lab.work / "plan-vanilla", inventory, mapping, job=name, mode="vanilla")
     result = apply(plan, inventory)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr

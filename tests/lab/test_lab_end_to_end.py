@@ -70,14 +70,25 @@ def assert_clean(work_dir: Path) -> None:
 def test_profile_plan_move_and_measure_on_the_real_lab(tmp_path):
     work = tmp_path / "lab"
     try:
-        up = ("lab", "up", "--inventory", str(ROOT / "inventory" / "lab.yaml"), "--workdir", str(work),
-              "--flink-version", FLINK_LINE)
+        up = (
+            "lab",
+            "up",
+            "--inventory",
+            str(ROOT / "inventory" / "lab.yaml"),
+            "--workdir",
+            str(work),
+            "--flink-version",
+            FLINK_LINE,
+        )
         first = cli(*up)
         assert first.stdout.startswith("lab up (custom mode): REST http://127.0.0.1:")
         release = first.stdout.splitlines()[0].rsplit(", Flink ", 1)[1]
         assert release.startswith(f"{FLINK_LINE}.") and release == release_for(FLINK_LINE), first.stdout
         again = cli(*up)
-        assert again.stdout.startswith("lab already up (custom mode)") and first.stdout.split()[5] == again.stdout.split()[6]
+        assert (
+            again.stdout.startswith("lab already up (custom mode)")
+            and first.stdout.split()[5] == again.stdout.split()[6]
+        )
 
         st = json.loads(cli("lab", "status", "--workdir", str(work), "--json").stdout)
         assert st["up"] and [h["registered"] for h in st["hosts"]] == [True, True, True]
@@ -104,19 +115,46 @@ def test_profile_plan_move_and_measure_on_the_real_lab(tmp_path):
         job = chain.submit(rest, jar, IOT_SENSOR_JOB, JOB_ARGS)
         time.sleep(chain.METER_SETTLE_S)
         # (with the inventory: each TaskManager's threads too, over the edge hosts' sshd and locally on the server)
-        cli("metrics", "collect", "--rest", st["rest_url"], "--job-name", "iot-sensors", "--duration", "30",
-            "--interval", "2", "--out", str(tmp_path / "metrics"), "--inventory", lab_inv, "--quiet")
-        cli("profile", str(tmp_path / "metrics"), "--out", str(tmp_path / "profile.json"), "--inventory", lab_inv,
-            "--warmup", "60", "--quiet")
+        cli(
+            "metrics",
+            "collect",
+            "--rest",
+            st["rest_url"],
+            "--job-name",
+            "iot-sensors",
+            "--duration",
+            "30",
+            "--interval",
+            "2",
+            "--out",
+            str(tmp_path / "metrics"),
+            "--inventory",
+            lab_inv,
+            "--quiet",
+        )
+        cli(
+            "profile",
+            str(tmp_path / "metrics"),
+            "--out",
+            str(tmp_path / "profile.json"),
+            "--inventory",
+            lab_inv,
+            "--warmup",
+            "60",
+            "--quiet",
+        )
         profile = load_profile(tmp_path / "profile.json")
         # issue 23: every TaskManager's threads were read (none noted as unreachable) and every vertex's CPU share
         # follows its task threads: each subtask's thread was found on the TaskManager it ran on
-        assert all(t.task_thread_cores is not None and t.other_thread_cores is not None for t in profile.taskmanagers), \
-            profile.job.note
-        assert {v.stats.get("cpu_calibration_basis", "").split(" on ")[0] for v in profile.vertices} == {"threads"}, \
-            [(v.name, v.stats.get("cpu_calibration_basis")) for v in profile.vertices]
-        out = cli("plan", "--inventory", lab_inv, "--profile", str(tmp_path / "profile.json"), "--out",
-                  str(tmp_path / "plan"))
+        assert all(
+            t.task_thread_cores is not None and t.other_thread_cores is not None for t in profile.taskmanagers
+        ), profile.job.note
+        assert {v.stats.get("cpu_calibration_basis", "").split(" on ")[0] for v in profile.vertices} == {"threads"}, [
+            (v.name, v.stats.get("cpu_calibration_basis")) for v in profile.vertices
+        ]
+        out = cli(
+            "plan", "--inventory", lab_inv, "--profile", str(tmp_path / "profile.json"), "--out", str(tmp_path / "plan")
+        )
         plan = load_plan(tmp_path / "plan" / "plan.json")
         assert plan.placement_mode == "custom"
         mapping = plan.mapping()
@@ -130,8 +168,10 @@ def test_profile_plan_move_and_measure_on_the_real_lab(tmp_path):
         assert moved != job
         vertices = rest.job(moved).vertices
         assert {v.name for v in vertices} == set(mapping)  # no lanes, no renamed copies: the job's own graph
-        by_index = {v.name: [s.taskmanager_id for s in sorted(rest.subtasks(moved, v.id), key=lambda s: s.index)]
-                    for v in vertices}
+        by_index = {
+            v.name: [s.taskmanager_id for s in sorted(rest.subtasks(moved, v.id), key=lambda s: s.index)]
+            for v in vertices
+        }
         assert by_index == mapping
 
         # 3. measure the uplinks in steady state (the generators run at their full rate a few seconds after start):
@@ -140,7 +180,9 @@ def test_profile_plan_move_and_measure_on_the_real_lab(tmp_path):
         time.sleep(5)
         measured = json.loads(cli("lab", "measure", "--workdir", str(work), "--duration", "30", "--json").stdout)
         links = {lk["host"]: lk for lk in measured["links"]}
-        report = {h: (round(predicted[h], 4), round(links[h]["data_mbit"], 4), round(links[h]["mbit"], 4)) for h in predicted}
+        report = {
+            h: (round(predicted[h], 4), round(links[h]["data_mbit"], 4), round(links[h]["mbit"], 4)) for h in predicted
+        }
         print("predicted, measured job data, measured wire Mbit/s:", report)
         for host, want in predicted.items():
             got = links[host]["data_mbit"]
@@ -151,8 +193,10 @@ def test_profile_plan_move_and_measure_on_the_real_lab(tmp_path):
         # the host's own cores beside what the plan predicts (issue 23 holds the two within ±15 %)
         cpu = {c["host"]: c for c in measured["cpu"]}
         predicted_cores = {h.host: h.cores_used for h in plan.hosts}
-        print("CPU host cores, predicted vs measured:",
-              {h: (round(predicted_cores[h], 3), round(c["host_cores"], 3)) for h, c in cpu.items()})
+        print(
+            "CPU host cores, predicted vs measured:",
+            {h: (round(predicted_cores[h], 3), round(c["host_cores"], 3)) for h, c in cpu.items()},
+        )
         assert set(cpu) == {"server", "rpi1", "rpi2"} and all(c["processes"] == 1 for c in cpu.values()), cpu
         for host in ("rpi1", "rpi2"):
             quota_host_cores = 30_000 / 100_000 / cpu[host]["speed"]  # the cgroup's quota, in the Pi's cores
@@ -160,7 +204,9 @@ def test_profile_plan_move_and_measure_on_the_real_lab(tmp_path):
             assert cpu[host]["host_cores"] == pytest.approx(cpu[host]["server_cores"] / cpu[host]["speed"])
         assert_latency_at_the_sink(measured["jobs"][0])
     finally:
-        subprocess.run([*PLACEMENT, "lab", "down", "--workdir", str(work)], check=False, capture_output=True, timeout=300)
+        subprocess.run(
+            [*PLACEMENT, "lab", "down", "--workdir", str(work)], check=False, capture_output=True, timeout=300
+        )
     assert_clean(work)
     assert not (work / "lab.json").exists()
 
@@ -173,8 +219,11 @@ def assert_latency_at_the_sink(job: dict) -> None:
     lat = {(x["sink"], x["kind"], x["source"]): x for x in job["latency"]}
     markers, event = lat[("Sink: Readings", "markers", "Source: Sensors")], lat[("Sink: Readings", "event-time", None)]
     assert set(lat) == {("Sink: Readings", "markers", "Source: Sensors"), ("Sink: Readings", "event-time", None)}, lat
-    print("latency at Sink: Readings, markers vs event time (p50, p99 ms):",
-          (markers["p50_ms"], markers["p99_ms"]), (event["p50_ms"], event["p99_ms"]))
+    print(
+        "latency at Sink: Readings, markers vs event time (p50, p99 ms):",
+        (markers["p50_ms"], markers["p99_ms"]),
+        (event["p50_ms"], event["p99_ms"]),
+    )
     for x in (markers, event):
         assert x["histograms"] == 1  # one sink subtask
         assert 0 < x["p50_ms"] <= x["p99_ms"] < 10_000, x  # finite, ordered, and not a clock mix-up
@@ -188,8 +237,12 @@ def assert_latency_at_the_sink(job: dict) -> None:
 def test_lab_down_after_the_launcher_was_killed_mid_start_removes_everything(tmp_path):
     """kill -9 of `lab up` while the JVMs start (namespaces, veths, cgroups exist, Java processes run)."""
     work = tmp_path / "lab"
-    launcher = subprocess.Popen([*PLACEMENT, "lab", "up", "--inventory", str(ROOT / "inventory" / "lab.yaml"),
-                                 "--workdir", str(work)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    launcher = subprocess.Popen(
+        [*PLACEMENT, "lab", "up", "--inventory", str(ROOT / "inventory" / "lab.yaml"), "--workdir", str(work)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 180
         seen: dict[str, list[str]] = {}
@@ -213,8 +266,13 @@ def test_lab_down_after_the_launcher_was_killed_mid_start_removes_everything(tmp
         if launcher.poll() is None:
             launcher.kill()
             launcher.wait()
-        down = subprocess.run([*PLACEMENT, "lab", "down", "--workdir", str(work)], check=False, capture_output=True, text=True,
-                              timeout=300)
+        down = subprocess.run(
+            [*PLACEMENT, "lab", "down", "--workdir", str(work)],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     assert down.returncode == 0, down.stderr
     assert down.stdout.startswith("lab down: removed 2 namespaces, 4 links, 3 cgroups"), down.stdout
     assert_clean(work)

@@ -32,7 +32,9 @@ JOBS = ("ledger-a", "ledger-b")
 
 
 @pytest.fixture(scope="module")
-def placed(request: pytest.FixtureRequest, shared_custom_lab, tmp_path_factory) -> Iterator[tuple[dict, scenario.Placed]]:
+def placed(
+    request: pytest.FixtureRequest, shared_custom_lab, tmp_path_factory
+) -> Iterator[tuple[dict, scenario.Placed]]:
     with module_on_shared_lab(request, shared_custom_lab) as state:
         yield state, scenario.place(state, tmp_path_factory.mktemp("faults"), jobs=JOBS)
 

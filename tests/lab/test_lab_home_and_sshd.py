@@ -39,8 +39,13 @@ def test_the_lab_home_mirrors_the_wheel_and_installs_the_extension_only_there(tm
 
 
 def test_sshd_config_listens_on_the_host_address_with_keys_only_and_sftp(tmp_path):
-    text = sshd.sshd_config(address="10.203.1.2", port=22, host_key=tmp_path / "hk", authorized_keys=tmp_path / "ak",
-                            pid_file=tmp_path / "pid")
+    text = sshd.sshd_config(
+        address="10.203.1.2",
+        port=22,
+        host_key=tmp_path / "hk",
+        authorized_keys=tmp_path / "ak",
+        pid_file=tmp_path / "pid",
+    )
     lines = text.splitlines()
     assert "ListenAddress 10.203.1.2:22" in lines and f"HostKey {tmp_path / 'hk'}" in lines
     assert "PasswordAuthentication no" in lines and "KbdInteractiveAuthentication no" in lines
@@ -50,4 +55,7 @@ def test_sshd_config_listens_on_the_host_address_with_keys_only_and_sftp(tmp_pat
 
 @pytest.mark.parametrize(("port", "name"), [(22, "10.203.1.2"), (2222, "[10.203.1.2]:2222")])
 def test_known_hosts_lines_name_the_address_as_openssh_does(port, name):
-    assert sshd.known_hosts_line("10.203.1.2", port, "ssh-ed25519 AAAAC3Nz sshd@rpi1\n") == f"{name} ssh-ed25519 AAAAC3Nz\n"
+    assert (
+        sshd.known_hosts_line("10.203.1.2", port, "ssh-ed25519 AAAAC3Nz sshd@rpi1\n")
+        == f"{name} ssh-ed25519 AAAAC3Nz\n"
+    )

@@ -23,7 +23,12 @@ def test_lab_yaml_gives_each_pi_a_namespace_a_shaped_veth_and_a_third_of_a_core(
     server, rpi1, rpi2 = plan.hosts
     assert (server.namespace, server.address, server.cpu) == (None, "10.203.0.1", None)
     assert (rpi1.namespace, rpi1.host_if, rpi1.ns_if, rpi1.host_addr, rpi1.address) == (
-        "pl-lab-rpi1", "pllab1h", "pllab1n", "10.203.1.1", "10.203.1.2")
+        "pl-lab-rpi1",
+        "pllab1h",
+        "pllab1n",
+        "10.203.1.1",
+        "10.203.1.2",
+    )
     assert (rpi2.namespace, rpi2.ns_if, rpi2.address) == ("pl-lab-rpi2", "pllab2n", "10.203.2.2")
     # one core of a Pi 4B = 0.3 of a server core -> 30 ms per 100 ms period; 0.6 cores in all fit in half of 2 cores
     assert rpi1.cpu is not None and (rpi1.cpu.period_us, rpi1.cpu.quota_us) == (100_000, 30_000)
@@ -32,7 +37,7 @@ def test_lab_yaml_gives_each_pi_a_namespace_a_shaped_veth_and_a_third_of_a_core(
     assert [(s.dest, s.rate_mbit) for s in rpi1.shapes] == [("10.203.0.0/16", 2.0)]
     # the shared tc builder turns it into one htb class at 2 Mbit/s matching the whole lab network
     cmds = apply_commands(rpi1.ns_if, list(rpi1.shapes), with_netem=False)
-    assert cmds[1][cmds[1].index("rate"):cmds[1].index("rate") + 2] == ["rate", "2mbit"]
+    assert cmds[1][cmds[1].index("rate") : cmds[1].index("rate") + 2] == ["rate", "2mbit"]
     assert cmds[2][-4:] == ["dst", "10.203.0.0/16", "flowid", "ede:10"]
 
 
@@ -71,10 +76,15 @@ def test_custom_mode_gives_one_resource_unit_per_slot_and_the_jobmanager_the_ext
     spec = topo.cluster_spec(plan, flink_home=home, mode="custom")
     tms = {tm.resource_id: tm for tm in spec.taskmanagers}
     assert {(tm.external_resource, tm.external_resource_amount) for tm in tms.values()} == {
-        ("server", 8), ("rpi1", 4), ("rpi2", 4)}
+        ("server", 8),
+        ("rpi1", 4),
+        ("rpi2", 4),
+    }
     assert spec.jobmanager_conf_dir == home / "conf"  # what apply reads as <flink.home>/conf/config.yaml
-    assert spec.jobmanager_extra_config == {"placement.scheduler.dir": str(home / "placement" / "scheduler"),
-                                            "jobmanager.scheduler": "default"}
+    assert spec.jobmanager_extra_config == {
+        "placement.scheduler.dir": str(home / "placement" / "scheduler"),
+        "jobmanager.scheduler": "default",
+    }
     # without the extension the JobManager config has no scheduler keys
     assert topo.cluster_spec(plan, flink_home=home, mode="vanilla").jobmanager_extra_config == {}
 
@@ -83,9 +93,15 @@ def test_custom_mode_gives_one_resource_unit_per_slot_and_the_jobmanager_the_ext
 def test_the_running_inventory_has_real_addresses_the_rest_url_the_mode_and_the_lab_ssh(tmp_path, mode):
     inv = load_inventory(LAB_3PI)
     plan = topo.plan_lab(inv, tmp_path, machine_cores=2)
-    access = topo.LabAccess(rest_url="http://127.0.0.1:40000", mode=mode, flink_home=tmp_path / "flink-home",
-                            ssh_user="root", ssh_key=tmp_path / "ssh" / "lab_ed25519", known_hosts=tmp_path / "ssh" / "known_hosts",
-                            flink_version="1.20.5")
+    access = topo.LabAccess(
+        rest_url="http://127.0.0.1:40000",
+        mode=mode,
+        flink_home=tmp_path / "flink-home",
+        ssh_user="root",
+        ssh_key=tmp_path / "ssh" / "lab_ed25519",
+        known_hosts=tmp_path / "ssh" / "known_hosts",
+        flink_version="1.20.5",
+    )
     data = topo.lab_inventory(inv, plan, access)
     hosts = {h["name"]: h for h in data["hosts"]}
     assert hosts["rpi3"]["address"] == "10.203.3.2" and hosts["rpi3"]["interface"] == "pllab3n"
@@ -95,8 +111,11 @@ def test_the_running_inventory_has_real_addresses_the_rest_url_the_mode_and_the_
     from placement.netem.tc import apply_commands
 
     for link in data["links"]:
-        (htb_class,) = [argv for argv in apply_commands("x", list(plan.host(link["from"]).shapes), with_netem=False)
-                        if argv[:3] == ["tc", "class", "add"]]
+        (htb_class,) = [
+            argv
+            for argv in apply_commands("x", list(plan.host(link["from"]).shapes), with_netem=False)
+            if argv[:3] == ["tc", "class", "add"]
+        ]
         assert link["burst"] == int(htb_class[htb_class.index("burst") + 1]) >= 3200
     from placement.inventory import Inventory
 
@@ -106,8 +125,11 @@ def test_the_running_inventory_has_real_addresses_the_rest_url_the_mode_and_the_
     assert running.flink.version == "1.20.5"  # pinned to what runs: apply checks the JobManager against it
     assert running.flink.scheduler_directory == str(tmp_path / "flink-home" / "placement" / "scheduler")
     ssh = running.ssh_for(running.host("rpi1"))
-    assert (ssh.user, ssh.key, ssh.known_hosts) == ("root", str(tmp_path / "ssh" / "lab_ed25519"),
-                                                     str(tmp_path / "ssh" / "known_hosts"))
+    assert (ssh.user, ssh.key, ssh.known_hosts) == (
+        "root",
+        str(tmp_path / "ssh" / "lab_ed25519"),
+        str(tmp_path / "ssh" / "known_hosts"),
+    )
 
 
 def test_an_inventory_with_two_servers_is_refused_naming_the_field(tmp_path):
@@ -135,11 +157,22 @@ def test_ss_output_is_summed_per_socket():
 
 def _written(conf_dir: Path) -> dict[str, object]:
     from placement.flink.options import read_config
+
     return read_config((conf_dir / "config.yaml").read_text(), "config.yaml")
 
 
-@pytest.mark.parametrize("block", [None, {"heartbeat_interval": "3s", "heartbeat_timeout": "20s",
-                                          "slot_request_timeout": "30s", "restart": {"attempts": 4}}])
+@pytest.mark.parametrize(
+    "block",
+    [
+        None,
+        {
+            "heartbeat_interval": "3s",
+            "heartbeat_timeout": "20s",
+            "slot_request_timeout": "30s",
+            "restart": {"attempts": 4},
+        },
+    ],
+)
 def test_every_config_yaml_the_lab_writes_carries_the_inventorys_failure_detection(tmp_path, block):
     import yaml
 
@@ -156,16 +189,26 @@ def test_every_config_yaml_the_lab_writes_carries_the_inventorys_failure_detecti
     lf._write_conf_dir(tmp_path / "jm", lf.jobmanager_config(spec, 18081, 16123))
     for tm in spec.taskmanagers:
         lf._write_conf_dir(tmp_path / tm.resource_id, lf.taskmanager_config(spec, tm, 18081, 16123))
-    want = {"heartbeat.interval": 2000, "heartbeat.timeout": 10000, "heartbeat.rpc-failure-threshold": 2,
-            "slot.request.timeout": 15000, "restart-strategy.type": "exponential-delay",
-            "restart-strategy.exponential-delay.initial-backoff": 1000,
-            "restart-strategy.exponential-delay.max-backoff": 10000,
-            "restart-strategy.exponential-delay.attempts-before-reset-backoff": 10,
-            "taskmanager.registration.timeout": 604_800_000, "cluster.registration.max-timeout": 5000,
-            "cluster.registration.error-delay": 1000}
+    want = {
+        "heartbeat.interval": 2000,
+        "heartbeat.timeout": 10000,
+        "heartbeat.rpc-failure-threshold": 2,
+        "slot.request.timeout": 15000,
+        "restart-strategy.type": "exponential-delay",
+        "restart-strategy.exponential-delay.initial-backoff": 1000,
+        "restart-strategy.exponential-delay.max-backoff": 10000,
+        "restart-strategy.exponential-delay.attempts-before-reset-backoff": 10,
+        "taskmanager.registration.timeout": 604_800_000,
+        "cluster.registration.max-timeout": 5000,
+        "cluster.registration.error-delay": 1000,
+    }
     if block is not None:
-        want |= {"heartbeat.interval": 3000, "heartbeat.timeout": 20000, "slot.request.timeout": 30000,
-                 "restart-strategy.exponential-delay.attempts-before-reset-backoff": 4}
+        want |= {
+            "heartbeat.interval": 3000,
+            "heartbeat.timeout": 20000,
+            "slot.request.timeout": 30000,
+            "restart-strategy.exponential-delay.attempts-before-reset-backoff": 4,
+        }
     for conf_dir in (tmp_path / "jm", *(tmp_path / tm.resource_id for tm in spec.taskmanagers)):
         written = _written(conf_dir)
         assert {k: written.get(k) for k in want} == want, conf_dir

@@ -55,7 +55,9 @@ def max_key_total(rest, job_id: str, vertex_id: str) -> float:
 
 
 def test_split_mapping_puts_every_subtask_on_its_hosts_taskmanager(flink_rest, lab_jobs_jar, flink_support):
-    job = flink_support.submit_job(flink_rest, lab_jobs_jar, IOT_SENSOR_JOB, ["--rate", "100", "--placement", json.dumps(SPLIT)])
+    job = flink_support.submit_job(
+        flink_rest, lab_jobs_jar, IOT_SENSOR_JOB, ["--rate", "100", "--placement", json.dumps(SPLIT)]
+    )
     try:
         assert flink_rest.placement_counts(job.job_id) == planned_counts(SPLIT)
         # the chain is built once per lane: (rpi1,rpi1,rpi1,server) x1, (rpi1,rpi1,server,server) x1, (server...) x1
@@ -68,11 +70,14 @@ def test_split_mapping_puts_every_subtask_on_its_hosts_taskmanager(flink_rest, l
         flink_support.cancel_job(job)
 
 
-def test_keyed_window_state_survives_stop_with_savepoint_and_a_new_mapping(flink_rest, lab_jobs_jar, flink_support, tmp_path):
+def test_keyed_window_state_survives_stop_with_savepoint_and_a_new_mapping(
+    flink_rest, lab_jobs_jar, flink_support, tmp_path
+):
     args = ["--sensors", "10", "--window-ms", "1000"]
     first_mapping = {**MOVED, "Window Aggregate": ["server"], "Sink: Readings": ["server"]}
-    job = flink_support.submit_job(flink_rest, lab_jobs_jar, IOT_SENSOR_JOB,
-                                   [*args, "--rate", "200", "--placement", json.dumps(first_mapping)])
+    job = flink_support.submit_job(
+        flink_rest, lab_jobs_jar, IOT_SENSOR_JOB, [*args, "--rate", "200", "--placement", json.dumps(first_mapping)]
+    )
     window = job.vertex_ids["Window Aggregate"]
     assert flink_rest.placement(job.job_id)["Window Aggregate"] == ["server"]
     time.sleep(10)
@@ -82,9 +87,14 @@ def test_keyed_window_state_survives_stop_with_savepoint_and_a_new_mapping(flink
     assert flink_rest.job_raw(job.job_id)["state"] == "FINISHED"
 
     # resumed at 1/40 of the rate: a fresh start could not reach `before` within the test's minute (~0.3 alarms/s/key)
-    moved = flink_support.submit_job(flink_rest, lab_jobs_jar, IOT_SENSOR_JOB,
-                                     [*args, "--rate", "5", "--placement", json.dumps(MOVED)],
-                                     savepoint_path=savepoint, allow_non_restored_state=True)
+    moved = flink_support.submit_job(
+        flink_rest,
+        lab_jobs_jar,
+        IOT_SENSOR_JOB,
+        [*args, "--rate", "5", "--placement", json.dumps(MOVED)],
+        savepoint_path=savepoint,
+        allow_non_restored_state=True,
+    )
     try:
         assert flink_rest.placement_counts(moved.job_id) == planned_counts(MOVED)
         window = moved.vertex_ids["Window Aggregate"]
@@ -114,11 +124,16 @@ def test_a_mapping_vanilla_flink_cannot_honour_is_refused_at_submit(flink_rest, 
     assert not flink_rest.running_jobs()
 
 
-def test_branching_job_runs_each_source_on_its_own_host_and_joins_on_the_server(flink_rest, lab_jobs_jar, flink_support):
+def test_branching_job_runs_each_source_on_its_own_host_and_joins_on_the_server(
+    flink_rest, lab_jobs_jar, flink_support
+):
     mapping = {
-        "Source: Cameras": ["rpi1"], "Detect Objects": ["rpi1"],
-        "Source: Meters": ["server"], "Parse Meters": ["server"],
-        "Join Frames Meters": ["server"], "Sink: Alerts": ["server"],
+        "Source: Cameras": ["rpi1"],
+        "Detect Objects": ["rpi1"],
+        "Source: Meters": ["server"],
+        "Parse Meters": ["server"],
+        "Join Frames Meters": ["server"],
+        "Sink: Alerts": ["server"],
     }
     job = flink_support.submit_job(flink_rest, lab_jobs_jar, BRANCHING_JOB, ["--placement", json.dumps(mapping)])
     try:
@@ -131,7 +146,9 @@ def test_branching_job_runs_each_source_on_its_own_host_and_joins_on_the_server(
         assert join_in > 0
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            got = flink_rest.vertex_metrics(job.job_id, job.vertex_ids["Join Frames Meters"], ["numRecordsIn"], refresh=1.0)
+            got = flink_rest.vertex_metrics(
+                job.job_id, job.vertex_ids["Join Frames Meters"], ["numRecordsIn"], refresh=1.0
+            )
             if got.get("numRecordsIn", 0) > 0:
                 break
         assert got["numRecordsIn"] > 0
@@ -142,10 +159,14 @@ def test_branching_job_runs_each_source_on_its_own_host_and_joins_on_the_server(
 def test_nexmark_job_runs_unpinned_with_its_vertices(flink_rest, lab_jobs_jar, flink_support):
     job = flink_support.submit_job(flink_rest, lab_jobs_jar, NEXMARK_BIDS_JOB, ["--rate", "200"])
     try:
-        assert [(v.name, v.parallelism) for v in job.details.vertices] == list(zip(NEXMARK_VERTICES, [2, 2, 2, 2, 1, 1]))
+        assert [(v.name, v.parallelism) for v in job.details.vertices] == list(
+            zip(NEXMARK_VERTICES, [2, 2, 2, 2, 1, 1])
+        )
         flink_support.wait_for_records(flink_rest, job.job_id, job.vertex_ids["Hot Items"], timeout=60)
-        m = {n: flink_rest.vertex_metrics(job.job_id, job.vertex_ids[n], ["numRecordsIn", "numRecordsOut"], refresh=0.5)
-             for n in ("Filter Auctions",)}
+        m = {
+            n: flink_rest.vertex_metrics(job.job_id, job.vertex_ids[n], ["numRecordsIn", "numRecordsOut"], refresh=0.5)
+            for n in ("Filter Auctions",)
+        }
         kept = m["Filter Auctions"]["numRecordsOut"] / m["Filter Auctions"]["numRecordsIn"]
         assert 0.1 < kept < 0.45, kept  # every 5th auction id, plus the hot ones 0 and 5
     finally:

@@ -35,8 +35,16 @@ def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, s
 
 def write_inventory(path: Path, *, edges: list[dict], server_address: str, server_interface: str | None = None) -> Path:
     """An inventory with one server and the given edge hosts (each dict: name, address, interface, link fields)."""
-    hosts = [{"name": "server", "address": server_address, "role": "server", "cores": 2, "memory": "1GiB",
-              **({"interface": server_interface} if server_interface else {})}]
+    hosts = [
+        {
+            "name": "server",
+            "address": server_address,
+            "role": "server",
+            "cores": 2,
+            "memory": "1GiB",
+            **({"interface": server_interface} if server_interface else {}),
+        }
+    ]
     links = []
     for e in edges:
         host = {"name": e["name"], "address": e["address"], "role": "edge", "model": "rpi4b"}
@@ -44,8 +52,13 @@ def write_inventory(path: Path, *, edges: list[dict], server_address: str, serve
             host["interface"] = e["interface"]
         hosts.append(host)
         links.append({"from": e["name"], "to": "server", **e.get("link", {"bandwidth": "20mbit"})})
-    doc = {"version": 1, "name": "netem-test", "hosts": hosts, "links": links,
-           "flink": {"rest_url": "http://127.0.0.1:8081"}}
+    doc = {
+        "version": 1,
+        "name": "netem-test",
+        "hosts": hosts,
+        "links": links,
+        "flink": {"rest_url": "http://127.0.0.1:8081"},
+    }
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return path
 
@@ -56,11 +69,22 @@ def root_qdisc(interface: str, ns: str | None = None) -> tuple[str, str]:
     return q["kind"], q["handle"]
 
 
-def iperf_transfer(server_ns: str | None, server_addr: str, *, client_ns: str | None = None, seconds: float | None = None,
-                   nbytes: int | None = None, omit: int = 0, port: int = 5201) -> dict:
+def iperf_transfer(
+    server_ns: str | None,
+    server_addr: str,
+    *,
+    client_ns: str | None = None,
+    seconds: float | None = None,
+    nbytes: int | None = None,
+    omit: int = 0,
+    port: int = 5201,
+) -> dict:
     """A real TCP transfer client -> server with iperf3; returns iperf3's JSON ``end`` section."""
-    server = subprocess.Popen(ns_exec(server_ns, ["iperf3", "-s", "-1", "-B", server_addr, "-p", str(port)]),
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        ns_exec(server_ns, ["iperf3", "-s", "-1", "-B", server_addr, "-p", str(port)]),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 5
         argv = ["iperf3", "-c", server_addr, "-p", str(port), "-J"]
@@ -136,8 +160,9 @@ print(total, flush=True)
 
 def socket_transfer(server_ns: str | None, server_addr: str, nbytes: int, *, port: int = 5301) -> int:
     """Send exactly ``nbytes`` over one TCP connection to a receiver in ``server_ns``; returns what it received."""
-    receiver = subprocess.Popen(ns_exec(server_ns, [sys.executable, "-c", _RECEIVER, server_addr, str(port)]),
-                                stdout=subprocess.PIPE, text=True)
+    receiver = subprocess.Popen(
+        ns_exec(server_ns, [sys.executable, "-c", _RECEIVER, server_addr, str(port)]), stdout=subprocess.PIPE, text=True
+    )
     try:
         deadline = time.monotonic() + 10
         while True:

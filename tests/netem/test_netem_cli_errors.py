@@ -11,9 +11,18 @@ from netem_helpers import REPO, run_cli, write_inventory
 
 
 def _inv(tmp_path: Path, **link: str) -> Path:
-    return write_inventory(tmp_path / "inv.yaml", server_address="10.201.3.2",
-                           edges=[{"name": "edge1", "address": "10.201.3.1", "interface": "pnnosuch0",
-                                   "link": {"bandwidth": "20mbit", **link}}])
+    return write_inventory(
+        tmp_path / "inv.yaml",
+        server_address="10.201.3.2",
+        edges=[
+            {
+                "name": "edge1",
+                "address": "10.201.3.1",
+                "interface": "pnnosuch0",
+                "link": {"bandwidth": "20mbit", **link},
+            }
+        ],
+    )
 
 
 def _assert_one_line_error(code: int, out: str, err: str, *fragments: str) -> None:
@@ -50,8 +59,11 @@ def test_negative_delay(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
 
 
 def test_interface_not_given(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    inv = write_inventory(tmp_path / "inv.yaml", server_address="10.201.3.2",
-                          edges=[{"name": "edge1", "address": "10.201.3.1", "interface": None}])
+    inv = write_inventory(
+        tmp_path / "inv.yaml",
+        server_address="10.201.3.2",
+        edges=[{"name": "edge1", "address": "10.201.3.1", "interface": None}],
+    )
     code, out, err = run_cli(capsys, "netem", "apply", "--inventory", str(inv), "--local")
     _assert_one_line_error(code, out, err, f"{inv}: hosts[1].interface: host 'edge1' has no 'interface'")
 
@@ -72,23 +84,41 @@ def test_missing_inventory_file(tmp_path: Path, capsys: pytest.CaptureFixture[st
 def test_installed_entry_point_maps_errors_to_exit_2(tmp_path: Path) -> None:
     inv = _inv(tmp_path, bandwidth="fast")
     exe = Path(sys.executable).with_name("placement")
-    proc = subprocess.run([str(exe), "netem", "apply", "--inventory", str(inv)], capture_output=True, text=True,
-                          timeout=60, check=False)
+    proc = subprocess.run(
+        [str(exe), "netem", "apply", "--inventory", str(inv)], capture_output=True, text=True, timeout=60, check=False
+    )
     _assert_one_line_error(proc.returncode, proc.stdout, proc.stderr, "links[0].bandwidth")
 
 
 def test_dry_run_prints_commands_and_touches_nothing(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run_cli(capsys, "netem", "apply", "--inventory", str(REPO / "inventory" / "edge-lab.yaml"),
-                             "--dry-run", "--host", "rpi1", "--profile", "satellite")
+    code, out, err = run_cli(
+        capsys,
+        "netem",
+        "apply",
+        "--inventory",
+        str(REPO / "inventory" / "edge-lab.yaml"),
+        "--dry-run",
+        "--host",
+        "rpi1",
+        "--profile",
+        "satellite",
+    )
     assert code == 0, err
     lines = out.splitlines()
     assert lines[0] == "rpi1: tc qdisc add dev eth0 root handle ede: htb default 0"
-    assert "rpi1: tc qdisc add dev eth0 parent ede:10 handle 10: netem limit 1000 delay 300ms 10ms 25% loss 0.5% 25%" in lines
-    assert lines[-1] == "rpi1 eth0: would shape → 192.168.1.180 10 Mbit/s, delay 300 ms ± 10 ms, loss 0.5%, correlation 25%"
+    assert (
+        "rpi1: tc qdisc add dev eth0 parent ede:10 handle 10: netem limit 1000 delay 300ms 10ms 25% loss 0.5% 25%"
+        in lines
+    )
+    assert (
+        lines[-1]
+        == "rpi1 eth0: would shape → 192.168.1.180 10 Mbit/s, delay 300 ms ± 10 ms, loss 0.5%, correlation 25%"
+    )
 
 
-def test_a_bandwidth_in_bytes_per_second_is_warned_as_plan_warns(tmp_path: Path,
-                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_bandwidth_in_bytes_per_second_is_warned_as_plan_warns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """tc's ``mbps`` is megabytes: ``plan`` warned, ``netem`` shaped 400 Mbit/s without a word (issue 46, item 9)."""
     import yaml
 
@@ -96,14 +126,25 @@ def test_a_bandwidth_in_bytes_per_second_is_warned_as_plan_warns(tmp_path: Path,
     doc["links"][0]["bandwidth"] = "50mbps"
     inv = tmp_path / "inv.yaml"
     inv.write_text(yaml.safe_dump(doc, sort_keys=False))
-    said = (f"warning: {inv}: links[0].bandwidth: '50mbps' is in tc's bytes per second (400 Mbit/s); write '50mbit' "
-            "for megabits\n")
+    said = (
+        f"warning: {inv}: links[0].bandwidth: '50mbps' is in tc's bytes per second (400 Mbit/s); write '50mbit' "
+        "for megabits\n"
+    )
     code, out, err = run_cli(capsys, "netem", "apply", "--inventory", str(inv), "--dry-run", "--host", "rpi1")
     assert code == 0, err
     assert err == said and "rate 400mbit" in out
-    code, _, err = run_cli(capsys, "plan", "--inventory", str(inv), "--profile",
-                           str(REPO / "examples" / "profiles" / "iot-sensors.json"), "--out", str(tmp_path / "plan"))
+    code, _, err = run_cli(
+        capsys,
+        "plan",
+        "--inventory",
+        str(inv),
+        "--profile",
+        str(REPO / "examples" / "profiles" / "iot-sensors.json"),
+        "--out",
+        str(tmp_path / "plan"),
+    )
     assert code == 0 and said in err
-    code, _, err = run_cli(capsys, "netem", "apply", "--inventory", str(inv), "--dry-run", "--host", "rpi1",
-                           "--profile", "lte")
+    code, _, err = run_cli(
+        capsys, "netem", "apply", "--inventory", str(inv), "--dry-run", "--host", "rpi1", "--profile", "lte"
+    )
     assert code == 0 and "warning" not in err  # the profile's figures are shaped, not the link's

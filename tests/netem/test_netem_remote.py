@@ -120,17 +120,24 @@ def ssh_lab(netns_required: None, tmp_path: Path) -> Iterator[SshLab]:
 @pytest.mark.netns
 def test_ssh_refuses_unknown_and_changed_host_keys(ssh_lab: SshLab) -> None:
     empty = ssh_lab.known_hosts("known_empty")
-    with (SshExecutor("edge", ssh_lab.wire.ns_addr, ssh_lab.settings(empty)) as ex,
-          pytest.raises(HostUnreachable, match=r"host key not in .*known_empty; add it \(ssh-keyscan\) or pass "
-                                               r"--accept-new-host-keys")):
+    with (
+        SshExecutor("edge", ssh_lab.wire.ns_addr, ssh_lab.settings(empty)) as ex,
+        pytest.raises(
+            HostUnreachable,
+            match=r"host key not in .*known_empty; add it \(ssh-keyscan\) or pass "
+            r"--accept-new-host-keys",
+        ),
+    ):
         ex.run(["true"])
     other = ssh_lab.tmp / "other_key"
     _keygen(other)
     pub = (ssh_lab.tmp / "other_key.pub").read_text().split()
     changed = ssh_lab.known_hosts("known_changed", f"[{ssh_lab.wire.ns_addr}]:{SSH_PORT} {pub[0]} {pub[1]}")
     for accept_new in (False, True):  # opting in to new keys never accepts a changed one
-        with (SshExecutor("edge", ssh_lab.wire.ns_addr, ssh_lab.settings(changed), accept_new_host_keys=accept_new) as ex,
-              pytest.raises(HostUnreachable, match="host key CHANGED")):
+        with (
+            SshExecutor("edge", ssh_lab.wire.ns_addr, ssh_lab.settings(changed), accept_new_host_keys=accept_new) as ex,
+            pytest.raises(HostUnreachable, match="host key CHANGED"),
+        ):
             ex.run(["true"])
 
 
@@ -138,7 +145,7 @@ def test_ssh_refuses_unknown_and_changed_host_keys(ssh_lab: SshLab) -> None:
 def test_ssh_runs_commands_with_a_known_key_and_records_accepted_ones(ssh_lab: SshLab) -> None:
     known = ssh_lab.known_hosts("known_good", ssh_lab.known_line)
     with SshExecutor("edge", ssh_lab.wire.ns_addr, ssh_lab.settings(known)) as ex:
-        res = ex.run(["sh", "-c", "id -u; ip -br addr show dev \"$1\"", "sh", ssh_lab.wire.ns_if])
+        res = ex.run(["sh", "-c", 'id -u; ip -br addr show dev "$1"', "sh", ssh_lab.wire.ns_if])
         assert res.stdout.splitlines()[0] == "0" and ssh_lab.wire.ns_addr in res.stdout
         failed = ex.run(["sh", "-c", "echo nope >&2; exit 4"], check=False)
         assert (failed.returncode, failed.message) == (4, "nope")
@@ -152,15 +159,19 @@ def test_ssh_runs_commands_with_a_known_key_and_records_accepted_ones(ssh_lab: S
 
 @pytest.mark.netns
 @pytest.mark.timeout(180)
-def test_netem_over_ssh_shapes_the_remote_host(ssh_lab: SshLab, tmp_path: Path,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_netem_over_ssh_shapes_the_remote_host(
+    ssh_lab: SshLab, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The edge is the namespace behind sshd; the CLI reaches it over SSH because its address is not local."""
     wire = ssh_lab.wire
-    inv_path = write_inventory(tmp_path / "inv.yaml", server_address=wire.host_addr,
-                               edges=[{"name": "edge1", "address": wire.ns_addr, "interface": wire.ns_if,
-                                       "link": {"bandwidth": "20mbit"}}])
-    doc = inv_path.read_text() + (f"ssh:\n  user: root\n  port: {SSH_PORT}\n  key: {ssh_lab.key}\n"
-                                  f"  known_hosts: {ssh_lab.tmp / 'known_cli'}\n")
+    inv_path = write_inventory(
+        tmp_path / "inv.yaml",
+        server_address=wire.host_addr,
+        edges=[{"name": "edge1", "address": wire.ns_addr, "interface": wire.ns_if, "link": {"bandwidth": "20mbit"}}],
+    )
+    doc = inv_path.read_text() + (
+        f"ssh:\n  user: root\n  port: {SSH_PORT}\n  key: {ssh_lab.key}\n  known_hosts: {ssh_lab.tmp / 'known_cli'}\n"
+    )
     inv_path.write_text(doc)
     ssh_lab.known_hosts("known_cli")  # empty: the first run must refuse
     code, out, err = run_cli(capsys, "netem", "apply", "--inventory", str(inv_path))

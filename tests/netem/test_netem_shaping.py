@@ -29,9 +29,18 @@ pytestmark = [pytest.mark.netns, pytest.mark.timeout(180)]
 
 
 def _inventory(tmp_path: Path, wire: VethPair, **link: str) -> Path:
-    return write_inventory(tmp_path / "inv.yaml", server_address=wire.ns_addr,
-                           edges=[{"name": "edge1", "address": wire.host_addr, "interface": wire.host_if,
-                                   "link": {"bandwidth": "20mbit", **link}}])
+    return write_inventory(
+        tmp_path / "inv.yaml",
+        server_address=wire.ns_addr,
+        edges=[
+            {
+                "name": "edge1",
+                "address": wire.host_addr,
+                "interface": wire.host_if,
+                "link": {"bandwidth": "20mbit", **link},
+            }
+        ],
+    )
 
 
 def _show(capsys: pytest.CaptureFixture[str], inv: Path) -> dict:
@@ -42,8 +51,9 @@ def _show(capsys: pytest.CaptureFixture[str], inv: Path) -> dict:
 
 
 @pytest.mark.parametrize("rate", [5, 20, 50])
-def test_achieved_rate_is_within_ten_percent(rate: int, wire: VethPair, tmp_path: Path,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_achieved_rate_is_within_ten_percent(
+    rate: int, wire: VethPair, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     inv = _inventory(tmp_path, wire, bandwidth=f"{rate}mbit")
     code, out, err = run_cli(capsys, "netem", "apply", "--inventory", str(inv))
     assert code == 0, err
@@ -61,8 +71,9 @@ def test_unshaped_link_is_much_faster_than_the_limits(wire: VethPair) -> None:
     assert end["sum_received"]["bits_per_second"] / 1e6 > 200
 
 
-def test_show_reports_the_bytes_the_transfer_sent(wire: VethPair, tmp_path: Path,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_show_reports_the_bytes_the_transfer_sent(
+    wire: VethPair, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     inv = _inventory(tmp_path, wire, bandwidth="50mbit")
     assert run_cli(capsys, "netem", "apply", "--inventory", str(inv))[0] == 0
     before = _show(capsys, inv)
@@ -81,8 +92,9 @@ def test_show_reports_the_bytes_the_transfer_sent(wire: VethPair, tmp_path: Path
     assert code == 0 and wire.ns_addr in out and str(cls["bytes"]) in out
 
 
-def test_clear_restores_the_original_root_and_apply_is_idempotent(wire: VethPair, tmp_path: Path,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_clear_restores_the_original_root_and_apply_is_idempotent(
+    wire: VethPair, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     original = root_qdisc(wire.host_if)
     assert original == ("noqueue", "0:")
     inv = _inventory(tmp_path, wire, bandwidth="20mbit")
@@ -102,10 +114,28 @@ def test_clear_restores_the_original_root_and_apply_is_idempotent(wire: VethPair
     assert iperf_transfer(wire.ns, wire.ns_addr, seconds=1)["sum_received"]["bits_per_second"] > 200e6
 
 
-def test_someone_elses_root_qdisc_is_left_alone(wire: VethPair, tmp_path: Path,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
-    run(["tc", "qdisc", "add", "dev", wire.host_if, "root", "handle", "8:", "tbf", "rate", "10mbit", "burst", "10000",
-         "latency", "50ms"])
+def test_someone_elses_root_qdisc_is_left_alone(
+    wire: VethPair, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run(
+        [
+            "tc",
+            "qdisc",
+            "add",
+            "dev",
+            wire.host_if,
+            "root",
+            "handle",
+            "8:",
+            "tbf",
+            "rate",
+            "10mbit",
+            "burst",
+            "10000",
+            "latency",
+            "50ms",
+        ]
+    )
     inv = _inventory(tmp_path, wire)
     code, _, err = run_cli(capsys, "netem", "apply", "--inventory", str(inv))
     assert code == 1 and "already has a root qdisc placement did not install (tbf 8:)" in err
@@ -114,27 +144,37 @@ def test_someone_elses_root_qdisc_is_left_alone(wire: VethPair, tmp_path: Path,
     assert root_qdisc(wire.host_if) == ("tbf", "8:")
 
 
-def test_a_bad_host_later_in_the_list_changes_no_host(wire: VethPair, tmp_path: Path,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    inv = write_inventory(tmp_path / "inv.yaml", server_address=wire.ns_addr, edges=[
-        {"name": "edge1", "address": wire.host_addr, "interface": wire.host_if},
-        {"name": "edge2", "address": "127.0.0.2", "interface": "pnnosuch1"},  # local too, an address of its own
-    ])
+def test_a_bad_host_later_in_the_list_changes_no_host(
+    wire: VethPair, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inv = write_inventory(
+        tmp_path / "inv.yaml",
+        server_address=wire.ns_addr,
+        edges=[
+            {"name": "edge1", "address": wire.host_addr, "interface": wire.host_if},
+            {"name": "edge2", "address": "127.0.0.2", "interface": "pnnosuch1"},  # local too, an address of its own
+        ],
+    )
     code, _, err = run_cli(capsys, "netem", "apply", "--inventory", str(inv))
     assert code == 2 and "hosts[2].interface: edge2: no interface 'pnnosuch1'" in err
     assert root_qdisc(wire.host_if) == ("noqueue", "0:")
 
 
-def test_without_netem_the_rate_limit_still_applies(wire: VethPair, tmp_path: Path,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_without_netem_the_rate_limit_still_applies(
+    wire: VethPair, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     if netem_missing_reason() is None:
         real_parts.kernel_fact("has-sch-netem")
     inv = _inventory(tmp_path, wire, bandwidth="20mbit", delay="50ms", loss="1%")
     code, out, err = run_cli(capsys, "netem", "apply", "--inventory", str(inv))
     assert code == 0, err
     notes = [line for line in out.splitlines() if "no netem" in line]
-    assert notes == [("edge1: kernel has no netem (Error: Specified qdisc kind is unknown.); rate limits applied, "
-                      "delay/jitter/loss NOT emulated (--require-delay makes this an error)")]
+    assert notes == [
+        (
+            "edge1: kernel has no netem (Error: Specified qdisc kind is unknown.); rate limits applied, "
+            "delay/jitter/loss NOT emulated (--require-delay makes this an error)"
+        )
+    ]
     [cls] = _show(capsys, inv)["classes"]
     assert (cls["rate_mbit"], cls["leaf"]) == (20.0, None)
     achieved = iperf_transfer(wire.ns, wire.ns_addr, seconds=3, omit=1)["sum_received"]["bits_per_second"] / 1e6
@@ -177,18 +217,40 @@ def test_executor_inside_a_namespace_shapes_that_namespace(wire: VethPair) -> No
     assert cleared.removed and cleared.root_after is not None and cleared.root_after.describe() == "noqueue 0:"
 
 
-def test_a_failure_on_a_later_host_undoes_the_earlier_ones(netns_required: None, tmp_path: Path,
-                                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_failure_on_a_later_host_undoes_the_earlier_ones(
+    netns_required: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     with Namespaces("pn-m") as nets:
         first = nets.add("a", "10.201.5.1", "10.201.5.2")
         second = nets.add("b", "10.201.5.5", "10.201.5.6")
         # the second edge's interface carries a qdisc someone else installed, which apply must not replace
-        run(["tc", "qdisc", "add", "dev", second.host_if, "root", "handle", "8:", "tbf", "rate", "10mbit", "burst",
-             "10000", "latency", "50ms"])
-        inv = write_inventory(tmp_path / "inv.yaml", server_address=first.ns_addr, edges=[
-            {"name": "edge1", "address": first.host_addr, "interface": first.host_if},
-            {"name": "edge2", "address": second.host_addr, "interface": second.host_if},
-        ])
+        run(
+            [
+                "tc",
+                "qdisc",
+                "add",
+                "dev",
+                second.host_if,
+                "root",
+                "handle",
+                "8:",
+                "tbf",
+                "rate",
+                "10mbit",
+                "burst",
+                "10000",
+                "latency",
+                "50ms",
+            ]
+        )
+        inv = write_inventory(
+            tmp_path / "inv.yaml",
+            server_address=first.ns_addr,
+            edges=[
+                {"name": "edge1", "address": first.host_addr, "interface": first.host_if},
+                {"name": "edge2", "address": second.host_addr, "interface": second.host_if},
+            ],
+        )
         code, _, err = run_cli(capsys, "netem", "apply", "--inventory", str(inv))
         assert code == 1 and "edge2" in err and "(tbf 8:)" in err
         assert root_qdisc(first.host_if) == ("noqueue", "0:")  # edge1 was shaped, then undone
@@ -213,8 +275,9 @@ def test_fake_failure_mid_apply_removes_everything_installed(wire: VethPair) -> 
     assert run(["tc", "class", "show", "dev", wire.host_if]).stdout.strip() == ""
 
 
-def test_dry_run_clear_and_show_touch_nothing(wire: VethPair, tmp_path: Path,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_dry_run_clear_and_show_touch_nothing(
+    wire: VethPair, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     inv = _inventory(tmp_path, wire)
     assert run_cli(capsys, "netem", "apply", "--inventory", str(inv))[0] == 0
     code, out, _ = run_cli(capsys, "netem", "clear", "--inventory", str(inv), "--dry-run")

@@ -15,20 +15,89 @@ def test_course_link_exact_commands() -> None:
     cmds = tc.apply_commands("eth0", [Shape("192.168.1.180", 50, delay_ms=50)])
     assert cmds == [
         ["tc", "qdisc", "add", "dev", "eth0", "root", "handle", "ede:", "htb", "default", "0"],
-        ["tc", "class", "add", "dev", "eth0", "parent", "ede:", "classid", "ede:10", "htb", "rate", "50mbit", "ceil",
-         "50mbit", "burst", "62500", "cburst", "62500", "quantum", "1514"],
-        ["tc", "filter", "add", "dev", "eth0", "parent", "ede:", "protocol", "ip", "prio", "1", "u32", "match", "ip",
-         "dst", "192.168.1.180/32", "flowid", "ede:10"],
-        ["tc", "qdisc", "add", "dev", "eth0", "parent", "ede:10", "handle", "10:", "netem", "limit", "1000", "delay",
-         "50ms"],
+        [
+            "tc",
+            "class",
+            "add",
+            "dev",
+            "eth0",
+            "parent",
+            "ede:",
+            "classid",
+            "ede:10",
+            "htb",
+            "rate",
+            "50mbit",
+            "ceil",
+            "50mbit",
+            "burst",
+            "62500",
+            "cburst",
+            "62500",
+            "quantum",
+            "1514",
+        ],
+        [
+            "tc",
+            "filter",
+            "add",
+            "dev",
+            "eth0",
+            "parent",
+            "ede:",
+            "protocol",
+            "ip",
+            "prio",
+            "1",
+            "u32",
+            "match",
+            "ip",
+            "dst",
+            "192.168.1.180/32",
+            "flowid",
+            "ede:10",
+        ],
+        [
+            "tc",
+            "qdisc",
+            "add",
+            "dev",
+            "eth0",
+            "parent",
+            "ede:10",
+            "handle",
+            "10:",
+            "netem",
+            "limit",
+            "1000",
+            "delay",
+            "50ms",
+        ],
     ]
 
 
 def test_jitter_loss_and_correlation_go_into_the_netem_leaf() -> None:
     shape = Shape("10.0.0.1", 2, delay_ms=100, jitter_ms=25, loss_pct=1, correlation_pct=25)
     assert tc.leaf_command("wlan0", shape, 0) == [
-        "tc", "qdisc", "add", "dev", "wlan0", "parent", "ede:10", "handle", "10:", "netem",
-        "limit", "1000", "delay", "100ms", "25ms", "25%", "loss", "1%", "25%",
+        "tc",
+        "qdisc",
+        "add",
+        "dev",
+        "wlan0",
+        "parent",
+        "ede:10",
+        "handle",
+        "10:",
+        "netem",
+        "limit",
+        "1000",
+        "delay",
+        "100ms",
+        "25ms",
+        "25%",
+        "loss",
+        "1%",
+        "25%",
     ]
 
 
@@ -61,12 +130,14 @@ def test_one_class_and_filter_per_destination_in_order() -> None:
 def test_ipv6_and_network_destinations() -> None:
     cmds = tc.apply_commands("eth0", [Shape("fd00::1", 10), Shape("10.1.0.0/16", 10)])
     v6, v4 = [c for c in cmds if c[1] == "filter"]
-    assert v6[v6.index("protocol") + 1: v6.index("u32")] == ["ipv6", "prio", "2"]
-    assert v6[v6.index("match"): v6.index("flowid")] == ["match", "ip6", "dst", "fd00::1/128"]
-    assert v4[v4.index("match"): v4.index("flowid")] == ["match", "ip", "dst", "10.1.0.0/16"]
+    assert v6[v6.index("protocol") + 1 : v6.index("u32")] == ["ipv6", "prio", "2"]
+    assert v6[v6.index("match") : v6.index("flowid")] == ["match", "ip6", "dst", "fd00::1/128"]
+    assert v4[v4.index("match") : v4.index("flowid")] == ["match", "ip", "dst", "10.1.0.0/16"]
 
 
-@pytest.mark.parametrize(("rate", "burst"), [(50, 62500), (20, 25000), (5, 6250), (1, 3200), (0.1, 3200), (1000, 1250000)])
+@pytest.mark.parametrize(
+    ("rate", "burst"), [(50, 62500), (20, 25000), (5, 6250), (1, 3200), (0.1, 3200), (1000, 1250000)]
+)
 def test_burst_is_ten_milliseconds_of_traffic_but_at_least_two_frames(rate: float, burst: int) -> None:
     assert tc.burst_bytes(rate) == burst
 
@@ -113,7 +184,9 @@ shapes_strategy = st.lists(
         jitter_ms=st.integers(0, 100_000).map(lambda us: us / 1000),
         loss_pct=st.sampled_from([0, 0.1, 1, 5, 100]),
     ),
-    min_size=1, max_size=12, unique_by=lambda s: s.dest,
+    min_size=1,
+    max_size=12,
+    unique_by=lambda s: s.dest,
 )
 
 

@@ -30,8 +30,16 @@ COMMANDS = list(_commands())
 
 
 def test_the_walk_sees_every_command():
-    assert {" ".join(p) for p, _, _ in COMMANDS} >= {"", "plan", "apply", "lab status", "metrics collect", "watch",
-                                                      "scheduler taskmanagers", "inventory ansible"}
+    assert {" ".join(p) for p, _, _ in COMMANDS} >= {
+        "",
+        "plan",
+        "apply",
+        "lab status",
+        "metrics collect",
+        "watch",
+        "scheduler taskmanagers",
+        "inventory ansible",
+    }
 
 
 @pytest.mark.parametrize("path, command, ctx", COMMANDS, ids=[" ".join(p) or "placement" for p, _, _ in COMMANDS])
@@ -76,11 +84,14 @@ def test_work_dir_is_one_spelling_and_the_old_one_still_parses():
 
 
 def test_a_url_without_a_scheme_names_the_option(tmp_path):
-    done = run_placement("metrics", "collect", "--rest", "127.0.0.1:59999", "--job", "x", "--out", tmp_path / "m",
-                         cwd=tmp_path)
+    done = run_placement(
+        "metrics", "collect", "--rest", "127.0.0.1:59999", "--job", "x", "--out", tmp_path / "m", cwd=tmp_path
+    )
     assert done.returncode == 2
-    assert "'--rest': '127.0.0.1:59999' is not an http(s) URL; did you mean 'http://127.0.0.1:59999'?" in \
-        one_line_error(done)
+    assert (
+        "'--rest': '127.0.0.1:59999' is not an http(s) URL; did you mean 'http://127.0.0.1:59999'?"
+        in one_line_error(done)
+    )
     assert not (tmp_path / "m").exists()
 
 
@@ -96,12 +107,33 @@ def test_plan_json_keeps_arrows_and_quiet_prints_nothing(tmp_path):
 def test_job_means_the_same_in_profile_as_in_collect_and_apply(tmp_path):
     """--job ID / --job-name NAME, as metrics collect and apply spell them."""
     history = Path(__file__).resolve().parents[2] / "examples" / "metrics" / "iot-sensors"
-    by_name = run_placement("profile", history, "--out", tmp_path / "p.json", "--job-name", "iot-sensors",
-                            "--engine", "pandas", "--quiet", cwd=tmp_path)
+    by_name = run_placement(
+        "profile",
+        history,
+        "--out",
+        tmp_path / "p.json",
+        "--job-name",
+        "iot-sensors",
+        "--engine",
+        "pandas",
+        "--quiet",
+        cwd=tmp_path,
+    )
     assert by_name.returncode == 0, by_name.stderr
     assert json.loads((tmp_path / "p.json").read_text())["job"]["name"] == "iot-sensors"
-    both = run_placement("profile", history, "--out", tmp_path / "q.json", "--job", "x", "--job-name", "iot-sensors",
-                         "--engine", "pandas", cwd=tmp_path)
+    both = run_placement(
+        "profile",
+        history,
+        "--out",
+        tmp_path / "q.json",
+        "--job",
+        "x",
+        "--job-name",
+        "iot-sensors",
+        "--engine",
+        "pandas",
+        cwd=tmp_path,
+    )
     assert both.returncode == 2 and "--job: give --job ID or --job-name NAME, not both" in one_line_error(both)
 
 
@@ -129,8 +161,20 @@ def test_metrics_collect_says_at_once_that_nothing_answers(tmp_path):
     thread = threading.Thread(target=hang_up, daemon=True)
     thread.start()
     try:
-        done = run_placement("metrics", "collect", "--rest", f"http://127.0.0.1:{server.getsockname()[1]}",
-                             "--job-name", "x", "--duration", "5", "--out", tmp_path / "m", cwd=tmp_path, timeout=120)
+        done = run_placement(
+            "metrics",
+            "collect",
+            "--rest",
+            f"http://127.0.0.1:{server.getsockname()[1]}",
+            "--job-name",
+            "x",
+            "--duration",
+            "5",
+            "--out",
+            tmp_path / "m",
+            cwd=tmp_path,
+            timeout=120,
+        )
     finally:
         stop.set()
         thread.join()
@@ -146,8 +190,21 @@ def test_watch_keeps_to_its_duration_and_fails_when_it_never_saw_the_job(tmp_pat
     doc["flink"]["rest_url"] = "http://127.0.0.1:1"  # nothing listens there
     inventory = tmp_path / "inv.yaml"
     inventory.write_text(yaml.safe_dump(doc))
-    done = run_placement("watch", "--inventory", inventory, "--job-name", "iot-sensors", "--duration", "1",
-                         "--engine", "pandas", "--work-dir", tmp_path / "w", cwd=tmp_path, timeout=120)
+    done = run_placement(
+        "watch",
+        "--inventory",
+        inventory,
+        "--job-name",
+        "iot-sensors",
+        "--duration",
+        "1",
+        "--engine",
+        "pandas",
+        "--work-dir",
+        tmp_path / "w",
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert done.returncode == 1
     assert done.stderr.startswith("error: the watch never saw job 'iot-sensors': ")
     decisions = (tmp_path / "w" / "decisions.jsonl").read_text().splitlines()

@@ -28,8 +28,22 @@ FENCE = re.compile(r"(?ms)^```(?P<lang>[\w-]*)[ \t]*\n(?P<body>.*?)^```[ \t]*$")
 MARKER = re.compile(r"<!--\s*not offline:(?P<why>.*?)-->\s*\Z", re.DOTALL)
 SHELL = {"bash", "sh", "console"}
 # What a working tree holds beside the sources; a copy for the blocks to write into leaves it out.
-NOT_SOURCES = shutil.ignore_patterns(".git", ".venv", ".venv-latest", "*.egg-info", "__pycache__", "*.pyc", "build",
-                                     "dist", "out", ".lab", ".pytest_cache", ".hypothesis", "*.jar", "*.class")
+NOT_SOURCES = shutil.ignore_patterns(
+    ".git",
+    ".venv",
+    ".venv-latest",
+    "*.egg-info",
+    "__pycache__",
+    "*.pyc",
+    "build",
+    "dist",
+    "out",
+    ".lab",
+    ".pytest_cache",
+    ".hypothesis",
+    "*.jar",
+    "*.class",
+)
 BLOCK_TIMEOUT_S = 180  # a block of a few plans on a loaded machine; each command is meant to take seconds
 
 
@@ -63,10 +77,17 @@ def blocks_of(document: Path) -> list[Block]:
     for m in FENCE.finditer(text):
         if m.group("lang") not in SHELL:
             continue
-        before = text[:m.start()]
+        before = text[: m.start()]
         marker = MARKER.search(before[-400:])
-        found.append(Block(document, before.count("\n") + 1, m.group("lang"), m.group("body"),
-                           marker.group("why").strip() if marker else None))
+        found.append(
+            Block(
+                document,
+                before.count("\n") + 1,
+                m.group("lang"),
+                m.group("body"),
+                marker.group("why").strip() if marker else None,
+            )
+        )
     return found
 
 
@@ -95,28 +116,51 @@ def shell(tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     shim = bin_dir / "placement"
-    shim.write_text(f"#!/bin/sh\nexec '{sys.executable}' -c 'import sys; from placement.cli import main; "
-                    f"sys.argv[0] = \"placement\"; main()' \"$@\"\n")
+    shim.write_text(
+        f"#!/bin/sh\nexec '{sys.executable}' -c 'import sys; from placement.cli import main; "
+        f'sys.argv[0] = "placement"; main()\' "$@"\n'
+    )
     shim.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PLACEMENT_") and k != "VIRTUAL_ENV"}
-    env.update(PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}", PYTHONPATH=str(copy), HOME=str(tmp_path / "home"),
-               PLACEMENT_SPARK_CLASS_ARCHIVE="0", COLUMNS="120")
+    env.update(
+        PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
+        PYTHONPATH=str(copy),
+        HOME=str(tmp_path / "home"),
+        PLACEMENT_SPARK_CLASS_ARCHIVE="0",
+        COLUMNS="120",
+    )
     (tmp_path / "home").mkdir()
-    where = subprocess.run([sys.executable, "-c", "import placement; print(placement.__file__)"], env=env, cwd=copy,
-                           capture_output=True, text=True, check=True).stdout.strip()
+    where = subprocess.run(
+        [sys.executable, "-c", "import placement; print(placement.__file__)"],
+        env=env,
+        cwd=copy,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     assert Path(where).is_relative_to(copy)  # the blocks run the copy's code, not an installed one
     return copy, env
 
 
-@pytest.mark.parametrize("document", [d for d in DOCUMENTS if any(b.document == d for b in ALL)],
-                         ids=lambda d: str(d.relative_to(REPO)))
+@pytest.mark.parametrize(
+    "document", [d for d in DOCUMENTS if any(b.document == d for b in ALL)], ids=lambda d: str(d.relative_to(REPO))
+)
 def test_every_offline_block_runs_as_printed(document, shell):
     copy, env = shell
     for block in blocks_of(document):
         if block.not_offline is not None:
             continue
-        done = subprocess.run(["bash", "-euo", "pipefail", "-c", block.script()], cwd=copy, env=env,
-                              capture_output=True, text=True, timeout=BLOCK_TIMEOUT_S, check=False)
-        assert done.returncode == 0, (f"{block.where}: exit {done.returncode} (mark it `<!-- not offline: WHY -->` if "
-                                      f"it needs a cluster)\n{block.body}\n{done.stderr[-3000:]}")
+        done = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", block.script()],
+            cwd=copy,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=BLOCK_TIMEOUT_S,
+            check=False,
+        )
+        assert done.returncode == 0, (
+            f"{block.where}: exit {done.returncode} (mark it `<!-- not offline: WHY -->` if "
+            f"it needs a cluster)\n{block.body}\n{done.stderr[-3000:]}"
+        )
         assert "Traceback" not in done.stderr, f"{block.where}\n{done.stderr[-3000:]}"

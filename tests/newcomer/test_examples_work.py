@@ -70,7 +70,9 @@ def test_the_readme_fleet_plans_and_applies_as_one_change(tmp_path, capsys):
     assert code == 0 and "warning" not in err, err
     fleet = load_fleet(out, EDGE_LAB)
     assert {r.plan.job: r.inventory.job.entry_class for r in fleet.requests} == {
-        "iot-sensors": "placement.lab.IotSensorJob", "camera-meter-join": "placement.lab.BranchingJob"}
+        "iot-sensors": "placement.lab.IotSensorJob",
+        "camera-meter-join": "placement.lab.BranchingJob",
+    }
 
 
 # the measured history ------------------------------------------------------------------------------------------------
@@ -87,9 +89,13 @@ def test_the_measured_history_plans_on_the_inventory_its_page_names(tmp_path, ca
     profile = tmp_path / "iot-profile.json"
     code, _, err = run(["profile", HISTORY, "--out", profile, "--inventory", EDGE_LAB, "--engine", "pandas"], capsys)
     assert code == 0, err
-    code, _, err = run(["plan", "--inventory", EDGE_LAB, "--profile", profile, "--out", tmp_path / "a", "--quiet"], capsys)
+    code, _, err = run(
+        ["plan", "--inventory", EDGE_LAB, "--profile", profile, "--out", tmp_path / "a", "--quiet"], capsys
+    )
     assert code == 3 and "Parse (3/3) cannot keep up on rpi3: one thread would need 0.84 of a core, 0.80 usable" in err
-    code, _, err = run(["plan", "--inventory", MEASURED, "--profile", profile, "--out", tmp_path / "b", "--quiet"], capsys)
+    code, _, err = run(
+        ["plan", "--inventory", MEASURED, "--profile", profile, "--out", tmp_path / "b", "--quiet"], capsys
+    )
     assert code == 0, err
     page = (REPO / "docs" / "profile.md").read_text() + (REPO / "examples" / "metrics" / "README.md").read_text()
     assert page.count("--inventory inventory/edge-lab-measured.yaml --profile out/iot-profile.json") == 2
@@ -100,8 +106,22 @@ def test_the_rescale_example_is_feasible_and_rescales(tmp_path, capsys):
     example plans the Nexmark query at 1.2× and chooses another parallelism for its window."""
     assert "--rescale --rate-scale 1.2 --compare" in (REPO / "docs" / "plan.md").read_text()
     out = tmp_path / "nexmark"
-    code, _, err = run(["plan", "--inventory", EDGE_LAB, "--profile", REPO / "examples" / "profiles" /
-                        "nexmark-hot-items.json", "--out", out, "--rescale", "--rate-scale", "1.2", "--quiet"], capsys)
+    code, _, err = run(
+        [
+            "plan",
+            "--inventory",
+            EDGE_LAB,
+            "--profile",
+            REPO / "examples" / "profiles" / "nexmark-hot-items.json",
+            "--out",
+            out,
+            "--rescale",
+            "--rate-scale",
+            "1.2",
+            "--quiet",
+        ],
+        capsys,
+    )
     assert code == 0, err
     assert json.loads((out / "plan.json").read_text())["rescale"]["changed"]
 
@@ -131,9 +151,11 @@ def test_no_document_uses_words_a_user_cannot_know():
 def test_shell_completion_completes_commands_and_is_documented():
     env = {**os.environ, "_PLACEMENT_COMPLETE": "bash_complete", "COMP_WORDS": "placement pl", "COMP_CWORD": "1"}
     code = "import sys; from placement.cli import main; sys.argv[0] = 'placement'; main()"
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
     assert done.returncode == 0 and "plain,plan" in done.stdout.splitlines(), done.stdout + done.stderr
-    assert '_PLACEMENT_COMPLETE=bash_source placement' in (REPO / "README.md").read_text()
+    assert "_PLACEMENT_COMPLETE=bash_source placement" in (REPO / "README.md").read_text()
 
 
 def fake_venv(copy: Path) -> Path:
@@ -144,7 +166,8 @@ def fake_venv(copy: Path) -> Path:
     log = copy / "pip-calls.jsonl"
     (bin_dir / "pip").write_text(
         f"#!{sys.executable}\nimport json, os, sys\nwith open({str(log)!r}, 'a') as f:\n"
-        "    f.write(json.dumps({'argv': sys.argv[1:], 'warnings': os.environ.get('PYTHONWARNINGS', '')}) + '\\n')\n")
+        "    f.write(json.dumps({'argv': sys.argv[1:], 'warnings': os.environ.get('PYTHONWARNINGS', '')}) + '\\n')\n"
+    )
     (bin_dir / "pip").chmod(0o755)
     return log
 
@@ -156,11 +179,18 @@ def editable_install_call(tmp_path: Path) -> dict:
     for name in ("pyproject.toml", "constraints.txt"):
         shutil.copy(REPO / name, copy / name)
     log = fake_venv(copy)
-    done = subprocess.run([copy / "scripts" / "setup.sh"], cwd=copy, capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PYTHONWARNINGS": ""}, check=False)
+    done = subprocess.run(
+        [copy / "scripts" / "setup.sh"],
+        cwd=copy,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONWARNINGS": ""},
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     calls = [json.loads(line) for line in log.read_text().splitlines()]
-    editable, = [c for c in calls if "-e" in c["argv"]]
+    (editable,) = [c for c in calls if "-e" in c["argv"]]
     return editable
 
 
@@ -171,10 +201,17 @@ def test_setup_filters_only_setuptools_editable_install_notice(tmp_path):
 
 def installed_placement() -> str | None:
     """Where this interpreter's environment has placement installed from (its distribution's files), if it has."""
-    code = ("import importlib.metadata as m; d = m.distribution('placement'); "
-            "print(sorted(str(f) for f in d.files or []))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd="/",
-                          env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    code = (
+        "import importlib.metadata as m; d = m.distribution('placement'); print(sorted(str(f) for f in d.files or []))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd="/",
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+    )
     return done.stdout if done.returncode == 0 else None
 
 
@@ -188,10 +225,29 @@ def test_the_editable_install_make_demo_runs_prints_no_warning_block(tmp_path):
     for name in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy(REPO / name, source / name)
     # --ignore-installed: with --prefix alone pip first uninstalls the placement this interpreter has installed
-    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-                           "--no-index", "--ignore-installed", "--prefix", tmp_path / "prefix", "-e", source],
-                          cwd=source, capture_output=True, text=True, timeout=300, check=False,
-                          env={**os.environ, "PYTHONWARNINGS": call["warnings"]})
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--ignore-installed",
+            "--prefix",
+            tmp_path / "prefix",
+            "-e",
+            source,
+        ],
+        cwd=source,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env={**os.environ, "PYTHONWARNINGS": call["warnings"]},
+    )
     assert done.returncode == 0, done.stderr
     assert "*****" not in done.stderr and "!!" not in done.stderr, done.stderr
     assert installed_placement() == before  # the test's own environment untouched

@@ -38,7 +38,11 @@ def test_readme_calls_placement_one_way_and_every_command_exists():
     assert ".venv/bin/placement" not in README
     assert "source .venv/bin/activate" in README  # said once: how `placement` gets on the PATH
     ctx = click.Context(cli)
-    calls = [m for code in _code(README) for m in re.finditer(r'(?m)^(?:sudo env "PATH=\$PATH" )?placement ([a-z][a-z-]*)(?: ([a-z][a-z-]*))?', code)]
+    calls = [
+        m
+        for code in _code(README)
+        for m in re.finditer(r'(?m)^(?:sudo env "PATH=\$PATH" )?placement ([a-z][a-z-]*)(?: ([a-z][a-z-]*))?', code)
+    ]
     assert len(calls) > 15
     for call in calls:
         command = cli.get_command(ctx, call.group(1))
@@ -62,18 +66,29 @@ def _path_without(tool: str, tmp_path: Path) -> str:
 
 def test_setup_for_the_demo_brings_graphviz(tmp_path):
     bare = _path_without("dot", tmp_path)
-    check = subprocess.run([REPO / "scripts" / "setup.sh", "--check"], env={**os.environ, "PATH": bare},
-                           capture_output=True, text=True, timeout=60)
+    check = subprocess.run(
+        [REPO / "scripts" / "setup.sh", "--check"],
+        env={**os.environ, "PATH": bare},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert check.returncode == 0 and check.stdout.strip() == "missing Debian packages: graphviz"
-    full = subprocess.run([REPO / "scripts" / "setup.sh", "--check", "--full"], env={**os.environ, "PATH": bare},
-                          capture_output=True, text=True, timeout=60)
+    full = subprocess.run(
+        [REPO / "scripts" / "setup.sh", "--check", "--full"],
+        env={**os.environ, "PATH": bare},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert "graphviz" in full.stdout.split()
 
 
 def test_make_demo_draws_the_plan(tmp_path):
     real_parts.require(None if shutil.which("dot") else "Graphviz's dot is missing (apt-get install graphviz)")
-    done = subprocess.run(["make", "-s", "-C", REPO, "demo", f"OUT={tmp_path}"], capture_output=True, text=True,
-                          timeout=600)
+    done = subprocess.run(
+        ["make", "-s", "-C", REPO, "demo", f"OUT={tmp_path}"], capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, done.stderr
     plan = tmp_path / "iot-sensors"
     assert (plan / "plan.svg").read_text().count("Mbit/s") >= 3  # one label per uplink the plan uses
@@ -85,11 +100,26 @@ def test_metrics_collect_against_a_closed_port_says_why_in_whole_words(tmp_path,
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    code, out, err = run(["metrics", "collect", "--rest", f"http://127.0.0.1:{port}", "--job-name", "x",
-                          "--duration", "1", "--out", tmp_path / "m"], capsys)
+    code, out, err = run(
+        [
+            "metrics",
+            "collect",
+            "--rest",
+            f"http://127.0.0.1:{port}",
+            "--job-name",
+            "x",
+            "--duration",
+            "1",
+            "--out",
+            tmp_path / "m",
+        ],
+        capsys,
+    )
     assert code == 1 and err.count("\n") == 1
-    assert err == (f"error: Flink REST GET http://127.0.0.1:{port}/jobs/overview: cannot reach the JobManager "
-                   f"(ConnectionError: Connection refused)\n")
+    assert err == (
+        f"error: Flink REST GET http://127.0.0.1:{port}/jobs/overview: cannot reach the JobManager "
+        f"(ConnectionError: Connection refused)\n"
+    )
 
 
 def test_inventory_ansible_out_makes_its_folder(tmp_path, capsys):

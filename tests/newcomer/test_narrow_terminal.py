@@ -39,8 +39,20 @@ def _tokens(lines: list[str]) -> set[str]:
 
 def test_plan_compare_shows_every_figure_whole(tmp_path):
     lines = _shown(["plan", "--inventory", EDGE_LAB, "--profile", IOT, "--out", tmp_path / "a", "--compare"], tmp_path)
-    summary = json.loads(run_placement("plan", "--inventory", EDGE_LAB, "--profile", IOT, "--out", tmp_path / "b",
-                                       "--compare", "--json", cwd=tmp_path).stdout)
+    summary = json.loads(
+        run_placement(
+            "plan",
+            "--inventory",
+            EDGE_LAB,
+            "--profile",
+            IOT,
+            "--out",
+            tmp_path / "b",
+            "--compare",
+            "--json",
+            cwd=tmp_path,
+        ).stdout
+    )
     tokens = _tokens(lines)
     for result in summary["results"]:
         assert result["status"] in tokens
@@ -51,8 +63,10 @@ def test_plan_compare_shows_every_figure_whole(tmp_path):
 
 
 def test_profile_shows_every_vertex_and_rate_whole(tmp_path):
-    lines = _shown(["profile", REPO / "examples" / "metrics" / "iot-sensors", "--out", tmp_path / "p.json",
-                    "--engine", "pandas"], tmp_path)
+    lines = _shown(
+        ["profile", REPO / "examples" / "metrics" / "iot-sensors", "--out", tmp_path / "p.json", "--engine", "pandas"],
+        tmp_path,
+    )
     profile = json.loads((tmp_path / "p.json").read_text())
     text = " ".join(" ".join(lines).split())
     tokens = _tokens(lines)
@@ -69,7 +83,19 @@ def test_inventory_validate_shows_addresses_whole(tmp_path):
         assert host.address in tokens and host.name in tokens
 
 
-@pytest.mark.parametrize("command", [[], ["plan"], ["apply"], ["profile"], ["watch"], ["metrics", "collect"],
-                                     ["inventory", "validate"], ["lab", "up"], ["examples"]])
+@pytest.mark.parametrize(
+    "command",
+    [
+        [],
+        ["plan"],
+        ["apply"],
+        ["profile"],
+        ["watch"],
+        ["metrics", "collect"],
+        ["inventory", "validate"],
+        ["lab", "up"],
+        ["examples"],
+    ],
+)
 def test_help_fits_80_columns(tmp_path, command):
     _shown([*command, "--help"], tmp_path, cells=False)  # help text may say "1m…" itself

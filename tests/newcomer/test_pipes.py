@@ -33,8 +33,14 @@ def assert_plan_written(out: Path) -> None:
 
 def run_shell(script: str, *args: object, cwd: Path, **kwargs) -> subprocess.CompletedProcess:
     """``script`` run by bash with ``"$@"`` = the placement command and ``args``."""
-    return subprocess.run(["bash", "-c", script, "bash", str(PLACEMENT), *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, timeout=300, **kwargs)
+    return subprocess.run(
+        ["bash", "-c", script, "bash", str(PLACEMENT), *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        **kwargs,
+    )
 
 
 def test_plan_into_head_writes_the_plan(tmp_path):
@@ -58,20 +64,25 @@ def _into_closed_pipe(argv: list[object], cwd: Path) -> subprocess.CompletedProc
     read, write = os.pipe()
     os.close(read)
     try:
-        proc = subprocess.Popen([str(PLACEMENT), *map(str, argv)], cwd=cwd, stdout=write, stderr=subprocess.PIPE,
-                                text=True)
+        proc = subprocess.Popen(
+            [str(PLACEMENT), *map(str, argv)], cwd=cwd, stdout=write, stderr=subprocess.PIPE, text=True
+        )
     finally:
         os.close(write)
     _, err = proc.communicate(timeout=300)
     return subprocess.CompletedProcess(proc.args, proc.returncode, "", err)
 
 
-@pytest.mark.parametrize("argv", [
-    ["inventory", "validate", EDGE_LAB],
-    ["netem", "apply", "--inventory", EDGE_LAB, "--dry-run"],
-    ["plan", "--inventory", EDGE_LAB, "--profile", "IOT", "--out", "OUT", "--compare"],
-    ["plan", "--inventory", EDGE_LAB, "--profile", "IOT", "--out", "OUT", "--json"],
-], ids=["inventory validate", "netem apply --dry-run", "plan", "plan --json"])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["inventory", "validate", EDGE_LAB],
+        ["netem", "apply", "--inventory", EDGE_LAB, "--dry-run"],
+        ["plan", "--inventory", EDGE_LAB, "--profile", "IOT", "--out", "OUT", "--compare"],
+        ["plan", "--inventory", EDGE_LAB, "--profile", "IOT", "--out", "OUT", "--json"],
+    ],
+    ids=["inventory validate", "netem apply --dry-run", "plan", "plan --json"],
+)
 def test_a_reader_gone_is_exit_141_and_nothing_said(argv, tmp_path):
     from support.cli import IOT
 
@@ -100,16 +111,23 @@ def test_a_closed_stdout_with_nothing_to_print_is_no_error(tmp_path):
 @pytest.mark.parametrize("extra", [[], ["--json"]], ids=["tables", "json"])
 def test_dev_full_writes_the_plan_and_says_the_output_was_lost(extra, tmp_path):
     with open("/dev/full", "w") as full:
-        done = subprocess.run([str(PLACEMENT), *map(str, plan_args(tmp_path / "p")), *extra], cwd=tmp_path,
-                              stdout=full, stderr=subprocess.PIPE, text=True, timeout=300)
+        done = subprocess.run(
+            [str(PLACEMENT), *map(str, plan_args(tmp_path / "p")), *extra],
+            cwd=tmp_path,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=300,
+        )
     assert done.returncode == 1
     assert one_line_error(done) == "error: stdout: No space left on device: the output was lost"
     assert_plan_written(tmp_path / "p")
 
 
 def test_a_failed_command_keeps_its_exit_code_into_a_closed_pipe(tmp_path):
-    done = _into_closed_pipe(["plan", "--inventory", tmp_path / "none.yaml", "--profile", "x.json", "--out",
-                              tmp_path / "p"], tmp_path)
+    done = _into_closed_pipe(
+        ["plan", "--inventory", tmp_path / "none.yaml", "--profile", "x.json", "--out", tmp_path / "p"], tmp_path
+    )
     assert done.returncode == 2 and "none.yaml" in done.stderr and "Traceback" not in done.stderr
 
 

@@ -54,11 +54,13 @@ def test_every_folder_has_its_own_override(no_overrides, monkeypatch, tmp_path):
         assert repo_dir(name) == tmp_path / name
 
 
-
 def test_no_module_finds_shipped_folders_beside_the_package_by_itself():
     # `Path(__file__).parents[2] / "deploy"` works in a clone and breaks in an installed package: only
     # placement/resources.py may look beside the package (and it prefers the installed copy).
     climbing = re.compile(r"__file__\)(?:\.resolve\(\))?\.(?:parents\[\d\]|parent\.parent)")
-    offenders = [str(p.relative_to(REPO)) for p in (REPO / "placement").rglob("*.py")
-                 if p.name != "resources.py" and climbing.search(p.read_text())]
+    offenders = [
+        str(p.relative_to(REPO))
+        for p in (REPO / "placement").rglob("*.py")
+        if p.name != "resources.py" and climbing.search(p.read_text())
+    ]
     assert offenders == []

@@ -26,8 +26,22 @@ from placement.resources import SHIPPED
 REPO = Path(__file__).resolve().parents[2]
 PY = Path(sys.executable)
 # What a working tree holds beside the sources; the clean clone CI builds from has none of it.
-NOT_SOURCES = shutil.ignore_patterns(".git", ".venv", "*.egg-info", "__pycache__", "*.pyc", "build", "dist", "out",
-                                     ".lab", ".pytest_cache", ".hypothesis", "*.jar", "*.class", ".*")
+NOT_SOURCES = shutil.ignore_patterns(
+    ".git",
+    ".venv",
+    "*.egg-info",
+    "__pycache__",
+    "*.pyc",
+    "build",
+    "dist",
+    "out",
+    ".lab",
+    ".pytest_cache",
+    ".hypothesis",
+    "*.jar",
+    "*.class",
+    ".*",
+)
 
 pytestmark = pytest.mark.packaging
 
@@ -37,7 +51,9 @@ def _run(argv, *, cwd: Path, env: dict[str, str], timeout: float = 300) -> subpr
 
 
 def _clean_env(venv: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PLACEMENT_") and k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith("PLACEMENT_") and k not in ("PYTHONPATH", "VIRTUAL_ENV")
+    }
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     env["PLACEMENT_SPARK_CLASS_ARCHIVE"] = "0"  # the one PLACEMENT_ variable kept: no class archive in tests
     return env
@@ -67,18 +83,41 @@ def installed(tmp_path_factory) -> Installed:
     root = tmp_path_factory.mktemp("installed")
     source = root / "source"  # a copy: building writes build/ and *.egg-info, which must not land in the checkout
     shutil.copytree(REPO, source, ignore=NOT_SOURCES)
-    done = _run([PY, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q", "-w", root / "dist",
-                 source], cwd=root, env=dict(os.environ))
+    done = _run(
+        [
+            PY,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "-q",
+            "-w",
+            root / "dist",
+            source,
+        ],
+        cwd=root,
+        env=dict(os.environ),
+    )
     assert done.returncode == 0, done.stderr
-    wheel, = (root / "dist").glob("placement-*.whl")
+    (wheel,) = (root / "dist").glob("placement-*.whl")
     venv = root / "venv"
     done = _run([PY, "-m", "venv", "--without-pip", venv], cwd=root, env=dict(os.environ))
     assert done.returncode == 0, done.stderr
-    done = _run([PY, "-m", "pip", "--python", venv / "bin" / "python", "install", "--no-deps", "--no-index", "-q", wheel],
-                cwd=root, env=dict(os.environ))
+    done = _run(
+        [PY, "-m", "pip", "--python", venv / "bin" / "python", "install", "--no-deps", "--no-index", "-q", wheel],
+        cwd=root,
+        env=dict(os.environ),
+    )
     assert done.returncode == 0, done.stderr
-    fresh_site = Path(_run([venv / "bin" / "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                           cwd=root, env=dict(os.environ)).stdout.strip())
+    fresh_site = Path(
+        _run(
+            [venv / "bin" / "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            cwd=root,
+            env=dict(os.environ),
+        ).stdout.strip()
+    )
     (fresh_site / "_test_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     return Installed(root, wheel, venv)
 
@@ -137,8 +176,16 @@ def test_plan_on_a_shipped_example_writes_every_artifact(installed):
     assert listing.returncode == 0, listing.stderr
     data = installed.data()
     assert str(data / "inventory") in listing.stdout and "edge-lab.yaml" in listing.stdout
-    done = installed.placement("plan", "--inventory", data / "inventory" / "edge-lab.yaml", "--profile",
-                               data / "examples" / "profiles" / "iot-sensors.json", "--out", out, "--json")
+    done = installed.placement(
+        "plan",
+        "--inventory",
+        data / "inventory" / "edge-lab.yaml",
+        "--profile",
+        data / "examples" / "profiles" / "iot-sensors.json",
+        "--out",
+        out,
+        "--json",
+    )
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""  # the solver says nothing unless asked (HiGHS >= 1.16 prints a banner when made)
     assert json.loads(done.stdout)["results"][0]["status"] == "optimal"  # stdout is the JSON alone
@@ -169,18 +216,22 @@ def test_the_ansible_playbooks_ship_and_copy_beside_the_inventories(installed):
     done = installed.placement("examples", "--copy", target)
     assert done.returncode == 0, done.stderr
     assert (target / "ansible" / "site.yml").read_bytes() == (REPO / "ansible" / "site.yml").read_bytes()
-    done = installed.placement("inventory", "ansible", target / "inventory" / "edge-lab.yaml",
-                               "--out", target / "ansible" / "hosts.yml")
+    done = installed.placement(
+        "inventory", "ansible", target / "inventory" / "edge-lab.yaml", "--out", target / "ansible" / "hosts.yml"
+    )
     assert done.returncode == 0, done.stderr
     assert (target / "ansible" / "hosts.yml").is_file()
 
 
 def test_java_sources_of_the_lab_jobs_and_the_scheduler_are_found(installed):
-    found = json.loads(installed.python(
-        "import json; from placement.lab.jobs import JOBS_DIR; from placement.scheduler.build import SOURCES_DIR;"
-        "from placement.flink.javabuild import source_files;"
-        "print(json.dumps({'jobs': [str(p) for p in source_files(JOBS_DIR / 'src')],"
-        " 'scheduler': [str(p) for p in source_files(SOURCES_DIR)]}))"))
+    found = json.loads(
+        installed.python(
+            "import json; from placement.lab.jobs import JOBS_DIR; from placement.scheduler.build import SOURCES_DIR;"
+            "from placement.flink.javabuild import source_files;"
+            "print(json.dumps({'jobs': [str(p) for p in source_files(JOBS_DIR / 'src')],"
+            " 'scheduler': [str(p) for p in source_files(SOURCES_DIR)]}))"
+        )
+    )
     for name, checkout in (("jobs", REPO / "deploy" / "jobs" / "src"), ("scheduler", REPO / "scheduler" / "src")):
         expected = sorted(p.name for p in checkout.rglob("*.java"))
         assert expected, f"no Java sources under {checkout}"

@@ -34,9 +34,11 @@ def brute_force(pr: PlacementProblem, *, max_leaves: int = 200_000):
     def fits(s, h) -> bool:
         host = pr.host_by_name[h]
         group = s.vertex_id if pr.slot_sharing else "all"
-        return (cores[h] + s.cores_on(host) <= pr.usable_cores(host) + EPS
-                and memory[h] + s.memory_mib <= pr.usable_memory(host) + EPS
-                and slots[h][group] + 1 <= host.slots)
+        return (
+            cores[h] + s.cores_on(host) <= pr.usable_cores(host) + EPS
+            and memory[h] + s.memory_mib <= pr.usable_memory(host) + EPS
+            and slots[h][group] + 1 <= host.slots
+        )
 
     def visit(k: int) -> None:
         if k == len(order):

@@ -31,17 +31,25 @@ STRATEGIES = ("FORWARD", "REBALANCE", "RESCALE", "HASH", "BROADCAST", "GLOBAL")
 
 def job_profile(name: str, vertices: list[dict], edges: list[tuple[str, str, str]]) -> JobProfile:
     ids = {v["name"]: v["id"] for v in vertices}
-    return JobProfile.model_validate({
-        "job": {"name": name, "origin": "synthetic"}, "vertices": vertices,
-        "edges": [{"source": ids[a], "target": ids[b], "ship_strategy": s} for a, b, s in edges],
-    })
+    return JobProfile.model_validate(
+        {
+            "job": {"name": name, "origin": "synthetic"},
+            "vertices": vertices,
+            "edges": [{"source": ids[a], "target": ids[b], "ship_strategy": s} for a, b, s in edges],
+        }
+    )
 
 
 def streaming_job(tag: str, mbit: float):
     """Source (born on rpi1) → Sink: all of it crosses the uplink, ``mbit`` at the profiled rate."""
-    return job_profile(f"job-{tag}", [vertex(f"Source: {tag}", rin=0, rout=1000, busy=5, bpr=mbit * 125),
-                                      vertex(f"Sink: {tag}", rin=1000, rout=0, busy=5)],
-                       [(f"Source: {tag}", f"Sink: {tag}", "FORWARD")])
+    return job_profile(
+        f"job-{tag}",
+        [
+            vertex(f"Source: {tag}", rin=0, rout=1000, busy=5, bpr=mbit * 125),
+            vertex(f"Sink: {tag}", rin=1000, rout=0, busy=5),
+        ],
+        [(f"Source: {tag}", f"Sink: {tag}", "FORWARD")],
+    )
 
 
 def random_job(rng: random.Random, tag: str, edge_names: list[str]) -> tuple[JobProfile, dict]:
@@ -57,14 +65,23 @@ def random_job(rng: random.Random, tag: str, edge_names: list[str]) -> tuple[Job
     vertices = [vertex(names[0], par[0], rin=0, rout=1000, busy=rng.uniform(20, 80), bpr=rng.choice((150, 300, 500)))]
     for k in range(1, len(names)):
         last = k == len(names) - 1
-        vertices.append(vertex(names[k], par[k], rout=0 if last else 1000, busy=rng.uniform(20, 200) if not last else 10,
-                               bpr=rng.choice((20, 60, 150, 400)), stateful=not last and rng.random() < 0.2))
+        vertices.append(
+            vertex(
+                names[k],
+                par[k],
+                rout=0 if last else 1000,
+                busy=rng.uniform(20, 200) if not last else 10,
+                bpr=rng.choice((20, 60, 150, 400)),
+                stateful=not last and rng.random() < 0.2,
+            )
+        )
     edges = []
     for k in range(len(names) - 1):
         choices = [s for s in STRATEGIES if s != "FORWARD" or par[k] == par[k + 1]]
         edges.append((names[k], names[k + 1], rng.choice(choices)))
-    pins: dict = {"sources": {names[0]: [rng.choice(edge_names) for _ in range(p_src)] if p_src > 1
-                              else rng.choice(edge_names)}}
+    pins: dict = {
+        "sources": {names[0]: [rng.choice(edge_names) for _ in range(p_src)] if p_src > 1 else rng.choice(edge_names)}
+    }
     roll = rng.random()
     if roll < 0.15:
         pins["operators"] = {names[1]: [rng.choice(edge_names), "server"]}
@@ -84,9 +101,16 @@ def random_instance(seed: int, servers: int = 1):
     for _, p in jobs:
         for section, entries in p.items():
             pins[section].update(entries)
-    edges = [{"name": n, "cores": rng.choice((1, 2)), "task_slots": rng.choice((2, 3, 4)),
-              "bandwidth": f"{rng.choice((4, 6, 10, 16))}mbit", "delay": f"{rng.choice((10, 40))}ms"}
-             for n in edge_names]
+    edges = [
+        {
+            "name": n,
+            "cores": rng.choice((1, 2)),
+            "task_slots": rng.choice((2, 3, 4)),
+            "bandwidth": f"{rng.choice((4, 6, 10, 16))}mbit",
+            "delay": f"{rng.choice((10, 40))}ms",
+        }
+        for n in edge_names
+    ]
     if servers == 1:
         server = {"cores": rng.choice((1, 2, 8)), "task_slots": rng.choice((3, 4, 8))}
     else:
@@ -95,7 +119,9 @@ def random_instance(seed: int, servers: int = 1):
     if servers > 1:  # identical copies of the server
         doc = inv.model_dump(mode="json", by_alias=True)
         first = doc["hosts"][0]
-        doc["hosts"][1:1] = [{**first, "name": f"server{k + 2}", "address": f"10.0.0.{k + 2}"} for k in range(servers - 1)]
+        doc["hosts"][1:1] = [
+            {**first, "name": f"server{k + 2}", "address": f"10.0.0.{k + 2}"} for k in range(servers - 1)
+        ]
         inv = type(inv).model_validate(doc)
     return inv, [prof for prof, _ in jobs]
 
@@ -150,14 +176,28 @@ def contest_instance(seed: int):
         tag, raw = str(k), rng.choice((5, 10, 20, 30))
         births[f"Source: S{tag}"] = born = "rpi1" if rng.random() < 0.75 else "rpi2"
         raw_on[born] += raw
-        profiles.append(job_profile(f"job{tag}", [
-            vertex(f"Source: S{tag}", rin=0, rout=1000, busy=10, bpr=raw * 125),
-            vertex(f"R{tag}", rin=1000, rout=100, busy=rng.choice((150, 200, 230)), bpr=1250),
-            vertex(f"Sink: T{tag}", rin=100, rout=0, busy=5),
-        ], [(f"Source: S{tag}", f"R{tag}", "FORWARD"), (f"R{tag}", f"Sink: T{tag}", "FORWARD")]))
+        profiles.append(
+            job_profile(
+                f"job{tag}",
+                [
+                    vertex(f"Source: S{tag}", rin=0, rout=1000, busy=10, bpr=raw * 125),
+                    vertex(f"R{tag}", rin=1000, rout=100, busy=rng.choice((150, 200, 230)), bpr=1250),
+                    vertex(f"Sink: T{tag}", rin=100, rout=0, busy=5),
+                ],
+                [(f"Source: S{tag}", f"R{tag}", "FORWARD"), (f"R{tag}", f"Sink: T{tag}", "FORWARD")],
+            )
+        )
     # each uplink carries somewhat less than every raw stream born behind it (or a little more)
-    edges = [{"name": n, "cores": 1, "task_slots": 4, "delay": f"{rng.choice((10, 40))}ms",
-              "bandwidth": f"{round(raw_on[n] * rng.choice((0.6, 0.8, 1.2))) + 3}mbit"} for n in edge_names]
+    edges = [
+        {
+            "name": n,
+            "cores": 1,
+            "task_slots": 4,
+            "delay": f"{rng.choice((10, 40))}ms",
+            "bandwidth": f"{round(raw_on[n] * rng.choice((0.6, 0.8, 1.2))) + 3}mbit",
+        }
+        for n in edge_names
+    ]
     inv = inventory(edges, pins={"sources": births})
     policies = {}
     for p in profiles:
@@ -182,7 +222,7 @@ def within_budgets(named, combo, policies: dict[str, JobPolicy]) -> bool:
     first = named[0][1]
     for (name, _), (_, cost) in zip(named, combo):
         policy = policies.get(name)
-        for host, share in (policy.uplink_shares.items() if policy else ()):
+        for host, share in policy.uplink_shares.items() if policy else ():
             h = first.host_by_name[host]
             mine = next(load.mbit for load in cost.links if load.host == host)
             if mine > share * h.uplink_mbit * first.policy.wan_headroom + EPS:
@@ -219,8 +259,12 @@ def joint_brute_force(named: list[tuple[str, PlacementProblem]], policies: dict[
                 slots[h.host] += h.slots_used
         if any(link[h.name] > first.usable_mbit(h) + EPS for h in first.edges):
             continue
-        if any(cores[h.name] > first.usable_cores(h) + EPS or memory[h.name] > first.usable_memory(h) + EPS
-               or slots[h.name] > h.slots for h in first.hosts):
+        if any(
+            cores[h.name] > first.usable_cores(h) + EPS
+            or memory[h.name] > first.usable_memory(h) + EPS
+            or slots[h.name] > h.slots
+            for h in first.hosts
+        ):
             continue
         feasible += 1
         key = ranked_key(named, combo, classes)

@@ -11,44 +11,78 @@ from placement.inventory import Inventory
 from placement.profile.format import JobProfile
 
 
-def inventory(edges: Sequence[dict] = ({"name": "rpi1"},), server: dict | None = None, policy: dict | None = None,
-              pins: dict | None = None, slot_sharing: bool = True) -> Inventory:
+def inventory(
+    edges: Sequence[dict] = ({"name": "rpi1"},),
+    server: dict | None = None,
+    policy: dict | None = None,
+    pins: dict | None = None,
+    slot_sharing: bool = True,
+) -> Inventory:
     """One server and the given edge hosts (each a dict of Host fields; ``bandwidth``/``delay``/``burst`` go to its
     uplink). Their Netty server costs nothing per buffer unless a test says so (``netty_cores_per_delivery``): the
     figures these tiny problems are checked against by hand are the other families'; tests/planning/test_netty_cpu.py
     holds every planner to the Netty term."""
-    hosts = [{"name": "server", "address": "10.0.0.1", "role": "server", "cores": 8, "memory": "16GiB", **(server or {})}]
+    hosts = [
+        {"name": "server", "address": "10.0.0.1", "role": "server", "cores": 8, "memory": "16GiB", **(server or {})}
+    ]
     links = []
     for n, e in enumerate(edges):
         e = dict(e)
         bw, delay, burst = e.pop("bandwidth", "50mbit"), e.pop("delay", "50ms"), e.pop("burst", None)
-        hosts.append({"address": f"10.0.1.{n + 1}", "role": "edge", "model": "rpi4b", "netty_cores_per_delivery": 0.0, **e})
-        links.append({"from": e["name"], "to": "server", "bandwidth": bw, "delay": delay}
-                     | ({"burst": burst} if burst is not None else {}))
-    return Inventory.model_validate({
-        "hosts": hosts, "links": links, "pins": pins or {}, "policy": policy or {},
-        "flink": {"rest_url": "http://10.0.0.1:8081", "slot_sharing": slot_sharing},
-    })
+        hosts.append(
+            {"address": f"10.0.1.{n + 1}", "role": "edge", "model": "rpi4b", "netty_cores_per_delivery": 0.0, **e}
+        )
+        links.append(
+            {"from": e["name"], "to": "server", "bandwidth": bw, "delay": delay}
+            | ({"burst": burst} if burst is not None else {})
+        )
+    return Inventory.model_validate(
+        {
+            "hosts": hosts,
+            "links": links,
+            "pins": pins or {},
+            "policy": policy or {},
+            "flink": {"rest_url": "http://10.0.0.1:8081", "slot_sharing": slot_sharing},
+        }
+    )
 
 
-def vertex(name: str, parallelism: int = 1, *, rin: float = 1000, rout: float = 1000, busy: float = 100,
-           bpr: float = 100, stateful: bool = False, state: float = 0.0) -> dict:
+def vertex(
+    name: str,
+    parallelism: int = 1,
+    *,
+    rin: float = 1000,
+    rout: float = 1000,
+    busy: float = 100,
+    bpr: float = 100,
+    stateful: bool = False,
+    state: float = 0.0,
+) -> dict:
     """A vertex dict whose subtasks all have the same figures (rates per subtask)."""
     return {
-        "id": name.lower().replace(" ", "-").replace(":", ""), "name": name, "parallelism": parallelism,
-        "stateful": stateful, "state_bytes": state, "bytes_per_record_out": bpr,
-        "subtasks": [{"index": i, "records_in_per_s": rin, "records_out_per_s": rout, "busy_ms_per_s": busy}
-                     for i in range(parallelism)],
+        "id": name.lower().replace(" ", "-").replace(":", ""),
+        "name": name,
+        "parallelism": parallelism,
+        "stateful": stateful,
+        "state_bytes": state,
+        "bytes_per_record_out": bpr,
+        "subtasks": [
+            {"index": i, "records_in_per_s": rin, "records_out_per_s": rout, "busy_ms_per_s": busy}
+            for i in range(parallelism)
+        ],
     }
 
 
 def profile(vertices: Sequence[dict], edges: Sequence[tuple[str, str, str]]) -> JobProfile:
     """edges: (source name, target name, ship strategy)."""
     ids = {v["name"]: v["id"] for v in vertices}
-    return JobProfile.model_validate({
-        "job": {"name": "tiny", "origin": "synthetic"}, "vertices": list(vertices),
-        "edges": [{"source": ids[a], "target": ids[b], "ship_strategy": s} for a, b, s in edges],
-    })
+    return JobProfile.model_validate(
+        {
+            "job": {"name": "tiny", "origin": "synthetic"},
+            "vertices": list(vertices),
+            "edges": [{"source": ids[a], "target": ids[b], "ship_strategy": s} for a, b, s in edges],
+        }
+    )
 
 
 def problem(inv: Inventory, prof: JobProfile) -> PlacementProblem:

@@ -41,8 +41,10 @@ def _interchangeable(problem: PlacementProblem, vid: str) -> bool:
     if any(c.strategy is ShipStrategy.GLOBAL and c.target == vid for c in edges):
         return False
     subtasks = problem.by_vertex[vid]
-    figures = {(s.out_mbit, s.server_cores, s.memory_mib, s.records_in_per_s, s.birth, s.pinned_to, s.forbidden)
-               for s in subtasks}
+    figures = {
+        (s.out_mbit, s.server_cores, s.memory_mib, s.records_in_per_s, s.birth, s.pinned_to, s.forbidden)
+        for s in subtasks
+    }
     return len(figures) == 1
 
 
@@ -52,8 +54,10 @@ def _vertex_options(problem: PlacementProblem, vid: str, prune: bool = True) -> 
     # holds (evaluate's first rule, problem.keeps_up): those hosts are left out of its options, which changes no optimum
     # and leaves a third of the plans to evaluate (measured on the random family: 7,228 of 21,596). The instances'
     # size budget counts without it (enumeration_size), so the families stay the instances they were.
-    hosts = [sorted(h for h in problem.allowed_hosts(s) if not prune or problem.keeps_up(s, problem.host_by_name[h]))
-             for s in subtasks]
+    hosts = [
+        sorted(h for h in problem.allowed_hosts(s) if not prune or problem.keeps_up(s, problem.host_by_name[h]))
+        for s in subtasks
+    ]
     if _interchangeable(problem, vid):
         return list(itertools.combinations_with_replacement(hosts[0], len(subtasks)))
     return list(itertools.product(*hosts))
@@ -115,17 +119,35 @@ def brute_force(space: RescaleSpace) -> BruteForce:
 
 
 def _pis(rng: random.Random, n: int, **fixed) -> list[dict]:
-    return [{"name": f"rpi{k + 1}", "model": rng.choice(["rpi4b", "rpi5"]), "cores": rng.choice([1, 2, 4]),
-             "task_slots": rng.choice([1, 2, 3, 4]), "bandwidth": f"{rng.choice([5, 20, 50, 100])}mbit",
-             "delay": f"{rng.choice([5, 50])}ms", "allow_stateful": rng.random() < 0.3, **fixed} for k in range(n)]
+    return [
+        {
+            "name": f"rpi{k + 1}",
+            "model": rng.choice(["rpi4b", "rpi5"]),
+            "cores": rng.choice([1, 2, 4]),
+            "task_slots": rng.choice([1, 2, 3, 4]),
+            "bandwidth": f"{rng.choice([5, 20, 50, 100])}mbit",
+            "delay": f"{rng.choice([5, 50])}ms",
+            "allow_stateful": rng.random() < 0.3,
+            **fixed,
+        }
+        for k in range(n)
+    ]
 
 
 def _op(rng: random.Random, name: str, p: int, rin: float, *, pi_load: float, stateful: bool = False) -> dict:
     """A vertex whose one instance at its profiled parallelism needs ``pi_load`` cores of an rpi4b (speed 0.3)."""
     busy = min(1000.0, pi_load * 0.3 * 1000)
     sel = rng.choice([0.05, 0.3, 1.0, 2.0])
-    return vertex(name, p, rin=rin, rout=rin * sel, busy=busy, bpr=rng.choice([20, 100, 400]), stateful=stateful,
-                  state=rng.choice([0, 50e6]) if stateful else 0.0)
+    return vertex(
+        name,
+        p,
+        rin=rin,
+        rout=rin * sel,
+        busy=busy,
+        bpr=rng.choice([20, 100, 400]),
+        stateful=stateful,
+        state=rng.choice([0, 50e6]) if stateful else 0.0,
+    )
 
 
 def with_network_figures(prof):
@@ -168,8 +190,16 @@ def random_space(rng: random.Random, budget: int = 6000, network: bool = False, 
             p = prev_p if strategy == "FORWARD" else rng.randint(1, 3)
             rin = flow / p if strategy != "BROADCAST" else flow
             name = f"Op{k + 1}"
-            vs.append(_op(rng, name, p, rin, pi_load=rng.choice([0.3, 0.9, 1.5, 2.2]),
-                          stateful=strategy == "HASH" and rng.random() < 0.5))
+            vs.append(
+                _op(
+                    rng,
+                    name,
+                    p,
+                    rin,
+                    pi_load=rng.choice([0.3, 0.9, 1.5, 2.2]),
+                    stateful=strategy == "HASH" and rng.random() < 0.5,
+                )
+            )
             edges.append((prev, name, strategy))
             if k == 0 and "Source: T" in {v["name"] for v in vs}:
                 edges.append(("Source: T", name, "HASH"))
@@ -179,11 +209,16 @@ def random_space(rng: random.Random, budget: int = 6000, network: bool = False, 
         vs.append(vertex("Sink: K", 1, rin=flow, rout=0, busy=rng.choice([5, 50]), bpr=0))
         edges.append((prev, "Sink: K", sink_strategy))
         bounds["Sink: K"] = {"max": rng.choice([1, 2])}
-        inv = _revalidate(inventory(pis, server=server, pins={"sources": births}, slot_sharing=rng.random() < 0.8),
-                          parallelism=bounds)
+        inv = _revalidate(
+            inventory(pis, server=server, pins={"sources": births}, slot_sharing=rng.random() < 0.8), parallelism=bounds
+        )
         prof = profile(vs, edges)
-        space = build_space(inv, with_network_figures(prof) if network else prof, rate_scale=rng.choice([1.0, 1.5, 2.0]),
-                            placement_mode=mode)
+        space = build_space(
+            inv,
+            with_network_figures(prof) if network else prof,
+            rate_scale=rng.choice([1.0, 1.5, 2.0]),
+            placement_mode=mode,
+        )
         if enumeration_size(space) <= budget:
             return space
 
@@ -192,9 +227,11 @@ def edge_filter_space(rng: random.Random) -> RescaleSpace:
     """The issue's case: a filter behind a REBALANCE that keeps up on its source's Pi only with several instances."""
     pis = _pis(rng, rng.randint(1, 2), model="rpi4b", cores=4, task_slots=4)
     rate = rng.choice([5000, 10000])
-    vs = [vertex("Source: S", 1, rin=0, rout=rate, busy=5, bpr=rng.choice([200, 400])),
-          _op(rng, "Filter", 1, rate, pi_load=rng.choice([1.2, 1.8, 2.6])),
-          vertex("Sink: K", 1, rin=rate * 0.1, rout=0, busy=10, bpr=0)]
+    vs = [
+        vertex("Source: S", 1, rin=0, rout=rate, busy=5, bpr=rng.choice([200, 400])),
+        _op(rng, "Filter", 1, rate, pi_load=rng.choice([1.2, 1.8, 2.6])),
+        vertex("Sink: K", 1, rin=rate * 0.1, rout=0, busy=10, bpr=0),
+    ]
     vs[1]["subtasks"][0]["records_out_per_s"] = rate * rng.choice([0.05, 0.2])
     edges = [("Source: S", "Filter", "REBALANCE"), ("Filter", "Sink: K", rng.choice(["REBALANCE", "HASH"]))]
     inv = inventory(pis, pins={"sources": {"Source: S": "rpi1"}})
@@ -206,14 +243,18 @@ def overprovisioned_space(rng: random.Random) -> RescaleSpace:
     """An operator profiled at 4 instances where fewer do: behind a Pi with fewer slots, or idle on the server."""
     pis = _pis(rng, 1, model="rpi4b", cores=4, task_slots=rng.choice([1, 2, 3]))
     rate = rng.choice([2000, 6000])
-    vs = [vertex("Source: S", 1, rin=0, rout=rate, busy=5, bpr=rng.choice([200, 400])),
-          _op(rng, "Filter", 4, rate / 4, pi_load=rng.choice([0.1, 0.3])),
-          vertex("Sink: K", 2, rin=rate * 0.1, rout=0, busy=10, bpr=0)]
+    vs = [
+        vertex("Source: S", 1, rin=0, rout=rate, busy=5, bpr=rng.choice([200, 400])),
+        _op(rng, "Filter", 4, rate / 4, pi_load=rng.choice([0.1, 0.3])),
+        vertex("Sink: K", 2, rin=rate * 0.1, rout=0, busy=10, bpr=0),
+    ]
     for s in vs[1]["subtasks"]:
         s["records_out_per_s"] = rate / 4 * rng.choice([0.05, 0.5])
     edges = [("Source: S", "Filter", "REBALANCE"), ("Filter", "Sink: K", "HASH")]
-    inv = _revalidate(inventory(pis, pins={"sources": {"Source: S": "rpi1"}}),
-                      parallelism={"Filter": {"max": 4}, "Sink: K": {"max": 2}})
+    inv = _revalidate(
+        inventory(pis, pins={"sources": {"Source: S": "rpi1"}}),
+        parallelism={"Filter": {"max": 4}, "Sink: K": {"max": 2}},
+    )
     return build_space(inv, profile(vs, edges), rate_scale=1.0)
 
 

@@ -50,8 +50,9 @@ def _state(doc):
 @pytest.mark.parametrize("mutate", [_record_size, _subtask_rate, _edge_bytes, _state])
 def test_an_implausible_figure_is_one_line_of_bad_input(tmp_path, mutate):
     field = _mutated(tmp_path, mutate)
-    done = run_placement(*plan_args(tmp_path / "plan", profile=tmp_path / "profile.json"), "--solver", "cbc",
-                         cwd=tmp_path)
+    done = run_placement(
+        *plan_args(tmp_path / "plan", profile=tmp_path / "profile.json"), "--solver", "cbc", cwd=tmp_path
+    )
     assert done.returncode == 2
     assert one_line_error(done).startswith(f"error: {tmp_path / 'profile.json'}: {field}: ")
     assert not (tmp_path / "plan").exists()
@@ -59,8 +60,14 @@ def test_an_implausible_figure_is_one_line_of_bad_input(tmp_path, mutate):
 
 def test_a_solver_that_dies_is_one_line_not_a_traceback(tmp_path):
     """CBC killed for real while it solves (its child process, SIGKILL): exit 1, one line naming CBC."""
-    process = start_placement(*plan_args(tmp_path / "plan", profile=PROFILES / "nexmark-hot-items.json"),
-                              "--solver", "cbc", "--max-rate", "--quiet", cwd=tmp_path)
+    process = start_placement(
+        *plan_args(tmp_path / "plan", profile=PROFILES / "nexmark-hot-items.json"),
+        "--solver",
+        "cbc",
+        "--max-rate",
+        "--quiet",
+        cwd=tmp_path,
+    )
     killed = False
     while process.poll() is None and not killed:  # --max-rate solves many times: a cbc child shows up again and again
         for child in psutil.Process(process.pid).children():

@@ -24,11 +24,19 @@ TOL = 1e-4
 
 def toy():
     """rpi1 (1 core, 5 Mbit/s) and rpi2 (20 Mbit/s), a keyed window on the server."""
-    inv = inventory([{"name": "rpi1", "cores": 1, "bandwidth": "5mbit"}, {"name": "rpi2", "bandwidth": "20mbit"}],
-                    pins={"sources": {"Source: S": ["rpi1", "rpi2"]}})
-    prof = profile([vertex("Source: S", 2, rin=0, rout=1000, busy=50, bpr=200), vertex("P", 2, rout=500, busy=120, bpr=100),
-                    vertex("W", 2, rin=500, rout=50, busy=200, bpr=40, stateful=True), vertex("Sink: T", rout=0, busy=10)],
-                   [("Source: S", "P", "FORWARD"), ("P", "W", "HASH"), ("W", "Sink: T", "REBALANCE")])
+    inv = inventory(
+        [{"name": "rpi1", "cores": 1, "bandwidth": "5mbit"}, {"name": "rpi2", "bandwidth": "20mbit"}],
+        pins={"sources": {"Source: S": ["rpi1", "rpi2"]}},
+    )
+    prof = profile(
+        [
+            vertex("Source: S", 2, rin=0, rout=1000, busy=50, bpr=200),
+            vertex("P", 2, rout=500, busy=120, bpr=100),
+            vertex("W", 2, rin=500, rout=50, busy=200, bpr=40, stateful=True),
+            vertex("Sink: T", rout=0, busy=10),
+        ],
+        [("Source: S", "P", "FORWARD"), ("P", "W", "HASH"), ("W", "Sink: T", "REBALANCE")],
+    )
     return inv, prof
 
 
@@ -49,8 +57,12 @@ def brute_max_scale(build, lo: float, hi: float) -> float:
     return lo
 
 
-SMALL = [toy(), hard_instance(8, 4, 1, servers=2, motifs=("lane",)), hard_instance(6, 4, 2, servers=2, motifs=("join",)),
-         hard_instance(10, 4, 3, servers=2, motifs=("union",))]
+SMALL = [
+    toy(),
+    hard_instance(8, 4, 1, servers=2, motifs=("lane",)),
+    hard_instance(6, 4, 2, servers=2, motifs=("join",)),
+    hard_instance(10, 4, 3, servers=2, motifs=("union",)),
+]
 
 
 @pytest.mark.parametrize("case", range(len(SMALL)))
@@ -93,22 +105,34 @@ def test_feasibility_is_monotone_in_the_scale():
 
 def test_unbounded_and_nothing_fits():
     inv = inventory([{"name": "rpi1"}], pins={"sources": {"Source: S": "rpi1"}})
-    idle = profile([vertex("Source: S", rin=0, rout=100, busy=0, bpr=0), vertex("Sink: T", busy=0, rout=0)],
-                   [("Source: S", "Sink: T", "FORWARD")])
+    idle = profile(
+        [vertex("Source: S", rin=0, rout=100, busy=0, bpr=0), vertex("Sink: T", busy=0, rout=0)],
+        [("Source: S", "Sink: T", "FORWARD")],
+    )
     assert max_scale(builder(inv, idle)).status == "unbounded"  # no rate-dependent figure: nothing binds
     tiny = inventory([{"name": "rpi1", "memory": "64MiB"}], pins={"sources": {"Source: S": "rpi1"}})
     assert max_scale(builder(tiny, idle)).status == "infeasible"  # memory does not scale: nothing fits at any rate
 
 
 def test_cli_max_rate(tmp_path, capsys):
-    args = ["plan", "--inventory", "inventory/edge-lab.yaml", "--profile", "examples/profiles/branching-join.json",
-            "--out", tmp_path, "--max-rate"]
+    args = [
+        "plan",
+        "--inventory",
+        "inventory/edge-lab.yaml",
+        "--profile",
+        "examples/profiles/branching-join.json",
+        "--out",
+        tmp_path,
+        "--max-rate",
+    ]
     code, out, err = cli_run(args, capsys)
     assert code == 0, err
     # Parse Meters' one thread on rpi2 (0.7333 of a core at 1×, FORWARD from its source) binds at 0.8/0.7333 = 1.0909×
     assert "max rate: 1.0909×" in out
-    assert ("the first to run out: Parse Meters (1/1) cannot keep up on rpi2: one thread would need 0.801 of a core, "
-            "0.800 usable") in out
+    assert (
+        "the first to run out: Parse Meters (1/1) cannot keep up on rpi2: one thread would need 0.801 of a core, "
+        "0.800 usable"
+    ) in out
     code, out, err = cli_run([*args, "--json"], capsys)
     assert code == 0, err
     summary = json.loads(out)
@@ -123,8 +147,20 @@ def test_cli_max_rate(tmp_path, capsys):
 
 @pytest.mark.parametrize("extra,option", [(["--rate-scale", "2"], "--max-rate"), (["--rescale"], "--max-rate")])
 def test_cli_max_rate_bad_combinations_are_one_line(tmp_path, capsys, extra, option):
-    code, out, err = cli_run(["plan", "--inventory", "inventory/edge-lab.yaml", "--profile",
-                              "examples/profiles/branching-join.json", "--out", tmp_path, "--max-rate", *extra], capsys)
+    code, out, err = cli_run(
+        [
+            "plan",
+            "--inventory",
+            "inventory/edge-lab.yaml",
+            "--profile",
+            "examples/profiles/branching-join.json",
+            "--out",
+            tmp_path,
+            "--max-rate",
+            *extra,
+        ],
+        capsys,
+    )
     assert code == 2 and option in err and err.strip().count("\n") == 0 and "Traceback" not in err + out
 
 
@@ -133,8 +169,10 @@ def test_an_answer_far_beyond_the_profiled_rates_bound_by_cpu_carries_a_caution_
 
     def answer(busy: float, bandwidth: str):
         inv = inventory([{"name": "rpi1", "cores": 1, "bandwidth": bandwidth}], pins={"sources": {"Source: S": "rpi1"}})
-        prof = profile([vertex("Source: S", rin=0, rout=100, busy=busy, bpr=100), vertex("Sink: T", rout=0, busy=1)],
-                       [("Source: S", "Sink: T", "FORWARD")])
+        prof = profile(
+            [vertex("Source: S", rin=0, rout=100, busy=busy, bpr=100), vertex("Sink: T", rout=0, busy=1)],
+            [("Source: S", "Sink: T", "FORWARD")],
+        )
         return max_rate_of(builder(inv, prof), options=SolverOptions(), method="exact")
 
     far = answer(busy=5, bandwidth="1gbit")  # the source's thread on its Pi binds, many times the profiled rate
@@ -148,6 +186,7 @@ def test_an_answer_far_beyond_the_profiled_rates_bound_by_cpu_carries_a_caution_
     assert link.capacity.binding[0].kind == "link" and link.capacity.scale > 1.5, link.capacity
     assert link.caution is None
     from placement.planning.capacity import extrapolation_caution
+
     assert "likely high" in extrapolation_caution(0.2, "thread")  # far below: CPU per record rises as the rate falls
     assert extrapolation_caution(0.7, "cpu") is None and extrapolation_caution(0.2, "memory") is None
     # CPU measured on a line from 0.5x to 2x the profiled rates: 3x is within 1.5x of what was seen, 3.1x is not

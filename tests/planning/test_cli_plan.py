@@ -39,8 +39,11 @@ def optimal_assignments(pr: PlacementProblem) -> list[dict]:
     candidates: dict[tuple[str, int], list[str]] = {}
     for vid in pr.vertex_order:
         for s in pr.by_vertex[vid]:
-            candidates[s.key] = sorted(h for h in pr.allowed_hosts(s) if not hosts[h].is_edge
-                                       or all(h in candidates[u] for u in senders[s.key]))
+            candidates[s.key] = sorted(
+                h
+                for h in pr.allowed_hosts(s)
+                if not hosts[h].is_edge or all(h in candidates[u] for u in senders[s.key])
+            )
     keys = list(candidates)
     assert len(list(itertools.product(*candidates.values()))) <= 50_000
     costed = []
@@ -66,8 +69,16 @@ def test_plan_writes_every_artifact_and_is_optimal(profile, tmp_path, capsys):
     assert code == 0, err
     summary = json.loads(out)
     assert summary["results"][0]["status"] == "optimal"
-    for name in ("plan.json", "schedulercfg", "redeploy.sh", "placement.json", "plan.svg", "plan.png", "plan.dot",
-                 "vanilla/server.yaml"):
+    for name in (
+        "plan.json",
+        "schedulercfg",
+        "redeploy.sh",
+        "placement.json",
+        "plan.svg",
+        "plan.png",
+        "plan.dot",
+        "vanilla/server.yaml",
+    ):
         assert (tmp_path / name).stat().st_size > 0, name
     plan = load_plan(tmp_path)
     assert plan.solver.status == "optimal" and plan.solver.gap == pytest.approx(0, abs=1e-4)
@@ -85,8 +96,9 @@ def test_plan_writes_every_artifact_and_is_optimal(profile, tmp_path, capsys):
     optima = optimal_assignments(pr)
     planned = {(a.vertex_id, a.subtask): a.host for a in plan.assignment}
     assert planned in optima, (planned, optima)
-    expected = "".join(f"{s.label}; {pr.host_by_name[planned[s.key]].address}\n"
-                       for vid in pr.vertex_order for s in pr.by_vertex[vid])
+    expected = "".join(
+        f"{s.label}; {pr.host_by_name[planned[s.key]].address}\n" for vid in pr.vertex_order for s in pr.by_vertex[vid]
+    )
     cfg = (tmp_path / "schedulercfg").read_text()
     plan_lines, _, sections = cfg.partition("\n[lost ")
     assert plan_lines == expected
@@ -114,8 +126,19 @@ def test_plan_writes_every_artifact_and_is_optimal(profile, tmp_path, capsys):
 
 
 def test_plan_tables_and_compare(tmp_path, capsys):
-    code, out, err = run(["plan", "--inventory", INVENTORY, "--profile", REPO / "examples/profiles/iot-sensors.json",
-                          "--out", tmp_path, "--compare"], capsys)
+    code, out, err = run(
+        [
+            "plan",
+            "--inventory",
+            INVENTORY,
+            "--profile",
+            REPO / "examples/profiles/iot-sensors.json",
+            "--out",
+            tmp_path,
+            "--compare",
+        ],
+        capsys,
+    )
     assert code == 0, err
     assert "optimal" in out and "Strategies compared" in out
     lines = {line.split("│")[1].strip(): line for line in out.splitlines() if line.startswith("│ ") and "│" in line[2:]}
@@ -124,8 +147,20 @@ def test_plan_tables_and_compare(tmp_path, capsys):
 
 
 def test_plan_json_compare_numbers(tmp_path, capsys):
-    code, out, _ = run(["plan", "--inventory", INVENTORY, "--profile", REPO / "examples/profiles/iot-sensors.json",
-                        "--out", tmp_path, "--compare", "--json"], capsys)
+    code, out, _ = run(
+        [
+            "plan",
+            "--inventory",
+            INVENTORY,
+            "--profile",
+            REPO / "examples/profiles/iot-sensors.json",
+            "--out",
+            tmp_path,
+            "--compare",
+            "--json",
+        ],
+        capsys,
+    )
     results = {r["strategy"]: r for r in json.loads(out)["results"]}
     assert code == 0
     assert results["all-on-server"]["feasible"] is False
@@ -139,8 +174,18 @@ def test_infeasible_plan_exits_3_and_names_the_short_link(tmp_path, capsys):
         link["bandwidth"] = "1mbit"
     path = tmp_path / "tight.yaml"
     path.write_text(yaml.safe_dump(inv))
-    code, out, err = run(["plan", "--inventory", path, "--profile", REPO / "examples/profiles/iot-sensors.json",
-                          "--out", tmp_path / "plan"], capsys)
+    code, out, err = run(
+        [
+            "plan",
+            "--inventory",
+            path,
+            "--profile",
+            REPO / "examples/profiles/iot-sensors.json",
+            "--out",
+            tmp_path / "plan",
+        ],
+        capsys,
+    )
     assert code == 3
     assert err.count("\n") == 1 and err.startswith("error: no placement fits: link rpi")
     assert "needs 3.63 Mbit/s, has 1 (0.9 usable)" in err
@@ -148,14 +193,40 @@ def test_infeasible_plan_exits_3_and_names_the_short_link(tmp_path, capsys):
 
 
 def test_rate_scale_and_cbc(tmp_path, capsys):
-    code, out, _ = run(["plan", "--inventory", INVENTORY, "--profile", REPO / "examples/profiles/nexmark-hot-items.json",
-                        "--out", tmp_path, "--solver", "cbc", "--rate-scale", "1.3", "--json"], capsys)
+    code, out, _ = run(
+        [
+            "plan",
+            "--inventory",
+            INVENTORY,
+            "--profile",
+            REPO / "examples/profiles/nexmark-hot-items.json",
+            "--out",
+            tmp_path,
+            "--solver",
+            "cbc",
+            "--rate-scale",
+            "1.3",
+            "--json",
+        ],
+        capsys,
+    )
     assert code == 0  # (2× no longer fits: Parse Bids' one thread keeps up on its Pi only to 1.36×)
     plan = load_plan(tmp_path)
     assert plan.solver.name == "cbc" and plan.rate_scale == 1.3
     single = json.loads(out)["results"][0]["wan_mbit"]
-    code, out, _ = run(["plan", "--inventory", INVENTORY, "--profile", REPO / "examples/profiles/nexmark-hot-items.json",
-                        "--out", tmp_path / "x1", "--json"], capsys)
+    code, out, _ = run(
+        [
+            "plan",
+            "--inventory",
+            INVENTORY,
+            "--profile",
+            REPO / "examples/profiles/nexmark-hot-items.json",
+            "--out",
+            tmp_path / "x1",
+            "--json",
+        ],
+        capsys,
+    )
     assert single == pytest.approx(1.3 * json.loads(out)["results"][0]["wan_mbit"])
 
 

@@ -59,8 +59,11 @@ def test_cpu_capacity_limits_what_the_pi_takes():
 def test_task_slots_with_slot_sharing_count_per_vertex():
     # Both sources on rpi1 (2 slots): A has 3 subtasks fed by REBALANCE from rpi1 alone, so all three could go there,
     # but a slot holds one subtask of each vertex: at most 2 of A's 3 subtasks.
-    vs = [vertex("Source: S", 2, rin=0, rout=1000, busy=10, bpr=100), vertex("A", 3, rout=100, busy=10, bpr=100),
-          vertex("Sink: T", 1, rout=0, busy=1)]
+    vs = [
+        vertex("Source: S", 2, rin=0, rout=1000, busy=10, bpr=100),
+        vertex("A", 3, rout=100, busy=10, bpr=100),
+        vertex("Sink: T", 1, rout=0, busy=1),
+    ]
     es = [("Source: S", "A", "REBALANCE"), ("A", "Sink: T", "REBALANCE")]
     pins = {"sources": {"Source: S": "rpi1"}}
     two_slots = problem(inventory([{"name": "rpi1", "task_slots": 2}], pins=pins), profile(vs, es))
@@ -72,8 +75,11 @@ def test_task_slots_with_slot_sharing_count_per_vertex():
 
 
 def test_task_slots_without_slot_sharing_count_every_subtask():
-    vs = [vertex("Source: S", 2, rin=0, rout=1000, busy=10, bpr=100), vertex("A", 2, rout=100, busy=10, bpr=100),
-          vertex("Sink: T", 1, rout=0, busy=1)]
+    vs = [
+        vertex("Source: S", 2, rin=0, rout=1000, busy=10, bpr=100),
+        vertex("A", 2, rout=100, busy=10, bpr=100),
+        vertex("Sink: T", 1, rout=0, busy=1),
+    ]
     es = [("Source: S", "A", "FORWARD"), ("A", "Sink: T", "REBALANCE")]
     pins = {"sources": {"Source: S": "rpi1"}}
     pr = problem(inventory([{"name": "rpi1", "task_slots": 3}], pins=pins, slot_sharing=False), profile(vs, es))
@@ -97,22 +103,28 @@ def test_wan_bandwidth_is_a_hard_limit_and_infeasibility_names_the_link():
     result = assert_matches_brute_force(pr)
     assert hosts_of(result, pr, "A") == ["rpi1"]
     # ...and when A is forbidden there, nothing fits: the elastic re-solve names the link and the shortfall.
-    stuck = problem(inventory([{"name": "rpi1", "bandwidth": "500kbit"}],
-                              pins={**PINS, "forbid": {"A": "rpi1"}}), profile(CHAIN, CHAIN_EDGES))
+    stuck = problem(
+        inventory([{"name": "rpi1", "bandwidth": "500kbit"}], pins={**PINS, "forbid": {"A": "rpi1"}}),
+        profile(CHAIN, CHAIN_EDGES),
+    )
     assert brute_force(stuck)[1] == 0
     failed = solve(stuck)
     assert failed.status == "infeasible" and failed.assignment is None
     assert [s.kind for s in failed.shortages] == ["link"]
     assert failed.shortages[0].needed == pytest.approx(0.8)
-    assert failed.reason == ("link rpi1→server needs 0.8 Mbit/s, has 0.5 (0.45 usable); "
-                             "A is forbidden on rpi1 (pins.forbid), where its input is: drop the forbid to process it there")
+    assert failed.reason == (
+        "link rpi1→server needs 0.8 Mbit/s, has 0.5 (0.45 usable); "
+        "A is forbidden on rpi1 (pins.forbid), where its input is: drop the forbid to process it there"
+    )
 
 
 def test_cpu_shortage_is_named_when_the_pinned_source_does_not_fit():
     # four source threads of 0.2 server cores each keep up on a Pi (0.67 of a core) but need 2.67 of its 1 core
     vs = [vertex("Source: S", 4, rin=0, rout=1000, busy=200, bpr=10), vertex("Sink: T", rout=0, busy=1)]
-    pr = problem(inventory([{"name": "rpi1", "cores": 1, "task_slots": 4}], pins=PINS),
-                 profile(vs, [("Source: S", "Sink: T", "REBALANCE")]))
+    pr = problem(
+        inventory([{"name": "rpi1", "cores": 1, "task_slots": 4}], pins=PINS),
+        profile(vs, [("Source: S", "Sink: T", "REBALANCE")]),
+    )
     failed = solve(pr)
     assert failed.status == "infeasible"
     assert failed.shortages[0].kind == "cpu" and failed.shortages[0].resource == "rpi1"
@@ -124,11 +136,15 @@ def test_a_source_whose_thread_cannot_keep_up_where_it_is_born_is_named():
     """One source thread of 0.9 server cores needs 3 cores of its Pi (speed 0.3): no core count helps, and the plan
     says so naming the thread, with the same figures as a shortage."""
     vs = [vertex("Source: S", rin=0, rout=1000, busy=900, bpr=10), vertex("Sink: T", rout=0, busy=1)]
-    pr = problem(inventory([{"name": "rpi1", "cores": 16}], pins=PINS), profile(vs, [("Source: S", "Sink: T", "FORWARD")]))
+    pr = problem(
+        inventory([{"name": "rpi1", "cores": 16}], pins=PINS), profile(vs, [("Source: S", "Sink: T", "FORWARD")])
+    )
     failed = solve(pr)
     assert failed.status == "infeasible"
-    assert failed.reason == ("Source: S (1/1) cannot keep up on rpi1: one thread would need 3.00 of a core, 0.80 usable, "
-                             "nor on any other host it may run on")
+    assert failed.reason == (
+        "Source: S (1/1) cannot keep up on rpi1: one thread would need 3.00 of a core, 0.80 usable, "
+        "nor on any other host it may run on"
+    )
     (short,) = failed.shortages
     assert (short.kind, short.resource, short.detail) == ("thread", "rpi1", "Source: S (1/1)")
     assert short.needed == pytest.approx(3.0) and short.usable == pytest.approx(0.8)
@@ -152,8 +168,10 @@ def test_sinks_and_stateful_operators_stay_on_servers_unless_allowed():
     result = assert_matches_brute_force(allowed)
     assert hosts_of(result, allowed, "K") == ["rpi1"]  # the aggregate shrinks 0.08 Mbit/s to 0.004
     assert result.cost.wan_mbit == pytest.approx(10 * 50 * 8 / 1e6)
-    sinks_too = problem(inventory([{"name": "rpi1", "allow_stateful": True, "allow_sinks": True}], pins=PINS),
-                        profile(CHAIN, CHAIN_EDGES))
+    sinks_too = problem(
+        inventory([{"name": "rpi1", "allow_stateful": True, "allow_sinks": True}], pins=PINS),
+        profile(CHAIN, CHAIN_EDGES),
+    )
     result = assert_matches_brute_force(sinks_too)
     assert hosts_of(result, sinks_too, "Sink: T") == ["rpi1"] and result.cost.wan_mbit == 0
 
@@ -174,8 +192,13 @@ def test_user_pins_and_forbids():
 def test_no_data_flows_down_into_an_edge_host():
     # A shrinks records, B inflates them, C shrinks them again. The Pi fits three subtasks; without the rule the
     # cheapest would be S, A and C on the Pi with B on the server (data going down to C).
-    vs = [vertex("Source: S", rin=0, rout=1000, busy=100, bpr=100), vertex("A", busy=100, bpr=10),
-          vertex("B", busy=100, bpr=1000), vertex("C", busy=100, bpr=1), vertex("Sink: T", rout=0, busy=1)]
+    vs = [
+        vertex("Source: S", rin=0, rout=1000, busy=100, bpr=100),
+        vertex("A", busy=100, bpr=10),
+        vertex("B", busy=100, bpr=1000),
+        vertex("C", busy=100, bpr=1),
+        vertex("Sink: T", rout=0, busy=1),
+    ]
     es = [("Source: S", "A", "FORWARD"), ("A", "B", "FORWARD"), ("B", "C", "FORWARD"), ("C", "Sink: T", "FORWARD")]
     pr = problem(inventory([{"name": "rpi1", "cores": 1.25}], pins=PINS), profile(vs, es))
     down = {s.key: ("rpi1" if s.vertex_name in ("Source: S", "A", "C") else "server") for s in pr.subtasks}
@@ -187,11 +210,16 @@ def test_no_data_flows_down_into_an_edge_host():
 
 
 def test_all_to_all_input_from_two_pis_keeps_the_operator_on_the_server():
-    vs = [vertex("Source: S", 2, rin=0, rout=1000, busy=10, bpr=100), vertex("A", 2, rout=10, busy=10, bpr=10),
-          vertex("Sink: T", rout=0, busy=1)]
+    vs = [
+        vertex("Source: S", 2, rin=0, rout=1000, busy=10, bpr=100),
+        vertex("A", 2, rout=10, busy=10, bpr=10),
+        vertex("Sink: T", rout=0, busy=1),
+    ]
     es = [("Source: S", "A", "HASH"), ("A", "Sink: T", "REBALANCE")]
-    pr = problem(inventory([{"name": "rpi1"}, {"name": "rpi2"}], pins={"sources": {"Source: S": ["rpi1", "rpi2"]}}),
-                 profile(vs, es))
+    pr = problem(
+        inventory([{"name": "rpi1"}, {"name": "rpi2"}], pins={"sources": {"Source: S": ["rpi1", "rpi2"]}}),
+        profile(vs, es),
+    )
     assert all(restricted_domain(pr)[("a", i)] == ["server"] for i in range(2))
     result = assert_matches_brute_force(pr)
     assert result.cost.link("rpi1").mbit == pytest.approx(0.8) and result.cost.link("rpi2").mbit == pytest.approx(0.8)
@@ -199,34 +227,51 @@ def test_all_to_all_input_from_two_pis_keeps_the_operator_on_the_server():
 
 def test_broadcast_and_hash_traffic_from_one_pi():
     # Both sources on rpi1: the HASH consumer may go there; BROADCAST sends a full copy to each of 2 consumers.
-    vs = [vertex("Source: S", 2, rin=0, rout=1000, busy=10, bpr=100), vertex("A", 2, rout=1000, busy=10, bpr=100),
-          vertex("Sink: T", rout=0, busy=1)]
+    vs = [
+        vertex("Source: S", 2, rin=0, rout=1000, busy=10, bpr=100),
+        vertex("A", 2, rout=1000, busy=10, bpr=100),
+        vertex("Sink: T", rout=0, busy=1),
+    ]
     es = [("Source: S", "A", "BROADCAST"), ("A", "Sink: T", "REBALANCE")]
-    pr = problem(inventory([{"name": "rpi1", "cores": 0.1, "task_slots": 4}], pins={"sources": {"Source: S": "rpi1"}}), profile(vs, es))
+    pr = problem(
+        inventory([{"name": "rpi1", "cores": 0.1, "task_slots": 4}], pins={"sources": {"Source: S": "rpi1"}}),
+        profile(vs, es),
+    )
     pr_cost = solve(pr).cost  # the Pi has no room for A: every record crosses twice (one copy per A subtask)
     assert pr_cost.wan_mbit == pytest.approx(2 * 2 * 0.8)
     assert_matches_brute_force(pr)
 
 
 def test_latency_term_is_mean_wan_delay_over_source_to_sink_paths():
-    vs = [vertex("Source: X", rin=0, rout=100, busy=10), vertex("Source: Y", rin=0, rout=100, busy=10),
-          vertex("J", rout=10, busy=10, stateful=True), vertex("Sink: T", rout=0, busy=1)]
+    vs = [
+        vertex("Source: X", rin=0, rout=100, busy=10),
+        vertex("Source: Y", rin=0, rout=100, busy=10),
+        vertex("J", rout=10, busy=10, stateful=True),
+        vertex("Sink: T", rout=0, busy=1),
+    ]
     es = [("Source: X", "J", "HASH"), ("Source: Y", "J", "HASH"), ("J", "Sink: T", "FORWARD")]
-    inv = inventory([{"name": "rpi1", "delay": "10ms"}, {"name": "rpi2", "delay": "100ms"}],
-                    pins={"sources": {"Source: X": "rpi1", "Source: Y": "rpi2"}})
+    inv = inventory(
+        [{"name": "rpi1", "delay": "10ms"}, {"name": "rpi2", "delay": "100ms"}],
+        pins={"sources": {"Source: X": "rpi1", "Source: Y": "rpi2"}},
+    )
     result = assert_matches_brute_force(problem(inv, profile(vs, es)))
     assert result.cost.latency_ms == pytest.approx((10 + 100) / 2)
 
 
 def test_weighted_objective_can_trade_wan_for_server_cpu():
     # B inflates records and is CPU-heavy: lexicographic keeps it on the server (WAN first); a huge CPU weight moves it.
-    vs = [vertex("Source: S", rin=0, rout=1000, busy=10, bpr=10), vertex("B", busy=200, bpr=100),  # 0.67 of a Pi core
-          vertex("Sink: T", rout=0, busy=1)]
+    vs = [
+        vertex("Source: S", rin=0, rout=1000, busy=10, bpr=10),
+        vertex("B", busy=200, bpr=100),  # 0.67 of a Pi core
+        vertex("Sink: T", rout=0, busy=1),
+    ]
     es = [("Source: S", "B", "FORWARD"), ("B", "Sink: T", "FORWARD")]
     lexi = problem(inventory(pins=PINS), profile(vs, es))
     assert hosts_of(solve(lexi), lexi, "B") == ["server"]
-    weighted = problem(inventory(pins=PINS, policy={"objective": "weighted", "weights": {"wan": 1, "server_cpu": 100}}),
-                       profile(vs, es))
+    weighted = problem(
+        inventory(pins=PINS, policy={"objective": "weighted", "weights": {"wan": 1, "server_cpu": 100}}),
+        profile(vs, es),
+    )
     result = solve(weighted)
     assert result.objective_mode == "weighted" and hosts_of(result, weighted, "B") == ["rpi1"]
 

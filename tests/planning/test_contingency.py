@@ -26,11 +26,15 @@ from placement.solver.contingency import plan_contingencies, plan_contingency
 def two_pi_job(**host):
     """Sources born on rpi1 and rpi2 (FORWARD to Parse on each), HASH into a server-side Count, then a Sink."""
     inv = inventory([{"name": "rpi1", **host}, {"name": "rpi2"}], pins={"sources": {"Source: S": ["rpi1", "rpi2"]}})
-    prof = profile([vertex("Source: S", 2, rin=0, rout=1000, busy=20, bpr=500),
-                    vertex("Parse", 2, rin=1000, rout=500, busy=200, bpr=100),
-                    vertex("Count", 2, rin=500, rout=10, busy=100, bpr=50, stateful=True),
-                    vertex("Sink: T", 1, rin=20, rout=0, busy=10)],
-                   [("Source: S", "Parse", "FORWARD"), ("Parse", "Count", "HASH"), ("Count", "Sink: T", "REBALANCE")])
+    prof = profile(
+        [
+            vertex("Source: S", 2, rin=0, rout=1000, busy=20, bpr=500),
+            vertex("Parse", 2, rin=1000, rout=500, busy=200, bpr=100),
+            vertex("Count", 2, rin=500, rout=10, busy=100, bpr=50, stateful=True),
+            vertex("Sink: T", 1, rin=20, rout=0, busy=10),
+        ],
+        [("Source: S", "Parse", "FORWARD"), ("Parse", "Count", "HASH"), ("Count", "Sink: T", "REBALANCE")],
+    )
     return build_problem(inv, prof)
 
 
@@ -121,13 +125,20 @@ def test_each_contingency_is_the_brute_force_optimum_of_its_degraded_state(chunk
 
 def _short_files(tmp_path):
     """Files of the two-Pi job whose rpi1 data reroutes to a server of half a core: rpi1's loss leaves no fit."""
-    inv = inventory([{"name": "rpi1", "data_reroutes_on_loss": True}, {"name": "rpi2"}], server={"cores": 0.5, "task_slots": 4},
-                    pins={"sources": {"Source: S": ["rpi1", "rpi2"]}})
-    prof = profile([vertex("Source: S", 2, rin=0, rout=1000, busy=20, bpr=500),
-                    vertex("Parse", 2, rin=1000, rout=500, busy=200, bpr=100),
-                    vertex("Count", 2, rin=500, rout=10, busy=100, bpr=50, stateful=True),
-                    vertex("Sink: T", 1, rin=20, rout=0, busy=10)],
-                   [("Source: S", "Parse", "FORWARD"), ("Parse", "Count", "HASH"), ("Count", "Sink: T", "REBALANCE")])
+    inv = inventory(
+        [{"name": "rpi1", "data_reroutes_on_loss": True}, {"name": "rpi2"}],
+        server={"cores": 0.5, "task_slots": 4},
+        pins={"sources": {"Source: S": ["rpi1", "rpi2"]}},
+    )
+    prof = profile(
+        [
+            vertex("Source: S", 2, rin=0, rout=1000, busy=20, bpr=500),
+            vertex("Parse", 2, rin=1000, rout=500, busy=200, bpr=100),
+            vertex("Count", 2, rin=500, rout=10, busy=100, bpr=50, stateful=True),
+            vertex("Sink: T", 1, rin=20, rout=0, busy=10),
+        ],
+        [("Source: S", "Parse", "FORWARD"), ("Parse", "Count", "HASH"), ("Count", "Sink: T", "REBALANCE")],
+    )
     inv_path, prof_path = tmp_path / "inv.yaml", tmp_path / "tiny.json"
     inv_path.write_text(yaml.safe_dump(inv.model_dump(mode="json", by_alias=True)))
     prof_path.write_text(json.dumps(prof.model_dump(mode="json")))
@@ -154,8 +165,20 @@ def test_plan_names_the_state_nothing_fits_and_require_contingency_refuses_it(tm
 
 
 def test_vanilla_mode_says_what_happens_when_a_pi_is_lost_and_plans_no_contingency(tmp_path, capsys):
-    code, out, err = cli_run(["plan", "--inventory", "inventory/edge-lab.yaml", "--profile",
-                              "examples/profiles/iot-sensors.json", "--out", tmp_path / "p", "--mode", "vanilla"], capsys)
+    code, out, err = cli_run(
+        [
+            "plan",
+            "--inventory",
+            "inventory/edge-lab.yaml",
+            "--profile",
+            "examples/profiles/iot-sensors.json",
+            "--out",
+            tmp_path / "p",
+            "--mode",
+            "vanilla",
+        ],
+        capsys,
+    )
     assert code == 0, err
     assert "vanilla mode has no contingency" in " ".join(out.split())
     assert "contingencies" not in json.loads((tmp_path / "p" / "plan.json").read_text())

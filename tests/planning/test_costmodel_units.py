@@ -24,9 +24,15 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _vertex(busy: list[float | None], rin: list[float], speed: float = 1.0) -> VertexProfile:
-    return VertexProfile(id="v", name="V", parallelism=len(busy), subtasks=[
-        SubtaskProfile(index=i, records_in_per_s=r, records_out_per_s=r, busy_ms_per_s=b, host_speed=speed)
-        for i, (b, r) in enumerate(zip(busy, rin))])
+    return VertexProfile(
+        id="v",
+        name="V",
+        parallelism=len(busy),
+        subtasks=[
+            SubtaskProfile(index=i, records_in_per_s=r, records_out_per_s=r, busy_ms_per_s=b, host_speed=speed)
+            for i, (b, r) in enumerate(zip(busy, rin))
+        ],
+    )
 
 
 def test_cpu_demand_is_busy_share_scaled_by_measurement_speed():
@@ -81,10 +87,15 @@ def test_traffic_shares_by_ship_strategy():
 
 
 def test_evaluate_counts_only_traffic_leaving_an_edge_host():
-    vs = [vertex("Source: S", 2, rin=0, rout=1000, busy=10, bpr=125), vertex("A", 2, rout=1000, busy=10, bpr=125),
-          vertex("Sink: T", rout=0, busy=1)]
-    pr = build_problem(inventory([{"name": "rpi1"}, {"name": "rpi2"}], pins={"sources": {"Source: S": ["rpi1", "rpi2"]}}),
-                       profile(vs, [("Source: S", "A", "REBALANCE"), ("A", "Sink: T", "REBALANCE")]))
+    vs = [
+        vertex("Source: S", 2, rin=0, rout=1000, busy=10, bpr=125),
+        vertex("A", 2, rout=1000, busy=10, bpr=125),
+        vertex("Sink: T", rout=0, busy=1),
+    ]
+    pr = build_problem(
+        inventory([{"name": "rpi1"}, {"name": "rpi2"}], pins={"sources": {"Source: S": ["rpi1", "rpi2"]}}),
+        profile(vs, [("Source: S", "A", "REBALANCE"), ("A", "Sink: T", "REBALANCE")]),
+    )
     all_server = {s.key: s.birth or "server" for s in pr.subtasks}
     cost = evaluate(pr, all_server)
     assert cost.link("rpi1").mbit == pytest.approx(1.0) and cost.link("rpi2").mbit == pytest.approx(1.0)
@@ -95,8 +106,9 @@ def test_evaluate_counts_only_traffic_leaving_an_edge_host():
     assert any("data flows down into edge host rpi1" in v for v in cost.violations)
 
 
-@pytest.mark.parametrize("text,mbit", [("50mbit", 50), ("512kbit", 0.512), ("1gbit", 1000), ("2Mbit/s", 2), (12, 12),
-                                       ("1mbps", 8)])
+@pytest.mark.parametrize(
+    "text,mbit", [("50mbit", 50), ("512kbit", 0.512), ("1gbit", 1000), ("2Mbit/s", 2), (12, 12), ("1mbps", 8)]
+)
 def test_rates(text, mbit):
     assert parse_rate_mbit(text) == pytest.approx(mbit)
 
@@ -115,12 +127,18 @@ def test_other_units():
 def _plan(mode: str):
     inv = load_inventory(REPO / "inventory/edge-lab.yaml")
     from placement.profile.format import load_profile
+
     prof = load_profile(REPO / "examples/profiles/iot-sensors.json")
     pr = build_problem(inv, prof)
     result = solve(pr)
-    doc = build_plan_document(pr, result, job="iot-sensors", placement_mode=mode,
-                              inventory=SourceRef(path="inv.yaml", digest=inv.digest()),
-                              profile=SourceRef(path="p.json", digest=prof.digest()))
+    doc = build_plan_document(
+        pr,
+        result,
+        job="iot-sensors",
+        placement_mode=mode,
+        inventory=SourceRef(path="inv.yaml", digest=inv.digest()),
+        profile=SourceRef(path="p.json", digest=prof.digest()),
+    )
     return inv, doc
 
 
@@ -138,7 +156,10 @@ def test_redeploy_script_custom_and_vanilla():
     script = render_redeploy(doc, inv)
     assert "scp -P 22 -o StrictHostKeyChecking=yes" in script and "flink@192.168.1.180" in script
     # the job's own file in the scheduler extension's dir, the previous one kept
-    assert "/opt/flink/placement/scheduler/iot-sensors.schedulercfg.prev" in script and '"$REST/jobs/$JOB_ID/stop"' in script
+    assert (
+        "/opt/flink/placement/scheduler/iot-sensors.schedulercfg.prev" in script
+        and '"$REST/jobs/$JOB_ID/stop"' in script
+    )
     assert json.loads(json.dumps(run_body(doc, inv)))["entryClass"] == "placement.lab.IotSensorJob"
     inv, doc = _plan("vanilla")
     body = run_body(doc, inv)

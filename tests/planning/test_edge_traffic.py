@@ -39,27 +39,55 @@ def mbit_bytes(mbit: float) -> float:
     return mbit * 1e6 / 8
 
 
-def vertex(name: str, parallelism: int = 1, *, busy: float = 10, rout: float = 1000, stateful: bool = False,
-           state: float = 0.0) -> dict:
-    return {"id": name.lower().replace(" ", "-").replace(":", ""), "name": name, "parallelism": parallelism,
-            "stateful": stateful, "state_bytes": state, "bytes_per_record_out": 0.0,
-            "subtasks": [{"index": i, "records_in_per_s": 1000, "records_out_per_s": rout, "busy_ms_per_s": busy}
-                         for i in range(parallelism)]}
+def vertex(
+    name: str, parallelism: int = 1, *, busy: float = 10, rout: float = 1000, stateful: bool = False, state: float = 0.0
+) -> dict:
+    return {
+        "id": name.lower().replace(" ", "-").replace(":", ""),
+        "name": name,
+        "parallelism": parallelism,
+        "stateful": stateful,
+        "state_bytes": state,
+        "bytes_per_record_out": 0.0,
+        "subtasks": [
+            {"index": i, "records_in_per_s": 1000, "records_out_per_s": rout, "busy_ms_per_s": busy}
+            for i in range(parallelism)
+        ],
+    }
 
 
-def edge(source: str, target: str, strategy: str, mbit_each: float | list[float], n_up: int = 1, *,
-         records: float = 1000, shares: list[float] | None = None) -> dict:
+def edge(
+    source: str,
+    target: str,
+    strategy: str,
+    mbit_each: float | list[float],
+    n_up: int = 1,
+    *,
+    records: float = 1000,
+    shares: list[float] | None = None,
+) -> dict:
     """An edge on which every upstream subtask puts ``mbit_each`` Mbit/s (one copy) in ``records`` records/s."""
     each = mbit_each if isinstance(mbit_each, list) else [mbit_each] * n_up
-    return {"source": source, "target": target, "ship_strategy": strategy, "records_per_s": [records] * len(each),
-            "bytes_per_s": [mbit_bytes(m) for m in each], "receiver_shares": shares, "basis": "producer"}
+    return {
+        "source": source,
+        "target": target,
+        "ship_strategy": strategy,
+        "records_per_s": [records] * len(each),
+        "bytes_per_s": [mbit_bytes(m) for m in each],
+        "receiver_shares": shares,
+        "basis": "producer",
+    }
 
 
 def profile(vertices: list[dict], edges: list[dict], **job: object) -> JobProfile:
     ids = {v["name"]: v["id"] for v in vertices}
-    return JobProfile.model_validate({
-        "job": {"name": "edges", "origin": "synthetic", **job}, "vertices": vertices,
-        "edges": [{**e, "source": ids[e["source"]], "target": ids[e["target"]]} for e in edges]})
+    return JobProfile.model_validate(
+        {
+            "job": {"name": "edges", "origin": "synthetic", **job},
+            "vertices": vertices,
+            "edges": [{**e, "source": ids[e["source"]], "target": ids[e["target"]]} for e in edges],
+        }
+    )
 
 
 def hosts(result, pr: PlacementProblem, name: str) -> list[str]:
@@ -79,14 +107,18 @@ def solve_checked(pr: PlacementProblem):
 
 # ---- per-edge bytes: a side output -------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("factor", [BELOW, ABOVE], ids=["split-at-the-edge", "split-on-the-server"])
 def test_each_edge_is_charged_its_own_bytes(factor):
     # Split emits 0.2 Mbit/s of summaries and 0.6 Mbit/s of large orders (a side output): 0.8 in all. Its input is
     # 0.8/factor: at the edge it saves that and sends 0.8. Charging either edge the other's size, or both the total,
     # moves the break-even by far more than 10 %.
     vs = [vertex("Source: S"), vertex("Split"), vertex("Sink: A"), vertex("Sink: B")]
-    es = [edge("Source: S", "Split", "FORWARD", 0.8 / factor), edge("Split", "Sink: A", "FORWARD", 0.2),
-          edge("Split", "Sink: B", "FORWARD", 0.6, records=100)]
+    es = [
+        edge("Source: S", "Split", "FORWARD", 0.8 / factor),
+        edge("Split", "Sink: A", "FORWARD", 0.2),
+        edge("Split", "Sink: B", "FORWARD", 0.6, records=100),
+    ]
     pr = build_problem(inventory(pins=PIN1), profile(vs, es))
     result = solve_checked(pr)
     if factor < 1:
@@ -100,8 +132,11 @@ def test_each_edge_is_charged_its_own_bytes(factor):
 def test_broadcast_sends_one_copy_per_receiver(factor):
     # Parse sends 0.1 Mbit/s per copy to 3 receivers: 0.3 at the edge against its input of 0.3/factor.
     vs = [vertex("Source: S"), vertex("Parse"), vertex("Apply", 3, stateful=True), vertex("Sink: T")]  # Apply: server
-    es = [edge("Source: S", "Parse", "FORWARD", 0.3 / factor), edge("Parse", "Apply", "BROADCAST", 0.1),
-          edge("Apply", "Sink: T", "REBALANCE", 0.001, n_up=3)]
+    es = [
+        edge("Source: S", "Parse", "FORWARD", 0.3 / factor),
+        edge("Parse", "Apply", "BROADCAST", 0.1),
+        edge("Apply", "Sink: T", "REBALANCE", 0.001, n_up=3),
+    ]
     pr = build_problem(inventory(pins=PIN1), profile(vs, es))
     result = solve_checked(pr)
     want = ("rpi1", 0.3) if factor < 1 else ("server", 0.3 / factor)
@@ -110,13 +145,16 @@ def test_broadcast_sends_one_copy_per_receiver(factor):
 
 # ---- key skew ----------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("shares,hot", [([0.9, 0.1], 0), ([0.1, 0.9], 1)])
 def test_the_pi_takes_the_keyed_subtask_with_the_hot_key(shares, hot):
     # 1 Mbit/s of keyed records; the Pi has room for one of the two Count subtasks (0.3 cores, 0.2 each at speed 0.3
     # ... see cores below). Whichever subtask runs there keeps its share of the input off the link: the hot one.
     vs = [vertex("Source: S"), vertex("Count", 2, busy=60), vertex("Sink: T")]
-    es = [edge("Source: S", "Count", "HASH", 1.0, shares=shares),
-          edge("Count", "Sink: T", "REBALANCE", [0.01, 0.01], n_up=2)]
+    es = [
+        edge("Source: S", "Count", "HASH", 1.0, shares=shares),
+        edge("Count", "Sink: T", "REBALANCE", [0.01, 0.01], n_up=2),
+    ]
     inv = inventory([{"name": "rpi1", "cores": 0.3, "task_slots": 4}], pins=PIN1)
     pr = build_problem(inv, profile(vs, es))
     result = solve_checked(pr)
@@ -125,18 +163,22 @@ def test_the_pi_takes_the_keyed_subtask_with_the_hot_key(shares, hot):
     assert result.cost.link("rpi1").mbit == pytest.approx(0.1 + 0.01)  # the cold share crosses, plus hot's output
     # uniform keys would have priced either choice at 0.5 + 0.01
     assert evaluate(pr, {**result.assignment, ("count", hot): "server", ("count", 1 - hot): "rpi1"}).link(
-        "rpi1").mbit == pytest.approx(0.9 + 0.01)
+        "rpi1"
+    ).mbit == pytest.approx(0.9 + 0.01)
 
 
 # ---- pointwise RESCALE --------------------------------------------------------------------------------------------
+
 
 def test_rescale_consumers_run_beside_their_own_source_subtask():
     # Sources born on rpi1 and rpi2, RESCALE 2 -> 4: Flink wires u0 -> v0, v1 and u1 -> v2, v3, so each Pi can run
     # the two Normalize subtasks it feeds. Planned all-to-all, every Normalize subtask would receive from both Pis
     # and have to stay on the server (2 x 1 Mbit/s crossing instead of 2 x 0.1).
     vs = [vertex("Source: S", 2), vertex("Normalize", 4), vertex("Sink: T")]
-    es = [edge("Source: S", "Normalize", "RESCALE", 1.0, n_up=2),
-          edge("Normalize", "Sink: T", "REBALANCE", 0.05, n_up=4)]
+    es = [
+        edge("Source: S", "Normalize", "RESCALE", 1.0, n_up=2),
+        edge("Normalize", "Sink: T", "REBALANCE", 0.05, n_up=4),
+    ]
     inv = inventory([{"name": "rpi1"}, {"name": "rpi2"}], pins={"sources": {"Source: S": ["rpi1", "rpi2"]}})
     pr = build_problem(inv, profile(vs, es))
     result = solve_checked(pr)
@@ -150,13 +192,16 @@ def test_rescale_from_more_to_fewer_subtasks_pairs_blocks():
     # 4 -> 2: u0, u1 feed v0; u2, u3 feed v1. Sources on rpi1, rpi1, rpi2, rpi2: each Pi runs the consumer of its block.
     vs = [vertex("Source: S", 4), vertex("Merge", 2), vertex("Sink: T")]
     es = [edge("Source: S", "Merge", "RESCALE", 0.5, n_up=4), edge("Merge", "Sink: T", "REBALANCE", 0.02, n_up=2)]
-    inv = inventory([{"name": "rpi1"}, {"name": "rpi2"}], pins={"sources": {"Source: S": ["rpi1", "rpi1", "rpi2", "rpi2"]}})
+    inv = inventory(
+        [{"name": "rpi1"}, {"name": "rpi2"}], pins={"sources": {"Source: S": ["rpi1", "rpi1", "rpi2", "rpi2"]}}
+    )
     pr = build_problem(inv, profile(vs, es))
     result = solve_checked(pr)
     assert hosts(result, pr, "Merge") == ["rpi1", "rpi2"] and result.cost.wan_mbit == pytest.approx(0.04)
 
 
 # ---- checkpoint upload --------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("factor", [BELOW, ABOVE], ids=["state-at-the-edge", "state-on-the-server"])
 def test_a_stateful_subtask_on_a_pi_uploads_its_checkpoints(factor):
@@ -188,6 +233,7 @@ def test_no_checkpoint_interval_no_upload_and_incremental_checkpoints_upload_the
 
 # ---- network framing ---------------------------------------------------------------------------------------------
 
+
 def test_each_channel_adds_a_header_per_flushed_buffer():
     # 1000 records/s of 100 B on one channel, 100 ms buffer timeout: 10 flushes plus 100 kB / 32 kB full buffers.
     messages = 10 + 100_000 / SEGMENT_BYTES
@@ -209,6 +255,7 @@ def test_each_channel_adds_a_header_per_flushed_buffer():
 
 
 # ---- older profiles -----------------------------------------------------------------------------------------------
+
 
 def test_a_v1_profile_loads_and_keeps_its_meaning(tmp_path):
     # v1 (no per-edge figures): every record, of bytes_per_record_out bytes, on each outgoing edge
@@ -234,30 +281,60 @@ def test_a_v1_profile_loads_and_keeps_its_meaning(tmp_path):
 
 # ---- every term at once, against brute force ----------------------------------------------------------------------
 
+
 @st.composite
 def instances(draw):
     n_edge = draw(st.integers(1, 2))
-    edges_ = [{"name": f"rpi{k + 1}", "cores": draw(st.sampled_from([0.3, 1, 4])), "task_slots": 4,
-               "bandwidth": f"{draw(st.sampled_from([1, 5, 100]))}mbit", "allow_stateful": draw(st.booleans()),
-               "memory": "8GiB"} for k in range(n_edge)]
+    edges_ = [
+        {
+            "name": f"rpi{k + 1}",
+            "cores": draw(st.sampled_from([0.3, 1, 4])),
+            "task_slots": 4,
+            "bandwidth": f"{draw(st.sampled_from([1, 5, 100]))}mbit",
+            "allow_stateful": draw(st.booleans()),
+            "memory": "8GiB",
+        }
+        for k in range(n_edge)
+    ]
     p_src = draw(st.integers(1, 2))
     p_mid = draw(st.integers(1, 3))
-    strategy = draw(st.sampled_from(["HASH", "REBALANCE", "RESCALE", "BROADCAST"] + (["FORWARD"] if p_src == p_mid else [])))
+    strategy = draw(
+        st.sampled_from(["HASH", "REBALANCE", "RESCALE", "BROADCAST"] + (["FORWARD"] if p_src == p_mid else []))
+    )
     shares = None
     if strategy == "HASH" and p_mid > 1:
         raw = [draw(st.integers(1, 9)) for _ in range(p_mid)]
         shares = [x / sum(raw) for x in raw]
     stateful = draw(st.booleans())
-    vs = [vertex("Source: S", p_src), vertex("M", p_mid, busy=draw(st.sampled_from([10, 200])), stateful=stateful,
-                                              state=draw(st.sampled_from([0, 1e5, 2e6])) if stateful else 0.0),
-          vertex("Sink: A"), vertex("Sink: B")]
-    es = [edge("Source: S", "M", strategy, [draw(st.sampled_from([0.1, 0.5, 2.0])) for _ in range(p_src)],
-               records=draw(st.sampled_from([5, 1000])), shares=shares),
-          edge("M", "Sink: A", "REBALANCE", [draw(st.sampled_from([0.05, 0.4])) for _ in range(p_mid)]),
-          edge("M", "Sink: B", "GLOBAL", [draw(st.sampled_from([0.0, 0.3])) for _ in range(p_mid)], records=100)]
+    vs = [
+        vertex("Source: S", p_src),
+        vertex(
+            "M",
+            p_mid,
+            busy=draw(st.sampled_from([10, 200])),
+            stateful=stateful,
+            state=draw(st.sampled_from([0, 1e5, 2e6])) if stateful else 0.0,
+        ),
+        vertex("Sink: A"),
+        vertex("Sink: B"),
+    ]
+    es = [
+        edge(
+            "Source: S",
+            "M",
+            strategy,
+            [draw(st.sampled_from([0.1, 0.5, 2.0])) for _ in range(p_src)],
+            records=draw(st.sampled_from([5, 1000])),
+            shares=shares,
+        ),
+        edge("M", "Sink: A", "REBALANCE", [draw(st.sampled_from([0.05, 0.4])) for _ in range(p_mid)]),
+        edge("M", "Sink: B", "GLOBAL", [draw(st.sampled_from([0.0, 0.3])) for _ in range(p_mid)], records=100),
+    ]
     births = [draw(st.sampled_from([e["name"] for e in edges_])) for _ in range(p_src)]
-    job = {"checkpoint_interval_ms": draw(st.sampled_from([None, 1000])),
-           "buffer_timeout_ms": draw(st.sampled_from([None, 100, 0]))}
+    job = {
+        "checkpoint_interval_ms": draw(st.sampled_from([None, 1000])),
+        "buffer_timeout_ms": draw(st.sampled_from([None, 100, 0])),
+    }
     return build_problem(inventory(edges_, pins={"sources": {"Source: S": births}}), profile(vs, es, **job))
 
 
@@ -278,13 +355,21 @@ def test_ilp_equals_brute_force_with_every_new_term(pr):
 
 # ---- bad per-edge figures: one line naming the file and field ----------------------------------------------------
 
-@pytest.mark.parametrize("change,field,message", [
-    (lambda e: e.update(records_per_s=[1.0, 2.0]), "edges[0].records_per_s", "has 2 values for 1 upstream subtasks"),
-    (lambda e: e.update(bytes_per_s=None), "edges[0].bytes_per_s", "come together"),
-    (lambda e: e.update(bytes_per_s=[-5.0]), "edges[0].bytes_per_s", "finite and >= 0"),
-    (lambda e: e.update(receiver_shares=[1.0]), "edges[0].receiver_shares", "only HASH edges"),
-    (lambda e: e.update(basis="guess"), "edges[0].basis", ""),
-])
+
+@pytest.mark.parametrize(
+    "change,field,message",
+    [
+        (
+            lambda e: e.update(records_per_s=[1.0, 2.0]),
+            "edges[0].records_per_s",
+            "has 2 values for 1 upstream subtasks",
+        ),
+        (lambda e: e.update(bytes_per_s=None), "edges[0].bytes_per_s", "come together"),
+        (lambda e: e.update(bytes_per_s=[-5.0]), "edges[0].bytes_per_s", "finite and >= 0"),
+        (lambda e: e.update(receiver_shares=[1.0]), "edges[0].receiver_shares", "only HASH edges"),
+        (lambda e: e.update(basis="guess"), "edges[0].basis", ""),
+    ],
+)
 def test_bad_edge_figures_are_one_line_errors(tmp_path, capsys, change, field, message):
     vs = [vertex("Source: S"), vertex("Sink: T")]
     data = profile(vs, [edge("Source: S", "Sink: T", "REBALANCE", 0.5)]).model_dump(mode="json")

@@ -30,9 +30,16 @@ def same_optimum(a, b) -> bool:
     return close(a.wan_mbit, b.wan_mbit) and close(a.server_cores, b.server_cores) and close(a.latency_ms, b.latency_ms)
 
 
-@pytest.mark.parametrize("family,subtasks,hosts,seed", [
-    ("hard", 300, 30, 1), ("hard", 600, 60, 2), ("hard", 1000, 100, 3), ("random", 500, 50, 1), ("random", 1000, 100, 2),
-])
+@pytest.mark.parametrize(
+    "family,subtasks,hosts,seed",
+    [
+        ("hard", 300, 30, 1),
+        ("hard", 600, 60, 2),
+        ("hard", 1000, 100, 3),
+        ("random", 500, 50, 1),
+        ("random", 1000, 100, 2),
+    ],
+)
 def test_decomposition_finds_the_exact_optimum_on_mid_size_instances(family, subtasks, hosts, seed):
     gen = hard_instance if family == "hard" else random_instance
     pr = build_problem(*gen(subtasks, hosts, seed))
@@ -71,11 +78,16 @@ def test_compact_form_is_the_same_optimum(monkeypatch):
 
 
 def test_infeasible_fleet_names_the_short_link():
-    inv = inventory([{"name": "rpi1", "bandwidth": "1mbit"}, {"name": "rpi2"}],
-                    pins={"sources": {"Source: S": ["rpi1", "rpi2"]}})
-    prof = profile([vertex("Source: S", 2, rin=0, rout=5000, busy=50, bpr=400), vertex("W", 1, rin=10000, rout=10,
-                                                                                       busy=100, stateful=True)],
-                   [("Source: S", "W", "HASH")])
+    inv = inventory(
+        [{"name": "rpi1", "bandwidth": "1mbit"}, {"name": "rpi2"}], pins={"sources": {"Source: S": ["rpi1", "rpi2"]}}
+    )
+    prof = profile(
+        [
+            vertex("Source: S", 2, rin=0, rout=5000, busy=50, bpr=400),
+            vertex("W", 1, rin=10000, rout=10, busy=100, stateful=True),
+        ],
+        [("Source: S", "W", "HASH")],
+    )
     pr = build_problem(inv, prof)
     exact, decomposed = solve(pr), solve_decomposed(pr)
     assert exact.status == decomposed.status == "infeasible"
@@ -101,7 +113,14 @@ def test_method_choice():
 
 
 def test_cli_method_decompose(tmp_path, capsys):
-    args = ["plan", "--inventory", "inventory/edge-lab.yaml", "--profile", "examples/profiles/branching-join.json", "--json"]
+    args = [
+        "plan",
+        "--inventory",
+        "inventory/edge-lab.yaml",
+        "--profile",
+        "examples/profiles/branching-join.json",
+        "--json",
+    ]
     code_e, out_e, _ = cli_run([*args, "--out", tmp_path / "e", "--method", "exact"], capsys)
     code_d, out_d, err = cli_run([*args, "--out", tmp_path / "d", "--method", "decompose"], capsys)
     assert code_e == code_d == 0, err
@@ -113,7 +132,20 @@ def test_cli_method_decompose(tmp_path, capsys):
 
 def test_cli_method_decompose_refuses_vanilla_in_one_line(tmp_path, capsys):
     # iot-sensors: the inventory's own job (another job's profile adds a warning line before the error)
-    code, out, err = cli_run(["plan", "--inventory", "inventory/edge-lab.yaml", "--profile",
-                              "examples/profiles/iot-sensors.json", "--out", tmp_path, "--method", "decompose",
-                              "--mode", "vanilla"], capsys)
+    code, out, err = cli_run(
+        [
+            "plan",
+            "--inventory",
+            "inventory/edge-lab.yaml",
+            "--profile",
+            "examples/profiles/iot-sensors.json",
+            "--out",
+            tmp_path,
+            "--method",
+            "decompose",
+            "--mode",
+            "vanilla",
+        ],
+        capsys,
+    )
     assert code == 2 and err.strip().count("\n") == 0 and "--method" in err and "Traceback" not in err + out

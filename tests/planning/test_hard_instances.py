@@ -31,7 +31,9 @@ def test_brute_force_certifies_the_exact_model_and_the_decomposition(motif, subt
         assert exact.status == decomposed.status == "optimal", seed
         assert exact.cost.feasible and decomposed.cost.feasible
         assert lexicographic_key(exact.cost) == lexicographic_key(best), f"seed {seed}: exact ≠ brute force"
-        assert lexicographic_key(decomposed.cost) == lexicographic_key(best), f"seed {seed}: decomposition ≠ brute force"
+        assert lexicographic_key(decomposed.cost) == lexicographic_key(best), (
+            f"seed {seed}: decomposition ≠ brute force"
+        )
         for stage in decomposed.stages:  # the bound it reports never exceeds what the stage achieved
             assert stage.info.bound <= stage.info.objective + 1e-6
         agreed += 1

@@ -40,14 +40,21 @@ def small_jobs(draw):
     """The property tests' random jobs, with random pins and forbids and Pis that allow stateful operators or sinks."""
     pr = draw(instances(max_vertices=5, max_parallelism=3, max_edges=3))
     edges = [h.name for h in pr.edges]
-    hosts = tuple(replace(h, allow_stateful=draw(st.booleans()), allow_sinks=draw(st.booleans())) if h.is_edge else h
-                  for h in pr.hosts)
+    hosts = tuple(
+        replace(h, allow_stateful=draw(st.booleans()), allow_sinks=draw(st.booleans())) if h.is_edge else h
+        for h in pr.hosts
+    )
     pin = draw(st.sampled_from([None, frozenset({"server"}), frozenset({edges[0]}), frozenset({"server", edges[0]})]))
     forbid = draw(st.sampled_from([frozenset(), frozenset({"server"}), frozenset({edges[-1]})]))
     last = pr.vertex_order[-1]
-    subtasks = tuple(replace(s, pinned_to=pin if s.vertex_name == "V1" else s.pinned_to,
-                             forbidden=forbid if s.vertex_id == last and s.birth not in forbid else s.forbidden)
-                     for s in pr.subtasks)
+    subtasks = tuple(
+        replace(
+            s,
+            pinned_to=pin if s.vertex_name == "V1" else s.pinned_to,
+            forbidden=forbid if s.vertex_id == last and s.birth not in forbid else s.forbidden,
+        )
+        for s in pr.subtasks
+    )
     return replace(pr, hosts=hosts, subtasks=subtasks)
 
 
@@ -66,30 +73,44 @@ def test_homes_equal_the_exact_models_domains_on_benchmark_instances(gen, subtas
 def test_a_subtask_fed_by_no_one_keeps_every_edge_host():
     """Downstream subtasks j > 0 of a GLOBAL edge receive nothing: no sender narrows them (the exception in homes)."""
     inv = inventory([{"name": "rpi1"}, {"name": "rpi2"}], pins={"sources": {"Source: S": "rpi1"}})
-    pr = build_problem(inv, profile([vertex("Source: S"), vertex("G", 3), vertex("Sink: O", 3)],
-                                    [("Source: S", "G", "GLOBAL"), ("G", "Sink: O", "FORWARD")]))
+    pr = build_problem(
+        inv,
+        profile(
+            [vertex("Source: S"), vertex("G", 3), vertex("Sink: O", 3)],
+            [("Source: S", "G", "GLOBAL"), ("G", "Sink: O", "FORWARD")],
+        ),
+    )
     hm = homes(pr)
     assert hm.edge[("g", 0)] == ("rpi1",) and set(hm.edge[("g", 1)]) == {"rpi1", "rpi2"}
     same_domains(pr)
 
 
-SERVERS = ({"name": "big", "cores": 4, "speed": 1.25, "task_slots": 4},
-           {"name": "slow", "cores": 2, "speed": 0.5, "task_slots": 2})
+SERVERS = (
+    {"name": "big", "cores": 4, "speed": 1.25, "task_slots": 4},
+    {"name": "slow", "cores": 2, "speed": 0.5, "task_slots": 2},
+)
 
 
 def three_servers(**policy) -> Inventory:
     """rpi1, rpi2 and three servers of different sizes and speeds (``server``: 2 cores at speed 1, 3 slots)."""
-    doc = inventory([{"name": "rpi1", "cores": 2}, {"name": "rpi2", "cores": 2}], policy=policy or None,
-                    server={"cores": 2, "speed": 1.0, "task_slots": 3},
-                    pins={"sources": {"Source: S": ["rpi1", "rpi2", "rpi1", "rpi2"]}}).model_dump(by_alias=True)
+    doc = inventory(
+        [{"name": "rpi1", "cores": 2}, {"name": "rpi2", "cores": 2}],
+        policy=policy or None,
+        server={"cores": 2, "speed": 1.0, "task_slots": 3},
+        pins={"sources": {"Source: S": ["rpi1", "rpi2", "rpi1", "rpi2"]}},
+    ).model_dump(by_alias=True)
     for n, extra in enumerate(SERVERS):
         doc["hosts"].insert(1 + n, {**doc["hosts"][0], "address": f"10.0.0.{2 + n}", **extra})
     return Inventory.model_validate(doc)
 
 
 JOB = profile(
-    [vertex("Source: S", 4, rin=0, rout=2000, busy=100, bpr=200), vertex("P", 4, rout=2000, busy=300, bpr=100),
-     vertex("W", 6, rin=1300, rout=50, busy=400, bpr=40, stateful=True), vertex("Sink: T", rout=0, busy=10)],
+    [
+        vertex("Source: S", 4, rin=0, rout=2000, busy=100, bpr=200),
+        vertex("P", 4, rout=2000, busy=300, bpr=100),
+        vertex("W", 6, rin=1300, rout=50, busy=400, bpr=40, stateful=True),
+        vertex("Sink: T", rout=0, busy=10),
+    ],
     [("Source: S", "P", "FORWARD"), ("P", "W", "HASH"), ("W", "Sink: T", "REBALANCE")],
 )
 
@@ -128,15 +149,21 @@ def test_a_pin_naming_every_server_still_pools_one_naming_one_does_not():
 def test_packing_finds_what_greedy_misses():
     """Six subtasks of 0.55, 0.6, 0.35, 0.4, 0.2 and 0.3 server cores onto two servers of 1.2 usable cores: both greedy
     orders get stuck; the one packing (0.6 + 0.4 + 0.2 and 0.55 + 0.35 + 0.3) is found by the exact packing ILP."""
-    base = inventory([{"name": "rpi1"}], server={"cores": 1.5, "task_slots": 6}, pins={"sources": {"Source: S": "rpi1"}})
+    base = inventory(
+        [{"name": "rpi1"}], server={"cores": 1.5, "task_slots": 6}, pins={"sources": {"Source: S": "rpi1"}}
+    )
     doc = base.model_dump(by_alias=True)
     doc["hosts"].insert(1, {**doc["hosts"][0], "name": "server2", "address": "10.0.0.2"})
     x = vertex("X", 6)
     for sub, busy in zip(x["subtasks"], (550, 600, 350, 400, 200, 300)):
         sub["busy_ms_per_s"] = busy
-    pr = build_problem(Inventory.model_validate(doc), profile([vertex("Source: S"), x], [("Source: S", "X", "REBALANCE")]))
+    pr = build_problem(
+        Inventory.model_validate(doc), profile([vertex("Source: S"), x], [("Source: S", "X", "REBALANCE")])
+    )
     items = [s for s in pr.subtasks if s.vertex_name == "X"]
-    assert packing._greedy(pr, items, pr.servers, True) is None and packing._greedy(pr, items, pr.servers, False) is None
+    assert (
+        packing._greedy(pr, items, pr.servers, True) is None and packing._greedy(pr, items, pr.servers, False) is None
+    )
     packed = pack(pr, items, pr.servers)
     assert packed is not None
     for h in pr.servers:
@@ -152,8 +179,9 @@ def test_unpacked_pool_falls_back_to_the_full_model():
     threads."""
     inv = three_servers(cpu_utilisation_target=0.5)
     h = vertex("H", 7, rin=8000, rout=10, busy=550, bpr=40, stateful=True)
-    pr = build_problem(inv, profile([vertex("Source: S", 4, rin=0, rout=2000, busy=100, bpr=200), h],
-                                    [("Source: S", "H", "HASH")]))
+    pr = build_problem(
+        inv, profile([vertex("Source: S", 4, rin=0, rout=2000, busy=100, bpr=200), h], [("Source: S", "H", "HASH")])
+    )
     pools = server_pools(pr)
     pooled = solve_full_model(pooled_problem(pr, pools), SolverOptions())
     assert pooled.status == "optimal"  # the relaxation has room

@@ -32,18 +32,42 @@ PREDICTED = {PAIR: {"expected_ms": 200.0, "upper_ms": 234.0}}
 
 def job(p50: float | None, p99: float | None = None) -> JobMeasurement:
     """What `lab measure` reads at the sink: the markers from Meters and the sink's event time."""
-    return JobMeasurement("j", "cameras-meters", 0.0, [], latency=[
-        LatencyMeasurement("Sink: Alerts", "markers", "Source: Meters", p50, p99, 1),
-        LatencyMeasurement("Sink: Alerts", "event-time", None, None if p50 is None else p50 + 10, p99, 1)])
+    return JobMeasurement(
+        "j",
+        "cameras-meters",
+        0.0,
+        [],
+        latency=[
+            LatencyMeasurement("Sink: Alerts", "markers", "Source: Meters", p50, p99, 1),
+            LatencyMeasurement("Sink: Alerts", "event-time", None, None if p50 is None else p50 + 10, p99, 1),
+        ],
+    )
 
 
-def run(p50: float | None, *, throughput: float = 3000.0, bp: float = 0.0, placed: bool = True,
-        wire: float = 0.5, apply_s: float | None = 20.0) -> dict:
+def run(
+    p50: float | None,
+    *,
+    throughput: float = 3000.0,
+    bp: float = 0.0,
+    placed: bool = True,
+    wire: float = 0.5,
+    apply_s: float | None = 20.0,
+) -> dict:
     """One run as run_figures makes it (the figures lab measure would give)."""
-    return {"placed": placed, "apply_s": apply_s, "links": {"rpi1": (0.4, wire - 0.1, wire)},
-            "cpu": {"server": (0.5, 0.6)}, "wan_wire": wire, "wan_data": wire - 0.1, "wan_predicted": 0.4,
-            "throughput": throughput, "target": 3000.0, "source_bp": bp, "sources_reporting": "1/1",
-            "latency": latency_rows(PREDICTED, job(p50, None if p50 is None else 2 * p50))}
+    return {
+        "placed": placed,
+        "apply_s": apply_s,
+        "links": {"rpi1": (0.4, wire - 0.1, wire)},
+        "cpu": {"server": (0.5, 0.6)},
+        "wan_wire": wire,
+        "wan_data": wire - 0.1,
+        "wan_predicted": 0.4,
+        "throughput": throughput,
+        "target": 3000.0,
+        "source_bp": bp,
+        "sources_reporting": "1/1",
+        "latency": latency_rows(PREDICTED, job(p50, None if p50 is None else 2 * p50)),
+    }
 
 
 def test_spread_of_the_runs():
@@ -53,8 +77,11 @@ def test_spread_of_the_runs():
 
 
 def test_runs_merge_into_means_with_their_spread_and_the_worst_rate():
-    runs = [run(100.0, wire=0.4, apply_s=10.0), run(130.0, throughput=2900.0, wire=0.5, apply_s=None),
-            run(160.0, bp=0.05, wire=0.6, apply_s=30.0)]
+    runs = [
+        run(100.0, wire=0.4, apply_s=10.0),
+        run(130.0, throughput=2900.0, wire=0.5, apply_s=None),
+        run(160.0, bp=0.05, wire=0.6, apply_s=30.0),
+    ]
     row = merge_runs(runs)
     (lat,) = row["latency"]
     assert (lat["source"], lat["sink"], lat["expected_ms"], lat["upper_ms"], lat["runs"]) == (*PAIR, 200.0, 234.0, 3)
@@ -95,8 +122,11 @@ def test_strategies_that_chose_one_placement_are_checked_on_their_runs_together(
     another placement's run."""
     ilp = {"strategy": "ilp", "mapping": {"Join": ["server"]}, **merge_runs([run(140.0), run(160.0)])}
     greedy = {"strategy": "greedy", "mapping": {"Join": ["server"]}, **merge_runs([run(160.0), run(180.0)])}
-    saturated = {"strategy": "all-on-server", "mapping": {"Join": ["server"]},
-                 **merge_runs([run(2600.0, throughput=2400.0, bp=0.9)])}
+    saturated = {
+        "strategy": "all-on-server",
+        "mapping": {"Join": ["server"]},
+        **merge_runs([run(2600.0, throughput=2400.0, bp=0.9)]),
+    }
     other = {"strategy": "x", "mapping": {"Join": ["rpi1"]}, **merge_runs([run(100.0)])}
     assert latency_misses(ilp) and not latency_misses(greedy)
     rows = [saturated, greedy, ilp, other]
@@ -120,8 +150,17 @@ def test_the_latency_table_shows_both_predictions_and_the_measured_spread():
     assert "mean ± sd of 3 runs" in text
     (line,) = [ln for ln in text.splitlines() if ln.startswith("│ ilp")]
     cells = [c.strip() for c in line.strip("│").split("│")]
-    assert cells == ["ilp", "Source: Meters → Sink: Alerts", "200", "234", "130 ± 30", "260 ± 60", "140 ± 30",
-                     "260 ± 60", "+54%"]
+    assert cells == [
+        "ilp",
+        "Source: Meters → Sink: Alerts",
+        "200",
+        "234",
+        "130 ± 30",
+        "260 ± 60",
+        "140 ± 30",
+        "260 ± 60",
+        "+54%",
+    ]
 
 
 def test_predicted_latency_takes_each_figure_s_slowest_path():
@@ -142,19 +181,43 @@ def test_one_run_s_figures_from_what_lab_measure_read():
 
     spec = JOBS["branching"]
     measured = job(118.0, 227.0)
-    measured.vertices = [NS(name="Source: Cameras", records_out_per_s=0.0, backpressured_ms_per_s=0.0, reporting=0,
-                            parallelism=1),  # its metric dump starved: the next stage's records in stand in
-                         NS(name="Detect Objects", records_in_per_s=350.0),
-                         NS(name="Source: Meters", records_out_per_s=3000.0, backpressured_ms_per_s=100.0, reporting=1,
-                            parallelism=1),
-                         NS(name="Parse Meters", records_in_per_s=2990.0)]
-    m = NS(jobs=[measured], links=[NS(host="rpi1", data_mbit=0.09, mbit=0.1), NS(host="rpi2", data_mbit=0.8, mbit=0.85)],
-           cpu=[NS(host="server", host_cores=0.7), NS(host="rpi1", host_cores=None)])
+    measured.vertices = [
+        NS(
+            name="Source: Cameras", records_out_per_s=0.0, backpressured_ms_per_s=0.0, reporting=0, parallelism=1
+        ),  # its metric dump starved: the next stage's records in stand in
+        NS(name="Detect Objects", records_in_per_s=350.0),
+        NS(name="Source: Meters", records_out_per_s=3000.0, backpressured_ms_per_s=100.0, reporting=1, parallelism=1),
+        NS(name="Parse Meters", records_in_per_s=2990.0),
+    ]
+    m = NS(
+        jobs=[measured],
+        links=[NS(host="rpi1", data_mbit=0.09, mbit=0.1), NS(host="rpi2", data_mbit=0.8, mbit=0.85)],
+        cpu=[NS(host="server", host_cores=0.7), NS(host="rpi1", host_cores=None)],
+    )
     rates = {"Source: Cameras": 350.0, "Source: Meters": 3000.0}
-    one = run_figures(spec, rates, {"Source: Cameras": 1, "Source: Meters": 1}, m, {"rpi1": 0.1, "rpi2": 0.8},
-                      {"server": 0.6}, PREDICTED, placed=True, apply_s=12.0)
+    one = run_figures(
+        spec,
+        rates,
+        {"Source: Cameras": 1, "Source: Meters": 1},
+        m,
+        {"rpi1": 0.1, "rpi2": 0.8},
+        {"server": 0.6},
+        PREDICTED,
+        placed=True,
+        apply_s=12.0,
+    )
     assert one["throughput"] == 350.0 + 3000.0 and one["target"] == 3350.0 and one["source_bp"] == pytest.approx(0.05)
     assert one["links"] == {"rpi1": (0.1, 0.09, 0.1), "rpi2": (0.8, 0.8, 0.85)} and one["cpu"] == {"server": (0.6, 0.7)}
     assert one["sources_reporting"] == "1/2" and one["wan_wire"] == pytest.approx(0.95)
-    assert one["latency"] == [{"source": PAIR[0], "sink": PAIR[1], "expected_ms": 200.0, "upper_ms": 234.0,
-                               "markers_p50": 118.0, "markers_p99": 227.0, "event_p50": 128.0, "event_p99": 227.0}]
+    assert one["latency"] == [
+        {
+            "source": PAIR[0],
+            "sink": PAIR[1],
+            "expected_ms": 200.0,
+            "upper_ms": 234.0,
+            "markers_p50": 118.0,
+            "markers_p99": 227.0,
+            "event_p50": 128.0,
+            "event_p99": 227.0,
+        }
+    ]

@@ -63,21 +63,26 @@ def test_iot_path_latency_adds_flush_delay_send_and_queue():
 
 def test_a_record_waits_for_the_timeout_or_its_buffers_fill_whichever_comes_first():
     inv = inventory([{"name": "rpi1"}], pins={"sources": {"Source: S": "rpi1"}})
-    fast = profile([vertex("Source: S", rin=0, rout=100_000, bpr=100), vertex("Sink: T", rout=0)],
-                   [("Source: S", "Sink: T", "FORWARD")])
-    slow = profile([vertex("Source: S", rin=0, rout=10, bpr=100), vertex("Sink: T", rout=0)],
-                   [("Source: S", "Sink: T", "FORWARD")])
-    level = profile([vertex("Source: S", rin=0, rout=3_276.8, bpr=100), vertex("Sink: T", rout=0)],
-                    [("Source: S", "Sink: T", "FORWARD")])
+    fast = profile(
+        [vertex("Source: S", rin=0, rout=100_000, bpr=100), vertex("Sink: T", rout=0)],
+        [("Source: S", "Sink: T", "FORWARD")],
+    )
+    slow = profile(
+        [vertex("Source: S", rin=0, rout=10, bpr=100), vertex("Sink: T", rout=0)], [("Source: S", "Sink: T", "FORWARD")]
+    )
+    level = profile(
+        [vertex("Source: S", rin=0, rout=3_276.8, bpr=100), vertex("Sink: T", rout=0)],
+        [("Source: S", "Sink: T", "FORWARD")],
+    )
     # a = the shorter of the timeout and the fill time, b = the longer: E[min(U(0, a), U(0, b))] = a/2 - a²/(6b)
     (ch,) = build_problem(inv, fast).channels
     fill = 32768 / 10_000_000 * 1000  # 10 MB/s fills 32 KiB in 3.28 ms: nearly always full before the tick
-    assert lat.flush_wait_ms(ch) == pytest.approx(fill / 2 - fill ** 2 / (6 * 100))
+    assert lat.flush_wait_ms(ch) == pytest.approx(fill / 2 - fill**2 / (6 * 100))
     assert lat.flush_wait_ms(ch) == pytest.approx(1.6205, abs=1e-4)
     (ch,) = build_problem(inv, level).channels  # 327.68 kB/s fills one buffer per 100 ms tick: a third of it
     assert lat.flush_wait_ms(ch) == pytest.approx(100 / 3)
     (ch,) = build_problem(inv, slow).channels  # 1 kB/s: the timeout sends it, a fill almost never
-    assert lat.flush_wait_ms(ch) == pytest.approx(50 - 100 ** 2 / (6 * 32768 / 1000 * 1000))
+    assert lat.flush_wait_ms(ch) == pytest.approx(50 - 100**2 / (6 * 32768 / 1000 * 1000))
     assert 49.9 < lat.flush_wait_ms(ch) < 50
     assert lat.send_wait_ms(100, math.inf) == 50 and lat.send_wait_ms(0.5, 100) == lat.send_wait_ms(100, 0.5)
 
@@ -93,9 +98,11 @@ def test_a_bound_the_best_plan_meets_keeps_it_and_one_below_names_the_path():
     assert bad.status == "infeasible"
     (short,) = bad.shortages
     assert short.kind == "latency" and short.needed == pytest.approx(163.20, abs=0.05)
-    assert short.message == ("path Source: Sensors → Parse → Filter → Enrich → Window Aggregate → Sink: Readings "
-                             "needs 163.2 ms, its bound is 160 ms (109.4 ms of it buffer-flush waits, which a shorter "
-                             "execution.buffer-timeout shortens)")
+    assert short.message == (
+        "path Source: Sensors → Parse → Filter → Enrich → Window Aggregate → Sink: Readings "
+        "needs 163.2 ms, its bound is 160 ms (109.4 ms of it buffer-flush waits, which a shorter "
+        "execution.buffer-timeout shortens)"
+    )
 
 
 def test_plan_cli_reports_paths_and_refuses_methods_without_the_bound(tmp_path, capsys):
@@ -104,9 +111,14 @@ def test_plan_cli_reports_paths_and_refuses_methods_without_the_bound(tmp_path, 
     args = ["plan", "--inventory", str(inv), "--profile", IOT]
     code, out, err = cli_run([*args, "--out", tmp_path / "p"], capsys)
     assert code == 3
-    assert err.strip().splitlines()[-1].startswith(
-        "error: no placement fits: path Source: Sensors → Parse → Filter → Enrich → Window Aggregate → Sink: "
-        "Readings needs 163.2 ms, its bound is 160 ms (109.4 ms of it buffer-flush waits")
+    assert (
+        err.strip()
+        .splitlines()[-1]
+        .startswith(
+            "error: no placement fits: path Source: Sensors → Parse → Filter → Enrich → Window Aggregate → Sink: "
+            "Readings needs 163.2 ms, its bound is 160 ms (109.4 ms of it buffer-flush waits"
+        )
+    )
     rows = [line.split("│")[1].strip() for line in out.splitlines() if line.startswith("│ latency of")]
     assert rows == ["latency of Source: Sensors → Parse → Filter → Enrich → Window Aggregate → Sink: Readings"]
     # the rescale model has the bound's rows: another parallelism brings the path under it
@@ -133,8 +145,10 @@ def test_unknown_sink_in_the_bound_is_a_note_and_a_bad_bound_is_bad_input(tmp_pa
 def test_an_unbounded_inventory_hashes_as_before():
     # the digest main gave inventory/edge-lab.yaml before policy.max_latency_ms existed (plans record it; apply checks);
     # that file as it was then, kept as data since the shipped one has grown jobs: entries
-    assert load_inventory(Path(__file__).parent / "data" / "edge-lab-unbounded.yaml").digest() == \
-        "sha256:57d2ad42b9e00e0ab6bd29888b8e21c0885b2f16259a7387b83808c26c88f4be"
+    assert (
+        load_inventory(Path(__file__).parent / "data" / "edge-lab-unbounded.yaml").digest()
+        == "sha256:57d2ad42b9e00e0ab6bd29888b8e21c0885b2f16259a7387b83808c26c88f4be"
+    )
     assert lab(max_latency_ms=100).digest() != lab().digest()
 
 
@@ -146,16 +160,26 @@ def instance(seed: int):
     A → Sink U (REBALANCE): A and C shrink the records, so keeping them on a Pi saves its uplink, but the plan that
     sends least may queue at a busier uplink or send bigger messages."""
     rng = random.Random(seed)
-    edges = [{"name": f"rpi{k + 1}", "cores": rng.choice((1, 2)), "bandwidth": f"{rng.choice((2, 3, 5, 8))}mbit",
-              "delay": f"{rng.choice((5, 20, 40))}ms"} for k in range(2)]
+    edges = [
+        {
+            "name": f"rpi{k + 1}",
+            "cores": rng.choice((1, 2)),
+            "bandwidth": f"{rng.choice((2, 3, 5, 8))}mbit",
+            "delay": f"{rng.choice((5, 20, 40))}ms",
+        }
+        for k in range(2)
+    ]
     inv = inventory(edges, pins={"sources": {"Source: S": ["rpi1", "rpi2"]}})
-    prof = profile([vertex("Source: S", 2, rin=0, rout=rng.choice((500, 1000, 1500)), busy=20, bpr=rng.choice((150, 300))),
-                    vertex("A", 2, busy=rng.uniform(50, 200), bpr=rng.choice((60, 120))),
-                    vertex("C", 2, busy=rng.uniform(50, 200), bpr=rng.choice((20, 40))),
-                    vertex("Sink: T", 1, rin=2000, rout=0, busy=5),
-                    vertex("Sink: U", 1, rin=200, rout=0, busy=5)],
-                   [("Source: S", "A", "FORWARD"), ("A", "C", "FORWARD"), ("C", "Sink: T", "HASH"),
-                    ("A", "Sink: U", "REBALANCE")])
+    prof = profile(
+        [
+            vertex("Source: S", 2, rin=0, rout=rng.choice((500, 1000, 1500)), busy=20, bpr=rng.choice((150, 300))),
+            vertex("A", 2, busy=rng.uniform(50, 200), bpr=rng.choice((60, 120))),
+            vertex("C", 2, busy=rng.uniform(50, 200), bpr=rng.choice((20, 40))),
+            vertex("Sink: T", 1, rin=2000, rout=0, busy=5),
+            vertex("Sink: U", 1, rin=200, rout=0, busy=5),
+        ],
+        [("Source: S", "A", "FORWARD"), ("A", "C", "FORWARD"), ("C", "Sink: T", "HASH"), ("A", "Sink: U", "REBALANCE")],
+    )
     return inv, prof
 
 
@@ -192,8 +216,12 @@ def brute_latency(pr, assignment, cost):
                 h = hosts[assignment[(ch.source, i)]]
                 if h.is_edge and any(assignment[(ch.target, j)] != h.name for j in ch.receivers(i)):
                     rho = cost.link(h.name).mbit / h.uplink_mbit
-                    worst = max(worst, h.uplink_delay_ms + lat.transmit_ms(ch, i, h.uplink_mbit)
-                                + lat.queue_ms(rho, lat.buffer_service_ms(h.uplink_mbit)))
+                    worst = max(
+                        worst,
+                        h.uplink_delay_ms
+                        + lat.transmit_ms(ch, i, h.uplink_mbit)
+                        + lat.queue_ms(rho, lat.buffer_service_ms(h.uplink_mbit)),
+                    )
         out.append((chans[0].source, chans[-1].target, flush + worst))
     return out
 
@@ -276,8 +304,9 @@ def test_compare_marks_a_baseline_over_the_bound():
 
 
 def test_plan_json_tables_and_picture_carry_the_paths(tmp_path, capsys):
-    code, out, err = cli_run(["plan", "--inventory", "inventory/edge-lab.yaml", "--profile", IOT, "--out", tmp_path,
-                              "--compare"], capsys)
+    code, out, err = cli_run(
+        ["plan", "--inventory", "inventory/edge-lab.yaml", "--profile", IOT, "--out", tmp_path, "--compare"], capsys
+    )
     assert code == 0, err
     doc = json.loads((tmp_path / "plan.json").read_text())
     (path,) = doc["paths"]
@@ -293,8 +322,12 @@ def test_plan_json_tables_and_picture_carry_the_paths(tmp_path, capsys):
 def test_an_older_plan_without_paths_still_loads(tmp_path, capsys):
     from placement.writers.planjson import load_plan, render_plan_json
 
-    assert cli_run(["plan", "--inventory", "inventory/edge-lab.yaml", "--profile", IOT, "--out", tmp_path / "p"],
-                   capsys)[0] == 0
+    assert (
+        cli_run(["plan", "--inventory", "inventory/edge-lab.yaml", "--profile", IOT, "--out", tmp_path / "p"], capsys)[
+            0
+        ]
+        == 0
+    )
     doc = json.loads((tmp_path / "p" / "plan.json").read_text())
     del doc["paths"]  # as plans made before issue 25
     (tmp_path / "old.json").write_text(json.dumps(doc))
@@ -323,6 +356,9 @@ def test_jobs_planned_together_keep_each_job_s_bound(tmp_path, capsys):
     doc = json.loads((tmp_path / "p400" / "iot-sensors" / "plan.json").read_text())
     (path,) = doc["paths"]
     assert path["bound_ms"] == 400 and path["latency_ms"] == pytest.approx(166.34, abs=0.01)
-    assert err.strip().splitlines()[-1].startswith(
-        "error: no placement fits: path iot-sensors: Source: Sensors → iot-sensors: Parse")
+    assert (
+        err.strip()
+        .splitlines()[-1]
+        .startswith("error: no placement fits: path iot-sensors: Source: Sensors → iot-sensors: Parse")
+    )
     assert "needs 166.3 ms, its bound is 165 ms" in err

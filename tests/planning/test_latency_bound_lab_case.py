@@ -31,8 +31,11 @@ def plan(bound_ms: float | None):
     doc["policy"]["max_latency_ms"] = bound_ms
     problem = build_problem(Inventory.model_validate(doc), load_profile(PROFILE), PlanOptions(rate_scale=SCALE))
     result = solve(problem, SolverOptions())
-    enrich = {s.index: result.assignment[s.key] for s in problem.subtasks if s.vertex_name == "Enrich"} \
-        if result.assignment else {}
+    enrich = (
+        {s.index: result.assignment[s.key] for s in problem.subtasks if s.vertex_name == "Enrich"}
+        if result.assignment
+        else {}
+    )
     links = {lk.host: lk for lk in result.cost.links} if result.cost else {}
     worst = max((p.latency_ms for p in result.cost.paths), default=None) if result.cost else None
     return result, enrich, links, worst
@@ -62,8 +65,9 @@ def test_a_bound_below_what_any_placement_can_do_names_the_path(tmp_path, capsys
     doc["policy"]["max_latency_ms"] = 200
     inv = tmp_path / "bounded.yaml"
     inv.write_text(yaml.safe_dump(doc))
-    code, _out, err = cli_run(["plan", "--inventory", inv, "--profile", PROFILE, "--rate-scale", SCALE,
-                               "--out", tmp_path / "plan"], capsys)
+    code, _out, err = cli_run(
+        ["plan", "--inventory", inv, "--profile", PROFILE, "--rate-scale", SCALE, "--out", tmp_path / "plan"], capsys
+    )
     assert code != 0
     assert "Source: Sensors → Parse → Filter → Enrich → Window Aggregate → Sink: Readings needs" in err
     assert "its bound is 200 ms" in err and len(err.strip().splitlines()) == 1
@@ -76,15 +80,43 @@ def test_the_note_fills_the_asked_share_of_the_narrow_uplink():
     assert SPEC.sources[0].vertex == "Source: Sensors"
 
 
-def row(strategy: str, mapping: dict, upper: float, p99: float | None, *, status: str = "optimal",
-        throughput: float = 1200.0, placed: bool = True) -> dict:
+def row(
+    strategy: str,
+    mapping: dict,
+    upper: float,
+    p99: float | None,
+    *,
+    status: str = "optimal",
+    throughput: float = 1200.0,
+    placed: bool = True,
+) -> dict:
     """A benchmark row as plan_and_run makes it (one run)."""
-    lat = [{"source": "Source: Sensors", "sink": "Sink: Readings", "expected_ms": upper, "upper_ms": upper,
-            "markers_p50": None if p99 is None else p99 * 0.7, "markers_p99": p99, "event_p50": None,
-            "event_p99": None, "runs": 1}]
-    return {"strategy": strategy, "status": status, "mapping": mapping, "upper_ms": upper, "expected_ms": upper,
-            "runs": [{}], "placed": placed, "throughput": throughput, "target": 1200.0, "source_bp": 0.0,
-            "latency": lat}
+    lat = [
+        {
+            "source": "Source: Sensors",
+            "sink": "Sink: Readings",
+            "expected_ms": upper,
+            "upper_ms": upper,
+            "markers_p50": None if p99 is None else p99 * 0.7,
+            "markers_p99": p99,
+            "event_p50": None,
+            "event_p99": None,
+            "runs": 1,
+        }
+    ]
+    return {
+        "strategy": strategy,
+        "status": status,
+        "mapping": mapping,
+        "upper_ms": upper,
+        "expected_ms": upper,
+        "runs": [{}],
+        "placed": placed,
+        "throughput": throughput,
+        "target": 1200.0,
+        "source_bp": 0.0,
+        "latency": lat,
+    }
 
 
 FREE = {"Enrich": ["server", "rpi2"]}
@@ -95,17 +127,32 @@ MOVED = {"Enrich": ["rpi1", "server"]}
     ("rows", "expected"),
     [
         ({"wan-optimal": row("wan-optimal", FREE, 593, 376), "bounded": row("bounded", MOVED, 290, 302)}, []),
-        ({"wan-optimal": row("wan-optimal", FREE, 420, 376), "bounded": row("bounded", MOVED, 290, 302)},
-         ["nothing for the bound to change"]),
-        ({"wan-optimal": row("wan-optimal", FREE, 593, 376), "bounded": row("bounded", FREE, 290, 302)},
-         ["did not change the plan"]),
-        ({"wan-optimal": row("wan-optimal", FREE, 593, 376), "bounded": row("bounded", MOVED, 290, 460)},
-         ["breaks the 450 ms bound", "not below the WAN-optimal plan's"]),
-        ({"wan-optimal": row("wan-optimal", FREE, 593, 376),
-          "bounded": row("bounded", MOVED, 290, 302, throughput=900.0, placed=False)},
-         ["bounded did not run as planned", "bounded does not hold the rate"]),
-        ({"wan-optimal": row("wan-optimal", FREE, 593, 376), "bounded": {"strategy": "bounded", "status": "infeasible"}},
-         ["the bounded ILP found no plan (infeasible)"]),
+        (
+            {"wan-optimal": row("wan-optimal", FREE, 420, 376), "bounded": row("bounded", MOVED, 290, 302)},
+            ["nothing for the bound to change"],
+        ),
+        (
+            {"wan-optimal": row("wan-optimal", FREE, 593, 376), "bounded": row("bounded", FREE, 290, 302)},
+            ["did not change the plan"],
+        ),
+        (
+            {"wan-optimal": row("wan-optimal", FREE, 593, 376), "bounded": row("bounded", MOVED, 290, 460)},
+            ["breaks the 450 ms bound", "not below the WAN-optimal plan's"],
+        ),
+        (
+            {
+                "wan-optimal": row("wan-optimal", FREE, 593, 376),
+                "bounded": row("bounded", MOVED, 290, 302, throughput=900.0, placed=False),
+            },
+            ["bounded did not run as planned", "bounded does not hold the rate"],
+        ),
+        (
+            {
+                "wan-optimal": row("wan-optimal", FREE, 593, 376),
+                "bounded": {"strategy": "bounded", "status": "infeasible"},
+            },
+            ["the bounded ILP found no plan (infeasible)"],
+        ),
     ],
 )
 def test_the_verdict_names_what_the_lab_case_did_not_show(rows, expected):

@@ -19,16 +19,22 @@ B, H = 32768, 47  # Flink's network buffer and the header of a network message
 
 
 def one_link_profile(source: dict, sink: dict, edge: dict, job: dict | None = None) -> JobProfile:
-    return JobProfile.model_validate({"job": {"name": "tiny", "origin": "synthetic", **(job or {})},
-                                      "vertices": [source, sink], "edges": [{"source": source["id"], "target": sink["id"],
-                                                                             **edge}]})
+    return JobProfile.model_validate(
+        {
+            "job": {"name": "tiny", "origin": "synthetic", **(job or {})},
+            "vertices": [source, sink],
+            "edges": [{"source": source["id"], "target": sink["id"], **edge}],
+        }
+    )
 
 
 def on_one_link(bandwidth: str, prof: JobProfile, burst: str | None = None):
     """The source on rpi1 (its uplink ``bandwidth``, 20 ms, ``burst``), the sink's subtasks on the server: (problem,
     cost)."""
-    inv = inventory([{"name": "rpi1", "bandwidth": bandwidth, "delay": "20ms", "burst": burst}],
-                    pins={"sources": {"Source: S": "rpi1"}})
+    inv = inventory(
+        [{"name": "rpi1", "bandwidth": bandwidth, "delay": "20ms", "burst": burst}],
+        pins={"sources": {"Source: S": "rpi1"}},
+    )
     pr = build_problem(inv, prof)
     assignment = {s.key: "rpi1" if s.is_source else "server" for s in pr.subtasks}
     return pr, evaluate(pr, assignment)
@@ -53,10 +59,12 @@ def test_mg1_wait_is_pollaczek_khinchine_and_at_most_the_full_buffer_wait():
 
 
 def test_a_channel_sends_a_message_per_timeout_or_per_full_buffer():
-    slow = one_link_profile(vertex("Source: S", rin=0, rout=100, bpr=100), vertex("Sink: T", rout=0),
-                            {"ship_strategy": "FORWARD"})
-    fast = one_link_profile(vertex("Source: S", rin=0, rout=10_000, bpr=100), vertex("Sink: T", rout=0),
-                            {"ship_strategy": "FORWARD"})
+    slow = one_link_profile(
+        vertex("Source: S", rin=0, rout=100, bpr=100), vertex("Sink: T", rout=0), {"ship_strategy": "FORWARD"}
+    )
+    fast = one_link_profile(
+        vertex("Source: S", rin=0, rout=10_000, bpr=100), vertex("Sink: T", rout=0), {"ship_strategy": "FORWARD"}
+    )
     (ch,) = on_one_link("2mbit", slow)[0].channels
     assert lat.channel_messages(ch, 0, 0) == pytest.approx((10.0, 1000 + H))  # 10 kB/s: 1 kB every 100 ms
     (ch,) = on_one_link("2mbit", fast)[0].channels
@@ -70,9 +78,12 @@ def test_two_channels_of_known_sizes_on_one_link_match_the_hand_computed_mg1_wai
     """Source S (1000 records/s of 100 B, on rpi1; its 25 kB of state checkpointed every second) → HASH 90 / 10 % →
     Sink T (2 subtasks on the server) over a 2 Mbit/s uplink with 20 ms delay."""
     source = {**vertex("Source: S", rin=0, rout=1000, bpr=100), "state_bytes": 25_000}
-    prof = one_link_profile(source, vertex("Sink: T", 2, rin=500, rout=0),
-                            {"ship_strategy": "HASH", "receiver_shares": [0.9, 0.1]},
-                            job={"buffer_timeout_ms": 100, "checkpoint_interval_ms": 1000})
+    prof = one_link_profile(
+        source,
+        vertex("Sink: T", 2, rin=500, rout=0),
+        {"ship_strategy": "HASH", "receiver_shares": [0.9, 0.1]},
+        job={"buffer_timeout_ms": 100, "checkpoint_interval_ms": 1000},
+    )
     pr, cost = on_one_link("2mbit", prof)
     # the link: 0.8 Mbit/s of records, their framing (per channel min(records, flushes) + bytes / B messages of 47 B)
     # and 0.2 Mbit/s of checkpoints
@@ -90,7 +101,7 @@ def test_two_channels_of_known_sizes_on_one_link_match_the_hand_computed_mg1_wai
     assert path.expected_queue_ms == pytest.approx(wait, abs=1e-9)
     # the flush wait: the 100 ms tick or the buffer's fill (90 and 10 kB/s fill 32 KiB in 364 and 3277 ms), whichever
     # comes first — τ/2 - τ²/(6·fill) per channel, weighted by its bytes
-    flush = 0.9 * (50 - 100 ** 2 / (6 * B / 90)) + 0.1 * (50 - 100 ** 2 / (6 * B / 10))
+    flush = 0.9 * (50 - 100**2 / (6 * B / 90)) + 0.1 * (50 - 100**2 / (6 * B / 10))
     assert path.flush_ms == pytest.approx(flush) and 45 < flush < 50
     assert path.transmit_ms == pytest.approx(s0, abs=1e-12)  # its biggest
     assert path.expected_ms == pytest.approx(flush + 20 + s0 + wait, abs=1e-9)
@@ -107,9 +118,12 @@ def test_a_shapers_burst_leaves_at_once_in_the_expected_send_not_in_the_bound(bu
     at once and the rest at the rate — nothing left to send when the burst is larger than the message — while the
     bound still sends every byte at the rate (another stream may have emptied the bucket)."""
     source = {**vertex("Source: S", rin=0, rout=1000, bpr=100), "state_bytes": 25_000}
-    prof = one_link_profile(source, vertex("Sink: T", 2, rin=500, rout=0),
-                            {"ship_strategy": "HASH", "receiver_shares": [0.9, 0.1]},
-                            job={"buffer_timeout_ms": 100, "checkpoint_interval_ms": 1000})
+    prof = one_link_profile(
+        source,
+        vertex("Sink: T", 2, rin=500, rout=0),
+        {"ship_strategy": "HASH", "receiver_shares": [0.9, 0.1]},
+        job={"buffer_timeout_ms": 100, "checkpoint_interval_ms": 1000},
+    )
     (plain,), (shaped,) = on_one_link("2mbit", prof)[1].paths, on_one_link("2mbit", prof, burst)[1].paths
     s0 = (9000 + H) * 8 / 2e6 * 1e3
     assert shaped.latency_ms == pytest.approx(plain.latency_ms, abs=1e-12)  # the bound: unchanged
@@ -148,7 +162,7 @@ def test_two_flushers_on_one_link_wait_for_each_other_not_for_themselves():
     assert wait1 > wait0 + 1  # the smaller stream waits behind the larger one
     # the slowest crossing by the expected figure: subtask 0's (a larger send) or 1's (a longer wait); the flush wait
     # (100 and 25 kB/s fill 32 KiB in 328 and 1311 ms) per channel, weighted by its bytes
-    flush = (100 * (50 - 100 ** 2 / (6 * B / 100)) + 25 * (50 - 100 ** 2 / (6 * B / 25))) / 125
+    flush = (100 * (50 - 100**2 / (6 * B / 100)) + 25 * (50 - 100**2 / (6 * B / 25))) / 125
     assert path.flush_ms == pytest.approx(flush)
     assert path.expected_ms == pytest.approx(flush + 20 + max(s0 + wait0, s1 + wait1), abs=1e-9)
     assert path.expected_queue_ms == pytest.approx(wait0 if s0 + wait0 >= s1 + wait1 else wait1, abs=1e-9)
@@ -159,8 +173,11 @@ def test_one_flusher_of_full_buffers_waits_for_nothing_the_bound_charges_m_d_1(b
     """1 MB/s fills a buffer every 33 ms, each sent in 16 ms: one stream, periodic, that never waits for its own
     previous message — the expected queue is 0 — while the bound charges the M/D/1 wait of full buffers, which its
     chords interpolate (equal at a breakpoint, ρ = 0.5, above between two, ρ = 0.44)."""
-    prof = one_link_profile(vertex("Source: S", rin=0, rout=10_000, bpr=100), vertex("Sink: T", rin=10_000, rout=0),
-                            {"ship_strategy": "FORWARD"})  # no buffer timeout in the profile: framing not charged
+    prof = one_link_profile(
+        vertex("Source: S", rin=0, rout=10_000, bpr=100),
+        vertex("Sink: T", rin=10_000, rout=0),
+        {"ship_strategy": "FORWARD"},
+    )  # no buffer timeout in the profile: framing not charged
     _, cost = on_one_link(bandwidth, prof)
     (path,) = cost.paths
     s_max = lat.buffer_service_ms(float(bandwidth.removesuffix("mbit")))
@@ -193,17 +210,30 @@ def test_expected_is_never_above_the_bound_on_any_assignment():
 def test_plan_json_carries_both_figures_and_older_plans_load(tmp_path, capsys):
     from placement.writers.planjson import load_plan, render_plan_json
 
-    code, out, err = cli_run(["plan", "--inventory", "inventory/edge-lab.yaml", "--profile",
-                              "examples/profiles/branching-join.json", "--out", tmp_path / "p", "--compare", "--json"],
-                             capsys)
+    code, out, err = cli_run(
+        [
+            "plan",
+            "--inventory",
+            "inventory/edge-lab.yaml",
+            "--profile",
+            "examples/profiles/branching-join.json",
+            "--out",
+            tmp_path / "p",
+            "--compare",
+            "--json",
+        ],
+        capsys,
+    )
     assert code == 0, err
     text = (tmp_path / "p" / "plan.json").read_text()
     doc = json.loads(text)
     meters = next(p for p in doc["paths"] if p["path"].startswith("Source: Meters → Parse Meters → Filter"))
-    assert meters["latency_ms"] == pytest.approx(meters["flush_ms"] + meters["delay_ms"] + meters["transmit_ms"]
-                                                 + meters["queue_ms"])  # the bound, as before
-    assert meters["expected_ms"] == pytest.approx(meters["latency_ms"] - meters["queue_ms"]
-                                                  + meters["expected_queue_ms"])
+    assert meters["latency_ms"] == pytest.approx(
+        meters["flush_ms"] + meters["delay_ms"] + meters["transmit_ms"] + meters["queue_ms"]
+    )  # the bound, as before
+    assert meters["expected_ms"] == pytest.approx(
+        meters["latency_ms"] - meters["queue_ms"] + meters["expected_queue_ms"]
+    )
     assert meters["expected_queue_ms"] < meters["queue_ms"]
     meters = dict(meters)
     assert render_plan_json(load_plan(tmp_path / "p")) == text  # round trip with the new fields
@@ -221,8 +251,9 @@ def test_plan_json_carries_both_figures_and_older_plans_load(tmp_path, capsys):
 
 
 def test_the_latency_table_shows_expected_beside_the_upper_bound(tmp_path, capsys):
-    code, out, err = cli_run(["plan", "--inventory", "inventory/edge-lab.yaml", "--profile", IOT, "--out", tmp_path,
-                              "--compare"], capsys)
+    code, out, err = cli_run(
+        ["plan", "--inventory", "inventory/edge-lab.yaml", "--profile", IOT, "--out", tmp_path, "--compare"], capsys
+    )
     assert code == 0, err
     header = next(line for line in out.splitlines() if "expected" in line and "upper" in line and "flush" in line)
     assert header.index("expected") < header.index("upper")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 
-SCRIPT = r'''
+SCRIPT = r"""
 import contextlib, hashlib, io, itertools, json, pathlib, sys, tempfile
 import yaml
 from placement.solver import backends
@@ -53,13 +53,20 @@ for n, (inventory, profile, extra) in enumerate(runs):
         with contextlib.suppress(SystemExit):
             main(["plan", "--inventory", inventory, "--profile", profile, "--out", str(work / f"plan{n}"), *extra])
 print(next(count), digest.hexdigest())
-'''
+"""
 
 
 def _models_digest(seed: int) -> str:
     env = {**os.environ, "PYTHONHASHSEED": str(seed)}
-    done = subprocess.run([sys.executable, "-c", SCRIPT, str(REPO / "tests" / "planning")], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(REPO / "tests" / "planning")],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
 

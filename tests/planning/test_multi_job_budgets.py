@@ -62,8 +62,11 @@ def check(seed: int, contest: bool = False) -> dict:
     if best is None:
         assert result.status == "infeasible", f"seed {seed}: brute force finds no plan, the model {result.status}"
         assert result.shortages, seed
-        return {"status": "infeasible", "budget_named": any(s.kind == "budget" for s in result.shortages),
-                "free_fits": joint_brute_force(named)[0] is not None}
+        return {
+            "status": "infeasible",
+            "budget_named": any(s.kind == "budget" for s in result.shortages),
+            "free_fits": joint_brute_force(named)[0] is not None,
+        }
     assert result.status == "optimal", f"seed {seed}: {result.status} {result.reason}"
     assert result.cost.feasible, f"seed {seed}: {result.cost.violations}"
     got = ranked_figures(jp, named, result.assignment, classes)
@@ -107,8 +110,10 @@ def test_random_policies_cover_ranks_and_budget_shortfalls():
 def contested_40():
     """Job A sends 10 Mbit/s raw, job B 30; both raw (40) overflow the uplink, so one reduces on the Pi (1 Mbit/s out),
     and the Pi's one core holds one reducer. Unranked, B reduces: 10 + 1 = 11 beats 1 + 30."""
-    inv = inventory([{"name": "rpi1", "cores": 1, "task_slots": 4, "bandwidth": "40mbit"}],
-                    pins={"sources": {"Source: A": "rpi1", "Source: B": "rpi1"}})
+    inv = inventory(
+        [{"name": "rpi1", "cores": 1, "task_slots": 4, "bandwidth": "40mbit"}],
+        pins={"sources": {"Source: A": "rpi1", "Source: B": "rpi1"}},
+    )
     return inv, [reducing_job("A", 10), reducing_job("B", 30)]
 
 
@@ -135,8 +140,9 @@ def test_priority_gives_the_pi_and_the_uplink_to_job_a():
     assert wan == pytest.approx({"job-A": 1, "job-B": 30}, rel=1e-3)  # A's WAN first: the fleet's total grows to 31
     assert jp.split(result.assignment)["job-A"][("reduce-a", 0)] == "rpi1"
     # the same rank for both is no rank: today's plan
-    same_rank = solve(combine(problems(inv, profiles), {"job-A": JobPolicy(priority=1), "job-B": JobPolicy(priority=1)})
-                      .problem)
+    same_rank = solve(
+        combine(problems(inv, profiles), {"job-A": JobPolicy(priority=1), "job-B": JobPolicy(priority=1)}).problem
+    )
     assert [st.name for st in same_rank.stages] == ["wan", "server_cpu", "latency"]
     assert same_rank.cost.wan_mbit == pytest.approx(11, rel=1e-3)
 
@@ -153,16 +159,21 @@ def test_a_budget_changes_the_plan():
     # the unpoliced optimum breaks the budget, and the evaluator says whose and where
     free = solve(combine(problems(inv, profiles)).problem)
     broken = evaluate(jp.problem, free.assignment)
-    assert [v for v in broken.violations if v.startswith("job job-A needs 10.")] and "link rpi1→server" in \
-        broken.violations[0] and "its budget there is 7.20" in broken.violations[0]
+    assert (
+        [v for v in broken.violations if v.startswith("job job-A needs 10.")]
+        and "link rpi1→server" in broken.violations[0]
+        and "its budget there is 7.20" in broken.violations[0]
+    )
 
 
 def test_a_budget_that_cannot_be_met_names_the_job_and_the_link():
     """A at most 7.2 Mbit/s, B at most 18: A must reduce on the Pi, then B's raw 30 is over its 18 — or A's 10 over
     its 7.2, the smaller shortfall (2.8 of 7.2), which is what is named."""
     inv, profiles = contested_40()
-    jp = combine(problems(inv, profiles), {"job-A": JobPolicy(uplink_shares={"rpi1": 0.2}),
-                                           "job-B": JobPolicy(uplink_shares={"rpi1": 0.5})})
+    jp = combine(
+        problems(inv, profiles),
+        {"job-A": JobPolicy(uplink_shares={"rpi1": 0.2}), "job-B": JobPolicy(uplink_shares={"rpi1": 0.5})},
+    )
     result = solve(jp.problem)
     assert result.status == "infeasible"
     top = result.shortages[0]
@@ -194,12 +205,19 @@ def test_weighted_and_decompose_refuse_what_they_cannot_honour():
 
 
 def inventory_doc(jobs: list[dict]) -> dict:
-    return {"hosts": [{"name": "server", "address": "10.0.0.1", "role": "server", "cores": 8, "memory": "16GiB"},
-                      {"name": "rpi1", "address": "10.0.1.1", "role": "edge", "model": "rpi4b"},
-                      {"name": "rpi2", "address": "10.0.1.2", "role": "edge", "model": "rpi4b"}],
-            "links": [{"from": "rpi1", "to": "server", "bandwidth": "40mbit"},
-                      {"from": "rpi2", "to": "server", "bandwidth": "40mbit"}],
-            "flink": {"rest_url": "http://10.0.0.1:8081"}, "jobs": jobs}
+    return {
+        "hosts": [
+            {"name": "server", "address": "10.0.0.1", "role": "server", "cores": 8, "memory": "16GiB"},
+            {"name": "rpi1", "address": "10.0.1.1", "role": "edge", "model": "rpi4b"},
+            {"name": "rpi2", "address": "10.0.1.2", "role": "edge", "model": "rpi4b"},
+        ],
+        "links": [
+            {"from": "rpi1", "to": "server", "bandwidth": "40mbit"},
+            {"from": "rpi2", "to": "server", "bandwidth": "40mbit"},
+        ],
+        "flink": {"rest_url": "http://10.0.0.1:8081"},
+        "jobs": jobs,
+    }
 
 
 def test_an_inventory_without_priorities_or_budgets_hashes_as_before():
@@ -208,21 +226,28 @@ def test_an_inventory_without_priorities_or_budgets_hashes_as_before():
     doc["links"][0]["bandwidth"] = "40mbit"
     doc["job"] = {"name": "job-A", "jar": "/opt/a.jar"}
     # pinned: main's Inventory.digest of this document, before jobs[] had priority and budget
-    assert Inventory.model_validate(doc).digest() == \
-        "sha256:a5997f88a6e0a9df8c68e70869a6c2b147c678b2c0e653052c343a46e9d8443a"
+    assert (
+        Inventory.model_validate(doc).digest()
+        == "sha256:a5997f88a6e0a9df8c68e70869a6c2b147c678b2c0e653052c343a46e9d8443a"
+    )
     doc["jobs"][0]["priority"] = 1
-    assert Inventory.model_validate(doc).digest() != \
-        "sha256:a5997f88a6e0a9df8c68e70869a6c2b147c678b2c0e653052c343a46e9d8443a"
+    assert (
+        Inventory.model_validate(doc).digest()
+        != "sha256:a5997f88a6e0a9df8c68e70869a6c2b147c678b2c0e653052c343a46e9d8443a"
+    )
 
 
-@pytest.mark.parametrize("entry, field, words", [
-    ({"budget": {"uplinks": {"rpi1": 1.5}}}, "jobs[0].budget.uplinks", "within 0..1, got 1.5"),
-    ({"budget": {"uplinks": {"server": 0.5}}}, "jobs[0].budget.uplinks.server", "'server' is no edge host"),
-    ({"budget": {"uplinks": {"rpi9": 0.5}}}, "jobs[0].budget.uplinks.rpi9", "'rpi9' is no edge host"),
-    ({"budget": {"min_rate_scale": 0}}, "jobs[0].budget.min_rate_scale", "greater than 0"),
-    ({"priority": "high"}, "jobs[0].priority", "integer"),
-    ({"budget": {"share": 0.5}}, "jobs[0].budget.share", "unknown field"),
-])
+@pytest.mark.parametrize(
+    "entry, field, words",
+    [
+        ({"budget": {"uplinks": {"rpi1": 1.5}}}, "jobs[0].budget.uplinks", "within 0..1, got 1.5"),
+        ({"budget": {"uplinks": {"server": 0.5}}}, "jobs[0].budget.uplinks.server", "'server' is no edge host"),
+        ({"budget": {"uplinks": {"rpi9": 0.5}}}, "jobs[0].budget.uplinks.rpi9", "'rpi9' is no edge host"),
+        ({"budget": {"min_rate_scale": 0}}, "jobs[0].budget.min_rate_scale", "greater than 0"),
+        ({"priority": "high"}, "jobs[0].priority", "integer"),
+        ({"budget": {"share": 0.5}}, "jobs[0].budget.share", "unknown field"),
+    ],
+)
 def test_bad_values_are_one_line_naming_file_and_field(tmp_path, entry, field, words):
     path = tmp_path / "inv.yaml"
     path.write_text(yaml.safe_dump(inventory_doc([{"name": "job-A", **entry}])))
@@ -233,9 +258,18 @@ def test_bad_values_are_one_line_naming_file_and_field(tmp_path, entry, field, w
 
 
 def test_a_star_share_covers_every_uplink_a_named_one_overrides():
-    inv = Inventory.model_validate(inventory_doc([
-        {"name": "job-A", "priority": 2, "budget": {"uplinks": {"*": 0.25, "rpi2": 0.5}, "min_rate_scale": 1.5}},
-        {"name": "job-B"}]))
+    inv = Inventory.model_validate(
+        inventory_doc(
+            [
+                {
+                    "name": "job-A",
+                    "priority": 2,
+                    "budget": {"uplinks": {"*": 0.25, "rpi2": 0.5}, "min_rate_scale": 1.5},
+                },
+                {"name": "job-B"},
+            ]
+        )
+    )
     policies = job_policies(inv, [("job-A", "job-A"), ("job-A-2", "job-A"), ("job-B", "job-B"), ("job-C", "job-C")])
     assert set(policies) == {"job-A", "job-A-2"}  # a copy takes its job's entry; unset and unlisted jobs: none
     assert policies["job-A"] == JobPolicy(priority=2, uplink_shares={"rpi1": 0.25, "rpi2": 0.5}, min_rate_scale=1.5)
@@ -245,14 +279,16 @@ def test_max_rate_honours_an_uplink_budget_in_its_direct_model():
     """Two streams of 10 Mbit/s on 18 usable, A capped at a quarter (4.5): the fleet scales to 0.45× (A's cap), not
     the link's 0.9× — found by the direct MILP itself (its budget rows), not by the bisection it falls back to when
     its answer does not check out; what binds just above is A's budget."""
-    inv = inventory([{"name": "rpi1", "bandwidth": "20mbit"}],
-                    pins={"sources": {"Source: A": "rpi1", "Source: B": "rpi1"}})
+    inv = inventory(
+        [{"name": "rpi1", "bandwidth": "20mbit"}], pins={"sources": {"Source: A": "rpi1", "Source: B": "rpi1"}}
+    )
     profiles = [streaming_job("A", 10), streaming_job("B", 10)]
     policies = {"job-A": JobPolicy(uplink_shares={"rpi1": 0.25})}
 
     def build(scale: float):
-        return combine([(p.job.name, build_problem(inv, p, PlanOptions(rate_scale=scale))) for p in profiles],
-                       policies).problem
+        return combine(
+            [(p.job.name, build_problem(inv, p, PlanOptions(rate_scale=scale))) for p in profiles], policies
+        ).problem
 
     capacity = max_scale(build)
     assert capacity.method == "direct" and not capacity.note, capacity

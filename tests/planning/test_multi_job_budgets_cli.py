@@ -22,7 +22,6 @@ def with_jobs(inv, jobs: list[dict]):
     return type(inv).model_validate(doc)
 
 
-
 def test_plan_and_fleet_json_record_each_budget_and_its_use(tmp_path, capsys):
     inv, profiles = contested_40()
     inv = with_jobs(inv, [{"name": "job-A", "priority": 1, "budget": {"uplinks": {"rpi1": 0.5}}}, {"name": "job-B"}])
@@ -34,8 +33,14 @@ def test_plan_and_fleet_json_record_each_budget_and_its_use(tmp_path, capsys):
     fleet = json.loads((out / "fleet.json").read_text())
     a, b = fleet["jobs"]
     assert "budget" not in b  # B sets nothing: its entry reads as before
-    assert a["budget"] == {"priority": 1, "min_rate_scale": None, "rate_scale": 1.0, "uplinks": [
-        {"link": "rpi1→server", "share": 0.5, "budget_mbit": pytest.approx(18), "mbit": pytest.approx(1, rel=1e-3)}]}
+    assert a["budget"] == {
+        "priority": 1,
+        "min_rate_scale": None,
+        "rate_scale": 1.0,
+        "uplinks": [
+            {"link": "rpi1→server", "share": 0.5, "budget_mbit": pytest.approx(18), "mbit": pytest.approx(1, rel=1e-3)}
+        ],
+    }
     plan_a, plan_b = load_plan(out / a["dir"]), load_plan(out / b["dir"])  # the loader apply uses: optional fields
     assert plan_a.budget.uplinks[0].mbit == pytest.approx(1, rel=1e-3) and plan_a.budget.priority == 1
     assert plan_b.budget is None and "budget" not in json.loads((out / b["dir"] / "plan.json").read_text())
@@ -44,8 +49,10 @@ def test_plan_and_fleet_json_record_each_budget_and_its_use(tmp_path, capsys):
 
 def test_a_budget_short_cli_names_the_job_in_the_table_and_the_error(tmp_path, capsys):
     inv, profiles = contested_40()
-    inv = with_jobs(inv, [{"name": "job-A", "budget": {"uplinks": {"rpi1": 0.2}}},
-                          {"name": "job-B", "budget": {"uplinks": {"*": 0.5}}}])
+    inv = with_jobs(
+        inv,
+        [{"name": "job-A", "budget": {"uplinks": {"rpi1": 0.2}}}, {"name": "job-B", "budget": {"uplinks": {"*": 0.5}}}],
+    )
     inv_path, paths = files(tmp_path, inv, profiles)
     code, stdout, err = cli_run(plan_args(inv_path, paths, "--out", tmp_path / "out"), capsys)
     assert code != 0
@@ -54,8 +61,9 @@ def test_a_budget_short_cli_names_the_job_in_the_table_and_the_error(tmp_path, c
 
 
 def max_rate(tmp_path: Path, capsys, jobs: list[dict], *extra) -> tuple[int, dict | str]:
-    inv = inventory([{"name": "rpi1", "bandwidth": "20mbit"}],
-                    pins={"sources": {"Source: A": "rpi1", "Source: B": "rpi1"}})
+    inv = inventory(
+        [{"name": "rpi1", "bandwidth": "20mbit"}], pins={"sources": {"Source: A": "rpi1", "Source: B": "rpi1"}}
+    )
     tmp_path.mkdir(parents=True, exist_ok=True)
     inv_path, paths = files(tmp_path, with_jobs(inv, jobs), [streaming_job("A", 10), streaming_job("B", 10)])
     code, stdout, err = cli_run(plan_args(inv_path, paths, "--out", tmp_path / "out", "--json", *extra), capsys)
@@ -69,8 +77,9 @@ def test_max_rate_holds_a_job_at_its_minimum_and_scales_the_others(tmp_path, cap
     assert code == 0
     base = free["max_rate"]["scale"]
     assert base == pytest.approx(0.9, rel=0.02)
-    code, held = max_rate(tmp_path / "held", capsys, [{"name": "job-A", "budget": {"min_rate_scale": 1.2}}],
-                          "--max-rate")
+    code, held = max_rate(
+        tmp_path / "held", capsys, [{"name": "job-A", "budget": {"min_rate_scale": 1.2}}], "--max-rate"
+    )
     assert code == 0, held
     scale = held["max_rate"]["scale"]
     assert scale == pytest.approx(0.6, rel=0.02)
@@ -86,16 +95,17 @@ def test_max_rate_holds_a_job_at_its_minimum_and_scales_the_others(tmp_path, cap
 
 
 def test_a_rate_scale_below_a_minimum_is_refused(tmp_path, capsys):
-    code, err = max_rate(tmp_path, capsys, [{"name": "job-A", "budget": {"min_rate_scale": 1.2}}],
-                         "--rate-scale", "1")
+    code, err = max_rate(tmp_path, capsys, [{"name": "job-A", "budget": {"min_rate_scale": 1.2}}], "--rate-scale", "1")
     assert code != 0
     line = [ln for ln in err.splitlines() if "min_rate_scale" in ln]
     assert len(line) == 1 and "--rate-scale" in line[0] and "job 'job-A'" in line[0] and "1.2" in line[0]
-    code, ok = max_rate(tmp_path / "ok", capsys, [{"name": "job-A", "budget": {"min_rate_scale": 1.2}}],
-                        "--rate-scale", "0.7")
+    code, ok = max_rate(
+        tmp_path / "ok", capsys, [{"name": "job-A", "budget": {"min_rate_scale": 1.2}}], "--rate-scale", "0.7"
+    )
     assert code != 0  # 0.7 < 1.2 too
-    code, ok = max_rate(tmp_path / "fine", capsys, [{"name": "job-A", "budget": {"min_rate_scale": 0.5}}],
-                        "--rate-scale", "0.7")
+    code, ok = max_rate(
+        tmp_path / "fine", capsys, [{"name": "job-A", "budget": {"min_rate_scale": 0.5}}], "--rate-scale", "0.7"
+    )
     assert code == 0 and ok["results"][0]["status"] == "optimal"
 
 
@@ -120,8 +130,11 @@ def test_compare_plans_one_by_one_the_higher_priority_first_and_says_the_order(t
 
     inv, profiles = contested()
     runs, args = {}, {}
-    for tag, jobs in (("none", []), ("b-first", [{"name": "job-B", "priority": 1}, {"name": "job-A"}]),
-                      ("tie", [{"name": "job-A", "priority": 1}, {"name": "job-B", "priority": 1}])):
+    for tag, jobs in (
+        ("none", []),
+        ("b-first", [{"name": "job-B", "priority": 1}, {"name": "job-A"}]),
+        ("tie", [{"name": "job-A", "priority": 1}, {"name": "job-B", "priority": 1}]),
+    ):
         (tmp_path / tag).mkdir()
         args[tag] = plan_args(*files(tmp_path / tag, with_jobs(inv, jobs), profiles), "--compare")
         code, stdout, err = cli_run([*args[tag], "--out", tmp_path / tag / "out", "--json"], capsys)

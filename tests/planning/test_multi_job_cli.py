@@ -18,8 +18,14 @@ from placement.solver.result import PlanResult
 from placement.writers.planjson import SourceRef, build_plan_document, load_plan
 from placement.writers.schedulercfg import render_schedulercfg
 
-EXAMPLES = ["--inventory", "inventory/edge-lab.yaml", "--profile", "examples/profiles/iot-sensors.json",
-            "--profile", "examples/profiles/branching-join.json"]
+EXAMPLES = [
+    "--inventory",
+    "inventory/edge-lab.yaml",
+    "--profile",
+    "examples/profiles/iot-sensors.json",
+    "--profile",
+    "examples/profiles/branching-join.json",
+]
 
 
 def files(tmp_path: Path, inv, profiles) -> tuple[str, list[str]]:
@@ -51,8 +57,9 @@ def test_each_job_gets_the_plan_directory_the_single_job_writer_makes_of_its_par
     from placement.profile.format import load_profile
 
     inv = load_inventory("inventory/edge-lab.yaml")
-    for entry, profile_path in zip(fleet["jobs"], ["examples/profiles/iot-sensors.json",
-                                                   "examples/profiles/branching-join.json"]):
+    for entry, profile_path in zip(
+        fleet["jobs"], ["examples/profiles/iot-sensors.json", "examples/profiles/branching-join.json"]
+    ):
         doc = load_plan(out / entry["dir"])  # the loader apply uses
         profile = load_profile(profile_path)
         assert doc.job == profile.job.name == entry["job"]
@@ -62,9 +69,13 @@ def test_each_job_gets_the_plan_directory_the_single_job_writer_makes_of_its_par
         assert cost.feasible
         # what the single-job writer makes of this assignment, the timestamp and solver record aside
         alone = build_plan_document(
-            problem, PlanResult("ilp", "optimal", assignment, cost), job=profile.job.name, placement_mode="custom",
+            problem,
+            PlanResult("ilp", "optimal", assignment, cost),
+            job=profile.job.name,
+            placement_mode="custom",
             inventory=SourceRef(path="inventory/edge-lab.yaml", digest=inv.digest(), name=inv.name),
-            profile=SourceRef(path=profile_path, digest=profile.digest(), name=profile.job.name))
+            profile=SourceRef(path=profile_path, digest=profile.digest(), name=profile.job.name),
+        )
         mine, theirs = doc.model_dump(), alone.model_dump()
         for key in ("created_at", "solver", "warnings", "paths", "contingencies"):
             mine.pop(key), theirs.pop(key)
@@ -84,9 +95,9 @@ def test_each_job_gets_the_plan_directory_the_single_job_writer_makes_of_its_par
                 assert path.latency_ms > single.latency_ms
         assert doc.solver.status == "optimal" and doc.solver.stages[0].name == "wan"  # the joint solve's record
         assert any(w.startswith("planned together with ") and "fleet.json" in w for w in doc.warnings)
-        assert (out / entry["dir"] / "schedulercfg").read_text() == render_schedulercfg(doc.assignment,
-                                                                                       problem.vertex_order,
-                                                                                       doc.contingencies)
+        assert (out / entry["dir"] / "schedulercfg").read_text() == render_schedulercfg(
+            doc.assignment, problem.vertex_order, doc.contingencies
+        )
         assert entry["objective"]["wan_mbit"] == pytest.approx(cost.wan_mbit)
     # fleet.json: every link's use per job adds up to its total, and matches each job's own plan.json
     plans = {j["job"]: load_plan(out / j["dir"]) for j in fleet["jobs"]}
@@ -112,14 +123,18 @@ def test_the_terminal_shows_jobs_links_per_job_and_the_comparison(tmp_path, caps
     assert "WAN links, per job" in out and "Joint vs one by one" in out
     row = next(line for line in out.splitlines() if line.startswith("│ rpi1→server"))
     assert [c.strip() for c in row.split("│")[2:5]] == ["10.00", "1.00", "11.00"]  # A raw, B reduced, total
-    assert "one by one: job-B does not fit: link rpi1→server needs 30.0 Mbit/s, has 14 (11.6 usable after running " \
-           "job job-A's 1 Mbit/s)" in out
+    assert (
+        "one by one: job-B does not fit: link rpi1→server needs 30.0 Mbit/s, has 14 (11.6 usable after running "
+        "job job-A's 1 Mbit/s)" in out
+    )
     assert "each alone: the plans together oversubscribe: host rpi1 needs 1.27 cores" in out
     code, out, err = cli_run(plan_args(inv_path, paths, "--out", tmp_path / "j", "--compare", "--json"), capsys)
     compare = {c["strategy"]: c for c in json.loads(out)["compare"]}
     assert compare["one by one"]["failed"] == "job-B" and not compare["one by one"]["feasible"]
     assert compare["each alone"]["violations"] and not compare["each alone"]["feasible"]
-    assert compare["all on server"]["wan_mbit"] == pytest.approx(10 + 30) and compare["all on server"]["feasible"] is False
+    assert (
+        compare["all on server"]["wan_mbit"] == pytest.approx(10 + 30) and compare["all on server"]["feasible"] is False
+    )
     assert json.loads((tmp_path / "j" / "fleet.json").read_text())["compare"][0]["strategy"] == "one by one"
 
 
@@ -143,12 +158,15 @@ def test_a_job_planned_around_a_running_one(tmp_path, capsys):
     assert code == 3
     assert "running: job-A" in out
     assert "warning" not in err  # A's pins name the running job's vertices: no typo of B's
-    assert err.startswith("error: no placement fits: link rpi1→server needs 30.0 Mbit/s, has 14 (11.6 usable after "
-                          "running job job-A's 1 Mbit/s)")
+    assert err.startswith(
+        "error: no placement fits: link rpi1→server needs 30.0 Mbit/s, has 14 (11.6 usable after "
+        "running job job-A's 1 Mbit/s)"
+    )
     assert not (tmp_path / "b").exists()
     # what is left for B around A: its max rate
-    code, out, err = cli_run(plan_args(inv_path, [pb], "--out", tmp_path / "b", "--running", tmp_path / "a",
-                                       "--max-rate", "--json"), capsys)
+    code, out, err = cli_run(
+        plan_args(inv_path, [pb], "--out", tmp_path / "b", "--running", tmp_path / "a", "--max-rate", "--json"), capsys
+    )
     assert code == 0, err
     assert json.loads(out)["max_rate"]["scale"] == pytest.approx(11.6 / 30, rel=1e-3)
     assert load_plan(tmp_path / "b").job == "job-B"
@@ -174,9 +192,12 @@ def test_bad_running_plans_are_one_line_errors(tmp_path, capsys):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(doc))
     code, out, err = cli_run(plan_args(inv_path, [pb], "--out", tmp_path / "b", "--running", bad), capsys)
-    assert code == 2 and err.strip().splitlines() == [f"error: {bad}: hosts[1].host: host 'rpi9' is not in the inventory"]
-    code, out, err = cli_run(plan_args(inv_path, [pa, pb], "--out", tmp_path / "b", "--running", tmp_path / "a"),
-                             capsys)
+    assert code == 2 and err.strip().splitlines() == [
+        f"error: {bad}: hosts[1].host: host 'rpi9' is not in the inventory"
+    ]
+    code, out, err = cli_run(
+        plan_args(inv_path, [pa, pb], "--out", tmp_path / "b", "--running", tmp_path / "a"), capsys
+    )
     assert code == 2 and "job: is job 'job-A', which this plan places" in err and "Traceback" not in err
     code, out, err = cli_run(plan_args(inv_path, [pa, pb], "--out", tmp_path / "b", "--rescale"), capsys)
     assert code == 2 and "--rescale" in err
@@ -194,10 +215,23 @@ def test_re_planning_a_fleet_keeps_a_jobs_audit_log(tmp_path, capsys):
 
 
 def test_one_profile_twice_is_two_jobs(tmp_path, capsys):
-    code, out, err = cli_run(["plan", "--inventory", "inventory/edge-lab.yaml", "--profile",
-                              "examples/profiles/branching-join.json", "--profile",
-                              "examples/profiles/branching-join.json", "--out", tmp_path / "o", "--json",
-                              "--rate-scale", "0.5"], capsys)
+    code, out, err = cli_run(
+        [
+            "plan",
+            "--inventory",
+            "inventory/edge-lab.yaml",
+            "--profile",
+            "examples/profiles/branching-join.json",
+            "--profile",
+            "examples/profiles/branching-join.json",
+            "--out",
+            tmp_path / "o",
+            "--json",
+            "--rate-scale",
+            "0.5",
+        ],
+        capsys,
+    )
     assert code == 0, err  # two copies of one job: same sources, twice the load
     assert [j["dir"] for j in json.loads(out)["jobs"]] == ["camera-meter-join", "camera-meter-join-2"]
     assert "job 'camera-meter-join' is planned more than once (this copy as 'camera-meter-join-2')" in err
@@ -207,30 +241,47 @@ def test_one_profile_twice_is_two_jobs(tmp_path, capsys):
 def test_jobs_that_do_not_fit_together_write_nothing(tmp_path, capsys):
     """The three shipped jobs together need more of rpi2's CPU than it has: exit 3, the shortfall on one line, no
     plan directory (each of them alone fits)."""
-    code, out, err = cli_run(["plan", *EXAMPLES, "--profile", "examples/profiles/nexmark-hot-items.json",
-                              "--out", tmp_path / "o"], capsys)
+    code, out, err = cli_run(
+        ["plan", *EXAMPLES, "--profile", "examples/profiles/nexmark-hot-items.json", "--out", tmp_path / "o"], capsys
+    )
     assert code == 3
     lines = [line for line in err.strip().splitlines() if not line.startswith("warning: ")]  # job.name: one job's
     # 3.16 usable: 4 × 0.8 less each job's Netty work for the stream leaving rpi2 (3 × 0.0012 × 10 a second)
     assert lines == ["error: no placement fits: host rpi2 needs 3.52 cores, has 4 (3.16 usable)"]
     assert "3 jobs (iot-sensors, camera-meter-join, nexmark-q5)" in out and not (tmp_path / "o").exists()
-    code, out, err = cli_run(["plan", *EXAMPLES, "--profile", "examples/profiles/nexmark-hot-items.json",
-                              "--out", tmp_path / "o", "--json"], capsys)
+    code, out, err = cli_run(
+        ["plan", *EXAMPLES, "--profile", "examples/profiles/nexmark-hot-items.json", "--out", tmp_path / "o", "--json"],
+        capsys,
+    )
     assert code == 3 and json.loads(out)["results"][0]["shortages"][0]["resource"] == "rpi2"
 
 
 def test_a_fleet_directory_as_running_stands_for_all_its_jobs(tmp_path, capsys):
     out = tmp_path / "fleet"
     assert cli_run(["plan", *EXAMPLES, "--out", out], capsys)[0] == 0
-    code, stdout, err = cli_run(["plan", "--inventory", "inventory/edge-lab.yaml", "--profile",
-                                 "examples/profiles/nexmark-hot-items.json", "--running", out, "--out", tmp_path / "q5",
-                                 "--json"], capsys)
+    code, stdout, err = cli_run(
+        [
+            "plan",
+            "--inventory",
+            "inventory/edge-lab.yaml",
+            "--profile",
+            "examples/profiles/nexmark-hot-items.json",
+            "--running",
+            out,
+            "--out",
+            tmp_path / "q5",
+            "--json",
+        ],
+        capsys,
+    )
     assert code == 3  # what the two jobs leave of rpi2's uplink and CPU is too little for nexmark-q5
     summary = json.loads(stdout)
     assert [r["job"] for r in summary["running"]] == ["iot-sensors", "camera-meter-join"]
     link = next(s for s in summary["results"][0]["shortages"] if s["kind"] == "link")
-    assert link["message"] == ("link rpi2→server needs 36.0 Mbit/s, has 50 (20.2 usable after running jobs "
-                               "camera-meter-join's 21.5 Mbit/s, iot-sensors's 3.28 Mbit/s)")
+    assert link["message"] == (
+        "link rpi2→server needs 36.0 Mbit/s, has 50 (20.2 usable after running jobs "
+        "camera-meter-join's 21.5 Mbit/s, iot-sensors's 3.28 Mbit/s)"
+    )
 
 
 def scaled_by_hand(profile, x: float):
@@ -248,8 +299,20 @@ def test_each_jobs_own_rate_scale_plans_as_its_profile_scaled_by_hand(tmp_path, 
     1.2×, planned at 1: the same placement, links and objective; each plan.json records its own scale."""
     inv, (a, b) = contested()
     inv_path, paths = files(tmp_path, inv, [a, b])
-    code, out, err = cli_run(plan_args(inv_path, paths, "--out", tmp_path / "own", "--json", "--rate-scale",
-                                       "job-A=0.5", "--rate-scale", "job-B=1.2"), capsys)
+    code, out, err = cli_run(
+        plan_args(
+            inv_path,
+            paths,
+            "--out",
+            tmp_path / "own",
+            "--json",
+            "--rate-scale",
+            "job-A=0.5",
+            "--rate-scale",
+            "job-B=1.2",
+        ),
+        capsys,
+    )
     assert code == 0, err
     own = json.loads(out)["results"][0]
     (tmp_path / "hand").mkdir()
@@ -262,35 +325,45 @@ def test_each_jobs_own_rate_scale_plans_as_its_profile_scaled_by_hand(tmp_path, 
         assert own[key] == pytest.approx(by_hand[key]), key
     assert own["links"] == pytest.approx(by_hand["links"])
     # B reduces on the Pi (1.2 Mbit/s), A's half-rate raw stream goes up (5): neither scale alone would plan this
-    assert own["jobs"]["job-B"]["wan_mbit"] == pytest.approx(1.2) and own["jobs"]["job-A"]["wan_mbit"] == \
-        pytest.approx(5.0)
+    assert own["jobs"]["job-B"]["wan_mbit"] == pytest.approx(1.2) and own["jobs"]["job-A"]["wan_mbit"] == pytest.approx(
+        5.0
+    )
     for job, scale in (("job-A", 0.5), ("job-B", 1.2)):
         mine, theirs = load_plan(tmp_path / "own" / job), load_plan(tmp_path / "hand" / "out" / job)
         assert mine.assignment == theirs.assignment
         assert (mine.rate_scale, theirs.rate_scale) == (scale, 1.0)
     # a global scale for the rest: B at its own 1.2, A at the fleet's 0.5 — the same plan again
-    code, out, err = cli_run(plan_args(inv_path, paths, "--out", tmp_path / "mixed", "--json", "--rate-scale", "0.5",
-                                       "--rate-scale", "job-B=1.2"), capsys)
+    code, out, err = cli_run(
+        plan_args(
+            inv_path, paths, "--out", tmp_path / "mixed", "--json", "--rate-scale", "0.5", "--rate-scale", "job-B=1.2"
+        ),
+        capsys,
+    )
     assert code == 0, err
     assert json.loads(out)["results"][0]["wan_mbit"] == pytest.approx(own["wan_mbit"])
 
 
-@pytest.mark.parametrize(("scales", "message"), [
-    (["job-C=2"], "--rate-scale: job-C=2: no job 'job-C' is planned here (the jobs: job-A, job-B)"),
-    (["job-A=fast"], "Invalid value for '--rate-scale': 'job-A=fast': the scale must be a number above 0"),
-    (["job-A=0"], "Invalid value for '--rate-scale': 'job-A=0': the scale must be a number above 0"),
-    (["=2"], "Invalid value for '--rate-scale': '=2': no job name before '='"),
-    (["1.5", "2"], "--rate-scale: the fleet's scale is given twice (1.5 and 2)"),
-    (["job-A=1", "job-A=2"], "--rate-scale: job 'job-A' is given twice (1 and 2)"),
-    (["job-A=2", "--max-rate"], "--max-rate: finds the scale of the rates itself: drop --rate-scale"),
-])
+@pytest.mark.parametrize(
+    ("scales", "message"),
+    [
+        (["job-C=2"], "--rate-scale: job-C=2: no job 'job-C' is planned here (the jobs: job-A, job-B)"),
+        (["job-A=fast"], "Invalid value for '--rate-scale': 'job-A=fast': the scale must be a number above 0"),
+        (["job-A=0"], "Invalid value for '--rate-scale': 'job-A=0': the scale must be a number above 0"),
+        (["=2"], "Invalid value for '--rate-scale': '=2': no job name before '='"),
+        (["1.5", "2"], "--rate-scale: the fleet's scale is given twice (1.5 and 2)"),
+        (["job-A=1", "job-A=2"], "--rate-scale: job 'job-A' is given twice (1 and 2)"),
+        (["job-A=2", "--max-rate"], "--max-rate: finds the scale of the rates itself: drop --rate-scale"),
+    ],
+)
 def test_a_bad_per_job_rate_scale_is_one_line_exit_2(scales, message, tmp_path, capsys):
     inv_path, paths = files(tmp_path, *contested())
     extra = [a for s in scales for a in ((s,) if s.startswith("--") else ("--rate-scale", s))]
     code, out, err = cli_run(plan_args(inv_path, paths, "--out", tmp_path / "o", *extra), capsys)
     assert code == 2 and message in err and err.strip().count("\n") == 0, err
-    code, out, err = cli_run(["plan", "--inventory", inv_path, "--profile", paths[0], "--out", tmp_path / "one",
-                              "--rate-scale", "job-A=2"], capsys)
+    code, out, err = cli_run(
+        ["plan", "--inventory", inv_path, "--profile", paths[0], "--out", tmp_path / "one", "--rate-scale", "job-A=2"],
+        capsys,
+    )
     assert code == 2 and "with one --profile give --rate-scale X" in err and err.strip().count("\n") == 0, err
 
 
@@ -302,8 +375,13 @@ def test_a_job_with_its_jobs_entry_is_resubmitted_as_that_entry_says(tmp_path, c
     doc.pop("jobs", None)  # the shipped inventory has entries for its example jobs: this one starts without
     plain = tmp_path / "plain.yaml"
     plain.write_text(yaml.safe_dump(doc, sort_keys=False))
-    doc["jobs"] = [{"name": "camera-meter-join", "entry_class": "placement.lab.BranchingJob",
-                    "program_args": ["--job-name", "camera-meter-join", "--camera-rate", "350"]}]
+    doc["jobs"] = [
+        {
+            "name": "camera-meter-join",
+            "entry_class": "placement.lab.BranchingJob",
+            "program_args": ["--job-name", "camera-meter-join", "--camera-rate", "350"],
+        }
+    ]
     entry = tmp_path / "entry.yaml"
     entry.write_text(yaml.safe_dump(doc, sort_keys=False))
     profiles = EXAMPLES[2:]

@@ -21,18 +21,24 @@ from placement.solver.one_by_one import each_alone, in_sequence
 
 def reducing_job(tag: str, raw_mbit: float) -> object:
     """Source (born on rpi1) → Reduce (0.6 of a Pi core, 10:1) → Sink: reducing on the Pi saves ``raw_mbit`` − 1."""
-    return job_profile(f"job-{tag}", [
-        vertex(f"Source: {tag}", rin=0, rout=1000, busy=10, bpr=raw_mbit * 125),
-        vertex(f"Reduce {tag}", rin=1000, rout=100, busy=180, bpr=1250),
-        vertex(f"Sink: {tag}", rin=100, rout=0, busy=5),
-    ], [(f"Source: {tag}", f"Reduce {tag}", "FORWARD"), (f"Reduce {tag}", f"Sink: {tag}", "FORWARD")])
+    return job_profile(
+        f"job-{tag}",
+        [
+            vertex(f"Source: {tag}", rin=0, rout=1000, busy=10, bpr=raw_mbit * 125),
+            vertex(f"Reduce {tag}", rin=1000, rout=100, busy=180, bpr=1250),
+            vertex(f"Sink: {tag}", rin=100, rout=0, busy=5),
+        ],
+        [(f"Source: {tag}", f"Reduce {tag}", "FORWARD"), (f"Reduce {tag}", f"Sink: {tag}", "FORWARD")],
+    )
 
 
 def contested():
     """rpi1: one core (0.8 usable: one reducer), a 14 Mbit/s uplink (12.6 usable). Job A sends 10 Mbit/s raw, job B
     30."""
-    inv = inventory([{"name": "rpi1", "cores": 1, "task_slots": 4, "bandwidth": "14mbit"}],
-                    pins={"sources": {"Source: A": "rpi1", "Source: B": "rpi1"}})
+    inv = inventory(
+        [{"name": "rpi1", "cores": 1, "task_slots": 4, "bandwidth": "14mbit"}],
+        pins={"sources": {"Source: A": "rpi1", "Source: B": "rpi1"}},
+    )
     return inv, [reducing_job("A", 10), reducing_job("B", 30)]
 
 
@@ -77,8 +83,11 @@ def test_running_jobs_are_fixed_load_that_a_shortfall_names():
     pa, pb = build_problem(inv, a), build_problem(inv, b)
     plan_a = solve(pa)
     assert plan_a.cost.wan_mbit == pytest.approx(1)  # A alone reduces on the Pi
-    running = uses_of("job-A", {link.host: link.mbit for link in plan_a.cost.links},
-                      [(h.host, h.cores_used, h.memory_mib_used, h.slots_used) for h in plan_a.cost.hosts])
+    running = uses_of(
+        "job-A",
+        {link.host: link.mbit for link in plan_a.cost.links},
+        [(h.host, h.cores_used, h.memory_mib_used, h.slots_used) for h in plan_a.cost.hosts],
+    )
     around = with_running(pb, running)
     rpi1 = around.host_by_name["rpi1"]
     assert around.usable_mbit(rpi1) == pytest.approx(12.6 - 1)
@@ -117,8 +126,10 @@ def test_job_names_and_directories_are_unique():
 def test_jobs_never_share_a_slot():
     """Two one-vertex-wide jobs on a Pi with one slot: alone each fits, together they do not (with slot sharing one
     job's vertices share a slot, two jobs' do not)."""
-    inv = inventory([{"name": "rpi1", "cores": 4, "task_slots": 1, "bandwidth": "100mbit"}],
-                    pins={"sources": {"Source: A": "rpi1", "Source: B": "rpi1"}})
+    inv = inventory(
+        [{"name": "rpi1", "cores": 4, "task_slots": 1, "bandwidth": "100mbit"}],
+        pins={"sources": {"Source: A": "rpi1", "Source: B": "rpi1"}},
+    )
     profiles = [reducing_job("A", 1), reducing_job("B", 1)]
     for _, pr in problems(inv, profiles):
         assert solve(pr).status == "optimal"

@@ -26,23 +26,32 @@ SLOW = 4 + 4 * 10 / SEGMENT_BYTES  # deliveries a second of 4 records/s of 10 by
 def job(buffers_in: float | None = None, rate: float = 1000, timeout_ms: float | None = 100) -> JobProfile:
     """Source (born on rpi1) → Map → Sink, FORWARD then REBALANCE, 10-byte records; ``buffers_in``: what Map and
     the sink were measured to get a second (None: not measured)."""
+
     def measured(v: dict) -> dict:
         if buffers_in is not None:
             v["subtasks"] = [{**s, "buffers_in_per_s": buffers_in} for s in v["subtasks"]]
         return v
 
-    doc = profile([vertex("Source: S", rin=0, rout=rate, busy=60, bpr=10),
-                   measured(vertex("M", rin=rate, rout=rate, busy=60, bpr=10)),
-                   measured(vertex("Sink: T", rin=rate, rout=0, busy=10))],
-                  [("Source: S", "M", "FORWARD"), ("M", "Sink: T", "REBALANCE")]).model_dump()
+    doc = profile(
+        [
+            vertex("Source: S", rin=0, rout=rate, busy=60, bpr=10),
+            measured(vertex("M", rin=rate, rout=rate, busy=60, bpr=10)),
+            measured(vertex("Sink: T", rin=rate, rout=0, busy=10)),
+        ],
+        [("Source: S", "M", "FORWARD"), ("M", "Sink: T", "REBALANCE")],
+    ).model_dump()
     doc["job"]["buffer_timeout_ms"] = timeout_ms
     return JobProfile.model_validate(doc)
 
 
 def edges(**rpi1):
-    return inventory([{"name": "rpi1", "cores": 1, "bandwidth": "1000mbit", "netty_cores_per_delivery": None, **rpi1},
-                      {"name": "rpi2", "cores": 1, "netty_cores_per_delivery": None}],
-                     pins={"sources": {"Source: S": "rpi1"}})
+    return inventory(
+        [
+            {"name": "rpi1", "cores": 1, "bandwidth": "1000mbit", "netty_cores_per_delivery": None, **rpi1},
+            {"name": "rpi2", "cores": 1, "netty_cores_per_delivery": None},
+        ],
+        pins={"sources": {"Source: S": "rpi1"}},
+    )
 
 
 def test_an_edge_host_where_a_source_is_born_pays_one_flush_cycle_a_second_of_netty():
@@ -54,8 +63,9 @@ def test_an_edge_host_where_a_source_is_born_pays_one_flush_cycle_a_second_of_ne
     # a slow source flushes when it has a record: 4 a second (and a full buffer every 32 kB)
     assert build_problem(edges(), job(rate=4)).host_by_name["rpi1"].netty_cores == pytest.approx(KAPPA * SLOW)
     # the inventory's own figure, in the host's cores
-    assert build_problem(edges(netty_cores_per_delivery=0.002), job()).host_by_name["rpi1"].netty_cores == \
-        pytest.approx(0.02)
+    assert build_problem(edges(netty_cores_per_delivery=0.002), job()).host_by_name[
+        "rpi1"
+    ].netty_cores == pytest.approx(0.02)
 
 
 def test_measured_buffers_correct_the_flush_cycles_of_a_bursty_source_on_the_wire_too():
@@ -67,8 +77,9 @@ def test_measured_buffers_correct_the_flush_cycles_of_a_bursty_source_on_the_wir
     assert bursty.channels[0].deliveries(0, 0) == pytest.approx(10 * ratio + segments) == pytest.approx(1.3)
     assert bursty.host_by_name["rpi1"].netty_cores == pytest.approx(KAPPA * 1.3)  # what Map was measured to get
     header = MESSAGE_HEADER_BYTES * 8 / 1e6
-    assert steady.channels[1].flow_mbit(0, 0) - bursty.channels[1].flow_mbit(0, 0) == \
-        pytest.approx(10 * (1 - ratio) * header)
+    assert steady.channels[1].flow_mbit(0, 0) - bursty.channels[1].flow_mbit(0, 0) == pytest.approx(
+        10 * (1 - ratio) * header
+    )
     doubled = build_problem(edges(), job(buffers_in=1.3), PlanOptions(rate_scale=2.0))
     assert doubled.channels[0].deliveries(0, 0) == pytest.approx(10 * ratio + 2 * segments)
     # a profile without a flush interval is not charged framing, but its Netty server works at Flink's default cycle
@@ -84,7 +95,8 @@ def test_plan_json_gives_the_netty_part_of_the_predicted_cpu(tmp_path, capsys):
     hosts = {h["host"]: h for h in json.loads((tmp_path / "p" / "plan.json").read_text())["hosts"]}
     assert hosts["rpi1"]["netty_cores"] == pytest.approx(KAPPA * 10)
     assert hosts["rpi1"]["predicted_cores"] == pytest.approx(
-        hosts["rpi1"]["baseline_cores"] + hosts["rpi1"]["netty_cores"] + hosts["rpi1"]["subtask_cores"])
+        hosts["rpi1"]["baseline_cores"] + hosts["rpi1"]["netty_cores"] + hosts["rpi1"]["subtask_cores"]
+    )
     assert hosts["server"].get("netty_cores") is None  # none: null, as absent in older plans
 
 
@@ -93,9 +105,14 @@ def test_every_planner_leaves_the_netty_work_free():
     Pi has 0.788 and Map goes to the server — in the exact model, the fleet decomposition and --max-rate alike."""
     for netty, where in ((0.0, "rpi1"), (None, "server")):
         inv = edges(netty_cores_per_delivery=netty)
-        prof = profile([vertex("Source: S", rin=0, rout=1000, busy=60, bpr=1), vertex("M", busy=180, bpr=1),
-                        vertex("Sink: T", rout=0, busy=1)],
-                       [("Source: S", "M", "FORWARD"), ("M", "Sink: T", "REBALANCE")])
+        prof = profile(
+            [
+                vertex("Source: S", rin=0, rout=1000, busy=60, bpr=1),
+                vertex("M", busy=180, bpr=1),
+                vertex("Sink: T", rout=0, busy=1),
+            ],
+            [("Source: S", "M", "FORWARD"), ("M", "Sink: T", "REBALANCE")],
+        )
         pr = build_problem(inv, prof)
         for result in (solve(pr), solve_decomposed(pr)):
             assert result.cost.feasible
@@ -114,8 +131,9 @@ def test_jobs_on_one_host_each_pay_their_own_flush_cycles():
     one = build_problem(edges(), job())
     both = combine([("a", one), ("b", build_problem(edges(), job(rate=4)))]).problem
     assert both.host_by_name["rpi1"].netty_cores == pytest.approx(KAPPA * (10 + SLOW))
-    assert evaluate(one, {s.key: "server" if not s.is_source else "rpi1" for s in one.subtasks}).host("rpi1") \
-        .netty_cores == pytest.approx(KAPPA * 10)
+    assert evaluate(one, {s.key: "server" if not s.is_source else "rpi1" for s in one.subtasks}).host(
+        "rpi1"
+    ).netty_cores == pytest.approx(KAPPA * 10)
 
 
 def test_a_rescaled_vertex_keeps_the_flush_cycles_measured_of_it_and_a_hash_pair_its_receivers_busiest():

@@ -77,7 +77,8 @@ def assert_stage_objectives_price_the_plan(result, pr: PlacementProblem) -> None
     for stage in result.stages:
         assert stage.info.objective is not None, stage
         assert stage.info.objective == pytest.approx(figures[stage.name], rel=1e-5, abs=1e-6), (
-            f"stage {stage.name}: the ILP's objective {stage.info.objective} but the plan costs {figures[stage.name]}")
+            f"stage {stage.name}: the ILP's objective {stage.info.objective} but the plan costs {figures[stage.name]}"
+        )
 
 
 def solve_checked(pr: PlacementProblem):
@@ -249,8 +250,12 @@ PI_CORES_PER_SUBTASK = 0.1 / 0.3  # busy 100 ms/s of a server core on a speed-0.
 
 def pi_fitting_one_more(subtasks: int) -> dict:
     """An rpi1 (80 % usable cores) with room for ``subtasks`` + 1 subtasks of busy 100 ms/s, not + 2."""
-    return {"name": "rpi1", "cores": (subtasks + 1.5) * PI_CORES_PER_SUBTASK / 0.8, "task_slots": 4,
-            "delay": f"{DELAY_MS}ms"}
+    return {
+        "name": "rpi1",
+        "cores": (subtasks + 1.5) * PI_CORES_PER_SUBTASK / 0.8,
+        "task_slots": 4,
+        "delay": f"{DELAY_MS}ms",
+    }
 
 
 def latency_case(edge_into_a: str, edge_out_of_a: str, n_s: int, n_t: int, a_out: float) -> tuple[list, list]:
@@ -288,4 +293,3 @@ def test_latency_rows_at_their_break_even(case, factor):
         assert (result.cost.wan_mbit, result.cost.latency_ms) == pytest.approx((wan_server, DELAY_MS))
     assert weighted_value(pr, result) == pytest.approx(weighted_brute_force(pr))
     assert_stage_objectives_price_the_plan(result, pr)
-

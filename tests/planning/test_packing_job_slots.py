@@ -17,17 +17,20 @@ from placement.solver import families, packing
 def fits(pr, items, servers, assignment) -> bool:
     for h in servers:
         here = [s for s, name in zip(items, assignment) if name == h.name]
-        if not (all(pr.keeps_up(s, h) for s in here)
-                and sum(families.cpu_need(s, h) for s in here) <= families.cpu_room(pr, h) + 1e-9
-                and sum(families.memory_need(s) for s in here) <= families.memory_room(pr, h) + 1e-9
-                and pr.slots_needed(here) <= h.slots):
+        if not (
+            all(pr.keeps_up(s, h) for s in here)
+            and sum(families.cpu_need(s, h) for s in here) <= families.cpu_room(pr, h) + 1e-9
+            and sum(families.memory_need(s) for s in here) <= families.memory_room(pr, h) + 1e-9
+            and pr.slots_needed(here) <= h.slots
+        ):
             return False
     return True
 
 
 def some_packing(pr, items, servers) -> bool:
-    return any(fits(pr, items, servers, combo) for combo in itertools.product([h.name for h in servers],
-                                                                               repeat=len(items)))
+    return any(
+        fits(pr, items, servers, combo) for combo in itertools.product([h.name for h in servers], repeat=len(items))
+    )
 
 
 @pytest.mark.parametrize("seed", range(1000, 1012))

@@ -31,19 +31,25 @@ def test_the_shipped_demo_inventory_plans_every_example_without_pin_notes(profil
 
 def test_a_typo_is_named_with_the_vertex_it_was_meant_for():
     found = notes({"sources": {"Source: Sensor": ["rpi1", "rpi2", "rpi3"], "Source: Bids": "rpi1"}})
-    assert found[0] == ("pins.sources.Source: Sensor names no vertex of job 'iot-sensors' and is ignored; "
-                        "did you mean 'Source: Sensors'?")
-    assert found[1] == ("1 pins name no vertex of job 'iot-sensors' and are ignored: pins.sources.Source: Bids "
-                        "(sources without a birth pin, run at the server side: Source: Sensors)")
+    assert found[0] == (
+        "pins.sources.Source: Sensor names no vertex of job 'iot-sensors' and is ignored; "
+        "did you mean 'Source: Sensors'?"
+    )
+    assert found[1] == (
+        "1 pins name no vertex of job 'iot-sensors' and are ignored: pins.sources.Source: Bids "
+        "(sources without a birth pin, run at the server side: Source: Sensors)"
+    )
 
 
 def test_another_jobs_source_pins_are_news_only_when_this_job_has_an_unborn_source():
     assert notes({"sources": {"Source: Sensors": "rpi1", "Source: Bids": "rpi2"}}) == ()
     assert notes({"sources": {"Source: Bids": "rpi2"}}) == (
         "1 pins name no vertex of job 'iot-sensors' and are ignored: pins.sources.Source: Bids "
-        "(sources without a birth pin, run at the server side: Source: Sensors)",)
+        "(sources without a birth pin, run at the server side: Source: Sensors)",
+    )
 
 
 def test_an_operator_pin_for_no_vertex_of_this_job_is_always_noted():
     assert notes({"sources": {"Source: Sensors": "rpi1"}, "operators": {"Hot Items": "server"}}) == (
-        "1 pins name no vertex of job 'iot-sensors' and are ignored: pins.operators.Hot Items",)
+        "1 pins name no vertex of job 'iot-sensors' and are ignored: pins.operators.Hot Items",
+    )

@@ -43,16 +43,28 @@ def _collected_on_2_3(tmp_path):
 
 
 CASES = {
-    "pin typo": (_typo_pin, PROFILES / "iot-sensors.json",
-                 "pins.sources.Source: Sensor names no vertex of job 'iot-sensors' and is ignored; "
-                 "did you mean 'Source: Sensors'?"),
-    "other job": (lambda doc: doc.pop("jobs", None), PROFILES / "branching-join.json",  # no entry for the job
-                  "job.name: is 'iot-sensors' but the profile is of job 'camera-meter-join'"),
-    "bytes unit": (_megabytes, PROFILES / "iot-sensors.json",
-                   "links[0].bandwidth: '50mbps' is in tc's bytes per second (400 Mbit/s); write '50mbit'"),
-    "other flink release": (_pinned_1_20, _collected_on_2_3,
-                            "flink.version: the cluster is pinned to Flink 1.20.5 but the profile was collected on "
-                            "2.3.0: profile the job on 1.20.5"),
+    "pin typo": (
+        _typo_pin,
+        PROFILES / "iot-sensors.json",
+        "pins.sources.Source: Sensor names no vertex of job 'iot-sensors' and is ignored; "
+        "did you mean 'Source: Sensors'?",
+    ),
+    "other job": (
+        lambda doc: doc.pop("jobs", None),
+        PROFILES / "branching-join.json",  # no entry for the job
+        "job.name: is 'iot-sensors' but the profile is of job 'camera-meter-join'",
+    ),
+    "bytes unit": (
+        _megabytes,
+        PROFILES / "iot-sensors.json",
+        "links[0].bandwidth: '50mbps' is in tc's bytes per second (400 Mbit/s); write '50mbit'",
+    ),
+    "other flink release": (
+        _pinned_1_20,
+        _collected_on_2_3,
+        "flink.version: the cluster is pinned to Flink 1.20.5 but the profile was collected on "
+        "2.3.0: profile the job on 1.20.5",
+    ),
 }
 
 

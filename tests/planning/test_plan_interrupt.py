@@ -89,7 +89,9 @@ def whole_plan(tmp_path_factory) -> tuple[set[str], float]:
     return {str(p.relative_to(work / "plan")) for p in (work / "plan").rglob("*")}, _children_cpu_s() - start
 
 
-def _assert_aborted_cleanly(process: subprocess.Popen, work: Path, whole: set[str], *, may_finish: bool = False) -> bool:
+def _assert_aborted_cleanly(
+    process: subprocess.Popen, work: Path, whole: set[str], *, may_finish: bool = False
+) -> bool:
     """Whether it aborted. ``may_finish``: the signal may arrive once the plan is in place (on a busy machine);
     exit 0 with the whole plan is right then."""
     out, err = process.communicate(timeout=120)
@@ -151,8 +153,9 @@ def test_ctrl_c_at_any_time_aborts(tmp_path, whole_plan, fraction):
         costs.append(_children_cpu_s() - started)
         shutil.rmtree(tmp_path / "plan")
     else:
-        pytest.fail(f"{TRIES} runs finished before an interrupt at {fraction:.0%} of the cheapest "
-                    f"({min(costs):.2f} CPU s)")
+        pytest.fail(
+            f"{TRIES} runs finished before an interrupt at {fraction:.0%} of the cheapest ({min(costs):.2f} CPU s)"
+        )
     _assert_aborted_cleanly(_Done(process.returncode, out, err), tmp_path, whole_plan[0])
 
 

@@ -21,17 +21,34 @@ STRATEGIES = ["HASH", "REBALANCE", "RESCALE", "BROADCAST", "FORWARD", "GLOBAL"]
 @st.composite
 def instances(draw, max_vertices: int = 5, max_parallelism: int = 2, max_edges: int = 2):
     n_edge = draw(st.integers(1, max_edges))
-    edges = [{"name": f"rpi{k + 1}", "cores": draw(st.sampled_from([0.5, 1, 2, 4])),
-              "task_slots": draw(st.integers(1, 4)), "bandwidth": f"{draw(st.sampled_from([1, 5, 20, 100]))}mbit",
-              "delay": f"{draw(st.sampled_from([5, 50]))}ms", "allow_stateful": draw(st.booleans())} for k in range(n_edge)]
+    edges = [
+        {
+            "name": f"rpi{k + 1}",
+            "cores": draw(st.sampled_from([0.5, 1, 2, 4])),
+            "task_slots": draw(st.integers(1, 4)),
+            "bandwidth": f"{draw(st.sampled_from([1, 5, 20, 100]))}mbit",
+            "delay": f"{draw(st.sampled_from([5, 50]))}ms",
+            "allow_stateful": draw(st.booleans()),
+        }
+        for k in range(n_edge)
+    ]
     n = draw(st.integers(2, max_vertices))
     vs, es, par = [], [], []
     for k in range(n):
         p = draw(st.integers(1, max_parallelism))
         name = "Source: S" if k == 0 else f"V{k}"
         rin = 0 if k == 0 else draw(st.sampled_from([100, 1000, 5000]))
-        vs.append(vertex(name, p, rin=rin, rout=draw(st.sampled_from([0, 100, 1000, 5000])), busy=draw(st.sampled_from([0, 10, 100, 400])),
-                         bpr=draw(st.sampled_from([10, 100, 400])), stateful=k > 0 and draw(st.booleans())))
+        vs.append(
+            vertex(
+                name,
+                p,
+                rin=rin,
+                rout=draw(st.sampled_from([0, 100, 1000, 5000])),
+                busy=draw(st.sampled_from([0, 10, 100, 400])),
+                bpr=draw(st.sampled_from([10, 100, 400])),
+                stateful=k > 0 and draw(st.booleans()),
+            )
+        )
         par.append(p)
         if k > 0:
             for u in sorted(draw(st.sets(st.integers(0, k - 1), min_size=1, max_size=2))):
@@ -50,10 +67,17 @@ SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, suppress_h
 FOUND = [
     # source -FORWARD-> operator -BROADCAST x2-> sink: optimum 0.8 Mbit/s (operator on the server); with fan-out 1
     # the ILP ties the two and puts the operator on the Pi, 1.6 Mbit/s
-    problem(inventory([{"name": "rpi1"}], pins={"sources": {"Source: S": "rpi1"}}),
-            profile([vertex("Source: S", rin=0, rout=1000, busy=100), vertex("V1", rout=1000, busy=100),
-                     vertex("V2", 2, rout=0, busy=10)],
-                    [("Source: S", "V1", "FORWARD"), ("V1", "V2", "BROADCAST")])),
+    problem(
+        inventory([{"name": "rpi1"}], pins={"sources": {"Source: S": "rpi1"}}),
+        profile(
+            [
+                vertex("Source: S", rin=0, rout=1000, busy=100),
+                vertex("V1", rout=1000, busy=100),
+                vertex("V2", 2, rout=0, busy=10),
+            ],
+            [("Source: S", "V1", "FORWARD"), ("V1", "V2", "BROADCAST")],
+        ),
+    ),
 ]
 
 

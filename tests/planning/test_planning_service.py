@@ -20,8 +20,9 @@ NEXMARK = PROFILES / "nexmark-hot-items.json"
 
 def request(*profiles, **options) -> PlanRequest:
     said: list[str] = []
-    return PlanRequest(inventory=str(EDGE_LAB), profiles=tuple(str(p) for p in profiles or (IOT,)),
-                       say_warning=said.append, **options)
+    return PlanRequest(
+        inventory=str(EDGE_LAB), profiles=tuple(str(p) for p in profiles or (IOT,)), say_warning=said.append, **options
+    )
 
 
 def test_one_job_is_planned_and_written_as_its_own_plan_directory(tmp_path):
@@ -55,13 +56,16 @@ def test_the_input_warnings_go_to_the_sink_the_request_names(tmp_path):
     assert said == outcome.warnings and any("job.name" in w for w in said)
 
 
-@pytest.mark.parametrize(("options", "field"), [
-    ({"max_rate": True, "rate_scale": 2.0}, "--max-rate"),
-    ({"max_rate": True, "rescale": True}, "--max-rate"),
-    ({"target_rate": "a=1"}, "--target-rate"),
-    ({"rescale": True, "method": "decompose"}, "--method"),
-    ({"job_rate_scales": {"iot-sensors": 2.0}}, "--rate-scale"),
-])
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        ({"max_rate": True, "rate_scale": 2.0}, "--max-rate"),
+        ({"max_rate": True, "rescale": True}, "--max-rate"),
+        ({"target_rate": "a=1"}, "--target-rate"),
+        ({"rescale": True, "method": "decompose"}, "--method"),
+        ({"job_rate_scales": {"iot-sensors": 2.0}}, "--rate-scale"),
+    ],
+)
 def test_a_bad_combination_of_options_is_refused_before_any_file_is_read(options, field):
     bad = PlanRequest(inventory="no-such-inventory.yaml", profiles=(str(IOT),), **options)
     with pytest.raises(BadInput) as refused:
@@ -86,13 +90,18 @@ def test_the_summary_has_the_same_result_keys_for_one_job_and_several():
 
 
 def test_the_running_jobs_come_from_the_reader_the_request_is_given():
-    reader = FakeClusterReader(uses={"rpi1": [RunningUse(job="other", cores=1.0, mbit=2.0)]},
-                               jobs=[("other", "a fake cluster")])
+    reader = FakeClusterReader(
+        uses={"rpi1": [RunningUse(job="other", cores=1.0, mbit=2.0)]}, jobs=[("other", "a fake cluster")]
+    )
     outcome = plan(request(IOT, cluster=reader))
     assert reader.asked == [("iot-sensors",)]
-    assert summary_json(outcome)["running"] == [{"job": "other", "plan": "a fake cluster",
-                                                 "uses": {"rpi1": {"cores": 1.0, "memory_mib": 0.0, "slots": 0,
-                                                                   "mbit": 2.0}}}]
+    assert summary_json(outcome)["running"] == [
+        {
+            "job": "other",
+            "plan": "a fake cluster",
+            "uses": {"rpi1": {"cores": 1.0, "memory_mib": 0.0, "slots": 0, "mbit": 2.0}},
+        }
+    ]
     assert outcome.result.cost is not None and outcome.result.status == "optimal"
 
 

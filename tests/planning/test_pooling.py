@@ -14,17 +14,23 @@ from placement.solver.pooling import pool_servers, unpool
 
 
 def two_server_inventory(server_cores: float = 2, server_slots: int = 8) -> Inventory:
-    base = inventory([{"name": "rpi1", "cores": 1}, {"name": "rpi2", "cores": 1}],
-                     server={"cores": server_cores, "task_slots": server_slots},
-                     pins={"sources": {"Source: S": ["rpi1", "rpi2"]}})
+    base = inventory(
+        [{"name": "rpi1", "cores": 1}, {"name": "rpi2", "cores": 1}],
+        server={"cores": server_cores, "task_slots": server_slots},
+        pins={"sources": {"Source: S": ["rpi1", "rpi2"]}},
+    )
     doc = base.model_dump(by_alias=True)
     doc["hosts"].insert(1, {**doc["hosts"][0], "name": "server2", "address": "10.0.0.2"})
     return Inventory.model_validate(doc)
 
 
 JOB = profile(
-    [vertex("Source: S", 2, rin=0, rout=2000, busy=100, bpr=200), vertex("P", 2, rout=2000, busy=250, bpr=100),
-     vertex("W", 4, rin=1000, rout=50, busy=500, bpr=40, stateful=True), vertex("Sink: T", rout=0, busy=10)],
+    [
+        vertex("Source: S", 2, rin=0, rout=2000, busy=100, bpr=200),
+        vertex("P", 2, rout=2000, busy=250, bpr=100),
+        vertex("W", 4, rin=1000, rout=50, busy=500, bpr=40, stateful=True),
+        vertex("Sink: T", rout=0, busy=10),
+    ],
     [("Source: S", "P", "FORWARD"), ("P", "W", "HASH"), ("W", "Sink: T", "REBALANCE")],
 )
 
@@ -46,8 +52,9 @@ def test_unpool_refuses_what_does_not_pack():
     pr = build_problem(two_server_inventory(server_cores=1), JOB)
     pooled_problem, pools = pool_servers(pr)
     assert list(pools) == ["server+1"]
-    assignment = {s.key: ("server+1" if s.vertex_name in ("W", "Sink: T") else s.birth or "server+1")
-                  for s in pr.subtasks}
+    assignment = {
+        s.key: ("server+1" if s.vertex_name in ("W", "Sink: T") else s.birth or "server+1") for s in pr.subtasks
+    }
     assert unpool(pr, assignment, pools) is None  # 0.5 + 0.5 > 0.8 on a single server
     result = solve(pr)  # falls back to the full model, which finds the plan is infeasible
     assert result.status == "infeasible" and "cores" in result.reason

@@ -25,13 +25,18 @@ def edge_filter(bandwidth: str = "20mbit", pi_slots: int = 4, filter_p: int = 1,
     """rpi1 (rpi4b: 4 cores of speed 0.3) is born 10 000 records/s; a stateless filter behind a REBALANCE keeps a
     tenth of them. At busy 500 ms/s for 10 000 records/s on a server core, one filter instance on the Pi needs
     0.5/0.3 = 1.67 cores of a thread — it keeps up (ρ = 0.8) only with 3 instances (0.56 each)."""
-    inv = inventory([{"name": "rpi1", "bandwidth": bandwidth, "task_slots": pi_slots}],
-                    pins={"sources": {"Source: S": "rpi1"}})
+    inv = inventory(
+        [{"name": "rpi1", "bandwidth": bandwidth, "task_slots": pi_slots}], pins={"sources": {"Source: S": "rpi1"}}
+    )
     inv = _revalidate(inv, parallelism={"Filter": {"max": 8}})
     prof = profile(
-        [vertex("Source: S", 1, rin=0, rout=10_000, busy=50, bpr=200),
-         vertex("Filter", filter_p, rin=10_000 / filter_p, rout=1_000 / filter_p, busy=filter_busy / filter_p, bpr=100),
-         vertex("Sink: K", 1, rin=1_000, rout=0, busy=20, bpr=0)],
+        [
+            vertex("Source: S", 1, rin=0, rout=10_000, busy=50, bpr=200),
+            vertex(
+                "Filter", filter_p, rin=10_000 / filter_p, rout=1_000 / filter_p, busy=filter_busy / filter_p, bpr=100
+            ),
+            vertex("Sink: K", 1, rin=1_000, rout=0, busy=20, bpr=0),
+        ],
         [("Source: S", "Filter", "REBALANCE"), ("Filter", "Sink: K", "HASH")],
     )
     return build_space(inv, prof)

@@ -33,14 +33,19 @@ def agree(space) -> tuple[str | None, dict]:
     best = brute_force(space)
     result = solve_rescale(space)
     if best.best is None:
-        return (None if result.plan.status == "infeasible" else f"brute force finds nothing, ILP {result.plan.status}"), {}
+        return (
+            None if result.plan.status == "infeasible" else f"brute force finds nothing, ILP {result.plan.status}"
+        ), {}
     if result.plan.status != "optimal":
         return f"brute force finds {best.key}, ILP {result.plan.status}: {result.plan.reason}", {}
     mine, theirs = key(result.plan.cost, result.parallelism), best.key
     if not (all(close(a, b) for a, b in zip(mine[:3], theirs[:3])) and mine[3] == theirs[3]):
         return f"ILP {mine} at {result.parallelism}, brute force {theirs} at {best.parallelism}", {}
-    return None, {"raised": raised_at_edge(space, result.parallelism, result.plan.assignment),
-                  "lowered": lowered(space, result.parallelism), "plans": best.evaluated}
+    return None, {
+        "raised": raised_at_edge(space, result.parallelism, result.plan.assignment),
+        "lowered": lowered(space, result.parallelism),
+        "plans": best.evaluated,
+    }
 
 
 FAMILIES = {
@@ -71,9 +76,16 @@ def test_joint_optimum_equals_brute_force(family, record_property):
     record_property("lowered", lowered_)
     record_property("plans_enumerated", plans)
     assert not failures, "\n".join(failures)
-    print(f"{family}: {len(seeds)} instances, {feasible} feasible, {raised} raise a parallelism to keep up on a Pi, "
-          f"{lowered_} lower one, {plans} plans enumerated")
+    print(
+        f"{family}: {len(seeds)} instances, {feasible} feasible, {raised} raise a parallelism to keep up on a Pi, "
+        f"{lowered_} lower one, {plans} plans enumerated"
+    )
     # the families exist to reach these cases; if they stop reaching them, the test stops proving them
-    expected = {"random": (80, 4, 15), "random, framing and checkpoints": (30, 1, 5), "random, vanilla mode": (10, 0, 3),
-                "edge-filter": (35, 35, 0), "overprovisioned": (30, 0, 30)}[family]
+    expected = {
+        "random": (80, 4, 15),
+        "random, framing and checkpoints": (30, 1, 5),
+        "random, vanilla mode": (10, 0, 3),
+        "edge-filter": (35, 35, 0),
+        "overprovisioned": (30, 0, 30),
+    }[family]
     assert feasible >= expected[0] and raised >= expected[1] and lowered_ >= expected[2], (feasible, raised, lowered_)

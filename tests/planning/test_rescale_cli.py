@@ -48,16 +48,24 @@ def test_rescaled_plan_files_follow_the_new_parallelism(files, tmp_path, capsys)
     assert plan.parallelism == {"source-s": 1, "filter": 3, "sink-k": 1}
     assert plan.rescale.changed == {"Filter": [1, 3]}
     assert plan.rescale.target_records_per_s == {"source-s": 10_000.0}
-    assert plan.solver.status == "optimal" and [s.name for s in plan.solver.stages] == ["wan", "server_cpu", "latency",
-                                                                                        "subtasks"]
+    assert plan.solver.status == "optimal" and [s.name for s in plan.solver.stages] == [
+        "wan",
+        "server_cpu",
+        "latency",
+        "subtasks",
+    ]
     cfg = parse_schedulercfg((out / "schedulercfg").read_text())
     assert {label: addr for label, addr in cfg.items() if label.startswith("Filter")} == {
-        "Filter (1/3)": "10.0.1.1", "Filter (2/3)": "10.0.1.1", "Filter (3/3)": "10.0.1.1"}
+        "Filter (1/3)": "10.0.1.1",
+        "Filter (2/3)": "10.0.1.1",
+        "Filter (3/3)": "10.0.1.1",
+    }
     assert json.loads((out / "placement.json").read_text())["Filter"] == ["rpi1", "rpi1", "rpi1"]
     assert "Filter ×3" in (out / "plan.dot").read_text()
     # custom mode: a REST jar run cannot change parallelism on Flink 2.3 — the script refuses before it stops anything
-    proc = subprocess.run(["bash", str(out / "redeploy.sh"), "job", "jar"], capture_output=True, text=True, timeout=30,
-                          check=False)
+    proc = subprocess.run(
+        ["bash", str(out / "redeploy.sh"), "job", "jar"], capture_output=True, text=True, timeout=30, check=False
+    )
     assert proc.returncode == 1 and proc.stderr.startswith("this plan changes parallelism (Filter 1→3)")
 
 
@@ -66,14 +74,14 @@ def test_vanilla_mode_redeploy_passes_the_parallelism_in_the_mapping(files, tmp_
     code, _stdout, err = run_main(plan_args(files, out, "--mode", "vanilla"), capsys)
     assert code == 0, err
     script = (out / "redeploy.sh").read_text()
-    assert "changes parallelism" not in script and r'\"Filter\":[\"rpi1\",\"rpi1\",\"rpi1\"]' in script
+    assert "changes parallelism" not in script and r"\"Filter\":[\"rpi1\",\"rpi1\",\"rpi1\"]" in script
 
 
 def test_rescale_tables_show_parallelism_and_baselines(files, tmp_path, capsys):
     code, stdout, err = run_main(plan_args(files, tmp_path / "plan", "--compare"), capsys)
     assert code == 0, err
     assert "target: Source: S 10,000 records/s (1× measured)" in stdout
-    table = stdout[stdout.index("Parallelism"):]
+    table = stdout[stdout.index("Parallelism") :]
     filter_row = next(line for line in table.splitlines() if line.startswith("│ Filter"))
     assert [cell.strip() for cell in filter_row.split("│")[2:6]] == ["1", "1", "3", "rpi1 ×3"]
     assert "placement" in stdout and "DS2 → ILP" in stdout
@@ -96,32 +104,41 @@ def test_a_target_nothing_keeps_up_with_is_infeasible_with_a_reason(files, tmp_p
     assert not (tmp_path / "plan").exists()
 
 
-@pytest.mark.parametrize("extra,message", [
-    (["--target-rate", "Source: S=5"], "--target-rate: needs --rescale"),
-    (["--rescale", "--target-rate", "Source: S=lots"], "--target-rate: 'lots' is not a rate in records/s"),
-    (["--rescale", "--target-rate", "Sauce=5"], "--target-rate: 'Sauce' names no source of job 'tiny'"),
-    (["--rescale", "--target-rate", "Filter=5"], "--target-rate: 'Filter' is not a source of job 'tiny'"),
-])
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        (["--target-rate", "Source: S=5"], "--target-rate: needs --rescale"),
+        (["--rescale", "--target-rate", "Source: S=lots"], "--target-rate: 'lots' is not a rate in records/s"),
+        (["--rescale", "--target-rate", "Sauce=5"], "--target-rate: 'Sauce' names no source of job 'tiny'"),
+        (["--rescale", "--target-rate", "Filter=5"], "--target-rate: 'Filter' is not a source of job 'tiny'"),
+    ],
+)
 def test_bad_targets_are_one_line_errors(files, tmp_path, capsys, extra, message):
     inv, prof = files
-    code, _out, err = run_main(["plan", "--inventory", inv, "--profile", prof, "--out", tmp_path / "plan", *extra], capsys)
+    code, _out, err = run_main(
+        ["plan", "--inventory", inv, "--profile", prof, "--out", tmp_path / "plan", *extra], capsys
+    )
     assert code == 2 and err.startswith("error: ") and message in err and err.count("\n") == 1, err
     assert "Traceback" not in err and not (tmp_path / "plan").exists()
 
 
-@pytest.mark.parametrize("bounds,message", [
-    ({"Filter": {"min": 5, "max": 2}}, "parallelism.Filter.min: min 5 is above max 2"),
-    ({"Filter": {"max": 0}}, "parallelism.Filter.max: Input should be greater than or equal to 1"),
-    ({"Filter": {"most": 3}}, "parallelism.Filter.most: unknown field"),
-    ({"Source: S": {"min": 2}}, "parallelism.Source: S: 'Source: S' keeps its parallelism 1 (a source"),
-    ({"Filter": {"min": 500}}, "parallelism.Filter: no parallelism of 'Filter' fits: 500..128"),
-])
+@pytest.mark.parametrize(
+    "bounds,message",
+    [
+        ({"Filter": {"min": 5, "max": 2}}, "parallelism.Filter.min: min 5 is above max 2"),
+        ({"Filter": {"max": 0}}, "parallelism.Filter.max: Input should be greater than or equal to 1"),
+        ({"Filter": {"most": 3}}, "parallelism.Filter.most: unknown field"),
+        ({"Source: S": {"min": 2}}, "parallelism.Source: S: 'Source: S' keeps its parallelism 1 (a source"),
+        ({"Filter": {"min": 500}}, "parallelism.Filter: no parallelism of 'Filter' fits: 500..128"),
+    ],
+)
 def test_bad_parallelism_bounds_are_one_line_errors(files, tmp_path, capsys, bounds, message):
     inv, prof = files
     doc = yaml.safe_load(inv.read_text())
     doc["parallelism"] = bounds
     inv.write_text(yaml.safe_dump(doc, allow_unicode=True))
-    code, _out, err = run_main(["plan", "--inventory", inv, "--profile", prof, "--out", tmp_path / "plan", "--rescale"],
-                         capsys)
+    code, _out, err = run_main(
+        ["plan", "--inventory", inv, "--profile", prof, "--out", tmp_path / "plan", "--rescale"], capsys
+    )
     assert code == 2 and err.count("\n") == 1 and f"{inv}: {message}" in err, err
     assert not (tmp_path / "plan").exists()

@@ -54,8 +54,11 @@ def test_a_bound_below_the_free_optimum_s_latency_changes_the_plan_and_brute_for
         assert result.plan.status == "optimal", (name, result.plan.reason)
         assert worst(result.plan.cost) <= bound + 1e-6, name
         assert not result.plan.cost.violations, (name, result.plan.cost.violations)
-        assert close(key(result.plan.cost, result.parallelism), best.key), \
-            (name, key(result.plan.cost, result.parallelism), best.key)
+        assert close(key(result.plan.cost, result.parallelism), best.key), (
+            name,
+            key(result.plan.cost, result.parallelism),
+            best.key,
+        )
         tightened += 1
         rescaled += result.parallelism != free.parallelism
     assert tightened >= 8 and rescaled >= 8, (tightened, rescaled)  # measured: 11 and 11 of the 80

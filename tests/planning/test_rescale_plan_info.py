@@ -14,12 +14,16 @@ from placement.solver.rescale import ds2_then_place, placement_alone, solve_resc
 def edge_filter_space():
     """rpi1 (4 cores of speed 0.3) is born 10 000 records/s; one Filter instance needs 0.5 server cores, so it keeps
     up on the Pi (ρ = 0.8) only with 3 instances — the joint plan raises it, both baselines keep 1 on the server."""
-    inv = _revalidate(inventory([{"name": "rpi1", "bandwidth": "20mbit", "task_slots": 4}],
-                                pins={"sources": {"Source: S": "rpi1"}}), parallelism={"Filter": {"max": 8}})
+    inv = _revalidate(
+        inventory([{"name": "rpi1", "bandwidth": "20mbit", "task_slots": 4}], pins={"sources": {"Source: S": "rpi1"}}),
+        parallelism={"Filter": {"max": 8}},
+    )
     prof = profile(
-        [vertex("Source: S", 1, rin=0, rout=10_000, busy=50, bpr=200),
-         vertex("Filter", 1, rin=10_000, rout=1_000, busy=500, bpr=100),
-         vertex("Sink: K", 1, rin=1_000, rout=0, busy=20, bpr=0)],
+        [
+            vertex("Source: S", 1, rin=0, rout=10_000, busy=50, bpr=200),
+            vertex("Filter", 1, rin=10_000, rout=1_000, busy=500, bpr=100),
+            vertex("Sink: K", 1, rin=1_000, rout=0, busy=20, bpr=0),
+        ],
         [("Source: S", "Filter", "REBALANCE"), ("Filter", "Sink: K", "HASH")],
     )
     return build_space(inv, prof, rate_scale=1.0)

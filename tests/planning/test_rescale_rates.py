@@ -15,9 +15,11 @@ from placement.errors import BadInput
 def chain(src_p: int = 2, filter_p: int = 1, busy: float = 400.0):
     """Source (2 × 1000 records/s of 200 B) -REBALANCE-> Filter (keeps 10 %, busy ms/s) -HASH-> Sink."""
     return profile(
-        [vertex("Source: S", src_p, rin=0, rout=2000 / src_p, busy=10, bpr=200),
-         vertex("Filter", filter_p, rin=2000 / filter_p, rout=200 / filter_p, busy=busy, bpr=100),
-         vertex("Sink: K", 1, rin=200, rout=0, busy=5, bpr=0)],
+        [
+            vertex("Source: S", src_p, rin=0, rout=2000 / src_p, busy=10, bpr=200),
+            vertex("Filter", filter_p, rin=2000 / filter_p, rout=200 / filter_p, busy=busy, bpr=100),
+            vertex("Sink: K", 1, rin=200, rout=0, busy=5, bpr=0),
+        ],
         [("Source: S", "Filter", "REBALANCE"), ("Filter", "Sink: K", "HASH")],
     )
 
@@ -40,8 +42,12 @@ def test_rate_scale_multiplies_every_rate_and_keeps_selectivity():
 
 def test_target_rate_of_one_source_scales_its_share_of_a_join():
     prof = profile(
-        [vertex("Source: A", 1, rin=0, rout=1000, busy=5, bpr=100), vertex("Source: B", 1, rin=0, rout=3000, busy=5, bpr=100),
-         vertex("Join", 2, rin=2000, rout=200, busy=100, bpr=50, stateful=True), vertex("Sink: K", 1, rin=400, rout=0)],
+        [
+            vertex("Source: A", 1, rin=0, rout=1000, busy=5, bpr=100),
+            vertex("Source: B", 1, rin=0, rout=3000, busy=5, bpr=100),
+            vertex("Join", 2, rin=2000, rout=200, busy=100, bpr=50, stateful=True),
+            vertex("Sink: K", 1, rin=400, rout=0),
+        ],
         [("Source: A", "Join", "HASH"), ("Source: B", "Join", "HASH"), ("Join", "Sink: K", "REBALANCE")],
     )
     targets = source_targets(prof, target_rates={"Source: A": 3000})
@@ -55,9 +61,17 @@ def test_target_rate_of_one_source_scales_its_share_of_a_join():
 
 def test_broadcast_input_reaches_every_instance_in_full():
     prof = profile(
-        [vertex("Source: Rules", 1, rin=0, rout=10, busy=1, bpr=50), vertex("Source: Events", 1, rin=0, rout=1000, busy=5, bpr=100),
-         vertex("Apply", 2, rin=510, rout=100, busy=100, bpr=50), vertex("Sink: K", 1, rin=200, rout=0)],
-        [("Source: Rules", "Apply", "BROADCAST"), ("Source: Events", "Apply", "REBALANCE"), ("Apply", "Sink: K", "HASH")],
+        [
+            vertex("Source: Rules", 1, rin=0, rout=10, busy=1, bpr=50),
+            vertex("Source: Events", 1, rin=0, rout=1000, busy=5, bpr=100),
+            vertex("Apply", 2, rin=510, rout=100, busy=100, bpr=50),
+            vertex("Sink: K", 1, rin=200, rout=0),
+        ],
+        [
+            ("Source: Rules", "Apply", "BROADCAST"),
+            ("Source: Events", "Apply", "REBALANCE"),
+            ("Apply", "Sink: K", "HASH"),
+        ],
     )
     apply = propagate(prof, source_targets(prof, rate_scale=1.0))["apply"]
     # measured: each of 2 instances got 500 events and all 10 rules; at p instances: 1000/p + 10
@@ -65,15 +79,18 @@ def test_broadcast_input_reaches_every_instance_in_full():
     assert apply.instance_in(4) == pytest.approx(260)
 
 
-@pytest.mark.parametrize("text,message", [
-    ("Source: S", "'Source: S' is not SOURCE=records/s"),
-    ("Source: S=fast", "'fast' is not a rate in records/s"),
-    ("Source: S=-5", "'-5' is not a rate in records/s"),
-    ("Source: S=inf", "'inf' is not a rate in records/s"),
-    ("=5", "'=5' is not SOURCE=records/s"),
-    ("Source: S=5,Source: S=6", "'Source: S' is given twice"),
-    (" , ", "no SOURCE=records/s given"),
-])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("Source: S", "'Source: S' is not SOURCE=records/s"),
+        ("Source: S=fast", "'fast' is not a rate in records/s"),
+        ("Source: S=-5", "'-5' is not a rate in records/s"),
+        ("Source: S=inf", "'inf' is not a rate in records/s"),
+        ("=5", "'=5' is not SOURCE=records/s"),
+        ("Source: S=5,Source: S=6", "'Source: S' is given twice"),
+        (" , ", "no SOURCE=records/s given"),
+    ],
+)
 def test_malformed_target_rates_are_bad_input(text, message):
     with pytest.raises(BadInput, match="--target-rate: " + message.replace("(", r"\(")):
         parse_target_rates(text)
@@ -83,18 +100,23 @@ def test_target_rates_parse_names_with_colons_and_spaces():
     assert parse_target_rates("Source: A=1e4, Source: B = 250") == {"Source: A": 10000.0, "Source: B": 250.0}
 
 
-@pytest.mark.parametrize("targets,message", [
-    ({"Source: X": 5}, "'Source: X' names no source of job 'tiny' (sources: 'Source: S')"),
-    ({"Filter": 5}, "'Filter' is not a source of job 'tiny'"),
-])
+@pytest.mark.parametrize(
+    "targets,message",
+    [
+        ({"Source: X": 5}, "'Source: X' names no source of job 'tiny' (sources: 'Source: S')"),
+        ({"Filter": 5}, "'Filter' is not a source of job 'tiny'"),
+    ],
+)
 def test_target_rates_must_name_sources(targets, message):
     with pytest.raises(BadInput, match=message.replace("(", r"\(").replace(")", r"\)")):
         source_targets(chain(), target_rates=targets)
 
 
 def test_a_source_measured_idle_cannot_be_scaled():
-    prof = profile([vertex("Source: S", 1, rin=0, rout=0, busy=0, bpr=100), vertex("Sink: K", 1, rin=0, rout=0)],
-                   [("Source: S", "Sink: K", "REBALANCE")])
+    prof = profile(
+        [vertex("Source: S", 1, rin=0, rout=0, busy=0, bpr=100), vertex("Sink: K", 1, rin=0, rout=0)],
+        [("Source: S", "Sink: K", "REBALANCE")],
+    )
     with pytest.raises(BadInput, match="produced no records in the profile"):
         source_targets(prof, target_rates={"Source: S": 100})
 
@@ -109,8 +131,12 @@ def test_flink_default_max_parallelism(p, expected):
 
 def test_forward_group_of_a_source_keeps_its_parallelism_and_the_rest_is_free():
     prof = profile(
-        [vertex("Source: S", 2, rin=0, rout=500), vertex("Parse", 2), vertex("Window", 3, stateful=True),
-         vertex("Sink: K", 1)],
+        [
+            vertex("Source: S", 2, rin=0, rout=500),
+            vertex("Parse", 2),
+            vertex("Window", 3, stateful=True),
+            vertex("Sink: K", 1),
+        ],
         [("Source: S", "Parse", "FORWARD"), ("Parse", "Window", "HASH"), ("Window", "Sink: K", "REBALANCE")],
     )
     space = build_space(inventory(pins={"sources": {"Source: S": "rpi1"}}), prof)
@@ -120,20 +146,28 @@ def test_forward_group_of_a_source_keeps_its_parallelism_and_the_rest_is_free():
     assert groups[("window",)].choices == tuple(range(1, 129)) and not groups[("window",)].per_subtask
     assert space.violations({"source-s": 2, "parse": 2, "window": 7, "sink-k": 1}) == []
     broken = space.violations({"source-s": 2, "parse": 3, "window": 129, "sink-k": 1})
-    assert broken == ["'Parse' keeps its parallelism 2 (FORWARD from source 'Source: S'), got 3",
-                      "'Window' at parallelism 129: allowed 1..128"]
+    assert broken == [
+        "'Parse' keeps its parallelism 2 (FORWARD from source 'Source: S'), got 3",
+        "'Window' at parallelism 129: allowed 1..128",
+    ]
 
 
-@pytest.mark.parametrize("edges,reason", [
-    ([("Source: S", "A", "HASH"), ("A", "B", "GLOBAL")], "GLOBAL into 'B' (all goes to subtask 0)"),
-    ([("Source: S", "A", "HASH"), ("A", "B", "RESCALE")], "RESCALE into 'B' (wired by both parallelisms)"),
-    ([("Source: S", "A", "HASH"), ("Source: S", "C", "HASH"), ("A", "B", "FORWARD"), ("C", "B", "FORWARD")],
-     "'B' unions two FORWARD inputs"),
-])
+@pytest.mark.parametrize(
+    "edges,reason",
+    [
+        ([("Source: S", "A", "HASH"), ("A", "B", "GLOBAL")], "GLOBAL into 'B' (all goes to subtask 0)"),
+        ([("Source: S", "A", "HASH"), ("A", "B", "RESCALE")], "RESCALE into 'B' (wired by both parallelisms)"),
+        (
+            [("Source: S", "A", "HASH"), ("Source: S", "C", "HASH"), ("A", "B", "FORWARD"), ("C", "B", "FORWARD")],
+            "'B' unions two FORWARD inputs",
+        ),
+    ],
+)
 def test_groups_that_keep_their_parallelism(edges, reason):
     names = sorted({n for e in edges for n in e[:2]})
-    prof = profile([vertex(n, 1 if n.startswith("Source") else 2, rin=0 if n.startswith("Source") else 1000) for n in names],
-                   edges)
+    prof = profile(
+        [vertex(n, 1 if n.startswith("Source") else 2, rin=0 if n.startswith("Source") else 1000) for n in names], edges
+    )
     space = build_space(inventory(), prof)
     kept = [g for g in space.groups if g.per_subtask and g.members[0] != "source-s"]
     assert [g.reason for g in kept] == [reason]
@@ -149,10 +183,17 @@ def test_inventory_bounds_and_max_parallelism_narrow_the_choices():
     assert space.warnings == ("1 parallelism bounds name no vertex of job 'tiny' and are ignored: parallelism.Nope",)
 
 
-@pytest.mark.parametrize("bounds,field,message", [
-    ({"Source: S": {"min": 3}}, "parallelism.Source: S", "'Source: S' keeps its parallelism 2 (a source"),
-    ({"Filter": {"min": 200}}, "parallelism.Filter", "no parallelism of 'Filter' fits: 200..128 after its max parallelism 128"),
-])
+@pytest.mark.parametrize(
+    "bounds,field,message",
+    [
+        ({"Source: S": {"min": 3}}, "parallelism.Source: S", "'Source: S' keeps its parallelism 2 (a source"),
+        (
+            {"Filter": {"min": 200}},
+            "parallelism.Filter",
+            "no parallelism of 'Filter' fits: 200..128 after its max parallelism 128",
+        ),
+    ],
+)
 def test_bounds_that_leave_nothing_are_bad_input(bounds, field, message):
     inv = _revalidate(inventory(), parallelism=bounds)
     with pytest.raises(BadInput) as err:
@@ -163,9 +204,11 @@ def test_bounds_that_leave_nothing_are_bad_input(bounds, field, message):
 def test_problem_at_a_chosen_parallelism_spreads_the_target_over_the_instances():
     inv = inventory(pins={"sources": {"Source: S": "rpi1"}}, policy={"memory_per_subtask": "100MiB"})
     prof = profile(
-        [vertex("Source: S", 2, rin=0, rout=1000, busy=10, bpr=200),
-         vertex("Window", 2, rin=1000, rout=10, busy=300, bpr=80, stateful=True, state=300 * 2**20),
-         vertex("Sink: K", 1, rin=20, rout=0)],
+        [
+            vertex("Source: S", 2, rin=0, rout=1000, busy=10, bpr=200),
+            vertex("Window", 2, rin=1000, rout=10, busy=300, bpr=80, stateful=True, state=300 * 2**20),
+            vertex("Sink: K", 1, rin=20, rout=0),
+        ],
         [("Source: S", "Window", "HASH"), ("Window", "Sink: K", "REBALANCE")],
     )
     space = build_space(inv, prof, rate_scale=1.5)

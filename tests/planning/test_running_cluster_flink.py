@@ -30,8 +30,10 @@ pytestmark = [pytest.mark.flink, pytest.mark.timeout(300)]
 
 RUNNING = "live-a"
 ON_RPI1 = ("Source: Sensors", "Parse")  # the rest of the IoT job on the server: Parse → Filter crosses the uplink
-PINNED = {name: ["rpi1" if name in ON_RPI1 else "server"]
-          for name in ("Source: Sensors", "Parse", "Filter", "Enrich", "Window Aggregate", "Sink: Readings")}
+PINNED = {
+    name: ["rpi1" if name in ON_RPI1 else "server"]
+    for name in ("Source: Sensors", "Parse", "Filter", "Enrich", "Window Aggregate", "Sink: Readings")
+}
 B_MBIT = 0.5  # the planned job's raw stream, born on the edge host, its sink on the server
 TIGHT = 0.6  # Mbit/s: 0.54 usable at 90 %, enough for B alone, not beside the running job
 # Flink's network framing on the wire, beside the records (what the uplink carries): a 47-byte header per message, a
@@ -41,31 +43,45 @@ HEADER_BYTES, FLUSHES_PER_S, SEGMENT_BYTES = 47, 10, 32 * 1024
 
 
 def inventory(path: Path, rest_url: str, edge: str = "rpi1") -> str:
-    path.write_text(yaml.safe_dump({
-        "version": 1, "name": "running-live",
-        "hosts": [{"name": "server", "address": "127.0.0.1", "role": "server", "cores": 4, "memory": "4GiB"},
-                  {"name": edge, "address": "127.0.0.2", "role": "edge", "model": "rpi4b"}],
-        "links": [{"from": edge, "to": "server", "bandwidth": "50mbit"}],
-        "pins": {"sources": {"Source: B": edge}},
-        "flink": {"rest_url": rest_url},
-    }, sort_keys=False))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "version": 1,
+                "name": "running-live",
+                "hosts": [
+                    {"name": "server", "address": "127.0.0.1", "role": "server", "cores": 4, "memory": "4GiB"},
+                    {"name": edge, "address": "127.0.0.2", "role": "edge", "model": "rpi4b"},
+                ],
+                "links": [{"from": edge, "to": "server", "bandwidth": "50mbit"}],
+                "pins": {"sources": {"Source: B": edge}},
+                "flink": {"rest_url": rest_url},
+            },
+            sort_keys=False,
+        )
+    )
     return str(path)
 
 
 def planned(path: Path, name: str = "job-b") -> str:
     ids = {"Source: B": "source-b", "Sink: B": "sink-b"}
-    path.write_text(JobProfile.model_validate({
-        "job": {"name": name, "origin": "synthetic"},
-        "vertices": [vertex("Source: B", rin=0, rout=1000, busy=10, bpr=B_MBIT * 125),
-                     vertex("Sink: B", rout=0, busy=10)],
-        "edges": [{"source": ids["Source: B"], "target": ids["Sink: B"], "ship_strategy": "FORWARD"}],
-    }).model_dump_json())
+    path.write_text(
+        JobProfile.model_validate(
+            {
+                "job": {"name": name, "origin": "synthetic"},
+                "vertices": [
+                    vertex("Source: B", rin=0, rout=1000, busy=10, bpr=B_MBIT * 125),
+                    vertex("Sink: B", rout=0, busy=10),
+                ],
+                "edges": [{"source": ids["Source: B"], "target": ids["Sink: B"], "ship_strategy": "FORWARD"}],
+            }
+        ).model_dump_json()
+    )
     return str(path)
 
 
 def window_mbit(metrics: Path, vertex_id: str) -> float:
     """Mean Mbit/s of records the vertex's subtask sent over the collected window, from the raw samples."""
-    (run, manifest), = find_manifests(metrics)
+    ((run, manifest),) = find_manifests(metrics)
     rows = pd.concat([pq.read_table(run / f).to_pandas() for f in manifest.files])
     mine = rows[rows["vertex_id"] == vertex_id]["bytes_out_per_s"].dropna()
     assert len(mine) >= 5, len(mine)
@@ -80,8 +96,12 @@ def on_the_wire(payload_mbit: float) -> float:
 
 @pytest.fixture(scope="module")
 def running_job(flink_rest, lab_jobs_jar):
-    job = submit_job(flink_rest, lab_jobs_jar, IOT_SENSOR_JOB,
-                     ["--rate", "4000", "--parallelism", "1", "--job-name", RUNNING, "--placement", json.dumps(PINNED)])
+    job = submit_job(
+        flink_rest,
+        lab_jobs_jar,
+        IOT_SENSOR_JOB,
+        ["--rate", "4000", "--parallelism", "1", "--job-name", RUNNING, "--placement", json.dumps(PINNED)],
+    )
     try:
         yield job
     finally:
@@ -89,12 +109,27 @@ def running_job(flink_rest, lab_jobs_jar):
             cancel_job(job)
 
 
-def test_a_job_is_planned_around_the_jobs_running_in_the_cluster_read_live(running_job, flink_rest, tmp_path,
-                                                                          capsys):
+def test_a_job_is_planned_around_the_jobs_running_in_the_cluster_read_live(running_job, flink_rest, tmp_path, capsys):
     inv, b, keep = inventory(tmp_path / "inv.yaml", flink_rest.url), planned(tmp_path / "b.json"), tmp_path / "keep"
     live = ["--running-cluster", "--running-window", "10", "--running-warmup", "0"]
-    code, out, err = cli_run(["plan", "--inventory", inv, "--profile", b, "--out", tmp_path / "b", *live,
-                              "--running-keep", keep, "--link", f"rpi1:{TIGHT}mbit", "--json"], capsys)
+    code, out, err = cli_run(
+        [
+            "plan",
+            "--inventory",
+            inv,
+            "--profile",
+            b,
+            "--out",
+            tmp_path / "b",
+            *live,
+            "--running-keep",
+            keep,
+            "--link",
+            f"rpi1:{TIGHT}mbit",
+            "--json",
+        ],
+        capsys,
+    )
     assert code == 3, err
     summary = json.loads(out)
     (entry,) = summary["running"]
@@ -104,10 +139,12 @@ def test_a_job_is_planned_around_the_jobs_running_in_the_cluster_read_live(runni
     expected = on_the_wire(payload)
     rpi1, server = entry["uses"]["rpi1"], entry["uses"]["server"]
     with capsys.disabled():
-        print(f"\nrunning job on rpi1's uplink: {rpi1['mbit']:.4f} Mbit/s priced, {payload:.4f} of records in its "
-              f"window's samples, {expected:.4f} with framing; "
-              f"rpi1 {rpi1['cores']:.3f} cores, {rpi1['slots']} slot(s), {rpi1['memory_mib']:.0f} MiB; server "
-              f"{server['cores']:.3f} cores")
+        print(
+            f"\nrunning job on rpi1's uplink: {rpi1['mbit']:.4f} Mbit/s priced, {payload:.4f} of records in its "
+            f"window's samples, {expected:.4f} with framing; "
+            f"rpi1 {rpi1['cores']:.3f} cores, {rpi1['slots']} slot(s), {rpi1['memory_mib']:.0f} MiB; server "
+            f"{server['cores']:.3f} cores"
+        )
     assert payload > 0.05  # 4000 readings/s parsed on the Pi: a real stream, not noise (and enough to break B's fit)
     assert rpi1["mbit"] == pytest.approx(expected, rel=0.01)
     assert rpi1["slots"] == 1 and server["slots"] == 1  # each host's pinned vertices share one slot
@@ -122,34 +159,69 @@ def test_a_job_is_planned_around_the_jobs_running_in_the_cluster_read_live(runni
     profile = keep / f"{running_job.job_id}.profile.json"
     code, _, err = cli_run(["plan", "--inventory", inv, "--profile", profile, "--out", tmp_path / "a", "-q"], capsys)
     assert code == 0, err
-    code, _, err = cli_run(["plan", "--inventory", inv, "--profile", b, "--out", tmp_path / "b2", *live,
-                            "--running", tmp_path / "a"], capsys)
+    code, _, err = cli_run(
+        ["plan", "--inventory", inv, "--profile", b, "--out", tmp_path / "b2", *live, "--running", tmp_path / "a"],
+        capsys,
+    )
     assert code == 2 and err.count("\n") == 1
     assert f"job '{RUNNING}' runs in the cluster and is given as --running {tmp_path / 'a'}" in err
     # several jobs planned together around it (a short window: the figures are checked above)
-    code, out, err = cli_run(["plan", "--inventory", inv, "--profile", b, "--profile", planned(tmp_path / "c.json", "job-c"),
-                              "--out", tmp_path / "fleet", "--running-cluster", "--running-window", "3",
-                              "--running-warmup", "0", "--json"], capsys)
+    code, out, err = cli_run(
+        [
+            "plan",
+            "--inventory",
+            inv,
+            "--profile",
+            b,
+            "--profile",
+            planned(tmp_path / "c.json", "job-c"),
+            "--out",
+            tmp_path / "fleet",
+            "--running-cluster",
+            "--running-window",
+            "3",
+            "--running-warmup",
+            "0",
+            "--json",
+        ],
+        capsys,
+    )
     assert code == 0, err
     fleet = json.loads((tmp_path / "fleet" / "fleet.json").read_text())
     assert [(r["job"], r["plan"].split(",")[0]) for r in fleet["running"]] == [
-        (RUNNING, f"cluster {flink_rest.url} job {running_job.job_id}")]
+        (RUNNING, f"cluster {flink_rest.url} job {running_job.job_id}")
+    ]
     (uplink,) = fleet["links"]
     assert list(uplink["running"]) == [RUNNING] and uplink["running"][RUNNING] > 0.05
     assert uplink["usable_mbit"] == pytest.approx(50 * 0.9 - uplink["running"][RUNNING])
     # planning the running job itself: nothing else runs — a note, and the plan as usual
-    code, out, err = cli_run(["plan", "--inventory", inv, "--profile", profile, "--out", tmp_path / "a2", *live,
-                              "--json"], capsys)
+    code, out, err = cli_run(
+        ["plan", "--inventory", inv, "--profile", profile, "--out", tmp_path / "a2", *live, "--json"], capsys
+    )
     assert code == 0, err
     summary = json.loads(out)
     assert "running" not in summary and summary["running_notes"] == [
-        f"--running-cluster: no other job runs at {flink_rest.url}: nothing to plan around"]
+        f"--running-cluster: no other job runs at {flink_rest.url}: nothing to plan around"
+    ]
 
 
 def test_a_running_job_on_a_taskmanager_the_inventory_does_not_know(running_job, flink_rest, tmp_path, capsys):
     inv = inventory(tmp_path / "inv.yaml", flink_rest.url, edge="rpi2")  # TaskManager rpi1 is no host of it
-    args = ["plan", "--inventory", inv, "--profile", planned(tmp_path / "b.json"), "--out", tmp_path / "b",
-            "--running-cluster", "--running-window", "2", "--running-warmup", "0", "--json"]
+    args = [
+        "plan",
+        "--inventory",
+        inv,
+        "--profile",
+        planned(tmp_path / "b.json"),
+        "--out",
+        tmp_path / "b",
+        "--running-cluster",
+        "--running-window",
+        "2",
+        "--running-warmup",
+        "0",
+        "--json",
+    ]
     code, out, err = cli_run(args, capsys)
     assert code == 2 and err.count("\n") == 1 and not out
     assert f"running job {RUNNING} has subtasks on TaskManager rpi1 (" in err and "--running-ignore-unknown" in err

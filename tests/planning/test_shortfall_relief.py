@@ -83,33 +83,41 @@ def test_the_decomposition_lists_the_same_table(name):
 
 def test_case_b_reason_and_error_line_name_both_rows(tmp_path, capsys):
     inv_file, prof_file = CASES["B"]
-    code, out, err = cli_run(["plan", "--inventory", DATA / inv_file, "--profile", DATA / prof_file,
-                              "--out", tmp_path / "plan"], capsys)
+    code, out, err = cli_run(
+        ["plan", "--inventory", DATA / inv_file, "--profile", DATA / prof_file, "--out", tmp_path / "plan"], capsys
+    )
     assert code == 3
     table = [line.split("│")[1].strip() for line in out.splitlines() if line.startswith("│ ")]
     assert table == ["thread of Sink (1/1) on server", "host rpi1"]
-    assert err.startswith("error: no placement fits: Sink (1/1) cannot keep up on server: one thread would need 0.90 "
-                          "of a core, 0.80 usable and 1 more shortfall (table above)")
+    assert err.startswith(
+        "error: no placement fits: Sink (1/1) cannot keep up on server: one thread would need 0.90 "
+        "of a core, 0.80 usable and 1 more shortfall (table above)"
+    )
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_the_cli_plans_the_relieved_inventory(name, tmp_path, capsys):
     """The relief as a user makes it: the table's rows (--json) written into the inventory, planned again."""
     inv_file, prof_file = CASES[name]
-    code, out, err = cli_run(["plan", "--inventory", DATA / inv_file, "--profile", DATA / prof_file,
-                              "--out", tmp_path / "before", "--json"], capsys)
+    code, out, err = cli_run(
+        ["plan", "--inventory", DATA / inv_file, "--profile", DATA / prof_file, "--out", tmp_path / "before", "--json"],
+        capsys,
+    )
     assert code == 3
     listed = json.loads(out)["results"][0]["shortages"]
     inv, prof = case(name)
     pr = build_problem(inv, prof)
     result = solve(pr)
-    assert [(s["kind"], s["resource"], s["message"]) for s in listed] == \
-        [(s.kind, s.resource, s.message) for s in result.shortages]
+    assert [(s["kind"], s["resource"], s["message"]) for s in listed] == [
+        (s.kind, s.resource, s.message) for s in result.shortages
+    ]
     path = tmp_path / "relieved.yaml"
-    path.write_text(json.dumps(relieve(inv, pr, result.shortages).model_dump(mode="json", by_alias=True,
-                                                                             exclude_none=True)))
-    code, out, err = cli_run(["plan", "--inventory", path, "--profile", DATA / prof_file,
-                              "--out", tmp_path / "after", "--json"], capsys)
+    path.write_text(
+        json.dumps(relieve(inv, pr, result.shortages).model_dump(mode="json", by_alias=True, exclude_none=True))
+    )
+    code, out, err = cli_run(
+        ["plan", "--inventory", path, "--profile", DATA / prof_file, "--out", tmp_path / "after", "--json"], capsys
+    )
     assert code == 0, err
     assert json.loads(out)["results"][0]["status"] == "optimal"
 
@@ -128,9 +136,18 @@ def random_short(seed: int):
     rng = random.Random(seed)
     n_pis = rng.choice((1, 2))
     pis = [f"rpi{k + 1}" for k in range(n_pis)]
-    edges = [{"name": n, "speed": rng.choice((0.25, 0.3, 0.5)), "cores": rng.choice((0.5, 1, 2)),
-              "task_slots": rng.choice((1, 2, 4)), "bandwidth": f"{rng.choice((1, 2, 5, 10))}mbit",
-              "allow_sinks": rng.random() < 0.2, "allow_stateful": rng.random() < 0.2} for n in pis]
+    edges = [
+        {
+            "name": n,
+            "speed": rng.choice((0.25, 0.3, 0.5)),
+            "cores": rng.choice((0.5, 1, 2)),
+            "task_slots": rng.choice((1, 2, 4)),
+            "bandwidth": f"{rng.choice((1, 2, 5, 10))}mbit",
+            "allow_sinks": rng.random() < 0.2,
+            "allow_stateful": rng.random() < 0.2,
+        }
+        for n in pis
+    ]
     server = {"cores": rng.choice((0.5, 1, 2, 4)), "speed": rng.choice((0.5, 1.0)), "task_slots": rng.choice((2, 4, 8))}
     middle = rng.choice((1, 2))
     names = ["Source: S", *"AB"[:middle], "Sink: T"]
@@ -140,8 +157,16 @@ def random_short(seed: int):
     vs = [vertex(names[0], par[0], rin=0, rout=1000, busy=rng.uniform(30, 200), bpr=rng.choice((100, 250, 500)))]
     for k in range(1, len(names)):
         last = k == len(names) - 1
-        vs.append(vertex(names[k], par[k], rout=0 if last else 1000, busy=rng.uniform(20, 250) if not last else
-                         rng.uniform(5, 150), bpr=rng.choice((20, 100, 400)), stateful=not last and rng.random() < 0.2))
+        vs.append(
+            vertex(
+                names[k],
+                par[k],
+                rout=0 if last else 1000,
+                busy=rng.uniform(20, 250) if not last else rng.uniform(5, 150),
+                bpr=rng.choice((20, 100, 400)),
+                stateful=not last and rng.random() < 0.2,
+            )
+        )
     chain = []
     for k in range(len(names) - 1):
         choices = [s for s in STRATEGIES if s != "FORWARD" or par[k] == par[k + 1]]

@@ -36,8 +36,19 @@ def placement(*args, cwd: Path) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("solver", ["highs", "cbc"])
 def test_plan_json_is_json_alone_and_stderr_is_empty(tmp_path, solver):
-    done = placement("plan", "--inventory", INVENTORY, "--profile", IOT, "--out", tmp_path / "plan", "--json",
-                     "--solver", solver, cwd=tmp_path)
+    done = placement(
+        "plan",
+        "--inventory",
+        INVENTORY,
+        "--profile",
+        IOT,
+        "--out",
+        tmp_path / "plan",
+        "--json",
+        "--solver",
+        solver,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     summary = json.loads(done.stdout)  # the whole of stdout: no banner before it, nothing after it
@@ -56,8 +67,18 @@ def test_an_infeasible_plan_json_is_json_too(tmp_path):
 
 
 def test_verbose_shows_the_solver_log_on_stderr_and_keeps_stdout_json(tmp_path):
-    done = placement("plan", "--inventory", INVENTORY, "--profile", IOT, "--out", tmp_path / "plan", "--json",
-                     "--verbose", cwd=tmp_path)
+    done = placement(
+        "plan",
+        "--inventory",
+        INVENTORY,
+        "--profile",
+        IOT,
+        "--out",
+        tmp_path / "plan",
+        "--json",
+        "--verbose",
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["results"][0]["status"] == "optimal"
     assert "HiGHS" in done.stderr and "Solving report" in done.stderr  # the log of every stage
@@ -128,6 +149,7 @@ def test_the_carried_optimum_admits_the_incumbent_and_its_rounding_and_nothing_m
 
 def test_fake_highs_crash_falls_back_to_cbc_and_says_so_once(monkeypatch, capsys):
     """A fake: a HiGHS crash cannot be caused on purpose with a well-formed model."""
+
     def crash(*args, **kwargs):
         raise RuntimeError("simulated crash")
 

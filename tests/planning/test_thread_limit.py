@@ -34,8 +34,11 @@ TOL = 1e-4
 
 
 def iot(scale: float):
-    return build_problem(load_inventory("inventory/edge-lab.yaml"), load_profile("examples/profiles/iot-sensors.json"),
-                         PlanOptions(rate_scale=scale))
+    return build_problem(
+        load_inventory("inventory/edge-lab.yaml"),
+        load_profile("examples/profiles/iot-sensors.json"),
+        PlanOptions(rate_scale=scale),
+    )
 
 
 def test_iot_max_rate_is_parse_s_thread_on_rpi3(tmp_path, capsys):
@@ -60,8 +63,10 @@ def test_iot_bisection_and_direct_agree_on_the_thread_bound():
 def test_iot_at_1_2x_is_infeasible_naming_parse_s_thread(tmp_path, capsys):
     code, out, err = cli_run([*IOT, "--out", tmp_path, "--rate-scale", "1.2"], capsys)
     assert code == 3  # before: "optimal", with Parse needing 0.88 of one Pi core
-    assert err.startswith("error: no placement fits: Parse (3/3) cannot keep up on rpi3: one thread would need 0.88 "
-                          "of a core, 0.80 usable")
+    assert err.startswith(
+        "error: no placement fits: Parse (3/3) cannot keep up on rpi3: one thread would need 0.88 "
+        "of a core, 0.80 usable"
+    )
     rows = [line.split("│")[1].strip() for line in out.splitlines() if line.startswith("│ ")]
     assert rows == ["thread of Parse (3/3) on rpi3", "thread of Parse (1/3) on rpi1"]
 
@@ -69,8 +74,10 @@ def test_iot_at_1_2x_is_infeasible_naming_parse_s_thread(tmp_path, capsys):
 def test_iot_rescale_at_1_1x_names_the_thread_before_the_links(tmp_path, capsys):
     code, out, err = cli_run([*IOT, "--out", tmp_path, "--rescale", "--rate-scale", "1.1"], capsys)
     assert code == 3
-    assert err.startswith("error: no placement fits: Parse (3/3) cannot keep up on rpi3: one thread would need 0.81 "
-                          "of a core, 0.80 usable")  # before: "link rpi3→server needs 61.0 Mbit/s"
+    assert err.startswith(
+        "error: no placement fits: Parse (3/3) cannot keep up on rpi3: one thread would need 0.81 "
+        "of a core, 0.80 usable"
+    )  # before: "link rpi3→server needs 61.0 Mbit/s"
 
 
 def test_iot_decomposition_and_greedy_keep_the_thread_limit():
@@ -99,16 +106,23 @@ def tight(seed: int):
     that W's thread may bind there too."""
     rng = random.Random(seed)
     speed = rng.choice((0.35, 0.45, 0.6))
-    edges = [{"name": f"rpi{k + 1}", "cores": rng.choice((1, 2)), "bandwidth": f"{rng.choice((2, 3, 5, 8))}mbit"}
-             for k in range(2)]
-    inv = inventory(edges, server={"cores": 2, "speed": speed, "task_slots": 4},
-                    pins={"sources": {"Source: S": ["rpi1", "rpi2"]}})
+    edges = [
+        {"name": f"rpi{k + 1}", "cores": rng.choice((1, 2)), "bandwidth": f"{rng.choice((2, 3, 5, 8))}mbit"}
+        for k in range(2)
+    ]
+    inv = inventory(
+        edges, server={"cores": 2, "speed": speed, "task_slots": 4}, pins={"sources": {"Source: S": ["rpi1", "rpi2"]}}
+    )
     a_busy = rng.uniform(0.55, 0.78) * 0.3 * 1000
-    prof = profile([vertex("Source: S", 2, rin=0, rout=1000, busy=rng.uniform(20, 60), bpr=rng.choice((200, 300))),
-                    vertex("A", 2, rout=1000, busy=a_busy, bpr=rng.choice((20, 40))),
-                    vertex("W", 1, rin=2000, rout=50, busy=rng.uniform(0.2, 0.7) * speed * 1000, bpr=40, stateful=True),
-                    vertex("Sink: T", rout=0, busy=5)],
-                   [("Source: S", "A", "FORWARD"), ("A", "W", "HASH"), ("W", "Sink: T", "FORWARD")])
+    prof = profile(
+        [
+            vertex("Source: S", 2, rin=0, rout=1000, busy=rng.uniform(20, 60), bpr=rng.choice((200, 300))),
+            vertex("A", 2, rout=1000, busy=a_busy, bpr=rng.choice((20, 40))),
+            vertex("W", 1, rin=2000, rout=50, busy=rng.uniform(0.2, 0.7) * speed * 1000, bpr=40, stateful=True),
+            vertex("Sink: T", rout=0, busy=5),
+        ],
+        [("Source: S", "A", "FORWARD"), ("A", "W", "HASH"), ("W", "Sink: T", "FORWARD")],
+    )
     return inv, prof
 
 
@@ -148,8 +162,9 @@ def test_every_planner_finds_the_same_highest_scale_with_tight_threads(seed):
         assert not fits(inv, prof, x * (1 + 5 * TOL)), (fits.__name__, x)
     # the thread bound of each (subtask, host) pair the rules allow is a ceiling on the scale where it is the only way
     pr = build(1.0)
-    bounds = {s.label: pr.usable_thread / s.cores_on(pr.host_by_name["server"]) for s in pr.subtasks
-              if s.vertex_name == "W"}
+    bounds = {
+        s.label: pr.usable_thread / s.cores_on(pr.host_by_name["server"]) for s in pr.subtasks if s.vertex_name == "W"
+    }
     assert x <= min(bounds.values()) * (1 + 1e-9)  # W may run on the server only: its thread caps the scale
 
 

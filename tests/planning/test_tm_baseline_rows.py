@@ -18,10 +18,13 @@ def cpu_bound(baseline: float | None):
     """A source born on rpi1 (1 core, speed 0.3) charged 60 ms/s of a server core: 0.2 of rpi1's core at scale 1;
     plenty of bandwidth, so rpi1's CPU row is what binds."""
     extra = {} if baseline is None else {"taskmanager_baseline_cores": baseline}
-    inv = inventory([{"name": "rpi1", "cores": 1, "bandwidth": "1000mbit", **extra}],
-                    pins={"sources": {"Source: S": "rpi1"}})
-    prof = profile([vertex("Source: S", rin=0, rout=1000, busy=60, bpr=10), vertex("Sink: T", rout=0, busy=10)],
-                   [("Source: S", "Sink: T", "FORWARD")])
+    inv = inventory(
+        [{"name": "rpi1", "cores": 1, "bandwidth": "1000mbit", **extra}], pins={"sources": {"Source: S": "rpi1"}}
+    )
+    prof = profile(
+        [vertex("Source: S", rin=0, rout=1000, busy=60, bpr=10), vertex("Sink: T", rout=0, busy=10)],
+        [("Source: S", "Sink: T", "FORWARD")],
+    )
     return inv, prof
 
 
@@ -35,11 +38,19 @@ def test_max_rate_leaves_the_taskmanagers_baseline_free(baseline, scale):
 def two_pis(baseline: float | None, pis: int = 2):
     extra = {} if baseline is None else {"taskmanager_baseline_cores": baseline}
     names = [f"rpi{i + 1}" for i in range(pis)]
-    inv = inventory([{"name": n, "cores": 1, "bandwidth": "1000mbit", **extra} for n in names],
-                    pins={"sources": {"Source: S": names}}, server={"cores": 4, "task_slots": 16})
-    prof = profile([vertex("Source: S", pis, rin=0, rout=300, busy=30, bpr=10),
-                    vertex("M", pis, rin=300, rout=300, busy=150, bpr=10), vertex("Sink: T", rout=0, busy=1)],
-                   [("Source: S", "M", "FORWARD"), ("M", "Sink: T", "REBALANCE")])
+    inv = inventory(
+        [{"name": n, "cores": 1, "bandwidth": "1000mbit", **extra} for n in names],
+        pins={"sources": {"Source: S": names}},
+        server={"cores": 4, "task_slots": 16},
+    )
+    prof = profile(
+        [
+            vertex("Source: S", pis, rin=0, rout=300, busy=30, bpr=10),
+            vertex("M", pis, rin=300, rout=300, busy=150, bpr=10),
+            vertex("Sink: T", rout=0, busy=1),
+        ],
+        [("Source: S", "M", "FORWARD"), ("M", "Sink: T", "REBALANCE")],
+    )
     return build_problem(inv, prof)
 
 
@@ -69,18 +80,41 @@ def test_rescale_plans_within_the_capacity_the_baseline_leaves(tmp_path, capsys)
     results = {}
     for baseline in (None, 0.5):
         extra = {} if baseline is None else {"taskmanager_baseline_cores": baseline}
-        inv = inventory([{"name": n, "cores": 1, "bandwidth": "1000mbit", "allow_stateful": True, **extra}
-                         for n in ("rpi1", "rpi2")], pins={"sources": {"Source: S": ["rpi1", "rpi2"]}},
-                        server={"cores": 4})
-        prof = profile([vertex("Source: S", 2, rin=0, rout=100, busy=10, bpr=10),
-                        vertex("M", 2, rin=100, rout=100, busy=50, bpr=10), vertex("Sink: T", rout=0, busy=1)],
-                       [("Source: S", "M", "FORWARD"), ("M", "Sink: T", "REBALANCE")])
+        inv = inventory(
+            [
+                {"name": n, "cores": 1, "bandwidth": "1000mbit", "allow_stateful": True, **extra}
+                for n in ("rpi1", "rpi2")
+            ],
+            pins={"sources": {"Source: S": ["rpi1", "rpi2"]}},
+            server={"cores": 4},
+        )
+        prof = profile(
+            [
+                vertex("Source: S", 2, rin=0, rout=100, busy=10, bpr=10),
+                vertex("M", 2, rin=100, rout=100, busy=50, bpr=10),
+                vertex("Sink: T", rout=0, busy=1),
+            ],
+            [("Source: S", "M", "FORWARD"), ("M", "Sink: T", "REBALANCE")],
+        )
         paths = tmp_path / f"b{baseline}"
         paths.mkdir()
         (paths / "inv.json").write_text(json.dumps(inv.model_dump(mode="json", by_alias=True)))
         (paths / "prof.json").write_text(json.dumps(prof.dump()))
-        code, _, err = cli_run(["plan", "--inventory", paths / "inv.json", "--profile", paths / "prof.json", "--out",
-                                paths / "plan", "--rescale", "--target-rate", "Source: S=600"], capsys)
+        code, _, err = cli_run(
+            [
+                "plan",
+                "--inventory",
+                paths / "inv.json",
+                "--profile",
+                paths / "prof.json",
+                "--out",
+                paths / "plan",
+                "--rescale",
+                "--target-rate",
+                "Source: S=600",
+            ],
+            capsys,
+        )
         assert code == 0, err
         plan = json.loads((paths / "plan" / "plan.json").read_text())
         hosts = {h["host"]: h for h in plan["hosts"]}

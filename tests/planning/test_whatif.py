@@ -34,9 +34,14 @@ def test_parse():
 
 
 def test_added_pis_copy_the_template_and_take_over_its_births():
-    inv = inventory([{"name": "rpi1", "bandwidth": "20mbit", "delay": "30ms"}, {"name": "rpi2"}],
-                    pins={"sources": {"Source: S": ["rpi1", "rpi2", "rpi1", "rpi1"]}, "operators": {"P": ["rpi1"]},
-                          "forbid": {"Q": "rpi1"}})
+    inv = inventory(
+        [{"name": "rpi1", "bandwidth": "20mbit", "delay": "30ms"}, {"name": "rpi2"}],
+        pins={
+            "sources": {"Source: S": ["rpi1", "rpi2", "rpi1", "rpi1"]},
+            "operators": {"P": ["rpi1"]},
+            "forbid": {"Q": "rpi1"},
+        },
+    )
     edited, notes = apply_whatif(inv, [AddHosts("rpi1", 2)], sources={"Source: S": 4})
     names = [h.name for h in edited.hosts]
     assert names[-2:] == ["rpi1-add1", "rpi1-add2"]
@@ -91,6 +96,7 @@ def test_cli_what_better_uplinks_and_a_server_buy(tmp_path, capsys):
     its input would cross the 50 Mbit/s uplink). Faster uplinks let Parse move to the server, until the sources' own
     threads, born on the Pis, run out at 1.905×; a second server on top buys nothing — a thread is not helped by more
     hosts."""
+
     def max_rate(*extra):
         code, out, err = cli_run([*ARGS, "--out", tmp_path, "--max-rate", "--json", *extra], capsys)
         assert code == 0, err
@@ -104,8 +110,16 @@ def test_cli_what_better_uplinks_and_a_server_buy(tmp_path, capsys):
     assert server["scale"] == pytest.approx(uplinks["scale"], rel=1e-3)
 
 
-@pytest.mark.parametrize("option,value", [("--add-host", "rpi4b"), ("--add-host", "nope=2"), ("--link", "rpi1"),
-                                          ("--link", "rpi9:10mbit"), ("--link", "rpi1:-5mbit")])
+@pytest.mark.parametrize(
+    "option,value",
+    [
+        ("--add-host", "rpi4b"),
+        ("--add-host", "nope=2"),
+        ("--link", "rpi1"),
+        ("--link", "rpi9:10mbit"),
+        ("--link", "rpi1:-5mbit"),
+    ],
+)
 def test_cli_bad_what_if_is_one_line_naming_the_option(tmp_path, capsys, option, value):
     code, out, err = cli_run([*ARGS, "--out", tmp_path, option, value], capsys)
     assert code == 2, out + err

@@ -53,8 +53,9 @@ def test_the_zero_flow_pair_crosses_in_every_account():
 
 
 def test_compare_holds_every_strategy_to_the_same_term(tmp_path, capsys):
-    code, out, err = cli_run(["plan", "--inventory", INV, "--profile", PROF, "--out", tmp_path / "zf", "--compare",
-                              "--json"], capsys)
+    code, out, err = cli_run(
+        ["plan", "--inventory", INV, "--profile", PROF, "--out", tmp_path / "zf", "--compare", "--json"], capsys
+    )
     assert code == 0, err
     results = {r["strategy"]: r for r in json.loads(out)["results"]}
     # the ILP keeps Map 2 on rpi1 (0.005 server cores less, the earlier stage) and pays the quiet HASH crossing; the
@@ -68,16 +69,29 @@ def quiet_chain(seed: int):
     """Source (2, born on the Pis) → A (2) → Sink: random strategies, and one or two subtasks that carry no records
     (rates 0), on Pis too slow for some threads."""
     rng = random.Random(seed)
-    pis = [{"name": f"rpi{k + 1}", "speed": rng.choice((0.3, 0.5)), "cores": 2, "task_slots": 4,
-            "delay": f"{rng.choice((10, 20, 40))}ms"} for k in range(2)]
-    vs = [vertex("Source: S", 2, rin=0, rout=1000, busy=rng.uniform(20, 100)),
-          vertex("A", 2, busy=rng.uniform(100, 300)), vertex("Sink: T", rout=0, busy=10)]
+    pis = [
+        {
+            "name": f"rpi{k + 1}",
+            "speed": rng.choice((0.3, 0.5)),
+            "cores": 2,
+            "task_slots": 4,
+            "delay": f"{rng.choice((10, 20, 40))}ms",
+        }
+        for k in range(2)
+    ]
+    vs = [
+        vertex("Source: S", 2, rin=0, rout=1000, busy=rng.uniform(20, 100)),
+        vertex("A", 2, busy=rng.uniform(100, 300)),
+        vertex("Sink: T", rout=0, busy=10),
+    ]
     for v in vs[:2]:
         for sub in v["subtasks"]:
             if rng.random() < 0.4:
                 sub.update(records_in_per_s=0.0, records_out_per_s=0.0, busy_ms_per_s=0.0)
-    edges = [("Source: S", "A", rng.choice(("FORWARD", "REBALANCE", "HASH", "RESCALE"))),
-             ("A", "Sink: T", rng.choice(("HASH", "REBALANCE", "GLOBAL")))]
+    edges = [
+        ("Source: S", "A", rng.choice(("FORWARD", "REBALANCE", "HASH", "RESCALE"))),
+        ("A", "Sink: T", rng.choice(("HASH", "REBALANCE", "GLOBAL"))),
+    ]
     births = [rng.choice(("rpi1", "rpi2")) for _ in range(2)]
     return inventory(pis, pins={"sources": {"Source: S": births}}), profile(vs, edges)
 

@@ -40,8 +40,9 @@ _CHATTER = re.compile(r"incubator modules|Setting default log level|To adjust lo
 
 def _driver(cache: Path) -> dict:
     env = {**os.environ, ca.ENV_SWITCH: "1", ca.ENV_CACHE: str(cache)}
-    r = subprocess.run([sys.executable, "-c", _DRIVER], env=env, cwd=ROOT, capture_output=True, text=True, timeout=400,
-                       check=False)
+    r = subprocess.run(
+        [sys.executable, "-c", _DRIVER], env=env, cwd=ROOT, capture_output=True, text=True, timeout=400, check=False
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     assert not _CHATTER.search(r.stdout + r.stderr), (r.stdout + r.stderr)[:500]
     return json.loads(r.stdout.strip().splitlines()[-1])
@@ -148,7 +149,8 @@ def test_the_cache_keeps_the_recently_used_and_drops_what_no_jvm_can_map(tmp_pat
     removed = ca.prune(cache, current=current, keep=2)
     assert set(removed) == {legacy, gone, changed, older, oldest}
     assert sorted(p.name for p in cache.iterdir()) == sorted(
-        [current.name, current.with_suffix(".json").name, newest.name, newest.with_suffix(".json").name])
+        [current.name, current.with_suffix(".json").name, newest.name, newest.with_suffix(".json").name]
+    )
 
     # the size cap: the current archive is never removed, others only while they fit
     big = _archive(cache, "8" * 16, jars["c"], size=1000, used=950)

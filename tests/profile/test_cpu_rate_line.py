@@ -29,8 +29,11 @@ from placement.profile.pipeline import build_profile, write_profile
 from placement.solver.capacity import binding_constraints, max_scale
 from placement.solver.result import SolverOptions
 
-VERTICES = [RunVertex(id="src", name="Source: Gen", parallelism=1), RunVertex(id="map", name="Map", parallelism=2),
-            RunVertex(id="sink", name="Sink: Out", parallelism=1)]
+VERTICES = [
+    RunVertex(id="src", name="Source: Gen", parallelism=1),
+    RunVertex(id="map", name="Map", parallelism=2),
+    RunVertex(id="sink", name="Sink: Out", parallelism=1),
+]
 WHERE = {("src", 0): "rpi1", ("map", 0): "srv", ("map", 1): "srv", ("sink", 0): "srv"}
 
 
@@ -45,13 +48,14 @@ def planned(fixed: float, per_krecord: float, low: float, high: float) -> tuple[
     """(fixed cores, cores per record) of the line planned on for two noise-free runs at ``low`` and ``high``/s: the
     fitted slope plus two standard errors (each run's error the floor: ``floor·√2 / (high − low)``), through the
     runs' centroid."""
-    slope = per_krecord / 1000 + 2 * SE_FLOOR * 2 ** 0.5 / (high - low)
+    slope = per_krecord / 1000 + 2 * SE_FLOOR * 2**0.5 / (high - low)
     mid = (low + high) / 2
     return _line(fixed, per_krecord, mid) - slope * mid, slope
 
 
-def write_runs(root: Path, source_rates: list[float], *, moved: bool = False, threads: bool = False,
-               wobble: float = 0.0) -> None:
+def write_runs(
+    root: Path, source_rates: list[float], *, moved: bool = False, threads: bool = False, wobble: float = 0.0
+) -> None:
     """A run per source rate, an hour apart; ``moved``: the last run's source on rpi3 (another placement);
     ``threads``: rpi1's threads recorded too, the whole process on the line 0.12 + 60 µs × records/s (``wobble``
     cores more in the first half of each run, as much less in the second)."""
@@ -61,28 +65,52 @@ def write_runs(root: Path, source_rates: list[float], *, moved: bool = False, th
         busy = {("src", 0): 500.0, ("map", 0): 0.3 * rate, ("map", 1): 0.3 * rate, ("sink", 0): 0.1 * rate}
         rates = {"src": (0.0, rate), "map": (rate / 2, rate / 2), "sink": (rate, 0.0)}
         process = {"srv": _line(0.05, 0.8, rate), edge: _line(0.10, 0.05, rate), "rpi2": 0.05}
-        write_job(root, "j1", "cpu-job", VERTICES, busy, where, rates, process, run_id=f"r{n + 1}",
-                  t0=T0 + n * 3_600_000)
+        write_job(
+            root, "j1", "cpu-job", VERTICES, busy, where, rates, process, run_id=f"r{n + 1}", t0=T0 + n * 3_600_000
+        )
         if threads:
-            _write_threads(root, f"r{n + 1}", T0 + n * 3_600_000, {(1, "Source: Gen (1/"): _line(0.07, 0.06, rate),
-                                                                   (2, "flink-metrics-s"): 0.05}, wobble)
+            _write_threads(
+                root,
+                f"r{n + 1}",
+                T0 + n * 3_600_000,
+                {(1, "Source: Gen (1/"): _line(0.07, 0.06, rate), (2, "flink-metrics-s"): 0.05},
+                wobble,
+            )
 
 
 def _write_threads(root: Path, run_id: str, t0: int, threads: dict[tuple[int, str], float], wobble: float) -> None:
     """rpi1's per-thread listing of one run, every second, with the whole process's row (their sum); the first
     thread ``wobble`` cores busier in the first half of the run and as much idler in the second."""
+
     def used(k: int, tid: int, cores: float) -> float:  # CPU seconds after k seconds
         extra = wobble * min(k, SECONDS // 2) - wobble * max(0, k - SECONDS // 2) if tid == 1 else 0.0
         return k * cores + extra
 
     listed = [*threads.items()]
-    rows = [{"ts_ms": t0 + k * 1000, "taskmanager_id": "rpi1", "tid": tid, "thread": name,
-             "cpu_time_ns": int(1e9 + used(k, tid, cores) * 1e9)} for k in range(SECONDS) for (tid, name), cores in listed]
-    rows += [{"ts_ms": t0 + k * 1000, "taskmanager_id": "rpi1", "tid": PROCESS_TID, "thread": PROCESS_ROW,
-              "cpu_time_ns": int(1e9 + sum(used(k, tid, c) for (tid, _), c in listed) * 1e9)} for k in range(SECONDS)]
+    rows = [
+        {
+            "ts_ms": t0 + k * 1000,
+            "taskmanager_id": "rpi1",
+            "tid": tid,
+            "thread": name,
+            "cpu_time_ns": int(1e9 + used(k, tid, cores) * 1e9),
+        }
+        for k in range(SECONDS)
+        for (tid, name), cores in listed
+    ]
+    rows += [
+        {
+            "ts_ms": t0 + k * 1000,
+            "taskmanager_id": "rpi1",
+            "tid": PROCESS_TID,
+            "thread": PROCESS_ROW,
+            "cpu_time_ns": int(1e9 + sum(used(k, tid, c) for (tid, _), c in listed) * 1e9),
+        }
+        for k in range(SECONDS)
+    ]
     writer = thread_writer(root, "j1", run_id)
     writer.write(pa.Table.from_pylist(rows, schema=THREAD_SCHEMA))
-    (run, m), = [(d, m) for d, m in find_manifests(root) if m.run_id == run_id]
+    ((run, m),) = [(d, m) for d, m in find_manifests(root) if m.run_id == run_id]
     m.thread_files = writer.files
     write_manifest(root, m)
 
@@ -91,8 +119,10 @@ def profile_of(tmp_path: Path, source_rates: list[float], warmup_s: float = 0.0,
     write_runs(tmp_path / "metrics", source_rates, **kw)
     inv = tmp_path / "inventory.json"
     inv.write_text(json.dumps(inventory().model_dump(mode="json", by_alias=True)))
-    out = write_profile(build_profile(tmp_path / "metrics", engine="pandas", warmup_s=warmup_s, inventory=inv),
-                        tmp_path / "profile.json")
+    out = write_profile(
+        build_profile(tmp_path / "metrics", engine="pandas", warmup_s=warmup_s, inventory=inv),
+        tmp_path / "profile.json",
+    )
     return load_profile(out)  # through the file: what `plan` reads
 
 
@@ -114,13 +144,14 @@ def test_two_rates_give_each_taskmanager_its_line_and_the_vertices_their_fixed_s
     # the server: 1.25 cores at 1,500/s, baseline 0.015 (the idle Pi's, in server cores)
     srv = tms["srv"].rate_fit
     fixed, slope = planned(0.05, 0.8, 1000, 2000)
-    assert srv.fixed_cores == pytest.approx(fixed, rel=1e-4) and srv.per_record_us == pytest.approx(slope * 1e6, rel=1e-4)
+    assert srv.fixed_cores == pytest.approx(fixed, rel=1e-4) and srv.per_record_us == pytest.approx(
+        slope * 1e6, rel=1e-4
+    )
     for name in ("map", "sink"):
         assert profile.vertex(name).cpu_fixed_share == pytest.approx((fixed - 0.015) / 1.235, rel=1e-4)
     assert tms["rpi2"].rate_fit is None  # idle: nothing of the job grows on it
     assert "rpi1 0.175 cores, baseline 0.050 (prior)" in profile.job.note
-    assert ("0.092 + 55.7 µs × records/s (fitted 50.0 ± 2.8) over 2 runs (1,000-2,000/s): 33% fixed"
-            in profile.job.note)
+    assert "0.092 + 55.7 µs × records/s (fitted 50.0 ± 2.8) over 2 runs (1,000-2,000/s): 33% fixed" in profile.job.note
 
 
 @pytest.mark.parametrize("scale", [0.5, 1.0, 2.0, 4.0])
@@ -137,15 +168,15 @@ def test_the_cost_model_predicts_each_hosts_cpu_on_its_line_at_any_scale(tmp_pat
     # every subtask's CPU in proportion to the rate (the model before the line) misses the Pi's fixed part
     proportional = 0.05 + 0.125 * scale
     assert evaluate(build_problem(inventory(), _flat(profile), PlanOptions(rate_scale=scale)), WHERE).host(
-        "rpi1").predicted_cores == pytest.approx(proportional)
+        "rpi1"
+    ).predicted_cores == pytest.approx(proportional)
 
 
 def test_runs_whose_cpu_wanders_get_a_wider_error_and_a_steeper_planned_line(tmp_path):
     """rpi1's threads use 0.02 more in the first half of each run and 0.02 less in the second: the runs' figures
     are the same, their windows spread, and the line planned on is steeper than the quiet runs' (less fixed)."""
     quiet = {t.id: t for t in profile_of(tmp_path / "quiet", [1000.0, 3000.0], threads=True).taskmanagers}
-    noisy = {t.id: t for t in profile_of(tmp_path / "noisy", [1000.0, 3000.0], threads=True,
-                                         wobble=0.02).taskmanagers}
+    noisy = {t.id: t for t in profile_of(tmp_path / "noisy", [1000.0, 3000.0], threads=True, wobble=0.02).taskmanagers}
     q, n = quiet["rpi1"].rate_fit, noisy["rpi1"].rate_fit
     assert n.fitted_per_record_us == pytest.approx(q.fitted_per_record_us, rel=1e-3)  # the same runs on average
     assert n.per_record_se_us > 3 * q.per_record_se_us
@@ -165,6 +196,7 @@ def test_max_rate_on_the_line_finds_the_rate_where_the_pis_core_is_full(tmp_path
     on_line = (0.8 - fixed) / slope / 3000
     assert 4.5 < on_line < 14_000 / 3000
     for prof, expected in ((profile, on_line), (_flat(profile), 3.75)):
+
         def build(scale: float, prof: JobProfile = prof) -> PlacementProblem:
             return build_problem(inv, prof, PlanOptions(rate_scale=scale))
 
@@ -176,6 +208,7 @@ def test_max_rate_on_the_line_finds_the_rate_where_the_pis_core_is_full(tmp_path
     # rate measured, 3.75x in proportion; runs at 6,000 and 10,000/s (1x: 8,000/s) put the same Pi's full core 1.37x
     # beyond the fastest: no caution
     from placement.planning.capacity import plan_max_rate
+
     kw = dict(placement_mode="custom", inventory_source="inv", options=SolverOptions(), method="exact")
     answer = plan_max_rate(inv, profile, **kw)
     assert answer.capacity.scale == pytest.approx(on_line, rel=1e-3)
@@ -241,10 +274,12 @@ def test_the_rescale_planners_instances_carry_the_fixed_part_once_each(tmp_path)
 
 def _flat_one_rate(profile):
     """The profile as one rate would have left it: no line, no fixed share."""
-    return _flat(profile).model_copy(update={"taskmanagers": [t.model_copy(update={"rate_fit": None})
-                                                              for t in profile.taskmanagers]})
+    return _flat(profile).model_copy(
+        update={"taskmanagers": [t.model_copy(update={"rate_fit": None}) for t in profile.taskmanagers]}
+    )
 
 
 def _flat(profile):
-    return profile.model_copy(update={"vertices": [v.model_copy(update={"cpu_fixed_share": None})
-                                                   for v in profile.vertices]})
+    return profile.model_copy(
+        update={"vertices": [v.model_copy(update={"cpu_fixed_share": None}) for v in profile.vertices]}
+    )

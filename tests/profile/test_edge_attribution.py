@@ -35,7 +35,10 @@ def assert_edges_recover_truth(profile: JobProfile) -> None:
         e = edges[(t["source"], t["target"])]
         up = vertex[t["source"]]
         want_size = sum(t["bytes_per_s"]) / sum(t["records_per_s"])
-        assert sum(e.bytes_per_s) / sum(e.records_per_s) == pytest.approx(want_size, rel=TOLERANCE), (e.source, e.target)
+        assert sum(e.bytes_per_s) / sum(e.records_per_s) == pytest.approx(want_size, rel=TOLERANCE), (
+            e.source,
+            e.target,
+        )
         for i, s in enumerate(up.subtasks):
             want = t["records_per_s"][i] / SHAPES_JOB_RECORDS_OUT[t["source"]][i]
             assert e.records_per_s[i] / s.records_out_per_s == pytest.approx(want, rel=TOLERANCE), (t, i)
@@ -51,7 +54,7 @@ def _records_out() -> dict[str, list[float]]:
     nom = _nominal(SHAPES_JOB)
     out, start = {}, 0
     for v in SHAPES_JOB.vertices:
-        out[v.name] = [float(x) for x in nom.records_out[start:start + v.parallelism]]
+        out[v.name] = [float(x) for x in nom.records_out[start : start + v.parallelism]]
         start += v.parallelism
     return out
 
@@ -72,8 +75,9 @@ def test_pandas_engine_recovers_every_edge(shapes_history):
     assert join == edges[("Click Counts", "Join")].receiver_shares and 0.5 < join[0] < 0.7
     # the vertex's record size is the size on its edges, not numBytesOut / numRecordsOut (2x for the fan-out)
     assert {v.name: v for v in prof.vertices}["Parse Clicks"].bytes_per_record_out == pytest.approx(50, rel=TOLERANCE)
-    assert {v.name: v for v in prof.vertices}["Parse Clicks"].stats["bytes_out_per_s"] / \
-        {v.name: v for v in prof.vertices}["Parse Clicks"].stats["records_out_per_s"] == pytest.approx(100, rel=TOLERANCE)
+    assert {v.name: v for v in prof.vertices}["Parse Clicks"].stats["bytes_out_per_s"] / {
+        v.name: v for v in prof.vertices
+    }["Parse Clicks"].stats["records_out_per_s"] == pytest.approx(100, rel=TOLERANCE)
     # checkpointing: the interval and what each checkpoint writes reach the profile
     assert prof.job.checkpoint_interval_ms == 10_000 and prof.job.buffer_timeout_ms == 100
     assert {v.name: v for v in prof.vertices}["Click Counts"].checkpointed_bytes == 4e6

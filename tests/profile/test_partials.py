@@ -92,8 +92,15 @@ task = pickle.loads(open({str(tmp_path / "task.pkl")!r}, "rb").read())
 out = list(task([{paths!r}]))
 pickle.dump(out, open({str(tmp_path / "out.pkl")!r}, "wb"))
 """
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False,
-                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": ""})
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": ""},
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     got = pickle.loads((tmp_path / "out.pkl").read_bytes())
     want = list(task_partials([paths], job))

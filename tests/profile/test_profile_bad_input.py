@@ -113,7 +113,9 @@ def test_all_metrics_absent(tmp_path, capsys):
         t = pq.read_table(part)
         i = t.schema.get_field_index("busy_ms_per_s")
         pq.write_table(t.set_column(i, t.schema.field(i), pa.nulls(t.num_rows, pa.float64())), part)
-    code, err = run_profile([str(root), "--out", str(tmp_path / "p.json"), "--warmup", "0", "--engine", "pandas"], capsys)
+    code, err = run_profile(
+        [str(root), "--out", str(tmp_path / "p.json"), "--warmup", "0", "--engine", "pandas"], capsys
+    )
     assert_one_line_error(code, err, "busy_ms_per_s", "absent from every usable sample")
 
 
@@ -139,15 +141,31 @@ def test_unknown_run(history, tmp_path, capsys):
 
 
 def test_unknown_stateful_vertex_and_contradiction(tmp_path, capsys):
-    code, err = run_profile([str(EXAMPLE), "--out", str(tmp_path / "p.json"), "--engine", "pandas", "--stateful", "Nope"], capsys)
+    code, err = run_profile(
+        [str(EXAMPLE), "--out", str(tmp_path / "p.json"), "--engine", "pandas", "--stateful", "Nope"], capsys
+    )
     assert_one_line_error(code, err, "--stateful", "no vertex 'Nope'")
-    code, err = run_profile([str(EXAMPLE), "--out", str(tmp_path / "p.json"), "--engine", "pandas",
-                             "--stateful", "Parse", "--stateless", "Parse"], capsys)
+    code, err = run_profile(
+        [
+            str(EXAMPLE),
+            "--out",
+            str(tmp_path / "p.json"),
+            "--engine",
+            "pandas",
+            "--stateful",
+            "Parse",
+            "--stateless",
+            "Parse",
+        ],
+        capsys,
+    )
     assert_one_line_error(code, err, "both --stateful and --stateless")
 
 
 def test_bad_inventory_and_warmup(tmp_path, capsys):
-    code, err = run_profile([str(EXAMPLE), "--out", str(tmp_path / "p.json"), "--inventory", str(tmp_path / "inv.yaml")], capsys)
+    code, err = run_profile(
+        [str(EXAMPLE), "--out", str(tmp_path / "p.json"), "--inventory", str(tmp_path / "inv.yaml")], capsys
+    )
     assert_one_line_error(code, err, "inv.yaml", "file not found")
     code, err = run_profile([str(EXAMPLE), "--out", str(tmp_path / "p.json"), "--warmup", "-1"], capsys)
     assert_one_line_error(code, err, "--warmup")
@@ -163,8 +181,21 @@ def test_pandas_engine_profile_validates_and_is_written_atomically(tmp_path, cap
     for path in (out, details):
         path.write_text("earlier run\n")
         (path.parent / f"{path.name}.earlier").hardlink_to(path)
-    code, err = run_profile([str(EXAMPLE), "--out", str(out), "--engine", "pandas", "--inventory", str(INVENTORY),
-                             "--details", str(details), "--quiet"], capsys)
+    code, err = run_profile(
+        [
+            str(EXAMPLE),
+            "--out",
+            str(out),
+            "--engine",
+            "pandas",
+            "--inventory",
+            str(INVENTORY),
+            "--details",
+            str(details),
+            "--quiet",
+        ],
+        capsys,
+    )
     assert code == 0, err
     for path in (out, details):
         earlier = path.parent / f"{path.name}.earlier"
@@ -172,7 +203,11 @@ def test_pandas_engine_profile_validates_and_is_written_atomically(tmp_path, cap
     prof = json.loads(out.read_text())
     assert prof["format"] == "placement.profile/v2"
     assert sorted(p.name for p in out.parent.iterdir()) == [  # no temp files left behind
-        "p.json", "p.json.earlier", "subtasks.csv", "subtasks.csv.earlier"]
+        "p.json",
+        "p.json.earlier",
+        "subtasks.csv",
+        "subtasks.csv.earlier",
+    ]
     table = pd.read_csv(details)
     assert len(table) == sum(v["parallelism"] for v in prof["vertices"])
     win = table[table["vertex"] == "Window Aggregate"]

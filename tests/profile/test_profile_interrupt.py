@@ -64,13 +64,20 @@ def _start_profile(history: Path, work: Path, token: str) -> subprocess.Popen:
         default_sigint()
         os.setsid()  # a session and process group of its own, as a shell gives a foreground job
 
-    return subprocess.Popen([str(PLACEMENT), "profile", str(history), "--out", str(work / "profile.json")],
-                            cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=child,
-                            env={**os.environ, TOKEN_VAR: token})
+    return subprocess.Popen(
+        [str(PLACEMENT), "profile", str(history), "--out", str(work / "profile.json")],
+        cwd=work,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=child,
+        env={**os.environ, TOKEN_VAR: token},
+    )
 
 
-def _wait_for(process: subprocess.Popen, token: str, what: str, matches, count: int = 1,
-              deadline_s: float = 120.0) -> None:
+def _wait_for(
+    process: subprocess.Popen, token: str, what: str, matches, count: int = 1, deadline_s: float = 120.0
+) -> None:
     """Poll until ``count`` processes started by the command match ``matches(cmdline)``."""
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:

@@ -24,7 +24,7 @@ def test_the_recorded_history_gives_the_sink_s_percentiles():
     (m,) = prof.latency
     assert (m.source, m.sink) == (SOURCE, SINK)
     assert m.paths == ["Source: Sensors → Parse → Filter → Enrich → Window Aggregate → Sink: Readings"]
-    (run, manifest), = find_manifests(HISTORY)
+    ((run, manifest),) = find_manifests(HISTORY)
     sink = read_latency(run, manifest).to_pandas().query("vertex_id == @SINK")
     assert m.samples == sink["ts_ms"].nunique() == 21
     assert m.p50_ms == pytest.approx(sink["p50_ms"].median()) == pytest.approx(279.0)
@@ -34,7 +34,7 @@ def test_the_recorded_history_gives_the_sink_s_percentiles():
 
 
 def test_the_warm_up_drops_what_came_before_it():
-    (run, manifest), = find_manifests(HISTORY)
+    ((run, manifest),) = find_manifests(HISTORY)
     samples = pd.read_parquet(run / manifest.files[0])
     began = samples["attempt_start_ms"].max()  # the job's subtasks started before the collection did
     sink = read_latency(run, manifest).to_pandas().query("vertex_id == @SINK")
@@ -55,16 +55,28 @@ def test_a_profile_without_latency_reads_and_hashes_as_before():
 def test_chained_operators_take_the_largest_subtasks_the_median_p50_and_the_largest_tails(tmp_path):
     """Two sink subtasks, the sink chained behind a map (two operators per subtask), two instants."""
     shutil.copytree(HISTORY, tmp_path / "h")
-    (run, manifest), = find_manifests(tmp_path / "h")
+    ((run, manifest),) = find_manifests(tmp_path / "h")
     for f in manifest.latency_files:
         (run / f).unlink()
     rows = []
     for ts in (manifest.started_ms + 1000, manifest.started_ms + 2000):
         for subtask, (p50, p99) in enumerate(((100.0, 200.0), (300.0, 250.0))):
             for op, extra in (("head", 0.0), ("chained", 5.0)):
-                rows.append({"ts_ms": ts, "vertex_id": SINK, "subtask": subtask, "source_id": SOURCE,
-                             "source_subtask": None, "operator_id": op, "p50_ms": p50 + extra, "p95_ms": p99 + extra,
-                             "p99_ms": p99 + extra, "mean_ms": p50, "max_ms": p99 + 10 + extra})
+                rows.append(
+                    {
+                        "ts_ms": ts,
+                        "vertex_id": SINK,
+                        "subtask": subtask,
+                        "source_id": SOURCE,
+                        "source_subtask": None,
+                        "operator_id": op,
+                        "p50_ms": p50 + extra,
+                        "p95_ms": p99 + extra,
+                        "p99_ms": p99 + extra,
+                        "mean_ms": p50,
+                        "max_ms": p99 + 10 + extra,
+                    }
+                )
     rows.append({**rows[0], "vertex_id": "a0bcbe636c3291fd3f45c25deb2b0823", "p50_ms": 1.0})  # Parse: not a sink
     writer = latency_writer(tmp_path / "h", manifest.job_id, manifest.run_id)
     writer.write(latency_rows_to_table(rows))
@@ -81,8 +93,10 @@ def load_profile_from(history: Path):
 
 @pytest.mark.spark
 def test_spark_and_pandas_profiles_carry_the_same_latency(spark):
-    assert build_profile(HISTORY, engine="spark", spark=spark, warmup_s=0).latency == \
-        build_profile(HISTORY, engine="pandas", warmup_s=0).latency
+    assert (
+        build_profile(HISTORY, engine="spark", spark=spark, warmup_s=0).latency
+        == build_profile(HISTORY, engine="pandas", warmup_s=0).latency
+    )
 
 
 def test_profile_prints_the_percentiles(tmp_path, capsys):

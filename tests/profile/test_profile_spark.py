@@ -66,7 +66,11 @@ def test_example_profile_matches_the_example_profile_shape(spark):
     assert [v.parallelism for v in prof.vertices] == [v.parallelism for v in example.vertices]
     names = {v.id: v.name for v in prof.vertices}
     assert [(names[e.source], names[e.target], e.ship_strategy) for e in prof.edges] == [
-        ({v.id: v.name for v in example.vertices}[e.source], {v.id: v.name for v in example.vertices}[e.target], e.ship_strategy)
+        (
+            {v.id: v.name for v in example.vertices}[e.source],
+            {v.id: v.name for v in example.vertices}[e.target],
+            e.ship_strategy,
+        )
         for e in example.edges
     ]
 
@@ -82,7 +86,9 @@ def test_host_speed_comes_from_the_inventory_host_that_ran_the_subtask(spark):
     # measured on a Pi: 1/0.3 as busy as on a server core, so busy x speed is the server-core time per second
     t = truth(IOT_JOB)["Source: Sensors"]
     for s in src.subtasks:
-        assert rel_err(s.busy_ms_per_s / 1000 * s.host_speed * t["true_rate_server_core"], s.records_out_per_s) < TOLERANCE
+        assert (
+            rel_err(s.busy_ms_per_s / 1000 * s.host_speed * t["true_rate_server_core"], s.records_out_per_s) < TOLERANCE
+        )
     assert rel_err(src.stats["true_output_processing_rate"], t["true_rate_server_core"] * 0.3) < TOLERANCE
 
 
@@ -156,15 +162,27 @@ def reference_aggregates(selection, warmup_s: float) -> pd.DataFrame:
     busy, rin, rout = df["busy_ms_per_s"], df["records_in_per_s"], df["records_out_per_s"]
     valid = keep & busy.notna() & rin.notna() & rout.notna()
     frame = df[["vertex_id", "subtask"]].assign(
-        rows=1, samples=keep, warmup_trimmed=running & ~keep, not_running=~running, busy_nan=keep & busy.isna(),
-        valid=valid, sum_busy_valid=busy.where(valid), sum_in_valid=rin.where(valid), sum_out_valid=rout.where(valid),
-        **{f"{m}_mean": df[m].where(keep) for m in METRIC_COLUMNS})
+        rows=1,
+        samples=keep,
+        warmup_trimmed=running & ~keep,
+        not_running=~running,
+        busy_nan=keep & busy.isna(),
+        valid=valid,
+        sum_busy_valid=busy.where(valid),
+        sum_in_valid=rin.where(valid),
+        sum_out_valid=rout.where(valid),
+        **{f"{m}_mean": df[m].where(keep) for m in METRIC_COLUMNS},
+    )
     groups = frame.groupby(["vertex_id", "subtask"])
     counts = groups[["rows", "samples", "warmup_trimmed", "not_running", "busy_nan", "valid"]].sum()
     sums = groups[["sum_busy_valid", "sum_in_valid", "sum_out_valid"]].sum(min_count=1)
     means = groups[[f"{m}_mean" for m in METRIC_COLUMNS]].mean()
-    return pd.concat([counts, sums, means], axis=1).reset_index().sort_values(["vertex_id", "subtask"]).reset_index(
-        drop=True)
+    return (
+        pd.concat([counts, sums, means], axis=1)
+        .reset_index()
+        .sort_values(["vertex_id", "subtask"])
+        .reset_index(drop=True)
+    )
 
 
 def usable_samples(selection, warmup_s: float) -> pd.DataFrame:
@@ -173,8 +191,9 @@ def usable_samples(selection, warmup_s: float) -> pd.DataFrame:
 
     frames = []
     for part in selection.parts:
-        df = pq.read_table(part, columns=["ts_ms", "vertex_id", "subtask", "attempt_start_ms", "running",
-                                          *METRIC_COLUMNS]).to_pandas()
+        df = pq.read_table(
+            part, columns=["ts_ms", "vertex_id", "subtask", "attempt_start_ms", "running", *METRIC_COLUMNS]
+        ).to_pandas()
         df = df[df["vertex_id"].isin(selection.vertex_ids)]
         started = df["attempt_start_ms"]
         keep = df["running"].astype(bool) & (started.isna() | (df["ts_ms"] - started >= warmup_s * 1000))
@@ -212,8 +231,13 @@ def assert_quantiles_within_sampling_error(aggregates: pd.DataFrame, samples: pd
 
 
 def _exact_columns(frame: pd.DataFrame) -> list[str]:
-    return [c for c in frame.columns if c.endswith("_mean") or c.startswith("sum_") or c in
-            ("vertex_id", "subtask", "rows", "samples", "warmup_trimmed", "not_running", "busy_nan", "valid")]
+    return [
+        c
+        for c in frame.columns
+        if c.endswith("_mean")
+        or c.startswith("sum_")
+        or c in ("vertex_id", "subtask", "rows", "samples", "warmup_trimmed", "not_running", "busy_nan", "valid")
+    ]
 
 
 def test_samples_of_vertices_outside_the_latest_graph_are_left_out(spark, tmp_path):
@@ -308,8 +332,9 @@ def test_buffers_in_are_the_mean_local_plus_remote_in_both_engines_over_old_and_
     by_name = {v.name: v for v in pandas.vertices}
     assert all(s.buffers_in_per_s == 0 for s in by_name["Source: Sensors"].subtasks)  # no input channel
     assert all(s.buffers_in_per_s > 10 for s in by_name["Parse"].subtasks)  # its sources ran on the Pis: remote
-    assert not any("buffers_in_per_s" in s for v in pandas.dump()["vertices"] if v["name"] == "Filter"
-                   for s in v["subtasks"])
+    assert not any(
+        "buffers_in_per_s" in s for v in pandas.dump()["vertices"] if v["name"] == "Filter" for s in v["subtasks"]
+    )
 
 
 def test_percentiles_from_a_random_subset_stay_close_to_the_full_ones(spark, multi_history):
@@ -318,7 +343,9 @@ def test_percentiles_from_a_random_subset_stay_close_to_the_full_ones(spark, mul
     sel = select_runs(root)
     full = aggregate_spark(spark, sel, 60).set_index(["vertex_id", "subtask"]).sort_index()
     part = aggregate_spark(spark, sel, 60, per_subtask=500).set_index(["vertex_id", "subtask"]).sort_index()
-    pd.testing.assert_series_equal(full["records_in_per_s_mean"], part["records_in_per_s_mean"])  # means use every sample
+    pd.testing.assert_series_equal(
+        full["records_in_per_s_mean"], part["records_in_per_s_mean"]
+    )  # means use every sample
     for c in ("records_out_per_s_p50", "busy_ms_per_s_p50", "records_out_per_s_p95"):
         rel = ((part[c] - full[c]).abs() / full[c].abs()).dropna()
         assert rel.max() < 0.05, c
@@ -379,9 +406,28 @@ def test_spark_submit_runs_the_profiling_module(tmp_path):
     out = tmp_path / "p.json"
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     proc = subprocess.run(
-        [str(submit), "--master", "local[2]", "--driver-memory", "1g", "--conf", "spark.ui.enabled=false",
-         str(module), str(EXAMPLE), "--out", str(out), "--inventory", str(INVENTORY), "--quiet"],
-        capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path, check=False,
+        [
+            str(submit),
+            "--master",
+            "local[2]",
+            "--driver-memory",
+            "1g",
+            "--conf",
+            "spark.ui.enabled=false",
+            str(module),
+            str(EXAMPLE),
+            "--out",
+            str(out),
+            "--inventory",
+            str(INVENTORY),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=tmp_path,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     prof = load_profile(out)
@@ -417,8 +463,15 @@ def test_executors_without_numpy_or_pyarrow_fail_in_one_line_that_says_so(tmp_pa
     venv.create(bare, with_pip=False)
     env = {**os.environ, "PYSPARK_PYTHON": str(bare / "bin" / "python")}
     placement = Path(sys.executable).parent / "placement"
-    proc = subprocess.run([str(placement), "profile", str(EXAMPLE), "--out", str(tmp_path / "p.json")],
-                          capture_output=True, text=True, timeout=300, env=env, cwd=ROOT, check=False)
+    proc = subprocess.run(
+        [str(placement), "profile", str(EXAMPLE), "--out", str(tmp_path / "p.json")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=ROOT,
+        check=False,
+    )
     assert proc.returncode != 0 and not (tmp_path / "p.json").exists()
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1, proc.stderr[-2000:]

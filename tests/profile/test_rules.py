@@ -28,26 +28,62 @@ from placement.profile.rules import (
 def manifest(state: dict[str, float | None] | None = None, locations=(), run_id="r1") -> RunManifest:
     state = state or {}
     return RunManifest(
-        job_id="j1", job_name="job", run_id=run_id, started_ms=0, interval_s=1.0,
-        vertices=[RunVertex(id="src", name="Source: S", parallelism=2, state_bytes=state.get("src")),
-                  RunVertex(id="map", name="Map", parallelism=1, state_bytes=state.get("map")),
-                  RunVertex(id="win", name="Window", parallelism=1, state_bytes=state.get("win"))],
-        edges=[EdgeInfo(source="src", target="map", ship_strategy="REBALANCE"),
-               EdgeInfo(source="map", target="win", ship_strategy="HASH[key]")],
+        job_id="j1",
+        job_name="job",
+        run_id=run_id,
+        started_ms=0,
+        interval_s=1.0,
+        vertices=[
+            RunVertex(id="src", name="Source: S", parallelism=2, state_bytes=state.get("src")),
+            RunVertex(id="map", name="Map", parallelism=1, state_bytes=state.get("map")),
+            RunVertex(id="win", name="Window", parallelism=1, state_bytes=state.get("win")),
+        ],
+        edges=[
+            EdgeInfo(source="src", target="map", ship_strategy="REBALANCE"),
+            EdgeInfo(source="map", target="win", ship_strategy="HASH[key]"),
+        ],
         locations=list(locations),
     )
 
 
-def agg_row(vertex: str, subtask: int, *, n: int = 100, busy: float | None = 100.0, rin: float = 1000.0,
-            rout: float = 500.0, nan: int = 0, local: float | None = None, remote: float | None = None) -> dict:
+def agg_row(
+    vertex: str,
+    subtask: int,
+    *,
+    n: int = 100,
+    busy: float | None = 100.0,
+    rin: float = 1000.0,
+    rout: float = 500.0,
+    nan: int = 0,
+    local: float | None = None,
+    remote: float | None = None,
+) -> dict:
     valid = n - nan if busy is not None else 0
     row = {c: None for c in AGGREGATE_COLUMNS}
-    row.update(vertex_id=vertex, subtask=subtask, rows=n + 20, samples=n, warmup_trimmed=15, not_running=5, busy_nan=nan,
-               valid=valid, sum_busy_valid=(busy or 0.0) * valid if busy is not None else None,
-               sum_in_valid=rin * valid, sum_out_valid=rout * valid)
-    means = {"busy_ms_per_s": busy, "idle_ms_per_s": None if busy is None else 1000 - busy, "backpressured_ms_per_s": 0.0,
-             "records_in_per_s": rin, "records_out_per_s": rout, "bytes_in_per_s": rin * 10, "bytes_out_per_s": rout * 40,
-             "buffers_in_local_per_s": local, "buffers_in_remote_per_s": remote}
+    row.update(
+        vertex_id=vertex,
+        subtask=subtask,
+        rows=n + 20,
+        samples=n,
+        warmup_trimmed=15,
+        not_running=5,
+        busy_nan=nan,
+        valid=valid,
+        sum_busy_valid=(busy or 0.0) * valid if busy is not None else None,
+        sum_in_valid=rin * valid,
+        sum_out_valid=rout * valid,
+    )
+    means = {
+        "busy_ms_per_s": busy,
+        "idle_ms_per_s": None if busy is None else 1000 - busy,
+        "backpressured_ms_per_s": 0.0,
+        "records_in_per_s": rin,
+        "records_out_per_s": rout,
+        "bytes_in_per_s": rin * 10,
+        "bytes_out_per_s": rout * 40,
+        "buffers_in_local_per_s": local,
+        "buffers_in_remote_per_s": remote,
+    }
     for m in METRIC_COLUMNS:
         row[f"{m}_mean"] = means[m]
         row[f"{m}_p50"] = means[m]
@@ -60,8 +96,12 @@ def frame(*rows: dict) -> pd.DataFrame:
 
 
 def standard() -> pd.DataFrame:
-    return frame(agg_row("src", 0, rin=0.0, rout=1000.0, busy=50.0), agg_row("src", 1, rin=0.0, rout=3000.0, busy=150.0),
-                 agg_row("map", 0, rin=4000.0, rout=2000.0, busy=200.0), agg_row("win", 0, rin=2000.0, rout=10.0, busy=400.0))
+    return frame(
+        agg_row("src", 0, rin=0.0, rout=1000.0, busy=50.0),
+        agg_row("src", 1, rin=0.0, rout=3000.0, busy=150.0),
+        agg_row("map", 0, rin=4000.0, rout=2000.0, busy=200.0),
+        agg_row("win", 0, rin=2000.0, rout=10.0, busy=400.0),
+    )
 
 
 def test_true_rates_selectivity_and_bytes_per_record():
@@ -107,10 +147,12 @@ def test_buffers_in_are_the_mean_local_plus_remote_one_alone_or_absent():
     """A subtask's buffers_in_per_s: its mean local plus mean remote buffers in a second; the one recorded when the
     other was not (a filtered series); null when neither was — and then absent from the JSON, so a profile of a
     history recorded before them dumps and hashes as it did."""
-    rows = frame(agg_row("src", 0, rin=0.0, rout=1000.0, busy=50.0, local=0.0, remote=0.0),
-                 agg_row("src", 1, rin=0.0, rout=3000.0, busy=150.0),
-                 agg_row("map", 0, rin=4000.0, rout=2000.0, busy=200.0, local=12.5, remote=7.25),
-                 agg_row("win", 0, rin=2000.0, rout=10.0, busy=400.0, local=None, remote=20.0))
+    rows = frame(
+        agg_row("src", 0, rin=0.0, rout=1000.0, busy=50.0, local=0.0, remote=0.0),
+        agg_row("src", 1, rin=0.0, rout=3000.0, busy=150.0),
+        agg_row("map", 0, rin=4000.0, rout=2000.0, busy=200.0, local=12.5, remote=7.25),
+        agg_row("win", 0, rin=2000.0, rout=10.0, busy=400.0, local=None, remote=20.0),
+    )
     p = assemble([manifest()], rows, Options())
     src, mp, win = p.vertices
     assert [s.buffers_in_per_s for s in src.subtasks] == [0.0, None]
@@ -140,7 +182,9 @@ def test_statefulness_from_checkpoints_keyed_inputs_and_overrides():
     p = assemble([manifest()], standard(), Options())
     assert [v.stateful for v in p.vertices] == [False, False, True]
     assert p.vertices[2].stats["stateful_basis"] == "keyed input (no checkpoint)"
-    p = assemble([manifest({"win": 5e6})], standard(), Options(stateful=frozenset({"Map"}), stateless=frozenset({"win"})))
+    p = assemble(
+        [manifest({"win": 5e6})], standard(), Options(stateful=frozenset({"Map"}), stateless=frozenset({"win"}))
+    )
     assert [v.stateful for v in p.vertices] == [False, True, False]
     assert p.vertices[2].state_bytes == 5e6  # the measured size stays; only the flag is overridden
 
@@ -154,21 +198,39 @@ def test_state_comes_from_the_newest_run_that_has_a_checkpoint():
 
 def test_host_speed_matching_by_resource_id_host_or_address():
     inv = load_inventory(INVENTORY)
-    assert host_speed_for(SubtaskLocation(vertex_id="v", subtask=0, taskmanager_id="rpi2", host="localhost"), inv) == (0.3, "rpi2")
-    assert host_speed_for(SubtaskLocation(vertex_id="v", subtask=0, taskmanager_id="10.1.1.1:4000-abc", host="192.168.1.183"), inv) == (0.3, "rpi3")
-    assert host_speed_for(SubtaskLocation(vertex_id="v", subtask=0, taskmanager_id="192.168.1.180:4000-abc", host=None), inv) == (1.0, "server")
-    assert host_speed_for(SubtaskLocation(vertex_id="v", subtask=0, taskmanager_id="x", host="elsewhere"), inv) == (1.0, None)
+    assert host_speed_for(SubtaskLocation(vertex_id="v", subtask=0, taskmanager_id="rpi2", host="localhost"), inv) == (
+        0.3,
+        "rpi2",
+    )
+    assert host_speed_for(
+        SubtaskLocation(vertex_id="v", subtask=0, taskmanager_id="10.1.1.1:4000-abc", host="192.168.1.183"), inv
+    ) == (0.3, "rpi3")
+    assert host_speed_for(
+        SubtaskLocation(vertex_id="v", subtask=0, taskmanager_id="192.168.1.180:4000-abc", host=None), inv
+    ) == (1.0, "server")
+    assert host_speed_for(SubtaskLocation(vertex_id="v", subtask=0, taskmanager_id="x", host="elsewhere"), inv) == (
+        1.0,
+        None,
+    )
     assert host_speed_for(SubtaskLocation(vertex_id="v", subtask=0, taskmanager_id="rpi2"), None) == (1.0, None)
 
 
 def test_inventory_host_speeds_apply_and_unmatched_taskmanagers_are_noted():
-    locs = [SubtaskLocation(vertex_id="src", subtask=0, taskmanager_id="rpi1"),
-            SubtaskLocation(vertex_id="src", subtask=1, taskmanager_id="tm-unknown", host="10.9.9.9")]
-    p = assemble([manifest(locations=locs)], standard(), Options(inventory=load_inventory(INVENTORY), inventory_source="inv.yaml"))
+    locs = [
+        SubtaskLocation(vertex_id="src", subtask=0, taskmanager_id="rpi1"),
+        SubtaskLocation(vertex_id="src", subtask=1, taskmanager_id="tm-unknown", host="10.9.9.9"),
+    ]
+    p = assemble(
+        [manifest(locations=locs)],
+        standard(),
+        Options(inventory=load_inventory(INVENTORY), inventory_source="inv.yaml"),
+    )
     assert [s.host_speed for s in p.vertices[0].subtasks] == [0.3, 1.0]
     assert "TaskManagers not in inv.yaml (host_speed 1.0): tm-unknown" in p.job.note
     # server-core rate: busy seconds scaled by the speed of where they were spent
-    assert p.vertices[0].stats["true_output_processing_rate_server_core"] == pytest.approx(4000 / (0.05 * 0.3 + 0.15 * 1.0))
+    assert p.vertices[0].stats["true_output_processing_rate_server_core"] == pytest.approx(
+        4000 / (0.05 * 0.3 + 0.15 * 1.0)
+    )
 
 
 def test_moved_subtasks_are_flagged():
@@ -186,7 +248,9 @@ def test_unknown_ship_strategy_is_planned_as_rebalance():
 
 
 def test_errors_for_no_usable_samples_and_absent_busy_time():
-    empty = frame(*[{**agg_row(v, i), "samples": 0, "valid": 0} for v, i in (("src", 0), ("src", 1), ("map", 0), ("win", 0))])
+    empty = frame(
+        *[{**agg_row(v, i), "samples": 0, "valid": 0} for v, i in (("src", 0), ("src", 1), ("map", 0), ("win", 0))]
+    )
     with pytest.raises(BadInput, match="no usable samples"):
         assemble([manifest()], empty, Options())
     no_busy = frame(*[agg_row(v, i, busy=None) for v, i in (("src", 0), ("src", 1), ("map", 0), ("win", 0))])

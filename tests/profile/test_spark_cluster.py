@@ -40,8 +40,14 @@ def cluster(tmp_path_factory):
 def _profile(history: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
     # no class archive (tests/conftest.py switches it off): a cluster run must not need one
     assert os.environ.get("PLACEMENT_SPARK_CLASS_ARCHIVE") == "0"
-    return subprocess.run([str(PLACEMENT), "profile", str(history), "--out", str(out), *extra],
-                          capture_output=True, text=True, timeout=900, cwd=ROOT, check=False)
+    return subprocess.run(
+        [str(PLACEMENT), "profile", str(history), "--out", str(out), *extra],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=ROOT,
+        check=False,
+    )
 
 
 def _numbers(profile: dict) -> dict[str, float]:

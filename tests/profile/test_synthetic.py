@@ -19,7 +19,7 @@ from support.synthetic import (
 
 
 def load(root):
-    (run_dir, m), = find_manifests(root)
+    ((run_dir, m),) = find_manifests(root)
     return m, ds.dataset(run_dir, format="parquet").to_table()
 
 
@@ -34,12 +34,18 @@ def run(tmp_path_factory):
 
 def test_layout_and_schema_match_the_collector(run):
     _, m, t, df = run
-    assert t.schema.remove_metadata() == SAMPLE_SCHEMA.remove_metadata() or set(SAMPLE_SCHEMA.names) <= set(t.schema.names)
+    assert t.schema.remove_metadata() == SAMPLE_SCHEMA.remove_metadata() or set(SAMPLE_SCHEMA.names) <= set(
+        t.schema.names
+    )
     subtasks = sum(v.parallelism for v in IOT_JOB.vertices)
     assert len(df) == m.samples == 600 * subtasks
     assert len(m.files) == -(-len(df) // (3000 // subtasks * subtasks))
     assert m.origin == "synthetic" and m.truth == truth(IOT_JOB)
-    assert {loc.taskmanager_id for loc in m.locations if loc.vertex_id == IOT_JOB.vertex("Source: Sensors").id} == {"rpi1", "rpi2", "rpi3"}
+    assert {loc.taskmanager_id for loc in m.locations if loc.vertex_id == IOT_JOB.vertex("Source: Sensors").id} == {
+        "rpi1",
+        "rpi2",
+        "rpi3",
+    }
 
 
 def test_restart_makes_subtasks_not_running_then_a_new_attempt(run):
@@ -68,7 +74,9 @@ def test_times_add_up_and_backpressure_is_upstream_of_the_bottleneck(run):
     total = ok["busy_ms_per_s"] + ok["idle_ms_per_s"] + ok["backpressured_ms_per_s"]
     assert np.allclose(total, 1000.0) and (ok["busy_ms_per_s"] <= 1000).all()
     bp = ok.groupby("vertex_id")["backpressured_ms_per_s"].max()
-    win, sink, src, parse = (IOT_JOB.vertex(n).id for n in ("Window Aggregate", "Sink: Readings", "Source: Sensors", "Parse"))
+    win, sink, src, parse = (
+        IOT_JOB.vertex(n).id for n in ("Window Aggregate", "Sink: Readings", "Source: Sensors", "Parse")
+    )
     assert bp[win] == 0 and bp[sink] == 0  # the window operator is the bottleneck: backpressure is upstream of it
     assert bp[parse] > 300 and bp[src] > 50
     assert ok.groupby("vertex_id")["busy_ms_per_s"].max()[win] > 900

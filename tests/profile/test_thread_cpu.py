@@ -70,7 +70,9 @@ def listening_jvm_stand_in():
         proc.wait()
 
 
-def test_the_threads_of_the_process_listening_on_the_data_port_are_read_with_their_names_and_cpu(listening_jvm_stand_in):
+def test_the_threads_of_the_process_listening_on_the_data_port_are_read_with_their_names_and_cpu(
+    listening_jvm_stand_in,
+):
     proc, port = listening_jvm_stand_in
     executor = LocalExecutor("here")
 
@@ -92,8 +94,10 @@ def test_the_threads_of_the_process_listening_on_the_data_port_are_read_with_the
     before = {tid: ns for tid, _, ns in first}
     spun = next(ns - before[tid] for tid, name, ns in second if name == "Map (1/2)#0") / 1e9
     slept = next(ns - before[tid] for tid, name, ns in second if name == "Sink: A very lo") / 1e9
-    print(f"spinning thread {spun:.3f} s; its process {between_end - between_start:.3f} s between the listings, "
-          f"{around_end - around_start:.3f} s around them")
+    print(
+        f"spinning thread {spun:.3f} s; its process {between_end - between_start:.3f} s between the listings, "
+        f"{around_end - around_start:.3f} s around them"
+    )
     assert between_end - between_start > 0.05, "the child never got the CPU to spin"
     # the spinning thread used all its process used (the other threads sleep), the sleeping one none; two clock ticks
     # of slack each side, as the kernel counts whole ticks per thread and per process
@@ -153,8 +157,10 @@ def test_the_cpu_of_threads_that_ended_between_two_readings_is_the_taskmanagers_
     window_s = (whole[1]["ts_ms"] - whole[0]["ts_ms"]) / 1000
     used = between_end - between_start
     slack = 2 / os.sysconf("SC_CLK_TCK")
-    print(f"process {used:.3f} s between the samples, {around_end - around_start:.3f} s around them; other: "
-          f"{got.other * window_s:.3f} s with the whole process, {listed.other * window_s:.3f} s from the threads")
+    print(
+        f"process {used:.3f} s between the samples, {around_end - around_start:.3f} s around them; other: "
+        f"{got.other * window_s:.3f} s with the whole process, {listed.other * window_s:.3f} s from the threads"
+    )
     assert used > 0.1, "the child never got the CPU to spin"
     assert listed.other * window_s < 0.25 * used
     assert used - slack <= got.other * window_s <= around_end - around_start + slack
@@ -166,50 +172,83 @@ def test_a_port_nobody_listens_on_is_a_note_not_a_failure():
         free = s.getsockname()[1]  # bound, not listening
         sampler = ThreadSampler({"tm1": (LocalExecutor("here"), free)}, clock=time.time)
         assert sampler.sample() == [] and sampler.sample() == []
-    assert sampler.notes == [f"per-thread CPU of TaskManager tm1 not recorded: no process of this user listens on port {free}"]
+    assert sampler.notes == [
+        f"per-thread CPU of TaskManager tm1 not recorded: no process of this user listens on port {free}"
+    ]
 
 
 def test_the_listing_parses_names_with_spaces_and_parentheses():
-    text = ("100\n"
-            "4242 (Source: Gen (1/) S 1 2 3 4 5 6 7 8 9 10 250 50 0 0\n"  # a cut name with a parenthesis in it
-            "4243 (flink-rate-limi) S 1 2 3 4 5 6 7 8 9 10 7 3 0 0\n"
-            "garbage\n"
-            "process 4241 (java) S 1 2 3 4 5 6 7 8 9 10 900 100 0 0\n")  # the whole process, ended threads in it
-    assert parse_thread_stats(text) == [(4242, "Source: Gen (1/", 3_000_000_000), (4243, "flink-rate-limi", 100_000_000),
-                                        (PROCESS_TID, PROCESS_ROW, 10_000_000_000)]
+    text = (
+        "100\n"
+        "4242 (Source: Gen (1/) S 1 2 3 4 5 6 7 8 9 10 250 50 0 0\n"  # a cut name with a parenthesis in it
+        "4243 (flink-rate-limi) S 1 2 3 4 5 6 7 8 9 10 7 3 0 0\n"
+        "garbage\n"
+        "process 4241 (java) S 1 2 3 4 5 6 7 8 9 10 900 100 0 0\n"
+    )  # the whole process, ended threads in it
+    assert parse_thread_stats(text) == [
+        (4242, "Source: Gen (1/", 3_000_000_000),
+        (4243, "flink-rate-limi", 100_000_000),
+        (PROCESS_TID, PROCESS_ROW, 10_000_000_000),
+    ]
     with pytest.raises(PlacementError):
         parse_thread_stats("")
 
 
-@pytest.mark.parametrize("comm, name, index, parallelism, expected", [
-    ("Map (1/2)#0", "Map", 0, 2, True),
-    ("Map (1/2)#12", "Map", 0, 2, True),  # a restarted attempt
-    ("Map (2/2)#0", "Map", 0, 2, False),  # the other subtask
-    ("Map (1/2)#0", "Map", 0, 3, False),
-    ("Mapper (1/2)#0", "Map", 0, 2, False),
-    ("Parse Meters (1", "Parse Meters", 0, 1, True),  # cut inside the subtask's number
-    ("Source: Cameras", "Source: Cameras", 0, 1, True),  # cut right after the name
-    ("Source: Cameras", "Source: Cameras2", 0, 1, True),  # the first 15 characters agree: both are candidates
-    ("C2 CompilerThre", "C2", 0, 1, False),
-])
+@pytest.mark.parametrize(
+    "comm, name, index, parallelism, expected",
+    [
+        ("Map (1/2)#0", "Map", 0, 2, True),
+        ("Map (1/2)#12", "Map", 0, 2, True),  # a restarted attempt
+        ("Map (2/2)#0", "Map", 0, 2, False),  # the other subtask
+        ("Map (1/2)#0", "Map", 0, 3, False),
+        ("Mapper (1/2)#0", "Map", 0, 2, False),
+        ("Parse Meters (1", "Parse Meters", 0, 1, True),  # cut inside the subtask's number
+        ("Source: Cameras", "Source: Cameras", 0, 1, True),  # cut right after the name
+        ("Source: Cameras", "Source: Cameras2", 0, 1, True),  # the first 15 characters agree: both are candidates
+        ("C2 CompilerThre", "C2", 0, 1, False),
+    ],
+)
 def test_a_task_threads_kernel_name_is_matched_to_its_vertex(comm, name, index, parallelism, expected):
     assert names_of(comm, name, index, parallelism) is expected
 
 
 def _thread_rows(tm: str, threads: dict[tuple[int, str], float], seconds: int = SECONDS) -> list[dict]:
     """A row per thread per second; each thread's counter grows at its cores."""
-    return [{"ts_ms": T0 + k * 1000, "taskmanager_id": tm, "tid": tid, "thread": name,
-             "cpu_time_ns": int(1e9 + k * cores * 1e9)} for k in range(seconds) for (tid, name), cores in threads.items()]
+    return [
+        {
+            "ts_ms": T0 + k * 1000,
+            "taskmanager_id": tm,
+            "tid": tid,
+            "thread": name,
+            "cpu_time_ns": int(1e9 + k * cores * 1e9),
+        }
+        for k in range(seconds)
+        for (tid, name), cores in threads.items()
+    ]
 
 
 def test_thread_cpu_per_vertex_splits_a_shared_name_by_charge_and_leaves_the_rest_but_the_jit_to_the_taskmanager():
-    rows = _thread_rows("tm", {(1, "Map (1/2)#0"): 0.2, (2, "Map (2/2)#0"): 0.1, (3, "A long vertex n"): 0.3,
-                               (4, "C2 CompilerThre"): 0.05, (5, "OutputFlusher f"): 0.01})
+    rows = _thread_rows(
+        "tm",
+        {
+            (1, "Map (1/2)#0"): 0.2,
+            (2, "Map (2/2)#0"): 0.1,
+            (3, "A long vertex n"): 0.3,
+            (4, "C2 CompilerThre"): 0.05,
+            (5, "OutputFlusher f"): 0.01,
+        },
+    )
     rows += _thread_rows("tm", {(6, "Sink (1/1)#0"): 0.5}, seconds=1)  # seen once: not a rate
-    on_tm = [("map", "Map", 0, 2), ("map", "Map", 1, 2), ("a", "A long vertex name", 0, 1),
-             ("b", "A long vertex name too", 0, 1), ("sink", "Sink", 0, 1)]
-    got = thread_cpu(pa.Table.from_pylist(rows, schema=THREAD_SCHEMA), 0, {"tm": on_tm},
-                     {"tm": {"a": 0.3, "b": 0.1, "map": 0.2}})["tm"]
+    on_tm = [
+        ("map", "Map", 0, 2),
+        ("map", "Map", 1, 2),
+        ("a", "A long vertex name", 0, 1),
+        ("b", "A long vertex name too", 0, 1),
+        ("sink", "Sink", 0, 1),
+    ]
+    got = thread_cpu(
+        pa.Table.from_pylist(rows, schema=THREAD_SCHEMA), 0, {"tm": on_tm}, {"tm": {"a": 0.3, "b": 0.1, "map": 0.2}}
+    )["tm"]
     assert got.vertices == pytest.approx({"map": 0.3, "a": 0.225, "b": 0.075})
     assert got.other == pytest.approx(0.01) and got.compiler == pytest.approx(0.05) and got.unmatched == ("sink",)
 
@@ -222,22 +261,28 @@ def test_what_the_whole_process_used_beyond_its_listed_threads_is_the_taskmanage
     # 0.41 - 0.2 - 0.05 - 0.01: 0.15 of ended threads, the TaskManager's; the task thread and the JIT keep theirs
     assert got.vertices == pytest.approx({"map": 0.2}) and got.compiler == pytest.approx(0.05)
     assert got.other == pytest.approx(0.16)
-    without = thread_cpu(pa.Table.from_pylist(_thread_rows("tm", threads), schema=THREAD_SCHEMA), 0, on_tm,
-                         {"tm": {"map": 0.2}})["tm"]
+    without = thread_cpu(
+        pa.Table.from_pylist(_thread_rows("tm", threads), schema=THREAD_SCHEMA), 0, on_tm, {"tm": {"map": 0.2}}
+    )["tm"]
     assert without.other == pytest.approx(0.01)  # a history recorded before the process's row: as before
 
 
 def _history_with_threads(root: Path, threads: dict[str, dict[tuple[int, str], float]]) -> None:
     """tm_cpu's history with the source and one map subtask on rpi1, and per-thread rows for ``threads``."""
-    vertices = [RunVertex(id="src", name="Source: Gen", parallelism=1), RunVertex(id="map", name="Map", parallelism=2),
-                RunVertex(id="sink", name="Sink: Out", parallelism=1)]
+    vertices = [
+        RunVertex(id="src", name="Source: Gen", parallelism=1),
+        RunVertex(id="map", name="Map", parallelism=2),
+        RunVertex(id="sink", name="Sink: Out", parallelism=1),
+    ]
     busy = {("src", 0): 500.0, ("map", 0): 300.0, ("map", 1): 300.0, ("sink", 0): 100.0}
     where = {("src", 0): "rpi1", ("map", 0): "rpi1", ("map", 1): "srv", ("sink", 0): "srv"}
     rates = {"src": (0.0, 1000.0), "map": (500.0, 500.0), "sink": (1000.0, 0.0)}
     write_job(root, "j1", "cpu-job", vertices, busy, where, rates, {"srv": 0.85, "rpi1": 0.30, "rpi2": 0.05})
-    (run, m), = find_manifests(root)
+    ((run, m),) = find_manifests(root)
     writer = thread_writer(root, m.job_id, m.run_id)
-    writer.write(pa.Table.from_pylist([r for tm, t in threads.items() for r in _thread_rows(tm, t)], schema=THREAD_SCHEMA))
+    writer.write(
+        pa.Table.from_pylist([r for tm, t in threads.items() for r in _thread_rows(tm, t)], schema=THREAD_SCHEMA)
+    )
     m = read_manifest(run / "_manifest.json")
     m.thread_files = writer.files
     write_manifest(root, m)
@@ -254,32 +299,45 @@ def test_each_vertex_takes_its_task_threads_share_of_what_the_taskmanager_used(t
     map subtask, charged 0.5 and 0.3 by busy time. Their threads used 0.05 and 0.15 (the rest: the flusher, a rate
     limiter), so the source gets a quarter of 0.25 and the map three quarters: k = 0.0625 / 0.5 and 0.1875 / 0.3 there.
     Busy time as the key ("shared": both 0.25 / 0.8) gave the source five times its thread's share."""
-    _history_with_threads(tmp_path / "metrics", {
-        "rpi1": {(1, "Source: Gen (1/"): 0.05, (2, "Map (1/2)#0"): 0.15, (3, "flink-rate-limi"): 0.04,
-                 (4, "OutputFlusher f"): 0.06},
-        "srv": {(10, "Map (2/2)#0"): 0.35, (11, "Sink: Out (1/1)"): 0.15, (12, "flink-scheduler"): 0.35},
-    })
+    _history_with_threads(
+        tmp_path / "metrics",
+        {
+            "rpi1": {
+                (1, "Source: Gen (1/"): 0.05,
+                (2, "Map (1/2)#0"): 0.15,
+                (3, "flink-rate-limi"): 0.04,
+                (4, "OutputFlusher f"): 0.06,
+            },
+            "srv": {(10, "Map (2/2)#0"): 0.35, (11, "Sink: Out (1/1)"): 0.15, (12, "flink-scheduler"): 0.35},
+        },
+    )
     profile = _profile(tmp_path)
     tms = {t.id: t for t in profile.taskmanagers}
     rpi1, srv = tms["rpi1"], tms["srv"]
     assert rpi1.basis == "prior" and rpi1.calibrated_cores == pytest.approx(0.25)
     assert rpi1.task_thread_cores == pytest.approx(0.20) and rpi1.other_thread_cores == pytest.approx(0.10)
     src = profile.vertex("src")
-    assert src.cpu_calibration == pytest.approx(0.0625 / 0.5) and src.stats["cpu_calibration_basis"] == "threads on rpi1"
+    assert (
+        src.cpu_calibration == pytest.approx(0.0625 / 0.5) and src.stats["cpu_calibration_basis"] == "threads on rpi1"
+    )
     # the server: 0.835 used beside its 0.015 baseline, map's subtask 0.35 / 0.5 of the threads, the sink's 0.15 / 0.5
     k_map_srv, k_map_rpi1 = 0.835 * 0.7 / 0.3, 0.1875 / 0.3
     assert profile.vertex("sink").cpu_calibration == pytest.approx(0.835 * 0.3 / 0.1, rel=1e-5)
     # a vertex on two TaskManagers: their factors weighted by its charge on each (0.3 Pi cores = 0.09 server cores
     # on rpi1 vs 0.3 on the server, in each host's own cores: 0.3 and 0.3)
     assert profile.vertex("map").cpu_calibration == pytest.approx((k_map_rpi1 * 0.3 + k_map_srv * 0.3) / 0.6, rel=1e-5)
-    assert "task threads 0.200 + other 0.100" in (profile.job.note or "") and srv.task_thread_cores == pytest.approx(0.5)
+    assert "task threads 0.200 + other 0.100" in (profile.job.note or "") and srv.task_thread_cores == pytest.approx(
+        0.5
+    )
 
 
 def test_without_a_vertexs_task_thread_busy_time_stays_the_key(tmp_path):
     """rpi1's listing lacks the map subtask's thread (a name that did not match): its vertices are split by busy time
     as before (shared: busy time overstates by more than the source's charge, so both get 0.25 / 0.8)."""
-    _history_with_threads(tmp_path / "metrics", {"rpi1": {(1, "Source: Gen (1/"): 0.05, (3, "flink-rate-limi"): 0.04,
-                                                          (4, "OutputFlusher f"): 0.21}})
+    _history_with_threads(
+        tmp_path / "metrics",
+        {"rpi1": {(1, "Source: Gen (1/"): 0.05, (3, "flink-rate-limi"): 0.04, (4, "OutputFlusher f"): 0.21}},
+    )
     profile = _profile(tmp_path)
     assert profile.vertex("src").stats["cpu_calibration_basis"] == "shared on rpi1"
     assert profile.vertex("src").cpu_calibration == pytest.approx(0.25 / 0.8)
@@ -291,18 +349,39 @@ def test_a_light_operator_costs_what_its_thread_used_not_the_floor_again(tmp_pat
     on the placement it was profiled on, rpi1's subtasks cost exactly what the profile says they used (0.10: 0.15
     measured, 0.05 of it the baseline) and Tag its thread's share of it. Flooring again after the calibration charged
     Tag 0.005 / 0.3 = 0.0167 of rpi1's cores: eight times its thread (the lab's Zoo job: five such subtasks on a Pi)."""
-    vertices = [RunVertex(id="src", name="Source: Gen", parallelism=1), RunVertex(id="tag", name="Tag", parallelism=1),
-                RunVertex(id="sink", name="Sink: Out", parallelism=1)]
+    vertices = [
+        RunVertex(id="src", name="Source: Gen", parallelism=1),
+        RunVertex(id="tag", name="Tag", parallelism=1),
+        RunVertex(id="sink", name="Sink: Out", parallelism=1),
+    ]
     where = {("src", 0): "rpi1", ("tag", 0): "rpi1", ("sink", 0): "srv"}
-    write_job(tmp_path / "metrics", "j1", "cpu-job", vertices, {("src", 0): 500.0, ("tag", 0): 2.0, ("sink", 0): 100.0},
-              where, {"src": (0.0, 1000.0), "tag": (1000.0, 1000.0), "sink": (1000.0, 0.0)},
-              {"srv": 0.5, "rpi1": 0.15, "rpi2": 0.05})
-    (run, m), = find_manifests(tmp_path / "metrics")
+    write_job(
+        tmp_path / "metrics",
+        "j1",
+        "cpu-job",
+        vertices,
+        {("src", 0): 500.0, ("tag", 0): 2.0, ("sink", 0): 100.0},
+        where,
+        {"src": (0.0, 1000.0), "tag": (1000.0, 1000.0), "sink": (1000.0, 0.0)},
+        {"srv": 0.5, "rpi1": 0.15, "rpi2": 0.05},
+    )
+    ((run, m),) = find_manifests(tmp_path / "metrics")
     writer = thread_writer(tmp_path / "metrics", m.job_id, m.run_id)
-    writer.write(pa.Table.from_pylist(
-        _thread_rows("rpi1", {(1, "Source: Gen (1/"): 0.05, (2, "Tag (1/1)#0"): 0.002, (3, "flink-rate-limi"): 0.04,
-                              (4, "OutputFlusher f"): 0.058})
-        + _thread_rows("srv", {(10, "Sink: Out (1/1)"): 0.15, (11, "flink-scheduler"): 0.35}), schema=THREAD_SCHEMA))
+    writer.write(
+        pa.Table.from_pylist(
+            _thread_rows(
+                "rpi1",
+                {
+                    (1, "Source: Gen (1/"): 0.05,
+                    (2, "Tag (1/1)#0"): 0.002,
+                    (3, "flink-rate-limi"): 0.04,
+                    (4, "OutputFlusher f"): 0.058,
+                },
+            )
+            + _thread_rows("srv", {(10, "Sink: Out (1/1)"): 0.15, (11, "flink-scheduler"): 0.35}),
+            schema=THREAD_SCHEMA,
+        )
+    )
     m = read_manifest(run / "_manifest.json")
     m.thread_files = writer.files
     write_manifest(tmp_path / "metrics", m)
@@ -337,10 +416,13 @@ def test_where_threads_were_read_their_sum_is_the_processs_cpu(tmp_path):
     went on using). The threads are read from the kernel every round: their sum is the process's CPU. Here the idle
     rpi2's threads use 0.08 where CPU.Time says 0.05: its baseline is 0.08, and rpi1's prior with it (0.024 server
     cores); rpi1's threads add up to its CPU.Time's 0.30, so it used 0.30 - 0.08 beside its baseline."""
-    _history_with_threads(tmp_path / "metrics", {
-        "rpi1": {(1, "Source: Gen (1/"): 0.05, (2, "Map (1/2)#0"): 0.15, (3, "OutputFlusher f"): 0.10},
-        "rpi2": {(20, "flink-scheduler"): 0.05, (21, "flink-metrics-s"): 0.03},
-    })
+    _history_with_threads(
+        tmp_path / "metrics",
+        {
+            "rpi1": {(1, "Source: Gen (1/"): 0.05, (2, "Map (1/2)#0"): 0.15, (3, "OutputFlusher f"): 0.10},
+            "rpi2": {(20, "flink-scheduler"): 0.05, (21, "flink-metrics-s"): 0.03},
+        },
+    )
     profile = _profile(tmp_path)
     tms = {t.id: t for t in profile.taskmanagers}
     assert tms["rpi2"].basis == "idle" and tms["rpi2"].process_cores == pytest.approx(0.08)
@@ -357,15 +439,26 @@ def test_the_jit_compilers_threads_are_left_out_of_the_processs_cpu_and_the_base
     TaskManager next to nothing). rpi1's 0.30 includes 0.06 of C2 and the idle rpi2's 0.08 includes 0.02 of C1: rpi1
     is 0.24 and its baseline rpi2's 0.06, so its subtasks used 0.18 (0.22 with the compilers: each vertex's share 22 %
     more than it will use once compiled)."""
-    _history_with_threads(tmp_path / "metrics", {
-        "rpi1": {(1, "Source: Gen (1/"): 0.05, (2, "Map (1/2)#0"): 0.15, (3, "OutputFlusher f"): 0.04,
-                 (4, "C2 CompilerThre"): 0.06},
-        "rpi2": {(20, "flink-scheduler"): 0.06, (21, "C1 CompilerThre"): 0.02},
-    })
+    _history_with_threads(
+        tmp_path / "metrics",
+        {
+            "rpi1": {
+                (1, "Source: Gen (1/"): 0.05,
+                (2, "Map (1/2)#0"): 0.15,
+                (3, "OutputFlusher f"): 0.04,
+                (4, "C2 CompilerThre"): 0.06,
+            },
+            "rpi2": {(20, "flink-scheduler"): 0.06, (21, "C1 CompilerThre"): 0.02},
+        },
+    )
     profile = _profile(tmp_path)
     tms = {t.id: t for t in profile.taskmanagers}
     rpi1, rpi2 = tms["rpi1"], tms["rpi2"]
-    assert rpi2.basis == "idle" and rpi2.process_cores == pytest.approx(0.06) and rpi2.compiler_thread_cores == pytest.approx(0.02)
+    assert (
+        rpi2.basis == "idle"
+        and rpi2.process_cores == pytest.approx(0.06)
+        and rpi2.compiler_thread_cores == pytest.approx(0.02)
+    )
     assert rpi1.process_cores == pytest.approx(0.24) and rpi1.compiler_thread_cores == pytest.approx(0.06)
     assert rpi1.other_thread_cores == pytest.approx(0.04) and rpi1.baseline_cores == pytest.approx(0.06)
     assert rpi1.calibrated_cores == pytest.approx(0.18)
@@ -374,10 +467,16 @@ def test_the_jit_compilers_threads_are_left_out_of_the_processs_cpu_and_the_base
 
 
 def test_a_history_without_thread_rows_profiles_as_before(tmp_path):
-    write_job(tmp_path / "metrics", "j1", "cpu-job",
-              [RunVertex(id="src", name="Source: Gen", parallelism=1)], {("src", 0): 500.0}, {("src", 0): "rpi1"},
-              {"src": (0.0, 1000.0)}, {"srv": 0.85, "rpi1": 0.30, "rpi2": 0.05})
+    write_job(
+        tmp_path / "metrics",
+        "j1",
+        "cpu-job",
+        [RunVertex(id="src", name="Source: Gen", parallelism=1)],
+        {("src", 0): 500.0},
+        {("src", 0): "rpi1"},
+        {"src": (0.0, 1000.0)},
+        {"srv": 0.85, "rpi1": 0.30, "rpi2": 0.05},
+    )
     profile = _profile(tmp_path)
     rpi1 = next(t for t in profile.taskmanagers if t.id == "rpi1")
     assert rpi1.task_thread_cores is None and profile.vertex("src").stats["cpu_calibration_basis"] == "alone on rpi1"
-

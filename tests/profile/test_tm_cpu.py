@@ -46,37 +46,80 @@ RATES = {"src": (0.0, 1000.0), "map": (500.0, 500.0), "sink": (1000.0, 0.0)}
 def inventory(rpi3: dict | None = None) -> Inventory:
     """rpi1's Netty server costs nothing here (``netty_cores_per_delivery: 0``): the figures below are the baseline's
     and the calibration's, checked by hand; tests/planning/test_netty_cpu.py holds the planners to the Netty charge."""
-    hosts = [{"name": "srv", "address": "10.0.0.1", "role": "server", "cores": 2, "memory": "4GiB"},
-             {"name": "rpi1", "address": "10.0.1.2", "role": "edge", "model": "rpi4b", "cores": 1,
-              "netty_cores_per_delivery": 0.0},
-             {"name": "rpi2", "address": "10.0.2.2", "role": "edge", "model": "rpi4b", "cores": 1},
-             {"name": "rpi3", "address": "10.0.3.2", "role": "edge", "model": "rpi4b", "cores": 1, **(rpi3 or {})}]
-    return Inventory.model_validate({
-        "hosts": hosts, "links": [{"from": f"rpi{i}", "to": "srv", "bandwidth": "20mbit"} for i in (1, 2, 3)],
-        "pins": {"sources": {"Source: Gen": "rpi1"}}, "flink": {"rest_url": "http://10.0.0.1:8081"},
-    })
+    hosts = [
+        {"name": "srv", "address": "10.0.0.1", "role": "server", "cores": 2, "memory": "4GiB"},
+        {
+            "name": "rpi1",
+            "address": "10.0.1.2",
+            "role": "edge",
+            "model": "rpi4b",
+            "cores": 1,
+            "netty_cores_per_delivery": 0.0,
+        },
+        {"name": "rpi2", "address": "10.0.2.2", "role": "edge", "model": "rpi4b", "cores": 1},
+        {"name": "rpi3", "address": "10.0.3.2", "role": "edge", "model": "rpi4b", "cores": 1, **(rpi3 or {})},
+    ]
+    return Inventory.model_validate(
+        {
+            "hosts": hosts,
+            "links": [{"from": f"rpi{i}", "to": "srv", "bandwidth": "20mbit"} for i in (1, 2, 3)],
+            "pins": {"sources": {"Source: Gen": "rpi1"}},
+            "flink": {"rest_url": "http://10.0.0.1:8081"},
+        }
+    )
 
 
 def write_history(root: Path, *, with_cpu: bool = True) -> None:
-    write_job(root, "j1", "cpu-job", [RunVertex(id="src", name="Source: Gen", parallelism=1),
-                                      RunVertex(id="map", name="Map", parallelism=2),
-                                      RunVertex(id="sink", name="Sink: Out", parallelism=1)],
-              BUSY, WHERE, RATES, PROCESS if with_cpu else None)
+    write_job(
+        root,
+        "j1",
+        "cpu-job",
+        [
+            RunVertex(id="src", name="Source: Gen", parallelism=1),
+            RunVertex(id="map", name="Map", parallelism=2),
+            RunVertex(id="sink", name="Sink: Out", parallelism=1),
+        ],
+        BUSY,
+        WHERE,
+        RATES,
+        PROCESS if with_cpu else None,
+    )
 
 
-def write_job(root: Path, job_id: str, name: str, vertices: list[RunVertex], busy: dict, where: dict, rates: dict,
-              process: dict | None, cotenant: dict[str, tuple[float, int]] | None = None, *, run_id: str = "r1",
-              t0: int = T0) -> None:
+def write_job(
+    root: Path,
+    job_id: str,
+    name: str,
+    vertices: list[RunVertex],
+    busy: dict,
+    where: dict,
+    rates: dict,
+    process: dict | None,
+    cotenant: dict[str, tuple[float, int]] | None = None,
+    *,
+    run_id: str = "r1",
+    t0: int = T0,
+) -> None:
     """One run of a job, its vertices in a chain; ``process``: each TaskManager's JVM cores (None: no TaskManager CPU
     recorded); ``cotenant``: TaskManager -> (other jobs' busy cores on it, their subtasks), recorded beside the CPU."""
     m = RunManifest(
-        job_id=job_id, job_name=name, run_id=run_id, started_ms=t0, ended_ms=t0 + SECONDS * 1000, interval_s=1.0,
-        stopped="completed", vertices=vertices,
+        job_id=job_id,
+        job_name=name,
+        run_id=run_id,
+        started_ms=t0,
+        ended_ms=t0 + SECONDS * 1000,
+        interval_s=1.0,
+        stopped="completed",
+        vertices=vertices,
         edges=[EdgeInfo(source=a.id, target=b.id, ship_strategy="REBALANCE") for a, b in pairwise(vertices)],
-        locations=[SubtaskLocation(vertex_id=v, subtask=i, taskmanager_id=tm, host=f"host-{tm}")
-                   for (v, i), tm in where.items()],
-        taskmanagers=[RunTaskManager(id=tm, host=f"host-{tm}", hardware_cpu_cores=2 if tm == "srv" else 1)
-                      for tm in (process or PROCESS)],
+        locations=[
+            SubtaskLocation(vertex_id=v, subtask=i, taskmanager_id=tm, host=f"host-{tm}")
+            for (v, i), tm in where.items()
+        ],
+        taskmanagers=[
+            RunTaskManager(id=tm, host=f"host-{tm}", hardware_cpu_cores=2 if tm == "srv" else 1)
+            for tm in (process or PROCESS)
+        ],
     )
     parallelism = {v.id: v.parallelism for v in vertices}
     writer = PartWriter(root, job_id, run_id)
@@ -84,18 +127,41 @@ def write_job(root: Path, job_id: str, name: str, vertices: list[RunVertex], bus
     for k in range(SECONDS):
         for (v, i), b in busy.items():
             rin, rout = (r / parallelism[v] for r in rates[v])
-            rows.append({"ts_ms": t0 + k * 1000, "vertex_id": v, "subtask": i, "attempt": 0, "attempt_start_ms": t0,
-                         "running": True, "busy_ms_per_s": b, "idle_ms_per_s": 1000 - b,
-                         "backpressured_ms_per_s": 0.0, "records_in_per_s": rin, "records_out_per_s": rout,
-                         "bytes_in_per_s": rin * 50 * parallelism[v], "bytes_out_per_s": rout * 50 * parallelism[v]})
+            rows.append(
+                {
+                    "ts_ms": t0 + k * 1000,
+                    "vertex_id": v,
+                    "subtask": i,
+                    "attempt": 0,
+                    "attempt_start_ms": t0,
+                    "running": True,
+                    "busy_ms_per_s": b,
+                    "idle_ms_per_s": 1000 - b,
+                    "backpressured_ms_per_s": 0.0,
+                    "records_in_per_s": rin,
+                    "records_out_per_s": rout,
+                    "bytes_in_per_s": rin * 50 * parallelism[v],
+                    "bytes_out_per_s": rout * 50 * parallelism[v],
+                }
+            )
     writer.write(rows_to_table(rows))
     m.files, m.samples = list(writer.files), writer.rows
     if process is not None:
-        tm_rows = [{"ts_ms": t0 + k * 1000, "taskmanager_id": tm, "cpu_time_ns": 5e9 + k * cores * 1e9,
-                    "cpu_load": cores / (2 if tm == "srv" else 1) if k % 10 else -1.0,  # -1: Flink's "unknown"
-                    **({COTENANT_BUSY: cotenant.get(tm, (0.0, 0))[0], COTENANT_SUBTASKS: cotenant.get(tm, (0.0, 0))[1]}
-                       if cotenant is not None else {})}
-                   for k in range(SECONDS) for tm, cores in process.items()]
+        tm_rows = [
+            {
+                "ts_ms": t0 + k * 1000,
+                "taskmanager_id": tm,
+                "cpu_time_ns": 5e9 + k * cores * 1e9,
+                "cpu_load": cores / (2 if tm == "srv" else 1) if k % 10 else -1.0,  # -1: Flink's "unknown"
+                **(
+                    {COTENANT_BUSY: cotenant.get(tm, (0.0, 0))[0], COTENANT_SUBTASKS: cotenant.get(tm, (0.0, 0))[1]}
+                    if cotenant is not None
+                    else {}
+                ),
+            }
+            for k in range(SECONDS)
+            for tm, cores in process.items()
+        ]
         tm_writer = taskmanager_writer(root, job_id, run_id)
         tm_writer.write(taskmanager_rows_to_table(tm_rows))
         m.taskmanager_files = tm_writer.files
@@ -136,7 +202,10 @@ def test_profile_reports_each_taskmanagers_baseline_and_calibrates_the_source(ca
     assert src.cpu_calibration == pytest.approx(0.5) and src.stats["cpu_calibration_basis"] == "alone on rpi1"
     for name in ("map", "sink"):  # busy time understated on the server: shared alike, k = 0.835 / 0.7
         v = calibrated.vertex(name)
-        assert v.cpu_calibration == pytest.approx(0.835 / 0.7, rel=1e-5) and v.stats["cpu_calibration_basis"] == "shared on srv"
+        assert (
+            v.cpu_calibration == pytest.approx(0.835 / 0.7, rel=1e-5)
+            and v.stats["cpu_calibration_basis"] == "shared on srv"
+        )
     assert "TaskManager CPU: rpi1 0.300 cores, baseline 0.050 (prior)" in (calibrated.job.note or "")
 
 
@@ -185,8 +254,18 @@ def test_cost_model_predicts_baseline_plus_calibrated_subtasks_per_host(calibrat
     for name, measured in (("rpi1", 0.30), ("srv", 0.85), ("rpi2", 0.05)):
         assert cost.host(name).predicted_cores == pytest.approx(measured)
     # the WAN figures do not move: CPU calibration and baselines change no link's Mbit/s
-    bare = evaluate(build_problem(inv, calibrated.model_copy(update={"taskmanagers": [], "vertices": [
-        v.model_copy(update={"cpu_calibration": None}) for v in calibrated.vertices]})), WHERE)
+    bare = evaluate(
+        build_problem(
+            inv,
+            calibrated.model_copy(
+                update={
+                    "taskmanagers": [],
+                    "vertices": [v.model_copy(update={"cpu_calibration": None}) for v in calibrated.vertices],
+                }
+            ),
+        ),
+        WHERE,
+    )
     assert [(x.name, x.mbit) for x in bare.links] == [(x.name, x.mbit) for x in cost.links]
     assert bare.wan_mbit == cost.wan_mbit > 0
 
@@ -210,8 +289,12 @@ def test_the_baseline_takes_cpu_rows_capacity_and_plan_json_keeps_the_parts(cali
     assert "TM baseline" in out and "predicted" in out  # the hosts table shows the parts
     plan = json.loads((tmp_path / "plan" / "plan.json").read_text())
     hosts = {h["host"]: h for h in plan["hosts"]}
-    assert hosts["rpi1"]["baseline_cores"] == pytest.approx(0.05) and hosts["rpi1"]["subtask_cores"] == pytest.approx(0.25)
-    assert hosts["rpi1"]["predicted_cores"] == pytest.approx(0.30) and hosts["rpi1"]["cores_used"] == pytest.approx(0.25)
+    assert hosts["rpi1"]["baseline_cores"] == pytest.approx(0.05) and hosts["rpi1"]["subtask_cores"] == pytest.approx(
+        0.25
+    )
+    assert hosts["rpi1"]["predicted_cores"] == pytest.approx(0.30) and hosts["rpi1"]["cores_used"] == pytest.approx(
+        0.25
+    )
     assert hosts["rpi1"]["baseline_basis"] == "measured rpi1"
     assert hosts["rpi2"]["predicted_cores"] == pytest.approx(0.05) and hosts["rpi2"]["subtasks"] == 0
     srv = hosts["srv"]
@@ -236,7 +319,9 @@ def test_the_baseline_takes_cpu_rows_capacity_and_plan_json_keeps_the_parts(cali
 
     assert solve_with(problem).assignment is None  # 0.25 Pi cores of the pinned source > 0.2 usable
     cost = evaluate(problem, WHERE | {("map", 1): "srv"})
-    assert any("rpi1 needs 0.25 cores, has 0.20 usable of 1 beside its TaskManager's own 0.60" in v for v in cost.violations)
+    assert any(
+        "rpi1 needs 0.25 cores, has 0.20 usable of 1 beside its TaskManager's own 0.60" in v for v in cost.violations
+    )
 
 
 def test_a_history_and_profile_without_taskmanager_cpu_keep_todays_meaning(tmp_path):
@@ -283,13 +368,18 @@ def test_without_a_known_baseline_the_residual_stays_on_the_host_and_an_overstat
 # Job B (two vertices, 200 + 100 ms/s busy) shares the server with job A (the job above: 0.7 cores of busy time there);
 # the server's JVM uses 1.2 cores for both. rpi1 runs A's source only, rpi2 nothing of either.
 SHARED = {"srv": 1.2, "rpi1": 0.30, "rpi2": 0.05}
-B_VERTICES = [RunVertex(id="osrc", name="Source: Other", parallelism=1),
-              RunVertex(id="osink", name="Sink: Other", parallelism=1)]
+B_VERTICES = [
+    RunVertex(id="osrc", name="Source: Other", parallelism=1),
+    RunVertex(id="osink", name="Sink: Other", parallelism=1),
+]
 B_BUSY = {("osrc", 0): 200.0, ("osink", 0): 100.0}
 B_WHERE = {("osrc", 0): "srv", ("osink", 0): "srv"}
 B_RATES = {"osrc": (0.0, 400.0), "osink": (400.0, 0.0)}
-A_VERTICES = [RunVertex(id="src", name="Source: Gen", parallelism=1), RunVertex(id="map", name="Map", parallelism=2),
-              RunVertex(id="sink", name="Sink: Out", parallelism=1)]
+A_VERTICES = [
+    RunVertex(id="src", name="Source: Gen", parallelism=1),
+    RunVertex(id="map", name="Map", parallelism=2),
+    RunVertex(id="sink", name="Sink: Out", parallelism=1),
+]
 
 
 def _profile(tmp_path: Path, name: str, write) -> object:
@@ -300,12 +390,36 @@ def _profile(tmp_path: Path, name: str, write) -> object:
 
 
 def test_two_jobs_on_one_taskmanager_each_calibrate_to_their_share_of_its_cpu(tmp_path):
-    a = _profile(tmp_path, "a", lambda root: write_job(
-        root, "j1", "cpu-job", A_VERTICES, BUSY, WHERE, RATES, SHARED,
-        cotenant={"srv": (0.3, 2), "rpi1": (0.0, 0), "rpi2": (0.0, 0)}))
-    b = _profile(tmp_path, "b", lambda root: write_job(
-        root, "j2", "other-job", B_VERTICES, B_BUSY, B_WHERE, B_RATES, SHARED,
-        cotenant={"srv": (0.7, 3), "rpi1": (0.5, 1), "rpi2": (0.0, 0)}))
+    a = _profile(
+        tmp_path,
+        "a",
+        lambda root: write_job(
+            root,
+            "j1",
+            "cpu-job",
+            A_VERTICES,
+            BUSY,
+            WHERE,
+            RATES,
+            SHARED,
+            cotenant={"srv": (0.3, 2), "rpi1": (0.0, 0), "rpi2": (0.0, 0)},
+        ),
+    )
+    b = _profile(
+        tmp_path,
+        "b",
+        lambda root: write_job(
+            root,
+            "j2",
+            "other-job",
+            B_VERTICES,
+            B_BUSY,
+            B_WHERE,
+            B_RATES,
+            SHARED,
+            cotenant={"srv": (0.7, 3), "rpi1": (0.5, 1), "rpi2": (0.0, 0)},
+        ),
+    )
     ta, tb = ({t.id: t for t in p.taskmanagers} for p in (a, b))
     # the server's subtasks used 1.2 - 0.015 (the idle Pi's baseline) = 1.185 cores for 0.7 + 0.3 charged: A's share
     # is 0.7 of it, B's 0.3 (before: each job took all 1.185 as its own, twice the server's CPU between them)
@@ -324,15 +438,26 @@ def test_two_jobs_on_one_taskmanager_each_calibrate_to_their_share_of_its_cpu(tm
     assert "srv 1.200 cores, baseline 0.015 (prior), co-tenants 0.300 busy (2 subtasks)" in (a.job.note or "")
     # planned together, the two jobs' subtasks on the server add up to what its JVM used beside its baseline
     inv = inventory()
-    used = [evaluate(build_problem(inv, p), where).host("srv").cores_used
-            for p, where in ((a, WHERE), (b, B_WHERE))]
+    used = [evaluate(build_problem(inv, p), where).host("srv").cores_used for p, where in ((a, WHERE), (b, B_WHERE))]
     assert sum(used) == pytest.approx(1.185, rel=1e-4)
 
 
 def test_a_taskmanager_running_only_another_jobs_subtasks_gives_no_idle_baseline(tmp_path):
-    b = _profile(tmp_path, "b", lambda root: write_job(
-        root, "j2", "other-job", B_VERTICES, B_BUSY, B_WHERE, B_RATES, SHARED,
-        cotenant={"srv": (0.7, 3), "rpi1": (0.5, 1), "rpi2": (0.0, 0)}))
+    b = _profile(
+        tmp_path,
+        "b",
+        lambda root: write_job(
+            root,
+            "j2",
+            "other-job",
+            B_VERTICES,
+            B_BUSY,
+            B_WHERE,
+            B_RATES,
+            SHARED,
+            cotenant={"srv": (0.7, 3), "rpi1": (0.5, 1), "rpi2": (0.0, 0)},
+        ),
+    )
     tms = {t.id: t for t in b.taskmanagers}
     rpi1 = tms["rpi1"]
     assert (rpi1.basis, rpi1.subtasks, rpi1.baseline_cores, rpi1.confident) == ("co-tenant", 0, None, False)
@@ -359,8 +484,17 @@ def test_histories_without_the_cotenant_columns_calibrate_as_before(tmp_path, ca
         pq.write_table(t.drop_columns([COTENANT_BUSY, COTENANT_SUBTASKS]), part)
         assert COTENANT_BUSY not in pq.read_schema(part).names
     none_else = tmp_path / "none-else"
-    write_job(none_else, "j1", "cpu-job", A_VERTICES, BUSY, WHERE, RATES, PROCESS,
-              cotenant={"srv": (0.0, 0), "rpi1": (0.0, 0), "rpi2": (0.0, 0)})
+    write_job(
+        none_else,
+        "j1",
+        "cpu-job",
+        A_VERTICES,
+        BUSY,
+        WHERE,
+        RATES,
+        PROCESS,
+        cotenant={"srv": (0.0, 0), "rpi1": (0.0, 0), "rpi2": (0.0, 0)},
+    )
     inv = tmp_path / "inventory.json"
     inv.write_text(json.dumps(inventory().model_dump(mode="json", by_alias=True)))
     from_old, from_none_else = (build_profile(d, engine="pandas", warmup_s=0, inventory=inv) for d in (old, none_else))
@@ -371,5 +505,8 @@ def test_histories_without_the_cotenant_columns_calibrate_as_before(tmp_path, ca
         assert (a.basis, a.baseline_cores, a.calibrated_cores) == (b.basis, b.baseline_cores, b.calibrated_cores)
         assert (a.cotenant_cores, a.cotenant_subtasks) == (0.0, 0)
     assert {t.id: t.calibrated_cores for t in from_old.taskmanagers} == {
-        "srv": pytest.approx(0.835), "rpi1": pytest.approx(0.25), "rpi2": pytest.approx(0.0)}
+        "srv": pytest.approx(0.835),
+        "rpi1": pytest.approx(0.25),
+        "rpi2": pytest.approx(0.0),
+    }
     assert [v.cpu_calibration for v in from_none_else.vertices] == [v.cpu_calibration for v in calibrated.vertices]

@@ -74,10 +74,17 @@ IOT_PLAN = {
     "Sink: Readings": ["server", "server"],
 }
 
+
 def taskmanager_specs() -> tuple[TaskManagerSpec, ...]:
     return tuple(
-        TaskManagerSpec(tm, slots=slots, task_heap_mib=heap, managed_mib=managed, network_mib=network,
-                        extra_config=S.taskmanager_config(tm, slots))
+        TaskManagerSpec(
+            tm,
+            slots=slots,
+            task_heap_mib=heap,
+            managed_mib=managed,
+            network_mib=network,
+            extra_config=S.taskmanager_config(tm, slots),
+        )
         for tm, (slots, heap, managed, network) in TASKMANAGERS.items()
     )
 
@@ -96,10 +103,21 @@ class PlacedCluster:
         path.write_text(text)
         return path
 
-    def run(self, entry_class: str, args: Sequence[str] = (), *, savepoint_path: str | None = None,
-            flink_configuration: Mapping[str, str] | None = None) -> str:
-        return self.rest.run_jar(self.jar_id, entry_class=entry_class, program_args=list(args),
-                                 savepoint_path=savepoint_path, flink_configuration=flink_configuration)
+    def run(
+        self,
+        entry_class: str,
+        args: Sequence[str] = (),
+        *,
+        savepoint_path: str | None = None,
+        flink_configuration: Mapping[str, str] | None = None,
+    ) -> str:
+        return self.rest.run_jar(
+            self.jar_id,
+            entry_class=entry_class,
+            program_args=list(args),
+            savepoint_path=savepoint_path,
+            flink_configuration=flink_configuration,
+        )
 
     def run_until_running(self, entry_class: str, args: Sequence[str] = (), **kwargs: object) -> str:
         return self.wait_running(self.run(entry_class, args, **kwargs))  # type: ignore[arg-type]
@@ -114,8 +132,14 @@ class PlacedCluster:
             raise AssertionError(f"job {job_id} did not run: {error}") from None
         return job_id
 
-    def refusal(self, entry_class: str, args: Sequence[str] = (), *, timeout: float = 90.0,
-                flink_configuration: Mapping[str, str] | None = None) -> tuple[str, str | None]:
+    def refusal(
+        self,
+        entry_class: str,
+        args: Sequence[str] = (),
+        *,
+        timeout: float = 90.0,
+        flink_configuration: Mapping[str, str] | None = None,
+    ) -> tuple[str, str | None]:
         """Submit a job that must not run: the extension's message, and the job id when the submission was accepted
         (the job then failed; None when the run request itself was refused)."""
         try:
@@ -130,7 +154,9 @@ class PlacedCluster:
             self.cancel(job_id)
         assert state == "FAILED", f"job {job_id} ended {state}, expected FAILED"
         message = S.extension_error(self.rest, job_id)
-        assert message is not None, f"job {job_id} failed without the extension's message: {self.rest.root_exception(job_id)}"
+        assert message is not None, (
+            f"job {job_id} failed without the extension's message: {self.rest.root_exception(job_id)}"
+        )
         return message, job_id
 
     def cancel(self, job_id: str) -> None:
@@ -163,9 +189,14 @@ def schedulercfg(plan: dict[str, list[str]], aliases: dict[str, str] | None = No
 
 
 @contextlib.contextmanager
-def start_placed_cluster(work: Path, flink: FlinkHome, jobs_jar: Path, *,
-                         taskmanagers: tuple[TaskManagerSpec, ...] | None = None,
-                         extra_config: Mapping[str, object] | None = None) -> Iterator[PlacedCluster]:
+def start_placed_cluster(
+    work: Path,
+    flink: FlinkHome,
+    jobs_jar: Path,
+    *,
+    taskmanagers: tuple[TaskManagerSpec, ...] | None = None,
+    extra_config: Mapping[str, object] | None = None,
+) -> Iterator[PlacedCluster]:
     """A cluster of ``flink`` (never modified: the extension, built for it, goes into a lab home whose ``lib/`` links
     its jars) with the three TaskManagers of :data:`TASKMANAGERS` (``taskmanagers``: those specs changed, e.g. with a
     metrics reporter), the TaskManager table written and ``jobs_jar`` uploaded; stopped on exit. ``extra_config``
@@ -174,11 +205,15 @@ def start_placed_cluster(work: Path, flink: FlinkHome, jobs_jar: Path, *,
     scheduler_dir = work / "schedulercfg"
     scheduler_dir.mkdir()
     spec = ClusterSpec(
-        work_dir=work / "cluster", taskmanagers=taskmanagers or taskmanager_specs(), flink_home=home.path,
-        extra_config={**CLUSTER_CONFIG, **(extra_config or {})}, jobmanager_extra_config={**S.jobmanager_config(str(scheduler_dir)), **JOBMANAGER_CONFIG},
+        work_dir=work / "cluster",
+        taskmanagers=taskmanagers or taskmanager_specs(),
+        flink_home=home.path,
+        extra_config={**CLUSTER_CONFIG, **(extra_config or {})},
+        jobmanager_extra_config={**S.jobmanager_config(str(scheduler_dir)), **JOBMANAGER_CONFIG},
         # the JobManager's config where a Flink home keeps it (<home>/conf), as the lab has it: what apply reads there
         # and compiles a resubmitted job with
-        jobmanager_conf_dir=home.path / "conf", jvm_flags=JVM_FLAGS,
+        jobmanager_conf_dir=home.path / "conf",
+        jvm_flags=JVM_FLAGS,
     )
     cluster = start_cluster(spec, die_with_parent=True)
     try:
@@ -217,5 +252,7 @@ def lose_taskmanager(pc: PlacedCluster, job: str, tm: str, expected: dict[str, l
         if details.all_running and details.restarting_since_ms and pc.rest.placement(job) == expected:
             return time.monotonic() - killed
         time.sleep(0.5)
-    raise AssertionError(f"not RUNNING in the contingency {bound_s:.0f}s after the kill (states {sorted(set(states))}, "
-                         f"placement {pc.rest.placement(job)})")
+    raise AssertionError(
+        f"not RUNNING in the contingency {bound_s:.0f}s after the kill (states {sorted(set(states))}, "
+        f"placement {pc.rest.placement(job)})"
+    )

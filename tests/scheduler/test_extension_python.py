@@ -69,29 +69,57 @@ def test_java_and_python_map_names_the_same_way(extension_cache: Path) -> None:
     jar = S.build_extension(find_flink_home(), extension_cache)
     env = {**os.environ, "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8"}  # argv of the JVM decoded as UTF-8
     main = "org.apache.flink.runtime.scheduler.PlacementNames"
-    for kind, names, python in (("file", NAMES, S.schedulercfg_filename), ("resource", HOSTS, S.taskmanager_resource_name)):
-        out = subprocess.run(["java", "-cp", str(jar.path), main, kind, *names], capture_output=True, text=True,
-                             env=env, timeout=120, check=True).stdout.splitlines()
+    for kind, names, python in (
+        ("file", NAMES, S.schedulercfg_filename),
+        ("resource", HOSTS, S.taskmanager_resource_name),
+    ):
+        out = subprocess.run(
+            ["java", "-cp", str(jar.path), main, kind, *names],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            check=True,
+        ).stdout.splitlines()
         assert out == [python(n) for n in names]
 
 
 def test_taskmanager_and_jobmanager_config_keys() -> None:
     assert S.taskmanager_config("rpi1", 4) == {
-        "taskmanager.resource-id": "rpi1", "taskmanager.numberOfTaskSlots": 4,
-        "external-resources": ["rpi1"], "external-resource.rpi1.amount": 4,
+        "taskmanager.resource-id": "rpi1",
+        "taskmanager.numberOfTaskSlots": 4,
+        "external-resources": ["rpi1"],
+        "external-resource.rpi1.amount": 4,
     }
     mapped = S.taskmanager_resource_name("10.0.0.5")
     assert S.taskmanager_config("10.0.0.5", 2)[f"external-resource.{mapped}.amount"] == 2
     with pytest.raises(ValueError):
         S.taskmanager_config("rpi1", 0)
-    assert S.jobmanager_config("/srv/placement") == {S.SCHEDULER_DIR_KEY: "/srv/placement", "jobmanager.scheduler": "default"}
+    assert S.jobmanager_config("/srv/placement") == {
+        S.SCHEDULER_DIR_KEY: "/srv/placement",
+        "jobmanager.scheduler": "default",
+    }
 
 
 def test_taskmanager_table_divides_each_taskmanager_into_its_slots() -> None:
-    def tm(tm_id: str, host: str, slots: int, cpu: float, heap: int, off: int, managed: int, net: int) -> TaskManagerInfo:
-        return TaskManagerInfo(tm_id, f"pekko.tcp://flink@{host}:6122/user/rpc/taskmanager_0", slots, slots,
-                               {"cpuCores": cpu, "taskHeapMemory": heap, "taskOffHeapMemory": off, "managedMemory": managed,
-                                "networkMemory": net, "extendedResources": {tm_id: slots}}, {})
+    def tm(
+        tm_id: str, host: str, slots: int, cpu: float, heap: int, off: int, managed: int, net: int
+    ) -> TaskManagerInfo:
+        return TaskManagerInfo(
+            tm_id,
+            f"pekko.tcp://flink@{host}:6122/user/rpc/taskmanager_0",
+            slots,
+            slots,
+            {
+                "cpuCores": cpu,
+                "taskHeapMemory": heap,
+                "taskOffHeapMemory": off,
+                "managedMemory": managed,
+                "networkMemory": net,
+                "extendedResources": {tm_id: slots},
+            },
+            {},
+        )
 
     text = S.render_taskmanagers(
         [tm("server", "10.0.0.1", 8, 8.0, 4096, 0, 8192, 512), tm("rpi1", "192.168.1.181", 3, 4.0, 1000, 10, 301, 64)],
@@ -108,16 +136,31 @@ def test_taskmanager_table_divides_each_taskmanager_into_its_slots() -> None:
 
 
 def test_launcher_classpath_is_config_sh_order_with_flink_dist_last(tmp_path: Path) -> None:
-    home = fake_home(tmp_path, ["log4j-api-2.jar", "flink-dist-2.3.0.jar", "placement-scheduler-2.3.0-ab.jar",
-                                "flink-cep-2.3.0.jar", "notes.txt"])
+    home = fake_home(
+        tmp_path,
+        [
+            "log4j-api-2.jar",
+            "flink-dist-2.3.0.jar",
+            "placement-scheduler-2.3.0-ab.jar",
+            "flink-cep-2.3.0.jar",
+            "notes.txt",
+        ],
+    )
     names = [Path(p).name for p in S.launcher_classpath(home).split(":")]
-    assert names == ["flink-cep-2.3.0.jar", "log4j-api-2.jar", "placement-scheduler-2.3.0-ab.jar", "flink-dist-2.3.0.jar"]
+    assert names == [
+        "flink-cep-2.3.0.jar",
+        "log4j-api-2.jar",
+        "placement-scheduler-2.3.0-ab.jar",
+        "flink-dist-2.3.0.jar",
+    ]
     with pytest.raises(PlacementError, match="no flink-dist"):
         S.launcher_classpath(fake_home(tmp_path / "empty", ["a.jar"]))
 
 
 def test_classpath_order_tells_whether_the_extension_wins() -> None:
-    assert classpath_order(["/l/flink-cep.jar", "/l/placement-scheduler-2.3.0-ab.jar", "/l/flink-dist-2.3.0.jar"]) is True
+    assert (
+        classpath_order(["/l/flink-cep.jar", "/l/placement-scheduler-2.3.0-ab.jar", "/l/flink-dist-2.3.0.jar"]) is True
+    )
     assert classpath_order(["/l/flink-dist-2.3.0.jar", "/l/placement-scheduler-2.3.0-ab.jar"]) is False
     assert classpath_order(["/l/flink-dist-2.3.0.jar"]) is False
     assert classpath_order(["/l/other.jar"]) is None
@@ -132,7 +175,10 @@ def test_build_is_cached_by_sources_and_flink_version(tmp_path: Path) -> None:
     src = tmp_path / "src"
     shutil.copytree(SOURCES_DIR, src)
     first = S.build_extension(home, tmp_path / "cache", src_dir=src)
-    assert first.flink_version == home.version and first.path.name == f"placement-scheduler-{home.version}-{first.digest}.jar"
+    assert (
+        first.flink_version == home.version
+        and first.path.name == f"placement-scheduler-{home.version}-{first.digest}.jar"
+    )
     assert read_build_info(first.path) == {"flink.version": home.version, "build.digest": first.digest}
     names = zipfile.ZipFile(first.path).namelist()
     assert "org/apache/flink/runtime/scheduler/SlotSharingExecutionSlotAllocatorFactory.class" in names
@@ -162,7 +208,9 @@ def test_a_compile_error_is_one_line_naming_the_file(tmp_path: Path) -> None:
     assert not list((tmp_path / "cache").glob("*.jar"))
 
 
-def test_install_is_idempotent_replaces_older_copies_and_refuses_another_flink(tmp_path: Path, extension_cache: Path) -> None:
+def test_install_is_idempotent_replaces_older_copies_and_refuses_another_flink(
+    tmp_path: Path, extension_cache: Path
+) -> None:
     require_jdk()
     home = linked_home(tmp_path)
     assert S.installed_extension(home) is None
@@ -195,8 +243,13 @@ def test_install_command_builds_installs_and_reports_status(tmp_path: Path) -> N
     placement = str(Path(__import__("sys").executable).with_name("placement"))
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([placement, "scheduler", *args, "--flink-home", str(home.path)], capture_output=True,
-                              text=True, timeout=300, check=False)
+        return subprocess.run(
+            [placement, "scheduler", *args, "--flink-home", str(home.path)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
 
     missing = run("status")
     assert missing.returncode == 1 and missing.stdout.startswith("not installed in")
@@ -206,21 +259,34 @@ def test_install_command_builds_installs_and_reports_status(tmp_path: Path) -> N
     assert again.returncode == 0 and again.stdout.startswith("already installed: ")
     ok = run("status")
     assert ok.returncode == 0 and ": ok" in ok.stdout
-    bad = subprocess.run([placement, "scheduler", "install", "--flink-home", str(tmp_path / "nowhere")],
-                         capture_output=True, text=True, timeout=60, check=False)
-    assert bad.returncode == 2 and bad.stderr.strip().startswith("error: --flink-home:") and "Traceback" not in bad.stderr
+    bad = subprocess.run(
+        [placement, "scheduler", "install", "--flink-home", str(tmp_path / "nowhere")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (
+        bad.returncode == 2 and bad.stderr.strip().startswith("error: --flink-home:") and "Traceback" not in bad.stderr
+    )
 
 
 # ---- messages ------------------------------------------------------------------------------------------------------
 
 
 def test_the_extensions_message_is_found_in_a_rest_error() -> None:
-    text = ("Flink REST POST http://x/jars/j/run: HTTP 400: org.apache.flink.runtime.rest.handler.RestHandlerException: "
-            "Could not execute application. (Caused by: org.apache.flink.runtime.scheduler.PlacementSchedulerException:"
-            " placement scheduler: /d/job.schedulercfg:4: expected '<task name> (<i>/<n>); <TaskManager>' or "
-            "'*; <TaskManager>', got 'x')")
-    assert S.extension_message(text) == ("placement scheduler: /d/job.schedulercfg:4: expected '<task name> (<i>/<n>); "
-                                         "<TaskManager>' or '*; <TaskManager>', got 'x'")
-    trace = "java.lang.RuntimeException: boom\n\tat x\nCaused by: ...: placement scheduler: no slot on 'rpi1' (a)\n\tat y"
+    text = (
+        "Flink REST POST http://x/jars/j/run: HTTP 400: org.apache.flink.runtime.rest.handler.RestHandlerException: "
+        "Could not execute application. (Caused by: org.apache.flink.runtime.scheduler.PlacementSchedulerException:"
+        " placement scheduler: /d/job.schedulercfg:4: expected '<task name> (<i>/<n>); <TaskManager>' or "
+        "'*; <TaskManager>', got 'x')"
+    )
+    assert S.extension_message(text) == (
+        "placement scheduler: /d/job.schedulercfg:4: expected '<task name> (<i>/<n>); "
+        "<TaskManager>' or '*; <TaskManager>', got 'x'"
+    )
+    trace = (
+        "java.lang.RuntimeException: boom\n\tat x\nCaused by: ...: placement scheduler: no slot on 'rpi1' (a)\n\tat y"
+    )
     assert S.extension_message(trace) == "placement scheduler: no slot on 'rpi1' (a)"
     assert S.extension_message("NoResourceAvailableException: Could not acquire the minimum required resources") is None

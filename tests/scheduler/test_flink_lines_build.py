@@ -33,17 +33,23 @@ from support.cli import PLACEMENT, one_line_error
 RELEASES = ("1.19.3", "1.20.5", "2.0.2", "2.1.3", "2.2.1", "2.3.0")  # one release of each supported line
 
 FACTORY = "org.apache.flink.runtime.scheduler.SlotSharingExecutionSlotAllocatorFactory"
-_SLOTS = "Lorg/apache/flink/runtime/jobmaster/slotpool/PhysicalSlotProvider;Z" \
-         "Lorg/apache/flink/runtime/jobmaster/slotpool/PhysicalSlotRequestBulkChecker;"
+_SLOTS = (
+    "Lorg/apache/flink/runtime/jobmaster/slotpool/PhysicalSlotProvider;Z"
+    "Lorg/apache/flink/runtime/jobmaster/slotpool/PhysicalSlotRequestBulkChecker;"
+)
 # The constructor each line's DefaultSchedulerComponents calls (measured; ../shared/notes/flink-versions.md)
 FLINK_CALLS = {
     **dict.fromkeys(("1.19", "1.20"), f"({_SLOTS}Lorg/apache/flink/api/common/time/Time;)V"),
     **dict.fromkeys(("2.0", "2.1"), f"({_SLOTS}Ljava/time/Duration;)V"),
-    **dict.fromkeys(("2.2", "2.3"),
-                    f"({_SLOTS}Ljava/time/Duration;Lorg/apache/flink/runtime/scheduler/SlotSharingStrategy$Factory;)V"),
+    **dict.fromkeys(
+        ("2.2", "2.3"),
+        f"({_SLOTS}Ljava/time/Duration;Lorg/apache/flink/runtime/scheduler/SlotSharingStrategy$Factory;)V",
+    ),
 }
-_CALL = re.compile(r"invokespecial\s+#\d+\s+// Method org/apache/flink/runtime/scheduler/"
-                   r"SlotSharingExecutionSlotAllocatorFactory\.\"<init>\":(\(\S*\)V)")
+_CALL = re.compile(
+    r"invokespecial\s+#\d+\s+// Method org/apache/flink/runtime/scheduler/"
+    r"SlotSharingExecutionSlotAllocatorFactory\.\"<init>\":(\(\S*\)V)"
+)
 
 
 @dataclass(frozen=True)
@@ -63,8 +69,14 @@ def line_build(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
     release = request.param
     home = flink_home_for(release)  # the real cache ($PLACEMENT_CACHE_DIR, else the default): one fetch per machine
     cache = tmp_path_factory.mktemp(f"builds-{release}")
-    return LineBuild(FlinkVersion.parse(release).line, home, S.build_extension(home, cache),
-                     build_submitter(home, cache), build_jobs_jar(cache, home=home), cache)
+    return LineBuild(
+        FlinkVersion.parse(release).line,
+        home,
+        S.build_extension(home, cache),
+        build_submitter(home, cache),
+        build_jobs_jar(cache, home=home),
+        cache,
+    )
 
 
 def javap(*args: str) -> str:
@@ -81,8 +93,11 @@ def flink_calls(home: FlinkHome) -> set[str]:
 def constructors(jar: Path, cls: str) -> set[str]:
     """The descriptors of ``cls``'s constructors in ``jar`` (``javap -s``: each member, then its descriptor)."""
     lines = javap("-s", "-p", "-cp", str(jar), cls).splitlines()
-    return {lines[i + 1].split("descriptor:", 1)[1].strip() for i, line in enumerate(lines)
-            if f"{cls}(" in line and i + 1 < len(lines) and "descriptor:" in lines[i + 1]}
+    return {
+        lines[i + 1].split("descriptor:", 1)[1].strip()
+        for i, line in enumerate(lines)
+        if f"{cls}(" in line and i + 1 < len(lines) and "descriptor:" in lines[i + 1]
+    }
 
 
 def test_the_matrix_covers_every_supported_line() -> None:
@@ -94,10 +109,18 @@ def test_each_line_builds_the_extension_the_submitter_and_the_lab_jobs(line_buil
     release = line_build.home.version
     ext = line_build.extension
     assert ext.flink_version == release and ext.path.name == f"placement-scheduler-{release}-{ext.digest}.jar"
-    assert read_build_info(ext.path) == {"flink.version": release, "build.digest": ext.digest}  # the exact-version check
+    assert read_build_info(ext.path) == {
+        "flink.version": release,
+        "build.digest": ext.digest,
+    }  # the exact-version check
     ext_classes = set(zipfile.ZipFile(ext.path).namelist())
-    for cls in ("SlotSharingExecutionSlotAllocatorFactory", "PlacementAllocatorFactory", "PlacementCompat",
-                "PlacementSlotSharingStrategy", "PlacementSlotProvider"):
+    for cls in (
+        "SlotSharingExecutionSlotAllocatorFactory",
+        "PlacementAllocatorFactory",
+        "PlacementCompat",
+        "PlacementSlotSharingStrategy",
+        "PlacementSlotProvider",
+    ):
         assert f"org/apache/flink/runtime/scheduler/{cls}.class" in ext_classes
 
     sub = line_build.submitter
@@ -105,12 +128,23 @@ def test_each_line_builds_the_extension_the_submitter_and_the_lab_jobs(line_buil
     assert f"Main-Class: {SUBMITTER_MAIN}" in zipfile.ZipFile(sub.path).read("META-INF/MANIFEST.MF").decode()
 
     jobs = set(zipfile.ZipFile(line_build.jobs.path).namelist())
-    for cls in ("IotSensorJob", "NexmarkBidsJob", "BranchingJob", "ZooJob", "ShapesJob", "SqlJob", "Params",
-                "LabCompat", "ScheduledRateStrategy", "RateSchedule"):
+    for cls in (
+        "IotSensorJob",
+        "NexmarkBidsJob",
+        "BranchingJob",
+        "ZooJob",
+        "ShapesJob",
+        "SqlJob",
+        "Params",
+        "LabCompat",
+        "ScheduledRateStrategy",
+        "RateSchedule",
+    ):
         assert f"placement/lab/{cls}.class" in jobs
     # three jars per line, nothing else left in the cache (no half-built jar, no staging dir)
     assert sorted(p.name for p in line_build.cache.iterdir()) == sorted(
-        p.name for p in (ext.path, sub.path, line_build.jobs.path))
+        p.name for p in (ext.path, sub.path, line_build.jobs.path)
+    )
 
 
 def test_the_replaced_factory_has_exactly_the_constructor_this_lines_flink_calls(line_build: LineBuild) -> None:
@@ -123,8 +157,22 @@ def test_the_cli_builds_for_a_flink_version_from_that_versions_home(line_build: 
     """``placement scheduler build --flink-version X`` finds the same home, sources and digest: the jar built above,
     from the cache (no second compile)."""
     release = line_build.home.version
-    done = subprocess.run([str(PLACEMENT), "scheduler", "build", "--flink-version", str(release), "--cache",
-                           str(line_build.cache), "--json"], capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [
+            str(PLACEMENT),
+            "scheduler",
+            "build",
+            "--flink-version",
+            str(release),
+            "--cache",
+            str(line_build.cache),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert f'"path": "{line_build.extension.path}"' in done.stdout and f'"flink_version": "{release}"' in done.stdout
 
@@ -139,16 +187,38 @@ def test_an_unsupported_flink_is_refused_in_one_line_before_any_compile(tmp_path
     old = FlinkHome(tmp_path / "flink-1.18.1")  # an installation of a line we do not support: its version is enough
     old.lib.mkdir(parents=True)
     (old.lib / "flink-dist-1.18.1.jar").write_bytes(b"")
-    for build in (lambda: build_submitter(old, cache), lambda: build_jobs_jar(cache, home=old),
-                  lambda: S.build_extension(old, cache)):
+    for build in (
+        lambda: build_submitter(old, cache),
+        lambda: build_jobs_jar(cache, home=old),
+        lambda: S.build_extension(old, cache),
+    ):
         with pytest.raises(PlacementError) as err:
             build()
         assert str(err.value) == f"{old.path}: {refusal}"
     assert not cache.exists() or not list(cache.iterdir())
-    done = subprocess.run([str(PLACEMENT), "scheduler", "build", "--flink-version", "1.18.1", "--cache", str(cache)],
-                          capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [str(PLACEMENT), "scheduler", "build", "--flink-version", "1.18.1", "--cache", str(cache)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 1 and one_line_error(done) == f"error: --flink-version: {refusal}"
-    other = subprocess.run([str(PLACEMENT), "scheduler", "build", "--flink-version", "2.0.2", "--flink-home",
-                            str(home.path), "--cache", str(cache)], capture_output=True, text=True, timeout=120)
+    other = subprocess.run(
+        [
+            str(PLACEMENT),
+            "scheduler",
+            "build",
+            "--flink-version",
+            "2.0.2",
+            "--flink-home",
+            str(home.path),
+            "--cache",
+            str(cache),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert other.returncode == 2
     assert one_line_error(other) == f"error: --flink-version: {home.path} is Flink {home.version}, not 2.0.2"

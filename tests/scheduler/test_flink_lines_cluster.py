@@ -88,8 +88,12 @@ RESCALED = {
 # the vanilla job: one lane, its source chain pinned to rpi2 (the one slot the placed job leaves there), the rest on
 # the server
 VANILLA = {
-    "Source: Sensors": ["rpi2"], "Parse": ["rpi2"], "Filter": ["rpi2"],
-    "Enrich": ["server"], "Window Aggregate": ["server"], "Sink: Readings": ["server"],
+    "Source: Sensors": ["rpi2"],
+    "Parse": ["rpi2"],
+    "Filter": ["rpi2"],
+    "Enrich": ["server"],
+    "Window Aggregate": ["server"],
+    "Sink: Readings": ["server"],
 }
 
 
@@ -112,15 +116,30 @@ def write_inventory(line_work: Path, pc: PlacedCluster, release: str) -> Path:
     lists each TaskManager's RPC address too — 127.0.0.1 for all three here, which the extension refuses as
     ambiguous."""
     doc = {
-        "version": 1, "name": f"matrix-{release}",
-        "hosts": [{"name": tm, "address": f"127.0.0.{n}", "role": "server" if tm == "server" else "edge",
-                   **({"cores": 2, "memory": "4GiB"} if tm == "server" else {"model": "rpi4b"}), "task_slots": slots}
-                  for n, (tm, (slots, *_sizes)) in enumerate(TASKMANAGERS.items(), start=2)],
-        "links": [{"from": "rpi1", "to": "server", "bandwidth": "50mbit"},
-                  {"from": "rpi2", "to": "server", "bandwidth": "50mbit"}],
-        "flink": {"rest_url": pc.rest.url, "home": str(pc.home.path), "placement_mode": "custom",
-                  "scheduler_dir": str(pc.scheduler_dir), "savepoint_dir": f"file://{line_work / 'savepoints'}",
-                  "version": release},
+        "version": 1,
+        "name": f"matrix-{release}",
+        "hosts": [
+            {
+                "name": tm,
+                "address": f"127.0.0.{n}",
+                "role": "server" if tm == "server" else "edge",
+                **({"cores": 2, "memory": "4GiB"} if tm == "server" else {"model": "rpi4b"}),
+                "task_slots": slots,
+            }
+            for n, (tm, (slots, *_sizes)) in enumerate(TASKMANAGERS.items(), start=2)
+        ],
+        "links": [
+            {"from": "rpi1", "to": "server", "bandwidth": "50mbit"},
+            {"from": "rpi2", "to": "server", "bandwidth": "50mbit"},
+        ],
+        "flink": {
+            "rest_url": pc.rest.url,
+            "home": str(pc.home.path),
+            "placement_mode": "custom",
+            "scheduler_dir": str(pc.scheduler_dir),
+            "savepoint_dir": f"file://{line_work / 'savepoints'}",
+            "version": release,
+        },
         "job": {"name": JOB, "jar": str(pc.jobs_jar), "entry_class": IOT_SENSOR_JOB, "program_args": IOT_ARGS},
     }
     path = line_work / "inventory.yaml"
@@ -138,8 +157,10 @@ def line(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     # fresh on every line is test_flink_lines_build.py's part, and would cost ~10 s a line here
     jobs = build_jobs_jar(home=flink).path
     taskmanagers, targets = with_prometheus_reporter(taskmanager_specs(), work, flink.path)
-    with start_placed_cluster(work, flink, jobs, taskmanagers=taskmanagers) as pc, \
-            start_prometheus(work / "prometheus", targets, scrape_interval="1s") as prom:
+    with (
+        start_placed_cluster(work, flink, jobs, taskmanagers=taskmanagers) as pc,
+        start_prometheus(work / "prometheus", targets, scrape_interval="1s") as prom,
+    ):
         state = Line(release, pc, prom, work, write_inventory(work, pc, release))
         yield state
         if state.job:
@@ -147,7 +168,8 @@ def line(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
 
 
 def test_the_extension_is_active_as_apply_checks_it_and_places_a_job_index_by_index_beside_a_vanilla_job(
-        line: Line) -> None:
+    line: Line,
+) -> None:
     pc, version = line.pc, line.release
     # the release as apply and the lab read it (GET /config), a pin it does not run refused in one line, and the
     # durations as the lab writes them (plain milliseconds: 1.19 takes some as a Long) taken by its own parser
@@ -155,8 +177,10 @@ def test_the_extension_is_active_as_apply_checks_it_and_places_a_job_index_by_in
     assert str(running_version(pc.rest)) == version
     with pytest.raises(PlacementError) as err:
         cluster_version("2.3.0", pc.rest, where="inv.yaml: flink.version")
-    assert str(err.value) == (f"inv.yaml: flink.version: pinned to Flink 2.3.0, but the JobManager at {pc.rest.url} runs "
-                              f"{version} (correct the pin, or remove it to follow the JobManager)")
+    assert str(err.value) == (
+        f"inv.yaml: flink.version: pinned to Flink 2.3.0, but the JobManager at {pc.rest.url} runs "
+        f"{version} (correct the pin, or remove it to follow the JobManager)"
+    )
     assert pc.rest.jobmanager_config()["resourcemanager.standalone.start-up-time"] == "10000"
     installed = S.installed_extension(pc.home)
     assert installed is not None and installed.name.startswith(f"placement-scheduler-{version}-")
@@ -164,13 +188,15 @@ def test_the_extension_is_active_as_apply_checks_it_and_places_a_job_index_by_in
     line.job = pc.run(IOT_SENSOR_JOB, IOT_ARGS)
     # a job without a schedulercfg runs as the line's stock Flink places it: here pinned the vanilla way (submitted
     # at once, so that both deploy together)
-    vanilla = pc.run(IOT_SENSOR_JOB, ["--rate-schedule", "0:20", "--job-name", "iot-vanilla",
-                                      "--placement", json.dumps(VANILLA)])
+    vanilla = pc.run(
+        IOT_SENSOR_JOB, ["--rate-schedule", "0:20", "--job-name", "iot-vanilla", "--placement", json.dumps(VANILLA)]
+    )
     try:
         pc.wait_running(vanilla)
         assert "no schedulercfg at" in pc.active_line(vanilla) and "stock placement" in pc.active_line(vanilla)
         assert pc.rest.placement_counts(vanilla) == Counter(
-            {(vertex, tm): n for vertex, tms in VANILLA.items() for tm, n in Counter(tms).items()})
+            {(vertex, tm): n for vertex, tms in VANILLA.items() for tm, n in Counter(tms).items()}
+        )
     except BaseException:
         pc.cancel(vanilla)
         raise
@@ -184,8 +210,9 @@ def test_the_extension_is_active_as_apply_checks_it_and_places_a_job_index_by_in
 
     # apply's own preflight, reading this cluster (REST, and lib/ and the config on the "JobManager host"): a plan
     # of the running placement passes every check, the scheduler extension's included, and installs nothing
-    plan = write_plan_dir(line.work / "plan-same", line.inventory, IOT_PLAN, job=JOB,
-                          vertex_ids=running_vertex_ids(pc.rest, line.job))
+    plan = write_plan_dir(
+        line.work / "plan-same", line.inventory, IOT_PLAN, job=JOB, vertex_ids=running_vertex_ids(pc.rest, line.job)
+    )
     prepared = prepare(load_request(plan, line.inventory, job_id=line.job), dry_run=True)
     try:
         scheduler = prepared.view.scheduler
@@ -246,8 +273,10 @@ def test_apply_rescales_through_the_submitter_index_by_index(line: Line) -> None
     assert pc.restored_from(line.job).startswith(f"file:{line.work / 'savepoints'}")
     assert submitter.is_file() and Path(job_jar_remote_path(request, None)).is_file()  # on the JobManager host
     # verify's table, index by index: every row as planned
-    assert outcome.rows and [r for r in outcome.rows
-                             if (r.planned, r.planned_subtasks) != (r.actual, r.actual_subtasks)] == []
+    assert (
+        outcome.rows
+        and [r for r in outcome.rows if (r.planned, r.planned_subtasks) != (r.actual, r.actual_subtasks)] == []
+    )
 
 
 def test_prometheus_collection_reads_where_each_subtask_ran(line: Line, tmp_path: Path) -> None:
@@ -270,10 +299,27 @@ def test_prometheus_collection_reads_where_each_subtask_ran(line: Line, tmp_path
     time.sleep(1.5)  # one more scrape of every series
     out = tmp_path / "history"
     with pytest.raises(SystemExit) as done:
-        main(["metrics", "collect", "--prometheus", prom.url, "--job", line.job, "--since", f"{started:.3f}",
-              "--until", f"{time.time():.3f}", "--rest", pc.rest.url, "--out", str(out), "--quiet"])
+        main(
+            [
+                "metrics",
+                "collect",
+                "--prometheus",
+                prom.url,
+                "--job",
+                line.job,
+                "--since",
+                f"{started:.3f}",
+                "--until",
+                f"{time.time():.3f}",
+                "--rest",
+                pc.rest.url,
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
     assert done.value.code == 0
-    (_, manifest), = find_manifests(out)
+    ((_, manifest),) = find_manifests(out)
     assert manifest.job_id == line.job and manifest.samples >= subtasks
     assert {v.name: v.parallelism for v in manifest.vertices} == {v: len(t) for v, t in RESCALED.items()}
     # the tm_id label of every subtask's series: the TaskManager REST says runs it, i.e. the rescaled plan's
@@ -296,8 +342,9 @@ def test_apply_refuses_an_extension_built_for_another_release_in_one_line(line: 
     installed = S.installed_extension(pc.home)
     assert installed is not None
     aside = line.work / installed.name
-    plan = write_plan_dir(line.work / "plan-now", line.inventory, RESCALED, job=JOB,
-                          vertex_ids=running_vertex_ids(pc.rest, line.job))
+    plan = write_plan_dir(
+        line.work / "plan-now", line.inventory, RESCALED, job=JOB, vertex_ids=running_vertex_ids(pc.rest, line.job)
+    )
     installed.rename(aside)
     try:
         shutil.copyfile(foreign.path, pc.home.lib / foreign.path.name)
@@ -308,7 +355,8 @@ def test_apply_refuses_an_extension_built_for_another_release_in_one_line(line: 
                 f"the JobManager on server does not run the scheduler extension: the extension jar in "
                 f"server:{pc.home.lib} ({foreign.path.name}) was built for Flink {other}, the JobManager runs "
                 f"{line.release}: replace it with one built for that (`placement scheduler install --flink-home <its "
-                "Flink home>`, or the Ansible role)"]
+                "Flink home>`, or the Ansible role)"
+            ]
     finally:
         (pc.home.lib / foreign.path.name).unlink(missing_ok=True)
         aside.rename(installed)
@@ -319,7 +367,8 @@ def test_apply_refuses_an_extension_built_for_another_release_in_one_line(line: 
 # the inventory's addresses)
 IN_CONTINGENCY = {v: [("server" if tm == "rpi2" else tm) for tm in tms] for v, tms in IOT_PLAN.items()}
 SECTION = "\n[lost rpi2]\n" + "".join(
-    f"{v} ({i + 1}/{len(tms)}); server\n" for v, tms in IOT_PLAN.items() for i, tm in enumerate(tms) if tm == "rpi2")
+    f"{v} ({i + 1}/{len(tms)}); server\n" for v, tms in IOT_PLAN.items() for i, tm in enumerate(tms) if tm == "rpi2"
+)
 
 
 def test_a_lost_taskmanager_restarts_the_job_in_its_contingency(line: Line) -> None:
@@ -345,6 +394,8 @@ def test_the_installer_refuses_an_extension_built_for_another_release(tmp_path: 
     home = make_lab_home(tmp_path / "lab", flink_home_for("1.20.5"), with_extension=False)
     with pytest.raises(PlacementError) as refused:
         S.install_extension(home, foreign)
-    assert str(refused.value) == (f"{foreign.path} was built for Flink 2.0.2, {home.path} is Flink 1.20.5: build it "
-                                  "for this installation (placement scheduler build --flink-home)")
+    assert str(refused.value) == (
+        f"{foreign.path} was built for Flink 2.0.2, {home.path} is Flink 1.20.5: build it "
+        "for this installation (placement scheduler build --flink-home)"
+    )
     assert S.installed_extension(home) is None

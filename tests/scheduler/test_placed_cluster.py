@@ -70,7 +70,9 @@ def test_each_placed_slot_has_the_size_of_its_taskmanagers_slots(placed_cluster:
             assert resource["extendedResources"] == {S.taskmanager_resource_name(tm): 1.0}, (tm, resource)
 
 
-def test_savepoint_stop_and_restore_keeps_the_placement(placed_cluster: PlacedCluster, iot: dict, tmp_path: Path) -> None:
+def test_savepoint_stop_and_restore_keeps_the_placement(
+    placed_cluster: PlacedCluster, iot: dict, tmp_path: Path
+) -> None:
     pc = placed_cluster
     savepoint = pc.rest.stop_with_savepoint(iot["job"], f"file://{tmp_path}", timeout=180)
     iot["job"] = pc.run_until_running(IOT_SENSOR_JOB, IOT_ARGS, savepoint_path=savepoint)
@@ -86,10 +88,12 @@ def test_a_taskmanager_killed_and_restarted_gets_its_subtasks_back(placed_cluste
         old.popen.wait(timeout=30)
     wait_for(lambda: not pc.rest.job(iot["job"]).all_running, 60, "the job to notice the lost TaskManager")
     with open(old.stdout_file, "ab") as out:
-        popen = subprocess.Popen(old.argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                 start_new_session=True)
-    pc.cluster.taskmanagers["rpi1"] = FlinkProcess("taskmanager rpi1", popen.pid, old.log_file, old.stdout_file,
-                                                   old.argv, popen)  # stopped with the cluster
+        popen = subprocess.Popen(
+            old.argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
+    pc.cluster.taskmanagers["rpi1"] = FlinkProcess(
+        "taskmanager rpi1", popen.pid, old.log_file, old.stdout_file, old.argv, popen
+    )  # stopped with the cluster
     pc.rest.wait_until_running(iot["job"], timeout=240)
     assert pc.rest.placement(iot["job"]) == IOT_PLAN
 
@@ -158,32 +162,63 @@ def _with_line_inserted(text: str, at: int, line: str) -> str:
 TABLE = f"{{dir}}/{S.TASKMANAGERS_FILENAME}"
 # job name, the file, the message the submission is refused with ({file} and {dir} filled in; "..." ends a prefix)
 REFUSALS = [
-    ("iot-partial", schedulercfg({k: v for k, v in IOT_PLAN.items() if k != "Sink: Readings"}),
-     ("{file}: job 'iot-partial': 2 subtask(s) not placed: 'Sink: Readings (1/2)', 'Sink: Readings (2/2)' (list "
-     "every subtask, or add a default line '*; <TaskManager>')")),
-    ("iot-malformed", _with_line_inserted(schedulercfg(IOT_PLAN), 3, "Parse (2/3) rpi2\n"),
-     "{file}:4: expected '<task name> (<i>/<n>); <TaskManager>' or '*; <TaskManager>', got 'Parse (2/3) rpi2'"),
-    ("iot-stale", schedulercfg({**IOT_PLAN, "Window Aggregate": ["server"] * 3}),
-     ("{file}:13: 'Window Aggregate (1/3)' matches no subtask of job 'iot-stale' (its vertices: Source: Sensors "
-     "x3, Parse x3, Filter x3, Enrich x3, Window Aggregate x2, Sink: Readings x2)")),
+    (
+        "iot-partial",
+        schedulercfg({k: v for k, v in IOT_PLAN.items() if k != "Sink: Readings"}),
+        (
+            "{file}: job 'iot-partial': 2 subtask(s) not placed: 'Sink: Readings (1/2)', 'Sink: Readings (2/2)' (list "
+            "every subtask, or add a default line '*; <TaskManager>')"
+        ),
+    ),
+    (
+        "iot-malformed",
+        _with_line_inserted(schedulercfg(IOT_PLAN), 3, "Parse (2/3) rpi2\n"),
+        "{file}:4: expected '<task name> (<i>/<n>); <TaskManager>' or '*; <TaskManager>', got 'Parse (2/3) rpi2'",
+    ),
+    (
+        "iot-stale",
+        schedulercfg({**IOT_PLAN, "Window Aggregate": ["server"] * 3}),
+        (
+            "{file}:13: 'Window Aggregate (1/3)' matches no subtask of job 'iot-stale' (its vertices: Source: Sensors "
+            "x3, Parse x3, Filter x3, Enrich x3, Window Aggregate x2, Sink: Readings x2)"
+        ),
+    ),
     # the seed's contains() would silently take one of the four vertices whose second subtask ends so
-    ("iot-ambiguous", "# a comment\n(2/3); rpi1\n*; server\n",
-     "{file}:2: '(2/3)' is ambiguous in job 'iot-ambiguous': it matches 'Source: Sensors (2/3)' (vertex ..."),
-    ("iot-twice", "Parse (1/3); rpi1\nParse (1/3); rpi2\n*; server\n",
-     "{file}:2: 'Parse (1/3)' places subtask 'Parse (1/3)', which line 1 ('Parse (1/3)') places already"),
-    ("iot-rpi9", schedulercfg(IOT_PLAN).replace("Sink: Readings (2/2); server", "Sink: Readings (2/2); rpi9"),
-     "{file}:16: TaskManager 'rpi9' is not registered with this cluster (" + TABLE + " lists rpi1 [..."),
-    ("iot-address", "*; 127.0.0.1\n",
-     "{file}:1: '127.0.0.1' is an address of several TaskManagers (rpi1, rpi2, server in " + TABLE + "): name one by "
-     "its resource id"),
-    ("iot-crowded", "".join(f"Source: Sensors ({i}/3); rpi2\n" for i in (1, 2, 3)) + "*; server\n",
-     "{file}: job 'iot-crowded' needs 3 slot(s) on TaskManager 'rpi2' (..."),
+    (
+        "iot-ambiguous",
+        "# a comment\n(2/3); rpi1\n*; server\n",
+        "{file}:2: '(2/3)' is ambiguous in job 'iot-ambiguous': it matches 'Source: Sensors (2/3)' (vertex ...",
+    ),
+    (
+        "iot-twice",
+        "Parse (1/3); rpi1\nParse (1/3); rpi2\n*; server\n",
+        "{file}:2: 'Parse (1/3)' places subtask 'Parse (1/3)', which line 1 ('Parse (1/3)') places already",
+    ),
+    (
+        "iot-rpi9",
+        schedulercfg(IOT_PLAN).replace("Sink: Readings (2/2); server", "Sink: Readings (2/2); rpi9"),
+        "{file}:16: TaskManager 'rpi9' is not registered with this cluster (" + TABLE + " lists rpi1 [...",
+    ),
+    (
+        "iot-address",
+        "*; 127.0.0.1\n",
+        "{file}:1: '127.0.0.1' is an address of several TaskManagers (rpi1, rpi2, server in "
+        + TABLE
+        + "): name one by "
+        "its resource id",
+    ),
+    (
+        "iot-crowded",
+        "".join(f"Source: Sensors ({i}/3); rpi2\n" for i in (1, 2, 3)) + "*; server\n",
+        "{file}: job 'iot-crowded' needs 3 slot(s) on TaskManager 'rpi2' (...",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("job_name", "text", "expected"), REFUSALS, ids=[r[0] for r in REFUSALS])
-def test_a_wrong_file_is_refused_at_submission_naming_file_and_line(placed_cluster: PlacedCluster, job_name: str,
-                                                                     text: str, expected: str) -> None:
+def test_a_wrong_file_is_refused_at_submission_naming_file_and_line(
+    placed_cluster: PlacedCluster, job_name: str, text: str, expected: str
+) -> None:
     pc = placed_cluster
     path = pc.write_schedulercfg(job_name, text)
     started = time.monotonic()
@@ -199,20 +234,27 @@ def test_a_wrong_file_is_refused_at_submission_naming_file_and_line(placed_clust
         assert "which has 2 (" in message
 
 
-def test_an_unknown_taskmanager_without_a_table_fails_instead_of_restarting(placed_cluster: PlacedCluster,
-                                                                             tmp_path: Path) -> None:
+def test_an_unknown_taskmanager_without_a_table_fails_instead_of_restarting(
+    placed_cluster: PlacedCluster, tmp_path: Path
+) -> None:
     """The job's own configuration names its file, in a dir without taskmanagers.cfg: the slot size comes from the
     JobManager's config, and a TaskManager that never gave a slot fails the job without restarts."""
     pc = placed_cluster
     own = tmp_path / "mine.schedulercfg"
     own.write_text("*; rpi9\n")
     started = time.monotonic()
-    message, job = pc.refusal(IOT_SENSOR_JOB, [*IOT_ARGS, "--job-name", "iot-no-table"], timeout=150,
-                              flink_configuration={S.JOB_FILE_KEY: str(own)})
+    message, job = pc.refusal(
+        IOT_SENSOR_JOB,
+        [*IOT_ARGS, "--job-name", "iot-no-table"],
+        timeout=150,
+        flink_configuration={S.JOB_FILE_KEY: str(own)},
+    )
     assert job is not None  # accepted: only the slot requests show that rpi9 does not exist
     assert time.monotonic() - started < 150
-    assert message.startswith(f"placement scheduler: TaskManager 'rpi9' (named at {own}:1) has given this JobManager no "
-                              "slot: it is not registered, or does not declare external resource 'rpi9'")
+    assert message.startswith(
+        f"placement scheduler: TaskManager 'rpi9' (named at {own}:1) has given this JobManager no "
+        "slot: it is not registered, or does not declare external resource 'rpi9'"
+    )
     assert pc.rest.job(job).restarting_since_ms == 0  # failed without a single restart
     line = pc.active_line(job)
     assert f"placed by {own} (slot size from the JobManager's config" in line
@@ -224,8 +266,11 @@ def test_the_jobs_own_configuration_names_its_file(placed_cluster: PlacedCluster
     own.write_text("*; rpi2\n")
     (tmp_path / S.TASKMANAGERS_FILENAME).write_text((pc.scheduler_dir / S.TASKMANAGERS_FILENAME).read_text())
     pc.write_schedulercfg("iot-override", "*; server\n")  # the dir's file loses to the job's own
-    job = pc.run_until_running(IOT_SENSOR_JOB, ["--rate", "20", "--parallelism", "1", "--job-name", "iot-override"],
-                               flink_configuration={S.JOB_FILE_KEY: str(own)})
+    job = pc.run_until_running(
+        IOT_SENSOR_JOB,
+        ["--rate", "20", "--parallelism", "1", "--job-name", "iot-override"],
+        flink_configuration={S.JOB_FILE_KEY: str(own)},
+    )
     try:
         assert {tm for tms in pc.rest.placement(job).values() for tm in tms} == {"rpi2"}
     finally:
@@ -254,8 +299,9 @@ def test_a_sql_job_is_placed_across_submissions_despite_renamed_vertices(placed_
     finally:
         pc.cancel(second)
     flipped = {vid: list(reversed(tms)) for vid, tms in plan_by_id.items()}
-    pc.write_schedulercfg("sql-placed", "".join(f"{vid} ({i + 1}/2); {tm}\n" for vid, tms in flipped.items()
-                                                 for i, tm in enumerate(tms)))
+    pc.write_schedulercfg(
+        "sql-placed", "".join(f"{vid} ({i + 1}/2); {tm}\n" for vid, tms in flipped.items() for i, tm in enumerate(tms))
+    )
     third = pc.run_until_running(SQL_JOB, args)
     try:
         now = {v.id: v.name for v in pc.rest.job(third).vertices}
@@ -267,9 +313,21 @@ def test_a_sql_job_is_placed_across_submissions_despite_renamed_vertices(placed_
 def test_status_command_reports_an_active_extension(placed_cluster: PlacedCluster) -> None:
     pc = placed_cluster
     proc = subprocess.run(
-        [str(Path(sys.executable).with_name("placement")), "scheduler", "status",
-         "--flink-home", str(pc.home.path), "--rest", pc.rest.url, "--json"],
-        capture_output=True, text=True, timeout=120, check=False)
+        [
+            str(Path(sys.executable).with_name("placement")),
+            "scheduler",
+            "status",
+            "--flink-home",
+            str(pc.home.path),
+            "--rest",
+            pc.rest.url,
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     status = json.loads(proc.stdout)
     assert status["active"] is True and status["version_ok"] is True and status["ok"] is True

@@ -41,12 +41,22 @@ def test_only_the_operators_after_the_source_chain_are_whole_in_vanilla_mode() -
     assert vanilla.whole_vertices == vanilla_whole_vertices(profile)
     # the same split assignment: fine in custom mode, a violation in vanilla mode
     custom = build_problem(inv, profile, PlanOptions(placement_mode="custom"))
-    hosts = {"Source: Sensors": ["rpi1", "rpi2", "rpi3"], "Parse": ["rpi1", "rpi2", "rpi3"], "Filter": ["rpi1", "rpi2", "rpi3"],
-             "Enrich": ["rpi1", "rpi2", "rpi3"], "Window Aggregate": ["server", "rpi1"], "Sink: Readings": ["server"]}
+    hosts = {
+        "Source: Sensors": ["rpi1", "rpi2", "rpi3"],
+        "Parse": ["rpi1", "rpi2", "rpi3"],
+        "Filter": ["rpi1", "rpi2", "rpi3"],
+        "Enrich": ["rpi1", "rpi2", "rpi3"],
+        "Window Aggregate": ["server", "rpi1"],
+        "Sink: Readings": ["server"],
+    }
     assignment = {s.key: hosts[names[s.vertex_id]][s.index] for s in custom.subtasks}
     split = [v for v in evaluate(vanilla, assignment).violations if "vanilla placement cannot do" in v]
-    assert split == [("Window Aggregate is split over rpi1, server, which vanilla placement cannot do (a whole operator "
-                     "per host after the source chain; custom mode can)")]
+    assert split == [
+        (
+            "Window Aggregate is split over rpi1, server, which vanilla placement cannot do (a whole operator "
+            "per host after the source chain; custom mode can)"
+        )
+    ]
     assert not [v for v in evaluate(custom, assignment).violations if "vanilla" in v]
 
 
@@ -54,8 +64,24 @@ def test_custom_mode_splits_an_operator_after_a_hash_edge_where_vanilla_cannot(t
     inv = two_small_servers(tmp_path)
 
     def plan(mode: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([PLACEMENT, "plan", "--inventory", str(inv), "--profile", str(PROFILE), "--out",
-                               str(tmp_path / mode), "--mode", mode], capture_output=True, text=True, timeout=300, check=False)
+        return subprocess.run(
+            [
+                PLACEMENT,
+                "plan",
+                "--inventory",
+                str(inv),
+                "--profile",
+                str(PROFILE),
+                "--out",
+                str(tmp_path / mode),
+                "--mode",
+                mode,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
 
     custom = plan("custom")
     assert custom.returncode == 0, custom.stderr

@@ -19,25 +19,54 @@ A, B, C = "a" * 32, "b" * 32, "c" * 32
 
 
 def sub(vid: str, name: str, i: int, n: int, host: str) -> SubtaskAssignment:
-    return SubtaskAssignment(vertex_id=vid, vertex=name, subtask=i, parallelism=n, label=f"{name} ({i + 1}/{n})",
-                             host=host, address=f"10.0.0.{1 if host == 'server' else 2}")
+    return SubtaskAssignment(
+        vertex_id=vid,
+        vertex=name,
+        subtask=i,
+        parallelism=n,
+        label=f"{name} ({i + 1}/{n})",
+        host=host,
+        address=f"10.0.0.{1 if host == 'server' else 2}",
+    )
 
 
 def test_lines_follow_vertex_order_then_subtask_with_the_seed_format() -> None:
-    rows = [sub(B, "Sink: Out", 0, 1, "server"), sub(A, "Source: In", 1, 2, "rpi1"), sub(A, "Source: In", 0, 2, "server")]
+    rows = [
+        sub(B, "Sink: Out", 0, 1, "server"),
+        sub(A, "Source: In", 1, 2, "rpi1"),
+        sub(A, "Source: In", 0, 2, "server"),
+    ]
     assert render_schedulercfg(rows, [A, B]) == (
-        "Source: In (1/2); 10.0.0.1\nSource: In (2/2); 10.0.0.2\nSink: Out (1/1); 10.0.0.1\n")
+        "Source: In (1/2); 10.0.0.1\nSource: In (2/2); 10.0.0.2\nSink: Out (1/1); 10.0.0.1\n"
+    )
 
 
 def test_vertices_sharing_a_name_are_labelled_by_their_vertex_id() -> None:
-    rows = [sub(A, "Map", 0, 2, "rpi1"), sub(A, "Map", 1, 2, "server"), sub(B, "Map", 0, 1, "server"),
-            sub(C, "FlatMap", 0, 1, "server")]
-    assert file_labels(rows) == {(A, 0): f"{A} (1/2)", (A, 1): f"{A} (2/2)", (B, 0): f"{B} (1/1)", (C, 0): "FlatMap (1/1)"}
+    rows = [
+        sub(A, "Map", 0, 2, "rpi1"),
+        sub(A, "Map", 1, 2, "server"),
+        sub(B, "Map", 0, 1, "server"),
+        sub(C, "FlatMap", 0, 1, "server"),
+    ]
+    assert file_labels(rows) == {
+        (A, 0): f"{A} (1/2)",
+        (A, 1): f"{A} (2/2)",
+        (B, 0): f"{B} (1/1)",
+        (C, 0): "FlatMap (1/1)",
+    }
     text = render_schedulercfg(rows, [A, B, C])
-    assert text.splitlines() == [f"{A} (1/2); 10.0.0.2", f"{A} (2/2); 10.0.0.1", f"{B} (1/1); 10.0.0.1",
-                                 "FlatMap (1/1); 10.0.0.1"]
-    assert parse_schedulercfg(text) == {f"{A} (1/2)": "10.0.0.2", f"{A} (2/2)": "10.0.0.1", f"{B} (1/1)": "10.0.0.1",
-                                        "FlatMap (1/1)": "10.0.0.1"}
+    assert text.splitlines() == [
+        f"{A} (1/2); 10.0.0.2",
+        f"{A} (2/2); 10.0.0.1",
+        f"{B} (1/1); 10.0.0.1",
+        "FlatMap (1/1); 10.0.0.1",
+    ]
+    assert parse_schedulercfg(text) == {
+        f"{A} (1/2)": "10.0.0.2",
+        f"{A} (2/2)": "10.0.0.1",
+        f"{B} (1/1)": "10.0.0.1",
+        "FlatMap (1/1)": "10.0.0.1",
+    }
 
 
 def test_substring_labels_are_found_for_a_warning() -> None:
@@ -47,8 +76,11 @@ def test_substring_labels_are_found_for_a_warning() -> None:
 
 def test_reading_skips_comments_keeps_the_default_line_and_refuses_bad_lines() -> None:
     assert parse_schedulercfg("# plan\n\nParse (1/1); rpi1\n*; server\n") == {"Parse (1/1)": "rpi1", "*": "server"}
-    for text, msg in (("Parse (1/1) rpi1\n", "line 1 is not"), ("Parse (1/1); rpi 1\n", "line 1 is not"),
-                      ("X (1/1); a\nX (1/1); b\n", "line 2: a second line for 'X (1/1)'")):
+    for text, msg in (
+        ("Parse (1/1) rpi1\n", "line 1 is not"),
+        ("Parse (1/1); rpi 1\n", "line 1 is not"),
+        ("X (1/1); a\nX (1/1); b\n", "line 2: a second line for 'X (1/1)'"),
+    ):
         with pytest.raises(BadInput, match=re.escape(msg)):
             parse_schedulercfg(text)
 

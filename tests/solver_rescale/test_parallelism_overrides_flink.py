@@ -38,10 +38,17 @@ def submitter(tmp_path_factory) -> Path:
 
 
 def submit_jobgraph(submitter: Path, cluster, jar: Path, overrides: dict[str, int], savepoint: str) -> str:
-    call = SubmitCall(java="java", submitter_jar=str(submitter), flink_home=str(find_flink_home().path),
-                      conf_dir=str(cluster.spec.work_dir / "jobmanager" / "conf"), rest_url=cluster.rest_url,
-                      job_jar=str(jar), entry_class=IOT_SENSOR_JOB, program_args=IOT_ARGS,
-                      overrides=tuple(overrides.items()))
+    call = SubmitCall(
+        java="java",
+        submitter_jar=str(submitter),
+        flink_home=str(find_flink_home().path),
+        conf_dir=str(cluster.spec.work_dir / "jobmanager" / "conf"),
+        rest_url=cluster.rest_url,
+        job_jar=str(jar),
+        entry_class=IOT_SENSOR_JOB,
+        program_args=IOT_ARGS,
+        overrides=tuple(overrides.items()),
+    )
     proc = subprocess.run(call.argv(savepoint), capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr[-2000:]  # quiet: only the job id line
     return job_id_from(proc.stdout, proc.stderr, proc.returncode)
@@ -57,8 +64,9 @@ def records_read(rest, job_id: str, vertex_id: str) -> list[int]:
     return [int(s.get("metrics", {}).get("read-records") or 0) for s in body["subtasks"]]
 
 
-def test_overrides_reach_a_jobgraph_submission_but_not_a_rest_jar_run(flink_cluster, flink_rest, lab_jobs_jar, submitter,
-                                                                      tmp_path):
+def test_overrides_reach_a_jobgraph_submission_but_not_a_rest_jar_run(
+    flink_cluster, flink_rest, lab_jobs_jar, submitter, tmp_path
+):
     job = submit_job(flink_rest, lab_jobs_jar, IOT_SENSOR_JOB, IOT_ARGS)
     jobs = [job.job_id]
     try:
@@ -69,8 +77,13 @@ def test_overrides_reach_a_jobgraph_submission_but_not_a_rest_jar_run(flink_clus
 
         # 1. the REST jar run's flinkConfiguration: the job comes back at its old parallelism
         savepoint = flink_rest.stop_with_savepoint(job.job_id, f"file://{tmp_path}/sp1")
-        rerun = flink_rest.run_jar(job.jar_id, entry_class=IOT_SENSOR_JOB, program_args=list(IOT_ARGS),
-                                   savepoint_path=savepoint, flink_configuration={OVERRIDES_KEY: overrides_text(overrides)})
+        rerun = flink_rest.run_jar(
+            job.jar_id,
+            entry_class=IOT_SENSOR_JOB,
+            program_args=list(IOT_ARGS),
+            savepoint_path=savepoint,
+            flink_configuration={OVERRIDES_KEY: overrides_text(overrides)},
+        )
         jobs.append(rerun)
         assert parallelism(flink_rest, rerun) == before
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 ALLOWED_SKIPS: dict[str, str] = {
     "no-sch-netem": "this kernel has no sch_netem qdisc (tc answers 'Specified qdisc kind is unknown'): delay, jitter "
-                    "and loss cannot be emulated; the rate-limit-only path is tested instead",
+    "and loss cannot be emulated; the rate-limit-only path is tested instead",
     "has-sch-netem": "this kernel has sch_netem: the rate-limit-only fallback for kernels without it cannot happen; "
-                     "the delay tests cover netem instead",
+    "the delay tests cover netem instead",
     "machine-not-x86_64": "the kernel reports a machine other than x86_64 (uname -m): the amd64 JVM path cannot be "
-                          "checked against a real host; the arm64 path is tested with a fake architecture",
+    "checked against a real host; the arm64 path is tested with a fake architecture",
 }

@@ -32,8 +32,9 @@ def run_main(argv: list[object], capsys) -> tuple[int, str, str]:
 
 
 def run_placement(*args: object, cwd: Path, timeout: float = 300, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([str(PLACEMENT), *map(str, args)], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, **kwargs)
+    return subprocess.run(
+        [str(PLACEMENT), *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=timeout, **kwargs
+    )
 
 
 def default_sigint() -> None:
@@ -43,8 +44,14 @@ def default_sigint() -> None:
 
 
 def start_placement(*args: object, cwd: Path) -> subprocess.Popen:
-    return subprocess.Popen([str(PLACEMENT), *map(str, args)], cwd=cwd, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
+    return subprocess.Popen(
+        [str(PLACEMENT), *map(str, args)],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_sigint,
+    )
 
 
 def plan_args(out: Path, inventory: Path = EDGE_LAB, profile: Path = IOT) -> list[object]:

@@ -47,9 +47,15 @@ class FakeJob:
 
 
 class FakeFlinkRest:
-    def __init__(self, taskmanagers: Sequence[str] = ("server", "rpi1"), *, url: str = "http://fake-flink:8081",
-                 clock_ms: Callable[[], int] = lambda: 0, savepoint_polls: int = 1,
-                 placer: Callable[[FakeJob, tuple[str, ...]], Placement] | None = None):
+    def __init__(
+        self,
+        taskmanagers: Sequence[str] = ("server", "rpi1"),
+        *,
+        url: str = "http://fake-flink:8081",
+        clock_ms: Callable[[], int] = lambda: 0,
+        savepoint_polls: int = 1,
+        placer: Callable[[FakeJob, tuple[str, ...]], Placement] | None = None,
+    ):
         self.url = url
         self.tms: list[str] = list(taskmanagers)
         self.jobs_by_id: dict[str, FakeJob] = {}
@@ -67,8 +73,13 @@ class FakeFlinkRest:
     # ---- the test's side -----------------------------------------------------------------------------------------
 
     def start(self, name: str, placement: Placement, *, program_args: Sequence[str] = (), start_ms: int = 0) -> str:
-        job = FakeJob(f"job-{next(self._ids)}", name, {v: list(t) for v, t in placement.items()},
-                      program_args=tuple(program_args), start_ms=start_ms)
+        job = FakeJob(
+            f"job-{next(self._ids)}",
+            name,
+            {v: list(t) for v, t in placement.items()},
+            program_args=tuple(program_args),
+            start_ms=start_ms,
+        )
         self.jobs_by_id[job.id] = job
         return job.id
 
@@ -95,8 +106,9 @@ class FakeFlinkRest:
         return {"flink-version": "2.3.0"}
 
     def taskmanagers(self) -> list[TaskManagerInfo]:
-        return [TaskManagerInfo(tm, f"pekko.tcp://flink@{tm}:6122/user/rpc/taskmanager_0", 4, 4, {}, {})
-                for tm in self.tms]
+        return [
+            TaskManagerInfo(tm, f"pekko.tcp://flink@{tm}:6122/user/rpc/taskmanager_0", 4, 4, {}, {}) for tm in self.tms
+        ]
 
     def jobmanager_config(self) -> dict[str, str]:
         return {"metrics.fetcher.update-interval": "10s"}
@@ -104,8 +116,9 @@ class FakeFlinkRest:
     def wait_for_taskmanagers(self, wanted: Mapping[str, str | None], timeout: float = 120.0) -> list[TaskManagerInfo]:
         missing = sorted(set(wanted) - set(self.tms))
         if missing:
-            raise PlacementError(f"TaskManager(s) {', '.join(missing)} not registered (with their resource) after "
-                                 f"{timeout:.0f}s")
+            raise PlacementError(
+                f"TaskManager(s) {', '.join(missing)} not registered (with their resource) after {timeout:.0f}s"
+            )
         return self.taskmanagers()
 
     # ---- jars ----------------------------------------------------------------------------------------------------
@@ -145,16 +158,33 @@ class FakeFlinkRest:
 
     def job_raw(self, job_id: str) -> dict[str, Any]:
         job = self._job(job_id)
-        return {"jid": job.id, "name": job.name, "state": job.state, "now": self.clock_ms(), "start-time": job.start_ms,
-                "timestamps": {"RESTARTING": job.restarting_since_ms},
-                "vertices": [{"id": job.vertex_id(name), "name": name, "parallelism": len(tms), "status": job.state}
-                             for name, tms in job.placement.items()]}
+        return {
+            "jid": job.id,
+            "name": job.name,
+            "state": job.state,
+            "now": self.clock_ms(),
+            "start-time": job.start_ms,
+            "timestamps": {"RESTARTING": job.restarting_since_ms},
+            "vertices": [
+                {"id": job.vertex_id(name), "name": name, "parallelism": len(tms), "status": job.state}
+                for name, tms in job.placement.items()
+            ],
+        }
 
     def job(self, job_id: str) -> JobDetails:
         job = self._job(job_id)
-        vertices = tuple(VertexInfo(job.vertex_id(name), name, len(tms), job.state) for name, tms in job.placement.items())
-        return JobDetails(job.id, job.name, job.state, vertices, now_ms=self.clock_ms(),
-                          restarting_since_ms=job.restarting_since_ms, start_ms=job.start_ms)
+        vertices = tuple(
+            VertexInfo(job.vertex_id(name), name, len(tms), job.state) for name, tms in job.placement.items()
+        )
+        return JobDetails(
+            job.id,
+            job.name,
+            job.state,
+            vertices,
+            now_ms=self.clock_ms(),
+            restarting_since_ms=job.restarting_since_ms,
+            start_ms=job.start_ms,
+        )
 
     def subtasks(self, job_id: str, vertex_id: str) -> list[SubtaskInfo]:
         job = self._job(job_id)
@@ -170,8 +200,13 @@ class FakeFlinkRest:
         """A chain in the order of the vertices: the first is the source."""
         job = self._job(job_id)
         ids = [job.vertex_id(name) for name in job.placement]
-        return {"jid": job_id, "nodes": [{"id": vid, "inputs": [{"id": ids[n - 1], "ship_strategy": "FORWARD"}]
-                                          if n else []} for n, vid in enumerate(ids)]}
+        return {
+            "jid": job_id,
+            "nodes": [
+                {"id": vid, "inputs": [{"id": ids[n - 1], "ship_strategy": "FORWARD"}] if n else []}
+                for n, vid in enumerate(ids)
+            ],
+        }
 
     def exceptions(self, job_id: str) -> dict[str, Any]:
         return {"exceptionHistory": {"entries": []}}
@@ -182,8 +217,9 @@ class FakeFlinkRest:
     def metric_fetch_interval_s(self) -> float:
         return 10.0
 
-    def fetched_counters(self, job_id: str, vertex_ids: Sequence[str], name: str, *, wait_s: float = 12.0,
-                         poll_s: float = 0.1) -> tuple[float, dict[str, float | None]]:
+    def fetched_counters(
+        self, job_id: str, vertex_ids: Sequence[str], name: str, *, wait_s: float = 12.0, poll_s: float = 0.1
+    ) -> tuple[float, dict[str, float | None]]:
         job = self._job(job_id)
         by_id = {job.vertex_id(v): c for v, c in job.counters.items()}
         return self.clock_ms() / 1000, {vid: by_id.get(vid) for vid in vertex_ids}

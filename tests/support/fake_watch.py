@@ -50,6 +50,12 @@ class FakeApply:
         old = self.rest.running_job(self.job_name)
         old.state = "FINISHED"
         new = self.rest.start(self.job_name, placement, start_ms=self.rest.clock_ms())
-        return {"status": "applied", "message": f"applied: job {new} runs every subtask on its planned TaskManager",
-                "job_id": new, "savepoint": f"file:/savepoints/savepoint-{old.id}", "downtime_s": 2.0,
-                "changed": True, "audit": str(plan_dir / "apply-audit.jsonl")}
+        return {
+            "status": "applied",
+            "message": f"applied: job {new} runs every subtask on its planned TaskManager",
+            "job_id": new,
+            "savepoint": f"file:/savepoints/savepoint-{old.id}",
+            "downtime_s": 2.0,
+            "changed": True,
+            "audit": str(plan_dir / "apply-audit.jsonl"),
+        }

@@ -89,10 +89,14 @@ def require_jdk() -> None:
 
 
 @contextlib.contextmanager
-def start_flink(work_dir: Path, taskmanagers: Sequence[TaskManagerSpec] = TASKMANAGERS, **spec_kwargs: object) -> Iterator[RunningCluster]:
+def start_flink(
+    work_dir: Path, taskmanagers: Sequence[TaskManagerSpec] = TASKMANAGERS, **spec_kwargs: object
+) -> Iterator[RunningCluster]:
     """A cluster for the duration of the ``with`` block; stopped on exit, also on error."""
     require_jdk()
-    cluster = start_cluster(ClusterSpec(work_dir=Path(work_dir), taskmanagers=tuple(taskmanagers), **spec_kwargs), die_with_parent=True)  # type: ignore[arg-type]
+    cluster = start_cluster(
+        ClusterSpec(work_dir=Path(work_dir), taskmanagers=tuple(taskmanagers), **spec_kwargs), die_with_parent=True
+    )  # type: ignore[arg-type]
     try:
         yield cluster
     finally:
@@ -110,15 +114,29 @@ def wait_for_records(rest: FlinkRest, job_id: str, vertex_id: str, timeout: floa
     raise PlacementError(f"job {job_id}: vertex {vertex_id} reported no numRecordsOut within {timeout:.0f}s")
 
 
-def submit_job(rest: FlinkRest, jar: Path, entry_class: str, args: Sequence[str] = (), *, savepoint_path: str | None = None,
-               allow_non_restored_state: bool = False, wait_metrics: bool = True,
-               flink_configuration: dict[str, str] | None = None) -> RunningJob:
+def submit_job(
+    rest: FlinkRest,
+    jar: Path,
+    entry_class: str,
+    args: Sequence[str] = (),
+    *,
+    savepoint_path: str | None = None,
+    allow_non_restored_state: bool = False,
+    wait_metrics: bool = True,
+    flink_configuration: dict[str, str] | None = None,
+) -> RunningJob:
     """Upload, run, wait until all subtasks are RUNNING and every source reports records. ``flink_configuration``:
     options of this job only (e.g. ``metrics.latency.interval``; they apply, though REST does not show them)."""
     jar_id = rest.upload_jar(jar)  # small; uploading each time avoids stale ids on a restarted cluster
     extra = {"flink_configuration": flink_configuration} if flink_configuration else {}
-    job_id = rest.run_jar(jar_id, entry_class=entry_class, program_args=list(args), savepoint_path=savepoint_path,
-                          allow_non_restored_state=allow_non_restored_state, **extra)
+    job_id = rest.run_jar(
+        jar_id,
+        entry_class=entry_class,
+        program_args=list(args),
+        savepoint_path=savepoint_path,
+        allow_non_restored_state=allow_non_restored_state,
+        **extra,
+    )
     try:
         details = rest.wait_until_running(job_id, timeout=120)
         vertex_ids: dict[str, str] = {}

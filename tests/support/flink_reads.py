@@ -63,15 +63,23 @@ class FlinkReads:
         classes = work_dir / "classes"
         classes.mkdir(exist_ok=True)
         home = find_flink_home()
-        subprocess.run(["javac", "--release", "17", "-cp", home.classpath, "-d", str(classes), str(work_dir / "FlinkReads.java")],
-                       check=True, capture_output=True, timeout=120)
+        subprocess.run(
+            ["javac", "--release", "17", "-cp", home.classpath, "-d", str(classes), str(work_dir / "FlinkReads.java")],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
         return cls(classes)
 
     def __call__(self, home: FlinkHome, conf_dir: Path, *options: str) -> dict[str, str]:
         """``Class#FIELD`` -> the value as that Flink's ``toString`` shows it (``null`` when unset), or
         ``error: <message>`` when that version cannot parse what the conf dir says."""
-        proc = subprocess.run(["java", "-cp", f"{self.classes}:{home.classpath}", "FlinkReads", str(conf_dir), *options],
-                              capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(
+            ["java", "-cp", f"{self.classes}:{home.classpath}", "FlinkReads", str(conf_dir), *options],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
         out: dict[str, str] = {}
         for line in proc.stdout.splitlines():
@@ -83,11 +91,24 @@ class FlinkReads:
 
 def tm_process_mib(home: FlinkHome, conf_dir: Path) -> float:
     """The TaskManager's process size as that version's BashJavaUtils derives it (JVM flags + dynamic properties)."""
-    proc = subprocess.run(["java", "-cp", f"{home.bash_java_utils}:{home.classpath}",
-                           "org.apache.flink.runtime.util.bash.BashJavaUtils", "GET_TM_RESOURCE_PARAMS", "-c", str(conf_dir)],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            "java",
+            "-cp",
+            f"{home.bash_java_utils}:{home.classpath}",
+            "org.apache.flink.runtime.util.bash.BashJavaUtils",
+            "GET_TM_RESOURCE_PARAMS",
+            "-c",
+            str(conf_dir),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    jvm, dyn = [line.split(":", 1)[1] for line in proc.stdout.splitlines() if line.startswith("BASH_JAVA_UTILS_EXEC_RESULT:")][-2:]
+    jvm, dyn = [
+        line.split(":", 1)[1] for line in proc.stdout.splitlines() if line.startswith("BASH_JAVA_UTILS_EXEC_RESULT:")
+    ][-2:]
     props = dict(re.findall(r"-D (\S+?)=(\S+)", dyn))
 
     def mib(text: str) -> float:
@@ -98,7 +119,13 @@ def tm_process_mib(home: FlinkHome, conf_dir: Path) -> float:
     heap = mib(next(f[4:] for f in flags if f.startswith("-Xmx")))
     direct = mib(next(f.split("=")[1] for f in flags if f.startswith("-XX:MaxDirectMemorySize=")))
     metaspace = mib(next(f.split("=")[1] for f in flags if f.startswith("-XX:MaxMetaspaceSize=")))
-    return heap + direct + metaspace + mib(props["taskmanager.memory.managed.size"]) + mib(props["taskmanager.memory.jvm-overhead.max"])
+    return (
+        heap
+        + direct
+        + metaspace
+        + mib(props["taskmanager.memory.managed.size"])
+        + mib(props["taskmanager.memory.jvm-overhead.max"])
+    )
 
 
 _C = "org.apache.flink.configuration."
@@ -109,12 +136,18 @@ FAILURE_OPTIONS = {
     "heartbeat.rpc-failure-threshold": _C + "HeartbeatManagerOptions#HEARTBEAT_RPC_FAILURE_THRESHOLD",
     "slot.request.timeout": _C + "JobManagerOptions#SLOT_REQUEST_TIMEOUT",
     "restart-strategy.type": _C + "RestartStrategyOptions#RESTART_STRATEGY",
-    "restart-strategy.exponential-delay.initial-backoff": _C + "RestartStrategyOptions#RESTART_STRATEGY_EXPONENTIAL_DELAY_INITIAL_BACKOFF",
-    "restart-strategy.exponential-delay.max-backoff": _C + "RestartStrategyOptions#RESTART_STRATEGY_EXPONENTIAL_DELAY_MAX_BACKOFF",
-    "restart-strategy.exponential-delay.backoff-multiplier": _C + "RestartStrategyOptions#RESTART_STRATEGY_EXPONENTIAL_DELAY_BACKOFF_MULTIPLIER",
-    "restart-strategy.exponential-delay.jitter-factor": _C + "RestartStrategyOptions#RESTART_STRATEGY_EXPONENTIAL_DELAY_JITTER_FACTOR",
-    "restart-strategy.exponential-delay.reset-backoff-threshold": _C + "RestartStrategyOptions#RESTART_STRATEGY_EXPONENTIAL_DELAY_RESET_BACKOFF_THRESHOLD",
-    "restart-strategy.exponential-delay.attempts-before-reset-backoff": _C + "RestartStrategyOptions#RESTART_STRATEGY_EXPONENTIAL_DELAY_ATTEMPTS",
+    "restart-strategy.exponential-delay.initial-backoff": _C
+    + "RestartStrategyOptions#RESTART_STRATEGY_EXPONENTIAL_DELAY_INITIAL_BACKOFF",
+    "restart-strategy.exponential-delay.max-backoff": _C
+    + "RestartStrategyOptions#RESTART_STRATEGY_EXPONENTIAL_DELAY_MAX_BACKOFF",
+    "restart-strategy.exponential-delay.backoff-multiplier": _C
+    + "RestartStrategyOptions#RESTART_STRATEGY_EXPONENTIAL_DELAY_BACKOFF_MULTIPLIER",
+    "restart-strategy.exponential-delay.jitter-factor": _C
+    + "RestartStrategyOptions#RESTART_STRATEGY_EXPONENTIAL_DELAY_JITTER_FACTOR",
+    "restart-strategy.exponential-delay.reset-backoff-threshold": _C
+    + "RestartStrategyOptions#RESTART_STRATEGY_EXPONENTIAL_DELAY_RESET_BACKOFF_THRESHOLD",
+    "restart-strategy.exponential-delay.attempts-before-reset-backoff": _C
+    + "RestartStrategyOptions#RESTART_STRATEGY_EXPONENTIAL_DELAY_ATTEMPTS",
     "restart-strategy.fixed-delay.attempts": _C + "RestartStrategyOptions#RESTART_STRATEGY_FIXED_DELAY_ATTEMPTS",
     "restart-strategy.fixed-delay.delay": _C + "RestartStrategyOptions#RESTART_STRATEGY_FIXED_DELAY_DELAY",
     "taskmanager.registration.timeout": _C + "TaskManagerOptions#REGISTRATION_TIMEOUT",

@@ -71,6 +71,7 @@ def _new_cgroups(before: set[str], now: set[str]) -> list[str]:
     """Cgroups made since the start that the suite can have made: the lab's sit at the top of a hierarchy, and its
     per-thread caps inside those. New ones inside a cgroup that was there before (a process manager's own subtree,
     e.g. a sandbox's per-command cgroups or systemd's slices) belong to whoever runs beside the suite."""
+
     def ours(path: str) -> bool:
         parent = os.path.dirname(path)
         return os.path.dirname(parent) == str(CGROUP_MOUNTS) or (parent not in before and ours(parent))

@@ -29,26 +29,46 @@ def made_up_id(vertex: str) -> str:
     return vertex.lower().replace(" ", "-").replace(":", "")
 
 
-def write_plan_dir(out: Path, inventory_path: Path, mapping: Mapping[str, Sequence[str]], *, job: str,
-                   mode: str | None = None, vertex_ids: Mapping[str, str] | None = None,
-                   profile: Path | None = None) -> Path:
+def write_plan_dir(
+    out: Path,
+    inventory_path: Path,
+    mapping: Mapping[str, Sequence[str]],
+    *,
+    job: str,
+    mode: str | None = None,
+    vertex_ids: Mapping[str, str] | None = None,
+    profile: Path | None = None,
+) -> Path:
     inv = load_inventory(inventory_path)
     mode = mode or inv.flink.placement_mode
     assignment = []
     for vertex, hosts in mapping.items():
         vid = (vertex_ids or {}).get(vertex) or made_up_id(vertex)
         for i, host in enumerate(hosts):
-            assignment.append(SubtaskAssignment(
-                vertex_id=vid, vertex=vertex, subtask=i, parallelism=len(hosts),
-                label=f"{vertex} ({i + 1}/{len(hosts)})", host=host, address=inv.host(host).address))
+            assignment.append(
+                SubtaskAssignment(
+                    vertex_id=vid,
+                    vertex=vertex,
+                    subtask=i,
+                    parallelism=len(hosts),
+                    label=f"{vertex} ({i + 1}/{len(hosts)})",
+                    host=host,
+                    address=inv.host(host).address,
+                )
+            )
     doc = PlanDocument(
-        created_at="2026-11-21T20:00:00+00:00", tool="placement test", job=job,
+        created_at="2026-11-21T20:00:00+00:00",
+        tool="placement test",
+        job=job,
         inventory=SourceRef(path=str(inventory_path), digest=inv.digest()),
-        profile=SourceRef(path=str(profile or "(test mapping)"), digest="sha256:" + "0" * 64), placement_mode=mode,
+        profile=SourceRef(path=str(profile or "(test mapping)"), digest="sha256:" + "0" * 64),
+        placement_mode=mode,
         rate_scale=1.0,
         objective=Objective(wan_mbit=0, server_cores=0, edge_cores=0, latency_ms=0),
         solver=SolverInfo(name="test", status="given", objective_mode=None, gap=None, seconds=0.0, stages=[]),
-        assignment=assignment, links=[], hosts=[],
+        assignment=assignment,
+        links=[],
+        hosts=[],
     )
     out.mkdir(parents=True, exist_ok=True)
     (out / "plan.json").write_text(render_plan_json(doc))
@@ -75,9 +95,16 @@ def mapping_for(rest: FlinkRest, job_id: str, hosts_of: Callable[[str, int], Seq
     return out
 
 
-def write_fleet_dir(out: Path, inventory_path: Path, mappings: Mapping[str, Mapping[str, Sequence[str]]], *,
-                    link_mbit: Mapping[str, Mapping[str, float]] | None = None, mode: str | None = None,
-                    profiles: Mapping[str, Path] | None = None, vertex_ids: Mapping[str, str] | None = None) -> Path:
+def write_fleet_dir(
+    out: Path,
+    inventory_path: Path,
+    mappings: Mapping[str, Mapping[str, Sequence[str]]],
+    *,
+    link_mbit: Mapping[str, Mapping[str, float]] | None = None,
+    mode: str | None = None,
+    profiles: Mapping[str, Path] | None = None,
+    vertex_ids: Mapping[str, str] | None = None,
+) -> Path:
     """A fleet's OUT as `placement plan --profile a --profile b --out OUT` writes it: OUT/<job>/ (a plan directory per
     job, for ``mappings``: job -> its mapping) and OUT/fleet.json. ``link_mbit``: link name ("rpi1→server") -> job ->
     Mbit/s the plan puts on it (default: nothing on any link). ``profiles``: job -> the profile its plan names (default:
@@ -90,21 +117,39 @@ def write_fleet_dir(out: Path, inventory_path: Path, mappings: Mapping[str, Mapp
     for job, mapping in mappings.items():
         profile = (profiles or {}).get(job)
         write_plan_dir(out / job, inventory_path, mapping, job=job, mode=mode, profile=profile, vertex_ids=vertex_ids)
-        jobs.append(FleetJob(job=job, dir=job, profile=SourceRef(path=str(profile or "(test mapping)"),
-                                                                 digest="sha256:" + "0" * 64),
-                             objective=Objective(wan_mbit=0, server_cores=0, edge_cores=0, latency_ms=0)))
+        jobs.append(
+            FleetJob(
+                job=job,
+                dir=job,
+                profile=SourceRef(path=str(profile or "(test mapping)"), digest="sha256:" + "0" * 64),
+                objective=Objective(wan_mbit=0, server_cores=0, edge_cores=0, latency_ms=0),
+            )
+        )
     links = []
     for link in inv.links:
         per_job = {job: (link_mbit or {}).get(link.name, {}).get(job, 0.0) for job in mappings}
         bandwidth = float(link.bandwidth)
-        links.append(LinkShare(link=link.name, source=link.from_, to=link.to, mbit=sum(per_job.values()),
-                               bandwidth_mbit=bandwidth, usable_mbit=inv.policy.wan_headroom * bandwidth,
-                               utilisation=sum(per_job.values()) / bandwidth, jobs=per_job))
-    doc = FleetDocument(created_at="2026-11-21T20:00:00+00:00", tool="placement test",
-                        inventory=SourceRef(path=str(inventory_path), digest=inv.digest()), jobs=jobs,
-                        objective=Objective(wan_mbit=0, server_cores=0, edge_cores=0, latency_ms=0),
-                        solver=SolverInfo(name="test", status="given", objective_mode=None, gap=None, seconds=0.0,
-                                          stages=[]),
-                        links=links, hosts=[])
+        links.append(
+            LinkShare(
+                link=link.name,
+                source=link.from_,
+                to=link.to,
+                mbit=sum(per_job.values()),
+                bandwidth_mbit=bandwidth,
+                usable_mbit=inv.policy.wan_headroom * bandwidth,
+                utilisation=sum(per_job.values()) / bandwidth,
+                jobs=per_job,
+            )
+        )
+    doc = FleetDocument(
+        created_at="2026-11-21T20:00:00+00:00",
+        tool="placement test",
+        inventory=SourceRef(path=str(inventory_path), digest=inv.digest()),
+        jobs=jobs,
+        objective=Objective(wan_mbit=0, server_cores=0, edge_cores=0, latency_ms=0),
+        solver=SolverInfo(name="test", status="given", objective_mode=None, gap=None, seconds=0.0, stages=[]),
+        links=links,
+        hosts=[],
+    )
     (out / "fleet.json").write_text(render_fleet_json(doc))
     return out

@@ -20,7 +20,8 @@ class FakeClusterReader:
     notes: list[str] = field(default_factory=list)
     asked: list[tuple[str, ...]] = field(default_factory=list)  # the planned jobs of each read
 
-    def __call__(self, inv: Inventory, planned: Sequence[str], given: Sequence[tuple[str, str]],
-                 inventory_path: str) -> RunningPlans:
+    def __call__(
+        self, inv: Inventory, planned: Sequence[str], given: Sequence[tuple[str, str]], inventory_path: str
+    ) -> RunningPlans:
         self.asked.append(tuple(planned))
         return RunningPlans(dict(self.uses), list(self.jobs), notes=list(self.notes))

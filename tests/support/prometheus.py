@@ -51,32 +51,52 @@ class RunningPrometheus:
             if targets and all(t["health"] == "up" for t in targets):
                 return
             if time.monotonic() > deadline:
-                raise RuntimeError(f"Prometheus targets not up after {timeout:.0f} s: "
-                                   f"{[(t['scrapeUrl'], t['health'], t.get('lastError')) for t in targets]}")
+                raise RuntimeError(
+                    f"Prometheus targets not up after {timeout:.0f} s: "
+                    f"{[(t['scrapeUrl'], t['health'], t.get('lastError')) for t in targets]}"
+                )
             time.sleep(0.5)
 
 
 @contextlib.contextmanager
-def start_prometheus(work_dir: Path, targets: Sequence[str], *, scrape_interval: str = "1s",
-                     timeout: float = 60.0) -> Iterator[RunningPrometheus]:
+def start_prometheus(
+    work_dir: Path, targets: Sequence[str], *, scrape_interval: str = "1s", timeout: float = 60.0
+) -> Iterator[RunningPrometheus]:
     binary = shutil.which("prometheus")
     if binary is None:
         real_parts.missing("needs the prometheus binary (Debian package prometheus: scripts/setup.sh --full)")
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
     config = work_dir / "prometheus.yml"
-    config.write_text(yaml.safe_dump({
-        "global": {"scrape_interval": scrape_interval, "scrape_timeout": scrape_interval, "evaluation_interval": "1m"},
-        "scrape_configs": [{"job_name": "flink", "static_configs": [{"targets": list(targets)}]}],
-    }))
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "global": {
+                    "scrape_interval": scrape_interval,
+                    "scrape_timeout": scrape_interval,
+                    "evaluation_interval": "1m",
+                },
+                "scrape_configs": [{"job_name": "flink", "static_configs": [{"targets": list(targets)}]}],
+            }
+        )
+    )
     data = work_dir / "prometheus-data"
     log = work_dir / "prometheus.log"
     url = f"http://127.0.0.1:{free_port()}"
-    argv = ["setpriv", "--pdeathsig", "KILL", "--", str(binary), f"--config.file={config}",
-            f"--storage.tsdb.path={data}", f"--web.listen-address={url.removeprefix('http://')}"]
+    argv = [
+        "setpriv",
+        "--pdeathsig",
+        "KILL",
+        "--",
+        str(binary),
+        f"--config.file={config}",
+        f"--storage.tsdb.path={data}",
+        f"--web.listen-address={url.removeprefix('http://')}",
+    ]
     with open(log, "ab") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
     running = RunningPrometheus(url, data, log, proc)
     try:
         deadline = time.monotonic() + timeout
@@ -153,10 +173,16 @@ def with_prometheus_reporter(taskmanagers, work_dir: Path, flink_home: Path | No
         port = reporter_port(chosen)
         chosen.add(port)
         targets.append(f"127.0.0.1:{port}")
-        specs.append(dataclasses.replace(
-            tm, wrapper=("env", f"FLINK_PLUGINS_DIR={plugins}", *tm.wrapper),
-            extra_config={**tm.extra_config, "metrics.reporters": "prom",
-                          "metrics.reporter.prom.factory.class": REPORTER_FACTORY,
-                          "metrics.reporter.prom.port": str(port)},
-        ))
+        specs.append(
+            dataclasses.replace(
+                tm,
+                wrapper=("env", f"FLINK_PLUGINS_DIR={plugins}", *tm.wrapper),
+                extra_config={
+                    **tm.extra_config,
+                    "metrics.reporters": "prom",
+                    "metrics.reporter.prom.factory.class": REPORTER_FACTORY,
+                    "metrics.reporter.prom.port": str(port),
+                },
+            )
+        )
     return tuple(specs), targets

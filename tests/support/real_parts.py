@@ -74,16 +74,23 @@ def _allowed_key(reason: str) -> str | None:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption(OPTION, action="store_true", default=False,
-                     help=f"a missing real part (JDK, namespaces, sshd, Ansible, ...) fails the test instead of "
-                          f"skipping it; same as {ENV}=1")
+    parser.addoption(
+        OPTION,
+        action="store_true",
+        default=False,
+        help=f"a missing real part (JDK, namespaces, sshd, Ansible, ...) fails the test instead of "
+        f"skipping it; same as {ENV}=1",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     if config.getoption(OPTION, default=False):
         os.environ[ENV] = "1"
-    config.addinivalue_line("markers", "needs_real_part(missing): made by support.real_parts.needs(); a missing real "
-                                       "part is a skip, or a failure under strict mode")
+    config.addinivalue_line(
+        "markers",
+        "needs_real_part(missing): made by support.real_parts.needs(); a missing real "
+        "part is a skip, or a failure under strict mode",
+    )
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -110,15 +117,20 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
     rep = outcome.get_result()
     if rep.skipped and strict() and _allowed_key(_skip_reason(rep.longrepr)) is None:
         rep.outcome = "failed"
-        rep.longrepr = f"module skipped without an allowed kernel-level reason (strict mode, {ENV}=1): " \
-                       f"{_skip_reason(rep.longrepr)}"
+        rep.longrepr = (
+            f"module skipped without an allowed kernel-level reason (strict mode, {ENV}=1): "
+            f"{_skip_reason(rep.longrepr)}"
+        )
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
     tr = terminalreporter
     # from the reports (not from the hooks above): with pytest-xdist they run in the workers, the summary here
-    taken = [(key, rep.nodeid.split("@")[0]) for rep in tr.stats.get("skipped", [])
-             if (key := _allowed_key(_skip_reason(rep.longrepr))) is not None]
+    taken = [
+        (key, rep.nodeid.split("@")[0])
+        for rep in tr.stats.get("skipped", [])
+        if (key := _allowed_key(_skip_reason(rep.longrepr))) is not None
+    ]
     tr.section("real parts")
     tr.write_line(f"strict mode ({ENV}=1 / {OPTION}): {'ON: a missing real part fails' if strict() else 'off'}")
     tr.write_line("allowed kernel-level skips (tests/support/allowed_skips.py):")

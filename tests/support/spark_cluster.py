@@ -107,14 +107,22 @@ def _launch(cluster: SparkCluster, name: str, args: list[str]) -> None:
     }
     argv = ["setpriv", "--pdeathsig", "KILL", "--", str(spark_home() / "bin" / "spark-class"), *args]
     with open(log, "ab") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                                start_new_session=True, cwd=cluster.work_dir)
+        proc = subprocess.Popen(
+            argv,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+            cwd=cluster.work_dir,
+        )
     cluster.processes.append(proc)
     cluster.logs.append(log)
 
 
-def start_spark_cluster(work_dir: Path, *, workers: int = 2, cores: int = 1, memory: str = "1g",
-                        timeout: float = 120.0) -> SparkCluster:
+def start_spark_cluster(
+    work_dir: Path, *, workers: int = 2, cores: int = 1, memory: str = "1g", timeout: float = 120.0
+) -> SparkCluster:
     """A master and ``workers`` workers (``cores`` cores and ``memory`` for executors each), all registered."""
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
@@ -125,10 +133,24 @@ def start_spark_cluster(work_dir: Path, *, workers: int = 2, cores: int = 1, mem
         for i in range(workers):
             worker_dir = work_dir / f"worker-{i}"
             worker_dir.mkdir(exist_ok=True)
-            _launch(cluster, f"worker-{i}", [
-                WORKER_MAIN, "--host", "127.0.0.1", "--webui-port", str(free_port()), "--cores", str(cores),
-                "--memory", memory, "--work-dir", str(worker_dir / "work"), cluster.master_url,
-            ])
+            _launch(
+                cluster,
+                f"worker-{i}",
+                [
+                    WORKER_MAIN,
+                    "--host",
+                    "127.0.0.1",
+                    "--webui-port",
+                    str(free_port()),
+                    "--cores",
+                    str(cores),
+                    "--memory",
+                    memory,
+                    "--work-dir",
+                    str(worker_dir / "work"),
+                    cluster.master_url,
+                ],
+            )
         deadline = time.monotonic() + timeout
         while True:
             for proc, log in zip(cluster.processes, cluster.logs, strict=True):

@@ -231,7 +231,7 @@ def _received(e: SynthEdge, sent: np.ndarray, p: int) -> np.ndarray:
     if s in ("FORWARD", "RESCALE"):  # pointwise, like Flink; round-robin within a block
         for i, x in enumerate(sent):
             block = pointwise_receivers(i, len(sent), p)
-            out[block.start:block.stop] += x / len(block)
+            out[block.start : block.stop] += x / len(block)
     elif s == "GLOBAL":
         out[0] = sent.sum()
     elif s == "BROADCAST":
@@ -258,25 +258,36 @@ class _Channels:
 def _channels(job: SynthJob, nom: _Nominal) -> _Channels:
     """Every (sender, receiver) pair of subtasks an edge puts records on at nominal load, as :class:`_Channels`."""
     # a vertex's subtasks on the flattened axis end where the parallelisms of it and the vertices before it do
-    end = dict(zip([v.name for v in job.vertices], itertools.accumulate(v.parallelism for v in job.vertices),
-                   strict=True))
+    end = dict(
+        zip([v.name for v in job.vertices], itertools.accumulate(v.parallelism for v in job.vertices), strict=True)
+    )
     rows = []
     for e in job.edge_specs:
         up, down = job.vertex(e.source), job.vertex(e.target)
         start, base = end[up.name] - up.parallelism, end[down.name] - down.parallelism
-        sent = nom.records_out[start:start + up.parallelism] * e.records_share
+        sent = nom.records_out[start : start + up.parallelism] * e.records_share
         for i in range(up.parallelism):
             # what subtask i alone puts on each receiver: the edge's wiring as _received spreads records
             got = _received(e, np.where(np.arange(up.parallelism) == i, sent, 0.0), down.parallelism)
-            rows.extend((base + j, got[j], got[j] * job.edge_bytes_per_record(e),
-                         job.subtask_tm(up, i).id == job.subtask_tm(down, j).id) for j in np.flatnonzero(got > 0))
+            rows.extend(
+                (
+                    base + j,
+                    got[j],
+                    got[j] * job.edge_bytes_per_record(e),
+                    job.subtask_tm(up, i).id == job.subtask_tm(down, j).id,
+                )
+                for j in np.flatnonzero(got > 0)
+            )
     rows.sort(key=lambda r: r[0])
     receiver = np.array([r[0] for r in rows], dtype=np.int64)
     records, data = np.array([r[1] for r in rows]), np.array([r[2] for r in rows])
     bytes_in = nom.bytes_in[receiver]
-    return _Channels(receiver, records / nom.records_in[receiver],
-                     np.divide(data, bytes_in, out=np.zeros_like(data), where=bytes_in > 0),
-                     np.array([r[3] for r in rows], dtype=bool))
+    return _Channels(
+        receiver,
+        records / nom.records_in[receiver],
+        np.divide(data, bytes_in, out=np.zeros_like(data), where=bytes_in > 0),
+        np.array([r[3] for r in rows], dtype=bool),
+    )
 
 
 def _deliveries(records_in: np.ndarray, bytes_in: np.ndarray, ch: _Channels, local: bool) -> np.ndarray:
@@ -300,18 +311,27 @@ def edge_truth(job: SynthJob) -> list[dict[str, object]]:
     nom = _nominal(job)
     start, rout = 0, {}
     for v in job.vertices:
-        rout[v.name] = nom.records_out[start:start + v.parallelism]
+        rout[v.name] = nom.records_out[start : start + v.parallelism]
         start += v.parallelism
     out = []
     for e in job.edge_specs:
         records = rout[e.source] * e.records_share
         shares = None
         if e.strategy.upper() == "HASH":
-            shares = [float(x) / sum(e.key_shares) for x in e.key_shares] if e.key_shares else \
-                [1.0 / job.vertex(e.target).parallelism] * job.vertex(e.target).parallelism
-        out.append({"source": e.source, "target": e.target, "records_per_s": [float(x) for x in records],
-                    "bytes_per_s": [float(x) * job.edge_bytes_per_record(e) for x in records],
-                    "receiver_shares": shares})
+            shares = (
+                [float(x) / sum(e.key_shares) for x in e.key_shares]
+                if e.key_shares
+                else [1.0 / job.vertex(e.target).parallelism] * job.vertex(e.target).parallelism
+            )
+        out.append(
+            {
+                "source": e.source,
+                "target": e.target,
+                "records_per_s": [float(x) for x in records],
+                "bytes_per_s": [float(x) * job.edge_bytes_per_record(e) for x in records],
+                "receiver_shares": shares,
+            }
+        )
     return out
 
 
@@ -446,7 +466,9 @@ def _to_table(cols: dict[str, np.ndarray], vertex_codes: np.ndarray, dictionary:
     arrays = []
     for f in SAMPLE_SCHEMA:
         if f.name == "vertex_id":
-            arrays.append(pa.DictionaryArray.from_arrays(pa.array(np.tile(vertex_codes, n_t)), dictionary).cast(pa.string()))
+            arrays.append(
+                pa.DictionaryArray.from_arrays(pa.array(np.tile(vertex_codes, n_t)), dictionary).cast(pa.string())
+            )
         elif f.name in METRIC_COLUMNS:
             arrays.append(pa.array(cols[f.name], type=f.type, from_pandas=True))  # NaN -> null
         elif f.name == "attempt_start_ms":
@@ -497,19 +519,30 @@ def write_run(
         samples=writer.rows,
         files=writer.files,
         vertices=[
-            RunVertex(id=v.id, name=v.name, parallelism=v.parallelism, state_bytes=states.get(v.name, v.state_bytes),
-                       checkpointed_bytes=states.get(v.name, v.state_bytes) if job.checkpoint_interval_ms else None)
+            RunVertex(
+                id=v.id,
+                name=v.name,
+                parallelism=v.parallelism,
+                state_bytes=states.get(v.name, v.state_bytes),
+                checkpointed_bytes=states.get(v.name, v.state_bytes) if job.checkpoint_interval_ms else None,
+            )
             for v in job.vertices
         ],
         checkpoints=CheckpointConfig(interval_ms=job.checkpoint_interval_ms) if job.checkpoint_interval_ms else None,
-        edges=[EdgeInfo(source=job.vertex(e.source).id, target=job.vertex(e.target).id, ship_strategy=e.strategy)
-               for e in job.edge_specs],
+        edges=[
+            EdgeInfo(source=job.vertex(e.source).id, target=job.vertex(e.target).id, ship_strategy=e.strategy)
+            for e in job.edge_specs
+        ],
         locations=[
-            SubtaskLocation(vertex_id=v.id, subtask=i, taskmanager_id=job.subtask_tm(v, i).id, host=job.subtask_tm(v, i).host)
+            SubtaskLocation(
+                vertex_id=v.id, subtask=i, taskmanager_id=job.subtask_tm(v, i).id, host=job.subtask_tm(v, i).host
+            )
             for v in job.vertices
             for i in range(v.parallelism)
         ],
-        taskmanagers=[RunTaskManager(id=t.id, host=t.host, slots=t.slots, cpu_cores=t.cpu_cores) for t in job.taskmanagers],
+        taskmanagers=[
+            RunTaskManager(id=t.id, host=t.host, slots=t.slots, cpu_cores=t.cpu_cores) for t in job.taskmanagers
+        ],
         notes=[
             (
                 f"restarts at {', '.join(f'{r:.0f}s' for r in sched.restarts) or 'none'}; "
@@ -523,7 +556,12 @@ def write_run(
 
 
 def write_history(
-    job: SynthJob, shape: HistoryShape, root: str | Path, *, runs: int = 1, jobs: int = 1,
+    job: SynthJob,
+    shape: HistoryShape,
+    root: str | Path,
+    *,
+    runs: int = 1,
+    jobs: int = 1,
     rows_per_part: int = 2_000_000,
 ) -> list[RunManifest]:
     """Several submissions (``jobs``, each a new Flink job id) of ``runs`` consecutive runs each, same truth."""
@@ -533,19 +571,33 @@ def write_history(
         for r in range(runs):
             seed = shape.seed + 1000 * j + r
             s = HistoryShape(**{**shape.__dict__, "seed": seed, "start_ms": start})
-            out.append(write_run(job, s, root, job_id=stable_id("job", job.name, str(shape.seed), str(j)),
-                                 run_id=f"run-{j:03d}-{r:03d}", rows_per_part=rows_per_part))
+            out.append(
+                write_run(
+                    job,
+                    s,
+                    root,
+                    job_id=stable_id("job", job.name, str(shape.seed), str(j)),
+                    run_id=f"run-{j:03d}-{r:03d}",
+                    rows_per_part=rows_per_part,
+                )
+            )
             start += int(shape.duration_s * 1000) + 60_000
     return out
 
 
 def scaled_job(job: SynthJob, factor: int) -> SynthJob:
-    """``job`` with every parallelism multiplied by ``factor`` (FORWARD edges stay valid): more subtasks per sample time."""
+    """``job`` with every parallelism multiplied by ``factor`` (FORWARD edges stay valid): more subtasks per sample
+    time."""
     return SynthJob(
         name=job.name,
         vertices=tuple(
-            SynthVertex(**{**v.__dict__, "parallelism": v.parallelism * factor,
-                           "skew": tuple(v.skew) * factor if v.skew else None})
+            SynthVertex(
+                **{
+                    **v.__dict__,
+                    "parallelism": v.parallelism * factor,
+                    "skew": tuple(v.skew) * factor if v.skew else None,
+                }
+            )
             for v in job.vertices
         ),
         edges=job.edges,
@@ -567,13 +619,26 @@ IOT_JOB = SynthJob(
     name="iot-sensors",
     vertices=(
         # Sources run on the Pis where the sensors are (the inventory pins them there): busy is measured at speed 0.3.
-        SynthVertex("Source: Sensors", 3, true_rate=250_000, bytes_per_record_out=220, source_rate=30_000,
-                    skew=(1.0, 0.95, 1.05), taskmanagers=("rpi1", "rpi2", "rpi3")),
+        SynthVertex(
+            "Source: Sensors",
+            3,
+            true_rate=250_000,
+            bytes_per_record_out=220,
+            source_rate=30_000,
+            skew=(1.0, 0.95, 1.05),
+            taskmanagers=("rpi1", "rpi2", "rpi3"),
+        ),
         SynthVertex("Parse", 3, true_rate=142_857, bytes_per_record_out=120),
         SynthVertex("Filter", 3, true_rate=666_667, selectivity=0.3, bytes_per_record_out=120),
         SynthVertex("Enrich", 3, true_rate=100_000, bytes_per_record_out=48),
-        SynthVertex("Window Aggregate", 2, true_rate=30_000, selectivity=40 / 13_500, bytes_per_record_out=64,
-                    state_bytes=24_000_000),
+        SynthVertex(
+            "Window Aggregate",
+            2,
+            true_rate=30_000,
+            selectivity=40 / 13_500,
+            bytes_per_record_out=64,
+            state_bytes=24_000_000,
+        ),
         SynthVertex("Sink: Readings", 1, true_rate=20_000, selectivity=0.0, bytes_per_record_out=0),
     ),
     edges=(
@@ -587,18 +652,26 @@ IOT_JOB = SynthJob(
 )
 
 
-# ---- the shapes the cost model must get right edge by edge (like the lab's ShapesJob) ---------------------------------
+# ---- the shapes the cost model must get right edge by edge (like the lab's ShapesJob) --------------------------------
 
 SHAPES_JOB = SynthJob(
     name="shapes",
     vertices=(
-        SynthVertex("Source: Clicks", 2, true_rate=200_000, bytes_per_record_out=250, source_rate=1_000,
-                    skew=(1.0, 0.6), taskmanagers=("rpi1",)),
+        SynthVertex(
+            "Source: Clicks",
+            2,
+            true_rate=200_000,
+            bytes_per_record_out=250,
+            source_rate=1_000,
+            skew=(1.0, 0.6),
+            taskmanagers=("rpi1",),
+        ),
         SynthVertex("Parse Clicks", 2, true_rate=100_000, bytes_per_record_out=50, taskmanagers=("rpi1",)),
         SynthVertex("Sink: Archive", 1, true_rate=200_000, selectivity=0.0, bytes_per_record_out=0),
         SynthVertex("Click Counts", 2, true_rate=50_000, selectivity=0.1, bytes_per_record_out=30, state_bytes=4e6),
-        SynthVertex("Source: Rules", 1, true_rate=200_000, bytes_per_record_out=300, source_rate=200,
-                    taskmanagers=("rpi2",)),
+        SynthVertex(
+            "Source: Rules", 1, true_rate=200_000, bytes_per_record_out=300, source_rate=200, taskmanagers=("rpi2",)
+        ),
         SynthVertex("Parse Rules", 1, true_rate=100_000, bytes_per_record_out=40),
         SynthVertex("Apply Rules", 3, true_rate=100_000, bytes_per_record_out=20),
         SynthVertex("Sink: Hits", 1, true_rate=200_000, selectivity=0.0, bytes_per_record_out=0),

@@ -18,8 +18,15 @@ import time
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 
 
-def run_on_terminal(argv: list[str], *, columns: int = 80, rows: int = 50, cwd=None, timeout: float = 300,
-                    env: dict[str, str] | None = None) -> tuple[int, list[str]]:
+def run_on_terminal(
+    argv: list[str],
+    *,
+    columns: int = 80,
+    rows: int = 50,
+    cwd=None,
+    timeout: float = 300,
+    env: dict[str, str] | None = None,
+) -> tuple[int, list[str]]:
     """(exit status, the lines the terminal shows, colours stripped) of ``argv`` run with a pty as its stdout and
     stderr."""
     leader, follower = pty.openpty()
@@ -27,8 +34,9 @@ def run_on_terminal(argv: list[str], *, columns: int = 80, rows: int = 50, cwd=N
     environment = {**os.environ, **(env or {}), "TERM": "xterm"}
     for name in ("COLUMNS", "LINES"):  # the terminal's own size, not an inherited override
         environment.pop(name, None)
-    process = subprocess.Popen(argv, stdin=follower, stdout=follower, stderr=follower, cwd=cwd, env=environment,
-                               close_fds=True)
+    process = subprocess.Popen(
+        argv, stdin=follower, stdout=follower, stderr=follower, cwd=cwd, env=environment, close_fds=True
+    )
     os.close(follower)
     chunks = []
     deadline = time.monotonic() + timeout

@@ -49,16 +49,29 @@ class World:
 
     def proposal(self, rate: float) -> Proposal:
         best = self.best(rate)
-        return Proposal(self.wan(self.running, rate), self.violations(self.running, rate), self.wan(best, rate),
-                        self.violations(best, rate), moves=0 if best == self.running else 4, plan_dir=best,
-                        current_peak=self.peak(self.running, rate), planned_peak=self.peak(best, rate))
+        return Proposal(
+            self.wan(self.running, rate),
+            self.violations(self.running, rate),
+            self.wan(best, rate),
+            self.violations(best, rate),
+            moves=0 if best == self.running else 4,
+            plan_dir=best,
+            current_peak=self.peak(self.running, rate),
+            planned_peak=self.peak(best, rate),
+        )
 
 
 def window(t_s: float, rate: float, job: str = "j1", bp: float = 0.0) -> Window:
     return Window(int((t_s - 30) * S), int(t_s * S), job, {"Source: Sensors": rate}, {"Source: Sensors": bp})
 
 
-def run(rates: list[tuple[float, float]], config: PolicyConfig, *, tick_s: float = 30.0, blocked_at: set[float] = frozenset()):
+def run(
+    rates: list[tuple[float, float]],
+    config: PolicyConfig,
+    *,
+    tick_s: float = 30.0,
+    blocked_at: set[float] = frozenset(),
+):
     """Drive the policy through a rate schedule [(until_s, rate), ...]; returns the applies [(t, kind, placement)]."""
     world = World()
     baseline = Baseline({"Source: Sensors": 200.0})
@@ -176,14 +189,25 @@ def test_a_latency_drift_is_decided_like_a_link_drift():
 
     path = "Source: Sensors → Parse → Sink: Readings"
     cases = {
-        "link": ([Drift("link", "rpi1", 52.8, 45.0)],
-                 ("link rpi1→server needs 52.8 Mbit/s, has 50 (45.0 usable at 90%)",)),
-        "latency": ([Drift("latency", path, 176.1, 170.0, basis="predicted")],
-                    (f"path {path}: predicted 176.1 ms, bound 170 ms (flush 122.2)",)),
+        "link": (
+            [Drift("link", "rpi1", 52.8, 45.0)],
+            ("link rpi1→server needs 52.8 Mbit/s, has 50 (45.0 usable at 90%)",),
+        ),
+        "latency": (
+            [Drift("latency", path, 176.1, 170.0, basis="predicted")],
+            (f"path {path}: predicted 176.1 ms, bound 170 ms (flush 122.2)",),
+        ),
     }
-    measured = [Drift("latency", "Source: Sensors → Sink: Readings", 190.0, 180.0,
-                      "Source: Sensors → Sink: Readings: measured p50 190.0 ms in each of the last 2 windows, bound "
-                      "180 ms", basis="measured")]
+    measured = [
+        Drift(
+            "latency",
+            "Source: Sensors → Sink: Readings",
+            190.0,
+            180.0,
+            "Source: Sensors → Sink: Readings: measured p50 190.0 ms in each of the last 2 windows, bound 180 ms",
+            basis="measured",
+        )
+    ]
     cases["measured latency"] = (measured, measured_breaches(measured))  # what the loop adds to the running's breaches
     assert measured_breaches(cases["latency"][0]) == ()  # a predicted breach is in the cost model's violations already
     outcomes = {}
@@ -192,9 +216,13 @@ def test_a_latency_drift_is_decided_like_a_link_drift():
         nothing = Proposal(40.0, breaks, None, ("path X needs 176.1 ms, its bound is 170 ms",), moves=0)
         same = Proposal(40.0, breaks, 10.0, moves=0)
         cooling = after_change(PolicyState(), 100 * S)
-        got = [decide(PolicyState(), 300 * S, drifts, fits), decide(cooling, 150 * S, drifts, fits),
-               decide(PolicyState(), 300 * S, drifts, nothing), decide(PolicyState(), 300 * S, drifts, same),
-               decide(PolicyState(), 300 * S, drifts, None)]
+        got = [
+            decide(PolicyState(), 300 * S, drifts, fits),
+            decide(cooling, 150 * S, drifts, fits),
+            decide(PolicyState(), 300 * S, drifts, nothing),
+            decide(PolicyState(), 300 * S, drifts, same),
+            decide(PolicyState(), 300 * S, drifts, None),
+        ]
         outcomes[name] = [(d.action, d.kind) for d in got]
         assert got[0].reason == "relief: the running placement breaks " + breaks[0]
         assert "cooldown 70 s left" in got[1].reason and "its bound is 170 ms" in got[2].reason

@@ -33,11 +33,26 @@ def test_source_rate_follows_the_schedule_without_resubmission(flink_rest, lab_j
     common = ["--parallelism", "1", "--window-ms", "2000"]
     # A: 100/s, then 400/s from second 28 of its own clock (started now);
     # B: the same kind of schedule whose clock started 100 s ago, as after a resubmission: already in its 2nd step.
-    a = submit_job(flink_rest, lab_jobs_jar, IOT_SENSOR_JOB,
-                   [*common, "--job-name", "sched-a", "--rate-schedule", "0:100,28:400", "--rate-schedule-start-ms", str(now_ms)])
-    b = submit_job(flink_rest, lab_jobs_jar, IOT_SENSOR_JOB,
-                   [*common, "--job-name", "sched-b", "--rate-schedule", "0:100,60:300",
-                    "--rate-schedule-start-ms", str(now_ms - 100_000)])
+    a = submit_job(
+        flink_rest,
+        lab_jobs_jar,
+        IOT_SENSOR_JOB,
+        [*common, "--job-name", "sched-a", "--rate-schedule", "0:100,28:400", "--rate-schedule-start-ms", str(now_ms)],
+    )
+    b = submit_job(
+        flink_rest,
+        lab_jobs_jar,
+        IOT_SENSOR_JOB,
+        [
+            *common,
+            "--job-name",
+            "sched-b",
+            "--rate-schedule",
+            "0:100,60:300",
+            "--rate-schedule-start-ms",
+            str(now_ms - 100_000),
+        ],
+    )
     try:
 
         def elapsed() -> float:

@@ -23,18 +23,33 @@ from placement.collect.rolling import SAMPLE_PARTS, TASKMANAGER_PARTS, parts_of,
 from placement.errors import BadInput
 
 T0 = 1_700_000_000_000
-VERTICES = [RunVertex(id="a" * 32, name="Source: S", parallelism=1), RunVertex(id="b" * 32, name="Sink: K", parallelism=1)]
+VERTICES = [
+    RunVertex(id="a" * 32, name="Source: S", parallelism=1),
+    RunVertex(id="b" * 32, name="Sink: K", parallelism=1),
+]
 
 
 def rows(start_ms: int, seconds: int, rate: float):
     out = []
     for s in range(seconds):
         for v in VERTICES:
-            out.append({"ts_ms": start_ms + s * 1000, "vertex_id": v.id, "subtask": 0, "attempt": 0,
-                        "attempt_start_ms": T0 - 120_000, "running": True, "busy_ms_per_s": 100.0, "idle_ms_per_s": 900.0,
-                        "backpressured_ms_per_s": 0.0, "records_in_per_s": 0.0 if v.name.startswith("Source") else rate,
-                        "records_out_per_s": rate if v.name.startswith("Source") else 0.0, "bytes_in_per_s": rate * 100,
-                        "bytes_out_per_s": rate * 100})
+            out.append(
+                {
+                    "ts_ms": start_ms + s * 1000,
+                    "vertex_id": v.id,
+                    "subtask": 0,
+                    "attempt": 0,
+                    "attempt_start_ms": T0 - 120_000,
+                    "running": True,
+                    "busy_ms_per_s": 100.0,
+                    "idle_ms_per_s": 900.0,
+                    "backpressured_ms_per_s": 0.0,
+                    "records_in_per_s": 0.0 if v.name.startswith("Source") else rate,
+                    "records_out_per_s": rate if v.name.startswith("Source") else 0.0,
+                    "bytes_in_per_s": rate * 100,
+                    "bytes_out_per_s": rate * 100,
+                }
+            )
     return out
 
 
@@ -43,8 +58,18 @@ def history(root, job_id: str, run_id: str, parts: list[tuple[int, int, float]])
     writer = PartWriter(root, job_id, run_id)
     for start_s, seconds, rate in parts:
         writer.write(rows_to_table(rows(T0 + start_s * 1000, seconds, rate)))
-    write_manifest(root, RunManifest(job_id=job_id, job_name="j", run_id=run_id, started_ms=T0, interval_s=1,
-                                     vertices=VERTICES, files=list(writer.files)))
+    write_manifest(
+        root,
+        RunManifest(
+            job_id=job_id,
+            job_name="j",
+            run_id=run_id,
+            started_ms=T0,
+            interval_s=1,
+            vertices=VERTICES,
+            files=list(writer.files),
+        ),
+    )
     return writer
 
 
@@ -53,8 +78,10 @@ def test_prune_drops_the_oldest_parts_by_age_and_whole_finished_runs(tmp_path):
     live = history(tmp_path, "new", "r1", [(20, 10, 200.0), (30, 10, 200.0), (40, 10, 200.0)])
     dropped = prune(tmp_path, now_ms=T0 + 50_000, max_age_s=15, keep_runs=frozenset({live.dir}))
     assert sorted(str(p.relative_to(tmp_path)) for p in dropped) == [
-        "job_id=new/run_id=r1/part-00000.parquet", "job_id=old/run_id=r0/part-00000.parquet",
-        "job_id=old/run_id=r0/part-00001.parquet"]
+        "job_id=new/run_id=r1/part-00000.parquet",
+        "job_id=old/run_id=r0/part-00000.parquet",
+        "job_id=old/run_id=r0/part-00001.parquet",
+    ]
     assert [p.last_ms for p in parts_of(tmp_path)] == [T0 + 39_000, T0 + 49_000]
     assert not (tmp_path / "job_id=old").exists()  # its run had no part left: gone with its manifest
     assert [m.run_id for _, m in find_manifests(tmp_path)] == ["r1"]
@@ -79,7 +106,9 @@ def test_a_window_snapshot_is_a_metrics_directory_profile_reads(tmp_path, capsys
     # the live history rolls on; the snapshot does not change
     prune(root, now_ms=T0 + 200_000, max_age_s=1)
     with pytest.raises(SystemExit) as exit_info:
-        main(["profile", str(snap), "--engine", "pandas", "--warmup", "0", "--out", str(tmp_path / "p.json"), "--quiet"])
+        main(
+            ["profile", str(snap), "--engine", "pandas", "--warmup", "0", "--out", str(tmp_path / "p.json"), "--quiet"]
+        )
     assert exit_info.value.code == 0
     profile = json.loads((tmp_path / "p.json").read_text())
     source = next(v for v in profile["vertices"] if v["name"] == "Source: S")
@@ -98,17 +127,36 @@ def test_taskmanager_cpu_parts_roll_with_the_samples_and_never_reuse_a_name(tmp_
     for flush in range(12):  # a flush every 5 s, 15 s kept
         start = T0 + flush * 5_000
         samples.write(rows_to_table(rows(start, 5, 100.0)))
-        cpu.write(taskmanager_rows_to_table({"ts_ms": start + s * 1000, "taskmanager_id": "tm-1",
-                                             "cpu_time_ns": float(start + s * 1000) * 1e6, "cpu_load": 0.1}
-                                            for s in range(5)))
+        cpu.write(
+            taskmanager_rows_to_table(
+                {
+                    "ts_ms": start + s * 1000,
+                    "taskmanager_id": "tm-1",
+                    "cpu_time_ns": float(start + s * 1000) * 1e6,
+                    "cpu_load": 0.1,
+                }
+                for s in range(5)
+            )
+        )
         prune(tmp_path, now_ms=start + 4_000, max_age_s=15, keep_runs=frozenset({samples.dir}))
         kept = [f for f in cpu.files if (samples.dir / f).exists()]
     assert len(cpu.files) == len(set(cpu.files)) == 12  # every flush a name of its own
     assert kept == [f"_taskmanagers/part-{i:05d}.parquet" for i in (8, 9, 10, 11)]
     assert [p.path.name for p in parts_of(tmp_path)] == [f"part-{i:05d}.parquet" for i in (8, 9, 10, 11)]
-    write_manifest(tmp_path, RunManifest(job_id="j1", job_name="j", run_id="r", started_ms=T0, interval_s=1,
-                                         vertices=VERTICES, files=[f for f in samples.files if (samples.dir / f).exists()],
-                                         taskmanager_files=kept, taskmanager_metrics=["Status.JVM.CPU.Time"]))
+    write_manifest(
+        tmp_path,
+        RunManifest(
+            job_id="j1",
+            job_name="j",
+            run_id="r",
+            started_ms=T0,
+            interval_s=1,
+            vertices=VERTICES,
+            files=[f for f in samples.files if (samples.dir / f).exists()],
+            taskmanager_files=kept,
+            taskmanager_metrics=["Status.JVM.CPU.Time"],
+        ),
+    )
     ((run, manifest),) = find_manifests(tmp_path)
     table = read_taskmanager_cpu(run, manifest)
     assert table.num_rows == 20 and len(set(table.column("ts_ms").to_pylist())) == 20  # no row twice
@@ -131,15 +179,37 @@ def test_latency_parts_roll_with_the_samples_and_windows_link_them(tmp_path):
     for flush in range(6):  # a flush every 5 s, 15 s kept
         start = T0 + flush * 5_000
         samples.write(rows_to_table(rows(start, 5, 100.0)))
-        lat.write(latency_rows_to_table({"ts_ms": start + s * 1000, "vertex_id": "b" * 32, "subtask": 0,
-                                         "source_id": "a" * 32, "operator_id": "b" * 32, "p50_ms": 50.0 + flush,
-                                         "p95_ms": 80.0, "p99_ms": 90.0} for s in range(5)))
+        lat.write(
+            latency_rows_to_table(
+                {
+                    "ts_ms": start + s * 1000,
+                    "vertex_id": "b" * 32,
+                    "subtask": 0,
+                    "source_id": "a" * 32,
+                    "operator_id": "b" * 32,
+                    "p50_ms": 50.0 + flush,
+                    "p95_ms": 80.0,
+                    "p99_ms": 90.0,
+                }
+                for s in range(5)
+            )
+        )
         prune(tmp_path, now_ms=start + 4_000, max_age_s=15, keep_runs=frozenset({samples.dir}))
     kept = [f for f in lat.files if (samples.dir / f).exists()]
     assert kept == [f"_latency/part-{i:05d}.parquet" for i in (2, 3, 4, 5)]
-    write_manifest(tmp_path, RunManifest(job_id="j1", job_name="j", run_id="r", started_ms=T0, interval_s=1,
-                                         vertices=VERTICES, files=[f for f in samples.files if (samples.dir / f).exists()],
-                                         latency_files=kept))
+    write_manifest(
+        tmp_path,
+        RunManifest(
+            job_id="j1",
+            job_name="j",
+            run_id="r",
+            started_ms=T0,
+            interval_s=1,
+            vertices=VERTICES,
+            files=[f for f in samples.files if (samples.dir / f).exists()],
+            latency_files=kept,
+        ),
+    )
     snap = tmp_path.parent / (tmp_path.name + "-w")
     assert snapshot_window(tmp_path, snap, job_name="j", since_ms=T0 + 22_000) == 2
     ((run, m),) = find_manifests(snap)

@@ -24,8 +24,15 @@ pytestmark = [pytest.mark.flink, pytest.mark.spark, pytest.mark.timeout(300)]
 
 def test_rolling_history_windows_and_one_session_for_every_profile(iot_job, tmp_path):
     history = tmp_path / "history"
-    options = WatchOptions(inventory_path=tmp_path / "unused.yaml", job_name="iot-sensors", work_dir=tmp_path,
-                           sample_s=1.0, flush_s=3.0, keep_s=12.0, window_s=9.0)
+    options = WatchOptions(
+        inventory_path=tmp_path / "unused.yaml",
+        job_name="iot-sensors",
+        work_dir=tmp_path,
+        sample_s=1.0,
+        flush_s=3.0,
+        keep_s=12.0,
+        window_s=9.0,
+    )
     stop = threading.Event()
     status = Status()
     collector = CollectorThread(iot_job.rest_url, options, history, stop, status)
@@ -41,7 +48,8 @@ def test_rolling_history_windows_and_one_session_for_every_profile(iot_job, tmp_
         # later than the first cut at least, so that the two windows do not overlap
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and (
-                time.time() * 1000 - first_cut < 9_000 or "part-00000.parquet" in {p.path.name for p in parts_of(history)}):
+            time.time() * 1000 - first_cut < 9_000 or "part-00000.parquet" in {p.path.name for p in parts_of(history)}
+        ):
             time.sleep(0.5)
         snap2 = tmp_path / "w2"
         assert snapshot_window(history, snap2, job_name="iot-sensors", since_ms=int(time.time() * 1000) - 9_000) >= 2
@@ -71,8 +79,13 @@ def test_rolling_history_windows_and_one_session_for_every_profile(iot_job, tmp_
 
     out = tmp_path / "cli.json"
     placement = str(Path(sys.executable).with_name("placement"))  # the installed command, its own process and JVM
-    done = subprocess.run([placement, "profile", str(snap1), "--warmup", "0",
-                           "--out", str(out), "--quiet"], check=False, capture_output=True, text=True, timeout=180)
+    done = subprocess.run(
+        [placement, "profile", str(snap1), "--warmup", "0", "--out", str(out), "--quiet"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     if done.returncode != 0:
         pytest.fail(done.stderr)
     assert json.loads(out.read_text()) == p1.dump()

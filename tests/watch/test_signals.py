@@ -42,8 +42,14 @@ def recorded():
 def test_a_recorded_window_priced_under_all_on_server_breaks_every_uplink(recorded):
     profile, problem = recorded
     running = all_on_server(problem).assignment
-    w = window_from_profile(profile, evaluate(problem, running), start_ms=0, end_ms=60_000, job_id="j",
-                            taskmanagers=frozenset({"server", "rpi1", "rpi2", "rpi3"}))
+    w = window_from_profile(
+        profile,
+        evaluate(problem, running),
+        start_ms=0,
+        end_ms=60_000,
+        job_id="j",
+        taskmanagers=frozenset({"server", "rpi1", "rpi2", "rpi3"}),
+    )
     assert w.source_rates == pytest.approx({"Source: Sensors": profile.vertices[0].records_out_per_s})
     baseline = Baseline(source_rates(profile), frozenset({"server", "rpi1", "rpi2", "rpi3"}))
     drifts = detect(baseline, [w])
@@ -53,8 +59,9 @@ def test_a_recorded_window_priced_under_all_on_server_breaks_every_uplink(record
     # the optimal plan under the same window: no drift, and the policy relieves the running placement with it
     plan = solve_with(problem)
     planned = evaluate(problem, plan.assignment)
-    assert planned.feasible and not detect(baseline, [window_from_profile(profile, planned, start_ms=0, end_ms=1,
-                                                                          job_id="j")])
+    assert planned.feasible and not detect(
+        baseline, [window_from_profile(profile, planned, start_ms=0, end_ms=1, job_id="j")]
+    )
     moves = sum(1 for k, h in plan.assignment.items() if running[k] != h)
     proposal = Proposal(w_wan := sum(link.mbit for link in w.links), w.violations, planned.wan_mbit, moves=moves)
     d = decide(PolicyState(), 60_000, drifts, proposal)
@@ -105,8 +112,11 @@ def test_link_and_taskmanager_drifts():
     base = Baseline({"Src": 100.0}, frozenset({"server", "rpi1", "rpi2"}))
     links = (LinkLoad("rpi1", "server", 1.9, 2.0, 1.8, 0.0), LinkLoad("rpi2", "server", 1.7, 2.0, 1.8, 0.0))
     drifts = detect(base, [w("j", links=links, tms=frozenset({"server", "rpi1", "rpi3"}))])
-    assert [(d.kind, d.subject) for d in drifts] == [("link", "rpi1"), ("taskmanager-lost", "rpi2"),
-                                                      ("taskmanager-added", "rpi3")]
+    assert [(d.kind, d.subject) for d in drifts] == [
+        ("link", "rpi1"),
+        ("taskmanager-lost", "rpi2"),
+        ("taskmanager-added", "rpi3"),
+    ]
 
 
 def test_a_step_shows_in_the_counters_before_the_meters():
@@ -121,7 +131,9 @@ def test_a_rate_still_moving_is_told_apart_from_a_settled_one():
     def fresh(rate: float, job: str = "j") -> Window:
         return Window(0, 1, job, {"Src": 100.0}, {}, fresh_source_rates={"Src": rate})
 
-    assert still_moving([fresh(100), fresh(130)]) == "source Src is still moving (100 -> 130 records/s over the last tick)"
+    assert (
+        still_moving([fresh(100), fresh(130)]) == "source Src is still moving (100 -> 130 records/s over the last tick)"
+    )
     assert still_moving([fresh(100), fresh(130), fresh(290)]) is not None
     assert still_moving([fresh(290), fresh(300)]) is None  # settled within 15 %
     assert still_moving([fresh(100, "old"), fresh(300, "new")]) is None  # another job: nothing to compare
@@ -161,11 +173,18 @@ def priced(profile, assignment, max_latency_ms, *, job="j", measured_p50=None) -
 
     if measured_p50 is not None:
         source, sink = profile.sources()[0], profile.sinks()[0]
-        profile = profile.model_copy(update={"latency": [MeasuredLatency(source=source.id, sink=sink.id,
-                                                                         p50_ms=measured_p50, samples=30)]})
+        profile = profile.model_copy(
+            update={"latency": [MeasuredLatency(source=source.id, sink=sink.id, p50_ms=measured_p50, samples=30)]}
+        )
     problem = build_problem(bounded_lab(max_latency_ms), profile)
-    return window_from_profile(profile, evaluate(problem, assignment), start_ms=0, end_ms=60_000, job_id=job,
-                               latency_bounds=problem.latency_bounds)
+    return window_from_profile(
+        profile,
+        evaluate(problem, assignment),
+        start_ms=0,
+        end_ms=60_000,
+        job_id=job,
+        latency_bounds=problem.latency_bounds,
+    )
 
 
 def test_a_path_predicted_over_its_bound_under_the_window_s_load_is_a_latency_drift(iot):
@@ -175,8 +194,9 @@ def test_a_path_predicted_over_its_bound_under_the_window_s_load_is_a_latency_dr
     (d,) = detect(Baseline(source_rates(profile)), [w])  # one window is enough: the model averages it already
     assert (d.kind, d.subject, d.basis, d.reference) == ("latency", IOT_PATH, "predicted", 160.0)
     assert d.measured == pytest.approx(163.20, abs=0.05)
-    assert d.message == (f"path {IOT_PATH}: predicted 163.2 ms under the measured load (rpi3→server at 7%), "
-                         "bound 160 ms")
+    assert d.message == (
+        f"path {IOT_PATH}: predicted 163.2 ms under the measured load (rpi3→server at 7%), bound 160 ms"
+    )
     assert any(v.startswith(f"path {IOT_PATH}: predicted 163.2 ms, bound 160 ms") for v in w.violations)
     # the bound met, or no bound at all: no drift, and the window is what it was before bounds existed
     assert detect(Baseline(source_rates(profile)), [priced(profile, plan, 180)]) == []
@@ -188,12 +208,17 @@ def test_a_path_predicted_over_its_bound_under_the_window_s_load_is_a_latency_dr
 def test_all_on_server_saturates_the_uplinks_and_the_path_has_no_finite_latency(iot):
     profile, _ = iot
     problem = build_problem(bounded_lab(180), profile)
-    w = window_from_profile(profile, evaluate(problem, all_on_server(problem).assignment), start_ms=0, end_ms=1,
-                            job_id="j")  # bounds from the cost's paths: the same as the problem's
+    w = window_from_profile(
+        profile, evaluate(problem, all_on_server(problem).assignment), start_ms=0, end_ms=1, job_id="j"
+    )  # bounds from the cost's paths: the same as the problem's
     assert w.latency_bounds == {IOT_PAIR: 180.0}
     drifts = detect(Baseline(source_rates(profile)), [w])
-    assert [(d.kind, d.subject) for d in drifts] == [("link", "rpi1"), ("link", "rpi2"), ("link", "rpi3"),
-                                                      ("latency", IOT_PATH)]
+    assert [(d.kind, d.subject) for d in drifts] == [
+        ("link", "rpi1"),
+        ("link", "rpi2"),
+        ("link", "rpi3"),
+        ("latency", IOT_PATH),
+    ]
     assert drifts[-1].measured == float("inf") and "no bound (an uplink past 99 %)" in drifts[-1].message
     assert "rpi1→server at 106%" in drifts[-1].message
 

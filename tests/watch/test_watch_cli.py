@@ -14,18 +14,21 @@ REPO = Path(__file__).resolve().parents[2]
 INVENTORY = str(REPO / "inventory" / "lab.yaml")
 
 
-
-@pytest.mark.parametrize(("args", "message"), [
-    (["--window", "1000"], "error: --window: the window (1000 s) must fit in the kept history (900 s)"),
-    (["--flush", "60"], "error: --flush: a part is flushed every 60 s: the window (90 s) needs at least two"),
-    (["--interval", "0"], "error: --interval: must be > 0"),
-    (["--min-gain", "1.5"], "min_gain must be in [0, 1)"),
-    (["--reprice-change", "0"], "rate_change and reprice_change must be > 0"),
-    (["--apply", "ask"], "error: --apply: --apply ask needs a terminal to ask on"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--window", "1000"], "error: --window: the window (1000 s) must fit in the kept history (900 s)"),
+        (["--flush", "60"], "error: --flush: a part is flushed every 60 s: the window (90 s) needs at least two"),
+        (["--interval", "0"], "error: --interval: must be > 0"),
+        (["--min-gain", "1.5"], "min_gain must be in [0, 1)"),
+        (["--reprice-change", "0"], "rate_change and reprice_change must be > 0"),
+        (["--apply", "ask"], "error: --apply: --apply ask needs a terminal to ask on"),
+    ],
+)
 def test_bad_options_are_one_line_and_start_nothing(args, message, capsys, tmp_path):
-    code, _, err = run_main(["watch", "--inventory", INVENTORY, "--job-name", "j", "--work-dir", str(tmp_path / "w"),
-                          *args], capsys)
+    code, _, err = run_main(
+        ["watch", "--inventory", INVENTORY, "--job-name", "j", "--work-dir", str(tmp_path / "w"), *args], capsys
+    )
     assert code == 2 and message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "w").exists()
 
@@ -147,26 +150,48 @@ def test_the_decision_log_and_the_live_view_carry_a_latency_drift(tmp_path):
     from placement.watch.signals import Drift
 
     path = PathLatency(IOT_PATH, ("a", "b"), float("inf"), 122.2, 50, 5.3, float("inf"), "rpi1→server", 1.056, 180.0)
-    window = Window(0, 60_000, "j", {"Source: Sensors": 100.0}, {}, paths=(path,),
-                    latency={"Source: Sensors → Sink: Readings": 190.0},
-                    latency_bounds={"Source: Sensors → Sink: Readings": 180.0})
-    drifts = [Drift("latency", IOT_PATH, float("inf"), 180.0, f"path {IOT_PATH}: predicted no bound",
-                    basis="predicted"),
-              Drift("latency", "Source: Sensors → Sink: Readings", 190.0, 180.0,
-                    "Source: Sensors → Sink: Readings: measured p50 190.0 ms ...", basis="measured")]
+    window = Window(
+        0,
+        60_000,
+        "j",
+        {"Source: Sensors": 100.0},
+        {},
+        paths=(path,),
+        latency={"Source: Sensors → Sink: Readings": 190.0},
+        latency_bounds={"Source: Sensors → Sink: Readings": 180.0},
+    )
+    drifts = [
+        Drift("latency", IOT_PATH, float("inf"), 180.0, f"path {IOT_PATH}: predicted no bound", basis="predicted"),
+        Drift(
+            "latency",
+            "Source: Sensors → Sink: Readings",
+            190.0,
+            180.0,
+            "Source: Sensors → Sink: Readings: measured p50 190.0 ms ...",
+            basis="measured",
+        ),
+    ]
     breach = f"path {IOT_PATH}: predicted inf ms, bound 180 ms"
-    proposal = Proposal(40.0, (breach,), 10.0, moves=2, current_peak=float("inf"), planned_peak=0.9,
-                        current_latency_breaches=(breach,))
+    proposal = Proposal(
+        40.0, (breach,), 10.0, moves=2, current_peak=float("inf"), planned_peak=0.9, current_latency_breaches=(breach,)
+    )
     decision = Decision("apply", "relief: ...", PolicyState(), "relief")
     log = DecisionLog(tmp_path / "log.jsonl")
     log.write(decision_record(1, 60_000, window, None, drifts, proposal, decision))
     (rec,) = read_log(tmp_path / "log.jsonl")
-    assert rec["drifts"][0] == {"kind": "latency", "subject": IOT_PATH, "measured": None, "reference": 180.0,
-                                "message": f"path {IOT_PATH}: predicted no bound", "basis": "predicted"}
+    assert rec["drifts"][0] == {
+        "kind": "latency",
+        "subject": IOT_PATH,
+        "measured": None,
+        "reference": 180.0,
+        "message": f"path {IOT_PATH}: predicted no bound",
+        "basis": "predicted",
+    }
     assert (rec["drifts"][1]["measured"], rec["drifts"][1]["basis"]) == (190.0, "measured")
     assert rec["proposal"]["current_peak"] is None and rec["proposal"]["planned_peak"] == 0.9
-    assert rec["window"]["paths"] == [{"path": IOT_PATH, "latency_ms": None, "bound_ms": 180.0, "link": "rpi1→server",
-                                       "utilisation": 1.056}]
+    assert rec["window"]["paths"] == [
+        {"path": IOT_PATH, "latency_ms": None, "bound_ms": 180.0, "link": "rpi1→server", "utilisation": 1.056}
+    ]
     assert rec["window"]["latency_p50_ms"] == {"Source: Sensors → Sink: Readings": 190.0}
     assert rec["window"]["latency_bounds_ms"] == {"Source: Sensors → Sink: Readings": 180.0}
 
@@ -206,14 +231,22 @@ def test_the_loop_re_plans_a_placement_that_breaks_its_latency_bound_into_one_th
     best = solve_with(problem).assignment
     later = {problem.vertex_names[v] for v in problem.vertex_order[2:]}  # Filter, Enrich, Window Aggregate, Sink
     running = {k: ("server" if problem.vertex_names[k[0]] in later else h) for k, h in best.items()}
-    watch = Watch(WatchOptions(inventory_path=inv, job_name="iot", work_dir=tmp_path / "w", engine="pandas"),
-                  plan_fn=plan_command(inv, rescale=False))
+    watch = Watch(
+        WatchOptions(inventory_path=inv, job_name="iot", work_dir=tmp_path / "w", engine="pandas"),
+        plan_fn=plan_command(inv, rescale=False),
+    )
     for tick in (1, 2):
         (watch.windows_dir / f"tick-{tick:05d}").mkdir(parents=True)
         write_profile(profile, watch.windows_dir / f"tick-{tick:05d}" / "profile.json")
 
-    window = window_from_profile(profile, evaluate(problem, running), start_ms=0, end_ms=60_000, job_id="j",
-                                 latency_bounds=problem.latency_bounds)
+    window = window_from_profile(
+        profile,
+        evaluate(problem, running),
+        start_ms=0,
+        end_ms=60_000,
+        job_id="j",
+        latency_bounds=problem.latency_bounds,
+    )
     assert max(link.mbit / link.usable_mbit for link in window.links) < 1  # no link drift: latency alone
     drifts = detect(Baseline(source_rates(profile)), [window])
     assert [(d.kind, d.basis) for d in drifts] == [("latency", "predicted")]
@@ -231,8 +264,12 @@ def test_the_loop_re_plans_a_placement_that_breaks_its_latency_bound_into_one_th
     # the plan meets the bound as predicted, but the markers say 190 ms twice: the breach is held against it
     source, sink = profile.sources()[0], profile.sinks()[0]
     marked = profile.model_copy(update={"latency": [MeasuredLatency(source=source.id, sink=sink.id, p50_ms=190.0)]})
-    windows = [window_from_profile(marked, evaluate(problem, best), start_ms=0, end_ms=t, job_id="k",
-                                   latency_bounds=problem.latency_bounds) for t in (30_000, 60_000)]
+    windows = [
+        window_from_profile(
+            marked, evaluate(problem, best), start_ms=0, end_ms=t, job_id="k", latency_bounds=problem.latency_bounds
+        )
+        for t in (30_000, 60_000)
+    ]
     drifts = detect(Baseline(source_rates(profile)), windows, DriftThresholds(sustained_windows=2))
     assert [(d.kind, d.basis) for d in drifts] == [("latency", "measured")]
     proposal, _ = watch.replanner.replan_job(2, marked, windows[-1], best, drifts)

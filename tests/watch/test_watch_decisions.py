@@ -30,29 +30,53 @@ ON_SERVER = {"Source: A": ["rpi1"], "Reduce A": ["server"], "Sink: A": ["server"
 
 def reducing_job(rate: float) -> JobProfile:
     """Source (born on rpi1) → Reduce (90 ms/s per 1,000 records/s, 10:1) → Sink."""
-    def vertex(name: str, *, rin: float, rout: float, busy: float, bpr: float) -> dict:
-        return {"id": name.lower().replace(" ", "-").replace(":", ""), "name": name, "parallelism": 1,
-                "stateful": False, "state_bytes": 0.0, "bytes_per_record_out": bpr,
-                "subtasks": [{"index": 0, "records_in_per_s": rin, "records_out_per_s": rout, "busy_ms_per_s": busy}]}
 
-    vertices = [vertex("Source: A", rin=0, rout=rate, busy=10, bpr=1250),
-                vertex("Reduce A", rin=rate, rout=rate / 10, busy=0.09 * rate, bpr=1250),
-                vertex("Sink: A", rin=rate / 10, rout=0, busy=5, bpr=0)]
+    def vertex(name: str, *, rin: float, rout: float, busy: float, bpr: float) -> dict:
+        return {
+            "id": name.lower().replace(" ", "-").replace(":", ""),
+            "name": name,
+            "parallelism": 1,
+            "stateful": False,
+            "state_bytes": 0.0,
+            "bytes_per_record_out": bpr,
+            "subtasks": [{"index": 0, "records_in_per_s": rin, "records_out_per_s": rout, "busy_ms_per_s": busy}],
+        }
+
+    vertices = [
+        vertex("Source: A", rin=0, rout=rate, busy=10, bpr=1250),
+        vertex("Reduce A", rin=rate, rout=rate / 10, busy=0.09 * rate, bpr=1250),
+        vertex("Sink: A", rin=rate / 10, rout=0, busy=5, bpr=0),
+    ]
     ids = [v["id"] for v in vertices]
-    return JobProfile.model_validate({
-        "job": {"name": "job-A", "origin": "synthetic"}, "vertices": vertices,
-        "edges": [{"source": a, "target": b, "ship_strategy": "FORWARD"} for a, b in itertools.pairwise(ids)]})
+    return JobProfile.model_validate(
+        {
+            "job": {"name": "job-A", "origin": "synthetic"},
+            "vertices": vertices,
+            "edges": [{"source": a, "target": b, "ship_strategy": "FORWARD"} for a, b in itertools.pairwise(ids)],
+        }
+    )
 
 
 @pytest.fixture
 def inv_path(tmp_path) -> Path:
-    doc = {"ssh": {"port": 9},
-           "hosts": [{"name": "server", "address": "127.0.0.1", "role": "server", "cores": 8, "memory": "16GiB"},
-                     {"name": "rpi1", "address": "127.0.0.2", "role": "edge", "model": "rpi4b", "cores": 1,
-                      "task_slots": 4, "netty_cores_per_delivery": 0.0}],
-           "links": [{"from": "rpi1", "to": "server", "bandwidth": "14mbit", "delay": "50ms"}],
-           "pins": {"sources": {"Source: A": "rpi1"}},
-           "flink": {"rest_url": "http://127.0.0.1:9"}}
+    doc = {
+        "ssh": {"port": 9},
+        "hosts": [
+            {"name": "server", "address": "127.0.0.1", "role": "server", "cores": 8, "memory": "16GiB"},
+            {
+                "name": "rpi1",
+                "address": "127.0.0.2",
+                "role": "edge",
+                "model": "rpi4b",
+                "cores": 1,
+                "task_slots": 4,
+                "netty_cores_per_delivery": 0.0,
+            },
+        ],
+        "links": [{"from": "rpi1", "to": "server", "bandwidth": "14mbit", "delay": "50ms"}],
+        "pins": {"sources": {"Source: A": "rpi1"}},
+        "flink": {"rest_url": "http://127.0.0.1:9"},
+    }
     path = tmp_path / "inv.yaml"
     path.write_text(yaml.safe_dump(doc))
     return path
@@ -74,10 +98,21 @@ class World:
             self.planned.append(scale)
             return planner(profile, out_dir, scale)
 
-        self.watch = Watch(WatchOptions(inventory_path=inv_path, job_name="job-A", work_dir=tmp_path / "w",
-                                        engine="pandas", apply="auto", log_path=tmp_path / "w" / "decisions.jsonl"),
-                           plan_fn=plan, rest=self.rest, clock=self.clock,
-                           windows=FakeWindows(self.rest, self.profiles), apply=self.apply)
+        self.watch = Watch(
+            WatchOptions(
+                inventory_path=inv_path,
+                job_name="job-A",
+                work_dir=tmp_path / "w",
+                engine="pandas",
+                apply="auto",
+                log_path=tmp_path / "w" / "decisions.jsonl",
+            ),
+            plan_fn=plan,
+            rest=self.rest,
+            clock=self.clock,
+            windows=FakeWindows(self.rest, self.profiles),
+            apply=self.apply,
+        )
 
     def tick(self, rate: float | None = None) -> dict:
         if rate is not None:
@@ -114,8 +149,7 @@ def test_a_lost_taskmanager_holds_the_job_in_its_contingency_without_a_re_plan(i
     assert world.tick()["decision"]["action"] == "steady"
     # rpi1's power is cut: the scheduler extension runs its subtasks on the server (the plan's contingency)
     world.rest.lose("rpi1")
-    world.rest.running_job("job-A").placement = {"Source: A": ["server"], "Reduce A": ["server"],
-                                                 "Sink: A": ["server"]}
+    world.rest.running_job("job-A").placement = {"Source: A": ["server"], "Reduce A": ["server"], "Sink: A": ["server"]}
     rec = world.tick()
     assert [(d["kind"], d["subject"]) for d in rec["drifts"]] == [("contingency", "rpi1")]
     assert (rec["decision"]["action"], rec["decision"]["kind"]) == ("hold", "restore")

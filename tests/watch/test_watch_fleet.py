@@ -37,26 +37,40 @@ from support.fake_clock import FakeClock
 REPO = Path(__file__).resolve().parents[2]
 TMS = frozenset({"server", "rpi1"})
 # where the jobs run when the watch starts: A reduces on the Pi, B ships its raw records to the server
-RUNNING = {"job-A": {("source-a", 0): "rpi1", ("reduce-a", 0): "rpi1", ("sink-a", 0): "server"},
-           "job-B": {("source-b", 0): "rpi1", ("reduce-b", 0): "server", ("sink-b", 0): "server"}}
+RUNNING = {
+    "job-A": {("source-a", 0): "rpi1", ("reduce-a", 0): "rpi1", ("sink-a", 0): "server"},
+    "job-B": {("source-b", 0): "rpi1", ("reduce-b", 0): "server", ("sink-b", 0): "server"},
+}
 
 
 def vertex(name: str, *, rin: float, rout: float, busy: float, bpr: float) -> dict:
-    return {"id": name.lower().replace(" ", "-").replace(":", ""), "name": name, "parallelism": 1, "stateful": False,
-            "state_bytes": 0.0, "bytes_per_record_out": bpr,
-            "subtasks": [{"index": 0, "records_in_per_s": rin, "records_out_per_s": rout, "busy_ms_per_s": busy}]}
+    return {
+        "id": name.lower().replace(" ", "-").replace(":", ""),
+        "name": name,
+        "parallelism": 1,
+        "stateful": False,
+        "state_bytes": 0.0,
+        "bytes_per_record_out": bpr,
+        "subtasks": [{"index": 0, "records_in_per_s": rin, "records_out_per_s": rout, "busy_ms_per_s": busy}],
+    }
 
 
 def reducing_job(tag: str, rate: float, record_bytes: float) -> JobProfile:
     """Source (born on rpi1) → Reduce (180 ms/s per 1,000 records/s, 10:1) → Sink."""
     names = [f"Source: {tag}", f"Reduce {tag}", f"Sink: {tag}"]
-    vertices = [vertex(names[0], rin=0, rout=rate, busy=10, bpr=record_bytes),
-                vertex(names[1], rin=rate, rout=rate / 10, busy=0.18 * rate, bpr=1250),
-                vertex(names[2], rin=rate / 10, rout=0, busy=5, bpr=0)]
+    vertices = [
+        vertex(names[0], rin=0, rout=rate, busy=10, bpr=record_bytes),
+        vertex(names[1], rin=rate, rout=rate / 10, busy=0.18 * rate, bpr=1250),
+        vertex(names[2], rin=rate / 10, rout=0, busy=5, bpr=0),
+    ]
     ids = [v["id"] for v in vertices]
-    return JobProfile.model_validate({
-        "job": {"name": f"job-{tag}", "origin": "synthetic"}, "vertices": vertices,
-        "edges": [{"source": a, "target": b, "ship_strategy": "FORWARD"} for a, b in pairwise(ids)]})
+    return JobProfile.model_validate(
+        {
+            "job": {"name": f"job-{tag}", "origin": "synthetic"},
+            "vertices": vertices,
+            "edges": [{"source": a, "target": b, "ship_strategy": "FORWARD"} for a, b in pairwise(ids)],
+        }
+    )
 
 
 A = reducing_job("A", 1000, 1250)
@@ -66,30 +80,55 @@ B_BEFORE, B_AFTER = reducing_job("B", 1000 / 3, 3750), reducing_job("B", 1000, 3
 @pytest.fixture
 def inv_path(tmp_path) -> Path:
     # nothing listens on 127.0.0.1:9 (REST) nor on port 9 of the hosts (ssh): a preflight is refused at once
-    doc = {"ssh": {"port": 9},
-           "hosts": [{"name": "server", "address": "127.0.0.1", "role": "server", "cores": 8, "memory": "16GiB"},
-                     # its Netty server costs nothing here: the scales below are tuned to its 0.8 usable cores
-                     # (tests/planning/test_netty_cpu.py holds the planners to that charge)
-                     {"name": "rpi1", "address": "127.0.0.2", "role": "edge", "model": "rpi4b", "cores": 1,
-                      "task_slots": 4, "netty_cores_per_delivery": 0.0}],
-           "links": [{"from": "rpi1", "to": "server", "bandwidth": "14mbit", "delay": "50ms"}],
-           "pins": {"sources": {"Source: A": "rpi1", "Source: B": "rpi1"}},
-           "flink": {"rest_url": "http://127.0.0.1:9"},
-           "jobs": [{"name": "job-A"}, {"name": "job-B"}]}
+    doc = {
+        "ssh": {"port": 9},
+        "hosts": [
+            {"name": "server", "address": "127.0.0.1", "role": "server", "cores": 8, "memory": "16GiB"},
+            # its Netty server costs nothing here: the scales below are tuned to its 0.8 usable cores
+            # (tests/planning/test_netty_cpu.py holds the planners to that charge)
+            {
+                "name": "rpi1",
+                "address": "127.0.0.2",
+                "role": "edge",
+                "model": "rpi4b",
+                "cores": 1,
+                "task_slots": 4,
+                "netty_cores_per_delivery": 0.0,
+            },
+        ],
+        "links": [{"from": "rpi1", "to": "server", "bandwidth": "14mbit", "delay": "50ms"}],
+        "pins": {"sources": {"Source: A": "rpi1", "Source: B": "rpi1"}},
+        "flink": {"rest_url": "http://127.0.0.1:9"},
+        "jobs": [{"name": "job-A"}, {"name": "job-B"}],
+    }
     path = tmp_path / "inv.yaml"
     path.write_text(yaml.safe_dump(doc))
     return path
 
 
 def fleet_watch(inv_path: Path, tmp_path: Path) -> Watch:
-    return Watch(WatchOptions(inventory_path=inv_path, job_name="job-A", job_names=("job-A", "job-B"),
-                              work_dir=tmp_path / "w", engine="pandas", log_path=tmp_path / "w" / "decisions.jsonl"),
-                 plan_jobs_fn=plan_jobs_command(inv_path))
+    return Watch(
+        WatchOptions(
+            inventory_path=inv_path,
+            job_name="job-A",
+            job_names=("job-A", "job-B"),
+            work_dir=tmp_path / "w",
+            engine="pandas",
+            log_path=tmp_path / "w" / "decisions.jsonl",
+        ),
+        plan_jobs_fn=plan_jobs_command(inv_path),
+    )
 
 
-def tick(watch: Watch, n: int, profiles: dict[str, JobProfile], blockers: dict[str, list[str]] | None = None,
-         running: dict | None = None, job_ids: dict[str, str] | None = None,
-         fresh: dict[str, dict[str, float]] | None = None) -> dict:
+def tick(
+    watch: Watch,
+    n: int,
+    profiles: dict[str, JobProfile],
+    blockers: dict[str, list[str]] | None = None,
+    running: dict | None = None,
+    job_ids: dict[str, str] | None = None,
+    fresh: dict[str, dict[str, float]] | None = None,
+) -> dict:
     """One tick as the loop makes it once the cluster was read: each job's window snapshot (its profile, where its
     subtasks ran, the TaskManagers, ``fresh``: its sources' records/s over the last tick), or — a job in
     ``blockers`` — what ``_blockers`` said of it and no window. The decision record as the log holds it."""
@@ -102,9 +141,15 @@ def tick(watch: Watch, n: int, profiles: dict[str, JobProfile], blockers: dict[s
             continue
         snapshot = track.windows_dir / f"tick-{n:05d}"
         snapshot.mkdir(parents=True, exist_ok=True)
-        observed[track.name] = Observed(snapshot, profiles[track.name], (running or RUNNING)[track.name],
-                                        now_ms - 90_000, (job_ids or {}).get(track.name, f"flink-{track.name}"), TMS,
-                                        (fresh or {}).get(track.name, {}))
+        observed[track.name] = Observed(
+            snapshot,
+            profiles[track.name],
+            (running or RUNNING)[track.name],
+            now_ms - 90_000,
+            (job_ids or {}).get(track.name, f"flink-{track.name}"),
+            TMS,
+            (fresh or {}).get(track.name, {}),
+        )
     watch.status.ticks = n
     watch.clock = FakeClock(now=now_ms / 1000)  # the tick's time is the loop's clock
     made = watch._conclude(n, now_ms, seen, watch._assess(seen, observed, now_ms))
@@ -118,16 +163,21 @@ def test_a_drift_of_one_job_re_plans_both_together_within_the_capacities_they_sh
     first = tick(watch, 1, {"job-A": A, "job-B": B_BEFORE})
     # the first windows are each job's baseline; together the two placements put 1 + 10 Mbit/s on the uplink: steady
     assert first["decision"]["action"] == "steady" and first["window"] is None and first["drifts"] == []
-    assert [(j["job"], j["window"]["links"][0]["mbit"]) for j in first["jobs"]] == [("job-A", pytest.approx(1.0)),
-                                                                                   ("job-B", pytest.approx(10.0))]
+    assert [(j["job"], j["window"]["links"][0]["mbit"]) for j in first["jobs"]] == [
+        ("job-A", pytest.approx(1.0)),
+        ("job-B", pytest.approx(10.0)),
+    ]
 
     rec = tick(watch, 2, {"job-A": A, "job-B": B_AFTER})  # B's sources: 333 -> 1,000 records/s
     # B's own drift names it; the uplink they share is detected once, with each job's part
-    assert [(d["kind"], d["subject"], d.get("job")) for d in rec["drifts"]] == [("rate", "Source: B", "job-B"),
-                                                                              ("link", "rpi1", None)]
+    assert [(d["kind"], d["subject"], d.get("job")) for d in rec["drifts"]] == [
+        ("rate", "Source: B", "job-B"),
+        ("link", "rpi1", None),
+    ]
     assert rec["drifts"][0]["message"].startswith("job job-B: source Source: B: 1,000 records/s vs 333 planned")
-    assert rec["drifts"][1]["message"] == ("uplink rpi1: 31.00 Mbit/s of job data (job-A 1.00, job-B 30.00), usable "
-                                           "12.60 (of 14)")
+    assert rec["drifts"][1]["message"] == (
+        "uplink rpi1: 31.00 Mbit/s of job data (job-A 1.00, job-B 30.00), usable 12.60 (of 14)"
+    )
     jobs = {j["job"]: j for j in rec["jobs"]}
     assert jobs["job-A"]["drifts"] == [] and [d["kind"] for d in jobs["job-B"]["drifts"]] == ["rate"]
     assert jobs["job-B"]["window"]["source_rates"] == {"Source: B": 1000.0}
@@ -147,15 +197,24 @@ def test_a_drift_of_one_job_re_plans_both_together_within_the_capacities_they_sh
     assert [j.job for j in fleet.jobs] == ["job-A", "job-B"]
     (link,) = fleet.links
     assert link.mbit == pytest.approx(11.0) and link.jobs == pytest.approx({"job-A": 10.0, "job-B": 1.0})
-    planned = {j.job: {(a.vertex_id, a.subtask): a.host for a in load_plan(fleet_dir / j.dir).assignment}
-               for j in fleet.jobs}
+    planned = {
+        j.job: {(a.vertex_id, a.subtask): a.host for a in load_plan(fleet_dir / j.dir).assignment} for j in fleet.jobs
+    }
     assert planned["job-A"][("reduce-a", 0)] == "server" and planned["job-B"][("reduce-b", 0)] == "rpi1"
     # ... planned for the fresh profiles, and within what the jobs share: priced together, it fits
     inv = load_inventory(inv_path)
-    assert load_profile(fleet_dir / ".." / ".." / "job-B" / "windows" / "tick-00002" / "profile.json").dump() \
+    assert (
+        load_profile(fleet_dir / ".." / ".." / "job-B" / "windows" / "tick-00002" / "profile.json").dump()
         == B_AFTER.dump()
-    joint = build_joint(inv, [("job-A", A), ("job-B", B_AFTER)], 1.0, placement_mode="custom",
-                        inventory_source=str(inv_path), policies={})
+    )
+    joint = build_joint(
+        inv,
+        [("job-A", A), ("job-B", B_AFTER)],
+        1.0,
+        placement_mode="custom",
+        inventory_source=str(inv_path),
+        policies={},
+    )
     together = evaluate(joint.problem, joint.join(planned))
     assert together.feasible and together.link("rpi1").mbit == pytest.approx(11.0)
     # B planned alone would take the Pi's CPU that A's reducer uses: with A where it runs, the Pi is oversubscribed
@@ -181,9 +240,17 @@ def test_the_joint_re_plan_plans_each_job_at_its_own_demand(inv_path, tmp_path):
         calls.append(dict(scales))
         return planner(profiles, out_dir, scales)
 
-    watch = Watch(WatchOptions(inventory_path=inv_path, job_name="job-A", job_names=("job-A", "job-B"),
-                               work_dir=tmp_path / "w", engine="pandas", log_path=tmp_path / "w" / "decisions.jsonl"),
-                  plan_jobs_fn=recording)
+    watch = Watch(
+        WatchOptions(
+            inventory_path=inv_path,
+            job_name="job-A",
+            job_names=("job-A", "job-B"),
+            work_dir=tmp_path / "w",
+            engine="pandas",
+            log_path=tmp_path / "w" / "decisions.jsonl",
+        ),
+        plan_jobs_fn=recording,
+    )
     tick(watch, 1, {"job-A": A, "job-B": B_BEFORE})
     rec = tick(watch, 2, {"job-A": A, "job-B": B_AFTER}, fresh={"job-B": {"Source: B": 1200.0}})
     assert calls == [{"job-A": pytest.approx(1.0), "job-B": pytest.approx(1.2)}]  # fitted at once: no fallback
@@ -199,8 +266,14 @@ def test_the_joint_re_plan_plans_each_job_at_its_own_demand(inv_path, tmp_path):
     assert watch.tracks[0].planned_rates == pytest.approx({"Source: A": 1000.0})
     # the old way, one scale for the set: nothing fits at 1.2 for both
     inv = load_inventory(inv_path)
-    uniform = build_joint(inv, [("job-A", A), ("job-B", B_AFTER)], 1.2, placement_mode="custom",
-                          inventory_source=str(inv_path), policies={})
+    uniform = build_joint(
+        inv,
+        [("job-A", A), ("job-B", B_AFTER)],
+        1.2,
+        placement_mode="custom",
+        inventory_source=str(inv_path),
+        policies={},
+    )
     assert solve_with(uniform.problem).assignment is None
 
 
@@ -209,8 +282,12 @@ def test_a_job_not_running_makes_no_joint_decision(inv_path, tmp_path):
     alone as if B were gone, nor the set."""
     watch = fleet_watch(inv_path, tmp_path)
     tick(watch, 1, {"job-A": A, "job-B": B_BEFORE})
-    rec = tick(watch, 2, {"job-A": reducing_job("A", 2000, 1250)},
-               blockers={"job-B": ["no running job named 'job-B' (a redeploy in progress?)"]})
+    rec = tick(
+        watch,
+        2,
+        {"job-A": reducing_job("A", 2000, 1250)},
+        blockers={"job-B": ["no running job named 'job-B' (a redeploy in progress?)"]},
+    )
     assert rec["decision"]["action"] == "wait" and rec["proposal"] is None
     assert rec["decision"]["reason"] == "job job-B: no running job named 'job-B' (a redeploy in progress?)"
     assert [(d["kind"], d["job"]) for d in rec["drifts"]] == [("rate", "job-A")]
@@ -228,8 +305,16 @@ def test_one_job_keeps_its_record(tmp_path):
     profile = load_profile(REPO / "examples" / "profiles" / "iot-sensors.json")
     problem = build_problem(load_inventory(inv), profile)
     running = solve_with(problem).assignment
-    watch = Watch(WatchOptions(inventory_path=inv, job_name="iot-sensors", work_dir=tmp_path / "w", engine="pandas",
-                               log_path=tmp_path / "log.jsonl"), plan_fn=plan_command(inv, rescale=False))
+    watch = Watch(
+        WatchOptions(
+            inventory_path=inv,
+            job_name="iot-sensors",
+            work_dir=tmp_path / "w",
+            engine="pandas",
+            log_path=tmp_path / "log.jsonl",
+        ),
+        plan_fn=plan_command(inv, rescale=False),
+    )
     assert watch.windows_dir == tmp_path / "w" / "windows"  # one job: WORK_DIR itself, as ever
     snapshot = watch.windows_dir / "tick-00001"
     snapshot.mkdir(parents=True)
@@ -237,10 +322,28 @@ def test_one_job_keeps_its_record(tmp_path):
     observed = {"iot-sensors": Observed(snapshot, profile, running, 0, "flink-1", TMS, {})}
     watch.status.ticks = 1
     rec = watch._conclude(1, 90_000, seen, watch._assess(seen, observed, 90_000))
-    assert list(rec) == ["format", "record", "tick", "at_ms", "plan_in_effect", "window", "drifts", "proposal",
-                         "decision", "apply", "notes"]
-    window = window_from_profile(profile, evaluate(problem, running), start_ms=0, end_ms=90_000, job_id="flink-1",
-                                 taskmanagers=TMS, latency_bounds=problem.latency_bounds)
+    assert list(rec) == [
+        "format",
+        "record",
+        "tick",
+        "at_ms",
+        "plan_in_effect",
+        "window",
+        "drifts",
+        "proposal",
+        "decision",
+        "apply",
+        "notes",
+    ]
+    window = window_from_profile(
+        profile,
+        evaluate(problem, running),
+        start_ms=0,
+        end_ms=90_000,
+        job_id="flink-1",
+        taskmanagers=TMS,
+        latency_bounds=problem.latency_bounds,
+    )
     assert rec["window"] == json.loads(json.dumps(window_json(window, str(snapshot))))
     assert rec["drifts"] == [] and rec["notes"] == ["baseline: this window's source rates and TaskManagers"]
     assert rec["decision"] == {"action": "steady", "kind": None, "reason": "no drift: the plan in effect fits the load"}
@@ -249,16 +352,20 @@ def test_one_job_keeps_its_record(tmp_path):
     DecisionLog(None).write(rec)  # JSON-clean (no infinity) as written
 
 
-
-@pytest.mark.parametrize(("args", "message"), [
-    (["--job-name", "job-A", "--job-name", "job-A"], "error: --job-name: job 'job-A' is named twice"),
-    (["--job-name", "job-A", "--job-name", "job-C"],
-     "error: --job-name: job 'job-C' has no entry in {inv}'s jobs: (what apply resubmits it with when the jobs "
-     "are applied together; listed: job-A, job-B)"),
-    (["--fleet", "--job-name", "job-A"], "error: --fleet: --fleet watches every job of the inventory's jobs: list"),
-    ([], "error: --job-name: name the job to watch"),
-    (["--fleet", "--rescale"], "error: --rescale: chooses one job's parallelism"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--job-name", "job-A", "--job-name", "job-A"], "error: --job-name: job 'job-A' is named twice"),
+        (
+            ["--job-name", "job-A", "--job-name", "job-C"],
+            "error: --job-name: job 'job-C' has no entry in {inv}'s jobs: (what apply resubmits it with when the jobs "
+            "are applied together; listed: job-A, job-B)",
+        ),
+        (["--fleet", "--job-name", "job-A"], "error: --fleet: --fleet watches every job of the inventory's jobs: list"),
+        ([], "error: --job-name: name the job to watch"),
+        (["--fleet", "--rescale"], "error: --rescale: chooses one job's parallelism"),
+    ],
+)
 def test_bad_job_lists_are_one_line_and_start_nothing(args, message, inv_path, capsys, tmp_path):
     code, out, err = run_main(["watch", "--inventory", str(inv_path), "--work-dir", str(tmp_path / "w"), *args], capsys)
     assert code == 2 and message.format(inv=inv_path) in err and "Traceback" not in err, err
@@ -299,17 +406,26 @@ def test_the_live_view_shows_each_job(inv_path, tmp_path):
     assert "decision: apply: relief" in text
     assert _line(watch.status, several=True) == (
         "tick 2: apply: relief: the running placement breaks link rpi1→server needs 31.0 Mbit/s, has 14 (12.6 usable "
-        "at 90%) [job-A: Source: A 1,000/s; job-B: Source: B 1,000/s]")
+        "at 90%) [job-A: Source: A 1,000/s; job-B: Source: B 1,000/s]"
+    )
 
 
 def test_an_apply_of_the_set_goes_through_placement_apply_of_the_fleet(inv_path, tmp_path):
     """``--apply auto`` of the joint re-plan: the fleet directory through ``placement apply --plan DIR``'s own load
     and preflight of every job — here the cluster does not answer, so the whole change is refused before anything
     changed, the log says so, and the policy's clocks do not start (no change was made)."""
-    watch = Watch(WatchOptions(inventory_path=inv_path, job_name="job-A", job_names=("job-A", "job-B"),
-                               work_dir=tmp_path / "w", engine="pandas", apply="auto",
-                               log_path=tmp_path / "w" / "decisions.jsonl"),
-                  plan_jobs_fn=plan_jobs_command(inv_path))
+    watch = Watch(
+        WatchOptions(
+            inventory_path=inv_path,
+            job_name="job-A",
+            job_names=("job-A", "job-B"),
+            work_dir=tmp_path / "w",
+            engine="pandas",
+            apply="auto",
+            log_path=tmp_path / "w" / "decisions.jsonl",
+        ),
+        plan_jobs_fn=plan_jobs_command(inv_path),
+    )
     tick(watch, 1, {"job-A": A, "job-B": B_BEFORE})
     rec = tick(watch, 2, {"job-A": A, "job-B": B_AFTER})
     assert (rec["decision"]["action"], rec["decision"]["kind"]) == ("apply", "relief")
@@ -329,13 +445,19 @@ def test_after_a_change_each_redeployed_job_logs_its_effect(inv_path, tmp_path):
     tick(watch, 1, {"job-A": A, "job-B": B_BEFORE})
     plan = tick(watch, 2, {"job-A": A, "job-B": B_AFTER})["proposal"]["plan_dir"]
     fleet = load_model(Path(plan) / "fleet.json", FleetDocument)
-    planned = {j.job: {(a.vertex_id, a.subtask): a.host for a in load_plan(Path(plan) / j.dir).assignment}
-               for j in fleet.jobs}
+    planned = {
+        j.job: {(a.vertex_id, a.subtask): a.host for a in load_plan(Path(plan) / j.dir).assignment} for j in fleet.jobs
+    }
     # as _act leaves it after `placement apply --plan` redeployed job-B only
     watch.tracks[1].pending_effect = (2, "flink-job-B", dict(watch.tracks[1].planned_links))
     assert watch.tracks[1].planned_links == pytest.approx({"rpi1": 1.0})
-    tick(watch, 3, {"job-A": A, "job-B": B_AFTER}, running={"job-A": RUNNING["job-A"], "job-B": planned["job-B"]},
-         job_ids={"job-B": "flink-job-B-2"})
+    tick(
+        watch,
+        3,
+        {"job-A": A, "job-B": B_AFTER},
+        running={"job-A": RUNNING["job-A"], "job-B": planned["job-B"]},
+        job_ids={"job-B": "flink-job-B-2"},
+    )
     (effect,) = [r for r in read_log(watch.o.log_path) if r["record"] == "effect"]
     assert (effect["job"], effect["decision"]) == ("job-B", 2)
     assert effect["links"]["rpi1"]["predicted_mbit"] == pytest.approx(1.0)
@@ -343,15 +465,25 @@ def test_after_a_change_each_redeployed_job_logs_its_effect(inv_path, tmp_path):
     assert effect["window"]["job_id"] == "flink-job-B-2" and watch.tracks[1].pending_effect is None
 
 
-@pytest.mark.parametrize(("demand", "measured", "above", "fits", "asked", "unmet"), [
-    (1.6, 1.0, True, {1.6: True}, [("tick-00007", 1.6)], False),
-    (1.6, 1.0, True, {1.6: False, 1.0: True}, [("tick-00007", 1.6), ("tick-00007-measured", 1.0)], True),
-    ({"a": 1.6, "b": 1.0}, {"a": 1.0, "b": 1.0}, True, {1.6: False, 1.0: False},
-     [("tick-00007", {"a": 1.6, "b": 1.0}), ("tick-00007-measured", {"a": 1.0, "b": 1.0})], True),
-    (1.0, 1.0, False, {1.0: False}, [("tick-00007", 1.0)], False),  # at the measured rates already: no second plan
-])
+@pytest.mark.parametrize(
+    ("demand", "measured", "above", "fits", "asked", "unmet"),
+    [
+        (1.6, 1.0, True, {1.6: True}, [("tick-00007", 1.6)], False),
+        (1.6, 1.0, True, {1.6: False, 1.0: True}, [("tick-00007", 1.6), ("tick-00007-measured", 1.0)], True),
+        (
+            {"a": 1.6, "b": 1.0},
+            {"a": 1.0, "b": 1.0},
+            True,
+            {1.6: False, 1.0: False},
+            [("tick-00007", {"a": 1.6, "b": 1.0}), ("tick-00007-measured", {"a": 1.0, "b": 1.0})],
+            True,
+        ),
+        (1.0, 1.0, False, {1.0: False}, [("tick-00007", 1.0)], False),  # at the measured rates already: no second plan
+    ],
+)
 def test_the_plan_for_the_demand_falls_back_to_the_measured_rates_only_when_it_does_not_fit(
-        tmp_path, demand, measured, above, fits, asked, unmet):
+    tmp_path, demand, measured, above, fits, asked, unmet
+):
     """One job's scale or each job's: the planner is asked at the demand, and again at the measured rates (its own
     directory) only when nothing fits the demand; the outcome says whether the demand went unmet."""
     calls = []

@@ -24,30 +24,70 @@ JOBS = {"watch-a": 100, "watch-b": 50}  # job name -> records/s of its source
 
 def inventory(path: Path, rest_url: str) -> Path:
     """The test cluster (TaskManagers ``server`` and ``rpi1``) with both jobs in ``jobs:``."""
-    path.write_text(yaml.safe_dump({
-        "version": 1, "name": "watch-fleet",
-        "hosts": [{"name": "server", "address": "127.0.0.1", "role": "server", "cores": 4, "memory": "4GiB"},
-                  {"name": "rpi1", "address": "127.0.0.2", "role": "edge", "model": "rpi4b"}],
-        "links": [{"from": "rpi1", "to": "server", "bandwidth": "50mbit"}],
-        "flink": {"rest_url": rest_url},
-        "job": {"name": "watch-a", "entry_class": IOT_SENSOR_JOB},
-        "jobs": [{"name": name, "program_args": ["--job-name", name, "--rate", str(rate)]}
-                 for name, rate in JOBS.items()],
-    }, sort_keys=False))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "version": 1,
+                "name": "watch-fleet",
+                "hosts": [
+                    {"name": "server", "address": "127.0.0.1", "role": "server", "cores": 4, "memory": "4GiB"},
+                    {"name": "rpi1", "address": "127.0.0.2", "role": "edge", "model": "rpi4b"},
+                ],
+                "links": [{"from": "rpi1", "to": "server", "bandwidth": "50mbit"}],
+                "flink": {"rest_url": rest_url},
+                "job": {"name": "watch-a", "entry_class": IOT_SENSOR_JOB},
+                "jobs": [
+                    {"name": name, "program_args": ["--job-name", name, "--rate", str(rate)]}
+                    for name, rate in JOBS.items()
+                ],
+            },
+            sort_keys=False,
+        )
+    )
     return path
 
 
 def test_two_jobs_are_collected_and_decided_on_together(flink_rest, lab_jobs_jar, tmp_path, capsys):
-    jobs = [submit_job(flink_rest, lab_jobs_jar, IOT_SENSOR_JOB,
-                       ["--job-name", name, "--rate", str(rate), "--parallelism", "1", "--window-ms", "2000"])
-            for name, rate in JOBS.items()]
+    jobs = [
+        submit_job(
+            flink_rest,
+            lab_jobs_jar,
+            IOT_SENSOR_JOB,
+            ["--job-name", name, "--rate", str(rate), "--parallelism", "1", "--window-ms", "2000"],
+        )
+        for name, rate in JOBS.items()
+    ]
     work = tmp_path / "watch"
     try:
         with pytest.raises(SystemExit) as done:
-            main(["watch", "--inventory", str(inventory(tmp_path / "inv.yaml", flink_rest.url)),
-                  *[a for name in JOBS for a in ("--job-name", name)], "--apply", "never", "--engine", "pandas",
-                  "--interval", "5", "--window", "6", "--flush", "2", "--sample", "1", "--keep", "60", "--warmup", "0",
-                  "--duration", "16", "--work-dir", str(work)])
+            main(
+                [
+                    "watch",
+                    "--inventory",
+                    str(inventory(tmp_path / "inv.yaml", flink_rest.url)),
+                    *[a for name in JOBS for a in ("--job-name", name)],
+                    "--apply",
+                    "never",
+                    "--engine",
+                    "pandas",
+                    "--interval",
+                    "5",
+                    "--window",
+                    "6",
+                    "--flush",
+                    "2",
+                    "--sample",
+                    "1",
+                    "--keep",
+                    "60",
+                    "--warmup",
+                    "0",
+                    "--duration",
+                    "16",
+                    "--work-dir",
+                    str(work),
+                ]
+            )
     finally:
         for job in jobs:
             with contextlib.suppress(PlacementError):
@@ -74,8 +114,10 @@ def test_two_jobs_are_collected_and_decided_on_together(flink_rest, lab_jobs_jar
             assert Path(windows[name]["snapshot"], "profile.json").is_file()
             assert Path(windows[name]["snapshot"]).parent == work / name / "windows"
     for name in JOBS:  # the meters move within the watch
-        assert max(next(iter(j["window"]["source_rates"].values())) for r in seen for j in r["jobs"]
-                   if j["job"] == name) > 0, name
+        assert (
+            max(next(iter(j["window"]["source_rates"].values())) for r in seen for j in r["jobs"] if j["job"] == name)
+            > 0
+        ), name
     # the pipe gets one line per decision, naming each job's rates; then the summary
     lines = out.strip().splitlines()
     assert len(lines) == len(records) + 1 and lines[-1].startswith(f"watch stopped after {len(records)} decisions")

@@ -51,9 +51,17 @@ def story(log: Path) -> None:
             print(r)
             continue
         w = r.get("window") or {}
-        print(r["record"], r.get("tick"), (r.get("decision") or {}).get("action"), (r.get("decision") or {}).get("reason"),
-              w.get("source_rates"), w.get("fresh_source_rates"),
-              [(x["host"], round(x["mbit"], 2)) for x in w.get("links", [])], r.get("apply"), r.get("notes"))
+        print(
+            r["record"],
+            r.get("tick"),
+            (r.get("decision") or {}).get("action"),
+            (r.get("decision") or {}).get("reason"),
+            w.get("source_rates"),
+            w.get("fresh_source_rates"),
+            [(x["host"], round(x["mbit"], 2)) for x in w.get("links", [])],
+            r.get("apply"),
+            r.get("notes"),
+        )
 
 
 class Terminal:
@@ -66,8 +74,14 @@ class Terminal:
         self.master, self.output = master, bytearray()
 
         # setsid --ctty: a session of its own whose controlling terminal is its stdin, the pseudo-terminal
-        self.proc = subprocess.Popen(["setsid", "--ctty", "--wait", *argv], stdin=slave, stdout=slave, stderr=slave,
-                                     env={**os.environ, "COLUMNS": "160"}, **kwargs)
+        self.proc = subprocess.Popen(
+            ["setsid", "--ctty", "--wait", *argv],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            env={**os.environ, "COLUMNS": "160"},
+            **kwargs,
+        )
         os.close(slave)
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -102,8 +116,14 @@ def test_steady_then_a_saturating_step_is_detected_asked_on_a_terminal_and_appli
     watch = None
     try:
         inventory = lab.lab_inventory(ROOT / "inventory" / "lab.yaml", tmp_path / "lab.yaml")
-        up = subprocess.run([PLACEMENT, "lab", "up", "--inventory", str(inventory), "--workdir", str(work)],
-                            check=False, capture_output=True, text=True, timeout=600, cwd=ROOT)
+        up = subprocess.run(
+            [PLACEMENT, "lab", "up", "--inventory", str(inventory), "--workdir", str(work)],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=ROOT,
+        )
         assert up.returncode == 0, up.stderr[-2000:]
         state = json.loads((work / "lab.json").read_text())
         rest = FlinkRest(state["rest_url"])
@@ -111,10 +131,36 @@ def test_steady_then_a_saturating_step_is_detected_asked_on_a_terminal_and_appli
         step_at = placed.clock_ms / 1000 + STEP_S
         assert step_at - time.time() > 100, "placing the job took too long for a steady phase before the step"
         watch = Terminal(
-            [PLACEMENT, "watch", "--inventory", str(placed.inventory), "--job-name", lab.JOB_NAME, "--apply", "ask",
-             "--interval", "10", "--window", "30", "--flush", "5", "--sample", "2", "--engine", "pandas",
-             "--cooldown", "60", "--settle", "5", "--work-dir", str(tmp_path / "watch"), "--log", str(log)],
-            cwd=ROOT)
+            [
+                PLACEMENT,
+                "watch",
+                "--inventory",
+                str(placed.inventory),
+                "--job-name",
+                lab.JOB_NAME,
+                "--apply",
+                "ask",
+                "--interval",
+                "10",
+                "--window",
+                "30",
+                "--flush",
+                "5",
+                "--sample",
+                "2",
+                "--engine",
+                "pandas",
+                "--cooldown",
+                "60",
+                "--settle",
+                "5",
+                "--work-dir",
+                str(tmp_path / "watch"),
+                "--log",
+                str(log),
+            ],
+            cwd=ROOT,
+        )
         applied, answered = None, 0
         while time.time() < step_at + 300 and applied is None:
             time.sleep(1)
@@ -122,8 +168,14 @@ def test_steady_then_a_saturating_step_is_detected_asked_on_a_terminal_and_appli
             if watch.prompts() > answered:  # the first proposal declined, the next accepted
                 watch.type("n\n" if answered == 0 else "y\n")
                 answered += 1
-            applied = next((r for r in (read_log(log) if log.exists() else []) if r["record"] == "decision"
-                            and r["apply"] and r["apply"]["status"] == "applied"), None)
+            applied = next(
+                (
+                    r
+                    for r in (read_log(log) if log.exists() else [])
+                    if r["record"] == "decision" and r["apply"] and r["apply"]["status"] == "applied"
+                ),
+                None,
+            )
         assert applied is not None and answered == 2
         applied_at = time.time()
 
@@ -146,8 +198,17 @@ def test_steady_then_a_saturating_step_is_detected_asked_on_a_terminal_and_appli
             time.sleep(2)
             assert watch.proc.poll() is None, watch.tail()
             decline_follow_ups()
-            checked = next((r for r in read_log(log) if r["record"] == "decision" and r["tick"] > applied["tick"]
-                            and r["window"] and any("applied plan was made for" in n for n in r["notes"])), None)
+            checked = next(
+                (
+                    r
+                    for r in read_log(log)
+                    if r["record"] == "decision"
+                    and r["tick"] > applied["tick"]
+                    and r["window"]
+                    and any("applied plan was made for" in n for n in r["notes"])
+                ),
+                None,
+            )
         assert checked is not None, "no warm window of the new job"
         watch.type("\x03")  # Ctrl-C on the watch's terminal
         assert watch.proc.wait(120) == 0, watch.tail()
@@ -157,11 +218,13 @@ def test_steady_then_a_saturating_step_is_detected_asked_on_a_terminal_and_appli
         records = [r for r in read_log(log) if r["record"] == "decision"]
         before = [r for r in records if r["at_ms"] < step_at * 1000]
         steady = [r for r in before if r["decision"]["action"] == "steady"]
-        print(f"before the step: {len(before)} decisions, {len(steady)} steady, "
-              f"{sum(1 for r in before if r['apply'])} applies; step -> decided {applied['at_ms'] / 1000 - step_at:.0f} "
-              f"s, applied {applied['at_ms'] / 1000 + applied['apply']['took_s'] - step_at:.0f} s (apply "
-              f"{applied['apply']['took_s']} s), source rate {rate:.0f}/s (target {2 * HIGH}) "
-              f"{restored_at - step_at:.0f} s after the step")
+        print(
+            f"before the step: {len(before)} decisions, {len(steady)} steady, "
+            f"{sum(1 for r in before if r['apply'])} applies; step -> decided {applied['at_ms'] / 1000 - step_at:.0f} "
+            f"s, applied {applied['at_ms'] / 1000 + applied['apply']['took_s'] - step_at:.0f} s (apply "
+            f"{applied['apply']['took_s']} s), source rate {rate:.0f}/s (target {2 * HIGH}) "
+            f"{restored_at - step_at:.0f} s after the step"
+        )
         assert len(steady) >= 2 and not any(r["apply"] for r in before)
         asked = [r for r in records if r["apply"]]
         statuses = [r["apply"]["status"] for r in asked]  # any after the apply are follow-ups the test declined
@@ -170,8 +233,9 @@ def test_steady_then_a_saturating_step_is_detected_asked_on_a_terminal_and_appli
         # relief (the running placement breaks an uplink under the new load) or cheaper with more room (it would
         # soon): either way the filter moves to the Pis and the uplinks carry a fraction of the raw readings
         p = applied["proposal"]
-        assert applied["decision"]["kind"] == "relief" or (applied["decision"]["kind"] == "cheaper"
-                                                           and p["planned_peak"] < p["current_peak"])
+        assert applied["decision"]["kind"] == "relief" or (
+            applied["decision"]["kind"] == "cheaper" and p["planned_peak"] < p["current_peak"]
+        )
         assert {d["kind"] for d in applied["drifts"]} & {"rate", "link", "backpressure"}
         assert p["planned_wan_mbit"] < 0.2 * p["current_wan_mbit"]
         # both sources at the new rate again (the schedule paces them: no catch-up burst)
@@ -183,12 +247,16 @@ def test_steady_then_a_saturating_step_is_detected_asked_on_a_terminal_and_appli
         made_for = scale * applied["window"]["source_rates"][lab.SOURCE]
         now = {**checked["window"]["source_rates"], **checked["window"]["fresh_source_rates"]}[lab.SOURCE]
         off = abs(now / made_for - 1)
-        print(f"applied plan made for {made_for:,.0f} records/s, first warm window {now:,.0f} ({off:+.0%}): "
-              f"{checked['decision']['reason']}")
+        print(
+            f"applied plan made for {made_for:,.0f} records/s, first warm window {now:,.0f} ({off:+.0%}): "
+            f"{checked['decision']['reason']}"
+        )
         if off > 0.10:
             # (plan.json keeps the rate scale to 3 decimals)
-            assert any(dr["kind"] == "rate" and dr["reference"] == pytest.approx(made_for, rel=1e-3)
-                       for dr in checked["drifts"])
+            assert any(
+                dr["kind"] == "rate" and dr["reference"] == pytest.approx(made_for, rel=1e-3)
+                for dr in checked["drifts"]
+            )
             if checked["decision"]["reason"] == "re-planned: the plan is already in effect":
                 assert checked["plan_in_effect"] == checked["proposal"]["plan_dir"] != p["plan_dir"]
         else:
@@ -197,7 +265,9 @@ def test_steady_then_a_saturating_step_is_detected_asked_on_a_terminal_and_appli
     finally:
         if watch is not None:
             watch.kill()
-        subprocess.run([PLACEMENT, "lab", "down", "--workdir", str(work)], check=False, capture_output=True, timeout=300)
+        subprocess.run(
+            [PLACEMENT, "lab", "down", "--workdir", str(work)], check=False, capture_output=True, timeout=300
+        )
         story(log)  # after the lab is down: nothing it could raise may leave the lab behind
     left = leftovers(work)
     assert left == {"namespaces": [], "links": [], "cgroups": [], "pids": []}, left

@@ -28,8 +28,13 @@ class NoPlan(Exception):
     """A Pi has no plan that fits its own rows (the compact form's elastic re-solve explains it)."""
 
 
-def _pool_rows(problem: PlacementProblem, pools: list[Pool], places: dict[SubtaskKey, list[str]],
-               pool_index: dict[str, int], shrink: dict[int, float]) -> dict[RowKey, float]:
+def _pool_rows(
+    problem: PlacementProblem,
+    pools: list[Pool],
+    places: dict[SubtaskKey, list[str]],
+    pool_index: dict[str, int],
+    shrink: dict[int, float],
+) -> dict[RowKey, float]:
     """The pool rows that can bind (everything that may go to the pool exceeds it): key -> capacity."""
     most: dict[RowKey, float] = defaultdict(float)
     for s in problem.subtasks:
@@ -40,9 +45,14 @@ def _pool_rows(problem: PlacementProblem, pools: list[Pool], places: dict[Subtas
             most[("cpu", k)] += families.pool_cpu_need(s)
             most[("memory", k)] += families.memory_need(s)
             most[("slots", k, families.slot_group(problem, s))] += 1
-    full = [{"cpu": families.pool_cpu_room(problem, p.members),  # per pool, in server cores
-             "memory": families.pool_memory_room(problem, p.members),
-             "slots": sum(h.slots for h in p.members)} for p in pools]
+    full = [
+        {
+            "cpu": families.pool_cpu_room(problem, p.members),  # per pool, in server cores
+            "memory": families.pool_memory_room(problem, p.members),
+            "slots": sum(h.slots for h in p.members),
+        }
+        for p in pools
+    ]
     rows = {}
     for key, total in most.items():
         factor = shrink.get(key[1], 1.0)
@@ -54,8 +64,7 @@ def _pool_rows(problem: PlacementProblem, pools: list[Pool], places: dict[Subtas
     return rows
 
 
-def column_form(problem: PlacementProblem, hm: Homes, pools: list[Pool], shrink: dict[int, float],
-                   mode: str) -> Built:
+def column_form(problem: PlacementProblem, hm: Homes, pools: list[Pool], shrink: dict[int, float], mode: str) -> Built:
     """One binary per Pi and plan (:mod:`.plans`), one plan per Pi, the pools' rows over all
     of them, and the latency rows ``d[U→V] ≥ delay(h)·Σ_{plans of h crossing U→V} z``."""
     pool_index = {pool_name(p): k for k, p in enumerate(pools)}
@@ -113,7 +122,11 @@ def column_form(problem: PlacementProblem, hm: Homes, pools: list[Pool], shrink:
         ks = [pool_index[n] for n in places[s.key]]
         const["cpu"] += s.server_cores
         if len(ks) == 1:
-            for resource, v in (("cpu", families.pool_cpu_need(s)), ("memory", families.memory_need(s)), ("slots", 1.0)):
+            for resource, v in (
+                ("cpu", families.pool_cpu_need(s)),
+                ("memory", families.memory_need(s)),
+                ("slots", 1.0),
+            ):
                 full = (resource, ks[0]) if resource != "slots" else (resource, ks[0], slot_group(s))
                 if full in rows_cap:
                     usage_const[full] += v
@@ -122,8 +135,11 @@ def column_form(problem: PlacementProblem, hm: Homes, pools: list[Pool], shrink:
         x_of[s.key] = list(zip(cols.tolist(), ks))
         rows.add([(int(c), 1.0) for c in cols], 1.0, 1.0)
         for c, k in zip(cols.tolist(), ks):
-            for key, v in ((("cpu", k), families.pool_cpu_need(s)), (("memory", k), families.memory_need(s)),
-                           (("slots", k, slot_group(s)), 1.0)):
+            for key, v in (
+                (("cpu", k), families.pool_cpu_need(s)),
+                (("memory", k), families.memory_need(s)),
+                (("slots", k, slot_group(s)), 1.0),
+            ):
                 if key in rows_cap:
                     usage_terms[key].append((c, v))
     for key, capacity in rows_cap.items():
@@ -156,12 +172,12 @@ def column_form(problem: PlacementProblem, hm: Homes, pools: list[Pool], shrink:
 
     decided = sum(1 for z in z_of if z is None)
     detail = f": {sum(len(p.keep) for p in plans)} plans for {len(plans)} Pis, {decided} of them decided alone"
-    return Built(mip, staged(problem, mode, (wan, const["wan"]), (cpu, const["cpu"]), latc), decode, "column",
-                  detail)
+    return Built(mip, staged(problem, mode, (wan, const["wan"]), (cpu, const["cpu"]), latc), decode, "column", detail)
 
 
-def _column_latency(problem: PlacementProblem, plans: list[PiPlans], z_of: list[np.ndarray | None], mip: SparseMip,
-                    rows: Rows) -> list[tuple[int, float]]:
+def _column_latency(
+    problem: PlacementProblem, plans: list[PiPlans], z_of: list[np.ndarray | None], mip: SparseMip, rows: Rows
+) -> list[tuple[int, float]]:
     """``d[U→V] ≥ delay(h)·Σ_{plans of h that cross U→V} z`` per Pi whose plans differ; the delay of a Pi every plan
     of which crosses is the column's lower bound."""
     floor: dict[int, float] = defaultdict(float)

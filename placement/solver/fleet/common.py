@@ -58,10 +58,16 @@ class Built:
     detail: str = ""
 
 
-def staged(problem: PlacementProblem, mode: str, wan: tuple[np.ndarray, float], cpu: tuple[np.ndarray, float],
-           latc: np.ndarray) -> list[tuple[str, np.ndarray, float]]:
+def staged(
+    problem: PlacementProblem, mode: str, wan: tuple[np.ndarray, float], cpu: tuple[np.ndarray, float], latc: np.ndarray
+) -> list[tuple[str, np.ndarray, float]]:
     if mode == "weighted":
         w = problem.policy.weights
-        return [("weighted", w.wan * wan[0] + w.server_cpu * cpu[0] + w.latency * latc,
-                 w.wan * wan[1] + w.server_cpu * cpu[1])]
+        return [
+            (
+                "weighted",
+                w.wan * wan[0] + w.server_cpu * cpu[0] + w.latency * latc,
+                w.wan * wan[1] + w.server_cpu * cpu[1],
+            )
+        ]
     return [("wan", wan[0], wan[1]), ("server_cpu", cpu[0], cpu[1]), ("latency", latc, 0.0)]

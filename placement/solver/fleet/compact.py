@@ -42,7 +42,9 @@ class CompactModel:
     on_edge: dict[str, list[tuple[Subtask, int | None]]] = field(default_factory=lambda: defaultdict(list))
     on_pool: dict[int, list[tuple[Subtask, int | None]]] = field(default_factory=lambda: defaultdict(list))
     slack: dict[tuple[str, ...], tuple[int, float]] = field(default_factory=dict)  # name -> (column, capacity)
-    pool_shrink: dict[int, float] = field(default_factory=dict)  # pool -> factor on its capacities (after a failed pack)
+    pool_shrink: dict[int, float] = field(
+        default_factory=dict
+    )  # pool -> factor on its capacities (after a failed pack)
     floors: dict[int, float] = field(default_factory=dict)  # latency column -> delay every plan crosses
 
     def column(self, key: SubtaskKey, place: str) -> int | bool:
@@ -65,9 +67,9 @@ def _places(m: CompactModel) -> None:
             first = m.mip.add_cols(len(names))[0]
             cols = list(range(first, first + len(names)))
         m.places[s.key] = list(zip(names, cols))
-        for name, col in zip(names[:len(m.homes.edge[s.key])], cols):
+        for name, col in zip(names[: len(m.homes.edge[s.key])], cols):
             m.on_edge[name].append((s, col))
-        for p, col in zip(pools, cols[len(m.homes.edge[s.key]):]):
+        for p, col in zip(pools, cols[len(m.homes.edge[s.key]) :]):
             m.on_pool[p].append((s, col))
 
 
@@ -91,12 +93,14 @@ def no_data_down_to_edge(m: CompactModel, sink: ColumnSink) -> None:
                     local[h].append((j, col))
         for h, receivers in local.items():
             all_form = ch.all_to_all and families.all_form_is_smaller(ch.n_up, len(receivers))
-            families.data_down_subtasks(sink, ch, h, _sender(m, ch.source, h), [(j, [(v, 1.0)]) for j, v in receivers],
-                                        all_form=all_form)
+            families.data_down_subtasks(
+                sink, ch, h, _sender(m, ch.source, h), [(j, [(v, 1.0)]) for j, v in receivers], all_form=all_form
+            )
 
 
 def _sender(m: CompactModel, vid: str, host: str) -> Callable[[int], families.Terms]:
     """Subtask ``i`` of ``vid`` on ``host`` as terms: its column, fixed there (None: 1), or none."""
+
     def terms(i: int) -> families.Terms:
         col = m.column((vid, i), host)
         return [] if col is False else [(None, 1.0)] if col is True else [(col, 1.0)]
@@ -211,9 +215,9 @@ def latency(m: CompactModel, rows: Rows) -> list[tuple[int, float]]:
     return terms
 
 
-def build_compact(problem: PlacementProblem, hm: Homes, pools: list[Pool], *, elastic: bool,
-                  shrink: dict[int, float] | None = None
-                  ) -> tuple[CompactModel, dict[SubtaskKey, float], list[tuple[int, float]]]:
+def build_compact(
+    problem: PlacementProblem, hm: Homes, pools: list[Pool], *, elastic: bool, shrink: dict[int, float] | None = None
+) -> tuple[CompactModel, dict[SubtaskKey, float], list[tuple[int, float]]]:
     """The compact form: a column per subtask and place (the fallback, and the elastic re-solve)."""
     m = CompactModel(problem, hm, pools, elastic=elastic, pool_shrink=dict(shrink or {}))
     _places(m)
@@ -235,8 +239,9 @@ def compact_form(problem: PlacementProblem, hm: Homes, pools: list[Pool], shrink
     return Built(m.mip, _stage_costs(m, net, lat, mode), lambda values: _assignment(m, values), "compact")
 
 
-def _stage_costs(m: CompactModel, net: dict[SubtaskKey, float], lat: list[tuple[int, float]],
-                 mode: str) -> list[tuple[str, np.ndarray, float]]:
+def _stage_costs(
+    m: CompactModel, net: dict[SubtaskKey, float], lat: list[tuple[int, float]], mode: str
+) -> list[tuple[str, np.ndarray, float]]:
     """(name, cost vector, constant) per stage."""
     n = m.mip.n_cols
     wan, wan_c = wan_cost(m, net)
@@ -263,8 +268,9 @@ def _fix_floors(m: CompactModel) -> None:
     m.mip.col_lower = [lower]
 
 
-def infeasible_result(problem: PlacementProblem, hm: Homes, pools: list[Pool], options: SolverOptions,
-                      stages: list[Stage], mode: str) -> PlanResult:
+def infeasible_result(
+    problem: PlacementProblem, hm: Homes, pools: list[Pool], options: SolverOptions, stages: list[Stage], mode: str
+) -> PlanResult:
     """Elastic re-solve of the same model: a slack per capacity row, ``min Σ slack/capacity`` (as
     :mod:`placement.solver.elastic`), reported as shortages of links, hosts and server pools."""
     m, _, _ = build_compact(problem, hm, pools, elastic=True)
@@ -272,8 +278,9 @@ def infeasible_result(problem: PlacementProblem, hm: Homes, pools: list[Pool], o
     for col, capacity in m.slack.values():
         cost[col] = 1.0 / capacity
     h = m.mip.build(cost)
-    info = highs_model.solve(h, time_limit=options.time_limit, gap=options.gap, threads=options.threads,
-                             verbose=options.verbose)
+    info = highs_model.solve(
+        h, time_limit=options.time_limit, gap=options.gap, threads=options.threads, verbose=options.verbose
+    )
     if info.objective is None:
         reason = f"no placement fits, and the elastic re-solve found no explanation ({info.status})"
         return PlanResult("ilp", "infeasible", None, None, stages=tuple(stages), reason=reason, objective_mode=mode)
@@ -285,11 +292,22 @@ def infeasible_result(problem: PlacementProblem, hm: Homes, pools: list[Pool], o
     with contextlib.suppress(Infeasible):
         shortages = thread_causes(problem, homes(problem, thread=False).as_domain(), as_hosts) + shortages
     reason = "; ".join([s.message for s in shortages] or ["no placement fits"])
-    return PlanResult("ilp", "infeasible", None, None, stages=tuple(stages), shortages=shortages, causes=causes,
-                      reason="; ".join((reason, *causes)), objective_mode=mode)
+    return PlanResult(
+        "ilp",
+        "infeasible",
+        None,
+        None,
+        stages=tuple(stages),
+        shortages=shortages,
+        causes=causes,
+        reason="; ".join((reason, *causes)),
+        objective_mode=mode,
+    )
 
 
-def _shortages(problem: PlacementProblem, pools: list[Pool], slack: dict[tuple[str, ...], float]) -> tuple[Shortage, ...]:
+def _shortages(
+    problem: PlacementProblem, pools: list[Pool], slack: dict[tuple[str, ...], float]
+) -> tuple[Shortage, ...]:
     hosts = problem.host_by_name
     by_name = {pool_name(p): p for p in pools}
     out = []
@@ -299,24 +317,39 @@ def _shortages(problem: PlacementProblem, pools: list[Pool], slack: dict[tuple[s
         kind, where = name[0], name[1]
         if where in by_name and where not in hosts:  # a pool of several servers
             members = by_name[where].members
-            usable = {"cpu": families.pool_cpu_room(problem, members),
-                      "memory": families.pool_memory_room(problem, members),
-                      "slots": float(sum(h.slots for h in members))}[kind]
-            capacity = {"cpu": sum(h.cores * h.speed for h in members), "memory": sum(h.memory_mib for h in members),
-                        "slots": usable}[kind]
+            usable = {
+                "cpu": families.pool_cpu_room(problem, members),
+                "memory": families.pool_memory_room(problem, members),
+                "slots": float(sum(h.slots for h in members)),
+            }[kind]
+            capacity = {
+                "cpu": sum(h.cores * h.speed for h in members),
+                "memory": sum(h.memory_mib for h in members),
+                "slots": usable,
+            }[kind]
             resource = f"{where} ({', '.join(h.name for h in members)})"
         else:
             h = hosts[where]
-            usable = {"link": families.uplink_room(problem, h), "cpu": families.cpu_room(problem, h),
-                      "memory": families.memory_room(problem, h), "slots": float(h.slots)}[kind]
-            capacity = {"link": h.uplink_mbit or 0.0, "cpu": h.cores, "memory": h.memory_mib, "slots": float(h.slots)}[kind]
+            usable = {
+                "link": families.uplink_room(problem, h),
+                "cpu": families.cpu_room(problem, h),
+                "memory": families.memory_room(problem, h),
+                "slots": float(h.slots),
+            }[kind]
+            capacity = {"link": h.uplink_mbit or 0.0, "cpu": h.cores, "memory": h.memory_mib, "slots": float(h.slots)}[
+                kind
+            ]
             resource = f"{where}→{h.uplink_to}" if kind == "link" else where
         detail, running = "", ""
         if kind == "slots" and name[2] in problem.vertex_names:
             detail = f" for {problem.vertex_names[name[2]]}"
         if where in hosts:  # jobs already running there (plan --running): name them
-            what, unit = {"link": ("mbit", " Mbit/s"), "cpu": ("cores", ""), "memory": ("memory_mib", " MiB"),
-                          "slots": ("slots", "")}[kind]
+            what, unit = {
+                "link": ("mbit", " Mbit/s"),
+                "cpu": ("cores", ""),
+                "memory": ("memory_mib", " MiB"),
+                "slots": ("slots", ""),
+            }[kind]
             running = running_note(hosts[where], what, unit)
             if kind == "slots":
                 capacity += hosts[where].running_total("slots")

@@ -89,9 +89,15 @@ def _pareto(attrs: np.ndarray) -> np.ndarray:
     return np.flatnonzero(~dominated)
 
 
-def pi_plans(problem: PlacementProblem, host: str, placed: list[tuple[Subtask, list[tuple[str, int | None]]]],
-             pool_of_place: dict[str, int], net: dict[SubtaskKey, float], pool_rows: dict[RowKey, float],
-             latency_channels: dict[str, list[int]]) -> PiPlans:
+def pi_plans(
+    problem: PlacementProblem,
+    host: str,
+    placed: list[tuple[Subtask, list[tuple[str, int | None]]]],
+    pool_of_place: dict[str, int],
+    net: dict[SubtaskKey, float],
+    pool_rows: dict[RowKey, float],
+    latency_channels: dict[str, list[int]],
+) -> PiPlans:
     """The Pi's feasible, undominated plans. ``placed``: its subtasks with their places; ``pool_rows``: the pool rows
     that can bind (key -> capacity; keys ``("cpu", k)``, ``("memory", k)``, ``("slots", k, group)``);
     ``latency_channels``: per source vertex, the channels on source→sink paths (those the latency term counts)."""
@@ -173,12 +179,22 @@ def pi_plans(problem: PlacementProblem, host: str, placed: list[tuple[Subtask, l
     crossing = _crossings(problem, host, local, fixed, keep, latency_channels) if h.uplink_delay_ms > 0 else {}
     attrs = [wan, cpu_off, *usage.values(), *(c.astype(float) for c in crossing.values())]
     best = _pareto(np.column_stack(attrs)) if len(keep) else np.arange(0)
-    return PiPlans(host, tuple(local), tuple(local_pool), tuple(fixed), keep[best], wan[best], cpu_off[best],
-                   {k: v[best] for k, v in usage.items()}, {c: v[best] for c, v in crossing.items()})
+    return PiPlans(
+        host,
+        tuple(local),
+        tuple(local_pool),
+        tuple(fixed),
+        keep[best],
+        wan[best],
+        cpu_off[best],
+        {k: v[best] for k, v in usage.items()},
+        {c: v[best] for c, v in crossing.items()},
+    )
 
 
-def _job_slots(problem: PlacementProblem, keep: np.ndarray, groups: dict[str, list[int]],
-               fixed_groups: dict[str, int]) -> np.ndarray:
+def _job_slots(
+    problem: PlacementProblem, keep: np.ndarray, groups: dict[str, list[int]], fixed_groups: dict[str, int]
+) -> np.ndarray:
     """Per plan: the slots it fills when several jobs share the Pi — each job as many as its most numerous vertex
     here, jobs added up (a slot never holds two jobs' subtasks)."""
     per_job: dict[str, np.ndarray] = {}
@@ -190,8 +206,14 @@ def _job_slots(problem: PlacementProblem, keep: np.ndarray, groups: dict[str, li
     return sum(per_job.values(), np.zeros(len(keep)))
 
 
-def _crossings(problem: PlacementProblem, host: str, local: list[Subtask], fixed: list[Subtask], keep: np.ndarray,
-               channels: dict[str, list[int]]) -> dict[int, np.ndarray]:
+def _crossings(
+    problem: PlacementProblem,
+    host: str,
+    local: list[Subtask],
+    fixed: list[Subtask],
+    keep: np.ndarray,
+    channels: dict[str, list[int]],
+) -> dict[int, np.ndarray]:
     """Per channel: does the plan send any of it up the uplink — some ``u_i`` here whose receiver ``v_j`` is not (on an
     all-to-all edge: not all of ``V`` is here), as the exact model's latency rows."""
     index = {s.key: n for n, s in enumerate(local)}

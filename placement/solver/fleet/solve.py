@@ -30,8 +30,9 @@ def solve_decomposed(problem: PlacementProblem, options: SolverOptions = SolverO
     """The plan of the Pi-local model over server pools, packed onto the servers (see the module doc)."""
     mode = options.objective or problem.policy.objective
     if problem.whole_vertices:
-        raise PlacementError("the decomposition does not cover vanilla placement mode (whole operators per host): "
-                             "use --method exact")
+        raise PlacementError(
+            "the decomposition does not cover vanilla placement mode (whole operators per host): use --method exact"
+        )
     started = time.monotonic()
     deadline = None if options.time_limit is None else started + options.time_limit
     try:
@@ -62,13 +63,16 @@ def solve_decomposed(problem: PlacementProblem, options: SolverOptions = SolverO
                 return infeasible_result(problem, hm, pools, options, stages, mode)
             break
         if values is None:
-            raise PlacementError(f"HiGHS found no placement within the time limit ({stages[0].info.status}); "
-                                 "raise --time-limit")
+            raise PlacementError(
+                f"HiGHS found no placement within the time limit ({stages[0].info.status}); raise --time-limit"
+            )
         pooled = built.decode(values)
         assignment, failed = _unpack(problem, pooled, pools, deadline)
         if assignment is not None:
-            notes.append(f"decomposed ({built.form} form{built.detail}; {_count(len(pools), 'server pool')}; "
-                         f"model {t1 - t0:.1f} s, stages {t2 - t1:.1f} s, packing {time.perf_counter() - t2:.1f} s)")
+            notes.append(
+                f"decomposed ({built.form} form{built.detail}; {_count(len(pools), 'server pool')}; "
+                f"model {t1 - t0:.1f} s, stages {t2 - t1:.1f} s, packing {time.perf_counter() - t2:.1f} s)"
+            )
             return _result(problem, assignment, stages, first_bounds, mode, notes, attempt)
         if len(problem.subtasks) <= EXACT_FALLBACK_SUBTASKS:  # small enough for the reference: it settles it
             result = solve(problem, options)
@@ -76,18 +80,25 @@ def solve_decomposed(problem: PlacementProblem, options: SolverOptions = SolverO
             return replace(result, notes=(*result.notes, note))
         for k, short in failed.items():  # tighten the pools that did not pack by what was left over, and retry
             shrink[k] = shrink.get(k, 1.0) * (1.0 - max(short, 0.005))
-        notes.append(f"the pooled plan did not pack onto the servers of {', '.join(pool_name(pools[k]) for k in failed)};"
-                     " re-solved with those pools tightened")
-    raise PlacementError("the decomposition's plans did not pack onto the servers after "
-                         f"{MAX_REPACKS} tightenings: use --method exact")
+        notes.append(
+            f"the pooled plan did not pack onto the servers of {', '.join(pool_name(pools[k]) for k in failed)};"
+            " re-solved with those pools tightened"
+        )
+    raise PlacementError(
+        f"the decomposition's plans did not pack onto the servers after {MAX_REPACKS} tightenings: use --method exact"
+    )
 
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def _unpack(problem: PlacementProblem, pooled: dict[SubtaskKey, str], pools: list[Pool], deadline: float | None,
-            ) -> tuple[dict[SubtaskKey, str] | None, dict[int, float]]:
+def _unpack(
+    problem: PlacementProblem,
+    pooled: dict[SubtaskKey, str],
+    pools: list[Pool],
+    deadline: float | None,
+) -> tuple[dict[SubtaskKey, str] | None, dict[int, float]]:
     """Pack each pool onto its servers; (assignment, {}) or (None, {pool: share of its load left over})."""
     names = {pool_name(p): k for k, p in enumerate(pools)}
     by_pool: dict[int, list[Subtask]] = defaultdict(list)
@@ -109,19 +120,28 @@ def _unpack(problem: PlacementProblem, pooled: dict[SubtaskKey, str], pools: lis
     return (out, {}) if not failed else (None, failed)
 
 
-def _result(problem: PlacementProblem, assignment: dict[SubtaskKey, str], stages: list[Stage], first: list[Stage],
-            mode: str, notes: list[str], attempt: int) -> PlanResult:
+def _result(
+    problem: PlacementProblem,
+    assignment: dict[SubtaskKey, str],
+    stages: list[Stage],
+    first: list[Stage],
+    mode: str,
+    notes: list[str],
+    attempt: int,
+) -> PlanResult:
     cost = evaluate(problem, assignment)
     if not cost.feasible:
         raise PlacementError(f"internal error: the decomposition's plan breaks a rule: {cost.violations[0]}")
     if attempt:  # the bound of the untightened model is the valid one; the gap is measured against it
         stages = [Stage(st.name, _rebound(st.info, fb.info, n == 0)) for n, (st, fb) in enumerate(zip(stages, first))]
     status: Literal["optimal", "feasible"] = (
-        "optimal" if stages and all(st.info.status == "optimal" for st in stages) else "feasible")
+        "optimal" if stages and all(st.info.status == "optimal" for st in stages) else "feasible"
+    )
     unfinished = [st.name for st in stages if st.info.objective is None]
     if unfinished:
-        notes.append(f"stage {unfinished[0]} found no solution within the time limit; the plan optimises the earlier "
-                     "stages")
+        notes.append(
+            f"stage {unfinished[0]} found no solution within the time limit; the plan optimises the earlier stages"
+        )
         status = "feasible"
     return PlanResult("ilp", status, assignment, cost, stages=tuple(stages), objective_mode=mode, notes=tuple(notes))
 

@@ -15,11 +15,17 @@ from placement.solver.fleet.common import Built
 from placement.solver.highs_model import INF, SparseMip
 from placement.solver.result import SolverOptions, Stage
 
-Relaxed: TypeAlias = tuple[float, np.ndarray, np.ndarray]  # an LP relaxation's (objective, column values, reduced costs)
+Relaxed: TypeAlias = tuple[
+    float, np.ndarray, np.ndarray
+]  # an LP relaxation's (objective, column values, reduced costs)
 
 
-def run_stages(built: Built, tol: float, options: SolverOptions, deadline: float | None,
-               ) -> tuple[list[Stage], np.ndarray | None]:
+def run_stages(
+    built: Built,
+    tol: float,
+    options: SolverOptions,
+    deadline: float | None,
+) -> tuple[list[Stage], np.ndarray | None]:
     h = built.mip.build(built.costs[0][1], built.costs[0][2])
     stages: list[Stage] = []
     values = None
@@ -65,8 +71,13 @@ def _fix_by_reduced_cost(h: highspy.Highs, mip: SparseMip, relaxed: Relaxed, kee
         h.changeColsBounds(len(one), one.astype(np.int32), np.ones(len(one)), np.ones(len(one)))
 
 
-def _latency_of(h: highspy.Highs, mip: SparseMip, cost: np.ndarray, values: np.ndarray, options: SolverOptions,
-                ) -> tuple[SolveInfo | None, np.ndarray | None]:
+def _latency_of(
+    h: highspy.Highs,
+    mip: SparseMip,
+    cost: np.ndarray,
+    values: np.ndarray,
+    options: SolverOptions,
+) -> tuple[SolveInfo | None, np.ndarray | None]:
     """The latency term of the previous stage's plan (its integer columns fixed) against the bound every plan has:
     each edge's delay column at its lower bound, the delay of the Pis that cannot avoid crossing it. When they meet
     (within ``options.gap``) the stage needs no solve; else this is the fallback when the solve runs out of time."""
@@ -76,8 +87,7 @@ def _latency_of(h: highspy.Highs, mip: SparseMip, cost: np.ndarray, values: np.n
     lower, upper = np.asarray(lp_now.col_lower_), np.asarray(lp_now.col_upper_)
     fixed = np.round(values[integer])
     h.changeColsBounds(len(integer), integer.astype(np.int32), fixed, fixed)
-    info = highs_model.solve(h, time_limit=None, gap=options.gap, threads=options.threads,
-                             verbose=options.verbose)
+    info = highs_model.solve(h, time_limit=None, gap=options.gap, threads=options.threads, verbose=options.verbose)
     x = np.asarray(h.getSolution().col_value) if info.objective is not None else None
     h.changeColsBounds(len(integer), integer.astype(np.int32), lower[integer], upper[integer])
     if info.objective is None:
@@ -91,9 +101,12 @@ def _latency_of(h: highspy.Highs, mip: SparseMip, cost: np.ndarray, values: np.n
 FULL_MIP_COLUMNS = 50_000  # up to this many free binaries a fractional stage also gets the full MIP (time allowing)
 
 
-
-def _relax_and_round(h: highspy.Highs, mip: SparseMip, options: SolverOptions, deadline: float | None,
-                     ) -> tuple[SolveInfo, np.ndarray | None, Relaxed | None]:
+def _relax_and_round(
+    h: highspy.Highs,
+    mip: SparseMip,
+    options: SolverOptions,
+    deadline: float | None,
+) -> tuple[SolveInfo, np.ndarray | None, Relaxed | None]:
     """Solve the stage's LP relaxation (its objective is the stage's lower bound: the column form's is the
     Dantzig-Wolfe bound, each Pi's plans convexified), then the MIP over the columns the LP left fractional with every
     integral one fixed. Small models whose rounded plan is not within ``options.gap`` of the bound also get the full
@@ -105,8 +118,7 @@ def _relax_and_round(h: highspy.Highs, mip: SparseMip, options: SolverOptions, d
 
     h.setOptionValue("solve_relaxation", True)
     h.setOptionValue("solver", "ipm")  # the latency stage's LP: seconds with the interior point method, minutes simplex
-    lp = highs_model.solve(h, time_limit=left(), gap=options.gap, threads=options.threads,
-                             verbose=options.verbose)
+    lp = highs_model.solve(h, time_limit=left(), gap=options.gap, threads=options.threads, verbose=options.verbose)
     h.setOptionValue("solver", "choose")
     h.setOptionValue("solve_relaxation", False)
     if lp.objective is None:
@@ -118,14 +130,12 @@ def _relax_and_round(h: highspy.Highs, mip: SparseMip, options: SolverOptions, d
     frac = integer & (np.abs(x - np.round(x)) > 1e-6)
     bound = lp.objective
     if not frac.any():
-        return (SolveInfo("highs", "optimal", lp.objective, bound, 0.0, time.perf_counter() - started), x,
-                relaxed)
+        return (SolveInfo("highs", "optimal", lp.objective, bound, 0.0, time.perf_counter() - started), x, relaxed)
     lp_now = h.getLp()
     lower, upper = np.asarray(lp_now.col_lower_), np.asarray(lp_now.col_upper_)
     fix = np.flatnonzero(integer & ~frac)
     h.changeColsBounds(len(fix), fix.astype(np.int32), np.round(x[fix]), np.round(x[fix]))
-    rounded = highs_model.solve(h, time_limit=left(), gap=options.gap, threads=options.threads,
-                             verbose=options.verbose)
+    rounded = highs_model.solve(h, time_limit=left(), gap=options.gap, threads=options.threads, verbose=options.verbose)
     best = (rounded.objective, np.asarray(h.getSolution().col_value)) if rounded.objective is not None else None
     h.changeColsBounds(len(fix), fix.astype(np.int32), lower[fix], upper[fix])
     gap = None if best is None else relative_gap(best[0], bound)
@@ -133,8 +143,9 @@ def _relax_and_round(h: highspy.Highs, mip: SparseMip, options: SolverOptions, d
     if free <= FULL_MIP_COLUMNS and (gap is None or gap > options.gap):
         if best is not None:
             h.setSolution(highspy_solution(h, best[1]))
-        full = highs_model.solve(h, time_limit=left(), gap=options.gap, threads=options.threads,
-                             verbose=options.verbose)
+        full = highs_model.solve(
+            h, time_limit=left(), gap=options.gap, threads=options.threads, verbose=options.verbose
+        )
         if full.objective is not None and (best is None or full.objective < best[0]):
             best = (full.objective, np.asarray(h.getSolution().col_value))
         if full.bound is not None:
@@ -142,8 +153,7 @@ def _relax_and_round(h: highspy.Highs, mip: SparseMip, options: SolverOptions, d
     seconds = time.perf_counter() - started
     if best is None:  # the full MIP proved there is none (its LP relaxation had one: a thread, a slot split by it)
         proven = free <= FULL_MIP_COLUMNS and full.status == "infeasible"
-        return (SolveInfo("highs", "infeasible" if proven else "not solved", None, None, None, seconds),
-                None, relaxed)
+        return (SolveInfo("highs", "infeasible" if proven else "not solved", None, None, None, seconds), None, relaxed)
     gap = relative_gap(best[0], bound)
     status = "optimal" if gap <= options.gap else "feasible"
     return SolveInfo("highs", status, best[0], bound, gap, seconds), best[1], relaxed

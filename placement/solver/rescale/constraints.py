@@ -81,8 +81,9 @@ def _pointwise_down(m: RescaleModel, n: int, ch: Channel, h: str) -> None:
                 families.data_down(m.sink, _terms(down), _terms(m.z_of(u, p, h)), f"fwd_{n}_{h}_{p}")
         return
     receivers = [(s.index, [(x, 1.0)]) for s in m.subtasks(v) if (x := m.x_of(s.key, h)) is not None]
-    families.data_down_subtasks(m.sink, ch, f"{n}_{h}", lambda i: _terms(m.x_of((u, i), h)), receivers,
-                                all_form=False, pair="fwd")
+    families.data_down_subtasks(
+        m.sink, ch, f"{n}_{h}", lambda i: _terms(m.x_of((u, i), h)), receivers, all_form=False, pair="fwd"
+    )
 
 
 def _all_down(m: RescaleModel, n: int, ch: Channel, h: str) -> None:
@@ -94,8 +95,11 @@ def _all_down(m: RescaleModel, n: int, ch: Channel, h: str) -> None:
     if m.is_rescalable(v):  # lazily: any[v, h] comes with a row of its own, written after the senders' rows
         downs = (("", [(m.occupied(v, h), 1.0)]) for _ in range(1))
     else:
-        downs = ((f"_{s.index}", [(x, 1.0)]) for s in m.subtasks(v)
-                 if (x := m.x_of(s.key, h)) is not None and len(ch.senders(s.index)) > 0)
+        downs = (
+            (f"_{s.index}", [(x, 1.0)])
+            for s in m.subtasks(v)
+            if (x := m.x_of(s.key, h)) is not None and len(ch.senders(s.index)) > 0
+        )
     families.data_down_all(m.sink, f"{n}_{h}", f"all_up_{n}_{h}", ups, downs)
 
 
@@ -124,6 +128,7 @@ def task_slots(m: RescaleModel) -> None:
     without: ``Σ_v n[v, h] ≤ slots(h)`` (:func:`placement.solver.families.slots`; a row binds when the most instances
     the choices allow there exceed the slots)."""
     for h in m.ref.hosts:
+
         def most(group: str, host: str = h.name) -> float:
             members = [group] if m.ref.slot_sharing else list(m.ref.vertex_order)
             return sum(m.most(vid, host) for vid in members)
@@ -154,8 +159,9 @@ def wan_bandwidth(m: RescaleModel) -> None:
 def job_uplink_budget(m: RescaleModel) -> None:
     """``W_{J,h} ≤ s_{J,h}·η·bandwidth(h)`` for every job with a share of an uplink
     (:func:`placement.solver.families.uplink_budget`; ``W_{J,h}`` of :func:`.objectives.wan_mbit` over ``J``)."""
-    families.uplink_budgets(m.sink, m.ref, lambda host, job: families.terms_of(
-        objectives.wan_mbit(m, host, frozenset({job}))))
+    families.uplink_budgets(
+        m.sink, m.ref, lambda host, job: families.terms_of(objectives.wan_mbit(m, host, frozenset({job})))
+    )
 
 
 def latency_bound(m: RescaleModel) -> None:
@@ -178,16 +184,28 @@ def vanilla_whole_vertices(m: RescaleModel) -> None:
         if not m.is_rescalable(vid):
             first, *rest = m.subtasks(vid)
             for h in m.hosts_of(vid):
-                families.whole_subtasks(m.sink, tag, h, _terms(m.x_of(first.key, h)),
-                                        [(s.index, _terms(m.x_of(s.key, h))) for s in rest])
+                families.whole_subtasks(
+                    m.sink, tag, h, _terms(m.x_of(first.key, h)), [(s.index, _terms(m.x_of(s.key, h))) for s in rest]
+                )
             continue
         hosts = sorted(m.hosts_of(vid))
         counts = [(p, h, _terms(z)) for p in m.parallelisms(vid) for h in hosts if (z := m.z_of(vid, p, h)) is not None]
         families.whole_counts(m.sink, tag, hosts, counts)
 
 
-ROW_FAMILIES = (one_parallelism_per_group, every_instance_placed, slots_bound_counts, no_data_down_to_edge, task_slots,
-                cpu_capacity, memory_capacity, wan_bandwidth, job_uplink_budget, vanilla_whole_vertices, latency_bound)
+ROW_FAMILIES = (
+    one_parallelism_per_group,
+    every_instance_placed,
+    slots_bound_counts,
+    no_data_down_to_edge,
+    task_slots,
+    cpu_capacity,
+    memory_capacity,
+    wan_bandwidth,
+    job_uplink_budget,
+    vanilla_whole_vertices,
+    latency_bound,
+)
 
 
 def add_all(m: RescaleModel) -> None:

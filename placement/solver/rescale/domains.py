@@ -23,8 +23,9 @@ from placement.solver import domains as placement_domains
 from placement.solver.domains import Domain, fastest_host
 
 # the rules: not the thread (instances_keep_up) nor reachability (reachable_edge_hosts, which needs z's domains)
-RULE_FAMILIES = tuple(f for f in placement_domains.RULE_DOMAIN_FAMILIES
-                      if f[1] is not placement_domains.reachable_edge_hosts)
+RULE_FAMILIES = tuple(
+    f for f in placement_domains.RULE_DOMAIN_FAMILIES if f[1] is not placement_domains.reachable_edge_hosts
+)
 
 
 def _keeps_up(problem: PlacementProblem, cores: float, host: str) -> bool:
@@ -37,15 +38,19 @@ def subtask_rules(space: RescaleSpace, ref: PlacementProblem) -> Domain:
     return placement_domains.restricted_domain(ref, RULE_FAMILIES)
 
 
-def instances_keep_up(space: RescaleSpace, ref: PlacementProblem, rules: Domain,
-                      choices: dict[str, tuple[int, ...]]) -> tuple[Domain, dict[tuple[str, int], list[str]]]:
+def instances_keep_up(
+    space: RescaleSpace, ref: PlacementProblem, rules: Domain, choices: dict[str, tuple[int, ...]]
+) -> tuple[Domain, dict[tuple[str, int], list[str]]]:
     """Per-subtask: ``x[s, h] = 0`` unless ``c(s)/σ_h ≤ ρ``; rescalable: ``z[v, p, h] = 0`` unless
     ``c_v(p)/σ_h ≤ ρ``."""
     # in the groups' order, not a set's: the model's rows follow it, and a row order that changes with Python's string
     # hashing changed the plan from process to process where a solver is sensitive to it (HiGHS <= 1.9's presolve)
     rescalable = dict.fromkeys(vid for g in space.groups if not g.per_subtask for vid in g.members)
-    domain_x = {s.key: [h for h in rules[s.key] if _keeps_up(ref, s.server_cores, h)]
-                for s in ref.subtasks if s.vertex_id not in rescalable}
+    domain_x = {
+        s.key: [h for h in rules[s.key] if _keeps_up(ref, s.server_cores, h)]
+        for s in ref.subtasks
+        if s.vertex_id not in rescalable
+    }
     domain_z: dict[tuple[str, int], list[str]] = {}
     for vid in rescalable:
         allowed = rules[(vid, 0)]
@@ -55,8 +60,13 @@ def instances_keep_up(space: RescaleSpace, ref: PlacementProblem, rules: Domain,
     return domain_x, domain_z
 
 
-def reachable_edge_hosts(space: RescaleSpace, ref: PlacementProblem, domain_x: Domain,
-                         domain_z: dict[tuple[str, int], list[str]], choices: dict[str, tuple[int, ...]]) -> None:
+def reachable_edge_hosts(
+    space: RescaleSpace,
+    ref: PlacementProblem,
+    domain_x: Domain,
+    domain_z: dict[tuple[str, int], list[str]],
+    choices: dict[str, tuple[int, ...]],
+) -> None:
     """Drop an edge host from a domain when a sender cannot run there (in place, topological order):
     a pointwise (FORWARD) pair needs its partner there at the same ``p``; every other edge needs *all* of the upstream
     vertex there — some instance of it may run there at least."""
@@ -87,12 +97,20 @@ def reachable_edge_hosts(space: RescaleSpace, ref: PlacementProblem, domain_x: D
                     fed_by = list(ch.senders(s.index))
                     if not fed_by:  # GLOBAL: only the first subtask receives anything
                         continue
-                    ok = whole if whole is not None else set.intersection(*(set(domain_x[(ch.source, i)]) for i in fed_by))
+                    ok = (
+                        whole
+                        if whole is not None
+                        else set.intersection(*(set(domain_x[(ch.source, i)]) for i in fed_by))
+                    )
                     domain_x[s.key] = [h for h in domain_x[s.key] if h not in edge or h in ok]
 
 
-def room_for_parallelism(space: RescaleSpace, ref: PlacementProblem, domain_z: dict[tuple[str, int], list[str]],
-                         choices: dict[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
+def room_for_parallelism(
+    space: RescaleSpace,
+    ref: PlacementProblem,
+    domain_z: dict[tuple[str, int], list[str]],
+    choices: dict[str, tuple[int, ...]],
+) -> dict[str, tuple[int, ...]]:
     """``y[g, p] = 0`` when some member has no host at ``p`` or fewer slots than ``p`` on its hosts."""
     slots = {h.name: h.slots for h in ref.hosts}
     out = {}
@@ -100,8 +118,9 @@ def room_for_parallelism(space: RescaleSpace, ref: PlacementProblem, domain_z: d
         if g.per_subtask:
             out[g.id] = choices[g.id]
             continue
-        out[g.id] = tuple(p for p in choices[g.id]
-                          if all(sum(slots[h] for h in domain_z[(vid, p)]) >= p for vid in g.members))
+        out[g.id] = tuple(
+            p for p in choices[g.id] if all(sum(slots[h] for h in domain_z[(vid, p)]) >= p for vid in g.members)
+        )
     return out
 
 
@@ -119,15 +138,20 @@ def explain_empty(space: RescaleSpace, ref: PlacementProblem, rules: Domain, g_i
         cores = space.instance(vid, top).server_cores
         fastest = fastest_host(ref, allowed)
         if not thread_keeps_up(cores / fastest.speed, rho):
-            return (f"{names(vid).name!r} cannot keep up even at parallelism {top}: one instance needs "
-                    f"{cores / fastest.speed:.2f} cores of {fastest.name}, one thread has {rho:.2f} usable")
+            return (
+                f"{names(vid).name!r} cannot keep up even at parallelism {top}: one instance needs "
+                f"{cores / fastest.speed:.2f} cores of {fastest.name}, one thread has {rho:.2f} usable"
+            )
     slots = sum(hosts[h].slots for h in rules[(g.members[0], 0)])
-    return (f"{names(g.members[0]).name!r} finds no parallelism in {g.choices[0]}..{top} whose instances keep up and fit "
-            f"the task slots of the hosts it may use ({slots}) and are fed from where they may run")
+    return (
+        f"{names(g.members[0]).name!r} finds no parallelism in {g.choices[0]}..{top} whose instances keep up and fit "
+        f"the task slots of the hosts it may use ({slots}) and are fed from where they may run"
+    )
 
 
-def restricted_domains(space: RescaleSpace, ref: PlacementProblem
-                       ) -> tuple[Domain, dict[tuple[str, int], list[str]], dict[str, tuple[int, ...]]]:
+def restricted_domains(
+    space: RescaleSpace, ref: PlacementProblem
+) -> tuple[Domain, dict[tuple[str, int], list[str]], dict[str, tuple[int, ...]]]:
     """Apply every family; raise :class:`Infeasible` naming the vertex when one is left with nothing."""
     rules = subtask_rules(space, ref)
     choices = {g.id: g.choices for g in space.groups}
@@ -139,10 +163,12 @@ def restricted_domains(space: RescaleSpace, ref: PlacementProblem
         allowed = rules[s.key]
         if allowed and not any(_keeps_up(ref, s.server_cores, h) for h in allowed):
             fastest = fastest_host(ref, allowed)
-            raise Infeasible(f"{s.label} cannot keep up on any host it may run on: it needs "
-                             f"{s.server_cores / fastest.speed:.2f} cores of one thread on {fastest.name}, "
-                             f"{ref.policy.cpu_utilisation_target:.2f} usable (its parallelism is fixed: "
-                             f"{space.group_of[s.vertex_id].reason})")
+            raise Infeasible(
+                f"{s.label} cannot keep up on any host it may run on: it needs "
+                f"{s.server_cores / fastest.speed:.2f} cores of one thread on {fastest.name}, "
+                f"{ref.policy.cpu_utilisation_target:.2f} usable (its parallelism is fixed: "
+                f"{space.group_of[s.vertex_id].reason})"
+            )
         raise Infeasible(f"{s.label} can run on no host: every host it may use is cut off from its input")
     choices = room_for_parallelism(space, ref, domain_z, choices)
     for g in space.groups:

@@ -140,7 +140,9 @@ class RescaleModel:
     def fraction(self, vid: str, host: str) -> pulp.LpAffineExpression:
         """``frac[v, h]``: the share of ``vid``'s instances on ``host`` (1 exactly when all of them are there)."""
         if self.is_rescalable(vid):
-            return pulp.lpSum(v * (1.0 / p) for p in self.parallelisms(vid) if (v := self.z_of(vid, p, host)) is not None)
+            return pulp.lpSum(
+                v * (1.0 / p) for p in self.parallelisms(vid) if (v := self.z_of(vid, p, host)) is not None
+            )
         subtasks = self.subtasks(vid)
         return pulp.lpSum(v * (1.0 / len(subtasks)) for s in subtasks if (v := self.x_of(s.key, host)) is not None)
 
@@ -210,9 +212,15 @@ class RescaleModel:
         return var
 
 
-def new_model(space: RescaleSpace, ref: PlacementProblem, choices: dict[str, tuple[int, ...]],
-              domain_x: dict[SubtaskKey, list[str]], domain_z: dict[tuple[str, int], list[str]], *,
-              elastic: bool = False) -> RescaleModel:
+def new_model(
+    space: RescaleSpace,
+    ref: PlacementProblem,
+    choices: dict[str, tuple[int, ...]],
+    domain_x: dict[SubtaskKey, list[str]],
+    domain_z: dict[tuple[str, int], list[str]],
+    *,
+    elastic: bool = False,
+) -> RescaleModel:
     """The variables over the domains: ``x`` for per-subtask vertices, ``y`` for groups with a choice, ``z``."""
     m = RescaleModel(space=space, ref=ref, choices=choices, domain_x=domain_x, domain_z=domain_z, elastic=elastic)
     servers = {h.name for h in ref.servers}
@@ -234,7 +242,13 @@ def new_model(space: RescaleSpace, ref: PlacementProblem, choices: dict[str, tup
                     continue
                 implied = next((h for h in hosts if h in servers), None)  # integer by the row that sums them
                 for h in hosts:
-                    m.z[(vid, p, h)] = (m.lp.add_variable(
-                        f"z_{m._tag(vid)}_{p}_{h}", lowBound=0, upBound=p,
-                        cat=pulp.LpContinuous if h == implied else pulp.LpInteger), 1)
+                    m.z[(vid, p, h)] = (
+                        m.lp.add_variable(
+                            f"z_{m._tag(vid)}_{p}_{h}",
+                            lowBound=0,
+                            upBound=p,
+                            cat=pulp.LpContinuous if h == implied else pulp.LpInteger,
+                        ),
+                        1,
+                    )
     return m

@@ -71,8 +71,15 @@ def _terms(flows: Iterable[tuple[float, Count]]) -> list[tuple[float, pulp.LpVar
     return [(c * multiple, var) for c, (var, multiple) in flows]
 
 
-def _product(m: RescaleModel, by_choice: dict[int, list[tuple[float, pulp.LpVariable]]], one_active: bool, host: str,
-             owner: str, sense: int, tag: str) -> pulp.LpAffineExpression:
+def _product(
+    m: RescaleModel,
+    by_choice: dict[int, list[tuple[float, pulp.LpVariable]]],
+    one_active: bool,
+    host: str,
+    owner: str,
+    sense: int,
+    tag: str,
+) -> pulp.LpAffineExpression:
     """``Σ_p y[owner, p]·E_p`` for one-hot ``y``, ``E_p = Σ c·var``.
 
     The part every ``E_p`` shares (per variable, the smallest coefficient) is taken out as it is — with ``y`` one-hot
@@ -109,11 +116,22 @@ def _sent(m: RescaleModel, ch: Channel, host: str, tag: str) -> pulp.LpAffineExp
     """What the instances of ``ch``'s source on ``host`` put on the wire over ``ch``, at every parallelism pair."""
     u, v = ch.source, ch.target
     if pointwise(ch.strategy):  # one group: one parallelism for both ends
-        return linear((var, c) for c, var in _terms(
-            (sent_by(_channel(m, ch, p, p if m.is_rescalable(v) else ch.n_down), i), pair)
-            for p in m.parallelisms(u) for i, pair in _instances(m, u, host, p)))
-    by_choice = {q: _terms((sent_by(_channel(m, ch, p, q), i), pair) for p in m.parallelisms(u)
-                           for i, pair in _instances(m, u, host, p)) for q in m.parallelisms(v)}
+        return linear(
+            (var, c)
+            for c, var in _terms(
+                (sent_by(_channel(m, ch, p, p if m.is_rescalable(v) else ch.n_down), i), pair)
+                for p in m.parallelisms(u)
+                for i, pair in _instances(m, u, host, p)
+            )
+        )
+    by_choice = {
+        q: _terms(
+            (sent_by(_channel(m, ch, p, q), i), pair)
+            for p in m.parallelisms(u)
+            for i, pair in _instances(m, u, host, p)
+        )
+        for q in m.parallelisms(v)
+    }
     return _product(m, by_choice, m.is_rescalable(u), host, v, +1, f"s{tag}")
 
 
@@ -121,11 +139,22 @@ def _received(m: RescaleModel, ch: Channel, host: str, tag: str) -> pulp.LpAffin
     """What the instances of ``ch``'s target on ``host`` receive over ``ch``, at every parallelism pair."""
     u, v = ch.source, ch.target
     if pointwise(ch.strategy):
-        return linear((var, c) for c, var in _terms(
-            (received_by(_channel(m, ch, p if m.is_rescalable(u) else ch.n_up, p), j), pair)
-            for p in m.parallelisms(v) for j, pair in _instances(m, v, host, p)))
-    by_choice = {p: _terms((received_by(_channel(m, ch, p, q), j), pair) for q in m.parallelisms(v)
-                           for j, pair in _instances(m, v, host, q)) for p in m.parallelisms(u)}
+        return linear(
+            (var, c)
+            for c, var in _terms(
+                (received_by(_channel(m, ch, p if m.is_rescalable(u) else ch.n_up, p), j), pair)
+                for p in m.parallelisms(v)
+                for j, pair in _instances(m, v, host, p)
+            )
+        )
+    by_choice = {
+        p: _terms(
+            (received_by(_channel(m, ch, p, q), j), pair)
+            for q in m.parallelisms(v)
+            for j, pair in _instances(m, v, host, q)
+        )
+        for p in m.parallelisms(u)
+    }
     return _product(m, by_choice, m.is_rescalable(v), host, u, -1, f"r{tag}")
 
 
@@ -136,10 +165,12 @@ def _payload(m: RescaleModel, ch: Channel) -> float:
 
 def _checkpoints(m: RescaleModel, host: str, mine: Callable[[str], bool] = lambda vid: True) -> pulp.LpAffineExpression:
     """``Σ k(s)·x[s, h] + Σ k_v(p)·z[v, p, h]``: checkpoint uploads of stateful instances on edge host ``host``."""
-    terms = [(var, m.ref.subtask_by_key[key].checkpoint_mbit) for (key, h), var in m.x.items()
-             if h == host and mine(key[0])]
-    terms += [(var, m.instance(vid, p).checkpoint_mbit * k) for (vid, p, h), var, k in m.z_items()
-              if h == host and mine(vid)]
+    terms = [
+        (var, m.ref.subtask_by_key[key].checkpoint_mbit) for (key, h), var in m.x.items() if h == host and mine(key[0])
+    ]
+    terms += [
+        (var, m.instance(vid, p).checkpoint_mbit * k) for (vid, p, h), var, k in m.z_items() if h == host and mine(vid)
+    ]
     return linear((var, c) for var, c in terms if c > 0)
 
 
@@ -150,7 +181,8 @@ def wan_mbit(m: RescaleModel, host: str, jobs: frozenset[str] | None = None) -> 
     if key in m.aux:
         return m.aux[key]
     mine: Callable[[str], bool] = (
-        (lambda vid: True) if jobs is None else (lambda vid: m.ref.vertex_job.get(vid) in jobs))
+        (lambda vid: True) if jobs is None else (lambda vid: m.ref.vertex_job.get(vid) in jobs)
+    )
     parts = []
     suffix = "" if jobs is None else f"_b{len(m.aux)}"  # a job's own product variables, beside the link's
     for n, ch in enumerate(m.ref.channels):
@@ -278,8 +310,9 @@ def _flush(m: RescaleModel, path: latency.JobPath, sink: families.Sink) -> tuple
         if key not in m.aux:
             f = sink.fresh(f"flush_{n}")
             for k, (w, given) in enumerate(waits):
-                sink.add(families.Row([(f, 1.0), *((y, -w) for y in given)], ">=", w - w * len(given),
-                                      f"flush_{n}_{k}"))
+                sink.add(
+                    families.Row([(f, 1.0), *((y, -w) for y in given)], ">=", w - w * len(given), f"flush_{n}_{k}")
+                )
             m.aux[key] = f
         terms.append((m.aux[key], 1.0))
     return constant, terms
@@ -288,13 +321,16 @@ def _flush(m: RescaleModel, path: latency.JobPath, sink: families.Sink) -> tuple
 def _crossings(m: RescaleModel, n: int, ch: Channel) -> Callable[[str], list[families.Crossing]]:
     """The crossings of ``ch`` at an edge host, one per sender, receiver and choice of parallelism whose send time
     differs (one for all choices where it does not)."""
+
     def at(host: str) -> list[families.Crossing]:
         bandwidth = m.host(host).uplink_mbit or 0.0
         out = []
         for k, (i, up, down) in enumerate(_crossing_pairs(m, ch, host)):
             indicator = [(up, 1.0)] + ([(down, -1.0)] if not isinstance(down, (int, float)) else [])
-            sends = [(latency.transmit_ms(_channel(m, ch, p, q), min(i, p - 1), bandwidth), given)
-                     for p, q, given in _choices(m, ch)]
+            sends = [
+                (latency.transmit_ms(_channel(m, ch, p, q), min(i, p - 1), bandwidth), given)
+                for p, q, given in _choices(m, ch)
+            ]
             if max(t for t, _ in sends) - min(t for t, _ in sends) <= 1e-12:
                 out.append(families.Crossing(indicator, sends[0][0], f"{i}_{k}"))
                 continue
@@ -316,8 +352,9 @@ def path_latency_ms(m: RescaleModel, path: latency.JobPath) -> families.Var:
     def crossing(n: int) -> Callable[[], families.Var | float]:
         ch = m.ref.channels[n]
         hosts = [h for h in edge_hosts if h in m.hosts_of(ch.source)]
-        return lambda: families.edge_crossing(sink, m.ref, n, hosts, _crossings(m, n, ch),
-                                              lambda host: families.terms_of(wan_mbit(m, host)), m.aux)
+        return lambda: families.edge_crossing(
+            sink, m.ref, n, hosts, _crossings(m, n, ch), lambda host: families.terms_of(wan_mbit(m, host)), m.aux
+        )
 
     sink = m.sink
     flush = _flush(m, path, sink)

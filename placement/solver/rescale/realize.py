@@ -48,11 +48,15 @@ def assignment(m: RescaleModel, parallelism: dict[str, int]) -> dict[SubtaskKey,
         if g.per_subtask:
             continue
         p = parallelism[g.members[0]]
-        counts = {vid: {h: round(_value(m.z[(vid, p, h)][0]) * m.z[(vid, p, h)][1]) for h in m.domain_z.get((vid, p), ())}
-                  for vid in g.members}
+        counts = {
+            vid: {h: round(_value(m.z[(vid, p, h)][0]) * m.z[(vid, p, h)][1]) for h in m.domain_z.get((vid, p), ())}
+            for vid in g.members
+        }
         for vid, by_host in counts.items():
             if sum(by_host.values()) != p:
-                raise PlacementError(f"internal error: {sum(by_host.values())} instances of {vid} placed at parallelism {p}")
+                raise PlacementError(
+                    f"internal error: {sum(by_host.values())} instances of {vid} placed at parallelism {p}"
+                )
         start = 0
         for h in edges:
             block = max(c.get(h, 0) for c in counts.values())
@@ -61,7 +65,9 @@ def assignment(m: RescaleModel, parallelism: dict[str, int]) -> dict[SubtaskKey,
                     out[(vid, start + i)] = h
             start += block
         if start > p:
-            raise PlacementError(f"internal error: the edge hosts' instances of group {g.id} need {start} of {p} indexes")
+            raise PlacementError(
+                f"internal error: the edge hosts' instances of group {g.id} need {start} of {p} indexes"
+            )
         for vid in g.members:
             free = iter(i for i in range(p) if (vid, i) not in out)
             for h in servers:

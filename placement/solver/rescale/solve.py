@@ -61,7 +61,9 @@ def reference_problem(space: RescaleSpace) -> PlacementProblem:
     return space.problem_at(par)
 
 
-def solve_rescale(space: RescaleSpace, options: SolverOptions | None = None, *, strategy: str = "joint") -> RescaleResult:
+def solve_rescale(
+    space: RescaleSpace, options: SolverOptions | None = None, *, strategy: str = "joint"
+) -> RescaleResult:
     """The plan that is optimal over every allowed parallelism and placement (see module doc)."""
     options = options or SolverOptions()
     pooled = pool_servers(space.base)
@@ -89,12 +91,19 @@ def _stages(m: RescaleModel, mode: str, options: SolverOptions) -> tuple[list[St
     policy = m.ref.policy
     if mode == "weighted":
         w = policy.weights
-        first = (w.wan * objectives.total_wan_mbit(m) + w.server_cpu * objectives.server_cores(m)
-                 + w.latency * objectives.latency_ms(m))
+        first = (
+            w.wan * objectives.total_wan_mbit(m)
+            + w.server_cpu * objectives.server_cores(m)
+            + w.latency * objectives.latency_ms(m)
+        )
         plan = [("weighted", first), ("subtasks", None)]
     else:
-        plan = [("wan", objectives.total_wan_mbit(m)), ("server_cpu", objectives.server_cores(m)), ("latency", None),
-                ("subtasks", None)]
+        plan = [
+            ("wan", objectives.total_wan_mbit(m)),
+            ("server_cpu", objectives.server_cores(m)),
+            ("latency", None),
+            ("subtasks", None),
+        ]
     stages: list[Stage] = []
     solved = False
     solution: dict[str, float | None] = {}  # the last stage's that found one
@@ -102,23 +111,34 @@ def _stages(m: RescaleModel, mode: str, options: SolverOptions) -> tuple[list[St
         if expr is None:
             expr = objectives.latency_ms(m) if name == "latency" else objectives.subtasks(m)
         m.lp.setObjective(expr)
-        info = backends.run(m.lp, options.solver, time_limit=_remaining(deadline), gap=options.gap,
-                            threads=options.threads, warm_start=solved, verbose=options.verbose)
+        info = backends.run(
+            m.lp,
+            options.solver,
+            time_limit=_remaining(deadline),
+            gap=options.gap,
+            threads=options.threads,
+            warm_start=solved,
+            verbose=options.verbose,
+        )
         stages.append(Stage(name, info))
         if info.objective is None:
             break
         solved = True
         solution = {var.name: var.value() for var in m.lp.variables()}
-        m.lp += expr <= backends.carried_optimum(
-            info.objective, backends.rounded_value(expr), policy.lexicographic_tolerance), f"keep_{name}"
+        m.lp += (
+            expr
+            <= backends.carried_optimum(info.objective, backends.rounded_value(expr), policy.lexicographic_tolerance),
+            f"keep_{name}",
+        )
     if solved:  # the last stage that found a solution satisfies every earlier stage's bound
         for var in m.lp.variables():
             var.varValue = solution.get(var.name)
     return stages, solved
 
 
-def _solve(space: RescaleSpace, options: SolverOptions, strategy: str, *, diagnose: bool = True,
-           solve: bool = True) -> RescaleResult:
+def _solve(
+    space: RescaleSpace, options: SolverOptions, strategy: str, *, diagnose: bool = True, solve: bool = True
+) -> RescaleResult:
     """Solve (``solve=False``: the caller knows it is infeasible, only diagnose) and, when nothing fits and
     ``diagnose``, name the shortfalls on ``space``'s own hosts."""
     mode = options.objective or space.inventory.policy.objective
@@ -126,7 +146,9 @@ def _solve(space: RescaleSpace, options: SolverOptions, strategy: str, *, diagno
     try:
         domain_x, domain_z, choices = restricted_domains(space, ref)
     except Infeasible as exc:
-        return RescaleResult(PlanResult(strategy, "infeasible", None, None, reason=str(exc), objective_mode=mode), None, None)
+        return RescaleResult(
+            PlanResult(strategy, "infeasible", None, None, reason=str(exc), objective_mode=mode), None, None
+        )
     stages: list[Stage] = []
     solved = False
     if solve:
@@ -135,16 +157,30 @@ def _solve(space: RescaleSpace, options: SolverOptions, strategy: str, *, diagno
         stages, solved = _stages(m, mode, options)
     if not solve or stages[0].info.status == "infeasible":
         if not diagnose:
-            return RescaleResult(PlanResult(strategy, "infeasible", None, None, stages=tuple(stages),
-                                            reason="no plan fits", objective_mode=mode), None, None)
+            return RescaleResult(
+                PlanResult(
+                    strategy, "infeasible", None, None, stages=tuple(stages), reason="no plan fits", objective_mode=mode
+                ),
+                None,
+                None,
+            )
         shortages, reason = _diagnose(space, ref, choices, domain_x, domain_z, options)
-        plan = PlanResult(strategy, "infeasible", None, None, stages=tuple(stages), shortages=shortages, reason=reason,
-                          objective_mode=mode)
+        plan = PlanResult(
+            strategy,
+            "infeasible",
+            None,
+            None,
+            stages=tuple(stages),
+            shortages=shortages,
+            reason=reason,
+            objective_mode=mode,
+        )
         return RescaleResult(plan, None, None)
     first = stages[0].info
     if not solved:
-        raise PlacementError(f"solver {first.solver} found no plan within the time limit ({first.status}); "
-                             f"raise --time-limit")
+        raise PlacementError(
+            f"solver {first.solver} found no plan within the time limit ({first.status}); raise --time-limit"
+        )
     parallelism = realize.chosen_parallelism(m)
     assignment = realize.assignment(m, parallelism)
     problem = space.problem_at(parallelism)
@@ -155,28 +191,36 @@ def _solve(space: RescaleSpace, options: SolverOptions, strategy: str, *, diagno
     notes = []
     unfinished = [st.name for st in stages if st.info.objective is None]
     if unfinished:
-        notes.append(f"stage {unfinished[0]} found no solution within the time limit; the plan optimises the earlier stages")
+        notes.append(
+            f"stage {unfinished[0]} found no solution within the time limit; the plan optimises the earlier stages"
+        )
     optimal = all(st.info.status == "optimal" for st in stages) and not unfinished
     status: Literal["optimal", "feasible"] = "optimal" if optimal else "feasible"
     plan = PlanResult(strategy, status, assignment, cost, stages=tuple(stages), objective_mode=mode, notes=tuple(notes))
     return RescaleResult(plan, parallelism, problem)
 
 
-def _diagnose(space: RescaleSpace, ref: PlacementProblem, choices: dict[str, tuple[int, ...]], domain_x: Domain,
-              domain_z: dict[tuple[str, int], list[str]], options: SolverOptions) -> tuple[tuple[Shortage, ...], str]:
+def _diagnose(
+    space: RescaleSpace,
+    ref: PlacementProblem,
+    choices: dict[str, tuple[int, ...]],
+    domain_x: Domain,
+    domain_z: dict[tuple[str, int], list[str]],
+    options: SolverOptions,
+) -> tuple[tuple[Shortage, ...], str]:
     """Elastic re-solve: every capacity may stretch; the smallest relative stretch names what is short."""
     m = new_model(space, ref, choices, domain_x, domain_z, elastic=True)
     constraints.add_all(m)
-    shortages, reason = least_stretch(ref, m.lp, m.slack, m.slack_scale, options,
-                                      "no plan fits at any allowed parallelism")
+    shortages, reason = least_stretch(
+        ref, m.lp, m.slack, m.slack_scale, options, "no plan fits at any allowed parallelism"
+    )
     threads = _fixed_threads(space, ref, shortages)
     if threads:  # the cause first: a subtask that keeps its parallelism and cannot keep up where its input is
         return threads + shortages, "; ".join(s.message for s in threads + shortages)
     return shortages, reason
 
 
-def _fixed_threads(space: RescaleSpace, ref: PlacementProblem,
-                   shortages: tuple[Shortage, ...]) -> tuple[Shortage, ...]:
+def _fixed_threads(space: RescaleSpace, ref: PlacementProblem, shortages: tuple[Shortage, ...]) -> tuple[Shortage, ...]:
     """The threads of subtasks whose parallelism is fixed that cannot keep up on an edge host behind the shortfalls
     (:func:`placement.solver.causes.thread_causes`); a rescalable vertex is left out — a higher parallelism is its
     remedy, and the model has tried every one allowed."""
