@@ -281,10 +281,16 @@ class SshExecutor(Executor):
         command = shlex.join(argv)
         if privileged and self.settings.sudo:
             command = "sudo -n " + command  # -n: fail rather than wait for a password nobody will type
+        from invoke.exceptions import CommandTimedOut
+
         try:
             res = conn.run(command, hide=True, warn=True, in_stream=False, timeout=timeout)
+        except CommandTimedOut:
+            return CommandResult(self.host, tuple(argv), 124, stderr=f"timed out after {timeout:g} s")
         except Exception as exc:
-            return CommandResult(self.host, tuple(argv), 255, stderr=f"{type(exc).__name__}: {str(exc).strip()}")
+            # invoke's messages run over several lines ending in an empty "Stderr:"; the first one says what happened
+            first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+            return CommandResult(self.host, tuple(argv), 255, stderr=f"{type(exc).__name__}: {first}")
         return CommandResult(self.host, tuple(argv), res.exited, res.stdout, res.stderr)
 
     def _put(self, data: bytes, path: str, mode: int) -> None:

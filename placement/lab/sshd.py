@@ -9,7 +9,11 @@ address, port 22 (the namespace has its own network stack, so no system sshd is 
 * one client key for the lab (``<workdir>/ssh/lab_ed25519``), authorised for ``root`` on every lab sshd;
 * one ed25519 host key per host and a ``known_hosts`` holding exactly those keys under the hosts' addresses, which
   the lab inventory names (``ssh.known_hosts``) — strict host key checking stays on;
-* keys only (no passwords, no PAM), SFTP for apply's atomic uploads, a log per host (``<workdir>/ssh/<host>/sshd.log``).
+* keys only (no passwords, no PAM), SFTP for apply's atomic uploads, a log per host (``<workdir>/ssh/<host>/sshd.log``);
+* a home of its own per host (``<workdir>/ssh/<host>/home``, mounted over the login user's home for that sshd only):
+  a Pi does not run this machine's shell start-up files. They would otherwise run before every command — a
+  ``pyenv init`` in root's ``.bashrc`` takes a lock that a killed session leaves behind, and from then on every
+  command over SSH waits a minute for it.
 
 The sshd processes live in the edge namespaces, so ``lab down`` ends them with everything else in those namespaces.
 Pure builders (:func:`sshd_config`, :func:`known_hosts_line`) are tested without root.
@@ -17,6 +21,7 @@ Pure builders (:func:`sshd_config`, :func:`known_hosts_line`) are tested without
 
 from __future__ import annotations
 
+import pwd
 import shutil
 import socket
 import subprocess
@@ -145,9 +150,8 @@ def _serve(d: Path, host: str, namespace: str, address: str, port: int, timeout:
     PRIVSEP_DIR.mkdir(mode=0o755, exist_ok=True)
     log = d / "sshd.log"
     with open(log, "ab") as out:
-        # by absolute path (sshd re-executes itself); -D: no daemonising (its pid is ours to record), -e: log to stderr
         proc = subprocess.Popen(
-            ns_exec(namespace, [str(SSHD), "-D", "-e", "-f", str(config)]),
+            sshd_argv(namespace, config, d / "home"),
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -167,6 +171,20 @@ def _serve(d: Path, host: str, namespace: str, address: str, port: int, timeout:
     if not poll(answers, bool, timeout=timeout, every=0.1)[1]:
         raise PlacementError(f"sshd for lab host {host} does not answer on {address}:{port} (log {log})")
     return proc.pid
+
+
+def sshd_argv(namespace: str, config: Path, home: Path, *, user: str = SSH_USER) -> list[str]:
+    """sshd on ``config`` in ``namespace``, its sessions' home ``home`` (bind-mounted over ``user``'s home).
+
+    ``ip netns exec`` runs its command in a mount namespace of its own (mounts propagate into it, not out), so the
+    bind is seen by this sshd and its sessions only. sshd by absolute path (it re-executes itself); -D: no
+    daemonising (its pid is the caller's to record), -e: log to stderr.
+    """
+    home.mkdir(parents=True, exist_ok=True)
+    login_home = pwd.getpwnam(user).pw_dir
+    mount_then_exec = 'mount --bind -- "$1" "$2" && shift 2 && exec "$@"'
+    sshd = [str(SSHD), "-D", "-e", "-f", str(config)]
+    return ns_exec(namespace, ["sh", "-c", mount_then_exec, "sh", str(home), login_home, *sshd])
 
 
 def write_known_hosts(work_dir: Path, lines: list[str]) -> Path:

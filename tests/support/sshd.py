@@ -19,7 +19,9 @@ What :func:`sshd_in_namespace` does, and undoes on exit (also when the body rais
   else) and deletes the files it wrote (and ``workdir`` when it made it and nothing else is left in it).
 
 The namespace shares the machine's filesystem and users: a login as ``root`` (the default) sees the same files as
-the test. Needs root (for ``ip netns exec`` and sshd's privilege separation) — check
+the test, except its home: ``<workdir>/home`` is mounted over it for this sshd's sessions, so they do not run this
+machine's shell start-up files (see :func:`placement.lab.sshd.sshd_argv`).
+Needs root (for ``ip netns exec`` and sshd's privilege separation) — check
 :func:`placement.netns.netns_available` first — and Debian's openssh-server (:func:`sshd_available`).
 """
 
@@ -38,6 +40,8 @@ from pathlib import Path
 
 import psutil
 
+from placement.lab.sshd import sshd_argv
+
 SSHD = Path("/usr/sbin/sshd")
 SFTP_SERVER_CANDIDATES = (Path("/usr/lib/openssh/sftp-server"), Path("/usr/libexec/openssh/sftp-server"))
 PRIVSEP_DIR = Path("/run/sshd")  # Debian's sshd refuses to start without it; it is a system dir and is left in place
@@ -55,6 +59,7 @@ class SshHost:
     known_hosts: Path
     host_public_key: Path
     log: Path
+    home: Path  # mounted over the login user's home for this sshd's sessions
 
     def ssh_argv(self, *command: str) -> list[str]:
         """``ssh`` with this host's key and known_hosts, host key checking on, batch mode (never prompts)."""
@@ -184,10 +189,10 @@ def sshd_in_namespace(
         for path in (host_key, client_key, authorized_keys):
             path.chmod(0o600)
         PRIVSEP_DIR.mkdir(mode=0o755, exist_ok=True)
-        # sshd must be started by absolute path (it re-executes itself); -D: stay in the foreground, -e: log to stderr
+        home = workdir / "home"
         with open(log, "wb") as log_fh:
             proc = subprocess.Popen(
-                ["ip", "netns", "exec", namespace, str(SSHD), "-D", "-e", "-f", str(config)],
+                sshd_argv(namespace, config, home, user=user),
                 stdout=log_fh,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
@@ -202,12 +207,14 @@ def sshd_in_namespace(
             known_hosts=known_hosts,
             host_public_key=Path(f"{host_key}.pub"),
             log=log,
+            home=home,
         )
     finally:
         if proc is not None:
             _stop(proc, namespace, port)
         for path in written:
             path.unlink(missing_ok=True)
+        shutil.rmtree(workdir / "home", ignore_errors=True)
         if made_workdir and not any(workdir.iterdir()):
             workdir.rmdir()
 

@@ -1,0 +1,52 @@
+"""What a command over SSH meets on an emulated host: its own home, and a timeout that says so.
+
+The emulated hosts share this machine's users and files. Their sessions used to run this machine's shell start-up
+files too: root's ``.bashrc`` ran ``pyenv init``, whose rehash lock a killed session left behind, and from then on
+every command over SSH waited a minute for the lock and failed with an empty message. The sshd here is real
+(tests/support/sshd.py, in a network namespace); the home is bind-mounted for its sessions only.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from apply_support import SshLab
+
+from placement.inventory import SshSettings
+from placement.remote import SshExecutor
+
+pytestmark = [pytest.mark.netns]
+
+
+def executor(ssh_lab: SshLab, name: str) -> SshExecutor:
+    host = ssh_lab.hosts[name]
+    key, known = str(ssh_lab.client_key), str(host.known_hosts)
+    settings = SshSettings(user=host.user, port=host.port, key=key, known_hosts=known)
+    return SshExecutor(name, host.address, settings)
+
+
+def test_a_session_runs_the_hosts_own_start_up_files_not_this_machines(ssh_lab: SshLab):
+    host = ssh_lab.hosts["rpi1"]
+    rc = host.home / ".bashrc"
+    rc.write_text("echo own-bashrc-ran >&2\n")
+    try:
+        with executor(ssh_lab, "rpi1") as ex:
+            result = ex.run(["sh", "-c", 'stat -c %d:%i "$HOME"; ls -A "$HOME"'])
+    finally:
+        rc.unlink()
+    machine_home = os.stat(Path.home())
+    assert result.stdout.splitlines() == [f"{host.home.stat().st_dev}:{host.home.stat().st_ino}", ".bashrc"]
+    assert f"{machine_home.st_dev}:{machine_home.st_ino}" not in result.stdout
+    assert "own-bashrc-ran" in result.stderr  # the login shell still reads its home's files: the Pi's own
+    # this process's mount namespace never saw the bind
+    mounts = Path("/proc/self/mountinfo").read_text().splitlines()
+    assert not any(line.split()[4] == str(Path.home()) for line in mounts)
+
+
+def test_a_command_that_outlives_its_timeout_fails_with_a_message_that_says_so(ssh_lab: SshLab):
+    with executor(ssh_lab, "rpi1") as ex:
+        result = ex.run(["sleep", "30"], check=False, timeout=1)
+        assert (result.returncode, result.message) == (124, "timed out after 1 s")
+        assert ex.run(["true"]).ok  # the connection is still usable
