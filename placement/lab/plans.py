@@ -5,39 +5,6 @@ this only writes it, with planning's own writer (:func:`placement.planning.write
 
 from __future__ import annotations
 
-from pathlib import Path
+from placement.planning.write import write_plan as write_lab_plan
 
-from placement.costmodel.model import PlacementProblem
-from placement.inventory import Inventory
-from placement.planning.write import write_plan
-from placement.profile.format import JobProfile
-from placement.solver.result import PlanResult
-
-
-def write_lab_plan(
-    out: Path,
-    problem: PlacementProblem,
-    result: PlanResult,
-    *,
-    job: str,
-    inventory: Inventory,
-    inventory_path: str | Path,
-    profile: JobProfile,
-    profile_path: str | Path,
-    placement_mode: str = "custom",
-    **document,
-) -> Path:
-    """``result`` on ``problem`` written to ``out`` (``document``: more of the plan document's fields, e.g.
-    ``warnings`` or ``rescale``)."""
-    return write_plan(
-        out,
-        problem,
-        result,
-        job=job,
-        inventory=inventory,
-        inventory_path=inventory_path,
-        profile=profile,
-        profile_path=profile_path,
-        placement_mode=placement_mode,
-        **document,
-    )
+__all__ = ["write_lab_plan"]
