@@ -9,20 +9,20 @@ usable); job A's 1,000 records/s are born on rpi1, 10 Mbit/s raw, 1 Mbit/s once 
 
 from __future__ import annotations
 
-import itertools
 from pathlib import Path
 
 import pytest
-import yaml
 
 from placement.cli.watch_cmd import plan_command
 from placement.profile.format import JobProfile
 from placement.watch.loop import Watch
 from placement.watch.options import WatchOptions
 from placement.watch.record import read_log
+from support import watch_world
 from support.fake_clock import FakeClock
 from support.fake_flink import FakeFlinkRest
 from support.fake_watch import FakeApply, FakeWindows
+from support.watch_world import one_pi_inventory
 
 INTERVAL_S = 30.0
 ON_SERVER = {"Source: A": ["rpi1"], "Reduce A": ["server"], "Sink: A": ["server"]}  # raw records up the uplink
@@ -30,56 +30,12 @@ ON_SERVER = {"Source: A": ["rpi1"], "Reduce A": ["server"], "Sink: A": ["server"
 
 def reducing_job(rate: float) -> JobProfile:
     """Source (born on rpi1) → Reduce (90 ms/s per 1,000 records/s, 10:1) → Sink."""
-
-    def vertex(name: str, *, rin: float, rout: float, busy: float, bpr: float) -> dict:
-        return {
-            "id": name.lower().replace(" ", "-").replace(":", ""),
-            "name": name,
-            "parallelism": 1,
-            "stateful": False,
-            "state_bytes": 0.0,
-            "bytes_per_record_out": bpr,
-            "subtasks": [{"index": 0, "records_in_per_s": rin, "records_out_per_s": rout, "busy_ms_per_s": busy}],
-        }
-
-    vertices = [
-        vertex("Source: A", rin=0, rout=rate, busy=10, bpr=1250),
-        vertex("Reduce A", rin=rate, rout=rate / 10, busy=0.09 * rate, bpr=1250),
-        vertex("Sink: A", rin=rate / 10, rout=0, busy=5, bpr=0),
-    ]
-    ids = [v["id"] for v in vertices]
-    return JobProfile.model_validate(
-        {
-            "job": {"name": "job-A", "origin": "synthetic"},
-            "vertices": vertices,
-            "edges": [{"source": a, "target": b, "ship_strategy": "FORWARD"} for a, b in itertools.pairwise(ids)],
-        }
-    )
+    return watch_world.reducing_job("A", rate, 1250, reduce_ms_per_record=0.09)
 
 
 @pytest.fixture
 def inv_path(tmp_path) -> Path:
-    doc = {
-        "ssh": {"port": 9},
-        "hosts": [
-            {"name": "server", "address": "127.0.0.1", "role": "server", "cores": 8, "memory": "16GiB"},
-            {
-                "name": "rpi1",
-                "address": "127.0.0.2",
-                "role": "edge",
-                "model": "rpi4b",
-                "cores": 1,
-                "task_slots": 4,
-                "netty_cores_per_delivery": 0.0,
-            },
-        ],
-        "links": [{"from": "rpi1", "to": "server", "bandwidth": "14mbit", "delay": "50ms"}],
-        "pins": {"sources": {"Source: A": "rpi1"}},
-        "flink": {"rest_url": "http://127.0.0.1:9"},
-    }
-    path = tmp_path / "inv.yaml"
-    path.write_text(yaml.safe_dump(doc))
-    return path
+    return one_pi_inventory(tmp_path / "inv.yaml", ["A"], jobs=False)
 
 
 class World:

@@ -11,11 +11,9 @@ Pi). Job B: the same shape with records three times the size — 10 Mbit/s raw a
 from __future__ import annotations
 
 import json
-from itertools import pairwise
 from pathlib import Path
 
 import pytest
-import yaml
 
 from placement.cli.watch_cmd import plan_command, plan_jobs_command
 from placement.costmodel import build_problem, evaluate
@@ -31,8 +29,10 @@ from placement.watch.replanning import plan_for_demand
 from placement.watch.signals import window_from_profile
 from placement.writers.fleetjson import FleetDocument
 from placement.writers.planjson import load_plan
+from support import watch_world
 from support.cli import run_main
 from support.fake_clock import FakeClock
+from support.watch_world import one_pi_inventory
 
 REPO = Path(__file__).resolve().parents[2]
 TMS = frozenset({"server", "rpi1"})
@@ -43,34 +43,9 @@ RUNNING = {
 }
 
 
-def vertex(name: str, *, rin: float, rout: float, busy: float, bpr: float) -> dict:
-    return {
-        "id": name.lower().replace(" ", "-").replace(":", ""),
-        "name": name,
-        "parallelism": 1,
-        "stateful": False,
-        "state_bytes": 0.0,
-        "bytes_per_record_out": bpr,
-        "subtasks": [{"index": 0, "records_in_per_s": rin, "records_out_per_s": rout, "busy_ms_per_s": busy}],
-    }
-
-
 def reducing_job(tag: str, rate: float, record_bytes: float) -> JobProfile:
     """Source (born on rpi1) → Reduce (180 ms/s per 1,000 records/s, 10:1) → Sink."""
-    names = [f"Source: {tag}", f"Reduce {tag}", f"Sink: {tag}"]
-    vertices = [
-        vertex(names[0], rin=0, rout=rate, busy=10, bpr=record_bytes),
-        vertex(names[1], rin=rate, rout=rate / 10, busy=0.18 * rate, bpr=1250),
-        vertex(names[2], rin=rate / 10, rout=0, busy=5, bpr=0),
-    ]
-    ids = [v["id"] for v in vertices]
-    return JobProfile.model_validate(
-        {
-            "job": {"name": f"job-{tag}", "origin": "synthetic"},
-            "vertices": vertices,
-            "edges": [{"source": a, "target": b, "ship_strategy": "FORWARD"} for a, b in pairwise(ids)],
-        }
-    )
+    return watch_world.reducing_job(tag, rate, record_bytes, reduce_ms_per_record=0.18)
 
 
 A = reducing_job("A", 1000, 1250)
@@ -79,31 +54,7 @@ B_BEFORE, B_AFTER = reducing_job("B", 1000 / 3, 3750), reducing_job("B", 1000, 3
 
 @pytest.fixture
 def inv_path(tmp_path) -> Path:
-    # nothing listens on 127.0.0.1:9 (REST) nor on port 9 of the hosts (ssh): a preflight is refused at once
-    doc = {
-        "ssh": {"port": 9},
-        "hosts": [
-            {"name": "server", "address": "127.0.0.1", "role": "server", "cores": 8, "memory": "16GiB"},
-            # its Netty server costs nothing here: the scales below are tuned to its 0.8 usable cores
-            # (tests/planning/test_netty_cpu.py holds the planners to that charge)
-            {
-                "name": "rpi1",
-                "address": "127.0.0.2",
-                "role": "edge",
-                "model": "rpi4b",
-                "cores": 1,
-                "task_slots": 4,
-                "netty_cores_per_delivery": 0.0,
-            },
-        ],
-        "links": [{"from": "rpi1", "to": "server", "bandwidth": "14mbit", "delay": "50ms"}],
-        "pins": {"sources": {"Source: A": "rpi1", "Source: B": "rpi1"}},
-        "flink": {"rest_url": "http://127.0.0.1:9"},
-        "jobs": [{"name": "job-A"}, {"name": "job-B"}],
-    }
-    path = tmp_path / "inv.yaml"
-    path.write_text(yaml.safe_dump(doc))
-    return path
+    return one_pi_inventory(tmp_path / "inv.yaml", ["A", "B"], jobs=True)
 
 
 def fleet_watch(inv_path: Path, tmp_path: Path) -> Watch:
