@@ -22,28 +22,15 @@ from pathlib import Path
 
 import pytest
 
+from support.sources import NOT_SOURCE_PATTERNS
+
 REPO = Path(__file__).resolve().parents[2]
 DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "examples" / "metrics" / "README.md"]
 FENCE = re.compile(r"(?ms)^```(?P<lang>[\w-]*)[ \t]*\n(?P<body>.*?)^```[ \t]*$")
 MARKER = re.compile(r"<!--\s*not offline:(?P<why>.*?)-->\s*\Z", re.DOTALL)
 SHELL = {"bash", "sh", "console"}
 # What a working tree holds beside the sources; a copy for the blocks to write into leaves it out.
-NOT_SOURCES = shutil.ignore_patterns(
-    ".git",
-    ".venv",
-    ".venv-latest",
-    "*.egg-info",
-    "__pycache__",
-    "*.pyc",
-    "build",
-    "dist",
-    "out",
-    ".lab",
-    ".pytest_cache",
-    ".hypothesis",
-    "*.jar",
-    "*.class",
-)
+NOT_SOURCES = shutil.ignore_patterns(*NOT_SOURCE_PATTERNS)
 BLOCK_TIMEOUT_S = 180  # a block of a few plans on a loaded machine; each command is meant to take seconds
 
 

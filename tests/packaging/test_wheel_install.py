@@ -22,26 +22,12 @@ from pathlib import Path
 import pytest
 
 from placement.resources import SHIPPED
+from support.sources import NOT_SOURCE_PATTERNS
 
 REPO = Path(__file__).resolve().parents[2]
 PY = Path(sys.executable)
-# What a working tree holds beside the sources; the clean clone CI builds from has none of it.
-NOT_SOURCES = shutil.ignore_patterns(
-    ".git",
-    ".venv",
-    "*.egg-info",
-    "__pycache__",
-    "*.pyc",
-    "build",
-    "dist",
-    "out",
-    ".lab",
-    ".pytest_cache",
-    ".hypothesis",
-    "*.jar",
-    "*.class",
-    ".*",
-)
+# What a working tree holds beside the sources (and every dot-file): the clean clone CI builds from has none of it.
+NOT_SOURCES = shutil.ignore_patterns(*NOT_SOURCE_PATTERNS, ".*")
 
 pytestmark = pytest.mark.packaging
 
