@@ -8,21 +8,26 @@ and the one-by-one plans under ``compare``. A result's figures are built once fo
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from placement.costmodel.evaluate import PlanCost
+from placement.costmodel.model import PlacementProblem, SubtaskKey
 from placement.planning import contingency, rescale
 from placement.planning.outcome import PlanOutcome
 from placement.planning.running import running_json
 from placement.solver.one_by_one import OneByOne
 from placement.solver.result import PlanResult
 
-# the order of the top-level keys, as each shape has always had them
+# what a reader checks before it relies on the keys (plan.json's own is "placement.plan/v1")
+SUMMARY_FORMAT = "placement.plan-summary/v1"
+# the order of the top-level keys, as each shape has always had them (format and assignment came later)
 ONE_JOB_KEYS = (
+    "format",
     "job",
     "inventory",
     "results",
+    "assignment",
     "parallelism",
     "max_rate",
     "what_if",
@@ -32,9 +37,11 @@ ONE_JOB_KEYS = (
     "out",
 )
 FLEET_KEYS = (
+    "format",
     "jobs",
     "inventory",
     "results",
+    "assignment",
     "running",
     "running_notes",
     "compare",
@@ -50,11 +57,14 @@ def summary_json(outcome: PlanOutcome, written: Sequence[Path] | None = None) ->
     several = outcome.several
     runs = outcome.running
     entries: dict = {
+        "format": SUMMARY_FORMAT,
         "job": outcome.names[0],
         "jobs": [{"job": n, "dir": outcome.dirs[n], **_budget_json(outcome.budgets.get(n))} for n in outcome.names],
         "inventory": outcome.inventory.name,
         "results": [result_json(r, outcome.parts if several else None) for r in outcome.results],
     }
+    if outcome.result.assignment is not None:
+        entries["assignment"] = assignment_json(outcome)
     if outcome.rescaled is not None:
         entries["parallelism"] = rescale.result_parallelism(outcome.rescaled)
     if outcome.capped is not None:
@@ -72,6 +82,19 @@ def summary_json(outcome: PlanOutcome, written: Sequence[Path] | None = None) ->
     if written is not None:
         entries["out"] = [str(p) for p in written]
     return {key: entries[key] for key in (FLEET_KEYS if several else ONE_JOB_KEYS) if key in entries}
+
+
+def assignment_json(outcome: PlanOutcome) -> dict:
+    """Where the plan puts each subtask, by the label the scheduler matches (``<task> (<i>/<n>)``) — one job's
+    ``{label: host}``, several jobs' ``{job: {label: host}}`` (labels repeat across jobs)."""
+    if not outcome.several:  # the problem solved: a rescale's has its own parallelism
+        return _placed(outcome.problem, outcome.result.assignment)
+    return {job.name: _placed(job.problem, outcome.parts[job.name].assignment) for job in outcome.joint.jobs}
+
+
+def _placed(problem: PlacementProblem, assignment: Mapping[SubtaskKey, str] | None) -> dict[str, str]:
+    assert assignment is not None  # a feasible plan's parts all have theirs
+    return {s.label: assignment[s.key] for s in problem.subtasks}
 
 
 def result_json(r: PlanResult, parts: dict[str, PlanResult] | None = None) -> dict:

@@ -109,3 +109,35 @@ def test_rescale_around_a_cluster_reader_is_refused_with_its_field():
     with pytest.raises(BadInput) as refused:
         plan(request(IOT, rescale=True, cluster=FakeClusterReader()))
     assert refused.value.field == "--running-cluster"
+
+
+@pytest.mark.parametrize(
+    "profiles",
+    [(IOT,), (IOT, NEXMARK)],
+    ids=["one job", "two jobs"],
+)
+def test_the_summary_names_its_format_and_places_every_subtask_as_plan_json_does(tmp_path, profiles):
+    outcome = plan(request(*profiles))
+    written = write_outcome(outcome, tmp_path / "out")
+    summary = summary_json(outcome, written.paths)
+    assert next(iter(summary)) == "format" and summary["format"] == "placement.plan-summary/v1"
+    dirs = (
+        {n: tmp_path / "out" / outcome.dirs[n] for n in outcome.names}
+        if outcome.several
+        else {outcome.names[0]: tmp_path / "out"}
+    )
+    placed = summary["assignment"] if outcome.several else {outcome.names[0]: summary["assignment"]}
+    for name, folder in dirs.items():
+        doc = json.loads((folder / "plan.json").read_text())
+        assert placed[name] == {a["label"]: a["host"] for a in doc["assignment"]}
+
+
+def test_a_rescaled_summary_places_the_subtasks_at_the_parallelism_it_chose(tmp_path):
+    outcome = plan(request(NEXMARK, rescale=True, rate_scale=1.2))
+    summary = summary_json(outcome)
+    counts: dict[str, int] = {}
+    for label in summary["assignment"]:
+        vertex = label.rsplit(" (", 1)[0]
+        counts[vertex] = counts.get(vertex, 0) + 1
+    assert counts == summary["parallelism"]["joint"]  # the chosen parallelism, not the profiled one
+    assert counts != {v.name: v.parallelism for v in outcome.profiles[0].vertices}
