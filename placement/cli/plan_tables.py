@@ -57,8 +57,10 @@ def shortfalls_table(result: PlanResult) -> Table:
             name = escape(f"latency of {s.resource}")
         elif s.kind == "budget":  # one job's share of an uplink (jobs[].budget.uplinks)
             name = escape(f"budget of job {s.detail} on link {s.resource}")
+        elif s.kind == "link":  # the detail is a sentence on TCP: the one-line error below carries it
+            name = escape(f"link {s.resource}" + (" (one TCP flow)" if s.detail else ""))
         else:
-            name = escape(f"{'link' if s.kind == 'link' else 'host'} {s.resource}{s.detail}")
+            name = escape(f"host {s.resource}{s.detail}")
         taken = (
             (escape(s.running.removeprefix(" after running jobs ").removeprefix(" after running job ")),)
             if running
@@ -89,11 +91,28 @@ def _count(n: int, noun: str) -> str:
 
 def links_table(result: PlanResult) -> Table:
     t = Table(title="WAN links")
-    for col in ("link", "Mbit/s", "bandwidth", "usable", "utilisation", "delay ms"):
-        t.add_column(col, justify="right" if col != "link" else "left")
     assert result.cost is not None
+    lossy = any(link.loss > 0 for link in result.cost.links)  # the transport columns only where a link loses packets
+    for col in (
+        "link",
+        "Mbit/s",
+        "bandwidth",
+        "usable",
+        "utilisation",
+        "delay ms",
+        *(("loss", "one TCP flow") if lossy else ()),
+    ):
+        t.add_column(col, justify="right" if col != "link" else "left")
     for link in result.cost.links:
         style = "red" if link.mbit > link.usable_mbit + 1e-6 else None
+        tcp = (
+            (
+                f"{link.loss:.2%}",
+                f"{link.tcp_mbit:.3g} ({link.congestion_control})" if link.tcp_mbit is not None else "–",
+            )
+            if lossy
+            else ()
+        )
         t.add_row(
             link.name,
             f"{link.mbit:.2f}",
@@ -101,6 +120,7 @@ def links_table(result: PlanResult) -> Table:
             f"{link.usable_mbit:.1f}",
             f"{link.utilisation:.0%}",
             f"{link.delay_ms:g}",
+            *tcp,
             style=style,
         )
     return t

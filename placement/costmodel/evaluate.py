@@ -27,6 +27,10 @@ class LinkLoad:
     usable_mbit: float
     delay_ms: float
     checkpoint_mbit: float = 0.0  # of ``mbit``: checkpoint uploads; the rest is the job's data plane
+    loss: float = 0.0  # a fraction
+    congestion_control: str = ""
+    tcp_mbit: float | None = None  # one TCP flow's goodput where it is below the rate (costmodel.transport)
+    credit_mbit: float | None = None  # what one remote input channel's credit carries at its round trip
 
     @property
     def data_mbit(self) -> float:
@@ -124,7 +128,7 @@ def _channel_crossings(
         if away > 0:
             links[hu] += away
         if crossing:
-            worst_delay = max(worst_delay, hosts[hu].uplink_delay_ms)
+            worst_delay = max(worst_delay, hosts[hu].crossing_ms)
     # Inbound to an edge host: every sender of v_j must sit on v_j's host.
     name = problem.vertex_names
     for j, hv in enumerate(down):
@@ -137,7 +141,7 @@ def _channel_crossings(
                 f"data flows down into edge host {hv}: {name[ch.target]} ({j + 1}/{ch.n_down}) receives from "
                 f"{name[ch.source]} ({i + 1}/{ch.n_up}) on {up[i]}"
             )
-            worst_delay = max(worst_delay, hosts[hv].uplink_delay_ms)
+            worst_delay = max(worst_delay, hosts[hv].crossing_ms)
     return worst_delay
 
 
@@ -268,13 +272,17 @@ def _link_loads(
             usable_mbit=problem.usable_mbit(h),
             delay_ms=h.uplink_delay_ms,
             checkpoint_mbit=checkpoints[h.name],
+            loss=h.uplink_loss,
+            congestion_control=h.congestion_control,
+            tcp_mbit=h.uplink_goodput_mbit,
+            credit_mbit=h.uplink_credit_mbit,
         )
         link_loads.append(link)
         if link.mbit > link.usable_mbit + EPS:
             needed, usable = needed_and_usable_mbit(link.mbit, link.usable_mbit)
             violations.append(
                 f"link {link.name} needs {needed} Mbit/s, has {link.bandwidth_mbit:g} "
-                f"({usable} usable at {problem.policy.wan_headroom:.0%})"
+                f"({usable} usable at {problem.policy.wan_headroom:.0%}){problem.link_bound_note(h)}"
             )
     return link_loads
 

@@ -410,7 +410,7 @@ def _crossing_sends(
                 h, size = hosts[hu], largest_message_bytes(ch, i)
                 crossing.append(
                     _CrossingSend(
-                        h.uplink_delay_ms,
+                        h.crossing_ms,
                         send_ms(size, h.uplink_mbit or 0.0),
                         send_ms(size, h.uplink_mbit or 0.0, h.uplink_burst_bytes),
                         hu,

@@ -17,10 +17,10 @@ from functools import cached_property
 
 import networkx as nx
 
-from placement.costmodel import deliveries, demand, traffic
+from placement.costmodel import deliveries, demand, traffic, transport
 from placement.errors import BadInput
 from placement.flink.facts import DEFAULT_BUFFER_TIMEOUT_MS
-from placement.inventory import Host, Inventory, Policy
+from placement.inventory import Host, Inventory, Link, Policy
 from placement.profile.format import (
     EdgeProfile,
     JobProfile,
@@ -73,6 +73,13 @@ class HostSpec:
     uplink_delay_ms: float = 0.0
     uplink_to: str | None = None
     uplink_burst_bytes: float = 0.0  # sent at once after an idle spell (a token-bucket shaper's burst; 0: physical)
+    uplink_loss: float = 0.0  # a fraction of the packets sent
+    # what the TCP connections from this host's TaskManager carry over the uplink under its loss and round trip
+    # (costmodel.transport); None: no link, or one that carries its rate
+    uplink_goodput_mbit: float | None = None
+    uplink_loss_wait_ms: float = 0.0  # a packet's mean wait for retransmissions at that goodput
+    uplink_credit_mbit: float | None = None  # what one remote input channel's credit lets cross it (None: no delay)
+    congestion_control: str = transport.DEFAULT_CONGESTION_CONTROL
     allow_stateful: bool = False
     allow_sinks: bool = False
     # A pool of servers (placement.solver.server_pools) stands for several hosts at speed 1: one thread there may take
@@ -94,6 +101,12 @@ class HostSpec:
     @property
     def is_edge(self) -> bool:
         return self.role == "edge"
+
+    @property
+    def crossing_ms(self) -> float:
+        """What a record crossing the uplink spends on the way besides being sent: the one-way delay and the mean
+        wait for retransmissions the link's loss causes (every latency row reads this)."""
+        return self.uplink_delay_ms + self.uplink_loss_wait_ms
 
     def running_total(self, what: str) -> float:
         """The running jobs' ``cores``, ``memory_mib``, ``slots`` or ``mbit`` here, together."""
@@ -375,14 +388,42 @@ class PlacementProblem:
             h.cores * self.policy.cpu_utilisation_target - h.baseline_cores - h.netty_cores - h.running_total("cores"),
         )
 
+    def link_mbit(self, h: HostSpec) -> float:
+        """What the uplink carries for Flink: its bandwidth under the headroom, or less where its TCP connections'
+        goodput under loss and round trip is lower (the goodput is an average already: no headroom on it)."""
+        rate = (h.uplink_mbit or 0.0) * self.policy.wan_headroom
+        return rate if h.uplink_goodput_mbit is None else min(rate, h.uplink_goodput_mbit)
+
+    def tcp_bound(self, h: HostSpec) -> bool:
+        """Does one TCP flow's goodput, not the link's rate, bound what the uplink carries?"""
+        return h.uplink_goodput_mbit is not None and h.uplink_goodput_mbit < (h.uplink_mbit or 0.0) * (
+            self.policy.wan_headroom
+        )
+
+    def link_bound_note(self, h: HostSpec) -> str:
+        """Why the uplink carries less than its rate, for a shortage's message ("" when its rate bounds it): the
+        TCP flow under the link's loss and round trip, and what another congestion control would carry."""
+        if not self.tcp_bound(h):
+            return ""
+        rtt = 2 * h.uplink_delay_ms
+        others = []
+        for cc in transport.CONGESTION_CONTROLS:
+            if cc != h.congestion_control and (h.uplink_mbit or 0.0) > 0:
+                path = transport.Path(h.uplink_mbit or 0.0, rtt, h.uplink_loss, cc)
+                others.append(f"{cc} {transport.flow_goodput_mbit(path):.3g}")
+        return (
+            f"; one TCP flow ({h.congestion_control}) carries that at {h.uplink_loss:.2%} loss and a {rtt:g} ms round "
+            f"trip — {', '.join(others)} (hosts[].congestion_control)"
+        )
+
     def usable_mbit(self, h: HostSpec) -> float:
-        """The uplink under the headroom, less what jobs already running send over it."""
-        return max(0.0, (h.uplink_mbit or 0.0) * self.policy.wan_headroom - h.running_total("mbit"))
+        """The uplink's :meth:`link_mbit`, less what jobs already running send over it."""
+        return max(0.0, self.link_mbit(h) - h.running_total("mbit"))
 
     def budget_mbit(self, h: HostSpec, share: float) -> float:
-        """A job's uplink budget: ``share`` of the link's usable bandwidth (under the headroom; what jobs already
-        running send is not counted against it — a share is of the link, not of what they leave)."""
-        return share * (h.uplink_mbit or 0.0) * self.policy.wan_headroom
+        """A job's uplink budget: ``share`` of the link's :meth:`link_mbit` (what jobs already running send is not
+        counted against it — a share is of the link, not of what they leave)."""
+        return share * self.link_mbit(h)
 
     def priority_of(self, job: str) -> int:
         """A job's priority; 0 for a job without one (as the objective ranks it beside jobs that have one)."""
@@ -446,12 +487,56 @@ def thread_sentence(label: str, host: str, cores: float, usable: float) -> str:
 # ---- building ---------------------------------------------------------------------------------------------------
 
 
+def _uplink_path(h: Host, link: Link) -> transport.Path:
+    """The uplink as TCP sees it: the link's one-way delay each way, its loss, the sending host's algorithm."""
+    return transport.Path(
+        bandwidth_mbit=link.bandwidth,
+        rtt_ms=2 * link.delay,
+        loss=link.loss / 100,
+        congestion_control=h.congestion_control or transport.DEFAULT_CONGESTION_CONTROL,
+    )
+
+
+@dataclass(frozen=True)
+class _UplinkTransport:
+    loss: float = 0.0
+    goodput_mbit: float | None = None
+    loss_wait_ms: float = 0.0
+    credit_mbit: float | None = None
+    congestion_control: str = transport.DEFAULT_CONGESTION_CONTROL
+
+
+def _transport(h: Host, link: Link | None, network: transport.FlinkNetwork) -> _UplinkTransport:
+    """HostSpec's transport fields for edge host ``h``: no goodput cap where the link carries its rate."""
+    if link is None:
+        return _UplinkTransport()
+    path = _uplink_path(h, link)
+    goodput = transport.flow_goodput_mbit(path)
+    return _UplinkTransport(
+        loss=path.loss,
+        goodput_mbit=goodput if goodput < link.bandwidth else None,
+        loss_wait_ms=transport.loss_wait_ms(path, goodput),
+        credit_mbit=transport.credit_cap_mbit(path.rtt_ms, network) if path.rtt_ms > 0 else None,
+        congestion_control=path.congestion_control,
+    )
+
+
+def flink_network(inv: Inventory) -> transport.FlinkNetwork:
+    n = inv.flink.network
+    return transport.FlinkNetwork(
+        buffers_per_channel=n.buffers_per_channel,
+        floating_buffers_per_gate=n.floating_buffers_per_gate,
+    )
+
+
 def _hosts(inv: Inventory, profile: JobProfile | None = None) -> tuple[HostSpec, ...]:
     specs = []
     uplinks = {link.from_: link for link in inv.links}  # one pass: inv.uplink() scans the links (fleets: 10 000)
+    network = flink_network(inv)
     for h in inv.hosts:
         link = uplinks[h.name] if h.role == "edge" else None
         baseline = _baseline(h, profile)
+        tcp = _transport(h, link, network)
         specs.append(
             HostSpec(
                 name=h.name,
@@ -473,6 +558,11 @@ def _hosts(inv: Inventory, profile: JobProfile | None = None) -> tuple[HostSpec,
                 ),
                 baseline_cores=baseline.cores,
                 baseline_basis=baseline.basis,
+                uplink_loss=tcp.loss,
+                uplink_goodput_mbit=tcp.goodput_mbit,
+                uplink_loss_wait_ms=tcp.loss_wait_ms,
+                uplink_credit_mbit=tcp.credit_mbit,
+                congestion_control=tcp.congestion_control,
             )
         )
     return tuple(specs)

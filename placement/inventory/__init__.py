@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from placement.flink.versions import release_problem
 from placement.inventory.failure_detection import FailureDetection
+from placement.inventory.network import FlinkNetworkSettings
 from placement.loading import FieldError, Strict, canonical_digest, drop_unset, load_model, read_document
 from placement.units import Bytes, MiB, Millis, Percent, RateMbit, bytes_rate_note, is_bytes_rate
 
@@ -66,6 +67,11 @@ class Host(Strict):
     interface: str | None = Field(None, pattern=r"^[A-Za-z0-9_.@-]{1,15}$")
     arch: Literal["x86_64", "aarch64"] | None = None
     ssh: SshSettings | None = None
+    congestion_control: Literal["cubic", "reno", "bbr"] | None = Field(
+        None,
+        description="the TCP congestion control this host sends with (sysctl net.ipv4.tcp_congestion_control); "
+        "default cubic, Raspberry Pi OS's",
+    )
     allow_stateful: bool | None = Field(None, description="may stateful operators run here (default: servers only)")
     allow_sinks: bool | None = Field(None, description="may sinks run here (default: servers only)")
     data_reroutes_on_loss: bool | None = Field(
@@ -256,6 +262,11 @@ class FlinkCluster(Strict):
     slot_sharing: bool = Field(True, description="subtasks of different vertices share a slot (Flink's default)")
     archive_url: str | None = Field(None, description="Flink distribution tarball for ansible")
     archive_sha512: str | None = None
+    network: FlinkNetworkSettings = Field(
+        default_factory=FlinkNetworkSettings,
+        description="TCP connections and buffers per channel (placement.inventory.network): what bounds a lossy or "
+        "long link besides its rate, and what every writer of a Flink config sets",
+    )
     failure_detection: FailureDetection = Field(
         default_factory=FailureDetection,
         description="heartbeats, slot requests, restarts and rejoining, with edge "
@@ -503,7 +514,8 @@ class Inventory(Strict):
                 "cpu_time_core_speed",
                 "netty_cores_per_delivery",
                 "data_reroutes_on_loss",
-            )  # and issue 43's
+                "congestion_control",
+            )  # and issue 43's and 45's
         drop_unset(data.get("policy", {}), "max_latency_ms")  # issue 25: an unbounded inventory hashes as before
         for link in data.get("links", []):  # and one whose links state no burst
             drop_unset(link, "burst")
@@ -514,6 +526,8 @@ class Inventory(Strict):
         flink = data.get("flink", {})  # failure detection: an inventory that keeps the defaults hashes as before
         if flink.get("failure_detection") == FailureDetection().model_dump(mode="json", by_alias=True):
             flink.pop("failure_detection")
+        if flink.get("network") == FlinkNetworkSettings().model_dump(mode="json"):  # and Flink's network defaults
+            flink.pop("network")
         return canonical_digest(data)
 
 

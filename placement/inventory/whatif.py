@@ -13,7 +13,9 @@ subtasks born on it — the one most likely short — and the copies get the mod
 * a pin (``pins.operators``) or forbid naming the template names its copies too.
 
 ``--link HOST:BANDWIDTH[:DELAY]`` sets an edge host's uplink bandwidth (``10mbit``) and, optionally, its delay
-(``20ms``). Edits apply in order: add hosts first, then links (so an added Pi's link can be set too).
+(``20ms``); ``--link HOST:PROFILE`` gives it a shipped WAN profile's figures (``rpi1:lte``: bandwidth, delay, jitter
+and loss), and ``*`` for HOST every edge host's. Edits apply in order: add hosts first, then links (so an added Pi's
+link can be set too).
 
 A plan made on an edited inventory records the edited inventory's digest, so ``placement apply`` refuses it as stale
 against the real file: what-if plans are for reading.
@@ -27,6 +29,7 @@ from dataclasses import dataclass
 
 from placement.errors import BadInput
 from placement.inventory import HOST_MODELS, Inventory
+from placement.inventory.wan_profiles import PROFILE_NAME, list_profiles
 from placement.units import parse_rate_mbit, parse_time_ms
 
 MAX_ADDED = 100_000
@@ -40,9 +43,10 @@ class AddHosts:
 
 @dataclass(frozen=True)
 class LinkEdit:
-    host: str
-    bandwidth_mbit: float
+    host: str  # "*": every edge host
+    bandwidth_mbit: float = 0.0
     delay_ms: float | None = None
+    profile: str | None = None  # a WAN profile's name: its figures instead of bandwidth and delay
 
 
 def parse_add_host(text: str) -> AddHosts:
@@ -57,10 +61,15 @@ def parse_add_host(text: str) -> AddHosts:
 
 
 def parse_link(text: str) -> LinkEdit:
-    """``"rpi1:10mbit"`` or ``"rpi1:10mbit:20ms"`` -> LinkEdit."""
+    """``"rpi1:10mbit"``, ``"rpi1:10mbit:20ms"`` or ``"rpi1:lte"`` (a WAN profile) -> LinkEdit."""
     parts = text.split(":")
     if len(parts) not in (2, 3) or not parts[0].strip() or not parts[1].strip():
-        raise BadInput(f"{text!r} is not HOST:BANDWIDTH[:DELAY] (e.g. rpi1:10mbit or rpi1:10mbit:20ms)", field="--link")
+        raise BadInput(
+            f"{text!r} is not HOST:BANDWIDTH[:DELAY] or HOST:PROFILE (e.g. rpi1:10mbit, rpi1:10mbit:20ms, rpi1:lte)",
+            field="--link",
+        )
+    if len(parts) == 2 and PROFILE_NAME.match(parts[1].strip()) and parts[1].strip() in list_profiles():
+        return LinkEdit(parts[0].strip(), profile=parts[1].strip())
     try:
         bandwidth = parse_rate_mbit(parts[1].strip())
         delay = parse_time_ms(parts[2].strip()) if len(parts) == 3 and parts[2].strip() else None
@@ -165,7 +174,15 @@ def _add(doc: dict, add: AddHosts, sources: dict[str, int] | None) -> list[str]:
     return notes
 
 
+PROFILE_FIGURES = ("bandwidth", "delay", "jitter", "loss", "correlation")
+
+
 def _link(doc: dict, edit: LinkEdit) -> str:
+    if edit.host == "*":
+        return "; ".join(
+            _link(doc, LinkEdit(link["from"], edit.bandwidth_mbit, edit.delay_ms, edit.profile))
+            for link in list(doc["links"])
+        )
     links = [link for link in doc["links"] if link["from"] == edit.host]
     if not links:
         edges = [h["name"] for h in doc["hosts"] if h["role"] == "edge"]
@@ -176,6 +193,11 @@ def _link(doc: dict, edit: LinkEdit) -> str:
         )
     link = links[0]
     old = f"{link['bandwidth']:g} Mbit/s"
+    if edit.profile is not None:  # the profile's figures: those of the link it leaves out are its own
+        for key in PROFILE_FIGURES:
+            link.pop(key, None)
+        link["profile"] = edit.profile
+        return f"what-if: link {edit.host}→{link['to']} on WAN profile {edit.profile} (was {old})"
     link["bandwidth"] = edit.bandwidth_mbit
     link.pop("profile", None)  # a named WAN profile would override the figures set here
     if edit.delay_ms is not None:

@@ -122,6 +122,7 @@ def shortages_from_slack(
                     usable + over,
                     usable,
                     h.uplink_mbit or 0.0,
+                    detail=problem.link_bound_note(h),
                     running=running_note(h, "mbit", " Mbit/s"),
                 )
             )

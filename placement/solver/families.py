@@ -508,7 +508,7 @@ def edge_crossing(
                 continue
             if z is None:
                 z = sink.fresh(f"crossing_{n}")
-            k = h.uplink_delay_ms + c.send_ms + big_m
+            k = h.crossing_ms + c.send_ms + big_m
             terms = [(z, 1.0), *((var, -k * a) for var, a in c.indicator)]
             if not isinstance(q, float):
                 terms.append((q, -1.0))

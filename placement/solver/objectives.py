@@ -115,7 +115,7 @@ def latency_ms(m: IlpModel, jobs: frozenset[str] | None = None) -> pulp.LpAffine
             continue
         d = None
         for h in m.problem.edges:
-            delay = h.uplink_delay_ms
+            delay = h.crossing_ms
             ups = m.placed(ch.source, h.name)
             if not ups or delay <= 0:
                 continue

@@ -36,6 +36,7 @@ class Shortage:
     usable: float
     capacity: float
     detail: str = ""  # slots: " for <operator>"; thread: the subtask's label; latency: what its flush waits are;
+    # link: why it carries less than its rate (PlacementProblem.link_bound_note);
     # budget: the job whose share of link ``resource`` it is (capacity: the link's usable bandwidth, η·bandwidth)
     running: str = (
         ""  # " after running job B's 33.1 Mbit/s": jobs already running that take part of it (plan --running)
@@ -61,7 +62,10 @@ class Shortage:
     def message(self) -> str:
         needed, usable = self.figures
         if self.kind == "link":
-            return f"link {self.resource} needs {needed} Mbit/s, has {self.capacity:g} ({usable} usable{self.running})"
+            return (
+                f"link {self.resource} needs {needed} Mbit/s, has {self.capacity:g} ({usable} usable{self.running})"
+                f"{self.detail}"
+            )
         if self.kind == "budget":  # usable: the job's share of the link; capacity: the link's usable bandwidth
             share = self.usable / self.capacity if self.capacity else 0.0
             return (

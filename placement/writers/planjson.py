@@ -50,6 +50,16 @@ class LinkPrediction(Strict):
     bandwidth_mbit: float
     usable_mbit: float
     utilisation: float
+    # the transport (issue 45): absent in older plans
+    delay_ms: float = Field(0.0, description="one way; the round trip is twice that")
+    loss_pct: float = 0.0
+    congestion_control: str | None = Field(None, description="the sending host's TCP congestion control")
+    tcp_mbit: float | None = Field(
+        None, description="one TCP flow's goodput under the loss and round trip, where it is below the bandwidth"
+    )
+    credit_mbit: float | None = Field(
+        None, description="what one remote input channel's credit (exclusive + floating buffers) carries per round trip"
+    )
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)  # Strict's, and the alias's field name too
 
@@ -281,6 +291,11 @@ def _links(cost: PlanCost) -> list[LinkPrediction]:
             bandwidth_mbit=link.bandwidth_mbit,
             usable_mbit=link.usable_mbit,
             utilisation=link.utilisation,
+            delay_ms=link.delay_ms,
+            loss_pct=link.loss * 100,
+            congestion_control=link.congestion_control or None,
+            tcp_mbit=link.tcp_mbit,
+            credit_mbit=link.credit_mbit,
         )
         for link in cost.links
     ]

@@ -18,8 +18,8 @@ def inventory(
     pins: dict | None = None,
     slot_sharing: bool = True,
 ) -> Inventory:
-    """One server and the given edge hosts (each a dict of Host fields; ``bandwidth``/``delay``/``burst`` go to its
-    uplink). Their Netty server costs nothing per buffer unless a test says so (``netty_cores_per_delivery``): the
+    """One server and the given edge hosts (each a dict of Host fields; ``bandwidth``/``delay``/``burst``/``loss`` go to
+    its uplink). Their Netty server costs nothing per buffer unless a test says so (``netty_cores_per_delivery``): the
     figures these tiny problems are checked against by hand are the other families'; tests/planning/test_netty_cpu.py
     holds every planner to the Netty term."""
     hosts = [
@@ -29,12 +29,14 @@ def inventory(
     for n, e in enumerate(edges):
         e = dict(e)
         bw, delay, burst = e.pop("bandwidth", "50mbit"), e.pop("delay", "50ms"), e.pop("burst", None)
+        loss = e.pop("loss", None)
         hosts.append(
             {"address": f"10.0.1.{n + 1}", "role": "edge", "model": "rpi4b", "netty_cores_per_delivery": 0.0, **e}
         )
         links.append(
             {"from": e["name"], "to": "server", "bandwidth": bw, "delay": delay}
             | ({"burst": burst} if burst is not None else {})
+            | ({"loss": loss} if loss is not None else {})
         )
     return Inventory.model_validate(
         {

@@ -183,7 +183,7 @@ def _column_latency(
     floor: dict[int, float] = defaultdict(float)
     terms: dict[int, list[list[tuple[int, float]]]] = defaultdict(list)
     for p, z in zip(plans, z_of):
-        delay = problem.host_by_name[p.host].uplink_delay_ms
+        delay = problem.host_by_name[p.host].crossing_ms
         for c, cross in p.crossing.items():
             if cross.all():
                 floor[c] = max(floor[c], delay)

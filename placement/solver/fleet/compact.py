@@ -173,14 +173,14 @@ def latency(m: CompactModel, rows: Rows) -> list[tuple[int, float]]:
         for i in range(ch.n_up):
             for h, col in m.places[(ch.source, i)]:
                 host = p.host_by_name.get(h)
-                if host is not None and host.is_edge and host.uplink_delay_ms > 0:
+                if host is not None and host.is_edge and host.crossing_ms > 0:
                     by_host[h].append((i, True if col is None else col))
         if not by_host:
             continue
         d = int(m.mip.add_cols(1, 0.0, INF, integer=False)[0])
         floor = 0.0
         for h, ups in by_host.items():
-            delay = p.host_by_name[h].uplink_delay_ms
+            delay = p.host_by_name[h].crossing_ms
             if ch.all_to_all:
                 downs = [m.column((ch.target, j), h) for j in range(ch.n_down)]
                 b: int | bool

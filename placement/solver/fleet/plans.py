@@ -176,7 +176,7 @@ def pi_plans(
             weights = np.where(in_pool & np.array([slot_group(s) == group for s in local]), 1.0, 0.0)
         if weights.any():
             usage[key] = off @ weights
-    crossing = _crossings(problem, host, local, fixed, keep, latency_channels) if h.uplink_delay_ms > 0 else {}
+    crossing = _crossings(problem, host, local, fixed, keep, latency_channels) if h.crossing_ms > 0 else {}
     attrs = [wan, cpu_off, *usage.values(), *(c.astype(float) for c in crossing.values())]
     best = _pareto(np.column_stack(attrs)) if len(keep) else np.arange(0)
     return PiPlans(

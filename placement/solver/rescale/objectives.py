@@ -233,12 +233,12 @@ def latency_ms(m: RescaleModel) -> pulp.LpAffineExpression:
             continue
         d = None
         for h in m.ref.edges:
-            if h.uplink_delay_ms <= 0 or h.name not in m.hosts_of(ch.source):
+            if h.crossing_ms <= 0 or h.name not in m.hosts_of(ch.source):
                 continue
             if d is None:
                 d = m.lp.add_variable(f"delay_{n}", lowBound=0)
             for k, (_, up, down) in enumerate(_crossing_pairs(m, ch, h.name)):
-                m.lp += d >= h.uplink_delay_ms * (up - down), f"lat_{n}_{h.name}_{k}"
+                m.lp += d >= h.crossing_ms * (up - down), f"lat_{n}_{h.name}_{k}"
         if d is not None:
             terms.append((d, ch.path_weight))
     expr = pulp.LpAffineExpression(terms)
