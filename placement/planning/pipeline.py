@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from placement.costmodel.credit import credit_needs, credit_notes
 from placement.costmodel.jobs import JointProblem, check_rate_scale, dir_names, job_policies, unique_names
-from placement.costmodel.model import JobPolicy
+from placement.costmodel.model import JobPolicy, flink_network
 from placement.errors import Infeasible
 from placement.inventory import Inventory, load_inventory
 from placement.planning import capacity, contingency, fleet, rescale
@@ -100,6 +101,9 @@ def plan(request: PlanRequest) -> PlanOutcome:
         else ()
     )
     contingency.require(contingencies, request.contingency == "required")
+    if result.assignment is not None:  # a channel above its credit at the plan's placement: the setting that lifts it
+        network = flink_network(inv)
+        notes = [*notes, *credit_notes(credit_needs(joint.problem, result.assignment, network), network)]
     parts = fleet.per_job(joint, result)
     return PlanOutcome(
         request=request,

@@ -11,6 +11,9 @@ import yaml
 from planning_factories import brute_force, close, inventory, problem, profile, vertex
 
 from placement.costmodel import transport
+from placement.costmodel.credit import credit_needs, credit_notes
+from placement.costmodel.model import flink_network
+from placement.inventory.network import FlinkNetworkSettings
 from placement.planning import PlanRequest, plan
 from placement.solver import solve
 from support.cli import EDGE_LAB, IOT, plan_args, run_main
@@ -211,3 +214,36 @@ def test_a_what_if_puts_every_uplink_on_a_wan_profile_and_the_table_shows_the_fl
     assert code == 3 and "link rpi2→server needs" in err and "one TCP flow (cubic)" in err
     code, _, err = run_main([*args, "--link", "rpi2:nosuchprofile"], capsys)
     assert code == 2 and "--link" in err and "nosuchprofile" in err
+
+
+def test_a_channel_above_its_credit_is_named_with_the_buffers_that_lift_it():
+    # 8 Mbit/s on one FORWARD channel over a 600 ms BBR link: credit (2 + 8) · 32 KiB / 0.6 s = 4.37 Mbit/s;
+    # 8e6 / 8 · 0.6 / 32768 = 18.3 → 19 exclusive buffers
+    inv = inventory(
+        edges=(
+            {
+                "name": "rpi1",
+                "cores": 4,
+                "bandwidth": "10mbit",
+                "delay": "300ms",
+                "loss": "0.5%",
+                "congestion_control": "bbr",
+            },
+        ),
+        pins={"sources": {"Source: S": "rpi1"}},
+    )
+    pr = problem(inv, chain())
+    result = solve(pr)
+    assert result.status == "optimal" and result.assignment is not None
+    network = transport.FlinkNetwork()
+    (need,) = credit_needs(pr, result.assignment, network)
+    assert need.link == "rpi1→server" and need.mbit == pytest.approx(8.0, rel=0.01)
+    assert need.credit_mbit == pytest.approx(4.369, abs=0.001) and need.buffers_per_channel == 19
+    notes = credit_notes([need], network)
+    assert "it would back-pressure" in notes[0]
+    assert notes[-1].startswith("set flink.network.buffers_per_channel: 19 ") and "608 KiB" in notes[-1]
+    # the inventory's setting lifts it: the same placement, no channel above its credit
+    roomy = inv.model_copy(
+        update={"flink": inv.flink.model_copy(update={"network": FlinkNetworkSettings(buffers_per_channel=19)})}
+    )
+    assert credit_needs(problem(roomy, chain()), result.assignment, flink_network(roomy)) == []
