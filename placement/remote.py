@@ -19,6 +19,7 @@ import posixpath
 import shlex
 import socket
 import subprocess
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -283,14 +284,18 @@ class SshExecutor(Executor):
             command = "sudo -n " + command  # -n: fail rather than wait for a password nobody will type
         from invoke.exceptions import CommandTimedOut
 
+        timed_out = CommandResult(self.host, tuple(argv), 124, stderr=f"timed out after {timeout:g} s")
+        started = time.monotonic()
         try:
             res = conn.run(command, hide=True, warn=True, in_stream=False, timeout=timeout)
         except CommandTimedOut:
-            return CommandResult(self.host, tuple(argv), 124, stderr=f"timed out after {timeout:g} s")
+            return timed_out
         except Exception as exc:
             # invoke's messages run over several lines ending in an empty "Stderr:"; the first one says what happened
             first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
             return CommandResult(self.host, tuple(argv), 255, stderr=f"{type(exc).__name__}: {first}")
+        if res.exited == -1 and time.monotonic() - started >= timeout:
+            return timed_out  # invoke's timer thread may still be finishing when it asks: no exit status, no raise
         return CommandResult(self.host, tuple(argv), res.exited, res.stdout, res.stderr)
 
     def _put(self, data: bytes, path: str, mode: int) -> None:

@@ -10,8 +10,8 @@ address, port 22 (the namespace has its own network stack, so no system sshd is 
 * one ed25519 host key per host and a ``known_hosts`` holding exactly those keys under the hosts' addresses, which
   the lab inventory names (``ssh.known_hosts``) — strict host key checking stays on;
 * keys only (no passwords, no PAM), SFTP for apply's atomic uploads, a log per host (``<workdir>/ssh/<host>/sshd.log``);
-* a home of its own per host (``<workdir>/ssh/<host>/home``, mounted over the login user's home for that sshd only):
-  a Pi does not run this machine's shell start-up files. They would otherwise run before every command — a
+* shell start-up files of its own per host (``<workdir>/ssh/<host>/home/.bashrc`` and so on, mounted over the login
+  user's for that sshd only): a Pi does not run this machine's. They would otherwise run before every command — a
   ``pyenv init`` in root's ``.bashrc`` takes a lock that a killed session leaves behind, and from then on every
   command over SSH waits a minute for it.
 
@@ -173,18 +173,40 @@ def _serve(d: Path, host: str, namespace: str, address: str, port: int, timeout:
     return proc.pid
 
 
-def sshd_argv(namespace: str, config: Path, home: Path, *, user: str = SSH_USER) -> list[str]:
-    """sshd on ``config`` in ``namespace``, its sessions' home ``home`` (bind-mounted over ``user``'s home).
+# the shells' start-up files a login user's home may hold (bash, sh, zsh): what a session would run before a command
+STARTUP_FILES = (
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".profile",
+    ".bash_logout",
+    ".zshenv",
+    ".zprofile",
+    ".zshrc",
+    ".zlogin",
+    ".zlogout",
+)
 
-    ``ip netns exec`` runs its command in a mount namespace of its own (mounts propagate into it, not out), so the
-    bind is seen by this sshd and its sessions only. sshd by absolute path (it re-executes itself); -D: no
-    daemonising (its pid is the caller's to record), -e: log to stderr.
+
+def sshd_argv(namespace: str, config: Path, home: Path, *, user: str = SSH_USER) -> list[str]:
+    """sshd on ``config`` in ``namespace``, its sessions running the shell start-up files in ``home`` instead of
+    those of ``user``'s home (each one there that exists gets an empty file of ``home`` bind-mounted over it).
+
+    Only those files: the rest of the home stays as it is, since the machine's own tools may live there (a pyenv
+    interpreter a venv links to). ``ip netns exec`` runs its command in a mount namespace of its own (mounts propagate
+    into it, not out), so the binds are seen by this sshd and its sessions only. sshd by absolute path (it
+    re-executes itself); -D: no daemonising (its pid is the caller's to record), -e: log to stderr.
     """
     home.mkdir(parents=True, exist_ok=True)
-    login_home = pwd.getpwnam(user).pw_dir
-    mount_then_exec = 'mount --bind -- "$1" "$2" && shift 2 && exec "$@"'
+    login_home = Path(pwd.getpwnam(user).pw_dir)
+    binds: list[str] = []
+    for name in STARTUP_FILES:
+        if (login_home / name).is_file():
+            (home / name).touch(exist_ok=True)
+            binds += [str(home / name), str(login_home / name)]
+    mount_then_exec = 'while [ "$1" != -- ]; do mount --bind -- "$1" "$2" || exit 1; shift 2; done; shift; exec "$@"'
     sshd = [str(SSHD), "-D", "-e", "-f", str(config)]
-    return ns_exec(namespace, ["sh", "-c", mount_then_exec, "sh", str(home), login_home, *sshd])
+    return ns_exec(namespace, ["sh", "-c", mount_then_exec, "sh", *binds, "--", *sshd])
 
 
 def write_known_hosts(work_dir: Path, lines: list[str]) -> Path:

@@ -19,8 +19,8 @@ What :func:`sshd_in_namespace` does, and undoes on exit (also when the body rais
   else) and deletes the files it wrote (and ``workdir`` when it made it and nothing else is left in it).
 
 The namespace shares the machine's filesystem and users: a login as ``root`` (the default) sees the same files as
-the test, except its home: ``<workdir>/home`` is mounted over it for this sshd's sessions, so they do not run this
-machine's shell start-up files (see :func:`placement.lab.sshd.sshd_argv`).
+the test, except the shells' start-up files of its home: those of ``<workdir>/home`` are mounted over them for this
+sshd's sessions, so they do not run this machine's (see :func:`placement.lab.sshd.sshd_argv`).
 Needs root (for ``ip netns exec`` and sshd's privilege separation) — check
 :func:`placement.netns.netns_available` first — and Debian's openssh-server (:func:`sshd_available`).
 """
@@ -59,7 +59,7 @@ class SshHost:
     known_hosts: Path
     host_public_key: Path
     log: Path
-    home: Path  # mounted over the login user's home for this sshd's sessions
+    home: Path  # its shell start-up files are mounted over the login user's for this sshd's sessions
 
     def ssh_argv(self, *command: str) -> list[str]:
         """``ssh`` with this host's key and known_hosts, host key checking on, batch mode (never prompts)."""
