@@ -186,11 +186,11 @@ def wan_profile_choices(values: Sequence[str], edges: Sequence[str]) -> dict[str
             raise BadInput(f"{host.strip()!r} is not an edge host of the inventory ({known})", field="--wan-profile")
         else:
             per_host[host.strip()] = name.strip()
-    chosen = {}
-    for host in edges:
-        name = per_host.get(host, every)
-        if name is not None:
-            chosen[host] = name
+    chosen: dict[str, str] = {}
+    for edge in edges:
+        profile = per_host.get(edge, every)
+        if profile is not None:
+            chosen[edge] = profile
     return chosen
 
 

@@ -21,13 +21,14 @@ import importlib.util
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 from placement.errors import PlacementError
 from placement.lab import stopping
 from placement.lab import topology as topo
 from placement.netem import nfqueue
+from placement.netem.delayline import MODULE, line_command
+from placement.netem.line_schedule import LineFigures
 from placement.netem.tc import Shape, netem_args
 from placement.netns import ns_exec, run
 from placement.polling import poll
@@ -35,7 +36,7 @@ from placement.polling import poll
 UPLINK_QUEUE_BASE = 0xED00  # + the edge's index; downlink queues live in the edge's own namespace
 DOWNLINK_QUEUE_BASE = 0xEE00
 LABEL_PREFIX = topo.NS_PREFIX
-LINE_MODULE = "placement.netem.delayline"
+LINE_MODULE = MODULE
 PROBE_IFS = (f"{topo.IF_PREFIX}probe0", f"{topo.IF_PREFIX}probe1")
 READY_TIMEOUT_S = 10.0
 
@@ -90,17 +91,10 @@ def downlink_rule(h: topo.LabHost) -> nfqueue.QueueRule:
 def line_argv(rule: nfqueue.QueueRule, h: topo.LabHost, *, uplink: bool, seed: int | None = None) -> list[str]:
     """The delay line of one direction: the uplink with the link's loss, the downlink delay and jitter only."""
     w = h.wan
-    argv = [sys.executable, "-m", LINE_MODULE, "--queue", str(rule.queue), "--label", rule.label]
-    argv += ["--delay-ms", f"{w.delay_ms:g}", "--jitter-ms", f"{w.jitter_ms:g}"]
-    argv += ["--correlation-pct", f"{w.correlation_pct:g}"]
     if uplink:
-        argv += ["--loss-pct", f"{w.loss_pct:g}"]
-    else:
-        assert h.namespace is not None
-        argv += ["--netns", h.namespace]
-    if seed is not None:
-        argv += ["--seed", str(seed)]
-    return argv
+        return line_command(rule.queue, rule.label, w, seed=seed)
+    downlink = LineFigures(w.delay_ms, w.jitter_ms, 0.0, w.correlation_pct)
+    return line_command(rule.queue, rule.label, downlink, netns=h.namespace, seed=seed)
 
 
 def downlink_netem_commands(h: topo.LabHost) -> list[list[str]]:

@@ -32,6 +32,7 @@ from placement.netem.line_schedule import LineFigures, LineSchedule
 CLONE_NEWNET = 0x40000000  # os.CLONE_NEWNET from Python 3.12 on
 QUEUE_MAX_PACKETS = 16_384  # the kernel's queue length: a satellite link's 300 ms at 10 Mbit/s is ~250 frames
 READY = "delay line ready"
+MODULE = "placement.netem.delayline"  # what `python -m` runs (and what finds a line in ps)
 
 
 class Verdict(Protocol):
@@ -74,6 +75,22 @@ class HeldPackets:
 
     def seconds_to_next(self) -> float | None:
         return max(0.0, self.held[0][0] - self.now()) if self.held else None
+
+
+def line_command(
+    queue: int, label: str, figures: LineFigures, *, netns: str | None = None, seed: int | None = None
+) -> list[str]:
+    """The argv of the delay line for queue ``queue`` (this interpreter, so a venv's or a wheel's line is the same)."""
+    argv = [sys.executable, "-m", MODULE, "--queue", str(queue), "--label", label]
+    argv += ["--delay-ms", f"{figures.delay_ms:g}", "--jitter-ms", f"{figures.jitter_ms:g}"]
+    argv += ["--correlation-pct", f"{figures.correlation_pct:g}"]
+    if figures.loss_pct > 0:
+        argv += ["--loss-pct", f"{figures.loss_pct:g}"]
+    if netns is not None:
+        argv += ["--netns", netns]
+    if seed is not None:
+        argv += ["--seed", str(seed)]
+    return argv
 
 
 def _setns(fd: int) -> None:

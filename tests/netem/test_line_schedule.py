@@ -82,7 +82,7 @@ def test_impossible_figures_are_refused(figures: dict) -> None:
 
 
 def test_held_packets_leave_in_order_when_due_and_lost_ones_are_dropped_at_once() -> None:
-    clock, verdicts = FakeClock(), []
+    clock, verdicts = FakeClock(), list[tuple[int, str]]()
     line = HeldPackets(LineSchedule(LineFigures(delay_ms=50, loss_pct=50), random.Random(8)), now=clock.monotonic)
     for n in range(10):
         line.take(FakePacket(n, verdicts))
@@ -104,7 +104,7 @@ def test_held_packets_leave_in_order_when_due_and_lost_ones_are_dropped_at_once(
 
 
 def test_stopping_lets_every_held_packet_go() -> None:
-    clock, verdicts = FakeClock(), []
+    clock, verdicts = FakeClock(), list[tuple[int, str]]()
     line = HeldPackets(LineSchedule(LineFigures(delay_ms=600)), now=clock.monotonic)
     for n in range(3):
         line.take(FakePacket(n, verdicts))
