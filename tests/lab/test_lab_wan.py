@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from placement.cli.lab_cmd import _emulation
 from placement.errors import BadInput
 from placement.inventory import load_inventory
 from placement.inventory.wan_profiles import load_profile
@@ -14,6 +15,7 @@ from placement.lab import topology as topo
 from placement.lab import wan
 from placement.netem import nfqueue
 from placement.netem.tc import apply_commands
+from support.cli import run_main
 
 ROOT = Path(__file__).resolve().parents[2]
 LAB = ROOT / "inventory" / "lab.yaml"
@@ -140,3 +142,36 @@ def test_the_lab_inventory_carries_the_profiles_figures_so_the_plan_sees_the_emu
         "loss": 0.1,
     }
     assert links["rpi2"]["bandwidth"] == 2.0 and links["rpi2"].get("delay", 0) == 0
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("rpi9=lte", "--wan-profile: 'rpi9' is not an edge host of the inventory (rpi1, rpi2)"),
+        ("moon", "--wan-profile: unknown WAN profile 'moon' (known: 3g, constrained-5mbit, lte, satellite"),
+    ],
+)
+def test_lab_up_refuses_a_bad_wan_profile_in_one_line_before_anything_is_made(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str, says: str
+) -> None:
+    code, _out, err = run_main(
+        ["lab", "up", "--inventory", LAB, "--work-dir", tmp_path / "w", "--wan-profile", value], capsys
+    )
+    assert code == 2 and err.count("\n") == 1 and says in err, err
+    assert not (tmp_path / "w").exists()
+
+
+def test_the_status_table_names_the_emulation_its_figures_and_a_line_that_is_down() -> None:
+    row = {
+        "profile": "lte",
+        "link": {
+            "emulation": "user-space delay line",
+            "wan": {"delay_ms": 35, "jitter_ms": 10, "loss_pct": 0.1, "correlation_pct": 25},
+            "uplink": {"running": True},
+            "downlink": {"running": False},
+        },
+    }
+    assert _emulation(row) == (
+        "user-space delay line: delay 35 ms, ± 10 ms, loss 0.1 % (profile lte) [red](line down: downlink)[/]"
+    )
+    assert _emulation({"link": {"emulation": "rate only", "wan": {}}}) == "rate only"
