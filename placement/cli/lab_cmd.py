@@ -144,7 +144,8 @@ def _emulation(h: dict) -> str:
 @lab.command("down")
 @WORKDIR
 def down_cmd(work_dir: Path) -> None:
-    """Stop the JVMs and remove every namespace, veth and cgroup of the lab (also leftovers of a crashed run)."""
+    """Stop the JVMs and delay lines and remove every namespace, veth, cgroup and iptables rule of the lab (also
+    leftovers of a crashed run)."""
     from placement.lab.runner import check_host, down
 
     check_host()

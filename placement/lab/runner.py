@@ -4,8 +4,9 @@
 to make), then the pids once the JVMs run; ``down`` removes what that file lists and then scans for leftovers by
 prefix (namespaces ``pl-lab-*``, interfaces ``pllab*``, cgroups ``/sys/fs/cgroup/cpu/pl-lab-*``, and every process
 inside those namespaces/cgroups -- ``up`` starts the JobManager and server TaskManager in ``pl-lab-server``, a cgroup
-without a quota, so they are found whatever work dir they ran from -- or whose Java command line names the work dir), so
-a lab whose launcher was killed with ``kill -9`` half-way is still removed completely.
+without a quota, so they are found whatever work dir they ran from -- or whose Java command line names the work dir;
+the delay lines by their ``--label pl-lab-*`` and their iptables rules by comment, :mod:`placement.lab.wan`), so a lab
+whose launcher was killed with ``kill -9`` half-way is still removed completely.
 
 ``up --flink-version`` picks the Flink release (default: the inventory's ``flink.version`` pin, else this machine's own;
 another one is fetched once into the cache); the lab state and the lab inventory record it. ``up --mode custom`` (the
