@@ -63,8 +63,8 @@ def lab() -> None:
     "wan_profiles",
     multiple=True,
     metavar="[HOST=]PROFILE",
-    help="emulate a shipped WAN profile (netem/*.yaml: lte, 3g, satellite, ...) instead of the inventory's link "
-    "figures: PROFILE for every edge host, HOST=PROFILE for one (repeatable; a host's own wins)",
+    help="emulate a WAN profile by name (lte, 3g, satellite, ...: `placement examples` lists them) instead of the "
+    "inventory's link figures: PROFILE for every edge host, HOST=PROFILE for one (repeatable; a host's own wins)",
 )
 def up_cmd(
     inventory_path: str,
