@@ -9,7 +9,8 @@ little above that rate (tests/support/delay_lines.py: the lab's building blocks)
   downlink's only iperf3's control packets;
 * ``iperf3 CPU``: the sender and receiver of the same flow (this process's reaped children), the baseline: what
   producing and consuming the flow costs on this machine at that moment; a loaded machine makes both rows dearer;
-* ``received``: the flow's goodput and its loss, to show the line kept up (a lagging line drops in its queue).
+* ``received``: the flow's goodput and its loss, and ``queue drops``: packets the kernel's queues dropped because a
+  line lagged (none: the line kept up).
 
     python benchmarks/delayline_cpu.py [--rates 2,5,10,20] [--seconds 8]   # as root
 """
@@ -63,12 +64,14 @@ def measure(rate: float, seconds: int, with_line: bool, work: Path) -> dict[str,
             link.wire.ns, link.wire.ns_addr, seconds=seconds, args=("-u", "-b", f"{rate:g}M", "-l", "1400")
         )
         line, iperf = cpu_s(pids) - line_before, children_cpu_s() - iperf_before
+        drops = link.queue_drops()
     flow = end["sum"]
     return {
         "line": line,
         "iperf": iperf,
         "mbit": flow["bits_per_second"] / 1e6 * (1 - flow["lost_percent"] / 100),
         "loss": flow["lost_percent"],
+        "drops": drops,
     }
 
 
@@ -85,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"{os.cpu_count()} cores, load average {load} (1, 5, 15 min); UDP, 1400 B datagrams, {args.seconds} s a row")
     head = f"{'Mbit/s':>6} {'emulation':<12} {'received':>9} {'loss %':>7} {'line CPU %':>11} {'line %/Mbit/s':>13}"
-    print(f"{head} {'iperf3 CPU %':>13}")
+    print(f"{head} {'iperf3 CPU %':>13} {'queue drops':>12}")
     with tempfile.TemporaryDirectory() as tmp:
         for rate in rates:
             for with_line in (False, True):
@@ -94,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
                 line_pct = f"{100 * m['line'] / args.seconds:.1f}" if with_line else "-"
                 print(
                     f"{rate:>6g} {'delay line' if with_line else 'rate only':<12} {m['mbit']:>9.2f} {m['loss']:>7.2f}"
-                    f" {line_pct:>11} {per_mbit:>13} {100 * m['iperf'] / args.seconds:>13.1f}"
+                    f" {line_pct:>11} {per_mbit:>13} {100 * m['iperf'] / args.seconds:>13.1f} {m['drops']:>12}"
                 )
     return 0
 
