@@ -1,7 +1,8 @@
-"""The lab's links with delay, jitter and loss, for real but without Flink: the namespaces, veths and htb of
-``lab up`` for a WAN profile, its emulation (tc netem where the kernel has it, else the delay lines), ``lab status``'
-report of it, a Pi's power loss that leaves its link's delay in place, and ``lab down`` leaving nothing — no line, no
-iptables rule.
+"""The lab's links with delay, jitter and loss, for real: the namespaces, veths and htb of ``lab up`` for a WAN
+profile, its emulation (tc netem where the kernel has it, else the delay lines), ``lab status``' report of it, a Pi's
+power loss that leaves its link's delay in place, and ``lab down`` leaving nothing — no line, no iptables rule —
+without Flink; then ``lab up --wan-profile`` with it (TaskManagers registered over the emulated links, a new profile
+restarting the lab).
 """
 
 from __future__ import annotations
@@ -105,3 +106,29 @@ def test_down_removes_the_lines_and_their_rules(lte_links, tmp_path: Path) -> No
     runner.down(tmp_path)
     assert wan.lab_rules() == [] and wan.lab_line_pids() == set()
     assert not any(runner.leftovers(tmp_path).values())
+
+
+@pytest.mark.flink
+@pytest.mark.timeout(600)
+def test_lab_up_on_a_wan_profile_runs_flink_over_its_links_and_a_new_profile_restarts_it(tmp_path: Path) -> None:
+    real_parts.require(netns_available())
+    work = tmp_path / "lab"
+    lte = {h: load_profile("lte") for h in ("rpi1", "rpi2")}
+    try:
+        first = runner.up(str(LAB), work, profiles=lte)
+        assert not first.already_up and runner.healthy(first.state)  # every TaskManager registered over its link
+        links = {h["name"]: h.get("link") for h in runner.status(work)["hosts"] if h.get("namespace")}
+        assert {link["emulation"] for link in links.values()} <= {topo.NETEM, topo.DELAY_LINE}
+        assert all(link["wan"]["delay_ms"] == 35 for link in links.values())
+        rtt = _rtt_ms("pl-lab-rpi2", topo.SERVER_ADDRESS)
+        print(f"LTE lab: round trip rpi2 → server {rtt:.1f} ms")
+        assert 50.0 <= rtt <= 90.0 * 1.05
+        assert runner.up(str(LAB), work, profiles=lte).already_up
+        again = runner.up(str(LAB), work, profiles={"rpi1": load_profile("3g")})  # other links: a new lab
+        assert not again.already_up
+        hosts = {h["name"]: h for h in again.state["hosts"]}
+        assert (hosts["rpi1"]["profile"], hosts["rpi2"]["profile"]) == ("3g", None)
+        assert hosts["rpi2"]["emulation"] == topo.RATE_ONLY
+    finally:
+        runner.down(work)
+    assert not any(runner.leftovers(work).values())
