@@ -101,6 +101,10 @@ def up_cmd(
         ("lab already up" if result.already_up else "lab up") + f" ({state.get('mode', 'vanilla')} mode): "
         f"REST {state['rest_url']}, lab inventory {state.get('lab_inventory')}{version}"
     )
+    for h in state.get("hosts", []):
+        if h.get("emulation") not in (None, "rate only"):
+            row = {"profile": h.get("profile"), "link": {"emulation": h["emulation"], "wan": h.get("wan")}}
+            click.echo(f"{h['name']}: {_emulation(row)}")
     for note in state.get("notes", []):
         click.echo(f"note: {note}")
 
