@@ -39,7 +39,7 @@ def delay_line_parts(netns_required: None) -> None:
 def test_a_round_trip_takes_twice_the_one_way_delay(tmp_path: Path) -> None:
     one_way = LineFigures(delay_ms=35)
     with emulated_wire(41, 20, one_way, one_way, tmp_path) as link:
-        rtt = connect_rtt_ms(link.wire.ns_addr, samples=9)
+        rtt = connect_rtt_ms(link.wire.ns_addr, samples=15)
     print(f"set one-way delay 35 ms each way: round trip {rtt:.2f} ms")
     assert 70.0 <= rtt <= 70.0 * 1.05
 
@@ -47,7 +47,7 @@ def test_a_round_trip_takes_twice_the_one_way_delay(tmp_path: Path) -> None:
 def test_one_way_delay_on_the_uplink_alone_is_the_whole_round_trip(tmp_path: Path) -> None:
     # the guard of the test above: each line adds its own direction's delay, not the round trip's
     with emulated_wire(42, 20, LineFigures(delay_ms=40), NO_LINE, tmp_path) as link:
-        rtt = connect_rtt_ms(link.wire.ns_addr, samples=9)
+        rtt = connect_rtt_ms(link.wire.ns_addr, samples=15)
     print(f"uplink 40 ms, downlink none: round trip {rtt:.2f} ms")
     assert 40.0 <= rtt <= 40.0 * 1.05
 
