@@ -62,6 +62,7 @@ bench: setup-full
 	$(PY) benchmarks/solver_scaling.py
 	$(PY) benchmarks/profile_throughput.py --sizes 10M,50M
 	$(PY) benchmarks/redeploy_downtime.py
+	$(PY) benchmarks/delayline_cpu.py
 	$(PY) benchmarks/lab_placements.py --job all
 
 clean:

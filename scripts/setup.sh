@@ -3,7 +3,8 @@
 #   scripts/setup.sh            the python package and Graphviz (`make demo`: `placement plan` and its pictures)
 #   scripts/setup.sh --full     plus Debian packages and extras the test suite uses: openssh-server (real sshd in
 #                               network namespaces), graphviz (plan pictures), iperf3 (link tests), a JDK (lab jobs),
-#                               prometheus (metric histories from Prometheus), the Flink 2.3 wheel, PySpark, Ansible.
+#                               prometheus (metric histories from Prometheus), iptables and libnetfilter-queue-dev (the
+#                               lab's delay lines), the Flink 2.3 wheel, PySpark, Ansible.
 #   scripts/setup.sh --check    only print the Debian packages that would be installed (with --full: for the tests)
 #   scripts/setup.sh --latest   into .venv-latest instead, the newest versions pyproject.toml's ranges allow (not the
 #                               tested ones in constraints.txt): `make test-latest` runs the suite there, `make lock`
@@ -38,6 +39,8 @@ if [ "$FULL" = 1 ]; then
   command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)   # tests/collect/test_prometheus.py scrapes a real Flink
   command -v ip >/dev/null 2>&1 || missing+=(iproute2)
   command -v tc >/dev/null 2>&1 || missing+=(iproute2)
+  command -v iptables >/dev/null 2>&1 || missing+=(iptables)   # the lab's delay lines: NFQUEUE rules
+  [ -f /usr/include/libnetfilter_queue/libnetfilter_queue.h ] || missing+=(libnetfilter-queue-dev)   # builds netfilterqueue
   command -v javac >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
   /usr/bin/python3 -c "import apt" >/dev/null 2>&1 || missing+=(python3-apt)   # Ansible's apt module, in the real role runs
 fi

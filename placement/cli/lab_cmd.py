@@ -58,14 +58,37 @@ def lab() -> None:
     help="the Flink release to run (1.19.x to 2.3.x; a line such as 1.20: its newest release), fetched once "
     "into the cache with pip; default: the inventory's flink.version, else this machine's own Flink",
 )
-def up_cmd(inventory_path: str, work_dir: Path, timeout: float, mode: str, flink_version: str | None) -> None:
-    """Start the lab (idempotent: a lab that is up already in this mode and Flink version is left as it is)."""
+@click.option(
+    "--wan-profile",
+    "wan_profiles",
+    multiple=True,
+    metavar="[HOST=]PROFILE",
+    help="emulate a WAN profile by name (lte, 3g, satellite, ...: `placement examples` lists them) instead of the "
+    "inventory's link figures: PROFILE for every edge host, HOST=PROFILE for one (repeatable; a host's own wins)",
+)
+def up_cmd(
+    inventory_path: str,
+    work_dir: Path,
+    timeout: float,
+    mode: str,
+    flink_version: str | None,
+    wan_profiles: tuple[str, ...],
+) -> None:
+    """Start the lab (idempotent: a lab that is up already in this mode, Flink version and links is left as it is)."""
     from placement.errors import BadInput
     from placement.lab.runner import up
 
     if not Path(inventory_path).is_file():
         raise BadInput("no such file", source=inventory_path, field="--inventory")
-    result = up(inventory_path, work_dir, timeout=timeout, mode=mode, flink_version=flink_version)  # type: ignore[arg-type]
+    profiles = _wan_profiles(inventory_path, wan_profiles)
+    result = up(
+        inventory_path,
+        work_dir,
+        timeout=timeout,
+        mode=mode,  # type: ignore[arg-type]
+        flink_version=flink_version,
+        profiles=profiles,
+    )
     state = result.state
     if result.restarted_for_mode:
         click.echo(f"note: the lab was up in {result.restarted_for_mode} mode; restarted in {mode} mode")
@@ -78,14 +101,55 @@ def up_cmd(inventory_path: str, work_dir: Path, timeout: float, mode: str, flink
         ("lab already up" if result.already_up else "lab up") + f" ({state.get('mode', 'vanilla')} mode): "
         f"REST {state['rest_url']}, lab inventory {state.get('lab_inventory')}{version}"
     )
+    for h in state.get("hosts", []):
+        if h.get("emulation") not in (None, "rate only"):
+            row = {"profile": h.get("profile"), "link": {"emulation": h["emulation"], "wan": h.get("wan")}}
+            click.echo(f"{h['name']}: {_emulation(row)}")
     for note in state.get("notes", []):
         click.echo(f"note: {note}")
+
+
+def _wan_profiles(inventory_path: str, values: tuple[str, ...]) -> dict:
+    """``--wan-profile`` values -> edge host -> its loaded WAN profile (one-line errors for unknown names)."""
+    if not values:
+        return {}
+    from placement.inventory import load_inventory
+    from placement.inventory.wan_profiles import load_profile
+    from placement.lab.topology import wan_profile_choices
+
+    edges = [h.name for h in load_inventory(inventory_path).edges]
+    chosen = wan_profile_choices(values, edges)
+    return {host: load_profile(name, field="--wan-profile") for host, name in chosen.items()}
+
+
+def _emulation(h: dict) -> str:
+    """The status table's cell for a link's delay, jitter and loss: which emulation runs, its figures, its health."""
+    link = h.get("link") or {}
+    kind = link.get("emulation", "rate only")
+    w = link.get("wan") or {}
+    figures = ", ".join(
+        f"{label} {w[key]:g}{unit}"
+        for key, label, unit in (
+            ("delay_ms", "delay", " ms"),
+            ("jitter_ms", "±", " ms"),
+            ("loss_pct", "loss", " %"),
+        )
+        if w.get(key)
+    )
+    text = kind + (f": {figures}" if figures and kind != "rate only" else "")
+    if h.get("profile"):
+        text += f" (profile {h['profile']})"
+    down = [d for d in ("uplink", "downlink") if d in link and not link[d]["running"]]
+    if down:
+        text += f" [red](line down: {', '.join(down)})[/]"
+    return text
 
 
 @lab.command("down")
 @WORKDIR
 def down_cmd(work_dir: Path) -> None:
-    """Stop the JVMs and remove every namespace, veth and cgroup of the lab (also leftovers of a crashed run)."""
+    """Stop the JVMs and delay lines and remove every namespace, veth, cgroup and iptables rule of the lab (also
+    leftovers of a crashed run)."""
     from placement.lab.runner import check_host, down
 
     check_host()
@@ -116,7 +180,8 @@ def status_cmd(work_dir: Path, as_json: bool) -> None:
         f"REST {st['rest_url']}" + (f" — {st['rest_error']}" if st.get("rest_error") else "")
     )
     table = Table()
-    for col in ("host", "role", "address", "namespace", "TM", "uplink", "not emulated", "CPU quota", "throttled"):
+    cols = ("host", "role", "address", "namespace", "TM", "uplink", "delay/jitter/loss", "not emulated")
+    for col in (*cols, "CPU quota", "throttled"):
         table.add_column(col)
     for h in st["hosts"]:
         quota = f"{h['cpu_quota_us'] / h['cpu_period_us']:.2f} cores" if h.get("cpu_quota_us") else "-"
@@ -133,6 +198,7 @@ def status_cmd(work_dir: Path, as_json: bool) -> None:
             h.get("namespace") or "(root)",
             "registered" if h["registered"] else "[red]missing[/]",
             shaped,
+            _emulation(h) if h.get("namespace") else "-",
             ", ".join(h.get("not_emulated") or []) or "-",
             quota,
             throttled,

@@ -4,8 +4,9 @@
 to make), then the pids once the JVMs run; ``down`` removes what that file lists and then scans for leftovers by
 prefix (namespaces ``pl-lab-*``, interfaces ``pllab*``, cgroups ``/sys/fs/cgroup/cpu/pl-lab-*``, and every process
 inside those namespaces/cgroups -- ``up`` starts the JobManager and server TaskManager in ``pl-lab-server``, a cgroup
-without a quota, so they are found whatever work dir they ran from -- or whose Java command line names the work dir), so
-a lab whose launcher was killed with ``kill -9`` half-way is still removed completely.
+without a quota, so they are found whatever work dir they ran from -- or whose Java command line names the work dir;
+the delay lines by their ``--label pl-lab-*`` and their iptables rules by comment, :mod:`placement.lab.wan`), so a lab
+whose launcher was killed with ``kill -9`` half-way is still removed completely.
 
 ``up --flink-version`` picks the Flink release (default: the inventory's ``flink.version`` pin, else this machine's own;
 another one is fetched once into the cache); the lab state and the lab inventory record it. ``up --mode custom`` (the
@@ -21,7 +22,8 @@ import contextlib
 import json
 import os
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import yaml
@@ -32,8 +34,9 @@ from placement.flink.home import FlinkHome, find_flink_home
 from placement.flink.rest import FlinkRest
 from placement.flink.versions import version_problem
 from placement.inventory import Inventory, load_inventory
+from placement.inventory.wan_profiles import WanProfile
 from placement.lab import sshd as lab_sshd
-from placement.lab import stopping
+from placement.lab import stopping, wan
 from placement.lab import topology as topo
 from placement.lab.cores import create_cgroup
 from placement.lab.flink import start_cluster, stop_from_state
@@ -119,12 +122,22 @@ def _plan_state(plan: topo.LabPlan, inventory_path: str) -> dict:
                 "cpu_period_us": h.cpu.period_us if h.cpu else None,
                 "rate_mbit": h.shapes[0].rate_mbit if h.shapes else None,
                 "not_emulated": list(h.not_emulated),
+                "emulation": h.emulation,
+                "profile": h.profile,
+                "wan": asdict(h.wan) if h.role == "edge" else None,
+                **_queues(h),
                 "speed": h.effective_speed,  # a host core is worth this many cores here (lab measure: host cores)
             }
             for h in plan.hosts
         ],
         "server_if": topo.SERVER_IF,
     }
+
+
+def _queues(h: topo.LabHost) -> dict[str, int]:
+    if h.emulation != topo.DELAY_LINE:
+        return {}
+    return {"uplink_queue": wan.uplink_rule(h).queue, "downlink_queue": wan.downlink_rule(h).queue}
 
 
 # ---- up ------------------------------------------------------------------------------------------------------------
@@ -143,9 +156,17 @@ def _make_edge(h: topo.LabHost) -> None:
     create_veth(VethPair(ns=h.namespace, host_if=h.host_if, ns_if=h.ns_if, host_addr=h.host_addr, ns_addr=h.address))
     run(ns_exec(h.namespace, ["ip", "route", "add", f"{topo.SERVER_ADDRESS}/32", "via", h.host_addr, "dev", h.ns_if]))
     executor = LocalExecutor(h.name, netns=h.namespace)
-    for argv in apply_commands(h.ns_if, list(h.shapes), with_netem=False):
+    for argv in apply_commands(h.ns_if, list(h.shapes), with_netem=h.emulation == topo.NETEM):
         executor.run(argv)
     create_cgroup(h.cpu)
+
+
+def _emulate_links(plan: topo.LabPlan) -> dict[str, int]:
+    """Delay, jitter and loss on every edge's link that has them (:mod:`placement.lab.wan`); the delay lines' pids."""
+    pids: dict[str, int] = {}
+    for h in plan.edges:
+        pids |= wan.start_link(h, plan.work_dir / "delay-lines")
+    return pids
 
 
 def _join_cgroup(cgroup: Path) -> None:
@@ -169,6 +190,13 @@ def healthy(state: dict | None) -> bool:
     except PlacementError:
         return False
     return {h["name"] for h in state["hosts"]} <= ids
+
+
+def _same_links(state: dict, plan: topo.LabPlan) -> bool:
+    """The lab that is up emulates the links ``plan`` asks for (a new ``--wan-profile`` restarts it)."""
+    recorded = {h["name"]: (h.get("rate_mbit"), h.get("wan"), h.get("profile")) for h in state.get("hosts", [])}
+    wanted = {h.name: (h.rate_mbit, asdict(h.wan), h.profile) for h in plan.edges}
+    return all(recorded.get(name) == figures for name, figures in wanted.items())
 
 
 @dataclass
@@ -226,21 +254,24 @@ def up(
     timeout: float = 300.0,
     mode: topo.Mode = "custom",
     flink_version: str | None = None,
+    profiles: Mapping[str, WanProfile] | None = None,
 ) -> UpResult:
     """Start the lab in ``mode`` on Flink ``flink_version`` (:func:`lab_flink_home`), or find it already up so.
-    Anything made is removed again when starting fails; a lab up in the other mode or on another version is taken
-    down and started again."""
+    ``profiles`` (edge host -> WAN profile) replace those links' figures. Anything made is removed again when starting
+    fails; a lab up in the other mode or on another version is taken down and started again."""
     inv: Inventory = load_inventory(inventory_path)
-    plan = topo.plan_lab(inv, Path(work_dir).resolve(), source=inventory_path)
+    topo.plan_lab(inv, Path(work_dir).resolve(), source=inventory_path, profiles=profiles)  # bad input before probing
     version, where = lab_flink_version(inv, inventory_path, flink_version)
     check_host()
+    plan = topo.plan_lab(inv, Path(work_dir).resolve(), source=inventory_path, emulators=wan.probe(), profiles=profiles)
     source = lab_flink_home(version, where)  # fetched (once) before anything is made
     existing = read_state(work_dir)
     replaced = replaced_version = None
     if healthy(existing):
         assert existing is not None
         was_mode, was_version = existing.get("mode", "vanilla"), existing.get("flink_version")
-        if was_mode == mode and was_version in (None, source.version):  # None: a lab started before versions
+        same_cluster = was_mode == mode and was_version in (None, source.version)  # None: a lab before versions
+        if same_cluster and _same_links(existing, plan):
             return UpResult(existing, already_up=True)
         replaced = was_mode if was_mode != mode else None
         replaced_version = was_version if was_version != source.version else None
@@ -257,6 +288,9 @@ def up(
         _make_server_side()
         for h in plan.edges:
             _make_edge(h)
+        line_pids = _emulate_links(plan)
+        state["processes"] = dict(line_pids)  # found by `down` if what follows fails
+        _write_state(plan.work_dir, state)
         key, known_hosts, sshd_pids = _start_sshds(plan)
         from placement.lab.jobs import build_jobs_jar
 
@@ -278,7 +312,7 @@ def up(
             rest_url=cluster.rest_url,
             jar=str(jar.path),
             flink_home=str(home.path),
-            processes={p.name: p.pid for p in cluster.processes} | sshd_pids,
+            processes={p.name: p.pid for p in cluster.processes} | sshd_pids | line_pids,
         )
         access = topo.LabAccess(
             rest_url=cluster.rest_url,
@@ -356,6 +390,7 @@ def lab_pids(work_dir: Path | None = None) -> set[int]:
                 cmd = (proc / "cmdline").read_bytes()
                 if needle in cmd and b"java" in cmd:
                     pids.add(int(proc.name))
+    pids |= wan.lab_line_pids()
     pids.discard(os.getpid())
     return pids
 
@@ -367,6 +402,7 @@ def leftovers(work_dir: Path | None = DEFAULT_WORK_DIR) -> dict[str, list[str]]:
         "links": lab_links(),
         "cgroups": [str(p) for p in lab_cgroups()],
         "pids": sorted(str(p) for p in lab_pids(work_dir)),
+        "iptables rules": wan.lab_rules(),
     }
 
 
@@ -376,6 +412,7 @@ def down(work_dir: Path = DEFAULT_WORK_DIR) -> dict[str, list[str]]:
     _leave_lab_cgroup()
     removed = leftovers(work_dir)
     stop_from_state(work_dir / "flink", timeout=15)
+    wan.clear_rules()  # first: a link whose line has stopped would drop its packets
     _kill_pids(lab_pids(work_dir))
     for ns in lab_namespaces():
         run(["ip", "netns", "delete", ns], check=False)
@@ -415,6 +452,7 @@ def status(work_dir: Path = DEFAULT_WORK_DIR) -> dict:
     for h in state["hosts"]:
         row = dict(h, registered=h["name"] in registered)
         if h.get("namespace"):
+            row["link"] = wan.link_status(h, state.get("processes") or {})
             row["qdisc"] = run(
                 ns_exec(h["namespace"], ["tc", "qdisc", "show", "dev", h["ns_if"]]), check=False
             ).stdout.strip()

@@ -9,8 +9,12 @@ From an inventory (``inventory/lab.yaml``) this decides, per host, what ``placem
   veth ``pllab<i>h`` (root side, ``10.203.<i>.1/30``) ↔ ``pllab<i>n`` (namespace side, ``10.203.<i>.2/30``), a route to
   the server address via the root side, and its uplink shaped on ``pllab<i>n`` towards ``10.203.0.0/16`` (the server
   address *and* the root-side veth address, which the server TaskManager's data connections to the edge come from)
-  with :mod:`placement.netem.tc` (htb rate = the link's bandwidth). Delay, jitter and loss are reported, not emulated:
-  this kernel has no ``sch_netem``;
+  with :mod:`placement.netem.tc` (htb rate = the link's bandwidth). Delay, jitter and loss (the link's, or a named
+  WAN profile's: ``lab up --wan-profile``) are emulated with ``tc netem`` where the kernel has ``sch_netem``, else by
+  the user-space delay line (:mod:`placement.netem.delayline`), one process per direction: the uplink's packets held at
+  the server side's ingress, the downlink's at the edge namespace's, each by the one-way delay, so a round trip takes
+  twice the delay as on a real link; loss on the uplink. Neither available: rate only, and the plan says what is not
+  emulated;
 * each edge TaskManager runs in cgroup ``/sys/fs/cgroup/cpu/pl-lab-<host>`` (cgroup v1 cpu controller) with
   ``cpu.cfs_period_us = 100000`` and ``cpu.cfs_quota_us = period × cores × speed × scale``: a Raspberry Pi 4B
   (4 cores at 0.3 of a server core) is worth 1.2 server cores. ``scale`` = min(1, budget / Σ edge cores × speed) with
@@ -30,7 +34,7 @@ leftovers of a crashed run by name alone.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -38,8 +42,10 @@ from typing import Any, Literal
 from placement.errors import BadInput
 from placement.inventory import Inventory
 from placement.inventory.failure_detection import FailureDetection, flink_config
+from placement.inventory.wan_profiles import WanProfile
 from placement.lab.flink import ClusterSpec, TaskManagerSpec
 from placement.lab.home import scheduler_dir
+from placement.netem.line_schedule import LineFigures
 from placement.netem.tc import Shape, burst_bytes
 from placement.scheduler.naming import (
     jobmanager_config,
@@ -62,6 +68,26 @@ CFS_PERIOD_US = 100_000
 MIN_QUOTA_US = 1_000  # the kernel refuses less than 1 ms per period
 EDGE_SHARE_OF_MACHINE = 0.5
 MAX_EDGES = 250  # 10.203.<i>.0/30 with i in 1..250
+
+Emulation = Literal["tc netem", "user-space delay line", "rate only"]
+NETEM: Emulation = "tc netem"
+DELAY_LINE: Emulation = "user-space delay line"
+RATE_ONLY: Emulation = "rate only"
+
+
+@dataclass(frozen=True)
+class Emulators:
+    """What this machine can emulate a link's delay, jitter and loss with (``runner`` probes it)."""
+
+    netem: bool = False
+    delay_line: bool = False
+
+    def choose(self, figures: LineFigures) -> Emulation:
+        if not figures.any:
+            return RATE_ONLY
+        if self.netem:
+            return NETEM
+        return DELAY_LINE if self.delay_line else RATE_ONLY
 
 
 @dataclass(frozen=True)
@@ -89,8 +115,15 @@ class LabHost:
     host_addr: str | None = None
     cpu: CpuLimit | None = None
     shapes: tuple[Shape, ...] = ()
-    not_emulated: tuple[str, ...] = ()  # "delay 50ms", ... what this kernel cannot do
+    not_emulated: tuple[str, ...] = ()  # "delay 50ms", ... what this machine cannot do
     effective_speed: float | None = None
+    index: int = 0  # 1-based among the edges: names its interfaces, addresses and delay-line queues
+    wan: LineFigures = field(
+        default_factory=LineFigures
+    )  # the uplink's one-way delay, jitter, loss (the downlink: delay and jitter)
+    emulation: Emulation = RATE_ONLY
+    profile: str | None = None  # the WAN profile whose figures the link takes (lab up --wan-profile)
+    rate_mbit: float | None = None
 
 
 @dataclass(frozen=True)
@@ -117,8 +150,65 @@ def cgroup_wrapper(cgroup: Path) -> tuple[str, ...]:
     return ("sh", "-c", f'echo $$ > {cgroup / "cgroup.procs"} && exec "$@"', "sh")
 
 
-def plan_lab(inv: Inventory, work_dir: Path, *, machine_cores: int | None = None, source: str | None = None) -> LabPlan:
-    """The lab for ``inv``: namespaces, veths, addresses, shapes and CPU quotas per host."""
+def _missing(wan: LineFigures) -> tuple[str, ...]:
+    return tuple(
+        f"{what} {value:g}{unit}"
+        for what, value, unit in (
+            ("delay", wan.delay_ms, "ms"),
+            ("jitter", wan.jitter_ms, "ms"),
+            ("loss", wan.loss_pct, "%"),
+        )
+        if value > 0
+    )
+
+
+def link_figures(inv: Inventory, host: str, profile: WanProfile | None) -> tuple[float, LineFigures]:
+    """The uplink's rate (Mbit/s) and its delay, jitter and loss: the profile's when one is given, else the link's."""
+    src = profile if profile is not None else inv.uplink(host)
+    return float(src.bandwidth), LineFigures(
+        float(src.delay), float(src.jitter), float(src.loss), float(src.correlation)
+    )
+
+
+def wan_profile_choices(values: Sequence[str], edges: Sequence[str]) -> dict[str, str]:
+    """``--wan-profile`` values -> edge host -> profile name: ``lte`` for every edge host, ``rpi1=lte`` for one (it
+    wins over a name for all, whatever the order); one-line BadInput for a value that is neither."""
+    every: str | None = None
+    per_host: dict[str, str] = {}
+    for value in values:
+        host, sep, name = value.rpartition("=")
+        if not name.strip() or (sep and not host.strip()):
+            raise BadInput(f"{value!r} is not PROFILE or HOST=PROFILE (e.g. lte or rpi1=lte)", field="--wan-profile")
+        if not sep:
+            every = name.strip()
+        elif host.strip() not in edges:
+            known = ", ".join(edges) or "none"
+            raise BadInput(f"{host.strip()!r} is not an edge host of the inventory ({known})", field="--wan-profile")
+        else:
+            per_host[host.strip()] = name.strip()
+    chosen: dict[str, str] = {}
+    for edge in edges:
+        profile = per_host.get(edge, every)
+        if profile is not None:
+            chosen[edge] = profile
+    return chosen
+
+
+def plan_lab(
+    inv: Inventory,
+    work_dir: Path,
+    *,
+    machine_cores: int | None = None,
+    source: str | None = None,
+    emulators: Emulators = Emulators(),
+    profiles: Mapping[str, WanProfile] | None = None,
+) -> LabPlan:
+    """The lab for ``inv``: namespaces, veths, addresses, shapes, link emulation and CPU quotas per host.
+    ``profiles`` (host -> WAN profile) replace those hosts' link figures."""
+    profiles = dict(profiles or {})
+    unknown = sorted(set(profiles) - {h.name for h in inv.edges})
+    if unknown:
+        raise BadInput(f"{', '.join(unknown)}: not an edge host of the inventory", source=source, field="--wan-profile")
     machine_cores = machine_cores or os.cpu_count() or 1
     servers = inv.servers
     if len(servers) != 1:
@@ -151,19 +241,16 @@ def plan_lab(inv: Inventory, work_dir: Path, *, machine_cores: int | None = None
         )
     ]  # no quota: this machine's own cores
     for i, h in enumerate(edges, start=1):
-        link = inv.uplink(h.name)
+        profile = profiles.get(h.name)
+        rate, wan = link_figures(inv, h.name, profile)
+        emulation = emulators.choose(wan)
         host_addr, ns_addr = f"10.203.{i}.1", f"10.203.{i}.2"
         cores = float(h.cores or 1) * float(h.speed or 1) * scale
         quota = max(MIN_QUOTA_US, round(cores * CFS_PERIOD_US))
-        missing = tuple(
-            f"{what} {value:g}{unit}"
-            for what, value, unit in (
-                ("delay", link.delay, "ms"),
-                ("jitter", link.jitter, "ms"),
-                ("loss", link.loss, "%"),
-            )
-            if value > 0
-        )
+        missing = _missing(wan) if emulation == RATE_ONLY else ()
+        uplink = Shape(dest=LAB_NETWORK, rate_mbit=rate)
+        if emulation == NETEM:
+            uplink = Shape(LAB_NETWORK, rate, wan.delay_ms, wan.jitter_ms, wan.loss_pct, wan.correlation_pct)
         hosts.append(
             LabHost(
                 name=h.name,
@@ -175,13 +262,21 @@ def plan_lab(inv: Inventory, work_dir: Path, *, machine_cores: int | None = None
                 ns_if=f"{IF_PREFIX}{i}n",
                 host_addr=host_addr,
                 cpu=CpuLimit(CGROUP_ROOT / f"{NS_PREFIX}{h.name}", CFS_PERIOD_US, quota),
-                shapes=(Shape(dest=LAB_NETWORK, rate_mbit=link.bandwidth),),
+                shapes=(uplink,),
                 not_emulated=missing,
                 effective_speed=float(h.speed or 1) * scale,
+                index=i,
+                wan=wan,
+                emulation=emulation,
+                profile=profile.name if profile is not None else None,
+                rate_mbit=rate,
             )
         )
         if missing:
-            notes.append(f"{h.name}: {', '.join(missing)} not emulated (no sch_netem in this kernel); rate only")
+            notes.append(
+                f"{h.name}: {', '.join(missing)} not emulated (no sch_netem in this kernel and no user-space delay "
+                "line: iptables, NFQUEUE or the netfilterqueue package missing); rate only"
+            )
     return LabPlan(
         inv.name,
         Path(work_dir),
@@ -261,6 +356,17 @@ def cluster_spec(plan: LabPlan, *, flink_home: Path | None = None, mode: Mode = 
     )
 
 
+def _profile_figures(h: LabHost) -> dict[str, object]:
+    return {
+        "profile": h.profile,
+        "bandwidth": h.rate_mbit,
+        "delay": h.wan.delay_ms,
+        "jitter": h.wan.jitter_ms,
+        "loss": h.wan.loss_pct,
+        "correlation": h.wan.correlation_pct,
+    }
+
+
 @dataclass(frozen=True)
 class LabAccess:
     """How the running lab is reached: REST, SSH (key, known_hosts), its Flink home and placement mode."""
@@ -295,6 +401,9 @@ def lab_inventory(inv: Inventory, plan: LabPlan, access: LabAccess) -> dict[str,
             # its TaskManager is a CPU quota on this machine: the CPU time it measures counts this machine's cores
             host["cpu_time_core_speed"] = 1.0
     for link in data["links"]:
+        edge = next((h for h in plan.edges if h.name == link["from"]), None)
+        if edge is not None and edge.profile is not None:  # what the lab emulates is what the plan must see
+            link.update(_profile_figures(edge))
         # the lab's uplinks are htb classes (netem.tc): their burst leaves at once, which the expected latency counts
         link["burst"] = burst_bytes(float(link["bandwidth"]))
     flink = dict(data["flink"])

@@ -1,6 +1,6 @@
 """The suite's own end-of-session check (tests/support/left_behind.py), for real: pytest runs in a subprocess on tiny
-test files that leave a process, a network namespace, a cgroup and a qdisc behind — and on one that cleans up — with
-and without pytest-xdist workers."""
+test files that leave a process, a network namespace, a cgroup, a qdisc and an iptables rule behind — and on one that
+cleans up — with and without pytest-xdist workers."""
 
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ LEAVES = """
 import subprocess
 from pathlib import Path
 
+RULE = ["-i", "plleftover0", "-m", "comment", "--comment", "pl-leftover-test", "-j", "ACCEPT"]
+
 
 def test_leaves_things(tmp_path):
     subprocess.Popen(["sleep", "600"], start_new_session=True)  # detached: its parent's exit does not end it
@@ -28,6 +30,7 @@ def test_leaves_things(tmp_path):
     subprocess.run(["ip", "link", "add", "plleftover0", "type", "veth", "peer", "name", "plleftover1"], check=True)
     subprocess.run(["tc", "qdisc", "add", "dev", "plleftover0", "root", "handle", "1:", "htb"], check=True)
     Path("/sys/fs/cgroup/cpu/pl-leftover-test").mkdir()
+    subprocess.run(["iptables", "-w", "-t", "mangle", "-A", "PREROUTING", *RULE], check=True)
 """
 
 CLEAN = """
@@ -78,6 +81,8 @@ def remove_what_the_tiny_test_left() -> None:
     subprocess.run(["ip", "netns", "delete", "pl-leftover-test"], check=False, capture_output=True)
     subprocess.run(["ip", "link", "delete", "plleftover0"], check=False, capture_output=True)
     Path("/sys/fs/cgroup/cpu/pl-leftover-test").exists() and Path("/sys/fs/cgroup/cpu/pl-leftover-test").rmdir()
+    rule = ["-i", "plleftover0", "-m", "comment", "--comment", "pl-leftover-test", "-j", "ACCEPT"]
+    subprocess.run(["iptables", "-w", "-t", "mangle", "-D", "PREROUTING", *rule], check=False, capture_output=True)
 
 
 @pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["one-process", "xdist"])
@@ -94,12 +99,17 @@ def test_a_session_that_leaves_things_behind_fails_and_names_each(tmp_path, work
     assert "LEFT BEHIND links: plleftover0" in lines and "LEFT BEHIND links: plleftover1" in lines
     assert any(line.startswith("LEFT BEHIND qdiscs: qdisc htb 1: dev plleftover0 root") for line in lines), lines
     assert "LEFT BEHIND cgroups: /sys/fs/cgroup/cpu/pl-leftover-test" in lines
+    rule = "mangle -A PREROUTING -i plleftover0 -m comment --comment pl-leftover-test -j ACCEPT"
+    assert f"LEFT BEHIND iptables rules: {rule}" in lines, lines
 
 
 def test_a_session_that_cleans_up_passes_and_says_so(tmp_path):
     done = run_pytest(tmp_path, CLEAN, "-n", "2")
     assert done.returncode == 0, done.stdout[-3000:]
-    assert "nothing: no process, network namespace, link, cgroup or qdisc of this session remains" in done.stdout
+    assert (
+        "nothing: no process, network namespace, link, cgroup, qdisc or iptables rule of this session remains"
+        in done.stdout
+    )
 
 
 def test_cgroups_made_inside_another_managers_cgroup_are_not_the_suites():

@@ -78,8 +78,10 @@ def iperf_transfer(
     nbytes: int | None = None,
     omit: int = 0,
     port: int = 5201,
+    args: tuple[str, ...] = (),
 ) -> dict:
-    """A real TCP transfer client -> server with iperf3; returns iperf3's JSON ``end`` section."""
+    """A real TCP transfer client -> server with iperf3 (``args``: more client options, e.g. ``-C cubic`` or ``-u``
+    for UDP); returns iperf3's JSON ``end`` section."""
     server = subprocess.Popen(
         ns_exec(server_ns, ["iperf3", "-s", "-1", "-B", server_addr, "-p", str(port)]),
         stdout=subprocess.DEVNULL,
@@ -91,6 +93,7 @@ def iperf_transfer(
         argv += ["-t", str(seconds)] if seconds else ["-n", str(nbytes)]
         if omit:
             argv += ["-O", str(omit)]
+        argv += args
         while True:  # the server needs a moment to listen
             proc = subprocess.run(ns_exec(client_ns, argv), capture_output=True, text=True, timeout=60, check=False)
             try:

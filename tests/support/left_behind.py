@@ -7,6 +7,8 @@ when it ends, after the workers have exited:
 * cgroups under every cgroup v1 hierarchy mounted at ``/sys/fs/cgroup/*`` (the lab's CPU quotas, per-thread caps),
   not those made inside another manager's cgroup that was there before (:func:`_new_cgroups`);
 * qdiscs of the root namespace (``tc qdisc show``; a namespace's go with it);
+* iptables rules of the root namespace's tables (``iptables -S`` of mangle, filter, nat: the delay lines' NFQUEUE
+  rules live in mangle; a namespace's go with it);
 * processes of this session still alive: every process the tests start inherits :data:`MARKER` in its environment;
   those started by a test sshd for an SSH session do not, so a process whose command line names the session's
   temporary directory counts too (Flink's JVMs log there, sshd and Prometheus keep their files there).
@@ -19,6 +21,7 @@ listed in a "left behind" section. ``tests/conftest.py`` imports the hooks; else
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import time
 import uuid
@@ -52,6 +55,17 @@ def _links() -> set[str]:
 def _qdiscs() -> set[str]:
     # "qdisc htb 1: dev pllab1h root refcnt 2 r2q 10 ..." -> "qdisc htb 1: dev pllab1h root" (counters vary)
     return {" ".join(line.split()[:6]) for line in _lines(["tc", "qdisc", "show"])}
+
+
+def _iptables_rules() -> set[str]:
+    if shutil.which("iptables") is None:
+        return set()
+    return {
+        f"{table} {line}"
+        for table in ("mangle", "filter", "nat")
+        for line in _lines(["iptables", "-w", "-t", table, "-S"])
+        if line.startswith("-A ")  # "-P/-N" lines are the tables' own chains and policies
+    }
 
 
 def _cgroups() -> set[str]:
@@ -107,12 +121,13 @@ class Snapshot:
     links: set[str] = field(default_factory=set)
     qdiscs: set[str] = field(default_factory=set)
     cgroups: set[str] = field(default_factory=set)
+    iptables: set[str] = field(default_factory=set)
 
 
 def start() -> Snapshot:
     """Mark this process's environment (children inherit it) and take the machine's state."""
     marker = os.environ.setdefault(MARKER, uuid.uuid4().hex)
-    return Snapshot(marker, _namespaces(), _links(), _qdiscs(), _cgroups())
+    return Snapshot(marker, _namespaces(), _links(), _qdiscs(), _cgroups(), _iptables_rules())
 
 
 def left_behind(before: Snapshot, basetemp: str | None) -> dict[str, list[str]]:
@@ -128,6 +143,7 @@ def left_behind(before: Snapshot, basetemp: str | None) -> dict[str, list[str]]:
         "links": sorted(_links() - before.links),
         "qdiscs": sorted(_qdiscs() - before.qdiscs),
         "cgroups": _new_cgroups(before.cgroups, _cgroups()),
+        "iptables rules": sorted(_iptables_rules() - before.iptables),
     }
 
 
@@ -164,7 +180,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     tr = terminalreporter
     tr.section("left behind")
     if not any(left.values()):
-        tr.write_line("nothing: no process, network namespace, link, cgroup or qdisc of this session remains")
+        tr.write_line(
+            "nothing: no process, network namespace, link, cgroup, qdisc or iptables rule of this session remains"
+        )
         return
     for kind, what in left.items():
         for thing in what:
