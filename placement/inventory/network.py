@@ -35,7 +35,15 @@ class FlinkNetworkSettings(Strict):
 
 
 def flink_config(network: FlinkNetworkSettings) -> dict[str, object]:
-    """The Flink config keys (flat, dotted) for ``network``: what every TaskManager gets."""
+    """The Flink config keys (flat, dotted) for ``network`` that differ from Flink's defaults: what every TaskManager
+    gets. An inventory that keeps the defaults writes nothing, so a cluster set up before the block existed needs no
+    change."""
+    wanted = _keys(network)
+    defaults = _keys(FlinkNetworkSettings())
+    return {k: v for k, v in wanted.items() if v != defaults[k]}
+
+
+def _keys(network: FlinkNetworkSettings) -> dict[str, object]:
     return {
         "taskmanager.network.memory.buffers-per-channel": int(network.buffers_per_channel),
         "taskmanager.network.memory.floating-buffers-per-gate": int(network.floating_buffers_per_gate),

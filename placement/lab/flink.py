@@ -113,6 +113,8 @@ class ClusterSpec:
     # heartbeats, slot requests, restarts, rejoining: every process's (the inventory's flink.failure_detection, mapped
     # by placement.inventory.failure_detection.flink_config; default: its edge defaults)
     failure_detection: Mapping[str, object] = field(default_factory=lambda: flink_config(FailureDetection()))
+    # buffers per channel and gate, where the inventory's flink.network differs from Flink's defaults
+    network: Mapping[str, object] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         ids = [tm.resource_id for tm in self.taskmanagers]
@@ -142,6 +144,7 @@ def common_config(spec: ClusterSpec, rest_port: int, rpc_port: int) -> dict[str,
         # (edge default 1 s, Flink's 10 s) also serves the start: a TaskManager that asks for the ResourceManager before
         # the JobManager has it up tries again after it (measured with 10 s, a start that hit it took 21.5 s, not ~12)
         **spec.failure_detection,
+        **spec.network,
         # REST answers a job's state, vertices and checkpoints from a cache of its execution graph kept this long
         # (Flink's default 3 s; web.refresh-interval before 2.0, rest.cache.execution-graph.timeout since): a job
         # CANCELED or RUNNING was read as still CANCELLING or DEPLOYING for up to 3 s. Measured on a 2.3 test

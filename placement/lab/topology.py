@@ -42,6 +42,7 @@ from typing import Any, Literal
 from placement.errors import BadInput
 from placement.inventory import Inventory
 from placement.inventory.failure_detection import FailureDetection, flink_config
+from placement.inventory.network import flink_config as network_config
 from placement.inventory.wan_profiles import WanProfile
 from placement.lab.flink import ClusterSpec, TaskManagerSpec
 from placement.lab.home import scheduler_dir
@@ -136,6 +137,8 @@ class LabPlan:
     notes: tuple[str, ...] = field(default=())
     # the Flink keys of the inventory's flink.failure_detection (placement.inventory.failure_detection.flink_config)
     failure_detection: Mapping[str, object] = field(default_factory=lambda: flink_config(FailureDetection()))
+    # the Flink keys of the inventory's flink.network that differ from Flink's (placement.inventory.network)
+    network: Mapping[str, object] = field(default_factory=dict)
 
     @property
     def edges(self) -> tuple[LabHost, ...]:
@@ -285,6 +288,7 @@ def plan_lab(
         scale,
         tuple(notes),
         failure_detection=flink_config(inv.flink.failure_detection),
+        network=network_config(inv.flink.network),
     )
 
 
@@ -353,6 +357,7 @@ def cluster_spec(plan: LabPlan, *, flink_home: Path | None = None, mode: Mode = 
         jobmanager_conf_dir=jm_conf_dir,
         extra_config=LAB_METRICS,
         failure_detection=dict(plan.failure_detection),
+        network=dict(plan.network),
     )
 
 

@@ -25,6 +25,7 @@ import yaml
 from placement.flink.config import nest
 from placement.inventory import Host, Inventory
 from placement.inventory.failure_detection import flink_config as failure_detection_config
+from placement.inventory.network import flink_config as network_config
 from placement.inventory.wan_profiles import WanProfile
 from placement.netem import tc
 from placement.netem.plan import shapes_for_host
@@ -145,6 +146,8 @@ def _cluster_vars(inv: Inventory, archive: LocalArchive | None) -> dict[str, Any
         "flink_rest_port": rest.port or FLINK_REST_DEFAULT_PORT,
         # flink.failure_detection, through the mapping the lab and apply use (nested, as the role's config.yaml is)
         "flink_failure_detection_config": nest(failure_detection_config(flink.failure_detection)),
+        # flink.network where it differs from Flink's defaults (placement.inventory.network), the same mapping
+        "flink_network_config": nest(network_config(flink.network)),
     }
     # the pin, else the release of the archive given, else the role's own default (its defaults say which)
     version = flink.version or (archive.flink_version if archive is not None else None)

@@ -289,3 +289,15 @@ def test_ansible_reads_the_export_as_we_mean_it(tmp_path: Path) -> None:
     expected = hostvars(ansible_inventory(load_inventory(EDGE_LAB)), "edges", "rpi3")
     assert rpi3["netem_apply_commands"] == expected["netem_apply_commands"]
     assert rpi3["flink_home"] == "/opt/flink" and rpi3["ansible_host"] == "192.168.1.183"
+
+
+def test_flink_network_is_exported_where_it_differs_from_flinks_defaults_and_the_role_merges_it() -> None:
+    from placement.flink.config import flatten
+
+    assert ansible_inventory(minimal())["all"]["vars"]["flink_network_config"] == {}
+    flink = minimal().flink.model_dump() | {"network": {"buffers_per_channel": 19}}
+    exported = flatten(ansible_inventory(minimal(flink=flink))["all"]["vars"]["flink_network_config"])
+    assert exported == {"taskmanager.network.memory.buffers-per-channel": 19}
+    role = REPO / "ansible" / "roles" / "flink"
+    assert yaml.safe_load((role / "defaults" / "main.yml").read_text())["flink_network_config"] == {}
+    assert "flink_network_config" in yaml.safe_load((role / "vars" / "main.yml").read_text())["flink_config"]

@@ -214,3 +214,21 @@ def test_every_config_yaml_the_lab_writes_carries_the_inventorys_failure_detecti
         assert {k: written.get(k) for k in want} == want, conf_dir
         assert "restart-strategy.fixed-delay.attempts" not in written  # the lab's old 3 attempts are gone
     assert CONFIG_YAML == "config.yaml"
+
+
+def test_every_taskmanager_the_lab_starts_gets_the_inventorys_network_buffers(tmp_path):
+    import yaml
+
+    from placement.lab import flink as lf
+
+    data = yaml.safe_load(LAB.read_text())
+    plan = topo.plan_lab(load_inventory(LAB), tmp_path, machine_cores=2)
+    assert plan.network == {}  # Flink's defaults: nothing written
+    data["flink"]["network"] = {"buffers_per_channel": 19, "floating_buffers_per_gate": 16}
+    (tmp_path / "inv.yaml").write_text(yaml.safe_dump(data))
+    plan = topo.plan_lab(load_inventory(tmp_path / "inv.yaml"), tmp_path, machine_cores=2)
+    spec = topo.cluster_spec(plan, flink_home=tmp_path / "home", mode="custom")
+    for tm in spec.taskmanagers:
+        config = lf.taskmanager_config(spec, tm, 18081, 16123)
+        assert config["taskmanager.network.memory.buffers-per-channel"] == 19
+        assert config["taskmanager.network.memory.floating-buffers-per-gate"] == 16
