@@ -120,7 +120,8 @@ def _jar_file(jar: ExtensionJar | SubmitterJar | None) -> JarFile | None:
 def presumed_view(req: ApplyRequest) -> ClusterView:
     """What a dry run assumes of a cluster it cannot read: the job runs (id unknown) with the plan's vertices, its
     placement differs from the plan, no earlier apply, the TaskManagers are the inventory's hosts and the scheduler
-    extension is in place. Every step planned on it is marked as not checked."""
+    extension is in place. Every step planned on it is marked as not checked, and nothing is said of what the plan
+    changes against what runs."""
     vertices: dict[str, int] = {}
     for a in req.plan.assignment:
         vertices[a.vertex] = vertices.get(a.vertex, 0) + 1
@@ -136,6 +137,7 @@ def presumed_view(req: ApplyRequest) -> ClusterView:
         state_record=None,
         schedulercfg=None,
         jobmanager_config=None,
+        presumed=True,
     )
 
 

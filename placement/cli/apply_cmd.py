@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from placement.apply import ApplyFailed, Prepared, execute, prepare
+from placement.apply.diff import placement_diff
 from placement.apply.fleet import FleetFailed, describe_fleet, execute_fleet, load_fleet, prepare_fleet
 from placement.apply.preflight import PreflightFailed, describe_reads
 from placement.apply.request import load_request
@@ -33,6 +34,7 @@ def _print_plan(console: Console, prepared: Prepared) -> None:
     plan = prepared.plan
     req = prepared.request
     console.print(f"job {plan.job_id} ({prepared.view.job_name}), {plan.mode} mode, plan {req.plan_dir / 'plan.json'}")
+    _print_diff(console, prepared)
     for note in plan.notes:
         console.print(f"  note: {note}", markup=False, highlight=False)
     console.print("preflight read (done, changes nothing):")
@@ -53,6 +55,28 @@ def _print_plan(console: Console, prepared: Prepared) -> None:
     console.print("on a failure after the stop, roll back:")
     for i, step in enumerate(plan.rollback, 1):
         console.print(f"  r{i}. [{step.phase}] {step.describe()}", markup=False, highlight=False)
+
+
+MOVES_SHOWN = 40  # a fleet's plan can move thousands of subtasks: the first ones listed, the rest counted
+
+
+def diff_lines(prepared: Prepared) -> list[str]:
+    """What the plan changes against the running job, Terraform-like: one line per subtask that moves, the ones that
+    stay counted; one line when the cluster could not be read."""
+    diff = placement_diff(prepared.request, prepared.view)
+    if diff is None:
+        return ["placement against the running job: unknown, the cluster could not be read"]
+    lines = ["placement against the running job:"]
+    lines += [f"  {m.line()}" for m in diff.moves[:MOVES_SHOWN]]
+    if len(diff.moves) > MOVES_SHOWN:
+        lines.append(f"  … and {len(diff.moves) - MOVES_SHOWN} more")
+    lines.append(f"  {diff.summary()}")
+    return lines
+
+
+def _print_diff(console: Console, prepared: Prepared, indent: str = "") -> None:
+    for line in diff_lines(prepared):
+        console.print(indent + line, markup=False, highlight=False)
 
 
 def _verify_table(rows: tuple[VerifyRow, ...] | list[VerifyRow]) -> Table:
@@ -249,6 +273,8 @@ def apply_fleet(
                 f"{prepared.request.plan_dir / 'plan.json'}",
                 markup=False,
             )
+            if not prepared.plan.noop:
+                _print_diff(console, prepared, indent="  ")
             for note in prepared.plan.notes if not prepared.plan.noop else (prepared.plan.noop_reason,):
                 console.print(f"  note: {note}", markup=False, highlight=False)
             console.print("  preflight read (done, changes nothing):")
