@@ -162,11 +162,12 @@ def _same_sections(
     """Each ``[lost <address>]`` section moves what plan.json's contingency of that host moves."""
     lost = {host_of.get(k, k): k for k in sections if k}
     want = {host_of.get(k, k): k for k in wanted if k}
-    for host in sorted(set(lost) | set(want)):
-        if host not in want:
-            raise BadInput(
-                f"section [lost {lost[host]}]: plan.json has no contingency for it; {_WRITE_AGAIN}", source=source
-            )
+    unknown = sorted(set(lost) - set(want))  # an edited header: said as what was edited, before what it hides
+    if unknown:
+        raise BadInput(
+            f"section [lost {lost[unknown[0]]}]: plan.json has no contingency for it; {_WRITE_AGAIN}", source=source
+        )
+    for host in sorted(want):
         if host not in lost:
             raise BadInput(
                 f"no section [lost {want[host]}], which plan.json's contingencies move subtasks in; {_WRITE_AGAIN}",

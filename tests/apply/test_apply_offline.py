@@ -5,10 +5,13 @@ REST is not up" and never that the plan was stale. The shipped edge-lab inventor
 
 from __future__ import annotations
 
+import json
+
+import pytest
 import yaml
 
 from placement.inventory import load_inventory
-from support.cli import EDGE_LAB, one_line_error, plan_args, run_placement
+from support.cli import EDGE_LAB, PROFILES, one_line_error, plan_args, run_placement
 from support.cli import IOT as IOT_PROFILE
 
 
@@ -53,6 +56,10 @@ def test_a_dry_run_against_an_unreachable_cluster_shows_its_steps_marked_uncheck
     shown = done.stdout
     assert shown.index("NOT CHECKED") < shown.index("steps:")
     assert "Flink REST is not up" in shown.split("steps:")[0]
+    # what the plan changes against what runs is not known, and said so once, not presumed different
+    assert "placement against the running job: unknown, the cluster could not be read\n" in shown
+    assert "the running placement differs" not in shown
+    assert "%3C" not in shown and "/iot-sensors.schedulercfg" in shown.split("steps:")[0]
     steps = shown.split("steps:")[1]
     for step in (
         "apply.lock",
@@ -125,3 +132,105 @@ def test_a_fleet_dry_run_against_an_unreachable_cluster_shows_every_jobs_steps_u
     assert steps.index("camera-meter-join [stop]") < steps.index("iot-sensors [redeploy]")
     for job in ("iot-sensors", "camera-meter-join"):
         assert f"{job}.schedulercfg" in steps and f"{job} r1." in steps
+
+
+# ---- a plan directory that cannot be right: refused before any host or REST call (issue 46, item 8) --------------
+
+JOIN = PROFILES / "branching-join.json"
+
+
+@pytest.fixture(scope="module")
+def join_plan(tmp_path_factory):
+    """The join example planned on an unreachable edge-lab: plan.json, its schedulercfg with contingency sections."""
+    tmp = tmp_path_factory.mktemp("join")
+    inventory = _unreachable_edge_lab(tmp)
+    assert run_placement(*plan_args(tmp / "plan", inventory, JOIN), cwd=tmp).returncode == 0
+    return tmp / "plan", inventory
+
+
+def _copy_plan(join_plan, tmp_path):
+    plan, inventory = join_plan
+    copy = tmp_path / "plan"
+    copy.mkdir()
+    for name in ("plan.json", "schedulercfg"):
+        (copy / name).write_text((plan / name).read_text())
+    return copy, inventory
+
+
+def _refused(plan, inventory, tmp_path) -> str:
+    done = run_placement("apply", plan, "--inventory", inventory, "--dry-run", cwd=tmp_path, timeout=60)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stdout == ""  # nothing read, no step shown
+    return one_line_error(done)
+
+
+def _move(plan, row: int, host: str, address: str) -> str:
+    """plan.json's assignment row ``row`` moved to ``host`` as a hand edit would; its schedulercfg label."""
+    doc = json.loads((plan / "plan.json").read_text())
+    doc["assignment"][row].update(host=host, address=address)
+    (plan / "plan.json").write_text(json.dumps(doc, indent=2))
+    return doc["assignment"][row]["label"]
+
+
+def test_a_plan_of_another_job_than_the_inventory_names_is_refused(tmp_path):
+    """Without a jobs: entry for the join, apply would stop and resubmit iot-sensors (job:) for the join's plan."""
+    inventory = _unreachable_edge_lab(tmp_path)
+    doc = yaml.safe_load(inventory.read_text())
+    del doc["jobs"]
+    inventory.write_text(yaml.safe_dump(doc, sort_keys=False))
+    assert run_placement(*plan_args(tmp_path / "plan", inventory, JOIN), cwd=tmp_path).returncode == 0
+    line = _refused(tmp_path / "plan", inventory, tmp_path)
+    assert line.startswith(f"error: {inventory}: jobs: no entry named 'camera-meter-join', the job ")
+    assert "apply would stop and resubmit 'iot-sensors' (job.name)" in line and "--job-name" in line
+
+
+def test_a_plan_json_moved_by_hand_disagrees_with_its_schedulercfg(join_plan, tmp_path):
+    plan, inventory = _copy_plan(join_plan, tmp_path)
+    doc = json.loads((plan / "plan.json").read_text())
+    row = next(i for i, a in enumerate(doc["assignment"]) if a["vertex"] == "Parse Meters")
+    label = _move(plan, row, "server", "127.0.0.1")
+    line = _refused(plan, inventory, tmp_path)
+    assert line == (
+        f"error: {plan / 'schedulercfg'}: line {label!r} places it on 'rpi2', plan.json (assignment[{row}].host) on "
+        "'server': the two files disagree (one was edited by hand); write the plan directory again with "
+        "`placement plan`"
+    )
+
+
+def test_a_plan_json_and_schedulercfg_moved_together_against_a_pin_are_refused(join_plan, tmp_path):
+    """Both files say the same, but the camera source's data is born on rpi1 (pins.sources)."""
+    plan, inventory = _copy_plan(join_plan, tmp_path)
+    doc = json.loads((plan / "plan.json").read_text())
+    row = next(i for i, a in enumerate(doc["assignment"]) if a["vertex"] == "Source: Cameras")
+    label = _move(plan, row, "server", "127.0.0.1")
+    cfg = plan / "schedulercfg"
+    cfg.write_text(cfg.read_text().replace(f"{label}; 127.0.0.2\n", f"{label}; 127.0.0.1\n", 1))
+    line = _refused(plan, inventory, tmp_path)
+    assert line.startswith(f"error: {plan / 'plan.json'}: assignment[{row}].host: {label} on 'server' breaks ")
+    assert "pins.sources.Source: Cameras (rpi1)" in line
+
+
+def test_an_address_that_is_not_its_hosts_is_refused(join_plan, tmp_path):
+    plan, inventory = _copy_plan(join_plan, tmp_path)
+    doc = json.loads((plan / "plan.json").read_text())
+    doc["assignment"][0]["address"] = "127.0.0.9"
+    (plan / "plan.json").write_text(json.dumps(doc))
+    line = _refused(plan, inventory, tmp_path)
+    assert line.startswith(f"error: {plan / 'plan.json'}: assignment[0].address: '127.0.0.9' is not the address ")
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        (lambda t: t + "Foo (1/1); 127.0.0.1\n", "section [lost 127.0.0.3]: line 'Foo (1/1)' is no subtask"),
+        (lambda t: t.split("\n[lost 127.0.0.2]")[0] + "\n", "no section [lost 127.0.0.2]"),
+        (lambda t: t.replace("[lost 127.0.0.2]", "[lost 127.0.0.4]"), "section [lost 127.0.0.4]: plan.json has no"),
+    ],
+    ids=["extra-line", "section-missing", "section-of-another-host"],
+)
+def test_a_schedulercfg_whose_contingency_sections_plan_json_does_not_have_is_refused(join_plan, tmp_path, edit, said):
+    plan, inventory = _copy_plan(join_plan, tmp_path)
+    cfg = plan / "schedulercfg"
+    cfg.write_text(edit(cfg.read_text()))
+    line = _refused(plan, inventory, tmp_path)
+    assert line.startswith(f"error: {cfg}: {said}"), line
