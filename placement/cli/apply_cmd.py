@@ -22,8 +22,9 @@ from rich.table import Table
 from placement.apply import ApplyFailed, Prepared, execute, prepare
 from placement.apply.diff import placement_diff
 from placement.apply.fleet import FleetFailed, describe_fleet, execute_fleet, load_fleet, prepare_fleet
+from placement.apply.model import ClusterView
 from placement.apply.preflight import PreflightFailed, describe_reads
-from placement.apply.request import load_request
+from placement.apply.request import ApplyRequest, load_request
 from placement.apply.verify import VerifyRow
 from placement.cli.fit import print_table
 from placement.errors import BadInput
@@ -60,10 +61,10 @@ def _print_plan(console: Console, prepared: Prepared) -> None:
 MOVES_SHOWN = 40  # a fleet's plan can move thousands of subtasks: the first ones listed, the rest counted
 
 
-def diff_lines(prepared: Prepared) -> list[str]:
+def diff_lines(req: ApplyRequest, view: ClusterView) -> list[str]:
     """What the plan changes against the running job, Terraform-like: one line per subtask that moves, the ones that
     stay counted; one line when the cluster could not be read."""
-    diff = placement_diff(prepared.request, prepared.view)
+    diff = placement_diff(req, view)
     if diff is None:
         return ["placement against the running job: unknown, the cluster could not be read"]
     lines = ["placement against the running job:"]
@@ -75,7 +76,7 @@ def diff_lines(prepared: Prepared) -> list[str]:
 
 
 def _print_diff(console: Console, prepared: Prepared, indent: str = "") -> None:
-    for line in diff_lines(prepared):
+    for line in diff_lines(prepared.request, prepared.view):
         console.print(indent + line, markup=False, highlight=False)
 
 
