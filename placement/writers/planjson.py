@@ -50,6 +50,7 @@ class LinkPrediction(Strict):
     bandwidth_mbit: float
     usable_mbit: float
     utilisation: float
+    delay_ms: float | None = Field(None, description="the link's one-way delay (absent in older plans)")
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)  # Strict's, and the alias's field name too
 
@@ -64,6 +65,11 @@ class HostPrediction(Strict):
     slots: int
     memory_mib_used: float
     subtasks: int
+    # what `placement show` prints beside the figures above, as `placement plan` does (absent in older plans)
+    cores_usable: float | None = Field(None, description="the cores the plan may use (policy.cpu_utilisation_target)")
+    memory_mib_usable: float | None = Field(
+        None, description="the MiB the plan may use (policy.memory_utilisation_target)"
+    )
     # since issue 23 (absent in older plans): the predicted CPU of the host and its parts, in this host's cores;
     # cores_used stays the subtasks' share
     predicted_cores: float | None = Field(None, description="baseline_cores + netty_cores + subtask_cores")
@@ -281,6 +287,7 @@ def _links(cost: PlanCost) -> list[LinkPrediction]:
             bandwidth_mbit=link.bandwidth_mbit,
             usable_mbit=link.usable_mbit,
             utilisation=link.utilisation,
+            delay_ms=link.delay_ms,
         )
         for link in cost.links
     ]
@@ -299,6 +306,8 @@ def _hosts(cost: PlanCost, problem: PlacementProblem) -> list[HostPrediction]:
             slots=h.slots,
             memory_mib_used=h.memory_mib_used,
             subtasks=h.subtasks,
+            cores_usable=h.cores_usable,
+            memory_mib_usable=h.memory_mib_usable,
             predicted_cores=h.predicted_cores,
             baseline_cores=h.baseline_cores,
             subtask_cores=h.cores_used,
