@@ -2,11 +2,13 @@
 
 Stages (see each module):
 
-* :mod:`~placement.apply.request` — read the plan directory and inventory (bad input: one line, exit 2);
+* :mod:`~placement.apply.request` — read the plan directory and inventory (bad input: one line, exit 2), checked
+  offline against each other by :mod:`~placement.apply.plan_checks`;
 * :mod:`~placement.apply.preflight` — read the cluster over SSH (host keys verified) and REST; refuse on any problem
   with nothing changed;
 * :mod:`~placement.apply.planner` — pure: the ordered steps (lock, stop with savepoint, install, resubmit, verify,
-  record, unlock) and the roll back; ``--dry-run`` prints them;
+  record, unlock) and the roll back; ``--dry-run`` prints them, after what moves against the running job
+  (:mod:`~placement.apply.diff`, pure);
 * :mod:`~placement.apply.runner` — runs the steps, writes the audit log, rolls back on failure after the stop;
 * :mod:`~placement.apply.rescale` — custom mode, a plan that changes parallelism: resubmitted through the JobGraph
   submitter on the JobManager host (:mod:`placement.submitter`), the roll back too.

@@ -2,7 +2,8 @@
 
 Preflight first (nothing changes until every check passes), then: lock, stop with savepoint, install the placement
 (custom: schedulercfg; vanilla: TaskManager resources + ``--placement``), resubmit from the savepoint, verify planned
-vs actual, record, unlock. Any failure after the stop rolls back. ``--dry-run`` prints every step and changes nothing.
+vs actual, record, unlock. Any failure after the stop rolls back. ``--dry-run`` prints what moves against the running
+job (:mod:`placement.apply.diff`) and every step, and changes nothing.
 Exit codes: 0 applied or already in effect, 1 failed (rolled back or refused by preflight), 2 bad input or stale plan.
 
 A plan that changes parallelism (``placement plan --rescale``; custom mode) is resubmitted through the JobGraph
@@ -115,7 +116,11 @@ def _verify_table(rows: tuple[VerifyRow, ...] | list[VerifyRow]) -> Table:
 @click.option("--job-name", help="name of the running job")
 @click.option("--jar", help="job jar to upload and resubmit (default: job.jar from the inventory)")
 @click.option("--jar-id", help="id of a jar already uploaded to the JobManager")
-@click.option("--dry-run", is_flag=True, help="print every SSH command and REST call in order; change nothing")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="print which subtasks move from where to where, then every SSH command and REST call in order; change nothing",
+)
 @click.option(
     "--yes", "consent", is_flag=True, help="allow restarting a JobManager or TaskManager where the config must change"
 )
