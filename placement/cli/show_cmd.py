@@ -36,11 +36,12 @@ from placement.writers.planjson import PlanDocument, load_plan
 def show(plan_dir: Path, as_json: bool) -> None:
     """Print the tables of the plan in PLAN_DIR (as `placement plan --out PLAN_DIR` wrote it) again, without solving:
     links, hosts, latency per path, placement and contingencies, from PLAN_DIR/plan.json. A fleet's OUT (fleet.json)
-    shows each job's plan."""
+    shows each job's plan (--json: each job's summary under "plans")."""
     plans = _plans(plan_dir)
     if as_json:
         summaries = [summary_from_plan(doc, where) for where, doc in plans]
-        out = summaries[0] if not is_fleet_dir(plan_dir) else {"format": SUMMARY_FORMAT, "jobs": summaries}
+        # a fleet's: each job's own summary (plan --json's joint figures are not in the jobs' plan.json files)
+        out = summaries[0] if not is_fleet_dir(plan_dir) else {"format": SUMMARY_FORMAT, "plans": summaries}
         click.echo(json.dumps(out, indent=2, ensure_ascii=False))
         return
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)

@@ -57,7 +57,7 @@ def test_a_fleet_shows_each_jobs_plan(tmp_path):
     heads = [line for line in shown.stdout.splitlines() if " on edge-lab — " in line]
     assert [h.split(" on ")[0] for h in heads] == ["iot-sensors", "camera-meter-join"]
     summary = json.loads(run_placement("show", tmp_path / "fleet", "--json", cwd=tmp_path).stdout)
-    assert [j["job"] for j in summary["jobs"]] == ["iot-sensors", "camera-meter-join"]
+    assert [j["job"] for j in summary["plans"]] == ["iot-sensors", "camera-meter-join"]
 
 
 def test_an_older_plan_without_the_new_figures_shows_them_as_unknown(tmp_path):
