@@ -129,7 +129,8 @@ def presumed_view(req: ApplyRequest) -> ClusterView:
         vertices[a.vertex] = vertices.get(a.vertex, 0) + 1
     return ClusterView(
         job_id=req.selector.job_id or "<job id>",
-        job_name=req.selector.job_name or req.inventory.job.name or "<job name>",
+        # by --job ID alone the name is unknown: the plan's job's (a placeholder would name a file of its own)
+        job_name=req.selector.job_name or (None if req.selector.job_id else req.inventory.job.name) or req.plan.job,
         job_state="RUNNING",
         vertices=vertices,
         actual={},

@@ -72,6 +72,19 @@ def test_a_dry_run_against_an_unreachable_cluster_shows_its_steps_marked_uncheck
     assert "roll back" in steps
 
 
+def test_a_dry_run_by_job_id_names_no_encoded_placeholder(tmp_path):
+    """By --job ID alone the job's name is known only once REST is read: the read is shown with a placeholder as it
+    is, the steps with the plan's job's file (before, both as the file ``%3Cjob%20name%3E.schedulercfg``)."""
+    inventory = _unreachable_edge_lab(tmp_path)
+    assert run_placement(*plan_args(tmp_path / "plan", inventory), cwd=tmp_path).returncode == 0
+    done = run_placement(
+        "apply", tmp_path / "plan", "--inventory", inventory, "--job", "abc", "--dry-run", cwd=tmp_path, timeout=120
+    )
+    assert done.returncode == 1 and "%3C" not in done.stdout, done.stdout
+    reads, steps = done.stdout.split("steps:")
+    assert "/<job name>.schedulercfg" in reads and "/iot-sensors.schedulercfg" in steps
+
+
 def test_fleet_order_on_one_jobs_plan_is_one_line_and_changes_nothing(tmp_path):
     inventory = _unreachable_edge_lab(tmp_path)
     assert run_placement(*plan_args(tmp_path / "plan", inventory), cwd=tmp_path).returncode == 0
@@ -113,6 +126,7 @@ def test_a_fleet_dry_run_against_an_unreachable_cluster_shows_every_jobs_steps_u
     assert "could not check the cluster: job iot-sensors: " in one_line_error(done)
     shown = done.stdout
     assert "order: stop-all: the running placement's load of iot-sensors, camera-meter-join is unknown" in shown
+    assert shown.count("  placement against the running job: unknown, the cluster could not be read\n") == 2
     asked = run_placement(
         "apply",
         "--plan",
