@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 
 import click
 from rich.console import Console
 from rich.markup import escape
+from rich.table import Table
 
 from placement.cli import contingency_plan, plan_tables
 from placement.cli.fit import print_table
 from placement.errors import BadInput
 from placement.loading import load_model
+from placement.planning.contingency import VANILLA_NOTE
 from placement.planning.from_plan import result_from_plan, summary_from_plan
 from placement.planning.summary import SUMMARY_FORMAT
 from placement.writers.fleetjson import FLEET_FILE, FleetDocument, is_fleet_dir
@@ -79,6 +82,8 @@ def print_plan(console: Console, doc: PlanDocument, where: Path) -> None:
     )
     for warning in doc.warnings:
         console.print(f"[dim]note: {escape(warning)}[/]", overflow="ignore", crop=False)
+    if doc.rescale is not None:
+        console.print(escape(_targets_line(doc)), overflow="ignore", crop=False)
     result = result_from_plan(doc)
     console.print(plan_tables.summary_line(result))
     if doc.links:
@@ -90,6 +95,10 @@ def print_plan(console: Console, doc: PlanDocument, where: Path) -> None:
     print_table(console, plan_tables.vertex_hosts_table(_vertices(doc)))
     if doc.contingencies:
         print_table(console, contingency_plan.rows_table(_contingency_rows(doc)))
+    elif doc.placement_mode == "vanilla":
+        console.print(f"[dim]note: {escape(VANILLA_NOTE)}[/]")
+    if doc.rescale is not None:
+        print_table(console, _parallelism_table(doc))
 
 
 def _vertices(doc: PlanDocument) -> list[tuple[str, list[str]]]:
@@ -112,3 +121,26 @@ def _contingency_rows(doc: PlanDocument) -> list[contingency_plan.ContingencyRow
         )
         for c in doc.contingencies or ()
     ]
+
+
+def _targets_line(doc: PlanDocument) -> str:
+    """plan --rescale's target line, without the measured rate plan.json does not keep."""
+    assert doc.rescale is not None
+    names = {a.vertex_id: a.vertex for a in doc.assignment}
+    rates = doc.rescale.target_records_per_s
+    return "target: " + "; ".join(f"{names.get(vid, vid)} {rate:,.0f} records/s" for vid, rate in rates.items())
+
+
+def _parallelism_table(doc: PlanDocument) -> Table:
+    """plan --rescale's parallelism table as far as plan.json records it: the profiled parallelism and the plan's
+    (DS2's figure and why a vertex was held are the planner's, not kept)."""
+    assert doc.rescale is not None
+    t = Table(title="Parallelism")
+    for col in ("vertex", "today", "joint", "joint hosts"):
+        t.add_column(col, justify="right" if col in ("today", "joint") else "left")
+    ids = list(dict.fromkeys(a.vertex_id for a in doc.assignment))
+    for (name, hosts), vid in zip(_vertices(doc), ids, strict=True):
+        where = ", ".join(f"{h} ×{n}" if n > 1 else h for h, n in Counter(hosts).items())
+        today = doc.rescale.profiled_parallelism.get(vid)
+        t.add_row(escape(name), str(today) if today is not None else "–", str(len(hosts)), where)
+    return t

@@ -23,17 +23,40 @@ def _show_lines(text: str) -> list[str]:
     return [line for line in text.splitlines() if not line.startswith("plan /")]
 
 
-@pytest.mark.parametrize("profile", [IOT, JOIN], ids=["iot", "join-with-contingencies"])
-def test_show_prints_the_tables_plan_printed(tmp_path, profile):
-    planned = run_placement(*plan_args(tmp_path / "plan", EDGE_LAB, profile), cwd=tmp_path)
+@pytest.mark.parametrize(
+    ("profile", "extra"),
+    [(IOT, ()), (JOIN, ()), (IOT, ("--mode", "vanilla"))],
+    ids=["iot", "join-with-contingencies", "vanilla"],
+)
+def test_show_prints_the_tables_plan_printed(tmp_path, profile, extra):
+    planned = run_placement(*plan_args(tmp_path / "plan", EDGE_LAB, profile), *extra, cwd=tmp_path)
     assert planned.returncode == 0, planned.stderr
     shown = run_placement("show", tmp_path / "plan", cwd=tmp_path)
     assert shown.returncode == 0 and shown.stderr == "", shown.stderr
     assert _show_lines(shown.stdout) == _plan_lines(planned.stdout)
-    assert f"plan {tmp_path / 'plan' / 'plan.json'}: custom mode, made " in shown.stdout
+    mode = "vanilla" if extra else "custom"
+    assert f"plan {tmp_path / 'plan' / 'plan.json'}: {mode} mode, made " in shown.stdout
     assert "Latency per path" in shown.stdout and "Placement" in shown.stdout
     if profile == JOIN:
         assert "While an edge host or its uplink is lost" in shown.stdout
+
+
+def test_a_rescaled_plan_shows_its_targets_and_parallelism(tmp_path):
+    """plan.json keeps the target rates and both parallelisms, not the measured rates nor DS2's figures."""
+    planned = run_placement(*plan_args(tmp_path / "plan"), "--rescale", cwd=tmp_path)
+    assert planned.returncode == 0, planned.stderr
+    shown = run_placement("show", tmp_path / "plan", cwd=tmp_path).stdout
+    target = next(line for line in planned.stdout.splitlines() if line.startswith("target: "))
+    assert target.split(" (")[0] + "\n" in shown
+
+    def rows(text: str) -> list[list[str]]:
+        table = text.split("Parallelism")[1].split("wrote ")[0]
+        return [
+            [c.strip() for c in line.strip()[1:-1].split("│")] for line in table.splitlines() if line.startswith("│")
+        ]
+
+    # vertex, today, joint, joint hosts: plan's columns but DS2's and why-fixed
+    assert rows(shown) == [[v, today, joint, hosts] for v, today, _ds2, joint, hosts, _why in rows(planned.stdout)]
 
 
 def test_show_json_is_plan_jsons_summary(tmp_path):
