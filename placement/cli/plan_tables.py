@@ -102,7 +102,7 @@ def links_table(result: PlanResult) -> Table:
             f"{link.bandwidth_mbit:g}",
             f"{link.usable_mbit:.1f}",
             f"{link.utilisation:.0%}",
-            _figure(link.delay_ms, "g"),
+            f"{link.delay_ms:g}",
             style=style,
         )
     return t

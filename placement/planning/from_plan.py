@@ -3,7 +3,8 @@
 
 plan.json records the chosen plan's figures, not the strategies ``--compare`` set beside it, so the summary's
 ``results`` hold the plan's own result only (what ``plan --json`` says without ``--compare``). Figures an older plan
-does not record (a link's delay, a host's usable cores and memory) read as NaN, which the tables print as ``–``.
+does not record (a host's usable cores and memory) read as NaN, which the tables print as ``–``; its links' delay as
+0, as plan.json's default says.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def _link(link: LinkPrediction) -> LinkLoad:
         mbit=link.mbit,
         bandwidth_mbit=link.bandwidth_mbit,
         usable_mbit=link.usable_mbit,
-        delay_ms=NOT_RECORDED if link.delay_ms is None else link.delay_ms,
+        delay_ms=link.delay_ms,
     )
 
 

@@ -50,7 +50,8 @@ class LinkPrediction(Strict):
     bandwidth_mbit: float
     usable_mbit: float
     utilisation: float
-    delay_ms: float | None = Field(None, description="the link's one-way delay (absent in older plans)")
+    # absent in older plans
+    delay_ms: float = Field(0.0, description="one way; the round trip is twice that")
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)  # Strict's, and the alias's field name too
 
