@@ -40,13 +40,11 @@ def check_plan_targets_its_job(
 
 def check_assignment(plan: PlanDocument, inventory: Inventory, *, source: str) -> None:
     """Every subtask on an inventory host at that host's address, and where the inventory's pins allow it."""
+    hosts = {h.name: h for h in inventory.hosts}  # by name once: a fleet's inventory has thousands
     for i, a in enumerate(plan.assignment):
-        try:
-            host = inventory.host(a.host)
-        except KeyError:
-            raise BadInput(
-                f"host {a.host!r} is not in the inventory", source=source, field=f"assignment[{i}].host"
-            ) from None
+        host = hosts.get(a.host)
+        if host is None:
+            raise BadInput(f"host {a.host!r} is not in the inventory", source=source, field=f"assignment[{i}].host")
         if a.address != host.address:
             raise BadInput(
                 f"{a.address!r} is not the address of host {a.host!r} ({host.address}): plan.json was edited by "
@@ -66,20 +64,19 @@ def check_assignment(plan: PlanDocument, inventory: Inventory, *, source: str) -
 
 
 def pin_broken(a: SubtaskAssignment, inventory: Inventory) -> str | None:
-    """The pin (``pins.<section>.<key> (<hosts>)``) that subtask ``a`` on its host breaks, or None."""
+    """The pin (``pins.<section>.<key> (<hosts>)``) that subtask ``a`` on its host breaks, or None. Pins name a
+    vertex by name or id, as the planner matches them."""
     pins = inventory.pins
-    for key, hosts in pins.sources.items():
-        if key in (a.vertex, a.vertex_id):
-            births = _as_list(hosts)
+    for key in dict.fromkeys((a.vertex, a.vertex_id)):
+        if key in pins.sources:
+            births = _as_list(pins.sources[key])
             birth = births[0] if len(births) == 1 else births[a.subtask] if a.subtask < len(births) else None
             if birth is not None and a.host != birth:
                 return f"pins.sources.{key} ({', '.join(births)})"
-    for key, hosts in pins.operators.items():
-        if key in (a.vertex, a.vertex_id) and a.host not in _as_list(hosts):
-            return f"pins.operators.{key} ({', '.join(_as_list(hosts))})"
-    for key, hosts in pins.forbid.items():
-        if key in (a.vertex, a.vertex_id) and a.host in _as_list(hosts):
-            return f"pins.forbid.{key} ({', '.join(_as_list(hosts))})"
+        if key in pins.operators and a.host not in _as_list(pins.operators[key]):
+            return f"pins.operators.{key} ({', '.join(_as_list(pins.operators[key]))})"
+        if key in pins.forbid and a.host in _as_list(pins.forbid[key]):
+            return f"pins.forbid.{key} ({', '.join(_as_list(pins.forbid[key]))})"
     return None
 
 

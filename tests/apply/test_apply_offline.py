@@ -10,9 +10,12 @@ import json
 import pytest
 import yaml
 
+from placement.apply.request import load_request
+from placement.errors import BadInput
 from placement.inventory import load_inventory
 from support.cli import EDGE_LAB, PROFILES, one_line_error, plan_args, run_placement
 from support.cli import IOT as IOT_PROFILE
+from support.plan_dirs import write_plan_dir
 
 
 def _unreachable_edge_lab(tmp_path, **server_changes):
@@ -248,3 +251,28 @@ def test_a_schedulercfg_whose_contingency_sections_plan_json_does_not_have_is_re
     cfg.write_text(edit(cfg.read_text()))
     line = _refused(plan, inventory, tmp_path)
     assert line.startswith(f"error: {cfg}: {said}"), line
+
+
+@pytest.mark.parametrize(
+    ("pins", "said"),
+    [
+        (
+            {"operators": {"Parse": ["rpi1", "rpi2"]}},
+            "Parse (1/1) on 'server' breaks the inventory's pins.operators.Parse",
+        ),
+        ({"forbid": {"parse": "server"}}, "Parse (1/1) on 'server' breaks the inventory's pins.forbid.parse (server)"),
+    ],
+    ids=["operators-by-name", "forbid-by-id"],
+)
+def test_a_plan_against_an_operator_pin_or_forbid_is_refused(tmp_path, pins, said):
+    """A vertex is pinned by name or by id, as the planner matches it (plan_dirs' made-up ids are the name lowered)."""
+    inventory = _unreachable_edge_lab(tmp_path)
+    doc = yaml.safe_load(inventory.read_text())
+    doc["pins"].update(pins)
+    inventory.write_text(yaml.safe_dump(doc, sort_keys=False))
+    plan = write_plan_dir(
+        tmp_path / "plan", inventory, {"Parse": ["server"], "Sink: Out": ["server"]}, job="iot-sensors"
+    )
+    with pytest.raises(BadInput) as refused:
+        load_request(plan, inventory)
+    assert str(refused.value).startswith(f"{plan / 'plan.json'}: assignment[0].host: {said}")
