@@ -2,11 +2,13 @@
 
 Stages (see each module):
 
-* :mod:`~placement.apply.request` — read the plan directory and inventory (bad input: one line, exit 2);
+* :mod:`~placement.apply.request` — read the plan directory and inventory (bad input: one line, exit 2), checked
+  offline against each other by :mod:`~placement.apply.plan_checks`;
 * :mod:`~placement.apply.preflight` — read the cluster over SSH (host keys verified) and REST; refuse on any problem
   with nothing changed;
 * :mod:`~placement.apply.planner` — pure: the ordered steps (lock, stop with savepoint, install, resubmit, verify,
-  record, unlock) and the roll back; ``--dry-run`` prints them;
+  record, unlock) and the roll back; ``--dry-run`` prints them, after what moves against the running job
+  (:mod:`~placement.apply.diff`, pure);
 * :mod:`~placement.apply.runner` — runs the steps, writes the audit log, rolls back on failure after the stop;
 * :mod:`~placement.apply.rescale` — custom mode, a plan that changes parallelism: resubmitted through the JobGraph
   submitter on the JobManager host (:mod:`placement.submitter`), the roll back too.
@@ -120,13 +122,15 @@ def _jar_file(jar: ExtensionJar | SubmitterJar | None) -> JarFile | None:
 def presumed_view(req: ApplyRequest) -> ClusterView:
     """What a dry run assumes of a cluster it cannot read: the job runs (id unknown) with the plan's vertices, its
     placement differs from the plan, no earlier apply, the TaskManagers are the inventory's hosts and the scheduler
-    extension is in place. Every step planned on it is marked as not checked."""
+    extension is in place. Every step planned on it is marked as not checked, and nothing is said of what the plan
+    changes against what runs."""
     vertices: dict[str, int] = {}
     for a in req.plan.assignment:
         vertices[a.vertex] = vertices.get(a.vertex, 0) + 1
     return ClusterView(
         job_id=req.selector.job_id or "<job id>",
-        job_name=req.selector.job_name or req.inventory.job.name or "<job name>",
+        # by --job ID alone the name is unknown: the plan's job's (a placeholder would name a file of its own)
+        job_name=req.selector.job_name or (None if req.selector.job_id else req.inventory.job.name) or req.plan.job,
         job_state="RUNNING",
         vertices=vertices,
         actual={},
@@ -136,6 +140,7 @@ def presumed_view(req: ApplyRequest) -> ClusterView:
         state_record=None,
         schedulercfg=None,
         jobmanager_config=None,
+        presumed=True,
     )
 
 

@@ -74,6 +74,7 @@ class ClusterView:
     max_parallelism: dict[str, int] = field(default_factory=dict)  # running vertex id -> maxParallelism (REST)
     submitter: SubmitterView | None = None  # custom mode, resubmitted through the JobGraph submitter
     flink_version: str | None = None  # what the JobManager runs (GET /config: flink-version; None: it did not say)
+    presumed: bool = False  # a dry run's assumption of a cluster it could not read (placement.apply.presumed_view)
 
 
 @dataclass(frozen=True)

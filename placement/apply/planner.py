@@ -185,7 +185,7 @@ def plan_apply(req: ApplyRequest, view: ClusterView, *, holder: str, jars: JarCo
         return ApplyPlan(job_id=view.job_id, mode=req.mode, steps=(), rollback=(), notes=(), noop=True, noop_reason=why)
     graph = submitter_graph(req, view)
     steps, prepare_notes = prepare_steps(req, view, graph, jars, holder)
-    notes = [why, *prepare_notes]
+    notes = [*([] if view.presumed else [why]), *prepare_notes]  # presumed: the running placement is not known
     steps.append(Step(StopWithSavepoint(view.job_id, req.inventory.flink.savepoint_dir), "stop"))
     install = custom_install(req, view, jars.extension) if req.mode == "custom" else vanilla_install(req, view)
     jar_reuploaded = install.close(req, graph)

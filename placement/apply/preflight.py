@@ -696,6 +696,15 @@ def scheduler_problems(req: ApplyRequest, view: ClusterView) -> list[Problem]:
 _LEGACY_NOTE = f" (Flink 1.19/1.20: {LEGACY_CONFIG} first, which they read instead where it exists)"
 
 
+def schedulercfg_to_read(req: ApplyRequest) -> str:
+    """The job's schedulercfg on the JobManager host, as far as known offline: a job found by --job ID has its name
+    only once REST is read (the placeholder is shown as it is, not as the file name it would encode to)."""
+    name = req.selector.job_name or (None if req.selector.job_id else req.inventory.job.name)
+    if name:
+        return req.paths.schedulercfg_for(name)
+    return posixpath.join(req.paths.scheduler_dir, "<job name>.schedulercfg")
+
+
 def describe_reads(req: ApplyRequest) -> list[str]:
     """The read-only SSH commands and REST calls preflight makes (a dry run makes them too, to see the cluster)."""
     paths = req.paths
@@ -704,7 +713,7 @@ def describe_reads(req: ApplyRequest) -> list[str]:
     lines += [f"ssh {jm}: cat {path}" for path in req.state_paths]
     if req.mode == "custom":
         lines += [
-            f"ssh {jm}: cat {paths.schedulercfg_for('<job name>')}",
+            f"ssh {jm}: cat {schedulercfg_to_read(req)}",
             f"ssh {jm}: cat {paths.config}{_LEGACY_NOTE}",
             f"ssh {jm}: ls {paths.lib}  (the scheduler extension's jar)",
         ]

@@ -15,6 +15,7 @@ from urllib.parse import urlparse
 
 import yaml
 
+from placement.apply.plan_checks import check_assignment, check_plan_targets_its_job, check_schedulercfg
 from placement.errors import BadInput
 from placement.flink.config import flatten
 from placement.flink.options import CONFIG_YAML
@@ -22,7 +23,6 @@ from placement.inventory import Inventory, load_inventory
 from placement.scheduler import TASKMANAGERS_FILENAME, schedulercfg_filename
 from placement.scheduler.naming import file_stem
 from placement.writers.planjson import PlanDocument, load_plan
-from placement.writers.schedulercfg import parse_schedulercfg
 
 
 @dataclass(frozen=True)
@@ -159,18 +159,16 @@ def load_request(
     plan = load_plan(plan_file)
     check_plan_is_current(plan, plan_file, inventory, Path(inventory_path))
     inventory = inventory.for_job(plan.job)
+    check_plan_targets_its_job(
+        plan, inventory, Path(inventory_path), named=bool(job_id or job_name), plan_file=plan_file
+    )
     if job_id and job_name:
         raise BadInput("give --job or --job-name, not both")
     if jar and jar_id:
         raise BadInput("give --jar or --jar-id, not both")
     jar_path = jar_path_for(jar, inventory, Path(inventory_path)) if not jar_id else None
 
-    known_hosts = {h.name for h in inventory.hosts}
-    for i, a in enumerate(plan.assignment):
-        if a.host not in known_hosts:
-            raise BadInput(
-                f"host {a.host!r} is not in the inventory", source=str(plan_file), field=f"assignment[{i}].host"
-            )
+    check_assignment(plan, inventory, source=str(plan_file))
 
     schedulercfg = None
     vanilla: dict[str, dict[str, object]] = {}
@@ -238,31 +236,3 @@ def jar_path_for(jar: str | None, inv: Inventory, inventory_path: Path) -> Path 
             f"no such jar {inv.job.jar!r} (give --jar PATH or --jar-id ID)", source=str(inventory_path), field="job.jar"
         )
     return None  # preflight says that a jar is needed
-
-
-def check_schedulercfg(text: str, plan: PlanDocument, inv: Inventory, *, source: str) -> None:
-    """The plan's schedulercfg is whole and names this inventory's hosts: every planned subtask has its line and
-    every line's TaskManager is an inventory host (by address or name). A partial or hand-edited file is refused
-    here, before anything changes (the extension would refuse it at submission, after the job was stopped)."""
-    if not text.strip():
-        raise BadInput(
-            "empty (custom mode needs one line per subtask: '<task name> (<i>/<n>); <TaskManager>')", source=source
-        )
-    try:
-        lines = parse_schedulercfg(text)
-    except BadInput as exc:
-        raise BadInput(str(exc).split(": ", 1)[-1], source=source) from None
-    missing = [a.label for a in plan.assignment if a.label not in lines]
-    if missing:
-        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
-        raise BadInput(
-            f"no line for {', '.join(repr(m) for m in missing[:5])}{more} (a partial file: every subtask of "
-            "the plan needs its line; write it again with `placement plan`)",
-            source=source,
-        )
-    known = {h.address for h in inv.hosts} | {h.name for h in inv.hosts}
-    for label, where in lines.items():
-        if where not in known:
-            raise BadInput(
-                f"line {label!r} names TaskManager {where!r}, which is no host of the inventory", source=source
-            )

@@ -27,6 +27,7 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a command stopp
 # command name -> "module:attribute"
 COMMANDS = {
     "plan": "placement.cli.plan_cmd:plan",
+    "show": "placement.cli.show_cmd:show",
     "inventory": "placement.cli.inventory_cmd:inventory",
     "metrics": "placement.cli.metrics_cmd:metrics",
     "profile": "placement.cli.profile_cmd:profile",
@@ -40,6 +41,7 @@ COMMANDS = {
 
 HELP = {
     "plan": "Compute an optimal placement and write plan.json, schedulercfg, redeploy script, picture.",
+    "show": "Print a written plan's tables again (PLAN_DIR/plan.json), without solving.",
     "inventory": "Validate an inventory or export it for Ansible.",
     "metrics": "Collect per-subtask metrics from a running Flink job.",
     "profile": "Turn collected metrics into a job profile (PySpark).",

@@ -2,7 +2,8 @@
 
 Preflight first (nothing changes until every check passes), then: lock, stop with savepoint, install the placement
 (custom: schedulercfg; vanilla: TaskManager resources + ``--placement``), resubmit from the savepoint, verify planned
-vs actual, record, unlock. Any failure after the stop rolls back. ``--dry-run`` prints every step and changes nothing.
+vs actual, record, unlock. Any failure after the stop rolls back. ``--dry-run`` prints what moves against the running
+job (:mod:`placement.apply.diff`) and every step, and changes nothing.
 Exit codes: 0 applied or already in effect, 1 failed (rolled back or refused by preflight), 2 bad input or stale plan.
 
 A plan that changes parallelism (``placement plan --rescale``; custom mode) is resubmitted through the JobGraph
@@ -20,9 +21,11 @@ from rich.console import Console
 from rich.table import Table
 
 from placement.apply import ApplyFailed, Prepared, execute, prepare
+from placement.apply.diff import placement_diff
 from placement.apply.fleet import FleetFailed, describe_fleet, execute_fleet, load_fleet, prepare_fleet
+from placement.apply.model import ClusterView
 from placement.apply.preflight import PreflightFailed, describe_reads
-from placement.apply.request import load_request
+from placement.apply.request import ApplyRequest, load_request
 from placement.apply.verify import VerifyRow
 from placement.cli.fit import print_table
 from placement.errors import BadInput
@@ -33,6 +36,7 @@ def _print_plan(console: Console, prepared: Prepared) -> None:
     plan = prepared.plan
     req = prepared.request
     console.print(f"job {plan.job_id} ({prepared.view.job_name}), {plan.mode} mode, plan {req.plan_dir / 'plan.json'}")
+    _print_diff(console, prepared)
     for note in plan.notes:
         console.print(f"  note: {note}", markup=False, highlight=False)
     console.print("preflight read (done, changes nothing):")
@@ -53,6 +57,28 @@ def _print_plan(console: Console, prepared: Prepared) -> None:
     console.print("on a failure after the stop, roll back:")
     for i, step in enumerate(plan.rollback, 1):
         console.print(f"  r{i}. [{step.phase}] {step.describe()}", markup=False, highlight=False)
+
+
+MOVES_SHOWN = 40  # a fleet's plan can move thousands of subtasks: the first ones listed, the rest counted
+
+
+def diff_lines(req: ApplyRequest, view: ClusterView) -> list[str]:
+    """What the plan changes against the running job, Terraform-like: one line per subtask that moves, the ones that
+    stay counted; one line when the cluster could not be read."""
+    diff = placement_diff(req, view)
+    if diff is None:
+        return ["placement against the running job: unknown, the cluster could not be read"]
+    lines = ["placement against the running job:"]
+    lines += [f"  {m.line()}" for m in diff.moves[:MOVES_SHOWN]]
+    if len(diff.moves) > MOVES_SHOWN:
+        lines.append(f"  … and {len(diff.moves) - MOVES_SHOWN} more")
+    lines.append(f"  {diff.summary()}")
+    return lines
+
+
+def _print_diff(console: Console, prepared: Prepared, indent: str = "") -> None:
+    for line in diff_lines(prepared.request, prepared.view):
+        console.print(indent + line, markup=False, highlight=False)
 
 
 def _verify_table(rows: tuple[VerifyRow, ...] | list[VerifyRow]) -> Table:
@@ -90,7 +116,11 @@ def _verify_table(rows: tuple[VerifyRow, ...] | list[VerifyRow]) -> Table:
 @click.option("--job-name", help="name of the running job")
 @click.option("--jar", help="job jar to upload and resubmit (default: job.jar from the inventory)")
 @click.option("--jar-id", help="id of a jar already uploaded to the JobManager")
-@click.option("--dry-run", is_flag=True, help="print every SSH command and REST call in order; change nothing")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="print which subtasks move from where to where, then every SSH command and REST call in order; change nothing",
+)
 @click.option(
     "--yes", "consent", is_flag=True, help="allow restarting a JobManager or TaskManager where the config must change"
 )
@@ -249,6 +279,8 @@ def apply_fleet(
                 f"{prepared.request.plan_dir / 'plan.json'}",
                 markup=False,
             )
+            if not prepared.plan.noop:
+                _print_diff(console, prepared, indent="  ")
             for note in prepared.plan.notes if not prepared.plan.noop else (prepared.plan.noop_reason,):
                 console.print(f"  note: {note}", markup=False, highlight=False)
             console.print("  preflight read (done, changes nothing):")

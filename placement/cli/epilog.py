@@ -27,6 +27,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "placement plan ... --out out/iot --json --quiet | jq .results[0].wan_mbit",
         "placement plan ... --out out/cap --max-rate --add-host rpi2=1",
     ),
+    "show": ("placement show out/iot", "placement show out/iot --json | jq .assignment"),
     "apply": (
         f"placement apply out/iot --inventory {INV} --dry-run",
         f"placement apply out/iot --inventory {INV} --jar job.jar",

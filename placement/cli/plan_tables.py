@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections import Counter
+from collections.abc import Iterable, Sequence
 
 import click
 from rich.markup import escape
@@ -148,13 +150,18 @@ def hosts_table(result: PlanResult) -> Table:
             h.host,
             h.role,
             f"{h.cores_used:.2f}",
-            f"{h.cores_usable:.2f}",
+            _figure(h.cores_usable, ".2f"),
             *extra,
             f"{h.slots_used}/{h.slots}",
-            f"{h.memory_mib_used:.0f}/{h.memory_mib_usable:.0f}",
+            f"{h.memory_mib_used:.0f}/{_figure(h.memory_mib_usable, '.0f')}",
             str(h.subtasks),
         )
     return t
+
+
+def _figure(x: float, spec: str) -> str:
+    """A figure, or ``–`` where it is not known (NaN: a plan read back that does not record it)."""
+    return "–" if math.isnan(x) else format(x, spec)
 
 
 def _ms(x: float | None) -> str:
@@ -192,16 +199,22 @@ def paths_table(result: PlanResult) -> Table:
 
 
 def placement_table(problem: PlacementProblem, result: PlanResult) -> Table:
+    assignment = result.assignment
+    assert assignment is not None
+    return vertex_hosts_table(
+        (problem.vertex_names[vid], [assignment[s.key] for s in problem.by_vertex[vid]]) for vid in problem.vertex_order
+    )
+
+
+def vertex_hosts_table(rows: Iterable[tuple[str, Sequence[str]]]) -> Table:
+    """The placement table: each vertex (name, the host of each of its subtasks) in the order given."""
     t = Table(title="Placement")
     t.add_column("vertex")
     t.add_column("parallelism", justify="right")
     t.add_column("hosts")
-    assert result.assignment is not None
-    for vid in problem.vertex_order:
-        subtasks = problem.by_vertex[vid]
-        counts = Counter(result.assignment[s.key] for s in subtasks)
-        where = ", ".join(f"{h} ×{n}" if n > 1 else h for h, n in counts.items())
-        t.add_row(escape(problem.vertex_names[vid]), str(len(subtasks)), where)
+    for name, hosts in rows:
+        where = ", ".join(f"{h} ×{n}" if n > 1 else h for h, n in Counter(hosts).items())
+        t.add_row(escape(name), str(len(hosts)), where)
     return t
 
 

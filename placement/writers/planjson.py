@@ -74,6 +74,11 @@ class HostPrediction(Strict):
     slots: int
     memory_mib_used: float
     subtasks: int
+    # what `placement show` prints beside the figures above, as `placement plan` does (absent in older plans)
+    cores_usable: float | None = Field(None, description="the cores the plan may use (policy.cpu_utilisation_target)")
+    memory_mib_usable: float | None = Field(
+        None, description="the MiB the plan may use (policy.memory_utilisation_target)"
+    )
     # since issue 23 (absent in older plans): the predicted CPU of the host and its parts, in this host's cores;
     # cores_used stays the subtasks' share
     predicted_cores: float | None = Field(None, description="baseline_cores + netty_cores + subtask_cores")
@@ -314,6 +319,8 @@ def _hosts(cost: PlanCost, problem: PlacementProblem) -> list[HostPrediction]:
             slots=h.slots,
             memory_mib_used=h.memory_mib_used,
             subtasks=h.subtasks,
+            cores_usable=h.cores_usable,
+            memory_mib_usable=h.memory_mib_usable,
             predicted_cores=h.predicted_cores,
             baseline_cores=h.baseline_cores,
             subtask_cores=h.cores_used,

@@ -96,6 +96,13 @@ def test_dry_run_prints_every_step_in_order_and_changes_nothing(env: Env, flink_
         and '"entryClass": "placement.lab.IotSensorJob"' in out
     )
     assert "roll back" in out and "dry run: preflight passed; nothing was changed" in out
+    # the diff against what runs, as REST reports it: vanilla compares each vertex's hosts as counts
+    running, planned = flink_rest.placement_counts(job), counts(PLACED)
+    moved = sum(max(0, n - running.get(k, 0)) for k, n in planned.items())
+    unchanged = sum(min(n, running.get(k, 0)) for k, n in planned.items())
+    said = f"subtasks: {moved} to move, {unchanged} unchanged" if moved else f"nothing moves: all {unchanged}"
+    assert out.startswith(f"job {job} ({JOB_NAME}), vanilla mode") and "placement against the running job:\n" in out
+    assert said in out.split("preflight read")[0], out
     # nothing changed: same job, no lock/state, no savepoint, no audit log, no jar uploaded
     assert running_job(flink_rest) == job
     assert not (env.home / "placement").exists() and not env.savepoints.exists()

@@ -247,3 +247,14 @@ def test_a_channel_above_its_credit_is_named_with_the_buffers_that_lift_it():
         update={"flink": inv.flink.model_copy(update={"network": FlinkNetworkSettings(buffers_per_channel=19)})}
     )
     assert credit_needs(problem(roomy, chain()), result.assignment, flink_network(roomy)) == []
+
+
+def test_show_prints_a_lossy_plans_transport_as_plan_did(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    out = tmp_path / "out"
+    code, planned, err = run_main([*plan_args(out), "--link", "*:satellite", "--rate-scale", "0.15"], capsys)
+    assert code == 0, err
+    code, shown, err = run_main(["show", str(out)], capsys)
+    assert code == 0, err
+    rows = [line for line in shown.splitlines() if "→server" in line and "0.701 (cubic)" in line]
+    assert len(rows) == 3 and rows == [line for line in planned.splitlines() if "0.701 (cubic)" in line]
