@@ -22,6 +22,8 @@ import math
 import random
 from dataclasses import dataclass, field
 
+from placement.netem.figures import check_link_figures
+
 
 @dataclass(frozen=True)
 class LineFigures:
@@ -33,14 +35,7 @@ class LineFigures:
     correlation_pct: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("delay_ms", "jitter_ms"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value >= 0):
-                raise ValueError(f"{name} must be a non-negative number, got {value!r}")
-        for name in ("loss_pct", "correlation_pct"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and 0 <= value <= 100):
-                raise ValueError(f"{name} must lie in [0, 100], got {value!r}")
+        check_link_figures(self.delay_ms, self.jitter_ms, self.loss_pct, self.correlation_pct)
 
     @property
     def any(self) -> bool:

@@ -21,6 +21,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from placement.netem.figures import check_link_figures
 from placement.units import format_rate, format_time
 
 ROOT_MAJOR = 0xEDE
@@ -53,14 +54,7 @@ class Shape:
         ipaddress.ip_network(self.dest, strict=False)  # ValueError for names: tc matches addresses only
         if not (math.isfinite(self.rate_mbit) and self.rate_mbit > 0):
             raise ValueError(f"rate must be positive, got {self.rate_mbit!r} Mbit/s")
-        for name in ("delay_ms", "jitter_ms"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value >= 0):
-                raise ValueError(f"{name} must be a non-negative number, got {value!r}")
-        for name in ("loss_pct", "correlation_pct"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and 0 <= value <= 100):
-                raise ValueError(f"{name} must lie in [0, 100], got {value!r}")
+        check_link_figures(self.delay_ms, self.jitter_ms, self.loss_pct, self.correlation_pct)
 
     @property
     def needs_netem(self) -> bool:
