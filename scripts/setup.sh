@@ -64,10 +64,10 @@ if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
 fi
 extras="test"
-[ "$FULL" = 1 ] && extras="test,lab,ansible"
+[ "$FULL" = 1 ] && extras="test,lab,delayline,ansible"
 digest="$(cat pyproject.toml constraints.txt | sha256sum | cut -c1-12)"
 stamp="$VENV/.installed-$extras-$digest"
-full_stamp="$VENV/.installed-test,lab,ansible-$digest"   # the full install holds the basic one
+full_stamp="$VENV/.installed-test,lab,delayline,ansible-$digest"   # the full install holds the basic one
 if [ "$LATEST" = 1 ] || { [ ! -f "$stamp" ] && ! { [ "$FULL" = 0 ] && [ -f "$full_stamp" ]; }; }; then
   "$VENV/bin/pip" install -q --upgrade pip >/dev/null
   # setuptools ends an editable install with a block of asterisks, "Editable installation ... be careful with folders

@@ -64,7 +64,10 @@ def delay_line_unavailable() -> str | None:
     if not Path(nfqueue.QUEUE_TABLE).exists():
         return "the kernel has no nfnetlink_queue"
     if importlib.util.find_spec("netfilterqueue") is None:
-        return "the Python package netfilterqueue is not installed (pip install 'placement[lab]')"
+        return (
+            "the Python package netfilterqueue is not installed (pip install 'placement[delayline]'; it builds "
+            "against Debian's libnetfilter-queue-dev)"
+        )
     return None
 
 
