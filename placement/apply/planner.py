@@ -69,6 +69,7 @@ from placement.apply.vertices import (
 )
 from placement.flink.options import read_config, update_config
 from placement.inventory.failure_detection import flink_config as failure_detection_config
+from placement.inventory.network import flink_config as network_config
 from placement.scheduler import render_taskmanagers
 from placement.writers.vanilla import placement_args
 
@@ -157,10 +158,15 @@ def _merge_keys(cfg: HostConfigView | None, path: str, wanted: dict[str, object]
     return update_config(text, updates, name)
 
 
-def failure_detection_missing(req: ApplyRequest, cfg: HostConfigView | None) -> dict[str, object]:
+def failure_detection_missing(
+    req: ApplyRequest, cfg: HostConfigView | None, *, taskmanager: bool = False
+) -> dict[str, object]:
     """The keys of the inventory's ``flink.failure_detection`` (one mapping for every writer:
-    :func:`placement.inventory.failure_detection.flink_config`) that the config file ``cfg`` does not give yet."""
+    :func:`placement.inventory.failure_detection.flink_config`) that the config file ``cfg`` does not give yet; a
+    TaskManager's also those of ``flink.network`` that differ from Flink's (:mod:`placement.inventory.network`)."""
     wanted = failure_detection_config(req.inventory.flink.failure_detection)
+    if taskmanager:
+        wanted |= network_config(req.inventory.flink.network)
     current = parse_config(cfg) if cfg is not None and cfg.text is not None else {}
     return {k: v for k, v in wanted.items() if k in config_satisfies(current, {k: v})}
 
@@ -357,11 +363,11 @@ def vanilla_install(req: ApplyRequest, view: ClusterView) -> Install:
         wanted = req.vanilla_configs.get(host, {})
         # restarted anyway: the inventory's failure detection goes in with the resource (a TaskManager reads both
         # at start)
-        failure = failure_detection_missing(req, cfg)
+        failure = failure_detection_missing(req, cfg, taskmanager=True)
         if config_satisfies(parse_config(cfg), wanted) or failure:
             why = f"TaskManager {host} declares external resource {host!r}"
             if failure:
-                why += f"; {len(failure)} key(s) of flink.failure_detection"
+                why += f"; {len(failure)} key(s) of flink.failure_detection and flink.network"
             out.steps.append(
                 Step(UploadFile(host, cfg.path, _merge_keys(cfg, cfg.path, {**wanted, **failure}), why), "install")
             )

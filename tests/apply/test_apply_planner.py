@@ -48,6 +48,7 @@ def inventory(
     version: str | None = None,
     home: str = "/opt/flink",
     failure_detection: dict | None = None,
+    network: dict | None = None,
 ) -> Path:
     jar = tmp / "job.jar"
     jar.write_bytes(b"PK")
@@ -65,6 +66,7 @@ def inventory(
             "placement_mode": mode,
             **({"version": version} if version else {}),
             **({"failure_detection": failure_detection} if failure_detection else {}),
+            **({"network": network} if network else {}),
         },
         "job": {"name": JOB_NAME, "jar": str(jar), "entry_class": IOT_SENSOR_JOB, "program_args": JOB_ARGS},
     }
@@ -544,3 +546,22 @@ def test_a_jobmanager_restarted_for_the_jar_alone_gets_the_failure_detection_its
     assert written == {"jobmanager.scheduler": "default", "placement.scheduler.dir": EXT_DIR, **EDGE_FAILURE_DETECTION}
     assert written["heartbeat.timeout"] == 10000  # Flink's 50 s replaced by the edge default
     assert config.why == f"{len(EDGE_FAILURE_DETECTION)} key(s) of flink.failure_detection"
+
+
+def test_a_vanilla_taskmanager_gets_the_inventorys_network_buffers_with_its_resource(request_):
+    tm_config = HostConfigView("rpi1", "/opt/flink/conf/config.yaml", "taskmanager:\n  numberOfTaskSlots: 4\n")
+    v = view(
+        ALL_SERVER,
+        taskmanagers={"server": tm("server", 16), "rpi1": tm("rpi1", 0)},
+        taskmanager_configs={"rpi1": tm_config},
+    )
+    plan = plan_apply(request_(consent=True, network={"buffers_per_channel": 19}), v, holder="t")
+    upload = next(s.action for s in plan.steps if isinstance(s.action, UploadFile))
+    written = flatten(yaml.safe_load(upload.content))
+    assert written["taskmanager.network.memory.buffers-per-channel"] == 19
+    assert "taskmanager.network.memory.floating-buffers-per-gate" not in written  # Flink's default: not written
+    assert upload.why.endswith("key(s) of flink.failure_detection and flink.network")
+    # Flink's defaults write nothing of the block
+    plain = plan_apply(request_(consent=True), v, holder="t")
+    upload = next(s.action for s in plain.steps if isinstance(s.action, UploadFile))
+    assert not any(k.startswith("taskmanager.network.") for k in flatten(yaml.safe_load(upload.content)))
