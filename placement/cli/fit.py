@@ -8,11 +8,26 @@ stacks it: one block per row, each cell on a line of its own after its column's 
 
 from __future__ import annotations
 
+import os
+import sys
+
 from rich.cells import cell_len
 from rich.console import Console, Group, RenderableType
 from rich.errors import MarkupError
 from rich.table import Table
 from rich.text import Text
+
+PIPED_WIDTH = 140  # a file or CI log without COLUMNS: wide enough for the comparison tables
+
+
+def report_console(*, stderr: bool = False, highlight: bool = True) -> Console:
+    """The console a command's tables go to: the terminal's width, else ``$COLUMNS`` where it is set (``COLUMNS=100
+    placement plan … | less``), else :data:`PIPED_WIDTH` (rich's own choice for a pipe would be 80, and a table
+    stacked at 80 in a log reads worse than a wide one)."""
+    stream = sys.stderr if stderr else sys.stdout
+    tty = stream is not None and stream.isatty()
+    width = None if tty or os.environ.get("COLUMNS", "").strip().isdigit() else PIPED_WIDTH
+    return Console(stderr=stderr, width=width, highlight=highlight)
 
 
 def _text(renderable: object) -> Text:

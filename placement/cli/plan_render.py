@@ -8,20 +8,18 @@ answer without importing the solver, networkx and the writers.
 
 from __future__ import annotations
 
-import sys
-
 from rich.console import Console
 from rich.markup import escape
 
 from placement.cli import contingency_plan, jobs_tables, plan_tables, rescale_tables
-from placement.cli.fit import print_table
+from placement.cli.fit import print_table, report_console
 from placement.planning import PlanOutcome, PlanRequest, Written, plan, summary_json, write_outcome
 
 
 def plan_and_render(request: PlanRequest, out_dir: str, *, as_json: bool, quiet: bool) -> None:
     outcome = plan(request)
     # wide enough for the comparison table when output goes to a file or CI log
-    console = Console(stderr=as_json, width=None if sys.stdout.isatty() else 140)
+    console = report_console(stderr=as_json)
     tables = not as_json and not quiet
     if tables:
         (print_jobs if outcome.several else print_job)(console, outcome)

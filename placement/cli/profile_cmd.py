@@ -6,7 +6,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from placement.cli.fit import print_table
+from placement.cli.fit import print_table, report_console
 from placement.cli.params import nonempty_path
 from placement.profile.rules import MIN_CONFIDENT_BUSY_MS
 
@@ -124,9 +124,7 @@ def profile(
             "stateful" if v.stateful else "-",
             "yes" if v.stats.get("confident") else "low",
         )
-    screen = Console()
-    if not screen.is_terminal:  # logs and pipes: do not squeeze the table into 80 columns
-        screen = Console(width=140)
+    screen = report_console()
     print_table(screen, table)
     # through rich, not click.echo: wrapped between words at the terminal's width
     screen.print(

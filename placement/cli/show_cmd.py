@@ -8,7 +8,6 @@ them. A fleet's OUT (fleet.json) shows each job's plan in fleet.json's order.
 from __future__ import annotations
 
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from placement.cli import contingency_plan, plan_tables
-from placement.cli.fit import print_table
+from placement.cli.fit import print_table, report_console
 from placement.errors import BadInput
 from placement.loading import load_model
 from placement.planning.contingency import VANILLA_NOTE
@@ -47,7 +46,7 @@ def show(plan_dir: Path, as_json: bool) -> None:
         out = summaries[0] if not is_fleet_dir(plan_dir) else {"format": SUMMARY_FORMAT, "plans": summaries}
         click.echo(json.dumps(out, indent=2, ensure_ascii=False))
         return
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
+    console = report_console(highlight=False)
     for n, (where, doc) in enumerate(plans):
         if n:
             console.print()

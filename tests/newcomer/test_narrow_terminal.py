@@ -9,9 +9,11 @@ addresses, and ``apply --help`` had a paragraph pre-wrapped at ~115 columns.
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import pytest
+from rich.cells import cell_len
 
 from placement.inventory import load_inventory
 from support.cli import EDGE_LAB, IOT, PLACEMENT, REPO, run_placement
@@ -99,3 +101,35 @@ def test_inventory_validate_shows_addresses_whole(tmp_path):
 )
 def test_help_fits_80_columns(tmp_path, command):
     _shown([*command, "--help"], tmp_path, cells=False)  # help text may say "1m…" itself
+
+
+@pytest.mark.parametrize("columns", [60, 100])
+def test_a_pipe_honours_columns_and_keeps_every_figure_whole(tmp_path, columns):
+    # a real pipe, not a terminal: the width is $COLUMNS (rich alone would take 80, the command 140)
+    done = run_placement(
+        "plan",
+        "--inventory",
+        EDGE_LAB,
+        "--profile",
+        IOT,
+        "--out",
+        tmp_path / "out",
+        "--compare",
+        cwd=tmp_path,
+        env={**os.environ, "COLUMNS": str(columns)},
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert max(cell_len(line) for line in lines) <= columns
+    assert not [line for line in lines if "…" in line], lines
+    assert "158.40" in _tokens(lines) and "optimal" in _tokens(lines)
+
+
+def test_a_pipe_without_columns_gets_the_wide_tables(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    done = run_placement(
+        "plan", "--inventory", EDGE_LAB, "--profile", IOT, "--out", tmp_path / "o", cwd=tmp_path, env=env
+    )
+    assert done.returncode == 0 and any(
+        line.startswith("┏") and cell_len(line) > 80 for line in done.stdout.splitlines()
+    )
