@@ -8,6 +8,9 @@ answer without importing the solver, networkx and the writers.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+
 from rich.console import Console
 from rich.markup import escape
 
@@ -17,8 +20,8 @@ from placement.planning import PlanOutcome, PlanRequest, Written, plan, summary_
 
 
 def plan_and_render(request: PlanRequest, out_dir: str, *, as_json: bool, quiet: bool) -> None:
-    outcome = plan(request)
-    # wide enough for the comparison table when output goes to a file or CI log
+    with solving_status(request):
+        outcome = plan(request)
     console = report_console(stderr=as_json)
     tables = not as_json and not quiet
     if tables:
@@ -29,6 +32,16 @@ def plan_and_render(request: PlanRequest, out_dir: str, *, as_json: bool, quiet:
         if tables:
             print_written(console, outcome, written, out_dir)
     plan_tables.finish(summary_json(outcome, written.paths if written else None), outcome.result, as_json)
+
+
+def solving_status(request: PlanRequest) -> AbstractContextManager[object]:
+    """A spinner on stderr while the plan is made, on a terminal only (a log or pipe gets nothing of it); not with
+    ``--verbose``, whose solver log it would overwrite."""
+    err = Console(stderr=True)
+    if not err.is_terminal or request.verbose:
+        return nullcontext()
+    jobs = ", ".join(Path(p).name for p in request.profiles)
+    return err.status(f"planning {jobs} on {Path(request.inventory).name}…")
 
 
 def print_job(console: Console, outcome: PlanOutcome) -> None:

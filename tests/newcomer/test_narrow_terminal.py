@@ -133,3 +133,14 @@ def test_a_pipe_without_columns_gets_the_wide_tables(tmp_path):
     assert done.returncode == 0 and any(
         line.startswith("┏") and cell_len(line) > 80 for line in done.stdout.splitlines()
     )
+
+
+def test_the_planning_spinner_is_for_a_terminal_only(tmp_path):
+    done = run_placement("plan", "--inventory", EDGE_LAB, "--profile", IOT, "--out", tmp_path / "o", cwd=tmp_path)
+    assert done.returncode == 0 and "planning" not in done.stderr and "\x1b" not in done.stderr + done.stdout
+    code, lines = run_on_terminal(
+        [str(PLACEMENT), "plan", "--inventory", str(EDGE_LAB), "--profile", str(IOT), "--out", str(tmp_path / "t")],
+        columns=COLUMNS,
+        cwd=tmp_path,
+    )
+    assert code == 0 and any(line.startswith("┏") for line in lines)  # the tables still come, whole
