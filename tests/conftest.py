@@ -35,6 +35,13 @@ from support.real_parts import pytest_terminal_summary as real_parts_summary
 # tests/profile/test_class_archive.py turns it on in processes of its own.
 os.environ[ENV_SWITCH] = "0"
 
+# GNU readline (imported by pytest's debugging support) exports COLUMNS=80 and LINES=24 into the C environment, which
+# child processes inherit though os.environ does not show them: every `placement` a test starts would then print its
+# tables at 80 columns, as if a user had set COLUMNS. Only what the user's environment holds is kept.
+for _name in ("COLUMNS", "LINES"):
+    if _name not in os.environ:
+        os.unsetenv(_name)
+
 
 @pytest.fixture(scope="session")
 def flink_support():
