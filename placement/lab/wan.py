@@ -23,6 +23,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import placement
 from placement.errors import PlacementError
 from placement.lab import stopping
 from placement.lab import topology as topo
@@ -112,7 +113,7 @@ def downlink_netem_commands(h: topo.LabHost) -> list[list[str]]:
 
 def _package_env() -> dict[str, str]:
     """This process's environment with the placement package it runs from first on the path (a clone or a wheel)."""
-    here = str(Path(__file__).resolve().parents[2])
+    here = str(Path(placement.__path__[0]).resolve().parent)  # the folder that holds the package, not a shipped one
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH")) if p)
     return env
