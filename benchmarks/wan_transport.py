@@ -90,12 +90,40 @@ def one_fast_edge(inventory: str, speed: float, out: Path) -> str:
     doc = yaml.safe_load(Path(inventory).read_text())
     edge = next(h for h in doc["hosts"] if h.get("role") == "edge")
     doc["hosts"] = [h for h in doc["hosts"] if h.get("role") != "edge" or h is edge]
-    edge.update(cores=1, speed=speed)
+    edge.update(cores=1, speed=speed, memory="2GiB")
     edge.pop("model", None)  # the speed is ours, not a Pi 4B's
     doc["links"] = [lk for lk in doc.get("links") or [] if lk["from"] == edge["name"]]
     doc["pins"]["sources"] = {v: [edge["name"]] for v in doc["pins"]["sources"]}
     out.write_text(f"# written by benchmarks/wan_transport.py: {inventory} with one edge host\n" + yaml.safe_dump(doc))
     return str(out)
+
+
+def set_congestion_control(state: dict, algorithm: str) -> None:
+    """Every edge namespace's TCP congestion control, as a route attribute (``congctl``): a new namespace takes the
+    machine's default (bbr here), its sysctl is read-only in a container, and the plan assumes what
+    ``hosts[].congestion_control`` says. A socket, accepted ones too, takes its route's algorithm when it opens; Flink
+    opens its data connections when a job starts, so every job after this sends with ``algorithm``."""
+    for h in state["hosts"]:
+        if not h.get("namespace"):
+            continue
+        ns = ["ip", "netns", "exec", h["namespace"], "ip"]
+        routes = subprocess.run([*ns, "-o", "route", "show"], check=True, capture_output=True, text=True, timeout=30)
+        for route in routes.stdout.splitlines():
+            words = route.split()
+            if "congctl" in words:
+                at = words.index("congctl")
+                del words[at : at + 2]
+            subprocess.run([*ns, "route", "replace", *words, "congctl", algorithm], check=True, timeout=30)
+
+
+def with_congestion_control(inventory: str, algorithm: str) -> str:
+    """``inventory`` (rewritten in place) with every edge host's ``congestion_control``."""
+    doc = yaml.safe_load(Path(inventory).read_text())
+    for h in doc["hosts"]:
+        if h.get("role") == "edge":
+            h["congestion_control"] = algorithm
+    Path(inventory).write_text(yaml.safe_dump(doc, sort_keys=False))
+    return inventory
 
 
 def server_pinned(inventory: str, operators: list[str], out: Path) -> str:
@@ -190,6 +218,7 @@ def run_profile(wan: str, spec: JobSpec, args, profile_path: str | None, console
     state = json.loads((work / "lab.json").read_text())
     rest, jar = FlinkRest(state["rest_url"]), state["jar"]
     chain.cancel_all(rest)
+    set_congestion_control(state, args.congestion_control)
 
     def profile_args(p):
         return [
@@ -212,7 +241,9 @@ def run_profile(wan: str, spec: JobSpec, args, profile_path: str | None, console
         profile_path = str(kept)
     vertices = [v["name"] for v in json.loads(Path(profile_path).read_text())["vertices"]]
     operators = [v for v in vertices if v not in {s.vertex for s in spec.sources}]
-    new_inv = server_pinned(base_inv, operators, work / f"{spec.key}-pinned.yaml")
+    new_inv = with_congestion_control(
+        server_pinned(base_inv, operators, work / f"{spec.key}-pinned.yaml"), args.congestion_control
+    )
     old_inv = lossless(new_inv, work / f"{spec.key}-lossless.yaml")
     measured_rate = profiled_rate(profile_path, spec.sources[0].vertex)
     new = model_of(plan_to(work / "plan-new-max", new_inv, profile_path, max_rate=True), measured_rate)
@@ -256,6 +287,7 @@ def run_profile(wan: str, spec: JobSpec, args, profile_path: str | None, console
     chain.cancel_all(rest)
     return {
         "wan": wan,
+        "congestion_control": args.congestion_control,
         "job": spec.key,
         "new": new.__dict__,
         "old": old.__dict__,
@@ -296,7 +328,10 @@ def failures_of(r: dict) -> list[str]:
 
 def print_table(console: Console, r: dict) -> None:
     first = r["steps"][0] if r["steps"] else {"links": {}}
-    table = Table(title=f"{r['job']} job on the lab's {r['wan']} uplinks (records/s per source subtask)")
+    table = Table(
+        title=f"{r['job']} job on the lab's {r['wan']} uplinks, {r['congestion_control']} "
+        "(records/s per source subtask)"
+    )
     for c in ("uplink", "old model usable", "old capacity", "new model usable", "new capacity", "measured held",
               "held / new", "step for data", "pred Mbit/s", "data Mbit/s", "data/pred"):  # fmt: skip
         table.add_column(c, justify="left" if c == "uplink" else "right")
@@ -364,6 +399,13 @@ def main() -> None:
         metavar="SPEED",
         help="one edge host of this speed (server cores) instead of the lab's Pis: for LTE, where one flow's goodput "
         "needs more readings/s than a 0.3-core Pi sends",
+    )
+    ap.add_argument(
+        "--congestion-control",
+        choices=("cubic", "reno", "bbr"),
+        default="cubic",
+        help="the edge hosts' TCP congestion control, in their namespaces and in the planned inventory (default "
+        "cubic: Raspberry Pi OS's)",
     )
     ap.add_argument("--keep", action="store_true", help="leave the last lab up")
     args = ap.parse_args()
