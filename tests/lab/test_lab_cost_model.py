@@ -44,11 +44,12 @@ from placement.inventory import Inventory
 from placement.lab import chain
 from placement.lab.jobs import BRANCHING_JOB, IOT_SENSOR_JOB, NEXMARK_BIDS_JOB
 from placement.lab.measure import measure_window
-from placement.lab.runner import leftovers, read_state
+from placement.lab.runner import read_state
 from placement.netns import netns_available
 from placement.profile.format import JobProfile
 from placement.profile.pipeline import build_profile
 from support import real_parts
+from support.lab import assert_nothing_left
 
 NO_NETNS = netns_available()
 pytestmark = [
@@ -174,8 +175,7 @@ def lab(tmp_path_factory):
         subprocess.run(
             [*PLACEMENT, "lab", "down", "--workdir", str(work)], check=False, capture_output=True, timeout=300
         )
-        left = leftovers(work)
-        assert left == {"namespaces": [], "links": [], "cgroups": [], "pids": []}, left
+        assert_nothing_left(work)
 
 
 def job_inventory(lab_inventory: Path, job: LabJob) -> Inventory:

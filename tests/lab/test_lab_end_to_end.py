@@ -29,6 +29,7 @@ from placement.netns import netns_available
 from placement.profile.format import load_profile
 from placement.writers.planjson import load_plan
 from support import real_parts
+from support.lab import assert_nothing_left
 
 NO_NETNS = netns_available()
 pytestmark = [
@@ -63,8 +64,7 @@ def cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
 
 
 def assert_clean(work_dir: Path) -> None:
-    left = leftovers(work_dir)
-    assert left == {"namespaces": [], "links": [], "cgroups": [], "pids": []}, left
+    assert_nothing_left(work_dir)
 
 
 def test_profile_plan_move_and_measure_on_the_real_lab(tmp_path):

@@ -40,8 +40,17 @@ def custom_lab(work: Path) -> Iterator[dict]:
         yield json.loads((work / "lab.json").read_text())
     finally:
         placement_cli("lab", "down", "--workdir", str(work), timeout=300)
+    assert_nothing_left(work)
+
+
+LEFTOVER_KINDS = {"namespaces", "links", "cgroups", "pids", "iptables rules"}
+
+
+def assert_nothing_left(work: Path) -> None:
+    """No lab's namespace, link, cgroup, process or iptables rule is left (every kind ``leftovers`` reports, each
+    empty; a kind it stopped reporting fails too)."""
     left = leftovers(work)
-    assert left == {"namespaces": [], "links": [], "cgroups": [], "pids": []}, left
+    assert set(left) == LEFTOVER_KINDS and not any(left.values()), left
 
 
 SHARED = "shared_custom_lab"  # the fixture name: modules whose fixture asks for it share one lab

@@ -30,11 +30,11 @@ import pytest
 
 from placement.flink.rest import FlinkRest
 from placement.lab import watch_scenario as lab
-from placement.lab.runner import leftovers
 from placement.netns import netns_available
 from placement.watch.record import read_log
 from placement.writers.planjson import load_plan
 from support import real_parts
+from support.lab import assert_nothing_left
 
 pytestmark = [pytest.mark.flink, pytest.mark.netns, pytest.mark.timeout(900), real_parts.needs(netns_available())]
 
@@ -269,5 +269,4 @@ def test_steady_then_a_saturating_step_is_detected_asked_on_a_terminal_and_appli
             [PLACEMENT, "lab", "down", "--workdir", str(work)], check=False, capture_output=True, timeout=300
         )
         story(log)  # after the lab is down: nothing it could raise may leave the lab behind
-    left = leftovers(work)
-    assert left == {"namespaces": [], "links": [], "cgroups": [], "pids": []}, left
+    assert_nothing_left(work)
