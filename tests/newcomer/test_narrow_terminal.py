@@ -16,7 +16,7 @@ import pytest
 from rich.cells import cell_len
 
 from placement.inventory import load_inventory
-from support.cli import EDGE_LAB, IOT, PLACEMENT, REPO, run_placement
+from support.cli import EDGE_LAB, IOT, PLACEMENT, REPO, plan_args, run_placement
 from support.terminal import run_on_terminal
 
 COLUMNS = 80
@@ -107,16 +107,7 @@ def test_help_fits_80_columns(tmp_path, command):
 def test_a_pipe_honours_columns_and_keeps_every_figure_whole(tmp_path, columns):
     # a real pipe, not a terminal: the width is $COLUMNS (rich alone would take 80, the command 140)
     done = run_placement(
-        "plan",
-        "--inventory",
-        EDGE_LAB,
-        "--profile",
-        IOT,
-        "--out",
-        tmp_path / "out",
-        "--compare",
-        cwd=tmp_path,
-        env={**os.environ, "COLUMNS": str(columns)},
+        *plan_args(tmp_path / "out"), "--compare", cwd=tmp_path, env={**os.environ, "COLUMNS": str(columns)}
     )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
