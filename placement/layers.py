@@ -12,8 +12,8 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(layer.split())
     for layer in (
         "errors clock",  # core: the error types everything raises; the clock waits and dates are read from
-        "__init__ layers units loading signals resources netns polling",  # core: units, loading, signals, data paths,
-        # namespaces, the one poll helper
+        "__init__ layers units loading signals resources netns polling graphs",  # core: units, loading, signals,
+        # data paths, namespaces, the one poll helper, job-graph shape
         "flink",  # Flink facts, config, versions, homes, the REST client
         "inventory",  # the inventory model and its what-if edits
         "remote",  # hosts: SSH / local / dry-run execution

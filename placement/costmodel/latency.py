@@ -78,11 +78,10 @@ from functools import cache
 from itertools import pairwise
 from typing import NamedTuple
 
-import networkx as nx
-
 from placement.costmodel.model import Assignment, Channel, HostSpec, PlacementProblem
 from placement.costmodel.traffic import BITS_PER_BYTE, MBIT
 from placement.flink.facts import MESSAGE_HEADER_BYTES, SEGMENT_BYTES
+from placement.graphs import DiGraph
 
 BUFFER_BYTES = SEGMENT_BYTES  # taskmanager.memory.segment-size: Flink's network buffer, 32 KiB
 MAX_UTILISATION = 0.99
@@ -313,12 +312,8 @@ def source_sink_paths(problem: PlacementProblem) -> tuple[JobPath, ...] | None:
     cache: tuple[tuple[JobPath, ...] | None] | None = problem.__dict__.get("_latency_paths")
     if cache is not None:
         return cache[0]
-    g: nx.DiGraph[str] = nx.DiGraph()
-    g.add_nodes_from(problem.vertex_order)
-    channel = {}
-    for ch in problem.channels:
-        g.add_edge(ch.source, ch.target)
-        channel[(ch.source, ch.target)] = ch
+    channel = {(ch.source, ch.target): ch for ch in problem.channels}
+    g = DiGraph(problem.vertex_order, channel)
     flush = {key: flush_wait_ms(ch) for key, ch in channel.items()}
     order = {v: n for n, v in enumerate(problem.vertex_order)}
     sources = [v for v in problem.vertex_order if g.in_degree(v) == 0]
@@ -326,9 +321,9 @@ def source_sink_paths(problem: PlacementProblem) -> tuple[JobPath, ...] | None:
     paths: list[JobPath] | None = []
     names = problem.vertex_names
     for s in sources:
-        reach = nx.descendants(g, s) | {s}  # a fleet's job has thousands of sources and sinks: pairs that connect only
+        reach = g.descendants(s) | {s}  # a fleet's job has thousands of sources and sinks: pairs that connect only
         for t in (t for t in sinks if t in reach):
-            for p in sorted(nx.all_simple_paths(g, s, t) if s != t else [[s]], key=lambda p: [order[v] for v in p]):
+            for p in sorted(g.simple_paths(s, t) if s != t else [[s]], key=lambda p: [order[v] for v in p]):
                 assert paths is not None
                 paths.append(
                     JobPath(

@@ -15,8 +15,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
-import networkx as nx
-
 from placement.costmodel import deliveries, demand, traffic, transport
 from placement.errors import BadInput
 from placement.flink.facts import DEFAULT_BUFFER_TIMEOUT_MS
@@ -662,14 +660,14 @@ def _unmatched_pin_notes(unmatched: list[str], profile: JobProfile, births: dict
 def _path_weights(profile: JobProfile) -> dict[tuple[str, str], float]:
     """Share of source→sink paths through each edge: ``P_in(U)·P_out(V)/P`` (dynamic programming, no enumeration)."""
     g = profile.graph()
-    order = list(nx.topological_sort(g))
+    order = [v.id for v in profile.topological_vertices()]
     p_in = {v: 1.0 if g.in_degree(v) == 0 else 0.0 for v in order}
     for v in order:
-        for w in g.successors(v):
+        for w in g.successors[v]:
             p_in[w] += p_in[v]
     p_out = {v: 1.0 if g.out_degree(v) == 0 else 0.0 for v in order}
     for v in reversed(order):
-        for w in g.successors(v):
+        for w in g.successors[v]:
             p_out[v] += p_out[w]
     total = sum(p_out[v] for v in order if g.in_degree(v) == 0)
     return {(u, w): p_in[u] * p_out[w] / total for u, w in g.edges}

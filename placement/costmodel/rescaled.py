@@ -31,8 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from placement.costmodel import traffic
 from placement.costmodel.demand import MIB
@@ -48,6 +47,9 @@ from placement.costmodel.rates import VertexRates, propagate, source_targets
 from placement.errors import BadInput
 from placement.inventory import Inventory
 from placement.profile.format import JobProfile, ShipStrategy, copies
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 FLINK_MAX_PARALLELISM = 32768
 
@@ -297,6 +299,8 @@ def _ranges(values: Sequence[int]) -> str:
 
 
 def _forward_groups(profile: JobProfile) -> list[list[str]]:
+    import networkx as nx  # here, not at the top: a plan without --rescale does not pay its import
+
     g: nx.Graph[str] = nx.Graph()
     g.add_nodes_from(v.id for v in profile.vertices)
     g.add_edges_from((e.source, e.target) for e in profile.edges if pointwise(e.ship_strategy))

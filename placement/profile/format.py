@@ -43,15 +43,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import Enum
+from graphlib import CycleError
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import Any, Final, Literal
 
 from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
+from placement.graphs import DiGraph
 from placement.loading import FieldError, Strict, canonical_digest, drop_unset, load_model
-
-if TYPE_CHECKING:  # networkx is imported where a graph is built: `placement apply` imports this module, and uses none
-    import networkx as nx
 
 PROFILE_FORMAT: Final = "placement.profile/v2"
 PROFILE_FORMATS = ("placement.profile/v1", PROFILE_FORMAT)  # v1: no per-edge figures (still loads)
@@ -418,11 +417,10 @@ class JobProfile(Strict):
                     f"FORWARD needs equal parallelism, {up.name!r} has {up.parallelism} "
                     f"and {down.name!r} {down.parallelism}",
                 )
-        import networkx as nx
-
-        if not nx.is_directed_acyclic_graph(self.graph()):
-            cycle = nx.find_cycle(self.graph())
-            raise FieldError("edges", f"the job graph has a cycle through {cycle[0][0]!r}")
+        try:
+            self.graph().topological_order(key=lambda _: 0)
+        except CycleError:
+            raise FieldError("edges", f"the job graph has a cycle through {_first_on_cycle(self)!r}") from None
         return self
 
     _vertex_index: tuple[int, dict[str, VertexProfile]] | None = PrivateAttr(default=None)
@@ -438,21 +436,13 @@ class JobProfile(Strict):
             raise KeyError(vertex_id)
         return v
 
-    def graph(self) -> nx.DiGraph[str]:
-        import networkx as nx
-
-        g: nx.DiGraph[str] = nx.DiGraph()
-        g.add_nodes_from(v.id for v in self.vertices)
-        g.add_edges_from((e.source, e.target) for e in self.edges)
-        return g
+    def graph(self) -> DiGraph[str]:
+        return DiGraph((v.id for v in self.vertices), ((e.source, e.target) for e in self.edges))
 
     def topological_vertices(self) -> list[VertexProfile]:
         """Vertices in a deterministic topological order (ties broken by position in the file)."""
-        import networkx as nx
-
         order = {v.id: i for i, v in enumerate(self.vertices)}
-        ids = nx.lexicographical_topological_sort(self.graph(), key=lambda vid: order[vid])
-        return [self.vertex(vid) for vid in ids]
+        return [self.vertex(vid) for vid in self.graph().topological_order(key=order.__getitem__)]
 
     def sources(self) -> list[VertexProfile]:
         g = self.graph()
@@ -484,6 +474,17 @@ class JobProfile(Strict):
 
     def digest(self) -> str:
         return canonical_digest(self.dump())
+
+
+def _first_on_cycle(profile: JobProfile) -> str:
+    """The vertex a cycle error names: networkx's ``find_cycle`` picks it, as it did before graphlib checked the
+    graph, so the message stays the same (networkx is imported on this error only)."""
+    import networkx as nx
+
+    g: nx.DiGraph[str] = nx.DiGraph()
+    g.add_nodes_from(profile.graph().nodes)
+    g.add_edges_from(profile.graph().edges)
+    return str(nx.find_cycle(g)[0][0])
 
 
 def copies(strategy: ShipStrategy, n_down: int) -> int:

@@ -22,7 +22,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 import pyarrow.dataset as ds
@@ -95,7 +94,7 @@ def measured_latency(
     names = {v.id: v.name for v in profile.vertices}
     out = []
     for (source, sink), group in per_instant.groupby(["source", "vertex_id"]):
-        paths = [" → ".join(names[v] for v in p) for p in nx.all_simple_paths(g, source, sink)]
+        paths = [" → ".join(names[v] for v in p) for p in g.simple_paths(source, sink)]
         figures = {s: (float(group[s].median()) if group[s].notna().any() else None) for s in stats}
         out.append(MeasuredLatency(source=source, sink=sink, paths=sorted(paths), samples=len(group), **figures))
     order = {v.id: n for n, v in enumerate(profile.vertices)}
