@@ -14,9 +14,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from placement.cli import contingency_plan, jobs_tables, plan_tables, rescale_tables
+from placement.cli import plan_tables
 from placement.cli.fit import print_table, report_console
 from placement.planning import PlanOutcome, PlanRequest, Written, plan, summary_json, write_outcome
+
+# The tables of several jobs, of --rescale and of the contingencies are imported where they are printed: they import
+# their planners' modules, which --quiet, --json and a plan without those options do not otherwise load.
 
 
 def plan_and_render(request: PlanRequest, out_dir: str, *, as_json: bool, quiet: bool) -> None:
@@ -58,6 +61,8 @@ def print_job(console: Console, outcome: PlanOutcome) -> None:
         outcome.capped,
     )
     if rescaled:
+        from placement.cli import rescale_tables
+
         console.print(escape(rescale_tables.targets_line(rescaled.space)), overflow="ignore", crop=False)
     plan_tables.print_outcome(console, result)
     if result.cost is not None:
@@ -68,12 +73,16 @@ def print_job(console: Console, outcome: PlanOutcome) -> None:
         print_table(console, plan_tables.placement_table(problem, result))
         _print_contingencies(console, outcome)
     if rescaled:
+        from placement.cli import rescale_tables
+
         print_table(console, rescale_tables.parallelism_table(rescaled))
     if outcome.request.compare:
         print_table(console, plan_tables.compare_table(problem, list(outcome.results)))
 
 
 def print_jobs(console: Console, outcome: PlanOutcome) -> None:
+    from placement.cli import jobs_tables
+
     joint, result, parts, others = outcome.joint, outcome.result, outcome.parts, list(outcome.one_by_one)
     problem = joint.problem
     console.print(
@@ -114,6 +123,8 @@ def print_jobs(console: Console, outcome: PlanOutcome) -> None:
 
 
 def _print_contingencies(console: Console, outcome: PlanOutcome) -> None:
+    from placement.cli import contingency_plan
+
     contingency_plan.print_all(
         console, outcome.problem, outcome.contingencies, outcome.placement_mode, outcome.request.contingency
     )

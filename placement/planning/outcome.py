@@ -4,19 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from placement.costmodel.jobs import JointProblem
 from placement.costmodel.model import PlacementProblem
 from placement.inventory import Inventory
 from placement.planning.capacity import MaxRate
 from placement.planning.request import PlanRequest
-from placement.planning.rescale import RescalePlan
 from placement.planning.running import RunningPlans
 from placement.profile.format import JobProfile
 from placement.solver.contingency import Contingency
-from placement.solver.one_by_one import OneByOne
 from placement.solver.result import PlanResult
 from placement.writers.planjson import JobBudgetRecord
+
+if TYPE_CHECKING:  # what --rescale and several jobs' --compare make: imported by them only (start-up time)
+    from placement.planning.rescale import RescalePlan
+    from placement.solver.one_by_one import OneByOne
 
 
 @dataclass(frozen=True)

@@ -9,24 +9,27 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from placement.costmodel.credit import credit_needs, credit_notes
 from placement.costmodel.jobs import JointProblem, check_rate_scale, dir_names, job_policies, unique_names
 from placement.costmodel.model import JobPolicy, flink_network
 from placement.errors import Infeasible
 from placement.inventory import Inventory, load_inventory
-from placement.planning import capacity, contingency, fleet, rescale
+from placement.planning import capacity, contingency, fleet
 from placement.planning.cluster import running_load
 from placement.planning.notes import alone_policy_notes, input_warnings, report_warnings
 from placement.planning.outcome import PlanOutcome
 from placement.planning.request import PlanRequest
 from placement.planning.running import RunningPlans
 from placement.profile.format import JobProfile, load_profile
-from placement.solver.baselines import all_on_server, greedy
 from placement.solver.methods import Method, solve_with
-from placement.solver.one_by_one import OneByOne, all_jobs_on_server, each_alone, in_sequence
 from placement.solver.result import PlanResult, SolverOptions
 from placement.writers.plandir import check_writable
+
+if TYPE_CHECKING:  # --rescale's and --compare's planners are imported when asked for: a plain plan starts faster
+    from placement.planning.rescale import RescalePlan
+    from placement.solver.one_by_one import OneByOne
 
 
 def plan(request: PlanRequest) -> PlanOutcome:
@@ -73,6 +76,8 @@ def plan(request: PlanRequest) -> PlanOutcome:
 
     rescaled = capped = None
     if request.rescale:
+        from placement.planning import rescale
+
         rescaled = rescale.plan_rescaled(
             inv,
             profiles[0],
@@ -168,14 +173,14 @@ def _max_rate(
         raise Infeasible(f"{exc} (with the jobs' budget.min_rate_scale held: {minima})") from exc
 
 
-def _baselines(
-    request: PlanRequest, joint: JointProblem, rescaled: rescale.RescalePlan | None
-) -> tuple[PlanResult, ...]:
+def _baselines(request: PlanRequest, joint: JointProblem, rescaled: RescalePlan | None) -> tuple[PlanResult, ...]:
     """``--compare`` of one job: all-on-server and greedy beside the plan (with ``--rescale``: its own baselines)."""
     if rescaled is not None:
         return tuple(b.plan for b in rescaled.baselines)
     if not request.compare or request.several:
         return ()
+    from placement.solver.baselines import all_on_server, greedy
+
     return all_on_server(joint.problem), greedy(joint.problem)
 
 
@@ -185,4 +190,6 @@ def _one_by_one(
     """``--compare`` of several jobs: the joint plan beside planning them one by one."""
     if not request.compare or not request.several:
         return ()
+    from placement.solver.one_by_one import all_jobs_on_server, each_alone, in_sequence
+
     return in_sequence(joint, options, method), each_alone(joint, options, method), all_jobs_on_server(joint)

@@ -10,14 +10,17 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from placement.costmodel.evaluate import PlanCost
 from placement.costmodel.model import PlacementProblem, SubtaskKey
-from placement.planning import contingency, rescale
+from placement.planning import contingency
 from placement.planning.outcome import PlanOutcome
 from placement.planning.running import running_json
-from placement.solver.one_by_one import OneByOne
 from placement.solver.result import PlanResult
+
+if TYPE_CHECKING:  # several jobs' --compare makes them, and imports the module (start-up time)
+    from placement.solver.one_by_one import OneByOne
 
 # what a reader checks before it relies on the keys (plan.json's own is "placement.plan/v1")
 SUMMARY_FORMAT = "placement.plan-summary/v1"
@@ -66,7 +69,9 @@ def summary_json(outcome: PlanOutcome, written: Sequence[Path] | None = None) ->
     if outcome.result.assignment is not None:
         entries["assignment"] = assignment_json(outcome)
     if outcome.rescaled is not None:
-        entries["parallelism"] = rescale.result_parallelism(outcome.rescaled)
+        from placement.planning.rescale import result_parallelism  # --rescale's, imported by it (start-up time)
+
+        entries["parallelism"] = result_parallelism(outcome.rescaled)
     if outcome.capped is not None:
         entries["max_rate"] = outcome.capped.json()
     if outcome.what_if:

@@ -16,7 +16,6 @@ from typing import Literal
 
 from placement.costmodel.model import PlacementProblem
 from placement.errors import BadInput
-from placement.solver.fleet import solve_decomposed
 from placement.solver.ilp import solve
 from placement.solver.result import PlanResult, SolverOptions
 
@@ -63,6 +62,8 @@ def solve_with(
                 "drop jobs[].priority and jobs[].budget.uplinks",
                 field="--method",
             )
+        from placement.solver.fleet import solve_decomposed  # a fleet's planner: a small plan does not import it
+
         return solve_decomposed(problem, options)
     return solve(problem, options)
 
