@@ -175,8 +175,21 @@ class DuplicateKey(ValueError):
 
 
 def _load_yaml(text: str) -> Any:
-    """``yaml.safe_load`` that refuses a key given twice in one mapping."""
-    loader = yaml.SafeLoader(text)
+    """``yaml.safe_load`` that refuses a key given twice in one mapping.
+
+    Parsed by libyaml (``CSafeLoader``) when PyYAML has it, which is several times faster; a document it refuses
+    is parsed again by the pure-Python loader, so an error names the line, column and problem it always named."""
+    fast = getattr(yaml, "CSafeLoader", None)
+    if fast is not None:
+        try:
+            return _load_yaml_with(fast, text)
+        except (yaml.YAMLError, DuplicateKey):
+            pass  # the error below is the pure-Python loader's
+    return _load_yaml_with(yaml.SafeLoader, text)
+
+
+def _load_yaml_with(loader_class: type[yaml.SafeLoader], text: str) -> Any:
+    loader = loader_class(text)
     try:
         node = loader.get_single_node()
         if node is None:

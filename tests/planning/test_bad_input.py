@@ -220,6 +220,10 @@ def test_cycle_in_profile(tmp_path, capsys):
     "text,expected",
     [
         ("hosts: [\n  - name: a\n   bad", "invalid YAML at line"),
+        # the pure-Python parser's words, which libyaml (the fast parser tried first) puts otherwise
+        ("name: lab\n hosts: []\n", "invalid YAML at line 2 column 7: mapping values are not allowed here"),
+        ("hosts: [a, b\n", "invalid YAML at line 2 column 1: expected ',' or ']', but got '<stream end>'"),
+        ("name: lab\n\t- x\n", "invalid YAML at line 2 column 1: found character '\\t' that cannot start any token"),
         ("- just\n- a list\n", "expected a mapping at the top level"),
         ("", "expected a mapping at the top level, found NoneType"),
     ],
@@ -386,6 +390,14 @@ def test_a_yaml_key_given_twice_is_refused(text, field, where, tmp_path, capsys)
     inv.write_text(text)
     code, out, err = run_main(["inventory", "validate", inv], capsys)
     assert_one_line_error(code, out, err, f"{inv}: {field}: given twice ({where}): YAML would keep only the second")
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "inventory").glob("*.yaml")), ids=lambda p: p.name)
+def test_a_shipped_inventory_reads_the_same_with_libyaml_as_without(path):
+    """read_document parses with libyaml when PyYAML has it: the document is the one the pure-Python parser reads."""
+    from placement.loading import read_document
+
+    assert read_document(path) == yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
 
 
 def test_yaml_merge_keys_are_no_duplicates(tmp_path):
