@@ -12,15 +12,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+if TYPE_CHECKING:  # several jobs' --compare makes them, and imports the module (start-up time)
+    from placement.solver.one_by_one import OneByOne
+
 from placement.costmodel.evaluate import PlanCost
 from placement.costmodel.model import PlacementProblem, SubtaskKey
 from placement.planning import contingency
 from placement.planning.outcome import PlanOutcome
 from placement.planning.running import running_json
 from placement.solver.result import PlanResult
-
-if TYPE_CHECKING:  # several jobs' --compare makes them, and imports the module (start-up time)
-    from placement.solver.one_by_one import OneByOne
 
 # what a reader checks before it relies on the keys (plan.json's own is "placement.plan/v1")
 SUMMARY_FORMAT = "placement.plan-summary/v1"
