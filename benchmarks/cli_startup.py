@@ -34,6 +34,13 @@ PLACEMENT = str(Path(sys.executable).parent / "placement")
 TARGETS = {"help": 0.3, "plan": 0.4}  # seconds, see the module doc
 
 
+def measured_package(env: dict[str, str], cwd: Path) -> str:
+    """Where the children import ``placement`` from (a checkout on PYTHONPATH goes before the installed one): the
+    header says it, so a figure is not taken for another tree's."""
+    argv = [sys.executable, "-c", "import pathlib, placement; print(pathlib.Path(placement.__file__).parent)"]
+    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, check=True).stdout.strip()
+
+
 def child_env(work: Path) -> dict[str, str]:
     """The children's environment: bytecode written (under ``work``) and read, as an installed command has it."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -86,6 +93,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         env = child_env(work)
+        package = measured_package(env, work)
         measured = [
             (label, *median_seconds(argv, args.runs, work, env), key, expected)
             for label, argv, key, expected in rows(work)
@@ -93,6 +101,7 @@ def main() -> int:
     floor = measured[1][1]
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"{os.cpu_count()} cores, load average {load} (1, 5, 15 min): above the core count every row is slower")
+    print(f"placement imported from {package}")
     print(f"{'command':<38} {'median s':>9} {'over baseline':>14} {'target s':>9}  verdict   (median of {args.runs})")
     for label, seconds, code, key, expected in measured:
         target = TARGETS.get(key) if key else None
