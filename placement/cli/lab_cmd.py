@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import click
 from rich.console import Console
 from rich.table import Table
+
+from placement.cli.params import echo_json, json_option
+
+# what a reader of --json checks before it relies on the keys
+LAB_STATUS_FORMAT = "placement.lab-status/v1"
+LAB_MEASURE_FORMAT = "placement.lab-measure/v1"
 
 WORKDIR = click.option(
     "--work-dir",
@@ -160,14 +165,14 @@ def down_cmd(work_dir: Path) -> None:
 
 @lab.command("status")
 @WORKDIR
-@click.option("--json", "as_json", is_flag=True, help="the status as JSON on stdout instead of tables")
+@json_option("the status as JSON on stdout instead of tables")
 def status_cmd(work_dir: Path, as_json: bool) -> None:
     """Hosts, TaskManagers registered, shaping and throttling."""
     from placement.lab.runner import status
 
     st = status(work_dir)
     if as_json:
-        click.echo(json.dumps(st, indent=2, default=str, ensure_ascii=False))
+        echo_json({"format": LAB_STATUS_FORMAT, **st}, default=str)
         return
     if st.get("status") is None:
         left = {k: v for k, v in st["leftovers"].items() if v}
@@ -235,7 +240,7 @@ def _ms(x: float | None) -> str:
     show_default=True,
     help="seconds of the veth byte window",
 )
-@click.option("--json", "as_json", is_flag=True, help="JSON on stdout instead of tables")
+@json_option("JSON on stdout instead of tables")
 def measure_cmd(work_dir: Path, duration: float, as_json: bool) -> None:
     """WAN Mbit/s per uplink (veth counters), throughput, backpressure per vertex and where subtasks run, and the
     latency at each sink (Flink's latency markers per source, and the lab jobs' event-time histogram)."""
@@ -243,7 +248,7 @@ def measure_cmd(work_dir: Path, duration: float, as_json: bool) -> None:
 
     m = measure(work_dir, duration)
     if as_json:
-        click.echo(json.dumps(m.to_json(), indent=2, ensure_ascii=False))
+        echo_json({"format": LAB_MEASURE_FORMAT, **m.to_json()})
         return
     console = _console()
     links = Table(title=f"WAN over {m.seconds:.1f} s (namespace-side veth tx)")

@@ -8,7 +8,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
-from placement.cli.params import HTTP_URL, nonempty_path
+from placement.cli.params import HTTP_URL, nonempty_path, quiet_option
 
 
 @click.group()
@@ -88,7 +88,7 @@ def metrics() -> None:
     help="the hosts (with their ssh: settings): also record each TaskManager JVM's CPU per thread from its "
     "host's /proc, over SSH as apply reaches them — what profile calibrates each operator's CPU with",
 )
-@click.option("--quiet", is_flag=True, help="no progress bar")
+@quiet_option("no progress bar")
 @click.pass_context
 def collect(
     ctx,

@@ -6,7 +6,6 @@ Everything is validated (inventory, profile, hosts, interfaces, addresses) befor
 
 from __future__ import annotations
 
-import json
 import socket
 from dataclasses import dataclass
 
@@ -14,6 +13,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from placement.cli.params import echo_json, json_option
 from placement.errors import BadInput, PlacementError
 from placement.inventory import Inventory, link_rate_warnings, load_inventory
 from placement.inventory.wan_profiles import WanProfile, load_profile
@@ -238,7 +238,7 @@ def _status_json(host: str, status: InterfaceStatus) -> dict[str, object]:
 
 @netem.command("show")
 @_common
-@click.option("--json", "as_json", is_flag=True, help="print the figures as JSON instead of tables")
+@json_option("print the figures as JSON instead of tables")
 def show_cmd(
     inventory_file: str,
     hosts: tuple[str, ...],
@@ -269,7 +269,7 @@ def show_cmd(
     finally:
         factory.close()
     if as_json:
-        click.echo(json.dumps(out, indent=2, ensure_ascii=False))
+        echo_json(out)
 
 
 @netem.command("clear")

@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.table import Table
 
 from placement.cli.fit import print_table, report_console
-from placement.cli.params import nonempty_path
+from placement.cli.params import nonempty_path, quiet_option
 from placement.profile.rules import MIN_CONFIDENT_BUSY_MS
 
 
@@ -49,7 +49,7 @@ def _fmt(x: object, spec: str = ",.0f") -> str:
     type=click.Path(dir_okay=False),
     help="also write every per-subtask figure (means, medians, p95s, counts, true rates) as CSV",
 )
-@click.option("--quiet", is_flag=True, help="print nothing but errors")
+@quiet_option("print nothing but errors")
 def profile(
     metrics_dir,
     out,
