@@ -7,10 +7,12 @@ Each run is the installed ``placement`` in a child process, as a script would ru
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
+import yaml
 
-from support.cli import EDGE_LAB, IOT, PROFILES, plan_args, run_placement
+from support.cli import EDGE_LAB, IOT, PROFILES, one_line_error, plan_args, run_placement
 
 JOIN = PROFILES / "branching-join.json"
 
@@ -51,3 +53,71 @@ def test_a_fleets_summary_renames_the_term_and_fleet_json_keeps_it(tmp_path):
         assert said["latency_term_ms"] == kept["latency_ms"] and "latency_ms" not in said
         for job, figures in said["jobs"].items():
             assert figures.get("latency_term_ms") == kept["jobs"][job].get("latency_ms")
+
+
+def _unreachable_edge_lab(tmp_path):
+    """edge-lab with every address at a closed port of this machine: a dry run that cannot read the cluster."""
+    doc = yaml.safe_load(EDGE_LAB.read_text())
+    doc["ssh"]["port"] = 1
+    for n, host in enumerate(doc["hosts"], start=1):
+        host["address"] = f"127.0.0.{n}"
+    doc["flink"]["rest_url"] = "http://127.0.0.1:1"
+    path = tmp_path / "inv.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def _steps_said(report: str) -> list[str]:
+    """The phases of the numbered steps the report lists (``  1. [prepare] …``), not the roll back's (``r1.``)."""
+    return re.findall(r"^ +\d+\. \[(\w+)\]", report.split("steps:")[1].split("roll back:")[0], re.M)
+
+
+def test_apply_json_of_a_dry_run_it_could_not_check(tmp_path):
+    inventory = _unreachable_edge_lab(tmp_path)
+    assert run_placement(*plan_args(tmp_path / "plan", inventory), cwd=tmp_path).returncode == 0
+    args = ("apply", tmp_path / "plan", "--inventory", inventory, "--dry-run")
+    text = run_placement(*args, cwd=tmp_path, timeout=120)
+    done = run_placement(*args, "--json", cwd=tmp_path, timeout=120)
+    assert done.returncode == text.returncode == 1  # the exit code --json leaves as it was
+    doc = json.loads(done.stdout)
+    assert doc["format"] == "placement.apply-summary/v1"
+    assert (doc["fleet"], doc["job"], doc["mode"], doc["dry_run"]) == (False, "iot-sensors", "custom", True)
+    assert doc["plan_dir"] == str(tmp_path / "plan") and doc["job_id"] is None  # never read: not a placeholder
+    assert doc["diff"] is None  # unknown against a cluster it could not read, not presumed different
+    assert any("Flink REST is not up" in p for p in doc["preflight"]["unchecked"])
+    # the report went to stderr, the steps it lists are the document's, none of them run
+    assert "NOT CHECKED" in done.stderr and "NOT CHECKED" not in done.stdout
+    assert [s["phase"] for s in doc["steps"]] == _steps_said(done.stderr) == _steps_said(text.stdout)
+    assert {s["status"] for s in doc["steps"] + doc["rollback"]} == {"skipped"}
+    assert doc["rollback"] and doc["verify"] == []
+    outcome = doc["outcome"]
+    assert outcome["status"] == "refused" and outcome["problems"][0].startswith("could not check the cluster: ")
+    assert f"error: {outcome['error']}" == done.stderr.strip().splitlines()[-1] == one_line_error(text)
+
+
+def test_apply_json_of_a_fleet_has_each_jobs_steps(tmp_path):
+    inventory = _unreachable_edge_lab(tmp_path)
+    out = tmp_path / "fleet"
+    fleet_args = ("plan", "--inventory", inventory, "--profile", IOT, "--profile", JOIN, "--out", out)
+    planned = run_placement(*fleet_args, cwd=tmp_path)
+    assert planned.returncode == 0, planned.stderr
+    done = run_placement("apply", "--plan", out, "--inventory", inventory, "--dry-run", "--json", cwd=tmp_path)
+    assert done.returncode == 1
+    doc = json.loads(done.stdout)
+    assert doc["format"] == "placement.apply-summary/v1" and doc["fleet"] and doc["dry_run"]
+    assert [j["name"] for j in doc["jobs"]] == ["iot-sensors", "camera-meter-join"]
+    assert doc["order"]["strategy"] == "stop-all" and doc["order"]["jobs"] == ["iot-sensors", "camera-meter-join"]
+    for job in doc["jobs"]:
+        assert job["plan_dir"] == str(out / job["name"]) and job["outcome"] is None
+        assert job["steps"] and {s["status"] for s in job["steps"]} == {"skipped"}
+        assert [s["phase"] for s in job["steps"]][:2] == ["prepare", "stop"]
+    assert doc["outcome"]["status"] == "refused" and "could not check the cluster" in doc["outcome"]["error"]
+
+
+def test_apply_quiet_keeps_the_error_and_drops_the_report(tmp_path):
+    inventory = _unreachable_edge_lab(tmp_path)
+    assert run_placement(*plan_args(tmp_path / "plan", inventory), cwd=tmp_path).returncode == 0
+    done = run_placement("apply", tmp_path / "plan", "--inventory", inventory, "--dry-run", "-q", cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert "could not check the cluster: " in one_line_error(done)
+
