@@ -12,7 +12,8 @@ import re
 import pytest
 import yaml
 
-from support.cli import EDGE_LAB, IOT, PROFILES, one_line_error, plan_args, run_placement
+from placement.profile.format import load_profile
+from support.cli import EDGE_LAB, IOT, PROFILES, REPO, one_line_error, plan_args, run_placement
 
 JOIN = PROFILES / "branching-join.json"
 
@@ -121,3 +122,32 @@ def test_apply_quiet_keeps_the_error_and_drops_the_report(tmp_path):
     assert (done.returncode, done.stdout) == (1, "")
     assert "could not check the cluster: " in one_line_error(done)
 
+
+HISTORY = REPO / "examples" / "metrics" / "iot-sensors"
+
+
+def test_profile_json_says_the_file_and_the_tables_figures(tmp_path):
+    args = ("profile", HISTORY, "--job-name", "iot-sensors", "--engine", "pandas")
+    doc = _json_run(*args, "--out", tmp_path / "p.json", "--json", cwd=tmp_path)
+    written = load_profile(tmp_path / "p.json")
+    assert doc["format"] == "placement.profile-summary/v1" and doc["profile_format"] == written.format
+    assert doc["out"] == str(tmp_path / "p.json") and doc["job"]["name"] == written.job.name == "iot-sensors"
+    assert [o["id"] for o in doc["operators"]] == [v.id for v in written.vertices]
+    for said, vertex in zip(doc["operators"], written.vertices, strict=True):
+        assert (said["vertex"], said["parallelism"]) == (vertex.name, vertex.parallelism)
+        assert said["records_out_per_s"] == pytest.approx(vertex.records_out_per_s)
+        assert said["selectivity"] == vertex.stats.get("selectivity")
+        busy = [s.busy_ms_per_s for s in vertex.subtasks if s.busy_ms_per_s is not None]
+        assert said["busy_ms_per_s"] == pytest.approx(sum(busy) / len(busy))
+    names = {v.id: v.name for v in written.vertices}
+    assert [(e["source"], e["target"]) for e in doc["edges"]] == [
+        (names[e.source], names[e.target]) for e in written.edges
+    ]
+    assert all(e["records_per_s"] is None or e["records_per_s"] >= 0 for e in doc["edges"])
+    # the table prints the same figures: its first vertex's out/s, as the table rounds it
+    table = run_placement(*args, "--out", tmp_path / "t.json", cwd=tmp_path)
+    first = doc["operators"][0]
+    row = next(line for line in table.stdout.splitlines() if line.startswith(f"│ {first['vertex']} "))
+    assert f"{first['records_out_per_s']:,.0f}" in row
+    quiet = run_placement(*args, "--out", tmp_path / "q.json", "-q", cwd=tmp_path)
+    assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "") and (tmp_path / "q.json").is_file()
