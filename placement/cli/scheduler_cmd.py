@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from placement.cli.params import HTTP_URL, echo_json, json_option, nonempty_path
+from placement.cli.params import HTTP_URL, echo_json, json_option, nonempty_path, quiet_option
 
 # what a reader of --json checks before it relies on the keys
 BUILD_FORMAT = "placement.scheduler-build/v1"
@@ -63,7 +63,10 @@ def scheduler() -> None:
     help="where built jars are kept (default: a placement-scheduler dir in the temp dir)",
 )
 @json_option("the built jar (path, digest, seconds) as JSON on stdout")
-def build_cmd(flink_home: Path | None, flink_version: str | None, cache: Path | None, as_json: bool) -> None:
+@quiet_option("errors and the one-line result (or the --json document) only (it prints no more)")
+def build_cmd(
+    flink_home: Path | None, flink_version: str | None, cache: Path | None, as_json: bool, quiet: bool
+) -> None:
     """Compile the extension with javac against the installation's jars (cached by sources + Flink version)."""
     from placement.scheduler import build_extension
 
@@ -119,7 +122,8 @@ def install_cmd(flink_home: Path | None, flink_version: str | None, jar_path: Pa
     help="a running JobManager's REST URL: does it use the extension?",
 )
 @json_option("the status as JSON on stdout instead of lines")
-def status_cmd(flink_home: Path | None, rest_url: str | None, as_json: bool) -> None:
+@quiet_option("the installation's line only (the exit code says the rest), or the --json document")
+def status_cmd(flink_home: Path | None, rest_url: str | None, as_json: bool, quiet: bool) -> None:
     """Is the extension installed, for which Flink, and (with --rest) does the running JobManager use it?
 
     Exits 1 when it is missing, built for another Flink, or not in effect on the given JobManager."""
@@ -143,7 +147,7 @@ def status_cmd(flink_home: Path | None, rest_url: str | None, as_json: bool) -> 
         else:
             verdict = "ok" if st.version_ok else f"MISMATCH: Flink here is {st.flink_version}, rebuild and reinstall"
             click.echo(f"installed: {st.installed} (built for Flink {st.built_for}, build {st.digest}): {verdict}")
-        if rest_url:
+        if rest_url and not quiet:
             word = {
                 True: "yes (its jar is on the classpath before flink-dist)",
                 False: "NO (not on its classpath, or after flink-dist: launch with bin/config.sh's order)",

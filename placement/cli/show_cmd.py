@@ -17,7 +17,7 @@ from rich.table import Table
 
 from placement.cli import contingency_plan, plan_tables
 from placement.cli.fit import print_table, report_console
-from placement.cli.params import echo_json, json_option
+from placement.cli.params import echo_json, json_option, quiet_option
 from placement.errors import BadInput
 from placement.loading import load_model
 from placement.planning.contingency import VANILLA_NOTE
@@ -30,7 +30,8 @@ from placement.writers.planjson import PlanDocument, load_plan
 @click.command("show")
 @click.argument("plan_dir", type=click.Path(path_type=Path))
 @json_option("the summary `placement plan --json` prints, from plan.json (its result only: --compare's are not kept)")
-def show(plan_dir: Path, as_json: bool) -> None:
+@quiet_option("no tables: each plan's one-line result (or the --json summary) only")
+def show(plan_dir: Path, as_json: bool, quiet: bool) -> None:
     """Print the tables of the plan in PLAN_DIR (as `placement plan --out PLAN_DIR` wrote it) again, without solving:
     links, hosts, latency per path, placement and contingencies, from PLAN_DIR/plan.json. A fleet's OUT (fleet.json)
     shows each job's plan (--json: each job's summary under "plans")."""
@@ -42,6 +43,10 @@ def show(plan_dir: Path, as_json: bool) -> None:
         echo_json(out)
         return
     console = report_console(highlight=False)
+    if quiet:
+        for _, doc in plans:
+            console.print(f"{escape(doc.job)}: {plan_tables.summary_line(result_from_plan(doc))}")
+        return
     for n, (where, doc) in enumerate(plans):
         if n:
             console.print()

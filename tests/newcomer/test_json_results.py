@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from placement.profile.format import load_profile
-from support.cli import EDGE_LAB, IOT, PROFILES, REPO, one_line_error, plan_args, run_placement
+from support.cli import EDGE_LAB, IOT, PROFILES, REPO, one_line_error, plan_args, run_placement, unreachable_edge_lab
 
 JOIN = PROFILES / "branching-join.json"
 
@@ -56,25 +56,13 @@ def test_a_fleets_summary_renames_the_term_and_fleet_json_keeps_it(tmp_path):
             assert figures.get("latency_term_ms") == kept["jobs"][job].get("latency_ms")
 
 
-def _unreachable_edge_lab(tmp_path):
-    """edge-lab with every address at a closed port of this machine: a dry run that cannot read the cluster."""
-    doc = yaml.safe_load(EDGE_LAB.read_text())
-    doc["ssh"]["port"] = 1
-    for n, host in enumerate(doc["hosts"], start=1):
-        host["address"] = f"127.0.0.{n}"
-    doc["flink"]["rest_url"] = "http://127.0.0.1:1"
-    path = tmp_path / "inv.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return path
-
-
 def _steps_said(report: str) -> list[str]:
     """The phases of the numbered steps the report lists (``  1. [prepare] …``), not the roll back's (``r1.``)."""
     return re.findall(r"^ +\d+\. \[(\w+)\]", report.split("steps:")[1].split("roll back:")[0], re.M)
 
 
 def test_apply_json_of_a_dry_run_it_could_not_check(tmp_path):
-    inventory = _unreachable_edge_lab(tmp_path)
+    inventory = unreachable_edge_lab(tmp_path)
     assert run_placement(*plan_args(tmp_path / "plan", inventory), cwd=tmp_path).returncode == 0
     args = ("apply", tmp_path / "plan", "--inventory", inventory, "--dry-run")
     text = run_placement(*args, cwd=tmp_path, timeout=120)
@@ -97,7 +85,7 @@ def test_apply_json_of_a_dry_run_it_could_not_check(tmp_path):
 
 
 def test_apply_json_of_a_fleet_has_each_jobs_steps(tmp_path):
-    inventory = _unreachable_edge_lab(tmp_path)
+    inventory = unreachable_edge_lab(tmp_path)
     out = tmp_path / "fleet"
     fleet_args = ("plan", "--inventory", inventory, "--profile", IOT, "--profile", JOIN, "--out", out)
     planned = run_placement(*fleet_args, cwd=tmp_path)
@@ -116,7 +104,7 @@ def test_apply_json_of_a_fleet_has_each_jobs_steps(tmp_path):
 
 
 def test_apply_quiet_keeps_the_error_and_drops_the_report(tmp_path):
-    inventory = _unreachable_edge_lab(tmp_path)
+    inventory = unreachable_edge_lab(tmp_path)
     assert run_placement(*plan_args(tmp_path / "plan", inventory), cwd=tmp_path).returncode == 0
     done = run_placement("apply", tmp_path / "plan", "--inventory", inventory, "--dry-run", "-q", cwd=tmp_path)
     assert (done.returncode, done.stdout) == (1, "")
@@ -151,3 +139,44 @@ def test_profile_json_says_the_file_and_the_tables_figures(tmp_path):
     assert f"{first['records_out_per_s']:,.0f}" in row
     quiet = run_placement(*args, "--out", tmp_path / "q.json", "-q", cwd=tmp_path)
     assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "") and (tmp_path / "q.json").is_file()
+
+
+# ---- -q: warnings, errors and the one-line result ------------------------------------------------------------------
+
+
+def test_netem_apply_quiet_says_one_line_for_the_links_it_would_shape(tmp_path):
+    args = ("netem", "apply", "--inventory", EDGE_LAB, "--dry-run")
+    loud, quiet = run_placement(*args, cwd=tmp_path), run_placement(*args, "-q", cwd=tmp_path)
+    assert loud.returncode == quiet.returncode == 0, loud.stderr + quiet.stderr
+    shaped = [line for line in loud.stdout.splitlines() if ": would shape → " in line]
+    hosts = sorted({line.split()[0] for line in shaped})
+    assert len(shaped) >= 3 and ": would shape → " not in quiet.stdout
+    assert quiet.stdout.splitlines()[-1] == f"netem: would shape {len(shaped)} link(s) on {', '.join(hosts)}"
+    # the dry run's commands are its result, kept
+    assert [x for x in quiet.stdout.splitlines() if " tc " in x] == [x for x in loud.stdout.splitlines() if " tc " in x]
+
+
+def test_show_quiet_is_the_summary_line_alone(tmp_path):
+    assert run_placement(*plan_args(tmp_path / "plan"), "-q", cwd=tmp_path).returncode == 0
+    loud = run_placement("show", tmp_path / "plan", cwd=tmp_path)
+    quiet = run_placement("show", tmp_path / "plan", "-q", cwd=tmp_path)
+    assert loud.returncode == quiet.returncode == 0, quiet.stderr
+    first, *rest = quiet.stdout.splitlines()  # the summary line, as show prints it under the plan's header
+    job, summary = first.split(": ", 1)
+    assert job == "iot-sensors" and [summary, *rest] == [x for x in loud.stdout.splitlines() if x in (summary, *rest)]
+    assert "│" in loud.stdout and "│" not in quiet.stdout and rest[0].startswith("WAN ")
+
+
+def test_watch_quiet_keeps_the_closing_line_and_the_error(tmp_path):
+    doc = yaml.safe_load(EDGE_LAB.read_text())
+    doc["flink"]["rest_url"] = "http://127.0.0.1:1"  # nothing listens there
+    inventory = tmp_path / "inv.yaml"
+    inventory.write_text(yaml.safe_dump(doc))
+    args = ("watch", "--inventory", inventory, "--job-name", "iot-sensors", "--duration", "1", "--engine", "pandas")
+    loud = run_placement(*args, "--work-dir", tmp_path / "w1", cwd=tmp_path, timeout=120)
+    quiet = run_placement(*args, "--work-dir", tmp_path / "w2", "-q", cwd=tmp_path, timeout=120)
+    assert loud.returncode == quiet.returncode == 1
+    closing = [line for line in loud.stdout.splitlines() if line.startswith("watch stopped after 1 decisions")]
+    assert len(closing) == 1 and len(loud.stdout.splitlines()) > 1  # the decision's line before it
+    assert quiet.stdout.splitlines() == [closing[0].replace(str(tmp_path / "w1"), str(tmp_path / "w2"))]
+    assert one_line_error(quiet).startswith("error: the watch never saw job 'iot-sensors': ")
