@@ -388,10 +388,12 @@ def _fleet_document(fleet_dir: Path, dry_run: bool, report: dict) -> dict:
     fp: FleetPrepared | None = report.get("prepared")
     outcomes: dict[str, ApplyOutcome] = report.get("outcomes", {})
     jobs = []
+    plans = fp.plans() if fp is not None else {}
     for name, prepared in (fp.jobs if fp is not None else {}).items():
         outcome = outcomes.get(name)
         rows = outcome.rows if outcome is not None else ()
-        jobs.append({**apply_json.job_json(prepared, dry_run=dry_run, outcome=outcome, rows=rows), "name": name})
+        part = apply_json.job_json(prepared, dry_run=dry_run, outcome=outcome, rows=rows, plan=plans.get(name))
+        jobs.append({**part, "name": name})
     order = None
     if fp is not None:
         order = {"strategy": fp.order.strategy, "jobs": list(fp.order.jobs), "reason": fp.order.reason}

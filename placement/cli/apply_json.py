@@ -2,7 +2,8 @@
 
 Built here from what apply hands back as data — the prepared plan, the diff, the steps each runner ran
 (:class:`placement.apply.runner.StepRun`), the verify rows and the outcome — so :mod:`placement.apply` prints nothing.
-A step the run did not reach (or a dry run, which runs none) is ``skipped``.
+A step the run did not reach (or a dry run, which runs none) is ``skipped``; so are a fleet's jobs' lock and unlock
+steps but the first job's lock: the fleet takes that one for the whole change and releases it whatever happens.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 
 from placement.apply import Prepared
 from placement.apply.diff import Move, placement_diff
-from placement.apply.model import Step
+from placement.apply.model import ApplyPlan, Step
 from placement.apply.request import ApplyRequest
 from placement.apply.runner import ApplyOutcome, StepRun
 from placement.apply.verify import VerifyRow
@@ -26,10 +27,12 @@ def job_json(
     dry_run: bool,
     outcome: ApplyOutcome | None = None,
     rows: Sequence[VerifyRow] = (),
+    plan: ApplyPlan | None = None,
 ) -> dict:
     """One job's part: what it is, what moves, the preflight, every step and roll-back step with how it ended, the
-    verify rows and the job's outcome (None: nothing ran)."""
-    plan, req = prepared.plan, prepared.request
+    verify rows and the job's outcome (None: nothing ran). ``plan``: the steps that ran, where they are not the
+    prepared plan's (a fleet's jobs install a file they share once)."""
+    plan, req = plan or prepared.plan, prepared.request
     ran = outcome.ran if outcome is not None else ()
     return {
         "job": prepared.view.job_name,
