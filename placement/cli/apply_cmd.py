@@ -248,7 +248,7 @@ def apply(
         report["outcome"] = apply_json.refused_json(exc, exc.problems)
         raise
     except ApplyFailed as exc:
-        report["part"] = {**report["part"], **_ran_json(report["prepared"], dry_run, exc.outcome)}
+        report["part"] = _ran_json(report["prepared"], dry_run, exc.outcome)
         report["outcome"] = apply_json.failed_json(exc, exc.outcome)
         raise
     except PlacementError as exc:
@@ -289,7 +289,8 @@ def apply_job(
                     prepared, audit_path=audit_log or req.plan_dir / "apply-audit.jsonl", echo=lambda s: None
                 )
             report["part"] = apply_json.job_json(prepared, dry_run=dry_run, outcome=outcome, rows=rows)
-            report["outcome"] = {"status": "noop", "message": prepared.plan.noop_reason}
+            said = {"status": "noop", "message": prepared.plan.noop_reason}  # a dry run: nothing recorded
+            report["outcome"] = apply_json.outcome_json(outcome) if outcome is not None else said
             return
         _print_plan(console, prepared)
         if dry_run and prepared.unchecked:  # the steps are shown, but a dry run is a preflight: it did not pass
