@@ -19,7 +19,7 @@ import json
 import os
 import socket
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 
 from placement.apply.audit import AuditLog
@@ -91,6 +91,18 @@ class RunContext:
 
 
 @dataclass(frozen=True)
+class StepRun:
+    """One step as it ran, for the caller to report (``apply --json``): ``seq`` "step" or "rollback", ``index`` as
+    the steps are numbered (from 1), the action described with the run's savepoint, job and jar filled in."""
+
+    seq: str
+    index: int
+    phase: str
+    action: str
+    status: str  # done | failed
+
+
+@dataclass(frozen=True)
 class ApplyOutcome:
     status: str  # applied | noop | failed-before-stop | stop-failed | rolled-back | rollback-failed
     message: str
@@ -99,6 +111,7 @@ class ApplyOutcome:
     rows: tuple[VerifyRow, ...] = ()
     downtime_s: float | None = None  # stop requested -> RUNNING again
     notes: tuple[str, ...] = field(default_factory=tuple)
+    ran: tuple[StepRun, ...] = ()  # every step this job's runner ran, in order, with how it ended
 
 
 def holder_string() -> str:
@@ -156,6 +169,7 @@ class Runner:
         )
         self.running_again_at: float | None = None
         self.rows: list[VerifyRow] = []
+        self.ran: list[StepRun] = []
 
     # ---- one step -------------------------------------------------------------------------------------------------
 
@@ -167,6 +181,7 @@ class Runner:
         try:
             detail = self._do(a)
         except Exception as exc:
+            self.ran.append(StepRun(label, index, step.phase, self._describe(a), "failed"))
             self.audit.write(
                 "failed",
                 step=index,
@@ -176,6 +191,7 @@ class Runner:
                 error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
             )
             raise
+        self.ran.append(StepRun(label, index, step.phase, self._describe(a), "done"))
         self.audit.write(
             "ok", step=index, seq=label, kind=a.kind, seconds=round(self.clock.monotonic() - t0, 3), **(detail or {})
         )
@@ -396,8 +412,11 @@ class Runner:
             try:
                 self._step(i + 1, step, "step")
             except (PlacementError, OSError, KeyboardInterrupt) as exc:  # Ctrl-C after the stop rolls back too
-                return self._failed(step, exc if str(exc) else PlacementError("interrupted"))
+                return self._with_runs(self._failed(step, exc if str(exc) else PlacementError("interrupted")))
         return None
+
+    def _with_runs(self, outcome: ApplyOutcome) -> ApplyOutcome:
+        return replace(outcome, ran=tuple(self.ran))
 
     def applied(self) -> ApplyOutcome:
         """Every step ran: the outcome, recorded in the audit log."""
@@ -410,13 +429,14 @@ class Runner:
             tuple(self.rows),
             self._downtime(),
             self.plan.notes,
+            tuple(self.ran),
         )
 
     def roll_back(self, reason: str) -> ApplyOutcome:
         """Undo this job's apply after its stop (another job of a fleet failed): cancel the job it started, run the
         plan's roll back from the savepoint the stop took."""
         assert self.ctx.stopped, "only a stopped job is rolled back"
-        return self._roll_back(reason)
+        return self._with_runs(self._roll_back(reason))
 
     def release_lock(self) -> None:
         try:

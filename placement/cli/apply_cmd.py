@@ -20,15 +20,25 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from placement.apply import ApplyFailed, Prepared, execute, prepare
+from placement.apply import ApplyFailed, ApplyOutcome, Prepared, execute, prepare
 from placement.apply.diff import placement_diff
-from placement.apply.fleet import FleetFailed, describe_fleet, execute_fleet, load_fleet, prepare_fleet
+from placement.apply.fleet import (
+    FleetFailed,
+    FleetOutcome,
+    FleetPrepared,
+    describe_fleet,
+    execute_fleet,
+    load_fleet,
+    prepare_fleet,
+)
 from placement.apply.model import ClusterView
 from placement.apply.preflight import PreflightFailed, describe_reads
 from placement.apply.request import ApplyRequest, load_request
 from placement.apply.verify import VerifyRow
+from placement.cli import apply_json
 from placement.cli.fit import print_table
-from placement.errors import BadInput
+from placement.cli.params import echo_json, json_option, quiet_option
+from placement.errors import BadInput, PlacementError
 from placement.writers.fleetjson import is_fleet_dir
 
 
@@ -146,6 +156,11 @@ def _verify_table(rows: tuple[VerifyRow, ...] | list[VerifyRow]) -> Table:
     help="a fleet: auto moves one job at a time where an order never overloads a link or host, else stops "
     "all first; stop-all always stops every job first, then starts all",
 )
+@json_option(
+    "the result as one JSON document on stdout (what moves, the preflight, every step's status, planned vs actual, "
+    "the outcome); the report goes to stderr, the exit code is the same"
+)
+@quiet_option("no report: warnings, errors and the last line (or the --json document) only")
 def apply(
     plan_dir: Path | None,
     plan_file: Path | None,
@@ -160,6 +175,8 @@ def apply(
     audit_log: Path | None,
     settle_s: float,
     fleet_order: Literal["auto", "stop-all"],
+    as_json: bool,
+    quiet: bool,
 ) -> None:
     """Put the plan in PLAN_DIR (or --plan DIR/plan.json) into effect on the running Flink job: savepoint, redeploy,
     verify, roll back.
@@ -179,7 +196,9 @@ def apply(
         raise BadInput("give the plan once: PLAN_DIR or --plan DIR/plan.json", field="--plan")
     plan_dir = plan_dir or plan_file
     assert plan_dir is not None
-    console = Console(highlight=False, soft_wrap=True)
+    # --json: stdout is the document alone, the report goes to stderr
+    console = Console(highlight=False, soft_wrap=True, stderr=as_json, quiet=quiet)
+    last = Console(highlight=False, soft_wrap=True, stderr=as_json)  # the last line, which -q keeps
     if is_fleet_dir(plan_dir):
         given = [
             name
@@ -202,6 +221,8 @@ def apply(
             accept_new_host_keys=accept_new_host_keys,
             audit_log=audit_log,
             fleet_order=fleet_order,
+            last=last,
+            as_json=as_json,
         )
         return
     if fleet_order != "auto":
@@ -218,17 +239,62 @@ def apply(
         consent=consent,
         settle_s=settle_s,
     )
-    prepared = prepare(req, dry_run=dry_run, accept_new_host_keys=accept_new_host_keys)
+    report: dict = {"part": apply_json.unread_job_json(req, dry_run, [])}
+    try:
+        apply_job(console, last, req, report, dry_run=dry_run, accept=accept_new_host_keys, audit_log=audit_log)
+    except PreflightFailed as exc:
+        if "prepared" not in report:  # refused before the cluster was read: the problems are the request's
+            report["part"]["preflight"]["problems"] = list(exc.problems)
+        report["outcome"] = apply_json.refused_json(exc, exc.problems)
+        raise
+    except ApplyFailed as exc:
+        report["part"] = _ran_json(report["prepared"], dry_run, exc.outcome)
+        report["outcome"] = apply_json.failed_json(exc, exc.outcome)
+        raise
+    except PlacementError as exc:
+        report["outcome"] = apply_json.failed_json(exc)
+        raise
+    finally:
+        if as_json and "outcome" in report:
+            echo_json(apply_json.document(report["part"], report["outcome"]))
+
+
+def _ran_json(prepared: Prepared, dry_run: bool, outcome: ApplyOutcome) -> dict:
+    return apply_json.job_json(prepared, dry_run=dry_run, outcome=outcome, rows=outcome.rows)
+
+
+def apply_job(
+    console: Console,
+    last: Console,
+    req: ApplyRequest,
+    report: dict,
+    *,
+    dry_run: bool,
+    accept: bool,
+    audit_log: Path | None,
+) -> None:
+    """One job's apply, said on ``console`` (its last line on ``last``); ``report`` gets its JSON part and outcome
+    (an exception leaves what was known in it: the caller adds the error)."""
+    prepared = prepare(req, dry_run=dry_run, accept_new_host_keys=accept)
+    report["prepared"] = prepared
+    report["part"] = apply_json.job_json(prepared, dry_run=dry_run)
     try:
         if prepared.plan.noop:
-            console.print(prepared.plan.noop_reason, markup=False)
+            last.print(prepared.plan.noop_reason, markup=False)
             rows = _current_rows(prepared)
             print_table(console, _verify_table(rows))
+            outcome = None
             if not dry_run:
-                execute(prepared, audit_path=audit_log or req.plan_dir / "apply-audit.jsonl", echo=lambda s: None)
+                outcome = execute(
+                    prepared, audit_path=audit_log or req.plan_dir / "apply-audit.jsonl", echo=lambda s: None
+                )
+            report["part"] = apply_json.job_json(prepared, dry_run=dry_run, outcome=outcome, rows=rows)
+            said = {"status": "noop", "message": prepared.plan.noop_reason}  # a dry run: nothing recorded
+            report["outcome"] = apply_json.outcome_json(outcome) if outcome is not None else said
             return
         _print_plan(console, prepared)
         if dry_run and prepared.unchecked:  # the steps are shown, but a dry run is a preflight: it did not pass
+            report["part"]["preflight"]["problems"] = list(prepared.unchecked)
             raise PreflightFailed(
                 [
                     "could not check the cluster: "
@@ -237,13 +303,14 @@ def apply(
                 ]
             )
         if dry_run:
-            console.print("dry run: preflight passed; nothing was changed")
+            last.print(DRY_RUN_PASSED)
+            report["outcome"] = {"status": "dry-run", "message": DRY_RUN_PASSED}
             return
         try:
             outcome = execute(
                 prepared,
                 audit_path=audit_log or req.plan_dir / "apply-audit.jsonl",
-                echo=lambda s: console.print(s, markup=False, highlight=False),
+                echo=_echo(console, last),
             )
         except ApplyFailed as exc:
             if exc.outcome.rows:
@@ -253,9 +320,23 @@ def apply(
         extra = (
             f" (stop requested -> RUNNING again: {outcome.downtime_s:.1f} s)" if outcome.downtime_s is not None else ""
         )
-        console.print(f"{outcome.message}; savepoint {outcome.savepoint}{extra}", markup=False)
+        last.print(f"{outcome.message}; savepoint {outcome.savepoint}{extra}", markup=False)
+        report["part"] = _ran_json(prepared, dry_run, outcome)
+        report["outcome"] = apply_json.outcome_json(outcome)
     finally:
         prepared.close()
+
+
+def _echo(console: Console, last: Console):
+    """The runner's lines: on the report, but its warnings on ``last`` (-q keeps them)."""
+
+    def echo(line: str) -> None:
+        (last if line.startswith("warning:") else console).print(line, markup=False, highlight=False)
+
+    return echo
+
+
+DRY_RUN_PASSED = "dry run: preflight passed; nothing was changed"
 
 
 def apply_fleet(
@@ -269,9 +350,78 @@ def apply_fleet(
     accept_new_host_keys: bool,
     audit_log: Path | None,
     fleet_order: Literal["auto", "stop-all"] = "auto",
+    last: Console | None = None,
+    as_json: bool = False,
+) -> None:
+    """A fleet's apply, said on ``console`` (its last line on ``last``); with ``as_json`` its document on stdout,
+    whatever the end (the exception goes on to the caller)."""
+    report: dict = {}
+    try:
+        _apply_fleet(
+            console,
+            last or console,
+            fleet_dir,
+            inventory,
+            report,
+            dry_run=dry_run,
+            consent=consent,
+            settle_s=settle_s,
+            accept_new_host_keys=accept_new_host_keys,
+            audit_log=audit_log,
+            fleet_order=fleet_order,
+        )
+    except PreflightFailed as exc:
+        report["outcome"] = apply_json.refused_json(exc, exc.problems)
+        raise
+    except FleetFailed as exc:
+        report["outcomes"] = exc.outcome.outcomes
+        report["outcome"] = {**_fleet_outcome_json(exc.outcome), "error": str(exc)}
+        raise
+    except PlacementError as exc:
+        report["outcome"] = apply_json.failed_json(exc)
+        raise
+    finally:
+        if as_json and "outcome" in report:
+            echo_json(_fleet_document(fleet_dir, dry_run, report))
+
+
+def _fleet_document(fleet_dir: Path, dry_run: bool, report: dict) -> dict:
+    fp: FleetPrepared | None = report.get("prepared")
+    outcomes: dict[str, ApplyOutcome] = report.get("outcomes", {})
+    jobs = []
+    plans = fp.plans() if fp is not None else {}
+    for name, prepared in (fp.jobs if fp is not None else {}).items():
+        outcome = outcomes.get(name)
+        rows = outcome.rows if outcome is not None else ()
+        part = apply_json.job_json(prepared, dry_run=dry_run, outcome=outcome, rows=rows, plan=plans.get(name))
+        jobs.append({**part, "name": name})
+    order = None
+    if fp is not None:
+        order = {"strategy": fp.order.strategy, "jobs": list(fp.order.jobs), "reason": fp.order.reason}
+    return apply_json.fleet_document(fleet_dir, dry_run, order, jobs, report["outcome"])
+
+
+def _fleet_outcome_json(o: FleetOutcome) -> dict:
+    return {"status": o.status, "message": o.message, "seconds": o.seconds}
+
+
+def _apply_fleet(
+    console: Console,
+    last: Console,
+    fleet_dir: Path,
+    inventory: Path,
+    report: dict,
+    *,
+    dry_run: bool,
+    consent: bool,
+    settle_s: float,
+    accept_new_host_keys: bool,
+    audit_log: Path | None,
+    fleet_order: Literal["auto", "stop-all"],
 ) -> None:
     freq = load_fleet(fleet_dir, inventory, consent=consent, settle_s=settle_s)
     fp = prepare_fleet(freq, dry_run=dry_run, accept_new_host_keys=accept_new_host_keys, fleet_order=fleet_order)
+    report["prepared"] = fp
     try:
         for name, prepared in fp.jobs.items():
             console.print(
@@ -300,13 +450,14 @@ def apply_fleet(
                 ]
             )
         if dry_run:
-            console.print("dry run: preflight of every job passed; nothing was changed")
+            last.print(FLEET_DRY_RUN_PASSED)
+            report["outcome"] = {"status": "dry-run", "message": FLEET_DRY_RUN_PASSED}
             return
         try:
             outcome = execute_fleet(
                 fp,
                 audit_path=audit_log or fleet_dir / "apply-audit.jsonl",
-                echo=lambda s: console.print(s, markup=False, highlight=False),
+                echo=_echo(console, last),
             )
         except FleetFailed as exc:
             for name, job_outcome in exc.outcome.outcomes.items():
@@ -319,9 +470,14 @@ def apply_fleet(
             print_table(console, _verify_table(job_outcome.rows))
             down = f" (down {job_outcome.downtime_s:.1f} s)" if job_outcome.downtime_s is not None else ""
             console.print(f"  {job_outcome.message}; savepoint {job_outcome.savepoint}{down}", markup=False)
-        console.print(outcome.message, markup=False)
+        last.print(outcome.message, markup=False)
+        report["outcomes"] = outcome.outcomes
+        report["outcome"] = _fleet_outcome_json(outcome)
     finally:
         fp.close()
+
+
+FLEET_DRY_RUN_PASSED = "dry run: preflight of every job passed; nothing was changed"
 
 
 def _current_rows(prepared: Prepared) -> list[VerifyRow]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import tarfile
 from pathlib import Path
@@ -13,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from placement.cli.fit import print_table
-from placement.cli.params import nonempty_path
+from placement.cli.params import echo_json, json_option, nonempty_path, quiet_option
 from placement.errors import BadInput
 from placement.inventory import load_inventory
 from placement.inventory.wan_profiles import load_profile
@@ -40,14 +39,19 @@ def inventory() -> None:
 
 @inventory.command("validate")
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="print the validated inventory, defaults filled in, as JSON")
-def validate(file: str, as_json: bool) -> None:
+@json_option("print the validated inventory, defaults filled in, as JSON")
+@quiet_option("no table: errors and the one-line verdict (or the --json inventory) only")
+def validate(file: str, as_json: bool, quiet: bool) -> None:
     """Check FILE and show the hosts with their effective figures."""
     inv = load_inventory(file)
     if as_json:
-        click.echo(json.dumps(inv.model_dump(mode="json", by_alias=True), indent=2, ensure_ascii=False))
+        echo_json(inv.model_dump(mode="json", by_alias=True))
         return
-    table = Table(title=f"{file}: {inv.name} — valid")
+    verdict = f"{file}: {inv.name} — valid"
+    if quiet:
+        click.echo(verdict)
+        return
+    table = Table(title=verdict)
     for col in ("host", "role", "model", "address", "cores", "memory MiB", "slots", "speed", "uplink"):
         table.add_column(col)
     for h in inv.hosts:

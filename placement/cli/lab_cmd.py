@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import click
 from rich.console import Console
 from rich.table import Table
+
+from placement.cli.params import echo_json, json_option, quiet_option
+
+# what a reader of --json checks before it relies on the keys
+LAB_STATUS_FORMAT = "placement.lab-status/v1"
+LAB_MEASURE_FORMAT = "placement.lab-measure/v1"
 
 WORKDIR = click.option(
     "--work-dir",
@@ -66,6 +71,7 @@ def lab() -> None:
     help="emulate a WAN profile by name (lte, 3g, satellite, ...: `placement examples` lists them) instead of the "
     "inventory's link figures: PROFILE for every edge host, HOST=PROFILE for one (repeatable; a host's own wins)",
 )
+@quiet_option("no notes or emulation lines: errors and the one-line result only")
 def up_cmd(
     inventory_path: str,
     work_dir: Path,
@@ -73,6 +79,7 @@ def up_cmd(
     mode: str,
     flink_version: str | None,
     wan_profiles: tuple[str, ...],
+    quiet: bool,
 ) -> None:
     """Start the lab (idempotent: a lab that is up already in this mode, Flink version and links is left as it is)."""
     from placement.errors import BadInput
@@ -90,17 +97,19 @@ def up_cmd(
         profiles=profiles,
     )
     state = result.state
+    version = f", Flink {state['flink_version']}" if state.get("flink_version") else ""
+    said = ("lab already up" if result.already_up else "lab up") + f" ({state.get('mode', 'vanilla')} mode): "
+    said += f"REST {state['rest_url']}, lab inventory {state.get('lab_inventory')}{version}"
+    if quiet:
+        click.echo(said)
+        return
     if result.restarted_for_mode:
         click.echo(f"note: the lab was up in {result.restarted_for_mode} mode; restarted in {mode} mode")
     if result.restarted_for_version:
         click.echo(
             f"note: the lab was up on Flink {result.restarted_for_version}; restarted on {state.get('flink_version')}"
         )
-    version = f", Flink {state['flink_version']}" if state.get("flink_version") else ""
-    click.echo(
-        ("lab already up" if result.already_up else "lab up") + f" ({state.get('mode', 'vanilla')} mode): "
-        f"REST {state['rest_url']}, lab inventory {state.get('lab_inventory')}{version}"
-    )
+    click.echo(said)
     for h in state.get("hosts", []):
         if h.get("emulation") not in (None, "rate only"):
             row = {"profile": h.get("profile"), "link": {"emulation": h["emulation"], "wan": h.get("wan")}}
@@ -147,7 +156,8 @@ def _emulation(h: dict) -> str:
 
 @lab.command("down")
 @WORKDIR
-def down_cmd(work_dir: Path) -> None:
+@quiet_option("errors and the one-line result only (it prints no more)")
+def down_cmd(work_dir: Path, quiet: bool) -> None:
     """Stop the JVMs and delay lines and remove every namespace, veth, cgroup and iptables rule of the lab (also
     leftovers of a crashed run)."""
     from placement.lab.runner import check_host, down
@@ -160,14 +170,15 @@ def down_cmd(work_dir: Path) -> None:
 
 @lab.command("status")
 @WORKDIR
-@click.option("--json", "as_json", is_flag=True, help="the status as JSON on stdout instead of tables")
-def status_cmd(work_dir: Path, as_json: bool) -> None:
+@json_option("the status as JSON on stdout instead of tables")
+@quiet_option("no table or notes: the one-line status (or the --json document) only; the exit code as without")
+def status_cmd(work_dir: Path, as_json: bool, quiet: bool) -> None:
     """Hosts, TaskManagers registered, shaping and throttling."""
     from placement.lab.runner import status
 
     st = status(work_dir)
     if as_json:
-        click.echo(json.dumps(st, indent=2, default=str, ensure_ascii=False))
+        echo_json({"format": LAB_STATUS_FORMAT, **st}, default=str)
         return
     if st.get("status") is None:
         left = {k: v for k, v in st["leftovers"].items() if v}
@@ -179,6 +190,8 @@ def status_cmd(work_dir: Path, as_json: bool) -> None:
         f"lab {'[green]up[/]' if st['up'] else '[red]not healthy[/]'} ({st['status']}, {st['mode']} mode{version}), "
         f"REST {st['rest_url']}" + (f" — {st['rest_error']}" if st.get("rest_error") else "")
     )
+    if quiet:
+        sys.exit(0 if st["up"] else 1)
     table = Table()
     cols = ("host", "role", "address", "namespace", "TM", "uplink", "delay/jitter/loss", "not emulated")
     for col in (*cols, "CPU quota", "throttled"):
@@ -235,15 +248,20 @@ def _ms(x: float | None) -> str:
     show_default=True,
     help="seconds of the veth byte window",
 )
-@click.option("--json", "as_json", is_flag=True, help="JSON on stdout instead of tables")
-def measure_cmd(work_dir: Path, duration: float, as_json: bool) -> None:
+@json_option("JSON on stdout instead of tables")
+@quiet_option("no tables: one line of each uplink's Mbit/s (or the --json document) only")
+def measure_cmd(work_dir: Path, duration: float, as_json: bool, quiet: bool) -> None:
     """WAN Mbit/s per uplink (veth counters), throughput, backpressure per vertex and where subtasks run, and the
     latency at each sink (Flink's latency markers per source, and the lab jobs' event-time histogram)."""
     from placement.lab.measure import measure
 
     m = measure(work_dir, duration)
     if as_json:
-        click.echo(json.dumps(m.to_json(), indent=2, ensure_ascii=False))
+        echo_json({"format": LAB_MEASURE_FORMAT, **m.to_json()})
+        return
+    if quiet:
+        uplinks = ", ".join(f"{lk.host} {lk.data_mbit:.3f}" for lk in m.links) or "no uplink"
+        click.echo(f"WAN over {m.seconds:.1f} s, job data Mbit/s: {uplinks}")
         return
     console = _console()
     links = Table(title=f"WAN over {m.seconds:.1f} s (namespace-side veth tx)")

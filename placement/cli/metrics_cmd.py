@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
-from placement.cli.params import HTTP_URL, nonempty_path
+from placement.cli.params import HTTP_URL, echo_json, json_option, nonempty_path, quiet_option
+
+if TYPE_CHECKING:  # imported where used: --help loads no collector
+    from placement.collect.layout import RunManifest
+
+METRICS_SUMMARY_FORMAT = "placement.metrics-summary/v1"  # what a reader of --json checks first
 
 
 @click.group()
@@ -88,7 +95,8 @@ def metrics() -> None:
     help="the hosts (with their ssh: settings): also record each TaskManager JVM's CPU per thread from its "
     "host's /proc, over SSH as apply reaches them — what profile calibrates each operator's CPU with",
 )
-@click.option("--quiet", is_flag=True, help="no progress bar")
+@json_option("what was written (each run's directory, files, samples, window, source) as JSON on stdout")
+@quiet_option("no progress bar: errors and the closing line (or the --json summary) only")
 @click.pass_context
 def collect(
     ctx,
@@ -109,6 +117,7 @@ def collect(
     lookback,
     metric_prefix,
     inventory,
+    as_json,
     quiet,
 ) -> None:
     """Sample busy/idle/backpressured time and record/byte rates of every subtask every INTERVAL seconds for
@@ -127,7 +136,9 @@ def collect(
     if Path(out_dir).exists() and not Path(out_dir).is_dir():
         raise BadInput("exists and is not a directory", source=out_dir, field="--out")
     if prometheus_url:
-        _from_prometheus(ctx, prometheus_url, quiet)
+        manifests = _from_prometheus(ctx, prometheus_url, quiet, say=_closing_line(as_json))
+        if as_json:
+            echo_json(metrics_summary("prometheus", prometheus_url, Path(out_dir), manifests))
         return
     for option in ("since", "step", "graph"):
         if ctx.params[option] is not None:
@@ -175,13 +186,58 @@ def collect(
     how = {"completed": "done", "interrupted": "stopped by Ctrl-C", "job-ended": "the job ended", "running": "?"}[
         manifest.stopped
     ]
-    click.echo(
+    _closing_line(as_json)(
         f"{how}: {manifest.samples} samples of job {manifest.job_name!r} ({manifest.job_id}) run {manifest.run_id} "
-        f"in {Path(out_dir) / f'job_id={manifest.job_id}' / f'run_id={manifest.run_id}'}"
+        f"in {_run_dir(Path(out_dir), manifest)}"
     )
+    if as_json:
+        echo_json(metrics_summary("rest", rest_url, Path(out_dir), [manifest]))
 
 
-def _from_prometheus(ctx: click.Context, url: str, quiet: bool) -> None:
+def _closing_line(as_json: bool):
+    """Where the closing line goes: stdout, or stderr when stdout is the --json summary."""
+    return functools.partial(click.echo, err=as_json)
+
+
+def _run_dir(out_dir: Path, m: RunManifest) -> Path:
+    from placement.collect.layout import run_dir
+
+    return run_dir(out_dir, m.job_id, m.run_id)
+
+
+def metrics_summary(source: str, url: str, out_dir: Path, manifests: list[RunManifest]) -> dict:
+    """``metrics collect --json``: where each run went, its files, samples and window, and what it was read from."""
+    return {
+        "format": METRICS_SUMMARY_FORMAT,
+        "source": source,
+        "url": url,
+        "out": str(out_dir),
+        "runs": [
+            {
+                "job_id": m.job_id,
+                "job_name": m.job_name,
+                "run_id": m.run_id,
+                "dir": str(_run_dir(out_dir, m)),
+                "files": [str(_run_dir(out_dir, m) / f) for f in _written(m)],
+                "samples": m.samples,
+                "interval_s": m.interval_s,
+                "window": {"started_ms": m.started_ms, "ended_ms": m.ended_ms},
+                "stopped": m.stopped,
+            }
+            for m in manifests
+        ],
+    }
+
+
+def _written(m: RunManifest) -> list[str]:
+    """Every file of the run, by its name in the run's directory: the manifest, samples, TaskManagers, latency,
+    threads."""
+    from placement.collect.layout import MANIFEST_NAME
+
+    return [MANIFEST_NAME, *m.files, *m.taskmanager_files, *m.latency_files, *m.thread_files]
+
+
+def _from_prometheus(ctx: click.Context, url: str, quiet: bool, say) -> list[RunManifest]:
     """``collect --prometheus``: the history of --since..--until from Prometheus (placement.collect.prometheus)."""
     import time
 
@@ -240,7 +296,8 @@ def _from_prometheus(ctx: click.Context, url: str, quiet: bool) -> None:
         if tasks:
             bar.stop()
     for m in manifests:
-        click.echo(
+        say(
             f"read: {m.samples} samples of job {m.job_name!r} ({m.job_id}) run {m.run_id} every {m.interval_s:g} s "
-            f"in {Path(p['out_dir']) / f'job_id={m.job_id}' / f'run_id={m.run_id}'}"
+            f"in {_run_dir(Path(p['out_dir']), m)}"
         )
+    return manifests

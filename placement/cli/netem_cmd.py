@@ -6,7 +6,6 @@ Everything is validated (inventory, profile, hosts, interfaces, addresses) befor
 
 from __future__ import annotations
 
-import json
 import socket
 from dataclasses import dataclass
 
@@ -14,6 +13,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from placement.cli.params import echo_json, json_option, quiet_option
 from placement.errors import BadInput, PlacementError
 from placement.inventory import Inventory, link_rate_warnings, load_inventory
 from placement.inventory.wan_profiles import WanProfile, load_profile
@@ -22,6 +22,9 @@ from placement.netem.plan import host_index, shaped_hosts, shapes_for_host
 from placement.netem.status import InterfaceStatus
 from placement.netem.tc import Shape
 from placement.remote import Executor, ExecutorFactory
+
+# what a reader of --json checks first (v1: {"format", "hosts": [one entry per host]}; before, the bare list)
+NETEM_STATUS_FORMAT = "placement.netem-status/v1"
 
 
 @dataclass(frozen=True)
@@ -138,6 +141,7 @@ def netem() -> None:
     is_flag=True,
     help="fail, leaving that host unshaped, when its kernel has no netem for delay/jitter/loss",
 )
+@quiet_option("no line per link: warnings, errors and the one-line result only")
 def apply_cmd(
     inventory_file: str,
     hosts: tuple[str, ...],
@@ -146,6 +150,7 @@ def apply_cmd(
     accept_new_host_keys: bool,
     profile_name: str | None,
     require_delay: bool,
+    quiet: bool,
 ) -> None:
     """Install each link's rate limit (and delay, jitter, loss) on the sending host; replaces an earlier apply."""
     inv = load_inventory(inventory_file)
@@ -155,7 +160,7 @@ def apply_cmd(
         for note in link_rate_warnings(inventory_file):
             click.echo(f"warning: {note}", err=True)
     for name in sorted(set(hosts) - {t.host for t in targets}):
-        click.echo(f"{name}: no link leaves this host; nothing to shape")
+        click.echo(f"{name}: no link leaves this host; nothing to shape")  # kept by -q: a host named for nothing
     if not targets:
         return
     factory = _factory(inv, dry_run, force_local, accept_new_host_keys)
@@ -176,15 +181,19 @@ def apply_cmd(
                 raise
             applied.append((ex, t))
             verb = "would shape" if outcome.dry_run else ("reshaped" if outcome.replaced else "shaped")
-            for shape in t.shapes:
+            for shape in t.shapes if not quiet else ():
                 click.echo(f"{t.host} {t.interface}: {verb} {_describe(shape)}")
-            if outcome.netem_missing:
+            if outcome.netem_missing:  # a warning: -q keeps it
                 click.echo(
                     f"{t.host}: kernel has no netem ({outcome.netem_error}); rate limits applied, "
                     "delay/jitter/loss NOT emulated (--require-delay makes this an error)"
                 )
     finally:
         factory.close()
+    if quiet:
+        links = sum(len(t.shapes) for t in targets)
+        verb = "would shape" if dry_run else "shaped"
+        click.echo(f"netem: {verb} {links} link(s) on {', '.join(t.host for t in targets)}")
 
 
 def _status_table(host: str, status: InterfaceStatus) -> Table:
@@ -238,7 +247,8 @@ def _status_json(host: str, status: InterfaceStatus) -> dict[str, object]:
 
 @netem.command("show")
 @_common
-@click.option("--json", "as_json", is_flag=True, help="print the figures as JSON instead of tables")
+@json_option("print the figures as JSON instead of tables")
+@quiet_option("no tables: one line per host (or the --json figures) only")
 def show_cmd(
     inventory_file: str,
     hosts: tuple[str, ...],
@@ -246,6 +256,7 @@ def show_cmd(
     force_local: bool,
     accept_new_host_keys: bool,
     as_json: bool,
+    quiet: bool,
 ) -> None:
     """Show what is installed on each host: rate, delay, loss and the bytes, drops and overlimits counted so far."""
     inv = load_inventory(inventory_file)
@@ -261,6 +272,9 @@ def show_cmd(
                 out.append(_status_json(t.host, status))
             elif dry_run:
                 continue
+            elif status.installed and quiet:
+                drops = sum(c.drops + c.leaf_drops for c in status.classes)
+                click.echo(f"{t.host} {t.interface}: shaped, {len(status.classes)} classes, {drops} drops")
             elif status.installed:
                 console.print(_status_table(t.host, status))
             else:
@@ -269,7 +283,7 @@ def show_cmd(
     finally:
         factory.close()
     if as_json:
-        click.echo(json.dumps(out, indent=2, ensure_ascii=False))
+        echo_json({"format": NETEM_STATUS_FORMAT, "hosts": out})
 
 
 @netem.command("clear")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from urllib.parse import urlparse
 
@@ -55,3 +56,19 @@ class RateScale(click.ParamType):
                 f"{text!r}: the scale must be a number above 0 (X or JOB=X, e.g. 1.5 or iot-sensors=1.5)", param, ctx
             )
         return (job.strip() if eq else None), x
+
+
+def json_option(help: str):
+    """``--json``: one spelling and one parameter name (``as_json``) in every command that prints a document."""
+    return click.option("--json", "as_json", is_flag=True, help=help)
+
+
+def quiet_option(help: str):
+    """``--quiet/-q``: one spelling in every command; what it keeps (warnings, errors, the last line) is its help's."""
+    return click.option("--quiet", "-q", is_flag=True, help=help)
+
+
+def echo_json(doc: object, default=None) -> None:
+    """One JSON document on stdout, as every ``--json`` prints it: indented, "→" kept as it is (not ``\\u2192``).
+    ``default``: how to write what JSON has no type for (a status's paths)."""
+    click.echo(json.dumps(doc, indent=2, ensure_ascii=False, default=default))

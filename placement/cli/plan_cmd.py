@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from placement.cli.params import HTTP_URL, RateScale, nonempty_path
+from placement.cli.params import HTTP_URL, RateScale, json_option, nonempty_path, quiet_option
 
 if TYPE_CHECKING:
     from placement.planning.request import Method, Mode, Objective, Solver
@@ -188,9 +188,9 @@ if TYPE_CHECKING:
     is_flag=True,
     help="plan no contingencies (where the subtasks run while an edge host or its uplink is lost)",
 )
-@click.option("--json", "as_json", is_flag=True, help="machine-readable summary on stdout instead of tables")
+@json_option("machine-readable summary on stdout instead of tables")
 @click.option("--verbose", is_flag=True, help="show the solver's own log (on stderr, so --json stays JSON)")
-@click.option("--quiet", "-q", is_flag=True, help="no tables: warnings, errors and the --json summary only")
+@quiet_option("no tables: warnings, errors and the --json summary only")
 @click.option(
     "--strict",
     is_flag=True,

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-import click
 from rich.markup import escape
 from rich.table import Table
 
 from placement.cli.fit import print_table
+from placement.cli.params import echo_json
 from placement.costmodel.model import PlacementProblem
 from placement.errors import EXIT_INFEASIBLE, Infeasible
 from placement.solver.result import PlanResult
@@ -284,7 +283,7 @@ def finish(summary: dict, result: PlanResult, as_json: bool) -> None:
     """The --json summary on stdout, then an infeasible plan's exit: 3, with its one-line error unless --json said
     it."""
     if as_json:
-        click.echo(json.dumps(summary, indent=2, ensure_ascii=False))
+        echo_json(summary)
     if result.status == "infeasible":
         if as_json:
             sys.exit(EXIT_INFEASIBLE)

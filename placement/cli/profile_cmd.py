@@ -2,17 +2,76 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 from rich.console import Console
 from rich.table import Table
 
 from placement.cli.fit import print_table, report_console
-from placement.cli.params import nonempty_path
+from placement.cli.params import echo_json, json_option, nonempty_path, quiet_option
 from placement.profile.rules import MIN_CONFIDENT_BUSY_MS
+
+if TYPE_CHECKING:
+    from placement.profile.format import JobProfile, VertexProfile
+
+
+PROFILE_SUMMARY_FORMAT = "placement.profile-summary/v1"  # what a reader of --json checks first
 
 
 def _fmt(x: object, spec: str = ",.0f") -> str:
     return "—" if x is None else format(x, spec)
+
+
+def _mean(xs: list[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+def vertex_figures(v: VertexProfile) -> dict:
+    """The figures the table prints for one vertex, as --json gives them (busy/bp: ms per second, mean over
+    subtasks; true rate: records per busy second of one subtask)."""
+    return {
+        "id": v.id,
+        "vertex": v.name,
+        "parallelism": v.parallelism,
+        "records_in_per_s": v.records_in_per_s,
+        "records_out_per_s": v.records_out_per_s,
+        "busy_ms_per_s": _mean([s.busy_ms_per_s for s in v.subtasks if s.busy_ms_per_s is not None]),
+        "backpressured_ms_per_s": _mean(
+            [s.backpressured_ms_per_s for s in v.subtasks if s.backpressured_ms_per_s is not None]
+        ),
+        "true_rate": v.stats.get("true_processing_rate") or v.stats.get("true_output_processing_rate"),
+        "selectivity": v.stats.get("selectivity"),
+        "bytes_per_record_out": v.bytes_per_record_out,
+        "stateful": v.stateful,
+        "confident": bool(v.stats.get("confident")),
+    }
+
+
+def profile_summary(prof: JobProfile, out: str) -> dict:
+    """``profile --json``: the file written, the job, each vertex's figures and each edge's rates."""
+    names = {v.id: v.name for v in prof.vertices}
+    return {
+        "format": PROFILE_SUMMARY_FORMAT,
+        "out": str(out),
+        "profile_format": prof.format,
+        "job": {"name": prof.job.name, "id": prof.job.id, "note": prof.job.note},
+        "operators": [vertex_figures(v) for v in prof.vertices],
+        "edges": [
+            {
+                "source": names.get(e.source, e.source),
+                "target": names.get(e.target, e.target),
+                "ship_strategy": e.ship_strategy.value,
+                "records_per_s": sum(e.records_per_s) if e.records_per_s is not None else None,
+                "bytes_per_s": sum(e.bytes_per_s) if e.bytes_per_s is not None else None,
+            }
+            for e in prof.edges
+        ],
+        "latency": [
+            {"source": names[m.source], "sink": names[m.sink], "p50_ms": m.p50_ms, "p99_ms": m.p99_ms}
+            for m in prof.latency or ()
+        ],
+    }
 
 
 @click.command()
@@ -49,7 +108,8 @@ def _fmt(x: object, spec: str = ",.0f") -> str:
     type=click.Path(dir_okay=False),
     help="also write every per-subtask figure (means, medians, p95s, counts, true rates) as CSV",
 )
-@click.option("--quiet", is_flag=True, help="print nothing but errors")
+@json_option("the profile's summary (file, job, each operator's and edge's figures) as JSON on stdout")
+@quiet_option("print nothing but errors (and the --json summary)")
 def profile(
     metrics_dir,
     out,
@@ -63,6 +123,7 @@ def profile(
     spark_master,
     engine,
     details,
+    as_json,
     quiet,
 ) -> None:
     """Compute per-subtask and per-vertex rates, true processing rates, selectivities and statefulness from the
@@ -102,27 +163,27 @@ def profile(
         if archive_pending():
             with console.status("saving a JVM class archive for faster Spark starts (once per Java and PySpark)…"):
                 finish_spark()
+    if as_json:
+        echo_json(profile_summary(prof, out))
+        return
     if quiet:
         return
     table = Table(title=f"{prof.job.name}: {out}")
     for col in ("vertex", "p", "in/s", "out/s", "busy", "bp", "true rate", "sel.", "B/rec", "state", "ok"):
         table.add_column(col, justify="left" if col in ("vertex", "state") else "right")
-    for v in prof.vertices:
-        busy = [s.busy_ms_per_s for s in v.subtasks if s.busy_ms_per_s is not None]
-        bp = [s.backpressured_ms_per_s for s in v.subtasks if s.backpressured_ms_per_s is not None]
-        rate = v.stats.get("true_processing_rate") or v.stats.get("true_output_processing_rate")
+    for f in map(vertex_figures, prof.vertices):
         table.add_row(
-            v.name,
-            str(v.parallelism),
-            _fmt(v.records_in_per_s),
-            _fmt(v.records_out_per_s),
-            _fmt(sum(busy) / len(busy) if busy else None, ".0f"),
-            _fmt(sum(bp) / len(bp) if bp else None, ".0f"),
-            _fmt(rate),
-            _fmt(v.stats.get("selectivity"), ".3g"),
-            _fmt(v.bytes_per_record_out, ".0f"),
-            "stateful" if v.stateful else "-",
-            "yes" if v.stats.get("confident") else "low",
+            f["vertex"],
+            str(f["parallelism"]),
+            _fmt(f["records_in_per_s"]),
+            _fmt(f["records_out_per_s"]),
+            _fmt(f["busy_ms_per_s"], ".0f"),
+            _fmt(f["backpressured_ms_per_s"], ".0f"),
+            _fmt(f["true_rate"]),
+            _fmt(f["selectivity"], ".3g"),
+            _fmt(f["bytes_per_record_out"], ".0f"),
+            "stateful" if f["stateful"] else "-",
+            "yes" if f["confident"] else "low",
         )
     screen = report_console()
     print_table(screen, table)

@@ -3,7 +3,6 @@ schedulercfgs."""
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -11,7 +10,11 @@ from typing import TYPE_CHECKING
 
 import click
 
-from placement.cli.params import HTTP_URL, nonempty_path
+from placement.cli.params import HTTP_URL, echo_json, json_option, nonempty_path, quiet_option
+
+# what a reader of --json checks before it relies on the keys
+BUILD_FORMAT = "placement.scheduler-build/v1"
+STATUS_FORMAT = "placement.scheduler-status/v1"
 
 if TYPE_CHECKING:  # imported where used: the CLI starts without loading the Flink modules
     from placement.flink.home import FlinkHome
@@ -59,8 +62,11 @@ def scheduler() -> None:
     default=None,
     help="where built jars are kept (default: a placement-scheduler dir in the temp dir)",
 )
-@click.option("--json", "as_json", is_flag=True, help="the built jar (path, digest, seconds) as JSON on stdout")
-def build_cmd(flink_home: Path | None, flink_version: str | None, cache: Path | None, as_json: bool) -> None:
+@json_option("the built jar (path, digest, seconds) as JSON on stdout")
+@quiet_option("errors and the one-line result (or the --json document) only (it prints no more)")
+def build_cmd(
+    flink_home: Path | None, flink_version: str | None, cache: Path | None, as_json: bool, quiet: bool
+) -> None:
     """Compile the extension with javac against the installation's jars (cached by sources + Flink version)."""
     from placement.scheduler import build_extension
 
@@ -69,7 +75,7 @@ def build_cmd(flink_home: Path | None, flink_version: str | None, cache: Path | 
     jar = build_extension(home, cache)
     seconds = time.monotonic() - started
     if as_json:
-        click.echo(json.dumps({**asdict(jar), "path": str(jar.path), "seconds": round(seconds, 3)}, ensure_ascii=False))
+        echo_json({"format": BUILD_FORMAT, **asdict(jar), "path": str(jar.path), "seconds": round(seconds, 3)})
     else:
         click.echo(
             f"{jar.path} (Flink {jar.flink_version}, build {jar.digest}, {jar.path.stat().st_size} bytes, "
@@ -115,8 +121,9 @@ def install_cmd(flink_home: Path | None, flink_version: str | None, jar_path: Pa
     type=HTTP_URL,
     help="a running JobManager's REST URL: does it use the extension?",
 )
-@click.option("--json", "as_json", is_flag=True, help="the status as JSON on stdout instead of lines")
-def status_cmd(flink_home: Path | None, rest_url: str | None, as_json: bool) -> None:
+@json_option("the status as JSON on stdout instead of lines")
+@quiet_option("the installation's line only (the exit code says the rest), or the --json document")
+def status_cmd(flink_home: Path | None, rest_url: str | None, as_json: bool, quiet: bool) -> None:
     """Is the extension installed, for which Flink, and (with --rest) does the running JobManager use it?
 
     Exits 1 when it is missing, built for another Flink, or not in effect on the given JobManager."""
@@ -130,7 +137,7 @@ def status_cmd(flink_home: Path | None, rest_url: str | None, as_json: bool) -> 
     ok = st.version_ok and st.active is not False and not (rest_url and st.active is None)
     if as_json:
         data = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(st).items()}
-        click.echo(json.dumps({**data, "version_ok": st.version_ok, "ok": ok}, ensure_ascii=False))
+        echo_json({"format": STATUS_FORMAT, **data, "version_ok": st.version_ok, "ok": ok})
     else:
         if st.installed is None:
             click.echo(
@@ -140,7 +147,7 @@ def status_cmd(flink_home: Path | None, rest_url: str | None, as_json: bool) -> 
         else:
             verdict = "ok" if st.version_ok else f"MISMATCH: Flink here is {st.flink_version}, rebuild and reinstall"
             click.echo(f"installed: {st.installed} (built for Flink {st.built_for}, build {st.digest}): {verdict}")
-        if rest_url:
+        if rest_url and not quiet:
             word = {
                 True: "yes (its jar is on the classpath before flink-dist)",
                 False: "NO (not on its classpath, or after flink-dist: launch with bin/config.sh's order)",

@@ -7,7 +7,6 @@ them. A fleet's OUT (fleet.json) shows each job's plan in fleet.json's order.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from rich.table import Table
 
 from placement.cli import contingency_plan, plan_tables
 from placement.cli.fit import print_table, report_console
+from placement.cli.params import echo_json, json_option, quiet_option
 from placement.errors import BadInput
 from placement.loading import load_model
 from placement.planning.contingency import VANILLA_NOTE
@@ -29,13 +29,9 @@ from placement.writers.planjson import PlanDocument, load_plan
 
 @click.command("show")
 @click.argument("plan_dir", type=click.Path(path_type=Path))
-@click.option(
-    "--json",
-    "as_json",
-    is_flag=True,
-    help="the summary `placement plan --json` prints, from plan.json (its result only: --compare's are not kept)",
-)
-def show(plan_dir: Path, as_json: bool) -> None:
+@json_option("the summary `placement plan --json` prints, from plan.json (its result only: --compare's are not kept)")
+@quiet_option("no tables: each plan's one-line result (or the --json summary) only")
+def show(plan_dir: Path, as_json: bool, quiet: bool) -> None:
     """Print the tables of the plan in PLAN_DIR (as `placement plan --out PLAN_DIR` wrote it) again, without solving:
     links, hosts, latency per path, placement and contingencies, from PLAN_DIR/plan.json. A fleet's OUT (fleet.json)
     shows each job's plan (--json: each job's summary under "plans")."""
@@ -44,9 +40,13 @@ def show(plan_dir: Path, as_json: bool) -> None:
         summaries = [summary_from_plan(doc, where) for where, doc in plans]
         # a fleet's: each job's own summary (plan --json's joint figures are not in the jobs' plan.json files)
         out = summaries[0] if not is_fleet_dir(plan_dir) else {"format": SUMMARY_FORMAT, "plans": summaries}
-        click.echo(json.dumps(out, indent=2, ensure_ascii=False))
+        echo_json(out)
         return
     console = report_console(highlight=False)
+    if quiet:
+        for _, doc in plans:
+            console.print(f"{escape(doc.job)}: {plan_tables.summary_line(result_from_plan(doc))}")
+        return
     for n, (where, doc) in enumerate(plans):
         if n:
             console.print()

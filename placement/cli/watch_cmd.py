@@ -20,6 +20,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from placement.cli.params import quiet_option
 from placement.costmodel.jobs import dir_names
 from placement.errors import BadInput, PlacementError
 from placement.planning.request import PlanRequest
@@ -327,6 +328,7 @@ def _line(status: Status, several: bool = False) -> str:
 )
 @click.option("--spark-master", help="Spark master URL (default local[*])")
 @click.option("--duration", type=float, help="stop after this many seconds (default: until Ctrl-C / SIGTERM)")
+@quiet_option("no live view or decision lines: warnings, errors and the closing line only")
 def watch(
     inventory: Path,
     job_names: tuple[str, ...],
@@ -353,6 +355,7 @@ def watch(
     engine: Engine,
     spark_master: str | None,
     duration: float | None,
+    quiet: bool = False,
     plan_dir: Path | None = None,
 ) -> None:
     """Watch a running job and keep its placement right: collect a rolling window, profile it, detect drift,
@@ -398,12 +401,12 @@ def watch(
         plan_dir=plan_dir,
     )
     console = Console(highlight=False)
-    live = Live(console=console, refresh_per_second=2, transient=False) if console.is_terminal else None
+    live = Live(console=console, refresh_per_second=2, transient=False) if console.is_terminal and not quiet else None
 
     def on_update(status: Status) -> None:
         if live is not None:
             live.update(render(status, options))
-        elif status.phase == "decided":
+        elif status.phase == "decided" and not quiet:
             click.echo(_line(status, len(names) > 1))
 
     def ask(decision, proposal) -> bool:

@@ -22,8 +22,13 @@ from placement.planning.outcome import PlanOutcome
 from placement.planning.running import running_json
 from placement.solver.result import PlanResult
 
-# what a reader checks before it relies on the keys (plan.json's own is "placement.plan/v1")
-SUMMARY_FORMAT = "placement.plan-summary/v1"
+# what a reader checks before it relies on the keys (plan.json's own is "placement.plan/v1"); v2: the objective's
+# latency term is "latency_term_ms"
+SUMMARY_FORMAT = "placement.plan-summary/v2"
+# The ILP objective's latency term (a sum over the crossing pairs), not a path's latency: beside worst_path_ms its old
+# name "latency_ms" read as one. plan.json and fleet.json keep "latency_ms" (apply and older plans read it).
+LATENCY_TERM = "latency_term_ms"
+RECORDED_LATENCY_TERM = "latency_ms"
 # the order of the top-level keys, as each shape has always had them (format and assignment came later)
 ONE_JOB_KEYS = (
     "format",
@@ -106,14 +111,9 @@ def result_json(r: PlanResult, parts: dict[str, PlanResult] | None = None) -> di
     """One result's status and figures; ``parts``: several jobs' joint result, each job's figures under ``jobs``."""
     out: dict = {"strategy": "joint" if parts is not None else r.strategy, "status": r.status, "reason": r.reason}
     if r.cost is not None:
-        out.update(
-            wan_mbit=r.cost.wan_mbit,
-            server_cores=r.cost.server_cores,
-            edge_cores=r.cost.edge_cores,
-            latency_ms=r.cost.latency_ms,
-            feasible=r.cost.feasible,
-            links={link.name: link.mbit for link in r.cost.links},
-        )
+        figures = cost_json(r.cost)
+        links = figures.pop("links")
+        out.update(figures, feasible=r.cost.feasible, links=links)
         if parts is not None:
             out["jobs"] = {name: cost_json(p.cost) for name, p in parts.items() if p.cost is not None}
         if r.cost.paths:
@@ -152,22 +152,24 @@ def _paths_json(cost: PlanCost) -> dict:
     }
 
 
-def cost_json(c: PlanCost) -> dict:
+def cost_json(c: PlanCost, term: str = LATENCY_TERM) -> dict:
+    """A plan's figures; ``term``: the name of the objective's latency term (fleet.json's is ``latency_ms``)."""
     return {
         "wan_mbit": c.wan_mbit,
         "server_cores": c.server_cores,
         "edge_cores": c.edge_cores,
-        "latency_ms": c.latency_ms,
+        term: c.latency_ms,
         "links": {link.name: link.mbit for link in c.links},
     }
 
 
-def compare_json(others: Sequence[OneByOne]) -> list[dict]:
-    """Several jobs' ``compare``: each way of planning them one by one (also recorded in fleet.json)."""
-    return [_one_by_one_json(o) for o in others]
+def compare_json(others: Sequence[OneByOne], term: str = LATENCY_TERM) -> list[dict]:
+    """Several jobs' ``compare``: each way of planning them one by one (also recorded in fleet.json, with
+    ``term=RECORDED_LATENCY_TERM``)."""
+    return [_one_by_one_json(o, term) for o in others]
 
 
-def _one_by_one_json(o: OneByOne) -> dict:
+def _one_by_one_json(o: OneByOne, term: str) -> dict:
     out: dict = {
         "strategy": o.strategy,
         **({"order": list(o.order)} if o.order else {}),
@@ -175,16 +177,18 @@ def _one_by_one_json(o: OneByOne) -> dict:
         "failed": o.failed,
         "reason": o.reason or None,
         "jobs": {
-            name: {"status": r.status, **(cost_json(r.cost) if r.cost is not None else {})}
+            name: {"status": r.status, **(cost_json(r.cost, term) if r.cost is not None else {})}
             for name, r in o.results.items()
         },
     }
     if o.cost is not None:
         out.update(
-            wan_mbit=o.cost.wan_mbit,
-            server_cores=o.cost.server_cores,
-            latency_ms=o.cost.latency_ms,
-            links={link.name: link.mbit for link in o.cost.links},
+            {
+                "wan_mbit": o.cost.wan_mbit,
+                "server_cores": o.cost.server_cores,
+                term: o.cost.latency_ms,
+                "links": {link.name: link.mbit for link in o.cost.links},
+            },
             violations=list(o.cost.violations),
         )
     return out

@@ -12,7 +12,7 @@ from placement.costmodel.model import PlacementProblem
 from placement.inventory import Inventory
 from placement.planning import contingency
 from placement.planning.outcome import PlanOutcome
-from placement.planning.summary import compare_json
+from placement.planning.summary import RECORDED_LATENCY_TERM, compare_json
 from placement.profile.format import JobProfile
 from placement.solver.result import PlanResult
 from placement.writers.bundle import (
@@ -167,7 +167,7 @@ def _write_fleet(outcome: PlanOutcome, out: Path) -> list[Path]:
         profiles=refs,
         running=[RunningJob(job=j, plan=p) for j, p in outcome.running.jobs],
         warnings=notes,
-        compare=compare_json(outcome.one_by_one) if outcome.one_by_one else None,
+        compare=compare_json(outcome.one_by_one, RECORDED_LATENCY_TERM) if outcome.one_by_one else None,
         budgets=outcome.budgets,
     )
     assert result.cost is not None and result.assignment is not None

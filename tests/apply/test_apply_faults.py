@@ -221,8 +221,10 @@ def test_a_savepoint_that_cannot_be_written_leaves_the_job_running(env: Env, fli
 def test_a_resubmit_that_fails_is_rolled_back_to_the_previous_placement_from_the_same_savepoint(env: Env, flink_rest):
     # first put the job under apply's control (all on the server), so the previous mapping is known
     good = write_plan_dir(env.work / "plan-all-server", env.inventory, ALL_SERVER)
-    assert run_cli("apply", str(good), "--inventory", str(env.inventory), *SETTLE).returncode == 0
+    done = run_cli("apply", str(good), "--inventory", str(env.inventory), *SETTLE, "--json")
+    assert done.returncode == 0, done.stderr
     job = running_job(flink_rest)
+    assert_applied_json(json.loads(done.stdout), job)  # stdout is the document alone, the report on stderr
     placement = flink_rest.placement_counts(job)
     # a stale lock left by a crashed apply on this machine: its pid is gone
     dead = subprocess.Popen(["true"])
@@ -245,11 +247,14 @@ def test_a_resubmit_that_fails_is_rolled_back_to_the_previous_placement_from_the
     )
     before = let_totals_grow(flink_rest, job)
     t0 = time.monotonic()
-    result = run_cli("apply", str(bad), "--inventory", str(env.inventory))
+    result = run_cli("apply", str(bad), "--inventory", str(env.inventory), "--json")
     assert result.returncode == 1, result.stdout + result.stderr
-    assert "broke a stale lock held by crashed" in result.stdout and f"pid {dead.pid}" in result.stdout
-    assert one_line(result.stderr) and "vanilla Flink cannot split 'Window Aggregate'" in result.stderr
-    assert "rolled back: job" in result.stderr and "with the previous placement" in result.stderr
+    assert "broke a stale lock held by crashed" in result.stderr and f"pid {dead.pid}" in result.stderr
+    assert_rolled_back_json(json.loads(result.stdout), job)
+    error = result.stderr.strip().splitlines()[-1]  # --json: the report before it on stderr, stdout the document
+    assert error.startswith("error: ") and "Traceback" not in result.stderr
+    assert "vanilla Flink cannot split 'Window Aggregate'" in error
+    assert "rolled back: job" in error and "with the previous placement" in error
     new = running_job(flink_rest)
     assert new != job and flink_rest.placement_counts(new) == placement
     assert_keyed_state_continued(flink_rest, new, before, t0)
@@ -261,6 +266,41 @@ def test_a_resubmit_that_fails_is_rolled_back_to_the_previous_placement_from_the
     assert [r["kind"] for r in audit if r["event"] == "failed"] == ["submit"]
     rollback_ok = [r["kind"] for r in audit if r["event"] == "ok" and r.get("seq") == "rollback"]
     assert rollback_ok == ["submit", "wait"] and audit[-1]["status"] == "rolled-back"
+
+
+def assert_applied_json(doc: dict, job: str) -> None:
+    """apply --json of a plan put into effect (or already in effect): every step done, planned = actual."""
+    assert doc["format"] == "placement.apply-summary/v1" and not doc["fleet"] and not doc["dry_run"]
+    assert doc["mode"] == "vanilla" and doc["outcome"]["job_id"] == job
+    subtasks = sum(len(hosts) for hosts in ALL_SERVER.values())
+    assert doc["verify"] and all(r["ok"] and r["host"] == "server" for r in doc["verify"])
+    assert sum(r["planned"] for r in doc["verify"]) == sum(r["actual"] for r in doc["verify"]) == subtasks
+    if doc["outcome"]["status"] == "noop":  # an earlier test of the module left this placement in effect
+        assert doc["diff"]["moves"] == [] and doc["diff"]["unchanged"] == subtasks
+        return
+    assert doc["outcome"]["status"] == "applied" and doc["outcome"]["savepoint"]
+    # applied also when nothing moves: the first apply of a job records its arguments for a roll back
+    assert sum(m["subtasks"] for m in doc["diff"]["moves"]) + doc["diff"]["unchanged"] == subtasks
+    assert doc["outcome"]["downtime_s"] > 0
+    assert {s["status"] for s in doc["steps"]} == {"done"} and {s["status"] for s in doc["rollback"]} == {"skipped"}
+    phases = [s["phase"] for s in doc["steps"]]
+    order = ["prepare", "stop", "install", "redeploy", "verify", "finish"]
+    assert phases == sorted(phases, key=order.index) and {"stop", "redeploy", "verify"} <= set(phases)
+    assert "<savepoint>" not in json.dumps(doc["steps"])  # said as they ran: the savepoint taken named
+
+
+def assert_rolled_back_json(doc: dict, job: str) -> None:
+    """apply --json of a resubmit that failed: the failed step, the ones after it not run, the roll back's."""
+    assert doc["outcome"]["status"] == "rolled-back" and doc["outcome"]["job_id"] != job
+    assert "vanilla Flink cannot split 'Window Aggregate'" in doc["outcome"]["error"]
+    statuses = [s["status"] for s in doc["steps"]]
+    failed = statuses.index("failed")
+    assert doc["steps"][failed]["phase"] == "redeploy" and statuses.count("failed") == 1
+    assert set(statuses[:failed]) == {"done"} and set(statuses[failed + 1 :]) <= {"skipped"}
+    assert [s["status"] for s in doc["rollback"]].count("done") == 2  # the audit's: submit, wait
+    (split,) = [m for m in doc["diff"]["moves"] if m["vertex"] == "Window Aggregate"]
+    assert (split["from"], split["to"], split["subtask"]) == ("server ×2", "rpi1, server", None)
+    assert doc["verify"] == []  # the resubmit failed before the verify
 
 
 def test_a_lock_held_by_a_live_apply_is_respected(env: Env, flink_rest):

@@ -135,14 +135,28 @@ def test_two_jobs_are_applied_as_one_change_and_every_subtask_of_both_verified(e
         link_mbit={"rpi1→server": {JOB_NAME: 0.4, JOB_B: 0.2}},
     )
     before = {n: running_job(flink_rest, n) for n in (JOB_NAME, JOB_B)}
-    result = run_cli("apply", "--plan", str(fleet), "--inventory", str(env.inventory), "--settle", "1")
+    result = run_cli("apply", "--plan", str(fleet), "--inventory", str(env.inventory), "--settle", "1", "--json")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "order: sequential: moving one job at a time in this order never puts more on a link" in result.stdout
-    assert "applied: 2 job(s) run every subtask on its planned TaskManager (sequential" in result.stdout
+    # --json: the report on stderr, stdout the document alone
+    assert "order: sequential: moving one job at a time in this order never puts more on a link" in result.stderr
+    assert "applied: 2 job(s) run every subtask on its planned TaskManager (sequential" in result.stderr
+    doc = json.loads(result.stdout)
+    assert (doc["format"], doc["fleet"], doc["dry_run"]) == ("placement.apply-summary/v1", True, False)
+    assert doc["order"]["strategy"] == "sequential" and doc["outcome"]["status"] == "applied"
+    said = {j["name"]: j for j in doc["jobs"]}
     for name, mapping in ((JOB_NAME, PLACED), (JOB_B, MOVED)):
         job = running_job(flink_rest, name)
         assert job != before[name]
         assert flink_rest.placement_counts(job) == counts(mapping)
+        mine = said[name]
+        assert (mine["job_id"], mine["outcome"]["status"], mine["outcome"]["job_id"]) == (before[name], "applied", job)
+        # every step ran but the lock's: the fleet takes one, the first job's, for the whole change
+        assert {s["status"] for s in mine["steps"] if "apply.lock" not in s["description"]} == {"done"}
+        lock = [s["status"] for s in mine["steps"] if "apply.lock" in s["description"]]
+        assert lock == (["done", "skipped"] if name == doc["order"]["jobs"][0] else ["skipped", "skipped"])
+        assert {s["status"] for s in mine["rollback"]} == {"skipped"}
+        planned = {(r["vertex"], r["host"]): r["planned"] for r in mine["verify"] if r["planned"]}
+        assert planned == counts(mapping) and all(r["ok"] for r in mine["verify"])
         state = json.loads((env.home / "placement" / f"state.{name}.json").read_text())
         assert state["job_id"] == job and state["program_args"][-1] == json.dumps(mapping, separators=(",", ":"))
     audit = read_audit(fleet / "apply-audit.jsonl")

@@ -13,30 +13,15 @@ import yaml
 from placement.apply.request import load_request
 from placement.errors import BadInput
 from placement.inventory import load_inventory
-from support.cli import EDGE_LAB, PROFILES, one_line_error, plan_args, run_placement
+from support.cli import EDGE_LAB, PROFILES, one_line_error, plan_args, run_placement, unreachable_edge_lab
 from support.cli import IOT as IOT_PROFILE
 from support.plan_dirs import write_plan_dir
 
 
-def _unreachable_edge_lab(tmp_path, **server_changes):
-    """edge-lab with every address on this machine at a closed port: a live-cluster check fails at once. Each host
-    at a loopback address of its own: an inventory's hosts must have distinct addresses."""
-    doc = yaml.safe_load(EDGE_LAB.read_text())
-    doc["ssh"]["port"] = 1
-    for n, host in enumerate(doc["hosts"], start=1):
-        host["address"] = f"127.0.0.{n}"
-        if host["name"] == "server":
-            host.update(server_changes)
-    doc["flink"]["rest_url"] = "http://127.0.0.1:1"
-    path = tmp_path / "inv.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return path
-
-
 def test_a_stale_plan_is_found_offline_before_the_cluster_is_asked(tmp_path):
-    inventory = _unreachable_edge_lab(tmp_path)
+    inventory = unreachable_edge_lab(tmp_path)
     assert run_placement(*plan_args(tmp_path / "plan", inventory), cwd=tmp_path).returncode == 0
-    changed = _unreachable_edge_lab(tmp_path, cores=4)  # the inventory changed since the plan
+    changed = unreachable_edge_lab(tmp_path, cores=4)  # the inventory changed since the plan
     done = run_placement("apply", tmp_path / "plan", "--inventory", changed, "--dry-run", cwd=tmp_path, timeout=60)
     assert done.returncode == 2
     line = one_line_error(done)
@@ -51,7 +36,7 @@ def test_the_shipped_edge_lab_names_no_jar_that_is_not_there():
 
 
 def test_a_dry_run_against_an_unreachable_cluster_shows_its_steps_marked_unchecked(tmp_path):
-    inventory = _unreachable_edge_lab(tmp_path)
+    inventory = unreachable_edge_lab(tmp_path)
     assert run_placement(*plan_args(tmp_path / "plan", inventory), cwd=tmp_path).returncode == 0
     done = run_placement("apply", tmp_path / "plan", "--inventory", inventory, "--dry-run", cwd=tmp_path, timeout=120)
     assert done.returncode == 1  # a dry run is a preflight, and this one could not check the cluster
@@ -78,7 +63,7 @@ def test_a_dry_run_against_an_unreachable_cluster_shows_its_steps_marked_uncheck
 def test_a_dry_run_by_job_id_names_no_encoded_placeholder(tmp_path):
     """By --job ID alone the job's name is known only once REST is read: the read is shown with a placeholder as it
     is, the steps with the plan's job's file (before, both as the file ``%3Cjob%20name%3E.schedulercfg``)."""
-    inventory = _unreachable_edge_lab(tmp_path)
+    inventory = unreachable_edge_lab(tmp_path)
     assert run_placement(*plan_args(tmp_path / "plan", inventory), cwd=tmp_path).returncode == 0
     done = run_placement(
         "apply", tmp_path / "plan", "--inventory", inventory, "--job", "abc", "--dry-run", cwd=tmp_path, timeout=120
@@ -89,7 +74,7 @@ def test_a_dry_run_by_job_id_names_no_encoded_placeholder(tmp_path):
 
 
 def test_fleet_order_on_one_jobs_plan_is_one_line_and_changes_nothing(tmp_path):
-    inventory = _unreachable_edge_lab(tmp_path)
+    inventory = unreachable_edge_lab(tmp_path)
     assert run_placement(*plan_args(tmp_path / "plan", inventory), cwd=tmp_path).returncode == 0
     done = run_placement(
         "apply", tmp_path / "plan", "--inventory", inventory, "--fleet-order", "stop-all", cwd=tmp_path
@@ -105,7 +90,7 @@ def test_a_fleet_dry_run_against_an_unreachable_cluster_shows_every_jobs_steps_u
     (stop-all: no running load can be read), marked unchecked, and fails as a preflight that could not check."""
     from support.cli import PROFILES
 
-    inventory = _unreachable_edge_lab(tmp_path)
+    inventory = unreachable_edge_lab(tmp_path)
     doc = yaml.safe_load(inventory.read_text())
     doc["jobs"] = [{"name": "camera-meter-join", "program_args": ["--job-name", "camera-meter-join"]}]
     inventory.write_text(yaml.safe_dump(doc, sort_keys=False))
@@ -160,7 +145,7 @@ JOIN = PROFILES / "branching-join.json"
 def join_plan(tmp_path_factory):
     """The join example planned on an unreachable edge-lab: plan.json, its schedulercfg with contingency sections."""
     tmp = tmp_path_factory.mktemp("join")
-    inventory = _unreachable_edge_lab(tmp)
+    inventory = unreachable_edge_lab(tmp)
     assert run_placement(*plan_args(tmp / "plan", inventory, JOIN), cwd=tmp).returncode == 0
     return tmp / "plan", inventory
 
@@ -191,7 +176,7 @@ def _move(plan, row: int, host: str, address: str) -> str:
 
 def test_a_plan_of_another_job_than_the_inventory_names_is_refused(tmp_path):
     """Without a jobs: entry for the join, apply would stop and resubmit iot-sensors (job:) for the join's plan."""
-    inventory = _unreachable_edge_lab(tmp_path)
+    inventory = unreachable_edge_lab(tmp_path)
     doc = yaml.safe_load(inventory.read_text())
     del doc["jobs"]
     inventory.write_text(yaml.safe_dump(doc, sort_keys=False))
@@ -266,7 +251,7 @@ def test_a_schedulercfg_whose_contingency_sections_plan_json_does_not_have_is_re
 )
 def test_a_plan_against_an_operator_pin_or_forbid_is_refused(tmp_path, pins, said):
     """A vertex is pinned by name or by id, as the planner matches it (plan_dirs' made-up ids are the name lowered)."""
-    inventory = _unreachable_edge_lab(tmp_path)
+    inventory = unreachable_edge_lab(tmp_path)
     doc = yaml.safe_load(inventory.read_text())
     doc["pins"].update(pins)
     inventory.write_text(yaml.safe_dump(doc, sort_keys=False))

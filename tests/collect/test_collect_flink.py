@@ -17,7 +17,7 @@ import pytest
 
 from placement.cli import main
 from placement.collect.layout import MANIFEST_NAME, find_manifests
-from support.cli import default_sigint
+from support.cli import default_sigint, run_placement
 from support.kernel_cpu import KernelCpu, kernel_cpu
 
 pytestmark = [pytest.mark.flink, pytest.mark.timeout(300)]
@@ -369,6 +369,24 @@ def test_collect_by_job_name(iot_job, tmp_path, capsys):
     ((_, m),) = find_manifests(tmp_path)
     assert m.job_id == iot_job.job_id and m.samples > 0
     assert "done" in out
+
+
+def test_collect_json_says_what_it_wrote_and_the_closing_line_goes_to_stderr(iot_job, tmp_path):
+    """The installed command, as a script runs it: stdout the document alone, -q keeps the closing line."""
+    args = ("metrics", "collect", "--rest", iot_job.rest_url, "--job", iot_job.job_id, "--duration", "2")
+    done = run_placement(*args, "--out", tmp_path / "m", "-q", "--json", cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    ((run, m),) = find_manifests(tmp_path / "m")
+    assert doc["format"] == "placement.metrics-summary/v1"
+    assert (doc["source"], doc["url"], doc["out"]) == ("rest", iot_job.rest_url, str(tmp_path / "m"))
+    (said,) = doc["runs"]
+    assert (said["job_id"], said["run_id"], said["samples"]) == (m.job_id, m.run_id, m.samples) and m.samples > 0
+    assert said["window"] == {"started_ms": m.started_ms, "ended_ms": m.ended_ms} and said["stopped"] == "completed"
+    files = [Path(f) for f in said["files"]]
+    assert files[0] == run / MANIFEST_NAME and all(f.is_file() for f in files) and len(files) > 1
+    assert {f for f in (tmp_path / "m").rglob("*") if f.is_file()} == set(files)
+    assert done.stderr.startswith(f"done: {m.samples} samples of job ") and done.stderr.count("\n") == 1
 
 
 def test_collect_unknown_job_is_a_one_line_error(iot_job, tmp_path, capsys):

@@ -290,8 +290,15 @@ def test_graph_from_an_earlier_run_or_a_saved_job_answer_reads_the_same_history(
         (from_manifest, ["--graph", str(s.rest_dir)]),
         (from_job, ["--graph", str(saved)]),
     ):
-        code, _, err = run_cli([*common, *graph, "--out", str(out), "--quiet"], capsys)
+        code, said, err = run_cli([*common, *graph, "--out", str(out), "--quiet", "--json"], capsys)
         assert code == 0, err
+        doc = json.loads(said)  # stdout the summary alone; the closing line, which --quiet keeps, on stderr
+        ((run, manifest),) = find_manifests(out)
+        assert (doc["format"], doc["source"], doc["url"]) == ("placement.metrics-summary/v1", "prometheus", s.prom.url)
+        assert [(r["run_id"], r["samples"], r["dir"]) for r in doc["runs"]] == [
+            (manifest.run_id, manifest.samples, str(run))
+        ]
+        assert all(Path(f).is_file() for f in doc["runs"][0]["files"]) and f"read: {manifest.samples} samples" in err
     tables = {}
     for out in (with_rest, from_manifest, from_job):
         ((run, manifest),) = find_manifests(out)

@@ -91,6 +91,7 @@ def test_profile_plan_move_and_measure_on_the_real_lab(tmp_path):
         )
 
         st = json.loads(cli("lab", "status", "--workdir", str(work), "--json").stdout)
+        assert st["format"] == "placement.lab-status/v1"
         assert st["up"] and [h["registered"] for h in st["hosts"]] == [True, True, True]
         edges = [h for h in st["hosts"] if h["role"] == "edge"]
         assert all("htb ede: root" in h["qdisc"] and "rate 2Mbit ceil 2Mbit" in h["classes"] for h in edges), edges
@@ -179,6 +180,7 @@ def test_profile_plan_move_and_measure_on_the_real_lab(tmp_path):
         # 15 s or later after the job's start
         time.sleep(5)
         measured = json.loads(cli("lab", "measure", "--workdir", str(work), "--duration", "30", "--json").stdout)
+        assert measured["format"] == "placement.lab-measure/v1"
         links = {lk["host"]: lk for lk in measured["links"]}
         report = {
             h: (round(predicted[h], 4), round(links[h]["data_mbit"], 4), round(links[h]["mbit"], 4)) for h in predicted

@@ -186,7 +186,7 @@ def test_netem_over_ssh_shapes_the_remote_host(
     achieved = end["sum_received"]["bits_per_second"] / 1e6
     assert achieved == pytest.approx(20, rel=0.10)
     code, out, err = run_cli(capsys, "netem", "show", "--inventory", str(inv_path), "--json")
-    [entry] = json.loads(out)
+    [entry] = json.loads(out)["hosts"]
     assert entry["installed"] and entry["classes"][0]["dest"] == wire.host_addr
     assert entry["classes"][0]["bytes"] > 3 * 20e6 / 8 * 0.9  # at least three seconds at 20 Mbit/s went through
     code, out, err = run_cli(capsys, "netem", "clear", "--inventory", str(inv_path))

@@ -46,7 +46,9 @@ def _inventory(tmp_path: Path, wire: VethPair, **link: str) -> Path:
 def _show(capsys: pytest.CaptureFixture[str], inv: Path) -> dict:
     code, out, err = run_cli(capsys, "netem", "show", "--inventory", str(inv), "--json")
     assert code == 0, err
-    [entry] = json.loads(out)
+    doc = json.loads(out)
+    assert doc["format"] == "placement.netem-status/v1"
+    [entry] = doc["hosts"]
     return entry
 
 

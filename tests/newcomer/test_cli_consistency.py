@@ -15,7 +15,7 @@ import yaml
 
 from placement.cli import cli
 from placement.cli.epilog import EXIT_CODES
-from support.cli import EDGE_LAB, one_line_error, plan_args, run_placement
+from support.cli import EDGE_LAB, one_line_error, plan_args, run_placement, unreachable_edge_lab
 
 
 def _commands(command=cli, path=(), parent=None):
@@ -209,3 +209,79 @@ def test_watch_keeps_to_its_duration_and_fails_when_it_never_saw_the_job(tmp_pat
     assert done.stderr.startswith("error: the watch never saw job 'iot-sensors': ")
     decisions = (tmp_path / "w" / "decisions.jsonl").read_text().splitlines()
     assert len(decisions) == 1  # one decision at the end of --duration 1, not after the 30 s interval
+
+
+def _option(command: click.Command, name: str) -> click.Option | None:
+    return next((p for p in command.params if isinstance(p, click.Option) and name in p.opts), None)
+
+
+WITH_JSON = [(" ".join(p), c) for p, c, _ in COMMANDS if _option(c, "--json") is not None]
+
+
+def test_the_walk_sees_every_command_with_json():
+    assert {name for name, _ in WITH_JSON} >= {"plan", "show", "apply", "profile", "metrics collect", "lab status"}
+
+
+@pytest.mark.parametrize("name, command", WITH_JSON, ids=[name for name, _ in WITH_JSON])
+def test_every_command_with_json_has_quiet_spelled_alike(name, command):
+    """--json and -q/--quiet from the same helpers (placement.cli.params): one spelling, one parameter name."""
+    as_json, quiet = _option(command, "--json"), _option(command, "--quiet")
+    assert as_json is not None and as_json.name == "as_json" and as_json.is_flag
+    assert quiet is not None, f"{name} has --json but no --quiet"
+    assert sorted(quiet.opts) == ["--quiet", "-q"] and quiet.name == "quiet" and quiet.is_flag
+
+
+def test_quiet_is_spelled_alike_wherever_it_is():
+    quiet = [(" ".join(p), _option(c, "--quiet")) for p, c, _ in COMMANDS if _option(c, "--quiet") is not None]
+    assert {name for name, _ in quiet} >= {"plan", "apply", "watch", "netem apply", "lab up", "inventory validate"}
+    assert [name for name, q in quiet if q is None or sorted(q.opts) != ["--quiet", "-q"]] == []
+
+
+# What prints each --json document offline (the others are held to their format where a cluster runs them:
+# metrics collect in tests/collect, lab measure in tests/lab, netem show in tests/netem, scheduler build in
+# tests/scheduler). inventory validate's document is the inventory itself: it loads as one, so it has no format.
+OFFLINE_JSON = {
+    "plan": lambda tmp: plan_args(tmp / "plan"),
+    "show": lambda tmp: ["show", _planned(tmp)],
+    "apply": lambda tmp: ["apply", _planned(tmp), "--inventory", unreachable_edge_lab(tmp), "--dry-run"],
+    "profile": lambda tmp: [
+        "profile",
+        HISTORY,
+        "--out",
+        tmp / "p.json",
+        "--job-name",
+        "iot-sensors",
+        "--engine",
+        "pandas",
+    ],
+    "lab status": lambda tmp: ["lab", "status", "--work-dir", tmp / "no-lab"],
+    "scheduler status": lambda tmp: ["scheduler", "status"],
+}
+ELSEWHERE = {"metrics collect", "lab measure", "netem show", "scheduler build", "inventory validate"}
+HISTORY = Path(__file__).resolve().parents[2] / "examples" / "metrics" / "iot-sensors"
+
+
+def _planned(tmp: Path) -> Path:
+    done = run_placement(*plan_args(tmp / "planned", unreachable_edge_lab(tmp)), "-q", cwd=tmp)
+    assert done.returncode == 0, done.stderr
+    return tmp / "planned"
+
+
+def test_every_json_document_is_held_to_a_versioned_format_somewhere():
+    assert {name for name, _ in WITH_JSON} == set(OFFLINE_JSON) | ELSEWHERE
+
+
+@pytest.mark.parametrize("name", sorted(OFFLINE_JSON))
+def test_every_json_document_says_its_versioned_format_first(name, tmp_path):
+    done = run_placement(*OFFLINE_JSON[name](tmp_path), "--json", cwd=tmp_path, timeout=180)
+    doc = json.loads(done.stdout)  # the whole of stdout, whatever the exit code
+    assert "Traceback" not in done.stderr
+    assert next(iter(doc)) == "format" and re.fullmatch(r"placement\.[a-z-]+/v\d+", doc["format"]), doc["format"]
+
+
+def test_inventory_validate_json_is_an_inventory(tmp_path):
+    done = run_placement("inventory", "validate", EDGE_LAB, "--json", "-q", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    (tmp_path / "again.yaml").write_text(done.stdout, encoding="utf-8")  # JSON is YAML
+    again = run_placement("inventory", "validate", tmp_path / "again.yaml", "-q", cwd=tmp_path)
+    assert (again.returncode, again.stdout) == (0, f"{tmp_path / 'again.yaml'}: edge-lab — valid\n"), again.stderr

@@ -321,7 +321,7 @@ def test_each_jobs_own_rate_scale_plans_as_its_profile_scaled_by_hand(tmp_path, 
     assert code == 0, err
     by_hand = json.loads(out)["results"][0]
     assert own["status"] == by_hand["status"] == "optimal"
-    for key in ("wan_mbit", "server_cores", "edge_cores", "latency_ms"):
+    for key in ("wan_mbit", "server_cores", "edge_cores", "latency_term_ms"):
         assert own[key] == pytest.approx(by_hand[key]), key
     assert own["links"] == pytest.approx(by_hand["links"])
     # B reduces on the Pi (1.2 Mbit/s), A's half-rate raw stream goes up (5): neither scale alone would plan this

@@ -120,7 +120,7 @@ def test_the_summary_names_its_format_and_places_every_subtask_as_plan_json_does
     outcome = plan(request(*profiles))
     written = write_outcome(outcome, tmp_path / "out")
     summary = summary_json(outcome, written.paths)
-    assert next(iter(summary)) == "format" and summary["format"] == "placement.plan-summary/v1"
+    assert next(iter(summary)) == "format" and summary["format"] == "placement.plan-summary/v2"
     dirs = (
         {n: tmp_path / "out" / outcome.dirs[n] for n in outcome.names}
         if outcome.several

@@ -10,6 +10,7 @@ of the class in the built jar. A jar without the constructor Flink calls compile
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import zipfile
@@ -174,7 +175,9 @@ def test_the_cli_builds_for_a_flink_version_from_that_versions_home(line_build: 
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert f'"path": "{line_build.extension.path}"' in done.stdout and f'"flink_version": "{release}"' in done.stdout
+    built = json.loads(done.stdout)  # one document, its versioned format first
+    assert next(iter(built)) == "format" and built["format"] == "placement.scheduler-build/v1"
+    assert (built["path"], built["flink_version"]) == (str(line_build.extension.path), str(release))
 
 
 def test_an_unsupported_flink_is_refused_in_one_line_before_any_compile(tmp_path: Path) -> None:

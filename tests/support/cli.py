@@ -58,6 +58,24 @@ def plan_args(out: Path, inventory: Path = EDGE_LAB, profile: Path = IOT) -> lis
     return ["plan", "--inventory", inventory, "--profile", profile, "--out", out]
 
 
+def unreachable_edge_lab(tmp_path: Path, **server_changes) -> Path:
+    """edge-lab with every address on this machine at a closed port: a live-cluster check fails at once (a dry run
+    that cannot read the cluster). Each host at a loopback address of its own: an inventory's hosts must have
+    distinct addresses."""
+    import yaml
+
+    doc = yaml.safe_load(EDGE_LAB.read_text())
+    doc["ssh"]["port"] = 1
+    for n, host in enumerate(doc["hosts"], start=1):
+        host["address"] = f"127.0.0.{n}"
+        if host["name"] == "server":
+            host.update(server_changes)
+    doc["flink"]["rest_url"] = "http://127.0.0.1:1"
+    path = tmp_path / "inv.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
 def one_line_error(done: subprocess.CompletedProcess) -> str:
     """The single ``error: …`` line of a failed run (asserts there is exactly one line on stderr, no traceback)."""
     lines = done.stderr.strip().splitlines()
