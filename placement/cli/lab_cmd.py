@@ -180,7 +180,7 @@ def status_cmd(work_dir: Path, as_json: bool) -> None:
         f"REST {st['rest_url']}" + (f" — {st['rest_error']}" if st.get("rest_error") else "")
     )
     table = Table()
-    cols = ("host", "role", "address", "namespace", "TM", "uplink", "delay/jitter/loss", "not emulated")
+    cols = ("host", "role", "address", "namespace", "TM", "uplink", "delay/jitter/loss", "not emulated", "TCP")
     for col in (*cols, "CPU quota", "throttled"):
         table.add_column(col)
     for h in st["hosts"]:
@@ -200,6 +200,7 @@ def status_cmd(work_dir: Path, as_json: bool) -> None:
             shaped,
             _emulation(h) if h.get("namespace") else "-",
             ", ".join(h.get("not_emulated") or []) or "-",
+            h.get("congestion_control") or "(default)",
             quota,
             throttled,
         )
