@@ -7,6 +7,7 @@ Order (custom | vanilla)::
     install   custom: taskmanagers.cfg and the job's schedulercfg in the scheduler dir (atomic, .prev kept); where
                       the extension is not in effect (--yes): its jar into lib/, the JobManager config, a restart
               vanilla: TaskManager config + restart where its external resource is missing (--yes)
+              both: TaskManager config + restart where it lacks the inventory's flink.network keys (--yes)
     redeploy  resubmit from the savepoint (raw REST body: entryClass, programArgsList [+ --placement in vanilla
               mode; custom mode resubmits the job unchanged]); wait RUNNING. Custom mode with a plan that changes
               parallelism (or a job an earlier apply rescaled): the JobGraph submitter on the JobManager host
@@ -56,6 +57,8 @@ from placement.apply.model import (
 from placement.apply.preflight import (
     SchedulerFix,
     config_satisfies,
+    needs_resource,
+    network_pending,
     parse_config,
     planned_counts,
     scheduler_fix,
@@ -129,6 +132,9 @@ def in_effect(req: ApplyRequest, view: ClusterView) -> tuple[bool, str]:
         return False, "the job's schedulercfg on the JobManager host differs from the plan's"
     if req.mode == "custom" and scheduler_fix(req, view).needed:
         return False, "the scheduler extension is not in effect on the JobManager"
+    pending = network_pending(req, view)
+    if pending:
+        return False, f"the TaskManager config of {', '.join(pending)} lacks keys of flink.network"
     return (
         True,
         f"plan already in effect: job {view.job_id} runs every subtask on its planned TaskManager; nothing to do",
@@ -313,14 +319,20 @@ def custom_install(req: ApplyRequest, view: ClusterView, extension: JarFile | No
         )
     )
     fix = scheduler_fix(req, view)
-    if not fix.needed:
-        return out
-    out.steps += extension_uploads(req, view, fix, extension)
-    out.restart(jm, paths.daemon("jobmanager"), "restart the JobManager", f"JobManager on {jm}")
-    out.wait_tms += [(h, None) for h in sorted({a.host for a in req.plan.assignment})]
-    out.notes.append(f"the JobManager on {jm} is restarted to load the scheduler extension ({'; '.join(fix.reasons)})")
-    if req.jar_path is None:
-        out.notes.append("the JobManager restart forgets uploaded jars: give --jar so apply can upload it again")
+    if fix.needed:
+        out.steps += extension_uploads(req, view, fix, extension)
+        out.restart(jm, paths.daemon("jobmanager"), "restart the JobManager", f"JobManager on {jm}")
+        out.wait_tms += [(h, None) for h in sorted({a.host for a in req.plan.assignment})]
+        out.notes.append(
+            f"the JobManager on {jm} is restarted to load the scheduler extension ({'; '.join(fix.reasons)})"
+        )
+        if req.jar_path is None:
+            out.notes.append("the JobManager restart forgets uploaded jars: give --jar so apply can upload it again")
+    for host, keys in network_pending(req, view).items():
+        taskmanager_restart(req, view, out, host, {}, None)
+        settings = ", ".join(f"{k}: {v}" for k, v in keys.items())
+        out.notes.append(f"the TaskManager on {host} is restarted for flink.network ({settings})")
+    out.wait_tms = list(dict.fromkeys(out.wait_tms))
     return out
 
 
@@ -356,26 +368,34 @@ def extension_uploads(req: ApplyRequest, view: ClusterView, fix: SchedulerFix, e
 
 
 def vanilla_install(req: ApplyRequest, view: ClusterView) -> Install:
-    """Vanilla mode: each TaskManager's config with its external resource (and the failure detection it lacks), and
-    a restart of it."""
+    """Vanilla mode: each TaskManager's config with its external resource (and the failure detection and
+    flink.network keys it lacks), and a restart of it; one whose resource is in effect only for flink.network."""
     out = Install()
-    for host, cfg in sorted(view.taskmanager_configs.items()):
-        wanted = req.vanilla_configs.get(host, {})
-        # restarted anyway: the inventory's failure detection goes in with the resource (a TaskManager reads both
-        # at start)
-        failure = failure_detection_missing(req, cfg, taskmanager=True)
-        if config_satisfies(parse_config(cfg), wanted) or failure:
-            why = f"TaskManager {host} declares external resource {host!r}"
-            if failure:
-                why += f"; {len(failure)} key(s) of flink.failure_detection and flink.network"
-            out.steps.append(
-                Step(UploadFile(host, cfg.path, _merge_keys(cfg, cfg.path, {**wanted, **failure}), why), "install")
-            )
-        out.restart(
-            host, req.paths.daemon("taskmanager"), f"restart the TaskManager on {host}", f"TaskManager on {host}"
-        )
-        out.wait_tms.append((host, host))
+    pending = network_pending(req, view)
+    for host in sorted(view.taskmanager_configs):
+        if needs_resource(req, view, host):
+            taskmanager_restart(req, view, out, host, req.vanilla_configs.get(host, {}), host)
+        elif host in pending:
+            taskmanager_restart(req, view, out, host, {}, host)
     return out
+
+
+def taskmanager_restart(
+    req: ApplyRequest, view: ClusterView, out: Install, host: str, resource: dict[str, object], resource_id: str | None
+) -> None:
+    """The TaskManager config on ``host`` with ``resource`` and the failure detection and flink.network keys it lacks
+    (it reads them all at start), then its restart; ``resource_id``: what to wait for it to register as."""
+    cfg = view.taskmanager_configs[host]
+    failure = failure_detection_missing(req, cfg, taskmanager=True)
+    if config_satisfies(parse_config(cfg), resource) or failure:
+        why = f"TaskManager {host}" + (f" declares external resource {host!r}" if resource else "")
+        if failure:
+            why += f"; {len(failure)} key(s) of flink.failure_detection and flink.network"
+        out.steps.append(
+            Step(UploadFile(host, cfg.path, _merge_keys(cfg, cfg.path, {**resource, **failure}), why), "install")
+        )
+    out.restart(host, req.paths.daemon("taskmanager"), f"restart the TaskManager on {host}", f"TaskManager on {host}")
+    out.wait_tms.append((host, resource_id))
 
 
 def redeploy_steps(

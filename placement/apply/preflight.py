@@ -12,6 +12,7 @@ the plan's vertices to the running job's by id (:mod:`placement.apply.vertices`)
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import posixpath
@@ -46,6 +47,7 @@ from placement.flink.options import CONFIG_YAML, LEGACY_CONFIG, config_file_name
 from placement.flink.port import FlinkPort
 from placement.flink.rest import TERMINAL_STATES, FlinkRestError, VertexInfo
 from placement.flink.versions import FlinkVersion, supported_version
+from placement.inventory.network import flink_config as network_config
 from placement.remote import CommandFailed, Executor, HostUnreachable
 from placement.scheduler import (
     extension_active,
@@ -232,6 +234,12 @@ def observe(
                     tm_configs[name] = read_host_config(executors[name], name, req, version)
                 except CommandFailed as exc:
                     problems.append(Problem(str(exc)))
+    if network_config(inv.flink.network):  # flink.network's keys go into every planned TaskManager's config
+        for name in sorted({a.host for a in req.plan.assignment} & reachable - set(tm_configs)):
+            try:
+                tm_configs[name] = read_host_config(executors[name], name, req, version)
+            except CommandFailed as exc:
+                problems.append(Problem(str(exc)))
     scheduler = None
     if req.mode == "custom":
         scheduler = SchedulerView(
@@ -477,8 +485,11 @@ def check(req: ApplyRequest, view: ClusterView) -> list[Problem]:
             if have + 1e-9 < slots:
                 problems.append(Problem(f"TaskManager {host}: {have:g} slot(s) free, the plan needs {slots}"))
 
+    problems += network_problems(req, view)
     if req.mode == "vanilla":
         for host, cfg in sorted(view.taskmanager_configs.items()):
+            if not needs_resource(req, view, host):
+                continue  # read for flink.network only
             try:
                 current = parse_config(cfg)
             except PlacementError as exc:
@@ -500,6 +511,56 @@ def check(req: ApplyRequest, view: ClusterView) -> list[Problem]:
     else:
         problems += scheduler_problems(req, view)
         problems += rescale_problems(req, view)
+    return problems
+
+
+def needs_resource(req: ApplyRequest, view: ClusterView, host: str) -> bool:
+    """Vanilla mode: does the running TaskManager on ``host`` declare too little of its external resource?"""
+    tm = view.taskmanagers.get(host)
+    return tm is None or tm.extended(host) < slots_needed(planned_counts(req)).get(host, 0)
+
+
+def network_missing(req: ApplyRequest, cfg: HostConfigView) -> dict[str, object]:
+    """The keys of the inventory's ``flink.network`` (those not Flink's defaults: :mod:`placement.inventory.network`)
+    that the TaskManager config ``cfg`` does not give."""
+    wanted = network_config(req.inventory.flink.network)
+    if not wanted:
+        return {}
+    current = parse_config(cfg) if cfg.text is not None else {}
+    return {k: wanted[k] for k in config_satisfies(current, wanted)}
+
+
+def network_pending(req: ApplyRequest, view: ClusterView) -> dict[str, dict[str, object]]:
+    """TaskManager host -> the ``flink.network`` keys its config lacks (only hosts that lack some)."""
+    pending = {}
+    for host, cfg in sorted(view.taskmanager_configs.items()):
+        with contextlib.suppress(PlacementError):  # a config that does not parse: network_problems names it
+            missing = network_missing(req, cfg)
+            if missing:
+                pending[host] = missing
+    return pending
+
+
+def network_problems(req: ApplyRequest, view: ClusterView) -> list[Problem]:
+    """A TaskManager config that does not parse; without --yes, the restarts ``flink.network`` needs (a vanilla
+    TaskManager restarted for its resource is refused for that already)."""
+    problems = []
+    own = [h for h in view.taskmanager_configs if not (req.mode == "vanilla" and needs_resource(req, view, h))]
+    for host in own:
+        try:
+            parse_config(view.taskmanager_configs[host])
+        except PlacementError as exc:
+            problems.append(Problem(str(exc)))
+    pending = {h: keys for h, keys in network_pending(req, view).items() if h in own}
+    if pending and not req.consent:
+        keys = {k: v for missing in pending.values() for k, v in missing.items()}
+        problems.append(
+            Problem(
+                f"flink.network: the TaskManager config of {', '.join(pending)} lacks "
+                f"{', '.join(f'{k}: {v}' for k, v in keys.items())}: apply must write it and restart those "
+                "TaskManagers (after the savepoint, before the resubmit); pass --yes to allow the restart"
+            )
+        )
     return problems
 
 

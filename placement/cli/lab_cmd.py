@@ -193,7 +193,7 @@ def status_cmd(work_dir: Path, as_json: bool, quiet: bool) -> None:
     if quiet:
         sys.exit(0 if st["up"] else 1)
     table = Table()
-    cols = ("host", "role", "address", "namespace", "TM", "uplink", "delay/jitter/loss", "not emulated")
+    cols = ("host", "role", "address", "namespace", "TM", "uplink", "delay/jitter/loss", "not emulated", "TCP")
     for col in (*cols, "CPU quota", "throttled"):
         table.add_column(col)
     for h in st["hosts"]:
@@ -213,6 +213,7 @@ def status_cmd(work_dir: Path, as_json: bool, quiet: bool) -> None:
             shaped,
             _emulation(h) if h.get("namespace") else "-",
             ", ".join(h.get("not_emulated") or []) or "-",
+            h.get("congestion_control") or "(default)",
             quota,
             throttled,
         )

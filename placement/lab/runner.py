@@ -35,8 +35,8 @@ from placement.flink.rest import FlinkRest
 from placement.flink.versions import version_problem
 from placement.inventory import Inventory, load_inventory
 from placement.inventory.wan_profiles import WanProfile
+from placement.lab import congestion, stopping, wan
 from placement.lab import sshd as lab_sshd
-from placement.lab import stopping, wan
 from placement.lab import topology as topo
 from placement.lab.cores import create_cgroup
 from placement.lab.flink import start_cluster, stop_from_state
@@ -263,6 +263,7 @@ def up(
     topo.plan_lab(inv, Path(work_dir).resolve(), source=inventory_path, profiles=profiles)  # bad input before probing
     version, where = lab_flink_version(inv, inventory_path, flink_version)
     check_host()
+    congestion.check_available(inv, inventory_path)
     plan = topo.plan_lab(inv, Path(work_dir).resolve(), source=inventory_path, emulators=wan.probe(), profiles=profiles)
     source = lab_flink_home(version, where)  # fetched (once) before anything is made
     existing = read_state(work_dir)
@@ -288,6 +289,7 @@ def up(
         _make_server_side()
         for h in plan.edges:
             _make_edge(h)
+        congestion.put_into_effect(plan, congestion.wanted(inv))  # before any TaskManager opens a connection
         line_pids = _emulate_links(plan)
         state["processes"] = dict(line_pids)  # found by `down` if what follows fails
         _write_state(plan.work_dir, state)
@@ -460,6 +462,7 @@ def status(work_dir: Path = DEFAULT_WORK_DIR) -> dict:
                 ns_exec(h["namespace"], ["tc", "class", "show", "dev", h["ns_if"]]), check=False
             ).stdout.strip()
             row["tx_bytes"] = veth_tx_bytes(h["namespace"], h["ns_if"])
+        row["congestion_control"] = congestion.host_status(h, state["hosts"])
         if h.get("cgroup"):
             with contextlib.suppress(OSError):
                 stat = dict(line.split() for line in (Path(h["cgroup"]) / "cpu.stat").read_text().splitlines())

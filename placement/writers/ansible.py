@@ -114,6 +114,8 @@ def _host_vars(inv: Inventory, host: Host, opts: _Options) -> dict[str, Any]:
     )
     if host.interface:
         out["placement_interface"] = host.interface
+    if host.congestion_control:  # none named: the host keeps its own (Linux's default is the plan's, cubic)
+        out["placement_congestion_control"] = host.congestion_control
     if host.role == "edge":
         link = inv.uplink(host.name)
         out["placement_uplink"] = {

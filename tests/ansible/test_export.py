@@ -301,3 +301,12 @@ def test_flink_network_is_exported_where_it_differs_from_flinks_defaults_and_the
     role = REPO / "ansible" / "roles" / "flink"
     assert yaml.safe_load((role / "defaults" / "main.yml").read_text())["flink_network_config"] == {}
     assert "flink_network_config" in yaml.safe_load((role / "vars" / "main.yml").read_text())["flink_config"]
+
+
+def test_a_hosts_congestion_control_is_exported_only_where_the_inventory_names_one() -> None:
+    assert "placement_congestion_control" not in hostvars(ansible_inventory(minimal()), "edges", "pi")
+    hosts = minimal().model_dump(mode="json", exclude_none=True)["hosts"]
+    hosts[1]["congestion_control"] = "bbr"
+    doc = ansible_inventory(minimal(hosts=hosts))
+    assert hostvars(doc, "edges", "pi")["placement_congestion_control"] == "bbr"
+    assert "placement_congestion_control" not in hostvars(doc, "servers", "srv")

@@ -565,3 +565,93 @@ def test_a_vanilla_taskmanager_gets_the_inventorys_network_buffers_with_its_reso
     plain = plan_apply(request_(consent=True), v, holder="t")
     upload = next(s.action for s in plain.steps if isinstance(s.action, UploadFile))
     assert not any(k.startswith("taskmanager.network.") for k in flatten(yaml.safe_load(upload.content)))
+
+
+BUFFERS_KEY = "taskmanager.network.memory.buffers-per-channel"
+
+
+def network_configs(server: str, rpi1: str) -> dict[str, HostConfigView]:
+    return {
+        "server": HostConfigView("server", "/opt/flink/conf/config.yaml", server),
+        "rpi1": HostConfigView("rpi1", "/opt/flink/conf/config.yaml", rpi1),
+    }
+
+
+def test_custom_mode_restarts_a_taskmanager_whose_config_lacks_flink_network_only_with_consent(request_):
+    configs = network_configs("taskmanager:\n  numberOfTaskSlots: 4\n", f"{BUFFERS_KEY}: 19\n")
+    v = custom_view(PLACED, taskmanager_configs=configs)
+    messages = [p.message for p in check(request_(mode="custom", network={"buffers_per_channel": 19}), v)]
+    assert messages == [
+        f"flink.network: the TaskManager config of server lacks {BUFFERS_KEY}: 19: apply must write it and restart "
+        "those TaskManagers (after the savepoint, before the resubmit); pass --yes to allow the restart"
+    ]
+    req = request_(mode="custom", consent=True, network={"buffers_per_channel": 19})
+    assert check(req, v) == []
+    plan = plan_apply(req, v, holder="t")
+    phases = [(s.phase, s.action.kind) for s in plan.steps]
+    install = [k for p, k in phases if p == "install"]
+    assert install == ["upload", "upload", "upload", "ssh", "ssh", "wait-tms", "check-extension"]
+    assert phases.index(("stop", "stop")) < phases.index(("install", "ssh")) < phases.index(("redeploy", "submit"))
+    config = [s.action for s in plan.steps if isinstance(s.action, UploadFile)][2]
+    assert (config.host, config.path) == ("server", "/opt/flink/conf/config.yaml")
+    written = flatten(yaml.safe_load(config.content))
+    assert written[BUFFERS_KEY] == 19 and written["taskmanager.numberOfTaskSlots"] == 4
+    assert "taskmanager.network.memory.floating-buffers-per-gate" not in written  # Flink's default: not written
+    assert [s.action.argv for s in plan.steps if isinstance(s.action, SshCommand)] == [
+        ("/opt/flink/bin/taskmanager.sh", "stop"),
+        ("/opt/flink/bin/taskmanager.sh", "start"),
+    ]
+    assert all(s.action.host == "server" for s in plan.steps if isinstance(s.action, SshCommand))
+    assert plan.restarts == ("TaskManager on server",)
+    assert any(f"restarted for flink.network ({BUFFERS_KEY}: 19)" in n for n in plan.notes)
+    restored = [s.action for s in plan.rollback if isinstance(s.action, RestoreFile)]
+    assert [(r.host, r.path) for r in restored] == [
+        ("server", "/opt/flink/conf/config.yaml"),
+        ("server", f"{EXT_DIR}/{JOB_NAME}.schedulercfg"),
+        ("server", f"{EXT_DIR}/taskmanagers.cfg"),
+    ]
+    # every TaskManager has the keys already: nothing restarted
+    done = custom_view(PLACED, taskmanager_configs=network_configs(f"{BUFFERS_KEY}: 19\n", f"{BUFFERS_KEY}: 19\n"))
+    assert plan_apply(req, done, holder="t").restarts == ()
+
+
+def test_a_plan_in_effect_except_flink_network_is_not_a_noop(request_):
+    req = request_(mode="custom", consent=True, network={"buffers_per_channel": 19})
+    record = {"job_id": "j1", "plan": req.plan_fingerprint, "program_args": new_program_args(req)}
+    lacking = network_configs("{}\n", f"{BUFFERS_KEY}: 19\n")
+    pending = custom_view(PLACED, state_record=record, schedulercfg=req.schedulercfg, taskmanager_configs=lacking)
+    plan = plan_apply(req, pending, holder="t")
+    assert not plan.noop and "the TaskManager config of server lacks keys of flink.network" in plan.notes
+    settled = custom_view(
+        PLACED,
+        state_record=record,
+        schedulercfg=req.schedulercfg,
+        taskmanager_configs=network_configs(f"{BUFFERS_KEY}: 19\n", f"{BUFFERS_KEY}: 19\n"),
+    )
+    assert plan_apply(req, settled, holder="t").noop
+
+
+def test_vanilla_restarts_a_taskmanager_with_its_resource_for_flink_network_alone(request_):
+    configs = network_configs(f"{BUFFERS_KEY}: 2\n", f"{BUFFERS_KEY}: 19\n")
+    v = view(ALL_SERVER, taskmanager_configs=configs)  # both declare their resource already
+    messages = [p.message for p in check(request_(network={"buffers_per_channel": 19}), v)]
+    assert len(messages) == 1 and messages[0].startswith(
+        f"flink.network: the TaskManager config of server lacks {BUFFERS_KEY}: 19: apply must write it"
+    )
+    plan = plan_apply(request_(consent=True, network={"buffers_per_channel": 19}), v, holder="t")
+    assert plan.restarts == ("TaskManager on server",)
+    config = next(s.action for s in plan.steps if isinstance(s.action, UploadFile))
+    assert config.host == "server" and flatten(yaml.safe_load(config.content))[BUFFERS_KEY] == 19
+
+
+def test_the_plans_note_names_the_key_apply_writes():
+    from placement.costmodel.credit import CreditNeed, credit_notes
+    from placement.costmodel.transport import FlinkNetwork
+    from placement.inventory.network import FlinkNetworkSettings
+    from placement.inventory.network import flink_config as network_config
+
+    need = CreditNeed("rpi1→server", "S → M (1/1 → 1/1)", 8.0, 4.37, 19)
+    setting = credit_notes([need], FlinkNetwork())[-1]
+    written = network_config(FlinkNetworkSettings(buffers_per_channel=19))
+    assert setting.startswith("set flink.network.buffers_per_channel: 19 (")
+    assert f"({BUFFERS_KEY};" in setting and written == {BUFFERS_KEY: 19}
