@@ -14,7 +14,7 @@ import sys
 import tarfile
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,6 +116,24 @@ class Ansible:
         for sock in self.control_dir.glob("*"):
             subprocess.run(["ssh", "-o", f"ControlPath={sock}", "-O", "exit", "dummy"], capture_output=True, timeout=10)
         shutil.rmtree(self.control_dir, ignore_errors=True)
+
+
+def run_role_play(
+    home: Path, play: Path, inventory: str, *args: str, wrap: Callable[[list[str]], list[str]] = list
+) -> subprocess.CompletedProcess[str]:
+    """``play`` (which includes our roles) run from ``home`` rather than ansible/, with the host's own python3 as the
+    interpreter; ``wrap`` turns the argv into the one to run (e.g. inside a network namespace)."""
+    runner = Ansible(home)
+    try:
+        env = {
+            **runner.env,
+            "ANSIBLE_ROLES_PATH": str(ANSIBLE_DIR / "roles"),
+            "ANSIBLE_PYTHON_INTERPRETER": "/usr/bin/python3",
+        }
+        argv = [require_tool("ansible-playbook"), "-i", inventory, str(play), *args]
+        return subprocess.run(wrap(argv), env=env, cwd=home, capture_output=True, text=True, timeout=300)
+    finally:
+        runner.close()
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_support import ANSIBLE_DIR, Ansible, require_tool
+from ansible_support import ANSIBLE_DIR, run_role_play
 
 from placement.flink.distribution import flink_home_for
 from placement.flink.home import FlinkHome, find_flink_home
@@ -80,31 +80,20 @@ GUARD = """\
 def run_play(tmp_path: Path, play: str, *extra: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "play.yml").write_text(play)
     (tmp_path / "hosts.ini").write_text("[jobmanager]\nlocalhost ansible_connection=local\n")
-    runner = Ansible(tmp_path)
-    try:
-        env = {
-            **runner.env,
-            "ANSIBLE_ROLES_PATH": str(ANSIBLE_DIR / "roles"),
-            "ANSIBLE_PYTHON_INTERPRETER": "/usr/bin/python3",
-        }
-        argv = [
-            require_tool("ansible-playbook"),
-            "-i",
-            str(tmp_path / "hosts.ini"),
-            str(tmp_path / "play.yml"),
-            "-e",
-            "placement_cores=4",
-            "-e",
-            "placement_memory_mib=4096",
-            "-e",
-            "flink_run_jobmanager=false",
-            "-e",
-            "flink_savepoint_dir=file:///var/lib/flink/savepoints",
-            *extra,
-        ]
-        return subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    finally:
-        runner.close()
+    return run_role_play(
+        tmp_path,
+        tmp_path / "play.yml",
+        str(tmp_path / "hosts.ini"),
+        "-e",
+        "placement_cores=4",
+        "-e",
+        "placement_memory_mib=4096",
+        "-e",
+        "flink_run_jobmanager=false",
+        "-e",
+        "flink_savepoint_dir=file:///var/lib/flink/savepoints",
+        *extra,
+    )
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from ansible_support import ANSIBLE_DIR, Ansible, parse_recap, require_tool
+from ansible_support import parse_recap, run_role_play
 
 from placement.netns import create_namespace, delete_namespace, netns_available, ns_exec, run
 from support import real_parts
@@ -47,27 +47,17 @@ def _in_effect(ns: str) -> str:
 
 def _play(tmp_path: Path, ns: str, algorithm: str, *extra: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "play.yml").write_text(PLAY)
-    runner = Ansible(tmp_path)
-    try:
-        env = {
-            **runner.env,
-            "ANSIBLE_ROLES_PATH": str(ANSIBLE_DIR / "roles"),
-            "ANSIBLE_PYTHON_INTERPRETER": "/usr/bin/python3",
-        }
-        argv = [
-            require_tool("ansible-playbook"),
-            "-i",
-            "localhost,",
-            str(tmp_path / "play.yml"),
-            "-e",
-            f"placement_congestion_control={algorithm}",
-            "-e",
-            f"flink_tcp_sysctl_file={tmp_path / 'sysctl.conf'}",
-            *extra,
-        ]
-        return subprocess.run(ns_exec(ns, argv), env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    finally:
-        runner.close()
+    return run_role_play(
+        tmp_path,
+        tmp_path / "play.yml",
+        "localhost,",
+        "-e",
+        f"placement_congestion_control={algorithm}",
+        "-e",
+        f"flink_tcp_sysctl_file={tmp_path / 'sysctl.conf'}",
+        *extra,
+        wrap=lambda argv: ns_exec(ns, argv),
+    )
 
 
 def test_the_role_sets_the_hosts_congestion_control_once(namespace: str, tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from ansible_support import ANSIBLE_DIR, Ansible, require_tool
+from ansible_support import run_role_play
 
 from support import real_parts
 
@@ -37,27 +37,8 @@ PLAY = """\
 def run_role(tmp_path: Path, role: str, *extra_vars: str) -> subprocess.CompletedProcess[str]:
     playbook = tmp_path / f"{role}.yml"
     playbook.write_text(PLAY.replace("{role}", role))
-    runner = Ansible(tmp_path)
-    try:
-        env = {
-            **runner.env,
-            "ANSIBLE_ROLES_PATH": str(ANSIBLE_DIR / "roles"),
-            "ANSIBLE_PYTHON_INTERPRETER": "/usr/bin/python3",
-        }
-        argv = [
-            require_tool("ansible-playbook"),
-            "-i",
-            "localhost,",
-            str(playbook),
-            "--check",
-            "-e",
-            "java_install=false",
-        ]
-        for var in extra_vars:
-            argv += ["-e", var]
-        return subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    finally:
-        runner.close()
+    extra = [arg for var in extra_vars for arg in ("-e", var)]
+    return run_role_play(tmp_path, playbook, "localhost,", "--check", "-e", "java_install=false", *extra)
 
 
 def choice(stdout: str) -> dict[str, str]:
