@@ -98,24 +98,6 @@ def one_fast_edge(inventory: str, speed: float, out: Path) -> str:
     return str(out)
 
 
-def set_congestion_control(state: dict, algorithm: str) -> None:
-    """Every edge namespace's TCP congestion control, as a route attribute (``congctl``): a new namespace takes the
-    machine's default (bbr here), its sysctl is read-only in a container, and the plan assumes what
-    ``hosts[].congestion_control`` says. A socket, accepted ones too, takes its route's algorithm when it opens; Flink
-    opens its data connections when a job starts, so every job after this sends with ``algorithm``."""
-    for h in state["hosts"]:
-        if not h.get("namespace"):
-            continue
-        ns = ["ip", "netns", "exec", h["namespace"], "ip"]
-        routes = subprocess.run([*ns, "-o", "route", "show"], check=True, capture_output=True, text=True, timeout=30)
-        for route in routes.stdout.splitlines():
-            words = route.split()
-            if "congctl" in words:
-                at = words.index("congctl")
-                del words[at : at + 2]
-            subprocess.run([*ns, "route", "replace", *words, "congctl", algorithm], check=True, timeout=30)
-
-
 def with_congestion_control(inventory: str, algorithm: str) -> str:
     """``inventory`` (rewritten in place) with every edge host's ``congestion_control``."""
     doc = yaml.safe_load(Path(inventory).read_text())
@@ -218,7 +200,6 @@ def run_profile(wan: str, spec: JobSpec, args, profile_path: str | None, console
     state = json.loads((work / "lab.json").read_text())
     rest, jar = FlinkRest(state["rest_url"]), state["jar"]
     chain.cancel_all(rest)
-    set_congestion_control(state, args.congestion_control)
 
     def profile_args(p):
         return [
@@ -416,9 +397,13 @@ def main() -> None:
     console = Console(width=200)
     results, profile_path = [], args.profile
     inventory = args.inventory
+    work.parent.mkdir(parents=True, exist_ok=True)
     if args.fast_edge:
-        work.parent.mkdir(parents=True, exist_ok=True)
         inventory = one_fast_edge(inventory, args.fast_edge, work.parent / "wan_transport-fast-edge.yaml")
+    # the lab sets each host's hosts[].congestion_control on its routes (placement.lab.congestion) at lab up
+    edges_cc = work.parent / "wan_transport-congestion.yaml"
+    edges_cc.write_text(Path(inventory).read_text())
+    inventory = with_congestion_control(str(edges_cc), args.congestion_control)
     try:
         for wan in wans:
             console.print(f"[bold]{spec.title} on {wan}[/]")
