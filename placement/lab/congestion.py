@@ -52,9 +52,14 @@ def check_available(inv: Inventory, source: str | None, path: Path = AVAILABLE) 
             )
 
 
-def _routes(namespace: str | None, *, check: bool = True) -> list[list[str]]:
+def _routes(namespace: str | None, devices: Iterable[str] | None = None, *, check: bool = True) -> list[list[str]]:
+    """The routes of ``namespace`` (None: the root namespace), only those through ``devices`` when given."""
     out = run(ns_exec(namespace, ["ip", "-o", "route", "show"]), check=check).stdout
-    return [line.split() for line in out.splitlines() if line.strip()]
+    routes = [line.split() for line in out.splitlines() if line.strip()]
+    if devices is None:
+        return routes
+    only = set(devices)
+    return [r for r in routes if _device(r) in only]
 
 
 def _device(route: Sequence[str]) -> str | None:
@@ -72,21 +77,15 @@ def _without_congctl(route: Sequence[str]) -> list[str]:
 def set_routes(namespace: str | None, algorithm: str, devices: Iterable[str] | None = None) -> None:
     """``congctl algorithm`` on the routes of ``namespace`` (None: the root namespace) — through ``devices`` only when
     given."""
-    only = set(devices) if devices is not None else None
-    for route in _routes(namespace):
-        if only is not None and _device(route) not in only:
-            continue
+    for route in _routes(namespace, devices):
         run(ns_exec(namespace, ["ip", "route", "change", *_without_congctl(route), "congctl", algorithm]))
 
 
 def read_back(namespace: str | None, devices: Iterable[str] | None = None) -> str | None:
     """The algorithm the routes of ``namespace`` (through ``devices``) carry: one name, several joined by ``/``, or
     None where no route sets one (the namespace's default applies)."""
-    only = set(devices) if devices is not None else None
     found = []
-    for route in _routes(namespace, check=False):  # a half-dead lab's status still reads what is left
-        if only is not None and _device(route) not in only:
-            continue
+    for route in _routes(namespace, devices, check=False):  # a half-dead lab's status still reads what is left
         words = list(route)
         algo = words[words.index("congctl") + 1] if "congctl" in words else None
         if algo is not None and algo not in found:
