@@ -17,6 +17,7 @@ from placement.lab import congestion, runner
 from placement.lab import topology as topo
 from placement.netns import netns_available, ns_exec, run
 from support import real_parts
+from support.lab import links_without_flink
 
 ROOT = Path(__file__).resolve().parents[2]
 LAB = ROOT / "inventory" / "lab.yaml"
@@ -65,19 +66,13 @@ def lab_links(tmp_path: Path):
     path, inv = _lab_inventory(tmp_path, rpi1=edge, server=server)
     congestion.check_available(inv, str(path))
     plan = topo.plan_lab(inv, tmp_path, machine_cores=2)
-    runner.down(tmp_path)
-    state = runner._plan_state(plan, str(path))
-    try:
-        runner._make_server_side()
-        for h in plan.edges:
-            runner._make_edge(h)
+
+    def routes() -> dict:
         congestion.put_into_effect(plan, congestion.wanted(inv))
-        state.update(status="up", rest_url="http://127.0.0.1:9", processes={})  # no Flink
-        runner._write_state(tmp_path, state)
+        return {}  # no emulator processes
+
+    with links_without_flink(tmp_path, plan, str(path), routes):
         yield plan, edge, server
-    finally:
-        runner.down(tmp_path)
-        assert not any(runner.leftovers(tmp_path).values())
 
 
 @pytest.mark.netns

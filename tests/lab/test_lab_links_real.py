@@ -19,6 +19,7 @@ from placement.lab import faults, runner, wan
 from placement.lab import topology as topo
 from placement.netns import netns_available, ns_exec
 from support import real_parts
+from support.lab import links_without_flink
 
 pytestmark = [pytest.mark.netns, pytest.mark.timeout(180)]
 
@@ -52,19 +53,8 @@ def lte_links(tmp_path: Path):
         real_parts.missing(f"neither tc netem nor the delay line here: {wan.delay_line_unavailable()}")
     inv = load_inventory(LAB)
     plan = topo.plan_lab(inv, tmp_path, machine_cores=2, emulators=emulators, profiles={"rpi1": load_profile("lte")})
-    runner.down(tmp_path)
-    state = runner._plan_state(plan, str(LAB))
-    try:
-        runner._make_server_side()
-        for h in plan.edges:
-            runner._make_edge(h)
-        # no Flink: a REST address nothing answers on (status reads it as "no TaskManager registered")
-        state.update(status="up", rest_url="http://127.0.0.1:9", processes=runner._emulate_links(plan))
-        runner._write_state(tmp_path, state)
+    with links_without_flink(tmp_path, plan, str(LAB), lambda: runner._emulate_links(plan)) as state:
         yield plan, state
-    finally:
-        runner.down(tmp_path)
-        assert not any(runner.leftovers(tmp_path).values())
 
 
 def test_the_profiles_link_gets_its_round_trip_and_the_other_stays_rate_only(lte_links, tmp_path: Path) -> None:

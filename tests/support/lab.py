@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -44,6 +44,27 @@ def custom_lab(work: Path) -> Iterator[dict]:
 
 
 LEFTOVER_KINDS = {"namespaces", "links", "cgroups", "pids", "iptables rules"}
+
+
+@contextmanager
+def links_without_flink(work: Path, plan, inventory: str, links: Callable[[], dict]) -> Iterator[dict]:
+    """The lab's namespaces and veths for ``plan`` as ``lab up`` makes them, and its state file, without Flink (a REST
+    address nothing answers on: status reads it as "no TaskManager registered"); ``links`` puts the links into effect
+    and returns the state's processes. Everything is gone afterwards."""
+    from placement.lab import runner
+
+    runner.down(work)
+    state = runner._plan_state(plan, inventory)
+    try:
+        runner._make_server_side()
+        for h in plan.edges:
+            runner._make_edge(h)
+        state.update(status="up", rest_url="http://127.0.0.1:9", processes=links())
+        runner._write_state(work, state)
+        yield state
+    finally:
+        runner.down(work)
+        assert not any(runner.leftovers(work).values())
 
 
 def assert_nothing_left(work: Path) -> None:
