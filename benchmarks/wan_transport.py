@@ -21,10 +21,14 @@ On LTE one flow carries ~9.3 Mbit/s, ~6,000 raw readings/s per Pi, about twice w
 source send: ``--fast-edge 1.0`` runs the lab with one edge host of a whole core instead (as
 ``benchmarks/capacity_proof.py``'s uplink case does).
 
-Baseline in the same run: the old model's capacity, and its rate as the last step. Targets per profile: the highest
-step that holds (>= 95 % of its rate, sources back-pressured < 10 % of the time) is within ±15 % of the new model's
-capacity; the old model's rate does not hold where it promises more than the new model; at the first step (below
-capacity) each uplink's job data is within ±15 % of the plan's prediction. Prints PASS or FAIL lines; exit 1 on FAIL.
+The steps are multiples of the new model's *break*: its capacity with the policy's margins off (``wan_headroom`` and
+``cpu_utilisation_target`` 1), the rate at which the model says the placement stops holding; the plan's capacity
+(with the margins) is printed beside it. Baseline in the same run: the old model's capacity, and its rate as the last
+step. Targets per profile: the highest step that holds (>= 95 % of its records carried; the sources' back-pressure is
+shown beside it) is within ±15 % of the new model's break; the old model's rate does not hold where it promises more
+than the new model; at the first step each uplink's job data is within ±15 % of the plan's prediction and the path
+latency p50 (Flink's latency markers) within ±25 % of the plan's expected figure. Prints PASS or FAIL lines; exit 1
+on FAIL.
 """
 
 from __future__ import annotations
@@ -56,8 +60,11 @@ from lab_placements import (
     cli,
     data_misses,
     job_inventory,
+    latency_misses,
+    latency_rows,
     mapping_of,
     plan_to,
+    predicted_latency,
     profile_unpinned,
 )
 
@@ -65,9 +72,10 @@ from placement.flink.rest import FlinkRest
 from placement.lab import chain
 from placement.lab.measure import measure
 
-CAPACITY_TOLERANCE = 0.15  # the highest step that holds vs the new model's capacity
-HOLDS_RATE = 0.95
-HOLDS_BACKPRESSURE = 0.10
+CAPACITY_TOLERANCE = 0.15  # the highest step that holds vs the new model's break (its capacity without headroom)
+HOLDS_RATE = 0.95  # of the offered records carried over the window: Flink's few MB of buffers fill within seconds of
+# an overload at these rates, so a step that does not hold falls short; the sources' back-pressure is reported beside
+# it, not judged (a rate-limited source blocked for moments and catching up carries its whole rate)
 PROFILE_RATE = 100.0  # records/s per source subtask while profiling (default): below every profile's one-flow goodput
 WARM_UP_S = 60.0  # after apply, at the first step's rate and not measured: the restored job's backlog drains, the
 # moved code compiles, and the new connections' windows open (slow start at a 600 ms round trip takes tens of seconds)
@@ -98,12 +106,15 @@ def one_fast_edge(inventory: str, speed: float, out: Path) -> str:
     return str(out)
 
 
-def with_congestion_control(inventory: str, algorithm: str) -> str:
-    """``inventory`` (rewritten in place) with every edge host's ``congestion_control``."""
+def with_congestion_control(inventory: str, algorithm: str, buffers_per_channel: int | None = None) -> str:
+    """``inventory`` (rewritten in place) with every edge host's ``congestion_control`` and, if given, the cluster's
+    ``flink.network.buffers_per_channel`` (``lab up`` writes it into every TaskManager's config)."""
     doc = yaml.safe_load(Path(inventory).read_text())
     for h in doc["hosts"]:
         if h.get("role") == "edge":
             h["congestion_control"] = algorithm
+    if buffers_per_channel is not None:
+        doc.setdefault("flink", {}).setdefault("network", {})["buffers_per_channel"] = buffers_per_channel
     Path(inventory).write_text(yaml.safe_dump(doc, sort_keys=False))
     return inventory
 
@@ -116,6 +127,16 @@ def server_pinned(inventory: str, operators: list[str], out: Path) -> str:
     out.write_text(
         f"# written by benchmarks/wan_transport.py: {inventory}, operators on the server\n" + yaml.safe_dump(doc)
     )
+    return str(out)
+
+
+def without_headroom(inventory: str, out: Path) -> str:
+    """A copy of ``inventory`` whose policy uses a whole link and a whole host (``wan_headroom`` and
+    ``cpu_utilisation_target`` 1): its capacity is the rate at which the model predicts the placement breaks, which is
+    what a rate schedule finds; the plan's own capacity keeps the policy's margins below it."""
+    doc = yaml.safe_load(Path(inventory).read_text())
+    doc.setdefault("policy", {}).update(wan_headroom=1.0, cpu_utilisation_target=1.0)
+    out.write_text(f"# written by benchmarks/wan_transport.py: {inventory} without headroom\n" + yaml.safe_dump(doc))
     return str(out)
 
 
@@ -174,9 +195,11 @@ def running_job(rest: FlinkRest, spec: JobSpec) -> str:
     return next(j.id for j in rest.running_jobs() if j.name == spec.job_name)
 
 
-def measure_step(work: Path, rest: FlinkRest, spec: JobSpec, window: float, predicted: dict[str, float]) -> dict:
+def measure_step(
+    work: Path, rest: FlinkRest, spec: JobSpec, window: float, predicted: dict[str, float], latency: dict | None
+) -> dict:
     """One step: job data per uplink over ``window`` s, the sources' records/s over the same span, and their
-    back-pressure."""
+    back-pressure; with ``latency`` (the plan's predictions per source → sink) the markers' measured latency too."""
     job = running_job(rest, spec)
     before = carried_records(rest, job, spec)
     m = measure(work, window)
@@ -187,11 +210,12 @@ def measure_step(work: Path, rest: FlinkRest, spec: JobSpec, window: float, pred
         "links": {lk.host: (predicted.get(lk.host, 0.0), lk.data_mbit, lk.mbit) for lk in m.links},
         "throughput": (after[1] - before[1]) / (after[0] - before[0]) if after[0] > before[0] else 0.0,
         "source_bp": sum(v.backpressured_ms_per_s for v in sources) / len(sources) / 1000 if sources else 1.0,
+        "latency": latency_rows(latency, j) if latency is not None and j is not None else [],
     }
 
 
 def holds(step: dict) -> bool:
-    return step["throughput"] >= HOLDS_RATE * step["target"] and step["source_bp"] < HOLDS_BACKPRESSURE
+    return step["throughput"] >= HOLDS_RATE * step["target"]
 
 
 def run_profile(wan: str, spec: JobSpec, args, profile_path: str | None, console: Console) -> tuple[dict, str]:
@@ -223,16 +247,30 @@ def run_profile(wan: str, spec: JobSpec, args, profile_path: str | None, console
     vertices = [v["name"] for v in json.loads(Path(profile_path).read_text())["vertices"]]
     operators = [v for v in vertices if v not in {s.vertex for s in spec.sources}]
     new_inv = with_congestion_control(
-        server_pinned(base_inv, operators, work / f"{spec.key}-pinned.yaml"), args.congestion_control
+        server_pinned(base_inv, operators, work / f"{spec.key}-pinned.yaml"),
+        args.congestion_control,
+        args.buffers_per_channel,
     )
     old_inv = lossless(new_inv, work / f"{spec.key}-lossless.yaml")
     measured_rate = profiled_rate(profile_path, spec.sources[0].vertex)
     new = model_of(plan_to(work / "plan-new-max", new_inv, profile_path, max_rate=True), measured_rate)
     old = model_of(plan_to(work / "plan-old-max", old_inv, profile_path, max_rate=True), measured_rate)
-    console.print(f"{wan}: new model {new.rate:.0f}/s ({new.binding}), old model {old.rate:.0f}/s ({old.binding})")
+    brk = model_of(
+        plan_to(
+            work / "plan-break-max",
+            without_headroom(new_inv, work / f"{spec.key}-break.yaml"),
+            profile_path,
+            max_rate=True,
+        ),
+        measured_rate,
+    )
+    console.print(
+        f"{wan}: new model {new.rate:.0f}/s ({new.binding}), breaks at {brk.rate:.0f}/s ({brk.binding}); "
+        f"old model {old.rate:.0f}/s ({old.binding})"
+    )
 
-    rates = [f * new.rate for f in args.steps]
-    if old.rate > rates[-1] * 1.05:
+    rates = list(args.rates) if args.rates else [f * brk.rate for f in args.steps]
+    if not args.rates and old.rate > rates[-1] * 1.05:
         rates.append(min(old.rate, args.old_cap * new.rate))
     start_ms = int(time.time() * 1000 + APPLY_BUDGET_S * 1000)
     steps_spec = f"0:{rates[0]:.0f}," + schedule(rates, args.step_s, offset=WARM_UP_S)
@@ -242,7 +280,9 @@ def run_profile(wan: str, spec: JobSpec, args, profile_path: str | None, console
     # the first step's plan: the one applied, and its prediction per uplink is what the first step is held to
     check = plan_to(work / "plan-new", applied_inv, profile_path, rate_scale=rates[0] / measured_rate)
     predicted = {link.host: link.data_mbit for link in check.result.cost.links}
-    mapping = mapping_of(check.joint.jobs[0].problem, check.parts[check.names[0]])
+    problem, result = check.joint.jobs[0].problem, check.parts[check.names[0]]
+    mapping = mapping_of(problem, result)
+    latency = predicted_latency(problem, result)
     console.print(
         f"schedule {steps_spec} (per source subtask) from {APPLY_BUDGET_S:g} s after submission; "
         f"its first {WARM_UP_S:g} s a warm-up"
@@ -256,7 +296,7 @@ def run_profile(wan: str, spec: JobSpec, args, profile_path: str | None, console
         if time.time() > begin:
             console.print(f"[red]step {i} ({rate:.0f}/s) began before apply was done[/]")
         time.sleep(max(0.0, begin - time.time()))
-        step = measure_step(work, rest, spec, args.window, predicted if i == 0 else {})
+        step = measure_step(work, rest, spec, args.window, *((predicted, latency) if i == 0 else ({}, None)))
         step["rate"] = rate
         step["target"] = rate * parallelism[spec.sources[0].vertex]
         steps.append(step)
@@ -271,13 +311,16 @@ def run_profile(wan: str, spec: JobSpec, args, profile_path: str | None, console
         "congestion_control": args.congestion_control,
         "job": spec.key,
         "new": new.__dict__,
+        "break": brk.__dict__,
         "old": old.__dict__,
         "placed": placed,
         "apply_s": apply_s,
         "placed_job": placed_job,
         "mapping": mapping,
         "steps": steps,
-        "old_step": len(rates) > len(args.steps),  # the last step is the old model's rate
+        "old_step": not args.rates and len(rates) > len(args.steps),  # the last step is the old model's rate
+        "buffers_per_channel": args.buffers_per_channel,
+        "fixed_rates": bool(args.rates),
         "parallelism": parallelism,
     }, profile_path
 
@@ -291,19 +334,23 @@ def failures_of(r: dict) -> list[str]:
     out = []
     if not r["placed"]:
         out.append("the new plan did not run as planned (apply's verify not green / subtasks elsewhere)")
-    got, new = measured_capacity(r), r["new"]["rate"]
+    if r["fixed_rates"]:  # a comparison of settings at given rates: the steps' figures are the result
+        return out
+    got, brk = measured_capacity(r), r["break"]["rate"]
     if got is None:
         out.append("no step held its rate")
-    elif abs(got / new - 1) > CAPACITY_TOLERANCE:
-        out.append(f"highest rate held {got:.0f}/s vs the new model's {new:.0f}/s ({got / new - 1:+.0%})")
+    elif abs(got / brk - 1) > CAPACITY_TOLERANCE:
+        out.append(f"highest rate held {got:.0f}/s vs the new model's break {brk:.0f}/s ({got / brk - 1:+.0%})")
     old_step = r["steps"][-1] if r["old_step"] and r["steps"] else None
     if old_step and holds(old_step):
         out.append(f"the old model's rate {old_step['rate']:.0f}/s held: the new model is too cautious")
     first = r["steps"][0] if r["steps"] else None
     if first is None or not holds(first):
         out.append("the first step (below capacity) did not hold: no data check")
-    elif data_misses(first):
-        out.append(f"job data off the prediction at {first['rate']:.0f}/s: {'; '.join(data_misses(first))}")
+    else:
+        if data_misses(first):
+            out.append(f"job data off the prediction at {first['rate']:.0f}/s: {'; '.join(data_misses(first))}")
+        out.extend(f"latency at {first['rate']:.0f}/s: {m}" for m in latency_misses(first))
     return out
 
 
@@ -313,8 +360,8 @@ def print_table(console: Console, r: dict) -> None:
         title=f"{r['job']} job on the lab's {r['wan']} uplinks, {r['congestion_control']} "
         "(records/s per source subtask)"
     )
-    for c in ("uplink", "old model usable", "old capacity", "new model usable", "new capacity", "measured held",
-              "held / new", "step for data", "pred Mbit/s", "data Mbit/s", "data/pred"):  # fmt: skip
+    for c in ("uplink", "old model usable", "old capacity", "new model usable", "new capacity", "new break",
+              "measured held", "held / break", "step for data", "pred Mbit/s", "data Mbit/s", "data/pred"):  # fmt: skip
         table.add_column(c, justify="left" if c == "uplink" else "right")
     got = measured_capacity(r)
     for host in sorted(r["new"]["usable"]):
@@ -325,8 +372,9 @@ def print_table(console: Console, r: dict) -> None:
             f"{r['old']['rate']:.0f}",
             f"{r['new']['usable'][host]:.2f}",
             f"{r['new']['rate']:.0f}",
+            f"{r['break']['rate']:.0f}",
             "-" if got is None else f"{got:.0f}",
-            "-" if got is None else f"{got / r['new']['rate'] - 1:+.0%}",
+            "-" if got is None else f"{got / r['break']['rate'] - 1:+.0%}",
             f"{first.get('rate', 0):.0f}",
             f"{pred:.3f}",
             f"{data:.3f}",
@@ -334,18 +382,32 @@ def print_table(console: Console, r: dict) -> None:
         )
     console.print(table)
     steps = Table(title=f"{r['job']} job on {r['wan']}: the rate schedule's steps")
-    for c in ("rate per subtask", "x new capacity", "carried / offered", "source back-pressure", "held", "data Mbit/s"):
+    for c in ("rate per subtask", "x new break", "carried / offered", "source back-pressure", "held", "data Mbit/s"):
         steps.add_column(c, justify="right")
     for s in r["steps"]:
         steps.add_row(
             f"{s['rate']:.0f}",
-            f"{s['rate'] / r['new']['rate']:.2f}",
+            f"{s['rate'] / r['break']['rate']:.2f}",
             f"{s['throughput']:,.0f} / {s['target']:,.0f}",
             f"{s['source_bp']:.0%}",
             "yes" if holds(s) else "no",
             ", ".join(f"{h} {d:.3f}" for h, (_p, d, _w) in sorted(s["links"].items())),
         )
     console.print(steps)
+    lat = Table(title=f"{r['job']} job on {r['wan']}: latency per source → sink at the first step, ms")
+    for c in ("source → sink", "predicted (expected)", "upper bound", "markers p50", "markers p99", "p50 / predicted"):
+        lat.add_column(c, justify="left" if c == "source → sink" else "right")
+    for row in first.get("latency", []):
+        p50 = row["markers_p50"]
+        lat.add_row(
+            f"{row['source']} → {row['sink']}",
+            f"{row['expected_ms']:.0f}",
+            f"{row['upper_ms']:.0f}",
+            "-" if p50 is None else f"{p50:.0f}",
+            "-" if row["markers_p99"] is None else f"{row['markers_p99']:.0f}",
+            "-" if not p50 else f"{p50 / row['expected_ms']:.2f}",
+        )
+    console.print(lat)
 
 
 def parse_steps(text: str) -> list[float]:
@@ -370,6 +432,18 @@ def main() -> None:
     )
     ap.add_argument("--profile-engine", choices=("spark", "pandas"), default="pandas")
     ap.add_argument("--steps", type=parse_steps, default=parse_steps("0.7,0.85,0.95,1.05,1.15,1.3"))
+    ap.add_argument(
+        "--rates",
+        type=parse_steps,
+        help="fixed rates per source subtask instead of --steps' multiples of the new capacity (no capacity verdict: "
+        "each step's carried/offered and back-pressure are the result, e.g. a credit cap with and without "
+        "--buffers-per-channel)",
+    )
+    ap.add_argument(
+        "--buffers-per-channel",
+        type=int,
+        help="flink.network.buffers_per_channel in the lab's and the plan's inventory (default: Flink's 2)",
+    )
     ap.add_argument("--old-cap", type=float, default=4.0, help="the old model's step at most this x the new capacity")
     ap.add_argument("--step-s", type=float, default=60.0, help="seconds of each step")
     ap.add_argument("--settle", type=float, default=20.0, help="seconds into a step before measuring")
@@ -403,7 +477,7 @@ def main() -> None:
     # the lab sets each host's hosts[].congestion_control on its routes (placement.lab.congestion) at lab up
     edges_cc = work.parent / "wan_transport-congestion.yaml"
     edges_cc.write_text(Path(inventory).read_text())
-    inventory = with_congestion_control(str(edges_cc), args.congestion_control)
+    inventory = with_congestion_control(str(edges_cc), args.congestion_control, args.buffers_per_channel)
     try:
         for wan in wans:
             console.print(f"[bold]{spec.title} on {wan}[/]")
@@ -428,10 +502,13 @@ def main() -> None:
     )
     if len(results) < len(wans):
         console.print(f"[red]FAIL[/] only {len(results)} of {len(wans)} WAN profiles ran")
-    if not failures and len(results) == len(wans):
+    if args.rates and not failures and len(results) == len(wans):
+        console.print("fixed rates (--rates): the steps' figures above are the result, no capacity verdict")
+    elif not failures and len(results) == len(wans):
         console.print(
-            "[green]PASS[/]: on every profile the highest rate held is within ±15 % of the new model's capacity, "
-            "the old model's rate does not hold, and job data per uplink is within ±15 % of the prediction"
+            "[green]PASS[/]: on every profile the highest rate held is within ±15 % of the new model's break, the old "
+            "model's rate does not hold, job data per uplink is within ±15 % and latency p50 within ±25 % of the "
+            "prediction"
         )
     sys.exit(1 if failures or len(results) < len(wans) else 0)
 
