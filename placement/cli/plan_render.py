@@ -64,6 +64,7 @@ def print_job(console: Console, outcome: PlanOutcome) -> None:
         from placement.cli import rescale_tables
 
         console.print(escape(rescale_tables.targets_line(rescaled.space)), overflow="ignore", crop=False)
+    _print_forecast(console, outcome)
     plan_tables.print_outcome(console, result)
     if result.cost is not None:
         print_table(console, plan_tables.links_table(result))
@@ -96,6 +97,7 @@ def print_jobs(console: Console, outcome: PlanOutcome) -> None:
         [*outcome.what_if, *outcome.notes, *outcome.running.notes],
         outcome.capped,
     )
+    _print_forecast(console, outcome)
     plan_tables.print_outcome(console, result)
     if result.cost is not None:
         scales = {job.name: job.problem.rate_scale for job in joint.jobs}
@@ -120,6 +122,12 @@ def print_jobs(console: Console, outcome: PlanOutcome) -> None:
                     crop=False,
                 )
     _print_contingencies(console, outcome)
+
+
+def _print_forecast(console: Console, outcome: PlanOutcome) -> None:
+    if outcome.forecast is not None:
+        for line in outcome.forecast.lines:
+            console.print(escape(line), overflow="ignore", crop=False)
 
 
 def _print_contingencies(console: Console, outcome: PlanOutcome) -> None:

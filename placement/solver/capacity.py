@@ -28,12 +28,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Literal, Protocol
 
 import pulp
 
 from placement.costmodel.evaluate import evaluate
-from placement.costmodel.model import PlacementProblem, SubtaskKey
+from placement.costmodel.model import Assignment, PlacementProblem, SubtaskKey
 from placement.errors import Infeasible, PlacementError
 from placement.solver import backends, constraints, families, objectives
 from placement.solver.domains import restricted_domain
@@ -57,6 +57,14 @@ class Capacity:
     assignment: dict[SubtaskKey, str] | None = None  # a plan that fits at ``scale``
     binding: tuple[Shortage, ...] = ()  # what is short just above ``scale`` (largest relative shortfall first)
     note: str = ""
+
+
+class _Fits(Protocol):
+    """A yes/no answer per scale that counts how often it was asked (the bracket and the bisection take any)."""
+
+    calls: int
+
+    def __call__(self, scale: float) -> bool: ...
 
 
 class _Oracle:
@@ -96,7 +104,7 @@ class _Oracle:
         return self.cache[scale]
 
 
-def _bracket(fits: _Oracle) -> tuple[float, float] | Capacity:
+def _bracket(fits: _Fits) -> tuple[float, float] | Capacity:
     """(lo, hi) with ``fits(lo)`` and not ``fits(hi)``, hi = 2·lo; or the unbounded/infeasible answer."""
     if fits(1.0):
         lo = 1.0
@@ -133,7 +141,7 @@ def max_scale_bisection(
     return _bisect(fits, *bracket, tolerance)
 
 
-def _bisect(fits: _Oracle, lo: float, hi: float, tolerance: float, method: str = "bisection") -> Capacity:
+def _bisect(fits: _Fits, lo: float, hi: float, tolerance: float, method: str = "bisection") -> Capacity:
     while hi - lo > tolerance * lo:
         mid = math.sqrt(lo * hi) if hi / lo > 2 else (lo + hi) / 2
         if fits(mid):
@@ -309,3 +317,31 @@ def binding_constraints(
     """What is short just above ``scale`` (at ``scale·(1 + step)``): the elastic re-solve's shortfalls."""
     result: PlanResult = solve(build(scale * (1 + step)), options)
     return result.shortages
+
+
+class _Holds:
+    """``fits(X)`` of one fixed placement: does ``assignment`` fit at scale ``X`` (the evaluator, no solver)."""
+
+    def __init__(self, build: Builder, assignment: Assignment):
+        self.build, self.assignment, self.calls = build, assignment, 0
+
+    def __call__(self, scale: float) -> bool:
+        self.calls += 1
+        return evaluate(self.build(scale), self.assignment).feasible
+
+
+def placement_headroom(build: Builder, assignment: Assignment, *, tolerance: float = 1e-4) -> Capacity:
+    """The highest scale at which the fixed ``assignment`` still fits (the plan in effect, not the best plan): the
+    same bracket and bisection as :func:`max_scale_bisection`, the evaluator as oracle — monotone for a fixed
+    assignment as for the best one (every row's load grows with the scale). Its ``binding``: nothing (the violation
+    just above says what runs out, :func:`placement_breaks`)."""
+    fits = _Holds(build, assignment)
+    bracket = _bracket(fits)
+    if isinstance(bracket, Capacity):
+        return bracket
+    return _bisect(fits, *bracket, tolerance)
+
+
+def placement_breaks(build: Builder, assignment: Assignment, scale: float) -> tuple[str, ...]:
+    """What the fixed ``assignment`` violates at ``scale`` (empty: it fits)."""
+    return evaluate(build(scale), assignment).violations

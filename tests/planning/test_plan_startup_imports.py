@@ -16,7 +16,7 @@ import pytest
 
 from support.cli import EDGE_LAB, PROFILES
 
-LIBRARIES = ("networkx", "pandas", "pyarrow")  # the heavy imports no plain plan needs
+LIBRARIES = ("networkx", "pandas", "pyarrow", "statsmodels", "scipy")  # the heavy imports no plain plan needs
 OPTION_ONLY = (
     "placement.planning.rescale",  # --rescale
     "placement.solver.rescale",
@@ -88,3 +88,10 @@ def test_the_options_that_need_them_still_load_them(tmp_path):
     assert "placement.solver.one_by_one" in several
     _, decomposed = loaded_after([*plan, "--profile", iot, "--method", "decompose"], tmp_path)
     assert "placement.solver.fleet" in decomposed
+
+
+def test_forecast_loads_statsmodels_only_when_given(tmp_path):
+    history = PROFILES.parent / "metrics" / "iot-sensors-week"
+    plan = ["plan", "--inventory", EDGE_LAB, "--profile", PROFILES / "iot-sensors.json", "--out", tmp_path / "p"]
+    _, forecast = loaded_after([*plan, "--quiet", "--forecast", history], tmp_path)
+    assert {"statsmodels", "scipy"} <= set(forecast)
