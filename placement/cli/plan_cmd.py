@@ -307,9 +307,10 @@ def plan(
         current=current,
     )
     request.validate()  # before the solver's imports: a refused option answers at once
-    from placement.cli.plan_render import plan_and_render
+    from placement.cli.imports import import_unswept
 
-    plan_and_render(request, out_dir, as_json=as_json, quiet=quiet)
+    render = import_unswept("placement.cli.plan_render")
+    render.plan_and_render(request, out_dir, as_json=as_json, quiet=quiet)
 
 
 def _horizon_s(text: str, forecast: bool) -> float:
