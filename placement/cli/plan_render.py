@@ -156,6 +156,8 @@ def print_jobs(console: Console, outcome: PlanOutcome) -> None:
 
 
 def _print_forecast(console: Console, outcome: PlanOutcome) -> None:
+    from rich.markup import escape
+
     if outcome.forecast is not None:
         for line in outcome.forecast.lines:
             console.print(escape(line), overflow="ignore", crop=False)
