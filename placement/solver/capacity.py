@@ -33,7 +33,7 @@ from typing import Literal, Protocol
 import pulp
 
 from placement.costmodel.evaluate import evaluate
-from placement.costmodel.model import Assignment, PlacementProblem, SubtaskKey
+from placement.costmodel.model import Assignment, HostSpec, PlacementProblem, SubtaskKey
 from placement.errors import Infeasible, PlacementError
 from placement.solver import backends, constraints, families, objectives
 from placement.solver.domains import restricted_domain
@@ -188,6 +188,37 @@ def _pieces(build: Builder, lo: float, hi: float) -> list[tuple[float, float]] |
     return sorted(done, reverse=True)
 
 
+def _scaled_pairs(
+    m: IlpModel,
+    pb: PlacementProblem,
+    h: HostSpec,
+    r: HostSpec,
+    scaled_row: Callable[[dict[pulp.LpVariable, float], dict[pulp.LpVariable, float], float, str], None],
+) -> None:
+    """:func:`placement.solver.families.uplink_pair` at a scale ``X`` in ``[lo, hi]``: each product's ``f`` affine
+    in it (``m``'s problem at ``lo``, ``pb`` at ``hi``; the same wiring, only the rates differ)."""
+    pa = m.problem
+    lo, hi = [], []
+    for n, (ca, cb) in enumerate(zip(pa.channels, pb.channels, strict=True)):
+        for i, u in m.placed(ca.source, h.name):
+            for j in ca.receivers(i):
+                v = m.var((ca.target, j), r.name)
+                fa, fb = ca.flow_mbit(i, j), cb.flow_mbit(i, j)
+                if v is not None and max(fa, fb) > 0:
+                    lo.append((fa, [(u, 1.0)], [(v, 1.0)], f"{n}_{i}_{j}"))
+                    hi.append(fb)
+    room = families.pair_room(pa, h, r)
+    if max(sum(f for f, *_ in lo), sum(hi)) <= room:
+        return  # cannot bind
+    terms = families.pair_products(m.sink, f"{h.name}_{r.name}", lo)
+    scaled_row(
+        {y: f for y, f in terms},
+        {y: f for (y, _), f in zip(terms, hi, strict=True)},
+        room,
+        f"wan_pair_{h.name}_{r.name}",
+    )
+
+
 def _direct_piece(
     build: Builder,
     lo: float,
@@ -262,6 +293,10 @@ def _direct_piece(
                 families.uplink_room(pa, h),
                 f"wan_{h.name}",
             )
+    for h in pa.edges:  # one TCP flow per TaskManager pair: Σ f(i, j, X)·y ≤ g_h, y ≥ x[u_i, h] + x[v_j, r] − 1
+        if pa.pair_bound(h):
+            for r in pa.servers:
+                _scaled_pairs(m, pb, h, r, scaled_row)
     for job, policy in pa.job_policies.items():  # a job's share of an uplink: W_{J,h}(X) ≤ s·η·bandwidth
         for host, share in policy.uplink_shares.items():
             ea, eb = (objectives.wan_mbit(model, host, frozenset({job})) for model in (m, mb))
