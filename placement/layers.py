@@ -19,7 +19,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "remote",  # hosts: SSH / local / dry-run execution
         "scheduler submitter netem",  # the custom scheduler, the submitter, traffic shaping
         "collect",  # reading a running job's metrics
-        "profile",  # pure rules from collected runs to a job profile
+        "profile forecast",  # pure rules from collected runs to a job profile; a source's rate forecast
         "costmodel",  # pure demand, traffic, transport, latency
         "solver writers",  # the planners; the renderers of a plan
         "planning",  # plan(PlanRequest) -> PlanOutcome: validation, one job = a fleet of one, contingencies, writing

@@ -24,6 +24,18 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def empty_list() -> list:
+    """``Field(default_factory=empty_list)``, not ``list``: pydantic inspects a default factory's signature when it
+    builds the model, and a builtin's is parsed from its text (the tokenizer's patterns compiled on first use), a
+    function's read directly — the models a plan imports are built at every start."""
+    return []
+
+
+def empty_dict() -> dict:
+    """``Field(default_factory=empty_dict)``, not ``dict``: see :func:`empty_list`."""
+    return {}
+
+
 class FieldError(ValueError):
     """A cross-field check failure that knows which field it is about (pydantic keeps it in the error ctx)."""
 

@@ -63,8 +63,8 @@ fi
 if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
 fi
-extras="test"
-[ "$FULL" = 1 ] && extras="test,lab,delayline,ansible"
+extras="test,forecast"
+[ "$FULL" = 1 ] && extras="test,forecast,lab,delayline,ansible"
 digest="$(cat pyproject.toml constraints.txt | sha256sum | cut -c1-12)"
 stamp="$VENV/.installed-$extras-$digest"
 full_stamp="$VENV/.installed-test,lab,delayline,ansible-$digest"   # the full install holds the basic one

@@ -785,7 +785,12 @@ def describe_reads(req: ApplyRequest) -> list[str]:
         "/taskmanagers, /jars"
         + (", /jobmanager/environment, /jobmanager/config, /config" if req.mode == "custom" else "")
     )
-    if req.mode == "vanilla":
+    if network_config(req.inventory.flink.network):  # observe reads them all then, in either mode
+        lines.append(
+            f"ssh <host>: cat {paths.config}{_LEGACY_NOTE}  (every TaskManager host of the plan: flink.network "
+            "sets keys apart from Flink's defaults)"
+        )
+    elif req.mode == "vanilla":
         lines.append(
             f"ssh <host>: cat {paths.config}{_LEGACY_NOTE}  (only for a host whose TaskManager lacks its "
             "external resource)"

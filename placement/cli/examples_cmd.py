@@ -20,7 +20,7 @@ from placement.resources import repo_dir
 SHOWN = (
     ("inventory", "", "inventories (--inventory)", "*.yaml"),
     ("examples", "profiles", "job profiles (plan --profile)", "*.json"),
-    ("examples", "metrics", "metric histories (profile METRICS_DIR)", "*"),
+    ("examples", "metrics", "metric histories (profile METRICS_DIR, plan --forecast HISTORY)", "*"),
     ("netem", "", "WAN profiles (netem apply --profile NAME)", "*.yaml"),
     ("ansible", "", "Ansible playbooks (ansible-playbook in a copy: --copy DIR, cd DIR/ansible)", "*.yml"),
 )

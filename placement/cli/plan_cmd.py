@@ -166,6 +166,38 @@ if TYPE_CHECKING:
     "and the plan at that scale",
 )
 @click.option(
+    "--forecast",
+    "forecast_history",
+    default=None,
+    type=click.Path(),
+    metavar="HISTORY",
+    help="a metrics directory of the job's past (`metrics collect`, e.g. --prometheus --since now-14d): plan for "
+    "the peak of its sources' forecast rates within --horizon (the interval's upper bound), and say when the plan "
+    "in effect breaks; needs the forecast extra (statsmodels)",
+)
+@click.option(
+    "--horizon",
+    default="2h",
+    show_default=True,
+    metavar="DURATION",
+    help="with --forecast: how far ahead of the history's end to plan (e.g. 2h, 90min, 1d)",
+)
+@click.option(
+    "--forecast-level",
+    type=click.FloatRange(min=0, max=100, min_open=True, max_open=True),
+    default=80.0,
+    show_default=True,
+    metavar="PCT",
+    help="with --forecast: the prediction interval's coverage, whose upper bound is planned for",
+)
+@click.option(
+    "--current",
+    default=None,
+    type=click.Path(),
+    metavar="PLAN_DIR",
+    help="with --forecast: the plan in effect, whose break is predicted (default: the plan at the profiled rates)",
+)
+@click.option(
     "--add-host",
     multiple=True,
     metavar="TEMPLATE=N",
@@ -226,6 +258,10 @@ def plan(
     running_keep: str | None = None,
     require_contingency: bool = False,
     no_contingency: bool = False,
+    forecast_history: str | None = None,
+    horizon: str = "2h",
+    forecast_level: float = 80.0,
+    current: str | None = None,
 ) -> None:
     """Place a job's subtasks on the inventory's hosts, optimally, and write the plan directory.
 
@@ -265,11 +301,33 @@ def plan(
         running=running,
         contingency=contingency,
         cluster=cluster,
+        forecast=forecast_history,
+        horizon_s=_horizon_s(horizon, forecast_history is not None),
+        forecast_level=forecast_level / 100,
+        current=current,
     )
     request.validate()  # before the solver's imports: a refused option answers at once
-    from placement.cli.plan_render import plan_and_render
+    from placement.cli.imports import import_unswept
 
-    plan_and_render(request, out_dir, as_json=as_json, quiet=quiet)
+    render = import_unswept("placement.cli.plan_render")
+    render.plan_and_render(request, out_dir, as_json=as_json, quiet=quiet)
+
+
+def _horizon_s(text: str, forecast: bool) -> float:
+    """``--horizon`` in seconds: a duration with its unit (a bare number would be read as milliseconds)."""
+    from placement.errors import BadInput
+    from placement.units import parse_duration_ms
+
+    if not forecast:
+        if text != "2h":
+            raise BadInput("is how far a forecast looks ahead: add --forecast HISTORY", field="--horizon")
+        return 7200.0
+    try:
+        if not any(c.isalpha() for c in text):
+            raise ValueError("give it a unit")
+        return parse_duration_ms(text) / 1000
+    except ValueError as exc:
+        raise BadInput(f"{text!r} is not a duration such as 2h, 90min or 1d ({exc})", field="--horizon") from None
 
 
 def _cluster_reader(read):

@@ -8,46 +8,74 @@ answer without importing the solver, networkx and the writers.
 
 from __future__ import annotations
 
+import os
+import sys
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.markup import escape
-
-from placement.cli import plan_tables
-from placement.cli.fit import print_table, report_console
+from placement.cli.plan_exit import finish
 from placement.planning import PlanOutcome, PlanRequest, Written, plan, summary_json, write_outcome
 
-# The tables of several jobs, of --rescale and of the contingencies are imported where they are printed: they import
-# their planners' modules, which --quiet, --json and a plan without those options do not otherwise load.
+if TYPE_CHECKING:
+    from rich.console import Console
+
+# rich and the tables are imported where they are printed: --quiet and --json print none, and a scripted plan does
+# not wait for them. The tables of several jobs, of --rescale and of the contingencies import their planners' modules
+# too, which --quiet, --json and a plan without those options do not otherwise load.
 
 
 def plan_and_render(request: PlanRequest, out_dir: str, *, as_json: bool, quiet: bool) -> None:
     with solving_status(request):
         outcome = plan(request)
-    console = report_console(stderr=as_json)
     tables = not as_json and not quiet
+    console = None
     if tables:
+        from placement.cli.fit import report_console
+
+        console = report_console()
         (print_jobs if outcome.several else print_job)(console, outcome)
     written = None
     if outcome.result.assignment is not None:
         written = write_outcome(outcome, out_dir)
-        if tables:
+        if console is not None:
             print_written(console, outcome, written, out_dir)
-    plan_tables.finish(summary_json(outcome, written.paths if written else None), outcome.result, as_json)
+    finish(summary_json(outcome, written.paths if written else None), outcome.result, as_json)
 
 
 def solving_status(request: PlanRequest) -> AbstractContextManager[object]:
     """A spinner on stderr while the plan is made, on a terminal only (a log or pipe gets nothing of it); not with
     ``--verbose``, whose solver log it would overwrite."""
+    if request.verbose or not _may_be_terminal():
+        return nullcontext()
+    from rich.console import Console
+
     err = Console(stderr=True)
-    if not err.is_terminal or request.verbose:
+    if not err.is_terminal:
         return nullcontext()
     jobs = ", ".join(Path(p).name for p in request.profiles)
     return err.status(f"planning {jobs} on {Path(request.inventory).name}…")
 
 
+def _may_be_terminal() -> bool:
+    """False where rich's Console would not take stderr for a terminal either, said without importing rich: stderr is
+    no tty and neither of the variables rich lets force one (TTY_COMPATIBLE, FORCE_COLOR) is set. Otherwise rich
+    decides."""
+    if "TTY_COMPATIBLE" in os.environ or "FORCE_COLOR" in os.environ:
+        return True
+    isatty = getattr(sys.stderr, "isatty", None)
+    try:
+        return isatty is not None and isatty()
+    except ValueError:  # closed: rich says no terminal too
+        return False
+
+
 def print_job(console: Console, outcome: PlanOutcome) -> None:
+    from rich.markup import escape
+
+    from placement.cli import plan_tables
+    from placement.cli.fit import print_table
+
     problem, result, rescaled = outcome.problem, outcome.result, outcome.rescaled
     console.print(
         f"[bold]{outcome.profiles[0].job.name}[/] on [bold]{outcome.inventory.name}[/] — "
@@ -64,6 +92,7 @@ def print_job(console: Console, outcome: PlanOutcome) -> None:
         from placement.cli import rescale_tables
 
         console.print(escape(rescale_tables.targets_line(rescaled.space)), overflow="ignore", crop=False)
+    _print_forecast(console, outcome)
     plan_tables.print_outcome(console, result)
     if result.cost is not None:
         print_table(console, plan_tables.links_table(result))
@@ -81,7 +110,10 @@ def print_job(console: Console, outcome: PlanOutcome) -> None:
 
 
 def print_jobs(console: Console, outcome: PlanOutcome) -> None:
-    from placement.cli import jobs_tables
+    from rich.markup import escape
+
+    from placement.cli import jobs_tables, plan_tables
+    from placement.cli.fit import print_table
 
     joint, result, parts, others = outcome.joint, outcome.result, outcome.parts, list(outcome.one_by_one)
     problem = joint.problem
@@ -96,6 +128,7 @@ def print_jobs(console: Console, outcome: PlanOutcome) -> None:
         [*outcome.what_if, *outcome.notes, *outcome.running.notes],
         outcome.capped,
     )
+    _print_forecast(console, outcome)
     plan_tables.print_outcome(console, result)
     if result.cost is not None:
         scales = {job.name: job.problem.rate_scale for job in joint.jobs}
@@ -122,6 +155,14 @@ def print_jobs(console: Console, outcome: PlanOutcome) -> None:
     _print_contingencies(console, outcome)
 
 
+def _print_forecast(console: Console, outcome: PlanOutcome) -> None:
+    from rich.markup import escape
+
+    if outcome.forecast is not None:
+        for line in outcome.forecast.lines:
+            console.print(escape(line), overflow="ignore", crop=False)
+
+
 def _print_contingencies(console: Console, outcome: PlanOutcome) -> None:
     from placement.cli import contingency_plan
 
@@ -131,6 +172,8 @@ def _print_contingencies(console: Console, outcome: PlanOutcome) -> None:
 
 
 def print_written(console: Console, outcome: PlanOutcome, written: Written, out_dir: str) -> None:
+    from rich.markup import escape
+
     for w in written.warnings:
         console.print(f"[yellow]warning: {escape(w)}[/]")
     if outcome.several:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import sys
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
@@ -11,9 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from placement.cli.fit import print_table
-from placement.cli.params import echo_json
 from placement.costmodel.model import PlacementProblem
-from placement.errors import EXIT_INFEASIBLE, Infeasible
 from placement.solver.result import PlanResult
 
 
@@ -69,25 +66,6 @@ def shortfalls_table(result: PlanResult) -> Table:
         )
         t.add_row(name, needed + unit, f"{s.capacity:g}", usable, f"{s.needed - s.usable:.3g}{unit}", *taken)
     return t
-
-
-def infeasible_error(result: PlanResult) -> str:
-    """The one-line error after the table: the largest shortfall and the first structural cause, counting the rest."""
-    if not result.shortages:
-        return f"no placement fits: {result.reason}"
-    more = len(result.shortages) - 1
-    text = f"no placement fits: {result.shortages[0].message}" + (
-        f" and {_count(more, 'more shortfall')} (table above)" if more else ""
-    )
-    if result.causes:
-        text += f"; {result.causes[0]}" + (
-            f" ({_count(len(result.causes) - 1, 'more cause')} above)" if len(result.causes) > 1 else ""
-        )
-    return text
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def links_table(result: PlanResult) -> Table:
@@ -277,14 +255,3 @@ def print_outcome(console, result: PlanResult) -> None:
         print_table(console, shortfalls_table(result))
     for cause in result.causes:
         console.print(f"why: {escape(cause)}", overflow="ignore", crop=False)
-
-
-def finish(summary: dict, result: PlanResult, as_json: bool) -> None:
-    """The --json summary on stdout, then an infeasible plan's exit: 3, with its one-line error unless --json said
-    it."""
-    if as_json:
-        echo_json(summary)
-    if result.status == "infeasible":
-        if as_json:
-            sys.exit(EXIT_INFEASIBLE)
-        raise Infeasible(infeasible_error(result))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from placement.costmodel.model import Assignment, Channel, PlacementProblem, Subtask
+from placement.costmodel.model import Assignment, Channel, HostSpec, PlacementProblem, Subtask
 from placement.units import needed_and_usable_mbit
 
 if TYPE_CHECKING:  # latency imports model, as this module does: imported where used, named here for the types
@@ -31,6 +31,9 @@ class LinkLoad:
     congestion_control: str = ""
     tcp_mbit: float | None = None  # one TCP flow's goodput where it is below the rate (costmodel.transport)
     credit_mbit: float | None = None  # what one remote input channel's credit carries at its round trip
+    # where one TCP flow per TaskManager pair binds (PlacementProblem.pair_bound): (receiving host, Mbit/s of job
+    # data from this host's TaskManager to its, what that pair's flow carries), by receiving host
+    pairs: tuple[tuple[str, float, float], ...] = ()
 
     @property
     def data_mbit(self) -> float:
@@ -101,7 +104,12 @@ class PlanCost:
 
 
 def _channel_crossings(
-    problem: PlacementProblem, ch: Channel, assignment: Assignment, links: dict[str, float], violations: list[str]
+    problem: PlacementProblem,
+    ch: Channel,
+    assignment: Assignment,
+    links: dict[str, float],
+    violations: list[str],
+    pairs: dict[tuple[str, str], float] | None = None,
 ) -> float:
     """Add the channel's WAN traffic to ``links``; record inbound-to-edge violations; return its worst crossing delay.
 
@@ -127,6 +135,9 @@ def _channel_crossings(
         away = sum(ch.flow_mbit(i, j) for j in crossing)
         if away > 0:
             links[hu] += away
+        if pairs is not None:  # ``pairs``: what each TaskManager pair's connection carries
+            for j in crossing:
+                pairs[(hu, down[j])] = pairs.get((hu, down[j]), 0.0) + ch.flow_mbit(i, j)
         if crossing:
             worst_delay = max(worst_delay, hosts[hu].crossing_ms)
     # Inbound to an edge host: every sender of v_j must sit on v_j's host.
@@ -157,8 +168,10 @@ def evaluate(problem: PlacementProblem, assignment: Assignment) -> PlanCost:
     violations = _subtask_violations(problem, assignment) + _split_violations(problem, assignment)
     links = {h.name: 0.0 for h in problem.edges}
     latency = 0.0
+    # by TaskManager pair, where one TCP flow per pair binds (a fleet's 10 000 uplinks mostly have none)
+    pairs: dict[tuple[str, str], float] | None = {} if any(problem.pair_bound(h) for h in problem.edges) else None
     for ch in problem.channels:
-        latency += ch.path_weight * _channel_crossings(problem, ch, assignment, links, violations)
+        latency += ch.path_weight * _channel_crossings(problem, ch, assignment, links, violations, pairs)
     checkpoints = {h.name: 0.0 for h in problem.edges}
     for s in problem.subtasks:  # checkpoints of subtasks on an edge host go up its uplink
         if assignment[s.key] in checkpoints:
@@ -166,7 +179,7 @@ def evaluate(problem: PlacementProblem, assignment: Assignment) -> PlanCost:
     for h, mbit in checkpoints.items():
         links[h] += mbit
     host_loads = _host_loads(problem, assignment, violations)
-    link_loads = _link_loads(problem, links, checkpoints, violations)
+    link_loads = _link_loads(problem, links, checkpoints, violations, pairs or {})
     violations += budget_violations(problem, assignment)
     from placement.costmodel.latency import path_latencies  # it imports model, as this module does
 
@@ -259,11 +272,17 @@ def _host_loads(problem: PlacementProblem, assignment: Assignment, violations: l
 
 
 def _link_loads(
-    problem: PlacementProblem, links: dict[str, float], checkpoints: dict[str, float], violations: list[str]
+    problem: PlacementProblem,
+    links: dict[str, float],
+    checkpoints: dict[str, float],
+    violations: list[str],
+    pairs: dict[tuple[str, str], float],
 ) -> list[LinkLoad]:
-    """Each edge host's uplink under the assignment; a violation where it carries more than its usable share."""
+    """Each edge host's uplink under the assignment; a violation where it carries more than its usable share, or
+    where one TaskManager pair's connection carries more than one TCP flow's goodput."""
     link_loads = []
     for h in problem.edges:
+        flows = _pair_loads(problem, h, pairs, violations)
         link = LinkLoad(
             host=h.name,
             to=h.uplink_to or "",
@@ -276,15 +295,36 @@ def _link_loads(
             congestion_control=h.congestion_control,
             tcp_mbit=h.uplink_goodput_mbit,
             credit_mbit=h.uplink_credit_mbit,
+            pairs=flows,
         )
         link_loads.append(link)
         if link.mbit > link.usable_mbit + EPS:
             needed, usable = needed_and_usable_mbit(link.mbit, link.usable_mbit)
             violations.append(
                 f"link {link.name} needs {needed} Mbit/s, has {link.bandwidth_mbit:g} "
-                f"({usable} usable at {problem.policy.wan_headroom:.0%}){problem.link_bound_note(h)}"
+                f"({usable} usable at {problem.policy.wan_headroom:.0%}){problem.uplink_note(h)}"
             )
     return link_loads
+
+
+def _pair_loads(
+    problem: PlacementProblem, h: HostSpec, pairs: dict[tuple[str, str], float], violations: list[str]
+) -> tuple[tuple[str, float, float], ...]:
+    """Edge host ``h``'s TaskManager pairs (:meth:`PlacementProblem.pair_bound`; none where its uplink has one flow
+    for all), each with a violation where its job data is above what one flow carries."""
+    if not problem.pair_bound(h):
+        return ()
+    out = []
+    for r in problem.servers:
+        mbit, room = pairs.get((h.name, r.name), 0.0), problem.pair_mbit(h, r)
+        out.append((r.name, mbit, room))
+        if mbit > room + EPS:
+            needed, usable = needed_and_usable_mbit(mbit, room)
+            violations.append(
+                f"link {h.name}→{r.name} needs {needed} Mbit/s between TaskManagers {h.name} and {r.name}, has "
+                f"{usable} usable{problem.link_bound_note(h)}"
+            )
+    return tuple(out)
 
 
 def job_link_mbit(problem: PlacementProblem, assignment: Assignment, job: str) -> dict[str, float]:

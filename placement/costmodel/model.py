@@ -10,6 +10,7 @@ assignment and is enforced by the solver and checked by :func:`placement.costmod
 from __future__ import annotations
 
 import difflib
+import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -95,6 +96,9 @@ class HostSpec:
     # edge hosts: while this host or its uplink is lost, its sources' data reaches the server another way (the
     # contingency charges it there, costmodel.degraded); False: it is lost with the host
     data_reroutes_on_loss: bool = False
+    # the TaskManagers this host stands for: 1, or a pool's members (placement.solver.server_pools), each a TCP
+    # connection from every edge host
+    taskmanagers: int = 1
 
     @property
     def is_edge(self) -> bool:
@@ -387,16 +391,44 @@ class PlacementProblem:
         )
 
     def link_mbit(self, h: HostSpec) -> float:
-        """What the uplink carries for Flink: its bandwidth under the headroom, or less where its TCP connections'
-        goodput under loss and round trip is lower (the goodput is an average already: no headroom on it)."""
+        """What the uplink carries for Flink in all: its bandwidth under the headroom, or less where one TCP flow's
+        goodput under loss and round trip is lower and the uplink has only one (the goodput is an average already: no
+        headroom on it). Where several receiving TaskManagers each have a flow, the flows are the pair rows'
+        (:meth:`pair_bound`) and the uplink's figure is its rate's."""
+        rate = (h.uplink_mbit or 0.0) * self.policy.wan_headroom
+        return rate if self.pair_bound(h) else self.one_flow_mbit(h)
+
+    def one_flow_mbit(self, h: HostSpec) -> float:
+        """The uplink as one TCP flow: its rate under the headroom or one flow's goodput, the smaller — what a model
+        that writes no rows per TaskManager pair counts on (a safe under-estimate with several receivers)."""
         rate = (h.uplink_mbit or 0.0) * self.policy.wan_headroom
         return rate if h.uplink_goodput_mbit is None else min(rate, h.uplink_goodput_mbit)
+
+    @cached_property
+    def receiving_taskmanagers(self) -> int:
+        """The TaskManagers an edge host's data can reach: the servers' (nothing flows down into an edge host)."""
+        return sum(h.taskmanagers for h in self.servers)
+
+    def pair_bound(self, h: HostSpec) -> bool:
+        """Does one TCP flow bind each TaskManager pair of ``h``'s uplink, below the uplink's rate, with more than one
+        pair? With one receiving TaskManager the pair is the uplink, and :meth:`link_mbit` has its flow."""
+        return self.tcp_bound(h) and self.receiving_taskmanagers > 1
+
+    def pair_mbit(self, h: HostSpec, to: HostSpec) -> float:
+        """What the connections from ``h``'s TaskManager to ``to``'s carry (one flow each, ``to`` a pool: one per
+        member), less what running jobs send over the uplink: they may use this pair."""
+        goodput = h.uplink_goodput_mbit if h.uplink_goodput_mbit is not None else math.inf
+        return max(0.0, goodput * to.taskmanagers - h.running_total("mbit"))
 
     def tcp_bound(self, h: HostSpec) -> bool:
         """Does one TCP flow's goodput, not the link's rate, bound what the uplink carries?"""
         return h.uplink_goodput_mbit is not None and h.uplink_goodput_mbit < (h.uplink_mbit or 0.0) * (
             self.policy.wan_headroom
         )
+
+    def uplink_note(self, h: HostSpec) -> str:
+        """:meth:`link_bound_note` for the uplink as a whole: "" where its flows are the pairs' (its rate binds it)."""
+        return "" if self.pair_bound(h) else self.link_bound_note(h)
 
     def link_bound_note(self, h: HostSpec) -> str:
         """Why the uplink carries less than its rate, for a shortage's message ("" when its rate bounds it): the

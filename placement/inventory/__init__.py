@@ -19,7 +19,16 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from placement.flink.versions import release_problem
 from placement.inventory.failure_detection import FailureDetection
 from placement.inventory.network import FlinkNetworkSettings
-from placement.loading import FieldError, Strict, canonical_digest, drop_unset, load_model, read_document
+from placement.loading import (
+    FieldError,
+    Strict,
+    canonical_digest,
+    drop_unset,
+    empty_dict,
+    empty_list,
+    load_model,
+    read_document,
+)
 from placement.units import Bytes, MiB, Millis, Percent, RateMbit, bytes_rate_note, is_bytes_rate
 
 NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]*$"  # also a Flink external-resource name and a resource-id: no dots, no spaces
@@ -201,14 +210,14 @@ class JobSettings(Strict):
     name: str | None = None
     jar: str | None = Field(None, description="path of the job jar on the machine that runs apply")
     entry_class: str | None = None
-    program_args: list[str] = Field(default_factory=list)
+    program_args: list[str] = Field(default_factory=empty_list)
 
 
 class JobBudget(Strict):
     """What one job may take of the fleet it shares (issue 24): planned as constraints of the joint model."""
 
     uplinks: dict[str, float] = Field(
-        default_factory=dict,
+        default_factory=empty_dict,
         description="edge host (or '*': every uplink not named) -> the share 0..1 of that link's "
         "usable bandwidth (bandwidth × policy.wan_headroom) this job's own traffic may take",
     )
@@ -297,11 +306,11 @@ class Pins(Strict):
     """Where data is born and what the user insists on. Keys are vertex names (or ids) from the profile."""
 
     sources: dict[str, str | list[str]] = Field(
-        default_factory=dict,
+        default_factory=empty_dict,
         description="source vertex -> host of every subtask, or a list giving subtask i's host",
     )
-    operators: dict[str, str | list[str]] = Field(default_factory=dict, description="vertex -> allowed host(s)")
-    forbid: dict[str, str | list[str]] = Field(default_factory=dict, description="vertex -> forbidden host(s)")
+    operators: dict[str, str | list[str]] = Field(default_factory=empty_dict, description="vertex -> allowed host(s)")
+    forbid: dict[str, str | list[str]] = Field(default_factory=empty_dict, description="vertex -> forbidden host(s)")
 
 
 class ParallelismBounds(Strict):
@@ -353,18 +362,19 @@ class Inventory(Strict):
     name: str = "inventory"
     ssh: SshSettings = Field(default_factory=SshSettings, description="defaults for every host's ssh settings")
     hosts: list[Host] = Field(min_length=1)
-    links: list[Link] = Field(default_factory=list)
+    links: list[Link] = Field(default_factory=empty_list)
     flink: FlinkCluster
     job: JobSettings = Field(default_factory=JobSettings)
     jobs: list[FleetJobSettings] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         description="several jobs on this cluster (issue 24), each by its name: what `placement "
         "apply --plan FLEET` resubmits for it (jar and entry_class default to job:'s); "
         "a job named in job: needs no entry",
     )
     pins: Pins = Field(default_factory=Pins)
     parallelism: dict[str, ParallelismBounds] = Field(
-        default_factory=dict, description="vertex name (or id) -> {min, max}: bounds for `placement plan --rescale`"
+        default_factory=empty_dict,
+        description="vertex name (or id) -> {min, max}: bounds for `placement plan --rescale`",
     )
     policy: Policy = Field(default_factory=Policy)
 

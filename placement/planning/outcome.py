@@ -18,6 +18,7 @@ from placement.solver.result import PlanResult
 from placement.writers.planjson import JobBudgetRecord
 
 if TYPE_CHECKING:  # what --rescale and several jobs' --compare make: imported by them only (start-up time)
+    from placement.planning.forecasting import Forecasted
     from placement.planning.rescale import RescalePlan
     from placement.solver.one_by_one import OneByOne
 
@@ -43,6 +44,7 @@ class PlanOutcome:
     one_by_one: tuple[OneByOne, ...] = ()  # --compare, several jobs: the jobs planned one by one
     rescaled: RescalePlan | None = None
     capped: MaxRate | None = None
+    forecast: Forecasted | None = None  # --forecast: the sources' forecasts, the scales planned, the plan in effect
 
     @property
     def problem(self) -> PlacementProblem:

@@ -7,13 +7,14 @@ one by one) is told apart by the number of jobs where it arises, not by a second
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from placement.costmodel.credit import credit_needs, credit_notes
 from placement.costmodel.jobs import JointProblem, check_rate_scale, dir_names, job_policies, unique_names
-from placement.costmodel.model import JobPolicy, flink_network
+from placement.costmodel.model import JobPolicy, PlacementProblem, flink_network
 from placement.errors import Infeasible
 from placement.inventory import Inventory, load_inventory
 from placement.planning import capacity, contingency, fleet
@@ -28,6 +29,7 @@ from placement.solver.result import PlanResult, SolverOptions
 from placement.writers.plandir import check_writable
 
 if TYPE_CHECKING:  # --rescale's and --compare's planners are imported when asked for: a plain plan starts faster
+    from placement.planning.forecasting import Forecasted
     from placement.planning.rescale import RescalePlan
     from placement.solver.one_by_one import OneByOne
 
@@ -43,6 +45,18 @@ def plan(request: PlanRequest) -> PlanOutcome:
         check_writable(Path(request.out_dir))
     inv, what_if = capacity.whatif(inv, profiles, request.add_host, request.link)
     names = unique_names([p.job.name for p in profiles])
+    forecasted = None
+    if request.forecast is not None:  # each job's scale from its sources' forecast, as --rate-scale would give it
+        from placement.planning import forecasting  # statsmodels and the history's reader: --forecast's alone
+
+        forecasted = forecasting.forecast_sources(
+            request.forecast, request.horizon_s, request.forecast_level, profiles, names
+        )
+        request = (
+            replace(request, job_rate_scales=forecasted.job_scales)
+            if len(names) > 1
+            else replace(request, rate_scale=forecasted.job_scales[names[0]])
+        )
     request.check_job_scales(names)
     notes = alone_policy_notes(inv, names[0]) if len(names) == 1 else []  # said with the plan, beside the what-if's
     runs = running_load(request.running, request.cluster, inv, names, request.inventory)  # fixed load
@@ -58,16 +72,20 @@ def plan(request: PlanRequest) -> PlanOutcome:
     policies = job_policies(inv, list(zip(names, (p.job.name for p in profiles)))) if len(names) > 1 else {}
     if not request.max_rate:
         check_rate_scale(policies, request.rate_scale, request.job_rate_scales)
-    build = fleet.builder(
-        inv,
-        profiles,
-        names,
-        runs,
-        placement_mode=placement_mode,
-        inventory_source=request.inventory,
-        policies=policies,
-        job_scales=dict(request.job_rate_scales),
-    )
+
+    def make(job_scales: dict[str, float]) -> fleet.Builder:
+        return fleet.builder(
+            inv,
+            profiles,
+            names,
+            runs,
+            placement_mode=placement_mode,
+            inventory_source=request.inventory,
+            policies=policies,
+            job_scales=job_scales,
+        )
+
+    build = make(dict(request.job_rate_scales))
     # the problem at the asked scale, built before any solve: its pins' warnings come before the work (--strict)
     joint = build(request.rate_scale)
     warnings = _warnings(request, inv, profiles, names, runs, joint)
@@ -110,6 +128,8 @@ def plan(request: PlanRequest) -> PlanOutcome:
         network = flink_network(inv)
         notes = [*notes, *credit_notes(credit_needs(joint.problem, result.assignment, network), network)]
     parts = fleet.per_job(joint, result)
+    if forecasted is not None:
+        forecasted = _in_effect(forecasted, request, names, make, options, method)
     return PlanOutcome(
         request=request,
         inventory=inv,
@@ -128,9 +148,30 @@ def plan(request: PlanRequest) -> PlanOutcome:
         warnings=warnings,
         rescaled=rescaled,
         capped=capped,
+        forecast=forecasted,
         baselines=_baselines(request, joint, rescaled),
         one_by_one=_one_by_one(request, joint, options, method),
     )
+
+
+def _in_effect(
+    forecasted: Forecasted,
+    request: PlanRequest,
+    names: Sequence[str],
+    make: Callable[[dict[str, float]], fleet.Builder],
+    options: SolverOptions,
+    method: Method,
+) -> Forecasted:
+    """The forecast with when the plan in effect breaks (``make``: the fleet's builder at each job's own scale)."""
+    from placement.planning import forecasting
+
+    def at(scales: Mapping[str, float]) -> PlacementProblem:
+        if len(names) == 1:
+            return make({})(scales[names[0]]).problem
+        return make(dict(scales))(1.0).problem
+
+    breaks = forecasting.predict_breaks(forecasted, names, at, request.current, options, method)
+    return replace(forecasted, breaks=breaks)
 
 
 def _warnings(

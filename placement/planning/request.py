@@ -79,6 +79,10 @@ class PlanRequest:
     running: tuple[str, ...] = ()  # plan.json / plan or fleet directories of jobs that keep running
     cluster: ClusterReader | None = None  # --running-cluster: what reads the jobs running now
     contingency: Contingency = "on"
+    forecast: str | None = None  # --forecast HISTORY: plan for the peak of the sources' forecast rates
+    horizon_s: float = 7200.0  # --horizon
+    forecast_level: float = 0.8  # --forecast-level: the prediction interval's coverage
+    current: str | None = None  # --current PLAN_DIR: the plan in effect (default: the plan at the profiled rates)
     say_warning: Callable[[str], None] = warn_on_stderr  # where the input warnings go, before anything is solved
 
     @property
@@ -114,6 +118,29 @@ class PlanRequest:
                     field="--running" if self.running else "--running-cluster",
                 )
         self._check_max_rate()
+        self._check_forecast()
+
+    def _check_forecast(self) -> None:
+        if self.forecast is None:
+            if self.current is not None:
+                raise BadInput("says which plan the forecast may break: add --forecast HISTORY", field="--current")
+            return
+        if self.rate_scale != 1.0 or self.job_rate_scales:
+            raise BadInput("sets each job's rate scale from the forecast: drop --rate-scale", field="--forecast")
+        if self.max_rate:
+            raise BadInput(
+                "plans for the forecast's peak; --max-rate finds the highest rate: use one", field="--forecast"
+            )
+        if self.current is not None and self.several:
+            raise BadInput(
+                "takes one job's plan; with several --profile the plan in effect is the plan at the "
+                "profiled rates: drop --current",
+                field="--current",
+            )
+        if not self.horizon_s > 0:
+            raise BadInput("must be a duration above 0 (e.g. 2h, 90min)", field="--horizon")
+        if not 0 < self.forecast_level < 1:
+            raise BadInput("must lie between 0 and 100 % (e.g. 80)", field="--forecast-level")
 
     def _check_max_rate(self) -> None:
         if self.max_rate and self.rescale:

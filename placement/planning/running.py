@@ -14,7 +14,6 @@ from placement.costmodel.running import merged, uses_of
 from placement.errors import BadInput
 from placement.inventory import Inventory
 from placement.loading import read_document
-from placement.writers.fleetjson import FLEET_FILE, is_fleet_dir
 from placement.writers.planjson import load_plan
 
 
@@ -39,6 +38,8 @@ class RunningPlans:
 
 def _expanded(paths: Sequence[str]) -> list[str]:
     """A fleet's directory (``fleet.json`` beside its jobs' plan directories) stands for every job in it."""
+    from placement.writers.fleetjson import FLEET_FILE, is_fleet_dir  # fleet.json's models: only with --running
+
     out: list[str] = []
     for path in paths:
         fleet = Path(path) / FLEET_FILE

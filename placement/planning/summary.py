@@ -38,6 +38,7 @@ ONE_JOB_KEYS = (
     "assignment",
     "parallelism",
     "max_rate",
+    "forecast",
     "what_if",
     "running",
     "running_notes",
@@ -54,6 +55,7 @@ FLEET_KEYS = (
     "running_notes",
     "compare",
     "max_rate",
+    "forecast",
     "what_if",
     "contingencies",
     "out",
@@ -79,6 +81,8 @@ def summary_json(outcome: PlanOutcome, written: Sequence[Path] | None = None) ->
         entries["parallelism"] = result_parallelism(outcome.rescaled)
     if outcome.capped is not None:
         entries["max_rate"] = outcome.capped.json()
+    if outcome.forecast is not None:  # added in v2 (a key of its own: readers of v2 ignore it)
+        entries["forecast"] = outcome.forecast.json()
     if outcome.what_if:
         entries["what_if"] = outcome.what_if
     if runs.jobs or several:  # several jobs' summary always says what they were planned around

@@ -22,7 +22,6 @@ from placement.writers.bundle import (
     write_fleet_dir,
     write_plan_dir,
 )
-from placement.writers.fleetjson import RunningJob, build_fleet_document, render_fleet_json
 from placement.writers.picture import contingency_lines
 from placement.writers.planjson import SourceRef, build_plan_document
 
@@ -125,6 +124,8 @@ def _job_artifacts(outcome: PlanOutcome) -> Artifacts:
 
 
 def _write_fleet(outcome: PlanOutcome, out: Path) -> list[Path]:
+    from placement.writers.fleetjson import RunningJob, build_fleet_document, render_fleet_json  # several jobs only
+
     joint, result, parts, notes = outcome.joint, outcome.result, outcome.parts, outcome.plan_notes
     inventory = _inventory_ref(outcome.inventory, outcome.request.inventory)
     refs = {

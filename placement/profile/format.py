@@ -50,7 +50,7 @@ from typing import Any, Final, Literal
 from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
 from placement.graphs import DiGraph
-from placement.loading import FieldError, Strict, canonical_digest, drop_unset, load_model
+from placement.loading import FieldError, Strict, canonical_digest, drop_unset, empty_dict, empty_list, load_model
 
 PROFILE_FORMAT: Final = "placement.profile/v2"
 PROFILE_FORMATS = ("placement.profile/v1", PROFILE_FORMAT)  # v1: no per-edge figures (still loads)
@@ -151,7 +151,7 @@ class VertexProfile(Strict):
         "the rate, fitted over runs at different rates (placement.profile.tm_cpu); null: 0, all of it grows with it",
     )
     stats: dict[str, float | int | str | bool | None] = Field(
-        default_factory=dict, description="extra figures from the profiling job (p95s, selectivity, ...)"
+        default_factory=empty_dict, description="extra figures from the profiling job (p95s, selectivity, ...)"
     )
 
     @model_validator(mode="after")
@@ -347,7 +347,7 @@ class MeasuredLatency(Strict):
     source: str = Field(description="source vertex id")
     sink: str = Field(description="sink vertex id")
     paths: list[str] = Field(
-        default_factory=list, description="the vertex paths from source to sink, names joined by ' → '"
+        default_factory=empty_list, description="the vertex paths from source to sink, names joined by ' → '"
     )
     p50_ms: float | None = Field(None, ge=0)
     p95_ms: float | None = Field(None, ge=0)
@@ -360,12 +360,13 @@ class JobProfile(Strict):
     format: Literal["placement.profile/v1", "placement.profile/v2"] = PROFILE_FORMAT
     job: JobInfo
     vertices: list[VertexProfile] = Field(min_length=1)
-    edges: list[EdgeProfile] = Field(default_factory=list)
+    edges: list[EdgeProfile] = Field(default_factory=empty_list)
     taskmanagers: list[TaskManagerCpu] = Field(
-        default_factory=list, description="measured TaskManager CPU and baselines; empty: not measured (busy time only)"
+        default_factory=empty_list,
+        description="measured TaskManager CPU and baselines; empty: not measured (busy time only)",
     )
     latency: list[MeasuredLatency] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         description="measured latency per source → sink (Flink's latency tracking); empty: not tracked",
     )
 

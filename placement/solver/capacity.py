@@ -28,12 +28,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Literal, Protocol
 
 import pulp
 
 from placement.costmodel.evaluate import evaluate
-from placement.costmodel.model import PlacementProblem, SubtaskKey
+from placement.costmodel.model import Assignment, HostSpec, PlacementProblem, SubtaskKey
 from placement.errors import Infeasible, PlacementError
 from placement.solver import backends, constraints, families, objectives
 from placement.solver.domains import restricted_domain
@@ -57,6 +57,14 @@ class Capacity:
     assignment: dict[SubtaskKey, str] | None = None  # a plan that fits at ``scale``
     binding: tuple[Shortage, ...] = ()  # what is short just above ``scale`` (largest relative shortfall first)
     note: str = ""
+
+
+class _Fits(Protocol):
+    """A yes/no answer per scale that counts how often it was asked (the bracket and the bisection take any)."""
+
+    calls: int
+
+    def __call__(self, scale: float) -> bool: ...
 
 
 class _Oracle:
@@ -96,7 +104,7 @@ class _Oracle:
         return self.cache[scale]
 
 
-def _bracket(fits: _Oracle) -> tuple[float, float] | Capacity:
+def _bracket(fits: _Fits) -> tuple[float, float] | Capacity:
     """(lo, hi) with ``fits(lo)`` and not ``fits(hi)``, hi = 2·lo; or the unbounded/infeasible answer."""
     if fits(1.0):
         lo = 1.0
@@ -133,7 +141,7 @@ def max_scale_bisection(
     return _bisect(fits, *bracket, tolerance)
 
 
-def _bisect(fits: _Oracle, lo: float, hi: float, tolerance: float, method: str = "bisection") -> Capacity:
+def _bisect(fits: _Fits, lo: float, hi: float, tolerance: float, method: str = "bisection") -> Capacity:
     while hi - lo > tolerance * lo:
         mid = math.sqrt(lo * hi) if hi / lo > 2 else (lo + hi) / 2
         if fits(mid):
@@ -178,6 +186,37 @@ def _pieces(build: Builder, lo: float, hi: float) -> list[tuple[float, float]] |
         if len(done) + len(todo) > MAX_PIECES:
             return None
     return sorted(done, reverse=True)
+
+
+def _scaled_pairs(
+    m: IlpModel,
+    pb: PlacementProblem,
+    h: HostSpec,
+    r: HostSpec,
+    scaled_row: Callable[[dict[pulp.LpVariable, float], dict[pulp.LpVariable, float], float, str], None],
+) -> None:
+    """:func:`placement.solver.families.uplink_pair` at a scale ``X`` in ``[lo, hi]``: each product's ``f`` affine
+    in it (``m``'s problem at ``lo``, ``pb`` at ``hi``; the same wiring, only the rates differ)."""
+    pa = m.problem
+    lo, hi = [], []
+    for n, (ca, cb) in enumerate(zip(pa.channels, pb.channels, strict=True)):
+        for i, u in m.placed(ca.source, h.name):
+            for j in ca.receivers(i):
+                v = m.var((ca.target, j), r.name)
+                fa, fb = ca.flow_mbit(i, j), cb.flow_mbit(i, j)
+                if v is not None and max(fa, fb) > 0:
+                    lo.append((fa, [(u, 1.0)], [(v, 1.0)], f"{n}_{i}_{j}"))
+                    hi.append(fb)
+    room = families.pair_room(pa, h, r)
+    if max(sum(f for f, *_ in lo), sum(hi)) <= room:
+        return  # cannot bind
+    terms = families.pair_products(m.sink, f"{h.name}_{r.name}", lo)
+    scaled_row(
+        {y: f for y, f in terms},
+        {y: f for (y, _), f in zip(terms, hi, strict=True)},
+        room,
+        f"wan_pair_{h.name}_{r.name}",
+    )
 
 
 def _direct_piece(
@@ -254,6 +293,10 @@ def _direct_piece(
                 families.uplink_room(pa, h),
                 f"wan_{h.name}",
             )
+    for h in pa.edges:  # one TCP flow per TaskManager pair: Σ f(i, j, X)·y ≤ g_h, y ≥ x[u_i, h] + x[v_j, r] − 1
+        if pa.pair_bound(h):
+            for r in pa.servers:
+                _scaled_pairs(m, pb, h, r, scaled_row)
     for job, policy in pa.job_policies.items():  # a job's share of an uplink: W_{J,h}(X) ≤ s·η·bandwidth
         for host, share in policy.uplink_shares.items():
             ea, eb = (objectives.wan_mbit(model, host, frozenset({job})) for model in (m, mb))
@@ -309,3 +352,31 @@ def binding_constraints(
     """What is short just above ``scale`` (at ``scale·(1 + step)``): the elastic re-solve's shortfalls."""
     result: PlanResult = solve(build(scale * (1 + step)), options)
     return result.shortages
+
+
+class _Holds:
+    """``fits(X)`` of one fixed placement: does ``assignment`` fit at scale ``X`` (the evaluator, no solver)."""
+
+    def __init__(self, build: Builder, assignment: Assignment):
+        self.build, self.assignment, self.calls = build, assignment, 0
+
+    def __call__(self, scale: float) -> bool:
+        self.calls += 1
+        return evaluate(self.build(scale), self.assignment).feasible
+
+
+def placement_headroom(build: Builder, assignment: Assignment, *, tolerance: float = 1e-4) -> Capacity:
+    """The highest scale at which the fixed ``assignment`` still fits (the plan in effect, not the best plan): the
+    same bracket and bisection as :func:`max_scale_bisection`, the evaluator as oracle — monotone for a fixed
+    assignment as for the best one (every row's load grows with the scale). Its ``binding``: nothing (the violation
+    just above says what runs out, :func:`placement_breaks`)."""
+    fits = _Holds(build, assignment)
+    bracket = _bracket(fits)
+    if isinstance(bracket, Capacity):
+        return bracket
+    return _bisect(fits, *bracket, tolerance)
+
+
+def placement_breaks(build: Builder, assignment: Assignment, scale: float) -> tuple[str, ...]:
+    """What the fixed ``assignment`` violates at ``scale`` (empty: it fits)."""
+    return evaluate(build(scale), assignment).violations

@@ -56,7 +56,9 @@ def _edge_hosts_behind(problem: PlacementProblem, shortages: tuple[Shortage, ...
     ):
         return edges  # a short server: anything kept off any Pi adds to its load
     short_links = {s.resource for s in shortages if s.kind in ("link", "budget")}
-    return [h for h in edges if f"{h}→{problem.host_by_name[h].uplink_to}" in short_links]
+    # a TaskManager pair's shortage is named "edge host→receiving host": its uplink is short too
+    short_edges = {link.split("→")[0] for link in short_links}
+    return [h for h in edges if h in short_edges]
 
 
 def _senders(problem: PlacementProblem, s: Subtask) -> list[tuple[str, int]]:

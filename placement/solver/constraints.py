@@ -70,6 +70,24 @@ def wan_bandwidth(m: IlpModel) -> None:
         families.uplink(m.sink, m.problem, h, families.terms_of(objectives.wan_mbit(m, h.name)))
 
 
+def wan_pairs(m: IlpModel) -> None:
+    """``Σ_{u_i→v_j} f(i, j)·y ≤ g_h`` with ``y ≥ x[u_i, h] + x[v_j, r] − 1`` for every edge host ``h`` whose TCP
+    flow is below its rate and every server ``r`` (:func:`placement.solver.families.uplink_pair`): one connection per
+    TaskManager pair carries one flow. The uplink row then has the rate alone (:meth:`PlacementProblem.link_mbit`)."""
+    for h in m.problem.edges:
+        if not m.problem.pair_bound(h):
+            continue
+        for r in m.problem.servers:
+            products = [
+                (f, [(u, 1.0)], [(v, 1.0)], f"{n}_{i}_{j}")
+                for n, ch in enumerate(m.problem.channels)
+                for i, u in m.placed(ch.source, h.name)
+                for j in ch.receivers(i)
+                if (f := ch.flow_mbit(i, j)) > 0 and (v := m.var((ch.target, j), r.name)) is not None
+            ]
+            families.uplink_pair(m.sink, m.problem, h, r, products)
+
+
 def job_uplink_budget(m: IlpModel) -> None:
     """``W_{J,h}(x) ≤ s_{J,h} · η · bandwidth(h)`` for every job ``J`` with a share ``s_{J,h}`` of edge host
     ``h``'s uplink (``jobs[].budget.uplinks``), ``W_{J,h}`` the part of ``W_h`` that ``J``'s own subtasks send
@@ -151,6 +169,7 @@ ROW_FAMILIES = (
     one_thread,
     memory_capacity,
     wan_bandwidth,
+    wan_pairs,
     job_uplink_budget,
     vanilla_whole_vertices,
     latency_bound,

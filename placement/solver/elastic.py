@@ -81,8 +81,8 @@ def shortages_from_slack(
     problem: PlacementProblem, slack: dict[tuple[str, ...], float]
 ) -> tuple[tuple[Shortage, ...], str]:
     """(shortages, one-line reason) from the elastic re-solve's slack values, largest relative shortfall first
-    (slack names: ``("link"|"cpu"|"memory", host)``, ``("slots", host, vertex id | "all")`` or ``("budget", edge
-    host, job)``)."""
+    (slack names: ``("link"|"cpu"|"memory", host)``, ``("link", host, "one flow")``, ``("pair", edge host,
+    receiving host)``, ``("slots", host, vertex id | "all")`` or ``("budget", edge host, job)``)."""
     hosts = problem.host_by_name
     shortages = []
     for name, over in slack.items():
@@ -113,8 +113,23 @@ def shortages_from_slack(
                     detail=name[2],
                 )
             )
-        elif kind == "link":
-            usable = families.uplink_room(problem, h)
+        elif kind == "pair":  # ("pair", edge host, receiving host): one TCP connection between their TaskManagers
+            to = hosts[name[2]]
+            usable = families.pair_room(problem, h, to)
+            shortages.append(
+                Shortage(
+                    "link",
+                    f"{host}→{to.name}",
+                    usable + over,
+                    usable,
+                    h.uplink_mbit or 0.0,
+                    detail=f" between TaskManagers {host} and {to.name}{problem.link_bound_note(h)}",
+                    running=running_note(h, "mbit", " Mbit/s"),
+                )
+            )
+        elif kind == "link":  # ("link", edge host) or, a model without pair rows, ("link", edge host, "one flow")
+            one_flow = name[2:] == ("one flow",)
+            usable = families.one_flow_room(problem, h) if one_flow else families.uplink_room(problem, h)
             shortages.append(
                 Shortage(
                     "link",
@@ -122,7 +137,7 @@ def shortages_from_slack(
                     usable + over,
                     usable,
                     h.uplink_mbit or 0.0,
-                    detail=problem.link_bound_note(h),
+                    detail=problem.link_bound_note(h) if one_flow else problem.uplink_note(h),
                     running=running_note(h, "mbit", " Mbit/s"),
                 )
             )

@@ -30,6 +30,7 @@ pool CPU, memory   —       —       —          arrays       row           �
 slots, job slots   row     row     row        arrays (3)   row           arrays, row
 one thread         row (4) domain  affine (1) domain       domain        domain
 uplink             row     row     affine (1) arrays (2)   row           — (5)
+uplink pairs       row     — (12)  affine (1) — (12)       — (12)        — (5)
 uplink budgets     row     row     affine (1) — (6)        — (6)         — (5)
 no data down       row     row     row        by plan (7)  row           — (5)
 whole vertices     row     row     row        — (8)        — (8)         — (9)
@@ -53,7 +54,9 @@ ties Pis and servers together. (9) The packing may split a whole vertex over a p
 refuses the packed plan and the full model, which has the rows, plans it (:func:`placement.solver.ilp.solve`; the
 rescale model's :mod:`placement.solver.pooling` likewise). (10) ``--max-rate`` refuses a latency bound
 (:meth:`placement.planning.request.PlanRequest.check_latency_bounds`). (11) A pool's servers share every pin,
-forbid and birth (:func:`placement.solver.server_pools.server_classes`).
+forbid and birth (:func:`placement.solver.server_pools.server_classes`). (12) One TCP flow for the whole uplink
+(:func:`uplink_one_flow`), a safe under-estimate with several servers: the rescale model's counts of instances have
+no product per TaskManager pair, and a fleet pool's column does not say which member receives.
 """
 
 from __future__ import annotations
@@ -174,8 +177,21 @@ def thread_room(problem: PlacementProblem) -> float:
 
 
 def uplink_room(problem: PlacementProblem, h: HostSpec) -> float:
-    """``η·bandwidth(h)`` less what running jobs send (:meth:`PlacementProblem.usable_mbit`)."""
+    """``η·bandwidth(h)`` — or one TCP flow's goodput where that is lower and the uplink has one receiving
+    TaskManager — less what running jobs send (:meth:`PlacementProblem.usable_mbit`): the room of a model that
+    writes :func:`uplink_pair` rows."""
     return problem.usable_mbit(h)
+
+
+def one_flow_room(problem: PlacementProblem, h: HostSpec) -> float:
+    """The uplink as one TCP flow (:meth:`PlacementProblem.one_flow_mbit`) less what running jobs send: the room of a
+    model without :func:`uplink_pair` rows."""
+    return max(0.0, problem.one_flow_mbit(h) - h.running_total("mbit"))
+
+
+def pair_room(problem: PlacementProblem, h: HostSpec, to: HostSpec) -> float:
+    """One TCP flow's goodput from ``h``'s TaskManager to ``to``'s (:meth:`PlacementProblem.pair_mbit`)."""
+    return problem.pair_mbit(h, to)
 
 
 def budget_room(problem: PlacementProblem, h: HostSpec, share: float) -> float:
@@ -299,6 +315,46 @@ def uplink(
     by default always written — a sum of what is sent less what is received has no cheap bound)."""
     if traffic is not None:
         capacity(sink, ("link", h.name), traffic, uplink_room(problem, h), f"wan_{h.name}", most=most)
+
+
+def uplink_one_flow(
+    sink: Sink, problem: PlacementProblem, h: HostSpec, traffic: Terms | None, most: float | None = math.inf
+) -> None:
+    """``W_h ≤ min(η·bandwidth(h), g_h)``, ``g_h`` one TCP flow's goodput: the uplink of a model that writes no
+    :func:`uplink_pair` rows, which counts one flow for the whole uplink — a safe under-estimate with several
+    receiving TaskManagers, and :func:`uplink` itself with one (``most``: as there)."""
+    if traffic is not None:
+        room = one_flow_room(problem, h)
+        capacity(sink, ("link", h.name, "one flow"), traffic, room, f"wan_{h.name}", most=most)
+
+
+Product = tuple[float, Terms, Terms, str]  # f, the sender's terms on the edge host, the receiver's on the other, a tag
+
+
+def pair_products(sink: Sink, tag: str, products: Iterable[Product]) -> Terms:
+    """``Σ f·y`` with ``y ≥ a + b − 1``, ``y ∈ [0, 1]``, for every product ``f·a·b`` of two 0/1 terms: in a row that
+    bounds ``Σ f·y`` from above, ``y`` is ``a·b`` wherever it matters (``y = 1`` exactly when both are 1)."""
+    out: Terms = []
+    for f, a, b, suffix in products:
+        y = sink.fresh(f"pair_{tag}_{suffix}", 0.0, 1.0)
+        sink.add(Row([(y, 1.0), *_minus(a), *_minus(b)], ">=", -1.0, f"pair_{tag}_{suffix}"))
+        out.append((y, f))
+    return out
+
+
+def uplink_pair(sink: Sink, problem: PlacementProblem, h: HostSpec, to: HostSpec, products: Sequence[Product]) -> None:
+    """``Σ_{u_i→v_j} f(i, j)·x[u_i, h]·x[v_j, r] ≤ g_h`` (products by :func:`pair_products`): what the subtasks on
+    edge host ``h`` send to those on receiving host ``r`` rides one TCP connection (Flink multiplexes every channel
+    between two TaskManagers over one), which carries one flow's goodput ``g_h`` (``r`` a pool: one per member).
+    Written only where it can bind — ``h``'s flow below its rate (:meth:`PlacementProblem.pair_bound`) and the
+    products' sum above ``g_h``; elastic: a slack ``("pair", h, r)``, so a pair is named as what is short."""
+    if not problem.pair_bound(h):
+        return
+    room = pair_room(problem, h, to)
+    if sum(f for f, *_ in products) <= room + sink.eps:
+        return
+    terms = pair_products(sink, f"{h.name}_{to.name}", products)
+    sink.add(Row(terms, "<=", room, f"wan_pair_{h.name}_{to.name}", slack=("pair", h.name, to.name)))
 
 
 def uplink_budget(

@@ -16,9 +16,7 @@ from placement.costmodel.evaluate import evaluate
 from placement.costmodel.model import PlacementProblem, SubtaskKey
 from placement.errors import BadInput, Infeasible, PlacementError
 from placement.solver import backends, constraints, objectives
-from placement.solver.causes import structural_causes
 from placement.solver.domains import filtered_domain, restricted_domain, rule_domain
-from placement.solver.elastic import diagnose
 from placement.solver.model import IlpModel, new_model
 from placement.solver.result import PlanResult, SolverOptions, Stage
 from placement.solver.server_pools import pooled_problem, server_pools, unpool
@@ -115,6 +113,9 @@ def _solve(problem: PlacementProblem, options: SolverOptions) -> PlanResult:
             m.lp += expr <= backends.carried_optimum(info.objective, backends.rounded_value(expr), tol), f"keep_{name}"
     first = stages[0].info
     if first.status == "infeasible":
+        from placement.solver.causes import structural_causes  # what is short, asked of an infeasible model only
+        from placement.solver.elastic import diagnose
+
         shortages, reason = diagnose(problem, domain, options)
         causes = structural_causes(problem, domain, shortages)
         return PlanResult(
@@ -156,6 +157,9 @@ def _emptied(problem: PlacementProblem, exc: Infeasible, options: SolverOptions,
     (:func:`placement.solver.elastic.diagnose`), so the table lists a set whose relief gives a plan, threads first.
     Naming only the subtask whose domain emptied was not enough: another thread, or a host's CPU, may be short too.
     When the rules alone contradict each other no capacity is involved: the rule is the reason, with no shortage."""
+    from placement.solver.causes import structural_causes
+    from placement.solver.elastic import diagnose
+
     rules = rule_domain(problem)
     if rules is None:
         return PlanResult("ilp", "infeasible", None, None, reason=str(exc), objective_mode=mode)

@@ -51,6 +51,7 @@ class Pool:
             baseline_cores=sum(h.baseline_cores * h.speed for h in self.members),
             slots=sum(h.slots for h in self.members),
             memory_mib=sum(h.memory_mib for h in self.members),
+            taskmanagers=sum(h.taskmanagers for h in self.members),  # a flow from each edge host to each member
             # running jobs' cores at speed 1, as the pool's
             running=tuple(replace(r, cores=r.cores * h.speed) for h in self.members for r in h.running),
         )

@@ -34,9 +34,18 @@ from placement.watch.policy import Decision, Proposal
 from placement.watch.signals import Drift, Window
 
 if TYPE_CHECKING:
+    from placement.costmodel.evaluate import LinkLoad
     from placement.watch.observing import Seen
 
 FORMAT = "placement.watch/v1"
+
+
+def _link_json(link: LinkLoad) -> dict[str, Any]:
+    """A link as recorded: its pairs (one TCP flow each, issue 45) only where there are any, so a record of an
+    uplink to one server reads as before."""
+    out = asdict(link)
+    pairs = out.pop("pairs")
+    return {**out, "pairs": [list(p) for p in pairs]} if pairs else out
 
 
 def window_json(w: Window, snapshot: str | None) -> dict[str, Any]:
@@ -48,7 +57,7 @@ def window_json(w: Window, snapshot: str | None) -> dict[str, Any]:
         "source_rates": dict(w.source_rates),
         "fresh_source_rates": dict(w.fresh_source_rates),
         "backpressure_ms": {k: round(v, 1) for k, v in w.backpressure.items()},
-        "links": [asdict(link) for link in w.links],
+        "links": [_link_json(link) for link in w.links],
         "taskmanagers": sorted(w.taskmanagers),
         "violations": list(w.violations),
         # issue 25: predicted latency per path of the running placement, measured p50 and bound per source → sink

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ConfigDict, Field
 
 from placement import __version__
-from placement.loading import Strict, drop_unset
+from placement.loading import Strict, drop_unset, empty_dict, empty_list
 from placement.writers.planjson import JobBudgetRecord, Objective, SolverInfo, SourceRef, solver_info
 
 if (
@@ -71,7 +71,7 @@ class LinkShare(Strict):
     usable_mbit: float = Field(description="under the headroom, less what running jobs send")
     utilisation: float = Field(description="planned and running jobs together, of the bandwidth")
     jobs: dict[str, float] = Field(description="job -> Mbit/s it puts on this link")
-    running: dict[str, float] = Field(default_factory=dict, description="running job -> Mbit/s (its plan's)")
+    running: dict[str, float] = Field(default_factory=empty_dict, description="running job -> Mbit/s (its plan's)")
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)  # Strict's, the aliases' field
     # names too, and DEFERRED's build
@@ -91,7 +91,7 @@ class HostShare(Strict):
     # absent in fleets planned before apply checked memory: apply's order then leaves memory unchecked
     memory_mib_usable: float | None = Field(None, description="under the memory target, less the running jobs'")
     jobs: dict[str, dict[str, float]] = Field(description="job -> {cores, slots, memory_mib, subtasks}")
-    running: dict[str, dict[str, float]] = Field(default_factory=dict)
+    running: dict[str, dict[str, float]] = Field(default_factory=empty_dict)
 
 
 class FleetDocument(Strict):
@@ -102,12 +102,12 @@ class FleetDocument(Strict):
     tool: str
     inventory: SourceRef
     jobs: list[FleetJob]
-    running: list[RunningJob] = Field(default_factory=list)
+    running: list[RunningJob] = Field(default_factory=empty_list)
     objective: Objective = Field(description="the fleet's: every planned job's figures added up")
     solver: SolverInfo
     links: list[LinkShare]
     hosts: list[HostShare]
-    warnings: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=empty_list)
     compare: list[dict[str, Any]] | None = Field(
         None, description="--compare: the joint plan beside planning the jobs one by one"
     )

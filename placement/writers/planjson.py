@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Final, Literal
 from pydantic import ConfigDict, Field
 
 from placement import __version__
-from placement.loading import Strict, drop_unset, load_model
+from placement.loading import Strict, drop_unset, empty_dict, empty_list, load_model
 
 if TYPE_CHECKING:  # annotations only: reading a plan (`placement apply`) loads neither the cost model nor networkx
     from placement.costmodel.evaluate import PlanCost
@@ -153,7 +153,7 @@ class RescaleInfo(Strict):
     profiled_parallelism: dict[str, int] = Field(description="vertex id -> parallelism in the profile")
     target_records_per_s: dict[str, float] = Field(description="source vertex id -> target records/s")
     changed: dict[str, list[int]] = Field(
-        default_factory=dict, description="vertex name -> [profiled, planned] where they differ"
+        default_factory=empty_dict, description="vertex name -> [profiled, planned] where they differ"
     )
 
 
@@ -168,7 +168,7 @@ class JobBudgetRecord(Strict):
     """A job's rank and budget among jobs planned together (the inventory's jobs[] entry) and its use of the budget."""
 
     priority: int | None = None
-    uplinks: list[UplinkBudgetUse] = Field(default_factory=list)
+    uplinks: list[UplinkBudgetUse] = Field(default_factory=empty_list)
     min_rate_scale: float | None = None
     rate_scale: float = Field(
         description="the scale this job was planned at (above the fleet's when held at its "
@@ -216,12 +216,14 @@ class ContingencyRecord(Strict):
     status: str = Field(description="optimal | feasible | heuristic | infeasible")
     gap: float | None = None
     shortfall: str | None = Field(None, description="infeasible: what is short in that state")
-    moves: list[ContingencyMove] = Field(default_factory=list, description="this job's subtasks that run elsewhere")
+    moves: list[ContingencyMove] = Field(
+        default_factory=empty_list, description="this job's subtasks that run elsewhere"
+    )
     objective: Objective | None = Field(
         None, description="the degraded state's figures (planned with other jobs: the fleet's, as links and hosts)"
     )
-    links: list[LinkPrediction] = Field(default_factory=list)
-    hosts: list[HostPrediction] = Field(default_factory=list)
+    links: list[LinkPrediction] = Field(default_factory=empty_list)
+    hosts: list[HostPrediction] = Field(default_factory=empty_list)
 
 
 class PlanDocument(Strict):
@@ -238,9 +240,9 @@ class PlanDocument(Strict):
     assignment: list[SubtaskAssignment]
     links: list[LinkPrediction]
     hosts: list[HostPrediction]
-    warnings: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=empty_list)
     parallelism: dict[str, int] = Field(
-        default_factory=dict,
+        default_factory=empty_dict,
         description="vertex id -> parallelism the plan runs it at (absent in older plans: read "
         "it from the assignment); `placement apply` sets what differs from the running job",
     )

@@ -8,7 +8,10 @@ and ``rpi1`` and each the external resource of its own name.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -91,7 +94,9 @@ def write_inventory(
     known_hosts: Path | None = None,
     addresses: Mapping[str, str] | None = None,
     name: str = "pp-apply",
+    flink: Mapping[str, object] | None = None,
 ) -> Path:
+    """``flink``: more keys of the inventory's ``flink:`` section (``network``, ``failure_detection``)."""
     addresses = {h: s.address for h, s in lab.hosts.items()} | dict(addresses or {})
     doc = {
         "version": 1,
@@ -121,6 +126,7 @@ def write_inventory(
             "placement_mode": mode,
             "savepoint_dir": savepoint_dir.as_uri(),
             "scheduler_dir": str(home / "placement" / "scheduler"),
+            **dict(flink or {}),
         },
         "job": {
             "name": JOB_NAME,
@@ -254,3 +260,71 @@ def fleet_profile(path: Path, name: str, vertex_ids: Mapping[str, str] | None = 
     }
     path.write_text(json.dumps(doc))
     return path
+
+
+# STAND-IN for Flink's bin/taskmanager.sh (the wheel ships no bin/*.sh): it stops the TaskManager whose pid it
+# knows and starts a new one from its home's conf/ the way placement.lab.flink does
+TM_CTL = '''"""Stand-in for Flink's bin/taskmanager.sh (stop|start) on a test "host"; written by the apply tests."""
+import os, signal, subprocess, sys, time
+from pathlib import Path
+sys.path.insert(0, {repo!r})
+from placement.flink.home import find_flink_home
+from placement.lab.flink import TaskManagerSpec, _memory_flags, taskmanager_argv
+
+HOME = Path(__file__).resolve().parents[1]
+PIDFILE = HOME / "taskmanager.pid"
+
+
+def alive(pid):
+    try:
+        state = Path(f"/proc/{{pid}}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def stop():
+    if not PIDFILE.exists():
+        return
+    pid = int(PIDFILE.read_text())
+    with __import__("contextlib").suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 30
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if alive(pid):
+        os.killpg(pid, signal.SIGKILL)
+    PIDFILE.unlink()
+
+
+def start():
+    home = find_flink_home()
+    conf = HOME / "conf"
+    jvm, dyn = _memory_flags(home, "GET_TM_RESOURCE_PARAMS", conf)
+    jvm = [*jvm, *{flags!r}]  # the JIT's first tier only, as the test's cluster was started (quick_start)
+    argv = taskmanager_argv(home, TaskManagerSpec({rid!r}), conf, HOME / "taskmanager.log", jvm, dyn)
+    with open(HOME / "taskmanager.out", "ab") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+    PIDFILE.write_text(str(proc.pid))
+
+
+{{"stop": stop, "start": start}}[sys.argv[1]]()
+'''
+
+
+def install_taskmanager_script(home: Path, resource_id: str, pid: int, jvm_flags: tuple[str, ...] = ()) -> None:
+    """``<home>/bin/taskmanager.sh`` (the stand-in) for the TaskManager ``resource_id`` that runs as ``pid``."""
+    bin_dir = home / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    (bin_dir / "tm_ctl.py").write_text(TM_CTL.format(repo=str(REPO), rid=resource_id, flags=jvm_flags))
+    script = bin_dir / "taskmanager.sh"
+    script.write_text(f'#!/bin/sh\nexec {sys.executable} "$(dirname "$0")/tm_ctl.py" "$@"\n')
+    script.chmod(0o755)
+    (home / "taskmanager.pid").write_text(str(pid))
+
+
+def kill_from_pidfile(pidfile: Path) -> None:
+    """End the TaskManager a stand-in started (not the cluster's child, so the cluster's stop misses it)."""
+    with contextlib.suppress(OSError, ValueError):
+        os.killpg(int(pidfile.read_text()), signal.SIGKILL)

@@ -27,7 +27,14 @@ from placement.apply.model import (
     UploadFile,
 )
 from placement.apply.planner import new_program_args, placement_matches, plan_apply
-from placement.apply.preflight import check, config_satisfies, jar_built_for, read_host_config, slots_needed
+from placement.apply.preflight import (
+    check,
+    config_satisfies,
+    describe_reads,
+    jar_built_for,
+    read_host_config,
+    slots_needed,
+)
 from placement.apply.request import load_request
 from placement.errors import BadInput
 from placement.flink.config import flatten
@@ -642,6 +649,20 @@ def test_vanilla_restarts_a_taskmanager_with_its_resource_for_flink_network_alon
     assert plan.restarts == ("TaskManager on server",)
     config = next(s.action for s in plan.steps if isinstance(s.action, UploadFile))
     assert config.host == "server" and flatten(yaml.safe_load(config.content))[BUFFERS_KEY] == 19
+
+
+@pytest.mark.parametrize("mode", ["vanilla", "custom"])
+def test_the_reads_preflight_lists_name_every_taskmanager_config_flink_network_makes_it_read(request_, mode):
+    # observe reads each planned TaskManager's config when flink.network differs from Flink's defaults, whatever
+    # its external resource: the list a dry run prints must say so, not "only for a host ... lacks its resource"
+    tm_reads = f"ssh <host>: cat {request_(mode=mode).paths.home}/conf/config.yaml"  # the JobManager's: "ssh server:"
+    plain = [line for line in describe_reads(request_(mode=mode)) if line.startswith(tm_reads)]
+    tuned = describe_reads(request_(mode=mode, network={"buffers_per_channel": 19}))
+    assert [line for line in tuned if line.startswith(tm_reads)] == [
+        f"{tm_reads} (Flink 1.19/1.20: flink-conf.yaml first, which they read instead where it exists)  (every "
+        "TaskManager host of the plan: flink.network sets keys apart from Flink's defaults)"
+    ]
+    assert len(plain) == (1 if mode == "vanilla" else 0) and all("lacks its external resource" in x for x in plain)
 
 
 def test_the_plans_note_names_the_key_apply_writes():

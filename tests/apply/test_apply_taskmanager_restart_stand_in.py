@@ -14,9 +14,6 @@ runs inside pp-rpi1 like the old one.
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -27,6 +24,8 @@ from apply_support import (
     PLACED,
     SETTLE,
     SshLab,
+    install_taskmanager_script,
+    kill_from_pidfile,
     run_cli,
     running_job,
     write_inventory,
@@ -38,65 +37,6 @@ from placement.lab.flink import TaskManagerSpec
 from placement.lab.jobs import IOT_SENSOR_JOB
 
 pytestmark = [pytest.mark.flink, pytest.mark.netns, pytest.mark.timeout(600)]
-
-REPO = Path(__file__).resolve().parents[2]
-TM_CTL = '''"""Stand-in for Flink's bin/taskmanager.sh (stop|start) on a test "host"; written by the apply tests."""
-import os, signal, subprocess, sys, time
-from pathlib import Path
-sys.path.insert(0, {repo!r})
-from placement.flink.home import find_flink_home
-from placement.lab.flink import TaskManagerSpec, _memory_flags, taskmanager_argv
-
-HOME = Path(__file__).resolve().parents[1]
-PIDFILE = HOME / "taskmanager.pid"
-
-
-def alive(pid):
-    try:
-        state = Path(f"/proc/{{pid}}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
-def stop():
-    if not PIDFILE.exists():
-        return
-    pid = int(PIDFILE.read_text())
-    with __import__("contextlib").suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGTERM)
-    deadline = time.monotonic() + 30
-    while alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    if alive(pid):
-        os.killpg(pid, signal.SIGKILL)
-    PIDFILE.unlink()
-
-
-def start():
-    home = find_flink_home()
-    conf = HOME / "conf"
-    jvm, dyn = _memory_flags(home, "GET_TM_RESOURCE_PARAMS", conf)
-    jvm = [*jvm, *{flags!r}]  # the JIT's first tier only, as the test's cluster was started (quick_start)
-    argv = taskmanager_argv(home, TaskManagerSpec({rid!r}), conf, HOME / "taskmanager.log", jvm, dyn)
-    with open(HOME / "taskmanager.out", "ab") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
-    PIDFILE.write_text(str(proc.pid))
-
-
-{{"stop": stop, "start": start}}[sys.argv[1]]()
-'''
-
-
-def install_taskmanager_script(home: Path, resource_id: str, pid: int, jvm_flags: tuple[str, ...] = ()) -> None:
-    bin_dir = home / "bin"
-    bin_dir.mkdir(parents=True, exist_ok=True)
-    (bin_dir / "tm_ctl.py").write_text(TM_CTL.format(repo=str(REPO), rid=resource_id, flags=jvm_flags))
-    script = bin_dir / "taskmanager.sh"
-    script.write_text(f'#!/bin/sh\nexec {sys.executable} "$(dirname "$0")/tm_ctl.py" "$@"\n')
-    script.chmod(0o755)
-    (home / "taskmanager.pid").write_text(str(pid))
 
 
 def test_a_taskmanager_without_its_resource_is_reconfigured_and_restarted_only_with_consent_stand_in_script(
@@ -118,7 +58,7 @@ def test_a_taskmanager_without_its_resource_is_reconfigured_and_restarted_only_w
     ):
         home = work / "tm-rpi1"  # rpi1's Flink home: conf/config.yaml is its TaskManager's config
         install_taskmanager_script(home, "rpi1", cluster.taskmanagers["rpi1"].pid, quick_start)
-        cleanup.callback(_kill_from_pidfile, home / "taskmanager.pid")  # the restarted TM is not the cluster's child
+        cleanup.callback(kill_from_pidfile, home / "taskmanager.pid")  # the restarted TM is not the cluster's child
         rest = FlinkRest(cluster.rest_url)
         inv = write_inventory(
             tmp_path / "inventory.yaml",
@@ -158,8 +98,3 @@ def test_a_taskmanager_without_its_resource_is_reconfigured_and_restarted_only_w
         again = run_cli("apply", str(plan), "--inventory", str(inv))
         assert again.returncode == 0 and "plan already in effect" in again.stdout
         flink_support.cancel_job(new, rest)
-
-
-def _kill_from_pidfile(pidfile: Path) -> None:
-    with contextlib.suppress(OSError, ValueError):
-        os.killpg(int(pidfile.read_text()), signal.SIGKILL)

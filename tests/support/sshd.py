@@ -60,6 +60,7 @@ class SshHost:
     host_public_key: Path
     log: Path
     home: Path  # its shell start-up files are mounted over the login user's for this sshd's sessions
+    pid: int  # the listening sshd, in the mount namespace its sessions share
 
     def ssh_argv(self, *command: str) -> list[str]:
         """``ssh`` with this host's key and known_hosts, host key checking on, batch mode (never prompts)."""
@@ -208,6 +209,7 @@ def sshd_in_namespace(
             host_public_key=Path(f"{host_key}.pub"),
             log=log,
             home=home,
+            pid=proc.pid,
         )
     finally:
         if proc is not None:
@@ -217,6 +219,29 @@ def sshd_in_namespace(
         shutil.rmtree(workdir / "home", ignore_errors=True)
         if made_workdir and not any(workdir.iterdir()):
             workdir.rmdir()
+
+
+@contextmanager
+def mounted_for_sessions(host: SshHost, source: Path, target: Path) -> Iterator[None]:
+    """``source`` bind-mounted over ``target`` for ``host``'s SSH sessions only (and what they start), for the
+    ``with`` block: a host of its own filesystem at one path, as a real one has (a Flink home at the path the
+    inventory names, another one than this machine's there).
+
+    The mount goes into the mount namespace ``ip netns exec`` made for the sshd (mounts do not propagate out of it),
+    with ``nsenter``; it is detached lazily on exit, so a process of a session still holding a file there (a
+    TaskManager being killed) does not keep it.
+    """
+    subprocess.run(
+        ["nsenter", "-t", str(host.pid), "-m", "mount", "--bind", "--", str(source), str(target)],
+        check=True,
+        capture_output=True,
+        timeout=30,
+    )
+    try:
+        yield
+    finally:
+        umount = ["nsenter", "-t", str(host.pid), "-m", "umount", "-l", "--", str(target)]
+        subprocess.run(umount, check=False, capture_output=True, timeout=30)
 
 
 def _stop(proc: subprocess.Popen[bytes], namespace: str, port: int) -> None:

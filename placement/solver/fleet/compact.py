@@ -119,7 +119,8 @@ def edge_capacity(m: CompactModel, sink: ColumnSink, net: dict[SubtaskKey, float
         families.cpu(sink, p, h, placed)
         families.memory(sink, p, h, placed)
         families.slots(sink, p, h.name, h.slots, placed)
-        families.uplink(sink, p, h, [(c, net[s.key]) for s, c, _ in placed], most=None)
+        # one flow for the whole uplink: a server pool's column does not say which member receives
+        families.uplink_one_flow(sink, p, h, [(c, net[s.key]) for s, c, _ in placed], most=None)
 
 
 def pool_capacity(m: CompactModel, sink: ColumnSink) -> None:
@@ -331,7 +332,7 @@ def _shortages(
         else:
             h = hosts[where]
             usable = {
-                "link": families.uplink_room(problem, h),
+                "link": families.one_flow_room(problem, h),
                 "cpu": families.cpu_room(problem, h),
                 "memory": families.memory_room(problem, h),
                 "slots": float(h.slots),

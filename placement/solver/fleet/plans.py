@@ -154,7 +154,7 @@ def pi_plans(
             if len(members) + fixed_groups[g] > h.slots:
                 ok &= keep[:, members].sum(axis=1) + fixed_groups[g] <= h.slots
     wan = kf @ vec(net[s.key] for s in local) + sum(net[s.key] for s in fixed)
-    ok &= wan <= families.uplink_room(problem, h) + EPS
+    ok &= wan <= families.one_flow_room(problem, h) + EPS  # the compact model's uplink row (one flow for it)
     keep, kf, wan = keep[ok], kf[ok], wan[ok]
     off = 1.0 - kf
     cores = vec(families.pool_cpu_need(s) for s in local)

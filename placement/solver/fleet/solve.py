@@ -60,7 +60,11 @@ def solve_decomposed(problem: PlacementProblem, options: SolverOptions = SolverO
             first_bounds = stages
         if stages and stages[0].info.status == "infeasible":
             if attempt == 0:
-                return infeasible_result(problem, hm, pools, options, stages, mode)
+                result = infeasible_result(problem, hm, pools, options, stages, mode)
+                one_flow = _one_flow_note(problem)
+                if one_flow:
+                    result = replace(result, reason="; ".join(r for r in (result.reason, one_flow) if r))
+                return result
             break
         if values is None:
             raise PlacementError(
@@ -134,6 +138,10 @@ def _result(
         raise PlacementError(f"internal error: the decomposition's plan breaks a rule: {cost.violations[0]}")
     if attempt:  # the bound of the untightened model is the valid one; the gap is measured against it
         stages = [Stage(st.name, _rebound(st.info, fb.info, n == 0)) for n, (st, fb) in enumerate(zip(stages, first))]
+    one_flow = _one_flow_note(problem)
+    if one_flow:  # its rows count one TCP flow for such an uplink, not one per server: its bounds hold for that only
+        stages = [Stage(st.name, _rebound(st.info, st.info, False)) for st in stages]
+        notes.append(one_flow)
     status: Literal["optimal", "feasible"] = (
         "optimal" if stages and all(st.info.status == "optimal" for st in stages) else "feasible"
     )
@@ -144,6 +152,19 @@ def _result(
         )
         status = "feasible"
     return PlanResult("ilp", status, assignment, cost, stages=tuple(stages), objective_mode=mode, notes=tuple(notes))
+
+
+def _one_flow_note(problem: PlacementProblem) -> str:
+    """What the decomposition leaves out where one TCP flow per TaskManager pair binds ("" where none does): its Pi
+    plans and pool rows count one flow for the whole uplink (placement.solver.families.uplink_one_flow)."""
+    hosts = [h.name for h in problem.edges if problem.pair_bound(h)]
+    if not hosts:
+        return ""
+    more = " and more" if len(hosts) > 3 else ""
+    return (
+        f"the decomposition counts one TCP flow for the whole uplink of {', '.join(hosts[:3])}{more}; --method exact "
+        "may spread their load over servers, a flow each"
+    )
 
 
 def _rebound(info: SolveInfo, first: SolveInfo, valid: bool) -> SolveInfo:

@@ -151,9 +151,11 @@ def memory_capacity(m: RescaleModel) -> None:
 
 
 def wan_bandwidth(m: RescaleModel) -> None:
-    """``W_h ≤ η·bandwidth(h)`` for every edge host ``h`` (``W_h`` of :func:`.objectives.wan_mbit`)."""
+    """``W_h ≤ min(η·bandwidth(h), g_h)`` for every edge host ``h`` (``W_h`` of :func:`.objectives.wan_mbit`): one
+    TCP flow's goodput ``g_h`` for the whole uplink (:func:`placement.solver.families.uplink_one_flow`) — the counts
+    ``z[v, p, h]`` have no per-pair product yet, so this model does not spread load over TaskManager pairs."""
     for h in m.ref.edges:
-        families.uplink(m.sink, m.ref, h, families.terms_of(objectives.wan_mbit(m, h.name)))
+        families.uplink_one_flow(m.sink, m.ref, h, families.terms_of(objectives.wan_mbit(m, h.name)))
 
 
 def job_uplink_budget(m: RescaleModel) -> None:
