@@ -7,6 +7,30 @@ import signal
 import threading
 from collections.abc import Iterator
 
+_interrupted = threading.Event()
+
+
+def note_interrupts() -> None:
+    """From here on a Ctrl-C raises KeyboardInterrupt as Python's own handler does, and is remembered: a library may
+    catch the interrupt and raise something else in its place (pydantic-core building a schema turns it into a
+    SchemaError, its context dropped), and the process must still end as interrupted. Only where Python's own handler
+    is in place, on the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return
+
+    def interrupt(signum, frame):
+        _interrupted.set()
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, interrupt)
+
+
+def interrupted() -> bool:
+    """True once a Ctrl-C reached the handler of :func:`note_interrupts`."""
+    return _interrupted.is_set()
+
 
 @contextlib.contextmanager
 def sigint_held_back() -> Iterator[None]:
@@ -69,5 +93,5 @@ def replaces_an_interrupt(exc: BaseException) -> bool:
         if isinstance(link, KeyboardInterrupt):
             return True
         seen.add(id(link))
-        link = link.__context__
+        link = link.__cause__ or link.__context__
     return False

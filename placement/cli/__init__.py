@@ -20,7 +20,7 @@ from placement import __version__
 from placement.cli.epilog import add_epilogs, epilog_for
 from placement.cli.streams import EXIT_BROKEN_PIPE, guarded
 from placement.errors import EXIT_BAD_INPUT, EXIT_FAILURE, PlacementError
-from placement.signals import replaces_an_interrupt
+from placement.signals import interrupted, note_interrupts, replaces_an_interrupt
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a command stopped by Ctrl-C
 
@@ -114,8 +114,9 @@ def _run(argv: list[str] | None) -> int:
         return exc.exit_code
     except Exception as exc:
         # a Ctrl-C can surface wrapped: Python turns one raised in a class body's __set_name__ (an import under way)
-        # into a RuntimeError whose context is the interrupt
-        if not replaces_an_interrupt(exc):
+        # into a RuntimeError whose context is the interrupt, pydantic-core one during a schema's build into a
+        # SchemaError without it
+        if not (replaces_an_interrupt(exc) or interrupted()):
             raise
         click.echo("aborted", err=True)
         return EXIT_INTERRUPTED
@@ -129,6 +130,8 @@ def main(argv: list[str] | None = None) -> None:
     if not logging.getLogger().handlers:
         logging.getLogger().addHandler(logging.NullHandler())
     # stdout's failures (`| head`, `>&-`, `>/dev/full`) never stop a command half-way: said once it is done
+    if argv is None:  # the `placement` process: a Ctrl-C that a library turns into another error is still one
+        note_interrupts()
     with guarded(process=argv is None) as stdout:
         try:
             code = _run(argv)
