@@ -38,12 +38,20 @@ def namespace_pids(namespace: str) -> set[int]:
 def power_loss(state: dict, host: str, timeout: float = 10.0) -> int:
     """SIGKILL every process of ``host``; returns how many there were. Waits until none is left."""
     ns = host_entry(state, host)["namespace"]
-    pids = namespace_pids(ns)
-    stopping.kill(pids, timeout=timeout)
-    left, emptied = poll(lambda: namespace_pids(ns), lambda listed: not listed, timeout=timeout, every=0.05)
+    killed: set[int] = set()
+
+    def kill_what_is_listed() -> set[int]:
+        # listed again each round: a process entering the namespace while the power goes (an `ip netns exec`
+        # between its setns and its exec) is lost with the rest, as it would be in a box without power
+        listed = namespace_pids(ns)
+        stopping.kill(listed, timeout=0)
+        killed.update(listed)
+        return namespace_pids(ns)
+
+    left, emptied = poll(kill_what_is_listed, lambda listed: not listed, timeout=timeout, every=0.05)
     if not emptied:
         raise PlacementError(f"lab host {host}: processes still alive after SIGKILL: {sorted(left)}")
-    return len(pids)
+    return len(killed)
 
 
 def power_back(state: dict, host: str) -> None:

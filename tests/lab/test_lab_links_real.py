@@ -18,6 +18,7 @@ from placement.inventory.wan_profiles import load_profile
 from placement.lab import faults, runner, wan
 from placement.lab import topology as topo
 from placement.netns import netns_available, ns_exec
+from placement.polling import poll
 from support import real_parts
 from support.lab import links_without_flink
 
@@ -79,6 +80,11 @@ def test_the_profiles_link_gets_its_round_trip_and_the_other_stays_rate_only(lte
 def test_a_pi_that_loses_power_keeps_its_links_delay(lte_links) -> None:
     plan, state = lte_links
     sleeper = subprocess.Popen(ns_exec("pl-lab-rpi1", ["sleep", "300"]))
+    # `ip netns exec` joins the namespace a moment after it starts; the Pi's processes are those inside it
+    _, inside = poll(
+        lambda: faults.namespace_pids("pl-lab-rpi1"), lambda pids: sleeper.pid in pids, timeout=10, every=0.05
+    )
+    assert inside, "the sleeper never entered rpi1's namespace"
     try:
         assert faults.power_loss(state, "rpi1") >= 1
     finally:
