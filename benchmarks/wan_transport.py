@@ -277,6 +277,8 @@ def run_profile(wan: str, spec: JobSpec, args, profile_path: str | None, console
     run_args = scheduled_args(spec, rates[0], parallelism, steps_spec, start_ms)
     # what apply resubmits is the planned inventory's job: the schedule and its clock in its arguments
     applied_inv, _ = job_inventory(new_inv, spec, work / f"{spec.key}-applied.yaml", lambda _p: run_args)
+    if rates[0] > new.rate:  # a first step above the plan's margins: placed as the break's model places it
+        applied_inv = without_headroom(applied_inv, work / f"{spec.key}-applied-break.yaml")
     # the first step's plan: the one applied, and its prediction per uplink is what the first step is held to
     check = plan_to(work / "plan-new", applied_inv, profile_path, rate_scale=rates[0] / measured_rate)
     predicted = {link.host: link.data_mbit for link in check.result.cost.links}
@@ -484,8 +486,13 @@ def main() -> None:
             console.print(
                 cli("lab", "up", "--inventory", inventory, "--workdir", str(work), "--wan-profile", wan).strip()
             )
-            r, profile_path = run_profile(wan, spec, args, profile_path, console)
+            try:
+                r, profile_path = run_profile(wan, spec, args, profile_path, console)
+            except SystemExit as exc:  # a stage that ends the benchmark (plan_to) ends this profile only
+                console.print(f"[red]{wan} did not run to its end[/]: {exc}")
+                continue
             results.append(r)
+            print_table(console, r)  # now: a later profile's failure does not take this one's figures with it
     finally:
         if not args.keep:
             subprocess.run(
@@ -493,7 +500,6 @@ def main() -> None:
             )
     failures = []
     for r in results:
-        print_table(console, r)
         for f in failures_of(r):
             failures.append(f)
             console.print(f"[red]FAIL[/] {r['wan']}: {f}")
