@@ -12,9 +12,11 @@ forecast's interval says the forecast no longer describes the load: the tick fal
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
+
+from placement.planning.forecasting import SourceForecast
 
 Ahead = Literal["relieve", "move_back", "hold", "reactive"]
 
@@ -133,3 +135,17 @@ def point_at(
     if i == len(times_ms) - 1 and len(times_ms) > 1 and t_ms - times_ms[i] > times_ms[1] - times_ms[0]:
         return None
     return Point(mean[i], lower[i], upper[i])
+
+
+def predicted_at(sources: Sequence[SourceForecast], t_ms: int) -> dict[str, Point] | None:
+    """Each forecast source's point at ``t_ms``, keyed ``job/source`` (None: no source has a forecast there, so the
+    tick is reactive)."""
+    out = {}
+    for s in sources:
+        f = s.forecast
+        if not f.ok:
+            continue
+        p = point_at(f.times_ms, f.mean, f.lower, f.upper, t_ms)
+        if p is not None:
+            out[f"{s.job}/{s.source}"] = p
+    return out or None

@@ -83,3 +83,18 @@ def test_point_at_picks_the_step_that_holds_the_time() -> None:
 def test_bad_config_is_refused(kw: dict) -> None:
     with pytest.raises(ValueError):
         ForesightConfig(**kw)
+
+
+def test_predicted_at_reads_the_planning_forecasts_and_skips_the_unfit() -> None:
+    from placement.forecast import Forecast
+    from placement.planning.forecasting import SourceForecast
+    from placement.watch.foresight import predicted_at
+
+    fit = Forecast(
+        True, "", 0.8, 0, 100.0, 900, 86_400, (900 * S, 1800 * S), (110.0, 300.0), (90.0, 250.0), (130.0, 350.0)
+    )
+    unfit = Forecast(False, "less than two days of history", 0.8, 0, 50.0)
+    sources = [SourceForecast("iot", "src", 100.0, fit), SourceForecast("iot", "other", 50.0, unfit)]
+    assert predicted_at(sources, 1900 * S) == {"iot/src": Point(300.0, 250.0, 350.0)}
+    assert predicted_at(sources, 0) is None  # before the first step ahead: no forecast for now
+    assert predicted_at([sources[1]], 1900 * S) is None  # too little history: reactive
