@@ -11,10 +11,10 @@ and a plan can count on one flow per TaskManager pair (placement.inventory.netwo
 * **BBR** (v1) does not back off on random loss: the link's rate less what is lost, less the share of time its
   ProbeRTT phase (200 ms plus a round trip every 10 s) keeps a few packets in flight.
 
-Each region's factor (:data:`CALIBRATION`) is what the lab measured over the standard formula's figure, the real kernel's
-TCP through the lab's delay line: in the Reno-friendly region what Flink's own connection carried before its sources
-were held back, which is less than a backlogged iperf3 flow carries there; in CUBIC's region one iperf3 flow, which
-Flink's connection matched. docs/transport.md has both tables. A link without loss carries its rate.
+Each region's factor (:data:`CALIBRATION`) is what the lab measured over the standard formula's figure, the real
+kernel's TCP through the lab's delay line: in the Reno-friendly region what Flink's own connection carried before its
+sources were held back, which is less than a backlogged iperf3 flow carries there; in CUBIC's region one iperf3 flow,
+which Flink's connection matched. docs/transport.md has both tables. A link without loss carries its rate.
 
 A remote input channel can have only its credit in flight: its exclusive buffers plus, at most, its gate's floating
 ones, one memory segment each, per round trip.
