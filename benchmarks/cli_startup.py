@@ -2,8 +2,9 @@
 
 Rows: ``python -c pass`` and ``python -c "import click"`` (the floor any click CLI pays on this machine, measured in
 the same run so a loaded machine shows as a slow baseline, not as a slow CLI), ``placement --help``, a mistyped
-option (``plan --inventroy``: the answer must not wait for the solver's imports), the modules ``plan`` imports
-(``import placement.cli.plan_render``, what a plan pays before it reads a file), and ``plan`` of each shipped example
+option (``plan --inventroy``: the answer must not wait for the solver's imports), the libraries a plan cannot do
+without (click, pydantic, PyYAML, PuLP, highspy with numpy, graphviz: the floor under any plan of this design), the
+modules ``plan`` imports (``import placement.cli.plan_render``, what a plan pays before it reads a file), and ``plan`` of each shipped example
 profile on the shipped ``edge-lab`` inventory, files written. Each figure is the median of ``--runs`` runs, after one
 run of each command not counted (it compiles the bytecode: the children write it under a temporary
 ``PYTHONPYCACHEPREFIX``, also when ``PYTHONDONTWRITEBYTECODE`` is set here, so a figure is what an installed
@@ -32,6 +33,7 @@ from placement.resources import repo_dir
 
 PLACEMENT = str(Path(sys.executable).parent / "placement")
 TARGETS = {"help": 0.3, "plan": 0.4}  # seconds, see the module doc
+LIBRARIES = "import click, graphviz, highspy, pulp, yaml; from pydantic import BaseModel"
 
 
 def measured_package(env: dict[str, str], cwd: Path) -> str:
@@ -67,6 +69,7 @@ def rows(work: Path) -> list[tuple[str, list[str], str | None, int]]:
         ("python -c 'import click'", [sys.executable, "-c", "import click"], None, 0),
         ("placement --help", [PLACEMENT, "--help"], "help", 0),
         ("placement plan --inventroy", [PLACEMENT, "plan", "--inventroy", str(inventory)], None, 2),
+        ("import the libraries a plan needs", [sys.executable, "-c", LIBRARIES], None, 0),
         ("import placement.cli.plan_render", [sys.executable, "-c", "import placement.cli.plan_render"], None, 0),
     ]
     for profile in sorted((repo_dir("examples") / "profiles").glob("*.json")):

@@ -19,9 +19,12 @@ M = TypeVar("M", bound=BaseModel)
 
 
 class Strict(BaseModel):
-    """A model of a document we read or write: a field it does not declare is an error (a typo), never ignored."""
+    """A model of a document we read or write: a field it does not declare is an error (a typo), never ignored.
 
-    model_config = ConfigDict(extra="forbid")
+    Built when first used, not when its module is imported: every command imports far more models than it reads or
+    writes (a plan of one job, fleet.json's and the contingencies' too), and building one is most of its cost."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 def empty_list() -> list:

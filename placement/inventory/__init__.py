@@ -37,7 +37,7 @@ NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]*$"  # also a Flink external-resource nam
 class HostModel(BaseModel):
     """Defaults a host model gives (``speed`` is per-core throughput relative to a server core)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     cores: float | None
     memory_mib: float | None
     speed: float

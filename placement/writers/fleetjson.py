@@ -34,14 +34,9 @@ def is_fleet_dir(path: Path) -> bool:
 
 
 FLEET_FORMAT = "placement.fleet/v1"
-# fleet.json's models are built when a fleet is written or read, not when the module is imported: a plan of one job
-# imports it (through --running's reader) and uses none of them
-DEFERRED = ConfigDict(defer_build=True)
 
 
 class FleetJob(Strict):
-    model_config = DEFERRED
-
     job: str
     dir: str = Field(description="its plan directory, relative to fleet.json's")
     profile: SourceRef
@@ -53,8 +48,6 @@ class FleetJob(Strict):
 
 
 class RunningJob(Strict):
-    model_config = DEFERRED
-
     job: str
     plan: str = Field(
         description="the plan.json it runs by, as given to --running; read live (--running-cluster): "
@@ -73,13 +66,10 @@ class LinkShare(Strict):
     jobs: dict[str, float] = Field(description="job -> Mbit/s it puts on this link")
     running: dict[str, float] = Field(default_factory=empty_dict, description="running job -> Mbit/s (its plan's)")
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)  # Strict's, the aliases' field
-    # names too, and DEFERRED's build
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)  # Strict's, and the aliases' field names too
 
 
 class HostShare(Strict):
-    model_config = DEFERRED
-
     host: str
     role: str
     cores: float
@@ -95,8 +85,6 @@ class HostShare(Strict):
 
 
 class FleetDocument(Strict):
-    model_config = DEFERRED
-
     format: str = FLEET_FORMAT
     created_at: str
     tool: str
