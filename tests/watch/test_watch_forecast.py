@@ -246,10 +246,22 @@ def test_a_dip_inside_the_horizon_moves_nothing_the_evening_moves_back(tmp_path)
     first, applied = evening[0], evening[1]
     assert hours(first) == pytest.approx(18) and first["foresight"]["action"] == "move_back"
     assert first["decision"]["reason"].startswith("cheaper by 75%: stabilizing")  # the policy's window still runs
+    assert hours(applied) == pytest.approx(18 + 5 / 60)
     assert (applied["decision"]["action"], applied["decision"]["kind"]) == ("apply", "cheaper")
     assert applied["foresight"]["action"] == "move_back"
     assert world.planned[-1] == pytest.approx(1.02, abs=0.02)  # the night's peak: the interval's upper bound
     assert world.reduce_on == ["rpi1"] and len(world.apply.applied) == 1
+
+
+def test_the_rolling_history_is_appended_to_the_history(tmp_path):
+    """HISTORY ends at 07:00; the watch's own rolling history holds 07:00-08:00: the forecast is fitted to both, up to
+    the last sample the watch collected."""
+    history = write_history(tmp_path / "history", at(7), days=4 + 7 / 24)
+    write_history(tmp_path / "w" / "history", at(8), days=1 / 24, seed=4)
+    world = World(tmp_path, ON_PI, at(8), history)
+    first = world.tick()["foresight"]
+    assert first["made_from_ms"] == int((at(8) - 300) * 1000) > history_end(history)
+    assert first["action"] == "hold" and first["breaks_at_ms"] == int(at(9) * 1000)
 
 
 def test_a_cheaper_plan_is_taken_only_if_it_holds_the_whole_next_horizon(tmp_path):
