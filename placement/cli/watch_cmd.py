@@ -175,6 +175,9 @@ def render(status: Status, options: WatchOptions) -> Group:
                 f"Mbit/s{breaks(p)} → plan {planned}, {p.moves} moves"
             )
         )
+    f = status.foresight
+    if f is not None:
+        parts.append(Text(f"forecast: {f['action']}: {f['reason']}", style="magenta"))
     if status.decision is not None:
         style = {"apply": "bold green", "hold": "cyan", "wait": "dim", "steady": "green"}[status.decision.action]
         parts.append(Text(f"decision: {status.decision.action}: {status.decision.reason}", style=style))

@@ -256,6 +256,7 @@ class Watch:
         self.status.windows = {s.track.name: s.window for s in seen if s.window is not None}
         self.status.drifts, self.status.proposal, self.status.decision = drifts, proposal, decision
         self.status.notes = notes
+        self.status.foresight = foresight
         self._update("decided")
         return record
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from placement.errors import BadInput
 from placement.watch.policy import Decision, PolicyConfig, Proposal
@@ -119,3 +119,4 @@ class Status:
     job_ids: dict[str, str | None] = field(default_factory=dict)
     collectors: dict[str, str] = field(default_factory=dict)
     windows: dict[str, Window] = field(default_factory=dict)
+    foresight: dict[str, Any] | None = None  # --forecast: the last decision's forecast fields (record's "foresight")

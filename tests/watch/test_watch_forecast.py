@@ -13,6 +13,7 @@ Each day of the history: 1,000/s at night, 1,600/s from 09:00 to 12:00 and 13:00
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -54,9 +55,20 @@ def job(rate: float) -> JobProfile:
     return watch_world.reducing_job("A", rate, 500, reduce_ms_per_record=0.15)
 
 
-def write_history(root: Path, end_s: float, *, days: float, noise: float = 20.0, seed: int = 3) -> Path:
-    """The source's rate every 5 min for ``days`` up to ``end_s``, as ``metrics collect`` writes a history."""
-    profile = job(1000)
+def write_history(
+    root: Path,
+    end_s: float,
+    *,
+    days: float,
+    noise: float = 20.0,
+    seed: int = 3,
+    profile: JobProfile | None = None,
+    rate: Callable[[float], float] = daily_rate,
+    job_id: str = "0123456789abcdef0123456789abcdef",
+) -> Path:
+    """The source's rate (``rate`` at each time) every 5 min for ``days`` up to ``end_s``, as ``metrics collect``
+    writes a history (``profile``: the job's, default job A's)."""
+    profile = profile or job(1000)
     source = profile.sources()[0]
     rng = np.random.default_rng(seed)
     times = [int((end_s - days * DAY_S) * 1000) + i * 300_000 for i in range(int(days * DAY_S / 300))]
@@ -68,11 +80,11 @@ def write_history(root: Path, end_s: float, *, days: float, noise: float = 20.0,
             "attempt": 0,
             "attempt_start_ms": times[0],
             "running": True,
-            "records_out_per_s": daily_rate(t / 1000) + float(rng.normal(0, noise)),
+            "records_out_per_s": rate(t / 1000) + float(rng.normal(0, noise)),
         }
         for t in times
     ]
-    job_id, run_id = "0123456789abcdef0123456789abcdef", "forecast-history"
+    run_id = "forecast-history"
     writer = PartWriter(root, job_id, run_id)
     writer.write(rows_to_table(rows))
     write_manifest(
@@ -303,6 +315,15 @@ def test_a_spike_outside_the_interval_is_the_reactive_watch_as_today(tmp_path):
     assert world.planned == runs["reactive"][0].planned == [1.0]  # the window's demand, not a forecast's scale
     assert world.reduce_on == runs["reactive"][0].reduce_on == ["server"]
     assert "foresight" not in reactive
+    import io
+
+    from rich.console import Console
+
+    from placement.cli.watch_cmd import render
+
+    console = Console(record=True, width=240, file=io.StringIO())  # the live view, as text
+    console.print(render(world.watch.status, world.watch.o))
+    assert "forecast: reactive: departure from the forecast (job-A/Source: A 2,000/s outside" in console.export_text()
 
 
 @pytest.mark.parametrize(
@@ -329,6 +350,71 @@ def test_too_little_history_is_said_once_and_the_watch_is_reactive(tmp_path, day
     assert world.planned == [1.0] and world.reduce_on == ["server"]
     if days is None:
         assert "no runs found" in said[0]
+
+
+def test_several_jobs_are_relieved_together_ahead_of_the_break_they_share(tmp_path):
+    """Two jobs share rpi1's uplink: A reduces on the Pi (1 Mbit/s), B ships its raw 3,750-byte records to the
+    server (10 Mbit/s at 333/s). B's history triples from 09:00, which the uplink cannot carry so placed: at 08:55 the
+    joint re-plan is made for each job's own forecast peak (A about 1x, B about 3x) — one decision for the set."""
+    from placement.cli.watch_cmd import plan_jobs_command
+
+    def fleet_job(tag: str, rate: float, record_bytes: float) -> JobProfile:
+        return watch_world.reducing_job(tag, rate, record_bytes, reduce_ms_per_record=0.18)
+
+    def b_rate(t_s: float) -> float:
+        return 1000.0 if 9 <= (t_s % DAY_S) / 3600 < 18 else 1000 / 3
+
+    days = 4 + 8 / 24
+    write_history(tmp_path / "history", at(8), days=days, profile=fleet_job("A", 1000, 1250), rate=lambda t: 1000.0)
+    write_history(
+        tmp_path / "history",
+        at(8),
+        days=days,
+        noise=5.0,
+        profile=fleet_job("B", 1000, 3750),
+        rate=b_rate,
+        job_id="fedcba9876543210fedcba9876543210",
+    )
+    inv = one_pi_inventory(tmp_path / "inv.yaml", ["A", "B"], jobs=True)
+    clock = FakeClock().at(at(8))
+    rest = FakeFlinkRest(clock_ms=lambda: int(clock.now() * 1000))
+    rest.start("job-A", ON_PI, start_ms=int((at(8) - 3600) * 1000))
+    rest.start(
+        "job-B",
+        {"Source: B": ["rpi1"], "Reduce B": ["server"], "Sink: B": ["server"]},
+        start_ms=int((at(8) - 3600) * 1000),
+    )
+    profiles = {"job-A": fleet_job("A", 1000, 1250), "job-B": fleet_job("B", 1000 / 3, 3750)}
+    watch = Watch(
+        WatchOptions(
+            inventory_path=inv,
+            job_name="job-A",
+            job_names=("job-A", "job-B"),
+            work_dir=tmp_path / "w",
+            engine="pandas",
+            interval_s=INTERVAL_S,
+            log_path=tmp_path / "w" / "decisions.jsonl",
+            forecast_history=tmp_path / "history",
+        ),
+        plan_jobs_fn=plan_jobs_command(inv),
+        rest=rest,
+        clock=clock,
+        windows=FakeWindows(rest, profiles),
+    )
+    records = []
+    while clock.now() + INTERVAL_S <= at(9) - 1:
+        clock.advance(INTERVAL_S)
+        records.append(watch.tick())
+    assert [r["foresight"]["action"] for r in records] == ["hold"] * 10 + ["relieve"]
+    assert {r["foresight"]["breaks_at_ms"] for r in records} == {int(at(9) * 1000)}
+    relief = records[-1]
+    scales = relief["foresight"]["scales"]
+    assert scales["job-A"] == pytest.approx(1.0, abs=0.05) and scales["job-B"] == pytest.approx(3.0, abs=0.1)
+    assert (relief["decision"]["action"], relief["decision"]["kind"]) == ("apply", "relief")
+    assert relief["apply"]["status"] == "not-applied"  # --apply never: recorded only
+    assert relief["proposal"]["current_violations"] and not relief["proposal"]["planned_violations"]
+    assert any(n.startswith("planned job job-B for 3.0") and "forecast's peak" in n for n in relief["notes"])
+    assert set(relief["foresight"]["forecast"]) == {"job-A/Source: A", "job-B/Source: B"}
 
 
 REPO = Path(__file__).resolve().parents[2]
