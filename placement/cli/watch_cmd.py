@@ -211,6 +211,12 @@ def breaks(p: Proposal) -> str:
     return f" (breaks {' and '.join(what)})" if what else ""
 
 
+def forecast_notes(status: Status) -> list[str]:
+    """The tick's notes on the forecast (``--forecast``: why there is none, what a source lacks), said once each by
+    the loop: printed above the decision line, not only in the log."""
+    return [n for n in status.notes if n.startswith(("no forecast:", "forecast:"))]
+
+
 def _line(status: Status, several: bool = False) -> str:
     """A decision as one line (output to a pipe): its action and reason, and the sources' rates (several jobs: each
     job's, named)."""
@@ -447,6 +453,8 @@ def watch(
         if live is not None:
             live.update(render(status, options))
         elif status.phase == "decided" and not quiet:
+            for note in forecast_notes(status):  # each said once by the loop: why there is no forecast
+                click.echo(note)
             click.echo(_line(status, len(names) > 1))
 
     def ask(decision, proposal) -> bool:

@@ -350,6 +350,11 @@ def test_too_little_history_is_said_once_and_the_watch_is_reactive(tmp_path, day
     assert world.planned == [1.0] and world.reduce_on == ["server"]
     if days is None:
         assert "no runs found" in said[0]
+    from placement.cli.watch_cmd import forecast_notes
+    from placement.watch.options import Status
+
+    assert forecast_notes(Status(notes=records[0]["notes"])) == said  # printed on a pipe above the decision line
+    assert forecast_notes(Status(notes=records[1]["notes"])) == []
 
 
 def test_several_jobs_are_relieved_together_ahead_of_the_break_they_share(tmp_path):
