@@ -58,6 +58,24 @@ class RateScale(click.ParamType):
         return (job.strip() if eq else None), x
 
 
+def horizon_s(text: str, forecast: bool) -> float:
+    """``--horizon`` in seconds (``plan --forecast``, ``watch --forecast``): a duration with its unit (a bare number
+    would be read as milliseconds); given without ``--forecast`` it is refused, as it would change nothing."""
+    from placement.errors import BadInput
+    from placement.units import parse_duration_ms
+
+    if not forecast:
+        if text != "2h":
+            raise BadInput("is how far a forecast looks ahead: add --forecast HISTORY", field="--horizon")
+        return 7200.0
+    try:
+        if not any(c.isalpha() for c in text):
+            raise ValueError("give it a unit")
+        return parse_duration_ms(text) / 1000
+    except ValueError as exc:
+        raise BadInput(f"{text!r} is not a duration such as 2h, 90min or 1d ({exc})", field="--horizon") from None
+
+
 def json_option(help: str):
     """``--json``: one spelling and one parameter name (``as_json``) in every command that prints a document."""
     return click.option("--json", "as_json", is_flag=True, help=help)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from placement.cli.params import HTTP_URL, RateScale, json_option, nonempty_path, quiet_option
+from placement.cli.params import HTTP_URL, RateScale, horizon_s, json_option, nonempty_path, quiet_option
 
 if TYPE_CHECKING:
     from placement.planning.request import Method, Mode, Objective, Solver
@@ -302,7 +302,7 @@ def plan(
         contingency=contingency,
         cluster=cluster,
         forecast=forecast_history,
-        horizon_s=_horizon_s(horizon, forecast_history is not None),
+        horizon_s=horizon_s(horizon, forecast_history is not None),
         forecast_level=forecast_level / 100,
         current=current,
     )
@@ -311,23 +311,6 @@ def plan(
 
     render = import_unswept("placement.cli.plan_render")
     render.plan_and_render(request, out_dir, as_json=as_json, quiet=quiet)
-
-
-def _horizon_s(text: str, forecast: bool) -> float:
-    """``--horizon`` in seconds: a duration with its unit (a bare number would be read as milliseconds)."""
-    from placement.errors import BadInput
-    from placement.units import parse_duration_ms
-
-    if not forecast:
-        if text != "2h":
-            raise BadInput("is how far a forecast looks ahead: add --forecast HISTORY", field="--horizon")
-        return 7200.0
-    try:
-        if not any(c.isalpha() for c in text):
-            raise ValueError("give it a unit")
-        return parse_duration_ms(text) / 1000
-    except ValueError as exc:
-        raise BadInput(f"{text!r} is not a duration such as 2h, 90min or 1d ({exc})", field="--horizon") from None
 
 
 def _cluster_reader(read):

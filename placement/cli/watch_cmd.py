@@ -20,7 +20,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from placement.cli.params import quiet_option
+from placement.cli.params import horizon_s, quiet_option
 from placement.costmodel.jobs import dir_names
 from placement.errors import BadInput, PlacementError
 from placement.planning.request import PlanRequest
@@ -175,6 +175,9 @@ def render(status: Status, options: WatchOptions) -> Group:
                 f"Mbit/s{breaks(p)} → plan {planned}, {p.moves} moves"
             )
         )
+    f = status.foresight
+    if f is not None:
+        parts.append(Text(f"forecast: {f['action']}: {f['reason']}", style="magenta"))
     if status.decision is not None:
         style = {"apply": "bold green", "hold": "cyan", "wait": "dim", "steady": "green"}[status.decision.action]
         parts.append(Text(f"decision: {status.decision.action}: {status.decision.reason}", style=style))
@@ -206,6 +209,12 @@ def breaks(p: Proposal) -> str:
     capacity = len(p.current_latency_breaches) < len(p.current_violations)
     what = [w for w, there in (("capacity", capacity), ("a latency bound", bool(p.current_latency_breaches))) if there]
     return f" (breaks {' and '.join(what)})" if what else ""
+
+
+def forecast_notes(status: Status) -> list[str]:
+    """The tick's notes on the forecast (``--forecast``: why there is none, what a source lacks), said once each by
+    the loop: printed above the decision line, not only in the log."""
+    return [n for n in status.notes if n.startswith(("no forecast:", "forecast:"))]
 
 
 def _line(status: Status, several: bool = False) -> str:
@@ -328,6 +337,32 @@ def _line(status: Status, several: bool = False) -> str:
 )
 @click.option("--spark-master", help="Spark master URL (default local[*])")
 @click.option("--duration", type=float, help="stop after this many seconds (default: until Ctrl-C / SIGTERM)")
+@click.option(
+    "--forecast",
+    "forecast_history",
+    default=None,
+    type=click.Path(path_type=Path),
+    metavar="HISTORY",
+    help="a metrics directory of the jobs' past (`metrics collect`, e.g. --prometheus --since now-14d; two days at "
+    "least), the rolling history appended to it: relieve ahead of the break the forecast predicts, move back only "
+    "when the cheaper plan holds the whole next horizon, reactive when the load leaves the forecast's interval; "
+    "needs the forecast extra (statsmodels)",
+)
+@click.option(
+    "--horizon",
+    default="2h",
+    show_default=True,
+    metavar="DURATION",
+    help="with --forecast: how far ahead of each decision to look (e.g. 2h, 90min, 1d)",
+)
+@click.option(
+    "--forecast-level",
+    type=click.FloatRange(min=0, max=100, min_open=True, max_open=True),
+    default=80.0,
+    show_default=True,
+    metavar="PCT",
+    help="with --forecast: the prediction interval's coverage, whose upper bound is planned for",
+)
 @quiet_option("no live view or decision lines: warnings, errors and the closing line only")
 def watch(
     inventory: Path,
@@ -357,6 +392,9 @@ def watch(
     duration: float | None,
     quiet: bool = False,
     plan_dir: Path | None = None,
+    forecast_history: Path | None = None,
+    horizon: str = "2h",
+    forecast_level: float = 80.0,
 ) -> None:
     """Watch a running job and keep its placement right: collect a rolling window, profile it, detect drift,
     re-plan, and (with --apply auto/ask) apply through `placement apply`. Every decision goes to a JSON-lines log.
@@ -364,8 +402,13 @@ def watch(
     Several jobs (--job-name repeated, or --fleet): each job has its own collector and window, drift is detected per
     job, and any job's drift re-plans all of them together (`placement plan --profile A --profile B`), applied as one
     change (`placement apply --plan FLEET_DIR`). Each must have its entry in the inventory's `jobs:` (what apply
-    resubmits it with)."""
+    resubmits it with).
+
+    With --forecast HISTORY each decision also reads the sources' forecast (as `plan --forecast`): a relief is
+    applied ahead of the predicted break by the lead time (the last apply's duration, --warmup and a margin), a dip
+    the forecast expects moves nothing, and a load outside its interval is left to the reactive decisions."""
     names = _job_names(inventory, job_names, fleet, rescale)
+    ahead_s = _forecast_options(forecast_history, horizon)
     job_name = names[0]
     try:
         thresholds = DriftThresholds(
@@ -399,6 +442,9 @@ def watch(
         log_path=log_path or work_dir / "decisions.jsonl",
         duration_s=duration,
         plan_dir=plan_dir,
+        forecast_history=forecast_history,
+        horizon_s=ahead_s,
+        forecast_level=forecast_level / 100,
     )
     console = Console(highlight=False)
     live = Live(console=console, refresh_per_second=2, transient=False) if console.is_terminal and not quiet else None
@@ -407,6 +453,8 @@ def watch(
         if live is not None:
             live.update(render(status, options))
         elif status.phase == "decided" and not quiet:
+            for note in forecast_notes(status):  # each said once by the loop: why there is no forecast
+                click.echo(note)
             click.echo(_line(status, len(names) > 1))
 
     def ask(decision, proposal) -> bool:
@@ -448,6 +496,16 @@ def watch(
     if unseen and status.ticks:  # it never saw a job: not a watch that found nothing to change
         why = status.decision.reason if status.decision else "no decision was made"
         raise PlacementError(f"the watch never saw job {', '.join(map(repr, unseen))}: {why}")
+
+
+def _forecast_options(history: Path | None, horizon: str) -> float:
+    """``--horizon`` in seconds; with ``--forecast`` the extra it needs is asked for before anything starts."""
+    seconds = horizon_s(horizon, history is not None)
+    if history is not None:
+        from placement.planning.forecasting import require_statsmodels  # the forecaster's: --forecast's alone
+
+        require_statsmodels()
+    return seconds
 
 
 def _job_names(inventory: Path, given: tuple[str, ...], fleet: bool, rescale: bool) -> tuple[str, ...]:

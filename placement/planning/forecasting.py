@@ -169,21 +169,18 @@ class Forecasted:
         }
 
 
-def forecast_sources(
-    history: str,
-    horizon_s: float,
-    level: float,
-    profiles: Sequence[JobProfile],
-    names: Sequence[str],
-    clock: Clock = SYSTEM_CLOCK,
-) -> Forecasted:
-    """Each planned job's sources forecast from ``history``; each job's scale from their peaks."""
+def require_statsmodels() -> None:
+    """The forecast extra's one library, asked for up front so a missing install is one line, not a traceback."""
     try:
-        import statsmodels  # noqa: F401  (the extra's one library: asked here so a missing install is one line)
+        import statsmodels  # noqa: F401
     except ImportError:
         raise PlacementError(
             "--forecast needs statsmodels: pip install 'placement[forecast]' (or -c constraints.txt statsmodels)"
         ) from None
+
+
+def read_rates(history: str) -> dict[str, dict[str, list[tuple[int, float]]]]:
+    """job name -> source vertex name -> its rate over ``history`` (a metrics directory); bad input names it."""
     from placement.collect.sources import source_rates
 
     if not Path(history).is_dir():
@@ -194,32 +191,21 @@ def forecast_sources(
             source=history,
             field="--forecast",
         )
-    rates = source_rates(history)
-    sources: list[SourceForecast] = []
-    scales: dict[str, float] = {}
-    notes: list[str] = []
-    for name, profile in zip(names, profiles):
-        seen = rates.get(profile.job.name)
-        if seen is None:
-            notes.append(
-                f"{history}: no source rates of job {profile.job.name!r} (the history has "
-                f"{', '.join(sorted(rates))}): {name} planned at its profiled rates"
-            )
-            scales[name] = 1.0
-            continue
-        mine = []
-        for v in profile.sources():
-            points = seen.get(v.name)
-            if points is None:
-                notes.append(f"{history}: no rates of {name}'s source {v.name!r}: it keeps its profiled rate")
-                continue
-            s = SourceForecast(name, v.name, v.records_out_per_s, forecast(points, horizon_s, level))
-            if not s.forecast.ok:
-                notes.append(f"no forecast of {name}/{v.name}: {s.forecast.reason}; it keeps its profiled rate")
-            mine.append(s)
-        sources += mine
-        peaks = [s.scale for s in mine if s.scale is not None]
-        scales[name] = max(peaks) if peaks else 1.0
+    return source_rates(history)
+
+
+def forecast_sources(
+    history: str,
+    horizon_s: float,
+    level: float,
+    profiles: Sequence[JobProfile],
+    names: Sequence[str],
+    clock: Clock = SYSTEM_CLOCK,
+) -> Forecasted:
+    """Each planned job's sources forecast from ``history``; each job's scale from their peaks."""
+    require_statsmodels()
+    rates = read_rates(history)
+    sources, scales, notes = source_forecasts(rates, history, horizon_s, level, profiles, names)
     if not sources:
         raise BadInput(
             f"no source of the planned jobs ({', '.join(p.job.name for p in profiles)}) has rates in the history "
@@ -234,6 +220,48 @@ def forecast_sources(
             "after it — collect up to now for a forecast from now"
         )
     return Forecasted(history, horizon_s, level, tuple(sources), scales, tuple(notes))
+
+
+def source_forecasts(
+    rates: Mapping[str, Mapping[str, Sequence[tuple[int, float]]]],
+    history: str,
+    horizon_s: float,
+    level: float,
+    profiles: Sequence[JobProfile],
+    names: Sequence[str],
+) -> tuple[list[SourceForecast], dict[str, float], list[str]]:
+    """Each job's sources forecast from ``rates`` (:func:`read_rates`, named ``history`` in the notes): the
+    forecasts, each job's scale (:func:`peak_scales`) and what has none."""
+    sources: list[SourceForecast] = []
+    notes: list[str] = []
+    for name, profile in zip(names, profiles):
+        seen = rates.get(profile.job.name)
+        if seen is None:
+            notes.append(
+                f"{history}: no source rates of job {profile.job.name!r} (the history has "
+                f"{', '.join(sorted(rates))}): {name} planned at its profiled rates"
+            )
+            continue
+        for v in profile.sources():
+            points = seen.get(v.name)
+            if points is None:
+                notes.append(f"{history}: no rates of {name}'s source {v.name!r}: it keeps its profiled rate")
+                continue
+            s = SourceForecast(name, v.name, v.records_out_per_s, forecast(points, horizon_s, level))
+            if not s.forecast.ok:
+                notes.append(f"no forecast of {name}/{v.name}: {s.forecast.reason}; it keeps its profiled rate")
+            sources.append(s)
+    return sources, peak_scales(sources, names), notes
+
+
+def peak_scales(sources: Sequence[SourceForecast], names: Sequence[str]) -> dict[str, float]:
+    """Each job's rate scale: its busiest source's peak over its profiled rate (1 where none has a forecast) — the
+    cost model scales a job's rates together."""
+    out = {}
+    for name in names:
+        peaks = [x for s in sources if s.job == name and (x := s.scale) is not None]
+        out[name] = max(peaks) if peaks else 1.0
+    return out
 
 
 def current_assignment(path: str, problem: PlacementProblem) -> Assignment:
@@ -273,20 +301,34 @@ def predict_breaks(
 ) -> Breaks:
     """When the plan in effect breaks: ``make(job -> scale)`` builds the problem with each job at its scale."""
     today = make({n: 1.0 for n in names})
-    after = max(s.forecast.last_ms for s in forecasted.sources)
     if current is not None:
         assignment, plan = current_assignment(current, today), current
     else:
         result = solve_with(today, options, method)
         if result.assignment is None:
+            after = max(s.forecast.last_ms for s in forecasted.sources)
             return Breaks(TODAY, None, after_ms=after, reason="no plan fits at the profiled rates")
         assignment, plan = result.assignment, TODAY
+    return breaks_of(forecasted.sources, names, make, assignment, plan)
+
+
+def breaks_of(
+    sources: Sequence[SourceForecast],
+    names: Sequence[str],
+    make: Callable[[Mapping[str, float]], PlacementProblem],
+    assignment: Assignment,
+    plan: str,
+) -> Breaks:
+    """Where the placement ``assignment`` (named ``plan``) first breaks under the forecasts' upper bounds, each job
+    at its sources' scale step by step (``make``: the problem at job -> scale); ``watch --forecast`` asks it of the
+    placement running."""
+    after = max(s.forecast.last_ms for s in sources)
     headroom = placement_headroom(lambda x: make({n: x for n in names}), assignment)
-    times = sorted({t for s in forecasted.sources for t in s.forecast.times_ms})
+    times = sorted({t for s in sources for t in s.forecast.times_ms})
     for t in times:
         scales = {}
         for n in names:
-            at = [x for s in forecasted.sources if s.job == n and (x := s.scale_at(t)) is not None]
+            at = [x for s in sources if s.job == n and (x := s.scale_at(t)) is not None]
             scales[n] = max(at) if at else 1.0
         violations = evaluate(make(scales), assignment).violations
         if violations:

@@ -75,13 +75,15 @@ def decide_ahead(
     measured: Mapping[str, float],
     predicted: Mapping[str, Point] | None,
     cheaper_holds_next_horizon: bool | None = None,
+    tick_s: float = 0.0,
 ) -> AheadDecision:
     """One tick of ``watch --forecast``.
 
     ``breaks_at_ms``: where the plan in effect is predicted to break under the upper bounds (None: it holds over the
     horizon). ``predicted``: each source's forecast now (None: no forecast — too little history or no fit).
     ``cheaper_holds_next_horizon``: a cheaper plan exists and holds over the whole next horizon (None: no cheaper
-    plan was found)."""
+    plan was found). ``tick_s``: the time to the next tick — a relief is started at the last tick that is still at
+    least the lead time ahead of the break (0: ticks aligned on the lead time)."""
     if predicted is None:
         return AheadDecision("reactive", "no forecast: the reactive policy decides")
     gone = departures(measured, predicted)
@@ -93,11 +95,12 @@ def decide_ahead(
         return AheadDecision("reactive", f"departure from the forecast ({shown}): the reactive policy decides")
     if breaks_at_ms is not None:
         left_s = (breaks_at_ms - now_ms) / 1000
-        if left_s <= lead_s:
+        if left_s <= lead_s or left_s - tick_s < lead_s:
+            late = "" if left_s <= lead_s else f"; the next tick, in {tick_s:.0f} s, would be within it"
             return AheadDecision(
                 "relieve",
-                f"the plan in effect is predicted to break in {max(0.0, left_s):.0f} s, within the lead time "
-                f"{lead_s:.0f} s: relief for the forecast peak",
+                f"the plan in effect is predicted to break in {max(0.0, left_s):.0f} s, lead time "
+                f"{lead_s:.0f} s{late}: relief for the forecast peak",
             )
         return AheadDecision(
             "hold", f"the plan in effect is predicted to break in {left_s:.0f} s, beyond the lead time {lead_s:.0f} s"
@@ -107,6 +110,16 @@ def decide_ahead(
     if cheaper_holds_next_horizon is False:
         return AheadDecision("hold", "a cheaper plan exists but breaks within the next horizon: stay")
     return AheadDecision("hold", "the plan in effect holds over the horizon")
+
+
+def measured_break(kinds: Sequence[str]) -> AheadDecision | None:
+    """A drift the forecast does not describe — a capacity measured broken (uplink, backpressure, latency) or one
+    that changed (a TaskManager lost or added) — is the reactive policy's, whatever the forecast says: the forecast
+    is of the load, the measurement is of what the placement does with it. None: only rates moved."""
+    other = sorted({k for k in kinds if k not in ("rate", "forecast")})
+    if not other:
+        return None
+    return AheadDecision("reactive", f"measured {', '.join(other)} drift: the reactive policy decides")
 
 
 def record_fields(

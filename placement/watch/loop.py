@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from placement.clock import SYSTEM_CLOCK, Clock
 from placement.costmodel.evaluate import PlanCost
@@ -54,7 +55,11 @@ from placement.watch.options import AskFn, JobsPlanFn, PlanFn, Status, WatchOpti
 from placement.watch.policy import Decision, PolicyState, Proposal, after_change, decide
 from placement.watch.record import DecisionLog, tick_record
 from placement.watch.replanning import replanner_for
-from placement.watch.signals import Baseline
+from placement.watch.signals import Baseline, Drift
+
+if TYPE_CHECKING:
+    from placement.watch.foreseeing import Foreseen, Foreseer
+    from placement.watch.foresight import AheadDecision
 
 __all__ = ["JobTrack", "Observed", "Seen", "Watch"]
 
@@ -81,6 +86,11 @@ class Watch:
         self.rest = rest or FlinkRest(self.inventory.flink.rest_url)
         self.on_update = on_update or (lambda s: None)
         self.tracks = tracks_for(options)
+        self.foreseer: Foreseer | None = None
+        if options.forecast_history is not None:  # before anything is written: a missing extra starts nothing
+            from placement.watch.foreseeing import Foreseer  # the forecaster and statsmodels: --forecast's alone
+
+            self.foreseer = Foreseer(options, self.inventory, self.tracks)
         self.plans_dir = options.work_dir / "plans"
         self.replanner = replanner_for(options, self.inventory, self.tracks, self.plans_dir, plan_fn, plan_jobs_fn)
         self.log = DecisionLog(options.log_path)
@@ -187,19 +197,26 @@ class Watch:
         notes = [n for s in seen for n in s.notes]
         drifts = [d for s in seen for d in s.drifts] + self.assessor.shared_drifts(seen, total)
         proposal = None
+        foresight = None
         restore = None if blockers else self.assessor.contingency(seen, self.state, now_ms)
         if restore is not None:  # a planned host lost or just back: the plan is still right, nothing to re-plan
             decision, drift, proposal = restore
             drifts = [drift]
         else:
-            if drifts and not blockers and all(s.profile is not None and s.window is not None for s in seen):
-                self._update("re-planning")
-                try:
-                    proposal, planned_for = self.replanner.replan(tick, seen, drifts)
-                    notes += planned_for
-                except PlacementError as exc:
-                    notes.append(f"re-plan failed: {exc}")
-            decision = decide(self.state, now_ms, drifts, proposal, blockers, self.o.policy)
+            foreseen = self._foresee(seen, now_ms, blockers, notes)
+            ahead = (
+                foreseen.decide(now_ms, self._lead_s, [d.kind for d in drifts], tick_s=self.o.interval_s)
+                if foreseen
+                else None
+            )
+            if foreseen is not None and ahead is not None and ahead.action != "reactive":
+                decision, proposal, drifts, ahead = self._ahead(tick, now_ms, seen, drifts, notes, foreseen, ahead)
+            else:  # the reactive watch: no forecast, the load left it, or a break was measured
+                if drifts and not blockers and all(s.profile is not None and s.window is not None for s in seen):
+                    proposal = self._replan(tick, seen, drifts, notes)
+                decision = decide(self.state, now_ms, drifts, proposal, blockers, self.o.policy)
+            if foreseen is not None and ahead is not None:
+                foresight = foreseen.fields(ahead, self._lead_s)
         if decision.action == "apply" and all(s.job is not None for s in seen) and self.o.apply != "never":
             waited = next(filter(None, (self.observer.checkpoint_settled(s.job.id) for s in seen if s.job)), None)
             if waited is not None:
@@ -232,14 +249,88 @@ class Watch:
             apply=outcome,
             notes=notes,
             plan_in_effect=self.plan_in_effect(),
+            foresight=foresight,
         )
         self.log.write(record)
         self.status.window = seen[0].window
         self.status.windows = {s.track.name: s.window for s in seen if s.window is not None}
         self.status.drifts, self.status.proposal, self.status.decision = drifts, proposal, decision
         self.status.notes = notes
+        self.status.foresight = foresight
         self._update("decided")
         return record
+
+    def _replan(
+        self,
+        tick: int,
+        seen: list[Seen],
+        drifts: list[Drift],
+        notes: list[str],
+        scales: Mapping[str, float] | None = None,
+    ) -> Proposal | None:
+        """One re-plan of every job (at ``scales``, else the sources' demand now); a failure is a note."""
+        self._update("re-planning")
+        try:
+            proposal, planned_for = self.replanner.replan(tick, seen, drifts, scales)
+        except PlacementError as exc:
+            notes.append(f"re-plan failed: {exc}")
+            return None
+        notes += planned_for
+        return proposal
+
+    # ---- watch --forecast ------------------------------------------------------------------------------------------
+
+    @property
+    def _lead_s(self) -> float:
+        return self.foreseer.lead_s if self.foreseer is not None else 0.0
+
+    def _foresee(self, seen: list[Seen], now_ms: int, blockers: list[str], notes: list[str]) -> Foreseen | None:
+        """The tick's forecast (None: no --forecast, or a tick that cannot change anything: a blocker, a job
+        without its window)."""
+        if self.foreseer is None or blockers or not all(s.profile is not None and s.window is not None for s in seen):
+            return None
+        self._update("forecasting")
+        looked = self.foreseer.look(seen, now_ms)
+        notes += looked.notes
+        return looked
+
+    def _ahead(
+        self,
+        tick: int,
+        now_ms: int,
+        seen: list[Seen],
+        drifts: list[Drift],
+        notes: list[str],
+        foreseen: Foreseen,
+        ahead: AheadDecision,
+    ) -> tuple[Decision, Proposal | None, list[Drift], AheadDecision]:
+        """A tick the forecast decides (:mod:`.foresight`). A relief is a re-plan at the forecast's peak, weighed
+        and applied as a reactive one (cooldown, apply, verify, roll back) with a ``forecast`` drift for the reason;
+        a plan in effect that holds the horizon is left alone unless the rates moved, and then a cheaper plan for
+        the horizon's peak is moved to only if it holds that horizon too (still through the policy: cooldown,
+        stabilization)."""
+        assert self.foreseer is not None, "a tick ahead has a forecast"
+        calm = replace(self.state, cheaper_since_ms=None)
+        if ahead.action == "relieve":
+            plan = foreseen.breaks.plan if foreseen.breaks is not None else "the placement running"
+            drifts = [*drifts, Drift("forecast", plan, message=ahead.reason)]
+            proposal = self._replan(tick, seen, drifts, notes, foreseen.scales)
+            return decide(self.state, now_ms, drifts, proposal, (), self.o.policy), proposal, drifts, ahead
+        if foreseen.breaks_at_ms is not None or not drifts:  # a break beyond the lead time, or nothing moved
+            return Decision("hold", ahead.reason, calm), None, drifts, ahead
+        proposal = self._replan(tick, seen, drifts, notes, foreseen.scales)
+        cheaper = (
+            proposal is not None
+            and proposal.planned_fits
+            and proposal.moves > 0
+            and not proposal.demand_unmet
+            and (proposal.gain or 0.0) >= self.o.policy.min_gain
+        )
+        holds = self.foreseer.holds(seen, proposal.plan_dir) if cheaper and proposal is not None else None
+        ahead = foreseen.decide(now_ms, self._lead_s, [d.kind for d in drifts], holds, self.o.interval_s)
+        if ahead.action == "move_back":
+            return decide(self.state, now_ms, drifts, proposal, (), self.o.policy), proposal, drifts, ahead
+        return Decision("hold", ahead.reason, calm), proposal, drifts, ahead
 
     def _act(self, decision: Decision, proposal: Proposal, now_ms: int) -> dict[str, Any]:
         refused = self.actor.refusal(decision, proposal)
@@ -256,6 +347,8 @@ class Watch:
                 track.windows = []
         if outcome["status"] == "applied":
             self.status.applies += 1
+            if self.foreseer is not None:  # the next relief starts this much earlier
+                self.foreseer.apply_s = (end_ms - now_ms) / 1000
             redeployed = self.actor.redeployed(outcome)
             for track in self.tracks:
                 # the plan was made for these rates: the first warm window is held to them (and re-planned if it is

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from placement.errors import BadInput
 from placement.watch.policy import Decision, PolicyConfig, Proposal
@@ -60,6 +60,11 @@ class WatchOptions:
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     log_path: Path | None = None
     duration_s: float | None = None  # stop after this long (None: until stopped)
+    # --forecast HISTORY: a metrics directory of the jobs' past (days to weeks: the rolling history keeps minutes, a
+    # forecast needs two days at least), the rolling history appended to it; None: the reactive watch alone
+    forecast_history: Path | None = None
+    horizon_s: float = 7200.0  # --horizon: how far ahead the forecast looks from each tick
+    forecast_level: float = 0.8  # --forecast-level: the prediction interval's coverage
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -79,6 +84,19 @@ class WatchOptions:
                 f"a part is flushed every {self.flush_s:g} s: the window ({self.window_s:g} s) needs at least two",
                 field="--flush",
             )
+        if self.forecast_history is not None:
+            if not self.forecast_history.is_dir():
+                raise BadInput(
+                    "no such metrics directory (one `placement metrics collect` wrote)"
+                    if not self.forecast_history.exists()
+                    else "not a directory (a metrics directory `placement metrics collect` wrote)",
+                    source=str(self.forecast_history),
+                    field="--forecast",
+                )
+            if not self.horizon_s > 0:
+                raise BadInput("must be a duration above 0 (e.g. 2h, 90min)", field="--horizon")
+            if not 0 < self.forecast_level < 1:
+                raise BadInput("must lie between 0 and 100 % (e.g. 80)", field="--forecast-level")
 
 
 @dataclass
@@ -101,3 +119,4 @@ class Status:
     job_ids: dict[str, str | None] = field(default_factory=dict)
     collectors: dict[str, str] = field(default_factory=dict)
     windows: dict[str, Window] = field(default_factory=dict)
+    foresight: dict[str, Any] | None = None  # --forecast: the last decision's forecast fields (record's "foresight")

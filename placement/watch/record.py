@@ -10,7 +10,10 @@ Two record kinds (``"record"``):
   placement vs new plan, WAN predicted under the window), the decision and its reason, and — when it applied — the
   apply's outcome (status, downtime, new job id, audit log); ``plan_in_effect``, after the decision: the plan directory
   whose prediction the running placement is held to (the last plan applied, or the last re-plan that kept the placement;
-  null until the watch has made one);
+  null until the watch has made one); ``foresight`` (``watch --forecast`` only): the forecast for the tick's time per
+  ``job/source`` and its interval, the ``outcome`` (the rates measured then), the decision ahead (``action``: relieve,
+  move_back, hold or reactive, and why), the predicted break, the lead time, the scales of the forecast's peak and
+  the series' end the forecast was fitted to;
 * ``effect`` — once the first usable window after an apply has been profiled: the predicted WAN per uplink of the plan
   that was applied next to what the cost model gives for the placement that then ran under the measured load, and the
   source rates and backpressure measured; ``decision`` names the tick whose apply it follows (several jobs: one per
@@ -123,6 +126,7 @@ def decision_record(
     notes: list[str] | None = None,
     plan_in_effect: str | None = None,
     jobs: list[dict[str, Any]] | None = None,
+    foresight: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One tick. Several jobs (``jobs``, :func:`job_entry` each): ``window`` is null, each job's is under ``jobs``,
     and ``drifts`` holds every job's (each with its ``job``) and those of what they share (an uplink, TaskManagers)."""
@@ -139,6 +143,7 @@ def decision_record(
         "apply": apply,
         "notes": notes or [],
         **({"jobs": jobs} if jobs is not None else {}),
+        **({"foresight": foresight} if foresight is not None else {}),
     }
 
 
@@ -153,6 +158,7 @@ def tick_record(
     apply: dict[str, Any] | None,
     notes: list[str],
     plan_in_effect: str | None,
+    foresight: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The decision record of a tick from what each job's part of it showed: one job's as ever (its window at the
     top); several jobs' with the set's drifts and decision, and each job's window and drifts under ``jobs``."""
@@ -173,6 +179,7 @@ def tick_record(
             apply=apply,
             notes=notes,
             plan_in_effect=plan_in_effect,
+            foresight=foresight,
         )
     jobs = [job_entry(s.track.name, s.track.job_id, s.window, snapshot(s), s.drifts) for s in seen]
     return decision_record(
@@ -187,6 +194,7 @@ def tick_record(
         notes=notes,
         plan_in_effect=plan_in_effect,
         jobs=jobs,
+        foresight=foresight,
     )
 
 

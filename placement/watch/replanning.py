@@ -8,7 +8,7 @@ the running placements priced jointly): :func:`replanner_for` picks once, the lo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -27,9 +27,19 @@ from placement.watch.signals import Drift, Window, demand_scale
 S = TypeVar("S", float, dict[str, float])  # one job's rate scale, or each job's
 
 
+FORECAST_PEAK = "the forecast's peak within the horizon"
+
+
 class RePlanner(Protocol):
-    def replan(self, tick: int, seen: Sequence[Seen], drifts: Sequence[Drift]) -> tuple[Proposal, list[str]]:
-        """The proposal for the tick's windows and the notes on the demand it was planned for."""
+    def replan(
+        self,
+        tick: int,
+        seen: Sequence[Seen],
+        drifts: Sequence[Drift],
+        scales: Mapping[str, float] | None = None,
+    ) -> tuple[Proposal, list[str]]:
+        """The proposal for the tick's windows and the notes on the demand it was planned for. ``scales`` (job ->
+        its rate scale; ``watch --forecast``: the forecast's peak) replaces the sources' demand now."""
         ...
 
 
@@ -60,23 +70,36 @@ class OneJobPlanner:
     def __init__(self, options: WatchOptions, inventory: Inventory, track: JobTrack, plans_dir: Path, plan_fn: PlanFn):
         self.o, self.inventory, self.track, self.plans_dir, self.plan_fn = options, inventory, track, plans_dir, plan_fn
 
-    def replan(self, tick: int, seen: Sequence[Seen], drifts: Sequence[Drift]) -> tuple[Proposal, list[str]]:
+    def replan(
+        self,
+        tick: int,
+        seen: Sequence[Seen],
+        drifts: Sequence[Drift],
+        scales: Mapping[str, float] | None = None,
+    ) -> tuple[Proposal, list[str]]:
         s = seen[0]
-        proposal, scale = self.replan_job(tick, _profile(s), _window(s), s.running, drifts)
-        notes = (
-            [f"planned for {scale:.2f}x the window's profiled rates (the sources' demand now)"] if scale > 1.005 else []
-        )
+        given = scales[s.track.name] if scales is not None else None
+        proposal, scale = self.replan_job(tick, _profile(s), _window(s), s.running, drifts, given)
+        why = FORECAST_PEAK if given is not None else "the sources' demand now"
+        notes = [f"planned for {scale:.2f}x the window's profiled rates ({why})"] if scale > 1.005 else []
         return proposal, notes
 
     def replan_job(
-        self, tick: int, profile: JobProfile, window: Window, running: Assignment | None, drifts: Iterable[Drift] = ()
+        self,
+        tick: int,
+        profile: JobProfile,
+        window: Window,
+        running: Assignment | None,
+        drifts: Iterable[Drift] = (),
+        scale: float | None = None,
     ) -> tuple[Proposal, float]:
         """Plan for the demand (measured rates, scaled up where sources are back-pressured; the measured rates where
         nothing fits the scaled ones) and price the running placement under the same load. ``placement plan`` reads
         the same inventory, so the plan honours ``policy.max_latency_ms`` (the ILP's bound) as the pricing does; a
-        measured latency breach counts against the running placement like a capacity it breaks."""
+        measured latency breach counts against the running placement like a capacity it breaks. ``scale`` given (the
+        forecast's peak) replaces the demand."""
         profile_path = self.track.windows_dir / f"tick-{tick:05d}" / "profile.json"
-        scale = demand_scale(window, self.o.max_demand_scale)
+        scale = demand_scale(window, self.o.max_demand_scale) if scale is None else scale
         outcome, scale, demand_unmet = plan_for_demand(
             lambda out, x: self.plan_fn(profile_path, out, x), self.plans_dir, tick, scale, 1.0, scale > 1.0
         )
@@ -105,22 +128,33 @@ class JointPlanner:
     def __init__(self, options: WatchOptions, inventory: Inventory, plans_dir: Path, plan_jobs_fn: JobsPlanFn):
         self.o, self.inventory, self.plans_dir, self.plan_jobs_fn = options, inventory, plans_dir, plan_jobs_fn
 
-    def replan(self, tick: int, seen: Sequence[Seen], drifts: Sequence[Drift]) -> tuple[Proposal, list[str]]:
+    def replan(
+        self,
+        tick: int,
+        seen: Sequence[Seen],
+        drifts: Sequence[Drift],
+        scales: Mapping[str, float] | None = None,
+    ) -> tuple[Proposal, list[str]]:
         """One joint plan of every watched job with its fresh profile (``placement plan --profile … --profile …``),
         the running placements priced together under the same load. Each job at its own rate scale (``--rate-scale
         JOB=X``): what its own sources want now, so a job whose demand grew does not over-plan the others — the
-        measured rates of every job where nothing fits them."""
+        measured rates of every job where nothing fits them. ``scales`` given (the forecast's peak) replace the
+        demand."""
         profiles = {s.track.name: s.track.windows_dir / f"tick-{tick:05d}" / "profile.json" for s in seen}
-        scales = {s.track.name: demand_scale(_window(s), self.o.max_demand_scale) for s in seen}
-        outcome, scales, demand_unmet = plan_for_demand(
+        why = FORECAST_PEAK if scales is not None else "its sources' demand now"
+        asked = {
+            s.track.name: demand_scale(_window(s), self.o.max_demand_scale) if scales is None else scales[s.track.name]
+            for s in seen
+        }
+        outcome, planned, demand_unmet = plan_for_demand(
             lambda out, x: self.plan_jobs_fn(profiles, out, x),
             self.plans_dir,
             tick,
-            scales,
-            dict.fromkeys(scales, 1.0),
-            max(scales.values()) > 1.0,
+            asked,
+            dict.fromkeys(asked, 1.0),
+            max(asked.values()) > 1.0,
         )
-        joint = joint_problem(self.inventory, self.o, {s.track.name: _profile(s) for s in seen}, 1.0, scales)
+        joint = joint_problem(self.inventory, self.o, {s.track.name: _profile(s) for s in seen}, 1.0, planned)
         running = joint_running(joint, {s.track.name: s.running for s in seen})
         if running is not None:
             cost = evaluate(joint.problem, running)
@@ -139,10 +173,10 @@ class JointPlanner:
             part = outcome.jobs.get(s.track.name)
             s.track.planned_links = dict(part.links) if part is not None else {}
             rates = _window(s).source_rates
-            s.track.planned_rates = {name: rate * scales[s.track.name] for name, rate in rates.items()}
+            s.track.planned_rates = {name: rate * planned[s.track.name] for name, rate in rates.items()}
         notes = [
-            f"planned job {name} for {scale:.2f}x its window's profiled rates (its sources' demand now)"
-            for name, scale in scales.items()
+            f"planned job {name} for {scale:.2f}x its window's profiled rates ({why})"
+            for name, scale in planned.items()
             if scale > 1.005
         ]
         return proposal, notes

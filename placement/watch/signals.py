@@ -19,7 +19,9 @@ the TaskManagers registered then. :func:`detect` compares them:
   sustained windows: the model already averages the window), or **measured**, where the profile carries Flink's latency
   markers, a source → sink pair's p50 over its bound in each of the last ``sustained_windows`` windows of the same job
   (one window's spike is no drift). A job without a bound has no latency drift;
-* ``taskmanager-lost`` / ``taskmanager-added`` — the registered TaskManagers differ from the baseline's.
+* ``taskmanager-lost`` / ``taskmanager-added`` — the registered TaskManagers differ from the baseline's;
+* ``forecast`` — ``watch --forecast`` only, not detected here: the plan in effect is predicted to break within the
+  lead time (:mod:`placement.watch.foresight`).
 """
 
 from __future__ import annotations
@@ -33,7 +35,16 @@ from placement.costmodel.evaluate import LinkLoad, PlanCost
 from placement.costmodel.latency import PathLatency
 from placement.profile.format import JobProfile
 
-KINDS = ("rate", "backpressure", "link", "latency", "taskmanager-lost", "taskmanager-added", "contingency")
+KINDS = (
+    "rate",
+    "backpressure",
+    "link",
+    "latency",
+    "taskmanager-lost",
+    "taskmanager-added",
+    "contingency",
+    "forecast",
+)
 LatencyBasis = Literal["predicted", "measured"]  # the cost model's figure, or Flink's latency markers'
 
 

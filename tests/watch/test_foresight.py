@@ -41,6 +41,26 @@ def test_relief_starts_once_the_break_is_within_the_lead_time() -> None:
     assert held.action == "hold" and "180 s" in held.reason
 
 
+def test_a_relief_starts_at_the_last_tick_at_least_the_lead_time_ahead() -> None:
+    """Ticks every 300 s, lead time 180 s: the tick 300 s before the break relieves (the next one would be 0 s
+    before it), the one 600 s before holds."""
+    predicted, measured = {"src": Point(200, 150, 260)}, {"src": 210.0}
+    brk = 10_000 * S
+    early = decide_ahead(brk - 300 * S, 180, brk, measured, predicted, tick_s=300)
+    assert early.action == "relieve" and "the next tick, in 300 s, would be within it" in early.reason
+    assert decide_ahead(brk - 600 * S, 180, brk, measured, predicted, tick_s=300).action == "hold"
+    assert decide_ahead(brk - 300 * S, 180, brk, measured, predicted).action == "hold"  # ticks taken as aligned
+
+
+def test_a_measured_break_is_the_reactive_policys() -> None:
+    from placement.watch.foresight import measured_break
+
+    assert measured_break(["rate", "rate"]) is None
+    broken = measured_break(["rate", "link", "backpressure"])
+    assert broken is not None and broken.action == "reactive"
+    assert broken.reason == "measured backpressure, link drift: the reactive policy decides"
+
+
 def test_a_dip_does_not_move_back_until_the_cheaper_plan_holds_the_next_horizon() -> None:
     predicted = {"src": Point(100, 80, 120)}
     dip = decide_ahead(0, 150, None, {"src": 90.0}, predicted, cheaper_holds_next_horizon=False)
