@@ -130,9 +130,12 @@ def render_images(
 
 def _pipe(dot: graphviz.Digraph, fmt: str) -> bytes:
     """``fmt`` as dot draws it; png through gd's writer, or cairo's where a Graphviz has no gd plugin."""
+    image: bytes
     if fmt != PNG[0]:
-        return dot.pipe(format=fmt)
+        image = dot.pipe(format=fmt)
+        return image
     try:
-        return dot.pipe(format=PNG[0], renderer=PNG[1], formatter=PNG[2], quiet=True)
+        image = dot.pipe(format=PNG[0], renderer=PNG[1], formatter=PNG[2], quiet=True)
     except graphviz.CalledProcessError:
-        return dot.pipe(format=fmt)
+        image = dot.pipe(format=fmt)
+    return image
