@@ -1,12 +1,12 @@
 """CLI startup: how long the installed ``placement`` command takes, end to end, beside a baseline of the same run.
 
-Rows: ``python -c pass`` and ``python -c "import click"`` (the floor any click CLI pays on this machine, measured in
-the same run so a loaded machine shows as a slow baseline, not as a slow CLI), ``placement --help``, a mistyped
-option (``plan --inventroy``: the answer must not wait for the solver's imports), the libraries a plan cannot do
-without (click, pydantic, PyYAML, PuLP, highspy with numpy, graphviz: the floor under any plan of this design), the
-modules ``plan`` imports (``import placement.cli.plan_render``, what a plan pays before it reads a file), and ``plan`` of each shipped example
-profile on the shipped ``edge-lab`` inventory, files written. Each figure is the median of ``--runs`` runs, after one
-run of each command not counted (it compiles the bytecode: the children write it under a temporary
+Rows: ``python -c pass`` and ``python -c "import click"`` (the floor any click CLI pays on this machine, measured in the
+same run so a loaded machine shows as a slow baseline, not as a slow CLI), ``placement --help``, a mistyped option
+(``plan --inventroy``: the answer must not wait for the solver's imports), the libraries a plan cannot do without
+(click, pydantic, PyYAML, PuLP, highspy with numpy, graphviz: the floor under any plan of this design), the modules
+``plan`` imports (``import placement.cli.plan_render``, what a plan pays before it reads a file), and ``plan`` of each
+shipped example profile on the shipped ``edge-lab`` inventory, files written. Each figure is the median of ``--runs``
+runs, after one run of each command not counted (it compiles the bytecode: the children write it under a temporary
 ``PYTHONPYCACHEPREFIX``, also when ``PYTHONDONTWRITEBYTECODE`` is set here, so a figure is what an installed
 ``placement`` takes, not the compiler's time). The header shows the load average: on a loaded machine every row is
 slower, the baseline with them.
