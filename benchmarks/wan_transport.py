@@ -24,8 +24,10 @@ source send: ``--fast-edge 1.0`` runs the lab with one edge host of a whole core
 The steps are multiples of the new model's *break*: its capacity with the policy's margins off (``wan_headroom`` and
 ``cpu_utilisation_target`` 1), the rate at which the model says the placement stops holding; the plan's capacity
 (with the margins) is printed beside it. Baseline in the same run: the old model's capacity, and its rate as the last
-step. Targets per profile: the highest step that holds (>= 95 % of its records carried; the sources' back-pressure is
-shown beside it) is within ±15 % of the new model's break; the old model's rate does not hold where it promises more
+step. Targets per profile: the highest rate the uplinks carried in any step (records/s that crossed, per source
+subtask: the schedule drives the placement past its break, and a step above it carries what the link takes) is
+within ±15 % of the new model's break — the highest step that held (>= 95 % of its records carried; the sources'
+back-pressure beside it) is shown too; the old model's rate does not hold where it promises more
 than the new model; at the first step each uplink's job data is within ±15 % of the plan's prediction and the path
 latency p50 (Flink's latency markers) within ±25 % of the plan's expected figure. Prints PASS or FAIL lines; exit 1
 on FAIL.
@@ -72,7 +74,7 @@ from placement.flink.rest import FlinkRest
 from placement.lab import chain
 from placement.lab.measure import measure
 
-CAPACITY_TOLERANCE = 0.15  # the highest step that holds vs the new model's break (its capacity without headroom)
+CAPACITY_TOLERANCE = 0.15  # the highest rate carried vs the new model's break (its capacity without headroom)
 HOLDS_RATE = 0.95  # of the offered records carried over the window: Flink's few MB of buffers fill within seconds of
 # an overload at these rates, so a step that does not hold falls short; the sources' back-pressure is reported beside
 # it, not judged (a rate-limited source blocked for moments and catching up carries its whole rate)
@@ -328,8 +330,17 @@ def run_profile(wan: str, spec: JobSpec, args, profile_path: str | None, console
 
 
 def measured_capacity(result: dict) -> float | None:
+    """The highest step whose rate was carried (>= HOLDS_RATE of it), per source subtask."""
     held = [s["rate"] for s in result["steps"] if holds(s)]
     return max(held) if held else None
+
+
+def highest_carried(result: dict) -> float | None:
+    """The most records/s that crossed the uplinks in any step, per source subtask: what the link carries at the
+    plan's placement, driven past it by the schedule (issue 45's figure). At or above the highest held step; below
+    the step that did not hold, since a step above capacity carries what the link takes."""
+    carried = [s["throughput"] / (s["target"] / s["rate"]) for s in result["steps"] if s["target"]]
+    return max(carried) if carried else None
 
 
 def failures_of(r: dict) -> list[str]:
@@ -338,11 +349,11 @@ def failures_of(r: dict) -> list[str]:
         out.append("the new plan did not run as planned (apply's verify not green / subtasks elsewhere)")
     if r["fixed_rates"]:  # a comparison of settings at given rates: the steps' figures are the result
         return out
-    got, brk = measured_capacity(r), r["break"]["rate"]
+    got, brk = highest_carried(r), r["break"]["rate"]
     if got is None:
-        out.append("no step held its rate")
+        out.append("no step carried a record")
     elif abs(got / brk - 1) > CAPACITY_TOLERANCE:
-        out.append(f"highest rate held {got:.0f}/s vs the new model's break {brk:.0f}/s ({got / brk - 1:+.0%})")
+        out.append(f"highest rate carried {got:.0f}/s vs the new model's break {brk:.0f}/s ({got / brk - 1:+.0%})")
     old_step = r["steps"][-1] if r["old_step"] and r["steps"] else None
     if old_step and holds(old_step):
         out.append(f"the old model's rate {old_step['rate']:.0f}/s held: the new model is too cautious")
@@ -363,9 +374,10 @@ def print_table(console: Console, r: dict) -> None:
         "(records/s per source subtask)"
     )
     for c in ("uplink", "old model usable", "old capacity", "new model usable", "new capacity", "new break",
-              "measured held", "held / break", "step for data", "pred Mbit/s", "data Mbit/s", "data/pred"):  # fmt: skip
+              "highest held", "held / break", "carried", "carried / break", "step for data", "pred Mbit/s",
+              "data Mbit/s", "data/pred"):  # fmt: skip
         table.add_column(c, justify="left" if c == "uplink" else "right")
-    got = measured_capacity(r)
+    got, carried = measured_capacity(r), highest_carried(r)
     for host in sorted(r["new"]["usable"]):
         pred, data, _wire = first["links"].get(host, (0.0, 0.0, 0.0))
         table.add_row(
@@ -377,6 +389,8 @@ def print_table(console: Console, r: dict) -> None:
             f"{r['break']['rate']:.0f}",
             "-" if got is None else f"{got:.0f}",
             "-" if got is None else f"{got / r['break']['rate'] - 1:+.0%}",
+            "-" if carried is None else f"{carried:.0f}",
+            "-" if carried is None else f"{carried / r['break']['rate'] - 1:+.0%}",
             f"{first.get('rate', 0):.0f}",
             f"{pred:.3f}",
             f"{data:.3f}",
@@ -512,8 +526,8 @@ def main() -> None:
         console.print("fixed rates (--rates): the steps' figures above are the result, no capacity verdict")
     elif not failures and len(results) == len(wans):
         console.print(
-            "[green]PASS[/]: on every profile the highest rate held is within ±15 % of the new model's break, the old "
-            "model's rate does not hold, job data per uplink is within ±15 % and latency p50 within ±25 % of the "
+            "[green]PASS[/]: on every profile the highest rate carried is within ±15 % of the new model's break, the "
+            "old model's rate does not hold, job data per uplink is within ±15 % and latency p50 within ±25 % of the "
             "prediction"
         )
     sys.exit(1 if failures or len(results) < len(wans) else 0)
