@@ -439,6 +439,9 @@ def watch_args(tmp_path: Path, *args: object) -> list[object]:
         (["--forecast", "{history}", "--horizon", "soon"], "error: --horizon: 'soon' is not a duration"),
         (["--forecast", "{history}", "--horizon", "0min"], "error: --horizon: must be a duration above 0"),
         (["--forecast", "{history}", "--forecast-level", "100"], "'--forecast-level': 100.0 is not in the range"),
+        (["--season", "24min"], "error: --season: is the load's cycle a forecast fits: add --forecast HISTORY"),
+        (["--forecast", "{history}", "--season", "24"], "error: --season: '24' is not a duration such as 24min"),
+        (["--forecast", "{history}", "--season", "0s"], "error: --season: must be a duration above 0"),
     ],
 )
 def test_bad_forecast_options_are_one_line_and_start_nothing(args, message, capsys, tmp_path):
