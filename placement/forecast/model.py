@@ -217,7 +217,8 @@ def _grid(points: Sequence[tuple[int, float]], step: int) -> tuple[int, Floats]:
 
 
 def _filled(y: Floats, day: int) -> Floats:
-    """Missing steps from the same time a day before or after (the nearest day first), else a straight line."""
+    """Missing steps from the same time a day (``day`` steps: a given season's cycle) before or after (the nearest
+    first), else a straight line."""
     out: Floats = y.copy()
     for i in np.flatnonzero(np.isnan(y)):
         for k in range(1, len(y) // day + 1):
