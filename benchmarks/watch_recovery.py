@@ -3,6 +3,7 @@
     flock /tmp/placement-lab.lock .venv/bin/python benchmarks/watch_recovery.py [--phase recovery,oscillation,steady]
         [--runs 5] [--steady-min 15] [--oscillations 3] [--low 100] [--high 300] [--uplink 400kbit]
         (--phase fault: a savepoint that cannot be written during the watch's apply)
+        (--phase periodic [--day 24min] [--days 3] [--spike]: a compressed periodic day, reactive vs --forecast)
 
 Scenario (placement.lab.watch_scenario): ``lab up`` (inventory/lab.yaml: 1 server + 2 Pis, custom mode, its uplinks set
 to ``--uplink``); the IoT job placed all-on-server (raw readings over the uplinks) at ``--low`` readings/s per source
@@ -27,18 +28,29 @@ pandas`` in its own process, as a user runs it, with its decision log.
   RUNNING under the same id on the same placement; then the tmpfs is given room (remounted at 64 MiB) and, after the
   cooldown, the next relief applies.
 
+* ``periodic``: a compressed day of ``--day`` (24 steps: night at ``--low``, the working day at ``--high`` — what
+  saturates the uplinks at the low-load plan, all-on-server — and a lunch dip between) for ``--days``, run twice on
+  the same schedule: the first days learned under a reactive watch, then the job placed back all-on-server and the
+  last day measured under ``placement watch`` (reactive) or ``placement watch --forecast LEARNED --season DAY``.
+  Per run over the last day: seconds of sustained source back-pressure (at the scheduled rises and in all), records/s
+  below target, redeploys, WAN Mbit/s. Expected with --forecast: no sustained back-pressure at the forecastable rises,
+  redeploys <= the day's load regimes, WAN within 10 % of the reactive run's. ``--spike``: one hour of the measured
+  night at ``--high``, which the learned days never showed: relieved (reactively) no later than the reactive run.
+
 Prints a table per phase and PASS/FAIL lines; exit 1 on any FAIL.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import signal
 import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -48,9 +60,12 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from placement.errors import PlacementError
 from placement.flink.rest import FlinkRest
 from placement.lab import watch_scenario as lab
 from placement.lab.measure import measure
+from placement.lab.runner import veth_tx_bytes
+from placement.units import parse_duration_ms
 from placement.watch.record import read_log
 from placement.writers.planjson import load_plan
 
@@ -109,6 +124,14 @@ def stop_watch(proc: subprocess.Popen) -> int:
         proc.kill()
         proc.communicate()
     return proc.returncode
+
+
+def watch_until(proc: subprocess.Popen, until: float, poll_s: float = 5.0) -> None:
+    """Sleep until ``until`` (epoch s); a watch that exits before is the benchmark's end."""
+    while time.time() < until:
+        time.sleep(min(poll_s, max(0.0, until - time.time())))
+        if proc.poll() is not None:
+            raise SystemExit(f"watch exited: {proc.communicate()[1][-1000:]}")
 
 
 def decisions(log: Path) -> list[dict]:
@@ -331,10 +354,7 @@ def oscillation(state: dict, args, work: Path, console: Console) -> list[str]:
         placed.inventory, run, "--cooldown", str(args.cooldown), "--stabilization", str(args.stabilization)
     )
     try:
-        while time.time() < placed.clock_ms / 1000 + end:
-            time.sleep(5)
-            if proc.poll() is not None:
-                raise SystemExit(f"watch exited: {proc.communicate()[1][-1000:]}")
+        watch_until(proc, placed.clock_ms / 1000 + end)
     finally:
         stop_watch(proc)
     clock = placed.clock_ms / 1000
@@ -376,6 +396,218 @@ def steady(state: dict, args, work: Path, console: Console) -> list[str]:
     return [f"steady: {redeploys} redeploys"] if redeploys else []
 
 
+HOURS = 24  # steps of a compressed day
+SPIKE_HOUR = 4  # --spike: an hour of the measured night, while the low-load plan still runs
+BP_MS = 100  # source back-pressure from this many ms/s (10 %): the recovery phase's "restored" bound
+SUSTAINED_S = 20  # back-pressure lasting this long is sustained: an apply's hand-over or a sample's blip is shorter
+REPLACE_S = 180  # the job is placed back all-on-server this long before the measured day (cancel, submit, apply)
+SPIKE_SLACK_S = 15  # the spike's relief may lag the reactive run's by one rate sample
+
+
+@dataclass(frozen=True)
+class Sample:
+    at_s: float  # on the schedule's clock
+    rate: float  # records/s the source sent (both subtasks)
+    bp_ms: float  # the source's back-pressured ms/s
+    target: float  # records/s the schedule asked for then
+
+
+def day_rates(low: float, high: float) -> list[float]:
+    """The compressed day's 24 steps: night low before 08:00 and from 18:00, the working day high, a lunch dip
+    (halfway) at 12:00 — three load regimes."""
+    lunch = (low + high) / 2
+    return [high if 8 <= h < 12 or 13 <= h < 18 else lunch if h == 12 else low for h in range(HOURS)]
+
+
+def periodic_steps(day_s: float, days: int, low: float, high: float, spike: bool = False) -> list[tuple[float, float]]:
+    """The ``--rate-schedule`` steps (schedule s, readings/s per source subtask) of ``days`` compressed days, a step
+    only where the rate changes; ``spike``: the last day's :data:`SPIKE_HOUR` at ``high``."""
+    rates = day_rates(low, high) * days
+    if spike:
+        rates[(days - 1) * HOURS + SPIKE_HOUR] = high
+    hour_s = day_s / HOURS
+    steps: list[tuple[float, float]] = []
+    for i, rate in enumerate(rates):
+        if not steps or steps[-1][1] != rate:
+            steps.append((i * hour_s, rate))
+    return steps
+
+
+def rate_at(steps: list[tuple[float, float]], at_s: float) -> float:
+    """The schedule's rate at ``at_s`` (the last step holds on)."""
+    return next((r for t, r in reversed(steps) if t <= at_s), steps[0][1])
+
+
+def rises(steps: list[tuple[float, float]], since_s: float, until_s: float) -> list[float]:
+    """Where the rate steps up within [since, until)."""
+    return [t for (t, r), (_, before) in zip(steps[1:], steps) if r > before and since_s <= t < until_s]
+
+
+def sustained_backpressure_s(samples: list[Sample], windows: list[tuple[float, float]] | None = None) -> float:
+    """Seconds of sustained source back-pressure: runs of two samples or more at :data:`BP_MS` or more lasting
+    :data:`SUSTAINED_S` at least (each sample stands for the time to the next: one sample alone may be a blip, however
+    long the gap to the next), counted inside ``windows`` (None: everywhere)."""
+
+    def inside(at: float) -> bool:
+        return windows is None or any(a <= at < b for a, b in windows)
+
+    total, run = 0.0, []
+    for sample, following in zip(samples, [*samples[1:], None]):
+        dt = (following.at_s - sample.at_s) if following is not None else 0.0
+        if sample.bp_ms >= BP_MS:
+            run.append((sample.at_s, dt))
+        if run and (sample.bp_ms < BP_MS or following is None):
+            if len(run) >= 2 and sum(d for _, d in run) >= SUSTAINED_S:
+                total += sum(d for at, d in run if inside(at))
+            run = []
+    return total
+
+
+def shortfall(samples: list[Sample]) -> float:
+    """Records/s below target, the mean over the samples' time."""
+    spans = [(b.at_s - a.at_s, max(0.0, a.target - a.rate)) for a, b in itertools.pairwise(samples)]
+    seconds = sum(dt for dt, _ in spans)
+    return sum(dt * short for dt, short in spans) / seconds if seconds else 0.0
+
+
+def uplink_tx_bytes(state: dict) -> dict[str, int]:
+    """Each edge host's uplink counter (the wire: a redeploy does not reset it, the data-plane sockets' does). The
+    day's REST requests (the watch's, the samples') travel it too, alike in both runs."""
+    out = {}
+    for h in (h for h in state["hosts"] if h.get("namespace")):
+        sent = veth_tx_bytes(h["namespace"], h["ns_if"])
+        if sent is None:
+            raise PlacementError(f"lab host {h['name']}: cannot read {h['ns_if']} counters (is the lab up?)")
+        out[h["name"]] = sent
+    return out
+
+
+def sample_day(rest: FlinkRest, steps: list[tuple[float, float]], clock: float, until: float) -> list[Sample]:
+    """The source's rate and back-pressure, one sample per rate window, until ``until`` (epoch s). While an apply
+    has no job running the source sends nothing: a sample of rate 0, not back-pressure (the downtime is the apply
+    audit's)."""
+    out = []
+    while time.time() < until:
+        try:
+            rate = lab.source_rate(rest, RATE_WINDOW_S)
+            bp = source_backpressure(rest)
+        except (StopIteration, PlacementError):  # no job running (an apply), or REST between jobs
+            rate, bp = 0.0, 0.0
+            time.sleep(RATE_WINDOW_S)
+        at = time.time() - RATE_WINDOW_S / 2 - clock  # the middle of the reading
+        out.append(Sample(at, rate, bp, 2 * rate_at(steps, at)))  # 2: the job's source subtasks
+    return out
+
+
+def periodic_run(
+    name: str, state: dict, args, work: Path, steps: list[tuple[float, float]], profile: Path | None, forecast: bool
+) -> tuple[dict, Path]:
+    """One run of the schedule: the learning days under a reactive watch, the job placed back all-on-server (the
+    low-load plan, on the same clock), the last day under the watch measured."""
+    run, day_s = work / f"periodic-{name}", args.day_s
+    placed = lab.place_all_on_server(state, run / "learn", steps, profile=profile)
+    clock = placed.clock_ms / 1000
+    measured_from = clock + (args.days - 1) * day_s
+    # The history --forecast learns from is the learning watch's own rolling history, --keep raised to hold the
+    # learning days: its collector samples the sources every --sample (2 s), so each step of the short day's grid has
+    # samples, and it is what a user of watch --forecast has without Prometheus (which the lab does not run; a
+    # collector of our own beside the watch's would double the REST load). The learning watch reacts (--apply auto)
+    # so after its first relief the sources run at their target: a history recorded under a saturated uplink would
+    # teach the capped rate, not the demand.
+    keep = ["--keep", f"{(args.days - 1) * day_s + 600:.0f}", "--keep-mb", "4096"]  # the size bound must not cut it
+    learner, _ = start_watch(placed.inventory, run / "learn", *keep)
+    try:
+        watch_until(learner, measured_from - REPLACE_S)
+    finally:
+        stop_watch(learner)
+    # the measured day starts from the low-load plan in both runs: the IoT job's relieved plan carries every rate,
+    # so without this the watch would have nothing left to do after day 1
+    again = lab.place_all_on_server(state, run / "measured", steps, profile=placed.profile, clock_ms=placed.clock_ms)
+    ahead = (
+        [
+            "--forecast",
+            str(run / "learn" / "watch" / "history"),
+            "--season",
+            f"{day_s:g}s",
+            "--horizon",
+            f"{day_s / 4:g}s",
+        ]
+        if forecast
+        else []
+    )
+    proc, log = start_watch(again.inventory, run / "measured", *keep, *ahead)  # keep: the rolling history appended
+    try:
+        watch_until(proc, measured_from)
+        before, started = uplink_tx_bytes(state), time.time()
+        samples = sample_day(FlinkRest(state["rest_url"]), steps, clock, measured_from + day_s)
+        after, seconds = uplink_tx_bytes(state), time.time() - started
+    finally:
+        stop_watch(proc)
+    day = (measured_from - clock, measured_from - clock + day_s)
+    hour_s = day_s / HOURS
+    at_rises = [(t, t + hour_s) for t in rises(periodic_steps(day_s, args.days, args.low, args.high), *day)]
+    spike_at = day[0] + SPIKE_HOUR * hour_s
+    redeploys = [r for r in applied(log) if day[0] <= r["at_ms"] / 1000 - clock < day[1]]
+    row = {
+        "bp_rises_s": sustained_backpressure_s(samples, at_rises),
+        "bp_day_s": sustained_backpressure_s(samples),
+        "bp_spike_s": sustained_backpressure_s(samples, [(spike_at, spike_at + hour_s)]),
+        "short_rps": shortfall(samples),
+        "redeploys": len(redeploys),
+        "kinds": [r["decision"]["kind"] for r in redeploys],
+        "wan_mbit": sum(after[h] - before[h] for h in after) * 8 / seconds / 1e6,
+    }
+    return row, placed.profile
+
+
+def periodic(state: dict, args, work: Path, console: Console) -> list[str]:
+    steps = periodic_steps(args.day_s, args.days, args.low, args.high, args.spike)
+    reactive, profile = periodic_run("reactive", state, args, work, steps, None, forecast=False)
+    ahead, _ = periodic_run("forecast", state, args, work, steps, profile, forecast=True)
+    table = Table(
+        title=f"{args.days} compressed days of {args.day_s / 60:g} min ({args.low:g}/{args.high:g} readings/s per "
+        f"source subtask{', a spike' if args.spike else ''}): the last day, reactive vs --forecast"
+    )
+    for col in ("over the last day", "reactive", "--forecast"):
+        table.add_column(col, justify="right")
+    shown = [
+        ("sustained source back-pressure at the scheduled rises, s", "bp_rises_s", "{:.0f}"),
+        ("sustained source back-pressure in all, s", "bp_day_s", "{:.0f}"),
+        ("records/s below target (the day's mean)", "short_rps", "{:,.1f}"),
+        ("redeploys", "redeploys", "{}"),
+        ("their kinds", "kinds", "{}"),
+        ("WAN Mbit/s (both uplinks, wire)", "wan_mbit", "{:.3f}"),
+    ]
+    if args.spike:
+        shown.append(("sustained back-pressure after the spike, s", "bp_spike_s", "{:.0f}"))
+    for label, key, fmt in shown:
+        table.add_row(label, fmt.format(reactive[key]), fmt.format(ahead[key]))
+    console.print(table)
+    regimes = len(set(day_rates(args.low, args.high)))
+    checks = [
+        (ahead["bp_rises_s"] == 0, f"--forecast: {ahead['bp_rises_s']:.0f} s of sustained back-pressure at the rises"),
+        *(
+            (r["redeploys"] <= regimes, f"{name}: {r['redeploys']} redeploys in the day (<= {regimes} load regimes)")
+            for name, r in (("reactive", reactive), ("--forecast", ahead))
+        ),
+        (
+            abs(ahead["wan_mbit"] - reactive["wan_mbit"]) <= 0.10 * reactive["wan_mbit"],
+            f"--forecast: WAN {ahead['wan_mbit']:.3f} Mbit/s vs reactive {reactive['wan_mbit']:.3f} (within 10 %)",
+        ),
+    ]
+    if args.spike:
+        checks.append(
+            (
+                ahead["bp_spike_s"] <= reactive["bp_spike_s"] + SPIKE_SLACK_S,
+                f"--forecast: the spike relieved after {ahead['bp_spike_s']:.0f} s of back-pressure vs reactive "
+                f"{reactive['bp_spike_s']:.0f} s",
+            )
+        )
+    for ok, text in checks:
+        console.print(f"{'[green]PASS[/]' if ok else '[red]FAIL[/]'} periodic: {text}")
+    return [f"periodic: {text}" for ok, text in checks if not ok]
+
+
 def per_record(row: dict) -> str:
     """Each uplink's measured job data per source record against the plan's per planned record: the cost model's
     error apart from the rate the plan was made for (a plan made while a saturated link held the sources back is made
@@ -406,13 +638,17 @@ def main() -> None:
     ap.add_argument("--stabilization", type=float, default=150)
     ap.add_argument("--cooldown", type=float, default=60)
     ap.add_argument("--steady-min", type=float, default=15)
+    ap.add_argument("--day", default="24min", help="periodic: the compressed day (24 steps), a duration")
+    ap.add_argument("--days", type=int, default=3, help="periodic: days run, the last measured (3 at least)")
+    ap.add_argument("--spike", action="store_true", help="periodic: an unforecast spike in the measured night")
     ap.add_argument("--inventory", default=str(ROOT / "inventory" / "lab.yaml"))
     ap.add_argument("--workdir", default="/tmp/placement-watch-bench")
     args = ap.parse_args()
     phases = [p.strip() for p in args.phase.split(",") if p.strip()]
-    unknown = set(phases) - {"recovery", "oscillation", "steady", "fault"}
+    unknown = set(phases) - set(PHASES)
     if unknown:
         ap.error(f"--phase: unknown {sorted(unknown)}")
+    check_periodic(ap, args)
     if args.period / 2 >= args.stabilization:
         ap.error("--period / 2 must be shorter than --stabilization (the low phases must not be long enough to return)")
     work = Path(args.workdir)
@@ -433,9 +669,7 @@ def main() -> None:
             sys.exit(f"lab up failed: {up.stderr[-1000:]}")
         state = {**json.loads((lab_dir / "lab.json").read_text()), "workdir": str(lab_dir)}
         for phase in phases:
-            failures += {"recovery": recovery, "oscillation": oscillation, "steady": steady, "fault": fault}[phase](
-                state, args, work, console
-            )
+            failures += PHASES[phase](state, args, work, console)
     finally:
         subprocess.run(
             [PLACEMENT, "lab", "down", "--workdir", str(lab_dir)], check=False, capture_output=True, timeout=300
@@ -445,6 +679,21 @@ def main() -> None:
     if not failures:
         console.print(f"[green]PASS[/] {', '.join(phases)}")
     sys.exit(1 if failures else 0)
+
+
+PHASES = {"recovery": recovery, "oscillation": oscillation, "steady": steady, "fault": fault, "periodic": periodic}
+
+
+def check_periodic(ap: argparse.ArgumentParser, args) -> None:
+    """``--day`` in seconds (``args.day_s``); a day too short for the watch or too few days to learn is refused."""
+    try:
+        args.day_s = parse_duration_ms(args.day) / 1000
+    except ValueError as exc:
+        ap.error(f"--day: {exc}")
+    if args.days < 3:
+        ap.error("--days: 3 at least (two learned: the forecaster's least history, one measured)")
+    if args.day_s < 15 * 60:
+        ap.error("--day: 15min at least (the night before the rise must hold the watch's warm-up and lead time)")
 
 
 if __name__ == "__main__":

@@ -62,18 +62,39 @@ def horizon_s(text: str, forecast: bool) -> float:
     """``--horizon`` in seconds (``plan --forecast``, ``watch --forecast``): a duration with its unit (a bare number
     would be read as milliseconds); given without ``--forecast`` it is refused, as it would change nothing."""
     from placement.errors import BadInput
-    from placement.units import parse_duration_ms
 
     if not forecast:
         if text != "2h":
             raise BadInput("is how far a forecast looks ahead: add --forecast HISTORY", field="--horizon")
         return 7200.0
+    return _duration_s(text, "--horizon", "2h, 90min or 1d")
+
+
+def season_s(text: str | None, forecast: bool) -> float | None:
+    """``--season`` in seconds (None: not given, the daily or weekly season is searched for), as ``--horizon``: a
+    duration with its unit, refused without ``--forecast``."""
+    from placement.errors import BadInput
+
+    if text is None:
+        return None
+    if not forecast:
+        raise BadInput("is the load's cycle a forecast fits: add --forecast HISTORY", field="--season")
+    seconds = _duration_s(text, "--season", "24min, 8h or 1d")
+    if not seconds > 0:
+        raise BadInput("must be a duration above 0 (e.g. 8h, 24min)", field="--season")
+    return seconds
+
+
+def _duration_s(text: str, option: str, examples: str) -> float:
+    from placement.errors import BadInput
+    from placement.units import parse_duration_ms
+
     try:
         if not any(c.isalpha() for c in text):
             raise ValueError("give it a unit")
         return parse_duration_ms(text) / 1000
     except ValueError as exc:
-        raise BadInput(f"{text!r} is not a duration such as 2h, 90min or 1d ({exc})", field="--horizon") from None
+        raise BadInput(f"{text!r} is not a duration such as {examples} ({exc})", field=option) from None
 
 
 def json_option(help: str):

@@ -8,7 +8,15 @@ from typing import TYPE_CHECKING
 
 import click
 
-from placement.cli.params import HTTP_URL, RateScale, horizon_s, json_option, nonempty_path, quiet_option
+from placement.cli.params import (
+    HTTP_URL,
+    RateScale,
+    horizon_s,
+    json_option,
+    nonempty_path,
+    quiet_option,
+    season_s,
+)
 
 if TYPE_CHECKING:
     from placement.planning.request import Method, Mode, Objective, Solver
@@ -183,6 +191,13 @@ if TYPE_CHECKING:
     help="with --forecast: how far ahead of the history's end to plan (e.g. 2h, 90min, 1d)",
 )
 @click.option(
+    "--season",
+    default=None,
+    metavar="DURATION",
+    help="with --forecast: the load's cycle when it is not a day or a week (a shift's 8h, a compressed 24min day): "
+    "fitted as given instead of searched for",
+)
+@click.option(
     "--forecast-level",
     type=click.FloatRange(min=0, max=100, min_open=True, max_open=True),
     default=80.0,
@@ -262,6 +277,7 @@ def plan(
     horizon: str = "2h",
     forecast_level: float = 80.0,
     current: str | None = None,
+    season: str | None = None,
 ) -> None:
     """Place a job's subtasks on the inventory's hosts, optimally, and write the plan directory.
 
@@ -304,6 +320,7 @@ def plan(
         forecast=forecast_history,
         horizon_s=horizon_s(horizon, forecast_history is not None),
         forecast_level=forecast_level / 100,
+        season_s=season_s(season, forecast_history is not None),
         current=current,
     )
     request.validate()  # before the solver's imports: a refused option answers at once

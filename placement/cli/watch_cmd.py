@@ -20,7 +20,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from placement.cli.params import horizon_s, quiet_option
+from placement.cli.params import horizon_s, quiet_option, season_s
 from placement.costmodel.jobs import dir_names
 from placement.errors import BadInput, PlacementError
 from placement.planning.request import PlanRequest
@@ -356,6 +356,13 @@ def _line(status: Status, several: bool = False) -> str:
     help="with --forecast: how far ahead of each decision to look (e.g. 2h, 90min, 1d)",
 )
 @click.option(
+    "--season",
+    default=None,
+    metavar="DURATION",
+    help="with --forecast: the load's cycle when it is not a day or a week (a shift's 8h, a compressed 24min day): "
+    "fitted as given instead of searched for",
+)
+@click.option(
     "--forecast-level",
     type=click.FloatRange(min=0, max=100, min_open=True, max_open=True),
     default=80.0,
@@ -395,6 +402,7 @@ def watch(
     forecast_history: Path | None = None,
     horizon: str = "2h",
     forecast_level: float = 80.0,
+    season: str | None = None,
 ) -> None:
     """Watch a running job and keep its placement right: collect a rolling window, profile it, detect drift,
     re-plan, and (with --apply auto/ask) apply through `placement apply`. Every decision goes to a JSON-lines log.
@@ -409,6 +417,7 @@ def watch(
     the forecast expects moves nothing, and a load outside its interval is left to the reactive decisions."""
     names = _job_names(inventory, job_names, fleet, rescale)
     ahead_s = _forecast_options(forecast_history, horizon)
+    cycle_s = season_s(season, forecast_history is not None)
     job_name = names[0]
     try:
         thresholds = DriftThresholds(
@@ -445,6 +454,7 @@ def watch(
         forecast_history=forecast_history,
         horizon_s=ahead_s,
         forecast_level=forecast_level / 100,
+        season_s=cycle_s,
     )
     console = Console(highlight=False)
     live = Live(console=console, refresh_per_second=2, transient=False) if console.is_terminal and not quiet else None

@@ -10,6 +10,10 @@ the week apart, else daily, else none (trend alone). Less than two days of histo
 least that tells a cycle from a trend — or a fit that fails is not an error but the reactive answer: the
 latest rate, and why.
 
+A season given (``season_s``, ``--season``: a shift cycle, the lab's compressed day) is not searched for: it is
+fitted as given, on the finest grid at or above the samples' spacing that divides it into 12 to 96 steps
+(:func:`season_step`), gaps filled from the same phase a cycle away, and two of its cycles are the least history.
+
 The model: ETS(A,Ad,A) — why this one and what it was measured to do is in docs/plan.md (forecasting). Its initial
 states are the history's own (:func:`_fit`); the trend is damped because a plan looks hours ahead from a history of
 days, and an undamped trend fitted to the last few hours would run on unchecked.
@@ -32,6 +36,9 @@ GRID_S = (900, 1800, 3600)  # the steps the model runs on (each divides a day)
 MAX_MISSING = 0.25  # of the grid's steps with no sample, beyond which the history is too sparse to fit
 SEASONAL_ACF = 0.3  # the autocorrelation at a period's lag (trend removed) from which that period is a cycle
 WEEKLY_MARGIN = 0.1  # weekly wins when its lag correlates this much better than a day's (the days differ)
+MIN_SEASON_STEPS = 12  # a season given (--season) on fewer steps than this is too coarse to tell its shape
+MAX_SEASON_STEPS = 96
+SPACING_JITTER = 0.01  # a sampler's timestamps wander: a 60 s sampler's median spacing of 60.2 s is still 60 s
 
 Floats = npt.NDArray[np.float64]
 
@@ -46,7 +53,7 @@ class Forecast:
     last_ms: int  # the history's last sample (epoch ms): the horizon starts there
     last: float  # the latest rate: the last step's mean (records/s)
     step_s: int = 0
-    period_s: int | None = None  # the season fitted (None: none found, trend alone)
+    period_s: int | None = None  # the season fitted (None: none found, trend alone), a given one too
     times_ms: tuple[int, ...] = ()  # each step ahead, where it starts (epoch ms)
     mean: tuple[float, ...] = ()
     lower: tuple[float, ...] = ()
@@ -68,11 +75,16 @@ class Forecast:
         return self.times_ms[self.peak_at] if self.peak_at >= 0 else self.last_ms
 
 
-def forecast(points: Sequence[tuple[int, float]], horizon_s: float, level: float = 0.8) -> Forecast:
+def forecast(
+    points: Sequence[tuple[int, float]], horizon_s: float, level: float = 0.8, season_s: float | None = None
+) -> Forecast:
     """The forecast of a rate sampled at ``points`` ((epoch ms, value), any order) for ``horizon_s`` seconds after
-    its last sample, with a ``level`` (0..1) prediction interval."""
+    its last sample, with a ``level`` (0..1) prediction interval. ``season_s``: the load's cycle, fitted as it is
+    given (a shift, a compressed day) instead of the daily or weekly one the series' autocorrelation picks."""
     if not 0 < level < 1:
         raise ValueError(f"level must be between 0 and 1, not {level}")
+    if season_s is not None and not season_s > 0:
+        raise ValueError(f"the season must be above 0 s, not {season_s}")
     clean = sorted((int(t), float(v)) for t, v in points if v is not None and math.isfinite(v))
     if not clean:
         return Forecast(False, "no sample in the history", level, 0, 0.0)
@@ -80,11 +92,66 @@ def forecast(points: Sequence[tuple[int, float]], horizon_s: float, level: float
     if len(clean) < 3:
         return Forecast(False, "fewer than three samples in the history", level, last_ms, clean[-1][1])
     spacing = float(np.median(np.diff([t for t, _ in clean]))) / 1000
-    step = next((g for g in GRID_S if g >= spacing), None)
-    if step is None:
-        return Forecast(
-            False, f"samples {spacing / 3600:.1f} h apart: a forecast needs one an hour at least", level, last_ms, 0.0
-        )
+    if season_s is None:
+        cycle = _DAILY
+        step = next((g for g in GRID_S if g >= spacing), None)
+        if step is None:
+            return Forecast(
+                False,
+                f"samples {spacing / 3600:.1f} h apart: a forecast needs one an hour at least",
+                level,
+                last_ms,
+                0.0,
+            )
+    else:
+        cycle = _Cycle.given(season_s)
+        step = season_step(cycle.period_s, spacing)
+        if step is None:
+            return Forecast(
+                False,
+                f"samples {_length(spacing)} apart: a {cycle.name} season needs {MIN_SEASON_STEPS} steps of a sample "
+                f"each at least (one every {_length(cycle.period_s / MIN_SEASON_STEPS)})",
+                level,
+                last_ms,
+                0.0,
+            )
+    return _forecast_on_grid(clean, step, cycle, horizon_s, level)
+
+
+@dataclass(frozen=True)
+class _Cycle:
+    """The cycle a history must cover twice and that fills its gaps: a day (then the season is searched for), or the
+    season given."""
+
+    period_s: int
+    name: str  # "24 min", "8 h": in the reasons and notes
+    given_season: bool
+
+    @staticmethod
+    def given(season_s: float) -> _Cycle:
+        period = max(1, round(season_s))
+        return _Cycle(period, _length(period), True)
+
+
+_DAILY = _Cycle(DAY_S, "day", False)
+
+
+def season_step(period_s: int, spacing_s: float) -> int | None:
+    """The grid step for a season of ``period_s``: the finest whole second at or above the samples' spacing that
+    divides the period into :data:`MAX_SEASON_STEPS` steps at most and :data:`MIN_SEASON_STEPS` at least (None: the
+    samples are too sparse for that). At most 96, as a day on today's finest grid: the season's states are fitted one
+    per step, and more would cost fits without telling the cycle better."""
+    floor = max(spacing_s * (1 - SPACING_JITTER), period_s / MAX_SEASON_STEPS)
+    return next(
+        (d for d in range(max(1, math.ceil(floor)), period_s // MIN_SEASON_STEPS + 1) if period_s % d == 0),
+        None,
+    )
+
+
+def _forecast_on_grid(
+    clean: Sequence[tuple[int, float]], step: int, cycle: _Cycle, horizon_s: float, level: float
+) -> Forecast:
+    last_ms = clean[-1][0]
     start, y = _grid(clean, step)
     last = float(y[~np.isnan(y)][-1])
     span_s = len(y) * step
@@ -92,25 +159,24 @@ def forecast(points: Sequence[tuple[int, float]], horizon_s: float, level: float
     def reactive(reason: str, notes: tuple[str, ...] = ()) -> Forecast:
         return Forecast(False, reason, level, last_ms, last, step, notes=notes)
 
-    if span_s < 2 * DAY_S:
-        return reactive(
-            f"the history covers {_duration(span_s)}: a forecast needs two days at least (two daily cycles)"
-        )
+    if span_s < 2 * cycle.period_s:
+        need = f"two cycles of {cycle.name} at least" if cycle.given_season else "two days at least (two daily cycles)"
+        return reactive(f"the history covers {_span(span_s, cycle)}: a forecast needs {need}")
     missing = int(np.isnan(y).sum())
     if missing > MAX_MISSING * len(y):
         return reactive(
-            f"{_duration(missing * step)} of the history's {_duration(span_s)} has no sample: too sparse to fit"
+            f"{_span(missing * step, cycle)} of the history's {_span(span_s, cycle)} has no sample: too sparse to fit"
         )
-    day = DAY_S // step
-    y = _filled(y, day)
-    notes = (
-        (f"{_duration(missing * step)} without samples filled from the same time a day before or after",)
-        if missing
-        else ()
-    )
-    period = _season(y, day, WEEK_S // step)
-    if period is None:
-        notes = (*notes, "no daily cycle in the history: trend alone")
+    steps_per_cycle = cycle.period_s // step
+    y = _filled(y, steps_per_cycle)
+    where = "the same phase a cycle" if cycle.given_season else "the same time a day"
+    notes = (f"{_span(missing * step, cycle)} without samples filled from {where} before or after",) if missing else ()
+    if cycle.given_season:
+        period: int | None = steps_per_cycle  # given: fitted as it is, not searched for
+    else:
+        period = _season(y, steps_per_cycle, WEEK_S // step)
+        if period is None:
+            notes = (*notes, "no daily cycle in the history: trend alone")
     horizon = max(1, math.ceil(horizon_s / step))
     try:
         mean, lower, upper = _fit(y, period, horizon, level)
@@ -151,7 +217,8 @@ def _grid(points: Sequence[tuple[int, float]], step: int) -> tuple[int, Floats]:
 
 
 def _filled(y: Floats, day: int) -> Floats:
-    """Missing steps from the same time a day before or after (the nearest day first), else a straight line."""
+    """Missing steps from the same time a day (``day`` steps: a given season's cycle) before or after (the nearest
+    first), else a straight line."""
     out: Floats = y.copy()
     for i in np.flatnonzero(np.isnan(y)):
         for k in range(1, len(y) // day + 1):
@@ -239,3 +306,17 @@ def _duration(seconds: float) -> str:
     if seconds >= 2 * DAY_S:
         return f"{seconds / DAY_S:.1f} days"
     return f"{seconds / 3600:.1f} h"
+
+
+def _span(seconds: float, cycle: _Cycle) -> str:
+    """A stretch of history: in days or hours as without a season; a season given shorter than that in minutes."""
+    return _length(seconds) if cycle.given_season and seconds < 3600 else _duration(seconds)
+
+
+def _length(seconds: float) -> str:
+    """A season or spacing as one would give it: 24 min, 8 h, 10 s."""
+    if seconds >= 3600:
+        return f"{seconds / 3600:.3g} h"
+    if seconds >= 60:
+        return f"{seconds / 60:.3g} min"
+    return f"{seconds:.3g} s"

@@ -93,11 +93,17 @@ def all_on_server_plan(inventory: Path, profile_path: Path, out: Path) -> Path:
 
 
 def place_all_on_server(
-    state: dict, work: Path, steps: Sequence[tuple[float, float]], *, profile: Path | None = None
+    state: dict,
+    work: Path,
+    steps: Sequence[tuple[float, float]],
+    *,
+    profile: Path | None = None,
+    clock_ms: int | None = None,
 ) -> Placed:
     """Cancel what runs, submit the job at the schedule's first rate, profile it (unless ``profile`` is given: the
-    job graph does not change), write the inventory with the schedule (its clock starts now) and apply the
-    all-on-server plan with ``placement apply``'s own functions. Raises on any failure."""
+    job graph does not change), write the inventory with the schedule (its clock starts now, or at ``clock_ms``: a
+    schedule already under way, placed back mid-way) and apply the all-on-server plan with ``placement apply``'s own
+    functions. Raises on any failure."""
     from placement.apply import execute, prepare
     from placement.apply.request import load_request
 
@@ -111,7 +117,7 @@ def place_all_on_server(
             CollectOptions(rest_url=state["rest_url"], out_dir=metrics, job_name=JOB_NAME, duration_s=12, interval_s=2)
         ).run()
         profile = write_profile(build_profile(metrics, engine="pandas", warmup_s=0), work / "profile.json")
-    clock_ms = int(time.time() * 1000)
+    clock_ms = int(time.time() * 1000) if clock_ms is None else clock_ms
     inventory = write_inventory(state["lab_inventory"], work / "lab-inventory.yaml", steps, clock_ms)
     plan_dir = all_on_server_plan(inventory, profile, work / f"all-on-server-{clock_ms}")
     prepared = prepare(load_request(plan_dir, inventory, job_name=JOB_NAME, settle_s=5))

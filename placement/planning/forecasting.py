@@ -131,6 +131,7 @@ class Forecasted:
     job_scales: dict[str, float]  # each job's planned scale (1 where no source of it has a forecast)
     notes: tuple[str, ...]
     breaks: Breaks | None = None
+    season_s: float | None = None  # --season: the cycle given (None: a day or a week, searched for)
 
     @property
     def lines(self) -> list[str]:
@@ -139,7 +140,7 @@ class Forecasted:
             f = s.forecast
             if f.ok:
                 lower, upper = f.lower[f.peak_at], f.upper[f.peak_at]
-                season = {86_400: "daily", 604_800: "weekly"}.get(f.period_s or 0, "no")
+                season = season_name(f.period_s)
                 out.append(
                     f"forecast {s.job}/{s.source}: peak {upper:,.0f}/s at about {_clock(f.peak_ms)} "
                     f"({f.level:.0%} interval {lower:,.0f}-{upper:,.0f}, {season} season) = {s.scale:.4g}× "
@@ -162,6 +163,7 @@ class Forecasted:
             "history": self.history,
             "horizon_s": self.horizon_s,
             "level": self.level,
+            "season_s": self.season_s,
             "scales": self.job_scales,
             "sources": [s.json() for s in self.sources],
             "notes": list(self.notes),
@@ -201,11 +203,13 @@ def forecast_sources(
     profiles: Sequence[JobProfile],
     names: Sequence[str],
     clock: Clock = SYSTEM_CLOCK,
+    season_s: float | None = None,
 ) -> Forecasted:
-    """Each planned job's sources forecast from ``history``; each job's scale from their peaks."""
+    """Each planned job's sources forecast from ``history`` (``season_s``: the load's cycle, fitted as given); each
+    job's scale from their peaks."""
     require_statsmodels()
     rates = read_rates(history)
-    sources, scales, notes = source_forecasts(rates, history, horizon_s, level, profiles, names)
+    sources, scales, notes = source_forecasts(rates, history, horizon_s, level, profiles, names, season_s)
     if not sources:
         raise BadInput(
             f"no source of the planned jobs ({', '.join(p.job.name for p in profiles)}) has rates in the history "
@@ -219,7 +223,7 @@ def forecast_sources(
             f"{history} ends at {_iso(end)}, more than the horizon ago: the forecast is for the {_span_s(horizon_s)} "
             "after it — collect up to now for a forecast from now"
         )
-    return Forecasted(history, horizon_s, level, tuple(sources), scales, tuple(notes))
+    return Forecasted(history, horizon_s, level, tuple(sources), scales, tuple(notes), season_s=season_s)
 
 
 def source_forecasts(
@@ -229,9 +233,10 @@ def source_forecasts(
     level: float,
     profiles: Sequence[JobProfile],
     names: Sequence[str],
+    season_s: float | None = None,
 ) -> tuple[list[SourceForecast], dict[str, float], list[str]]:
-    """Each job's sources forecast from ``rates`` (:func:`read_rates`, named ``history`` in the notes): the
-    forecasts, each job's scale (:func:`peak_scales`) and what has none."""
+    """Each job's sources forecast from ``rates`` (:func:`read_rates`, named ``history`` in the notes; ``season_s``:
+    the load's cycle, fitted as given): the forecasts, each job's scale (:func:`peak_scales`) and what has none."""
     sources: list[SourceForecast] = []
     notes: list[str] = []
     for name, profile in zip(names, profiles):
@@ -247,7 +252,7 @@ def source_forecasts(
             if points is None:
                 notes.append(f"{history}: no rates of {name}'s source {v.name!r}: it keeps its profiled rate")
                 continue
-            s = SourceForecast(name, v.name, v.records_out_per_s, forecast(points, horizon_s, level))
+            s = SourceForecast(name, v.name, v.records_out_per_s, forecast(points, horizon_s, level, season_s))
             if not s.forecast.ok:
                 notes.append(f"no forecast of {name}/{v.name}: {s.forecast.reason}; it keeps its profiled rate")
             sources.append(s)
@@ -334,6 +339,14 @@ def breaks_of(
         if violations:
             return Breaks(plan, headroom, t, after, violations[0])
     return Breaks(plan, headroom, None, after)
+
+
+def season_name(period_s: int | None) -> str:
+    """How a forecast line names its season: daily, weekly, a given cycle by its length (a 24 min), or no."""
+    named = {86_400: "daily", 604_800: "weekly"}
+    if period_s is None:
+        return "no"
+    return named.get(period_s) or f"a {_span_s(period_s)}"
 
 
 def _iso(ms: int) -> str:

@@ -50,7 +50,7 @@ def plan(request: PlanRequest) -> PlanOutcome:
         from placement.planning import forecasting  # statsmodels and the history's reader: --forecast's alone
 
         forecasted = forecasting.forecast_sources(
-            request.forecast, request.horizon_s, request.forecast_level, profiles, names
+            request.forecast, request.horizon_s, request.forecast_level, profiles, names, season_s=request.season_s
         )
         request = (
             replace(request, job_rate_scales=forecasted.job_scales)

@@ -82,6 +82,7 @@ class PlanRequest:
     forecast: str | None = None  # --forecast HISTORY: plan for the peak of the sources' forecast rates
     horizon_s: float = 7200.0  # --horizon
     forecast_level: float = 0.8  # --forecast-level: the prediction interval's coverage
+    season_s: float | None = None  # --season: the load's cycle, fitted as given (None: a day or a week, searched for)
     current: str | None = None  # --current PLAN_DIR: the plan in effect (default: the plan at the profiled rates)
     say_warning: Callable[[str], None] = warn_on_stderr  # where the input warnings go, before anything is solved
 
@@ -124,6 +125,8 @@ class PlanRequest:
         if self.forecast is None:
             if self.current is not None:
                 raise BadInput("says which plan the forecast may break: add --forecast HISTORY", field="--current")
+            if self.season_s is not None:
+                raise BadInput("is the load's cycle a forecast fits: add --forecast HISTORY", field="--season")
             return
         if self.rate_scale != 1.0 or self.job_rate_scales:
             raise BadInput("sets each job's rate scale from the forecast: drop --rate-scale", field="--forecast")
@@ -141,6 +144,8 @@ class PlanRequest:
             raise BadInput("must be a duration above 0 (e.g. 2h, 90min)", field="--horizon")
         if not 0 < self.forecast_level < 1:
             raise BadInput("must lie between 0 and 100 % (e.g. 80)", field="--forecast-level")
+        if self.season_s is not None and not self.season_s > 0:
+            raise BadInput("must be a duration above 0 (e.g. 8h, 24min)", field="--season")
 
     def _check_max_rate(self) -> None:
         if self.max_rate and self.rescale:

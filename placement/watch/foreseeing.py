@@ -10,7 +10,8 @@ the re-planner builds (:func:`~placement.watch.assessing.job_problem`, several j
 Fitting is the expensive part (seconds), a tick is not: a fit looks :data:`AHEAD_S` past the horizon and is made
 again only once the series has grown by a step of the model's grid or the fit no longer reaches a horizon ahead;
 each tick reads the steps from its own time to a horizon later. A history too short or a series that cannot be fitted
-is said once ("no forecast: …") and the ticks are reactive until a fit succeeds.
+is said once ("no forecast: …") and the ticks are reactive until a fit succeeds. A season given (``--season``) is
+passed to the forecaster as it is, and its grid — seconds for a compressed day — sets how often a fit is made.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 from placement.costmodel.model import Assignment, PlacementProblem
 from placement.errors import BadInput, PlacementError
+from placement.forecast.model import MIN_SEASON_STEPS
 from placement.inventory import Inventory
 from placement.planning.forecasting import (
     Breaks,
@@ -175,7 +177,7 @@ class Foreseer:
         """Fit again when due; the notes not said yet (what a source has no forecast for)."""
         reaches = min((f.forecast.times_ms[-1] for f in self.fitted), default=0)
         short = bool(self.fitted) and now_ms + self.o.horizon_s * 1000 > reaches
-        if not short and self.checked_ms is not None and now_ms - self.checked_ms < REFIT_S * 1000:
+        if not short and self.checked_ms is not None and now_ms - self.checked_ms < self._refit_s() * 1000:
             return []
         self.checked_ms = now_ms
         try:
@@ -187,7 +189,7 @@ class Foreseer:
         end = max((pts[-1][0] for pts in watched), default=None)
         if end is not None and end == self.fitted_end_ms and not short:
             return []  # nothing new since the last fit
-        horizon_s = max(0.0, now_ms - (end or now_ms)) / 1000 + self.o.horizon_s + AHEAD_S
+        horizon_s = max(0.0, now_ms - (end or now_ms)) / 1000 + self.o.horizon_s + self._ahead_s()
         sources, _, notes = source_forecasts(
             rates,
             self.history,
@@ -195,6 +197,7 @@ class Foreseer:
             self.o.forecast_level,
             [_profile(s) for s in seen],
             [s.track.name for s in seen],
+            self.o.season_s,
         )
         self.fitted = [f for f in sources if f.forecast.ok]
         self.fitted_end_ms = end
@@ -205,6 +208,19 @@ class Foreseer:
         fresh = [n for n in notes if n not in self.said]
         self.said.update(fresh)
         return [f"forecast: {n}" for n in fresh]
+
+    def _refit_s(self) -> float:
+        """How long a fit stands while the series grows: a step of its grid — a given season's may be seconds (a
+        compressed day's), and a fit older than a step would miss the rolling history's latest figure."""
+        if self.o.season_s is None:
+            return REFIT_S
+        steps = [f.forecast.step_s for f in self.fitted]
+        return min(REFIT_S, min(steps) if steps else self.o.season_s / MIN_SEASON_STEPS)
+
+    def _ahead_s(self) -> float:
+        """How far past the horizon a fit reaches: a given season's fit is made again every step of its grid, so a
+        cycle ahead is enough — six hours of a seconds-wide grid would be thousands of steps never read."""
+        return AHEAD_S if self.o.season_s is None else min(AHEAD_S, self.o.season_s)
 
     def _rates(self, seen: Sequence[Seen]) -> Rates:
         """HISTORY's source rates with each job's rolling history appended (its samples after HISTORY's last)."""

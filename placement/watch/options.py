@@ -65,6 +65,7 @@ class WatchOptions:
     forecast_history: Path | None = None
     horizon_s: float = 7200.0  # --horizon: how far ahead the forecast looks from each tick
     forecast_level: float = 0.8  # --forecast-level: the prediction interval's coverage
+    season_s: float | None = None  # --season: the load's cycle, fitted as given (None: a day or a week, searched for)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -97,6 +98,10 @@ class WatchOptions:
                 raise BadInput("must be a duration above 0 (e.g. 2h, 90min)", field="--horizon")
             if not 0 < self.forecast_level < 1:
                 raise BadInput("must lie between 0 and 100 % (e.g. 80)", field="--forecast-level")
+            if self.season_s is not None and not self.season_s > 0:
+                raise BadInput("must be a duration above 0 (e.g. 8h, 24min)", field="--season")
+        elif self.season_s is not None:
+            raise BadInput("is the load's cycle a forecast fits: add --forecast HISTORY", field="--season")
 
 
 @dataclass

@@ -68,6 +68,8 @@ def test_too_little_history_plans_at_the_profiled_rates_and_says_why(tmp_path, c
         (["--rate-scale", "2"], "--forecast: sets each job's rate scale from the forecast"),
         (["--max-rate"], "--forecast: plans for the forecast's peak"),
         (["--forecast-level", "100"], "--forecast-level"),
+        (["--season", "8"], "--season: '8' is not a duration such as 24min, 8h or 1d"),
+        (["--season", "0min"], "--season: must be a duration above 0"),
     ],
 )
 def test_bad_options_are_one_line(tmp_path, capsys, extra, message):
@@ -99,3 +101,23 @@ def test_current_and_horizon_need_forecast(tmp_path, capsys):
     assert code == 2 and "--current" in err
     code, _, err = run_main([*base, "--horizon", "3h"], capsys)
     assert code == 2 and "--horizon" in err
+
+
+def test_a_season_given_is_fitted_as_given(tmp_path, capsys):
+    """--season 12h on the example's 5-min samples: that cycle is fitted (on a 7.5 min grid, 96 steps), not the day
+    the search would find."""
+    code, out, err = run_main([*plan(tmp_path, "--season", "12h"), "--json"], capsys)
+    assert code == 0, err
+    fc = json.loads(out)["forecast"]
+    (source,) = fc["sources"]
+    assert source["forecast"] and (source["period_s"], source["step_s"]) == (43_200, 450)
+    assert fc["season_s"] == 43_200
+    code, out, err = run_main(plan(tmp_path, "--season", "12h"), capsys)
+    assert code == 0 and "a 12 h season)" in out, out
+
+
+def test_season_needs_forecast(tmp_path, capsys):
+    base = ["plan", "--inventory", EDGE_LAB, "--profile", IOT, "--out", tmp_path / "out"]
+    code, _, err = run_main([*base, "--season", "8h"], capsys)
+    assert code == 2 and "--season: is the load's cycle a forecast fits: add --forecast HISTORY" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "out").exists()

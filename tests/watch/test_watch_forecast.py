@@ -65,13 +65,16 @@ def write_history(
     profile: JobProfile | None = None,
     rate: Callable[[float], float] = daily_rate,
     job_id: str = "0123456789abcdef0123456789abcdef",
+    step_s: int = 300,
+    day_s: float = DAY_S,
 ) -> Path:
-    """The source's rate (``rate`` at each time) every 5 min for ``days`` up to ``end_s``, as ``metrics collect``
-    writes a history (``profile``: the job's, default job A's)."""
+    """The source's rate (``rate`` at each time) every ``step_s`` for ``days`` of ``day_s`` up to ``end_s``, as
+    ``metrics collect`` writes a history (``profile``: the job's, default job A's)."""
     profile = profile or job(1000)
     source = profile.sources()[0]
     rng = np.random.default_rng(seed)
-    times = [int((end_s - days * DAY_S) * 1000) + i * 300_000 for i in range(int(days * DAY_S / 300))]
+    count = int(days * day_s / step_s)
+    times = [int((end_s - days * day_s) * 1000) + i * step_s * 1000 for i in range(count)]
     rows = [
         {
             "ts_ms": t,
@@ -96,7 +99,7 @@ def write_history(
             origin="synthetic",
             started_ms=times[0],
             ended_ms=times[-1],
-            interval_s=300.0,
+            interval_s=float(step_s),
             stopped="completed",
             samples=len(rows),
             files=writer.files,
@@ -132,13 +135,17 @@ class World:
         history: Path | None,
         apply_s: float = 90.0,
         apply: str = "auto",
+        rate: Callable[[float], float] = daily_rate,
+        interval_s: float = INTERVAL_S,
+        **options: float,  # more of the watch's options (WatchOptions' season_s, horizon_s, warmup_s, …)
     ):
         tmp_path.mkdir(parents=True, exist_ok=True)
+        self.rate, self.interval_s = rate, interval_s
         inv = one_pi_inventory(tmp_path / "inv.yaml", ["A"], jobs=False)
         self.clock = FakeClock().at(start_s)
         self.rest = FakeFlinkRest(clock_ms=lambda: int(self.clock.now() * 1000))
         self.rest.start("job-A", placement, start_ms=int((start_s - 3600) * 1000))
-        self.profiles = {"job-A": job(daily_rate(start_s))}
+        self.profiles = {"job-A": job(rate(start_s))}
         self.apply = FakeSlowApply(self.clock, apply_s, self.rest, self.profiles, "job-A")
         self.planned: list[float] = []
         planner = plan_command(inv, rescale=False)
@@ -154,9 +161,10 @@ class World:
                 work_dir=tmp_path / "w",
                 engine="pandas",
                 apply=apply,  # type: ignore[arg-type]
-                interval_s=INTERVAL_S,
+                interval_s=interval_s,
                 log_path=tmp_path / "w" / "decisions.jsonl",
                 forecast_history=history,
+                **options,  # type: ignore[arg-type]
             ),
             plan_fn=plan,
             rest=self.rest,
@@ -167,13 +175,13 @@ class World:
 
     def tick(self, rate: float | None = None) -> dict:
         """One tick an interval later, the window's source at ``rate`` (default: the history's rate then)."""
-        self.clock.advance(INTERVAL_S)
-        self.profiles["job-A"] = job(daily_rate(self.clock.now()) if rate is None else rate)
+        self.clock.advance(self.interval_s)
+        self.profiles["job-A"] = job(self.rate(self.clock.now()) if rate is None else rate)
         return self.watch.tick()
 
-    def until(self, hour: float) -> list[dict]:
+    def until(self, hour: float, at: Callable[[float], float] = at) -> list[dict]:
         out = []
-        while self.clock.now() + INTERVAL_S <= at(hour):
+        while self.clock.now() + self.interval_s <= at(hour):
             out.append(self.tick())
         return out
 
@@ -422,6 +430,63 @@ def test_several_jobs_are_relieved_together_ahead_of_the_break_they_share(tmp_pa
     assert set(relief["foresight"]["forecast"]) == {"job-A/Source: A", "job-B/Source: B"}
 
 
+SHORT_DAY_S = 1440  # the lab's compressed day (--season 24min): an hour of it is a minute
+
+
+def short_at(hour: float) -> float:
+    """The watch day's compressed clock at ``hour``, epoch seconds (the compressed days start at the history's)."""
+    return WATCH_DAY_S + hour * SHORT_DAY_S / 24
+
+
+def short_rate(t_s: float) -> float:
+    """``daily_rate`` in a 24-min day."""
+    return daily_rate((t_s - START_S) % SHORT_DAY_S * DAY_S / SHORT_DAY_S)
+
+
+def test_a_compressed_day_is_relieved_ahead_of_its_predicted_break_with_season(tmp_path):
+    """The same day in 24 min (--season 24min), sampled every minute: its 09:00 is 540 s into it. Ticks every 30 s,
+    a 30 s warm-up and a 6-min horizon (6 of its hours): the lead time is 150 s (60 s apply until one is measured,
+    30 s warm-up, 60 s margin), so the relief is applied at 06:30 of the short day — the last tick at least the lead
+    time before the break — and the peak is carried."""
+    history = write_history(
+        tmp_path / "history", short_at(4), days=4 + 4 / 24, step_s=60, day_s=SHORT_DAY_S, rate=short_rate
+    )
+    world = World(
+        tmp_path,
+        ON_PI,
+        short_at(4),
+        history,
+        apply_s=20.0,
+        rate=short_rate,
+        interval_s=30.0,
+        season_s=SHORT_DAY_S,
+        horizon_s=360.0,
+        warmup_s=30.0,
+        window_s=60.0,
+    )
+    records = world.until(11, at=short_at)
+    (relief,) = [r for r in records if r["decision"]["action"] == "apply"]
+    before = records[: records.index(relief)]
+    break_ms = int(short_at(9) * 1000)
+    assert {r["foresight"]["breaks_at_ms"] for r in before if r["foresight"]["breaks_at_ms"]} == {break_ms}
+    assert all(r["decision"]["action"] == "hold" and r["foresight"]["action"] == "hold" for r in before)
+    assert not any(r["drifts"] for r in before)
+    assert relief["at_ms"] == int(short_at(6.5) * 1000) and relief["foresight"]["lead_s"] == 150.0
+    assert (break_ms - relief["at_ms"]) / 1000 >= relief["foresight"]["lead_s"]
+    assert (relief["decision"]["kind"], relief["foresight"]["action"]) == ("relief", "relieve")
+    assert 1.6 < world.planned[0] < 1.7 and world.reduce_on == ["server"]  # planned for the forecast's peak
+    after = records[records.index(relief) + 1 :]
+    assert after and all(r["decision"]["action"] in ("wait", "hold") for r in after)  # waits: the warm-up
+    assert all(r["foresight"]["lead_s"] == 110.0 for r in after if "foresight" in r)  # the apply took 20 s
+    assert len(world.apply.applied) == 1
+    assert world.watch.foreseer is not None
+    (fitted,) = world.watch.foreseer.fitted
+    assert (fitted.forecast.period_s, fitted.forecast.step_s) == (SHORT_DAY_S, 60)  # the season given, 24 steps
+    peak = next(r for r in after if r["at_ms"] >= break_ms)
+    lo, up = peak["foresight"]["interval"]["job-A/Source: A"]
+    assert peak["foresight"]["outcome"] == {"job-A/Source: A": 1600.0} and lo <= 1600 <= up
+
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -439,6 +504,9 @@ def watch_args(tmp_path: Path, *args: object) -> list[object]:
         (["--forecast", "{history}", "--horizon", "soon"], "error: --horizon: 'soon' is not a duration"),
         (["--forecast", "{history}", "--horizon", "0min"], "error: --horizon: must be a duration above 0"),
         (["--forecast", "{history}", "--forecast-level", "100"], "'--forecast-level': 100.0 is not in the range"),
+        (["--season", "24min"], "error: --season: is the load's cycle a forecast fits: add --forecast HISTORY"),
+        (["--forecast", "{history}", "--season", "24"], "error: --season: '24' is not a duration such as 24min"),
+        (["--forecast", "{history}", "--season", "0s"], "error: --season: must be a duration above 0"),
     ],
 )
 def test_bad_forecast_options_are_one_line_and_start_nothing(args, message, capsys, tmp_path):

@@ -1,0 +1,103 @@
+"""The lab proof's periodic phase offline (benchmarks/watch_recovery.py --phase periodic; the lab itself is not run
+here): the compressed day's schedule, where it rises, and the figures a run is judged by — sustained back-pressure,
+records/s below target — from constructed samples; the command line's refusals."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from watch_recovery import (
+    SPIKE_HOUR,
+    Sample,
+    day_rates,
+    periodic_steps,
+    rate_at,
+    rises,
+    shortfall,
+    sustained_backpressure_s,
+)
+
+from placement.lab.watch_scenario import schedule
+
+DAY_S = 1440.0
+HOUR_S = DAY_S / 24
+
+
+def test_a_day_has_a_night_a_working_day_and_a_lunch_dip():
+    rates = day_rates(100, 300)
+    assert len(rates) == 24 and set(rates) == {100, 200, 300}
+    assert rates[:8] == [100] * 8 and rates[18:] == [100] * 6
+    assert rates[8:12] == [300] * 4 and rates[13:18] == [300] * 5
+    assert rates[12] == 200
+
+
+def test_the_schedule_repeats_the_day_with_a_step_only_where_the_rate_changes():
+    steps = periodic_steps(DAY_S, 3, 100, 300)
+    one_day = [(0.0, 100), (8 * HOUR_S, 300), (12 * HOUR_S, 200), (13 * HOUR_S, 300), (18 * HOUR_S, 100)]
+    assert steps[:5] == one_day
+    assert steps[5:10] == [(t + DAY_S, r) for t, r in one_day[1:]] + [(2 * DAY_S + 8 * HOUR_S, 300)]
+    assert len(steps) == 1 + 4 * 3
+    assert schedule(steps).startswith("0:100,480:300,720:200,780:300,1080:100,1920:300")
+    assert rate_at(steps, 2 * DAY_S + 9 * HOUR_S) == 300 and rate_at(steps, 10 * DAY_S) == 100
+
+
+def test_the_spike_is_on_the_measured_day_only():
+    plain, spiked = periodic_steps(DAY_S, 3, 100, 300), periodic_steps(DAY_S, 3, 100, 300, spike=True)
+    at = 2 * DAY_S + SPIKE_HOUR * HOUR_S
+    assert rate_at(spiked, at) == 300 and rate_at(plain, at) == 100
+    assert rate_at(spiked, at + HOUR_S) == 100  # one hour
+    assert [s for s in spiked if s[0] < 2 * DAY_S] == [s for s in plain if s[0] < 2 * DAY_S]
+
+
+def test_the_forecastable_rises_of_the_measured_day():
+    steps = periodic_steps(DAY_S, 3, 100, 300)
+    assert rises(steps, 2 * DAY_S, 3 * DAY_S) == [2 * DAY_S + 8 * HOUR_S, 2 * DAY_S + 13 * HOUR_S]
+
+
+def samples(bp: list[float], every: float = 10.0, rate: float = 600.0, target: float = 600.0) -> list[Sample]:
+    return [Sample(i * every, rate, b, target) for i, b in enumerate(bp)]
+
+
+def test_back_pressure_counts_once_it_is_sustained():
+    blip = samples([0, 500, 0, 0])  # 10 s: an apply's hand-over
+    assert sustained_backpressure_s(blip) == 0
+    held = samples([0, 500, 900, 800, 0])  # 30 s
+    assert sustained_backpressure_s(held) == 30
+    assert sustained_backpressure_s(held, [(15.0, 100.0)]) == 20  # the run's samples inside the window
+    assert sustained_backpressure_s(held, [(100.0, 200.0)]) == 0
+    assert sustained_backpressure_s(samples([50, 90, 99, 0])) == 0  # below 100 ms/s is not back-pressure
+    assert sustained_backpressure_s(samples([0, 500, 0], every=30)) == 0  # one sample alone, however long the gap
+
+
+def test_records_below_target_are_the_time_weighted_mean():
+    s = [Sample(0, 600, 0, 600), Sample(10, 300, 0, 600), Sample(30, 700, 0, 600), Sample(40, 0, 0, 600)]
+    assert shortfall(s) == pytest.approx((0 * 10 + 300 * 20 + 0 * 10) / 40)
+    assert shortfall(s[:1]) == 0.0
+
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "watch_recovery.py"
+
+
+def test_help_works_without_a_lab():
+    out = subprocess.run([sys.executable, str(BENCH), "--help"], capture_output=True, text=True, check=True).stdout
+    assert "--phase periodic" in out and "--spike" in out and "--season DAY" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--days", "2"], "--days: 3 at least"),
+        (["--day", "10min"], "--day: 15min at least"),
+        (["--day", "soon"], "--day:"),
+        (["--phase", "weekly"], "--phase: unknown ['weekly']"),
+    ],
+)
+def test_bad_periodic_options_are_refused_before_the_lab(args, message, tmp_path):
+    nowhere = ["--inventory", str(tmp_path / "none.yaml"), "--workdir", str(tmp_path)]  # never a lab, whatever passes
+    done = subprocess.run(
+        [sys.executable, str(BENCH), "--phase", "periodic", *nowhere, *args], capture_output=True, text=True
+    )
+    assert done.returncode == 2 and message in done.stderr, done.stderr
