@@ -107,6 +107,42 @@ def quiet_option(help: str):
     return click.option("--quiet", "-q", is_flag=True, help=help)
 
 
+def forecast_options(horizon_help: str):
+    """``--horizon``, ``--season`` and ``--forecast-level``: one spelling, default and parsing for ``plan --forecast``
+    and ``watch --forecast``; ``horizon_help`` says what the horizon is counted from in that command."""
+    options = [
+        click.option(
+            "--horizon",
+            default="2h",
+            show_default=True,
+            metavar="DURATION",
+            help=f"with --forecast: {horizon_help} (e.g. 2h, 90min, 1d)",
+        ),
+        click.option(
+            "--season",
+            default=None,
+            metavar="DURATION",
+            help="with --forecast: the load's cycle when it is not a day or a week (a shift's 8h, a compressed "
+            "24min day): fitted as given instead of searched for",
+        ),
+        click.option(
+            "--forecast-level",
+            type=click.FloatRange(min=0, max=100, min_open=True, max_open=True),
+            default=80.0,
+            show_default=True,
+            metavar="PCT",
+            help="with --forecast: the prediction interval's coverage, whose upper bound is planned for",
+        ),
+    ]
+
+    def decorate(command):
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return decorate
+
+
 def echo_json(doc: object, default=None) -> None:
     """One JSON document on stdout, as every ``--json`` prints it: indented, "→" kept as it is (not ``\\u2192``).
     ``default``: how to write what JSON has no type for (a status's paths)."""

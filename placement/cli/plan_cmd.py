@@ -11,6 +11,7 @@ import click
 from placement.cli.params import (
     HTTP_URL,
     RateScale,
+    forecast_options,
     horizon_s,
     json_option,
     nonempty_path,
@@ -183,28 +184,7 @@ if TYPE_CHECKING:
     "the peak of its sources' forecast rates within --horizon (the interval's upper bound), and say when the plan "
     "in effect breaks; needs the forecast extra (statsmodels)",
 )
-@click.option(
-    "--horizon",
-    default="2h",
-    show_default=True,
-    metavar="DURATION",
-    help="with --forecast: how far ahead of the history's end to plan (e.g. 2h, 90min, 1d)",
-)
-@click.option(
-    "--season",
-    default=None,
-    metavar="DURATION",
-    help="with --forecast: the load's cycle when it is not a day or a week (a shift's 8h, a compressed 24min day): "
-    "fitted as given instead of searched for",
-)
-@click.option(
-    "--forecast-level",
-    type=click.FloatRange(min=0, max=100, min_open=True, max_open=True),
-    default=80.0,
-    show_default=True,
-    metavar="PCT",
-    help="with --forecast: the prediction interval's coverage, whose upper bound is planned for",
-)
+@forecast_options("how far ahead of the history's end to plan")
 @click.option(
     "--current",
     default=None,

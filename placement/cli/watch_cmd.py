@@ -20,7 +20,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from placement.cli.params import horizon_s, quiet_option, season_s
+from placement.cli.params import forecast_options, horizon_s, quiet_option, season_s
 from placement.costmodel.jobs import dir_names
 from placement.errors import BadInput, PlacementError
 from placement.planning.request import PlanRequest
@@ -348,28 +348,7 @@ def _line(status: Status, several: bool = False) -> str:
     "when the cheaper plan holds the whole next horizon, reactive when the load leaves the forecast's interval; "
     "needs the forecast extra (statsmodels)",
 )
-@click.option(
-    "--horizon",
-    default="2h",
-    show_default=True,
-    metavar="DURATION",
-    help="with --forecast: how far ahead of each decision to look (e.g. 2h, 90min, 1d)",
-)
-@click.option(
-    "--season",
-    default=None,
-    metavar="DURATION",
-    help="with --forecast: the load's cycle when it is not a day or a week (a shift's 8h, a compressed 24min day): "
-    "fitted as given instead of searched for",
-)
-@click.option(
-    "--forecast-level",
-    type=click.FloatRange(min=0, max=100, min_open=True, max_open=True),
-    default=80.0,
-    show_default=True,
-    metavar="PCT",
-    help="with --forecast: the prediction interval's coverage, whose upper bound is planned for",
-)
+@forecast_options("how far ahead of each decision to look")
 @quiet_option("no live view or decision lines: warnings, errors and the closing line only")
 def watch(
     inventory: Path,
