@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from placement.errors import BadInput
+from placement.planning.forecast_settings import check_forecast_settings
 from placement.planning.notes import warn_on_stderr
 
 if TYPE_CHECKING:
@@ -140,12 +141,7 @@ class PlanRequest:
                 "profiled rates: drop --current",
                 field="--current",
             )
-        if not self.horizon_s > 0:
-            raise BadInput("must be a duration above 0 (e.g. 2h, 90min)", field="--horizon")
-        if not 0 < self.forecast_level < 1:
-            raise BadInput("must lie between 0 and 100 % (e.g. 80)", field="--forecast-level")
-        if self.season_s is not None and not self.season_s > 0:
-            raise BadInput("must be a duration above 0 (e.g. 8h, 24min)", field="--season")
+        check_forecast_settings(self.horizon_s, self.forecast_level, self.season_s)
 
     def _check_max_rate(self) -> None:
         if self.max_rate and self.rescale:

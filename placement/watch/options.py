@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from placement.errors import BadInput
+from placement.planning.forecast_settings import check_forecast_settings
 from placement.watch.policy import Decision, PolicyConfig, Proposal
 from placement.watch.signals import Drift, DriftThresholds, Window
 
@@ -94,12 +95,7 @@ class WatchOptions:
                     source=str(self.forecast_history),
                     field="--forecast",
                 )
-            if not self.horizon_s > 0:
-                raise BadInput("must be a duration above 0 (e.g. 2h, 90min)", field="--horizon")
-            if not 0 < self.forecast_level < 1:
-                raise BadInput("must lie between 0 and 100 % (e.g. 80)", field="--forecast-level")
-            if self.season_s is not None and not self.season_s > 0:
-                raise BadInput("must be a duration above 0 (e.g. 8h, 24min)", field="--season")
+            check_forecast_settings(self.horizon_s, self.forecast_level, self.season_s)
         elif self.season_s is not None:
             raise BadInput("is the load's cycle a forecast fits: add --forecast HISTORY", field="--season")
 
