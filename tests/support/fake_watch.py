@@ -11,8 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from placement.cli.watch_cmd import plan_command
 from placement.profile.format import JobProfile
+from placement.watch.loop import Watch
 from placement.watch.observing import JobTrack, JobWindow
+from placement.watch.options import WatchOptions
 from placement.writers.planjson import load_plan
 from support.fake_flink import FakeFlinkRest
 
@@ -59,3 +62,23 @@ class FakeApply:
             "changed": True,
             "audit": str(plan_dir / "apply-audit.jsonl"),
         }
+
+
+def fake_cluster_watch(
+    options: WatchOptions,
+    *,
+    rest: FakeFlinkRest,
+    clock: Any,
+    profiles: dict[str, JobProfile],
+    apply: Any,
+    planned: list[float],
+) -> Watch:
+    """A watch of the fake cluster with the real planner (each re-plan's rate scale appended to ``planned``), its
+    windows the fake's ``profiles`` and its applies ``apply``."""
+    planner = plan_command(options.inventory_path, rescale=False)
+
+    def plan(profile, out_dir, scale):
+        planned.append(scale)
+        return planner(profile, out_dir, scale)
+
+    return Watch(options, plan_fn=plan, rest=rest, clock=clock, windows=FakeWindows(rest, profiles), apply=apply)

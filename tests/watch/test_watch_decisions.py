@@ -13,15 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from placement.cli.watch_cmd import plan_command
 from placement.profile.format import JobProfile
-from placement.watch.loop import Watch
 from placement.watch.options import WatchOptions
 from placement.watch.record import read_log
 from support import watch_world
 from support.fake_clock import FakeClock
 from support.fake_flink import FakeFlinkRest
-from support.fake_watch import FakeApply, FakeWindows
+from support.fake_watch import FakeApply, fake_cluster_watch
 from support.watch_world import one_pi_inventory
 
 INTERVAL_S = 30.0
@@ -48,13 +46,7 @@ class World:
         self.profiles = {"job-A": reducing_job(1000)}
         self.apply = FakeApply(self.rest, self.profiles, "job-A")
         self.planned: list[float] = []
-        planner = plan_command(inv_path, rescale=False)
-
-        def plan(profile, out_dir, scale):
-            self.planned.append(scale)
-            return planner(profile, out_dir, scale)
-
-        self.watch = Watch(
+        self.watch = fake_cluster_watch(
             WatchOptions(
                 inventory_path=inv_path,
                 job_name="job-A",
@@ -63,11 +55,11 @@ class World:
                 apply="auto",
                 log_path=tmp_path / "w" / "decisions.jsonl",
             ),
-            plan_fn=plan,
             rest=self.rest,
             clock=self.clock,
-            windows=FakeWindows(self.rest, self.profiles),
+            profiles=self.profiles,
             apply=self.apply,
+            planned=self.planned,
         )
 
     def tick(self, rate: float | None = None) -> dict:

@@ -28,7 +28,7 @@ from placement.watch.record import read_log
 from support import watch_world
 from support.fake_clock import FakeClock
 from support.fake_flink import FakeFlinkRest
-from support.fake_watch import FakeApply, FakeWindows
+from support.fake_watch import FakeApply, FakeWindows, fake_cluster_watch
 from support.watch_world import one_pi_inventory
 
 pytest.importorskip("statsmodels")
@@ -148,13 +148,7 @@ class World:
         self.profiles = {"job-A": job(rate(start_s))}
         self.apply = FakeSlowApply(self.clock, apply_s, self.rest, self.profiles, "job-A")
         self.planned: list[float] = []
-        planner = plan_command(inv, rescale=False)
-
-        def plan(profile, out_dir, scale):
-            self.planned.append(scale)
-            return planner(profile, out_dir, scale)
-
-        self.watch = Watch(
+        self.watch = fake_cluster_watch(
             WatchOptions(
                 inventory_path=inv,
                 job_name="job-A",
@@ -166,11 +160,11 @@ class World:
                 forecast_history=history,
                 **options,  # type: ignore[arg-type]
             ),
-            plan_fn=plan,
             rest=self.rest,
             clock=self.clock,
-            windows=FakeWindows(self.rest, self.profiles),
+            profiles=self.profiles,
             apply=self.apply,
+            planned=self.planned,
         )
 
     def tick(self, rate: float | None = None) -> dict:
