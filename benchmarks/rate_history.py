@@ -93,7 +93,7 @@ def write_example(out: Path, days: float = 7.5, seed: int = 7, base: float = 78_
             "vertex_id": source.id,
             "subtask": i,
             "attempt": 0,
-            "attempt_start_ms": start,
+            "attempt_start_ms": start - DAY_MS,  # the job ran before the history: no sample is a meter's first minute
             "running": True,
             "records_out_per_s": total * share,
         }

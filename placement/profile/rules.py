@@ -53,7 +53,7 @@ import pandas as pd
 
 from placement.collect.layout import METRIC_COLUMNS, RunManifest, RunVertex, SubtaskLocation
 from placement.errors import BadInput
-from placement.flink.facts import DEFAULT_BUFFER_TIMEOUT_MS
+from placement.flink.facts import DEFAULT_BUFFER_TIMEOUT_MS, METER_SPAN_S
 from placement.inventory import Inventory
 from placement.profile import edge_flows
 from placement.profile.format import (
@@ -304,9 +304,6 @@ def _ship(strategy: str, notes: _Notes) -> ShipStrategy:
 def _sum(values: Iterable[float | None]) -> float | None:
     vals = [v for v in values if v is not None]
     return sum(vals) if vals else None
-
-
-METER_SPAN_S = 60.0  # Flink's MeterView default time span: a …PerSecond rate is the last minute's
 
 
 def _deliveries(mean: Mapping[str, float | None]) -> float | None:

@@ -33,7 +33,7 @@ def _history(root, rows):
             edges=[{"source": "src", "target": "op", "ship_strategy": "FORWARD"}],
         ),
     )
-    base = {"attempt": 0, "attempt_start_ms": 0, "running": True}
+    base = {"attempt": 0, "attempt_start_ms": -3_600_000, "running": True}  # an hour into the attempt
     PartWriter(root, "j1", "r1").write(rows_to_table([{**base, **r} for r in rows]))
 
 
@@ -53,3 +53,21 @@ def test_a_history_without_source_rates_is_bad_input(tmp_path):
     _history(tmp_path, [{"ts_ms": 1000, "vertex_id": "op", "subtask": 0, "records_out_per_s": 1.0}])
     with pytest.raises(BadInput, match="records_out_per_s: no source rates in the history"):
         source_rates(tmp_path)
+
+
+def test_a_subtasks_first_minute_is_not_the_load(tmp_path):
+    # Flink's meters average the minute before: after a (re)start a source's rate ramps from 0 to the load
+    restarted = 100_000
+    rows = [
+        {"ts_ms": t, "vertex_id": "src", "subtask": k, "records_out_per_s": rate, "attempt_start_ms": start}
+        for t, rate, start in [
+            (90_000, 100.0, -3_600_000),
+            (110_000, 20.0, restarted),  # 10 s into the new attempt: a sixth of the minute's meter
+            (159_000, 95.0, restarted),
+            (160_000, 100.0, restarted),  # a whole minute: the load again
+            (170_000, 100.0, None),  # a history without attempts' starts (Prometheus' can lack them) keeps it
+        ]
+        for k in (0, 1)
+    ]
+    _history(tmp_path, rows)
+    assert source_rates(tmp_path) == {"job": {"Source": [(90_000, 200.0), (160_000, 200.0), (170_000, 200.0)]}}
