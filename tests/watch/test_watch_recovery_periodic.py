@@ -4,15 +4,21 @@ records/s below target — from constructed samples; the command line's refusals
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from watch_recovery import (
+    REPLACE_S,
     SPIKE_HOUR,
+    SPIKE_PLACE_BACK_HOUR,
+    WARM_S,
+    Day,
     Sample,
     day_rates,
+    day_row,
     periodic_steps,
     rate_at,
     rises,
@@ -76,6 +82,50 @@ def test_records_below_target_are_the_time_weighted_mean():
     s = [Sample(0, 600, 0, 600), Sample(10, 300, 0, 600), Sample(30, 700, 0, 600), Sample(40, 0, 0, 600)]
     assert shortfall(s) == pytest.approx((0 * 10 + 300 * 20 + 0 * 10) / 40)
     assert shortfall(s[:1]) == 0.0
+
+
+def test_a_day_is_judged_by_its_own_hours_and_redeploys(tmp_path):
+    clock = 1_000.0
+    log = tmp_path / "decisions.jsonl"
+    records = [
+        {
+            "record": "decision",
+            "at_ms": (clock + 290) * 1000,
+            "apply": {"status": "applied"},
+            "decision": {"kind": "relief"},
+        },
+        {
+            "record": "decision",
+            "at_ms": (clock + 300) * 1000,
+            "apply": {"status": "refused"},
+            "decision": {"kind": "relief"},
+        },
+        {
+            "record": "decision",
+            "at_ms": (clock + 2000) * 1000,
+            "apply": {"status": "applied"},
+            "decision": {"kind": "back"},
+        },
+        {"record": "tick", "at_ms": (clock + 310) * 1000},
+    ]
+    log.write_text("".join(json.dumps(r) + "\n" for r in records))
+    day = Day(samples([0, 0, 500, 900, 800, 0], every=10.0), wan_mbit=1.25)
+    row = day_row(day, log, clock, 0.0, 900.0, at_rises=[20.0], hour_s=37.5)
+    assert row["redeploys"] == 1 and row["kinds"] == ["relief"]  # the refused one and the next day's are not counted
+    assert row["bp_rises_s"] == 30 and row["bp_day_s"] == 30 and row["wan_mbit"] == 1.25
+    assert day_row(day, log, clock, 0.0, 900.0, at_rises=[], hour_s=37.5)["bp_rises_s"] == 0
+
+
+def test_the_spike_night_is_placed_back_and_warm_before_the_spike():
+    hour_s = 15 * 60 / 24  # the shortest day the phase takes
+    assert (24 - SPIKE_PLACE_BACK_HOUR + SPIKE_HOUR) * hour_s > REPLACE_S + WARM_S
+    steps = periodic_steps(15 * 60, 4, 100, 300, spike=True)
+    # the measured day's hours end before its evening, the spike is the next night's only rise before 08:00
+    assert rises(steps, 3 * 15 * 60, 3 * 15 * 60 + 8 * hour_s) == [3 * 15 * 60 + SPIKE_HOUR * hour_s]
+    assert rises(steps, 2 * 15 * 60, 2 * 15 * 60 + SPIKE_PLACE_BACK_HOUR * hour_s) == [
+        2 * 15 * 60 + 8 * hour_s,
+        2 * 15 * 60 + 13 * hour_s,
+    ]
 
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "watch_recovery.py"
