@@ -138,12 +138,22 @@ def record_fields(
 
 
 def point_at(
-    times_ms: tuple[int, ...], mean: tuple[float, ...], lower: tuple[float, ...], upper: tuple[float, ...], t_ms: int
+    times_ms: tuple[int, ...],
+    mean: tuple[float, ...],
+    lower: tuple[float, ...],
+    upper: tuple[float, ...],
+    t_ms: int,
+    series_end_ms: int | None = None,
 ) -> Point | None:
-    """A forecast's step that holds ``t_ms`` (None: before its first step or past its last)."""
+    """A forecast's step that holds ``t_ms`` (None: before its first step or past its last). A time after the
+    series' last sample (``series_end_ms``) but before the first step ahead is in the series' last grid step, which
+    the samples only began: the first step ahead stands for it — a watch fitting its rolling history, sampled more
+    often than the grid's step, is there at almost every tick."""
     steps = [i for i, t in enumerate(times_ms) if t <= t_ms]
-    if not steps or not times_ms:
+    if not times_ms:
         return None
+    if not steps:
+        return Point(mean[0], lower[0], upper[0]) if series_end_ms is not None and t_ms >= series_end_ms else None
     i = steps[-1]
     if i == len(times_ms) - 1 and len(times_ms) > 1 and t_ms - times_ms[i] > times_ms[1] - times_ms[0]:
         return None
@@ -158,7 +168,7 @@ def predicted_at(sources: Sequence[SourceForecast], t_ms: int) -> dict[str, Poin
         f = s.forecast
         if not f.ok:
             continue
-        p = point_at(f.times_ms, f.mean, f.lower, f.upper, t_ms)
+        p = point_at(f.times_ms, f.mean, f.lower, f.upper, t_ms, f.last_ms)
         if p is not None:
             out[f"{s.job}/{s.source}"] = p
     return out or None

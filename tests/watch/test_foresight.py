@@ -97,6 +97,10 @@ def test_point_at_picks_the_step_that_holds_the_time() -> None:
     assert point_at(times, mean, lower, upper, 1000 * S) == Point(2.0, 1.5, 2.5)
     assert point_at(times, mean, lower, upper, -1) is None
     assert point_at(times, mean, lower, upper, 1800 * S + 901 * S) is None
+    ahead = (900 * S, 1800 * S)  # a fit's steps begin at the grid step after the series' last sample's
+    assert point_at(ahead, mean[1:], lower[1:], upper[1:], 700 * S, series_end_ms=600 * S) == Point(2.0, 1.5, 2.5)
+    assert point_at(ahead, mean[1:], lower[1:], upper[1:], 500 * S, series_end_ms=600 * S) is None  # the past
+    assert point_at(ahead, mean[1:], lower[1:], upper[1:], 700 * S) is None  # the series' end not known
 
 
 @pytest.mark.parametrize("kw", [{"horizon_s": 0}, {"level": 1.0}, {"margin_s": -1}])
@@ -116,5 +120,7 @@ def test_predicted_at_reads_the_planning_forecasts_and_skips_the_unfit() -> None
     unfit = Forecast(False, "less than two days of history", 0.8, 0, 50.0)
     sources = [SourceForecast("iot", "src", 100.0, fit), SourceForecast("iot", "other", 50.0, unfit)]
     assert predicted_at(sources, 1900 * S) == {"iot/src": Point(300.0, 250.0, 350.0)}
-    assert predicted_at(sources, 0) is None  # before the first step ahead: no forecast for now
+    assert predicted_at(sources, -1) is None  # before the series' end: no forecast for then
+    # after the series' last sample (0), before the first step ahead (900 s): that step stands for now
+    assert predicted_at(sources, 0) == predicted_at(sources, 899 * S) == {"iot/src": Point(110.0, 90.0, 130.0)}
     assert predicted_at([sources[1]], 1900 * S) is None  # too little history: reactive
