@@ -35,9 +35,10 @@ pandas`` in its own process, as a user runs it, with its decision log.
   --forecast LEARNED --season DAY``. Per day: seconds of sustained source back-pressure (at the scheduled rises and in
   all), records/s below target, redeploys, WAN Mbit/s. Expected with --forecast: no sustained back-pressure at the
   forecastable rises, redeploys <= the day's load regimes, WAN within 10 % of the reactive day's. ``--spike``: the
-  measured day ends at 19:00, the job is placed back again, and the next night's 04:00 hour runs at ``--high``, which
-  the learned days never showed: relieved (reactively) after no more back-pressure than the reactive day's relief of
-  the same step at 08:00.
+  measured day ends at 19:00, the job is placed back again, and the next night's 04:00–07:00 run at ``--high``, which
+  the learned days never showed (``--day 24min`` or longer: the spike must outlast a reactive relief): relieved
+  (reactively) after no more back-pressure than the reactive day's relief of the same step at 08:00. A rise's
+  back-pressure is counted from it to the schedule's next step.
 
 Prints a table per phase and PASS/FAIL lines; exit 1 on any FAIL.
 """
@@ -401,7 +402,8 @@ def steady(state: dict, args, work: Path, console: Console) -> list[str]:
 
 
 HOURS = 24  # steps of a compressed day
-SPIKE_HOUR = 4  # --spike: an hour of the night after the measured day, while the low-load plan still runs
+SPIKE_HOUR = 4  # --spike: from this hour of the night after the measured day, while the low-load plan still runs,
+SPIKE_HOURS = 3  # for this long: longer than a reactive relief takes (~2 min), at --day 24min (3 min) at least
 SPIKE_PLACE_BACK_HOUR = 19  # --spike: the measured day's end, the night's placing back: 9 hours (> REPLACE_S + WARM_S)
 BP_MS = 100  # source back-pressure from this many ms/s (10 %): the recovery phase's "restored" bound
 SUSTAINED_S = 20  # back-pressure lasting this long is sustained: an apply's hand-over or a sample's blip is shorter
@@ -429,7 +431,8 @@ def periodic_steps(day_s: float, days: int, low: float, high: float, spike: bool
     only where the rate changes; ``spike``: the last day's :data:`SPIKE_HOUR` at ``high``."""
     rates = day_rates(low, high) * days
     if spike:
-        rates[(days - 1) * HOURS + SPIKE_HOUR] = high
+        first = (days - 1) * HOURS + SPIKE_HOUR
+        rates[first : first + SPIKE_HOURS] = [high] * SPIKE_HOURS
     hour_s = day_s / HOURS
     steps: list[tuple[float, float]] = []
     for i, rate in enumerate(rates):
@@ -521,10 +524,16 @@ def measure_day(state: dict, steps: list[tuple[float, float]], clock: float, sin
     return Day(samples, sum(after[h] - before[h] for h in after) * 8 / seconds / 1e6)
 
 
-def day_row(day: Day, log: Path, clock: float, since_s: float, until_s: float, at_rises: list[float], hour_s: float):
+def rise_windows(steps: list[tuple[float, float]], since_s: float, until_s: float) -> list[tuple[float, float]]:
+    """Each rise within [since, until) until the schedule's next step: the time its back-pressure is the rise's."""
+    ends = [t for t, _ in steps[1:]] + [until_s]
+    return [(t, min(ends[i], until_s)) for i, (t, _) in enumerate(steps) if t in rises(steps, since_s, until_s)]
+
+
+def day_row(day: Day, log: Path, clock: float, since_s: float, until_s: float, at_rises: list[tuple[float, float]]):
     redeploys = [r for r in applied(log) if since_s <= r["at_ms"] / 1000 - clock < until_s]
     return {
-        "bp_rises_s": sustained_backpressure_s(day.samples, [(t, t + hour_s) for t in at_rises]),
+        "bp_rises_s": sustained_backpressure_s(day.samples, at_rises),
         "bp_day_s": sustained_backpressure_s(day.samples),
         "short_rps": shortfall(day.samples),
         "redeploys": len(redeploys),
@@ -567,7 +576,7 @@ def periodic_runs(state: dict, args, work: Path, steps: list[tuple[float, float]
         watch_until(learner, clock + measured_s - REPLACE_S)
     finally:
         stop_watch(learner)
-    reactive = day_row(first, learn_log, clock, 0.0, span_s, rises(steps, 0.0, span_s), hour_s)
+    reactive = day_row(first, learn_log, clock, 0.0, span_s, rise_windows(steps, 0.0, span_s))
 
     # the measured day starts from the low-load plan, as day 1 did: the relieved plan carries every rate
     lab.place_all_on_server(state, run / "measured", steps, profile=placed.profile, clock_ms=placed.clock_ms)
@@ -578,7 +587,7 @@ def periodic_runs(state: dict, args, work: Path, steps: list[tuple[float, float]
     finally:
         stop_watch(proc)
     until_s = measured_s + span_s
-    ahead = day_row(day, log, clock, measured_s, until_s, rises(steps, measured_s, until_s), hour_s)
+    ahead = day_row(day, log, clock, measured_s, until_s, rise_windows(steps, measured_s, until_s))
     if not args.spike:
         return reactive, ahead, None
 
@@ -589,10 +598,11 @@ def periodic_runs(state: dict, args, work: Path, steps: list[tuple[float, float]
         placed.inventory, run / "measured", *keep, *forecast_args(history, day_s), log_name="spiked.jsonl"
     )
     try:
-        night = measure_day(state, steps, clock, measured_s + day_s, spike_s + 2 * hour_s)
+        night = measure_day(state, steps, clock, measured_s + day_s, spike_s + (SPIKE_HOURS + 1) * hour_s)
     finally:
         stop_watch(proc)
-    spiked = day_row(night, log, clock, measured_s + day_s, spike_s + 2 * hour_s, [spike_s], hour_s)
+    night_s = (measured_s + day_s, spike_s + (SPIKE_HOURS + 1) * hour_s)
+    spiked = day_row(night, log, clock, *night_s, rise_windows(steps, *night_s))
     return reactive, ahead, spiked
 
 
@@ -735,6 +745,8 @@ def check_periodic(ap: argparse.ArgumentParser, args) -> None:
         ap.error("--days: 3 at least (two learned: the forecaster's least history, one measured)")
     if args.day_s < 15 * 60:
         ap.error("--day: 15min at least (the night before the rise must hold the watch's warm-up and lead time)")
+    if args.spike and args.day_s < 24 * 60:
+        ap.error("--spike: --day 24min at least (the spike's 3 hours must outlast a reactive relief, ~2 min)")
 
 
 if __name__ == "__main__":

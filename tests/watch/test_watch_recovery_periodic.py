@@ -13,6 +13,7 @@ import pytest
 from watch_recovery import (
     REPLACE_S,
     SPIKE_HOUR,
+    SPIKE_HOURS,
     SPIKE_PLACE_BACK_HOUR,
     WARM_S,
     Day,
@@ -21,6 +22,7 @@ from watch_recovery import (
     day_row,
     periodic_steps,
     rate_at,
+    rise_windows,
     rises,
     shortfall,
     sustained_backpressure_s,
@@ -54,7 +56,7 @@ def test_the_spike_is_on_the_measured_day_only():
     plain, spiked = periodic_steps(DAY_S, 3, 100, 300), periodic_steps(DAY_S, 3, 100, 300, spike=True)
     at = 2 * DAY_S + SPIKE_HOUR * HOUR_S
     assert rate_at(spiked, at) == 300 and rate_at(plain, at) == 100
-    assert rate_at(spiked, at + HOUR_S) == 100  # one hour
+    assert rate_at(spiked, at + 2 * HOUR_S) == 300 and rate_at(spiked, at + SPIKE_HOURS * HOUR_S) == 100
     assert [s for s in spiked if s[0] < 2 * DAY_S] == [s for s in plain if s[0] < 2 * DAY_S]
 
 
@@ -110,10 +112,10 @@ def test_a_day_is_judged_by_its_own_hours_and_redeploys(tmp_path):
     ]
     log.write_text("".join(json.dumps(r) + "\n" for r in records))
     day = Day(samples([0, 0, 500, 900, 800, 0], every=10.0), wan_mbit=1.25)
-    row = day_row(day, log, clock, 0.0, 900.0, at_rises=[20.0], hour_s=37.5)
+    row = day_row(day, log, clock, 0.0, 900.0, at_rises=[(20.0, 60.0)])
     assert row["redeploys"] == 1 and row["kinds"] == ["relief"]  # the refused one and the next day's are not counted
     assert row["bp_rises_s"] == 30 and row["bp_day_s"] == 30 and row["wan_mbit"] == 1.25
-    assert day_row(day, log, clock, 0.0, 900.0, at_rises=[], hour_s=37.5)["bp_rises_s"] == 0
+    assert day_row(day, log, clock, 0.0, 900.0, at_rises=[])["bp_rises_s"] == 0
 
 
 def test_the_spike_night_is_placed_back_and_warm_before_the_spike():
@@ -142,6 +144,7 @@ def test_help_works_without_a_lab():
         (["--days", "2"], "--days: 3 at least"),
         (["--day", "10min"], "--day: 15min at least"),
         (["--day", "soon"], "--day:"),
+        (["--spike", "--day", "15min"], "--spike: --day 24min at least"),
         (["--phase", "weekly"], "--phase: unknown ['weekly']"),
     ],
 )
@@ -151,3 +154,13 @@ def test_bad_periodic_options_are_refused_before_the_lab(args, message, tmp_path
         [sys.executable, str(BENCH), "--phase", "periodic", *nowhere, *args], capture_output=True, text=True
     )
     assert done.returncode == 2 and message in done.stderr, done.stderr
+
+
+def test_a_rise_owns_the_back_pressure_until_the_next_step():
+    steps = periodic_steps(DAY_S, 3, 100, 300)
+    day = 2 * DAY_S
+    assert rise_windows(steps, day, day + DAY_S) == [
+        (day + 8 * HOUR_S, day + 12 * HOUR_S),  # to the lunch dip
+        (day + 13 * HOUR_S, day + 18 * HOUR_S),  # to the evening
+    ]
+    assert rise_windows(steps, day, day + 10 * HOUR_S) == [(day + 8 * HOUR_S, day + 10 * HOUR_S)]  # the span's end
