@@ -526,8 +526,9 @@ def measure_day(state: dict, steps: list[tuple[float, float]], clock: float, sin
 
 def rise_windows(steps: list[tuple[float, float]], since_s: float, until_s: float) -> list[tuple[float, float]]:
     """Each rise within [since, until) until the schedule's next step: the time its back-pressure is the rise's."""
+    up = set(rises(steps, since_s, until_s))
     ends = [t for t, _ in steps[1:]] + [until_s]
-    return [(t, min(ends[i], until_s)) for i, (t, _) in enumerate(steps) if t in rises(steps, since_s, until_s)]
+    return [(t, min(end, until_s)) for (t, _), end in zip(steps, ends) if t in up]
 
 
 def day_row(day: Day, log: Path, clock: float, since_s: float, until_s: float, at_rises: list[tuple[float, float]]):
@@ -550,7 +551,7 @@ def periodic_runs(state: dict, args, work: Path, steps: list[tuple[float, float]
     """One schedule, three watches. The learning days run under a reactive watch from the low-load plan
     (all-on-server), the first of them measured: the reactive figures. Then the job is placed back on the low-load
     plan and the last day is measured under ``watch --forecast``. ``--spike``: placed back once more, the night after
-    it, whose spike hour the learned days never showed, measured under ``watch --forecast`` again.
+    it, whose spike hours the learned days never showed, measured under ``watch --forecast`` again.
 
     The reactive day is the learning's first: a reactive watch keeps no state a day would change (after its relief
     the IoT job's plan carries every rate and the watch has nothing more to do), so a second reactive run of the same
@@ -592,16 +593,16 @@ def periodic_runs(state: dict, args, work: Path, steps: list[tuple[float, float]
         return reactive, ahead, None
 
     spike_s = measured_s + day_s + SPIKE_HOUR * hour_s
+    night_s = (measured_s + day_s, spike_s + (SPIKE_HOURS + 1) * hour_s)  # to the hour after the spike
     lab.place_all_on_server(state, run / "spiked", steps, profile=placed.profile, clock_ms=placed.clock_ms)
     # in the measured watch's work dir, its own log: what that watch saw (day 3) is rolling history to this one
     proc, log = start_watch(
         placed.inventory, run / "measured", *keep, *forecast_args(history, day_s), log_name="spiked.jsonl"
     )
     try:
-        night = measure_day(state, steps, clock, measured_s + day_s, spike_s + (SPIKE_HOURS + 1) * hour_s)
+        night = measure_day(state, steps, clock, *night_s)
     finally:
         stop_watch(proc)
-    night_s = (measured_s + day_s, spike_s + (SPIKE_HOURS + 1) * hour_s)
     spiked = day_row(night, log, clock, *night_s, rise_windows(steps, *night_s))
     return reactive, ahead, spiked
 
