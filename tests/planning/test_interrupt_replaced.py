@@ -6,6 +6,7 @@ it catches the KeyboardInterrupt and raises a ValueError without context, as pyd
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 
@@ -35,8 +36,17 @@ placement_cli.main()
 """
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+# a runner that starts the suite in the background (nohup, `&` in a script) hands on SIGINT ignored, and Python then
+# installs no KeyboardInterrupt handler: the child's own Ctrl-C would be lost and the test would wait for its timeout
+INTERRUPTIBLE = {"preexec_fn": _default_sigint}
+
+
 def test_an_interrupt_a_library_replaced_is_still_aborted_with_130():
-    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=120, **INTERRUPTIBLE)
     assert (done.returncode, done.stderr.strip()) == (130, "aborted"), done.stderr
 
 
@@ -44,6 +54,6 @@ def test_an_error_without_an_interrupt_is_not_taken_for_one():
     script = SCRIPT.replace("os.kill(os.getpid(), signal.SIGINT)", "raise KeyboardInterrupt").replace(
         "signal.pause()  # not reached: the handler raises", ""
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, **INTERRUPTIBLE)
     # a KeyboardInterrupt raised by code (no signal) that a library replaced is an error, a traceback: no Ctrl-C came
     assert done.returncode == 1 and "ValueError" in done.stderr, done.stderr
