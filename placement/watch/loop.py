@@ -49,6 +49,7 @@ from placement.watch.observing import (
     Seen,
     SnapshotWindows,
     WindowSource,
+    last_tick,
     tracks_for,
 )
 from placement.watch.options import AskFn, JobsPlanFn, PlanFn, Status, WatchOptions
@@ -92,6 +93,7 @@ class Watch:
 
             self.foreseer = Foreseer(options, self.inventory, self.tracks)
         self.plans_dir = options.work_dir / "plans"
+        self.ticks_before = last_tick(self.plans_dir, *(t.windows_dir for t in self.tracks))
         self.replanner = replanner_for(options, self.inventory, self.tracks, self.plans_dir, plan_fn, plan_jobs_fn)
         self.log = DecisionLog(options.log_path)
         self.status = Status()
@@ -167,6 +169,10 @@ class Watch:
         fleet's directory, the same for every job)."""
         return self.tracks[0].plan_in_effect()
 
+    def _tick_number(self) -> int:
+        """This tick's number in WORK_DIR's names and the decision log: on from the last watch that ran there."""
+        return self.ticks_before + self.status.ticks
+
     def _update(self, phase: str) -> None:
         self.status.phase = phase
         self.on_update(self.status)
@@ -177,7 +183,7 @@ class Watch:
         """Observe every job's window, detect, re-plan (all jobs together) on drift, decide once, act; returns the
         decision record (also logged)."""
         self.status.ticks += 1
-        tick, now_ms = self.status.ticks, int(self.clock.now() * 1000)
+        tick, now_ms = self._tick_number(), int(self.clock.now() * 1000)
         seen, observed = self.observer.look(self.tracks, tick, now_ms, self.last_change_ms)
         return self._conclude(tick, now_ms, seen, self._assess(seen, observed, now_ms))
 
@@ -358,7 +364,7 @@ class Watch:
                     dict(track.planned_rates), plan_dir=proposal.plan_dir, rate_change=self.o.thresholds.reprice_change
                 )
                 if track.name in redeployed:  # a job whose plan was in effect already keeps its job: no effect
-                    track.pending_effect = (self.status.ticks, before[track.name], track.planned_links)
+                    track.pending_effect = (self._tick_number(), before[track.name], track.planned_links)
         elif outcome["status"] in ("rolled-back", "rollback-failed"):
             self.status.rolled_back += 1
         outcome["took_s"] = round((end_ms - now_ms) / 1000, 1)

@@ -12,6 +12,7 @@ profile, and nothing decided.
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -133,6 +134,24 @@ class WindowSource(Protocol):
     def close(self) -> None: ...
 
 
+TICK_NAME = re.compile(r"tick-(\d+)")
+
+
+def tick_dirs(directory: Path) -> list[Path]:
+    """The ``tick-N`` entries of ``directory``, oldest first by number (tick-100000, after 35 days at a 30 s
+    interval, comes after tick-99999 though it sorts before it as text)."""
+    named = [(TICK_NAME.match(p.name), p) for p in directory.glob("tick-*")] if directory.is_dir() else []
+    return [p for _, p in sorted((int(m.group(1)), p) for m, p in named if m)]
+
+
+def last_tick(*directories: Path) -> int:
+    """The highest tick a previous watch left in these directories (0: none). Windows and plans are named by tick
+    and written once, so a watch restarted on the same WORK_DIR numbers on from here: starting again at 1 it would
+    meet its predecessor's names, and prune its own new windows as the oldest."""
+    ticks = [int(m.group(1)) for d in directories for p in tick_dirs(d) if (m := TICK_NAME.match(p.name))]
+    return max(ticks, default=0)
+
+
 class SnapshotWindows:
     """Windows cut from each job's rolling history and profiled with one Spark session for the whole watch."""
 
@@ -149,7 +168,7 @@ class SnapshotWindows:
         snapshot = track.windows_dir / f"tick-{tick:05d}"
         if snapshot_window(track.history, snapshot, job_name=track.name, since_ms=since_ms) == 0:
             raise PlacementError("the collector has written no part in the window yet")
-        for old in sorted(track.windows_dir.glob("tick-*"))[: -self.keep]:
+        for old in tick_dirs(track.windows_dir)[: -self.keep]:
             shutil.rmtree(old, ignore_errors=True)
         profile = self.profiler.profile(snapshot)
         manifest = find_manifests(snapshot)[-1][1]

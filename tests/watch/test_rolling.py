@@ -21,6 +21,10 @@ from placement.collect.layout import (
 )
 from placement.collect.rolling import SAMPLE_PARTS, TASKMANAGER_PARTS, parts_of, prune, snapshot_window
 from placement.errors import BadInput
+from placement.inventory import load_inventory
+from placement.watch.observing import JobTrack, SnapshotWindows, last_tick, tick_dirs
+from placement.watch.options import WatchOptions
+from support.watch_world import one_pi_inventory
 
 T0 = 1_700_000_000_000
 VERTICES = [
@@ -216,3 +220,31 @@ def test_latency_parts_roll_with_the_samples_and_windows_link_them(tmp_path):
     assert m.latency_files == ["_latency/part-00004.parquet", "_latency/part-00005.parquet"]
     assert len(parts_of(snap, LATENCY_PARTS)) == 2
     assert sorted(set(read_latency(run, m).column("p50_ms").to_pylist())) == [54.0, 55.0]
+
+
+def test_tick_dirs_are_ordered_by_number_and_a_restart_numbers_on(tmp_path):
+    windows, plans = tmp_path / "windows", tmp_path / "plans"
+    for name in ("tick-99999", "tick-100000", "tick-00007"):
+        (windows / name).mkdir(parents=True)
+    for name in ("tick-100001", "tick-100001-measured", "other"):
+        (plans / name).mkdir(parents=True)
+    assert [p.name for p in tick_dirs(windows)] == ["tick-00007", "tick-99999", "tick-100000"]
+    assert last_tick(windows, plans) == 100001
+    assert last_tick(tmp_path / "absent") == 0
+
+
+def test_a_window_is_pruned_oldest_by_tick_not_by_name(tmp_path):
+    """A watch past tick 99999 (35 days at a 30 s interval): its new window sorts first as text. Pruned by name it
+    was the one removed, and every tick after found no window."""
+    root = tmp_path / "w"
+    history(root / "history", "j1", "r", [(0, 30, 100.0), (30, 30, 300.0)])
+    for n in range(99_997, 100_000):
+        (root / "windows" / f"tick-{n:05d}").mkdir(parents=True)
+    inv = one_pi_inventory(tmp_path / "inv.yaml", ["j"], jobs=False)
+    options = WatchOptions(inventory_path=inv, job_name="j", work_dir=root, engine="pandas", warmup_s=0)
+    windows = SnapshotWindows(options, load_inventory(inv), keep=2)
+    window = windows.read(JobTrack("j", root), 100_000, since_ms=T0)
+    assert window.snapshot == root / "windows" / "tick-100000" and window.snapshot.is_dir()
+    assert [p.name for p in tick_dirs(root / "windows")] == ["tick-99999", "tick-100000"]
+    source = next(v for v in window.profile.vertices if v.name == "Source: S")
+    assert source.subtasks[0].records_out_per_s == pytest.approx(200.0, rel=0.05)

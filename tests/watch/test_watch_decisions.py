@@ -122,3 +122,15 @@ def test_the_loop_ticks_every_interval_of_the_injected_clock(inv_path, tmp_path)
     assert status.ticks == 3 and status.phase == "stopped"
     assert [r["decision"]["action"] for r in read_log(world.watch.o.log_path)] == ["steady"] * 3
     assert world.clock.slept == pytest.approx(90.0, abs=0.5) and time.monotonic() - started < 30
+
+
+def test_a_watch_restarted_on_its_work_dir_numbers_its_ticks_on(inv_path, tmp_path):
+    """Windows and plans are named by tick and written once: a second watch on the same WORK_DIR starting again at
+    tick 1 met its predecessor's names (and pruned its own new windows as the oldest)."""
+    first = World(inv_path, tmp_path, ON_SERVER)
+    first.tick()
+    assert first.tick(rate=1500)["decision"]["action"] == "apply"  # its plan is tick-00002
+    again = World(inv_path, tmp_path, ON_SERVER)
+    rec = again.tick()
+    assert rec["tick"] == 3 and again.watch.windows.read_ticks == [3]
+    assert [r["tick"] for r in read_log(again.watch.o.log_path) if r.get("record") == "decision"] == [1, 2, 3]
