@@ -48,6 +48,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import shutil
 import signal
 import statistics
 import subprocess
@@ -564,6 +565,7 @@ def periodic_runs(state: dict, args, work: Path, steps: list[tuple[float, float]
     so after its first relief the sources run at their target: a history recorded under a saturated uplink would
     teach the capped rate, not the demand."""
     run, day_s, hour_s = work / "periodic", args.day_s, args.day_s / HOURS
+    shutil.rmtree(run, ignore_errors=True)  # an earlier run's rolling history is another schedule clock's past
     measured_s = (args.days - 1) * day_s
     # --spike: the measured day ends at 19:00 (its last regime began at 18:00) for the night after to be placed back
     # and warmed up before the spike; the reactive day is measured over the same hours
